@@ -1,0 +1,29 @@
+/* tls.h - the server's PKI and kubeconfig: a CA and serving certificate generated on
+ * first start into DIR/pki/, an admin bearer token, and DIR/kubeconfig for kubectl.
+ * Uses OpenSSL. Called at start-up from one thread. */
+#ifndef FL_TLS_H
+#define FL_TLS_H
+
+typedef struct fl_pki {
+    char *ca_cert_pem;      /* heap PEM strings */
+    char *server_cert_pem;
+    char *server_key_pem;
+    char *admin_token;      /* 64 hex chars */
+} fl_pki;
+
+/* Load DIR/pki/{ca.crt,ca.key,server.crt,server.key} and DIR/pki/admin.token, creating
+ * whatever is missing (CA: EC P-256, 10 years; serving cert signed by the CA with SANs
+ * localhost, 127.0.0.1, ::1 and each entry of extra_sans (IPs or DNS names), 1 year).
+ * Keys are written mode 0600. Returns 0 or FL_EIO with *err a heap message. */
+int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, char **err);
+void fl_pki_close(fl_pki *p);
+
+/* Write a kubeconfig (cluster "flotilla", user "admin", context "flotilla") for server_url
+ * with the CA embedded (certificate-authority-data) and token auth (ca_pem NULL for plain
+ * HTTP). Written atomically (temp file + rename), mode 0600. Returns 0 or FL_EIO. */
+int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca_pem, const char *token);
+
+/* Constant-time comparison for tokens. */
+int fl_token_equal(const char *a, const char *b);
+
+#endif

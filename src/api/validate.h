@@ -1,0 +1,55 @@
+/* validate.h - structural checks and validation of objects before they are stored.
+ *
+ * Two classes of failure, as Kubernetes distinguishes them:
+ *   - decoding errors (a field has the wrong JSON type, the body is not an object,
+ *     apiVersion/kind do not match the URL): 400 BadRequest, one message naming the field;
+ *   - validation errors (invalid name, label syntax, a Karmada policy rule): 422 Invalid
+ *     with one cause per problem in details.causes[] {reason, message, field}.
+ * Pure functions over the kind table: any thread. */
+#ifndef FL_VALIDATE_H
+#define FL_VALIDATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "api/kinds.h"
+
+/* Check JSON types of obj against k->fields (recursively through sub-tables), plus
+ * metadata's own types (labels/annotations string maps, finalizers string array, ...).
+ * Returns 0, or FL_EINVAL with *msg = heap text like
+ * "spec.replicas: expected integer, got string". */
+int fl_validate_types(const fl_kind *k, const json_t *obj, char **msg);
+
+/* Validate for create (old == NULL) or update. Appends causes to `causes` (a JSON array
+ * the caller owns); returns the number appended. Covers: metadata.name format for the
+ * kind (DNS-1123 subdomain; DNS-1123 label for Namespace and Service), generateName,
+ * label keys/values and annotation keys, immutable fields on update (metadata.uid is
+ * ignored by the caller), and k->validate. */
+int fl_validate_object(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+
+/* Helpers shared with the API layer and later controllers. Return NULL if valid, else a
+ * static message ("must consist of lower case alphanumeric characters, '-' or '.', ...").*/
+const char *fl_validate_dns1123_subdomain(const char *s);
+const char *fl_validate_dns1123_label(const char *s);
+const char *fl_validate_label_key(const char *s);
+const char *fl_validate_label_value(const char *s);
+
+/* Append {reason, message, field} to causes. reason is a CauseType ("FieldValueInvalid",
+ * "FieldValueRequired", "FieldValueNotSupported", "FieldValueForbidden", "FieldValueDuplicate"). */
+void fl_cause_add(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+
+
+/* Kind-specific validators wired into the kind table (fl_kind.validate). Each appends
+ * causes with field paths from the object root ("spec.placement.clusterAffinity"). */
+void fl_validate_propagation_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_override_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_crd(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_namespace(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_cluster(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_resource_binding(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_work(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_interpreter_customization(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+
+#endif

@@ -1,0 +1,21 @@
+/* err.c - text for FL_E* codes. */
+#include "core/err.h"
+
+const char *fl_strerror(int rc)
+{
+    switch (rc) {
+    case FL_OK: return "ok";
+    case FL_ENOMEM: return "out of memory";
+    case FL_EINVAL: return "invalid input";
+    case FL_ENOTFOUND: return "not found";
+    case FL_EEXIST: return "already exists";
+    case FL_ECONFLICT: return "conflict: the object has been modified";
+    case FL_EEXPIRED: return "revision is older than the compaction window";
+    case FL_EIO: return "input/output error";
+    case FL_ETIMEDOUT: return "timed out";
+    case FL_ECLOSED: return "closed";
+    case FL_ETOOBIG: return "too large";
+    case FL_EUNSUPPORTED: return "not supported";
+    }
+    return "unknown error";
+}

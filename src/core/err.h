@@ -1,0 +1,27 @@
+/* err.h - the error codes every Flotilla module returns.
+ *
+ * Functions return int: 0 on success, a negative FL_E* code on failure. The API
+ * layer maps codes to Kubernetes Status reasons (see src/api/status.c); the CLI
+ * maps them to one readable line with fl_strerror(). */
+#ifndef FL_ERR_H
+#define FL_ERR_H
+
+enum {
+    FL_OK = 0,
+    FL_ENOMEM = -1,      /* never returned in practice: allocation failure aborts (mem.h) */
+    FL_EINVAL = -2,      /* malformed input: caller's bytes are wrong */
+    FL_ENOTFOUND = -3,   /* key/object does not exist */
+    FL_EEXIST = -4,      /* create of a key that exists */
+    FL_ECONFLICT = -5,   /* compare-and-swap lost: revision did not match */
+    FL_EEXPIRED = -6,    /* revision older than the compaction window */
+    FL_EIO = -7,         /* storage or socket failure */
+    FL_ETIMEDOUT = -8,   /* a bounded wait ran out */
+    FL_ECLOSED = -9,     /* the object (store, watch) is shutting down */
+    FL_ETOOBIG = -10,    /* input exceeds a size limit */
+    FL_EUNSUPPORTED = -11 /* valid request we deliberately do not support */
+};
+
+/* Static English text for a code; never NULL. Any thread. */
+const char *fl_strerror(int rc);
+
+#endif

@@ -1,0 +1,23 @@
+/* mem.h - allocation with one out-of-memory policy: abort.
+ *
+ * A control plane that runs out of memory cannot keep its promises about the
+ * store or watches, so, like redis's zmalloc, every allocation either succeeds
+ * or the process aborts with a message. Callers therefore never check for NULL
+ * from these functions. fl_mem_init() routes jansson through the same policy. */
+#ifndef FL_MEM_H
+#define FL_MEM_H
+
+#include <stddef.h>
+
+void *fl_malloc(size_t n);
+void *fl_calloc(size_t n, size_t size);
+void *fl_realloc(void *p, size_t n);
+char *fl_strdup(const char *s);
+char *fl_strndup(const char *s, size_t n);
+/* printf into a fresh heap string (caller frees). */
+char *fl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Install the abort-on-OOM allocator into jansson. Call once at start, before threads. */
+void fl_mem_init(void);
+
+#endif

@@ -1,0 +1,24 @@
+/* yaml.h - YAML <-> JSON (jansson) through libfyaml.
+ *
+ * Kubernetes objects arrive as YAML in server-side apply bodies and in CLI files.
+ * Scalars map as Kubernetes' YAML decoder maps them (YAML 1.2 core schema as
+ * sigs.k8s.io/yaml does): plain scalars that look like integers become JSON
+ * integers (int64 exact), floats become reals, true/false booleans, null/~/empty
+ * null; quoted scalars are always strings. Anchors/aliases resolve; merge keys
+ * ("<<") are expanded. Errors return FL_EINVAL with *err = heap message
+ * "line L, column C: problem". Pure functions: any thread. */
+#ifndef FL_YAML_H
+#define FL_YAML_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Parse exactly one document (an empty stream is FL_EINVAL "no document"). */
+int fl_yaml_parse(const char *buf, size_t len, json_t **out, char **err);
+/* Parse a multi-document stream ("---" separated) into a JSON array, skipping empty documents. */
+int fl_yaml_parse_all(const char *buf, size_t len, json_t **out, char **err);
+/* Render a JSON value as block YAML (kubectl -o yaml style, 2-space indent, keys in
+ * the value's order). Returns a heap string; never NULL. */
+char *fl_yaml_dump(const json_t *v);
+
+#endif

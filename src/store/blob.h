@@ -1,0 +1,22 @@
+/* blob.h - immutable, reference-counted byte strings.
+ *
+ * Object values flow from the store's cache to list responses and to every
+ * watcher without copying: the store hands out a reference, each reader drops
+ * it when done. The bytes are NUL-terminated for convenience (data[len] == 0). */
+#ifndef FL_BLOB_H
+#define FL_BLOB_H
+
+#include <stddef.h>
+
+typedef struct fl_blob {
+    int refs;         /* atomic */
+    size_t len;
+    char data[];
+} fl_blob;
+
+/* New blob holding a copy of len bytes; refcount 1. Never NULL (aborts on OOM). */
+fl_blob *fl_blob_new(const char *data, size_t len);
+fl_blob *fl_blob_ref(fl_blob *b);   /* +1, returns b; NULL-safe */
+void fl_blob_unref(fl_blob *b);     /* -1, frees at 0; NULL-safe */
+
+#endif

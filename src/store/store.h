@@ -1,0 +1,144 @@
+/* store.h - the store interface: a revision log of keys to object bytes.
+ *
+ * Every write appends one revision; the revision number is global, strictly
+ * increasing, and is the resourceVersion of the object written. The store knows
+ * nothing about Kubernetes: keys are strings ("/<group>/<resource>/<ns>/<name>"),
+ * values are opaque bytes (JSON rendered by the API layer).
+ *
+ * Backends implement this interface behind a vtable (fl_store_ops); the SQLite
+ * backend (store_sqlite.c) is the embedded default. A backend keeps the current
+ * value of every live key in memory (for get/list without I/O) and a window of
+ * recent events for watches; everything older comes from the log.
+ *
+ * Threads: every function may be called from any thread concurrently. Writes are
+ * durable (fsync'd per the backend's durability setting) before fl_store_write()
+ * returns; concurrent writes are group-committed. */
+#ifndef FL_STORE_H
+#define FL_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/blob.h"
+
+typedef struct fl_store fl_store;
+
+/* ---- opening ---- */
+
+typedef struct fl_store_config {
+    const char *path;          /* SQLite database file */
+    int64_t compact_window;    /* revisions kept behind the head for watches; 0 = default (100000) */
+    int compact_interval_ms;   /* how often to compact; 0 = default (5000); <0 = never automatically */
+    bool durable;              /* true: synchronous=FULL (fsync every commit); false: NORMAL */
+} fl_store_config;
+
+/* Open (creating if needed) a store. *out is set on every path (NULL on failure).
+ * Loads the current state into memory. Returns FL_EIO on open/schema failure. */
+int fl_store_open(const fl_store_config *cfg, fl_store **out);
+/* Stop background work, wake and end all watches (they return FL_ECLOSED), close. NULL-safe. */
+void fl_store_free(fl_store *s);
+
+/* ---- reading ---- */
+
+typedef struct fl_kv {
+    fl_blob *value;      /* owned reference: release with fl_blob_unref */
+    int64_t rev;         /* revision of the last write to this key (its resourceVersion) */
+    int64_t create_rev;  /* revision that created this incarnation of the key */
+} fl_kv;
+
+/* Current value of key. On success fills *out (caller unrefs out->value).
+ * FL_ENOTFOUND if absent. */
+int fl_store_get(fl_store *s, const char *key, fl_kv *out);
+
+/* Head revision (the highest revision written). */
+int64_t fl_store_rev(fl_store *s);
+/* Compacted revision: watches/lists from below it get FL_EEXPIRED. */
+int64_t fl_store_compact_rev(fl_store *s);
+
+/* Called for each key in order; return false to stop. The kv's value reference is
+ * borrowed for the duration of the call: fl_blob_ref() it to keep it. */
+typedef bool (*fl_store_list_fn)(void *ctx, const char *key, const fl_kv *kv);
+
+/* Iterate live keys starting with prefix, in byte order of key, strictly after
+ * start_after (NULL or "" = from the beginning).
+ *   at_rev == 0: the current state, from memory; *rev_out = head revision at the
+ *                moment of the snapshot (the list's resourceVersion).
+ *   at_rev > 0:  the state as of revision at_rev (for paginated lists continuing
+ *                a snapshot); FL_EEXPIRED if at_rev < compact revision. *rev_out = at_rev.
+ * Stops after `limit` keys when limit > 0; *more_out (may be NULL) says whether keys
+ * remained after the last one delivered. */
+int fl_store_list(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
+                  fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out);
+
+/* Number of live keys under prefix (for metrics and tests). */
+size_t fl_store_count(fl_store *s, const char *prefix);
+
+/* ---- writing ---- */
+
+enum fl_store_op_type { FL_STORE_CREATE = 1, FL_STORE_UPDATE = 2, FL_STORE_DELETE = 3 };
+
+/* Render the value to store, now that its revision is known. Called exactly once
+ * per attempted write, on the store's writer thread, with the current value of the
+ * key (NULL for create) and the revision the write will get. Returns a heap string
+ * (malloc'd, the store takes ownership) and its length in *len; for a delete the
+ * value is the object's final state as seen by DELETED watch events. Must not call
+ * back into the store. */
+typedef char *(*fl_store_render_fn)(void *ctx, const fl_blob *current, int64_t rev, size_t *len);
+
+typedef struct fl_store_op {
+    int type;                 /* enum fl_store_op_type */
+    const char *key;
+    int64_t prev_rev;         /* UPDATE/DELETE: required current revision, 0 = any */
+    fl_store_render_fn render;
+    void *ctx;
+    /* results */
+    int64_t rev;              /* revision written (on success) */
+    fl_blob *value;           /* on success: reference to the value now stored (caller unrefs);
+                                 for DELETE the final value; NULL on failure */
+} fl_store_op;
+
+/* Apply one write and wait until it is durable. Returns:
+ *   0            success; op->rev and op->value set
+ *   FL_EEXIST    CREATE of a live key
+ *   FL_ENOTFOUND UPDATE/DELETE of an absent key
+ *   FL_ECONFLICT prev_rev != 0 and != the key's current revision
+ *   FL_EIO       the commit failed (nothing was written)
+ *   FL_ECLOSED   the store is closing */
+int fl_store_write(fl_store *s, fl_store_op *op);
+
+/* Compact now: forget superseded revisions older than head - window. Returns new compact rev. */
+int64_t fl_store_compact(fl_store *s);
+
+/* ---- watching ---- */
+
+enum fl_event_type { FL_EV_PUT_CREATE = 1, FL_EV_PUT_UPDATE = 2, FL_EV_DELETE = 3 };
+
+typedef struct fl_event {
+    int type;          /* enum fl_event_type */
+    const char *key;   /* valid while the event is held */
+    int64_t rev;
+    fl_blob *value;    /* the new value; for DELETE the final value (borrowed from the event) */
+} fl_event;
+
+typedef struct fl_watch fl_watch;
+
+/* Watch keys under prefix for revisions > from_rev. from_rev must be >= compact rev
+ * (else FL_EEXPIRED). Events older than the in-memory window are replayed from the log,
+ * then live events follow with no gap and no duplicate. *out set on every path. */
+int fl_store_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out);
+
+/* Wait up to timeout_ms (-1 = forever) for the next event. On success *ev points to an
+ * event valid until the next call to fl_watch_next or fl_watch_free.
+ * Returns 0, FL_ETIMEDOUT, FL_ECLOSED (store closing or watch cancelled), or FL_EEXPIRED
+ * (the watcher fell so far behind that its backlog overflowed; it must re-list). */
+int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms);
+/* Wake a blocked fl_watch_next, making it return FL_ECLOSED. Any thread. */
+void fl_watch_cancel(fl_watch *w);
+/* Stop and free. NULL-safe. Not concurrently with fl_watch_next on the same watch. */
+void fl_watch_free(fl_watch *w);
+
+/* Number of open watches (gauge for /metrics). */
+size_t fl_store_watch_count(fl_store *s);
+
+#endif
