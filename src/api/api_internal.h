@@ -1,0 +1,69 @@
+/* api_internal.h - helpers shared by the API handler files (api_*.c). Not for other modules. */
+#ifndef FL_API_INTERNAL_H
+#define FL_API_INTERNAL_H
+
+#include "api/api.h"
+
+/* The resource a request addresses, parsed from its path. */
+typedef struct fl_target {
+    const fl_kind *kind;
+    char group[128];
+    char version[64];
+    char resource[96];
+    char ns[256];       /* "" when not namespaced or all namespaces */
+    char name[256];     /* "" for collections */
+    char sub[32];       /* "status", "scale", "finalize" or "" */
+    bool has_ns;
+} fl_target;
+
+/* Responses. fl_resp_json steals obj. */
+void fl_resp_json(fl_req *r, int code, json_t *obj);
+void fl_resp_raw(fl_req *r, int code, const char *data, size_t len);
+/* A metav1.Status failure. kind/name fill details (either may be NULL); causes is stolen. */
+void fl_resp_status(fl_req *r, int code, const char *reason, const fl_target *t, json_t *causes, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Map an FL_E* store error to a Status response for target t. */
+void fl_resp_store_error(fl_req *r, int rc, const fl_target *t);
+
+/* Store key of an object: prefix + [ns "/"] + name (heap). */
+char *fl_obj_key(const fl_kind *k, const char *ns, const char *name);
+/* Prefix for a collection: kind prefix + [ns "/"] (heap). */
+char *fl_coll_prefix(const fl_kind *k, const char *ns);
+
+/* Wants a server-side Table? (Accept has as=Table). */
+bool fl_req_wants_table(const fl_req *r);
+/* dryRun=All present? */
+bool fl_req_dry_run(const fl_req *r);
+
+/* Current time as RFC 3339 (seconds, UTC "Z"). */
+void fl_now_rfc3339(char buf[32]);
+/* Random UUID v4 text. */
+void fl_uuid4(char buf[37]);
+
+/* Object accessors. */
+json_t *fl_obj_meta(json_t *obj);   /* metadata object, created if missing (borrowed) */
+const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2); /* obj[k1][k2] string or NULL */
+
+/* Handlers. */
+void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);
+void fl_api_list(fl_api *api, fl_req *r, const fl_target *t);
+void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t);
+void fl_api_create(fl_api *api, fl_req *r, const fl_target *t);
+void fl_api_update(fl_api *api, fl_req *r, const fl_target *t);
+void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t);
+void fl_api_delete(fl_api *api, fl_req *r, const fl_target *t);
+void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t);
+
+/* Parse a request body (JSON, or YAML when the content type says so) into an object.
+ * On failure responds 400 and returns NULL. */
+json_t *fl_req_body_object(fl_req *r, const fl_target *t);
+
+/* Write helpers used by several handlers (api_write.c). */
+/* Delete one stored object honoring finalizers (sets deletionTimestamp when present).
+ * Returns 0 and the resulting object (deleted final state or updated) in *out (new ref, may be NULL). */
+int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const char *name, const json_t *opts,
+                         bool dry_run, json_t **out, fl_target *t_for_errors, fl_req *r);
+/* Delete every object of every namespaced kind in namespace ns (namespace finalization). */
+int fl_api_purge_namespace(fl_api *api, const char *ns);
+
+#endif

@@ -1,0 +1,671 @@
+/* api_read.c - GET, LIST and WATCH.
+ *
+ * Reads come from the store's in-memory current state, whose values already carry
+ * their resourceVersion, so a GET or an unfiltered LIST copies stored bytes into
+ * the response without re-encoding. Selectors parse each candidate object.
+ * Pagination: the continue token records the list's revision and the last key, and
+ * later pages read the store as of that revision (410 Expired once compacted).
+ * Watch: a stream that first replays the requested initial state, then relays store
+ * events for the collection's key prefix, filtered by the request's selectors. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api_internal.h"
+#include "api/table.h"
+#include "core/err.h"
+#include "core/mem.h"
+#include "core/selector.h"
+
+/* ---- growable output buffer ---- */
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static void buf_add(buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap * 2 : 4096;
+        while (c < b->len + n + 1)
+            c *= 2;
+        b->p = fl_realloc(b->p, c);
+        b->cap = c;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void buf_adds(buf *b, const char *s)
+{
+    buf_add(b, s, strlen(s));
+}
+
+/* ---- selectors ---- */
+
+typedef struct filter {
+    fl_labelsel *labels;
+    fl_fieldsel *fields;
+    const char *name;   /* metadata.name pinned by field selector or by the URL */
+} filter;
+
+static void filter_close(filter *f)
+{
+    fl_labelsel_free(f->labels);
+    fl_fieldsel_free(f->fields);
+}
+
+static bool field_supported(const fl_kind *k, const char *field)
+{
+    if (!strcmp(field, "metadata.name") || !strcmp(field, "metadata.namespace"))
+        return true;
+    for (int i = 0; i < 8 && k->field_selectors[i]; i++)
+        if (!strcmp(k->field_selectors[i], field))
+            return true;
+    return k->dynamic;  /* custom resources: the apiserver allows metadata.* only, but be lenient */
+}
+
+/* Parse the request's selectors. On error responds 400 and returns -1. */
+static int filter_init(filter *f, fl_req *r, const fl_target *t)
+{
+    memset(f, 0, sizeof *f);
+    char *err = NULL;
+    const char *ls = fl_req_query(r, "labelSelector");
+    if (ls && ls[0] && fl_labelsel_parse(ls, &f->labels, &err) != 0) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "unable to parse requirement: %s", err ? err : ls);
+        free(err);
+        return -1;
+    }
+    const char *fs = fl_req_query(r, "fieldSelector");
+    if (fs && fs[0]) {
+        if (fl_fieldsel_parse(fs, &f->fields, &err) != 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "invalid field selector: %s", err ? err : fs);
+            free(err);
+            filter_close(f);
+            return -1;
+        }
+        for (size_t i = 0; i < fl_fieldsel_count(f->fields); i++) {
+            const char *field = fl_fieldsel_field(f->fields, i);
+            if (!field_supported(t->kind, field)) {
+                fl_resp_status(r, 400, "BadRequest", t, NULL, "field label not supported: %s", field);
+                filter_close(f);
+                return -1;
+            }
+        }
+        f->name = fl_fieldsel_exact(f->fields, "metadata.name");
+    }
+    if (t->name[0])
+        f->name = t->name;
+    return 0;
+}
+
+static bool filter_active(const filter *f)
+{
+    return f->labels || f->fields;
+}
+
+/* Does the stored object match? Parses only when a selector needs the body. */
+static bool filter_match(const filter *f, const char *key, const fl_blob *v, json_t **parsed)
+{
+    if (f->name) {
+        const char *slash = strrchr(key, '/');
+        if (!slash || strcmp(slash + 1, f->name))
+            return false;
+    }
+    if (!f->labels && !f->fields)
+        return true;
+    json_t *obj = *parsed;
+    if (!obj) {
+        obj = json_loadb(v->data, v->len, 0, NULL);
+        *parsed = obj;
+    }
+    if (!obj)
+        return false;
+    if (f->labels && !fl_labelsel_match(f->labels, json_object_get(json_object_get(obj, "metadata"), "labels")))
+        return false;
+    if (f->fields && !fl_fieldsel_match(f->fields, obj))
+        return false;
+    return true;
+}
+
+/* ---- GET ---- */
+
+void fl_api_get(fl_api *api, fl_req *r, const fl_target *t)
+{
+    char *key = fl_obj_key(t->kind, t->ns, t->name);
+    fl_kv kv;
+    int rc = fl_store_get(api->store, key, &kv);
+    free(key);
+    if (rc) {
+        fl_resp_store_error(r, rc, t);
+        return;
+    }
+    if (fl_req_wants_table(r)) {
+        json_t *obj = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        json_t *items = json_array();
+        if (obj)
+            json_array_append_new(items, obj);
+        const char *inc = fl_req_query(r, "includeObject");
+        json_t *tbl = fl_table_render(t->kind, items, inc ? inc : "Metadata", NULL, NULL);
+        json_decref(items);
+        fl_resp_json(r, 200, tbl);
+    } else {
+        fl_resp_raw(r, 200, kv.value->data, kv.value->len);
+    }
+    fl_blob_unref(kv.value);
+}
+
+/* ---- LIST ---- */
+
+typedef struct list_ctx {
+    filter *f;
+    buf out;
+    json_t *items;       /* for Table output */
+    size_t count;
+    size_t limit;
+    bool more;
+    char *last_key;
+} list_ctx;
+
+static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
+{
+    list_ctx *c = vctx;
+    json_t *parsed = NULL;
+    if (!filter_match(c->f, key, kv->value, &parsed)) {
+        json_decref(parsed);
+        return true;
+    }
+    if (c->limit && c->count == c->limit) {
+        c->more = true;
+        json_decref(parsed);
+        return false;
+    }
+    if (c->items) {
+        if (!parsed)
+            parsed = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+        if (parsed)
+            json_array_append(c->items, parsed);
+    } else {
+        if (c->count)
+            buf_add(&c->out, ",", 1);
+        buf_add(&c->out, kv->value->data, kv->value->len);
+    }
+    json_decref(parsed);
+    c->count++;
+    free(c->last_key);
+    c->last_key = fl_strdup(key);
+    return true;
+}
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64enc(const char *s, size_t n)
+{
+    char *o = fl_malloc((n + 2) / 3 * 4 + 1), *p = o;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned char)s[i] << 16;
+        if (i + 1 < n) v |= (unsigned char)s[i + 1] << 8;
+        if (i + 2 < n) v |= (unsigned char)s[i + 2];
+        *p++ = b64chars[(v >> 18) & 63];
+        *p++ = b64chars[(v >> 12) & 63];
+        *p++ = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
+        *p++ = i + 2 < n ? b64chars[v & 63] : '=';
+    }
+    *p = 0;
+    return o;
+}
+
+static char *b64dec(const char *s, size_t *outlen)
+{
+    size_t n = strlen(s);
+    char *o = fl_malloc(n / 4 * 3 + 4);
+    size_t len = 0;
+    unsigned v = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '=')
+            break;
+        const char *c = strchr(b64chars, s[i]);
+        if (!c || !s[i]) {
+            free(o);
+            return NULL;
+        }
+        v = (v << 6) | (unsigned)(c - b64chars);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            o[len++] = (char)((v >> bits) & 0xff);
+        }
+    }
+    o[len] = 0;
+    *outlen = len;
+    return o;
+}
+
+/* Continue token: base64 of {"v":"meta.k8s.io/v1","rv":N,"start":"<last key>"}. */
+static char *make_continue(int64_t rv, const char *last_key)
+{
+    json_t *j = json_pack("{s:s, s:I, s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", last_key);
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    char *out = b64enc(s, strlen(s));
+    free(s);
+    return out;
+}
+
+static int parse_continue(const char *tok, const char *prefix, int64_t *rv, char **start)
+{
+    size_t len;
+    char *raw = b64dec(tok, &len);
+    if (!raw)
+        return -1;
+    json_t *j = json_loadb(raw, len, 0, NULL);
+    free(raw);
+    const char *st = json_string_value(json_object_get(j, "start"));
+    json_t *jrv = json_object_get(j, "rv");
+    if (!j || !st || !json_is_integer(jrv) || json_integer_value(jrv) <= 0 || strncmp(st, prefix, strlen(prefix))) {
+        json_decref(j);
+        return -1;
+    }
+    *rv = json_integer_value(jrv);
+    *start = fl_strdup(st);
+    json_decref(j);
+    return 0;
+}
+
+void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
+{
+    filter f;
+    if (filter_init(&f, r, t))
+        return;
+    list_ctx c;
+    memset(&c, 0, sizeof c);
+    c.f = &f;
+    const char *lim = fl_req_query(r, "limit");
+    if (lim && lim[0]) {
+        char *end;
+        long long l = strtoll(lim, &end, 10);
+        if (*end || l < 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "invalid limit: %s", lim);
+            filter_close(&f);
+            return;
+        }
+        c.limit = (size_t)l;
+    }
+    char *prefix = fl_coll_prefix(t->kind, t->has_ns ? t->ns : NULL);
+    int64_t at_rev = 0;
+    char *start = NULL;
+    const char *cont = fl_req_query(r, "continue");
+    if (cont && cont[0]) {
+        if (parse_continue(cont, prefix, &at_rev, &start)) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "continue key is not valid: %s", cont);
+            goto out;
+        }
+    }
+    bool table = fl_req_wants_table(r);
+    if (table)
+        c.items = json_array();
+    const char *api_version = t->kind->api_version;
+    buf_adds(&c.out, "{\"kind\":\"");
+    buf_adds(&c.out, t->kind->list_kind);
+    buf_adds(&c.out, "\",\"apiVersion\":\"");
+    buf_adds(&c.out, api_version);
+    size_t meta_at = c.out.len;
+    int64_t rev = 0;
+    bool more = false;
+    int rc = fl_store_list(api->store, prefix, start, at_rev, 0, list_cb, &c, &rev, &more);
+    if (rc == FL_EEXPIRED) {
+        fl_resp_status(r, 410, "Expired", t, NULL,
+                       "The provided continue parameter is too old to display a consistent list result. You can "
+                       "start a new list without the continue parameter, or use the continue token in this "
+                       "response to retrieve the remainder of the results. Continuing with the provided token "
+                       "results in an inconsistent list - objects that were created, modified, or deleted "
+                       "between the time the first chunk was returned and now may show up in the list.");
+        goto out;
+    }
+    if (rc) {
+        fl_resp_store_error(r, rc, t);
+        goto out;
+    }
+    char rvs[32];
+    snprintf(rvs, sizeof rvs, "%lld", (long long)rev);
+    char *tok = c.more && c.last_key ? make_continue(rev, c.last_key) : NULL;
+    if (table) {
+        const char *inc = fl_req_query(r, "includeObject");
+        json_t *tbl = fl_table_render(t->kind, c.items, inc ? inc : "Metadata", rvs, tok);
+        fl_resp_json(r, 200, tbl);
+    } else {
+        /* items were appended after the header; splice metadata in front of them */
+        buf hdr = {0};
+        buf_add(&hdr, c.out.p, meta_at);
+        buf_adds(&hdr, "\",\"metadata\":{\"resourceVersion\":\"");
+        buf_adds(&hdr, rvs);
+        buf_adds(&hdr, "\"");
+        if (tok) {
+            buf_adds(&hdr, ",\"continue\":\"");
+            buf_adds(&hdr, tok);
+            buf_adds(&hdr, "\"");
+        }
+        buf_adds(&hdr, "},\"items\":[");
+        buf_add(&hdr, c.out.p + meta_at, c.out.len - meta_at);
+        buf_adds(&hdr, "]}");
+        free(r->resp);
+        r->code = 200;
+        r->resp = hdr.p;
+        r->resp_len = hdr.len;
+        r->resp_type = "application/json";
+    }
+    free(tok);
+out:
+    free(c.out.p);
+    json_decref(c.items);
+    free(c.last_key);
+    free(start);
+    free(prefix);
+    filter_close(&f);
+}
+
+/* ---- WATCH ---- */
+
+/* A watch stream. Initial events (for resourceVersion unset/0 or sendInitialEvents) are
+ * rendered into `pending` up front; then each read takes the next store event. */
+struct fl_api_stream {
+    fl_api *api;
+    fl_watch *w;
+    filter f;
+    const fl_kind *kind;
+    bool table;
+    bool bookmarks;
+    int64_t last_rev;
+    struct timespec deadline;  /* timeoutSeconds */
+    buf pending;
+    size_t pending_off;
+    bool done;
+    double last_activity;      /* monotonic seconds of the last event sent (for bookmarks) */
+    /* keys currently matching a filtered watch: to turn updates that stop matching into
+     * DELETED and ones that start matching into ADDED, as the Kubernetes watch cache does */
+    char **seen;
+    size_t nseen, capseen;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void emit(fl_api_stream *s, const char *type, const char *data, size_t len)
+{
+    buf_adds(&s->pending, "{\"type\":\"");
+    buf_adds(&s->pending, type);
+    buf_adds(&s->pending, "\",\"object\":");
+    if (s->table && strcmp(type, "BOOKMARK") && strcmp(type, "ERROR")) {
+        json_t *obj = json_loadb(data, len, 0, NULL);
+        json_t *items = json_array();
+        if (obj)
+            json_array_append_new(items, obj);
+        json_t *tbl = fl_table_render(s->kind, items, "Metadata", NULL, NULL);
+        json_decref(items);
+        char *txt = json_dumps(tbl, JSON_COMPACT);
+        json_decref(tbl);
+        buf_adds(&s->pending, txt);
+        free(txt);
+    } else {
+        buf_add(&s->pending, data, len);
+    }
+    buf_adds(&s->pending, "}\n");
+}
+
+static void emit_bookmark(fl_api_stream *s, int64_t rev, bool initial_end)
+{
+    char *o = fl_asprintf("{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"%s}}",
+                          s->kind->kind, s->kind->api_version, (long long)rev,
+                          initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
+    emit(s, "BOOKMARK", o, strlen(o));
+    free(o);
+}
+
+static void emit_expired(fl_api_stream *s, const char *msg)
+{
+    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+                           "status", "Failure", "message", msg, "reason", "Expired", "code", 410);
+    char *txt = json_dumps(st, JSON_COMPACT);
+    json_decref(st);
+    emit(s, "ERROR", txt, strlen(txt));
+    free(txt);
+    s->done = true;
+}
+
+static ssize_t seen_find(fl_api_stream *s, const char *key)
+{
+    for (size_t i = 0; i < s->nseen; i++)
+        if (!strcmp(s->seen[i], key))
+            return (ssize_t)i;
+    return -1;
+}
+
+static void seen_add(fl_api_stream *s, const char *key)
+{
+    if (seen_find(s, key) >= 0)
+        return;
+    if (s->nseen == s->capseen) {
+        s->capseen = s->capseen ? s->capseen * 2 : 16;
+        s->seen = fl_realloc(s->seen, s->capseen * sizeof *s->seen);
+    }
+    s->seen[s->nseen++] = fl_strdup(key);
+}
+
+static void seen_del(fl_api_stream *s, ssize_t i)
+{
+    free(s->seen[i]);
+    s->seen[i] = s->seen[--s->nseen];
+}
+
+typedef struct init_ctx {
+    fl_api_stream *s;
+    bool emit;      /* false: only note which keys match (watch resumed from a revision) */
+} init_ctx;
+
+static bool initial_cb(void *vctx, const char *key, const fl_kv *kv)
+{
+    init_ctx *ic = vctx;
+    fl_api_stream *s = ic->s;
+    json_t *parsed = NULL;
+    if (filter_match(&s->f, key, kv->value, &parsed)) {
+        if (ic->emit)
+            emit(s, "ADDED", kv->value->data, kv->value->len);
+        if (filter_active(&s->f))
+            seen_add(s, key);
+    }
+    json_decref(parsed);
+    return true;
+}
+
+/* Turn one store event into zero or one watch event. */
+static void relay(fl_api_stream *s, const fl_event *ev)
+{
+    s->last_rev = ev->rev;
+    s->last_activity = now_s();
+    json_t *parsed = NULL;
+    bool match = filter_match(&s->f, ev->key, ev->value, &parsed);
+    json_decref(parsed);
+    if (!filter_active(&s->f)) {
+        /* at most a name filter, which an update cannot change */
+        if (match) {
+            const char *type =
+                ev->type == FL_EV_DELETE ? "DELETED" : ev->type == FL_EV_PUT_CREATE ? "ADDED" : "MODIFIED";
+            emit(s, type, ev->value->data, ev->value->len);
+        }
+        return;
+    }
+    ssize_t at = seen_find(s, ev->key);
+    if (ev->type == FL_EV_DELETE) {
+        if (match || at >= 0)
+            emit(s, "DELETED", ev->value->data, ev->value->len);
+        if (at >= 0)
+            seen_del(s, at);
+        return;
+    }
+    if (match) {
+        emit(s, at >= 0 ? "MODIFIED" : "ADDED", ev->value->data, ev->value->len);
+        seen_add(s, ev->key);
+    } else if (at >= 0) {
+        emit(s, "DELETED", ev->value->data, ev->value->len);
+        seen_del(s, at);
+    }
+}
+
+void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
+{
+    fl_api_stream *s = fl_calloc(1, sizeof *s);
+    s->api = api;
+    s->kind = t->kind;
+    if (filter_init(&s->f, r, t)) {
+        free(s);
+        return;
+    }
+    s->table = fl_req_wants_table(r);
+    const char *bm = fl_req_query(r, "allowWatchBookmarks");
+    s->bookmarks = bm && (!strcmp(bm, "true") || !strcmp(bm, "1"));
+    const char *to = fl_req_query(r, "timeoutSeconds");
+    long timeout = to ? strtol(to, NULL, 10) : 0;
+    if (timeout <= 0)
+        timeout = 1800;
+    clock_gettime(CLOCK_MONOTONIC, &s->deadline);
+    s->deadline.tv_sec += timeout;
+
+    const char *rvq = fl_req_query(r, "resourceVersion");
+    const char *sie = fl_req_query(r, "sendInitialEvents");
+    bool send_initial = sie && !strcmp(sie, "true");
+    if (sie && !strcmp(sie, "true")) {
+        const char *match = fl_req_query(r, "resourceVersionMatch");
+        if (!match || strcmp(match, "NotOlderThan") || !s->bookmarks) {
+            fl_resp_status(r, 422, "Invalid", t, NULL,
+                           "sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true");
+            filter_close(&s->f);
+            free(s);
+            return;
+        }
+    }
+    int64_t from = 0;
+    bool initial = false;
+    if (!rvq || !rvq[0] || !strcmp(rvq, "0")) {
+        initial = !(sie && !strcmp(sie, "false"));
+    } else {
+        char *end;
+        long long v = strtoll(rvq, &end, 10);
+        if (*end || v < 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "invalid resource version: %s", rvq);
+            filter_close(&s->f);
+            free(s);
+            return;
+        }
+        from = v;
+        initial = send_initial;
+    }
+    char *prefix = fl_coll_prefix(t->kind, t->has_ns ? t->ns : NULL);
+    int rc = 0;
+    if (initial) {
+        init_ctx ic = {s, true};
+        int64_t rev = 0;
+        /* state as of now, then changes after it */
+        rc = fl_store_list(api->store, prefix, NULL, 0, 0, initial_cb, &ic, &rev, NULL);
+        if (rc == 0) {
+            from = rev;
+            if (send_initial)
+                emit_bookmark(s, rev, true);
+        }
+    }
+    else if (filter_active(&s->f)) {
+        /* resumed selector watch: learn which objects match now, so that an update that
+         * makes one stop matching is reported as DELETED */
+        init_ctx ic = {s, false};
+        int64_t rev = 0;
+        fl_store_list(api->store, prefix, NULL, 0, 0, initial_cb, &ic, &rev, NULL);
+    }
+    if (rc == 0)
+        rc = fl_store_watch(api->store, prefix, from, &s->w);
+    free(prefix);
+    s->last_rev = from;
+    s->last_activity = now_s();
+    if (rc == FL_EEXPIRED) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "too old resource version: %lld (%lld)", (long long)from,
+                 (long long)fl_store_compact_rev(api->store));
+        emit_expired(s, msg);
+    } else if (rc) {
+        fl_resp_store_error(r, rc, t);
+        fl_api_stream_free(s);
+        return;
+    }
+    r->code = 200;
+    r->resp_type = "application/json";
+    r->stream = s;
+}
+
+size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
+{
+    for (;;) {
+        if (s->pending_off < s->pending.len) {
+            size_t n = s->pending.len - s->pending_off;
+            if (n > cap)
+                n = cap;
+            memcpy(out, s->pending.p + s->pending_off, n);
+            s->pending_off += n;
+            if (s->pending_off == s->pending.len)
+                s->pending.len = s->pending_off = 0;
+            return n;
+        }
+        if (s->done || s->api->stopping || !s->w)
+            return 0;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = (double)(s->deadline.tv_sec - now.tv_sec) + (s->deadline.tv_nsec - now.tv_nsec) / 1e9;
+        if (left <= 0)
+            return 0;
+        int wait_ms = (int)(left * 1000) + 1;
+        int bmi = s->api->bookmark_interval_ms > 0 ? s->api->bookmark_interval_ms : 60000;
+        if (wait_ms > bmi)
+            wait_ms = bmi;
+        if (wait_ms > 1000)
+            wait_ms = 1000;  /* wake at least once a second to notice shutdown */
+        fl_event *ev = NULL;
+        int rc = fl_watch_next(s->w, &ev, wait_ms);
+        if (rc == 0) {
+            relay(s, ev);
+            continue;
+        }
+        if (rc == FL_ETIMEDOUT) {
+            if (s->bookmarks && now_s() - s->last_activity >= bmi / 1000.0) {
+                s->last_activity = now_s();
+                int64_t head = fl_store_rev(s->api->store);
+                emit_bookmark(s, head > s->last_rev ? head : s->last_rev, false);
+            }
+            continue;
+        }
+        if (rc == FL_EEXPIRED) {
+            emit_expired(s, "watch fell too far behind; re-list and watch again");
+            continue;
+        }
+        return 0; /* closed */
+    }
+}
+
+void fl_api_stream_free(fl_api_stream *s)
+{
+    if (!s)
+        return;
+    fl_watch_free(s->w);
+    filter_close(&s->f);
+    free(s->pending.p);
+    for (size_t i = 0; i < s->nseen; i++)
+        free(s->seen[i]);
+    free(s->seen);
+    free(s);
+}

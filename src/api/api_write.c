@@ -1,0 +1,1295 @@
+/* api_write.c - create, update (PUT and /status), patch and delete.
+ *
+ * Every write follows one path: decode the body, merge it with the stored object
+ * per the verb (guaranteed_update re-reads and retries on a lost compare-and-swap
+ * when the client did not pin a resourceVersion), set the server-owned metadata
+ * (uid, creationTimestamp, generation, resourceVersion), type-check and validate,
+ * then one fl_store_write. The resourceVersion is stamped into the object by the
+ * store's render callback, once the revision is known, so stored bytes are served
+ * as they are. Nothing is written unless every check passed. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "api/api_internal.h"
+#include "api/validate.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/patch.h"
+#include "core/yaml.h"
+
+/* Live objects that carry ownerReferences; deletes skip the dependents scan while 0. */
+static atomic_long owned_objects;
+
+/* ---- body decoding ---- */
+
+static bool is_yaml(const char *ct)
+{
+    return ct && (strstr(ct, "yaml") != NULL);
+}
+
+json_t *fl_req_body_object(fl_req *r, const fl_target *t)
+{
+    if (!r->body || !r->body_len) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "the request body is empty; expected a %s object",
+                       t->kind->kind);
+        return NULL;
+    }
+    json_t *obj = NULL;
+    if (is_yaml(r->content_type)) {
+        char *err = NULL;
+        if (fl_yaml_parse(r->body, r->body_len, &obj, &err) != 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding YAML: %s", err ? err : "invalid");
+            free(err);
+            return NULL;
+        }
+    } else {
+        json_error_t je;
+        obj = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je);
+        if (!obj) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding JSON: line %d, column %d: %s", je.line,
+                           je.column, je.text);
+            return NULL;
+        }
+    }
+    if (!json_is_object(obj)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "the request body must be a JSON object, not %s",
+                       json_is_array(obj) ? "an array" : "a scalar");
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* apiVersion/kind in the body must name the URL's kind; fill them when absent. */
+static int check_gvk(fl_req *r, const fl_target *t, json_t *obj)
+{
+    const fl_kind *k = t->kind;
+    json_t *av = json_object_get(obj, "apiVersion"), *kd = json_object_get(obj, "kind");
+    if (av && !json_is_string(av)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "apiVersion: expected string");
+        return -1;
+    }
+    if (kd && !json_is_string(kd)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "kind: expected string");
+        return -1;
+    }
+    if (kd && json_string_length(kd) && strcmp(json_string_value(kd), k->kind)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL,
+                       "the kind in the data (%s) does not match the expected kind (%s)", json_string_value(kd),
+                       k->kind);
+        return -1;
+    }
+    if (av && json_string_length(av) && strcmp(json_string_value(av), k->api_version)) {
+        /* another served version of the same group is fine (stored as written) */
+        const char *s = json_string_value(av);
+        const char *slash = strchr(s, '/');
+        size_t glen = slash ? (size_t)(slash - s) : 0;
+        if (strlen(k->group) != glen || strncmp(s, k->group, glen)) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL,
+                           "the API version in the data (%s) does not match the expected API version (%s)", s,
+                           k->api_version);
+            return -1;
+        }
+    }
+    json_object_set_new(obj, "apiVersion", json_string(k->api_version));
+    json_object_set_new(obj, "kind", json_string(k->kind));
+    /* keep apiVersion, kind, metadata first, as the apiserver renders them */
+    json_t *ordered = json_object();
+    json_object_set(ordered, "apiVersion", json_object_get(obj, "apiVersion"));
+    json_object_set(ordered, "kind", json_object_get(obj, "kind"));
+    json_object_set_new(ordered, "metadata", json_object());
+    json_object_update(ordered, obj);
+    json_object_clear(obj);
+    json_object_update(obj, ordered);
+    json_decref(ordered);
+    if (!json_is_object(json_object_get(obj, "metadata"))) {
+        if (!json_is_null(json_object_get(obj, "metadata"))) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "metadata: expected object");
+            return -1;
+        }
+        json_object_set_new(obj, "metadata", json_object());
+    }
+    return 0;
+}
+
+static bool has_owner_refs(const json_t *obj)
+{
+    return json_array_size(json_object_get(json_object_get(obj, "metadata"), "ownerReferences")) > 0;
+}
+
+static void track_owned(const json_t *old, const json_t *new)
+{
+    long d = (long)(new && has_owner_refs(new)) - (long)(old && has_owner_refs(old));
+    if (d)
+        atomic_fetch_add(&owned_objects, d);
+}
+
+/* ---- store writes ---- */
+
+typedef struct render_ctx {
+    json_t *obj;
+} render_ctx;
+
+static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
+{
+    render_ctx *c = vctx;
+    char rv[32];
+    snprintf(rv, sizeof rv, "%lld", (long long)rev);
+    json_object_set_new(fl_obj_meta(c->obj), "resourceVersion", json_string(rv));
+    char *s = json_dumps(c->obj, JSON_COMPACT);
+    *len = strlen(s);
+    return s;
+}
+
+/* Write obj under key. On success obj carries the new resourceVersion. */
+static int store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj)
+{
+    render_ctx rc = {obj};
+    fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .render = render_obj, .ctx = &rc};
+    int err = fl_store_write(api->store, &op);
+    if (err == 0)
+        fl_blob_unref(op.value);
+    return err;
+}
+
+static int64_t meta_rev(const json_t *obj)
+{
+    const char *s = fl_obj_str(json_object_get(obj, "metadata"), "resourceVersion", NULL);
+    return s ? strtoll(s, NULL, 10) : 0;
+}
+
+/* Respond 400/422 when obj is not acceptable; returns -1 then. */
+static int check_object(fl_req *r, const fl_target *t, const json_t *obj, const json_t *old)
+{
+    char *msg = NULL;
+    if (fl_validate_types(t->kind, obj, &msg) != 0) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
+        free(msg);
+        return -1;
+    }
+    json_t *causes = json_array();
+    if (fl_validate_object(t->kind, obj, old, causes) > 0) {
+        char text[1024] = "";
+        size_t i;
+        json_t *c;
+        json_array_foreach(causes, i, c)
+        {
+            const char *f = json_string_value(json_object_get(c, "field"));
+            const char *m = json_string_value(json_object_get(c, "message"));
+            size_t used = strlen(text);
+            snprintf(text + used, sizeof text - used, "%s%s: %s", i ? ", " : "", f ? f : "", m ? m : "");
+        }
+        const char *name = fl_obj_str(obj, "metadata", "name");
+        const char *res = t->group[0] ? fl_asprintf("%s.%s", t->kind->kind, t->group) : fl_strdup(t->kind->kind);
+        fl_resp_status(r, 422, "Invalid", t, causes, "%s \"%s\" is invalid: %s", res, name ? name : "", text);
+        free((char *)res);
+        return -1;
+    }
+    json_decref(causes);
+    return 0;
+}
+
+/* Non-metadata content changed (spec only, for kinds with a status subresource)? */
+static bool content_changed(const fl_kind *k, const json_t *old, const json_t *new)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)new, key, v)
+    {
+        if (!strcmp(key, "metadata") || (k->has_status && !strcmp(key, "status")) || !strcmp(key, "apiVersion") ||
+            !strcmp(key, "kind"))
+            continue;
+        if (!json_equal(v, json_object_get(old, key)))
+            return true;
+    }
+    json_object_foreach((json_t *)old, key, v)
+    {
+        if (!strcmp(key, "metadata") || (k->has_status && !strcmp(key, "status")) || !strcmp(key, "apiVersion") ||
+            !strcmp(key, "kind"))
+            continue;
+        if (!json_object_get(new, key))
+            return true;
+    }
+    return false;
+}
+
+static bool same_ignoring_rv(const json_t *a, const json_t *b)
+{
+    json_t *ac = json_deep_copy(a), *bc = json_deep_copy(b);
+    json_object_del(fl_obj_meta(ac), "resourceVersion");
+    json_object_del(fl_obj_meta(bc), "resourceVersion");
+    bool eq = json_equal(ac, bc);
+    json_decref(ac);
+    json_decref(bc);
+    return eq;
+}
+
+/* ---- namespaces ---- */
+
+/* 0 if the namespace exists and accepts new objects; else responds and returns -1. */
+static int check_namespace(fl_api *api, fl_req *r, const fl_target *t, const char *ns)
+{
+    const fl_kind *nsk = fl_kind_by_resource("", "v1", "namespaces");
+    char *key = fl_obj_key(nsk, NULL, ns);
+    fl_kv kv;
+    int rc = fl_store_get(api->store, key, &kv);
+    free(key);
+    if (rc) {
+        fl_target nt;
+        memset(&nt, 0, sizeof nt);
+        snprintf(nt.resource, sizeof nt.resource, "namespaces");
+        snprintf(nt.name, sizeof nt.name, "%s", ns);
+        fl_resp_status(r, 404, "NotFound", &nt, NULL, "namespaces \"%s\" not found", ns);
+        return -1;
+    }
+    bool terminating = strstr(kv.value->data, "\"deletionTimestamp\"") != NULL;
+    fl_blob_unref(kv.value);
+    if (terminating) {
+        fl_resp_status(r, 403, "Forbidden", t, NULL,
+                       "unable to create new content in namespace %s because it is being terminated", ns);
+        return -1;
+    }
+    return 0;
+}
+
+static void *purge_thread(void *arg);
+
+typedef struct purge_arg {
+    fl_api *api;
+    char *ns;
+} purge_arg;
+
+static void start_purge(fl_api *api, const char *ns)
+{
+    purge_arg *pa = fl_malloc(sizeof *pa);
+    pa->api = api;
+    pa->ns = fl_strdup(ns);
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, purge_thread, pa) != 0) {
+        free(pa->ns);
+        free(pa);
+    }
+    pthread_attr_destroy(&at);
+}
+
+/* ---- create ---- */
+
+static void random_suffix(char out[6])
+{
+    static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    unsigned char b[5];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+        for (int i = 0; i < 5; i++)
+            b[i] = (unsigned char)rand();
+    for (int i = 0; i < 5; i++)
+        out[i] = alphabet[b[i] % (sizeof alphabet - 1)];
+    out[5] = 0;
+}
+
+/* Per-kind defaults and server-owned fields on create. */
+static void on_create_defaults(const fl_kind *k, json_t *obj)
+{
+    if (!k->group[0] && !strcmp(k->kind, "Namespace")) {
+        json_t *spec = json_object_get(obj, "spec");
+        if (!json_is_object(spec)) {
+            spec = json_object();
+            json_object_set_new(obj, "spec", spec);
+        }
+        if (!json_object_get(spec, "finalizers"))
+            json_object_set_new(spec, "finalizers", json_pack("[s]", "kubernetes"));
+        json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
+        json_t *labels = json_object_get(fl_obj_meta(obj), "labels");
+        if (!json_is_object(labels)) {
+            labels = json_object();
+            json_object_set_new(fl_obj_meta(obj), "labels", labels);
+        }
+        json_object_set_new(labels, "kubernetes.io/metadata.name",
+                            json_string(fl_obj_str(obj, "metadata", "name")));
+    }
+    if (!strcmp(k->kind, "CustomResourceDefinition")) {
+        char now[32];
+        fl_now_rfc3339(now);
+        json_t *names = json_object_get(json_object_get(obj, "spec"), "names");
+        json_t *conds = json_pack("[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}]", "type", "NamesAccepted",
+                                  "status", "True", "lastTransitionTime", now, "reason", "NoConflicts", "message",
+                                  "no conflicts found", "type", "Established", "status", "True",
+                                  "lastTransitionTime", now, "reason", "InitialNamesAccepted", "message",
+                                  "the initial names have been accepted");
+        json_t *st = json_pack("{s:o, s:O, s:[]}", "conditions", conds, "acceptedNames",
+                               names ? names : json_object(), "storedVersions");
+        json_t *vers = json_object_get(json_object_get(obj, "spec"), "versions");
+        size_t i;
+        json_t *v;
+        json_array_foreach(vers, i, v) if (json_is_true(json_object_get(v, "storage")))
+            json_array_append(json_object_get(st, "storedVersions"), json_object_get(v, "name"));
+        json_object_set_new(obj, "status", st);
+    }
+}
+
+void fl_api_create(fl_api *api, fl_req *r, const fl_target *t0)
+{
+    fl_target tt = *t0;
+    fl_target *t = &tt;
+    const fl_kind *k = t->kind;
+    json_t *obj = fl_req_body_object(r, t);
+    if (!obj)
+        return;
+    char *key = NULL;
+    if (check_gvk(r, t, obj))
+        goto out;
+    json_t *meta = fl_obj_meta(obj);
+    /* namespace: from the URL; a different one in the body is an error */
+    if (k->namespaced) {
+        const char *bns = fl_obj_str(obj, "metadata", "namespace");
+        if (bns && bns[0] && strcmp(bns, t->ns)) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL,
+                           "the namespace of the provided object does not match the namespace sent on the request");
+            goto out;
+        }
+        json_object_set_new(meta, "namespace", json_string(t->ns));
+    } else {
+        json_object_del(meta, "namespace");
+    }
+    char *msg = NULL;
+    if (fl_validate_types(k, obj, &msg) != 0) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
+        free(msg);
+        goto out;
+    }
+    const char *name = fl_obj_str(obj, "metadata", "name");
+    const char *gen_name = fl_obj_str(obj, "metadata", "generateName");
+    bool generated = false;
+    if ((!name || !name[0]) && gen_name && gen_name[0]) {
+        char sfx[6];
+        random_suffix(sfx);
+        char *n = fl_asprintf("%.*s%s", 58, gen_name, sfx);
+        json_object_set_new(meta, "name", json_string(n));
+        free(n);
+        generated = true;
+    }
+    name = fl_obj_str(obj, "metadata", "name");
+    if (!name || !name[0]) {
+        json_t *causes = json_array();
+        fl_cause_add(causes, "FieldValueRequired", "metadata.name", "Required value: name or generateName is required");
+        fl_resp_status(r, 422, "Invalid", t, causes, "%s \"\" is invalid: metadata.name: Required value: name or "
+                       "generateName is required", k->kind);
+        goto out;
+    }
+    snprintf(t->name, sizeof t->name, "%s", name);
+    /* server-owned fields */
+    char uid[37], now[32];
+    fl_uuid4(uid);
+    fl_now_rfc3339(now);
+    json_object_set_new(meta, "uid", json_string(uid));
+    json_object_set_new(meta, "creationTimestamp", json_string(now));
+    json_object_set_new(meta, "generation", json_integer(1));
+    json_object_del(meta, "resourceVersion");
+    json_object_del(meta, "deletionTimestamp");
+    json_object_del(meta, "deletionGracePeriodSeconds");
+    json_object_del(meta, "selfLink");
+    if (k->has_status)
+        json_object_del(obj, "status");
+    on_create_defaults(k, obj);
+    if (check_object(r, t, obj, NULL))
+        goto out;
+    if (k->namespaced && check_namespace(api, r, t, t->ns))
+        goto out;
+    key = fl_obj_key(k, t->ns, name);
+    bool is_crd = !strcmp(k->kind, "CustomResourceDefinition") && !strcmp(k->group, "apiextensions.k8s.io");
+    if (is_crd) {
+        fl_kv kv;
+        if (fl_store_get(api->store, key, &kv) == 0) {
+            fl_blob_unref(kv.value);
+            fl_resp_store_error(r, FL_EEXIST, t);
+            goto out;
+        }
+    }
+    if (fl_req_dry_run(r)) {
+        fl_resp_json(r, 201, json_incref(obj));
+        goto out;
+    }
+    if (is_crd) {
+        char *err = NULL;
+        if (fl_kinds_apply_crd(obj, &err) != 0) {
+            json_t *causes = json_array();
+            fl_cause_add(causes, "FieldValueInvalid", "spec", "%s", err ? err : "invalid");
+            fl_resp_status(r, 422, "Invalid", t, causes, "CustomResourceDefinition.apiextensions.k8s.io \"%s\" is "
+                           "invalid: %s", name, err ? err : "invalid");
+            free(err);
+            goto out;
+        }
+    }
+    int rc;
+    for (int attempt = 0;; attempt++) {
+        rc = store_put(api, FL_STORE_CREATE, key, 0, obj);
+        if (rc != FL_EEXIST || !generated || attempt == 5)
+            break;
+        /* generated name collided: draw another suffix, as the apiserver's callers would retry */
+        char sfx[6];
+        random_suffix(sfx);
+        char *n = fl_asprintf("%.*s%s", 58, gen_name, sfx);
+        json_object_set_new(meta, "name", json_string(n));
+        snprintf(t->name, sizeof t->name, "%s", n);
+        free(key);
+        key = fl_obj_key(k, t->ns, n);
+        free(n);
+    }
+    if (rc) {
+        fl_resp_store_error(r, rc, t);
+        goto out;
+    }
+    track_owned(NULL, obj);
+    fl_resp_json(r, 201, json_incref(obj));
+out:
+    free(key);
+    json_decref(obj);
+}
+
+/* ---- update machinery ---- */
+
+/* Produce the desired object from the current one. Return the new object (new reference)
+ * or NULL after responding with an error. *pinned_rv receives a resourceVersion the client
+ * required (0 = none), which makes a lost compare-and-swap a 409 instead of a retry. */
+typedef json_t *(*mutate_fn)(void *ctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned_rv);
+
+static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj);
+static int delete_dependents(fl_api *api, const fl_kind *k, const json_t *owner, const char *policy);
+
+/* Server-owned and subresource rules that turn a client's object into what is stored. */
+static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *in)
+{
+    const fl_kind *k = t->kind;
+    json_t *out;
+    if (!strcmp(t->sub, "status")) {
+        out = json_deep_copy(cur);
+        json_t *st = json_object_get(in, "status");
+        if (st)
+            json_object_set(out, "status", st);
+        else
+            json_object_del(out, "status");
+        json_decref(in);
+        return out;
+    }
+    out = in;
+    json_t *meta = fl_obj_meta(out);
+    const json_t *cmeta = json_object_get(cur, "metadata");
+    static const char *keep[] = {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                                 "generation", "namespace", NULL};
+    for (int i = 0; keep[i]; i++) {
+        json_t *v = json_object_get(cmeta, keep[i]);
+        if (v)
+            json_object_set(meta, keep[i], v);
+        else
+            json_object_del(meta, keep[i]);
+    }
+    if (k->has_status) {
+        json_t *st = json_object_get(cur, "status");
+        if (st)
+            json_object_set(out, "status", st);
+        else
+            json_object_del(out, "status");
+    }
+    if (!k->group[0] && !strcmp(k->kind, "Namespace") && strcmp(t->sub, "finalize")) {
+        /* spec.finalizers change only through /finalize */
+        json_t *spec = json_object_get(cur, "spec");
+        if (spec)
+            json_object_set(out, "spec", spec);
+        json_object_set(out, "status", json_object_get(cur, "status"));
+    }
+    if (content_changed(k, cur, out)) {
+        json_int_t g = json_integer_value(json_object_get(cmeta, "generation"));
+        json_object_set_new(meta, "generation", json_integer(g + 1));
+    }
+    return out;
+}
+
+/* Read-modify-write with compare-and-swap, retried while nobody pinned a revision. */
+static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate_fn fn, void *ctx)
+{
+    const fl_kind *k = t->kind;
+    char *key = fl_obj_key(k, t->ns, t->name);
+    for (int attempt = 0; attempt < 16; attempt++) {
+        fl_kv kv;
+        int rc = fl_store_get(api->store, key, &kv);
+        if (rc) {
+            fl_resp_store_error(r, rc, t);
+            break;
+        }
+        json_t *cur = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        fl_blob_unref(kv.value);
+        if (!cur) {
+            fl_resp_store_error(r, FL_EIO, t);
+            break;
+        }
+        int64_t pinned = 0;
+        json_t *in = fn(ctx, r, t, cur, &pinned);
+        if (!in) {
+            json_decref(cur);
+            break;
+        }
+        if (pinned && pinned != kv.rev) {
+            json_decref(cur);
+            json_decref(in);
+            fl_resp_store_error(r, FL_ECONFLICT, t);
+            break;
+        }
+        json_t *obj = merge_for_update(t, cur, in);
+        if (check_object(r, t, obj, cur)) {
+            json_decref(cur);
+            json_decref(obj);
+            break;
+        }
+        bool is_crd = !strcmp(k->kind, "CustomResourceDefinition") && !strcmp(k->group, "apiextensions.k8s.io");
+        if (same_ignoring_rv(obj, cur)) {
+            /* no-op: nothing is written and the revision stays */
+            json_decref(obj);
+            fl_resp_json(r, 200, cur);
+            break;
+        }
+        if (fl_req_dry_run(r)) {
+            json_decref(cur);
+            fl_resp_json(r, 200, obj);
+            break;
+        }
+        json_object_del(fl_obj_meta(obj), "resourceVersion");
+        bool finalized = json_object_get(fl_obj_meta(obj), "deletionTimestamp") &&
+                         json_array_size(json_object_get(fl_obj_meta(obj), "finalizers")) == 0 &&
+                         !(!k->group[0] && !strcmp(k->kind, "Namespace") &&
+                           json_array_size(json_object_get(json_object_get(obj, "spec"), "finalizers")) > 0);
+        if (is_crd && !strcmp(t->sub, "")) {
+            char *err = NULL;
+            if (fl_kinds_apply_crd(obj, &err) != 0) {
+                json_t *causes = json_array();
+                fl_cause_add(causes, "FieldValueInvalid", "spec", "%s", err ? err : "invalid");
+                fl_resp_status(r, 422, "Invalid", t, causes, "CustomResourceDefinition.apiextensions.k8s.io \"%s\" "
+                               "is invalid: %s", t->name, err ? err : "invalid");
+                free(err);
+                json_decref(cur);
+                json_decref(obj);
+                break;
+            }
+        }
+        rc = store_put(api, finalized ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj);
+        if (rc == FL_ECONFLICT && !pinned) {
+            json_decref(cur);
+            json_decref(obj);
+            continue;
+        }
+        if (rc) {
+            json_decref(cur);
+            json_decref(obj);
+            fl_resp_store_error(r, rc, t);
+            break;
+        }
+        track_owned(cur, finalized ? NULL : obj);
+        if (finalized)
+            finish_delete(api, k, obj);
+        json_decref(cur);
+        fl_resp_json(r, 200, obj);
+        free(key);
+        return;
+    }
+    if (!r->resp)
+        fl_resp_store_error(r, FL_ECONFLICT, t);
+    free(key);
+}
+
+/* ---- PUT ---- */
+
+typedef struct put_ctx {
+    json_t *body;
+} put_ctx;
+
+static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned)
+{
+    put_ctx *c = vctx;
+    json_t *in = json_deep_copy(c->body);
+    const char *name = fl_obj_str(in, "metadata", "name");
+    if (name && strcmp(name, t->name)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "the name of the object (%s) does not match the name on the URL (%s)",
+                       name, t->name);
+        json_decref(in);
+        return NULL;
+    }
+    json_object_set_new(fl_obj_meta(in), "name", json_string(t->name));
+    const char *ns = fl_obj_str(in, "metadata", "namespace");
+    if (t->kind->namespaced && ns && ns[0] && strcmp(ns, t->ns)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL,
+                       "the namespace of the provided object does not match the namespace sent on the request");
+        json_decref(in);
+        return NULL;
+    }
+    const char *rv = fl_obj_str(in, "metadata", "resourceVersion");
+    if (rv && rv[0]) {
+        char *end;
+        long long v = strtoll(rv, &end, 10);
+        if (*end || v <= 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "metadata.resourceVersion: invalid value %s", rv);
+            json_decref(in);
+            return NULL;
+        }
+        *pinned = v;
+    }
+    return in;
+}
+
+void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
+{
+    json_t *body = fl_req_body_object(r, t);
+    if (!body)
+        return;
+    if (check_gvk(r, t, body) == 0) {
+        char *msg = NULL;
+        if (fl_validate_types(t->kind, body, &msg) != 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
+            free(msg);
+        } else {
+            put_ctx c = {body};
+            guaranteed_update(api, r, t, mutate_put, &c);
+        }
+    }
+    json_decref(body);
+}
+
+/* ---- PATCH ---- */
+
+typedef struct patch_ctx {
+    json_t *patch;
+    int type;  /* 1 merge, 2 json, 3 strategic, 4 apply */
+} patch_ctx;
+
+static json_t *mutate_patch(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned)
+{
+    patch_ctx *c = vctx;
+    json_t *out = NULL;
+    char *err = NULL;
+    int rc;
+    if (c->type == 1)
+        rc = fl_patch_merge(cur, c->patch, &out, &err);
+    else if (c->type == 2)
+        rc = fl_patch_json(cur, c->patch, &out, &err);
+    else
+        rc = fl_patch_strategic(cur, c->patch, fl_kind_smp_lookup, (void *)t->kind, &out, &err);
+    if (rc) {
+        int code = c->type == 2 ? 422 : 400;
+        fl_resp_status(r, code, code == 422 ? "Invalid" : "BadRequest", t, NULL, "the patch could not be applied: %s",
+                       err ? err : "invalid patch");
+        free(err);
+        return NULL;
+    }
+    if (!json_is_object(out)) {
+        fl_resp_status(r, 422, "Invalid", t, NULL, "the patch did not produce an object");
+        json_decref(out);
+        return NULL;
+    }
+    const char *name = fl_obj_str(out, "metadata", "name");
+    if (!name || strcmp(name, t->name)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "metadata.name: the patch may not change the name (%s)", t->name);
+        json_decref(out);
+        return NULL;
+    }
+    json_t *av = json_object_get(out, "apiVersion"), *kd = json_object_get(out, "kind");
+    if (!json_is_string(kd) || strcmp(json_string_value(kd), t->kind->kind) || !json_is_string(av)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "the patch may not change apiVersion or kind");
+        json_decref(out);
+        return NULL;
+    }
+    char *msg = NULL;
+    if (fl_validate_types(t->kind, out, &msg) != 0) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
+        free(msg);
+        json_decref(out);
+        return NULL;
+    }
+    /* a resourceVersion in the patch pins the write */
+    const char *prv = fl_obj_str(json_object_get(c->patch, "metadata") ? c->patch : NULL, "metadata", "resourceVersion");
+    if (c->type != 2 && prv && prv[0])
+        *pinned = strtoll(prv, NULL, 10);
+    if (c->type == 2) {
+        const char *orv = fl_obj_str(out, "metadata", "resourceVersion");
+        const char *crv = fl_obj_str(cur, "metadata", "resourceVersion");
+        if (orv && crv && strcmp(orv, crv))
+            *pinned = strtoll(orv, NULL, 10);
+    }
+    return out;
+}
+
+void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
+{
+    const char *ct = r->content_type ? r->content_type : "";
+    patch_ctx c = {NULL, 0};
+    if (!strncmp(ct, "application/merge-patch+json", 28))
+        c.type = 1;
+    else if (!strncmp(ct, "application/json-patch+json", 27))
+        c.type = 2;
+    else if (!strncmp(ct, "application/strategic-merge-patch+json", 38))
+        c.type = 3;
+    else if (!strncmp(ct, "application/apply-patch+yaml", 28))
+        c.type = 4;
+    if (c.type == 0) {
+        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
+                       "the body of the request was in an unknown format - accepted media types include: "
+                       "application/json-patch+json, application/merge-patch+json, "
+                       "application/strategic-merge-patch+json");
+        return;
+    }
+    if (c.type == 3 && (t->kind->dynamic || !t->kind->fields)) {
+        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
+                       "the body of the request was in an unknown format - accepted media types include: "
+                       "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+        return;
+    }
+    if (c.type == 4) {
+        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
+                       "server-side apply (application/apply-patch+yaml) is not supported by this server yet; use "
+                       "client-side `kubectl apply` or a merge/strategic/JSON patch");
+        return;
+    }
+    json_error_t je;
+    c.patch = r->body ? json_loadb(r->body, r->body_len, 0, &je) : NULL;
+    if (!c.patch) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding patch: %s",
+                       r->body ? je.text : "empty body");
+        return;
+    }
+    if ((c.type == 2 && !json_is_array(c.patch)) || (c.type != 2 && !json_is_object(c.patch) && c.type != 1)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, c.type == 2 ? "a JSON patch must be an array of operations"
+                                                                  : "a merge patch must be a JSON object");
+        json_decref(c.patch);
+        return;
+    }
+    guaranteed_update(api, r, t, mutate_patch, &c);
+    json_decref(c.patch);
+}
+
+/* ---- DELETE ---- */
+
+typedef struct del_opts {
+    const char *policy;      /* Background | Foreground | Orphan */
+    const char *pre_uid;
+    const char *pre_rv;
+    bool dry_run;
+} del_opts;
+
+/* Collect up to 256 keys of a listing (for deleting a prefix page by page). */
+typedef struct key_batch {
+    char *keys[256];
+    json_t *objs[256];
+    size_t n;
+    bool parse;
+} key_batch;
+
+static bool collect_keys(void *vctx, const char *key, const fl_kv *kv)
+{
+    key_batch *b = vctx;
+    if (b->n == 256)
+        return false;
+    b->objs[b->n] = b->parse ? json_loadb(kv->value->data, kv->value->len, 0, NULL) : NULL;
+    b->keys[b->n++] = fl_strdup(key);
+    return true;
+}
+
+static void batch_close(key_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->keys[i]);
+        json_decref(b->objs[i]);
+    }
+    b->n = 0;
+}
+
+/* Render the final state of a deleted object: its current bytes with the new revision. */
+static char *render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
+{
+    json_t *obj = cur ? json_loadb(cur->data, cur->len, 0, NULL) : NULL;
+    if (!obj)
+        obj = json_object();
+    render_ctx c = {obj};
+    char *s = render_obj(&c, cur, rev, len);
+    json_decref(obj);
+    return s;
+}
+
+/* Delete every object under prefix, ignoring finalizers (used when the kind itself goes away). */
+static void purge_prefix(fl_api *api, const char *prefix)
+{
+    for (;;) {
+        key_batch b = {.n = 0};
+        bool more = false;
+        int64_t rv;
+        fl_store_list(api->store, prefix, NULL, 0, 256, collect_keys, &b, &rv, &more);
+        size_t n = b.n;
+        for (size_t i = 0; i < n; i++) {
+            fl_store_op op = {.type = FL_STORE_DELETE, .key = b.keys[i], .render = render_current};
+            if (fl_store_write(api->store, &op) == 0)
+                fl_blob_unref(op.value);
+        }
+        batch_close(&b);
+        if (!more || n == 0)
+            break;
+    }
+}
+
+/* Called after an object is gone from the store: kind-specific clean-up. */
+static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj)
+{
+    if (!strcmp(k->kind, "CustomResourceDefinition") && !strcmp(k->group, "apiextensions.k8s.io")) {
+        const char *name = fl_obj_str(obj, "metadata", "name");
+        json_t *spec = json_object_get(obj, "spec");
+        const char *group = fl_obj_str(spec, "group", NULL);
+        const char *plural = fl_obj_str(json_object_get(spec, "names"), "plural", NULL);
+        if (name)
+            fl_kinds_remove_crd(name);
+        if (group && plural) {
+            char *prefix = fl_asprintf("/%s/%s/", group, plural);
+            purge_prefix(api, prefix);
+            free(prefix);
+        }
+    }
+}
+
+/* ---- garbage collection of dependents (synchronous) ---- */
+
+static bool owned_by(const json_t *obj, const char *uid)
+{
+    size_t i;
+    json_t *ref;
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, ref)
+    {
+        const char *u = json_string_value(json_object_get(ref, "uid"));
+        if (u && !strcmp(u, uid))
+            return true;
+    }
+    return false;
+}
+
+typedef struct strip_ctx {
+    const char *uid;
+} strip_ctx;
+
+/* Apply the owner's propagation policy to its dependents: Orphan strips the owner
+ * reference, Background/Foreground delete them (their own dependents in turn). */
+static int delete_dependents(fl_api *api, const fl_kind *owner_kind, const json_t *owner, const char *policy)
+{
+    if (atomic_load(&owned_objects) <= 0)
+        return 0;
+    const char *uid = fl_obj_str(owner, "metadata", "uid");
+    const char *ns = fl_obj_str(owner, "metadata", "namespace");
+    if (!uid)
+        return 0;
+    const fl_kind **kinds;
+    size_t nk = fl_kinds_list(&kinds);
+    for (size_t ki = 0; ki < nk; ki++) {
+        const fl_kind *k = kinds[ki];
+        if (owner_kind->namespaced && !k->namespaced)
+            continue;
+        char *prefix = fl_coll_prefix(k, owner_kind->namespaced ? ns : NULL);
+        char *after = NULL;
+        for (;;) {
+            key_batch b = {.n = 0, .parse = true};
+            bool more = false;
+            int64_t rv;
+            fl_store_list(api->store, prefix, after, 0, 256, collect_keys, &b, &rv, &more);
+            size_t n = b.n;
+            for (size_t i = 0; i < n; i++) {
+                if (!b.objs[i] || !owned_by(b.objs[i], uid))
+                    continue;
+                const char *dns = fl_obj_str(b.objs[i], "metadata", "namespace");
+                const char *dname = fl_obj_str(b.objs[i], "metadata", "name");
+                if (!dname)
+                    continue;
+                if (policy && !strcmp(policy, "Orphan")) {
+                    json_t *obj = json_deep_copy(b.objs[i]);
+                    json_t *refs = json_object_get(fl_obj_meta(obj), "ownerReferences");
+                    for (size_t j = json_array_size(refs); j-- > 0;) {
+                        const char *u = json_string_value(json_object_get(json_array_get(refs, j), "uid"));
+                        if (u && !strcmp(u, uid))
+                            json_array_remove(refs, j);
+                    }
+                    if (!json_array_size(refs))
+                        json_object_del(fl_obj_meta(obj), "ownerReferences");
+                    json_object_del(fl_obj_meta(obj), "resourceVersion");
+                    if (store_put(api, FL_STORE_UPDATE, b.keys[i], meta_rev(b.objs[i]), obj) == 0)
+                        track_owned(b.objs[i], obj);
+                    json_decref(obj);
+                } else {
+                    fl_api_delete_object(api, k, dns, dname, NULL, false, NULL, NULL, NULL);
+                }
+            }
+            free(after);
+            after = n ? fl_strdup(b.keys[n - 1]) : NULL;
+            batch_close(&b);
+            if (!more || n == 0)
+                break;
+        }
+        free(after);
+        free(prefix);
+    }
+    free(kinds);
+    return 0;
+}
+
+/* ---- DELETE ---- */
+
+int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const char *name, const json_t *opts,
+                         bool dry_run, json_t **out, fl_target *t, fl_req *r)
+{
+    if (out)
+        *out = NULL;
+    const char *policy = fl_obj_str(opts, "propagationPolicy", NULL);
+    const json_t *pre = json_object_get(opts, "preconditions");
+    const char *pre_uid = fl_obj_str(pre, "uid", NULL);
+    const char *pre_rv = fl_obj_str(pre, "resourceVersion", NULL);
+    if (json_is_true(json_object_get(opts, "orphanDependents")) && !policy)
+        policy = "Orphan";
+    if (policy && strcmp(policy, "Background") && strcmp(policy, "Foreground") && strcmp(policy, "Orphan")) {
+        if (r) {
+            json_t *causes = json_array();
+            fl_cause_add(causes, "FieldValueNotSupported", "propagationPolicy",
+                         "Unsupported value: \"%s\": supported values: \"Foreground\", \"Background\", \"Orphan\"",
+                         policy);
+            fl_resp_status(r, 422, "Invalid", t, causes, "DeleteOptions.meta.k8s.io \"\" is invalid: "
+                           "propagationPolicy: Unsupported value: \"%s\"", policy);
+        }
+        return FL_EINVAL;
+    }
+    char *key = fl_obj_key(k, ns, name);
+    int rc = 0;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        fl_kv kv;
+        rc = fl_store_get(api->store, key, &kv);
+        if (rc)
+            break;
+        json_t *cur = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        fl_blob_unref(kv.value);
+        if (!cur) {
+            rc = FL_EIO;
+            break;
+        }
+        const char *uid = fl_obj_str(cur, "metadata", "uid");
+        if (pre_uid && (!uid || strcmp(pre_uid, uid))) {
+            if (r)
+                fl_resp_status(r, 409, "Conflict", t, NULL,
+                               "Precondition failed: UID in precondition: %s, UID in object meta: %s", pre_uid,
+                               uid ? uid : "");
+            json_decref(cur);
+            free(key);
+            return FL_ECONFLICT;
+        }
+        const char *crv = fl_obj_str(cur, "metadata", "resourceVersion");
+        if (pre_rv && (!crv || strcmp(pre_rv, crv))) {
+            if (r)
+                fl_resp_status(r, 409, "Conflict", t, NULL,
+                               "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in "
+                               "object meta: %s",
+                               pre_rv, crv ? crv : "");
+            json_decref(cur);
+            free(key);
+            return FL_ECONFLICT;
+        }
+        bool is_ns = !k->group[0] && !strcmp(k->kind, "Namespace");
+        bool pending = json_array_size(json_object_get(fl_obj_meta(cur), "finalizers")) > 0 ||
+                       (is_ns && json_array_size(json_object_get(json_object_get(cur, "spec"), "finalizers")) > 0);
+        if (dry_run) {
+            if (out)
+                *out = cur;
+            else
+                json_decref(cur);
+            free(key);
+            return pending ? 1 : 0;
+        }
+        if (pending) {
+            /* finalizers: mark for deletion; whoever owns the finalizer completes it */
+            json_t *obj = json_deep_copy(cur);
+            json_t *meta = fl_obj_meta(obj);
+            bool already = json_object_get(meta, "deletionTimestamp") != NULL;
+            if (!already) {
+                char now[32];
+                fl_now_rfc3339(now);
+                json_object_set_new(meta, "deletionTimestamp", json_string(now));
+                json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
+                if (is_ns)
+                    json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Terminating"));
+                json_object_del(meta, "resourceVersion");
+                rc = store_put(api, FL_STORE_UPDATE, key, kv.rev, obj);
+                if (rc == FL_ECONFLICT) {
+                    json_decref(obj);
+                    json_decref(cur);
+                    continue;
+                }
+            }
+            json_decref(cur);
+            if (rc == 0 && is_ns)
+                start_purge(api, name);
+            if (out)
+                *out = obj;
+            else
+                json_decref(obj);
+            free(key);
+            return rc ? rc : 1;
+        }
+        if (policy && !strcmp(policy, "Foreground"))
+            delete_dependents(api, k, cur, "Foreground");
+        json_t *obj = json_deep_copy(cur);
+        json_object_del(fl_obj_meta(obj), "resourceVersion");
+        rc = store_put(api, FL_STORE_DELETE, key, kv.rev, obj);
+        if (rc == FL_ECONFLICT) {
+            json_decref(obj);
+            json_decref(cur);
+            continue;
+        }
+        if (rc == 0) {
+            track_owned(cur, NULL);
+            finish_delete(api, k, obj);
+            if (!policy || strcmp(policy, "Foreground"))
+                delete_dependents(api, k, cur, policy ? policy : "Background");
+        }
+        json_decref(cur);
+        if (out && rc == 0)
+            *out = obj;
+        else
+            json_decref(obj);
+        break;
+    }
+    free(key);
+    return rc;
+}
+
+static json_t *delete_options(fl_req *r, const fl_target *t, bool *bad)
+{
+    *bad = false;
+    json_t *opts = NULL;
+    if (r->body && r->body_len) {
+        json_error_t je;
+        opts = json_loadb(r->body, r->body_len, 0, &je);
+        if (!json_is_object(opts)) {
+            json_decref(opts);
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding DeleteOptions: %s",
+                           opts ? "expected an object" : je.text);
+            *bad = true;
+            return NULL;
+        }
+    } else {
+        opts = json_object();
+    }
+    const char *pp = fl_req_query(r, "propagationPolicy");
+    if (pp)
+        json_object_set_new(opts, "propagationPolicy", json_string(pp));
+    return opts;
+}
+
+void fl_api_delete(fl_api *api, fl_req *r, const fl_target *t)
+{
+    bool bad;
+    json_t *opts = delete_options(r, t, &bad);
+    if (bad)
+        return;
+    fl_target tt = *t;
+    json_t *obj = NULL;
+    int rc = fl_api_delete_object(api, t->kind, t->ns, t->name, opts, fl_req_dry_run(r), &obj, &tt, r);
+    json_decref(opts);
+    if (r->resp) {
+        json_decref(obj);
+        return;
+    }
+    if (rc < 0) {
+        fl_resp_store_error(r, rc, t);
+        json_decref(obj);
+        return;
+    }
+    /* 202 while finalizers hold the object, 200 once it is gone (as the apiserver answers) */
+    fl_resp_json(r, rc == 1 ? 202 : 200, obj ? obj : json_object());
+}
+
+void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t)
+{
+    bool bad;
+    json_t *opts = delete_options(r, t, &bad);
+    if (bad)
+        return;
+    /* list what matches (reusing LIST's selector handling), then delete each */
+    fl_req lr = *r;
+    lr.resp = NULL;
+    lr.accept = "application/json";
+    fl_api_list(api, &lr, t);
+    if (lr.code != 200) {
+        r->code = lr.code;
+        r->resp = lr.resp;
+        r->resp_len = lr.resp_len;
+        r->resp_type = lr.resp_type;
+        json_decref(opts);
+        return;
+    }
+    json_t *list = json_loadb(lr.resp, lr.resp_len, 0, NULL);
+    free(lr.resp);
+    json_t *deleted = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(list, "items"), i, item)
+    {
+        const char *ns = fl_obj_str(item, "metadata", "namespace");
+        const char *name = fl_obj_str(item, "metadata", "name");
+        json_t *obj = NULL;
+        if (name && fl_api_delete_object(api, t->kind, ns ? ns : "", name, opts, fl_req_dry_run(r), &obj, NULL,
+                                         NULL) >= 0 &&
+            obj)
+            json_array_append_new(deleted, obj);
+        else
+            json_decref(obj);
+    }
+    json_t *resp = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
+                             t->kind->api_version, "metadata", "resourceVersion",
+                             json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")) ?: "",
+                             "items", deleted);
+    json_decref(list);
+    json_decref(opts);
+    fl_resp_json(r, 200, resp);
+}
+
+/* ---- namespace finalization ---- */
+
+int fl_api_purge_namespace(fl_api *api, const char *ns)
+{
+    const fl_kind **kinds;
+    size_t nk = fl_kinds_list(&kinds);
+    size_t remaining = 0;
+    for (size_t ki = 0; ki < nk; ki++) {
+        const fl_kind *k = kinds[ki];
+        if (!k->namespaced)
+            continue;
+        char *prefix = fl_coll_prefix(k, ns);
+        char *after = NULL;
+        for (;;) {
+            key_batch b = {.n = 0, .parse = true};
+            bool more = false;
+            int64_t rv;
+            fl_store_list(api->store, prefix, after, 0, 256, collect_keys, &b, &rv, &more);
+            size_t n = b.n;
+            for (size_t i = 0; i < n; i++) {
+                const char *name = fl_obj_str(b.objs[i], "metadata", "name");
+                if (name && fl_api_delete_object(api, k, ns, name, NULL, false, NULL, NULL, NULL) == 1)
+                    remaining++;
+            }
+            free(after);
+            after = n ? fl_strdup(b.keys[n - 1]) : NULL;
+            batch_close(&b);
+            if (!more || n == 0)
+                break;
+        }
+        free(after);
+        free(prefix);
+    }
+    free(kinds);
+    return (int)remaining;
+}
+
+/* Delete a terminating namespace's contents, then drop its "kubernetes" finalizer so the
+ * namespace itself goes. Objects held by their own finalizers are waited for. */
+static void *purge_thread(void *arg)
+{
+    purge_arg *pa = arg;
+    const fl_kind *nsk = fl_kind_by_resource("", "v1", "namespaces");
+    for (int round = 0; round < 3600 && !pa->api->stopping; round++) {
+        int remaining = fl_api_purge_namespace(pa->api, pa->ns);
+        if (remaining == 0) {
+            char *key = fl_obj_key(nsk, NULL, pa->ns);
+            fl_kv kv;
+            if (fl_store_get(pa->api->store, key, &kv) == 0) {
+                json_t *obj = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+                fl_blob_unref(kv.value);
+                if (obj) {
+                    json_t *spec = json_object_get(obj, "spec");
+                    if (spec)
+                        json_object_set_new(spec, "finalizers", json_array());
+                    json_object_del(fl_obj_meta(obj), "resourceVersion");
+                    bool gone = json_array_size(json_object_get(fl_obj_meta(obj), "finalizers")) == 0;
+                    int rc = store_put(pa->api, gone ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj);
+                    json_decref(obj);
+                    if (rc == FL_ECONFLICT) {
+                        free(key);
+                        continue;
+                    }
+                }
+            }
+            free(key);
+            break;
+        }
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    free(pa->ns);
+    free(pa);
+    return NULL;
+}
+
+/* ---- start-up ---- */
+
+typedef struct load_ctx {
+    fl_api *api;
+    int loaded;
+} load_ctx;
+
+static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
+{
+    load_ctx *c = vctx;
+    json_t *obj = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+    if (!obj)
+        return true;
+    char *err = NULL;
+    if (fl_kinds_apply_crd(obj, &err) == 0)
+        c->loaded++;
+    else
+        fl_log(FL_LOG_WARN, "api", "stored CRD %s cannot be served: %s", key, err ? err : "?");
+    free(err);
+    json_decref(obj);
+    return true;
+}
+
+static bool scan_cb(void *vctx, const char *key, const fl_kv *kv)
+{
+    if (strstr(kv->value->data, "\"ownerReferences\"")) {
+        json_t *obj = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+        track_owned(NULL, obj);
+        json_decref(obj);
+    }
+    return true;
+}
+
+typedef struct ns_ctx {
+    fl_api *api;
+} ns_ctx;
+
+static bool resume_ns_cb(void *vctx, const char *key, const fl_kv *kv)
+{
+    ns_ctx *c = vctx;
+    if (!strstr(kv->value->data, "\"deletionTimestamp\""))
+        return true;
+    json_t *obj = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+    const char *name = fl_obj_str(obj, "metadata", "name");
+    if (name)
+        start_purge(c->api, name);
+    json_decref(obj);
+    return true;
+}
+
+int fl_api_load_crds(fl_api *api)
+{
+    load_ctx c = {api, 0};
+    int64_t rv;
+    fl_store_list(api->store, "/apiextensions.k8s.io/customresourcedefinitions/", NULL, 0, 0, load_crd_cb, &c, &rv,
+                  NULL);
+    atomic_store(&owned_objects, 0);
+    fl_store_list(api->store, "/", NULL, 0, 0, scan_cb, NULL, &rv, NULL);
+    /* namespaces that were terminating when the server stopped finish now */
+    ns_ctx nc = {api};
+    fl_store_list(api->store, "/core/namespaces/", NULL, 0, 0, resume_ns_cb, &nc, &rv, NULL);
+    return c.loaded;
+}

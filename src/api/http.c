@@ -1,0 +1,385 @@
+/* http.c - libmicrohttpd transport (see http.h).
+ *
+ * MHD calls on_request several times per request: first with the headers (we set up
+ * per-request state and check the body size limit early from Content-Length), then
+ * with each body chunk, then once more to get the response. Watches answer with a
+ * callback response of unknown size (chunked encoding) whose reader blocks on the
+ * store watch; that is why the daemon runs one thread per connection. */
+#include "api/http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "api/metrics.h"
+#include "api/tls.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+struct fl_http {
+    struct MHD_Daemon *d;
+    fl_api *api;
+    fl_http_config cfg;
+    char *token;
+    atomic_int inflight;
+    atomic_int watches;
+    int port;
+};
+
+typedef struct conn_state {
+    struct timespec start;
+    char *body;
+    size_t len, cap;
+    bool too_big;
+    bool counted;      /* holds an in-flight slot */
+    bool watch;        /* holds a watch slot */
+    const char *verb;
+    char resource[96];
+    int code;
+} conn_state;
+
+static double elapsed(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    fl_req *r = cls;
+    if (r->nquery >= 64)
+        return MHD_YES;
+    r->query = fl_realloc(r->query, (r->nquery + 1) * sizeof *r->query);
+    r->query[r->nquery].key = fl_strdup(key);
+    r->query[r->nquery].value = fl_strdup(value ? value : "");
+    r->nquery++;
+    return MHD_YES;
+}
+
+static void free_query(fl_req *r)
+{
+    for (size_t i = 0; i < r->nquery; i++) {
+        free(r->query[i].key);
+        free(r->query[i].value);
+    }
+    free(r->query);
+}
+
+static enum MHD_Result send_buffer(struct MHD_Connection *c, int code, char *body, size_t len, const char *type,
+                                   const char *retry_after)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", type ? type : "application/json");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+    if (retry_after)
+        MHD_add_response_header(resp, "Retry-After", retry_after);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result send_status(struct MHD_Connection *c, conn_state *st, int code, const char *reason,
+                                   const char *msg)
+{
+    char *body = fl_asprintf("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                             "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
+                             msg, reason, code);
+    st->code = code;
+    return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL);
+}
+
+static bool public_path(const char *url)
+{
+    return !strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz") ||
+           !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) || !strncmp(url, "/readyz/", 8) ||
+           !strncmp(url, "/livez/", 7);
+}
+
+typedef struct stream_ctx {
+    fl_http *h;
+    fl_api_stream *s;
+    conn_state *st;
+} stream_ctx;
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    stream_ctx *sc = cls;
+    size_t n = fl_api_stream_read(sc->s, buf, max);
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    stream_ctx *sc = cls;
+    fl_api_stream_free(sc->s);
+    atomic_fetch_sub(&sc->h->watches, 1);
+    free(sc);
+}
+
+static bool is_watch_request(struct MHD_Connection *c, const char *url)
+{
+    const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+    if (w && (!strcmp(w, "true") || !strcmp(w, "1")))
+        return true;
+    return strstr(url, "/watch/") != NULL;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    fl_http *h = cls;
+    conn_state *st = *con_cls;
+    if (!st) {
+        st = fl_calloc(1, sizeof *st);
+        clock_gettime(CLOCK_MONOTONIC, &st->start);
+        st->verb = method;
+        *con_cls = st;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > h->cfg.max_body)
+            st->too_big = true;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!st->too_big) {
+            if (st->len + *upload_size > h->cfg.max_body) {
+                st->too_big = true;
+                free(st->body);
+                st->body = NULL;
+                st->len = st->cap = 0;
+            } else {
+                if (st->len + *upload_size + 1 > st->cap) {
+                    size_t cap = st->cap ? st->cap : 4096;
+                    while (cap < st->len + *upload_size + 1)
+                        cap *= 2;
+                    st->body = fl_realloc(st->body, cap);
+                    st->cap = cap;
+                }
+                memcpy(st->body + st->len, upload, *upload_size);
+                st->len += *upload_size;
+                st->body[st->len] = 0;
+            }
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+
+    /* the whole request is here */
+    if (h->token && !public_path(url)) {
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        if (!auth || strncmp(auth, "Bearer ", 7) || !fl_token_equal(auth + 7, h->token))
+            return send_status(c, st, 401, "Unauthorized", "Unauthorized");
+    }
+    if (st->too_big) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "Request entity too large: limit is %zu", h->cfg.max_body);
+        return send_status(c, st, 413, "RequestEntityTooLarge", msg);
+    }
+    bool watch = !strcmp(method, "GET") && is_watch_request(c, url);
+    if (watch) {
+        if (atomic_fetch_add(&h->watches, 1) >= h->cfg.max_watches) {
+            atomic_fetch_sub(&h->watches, 1);
+            return send_status(c, st, 429, "TooManyRequests", "too many watches, please try again later");
+        }
+        st->watch = true;
+    } else {
+        if (atomic_fetch_add(&h->inflight, 1) >= h->cfg.max_inflight) {
+            atomic_fetch_sub(&h->inflight, 1);
+            return send_status(c, st, 429, "TooManyRequests", "Too many requests, please try again later.");
+        }
+        st->counted = true;
+    }
+
+    fl_req r;
+    memset(&r, 0, sizeof r);
+    r.method = method;
+    r.path = url;
+    r.content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    r.accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+    r.body = st->body;
+    r.body_len = st->len;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &r);
+    fl_api_handle(h->api, &r);
+    free_query(&r);
+    st->verb = r.verb ? r.verb : method;
+    snprintf(st->resource, sizeof st->resource, "%s", r.resource);
+    st->code = r.code;
+
+    if (r.stream) {
+        stream_ctx *sc = fl_malloc(sizeof *sc);
+        sc->h = h;
+        sc->s = r.stream;
+        sc->st = st;
+        st->watch = false; /* the slot now belongs to the stream */
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader,
+                                                                      sc, stream_free);
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+        enum MHD_Result ret = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
+    if (st->watch) {
+        atomic_fetch_sub(&h->watches, 1);
+        st->watch = false;
+    }
+    return send_buffer(c, r.code, r.resp ? r.resp : fl_strdup(""), r.resp ? r.resp_len : 0, r.resp_type,
+                       r.retry_after);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    fl_http *h = cls;
+    conn_state *st = *con_cls;
+    if (!st)
+        return;
+    if (st->counted)
+        atomic_fetch_sub(&h->inflight, 1);
+    if (st->watch)
+        atomic_fetch_sub(&h->watches, 1);
+    fl_metrics_request(st->verb ? st->verb : "", st->resource, st->code, elapsed(&st->start));
+    free(st->body);
+    free(st);
+    *con_cls = NULL;
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = 0;
+    fl_log(FL_LOG_DEBUG, "http", "%s", msg);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *len)
+{
+    char host[128];
+    const char *colon = strrchr(listen, ':');
+    if (!colon)
+        return -1;
+    size_t hl = (size_t)(colon - listen);
+    if (hl >= sizeof host)
+        return -1;
+    memcpy(host, listen, hl);
+    host[hl] = 0;
+    int port = atoi(colon + 1);
+    if (port < 0 || port > 65535)
+        return -1;
+    memset(ss, 0, sizeof *ss);
+    char *h6 = host;
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+        host[hl - 1] = 0;
+        h6 = host + 1;
+    }
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (!host[0] || inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        if (!host[0])
+            a4->sin_addr.s_addr = htonl(INADDR_ANY);
+        *len = sizeof *a4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, h6, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+        return 0;
+    }
+    if (!strcmp(host, "localhost")) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        *len = sizeof *a4;
+        return 0;
+    }
+    return -1;
+}
+
+int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **err)
+{
+    *out = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (parse_listen(cfg->listen, &ss, &sl)) {
+        *err = fl_asprintf("--listen %s: expected ADDRESS:PORT with a numeric IP address", cfg->listen);
+        return FL_EINVAL;
+    }
+    fl_http *h = fl_calloc(1, sizeof *h);
+    h->api = api;
+    h->cfg = *cfg;
+    if (!h->cfg.max_body)
+        h->cfg.max_body = 3 * 1024 * 1024;
+    if (!h->cfg.max_inflight)
+        h->cfg.max_inflight = 400;
+    if (!h->cfg.max_watches)
+        h->cfg.max_watches = 10000;
+    h->token = cfg->token ? fl_strdup(cfg->token) : NULL;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                     MHD_USE_POLL | MHD_USE_ITC | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    if (cfg->cert_pem)
+        flags |= MHD_USE_TLS;
+    struct MHD_OptionItem opts[12];
+    int n = 0;
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 16384, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, 1024 * 1024, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL};
+    if (cfg->cert_pem) {
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->cert_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->key_pem};
+    }
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!h->d) {
+        *err = fl_asprintf("cannot listen on %s (address in use, or TLS key/certificate rejected)", cfg->listen);
+        free(h->token);
+        free(h);
+        return FL_EIO;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : 0;
+    *out = h;
+    return 0;
+}
+
+int fl_http_port(const fl_http *h)
+{
+    return h->port;
+}
+
+size_t fl_http_inflight(const fl_http *h)
+{
+    return (size_t)atomic_load(&((fl_http *)h)->inflight);
+}
+
+void fl_http_stop(fl_http *h)
+{
+    if (!h)
+        return;
+    h->api->stopping = 1;
+    MHD_quiesce_daemon(h->d);
+    /* give running requests a bounded time to finish */
+    for (int i = 0; i < 100 && atomic_load(&h->inflight) > 0; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    MHD_stop_daemon(h->d);
+    free(h->token);
+    free(h);
+}

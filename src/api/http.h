@@ -1,0 +1,36 @@
+/* http.h - the HTTP(S) transport: libmicrohttpd, one thread per connection.
+ *
+ * Owns the listening socket, TLS, bearer-token authentication, the request size
+ * limit (413 past 3 MiB, as Kubernetes), the in-flight cap (429 under overload), and
+ * per-request metrics; hands each request to fl_api_handle(). Watches stream from
+ * the connection's own thread. */
+#ifndef FL_HTTP_H
+#define FL_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api/api.h"
+
+typedef struct fl_http fl_http;
+
+typedef struct fl_http_config {
+    const char *listen;        /* "127.0.0.1:6443" */
+    const char *cert_pem;      /* NULL = plain HTTP (only on loopback; checked by caller) */
+    const char *key_pem;
+    const char *token;         /* required bearer token; NULL = no authentication */
+    size_t max_body;           /* bytes; 0 = 3 MiB */
+    int max_inflight;          /* concurrent non-watch requests; 0 = 400 */
+    int max_watches;           /* concurrent watches; 0 = 10000 */
+} fl_http_config;
+
+/* Start serving. *out set on every path. Returns 0 or FL_EIO with *err (heap) saying why. */
+int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **err);
+/* Port actually bound (useful with port 0). */
+int fl_http_port(const fl_http *h);
+/* Stop accepting, let running requests finish (watches end promptly), stop. NULL-safe. */
+void fl_http_stop(fl_http *h);
+/* Requests being served now (gauge). */
+size_t fl_http_inflight(const fl_http *h);
+
+#endif

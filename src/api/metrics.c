@@ -1,0 +1,420 @@
+/* metrics.c - Prometheus text exposition (format 0.0.4) for /metrics.
+ *
+ * Three kinds of series, all behind one mutex:
+ *
+ *   request series  one per (verb, resource) in an open-addressing hash table; each
+ *                   holds the latency histogram (per-bucket counts, sum, count) and a
+ *                   short array of (code, count) pairs, so fl_metrics_request costs one
+ *                   hash, one probe and a few additions under the lock. They render as
+ *                   flotilla_apiserver_request_total{verb,resource,code} and
+ *                   flotilla_apiserver_request_duration_seconds{verb,resource}.
+ *   counters        name -> value, created on first fl_metrics_count.
+ *   gauges          callbacks, read at scrape time.
+ *
+ * Resource names arrive from request paths, so their number is bounded only by what
+ * clients send. Past MAX_SERIES distinct (verb, resource) pairs new pairs are counted
+ * under resource="_other" instead of growing without limit.
+ *
+ * Gauge callbacks run without the lock held, so a callback may itself call
+ * fl_metrics_count without deadlocking. Output is sorted (series by verb, resource;
+ * codes ascending) so that scrapes and tests are deterministic. */
+#include "api/metrics.h"
+
+#include "core/mem.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REQ_TOTAL "flotilla_apiserver_request_total"
+#define REQ_DURATION "flotilla_apiserver_request_duration_seconds"
+#define MAX_SERIES 4096
+#define OTHER_RESOURCE "_other"
+
+/* Upper bounds of the latency buckets, and the same bounds as the label text that
+ * Prometheus expects (written once, so "0.0005" never renders as "5e-04"). */
+static const double bucket_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                   0.1,    0.25,  0.5,    1,     2.5,  5};
+static const char *const bucket_label[] = {"0.0005", "0.001", "0.0025", "0.005", "0.01",
+                                           "0.025",  "0.05",  "0.1",    "0.25",  "0.5",
+                                           "1",      "2.5",   "5"};
+#define NBUCKETS (sizeof bucket_le / sizeof bucket_le[0])
+_Static_assert(sizeof bucket_le / sizeof bucket_le[0] == sizeof bucket_label / sizeof bucket_label[0],
+               "bucket bounds and labels must line up");
+
+typedef struct code_count {
+    int code;
+    uint64_t n;
+} code_count;
+
+typedef struct req_series {
+    uint64_t hash;
+    char *verb;
+    char *resource;
+    uint64_t bucket[NBUCKETS + 1];  /* non-cumulative; last is (5, +Inf) */
+    uint64_t count;
+    double sum;
+    code_count *codes;
+    size_t ncodes, capcodes;
+} req_series;
+
+typedef struct counter {
+    const char *name;
+    const char *help;
+    double value;
+} counter;
+
+typedef struct gauge {
+    const char *name;
+    const char *help;
+    double (*fn)(void *ctx);
+    void *ctx;
+} gauge;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static req_series **table;      /* open addressing, power-of-two size */
+static size_t table_cap, table_len;
+static counter *counters;
+static size_t ncounters, capcounters;
+static gauge *gauges;
+static size_t ngauges, capgauges;
+
+/* ---------- request series ---------- */
+
+/* FNV-1a over verb, a separator, and resource. */
+static uint64_t series_hash(const char *verb, const char *resource)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const unsigned char *p = (const unsigned char *)verb; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+    for (const unsigned char *p = (const unsigned char *)resource; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+/* Slot index for (verb, resource): the matching series or the empty slot where it
+ * belongs. Lock held; table_cap > 0. */
+static size_t probe(uint64_t h, const char *verb, const char *resource)
+{
+    size_t mask = table_cap - 1, i = (size_t)h & mask;
+    while (table[i]) {
+        req_series *s = table[i];
+        if (s->hash == h && !strcmp(s->verb, verb) && !strcmp(s->resource, resource))
+            break;
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+static void grow_table(void)
+{
+    size_t old_cap = table_cap;
+    req_series **old = table;
+    table_cap = old_cap ? old_cap * 2 : 64;
+    table = fl_calloc(table_cap, sizeof *table);
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i])
+            table[probe(old[i]->hash, old[i]->verb, old[i]->resource)] = old[i];
+    free(old);
+}
+
+/* The series for (verb, resource), created if new. Lock held. */
+static req_series *series_get(uint64_t h, const char *verb, const char *resource)
+{
+    if (table_cap == 0 || (table_len + 1) * 2 > table_cap)
+        grow_table();
+    size_t i = probe(h, verb, resource);
+    if (table[i])
+        return table[i];
+    if (table_len >= MAX_SERIES && strcmp(resource, OTHER_RESOURCE) != 0)
+        return series_get(series_hash(verb, OTHER_RESOURCE), verb, OTHER_RESOURCE);
+    req_series *s = fl_calloc(1, sizeof *s);
+    s->hash = h;
+    s->verb = fl_strdup(verb);
+    s->resource = fl_strdup(resource);
+    table[i] = s;
+    table_len++;
+    return s;
+}
+
+void fl_metrics_request(const char *verb, const char *resource, int code, double seconds)
+{
+    if (!verb)
+        verb = "";
+    if (!resource)
+        resource = "";
+    /* A clock that stepped backwards must not poison the sum. */
+    if (!(seconds >= 0))
+        seconds = 0;
+    size_t b = 0;
+    while (b < NBUCKETS && seconds > bucket_le[b])
+        b++;
+    uint64_t h = series_hash(verb, resource);
+
+    pthread_mutex_lock(&lock);
+    req_series *s = series_get(h, verb, resource);
+    s->bucket[b]++;
+    s->count++;
+    s->sum += seconds;
+    size_t i = 0;
+    while (i < s->ncodes && s->codes[i].code != code)
+        i++;
+    if (i == s->ncodes) {
+        if (s->ncodes == s->capcodes) {
+            s->capcodes = s->capcodes ? s->capcodes * 2 : 4;
+            s->codes = fl_realloc(s->codes, s->capcodes * sizeof *s->codes);
+        }
+        s->codes[s->ncodes++] = (code_count){code, 0};
+    }
+    s->codes[i].n++;
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---------- counters and gauges ---------- */
+
+void fl_metrics_count(const char *name, const char *help, double delta)
+{
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    /* Names are static strings, so the pointer usually matches before strcmp runs. */
+    while (i < ncounters && counters[i].name != name && strcmp(counters[i].name, name))
+        i++;
+    if (i == ncounters) {
+        if (ncounters == capcounters) {
+            capcounters = capcounters ? capcounters * 2 : 16;
+            counters = fl_realloc(counters, capcounters * sizeof *counters);
+        }
+        counters[ncounters++] = (counter){name, help, 0};
+    }
+    counters[i].value += delta;
+    pthread_mutex_unlock(&lock);
+}
+
+void fl_metrics_gauge(const char *name, const char *help, double (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    while (i < ngauges && strcmp(gauges[i].name, name))
+        i++;
+    if (i == ngauges) {
+        if (ngauges == capgauges) {
+            capgauges = capgauges ? capgauges * 2 : 16;
+            gauges = fl_realloc(gauges, capgauges * sizeof *gauges);
+        }
+        ngauges++;
+    }
+    /* Re-registering a name replaces the callback: one family, one source. */
+    gauges[i] = (gauge){name, help, fn, ctx};
+    pthread_mutex_unlock(&lock);
+}
+
+void fl_metrics_reset(void)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < table_cap; i++) {
+        req_series *s = table[i];
+        if (!s)
+            continue;
+        free(s->verb);
+        free(s->resource);
+        free(s->codes);
+        free(s);
+    }
+    free(table);
+    table = NULL;
+    table_cap = table_len = 0;
+    free(counters);
+    counters = NULL;
+    ncounters = capcounters = 0;
+    free(gauges);
+    gauges = NULL;
+    ngauges = capgauges = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---------- rendering ---------- */
+
+/* Label values escape backslash, double quote and newline. */
+static void put_label(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\\\", f);
+        else if (*s == '"')
+            fputs("\\\"", f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* HELP text escapes backslash and newline only. */
+static void put_help(FILE *f, const char *name, const char *help, const char *type)
+{
+    fprintf(f, "# HELP %s ", name);
+    for (const char *s = help ? help : ""; *s; s++) {
+        if (*s == '\\')
+            fputs("\\\\", f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+    fprintf(f, "\n# TYPE %s %s\n", name, type);
+}
+
+/* Shortest text that reads back as the same double ("0.1", not
+ * "0.10000000000000001"); Prometheus spellings for the special values. */
+static void put_value(FILE *f, double v)
+{
+    if (isnan(v)) {
+        fputs("NaN", f);
+        return;
+    }
+    if (isinf(v)) {
+        fputs(v > 0 ? "+Inf" : "-Inf", f);
+        return;
+    }
+    char buf[32];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, f);
+}
+
+/* open_memstream only fails for want of memory: same policy as mem.h, abort. */
+static _Noreturn void render_oom(void)
+{
+    fputs("flotilla: out of memory rendering metrics\n", stderr);
+    abort();
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+    const req_series *x = *(req_series *const *)a, *y = *(req_series *const *)b;
+    int c = strcmp(x->verb, y->verb);
+    return c ? c : strcmp(x->resource, y->resource);
+}
+
+static int cmp_code(const void *a, const void *b)
+{
+    int x = ((const code_count *)a)->code, y = ((const code_count *)b)->code;
+    return (x > y) - (x < y);
+}
+
+static int cmp_counter(const void *a, const void *b)
+{
+    return strcmp(((const counter *)a)->name, ((const counter *)b)->name);
+}
+
+static int cmp_gauge(const void *a, const void *b)
+{
+    return strcmp(((const gauge *)a)->name, ((const gauge *)b)->name);
+}
+
+static void put_series_labels(FILE *f, const req_series *s)
+{
+    fputs("{verb=\"", f);
+    put_label(f, s->verb);
+    fputs("\",resource=\"", f);
+    put_label(f, s->resource);
+    fputc('"', f);
+}
+
+/* Request families. Lock held. Sorting the code arrays in place is harmless: the
+ * hot path finds codes by linear search either way. */
+static void render_requests(FILE *f)
+{
+    req_series **v = fl_malloc((table_len ? table_len : 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < table_cap; i++)
+        if (table[i])
+            v[n++] = table[i];
+    qsort(v, n, sizeof *v, cmp_series);
+
+    put_help(f, REQ_TOTAL, "Number of API server requests by verb, resource and HTTP response code.",
+             "counter");
+    for (size_t i = 0; i < n; i++) {
+        req_series *s = v[i];
+        qsort(s->codes, s->ncodes, sizeof *s->codes, cmp_code);
+        for (size_t j = 0; j < s->ncodes; j++) {
+            fputs(REQ_TOTAL, f);
+            put_series_labels(f, s);
+            fprintf(f, ",code=\"%d\"} %llu\n", s->codes[j].code, (unsigned long long)s->codes[j].n);
+        }
+    }
+
+    put_help(f, REQ_DURATION, "API server request latency in seconds by verb and resource.", "histogram");
+    for (size_t i = 0; i < n; i++) {
+        req_series *s = v[i];
+        uint64_t cum = 0;
+        for (size_t b = 0; b <= NBUCKETS; b++) {
+            cum += s->bucket[b];
+            fputs(REQ_DURATION "_bucket", f);
+            put_series_labels(f, s);
+            fprintf(f, ",le=\"%s\"} %llu\n", b < NBUCKETS ? bucket_label[b] : "+Inf",
+                    (unsigned long long)cum);
+        }
+        fputs(REQ_DURATION "_sum", f);
+        put_series_labels(f, s);
+        fputs("} ", f);
+        put_value(f, s->sum);
+        fputc('\n', f);
+        fputs(REQ_DURATION "_count", f);
+        put_series_labels(f, s);
+        fprintf(f, "} %llu\n", (unsigned long long)s->count);
+    }
+    free(v);
+}
+
+char *fl_metrics_render(size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        render_oom();
+
+    pthread_mutex_lock(&lock);
+    render_requests(f);
+    if (ncounters)
+        qsort(counters, ncounters, sizeof *counters, cmp_counter);
+    for (size_t i = 0; i < ncounters; i++) {
+        put_help(f, counters[i].name, counters[i].help, "counter");
+        fputs(counters[i].name, f);
+        fputc(' ', f);
+        put_value(f, counters[i].value);
+        fputc('\n', f);
+    }
+    /* Copy the gauges and call them unlocked (see the file comment). */
+    size_t ng = ngauges;
+    gauge *g = fl_malloc((ng ? ng : 1) * sizeof *g);
+    if (ng)
+        memcpy(g, gauges, ng * sizeof *g);
+    pthread_mutex_unlock(&lock);
+
+    qsort(g, ng, sizeof *g, cmp_gauge);
+    for (size_t i = 0; i < ng; i++) {
+        double v = g[i].fn(g[i].ctx);
+        put_help(f, g[i].name, g[i].help, "gauge");
+        fputs(g[i].name, f);
+        fputc(' ', f);
+        put_value(f, v);
+        fputc('\n', f);
+    }
+    free(g);
+
+    if (fclose(f) != 0)
+        render_oom();
+    if (len)
+        *len = n;
+    return buf;
+}

@@ -1,0 +1,206 @@
+/* server_cmd.c - `flotilla server`: the control plane process.
+ *
+ * Opens the store in the data directory, makes sure the PKI and kubeconfig exist,
+ * re-serves stored CRDs, creates the default namespaces, and serves the API until
+ * SIGTERM/SIGINT, then shuts down gracefully: stop accepting, let requests finish,
+ * end watches, close the store (every acknowledged write is already durable). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api/api.h"
+#include "api/http.h"
+#include "api/kinds.h"
+#include "api/metrics.h"
+#include "api/tls.h"
+#include "cli/cli.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: flotilla server --data-dir DIR [--listen ADDR:PORT] [--insecure-http]\n"
+               "\n"
+               "Runs the Flotilla control plane: Kubernetes API, store and controllers.\n"
+               "\n"
+               "  --data-dir DIR            where the store, certificates and kubeconfig live (required)\n"
+               "  --listen ADDR:PORT        address to serve on (default 127.0.0.1:6443)\n"
+               "  --insecure-http           serve plain HTTP without authentication (loopback only)\n"
+               "  --max-requests-inflight N concurrent requests before answering 429 (default 400)\n"
+               "  --compact-window N        revisions kept for watches (default 100000)\n"
+               "  --bookmark-interval-ms N  idle time before a watch bookmark (default 60000)\n"
+               "  --no-fsync                do not fsync each commit (faster, loses the last writes on power loss)\n"
+               "\n"
+               "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n");
+}
+
+static double gauge_keys(void *ctx)
+{
+    return (double)fl_store_count(ctx, "/");
+}
+
+static double gauge_rev(void *ctx)
+{
+    return (double)fl_store_rev(ctx);
+}
+
+static double gauge_watches(void *ctx)
+{
+    return (double)fl_store_watch_count(ctx);
+}
+
+static double gauge_compact(void *ctx)
+{
+    return (double)fl_store_compact_rev(ctx);
+}
+
+static bool is_loopback(const char *listen)
+{
+    return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
+}
+
+static void ensure_namespace(fl_api *api, const char *name)
+{
+    char *body = fl_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", name);
+    fl_req r;
+    memset(&r, 0, sizeof r);
+    r.method = "POST";
+    r.path = "/api/v1/namespaces";
+    r.content_type = "application/json";
+    r.body = body;
+    r.body_len = strlen(body);
+    fl_api_handle(api, &r);
+    if (r.code != 201 && r.code != 409)
+        fl_log(FL_LOG_WARN, "server", "creating namespace %s: HTTP %d %s", name, r.code, r.resp ? r.resp : "");
+    free(r.resp);
+    free(body);
+}
+
+int fl_cmd_server(int argc, char **argv)
+{
+    const char *data_dir = NULL, *listen = "127.0.0.1:6443";
+    bool insecure = false, no_fsync = false;
+    int max_inflight = 400, bookmark_ms = 60000;
+    long long window = 100000;
+    static const struct option longopts[] = {
+        {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
+        {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
+        {"compact-window", required_argument, 0, 'w'}, {"bookmark-interval-ms", required_argument, 0, 'b'},
+        {"no-fsync", no_argument, 0, 'n'},            {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': data_dir = optarg; break;
+        case 'l': listen = optarg; break;
+        case 'k': insecure = true; break;
+        case 'm': max_inflight = atoi(optarg); break;
+        case 'w': window = atoll(optarg); break;
+        case 'b': bookmark_ms = atoi(optarg); break;
+        case 'n': no_fsync = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!data_dir) {
+        fprintf(stderr, "flotilla server: --data-dir is required\n");
+        return 2;
+    }
+    if (insecure && !is_loopback(listen)) {
+        fprintf(stderr, "flotilla server: --insecure-http is only allowed on a loopback address, not %s\n", listen);
+        return 2;
+    }
+    if (max_inflight <= 0 || window <= 0 || bookmark_ms <= 0) {
+        fprintf(stderr, "flotilla server: numeric options must be positive\n");
+        return 2;
+    }
+    if (mkdir(data_dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "flotilla server: cannot create %s: %s\n", data_dir, strerror(errno));
+        return 1;
+    }
+
+    /* block the signals before any thread starts, so only sigwait sees them */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    fl_kinds_init();
+    char *db = fl_asprintf("%s/store.db", data_dir);
+    fl_store_config scfg = {.path = db, .compact_window = window, .durable = !no_fsync};
+    fl_store *store = NULL;
+    int rc = fl_store_open(&scfg, &store);
+    free(db);
+    if (rc) {
+        fprintf(stderr, "flotilla server: cannot open the store in %s: %s\n", data_dir, fl_strerror(rc));
+        return 1;
+    }
+    fl_pki pki;
+    memset(&pki, 0, sizeof pki);
+    char *err = NULL;
+    if (!insecure && fl_pki_ensure(data_dir, NULL, &pki, &err) != 0) {
+        fprintf(stderr, "flotilla server: %s\n", err ? err : "cannot create certificates");
+        fl_store_free(store);
+        return 1;
+    }
+    fl_api api = {.store = store, .bookmark_interval_ms = bookmark_ms};
+    int ncrd = fl_api_load_crds(&api);
+    ensure_namespace(&api, "default");
+    ensure_namespace(&api, "kube-system");
+    ensure_namespace(&api, "kube-public");
+    ensure_namespace(&api, "kube-node-lease");
+    fl_metrics_gauge("flotilla_store_keys", "Live keys in the store.", gauge_keys, store);
+    fl_metrics_gauge("flotilla_store_revision", "Head revision of the store.", gauge_rev, store);
+    fl_metrics_gauge("flotilla_store_compact_revision", "Compacted revision of the store.", gauge_compact, store);
+    fl_metrics_gauge("flotilla_watch_count", "Open watches.", gauge_watches, store);
+
+    fl_http_config hcfg = {.listen = listen,
+                           .cert_pem = insecure ? NULL : pki.server_cert_pem,
+                           .key_pem = insecure ? NULL : pki.server_key_pem,
+                           .token = insecure ? NULL : pki.admin_token,
+                           .max_inflight = max_inflight};
+    fl_http *http = NULL;
+    rc = fl_http_start(&hcfg, &api, &http, &err);
+    if (rc) {
+        fprintf(stderr, "flotilla server: %s\n", err);
+        free(err);
+        fl_pki_close(&pki);
+        fl_store_free(store);
+        return 1;
+    }
+    /* the kubeconfig names the address clients should dial */
+    char host[160];
+    snprintf(host, sizeof host, "%s", listen);
+    char *colon = strrchr(host, ':');
+    *colon = 0;
+    if (!host[0] || !strcmp(host, "0.0.0.0"))
+        snprintf(host, sizeof host, "127.0.0.1");
+    char *url = fl_asprintf("%s://%s:%d", insecure ? "http" : "https", host, fl_http_port(http));
+    char *kc = fl_asprintf("%s/kubeconfig", data_dir);
+    if (fl_kubeconfig_write(kc, url, insecure ? NULL : pki.ca_cert_pem, insecure ? NULL : pki.admin_token) != 0)
+        fprintf(stderr, "flotilla server: cannot write %s\n", kc);
+    fl_log(FL_LOG_INFO, "server", "serving on %s (store rev %lld, %d CRDs); kubeconfig: %s", url,
+           (long long)fl_store_rev(store), ncrd, kc);
+    printf("flotilla server listening on %s\nkubeconfig: %s\n", url, kc);
+    fflush(stdout);
+    free(kc);
+    free(url);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fl_log(FL_LOG_INFO, "server", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    api.stopping = 1;
+    fl_http_stop(http);
+    fl_store_free(store);
+    fl_pki_close(&pki);
+    fl_log(FL_LOG_INFO, "server", "stopped");
+    return 0;
+}

@@ -1,0 +1,946 @@
+/* store_sqlite.c - the embedded store backend: SQLite in WAL mode as a revision log.
+ *
+ * Schema (see docs/internals/store.md): one table `kv` where every write appends a
+ * row whose id is the global revision, plus `meta` holding the compaction revision.
+ * The current value of every live key is kept in memory (store_cache.c) behind a
+ * rwlock; reads of the current state never touch SQLite.
+ *
+ * Threads:
+ *   - callers (HTTP threads) queue writes and sleep on their own condvar;
+ *   - ONE writer thread owns the write connection and the in-memory state: it takes
+ *     every queued op, checks each against the in-memory state as changed by the ops
+ *     before it in the batch, renders and inserts the rows in one transaction,
+ *     commits once, then applies the batch to memory, publishes events to the watch
+ *     hub (store_watch.c) and wakes the callers. Compaction runs on this thread too,
+ *     in bounded chunks between write batches, so it never competes for SQLite's
+ *     write lock;
+ *   - a compaction timer thread asks the writer to compact every interval;
+ *   - readers of old revisions (paginated lists, watch log replay) borrow a
+ *     connection from a small pool and read inside one transaction so the check of
+ *     the compaction revision and the rows come from the same snapshot. */
+#include "store/store.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "store/store_cache.h"
+#include "store/store_watch.h"
+
+#define DEFAULT_WINDOW 100000
+#define DEFAULT_INTERVAL_MS 5000
+#define MAX_BATCH 1024          /* ops per group commit */
+#define COMPACT_CHUNK 10000     /* revisions per compaction transaction */
+#define RING_SIZE 65536         /* events kept in memory for watches */
+#define WATCH_BACKLOG 100000    /* queued events per watch before it expires */
+#define POOL_MAX 4              /* idle reader connections kept */
+
+struct wreq {
+    fl_store_op *op;
+    int rc;
+    bool done;
+    pthread_cond_t cv;
+    struct wreq *next;
+};
+
+struct fl_store {
+    char *path;
+    int64_t window;
+    int interval_ms;
+    bool durable;
+
+    sqlite3 *db;               /* the writer thread's connection */
+    sqlite3_stmt *ins;
+
+    pthread_mutex_t pool_mu;
+    sqlite3 *pool[POOL_MAX];
+    int npool;
+
+    pthread_rwlock_t lock;     /* guards cache and head for readers */
+    fl_store_cache cache;
+    int64_t head;              /* atomic; written by the writer under lock */
+    int64_t compact_rev;       /* atomic */
+    fl_watch_hub *hub;
+
+    pthread_mutex_t q_mu;      /* the write queue and the compaction handshake */
+    pthread_cond_t q_cv;       /* wakes the writer */
+    struct wreq *q_head, *q_tail;
+    bool closing;
+    bool writer_done;
+    uint64_t compact_requested, compact_done;
+    pthread_cond_t compact_cv;
+    pthread_t writer;
+    bool writer_started;
+
+    pthread_mutex_t timer_mu;
+    pthread_cond_t timer_cv;
+    bool timer_stop;
+    pthread_t timer;
+    bool timer_started;
+};
+
+/* ---- SQLite helpers ---- */
+
+static int exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        fl_log(FL_LOG_ERROR, "store", "%s: %s", sql, msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        return FL_EIO;
+    }
+    return 0;
+}
+
+static int open_conn(const char *path, bool durable, int cache_kib, sqlite3 **out)
+{
+    *out = NULL;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        fl_log(FL_LOG_ERROR, "store", "open %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return FL_EIO;
+    }
+    sqlite3_busy_timeout(db, 10000);
+    char *pragmas = fl_asprintf("PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA cache_size=-%d;"
+                                "PRAGMA journal_size_limit=67108864;",
+                                durable ? "FULL" : "NORMAL", cache_kib);
+    int rc = exec(db, pragmas);
+    free(pragmas);
+    if (rc) {
+        sqlite3_close(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+static sqlite3 *reader_get(fl_store *s)
+{
+    sqlite3 *db = NULL;
+    pthread_mutex_lock(&s->pool_mu);
+    if (s->npool > 0)
+        db = s->pool[--s->npool];
+    pthread_mutex_unlock(&s->pool_mu);
+    if (!db)
+        open_conn(s->path, s->durable, 2048, &db);
+    return db;
+}
+
+static void reader_put(fl_store *s, sqlite3 *db)
+{
+    if (!db)
+        return;
+    pthread_mutex_lock(&s->pool_mu);
+    if (s->npool < POOL_MAX) {
+        s->pool[s->npool++] = db;
+        db = NULL;
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    sqlite3_close(db);
+}
+
+/* Start a read transaction and read the compaction revision in its snapshot. */
+static int read_begin(sqlite3 *db, int64_t *compact)
+{
+    *compact = 0;
+    if (exec(db, "BEGIN"))
+        return FL_EIO;
+    sqlite3_stmt *st = NULL;
+    int rc = FL_EIO;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE name = 'compact_rev'", -1, &st, NULL) == SQLITE_OK) {
+        int step = sqlite3_step(st);
+        if (step == SQLITE_ROW)
+            *compact = sqlite3_column_int64(st, 0);
+        rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : FL_EIO;
+    }
+    sqlite3_finalize(st);
+    if (rc)
+        exec(db, "ROLLBACK");
+    return rc;
+}
+
+/* The smallest string greater than every string starting with prefix, or NULL if
+ * there is none (empty prefix, or all 0xff bytes). Caller frees. */
+static char *prefix_upper(const char *prefix)
+{
+    size_t n = strlen(prefix);
+    while (n > 0 && (unsigned char)prefix[n - 1] == 0xff)
+        n--;
+    if (n == 0)
+        return NULL;
+    char *u = fl_strndup(prefix, n);
+    u[n - 1] = (char)((unsigned char)u[n - 1] + 1);
+    return u;
+}
+
+static fl_blob *column_blob(sqlite3_stmt *st, int col)
+{
+    const void *p = sqlite3_column_blob(st, col);
+    return fl_blob_new(p, (size_t)sqlite3_column_bytes(st, col));
+}
+
+/* ---- opening and loading ---- */
+
+static int load(fl_store *s)
+{
+    int64_t compact = 0, head = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = read_begin(s->db, &compact);
+    if (rc)
+        return rc;
+    rc = FL_EIO;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT max((SELECT coalesce(max(id), 0) FROM kv),"
+                           " (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'kv'))",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW)
+        goto out;
+    head = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+
+    /* The latest row of every key, skipping keys whose latest row is a tombstone. */
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT k.name, k.id, k.create_revision, k.value FROM kv k"
+                           " JOIN (SELECT max(id) AS mid FROM kv GROUP BY name) m ON k.id = m.mid"
+                           " WHERE k.deleted = 0",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        fl_store_cache_put(&s->cache, (const char *)sqlite3_column_text(st, 0), column_blob(st, 3),
+                           sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2));
+    if (step != SQLITE_DONE)
+        goto out;
+    rc = 0;
+out:
+    if (rc)
+        fl_log(FL_LOG_ERROR, "store", "loading %s: %s", s->path, sqlite3_errmsg(s->db));
+    sqlite3_finalize(st);
+    exec(s->db, "COMMIT");
+    s->compact_rev = compact;
+    s->head = head > compact ? head : compact;
+    return rc;
+}
+
+static int replay_log(void *ctx, const char *prefix, int64_t from, int64_t to, size_t max, fl_store_event **out,
+                      size_t *n);
+static void *writer_main(void *arg);
+static void *timer_main(void *arg);
+
+int fl_store_open(const fl_store_config *cfg, fl_store **out)
+{
+    *out = NULL;
+    if (!cfg || !cfg->path)
+        return FL_EINVAL;
+    fl_store *s = fl_calloc(1, sizeof(*s));
+    s->path = fl_strdup(cfg->path);
+    s->window = cfg->compact_window > 0 ? cfg->compact_window : DEFAULT_WINDOW;
+    s->interval_ms = cfg->compact_interval_ms ? cfg->compact_interval_ms : DEFAULT_INTERVAL_MS;
+    s->durable = cfg->durable;
+    pthread_mutex_init(&s->pool_mu, NULL);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* Readers never nest the lock (list copies out before calling back), so the
+     * writer may be preferred and cannot be starved by a stream of readers. */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&s->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    fl_store_cache_init(&s->cache);
+    pthread_mutex_init(&s->q_mu, NULL);
+    pthread_cond_init(&s->q_cv, NULL);
+    pthread_cond_init(&s->compact_cv, NULL);
+    pthread_mutex_init(&s->timer_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->timer_cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    int rc = open_conn(s->path, s->durable, 8192, &s->db);
+    if (rc)
+        goto fail;
+    rc = exec(s->db, "CREATE TABLE IF NOT EXISTS kv ("
+                     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                     " name TEXT NOT NULL,"
+                     " created INTEGER NOT NULL,"
+                     " deleted INTEGER NOT NULL,"
+                     " create_revision INTEGER NOT NULL,"
+                     " prev_revision INTEGER NOT NULL,"
+                     " value BLOB NOT NULL);"
+                     "CREATE INDEX IF NOT EXISTS kv_name_id ON kv (name, id);"
+                     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);");
+    if (rc)
+        goto fail;
+    rc = load(s);
+    if (rc)
+        goto fail;
+    if (sqlite3_prepare_v3(s->db,
+                           "INSERT INTO kv (id, name, created, deleted, create_revision, prev_revision, value)"
+                           " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           -1, SQLITE_PREPARE_PERSISTENT, &s->ins, NULL) != SQLITE_OK) {
+        fl_log(FL_LOG_ERROR, "store", "prepare insert: %s", sqlite3_errmsg(s->db));
+        rc = FL_EIO;
+        goto fail;
+    }
+    s->hub = fl_watch_hub_new(s->head, RING_SIZE, WATCH_BACKLOG, replay_log, s);
+    if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
+        rc = FL_EIO;
+        goto fail;
+    }
+    s->writer_started = true;
+    if (s->interval_ms > 0 && pthread_create(&s->timer, NULL, timer_main, s) == 0)
+        s->timer_started = true;
+    fl_log(FL_LOG_INFO, "store", "opened %s: %zu keys, revision %lld, compacted at %lld", s->path,
+           s->cache.count, (long long)s->head, (long long)s->compact_rev);
+    *out = s;
+    return 0;
+fail:
+    fl_store_free(s);
+    return rc;
+}
+
+void fl_store_free(fl_store *s)
+{
+    if (!s)
+        return;
+    if (s->timer_started) {
+        pthread_mutex_lock(&s->timer_mu);
+        s->timer_stop = true;
+        pthread_cond_signal(&s->timer_cv);
+        pthread_mutex_unlock(&s->timer_mu);
+        pthread_join(s->timer, NULL);
+    }
+    if (s->writer_started) {
+        /* The writer drains what is already queued, then exits. */
+        pthread_mutex_lock(&s->q_mu);
+        s->closing = true;
+        pthread_cond_signal(&s->q_cv);
+        pthread_mutex_unlock(&s->q_mu);
+        pthread_join(s->writer, NULL);
+    }
+    fl_watch_hub_free(s->hub);
+    for (int i = 0; i < s->npool; i++)
+        sqlite3_close(s->pool[i]);
+    sqlite3_finalize(s->ins);
+    sqlite3_close(s->db);
+    fl_store_cache_close(&s->cache);
+    pthread_cond_destroy(&s->timer_cv);
+    pthread_mutex_destroy(&s->timer_mu);
+    pthread_cond_destroy(&s->compact_cv);
+    pthread_cond_destroy(&s->q_cv);
+    pthread_mutex_destroy(&s->q_mu);
+    pthread_rwlock_destroy(&s->lock);
+    pthread_mutex_destroy(&s->pool_mu);
+    free(s->path);
+    free(s);
+}
+
+/* ---- reading ---- */
+
+int fl_store_get(fl_store *s, const char *key, fl_kv *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!key)
+        return FL_EINVAL;
+    pthread_rwlock_rdlock(&s->lock);
+    fl_store_node *n = fl_store_cache_find(&s->cache, key);
+    if (n) {
+        out->value = fl_blob_ref(n->value);
+        out->rev = n->rev;
+        out->create_rev = n->create_rev;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return n ? 0 : FL_ENOTFOUND;
+}
+
+int64_t fl_store_rev(fl_store *s)
+{
+    return __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+}
+
+int64_t fl_store_compact_rev(fl_store *s)
+{
+    return __atomic_load_n(&s->compact_rev, __ATOMIC_ACQUIRE);
+}
+
+static bool has_prefix(const char *key, const char *prefix, size_t plen)
+{
+    return strncmp(key, prefix, plen) == 0;
+}
+
+/* Position it at the first key under prefix that sorts after start_after. */
+static void seek_list(fl_store *s, fl_store_cache_iter *it, const char *prefix, const char *start_after)
+{
+    if (start_after && *start_after && strcmp(start_after, prefix) >= 0)
+        fl_store_cache_seek(&s->cache, it, start_after, false);
+    else
+        fl_store_cache_seek(&s->cache, it, prefix, true);
+}
+
+/* A list of the current state is copied out under the read lock (keys into one
+ * arena, values as references) and handed to the callback after unlocking, so a
+ * slow consumer never holds up the writer and may call back into the store. */
+struct snap_ent {
+    size_t key_off;
+    fl_kv kv;
+};
+
+static int list_memory(fl_store *s, const char *prefix, const char *start_after, size_t limit,
+                       fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
+{
+    size_t plen = strlen(prefix);
+    struct snap_ent *ents = NULL;
+    size_t n = 0, cap = 0;
+    char *arena = NULL;
+    size_t alen = 0, acap = 0;
+    bool more = false;
+
+    pthread_rwlock_rdlock(&s->lock);
+    *rev_out = s->head;
+    fl_store_cache_iter it;
+    seek_list(s, &it, prefix, start_after);
+    fl_store_node *node;
+    while ((node = fl_store_cache_next(&it)) && has_prefix(node->key, prefix, plen)) {
+        if (limit > 0 && n == limit) {
+            more = true;
+            break;
+        }
+        size_t klen = strlen(node->key) + 1;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            ents = fl_realloc(ents, cap * sizeof(*ents));
+        }
+        if (alen + klen > acap) {
+            acap = (acap ? acap * 2 : 4096) + klen;
+            arena = fl_realloc(arena, acap);
+        }
+        memcpy(arena + alen, node->key, klen);
+        ents[n].key_off = alen;
+        ents[n].kv.value = fl_blob_ref(node->value);
+        ents[n].kv.rev = node->rev;
+        ents[n].kv.create_rev = node->create_rev;
+        alen += klen;
+        n++;
+    }
+    pthread_rwlock_unlock(&s->lock);
+
+    size_t i = 0;
+    for (; i < n; i++) {
+        bool go_on = fn(ctx, arena + ents[i].key_off, &ents[i].kv);
+        fl_blob_unref(ents[i].kv.value);
+        if (!go_on) {
+            if (i + 1 < n)
+                more = true;
+            i++;
+            break;
+        }
+    }
+    for (; i < n; i++)
+        fl_blob_unref(ents[i].kv.value);
+    free(ents);
+    free(arena);
+    if (more_out)
+        *more_out = more;
+    return 0;
+}
+
+static int list_log(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
+                    fl_store_list_fn fn, void *ctx, bool *more_out)
+{
+    if (at_rev > fl_store_rev(s))
+        return FL_EINVAL; /* a snapshot of the future would still change */
+    sqlite3 *db = reader_get(s);
+    if (!db)
+        return FL_EIO;
+    int64_t compact;
+    int rc = read_begin(db, &compact);
+    if (rc) {
+        reader_put(s, db);
+        return rc;
+    }
+    sqlite3_stmt *st = NULL;
+    char *upper = prefix_upper(prefix);
+    bool more = false;
+    if (at_rev < compact) {
+        rc = FL_EEXPIRED;
+        goto out;
+    }
+    /* Walk the (name, id) index in key order; for each row keep it only if it is
+     * the key's latest row at or below at_rev and not a tombstone. */
+    char *sql = fl_asprintf("SELECT k.name, k.id, k.create_revision, k.value FROM kv k"
+                            " WHERE k.name >= ?1 AND k.name > ?2 %s AND k.id <= ?4 AND k.deleted = 0"
+                            " AND k.id = (SELECT max(k2.id) FROM kv k2 WHERE k2.name = k.name AND k2.id <= ?4)"
+                            " ORDER BY k.name LIMIT ?5",
+                            upper ? "AND k.name < ?3" : "");
+    int prc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    free(sql);
+    if (prc != SQLITE_OK) {
+        rc = FL_EIO;
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, start_after ? start_after : "", -1, SQLITE_STATIC);
+    if (upper)
+        sqlite3_bind_text(st, 3, upper, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, at_rev);
+    sqlite3_bind_int64(st, 5, limit > 0 ? (int64_t)limit + 1 : -1);
+    size_t delivered = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (limit > 0 && delivered == limit) {
+            more = true;
+            break;
+        }
+        fl_kv kv = { column_blob(st, 3), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
+        bool go_on = fn(ctx, (const char *)sqlite3_column_text(st, 0), &kv);
+        fl_blob_unref(kv.value);
+        delivered++;
+        if (!go_on) {
+            more = sqlite3_step(st) == SQLITE_ROW;
+            step = SQLITE_DONE;
+            break;
+        }
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        fl_log(FL_LOG_ERROR, "store", "list at %lld: %s", (long long)at_rev, sqlite3_errmsg(db));
+        rc = FL_EIO;
+    }
+out:
+    sqlite3_finalize(st);
+    free(upper);
+    exec(db, "COMMIT");
+    reader_put(s, db);
+    if (more_out)
+        *more_out = more;
+    return rc;
+}
+
+int fl_store_list(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
+                  fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
+{
+    if (more_out)
+        *more_out = false;
+    *rev_out = at_rev;
+    if (!prefix)
+        prefix = "";
+    if (at_rev < 0 || !fn)
+        return FL_EINVAL;
+    if (at_rev == 0)
+        return list_memory(s, prefix, start_after, limit, fn, ctx, rev_out, more_out);
+    return list_log(s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
+}
+
+size_t fl_store_count(fl_store *s, const char *prefix)
+{
+    if (!prefix)
+        prefix = "";
+    size_t plen = strlen(prefix), n = 0;
+    pthread_rwlock_rdlock(&s->lock);
+    if (plen == 0) {
+        n = s->cache.count;
+    } else {
+        fl_store_cache_iter it;
+        fl_store_cache_seek(&s->cache, &it, prefix, true);
+        fl_store_node *node;
+        while ((node = fl_store_cache_next(&it)) && has_prefix(node->key, prefix, plen))
+            n++;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return n;
+}
+
+/* ---- watching ---- */
+
+/* fl_watch_replay_fn for the hub: events from the log, read in one snapshot. */
+static int replay_log(void *ctx, const char *prefix, int64_t from, int64_t to, size_t max, fl_store_event **out,
+                      size_t *n)
+{
+    fl_store *s = ctx;
+    *n = 0;
+    sqlite3 *db = reader_get(s);
+    if (!db)
+        return FL_EIO;
+    int64_t compact;
+    int rc = read_begin(db, &compact);
+    if (rc) {
+        reader_put(s, db);
+        return rc;
+    }
+    sqlite3_stmt *st = NULL;
+    char *upper = prefix_upper(prefix);
+    if (from < compact) {
+        rc = FL_EEXPIRED;
+        goto out;
+    }
+    char *sql = fl_asprintf("SELECT id, name, created, deleted, value FROM kv"
+                            " WHERE id > ?1 AND id <= ?2 AND name >= ?3 %s ORDER BY id LIMIT ?5",
+                            upper ? "AND name < ?4" : "");
+    int prc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    free(sql);
+    if (prc != SQLITE_OK) {
+        rc = FL_EIO;
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, to);
+    sqlite3_bind_text(st, 3, prefix, -1, SQLITE_STATIC);
+    if (upper)
+        sqlite3_bind_text(st, 4, upper, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, (int64_t)max);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int type = sqlite3_column_int(st, 3) ? FL_EV_DELETE
+                   : sqlite3_column_int(st, 2) ? FL_EV_PUT_CREATE
+                                               : FL_EV_PUT_UPDATE;
+        out[(*n)++] = fl_watch_event_new(type, (const char *)sqlite3_column_text(st, 1), sqlite3_column_int64(st, 0),
+                                         column_blob(st, 4));
+    }
+    if (step != SQLITE_DONE) {
+        fl_log(FL_LOG_ERROR, "store", "watch replay from %lld: %s", (long long)from, sqlite3_errmsg(db));
+        rc = FL_EIO;
+    }
+out:
+    sqlite3_finalize(st);
+    free(upper);
+    exec(db, "COMMIT");
+    reader_put(s, db);
+    return rc;
+}
+
+int fl_store_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out)
+{
+    *out = NULL;
+    if (from_rev < 0)
+        return FL_EINVAL;
+    /* A compaction racing past this check is caught by the replay's own snapshot check. */
+    if (from_rev < fl_store_compact_rev(s))
+        return FL_EEXPIRED;
+    return fl_watch_hub_open(s->hub, prefix ? prefix : "", from_rev, out);
+}
+
+size_t fl_store_watch_count(fl_store *s)
+{
+    return fl_watch_hub_count(s->hub);
+}
+
+/* ---- writing ---- */
+
+int fl_store_write(fl_store *s, fl_store_op *op)
+{
+    op->rev = 0;
+    op->value = NULL;
+    if (!op->key || !op->render || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
+        return FL_EINVAL;
+    struct wreq r = { .op = op, .rc = FL_ECLOSED };
+    pthread_cond_init(&r.cv, NULL);
+    pthread_mutex_lock(&s->q_mu);
+    if (!s->closing) {
+        if (s->q_tail)
+            s->q_tail->next = &r;
+        else
+            s->q_head = &r;
+        s->q_tail = &r;
+        pthread_cond_signal(&s->q_cv);
+        while (!r.done)
+            pthread_cond_wait(&r.cv, &s->q_mu);
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    pthread_cond_destroy(&r.cv);
+    return r.rc;
+}
+
+/* Per-batch view of the keys the batch has touched so far, so several ops on one
+ * key see each other's effects in order. Open addressing over MAX_BATCH entries. */
+struct pending {
+    const char *key;
+    bool present;
+    fl_blob *value;  /* borrowed from the batch's results */
+    int64_t rev, create_rev;
+};
+
+struct batch {
+    struct wreq *reqs[MAX_BATCH];
+    struct pending pend[MAX_BATCH];
+    int slots[2 * MAX_BATCH];         /* index into pend, -1 = empty */
+    size_t npend;
+    /* results, parallel to reqs */
+    int rc[MAX_BATCH];
+    int64_t rev[MAX_BATCH];
+    int64_t create_rev[MAX_BATCH];
+    fl_blob *value[MAX_BATCH];
+    fl_store_event *ev[MAX_BATCH];
+};
+
+static size_t hash_key(const char *k)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *k; k++)
+        h = (h ^ (unsigned char)*k) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+static struct pending *pending_find(struct batch *b, const char *key, bool add)
+{
+    size_t mask = 2 * MAX_BATCH - 1;
+    for (size_t i = hash_key(key) & mask;; i = (i + 1) & mask) {
+        int idx = b->slots[i];
+        if (idx < 0) {
+            if (!add)
+                return NULL;
+            b->slots[i] = (int)b->npend;
+            struct pending *p = &b->pend[b->npend++];
+            p->key = key;
+            return p;
+        }
+        if (strcmp(b->pend[idx].key, key) == 0)
+            return &b->pend[idx];
+    }
+}
+
+/* Check, render and insert op i. Returns 0 if written, an FL_E* code the op fails
+ * with (batch continues), or 1 if SQLite failed (batch must roll back). */
+static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
+{
+    fl_store_op *op = b->reqs[i]->op;
+    struct pending *p = pending_find(b, op->key, false);
+    struct pending cur = { 0 };
+    if (p) {
+        cur = *p;
+    } else {
+        /* Only this thread mutates the cache, so reading it unlocked here is safe. */
+        fl_store_node *n = fl_store_cache_find(&s->cache, op->key);
+        if (n)
+            cur = (struct pending){ op->key, true, n->value, n->rev, n->create_rev };
+    }
+    if (op->type == FL_STORE_CREATE && cur.present)
+        return FL_EEXIST;
+    if (op->type != FL_STORE_CREATE) {
+        if (!cur.present)
+            return FL_ENOTFOUND;
+        if (op->prev_rev != 0 && op->prev_rev != cur.rev)
+            return FL_ECONFLICT;
+    }
+    int64_t rev = *head + 1;
+    size_t len = 0;
+    char *bytes = op->render(op->ctx, cur.present ? cur.value : NULL, rev, &len);
+    if (!bytes)
+        return FL_EINVAL;
+    fl_blob *value = fl_blob_new(bytes, len);
+    free(bytes);
+    int64_t create_rev = op->type == FL_STORE_CREATE ? rev : cur.create_rev;
+
+    sqlite3_stmt *st = s->ins;
+    sqlite3_bind_int64(st, 1, rev);
+    sqlite3_bind_text(st, 2, op->key, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, op->type == FL_STORE_CREATE);
+    sqlite3_bind_int(st, 4, op->type == FL_STORE_DELETE);
+    sqlite3_bind_int64(st, 5, create_rev);
+    sqlite3_bind_int64(st, 6, op->type == FL_STORE_CREATE ? 0 : cur.rev);
+    sqlite3_bind_blob(st, 7, value->data, (int)value->len, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (step != SQLITE_DONE) {
+        fl_log(FL_LOG_ERROR, "store", "insert %s at %lld: %s", op->key, (long long)rev, sqlite3_errmsg(s->db));
+        fl_blob_unref(value);
+        return 1;
+    }
+    *head = rev;
+    if (!p)
+        p = pending_find(b, op->key, true);
+    *p = (struct pending){ op->key, op->type != FL_STORE_DELETE, value, rev, create_rev };
+    b->rev[i] = rev;
+    b->create_rev[i] = create_rev;
+    b->value[i] = value;
+    return 0;
+}
+
+static void run_batch(fl_store *s, struct batch *b, size_t n)
+{
+    memset(b->slots, -1, sizeof(b->slots));
+    b->npend = 0;
+    int64_t head = s->head;
+    bool ok = exec(s->db, "BEGIN IMMEDIATE") == 0;
+    for (size_t i = 0; i < n; i++) {
+        b->value[i] = NULL;
+        b->ev[i] = NULL;
+        b->rc[i] = FL_EIO;
+        if (!ok)
+            continue;
+        int rc = stage_op(s, b, i, &head);
+        if (rc == 1)
+            ok = false;
+        else
+            b->rc[i] = rc;
+    }
+    if (ok && exec(s->db, "COMMIT") != 0)
+        ok = false;
+    if (!ok) {
+        /* Nothing of the batch happened: memory stays as it was, every op fails. */
+        if (!sqlite3_get_autocommit(s->db))
+            exec(s->db, "ROLLBACK");
+        for (size_t i = 0; i < n; i++) {
+            fl_blob_unref(b->value[i]);
+            b->value[i] = NULL;
+            b->rc[i] = FL_EIO;
+        }
+    } else {
+        size_t nev = 0;
+        pthread_rwlock_wrlock(&s->lock);
+        for (size_t i = 0; i < n; i++) {
+            if (b->rc[i] != 0)
+                continue;
+            fl_store_op *op = b->reqs[i]->op;
+            int type;
+            if (op->type == FL_STORE_DELETE) {
+                fl_store_cache_del(&s->cache, op->key);
+                type = FL_EV_DELETE;
+            } else {
+                fl_store_cache_put(&s->cache, op->key, fl_blob_ref(b->value[i]), b->rev[i], b->create_rev[i]);
+                type = op->type == FL_STORE_CREATE ? FL_EV_PUT_CREATE : FL_EV_PUT_UPDATE;
+            }
+            b->ev[nev++] = fl_watch_event_new(type, op->key, b->rev[i], fl_blob_ref(b->value[i]));
+        }
+        __atomic_store_n(&s->head, head, __ATOMIC_RELEASE);
+        pthread_rwlock_unlock(&s->lock);
+        fl_watch_hub_publish(s->hub, b->ev, nev);
+    }
+    pthread_mutex_lock(&s->q_mu);
+    for (size_t i = 0; i < n; i++) {
+        struct wreq *r = b->reqs[i];
+        r->rc = b->rc[i];
+        if (r->rc == 0) {
+            r->op->rev = b->rev[i];
+            r->op->value = b->value[i]; /* the batch's reference passes to the caller */
+        }
+        r->done = true;
+        pthread_cond_signal(&r->cv);
+    }
+    pthread_mutex_unlock(&s->q_mu);
+}
+
+/* One bounded compaction transaction towards target. Returns true when finished
+ * (target reached, or an error that the next timer tick will retry). */
+static bool compact_step(fl_store *s, int64_t target)
+{
+    int64_t from = s->compact_rev;
+    if (from >= target)
+        return true;
+    int64_t to = target - from > COMPACT_CHUNK ? from + COMPACT_CHUNK : target;
+    char *sql = fl_asprintf("BEGIN IMMEDIATE;"
+                            /* rows superseded by a row in the chunk */
+                            "DELETE FROM kv WHERE id IN (SELECT prev_revision FROM kv"
+                            " WHERE id > %lld AND id <= %lld AND prev_revision > 0);"
+                            /* tombstones in the chunk: the key is gone as of `to` */
+                            "DELETE FROM kv WHERE id > %lld AND id <= %lld AND deleted = 1;"
+                            "INSERT OR REPLACE INTO meta (name, value) VALUES ('compact_rev', %lld);"
+                            "COMMIT;",
+                            (long long)from, (long long)to, (long long)from, (long long)to, (long long)to);
+    int rc = exec(s->db, sql);
+    free(sql);
+    if (rc) {
+        if (!sqlite3_get_autocommit(s->db))
+            exec(s->db, "ROLLBACK");
+        return true;
+    }
+    __atomic_store_n(&s->compact_rev, to, __ATOMIC_RELEASE);
+    return to >= target;
+}
+
+static void *writer_main(void *arg)
+{
+    fl_store *s = arg;
+    struct batch *b = fl_malloc(sizeof(*b));
+    bool job = false;
+    uint64_t job_gen = 0;
+    int64_t job_target = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->q_mu);
+        while (!s->q_head && s->compact_requested == s->compact_done && !s->closing)
+            pthread_cond_wait(&s->q_cv, &s->q_mu);
+        if (s->closing && !s->q_head) {
+            pthread_mutex_unlock(&s->q_mu);
+            break;
+        }
+        size_t n = 0;
+        while (s->q_head && n < MAX_BATCH) {
+            b->reqs[n++] = s->q_head;
+            s->q_head = s->q_head->next;
+        }
+        if (!s->q_head)
+            s->q_tail = NULL;
+        bool compact = s->compact_requested != s->compact_done;
+        uint64_t gen = s->compact_requested;
+        pthread_mutex_unlock(&s->q_mu);
+
+        if (n)
+            run_batch(s, b, n);
+        if (compact) {
+            if (!job) {
+                job = true;
+                job_gen = gen;
+                job_target = s->head - s->window;
+            }
+            if (compact_step(s, job_target)) {
+                job = false;
+                pthread_mutex_lock(&s->q_mu);
+                s->compact_done = job_gen;
+                pthread_cond_broadcast(&s->compact_cv);
+                pthread_mutex_unlock(&s->q_mu);
+            }
+        }
+    }
+    pthread_mutex_lock(&s->q_mu);
+    s->writer_done = true;
+    s->compact_done = s->compact_requested;
+    pthread_cond_broadcast(&s->compact_cv);
+    pthread_mutex_unlock(&s->q_mu);
+    free(b);
+    return NULL;
+}
+
+int64_t fl_store_compact(fl_store *s)
+{
+    pthread_mutex_lock(&s->q_mu);
+    if (!s->closing && !s->writer_done) {
+        uint64_t gen = ++s->compact_requested;
+        pthread_cond_signal(&s->q_cv);
+        while (s->compact_done < gen && !s->writer_done)
+            pthread_cond_wait(&s->compact_cv, &s->q_mu);
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    return fl_store_compact_rev(s);
+}
+
+static void *timer_main(void *arg)
+{
+    fl_store *s = arg;
+    pthread_mutex_lock(&s->timer_mu);
+    while (!s->timer_stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += s->interval_ms / 1000;
+        t.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        while (!s->timer_stop && pthread_cond_timedwait(&s->timer_cv, &s->timer_mu, &t) == 0)
+            ;
+        if (s->timer_stop)
+            break;
+        pthread_mutex_unlock(&s->timer_mu);
+        fl_store_compact(s);
+        pthread_mutex_lock(&s->timer_mu);
+    }
+    pthread_mutex_unlock(&s->timer_mu);
+    return NULL;
+}

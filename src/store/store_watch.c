@@ -1,0 +1,430 @@
+/* store_watch.c - the watch fan-out: event ring, per-watch queues, log replay.
+ *
+ * Locks, outermost first:
+ *   hub->mu  the watch list, the ring, the hub's head and its closed flag;
+ *   w->mu    one watch's queue and its flags (cancelled, closed, expired).
+ * The writer thread takes hub->mu once per committed batch and each matching
+ * watch's mu once per batch, so publishing costs O(watches) lock round-trips
+ * plus one pointer push per (watch, matching event).
+ *
+ * Opening a watch is race-free against concurrent publishing because it happens
+ * entirely under hub->mu: the hub's head is the last revision already pushed to
+ * every queue, so the new watch is fed (from, head] from the ring or the log and
+ * every revision > head from its queue. Log replay is done lazily in
+ * fl_watch_next, in chunks, without holding any lock; live events keep queueing
+ * behind it meanwhile (bounded by the backlog, like any slow watcher). */
+#include "store/store_watch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+
+#define REPLAY_CHUNK 512
+
+struct fl_watch_hub {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;       /* signalled when active_replays drops to 0 */
+    int refs;                  /* 1 for the backend + 1 per open watch */
+    bool closed;
+    int active_replays;        /* replay callbacks running right now */
+    int64_t head;              /* last revision published */
+    fl_store_event **ring;     /* slot rev & ring_mask holds revision rev */
+    size_t ring_mask;
+    int64_t ring_lo;           /* the ring holds revisions (ring_lo, head] */
+    size_t backlog;
+    fl_watch *watches;         /* doubly linked */
+    size_t nwatch;
+    fl_watch_replay_fn replay;
+    void *replay_ctx;
+};
+
+struct fl_watch {
+    fl_watch_hub *hub;
+    fl_watch *prev, *next;     /* under hub->mu */
+    bool linked;               /* under hub->mu */
+    char *prefix;
+    size_t plen;
+    int64_t min_rev;           /* deliver only revisions > min_rev */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    fl_store_event **q;        /* ring queue, under mu */
+    size_t qcap, qhead, qlen;
+    bool cancelled, closed, expired;
+
+    /* Owned by the thread calling fl_watch_next. */
+    int64_t replay_pos, replay_to;  /* log replay pending while replay_pos < replay_to */
+    fl_store_event **rbuf;
+    size_t rlen, rpos;
+    fl_store_event *cur;       /* the event last handed out */
+};
+
+/* ---- events ---- */
+
+fl_store_event *fl_watch_event_new(int type, const char *key, int64_t rev, fl_blob *value)
+{
+    size_t klen = strlen(key);
+    fl_store_event *e = fl_malloc(sizeof(*e) + klen + 1);
+    memcpy(e->key, key, klen + 1);
+    e->refs = 1;
+    e->ev.type = type;
+    e->ev.key = e->key;
+    e->ev.rev = rev;
+    e->ev.value = value;
+    return e;
+}
+
+fl_store_event *fl_watch_event_ref(fl_store_event *e)
+{
+    __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+    return e;
+}
+
+void fl_watch_event_unref(fl_store_event *e)
+{
+    if (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        fl_blob_unref(e->ev.value);
+        free(e);
+    }
+}
+
+/* ---- hub ---- */
+
+fl_watch_hub *fl_watch_hub_new(int64_t head, size_t ring_size, size_t backlog, fl_watch_replay_fn replay,
+                               void *replay_ctx)
+{
+    size_t n = 1;
+    while (n < ring_size)
+        n <<= 1;
+    fl_watch_hub *h = fl_calloc(1, sizeof(*h));
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->idle, NULL);
+    h->refs = 1;
+    h->head = head;
+    h->ring = fl_calloc(n, sizeof(*h->ring));
+    h->ring_mask = n - 1;
+    h->ring_lo = head;
+    h->backlog = backlog ? backlog : 1;
+    h->replay = replay;
+    h->replay_ctx = replay_ctx;
+    return h;
+}
+
+static void hub_destroy(fl_watch_hub *h)
+{
+    for (size_t i = 0; i <= h->ring_mask; i++)
+        fl_watch_event_unref(h->ring[i]);
+    free(h->ring);
+    pthread_cond_destroy(&h->idle);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+void fl_watch_hub_free(fl_watch_hub *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->closed = true;
+    for (fl_watch *w = h->watches; w; w = w->next) {
+        pthread_mutex_lock(&w->mu);
+        w->closed = true;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        w->linked = false;
+    }
+    h->watches = NULL;
+    h->nwatch = 0;
+    while (h->active_replays > 0)
+        pthread_cond_wait(&h->idle, &h->mu);
+    bool last = --h->refs == 0;
+    pthread_mutex_unlock(&h->mu);
+    if (last)
+        hub_destroy(h);
+}
+
+static bool matches(const fl_watch *w, const fl_store_event *e)
+{
+    return e->ev.rev > w->min_rev && strncmp(e->key, w->prefix, w->plen) == 0;
+}
+
+/* Push under w->mu. On overflow the watch expires and its queue is dropped: it
+ * must re-list anyway, so there is no point holding the references. */
+static bool push(fl_watch *w, fl_store_event *e, size_t backlog)
+{
+    if (w->qlen == w->qcap) {
+        if (w->qcap >= backlog) {
+            w->expired = true;
+            for (size_t i = 0; i < w->qlen; i++)
+                fl_watch_event_unref(w->q[(w->qhead + i) % w->qcap]);
+            free(w->q);
+            w->q = NULL;
+            w->qcap = w->qhead = w->qlen = 0;
+            return false;
+        }
+        size_t ncap = w->qcap ? w->qcap * 2 : 16;
+        if (ncap > backlog)
+            ncap = backlog;
+        fl_store_event **nq = fl_malloc(ncap * sizeof(*nq));
+        for (size_t i = 0; i < w->qlen; i++)
+            nq[i] = w->q[(w->qhead + i) % w->qcap];
+        free(w->q);
+        w->q = nq;
+        w->qcap = ncap;
+        w->qhead = 0;
+    }
+    w->q[(w->qhead + w->qlen) % w->qcap] = fl_watch_event_ref(e);
+    w->qlen++;
+    return true;
+}
+
+void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
+{
+    if (n == 0)
+        return;
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < n; i++) {
+        fl_store_event *e = evs[i];
+        if (e->ev.rev != h->head + 1) {
+            /* Revisions are contiguous within a process; if that ever breaks, the
+             * ring can no longer be indexed by revision, so start it afresh. */
+            for (size_t j = 0; j <= h->ring_mask; j++) {
+                fl_watch_event_unref(h->ring[j]);
+                h->ring[j] = NULL;
+            }
+            h->ring_lo = e->ev.rev - 1;
+        }
+        size_t slot = (size_t)e->ev.rev & h->ring_mask;
+        fl_watch_event_unref(h->ring[slot]);
+        h->ring[slot] = e;
+        h->head = e->ev.rev;
+        if (h->head - h->ring_lo > (int64_t)h->ring_mask + 1)
+            h->ring_lo = h->head - (int64_t)h->ring_mask - 1;
+    }
+    for (fl_watch *w = h->watches; w; w = w->next) {
+        pthread_mutex_lock(&w->mu);
+        bool pushed = false;
+        for (size_t i = 0; i < n && !w->expired && !w->cancelled; i++)
+            if (matches(w, evs[i]))
+                pushed |= push(w, evs[i], h->backlog);
+        if (pushed || w->expired)
+            pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_watch **out)
+{
+    *out = NULL;
+    fl_watch *w = fl_calloc(1, sizeof(*w));
+    w->hub = h;
+    w->prefix = fl_strdup(prefix ? prefix : "");
+    w->plen = strlen(w->prefix);
+    w->min_rev = from_rev;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    pthread_mutex_lock(&h->mu);
+    if (h->closed) {
+        pthread_mutex_unlock(&h->mu);
+        w->hub = NULL;
+        fl_watch_free(w);
+        return FL_ECLOSED;
+    }
+    if (from_rev < h->head) {
+        /* Revisions (from_rev, ring_lo] come from the log, the rest from the ring. */
+        int64_t ring_from = from_rev;
+        if (from_rev < h->ring_lo) {
+            w->replay_pos = from_rev;
+            w->replay_to = h->ring_lo;
+            ring_from = h->ring_lo;
+        }
+        pthread_mutex_lock(&w->mu);
+        for (int64_t r = ring_from + 1; r <= h->head && !w->expired; r++) {
+            fl_store_event *e = h->ring[(size_t)r & h->ring_mask];
+            if (e && e->ev.rev == r && matches(w, e))
+                push(w, e, h->backlog);
+        }
+        pthread_mutex_unlock(&w->mu);
+    }
+    w->next = h->watches;
+    if (h->watches)
+        h->watches->prev = w;
+    h->watches = w;
+    w->linked = true;
+    h->nwatch++;
+    h->refs++;
+    pthread_mutex_unlock(&h->mu);
+    *out = w;
+    return 0;
+}
+
+size_t fl_watch_hub_count(fl_watch_hub *h)
+{
+    pthread_mutex_lock(&h->mu);
+    size_t n = h->nwatch;
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
+
+/* ---- watches ---- */
+
+/* Fetch the next chunk of log events into w->rbuf. */
+static int replay_chunk(fl_watch *w)
+{
+    fl_watch_hub *h = w->hub;
+    pthread_mutex_lock(&h->mu);
+    if (h->closed) {
+        pthread_mutex_unlock(&h->mu);
+        return FL_ECLOSED;
+    }
+    h->active_replays++;
+    pthread_mutex_unlock(&h->mu);
+
+    if (!w->rbuf)
+        w->rbuf = fl_malloc(REPLAY_CHUNK * sizeof(*w->rbuf));
+    size_t n = 0;
+    int rc = h->replay(h->replay_ctx, w->prefix, w->replay_pos, w->replay_to, REPLAY_CHUNK, w->rbuf, &n);
+
+    pthread_mutex_lock(&h->mu);
+    if (--h->active_replays == 0)
+        pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->mu);
+    if (rc != 0) {
+        for (size_t i = 0; i < n; i++)
+            fl_watch_event_unref(w->rbuf[i]);
+        return rc;
+    }
+    w->rlen = n;
+    w->rpos = 0;
+    w->replay_pos = n < REPLAY_CHUNK ? w->replay_to : w->rbuf[n - 1]->ev.rev;
+    return 0;
+}
+
+static int flags_rc(const fl_watch *w)
+{
+    if (w->cancelled || w->closed)
+        return FL_ECLOSED;
+    if (w->expired)
+        return FL_EEXPIRED;
+    return 0;
+}
+
+int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms)
+{
+    *ev = NULL;
+    fl_watch_event_unref(w->cur);
+    w->cur = NULL;
+
+    pthread_mutex_lock(&w->mu);
+    int rc = flags_rc(w);
+    pthread_mutex_unlock(&w->mu);
+    if (rc)
+        return rc;
+
+    /* Log replay comes strictly before anything queued. */
+    while (w->rpos == w->rlen && w->replay_pos < w->replay_to) {
+        rc = replay_chunk(w);
+        if (rc) {
+            pthread_mutex_lock(&w->mu);
+            if (rc == FL_EEXPIRED)
+                w->expired = true;
+            rc = flags_rc(w) ? flags_rc(w) : rc;
+            pthread_mutex_unlock(&w->mu);
+            return rc;
+        }
+    }
+    if (w->rpos < w->rlen) {
+        w->cur = w->rbuf[w->rpos++];
+        *ev = &w->cur->ev;
+        return 0;
+    }
+
+    struct timespec deadline;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    while (w->qlen == 0 && !flags_rc(w)) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&w->cv, &w->mu);
+        } else if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) {
+            if (w->qlen == 0 && !flags_rc(w)) {
+                pthread_mutex_unlock(&w->mu);
+                return FL_ETIMEDOUT;
+            }
+        }
+    }
+    rc = flags_rc(w);
+    if (rc == 0) {
+        w->cur = w->q[w->qhead];
+        w->qhead = (w->qhead + 1) % w->qcap;
+        w->qlen--;
+        *ev = &w->cur->ev;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void fl_watch_cancel(fl_watch *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->cancelled = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void fl_watch_free(fl_watch *w)
+{
+    if (!w)
+        return;
+    fl_watch_hub *h = w->hub;
+    bool last = false;
+    if (h) {
+        pthread_mutex_lock(&h->mu);
+        if (w->linked) {
+            if (w->prev)
+                w->prev->next = w->next;
+            else
+                h->watches = w->next;
+            if (w->next)
+                w->next->prev = w->prev;
+            w->linked = false;
+            h->nwatch--;
+        }
+        last = --h->refs == 0;
+        pthread_mutex_unlock(&h->mu);
+    }
+    for (size_t i = 0; i < w->qlen; i++)
+        fl_watch_event_unref(w->q[(w->qhead + i) % w->qcap]);
+    free(w->q);
+    for (size_t i = w->rpos; i < w->rlen; i++)
+        fl_watch_event_unref(w->rbuf[i]);
+    free(w->rbuf);
+    fl_watch_event_unref(w->cur);
+    free(w->prefix);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    if (last)
+        hub_destroy(h);
+}
