@@ -87,22 +87,61 @@ static bool has_prefix(const char *s, const char *prefix)
 
 /* ---- ordering ---------------------------------------------------------- */
 
-/* Does a match b? By merge key value when key is set (both must be objects
- * carrying it), else by value. */
+/* Lists are matched through hash maps, not pairwise scans, so a patch with
+ * many elements costs O(n) rather than O(n^2) (an API server must not hang on
+ * a large request). Elements are identified by canonical JSON text: the merge
+ * key's value for lists of objects, the value itself for primitives. Equal
+ * text <=> json_equal. NULL when the element cannot be identified (an object
+ * without the merge key), which matches nothing. */
+static char *ident(const json_t *v, const char *key)
+{
+    if (key) {
+        v = json_object_get(v, key);
+        if (!v)
+            return NULL;
+    }
+    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+/* Map ident -> index of its first occurrence in list (list may be NULL). */
+static json_t *index_build(const json_t *list, const char *key)
+{
+    json_t *m = json_object();
+    for (size_t i = 0; list && i < json_array_size(list); i++) {
+        char *id = ident(json_array_get(list, i), key);
+        if (id && !json_object_get(m, id))
+            json_object_set_new(m, id, json_integer((json_int_t)i));
+        free(id);
+    }
+    return m;
+}
+
+static long index_find(const json_t *map, const json_t *item, const char *key)
+{
+    char *id = ident(item, key);
+    json_t *at = id ? json_object_get(map, id) : NULL;
+    free(id);
+    return at ? (long)json_integer_value(at) : -1;
+}
+
+/* Add item to the map at index i unless an equal one is there; true if added. */
+static bool index_add(json_t *map, const json_t *item, const char *key, size_t i)
+{
+    char *id = ident(item, key);
+    bool added = id && !json_object_get(map, id) &&
+                 json_object_set_new(map, id, json_integer((json_int_t)i)) == 0;
+    free(id);
+    return added;
+}
+
+/* Does a match b? By merge key value when key is set (both must carry it),
+ * else by value. */
 static bool item_match(const json_t *a, const json_t *b, const char *key)
 {
     if (!key)
         return json_equal(a, b);
     json_t *ka = json_object_get(a, key), *kb = json_object_get(b, key);
     return ka && kb && json_equal(ka, kb);
-}
-
-static long index_of(const json_t *list, const json_t *item, const char *key)
-{
-    for (size_t i = 0; list && i < json_array_size(list); i++)
-        if (item_match(json_array_get(list, i), item, key))
-            return (long)i;
-    return -1;
 }
 
 typedef struct ord_item {
@@ -148,11 +187,12 @@ static int order_items(smp *s, const json_t *merged, const json_t *order, const 
                 return smp_fail(s, dpath, "ordering element %zu has no merge key \"%s\"", i, key);
     }
     ord_item *pat = fl_calloc(n, sizeof(*pat)), *srv = fl_calloc(n, sizeof(*srv));
+    json_t *want_at = index_build(order, key), *live_at = index_build(live, key);
     size_t np = 0, ns = 0;
     for (size_t i = 0; i < n; i++) {
         ord_item it = {.v = json_array_get(merged, i)};
-        it.want = index_of(order, it.v, key);
-        it.live = index_of(live, it.v, key);
+        it.want = index_find(want_at, it.v, key);
+        it.live = index_find(live_at, it.v, key);
         if (it.want >= 0)
             pat[np++] = it;
         else
@@ -175,6 +215,8 @@ static int order_items(smp *s, const json_t *merged, const json_t *order, const 
     }
     free(pat);
     free(srv);
+    json_decref(want_at);
+    json_decref(live_at);
     *out = res;
     return 0;
 }
@@ -266,16 +308,17 @@ static int list_replace(smp *s, const json_t *patch, const char *mpath, const ch
 static int list_merge_scalars(smp *s, const json_t *orig, const json_t *patch, const char *dpath,
                               json_t **out)
 {
-    json_t *merged = json_array();
+    json_t *merged = json_array(), *seen = json_object();
     const json_t *lists[2] = {orig, patch};
     for (int l = 0; l < 2; l++)
         for (size_t i = 0; lists[l] && i < json_array_size(lists[l]); i++) {
             json_t *v = json_array_get(lists[l], i);
-            if (index_of(merged, v, NULL) < 0)
+            if (index_add(seen, v, NULL, 0))
                 json_array_append(merged, v);
         }
     int rc = order_items(s, merged, patch, orig, NULL, dpath, out);
     json_decref(merged);
+    json_decref(seen);
     return rc;
 }
 
@@ -287,6 +330,8 @@ static int list_merge_objects(smp *s, const char *key, const json_t *orig, const
     json_t *live = NULL;          /* work before patch elements were merged in */
     json_t *plist = json_array(); /* patch elements without $patch */
     json_t *pidx = json_array();  /* their indexes in the patch, for messages */
+    json_t *doomed = json_object(); /* idents of elements "$patch": "delete" removes */
+    json_t *work_at = NULL;       /* ident -> index in work */
     bool replace = false;
     int rc = 0;
     char *ep = NULL;
@@ -323,9 +368,7 @@ static int list_merge_objects(smp *s, const char *key, const json_t *orig, const
                               i, key);
                 goto out;
             }
-            for (size_t j = json_array_size(work); j-- > 0;)
-                if (item_match(json_array_get(work, j), e, key))
-                    json_array_remove(work, j);
+            index_add(doomed, e, key, 0);
         } else if (dv && strcmp(dv, "replace") == 0) {
             replace = true;
         } else if (dv && strcmp(dv, "merge") == 0) {
@@ -338,6 +381,14 @@ static int list_merge_objects(smp *s, const char *key, const json_t *orig, const
                           dv ? "\"" : "");
             goto out;
         }
+    }
+    if (json_object_size(doomed)) {
+        json_t *kept = json_array();
+        for (size_t j = 0; j < json_array_size(work); j++)
+            if (index_find(doomed, json_array_get(work, j), key) < 0)
+                json_array_append(kept, json_array_get(work, j));
+        json_decref(work);
+        work = kept;
     }
     if (replace) {
         json_decref(work);
@@ -360,6 +411,7 @@ static int list_merge_objects(smp *s, const char *key, const json_t *orig, const
 
     live = json_array();
     json_array_extend(live, work); /* shares elements; work's slots get replaced, not mutated */
+    work_at = index_build(work, key);
     for (size_t i = 0; i < json_array_size(plist); i++) {
         json_t *e = json_array_get(plist, i), *m = NULL;
         ep = fl_asprintf("%s[%lld]", dpath, (long long)json_integer_value(json_array_get(pidx, i)));
@@ -367,18 +419,20 @@ static int list_merge_objects(smp *s, const char *key, const json_t *orig, const
             rc = smp_fail(s, ep, "missing merge key \"%s\"", key);
             goto out;
         }
-        long at = index_of(work, e, key);
+        long at = index_find(work_at, e, key);
         rc = smp_map(s, at >= 0 ? json_array_get(work, (size_t)at) : NULL, e, mpath, ep, &m);
         free(ep);
         ep = NULL;
         if (rc != 0)
             goto out;
-        if (at >= 0 && m)
+        if (!m)
+            continue; /* cannot happen: only "$patch" elements delete, and they are out */
+        if (at >= 0) {
             json_array_set_new(work, (size_t)at, m);
-        else if (at >= 0)
-            json_array_remove(work, (size_t)at);
-        else if (m)
+        } else {
+            index_add(work_at, m, key, json_array_size(work));
             json_array_append_new(work, m);
+        }
     }
     rc = order_items(s, work, plist, live, key, dpath, out);
 out:
@@ -387,6 +441,8 @@ out:
     json_decref(live);
     json_decref(plist);
     json_decref(pidx);
+    json_decref(doomed);
+    json_decref(work_at);
     return rc;
 }
 
@@ -495,12 +551,13 @@ static int apply_delete_from_list(smp *s, json_t *res, const char *field, const 
         free(cd);
         return rc;
     }
-    json_t *kept = json_array();
+    json_t *kept = json_array(), *drop = index_build(values, NULL);
     for (size_t i = 0; i < json_array_size(list); i++) {
         json_t *v = json_array_get(list, i);
-        if (index_of(values, v, NULL) < 0)
+        if (index_find(drop, v, NULL) < 0)
             json_array_append(kept, v);
     }
+    json_decref(drop);
     json_object_set_new(res, field, kept);
     return 0;
 }

@@ -476,7 +476,7 @@ static int structured_error(char **err, char *msg)
 
 static int from_match_labels(const json_t *ml, fl_labelsel *sel, char **err)
 {
-    if (json_is_null(ml))
+    if (!ml || json_is_null(ml))
         return 0;
     if (!json_is_object(ml))
         return structured_error(err, fl_strdup("matchLabels: Invalid value: must be an object of key: value strings"));

@@ -1,0 +1,696 @@
+/* table.c - server-side printing (meta.k8s.io/v1 Table) for `kubectl get`.
+ *
+ * The shape follows the apiserver: a "Name" column (format "name") first, then the
+ * kind's columns, each row's cells in column order, and per row the object as the
+ * includeObject policy asks (PartialObjectMetadata by default).
+ *
+ * Columns:
+ *   - built-in kinds: the kind table's columns; their cells come from k->row when the
+ *     kind has one, else from each column's JSONPath. "Age" is appended unless the
+ *     kind lists an Age column itself (then that one is rendered as the age).
+ *   - dynamic (CRD) kinds: the kind's columns (its additionalPrinterColumns; read from
+ *     the CRD version when the kind has none), rendered as the apiextensions table
+ *     convertor does: a missing value is null, "date" columns are ages. With no
+ *     printer columns at all the CRD gets a single "Age" date column, upstream's default.
+ *
+ * A missing value in a built-in kind's JSONPath column is "<none>" for string columns
+ * and 0 for integer/number columns (what kubectl shows for an unset status count),
+ * else null.
+ *
+ * Rows share sub-objects (metadata, or the whole object) with `items` by reference;
+ * items are immutable once stored, so the Table can be serialised from any thread. */
+#include "api/table.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/mem.h"
+
+#define NAME_DESC                                                                                               \
+    "Name must be unique within a namespace. Is required when creating resources, although some resources may " \
+    "allow a client to request the generation of an appropriate name automatically. Name is primarily intended " \
+    "for creation idempotence and configuration definition. Cannot be updated. More info: "                    \
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+#define AGE_DESC                                                                                                 \
+    "CreationTimestamp is a timestamp representing the server time when this object was created. It is not "     \
+    "guaranteed to be set in happens-before order across separate operations. Clients may not set this value. "  \
+    "It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. "   \
+    "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+
+/* ---------------------------------------------------------------------------------
+ * JSONPath subset.
+ *
+ * Grammar: ["{"] ( "." name | "[" index "]" | "[*]" | "[?(@.path OP literal)]" |
+ * "[?(@.path)]" | "['name']" )* ["}"], where name may escape '.' with a backslash,
+ * index may be negative, OP is == or !=, literal is a quoted string, a number, true,
+ * false or null. ".a" on an array applies to each element (as `.items.name` does in
+ * kubectl's JSONPath when the leading range is implicit).
+ */
+typedef struct matchset {
+    const json_t **v;
+    size_t n, cap;
+} matchset;
+
+static void ms_add(matchset *m, const json_t *v)
+{
+    if (!v)
+        return;
+    if (m->n == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 8;
+        m->v = fl_realloc(m->v, m->cap * sizeof *m->v);
+    }
+    m->v[m->n++] = v;
+}
+
+/* Read a field name at *pp (stops at '.', '[', '}' or end; "\." escapes a dot). */
+static size_t read_name(const char **pp, char *out, size_t cap)
+{
+    const char *p = *pp;
+    size_t n = 0;
+    while (*p && *p != '.' && *p != '[' && *p != '}') {
+        if (*p == '\\' && p[1])
+            p++;
+        if (n + 1 < cap)
+            out[n++] = *p;
+        p++;
+    }
+    out[n] = '\0';
+    *pp = p;
+    return n;
+}
+
+/* Follow a simple dotted path (".a.b") from v; used inside filters. */
+static const json_t *simple_path(const json_t *v, const char *path, size_t len)
+{
+    char name[256];
+    const char *p = path, *end = path + len;
+    while (v && p < end) {
+        if (*p != '.')
+            return NULL;
+        p++;
+        size_t n = 0;
+        while (p < end && *p != '.') {
+            if (*p == '\\' && p + 1 < end)
+                p++;
+            if (n + 1 < sizeof name)
+                name[n++] = *p;
+            p++;
+        }
+        name[n] = '\0';
+        v = json_is_object(v) ? json_object_get(v, name) : NULL;
+    }
+    return v;
+}
+
+/* Parse a filter literal into a JSON value (new reference) or NULL. */
+static json_t *parse_literal(const char *s, size_t n)
+{
+    while (n && isspace((unsigned char)*s))
+        s++, n--;
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n >= 2 && (s[0] == '"' || s[0] == '\'') && s[n - 1] == s[0])
+        return json_stringn(s + 1, n - 2);
+    char buf[64];
+    if (n == 0 || n >= sizeof buf)
+        return NULL;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (!strcmp(buf, "true"))
+        return json_true();
+    if (!strcmp(buf, "false"))
+        return json_false();
+    if (!strcmp(buf, "null"))
+        return json_null();
+    char *end;
+    long long ll = strtoll(buf, &end, 10);
+    if (*end == '\0')
+        return json_integer(ll);
+    double d = strtod(buf, &end);
+    if (*end == '\0')
+        return json_real(d);
+    return NULL;
+}
+
+static bool values_equal(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* Does element e satisfy "@.path OP literal" / "@.path"? expr excludes "?(" and ")". */
+static bool filter_match(const json_t *e, const char *expr, size_t len)
+{
+    while (len && isspace((unsigned char)*expr))
+        expr++, len--;
+    if (len == 0 || *expr != '@')
+        return false;
+    expr++, len--;
+    size_t plen = 0;
+    while (plen < len && !isspace((unsigned char)expr[plen]) && expr[plen] != '=' && expr[plen] != '!')
+        plen++;
+    const json_t *v = simple_path(e, expr, plen);
+    const char *rest = expr + plen;
+    size_t rlen = len - plen;
+    while (rlen && isspace((unsigned char)*rest))
+        rest++, rlen--;
+    if (rlen == 0)
+        return v != NULL;
+    bool neg;
+    if (rlen >= 2 && rest[0] == '=' && rest[1] == '=')
+        neg = false;
+    else if (rlen >= 2 && rest[0] == '!' && rest[1] == '=')
+        neg = true;
+    else
+        return false;
+    json_t *lit = parse_literal(rest + 2, rlen - 2);
+    if (!lit)
+        return false;
+    bool eq = v && values_equal(v, lit);
+    json_decref(lit);
+    return neg ? !eq : eq;
+}
+
+/* Find the ']' closing the bracket at p (which points just after '['), honouring quotes
+ * and the parentheses of a filter. */
+static const char *bracket_end(const char *p)
+{
+    char quote = 0;
+    int depth = 0;
+    for (; *p; p++) {
+        if (quote) {
+            if (*p == '\\' && p[1])
+                p++;
+            else if (*p == quote)
+                quote = 0;
+        } else if (*p == '"' || *p == '\'') {
+            quote = *p;
+        } else if (*p == '(') {
+            depth++;
+        } else if (*p == ')') {
+            depth--;
+        } else if (*p == ']' && depth <= 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static void step_name(const matchset *in, matchset *out, const char *name)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const json_t *v = in->v[i];
+        if (json_is_object(v)) {
+            ms_add(out, json_object_get(v, name));
+        } else if (json_is_array(v)) {
+            size_t j;
+            json_t *e;
+            json_array_foreach(v, j, e) ms_add(out, json_is_object(e) ? json_object_get(e, name) : NULL);
+        }
+    }
+}
+
+/* Returns false on a syntax error. */
+static bool step_bracket(const matchset *in, matchset *out, const char *body, size_t len)
+{
+    if (len == 1 && body[0] == '*') {
+        for (size_t i = 0; i < in->n; i++) {
+            const json_t *v = in->v[i];
+            const char *k;
+            json_t *e;
+            size_t j;
+            if (json_is_array(v))
+                json_array_foreach(v, j, e) ms_add(out, e);
+            else if (json_is_object(v))
+                json_object_foreach((json_t *)v, k, e) ms_add(out, e);
+        }
+        return true;
+    }
+    if (len >= 3 && body[0] == '?' && body[1] == '(' && body[len - 1] == ')') {
+        for (size_t i = 0; i < in->n; i++) {
+            size_t j;
+            json_t *e;
+            json_array_foreach(in->v[i], j, e) {
+                if (filter_match(e, body + 2, len - 3))
+                    ms_add(out, e);
+            }
+        }
+        return true;
+    }
+    if (len >= 2 && (body[0] == '\'' || body[0] == '"') && body[len - 1] == body[0]) {
+        char name[256];
+        size_t n = len - 2 < sizeof name - 1 ? len - 2 : sizeof name - 1;
+        memcpy(name, body + 1, n);
+        name[n] = '\0';
+        for (size_t i = 0; i < in->n; i++)
+            ms_add(out, json_is_object(in->v[i]) ? json_object_get(in->v[i], name) : NULL);
+        return true;
+    }
+    char buf[32];
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, body, len);
+    buf[len] = '\0';
+    char *end;
+    long idx = strtol(buf, &end, 10);
+    if (*end != '\0')
+        return false;
+    for (size_t i = 0; i < in->n; i++) {
+        const json_t *v = in->v[i];
+        if (!json_is_array(v))
+            continue;
+        long n = (long)json_array_size(v);
+        long at = idx < 0 ? n + idx : idx;
+        if (at >= 0 && at < n)
+            ms_add(out, json_array_get(v, (size_t)at));
+    }
+    return true;
+}
+
+/* Text of a value as printed in a cell: strings raw, others as compact JSON. */
+static char *value_text(const json_t *v)
+{
+    if (json_is_string(v))
+        return fl_strdup(json_string_value(v));
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    return s ? s : fl_strdup("");
+}
+
+json_t *fl_jsonpath_eval(const json_t *obj, const char *path)
+{
+    if (!obj || !path)
+        return NULL;
+    const char *p = path;
+    while (isspace((unsigned char)*p))
+        p++;
+    bool braced = *p == '{';
+    if (braced)
+        p++;
+    matchset cur = {0}, next = {0};
+    ms_add(&cur, obj);
+    json_t *result = NULL;
+    while (*p && *p != '}' && cur.n) {
+        next.n = 0;
+        if (*p == '.') {
+            p++;
+            if (*p == '.' || *p == '\0' || *p == '}') /* ".." or a bare "." (the root) */
+                continue;
+            if (*p == '[')
+                continue;
+            char name[256];
+            read_name(&p, name, sizeof name);
+            step_name(&cur, &next, name);
+        } else if (*p == '[') {
+            const char *end = bracket_end(p + 1);
+            if (!end || !step_bracket(&cur, &next, p + 1, (size_t)(end - p - 1)))
+                goto out;
+            p = end + 1;
+        } else if (p == path + (braced ? 1 : 0)) {
+            /* "metadata.name" without the leading dot */
+            char name[256];
+            read_name(&p, name, sizeof name);
+            step_name(&cur, &next, name);
+        } else {
+            goto out;
+        }
+        matchset t = cur;
+        cur = next;
+        next = t;
+    }
+    if (cur.n == 1) {
+        result = json_incref((json_t *)cur.v[0]);
+    } else if (cur.n > 1) {
+        size_t cap = 64, len = 0;
+        char *buf = fl_malloc(cap);
+        buf[0] = '\0';
+        for (size_t i = 0; i < cur.n; i++) {
+            char *t = value_text(cur.v[i]);
+            size_t tl = strlen(t);
+            if (len + tl + 2 > cap) {
+                cap = (len + tl + 2) * 2;
+                buf = fl_realloc(buf, cap);
+            }
+            if (i)
+                buf[len++] = ',';
+            memcpy(buf + len, t, tl + 1);
+            len += tl;
+            free(t);
+        }
+        result = json_string(buf);
+        free(buf);
+    }
+out:
+    free(cur.v);
+    free(next.v);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Ages (k8s.io/apimachinery/pkg/util/duration.HumanDuration).
+ */
+
+/* Parse RFC 3339 ("2024-05-01T10:00:00Z", "...T10:00:00.123+02:00") to epoch seconds. */
+static bool parse_rfc3339(const char *s, time_t *out)
+{
+    struct tm tm = {0};
+    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!p)
+        return false;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++)
+            ;
+    long off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int hh, mm;
+        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+            return false;
+        off = (hh * 3600L + mm * 60L) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return false;
+    }
+    if (*p != '\0')
+        return false;
+    *out = timegm(&tm) - off;
+    return true;
+}
+
+static void human_duration(long long secs, char *buf, size_t len)
+{
+    if (secs < -1) {
+        snprintf(buf, len, "<invalid>");
+        return;
+    }
+    if (secs < 0)
+        secs = 0;
+    if (secs < 120) {
+        snprintf(buf, len, "%llds", secs);
+        return;
+    }
+    long long minutes = secs / 60;
+    if (minutes < 10) {
+        long long s = secs % 60;
+        if (s == 0)
+            snprintf(buf, len, "%lldm", minutes);
+        else
+            snprintf(buf, len, "%lldm%llds", minutes, s);
+        return;
+    }
+    if (minutes < 60 * 3) {
+        snprintf(buf, len, "%lldm", minutes);
+        return;
+    }
+    long long hours = secs / 3600;
+    if (hours < 8) {
+        long long m = minutes % 60;
+        if (m == 0)
+            snprintf(buf, len, "%lldh", hours);
+        else
+            snprintf(buf, len, "%lldh%lldm", hours, m);
+    } else if (hours < 48) {
+        snprintf(buf, len, "%lldh", hours);
+    } else if (hours < 24 * 8) {
+        long long h = hours % 24;
+        if (h == 0)
+            snprintf(buf, len, "%lldd", hours / 24);
+        else
+            snprintf(buf, len, "%lldd%lldh", hours / 24, h);
+    } else if (hours < 24 * 365 * 2) {
+        snprintf(buf, len, "%lldd", hours / 24);
+    } else if (hours < 24 * 365 * 8) {
+        long long dy = (hours / 24) % 365;
+        if (dy == 0)
+            snprintf(buf, len, "%lldy", hours / 24 / 365);
+        else
+            snprintf(buf, len, "%lldy%lldd", hours / 24 / 365, dy);
+    } else {
+        snprintf(buf, len, "%lldy", hours / 24 / 365);
+    }
+}
+
+void fl_table_age(const char *rfc3339, char *buf, size_t len)
+{
+    time_t t;
+    if (!len)
+        return;
+    if (!rfc3339 || !*rfc3339) {
+        snprintf(buf, len, "<unknown>");
+        return;
+    }
+    if (!parse_rfc3339(rfc3339, &t)) {
+        snprintf(buf, len, "<invalid>");
+        return;
+    }
+    human_duration((long long)difftime(time(NULL), t), buf, len);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Rendering.
+ */
+
+/* One output column after Name, normalised from fl_column or a CRD printer column. */
+typedef struct tcol {
+    const char *name, *type, *format, *description, *jsonpath;
+    char *owned_desc;
+    int priority;
+    bool is_age; /* rendered from metadata.creationTimestamp by the renderer */
+} tcol;
+
+static bool is_age_column(const char *name, const char *jsonpath)
+{
+    if (!name || strcasecmp(name, "age"))
+        return false;
+    if (!jsonpath)
+        return true;
+    const char *p = jsonpath;
+    if (*p == '{')
+        p++;
+    return !strncmp(p, ".metadata.creationTimestamp", 27) && (p[27] == '\0' || p[27] == '}');
+}
+
+static size_t collect_columns(const fl_kind *k, tcol **out)
+{
+    size_t n = 0, cap = 8;
+    tcol *cols = fl_calloc(cap, sizeof *cols);
+    bool have_age = false;
+    json_t *crd_cols = NULL;
+    if (k->dynamic && !k->columns && k->crd_version)
+        crd_cols = json_object_get(k->crd_version, "additionalPrinterColumns");
+
+    if (k->columns) {
+        for (const fl_column *c = k->columns; c->name; c++) {
+            if (n + 2 > cap)
+                cols = fl_realloc(cols, (cap *= 2) * sizeof *cols);
+            tcol *t = &cols[n++];
+            memset(t, 0, sizeof *t);
+            t->name = c->name;
+            t->type = c->type ? c->type : "string";
+            t->format = c->format ? c->format : "";
+            t->jsonpath = c->jsonpath;
+            t->priority = c->priority;
+            t->is_age = !k->dynamic && is_age_column(c->name, c->jsonpath);
+            if (c->description && *c->description)
+                t->description = c->description;
+            else if (t->is_age)
+                t->description = AGE_DESC;
+            else if (k->dynamic && c->jsonpath)
+                t->description = t->owned_desc =
+                    fl_asprintf("Custom resource definition column (in JSONPath format): %s", c->jsonpath);
+            else
+                t->description = "";
+            have_age = have_age || t->is_age;
+        }
+    } else if (json_is_array(crd_cols)) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(crd_cols, i, c) {
+            const char *name = json_string_value(json_object_get(c, "name"));
+            const char *jp = json_string_value(json_object_get(c, "jsonPath"));
+            if (!name || !jp)
+                continue;
+            if (n + 2 > cap)
+                cols = fl_realloc(cols, (cap *= 2) * sizeof *cols);
+            tcol *t = &cols[n++];
+            memset(t, 0, sizeof *t);
+            const char *type = json_string_value(json_object_get(c, "type"));
+            const char *format = json_string_value(json_object_get(c, "format"));
+            const char *desc = json_string_value(json_object_get(c, "description"));
+            t->name = name;
+            t->type = type ? type : "string";
+            t->format = format ? format : "";
+            t->jsonpath = jp;
+            t->priority = (int)json_integer_value(json_object_get(c, "priority"));
+            if (desc && *desc)
+                t->description = desc;
+            else
+                t->description = t->owned_desc =
+                    fl_asprintf("Custom resource definition column (in JSONPath format): %s", jp);
+        }
+    }
+
+    if (k->dynamic && n == 0) {
+        /* apiextensions' default when a CRD version defines no printer columns */
+        cols[n++] = (tcol){.name = "Age", .type = "date", .format = "", .description = AGE_DESC,
+                           .jsonpath = ".metadata.creationTimestamp"};
+    } else if (!k->dynamic && !have_age) {
+        cols[n++] = (tcol){.name = "Age", .type = "string", .format = "", .description = AGE_DESC, .is_age = true};
+    }
+    *out = cols;
+    return n;
+}
+
+static json_t *column_def(const char *name, const char *type, const char *format, const char *desc, int priority)
+{
+    json_t *d = json_object();
+    json_object_set_new(d, "name", json_string(name));
+    json_object_set_new(d, "type", json_string(type));
+    json_object_set_new(d, "format", json_string(format));
+    json_object_set_new(d, "description", json_string(desc));
+    json_object_set_new(d, "priority", json_integer(priority));
+    return d;
+}
+
+static json_t *age_cell(const json_t *obj)
+{
+    char buf[32];
+    json_t *ts = json_object_get(json_object_get(obj, "metadata"), "creationTimestamp");
+    fl_table_age(json_string_value(ts), buf, sizeof buf);
+    return json_string(buf);
+}
+
+/* A cell from a JSONPath value, per the column type (apiextensions' cellForJSONValue;
+ * "string" columns print whatever is there as text). v is borrowed, may be NULL. */
+static json_t *typed_cell(const tcol *c, const json_t *v, bool dynamic)
+{
+    const char *t = c->type;
+    if (!v || json_is_null(v)) {
+        if (dynamic)
+            return json_null();
+        if (!strcmp(t, "string"))
+            return json_string("<none>");
+        if (!strcmp(t, "integer"))
+            return json_integer(0);
+        if (!strcmp(t, "number"))
+            return json_real(0);
+        return json_null();
+    }
+    if (!strcmp(t, "string")) {
+        char *s = value_text(v);
+        json_t *cell = json_string(s);
+        free(s);
+        return cell ? cell : json_null();
+    }
+    if (!strcmp(t, "integer")) {
+        if (json_is_integer(v))
+            return json_integer(json_integer_value(v));
+        if (json_is_real(v))
+            return json_integer((json_int_t)json_real_value(v));
+        return json_null();
+    }
+    if (!strcmp(t, "number"))
+        return json_is_number(v) ? json_real(json_number_value(v)) : json_null();
+    if (!strcmp(t, "boolean"))
+        return json_is_boolean(v) ? json_incref((json_t *)v) : json_null();
+    if (!strcmp(t, "date")) {
+        if (!json_is_string(v))
+            return json_null();
+        char buf[32];
+        fl_table_age(json_string_value(v), buf, sizeof buf);
+        return json_string(buf);
+    }
+    return json_null();
+}
+
+static json_t *row_object(const json_t *obj, const char *include)
+{
+    if (!strcmp(include, "None"))
+        return NULL;
+    if (!strcmp(include, "Object"))
+        return json_incref((json_t *)obj);
+    json_t *partial = json_object();
+    json_object_set_new(partial, "kind", json_string("PartialObjectMetadata"));
+    json_object_set_new(partial, "apiVersion", json_string("meta.k8s.io/v1"));
+    json_t *m = json_object_get(obj, "metadata");
+    json_object_set(partial, "metadata", json_is_object(m) ? m : json_object());
+    if (!json_is_object(m))
+        json_decref(json_object_get(partial, "metadata")); /* drop the extra ref of the fresh {} */
+    return partial;
+}
+
+json_t *fl_table_render(const fl_kind *k, const json_t *items, const char *include_object, const char *list_rv,
+                        const char *cont)
+{
+    const char *include = include_object && *include_object ? include_object : "Metadata";
+    tcol *cols;
+    size_t ncols = collect_columns(k, &cols);
+
+    json_t *table = json_object();
+    json_object_set_new(table, "kind", json_string("Table"));
+    json_object_set_new(table, "apiVersion", json_string("meta.k8s.io/v1"));
+    json_t *meta = json_object();
+    if (list_rv)
+        json_object_set_new(meta, "resourceVersion", json_string(list_rv));
+    if (cont)
+        json_object_set_new(meta, "continue", json_string(cont));
+    json_object_set_new(table, "metadata", meta);
+
+    json_t *defs = json_array();
+    json_array_append_new(defs, column_def("Name", "string", "name", NAME_DESC, 0));
+    for (size_t i = 0; i < ncols; i++)
+        json_array_append_new(defs, column_def(cols[i].name, cols[i].type, cols[i].format, cols[i].description,
+                                               cols[i].priority));
+    json_object_set_new(table, "columnDefinitions", defs);
+
+    json_t *rows = json_array();
+    size_t idx;
+    json_t *obj;
+    json_array_foreach(items, idx, obj) {
+        json_t *cells = json_array();
+        const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+        json_array_append_new(cells, json_string(name ? name : ""));
+
+        /* k->row fills the non-Age columns in order; merge them with the ages. */
+        json_t *computed = NULL;
+        size_t next = 0;
+        if (k->row && !k->dynamic) {
+            computed = json_array();
+            k->row(k, obj, computed);
+        }
+        for (size_t i = 0; i < ncols; i++) {
+            const tcol *c = &cols[i];
+            json_t *cell;
+            if (c->is_age) {
+                cell = age_cell(obj);
+            } else if (computed) {
+                cell = json_array_get(computed, next++);
+                cell = cell ? json_incref(cell) : json_null();
+            } else {
+                json_t *v = fl_jsonpath_eval(obj, c->jsonpath);
+                cell = typed_cell(c, v, k->dynamic);
+                json_decref(v);
+            }
+            json_array_append_new(cells, cell);
+        }
+        json_decref(computed);
+
+        json_t *row = json_object();
+        json_object_set_new(row, "cells", cells);
+        json_t *ro = row_object(obj, include);
+        if (ro)
+            json_object_set_new(row, "object", ro);
+        json_array_append_new(rows, row);
+    }
+    json_object_set_new(table, "rows", rows);
+
+    for (size_t i = 0; i < ncols; i++)
+        free(cols[i].owned_desc);
+    free(cols);
+    return table;
+}
