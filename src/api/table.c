@@ -288,9 +288,9 @@ json_t *fl_jsonpath_eval(const json_t *obj, const char *path)
     const char *p = path;
     while (isspace((unsigned char)*p))
         p++;
-    bool braced = *p == '{';
-    if (braced)
+    if (*p == '{')
         p++;
+    const char *start = p;
     matchset cur = {0}, next = {0};
     ms_add(&cur, obj);
     json_t *result = NULL;
@@ -310,7 +310,7 @@ json_t *fl_jsonpath_eval(const json_t *obj, const char *path)
             if (!end || !step_bracket(&cur, &next, p + 1, (size_t)(end - p - 1)))
                 goto out;
             p = end + 1;
-        } else if (p == path + (braced ? 1 : 0)) {
+        } else if (p == start) {
             /* "metadata.name" without the leading dot */
             char name[256];
             read_name(&p, name, sizeof name);
@@ -618,9 +618,10 @@ static json_t *row_object(const json_t *obj, const char *include)
     json_object_set_new(partial, "kind", json_string("PartialObjectMetadata"));
     json_object_set_new(partial, "apiVersion", json_string("meta.k8s.io/v1"));
     json_t *m = json_object_get(obj, "metadata");
-    json_object_set(partial, "metadata", json_is_object(m) ? m : json_object());
-    if (!json_is_object(m))
-        json_decref(json_object_get(partial, "metadata")); /* drop the extra ref of the fresh {} */
+    if (json_is_object(m))
+        json_object_set(partial, "metadata", m);
+    else
+        json_object_set_new(partial, "metadata", json_object());
     return partial;
 }
 

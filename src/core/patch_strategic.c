@@ -124,14 +124,16 @@ static long index_find(const json_t *map, const json_t *item, const char *key)
     return at ? (long)json_integer_value(at) : -1;
 }
 
-/* Add item to the map at index i unless an equal one is there; true if added. */
+/* Record item at index i unless an equal one is there. Returns false only for
+ * a duplicate; an element that cannot be identified counts as new. */
 static bool index_add(json_t *map, const json_t *item, const char *key, size_t i)
 {
     char *id = ident(item, key);
-    bool added = id && !json_object_get(map, id) &&
-                 json_object_set_new(map, id, json_integer((json_int_t)i)) == 0;
+    bool fresh = !id || !json_object_get(map, id);
+    if (id && fresh)
+        json_object_set_new(map, id, json_integer((json_int_t)i));
     free(id);
-    return added;
+    return fresh;
 }
 
 /* Does a match b? By merge key value when key is set (both must carry it),
@@ -148,25 +150,27 @@ typedef struct ord_item {
     json_t *v;  /* borrowed from the merged list */
     long want;  /* position in the order list, -1 if absent */
     long live;  /* position in the server (live) list, -1 if absent */
+    long sort;  /* the key being sorted on: want or live */
+    size_t pos; /* position in the merged list, for a stable sort */
 } ord_item;
 
-/* Stable insertion sort by want (use_want) or live; -1 sorts after everything. */
+static int ord_cmp(const void *pa, const void *pb)
+{
+    const ord_item *a = pa, *b = pb;
+    /* -1 ("not listed") sorts after every listed position. */
+    unsigned long ka = (unsigned long)a->sort, kb = (unsigned long)b->sort;
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Stable sort by want (use_want) or live position; unlisted items go last. */
 static void sort_items(ord_item *a, size_t n, bool use_want)
 {
-    for (size_t i = 1; i < n; i++) {
-        ord_item t = a[i];
-        long kt = use_want ? t.want : t.live;
-        size_t j = i;
-        while (j > 0) {
-            long kp = use_want ? a[j - 1].want : a[j - 1].live;
-            bool greater = kt >= 0 && (kp < 0 || kp > kt);
-            if (!greater)
-                break;
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = t;
-    }
+    for (size_t i = 0; i < n; i++)
+        a[i].sort = use_want ? a[i].want : a[i].live;
+    if (n > 1)
+        qsort(a, n, sizeof(*a), ord_cmp);
 }
 
 /* Arrange merged (upstream normalizeElementOrder): items present in order come
@@ -190,7 +194,7 @@ static int order_items(smp *s, const json_t *merged, const json_t *order, const 
     json_t *want_at = index_build(order, key), *live_at = index_build(live, key);
     size_t np = 0, ns = 0;
     for (size_t i = 0; i < n; i++) {
-        ord_item it = {.v = json_array_get(merged, i)};
+        ord_item it = {.v = json_array_get(merged, i), .pos = i};
         it.want = index_find(want_at, it.v, key);
         it.live = index_find(live_at, it.v, key);
         if (it.want >= 0)

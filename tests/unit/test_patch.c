@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -667,6 +668,36 @@ static void test_smp_without_lookup_merges_maps_and_replaces_lists(void **st)
     json_decref(p);
 }
 
+static void test_smp_large_lists_merge_in_linear_time(void **st)
+{
+    /* 50,000 finalizers and 50,000 env vars against patches of the same size:
+     * quadratic matching would take minutes; hashing takes well under a second. */
+    enum { N = 50000 };
+    json_t *fin = json_array(), *pfin = json_array(), *env = json_array(), *penv = json_array();
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "f%d", i);
+        json_array_append_new(fin, json_string(name));
+        snprintf(name, sizeof(name), "f%d", i + N / 2);
+        json_array_append_new(pfin, json_string(name));
+        json_array_append_new(env, json_pack("{s:s+,s:i}", "name", "E", name, "value", i));
+        json_array_append_new(penv, json_pack("{s:s+,s:i}", "name", "E", name, "value", -i));
+    }
+    json_t *o = json_pack("{s:{s:o},s:{s:{s:{s:[{s:s,s:o}]}}}}", "metadata", "finalizers", fin,
+                          "spec", "template", "spec", "containers", "name", "c", "env", env);
+    json_t *p = json_pack("{s:{s:o},s:{s:{s:{s:[{s:s,s:o}]}}}}", "metadata", "finalizers", pfin,
+                          "spec", "template", "spec", "containers", "name", "c", "env", penv);
+    json_t *out = NULL;
+    assert_int_equal(smp(o, p, &out, NULL), 0);
+    json_t *rf = json_object_get(json_object_get(out, "metadata"), "finalizers");
+    assert_int_equal(json_array_size(rf), N + N / 2);
+    assert_string_equal(json_string_value(json_array_get(rf, 0)), "f0");
+    assert_string_equal(json_string_value(json_array_get(rf, N + N / 2 - 1)), "f74999");
+    json_decref(out);
+    json_decref(o);
+    json_decref(p);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -742,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_smp_rejects_non_object_documents),
         cmocka_unit_test(test_smp_lookup_sees_elided_paths),
         cmocka_unit_test(test_smp_without_lookup_merges_maps_and_replaces_lists),
+        cmocka_unit_test(test_smp_large_lists_merge_in_linear_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
