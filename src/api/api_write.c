@@ -754,7 +754,7 @@ void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
         return;
     }
     json_error_t je;
-    c.patch = r->body ? json_loadb(r->body, r->body_len, 0, &je) : NULL;
+    c.patch = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
     if (!c.patch) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding patch: %s",
                        r->body ? je.text : "empty body");

@@ -566,7 +566,8 @@ static int apply_delete_from_list(smp *s, json_t *res, const char *field, const 
     return 0;
 }
 
-/* Classify a "$" key. Returns 0 and sets *field for the two prefixed kinds. */
+/* What a patch key is: an ordinary field, one of the directives, or an unknown
+ * "$" key. For the two prefixed directives *field is the list field they name. */
 enum dir { DIR_NONE, DIR_P, DIR_R, DIR_O, DIR_D, DIR_BAD };
 
 static enum dir dir_of(const char *key, const char **field)

@@ -529,7 +529,12 @@ static bool in_key_position(const struct builder *b)
 
 static int on_scalar(struct builder *b, struct fy_event *e)
 {
+    /* Point at the node's first character: its anchor or tag if it has one. */
     const struct fy_mark *m = fy_event_start_mark(e);
+    if (e->scalar.anchor && fy_token_start_mark(e->scalar.anchor))
+        m = fy_token_start_mark(e->scalar.anchor);
+    else if (e->scalar.tag && fy_token_start_mark(e->scalar.tag))
+        m = fy_token_start_mark(e->scalar.tag);
     struct fy_token *tok = e->scalar.value;
     size_t n = 0;
     const char *s = tok ? fy_token_get_text(tok, &n) : "";
@@ -600,7 +605,11 @@ static int on_scalar(struct builder *b, struct fy_event *e)
 
 static int on_alias(struct builder *b, struct fy_event *e)
 {
-    const struct fy_mark *m = fy_event_start_mark(e);
+    /* The alias token starts after its '*'; point at the '*'. */
+    struct fy_mark star = *fy_event_start_mark(e);
+    if (star.column > 0)
+        star.column--;
+    const struct fy_mark *m = &star;
     const char *name = fy_token_get_text0(e->alias.anchor);
     json_t *target = name ? json_object_get(b->anchors, name) : NULL;
     if (!target)
@@ -655,6 +664,58 @@ static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_
     free(line);
 }
 
+/* libfyaml quietly drops malformed UTF-8, so check the input first: the
+ * offset of the first bad sequence, or len when all is well. Overlong forms,
+ * surrogates and code points past U+10FFFF are all malformed. */
+static size_t utf8_invalid_at(const char *buf, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)buf;
+    for (size_t i = 0; i < len;) {
+        unsigned c = u[i];
+        size_t n;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            if (c == 0)
+                return i; /* NUL is not a YAML character */
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 2, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 3, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return i;
+        }
+        if (i + n > len)
+            return i;
+        for (size_t k = 1; k < n; k++) {
+            if ((u[i + k] & 0xC0) != 0x80)
+                return i;
+            cp = (cp << 6) | (u[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return i;
+        i += n;
+    }
+    return len;
+}
+
+static struct fy_mark mark_at(const char *buf, size_t off)
+{
+    struct fy_mark m = { off, 0, 0 };
+    for (size_t i = 0; i < off; i++) {
+        if (buf[i] == '\n') {
+            m.line++;
+            m.column = 0;
+        } else if (((unsigned char)buf[i] & 0xC0) != 0x80) {
+            m.column++;
+        }
+    }
+    return m;
+}
+
 /* Parse the stream; with all=false stop at a second document. Writes *out. */
 static int parse_stream(const char *buf, size_t len, bool all, json_t **out, char **err)
 {
@@ -685,6 +746,12 @@ static int parse_stream(const char *buf, size_t len, bool all, json_t **out, cha
     struct builder b = { .anchors = json_object() };
     json_t *docs = json_array();
     int rc = 0;
+    size_t bad = utf8_invalid_at(buf, len);
+    if (bad < len) {
+        struct fy_mark bm = mark_at(buf, bad);
+        rc = fail(&b, &bm, buf[bad] ? "the input is not valid UTF-8" : "the input contains a NUL byte");
+        goto out;
+    }
     /* libfyaml wants a buffer it can read; an empty input needs a valid pointer. */
     if (fy_parser_set_string(fyp, len ? buf : "", len) != 0) {
         rc = fail(&b, no_mark(), "cannot read the input");
@@ -692,18 +759,27 @@ static int parse_stream(const char *buf, size_t len, bool all, json_t **out, cha
     }
     struct fy_event *e;
     struct fy_mark last = { 0, 0, 0 };
+    struct fy_mark doc_mark = { 0, 0, 0 };
+    bool doc_mark_set = false;
     while (rc == 0 && (e = fy_parser_parse(fyp)) != NULL) {
         const struct fy_mark *m = fy_event_start_mark(e);
-        if (m && m->line >= 0)
+        if (m && m->line >= 0) {
             last = *m;
+            if (!doc_mark_set)
+                doc_mark = *m, doc_mark_set = true;
+        }
         switch (e->type) {
         case FYET_DOCUMENT_START:
             builder_reset(&b);
+            /* "---" gives a position; an implicit start takes its first node's */
+            doc_mark_set = m && m->line >= 0;
+            if (doc_mark_set)
+                doc_mark = *m;
             break;
         case FYET_DOCUMENT_END:
             if (b.root && !b.empty_doc) {
                 if (!all && json_array_size(docs) == 1) {
-                    rc = fail(&b, &last, "expected a single YAML document, found another one");
+                    rc = fail(&b, &doc_mark, "expected a single YAML document, found another one");
                     break;
                 }
                 json_array_append_new(docs, b.root);
@@ -986,8 +1062,8 @@ static void put_inline_string(struct sbuf *sb, const char *s, size_t n)
         put_double_quoted(sb, s, n);
     else if (plain_ok(s, n))
         sb_put(sb, s, n);
-    else if (n > 0 && all_printable(s, n, false))
-        put_single_quoted(sb, s, n);
+    else if (n > 0 && all_printable(s, n, false) && !memchr(s, '\'', n))
+        put_single_quoted(sb, s, n); /* libfyaml 0.7.12 misreads runs of '' */
     else
         put_double_quoted(sb, s, n);
 }

@@ -154,8 +154,9 @@ static bool matches(const fl_watch *w, const fl_store_event *e)
     return e->ev.rev > w->min_rev && strncmp(e->key, w->prefix, w->plen) == 0;
 }
 
-/* Push under w->mu. On overflow the watch expires and its queue is dropped: it
- * must re-list anyway, so there is no point holding the references. */
+/* Queue e under w->mu; the caller accounts for the reference the queue now holds
+ * (see fl_watch_hub_publish). On overflow the watch expires and its queue is
+ * dropped (it must re-list anyway) and false is returned: e was not queued. */
 static bool push(fl_watch *w, fl_store_event *e, size_t backlog)
 {
     if (w->qlen == w->qcap) {
@@ -179,16 +180,36 @@ static bool push(fl_watch *w, fl_store_event *e, size_t backlog)
         w->qcap = ncap;
         w->qhead = 0;
     }
-    w->q[(w->qhead + w->qlen) % w->qcap] = fl_watch_event_ref(e);
+    w->q[(w->qhead + w->qlen) % w->qcap] = e;
     w->qlen++;
     return true;
+}
+
+/* Drop k references at once. */
+static void event_release(fl_store_event *e, int k)
+{
+    if (k > 0 && __atomic_sub_fetch(&e->refs, k, __ATOMIC_ACQ_REL) == 0) {
+        fl_blob_unref(e->ev.value);
+        free(e);
+    }
 }
 
 void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
 {
     if (n == 0)
         return;
+    int used_small[64];
+    int *used = n <= 64 ? used_small : fl_malloc(n * sizeof(*used));
     pthread_mutex_lock(&h->mu);
+    /* Every watch shares one event object, so per-push atomic increments would
+     * bounce its cache line between the writer and every consumer. Instead take
+     * one reference per watch up front and give back the unused ones after. */
+    int nw = (int)h->nwatch;
+    for (size_t i = 0; i < n; i++) {
+        used[i] = 0;
+        if (nw)
+            __atomic_add_fetch(&evs[i]->refs, nw, __ATOMIC_RELAXED);
+    }
     for (size_t i = 0; i < n; i++) {
         fl_store_event *e = evs[i];
         if (e->ev.rev != h->head + 1) {
@@ -210,14 +231,22 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
     for (fl_watch *w = h->watches; w; w = w->next) {
         pthread_mutex_lock(&w->mu);
         bool pushed = false;
-        for (size_t i = 0; i < n && !w->expired && !w->cancelled; i++)
-            if (matches(w, evs[i]))
-                pushed |= push(w, evs[i], h->backlog);
+        for (size_t i = 0; i < n && !w->expired && !w->cancelled; i++) {
+            if (matches(w, evs[i]) && push(w, evs[i], h->backlog)) {
+                used[i]++;
+                pushed = true;
+            }
+        }
         if (pushed || w->expired)
             pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
     }
     pthread_mutex_unlock(&h->mu);
+    /* The ring holds its own reference, so these never free the event. */
+    for (size_t i = 0; i < n; i++)
+        event_release(evs[i], nw - used[i]);
+    if (used != used_small)
+        free(used);
 }
 
 int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_watch **out)
@@ -253,8 +282,8 @@ int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_
         pthread_mutex_lock(&w->mu);
         for (int64_t r = ring_from + 1; r <= h->head && !w->expired; r++) {
             fl_store_event *e = h->ring[(size_t)r & h->ring_mask];
-            if (e && e->ev.rev == r && matches(w, e))
-                push(w, e, h->backlog);
+            if (e && e->ev.rev == r && matches(w, e) && push(w, e, h->backlog))
+                fl_watch_event_ref(e);
         }
         pthread_mutex_unlock(&w->mu);
     }
@@ -352,17 +381,23 @@ int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms)
     }
 
     struct timespec deadline;
-    if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    bool have_deadline = false;
     pthread_mutex_lock(&w->mu);
     while (w->qlen == 0 && !flags_rc(w)) {
+        if (timeout_ms == 0) {
+            pthread_mutex_unlock(&w->mu);
+            return FL_ETIMEDOUT;
+        }
+        if (timeout_ms > 0 && !have_deadline) {
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_sec += timeout_ms / 1000;
+            deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            have_deadline = true;
+        }
         if (timeout_ms < 0) {
             pthread_cond_wait(&w->cv, &w->mu);
         } else if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) {

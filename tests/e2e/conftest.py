@@ -5,13 +5,17 @@ directory, and talks to it the way users do: /usr/bin/kubectl with the kubeconfi
 wrote, the official Python client, or plain HTTPS with curl. FLOTILLA_BIN picks the binary
 (test.sh points it at the ASan+UBSan build).
 """
+import http.client
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -122,6 +126,151 @@ class Server:
             return int(code), text
 
 
+    # ---- direct HTTPS helpers (keep-alive, headers visible, streams) ----
+
+    def ssl_context(self):
+        return ssl.create_default_context(cafile=os.path.join(self.data_dir, "pki", "ca.crt"))
+
+    def http(self, method, path, body=None, content_type="application/json", headers=None, auth=True, timeout=60):
+        """One request over a fresh HTTPS connection. Returns (status, headers dict with lower-case
+        names, parsed JSON body or raw text)."""
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ssl_context(), timeout=timeout)
+        try:
+            h = dict(headers or {})
+            if auth:
+                h["Authorization"] = f"Bearer {self.token()}"
+            if body is not None:
+                if not isinstance(body, (str, bytes)):
+                    body = json.dumps(body)
+                if isinstance(body, str):
+                    body = body.encode()
+                h["Content-Type"] = content_type
+            conn.request(method, path, body=body, headers=h)
+            resp = conn.getresponse()
+            data = resp.read().decode(errors="replace")
+            hdrs = {k.lower(): v for k, v in resp.getheaders()}
+            try:
+                return resp.status, hdrs, json.loads(data)
+            except ValueError:
+                return resp.status, hdrs, data
+        finally:
+            conn.close()
+
+    def watch(self, path, timeout=60, headers=None):
+        """Open a raw watch stream (path includes the query). See WatchStream."""
+        return WatchStream(self, path, timeout=timeout, headers=headers)
+
+    def list_rv(self, path):
+        """The list resourceVersion of a collection (the store revision it was read at)."""
+        code, body = self.curl("GET", path)
+        assert code == 200, body
+        return body["metadata"]["resourceVersion"]
+
+
+class WatchStream:
+    """A watch request read line by line on a thread, so tests can wait with deadlines.
+
+    status is the HTTP status; for a non-200 answer, body holds the parsed reply and no
+    events arrive. next(timeout) returns the next event (a dict), or None once the server
+    ended the stream; it fails the test when nothing arrives in time."""
+
+    def __init__(self, server, path, timeout=60, headers=None):
+        self.conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=server.ssl_context(),
+                                                timeout=timeout)
+        h = {"Authorization": f"Bearer {server.token()}", "Accept": "application/json"}
+        h.update(headers or {})
+        self.path = path
+        self.conn.request("GET", path, headers=h)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.headers = {k.lower(): v for k, v in self.resp.getheaders()}
+        self.q = queue.Queue()
+        self.ended_at = None
+        self.body = None
+        if self.status != 200:
+            raw = self.resp.read().decode(errors="replace")
+            try:
+                self.body = json.loads(raw)
+            except ValueError:
+                self.body = raw
+            self.q.put(None)
+            return
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        try:
+            while True:
+                line = self.resp.readline()
+                if not line:
+                    break
+                line = line.strip()
+                if line:
+                    self.q.put(json.loads(line))
+        except Exception as e:  # noqa: BLE001 - closing the socket ends the reader
+            self.q.put(e)
+        finally:
+            self.ended_at = time.time()
+            self.q.put(None)
+
+    def next(self, timeout=10):
+        try:
+            ev = self.q.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no watch event within {timeout}s on {self.path}") from None
+        if isinstance(ev, Exception):
+            raise AssertionError(f"watch stream {self.path} failed: {ev!r}")
+        if ev is None:
+            self.q.put(None)  # stay ended
+        return ev
+
+    def collect(self, count, timeout=10, pred=None):
+        """The next `count` events matching pred (others are skipped), within timeout overall."""
+        out = []
+        deadline = time.time() + timeout
+        while len(out) < count:
+            left = deadline - time.time()
+            if left <= 0:
+                raise AssertionError(f"got {len(out)} of {count} events within {timeout}s: {out}")
+            ev = self.next(timeout=left)
+            if ev is None:
+                raise AssertionError(f"stream ended after {len(out)} of {count} events: {out}")
+            if pred is None or pred(ev):
+                out.append(ev)
+        return out
+
+    def drain(self, seconds):
+        """Every event arriving within `seconds` (stops early at the end of the stream)."""
+        out = []
+        deadline = time.time() + seconds
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                return out
+            try:
+                ev = self.q.get(timeout=left)
+            except queue.Empty:
+                return out
+            if ev is None or isinstance(ev, Exception):
+                self.q.put(ev)
+                return out
+            out.append(ev)
+
+    def close(self):
+        try:
+            if self.conn.sock:
+                self.conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 @pytest.fixture(scope="module")
 def server():
     d = tempfile.mkdtemp(prefix="flotilla-e2e-")
@@ -141,3 +290,75 @@ def fresh_server():
     if s.proc:
         s.stop()
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def server_factory():
+    """Start servers with extra flags: server_factory("--compact-window", "10"). Each is
+    stopped at the end of the test and must exit 0."""
+    started = []
+
+    def make(*extra_args):
+        d = tempfile.mkdtemp(prefix="flotilla-e2e-")
+        s = Server(d, extra_args).start()
+        started.append(s)
+        return s
+
+    yield make
+    failures = []
+    for s in started:
+        if s.proc:
+            rc = s.stop()
+            if rc != 0:
+                failures.append(f"server {s.data_dir} exited with {rc}:\n{s.log()}")
+        shutil.rmtree(s.data_dir, ignore_errors=True)
+    assert not failures, "\n".join(failures)
+
+
+def wait_for(pred, timeout=10, interval=0.05, what="condition"):
+    """Poll pred() until it returns a truthy value; that value is returned. Fails after timeout."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def ensure_namespace(server, name):
+    """Create namespace `name` unless it exists."""
+    code, body = server.curl("POST", "/api/v1/namespaces",
+                             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    assert code in (201, 409), (code, body)
+
+
+def crd_manifest(group, kind, plural, scope="Namespaced", status=True, short_names=(), columns=()):
+    """A CustomResourceDefinition with one served version v1 whose spec and status keep any fields."""
+    version = {
+        "name": "v1", "served": True, "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}},
+    }
+    if status:
+        version["subresources"] = {"status": {}}
+    if columns:
+        version["additionalPrinterColumns"] = list(columns)
+    names = {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": kind + "List"}
+    if short_names:
+        names["shortNames"] = list(short_names)
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope, "names": names, "versions": [version]}}
+
+
+def create_crd(server, manifest, timeout=15):
+    """Create a CRD and wait until its resource answers a list."""
+    code, body = server.curl("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", manifest)
+    assert code in (201, 409), (code, body)
+    spec = manifest["spec"]
+    path = f"/apis/{spec['group']}/v1/{spec['names']['plural']}"
+    wait_for(lambda: server.curl("GET", path)[0] == 200, timeout=timeout, what=f"{path} to be served")
+    return path

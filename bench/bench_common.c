@@ -1,0 +1,429 @@
+/* bench_common.c - the server child process, HTTP client setup, timing and statistics
+ * shared by the benchmarks (see bench_common.h). */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t fb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void fb_sleep_until(int64_t deadline_ns)
+{
+    struct timespec ts = {.tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+const char *fb_flotilla_path(const char *arg)
+{
+    static char path[PATH_MAX];
+    if (arg)
+        return arg;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return "build/flotilla";
+    exe[n] = 0;
+    snprintf(path, sizeof path, "%s/../flotilla", dirname(exe));
+    return path;
+}
+
+char *fb_mkdtemp(const char *parent, const char *prefix)
+{
+    if (!parent)
+        parent = getenv("TMPDIR");
+    if (!parent || !*parent)
+        parent = "/tmp";
+    size_t n = strlen(parent) + strlen(prefix) + 16;
+    char *p = malloc(n);
+    if (!p)
+        abort();
+    snprintf(p, n, "%s/%s-XXXXXX", parent, prefix);
+    if (!mkdtemp(p)) {
+        fprintf(stderr, "mkdtemp %s: %s\n", p, strerror(errno));
+        exit(1);
+    }
+    return p;
+}
+
+long fb_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return -1;
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+    return (long)rl.rlim_cur;
+}
+
+/* Read a whole small file into a malloc'd string, or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *p = malloc(cap);
+    size_t r;
+    while (p && (r = fread(p + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 >= cap) {
+            cap *= 2;
+            p = realloc(p, cap);
+        }
+    }
+    fclose(f);
+    if (p)
+        p[n] = 0;
+    return p;
+}
+
+static void print_log_tail(const char *dir)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/server.log", dir);
+    char *log = slurp(path);
+    if (!log)
+        return;
+    size_t n = strlen(log);
+    fprintf(stderr, "--- last lines of %s ---\n%s\n---\n", path, n > 2000 ? log + n - 2000 : log);
+    free(log);
+}
+
+static void describe_exit(const fb_server *s, int status)
+{
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "SERVER PROBLEM: flotilla server (pid %d) was killed by signal %d (%s)\n", (int)s->pid,
+                WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        fprintf(stderr, "SERVER PROBLEM: flotilla server (pid %d) exited with status %d\n", (int)s->pid,
+                WEXITSTATUS(status));
+    print_log_tail(s->dir);
+}
+
+bool fb_server_alive(fb_server *s)
+{
+    if (s->pid <= 0)
+        return false;
+    int status;
+    pid_t r = waitpid(s->pid, &status, WNOHANG);
+    if (r == 0)
+        return true;
+    if (r == s->pid)
+        describe_exit(s, status);
+    s->pid = -1;
+    return false;
+}
+
+int fb_server_start(const char *flotilla, const char *dir, const char *const *extra, fb_server *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = flotilla;
+    argv[argc++] = "server";
+    argv[argc++] = "--data-dir";
+    argv[argc++] = dir;
+    argv[argc++] = "--listen";
+    argv[argc++] = "127.0.0.1:0";
+    for (int i = 0; extra && extra[i] && argc < 30; i++) {
+        if (!strcmp(extra[i], "--insecure-http"))
+            s->insecure = true;
+        argv[argc++] = extra[i];
+    }
+    argv[argc] = NULL;
+
+    char logpath[600];
+    snprintf(logpath, sizeof logpath, "%s/server.log", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(flotilla, (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", flotilla, strerror(errno));
+        _exit(127);
+    }
+    s->pid = pid;
+
+    /* the server prints "flotilla server listening on URL" once it serves */
+    int64_t deadline = fb_now_ns() + 30LL * 1000000000LL;
+    while (fb_now_ns() < deadline) {
+        if (!fb_server_alive(s))
+            return -1;
+        char *log = slurp(logpath);
+        const char *m = log ? strstr(log, "listening on ") : NULL;
+        if (m) {
+            m += strlen("listening on ");
+            size_t n = strcspn(m, " \r\n");
+            if (n < sizeof s->url && m[n] == '\n') {
+                memcpy(s->url, m, n);
+                s->url[n] = 0;
+            }
+        }
+        free(log);
+        if (s->url[0])
+            break;
+        usleep(20000);
+    }
+    if (!s->url[0]) {
+        fprintf(stderr, "flotilla server did not start within 30 s\n");
+        print_log_tail(dir);
+        fb_server_stop(s);
+        return -1;
+    }
+    if (!s->insecure) {
+        snprintf(s->ca, sizeof s->ca, "%s/pki/ca.crt", dir);
+        char tpath[600];
+        snprintf(tpath, sizeof tpath, "%s/pki/admin.token", dir);
+        char *tok = slurp(tpath);
+        if (!tok) {
+            fprintf(stderr, "cannot read %s\n", tpath);
+            fb_server_stop(s);
+            return -1;
+        }
+        tok[strcspn(tok, " \r\n")] = 0;
+        snprintf(s->auth, sizeof s->auth, "Authorization: Bearer %s", tok);
+        free(tok);
+    }
+    /* and answers /healthz */
+    struct curl_slist *h = fb_headers(s);
+    CURL *c = fb_curl_new(s, h);
+    fb_buf b = {0};
+    long code = 0;
+    while (fb_now_ns() < deadline && (code = fb_request(c, s, "GET", "/healthz", NULL, 0, &b)) != 200)
+        usleep(20000);
+    free(b.p);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    if (code != 200) {
+        fprintf(stderr, "flotilla server at %s does not answer /healthz\n", s->url);
+        fb_server_stop(s);
+        return -1;
+    }
+    return 0;
+}
+
+int fb_server_stop(fb_server *s)
+{
+    if (s->pid <= 0)
+        return -1;
+    int status = 0;
+    pid_t r = waitpid(s->pid, &status, WNOHANG);
+    if (r == s->pid) {
+        describe_exit(s, status);
+        s->pid = -1;
+        return -1;
+    }
+    kill(s->pid, SIGTERM);
+    int64_t deadline = fb_now_ns() + 15LL * 1000000000LL;
+    while ((r = waitpid(s->pid, &status, WNOHANG)) == 0 && fb_now_ns() < deadline)
+        usleep(20000);
+    if (r == 0) {
+        fprintf(stderr, "SERVER PROBLEM: flotilla server (pid %d) did not stop within 15 s of SIGTERM; killing\n",
+                (int)s->pid);
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, &status, 0);
+    } else if (WIFSIGNALED(status) || WEXITSTATUS(status) != 0) {
+        describe_exit(s, status);
+    }
+    s->pid = -1;
+    return status;
+}
+
+long fb_proc_kib(pid_t pid, const char *field)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    char *st = slurp(path);
+    if (!st)
+        return -1;
+    long v = -1;
+    size_t fl = strlen(field);
+    for (char *line = st; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (!strncmp(line, field, fl) && line[fl] == ':') {
+            v = strtol(line + fl + 1, NULL, 10);
+            break;
+        }
+    }
+    free(st);
+    return v;
+}
+
+double fb_metric(const fb_server *s, const char *name)
+{
+    struct curl_slist *h = fb_headers(s);
+    CURL *c = fb_curl_new(s, h);
+    fb_buf b = {0};
+    double v = -1;
+    if (fb_request(c, s, "GET", "/metrics", NULL, 0, &b) == 200) {
+        size_t nl = strlen(name);
+        for (char *line = b.p; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+            if (!strncmp(line, name, nl) && (line[nl] == ' ' || line[nl] == '{')) {
+                char *sp = strchr(line, ' ');
+                if (sp)
+                    v = strtod(sp + 1, NULL);
+                break;
+            }
+        }
+    }
+    free(b.p);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return v;
+}
+
+struct curl_slist *fb_headers(const fb_server *s)
+{
+    struct curl_slist *h = NULL;
+    if (s->auth[0])
+        h = curl_slist_append(h, s->auth);
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Accept: application/json");
+    h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip on bodies */
+    return h;
+}
+
+CURL *fb_curl_new(const fb_server *s, struct curl_slist *headers)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        abort();
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    if (s->ca[0])
+        curl_easy_setopt(c, CURLOPT_CAINFO, s->ca);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fb_buf_write);
+    return c;
+}
+
+size_t fb_buf_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    fb_buf *b = userdata;
+    size_t n = size * nmemb;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        b->p = realloc(b->p, cap);
+        if (!b->p)
+            abort();
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, ptr, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return n;
+}
+
+long fb_request(CURL *c, const fb_server *s, const char *method, const char *path, const char *body,
+                size_t body_len, fb_buf *out)
+{
+    char url[1024];
+    snprintf(url, sizeof url, "%s%s", s->url, path);
+    out->n = 0;
+    if (out->p)
+        out->p[0] = 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    if (!strcmp(method, "GET")) {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body_len);
+        if (strcmp(method, "POST"))
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    if (!strcmp(method, "GET"))
+        ; /* HTTPGET already cleared the custom request */
+    else
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
+    if (rc != CURLE_OK) {
+        fb_buf_write((char *)curl_easy_strerror(rc), 1, strlen(curl_easy_strerror(rc)), out);
+        return 0;
+    }
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+}
+
+long long fb_json_rv(const char *json)
+{
+    const char *k = json ? strstr(json, "\"resourceVersion\":\"") : NULL;
+    if (!k)
+        return -1;
+    return strtoll(k + strlen("\"resourceVersion\":\""), NULL, 10);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+double fb_pct_sorted_ms(const int64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0;
+    /* nearest-rank: the smallest value with at least p% of samples at or below it */
+    size_t rank = (size_t)((p / 100.0) * (double)n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return (double)v[rank - 1] / 1e6;
+}
+
+double fb_pct_ms(int64_t *v, size_t n, double p)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    return fb_pct_sorted_ms(v, n, p);
+}
+
+int fb_parse_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (s && *s && n < max) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        out[n++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}

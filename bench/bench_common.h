@@ -1,0 +1,99 @@
+/* bench_common.h - what every Flotilla benchmark shares.
+ *
+ * The benchmarks are clients: they start a real `flotilla server` as a child process
+ * on a fresh data directory and a loopback port the kernel picks, talk to it over
+ * HTTPS with the admin bearer token (as kubectl does), and stop it at the end. This
+ * module owns that child process, the libcurl handle setup, timing, percentiles and
+ * reading a process's RSS. It does not link the project library on purpose, so the
+ * benchmarks build even while src/ is being changed.
+ *
+ * All functions may be called from any thread unless said otherwise. */
+#ifndef FB_BENCH_COMMON_H
+#define FB_BENCH_COMMON_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A running `flotilla server` child. */
+typedef struct fb_server {
+    pid_t pid;
+    char dir[512];      /* its --data-dir */
+    char url[160];      /* https://127.0.0.1:PORT (or http:// with insecure) */
+    char ca[600];       /* DIR/pki/ca.crt, empty when insecure */
+    char auth[600];     /* "Authorization: Bearer TOKEN", empty when insecure */
+    bool insecure;
+} fb_server;
+
+/* Growable byte buffer for response bodies. */
+typedef struct fb_buf {
+    char *p;
+    size_t n, cap;
+} fb_buf;
+
+/* Monotonic clock in nanoseconds. */
+int64_t fb_now_ns(void);
+
+/* Sleep until the monotonic clock reaches `deadline_ns`. */
+void fb_sleep_until(int64_t deadline_ns);
+
+/* Path of the flotilla binary: `arg` if given, else ../flotilla next to this executable
+ * (benchmarks build into BUILD/bench/, the server into BUILD/). Returns a static string. */
+const char *fb_flotilla_path(const char *arg);
+
+/* A fresh directory under `parent` (or $TMPDIR, or /tmp). Caller frees. Exits on failure. */
+char *fb_mkdtemp(const char *parent, const char *prefix);
+
+/* Raise RLIMIT_NOFILE's soft limit to the hard limit (children inherit it). Returns the new limit. */
+long fb_raise_nofile(void);
+
+/* Start `flotilla server --data-dir dir --listen 127.0.0.1:0 [extra...]` with its output in
+ * dir/server.log, wait (at most 30 s) until it serves /healthz, and fill `s`. `extra` is a
+ * NULL-terminated list of further arguments or NULL. Returns 0, or -1 with a message printed. */
+int fb_server_start(const char *flotilla, const char *dir, const char *const *extra, fb_server *s);
+
+/* SIGTERM the server and wait for it (at most 15 s, then SIGKILL). Returns its exit status as
+ * from waitpid, or -1 if it had already died (a crash: reported on stderr). */
+int fb_server_stop(fb_server *s);
+
+/* True while the child is running (reaps it and prints how it died if not). */
+bool fb_server_alive(fb_server *s);
+
+/* A kilobyte field (e.g. "VmRSS", "VmHWM") from /proc/PID/status, or -1. */
+long fb_proc_kib(pid_t pid, const char *field);
+
+/* A numeric metric from the server's /metrics (first sample whose line starts with `name`),
+ * or -1 on failure. */
+double fb_metric(const fb_server *s, const char *name);
+
+/* A new easy handle set up for the server: keep-alive, CA, no signals, the given header
+ * list (which must start from fb_headers()). Caller cleans it up. */
+CURL *fb_curl_new(const fb_server *s, struct curl_slist *headers);
+
+/* Header list with the bearer token and JSON content type. Caller frees with curl_slist_free_all. */
+struct curl_slist *fb_headers(const fb_server *s);
+
+/* libcurl write callback appending to an fb_buf passed as CURLOPT_WRITEDATA. */
+size_t fb_buf_write(char *ptr, size_t size, size_t nmemb, void *userdata);
+
+/* One request on a prepared handle: method ("GET", "POST", "PUT"), url path after the server
+ * URL, optional body. The response body lands in `out` (reset first). Returns the HTTP code, or
+ * 0 on a transport error (message in out). */
+long fb_request(CURL *c, const fb_server *s, const char *method, const char *path, const char *body,
+                size_t body_len, fb_buf *out);
+
+/* Value of the first "resourceVersion":"N" in a JSON text, or -1. */
+long long fb_json_rv(const char *json);
+
+/* Sort `v` in place and return the p-th percentile (0..100) in milliseconds; 0 when n == 0. */
+double fb_pct_ms(int64_t *v, size_t n, double p);
+
+/* Same on an already sorted array. */
+double fb_pct_sorted_ms(const int64_t *v, size_t n, double p);
+
+/* Parse "1,16,64" into up to `max` ints; returns the count. */
+int fb_parse_list(const char *s, int *out, int max);
+
+#endif
