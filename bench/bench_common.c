@@ -153,6 +153,10 @@ int fb_server_start(const char *flotilla, const char *dir, const char *const *ex
 
     char logpath[600];
     snprintf(logpath, sizeof logpath, "%s/server.log", dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "mkdir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/log.h"
 #include "core/mem.h"
 
 static void usage(FILE *f)
@@ -19,6 +20,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     fl_mem_init();
+    fl_log_enabled(FL_LOG_ERROR); /* read FLOTILLA_LOG once, before any thread starts */
     if (argc < 2) {
         usage(stderr);
         return 2;

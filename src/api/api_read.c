@@ -557,6 +557,7 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
     bool initial = false;
     if (!rvq || !rvq[0] || !strcmp(rvq, "0")) {
         initial = !(sie && !strcmp(sie, "false"));
+        from = fl_store_rev(api->store); /* without initial events: changes from now on */
     } else {
         char *end;
         long long v = strtoll(rvq, &end, 10);

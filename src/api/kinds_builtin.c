@@ -45,6 +45,10 @@ extern const fl_field fl_kinds__objectmeta_fields[];
 /* Shared structures                                                   */
 /* ------------------------------------------------------------------ */
 
+/* Elements are objects this table does not describe further (arrays whose sub is
+ * NULL hold scalars, strings unless noted). */
+static const fl_field opaque_fields[] = { FEND };
+
 static const fl_field owner_ref_fields[] = {
     FR("apiVersion", FL_F_STRING), FR("kind", FL_F_STRING), FR("name", FL_F_STRING),
     FR("uid", FL_F_STRING), F("controller", FL_F_BOOL), F("blockOwnerDeletion", FL_F_BOOL),
@@ -284,10 +288,10 @@ static const fl_field volume_fields[] = {
     FR("persistentVolumeClaim.claimName", FL_F_STRING),
     F("persistentVolumeClaim.readOnly", FL_F_BOOL),
     F("projected", FL_F_OBJECT),
-    F("projected.sources", FL_F_ARRAY),
+    FS("projected.sources", FL_F_ARRAY, opaque_fields),
     F("projected.defaultMode", FL_F_INT),
     F("downwardAPI", FL_F_OBJECT),
-    F("downwardAPI.items", FL_F_ARRAY),
+    FS("downwardAPI.items", FL_F_ARRAY, opaque_fields),
     F("downwardAPI.defaultMode", FL_F_INT),
     F("nfs", FL_F_OBJECT),
     F("nfs.server", FL_F_STRING),
@@ -673,9 +677,9 @@ static const fl_field node_fields[] = {
     F("status.nodeInfo.containerRuntimeVersion", FL_F_STRING),
     F("status.nodeInfo.architecture", FL_F_STRING),
     F("status.nodeInfo.operatingSystem", FL_F_STRING),
-    F("status.images", FL_F_ARRAY),
+    FS("status.images", FL_F_ARRAY, opaque_fields),
     F("status.volumesInUse", FL_F_ARRAY),
-    F("status.volumesAttached", FL_F_ARRAY),
+    FS("status.volumesAttached", FL_F_ARRAY, opaque_fields),
     FEND,
 };
 
@@ -717,7 +721,7 @@ static const fl_field statefulset_fields[] = {
     F("spec.replicas", FL_F_INT),
     FSR("spec.selector", FL_F_OBJECT, label_selector_fields),
     FSR("spec.template", FL_F_OBJECT, pod_template_fields),
-    F("spec.volumeClaimTemplates", FL_F_ARRAY),
+    FS("spec.volumeClaimTemplates", FL_F_ARRAY, opaque_fields),
     F("spec.serviceName", FL_F_STRING),
     F("spec.podManagementPolicy", FL_F_STRING),
     F("spec.updateStrategy", FL_F_OBJECT),
@@ -799,9 +803,9 @@ static const fl_field job_spec_fields[] = {
     F("completions", FL_F_INT),
     F("activeDeadlineSeconds", FL_F_INT),
     F("podFailurePolicy", FL_F_OBJECT),
-    F("podFailurePolicy.rules", FL_F_ARRAY),
+    FS("podFailurePolicy.rules", FL_F_ARRAY, opaque_fields),
     F("successPolicy", FL_F_OBJECT),
-    F("successPolicy.rules", FL_F_ARRAY),
+    FS("successPolicy.rules", FL_F_ARRAY, opaque_fields),
     F("backoffLimit", FL_F_INT),
     F("backoffLimitPerIndex", FL_F_INT),
     F("maxFailedIndexes", FL_F_INT),
@@ -892,7 +896,7 @@ static const fl_field crd_version_fields[] = {
     F("subresources.status", FL_F_OBJECT),
     F("subresources.scale", FL_F_OBJECT),
     FS("additionalPrinterColumns", FL_F_ARRAY, crd_column_fields),
-    F("selectableFields", FL_F_ARRAY),
+    FS("selectableFields", FL_F_ARRAY, opaque_fields),
     FEND,
 };
 
@@ -946,10 +950,10 @@ static const fl_field cluster_fields[] = {
     F("spec.zone", FL_F_STRING),
     F("spec.zones", FL_F_ARRAY),
     FS("spec.taints", FL_F_ARRAY, taint_fields),
-    F("spec.resourceModels", FL_F_ARRAY),
+    FS("spec.resourceModels", FL_F_ARRAY, opaque_fields),
     F("status", FL_F_OBJECT),
     F("status.kubernetesVersion", FL_F_STRING),
-    F("status.apiEnablements", FL_F_ARRAY),
+    FS("status.apiEnablements", FL_F_ARRAY, opaque_fields),
     FS("status.conditions", FL_F_ARRAY, condition_fields),
     F("status.nodeSummary", FL_F_OBJECT),
     F("status.resourceSummary", FL_F_OBJECT),
@@ -980,7 +984,7 @@ static const fl_field override_policy_fields[] = {
     TYPEMETA, META,
     F("spec", FL_F_OBJECT),
     FS("spec.resourceSelectors", FL_F_ARRAY, karmada_selector_fields),
-    F("spec.overrideRules", FL_F_ARRAY),
+    FS("spec.overrideRules", FL_F_ARRAY, opaque_fields),
     F("spec.targetCluster", FL_F_OBJECT),
     F("spec.overriders", FL_F_OBJECT),
     FEND,
@@ -1003,8 +1007,8 @@ static const fl_field binding_fields[] = {
     F("spec.replicas", FL_F_INT),
     FS("spec.clusters", FL_F_ARRAY, target_cluster_fields),
     F("spec.placement", FL_F_OBJECT),
-    F("spec.gracefulEvictionTasks", FL_F_ARRAY),
-    F("spec.requiredBy", FL_F_ARRAY),
+    FS("spec.gracefulEvictionTasks", FL_F_ARRAY, opaque_fields),
+    FS("spec.requiredBy", FL_F_ARRAY, opaque_fields),
     F("spec.schedulerName", FL_F_STRING),
     F("spec.failover", FL_F_OBJECT),
     F("spec.conflictResolution", FL_F_STRING),
@@ -1016,7 +1020,7 @@ static const fl_field binding_fields[] = {
     F("status.schedulerObservingAffinityName", FL_F_STRING),
     F("status.lastScheduledTime", FL_F_STRING),
     FS("status.conditions", FL_F_ARRAY, condition_fields),
-    F("status.aggregatedStatus", FL_F_ARRAY),
+    FS("status.aggregatedStatus", FL_F_ARRAY, opaque_fields),
     FEND,
 };
 
@@ -1024,12 +1028,12 @@ static const fl_field work_fields[] = {
     TYPEMETA, META,
     F("spec", FL_F_OBJECT),
     F("spec.workload", FL_F_OBJECT),
-    F("spec.workload.manifests", FL_F_ARRAY),
+    FS("spec.workload.manifests", FL_F_ARRAY, opaque_fields),
     F("spec.suspendDispatching", FL_F_BOOL),
     F("spec.preserveResourcesOnDeletion", FL_F_BOOL),
     F("status", FL_F_OBJECT),
     FS("status.conditions", FL_F_ARRAY, condition_fields),
-    F("status.manifestStatuses", FL_F_ARRAY),
+    FS("status.manifestStatuses", FL_F_ARRAY, opaque_fields),
     FEND,
 };
 

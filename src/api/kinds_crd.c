@@ -11,6 +11,7 @@
  * the way Kubernetes does ("spec.names.plural: Required value"); the full CRD
  * validation (schema structure, names' DNS rules) is fl_validate_crd's. */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

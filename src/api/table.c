@@ -7,7 +7,9 @@
  * Columns:
  *   - built-in kinds: the kind table's columns; their cells come from k->row when the
  *     kind has one, else from each column's JSONPath. "Age" is appended unless the
- *     kind lists an Age column itself (then that one is rendered as the age).
+ *     kind lists an Age column itself (then that one is rendered as the age) or a
+ *     column on .metadata.creationTimestamp (the apiserver's default convertor has
+ *     "Created At", a "date" column holding the RFC 3339 timestamp itself).
  *   - dynamic (CRD) kinds: the kind's columns (its additionalPrinterColumns; read from
  *     the CRD version when the kind has none), rendered as the apiextensions table
  *     convertor does: a missing value is null, "date" columns are ages. With no
@@ -463,16 +465,19 @@ typedef struct tcol {
     bool is_age; /* rendered from metadata.creationTimestamp by the renderer */
 } tcol;
 
-static bool is_age_column(const char *name, const char *jsonpath)
+static bool is_creation_path(const char *jsonpath)
 {
-    if (!name || strcasecmp(name, "age"))
-        return false;
-    if (!jsonpath)
-        return true;
     const char *p = jsonpath;
+    if (!p)
+        return false;
     if (*p == '{')
         p++;
     return !strncmp(p, ".metadata.creationTimestamp", 27) && (p[27] == '\0' || p[27] == '}');
+}
+
+static bool is_age_column(const char *name, const char *jsonpath)
+{
+    return name && !strcasecmp(name, "age") && (!jsonpath || is_creation_path(jsonpath));
 }
 
 static size_t collect_columns(const fl_kind *k, tcol **out)
@@ -505,7 +510,7 @@ static size_t collect_columns(const fl_kind *k, tcol **out)
                     fl_asprintf("Custom resource definition column (in JSONPath format): %s", c->jsonpath);
             else
                 t->description = "";
-            have_age = have_age || t->is_age;
+            have_age = have_age || t->is_age || is_creation_path(c->jsonpath);
         }
     } else if (json_is_array(crd_cols)) {
         size_t i;
@@ -601,6 +606,8 @@ static json_t *typed_cell(const tcol *c, const json_t *v, bool dynamic)
     if (!strcmp(t, "date")) {
         if (!json_is_string(v))
             return json_null();
+        if (!dynamic) /* DefaultTableConvertor: "Created At" is the timestamp itself */
+            return json_incref((json_t *)v);
         char buf[32];
         fl_table_age(json_string_value(v), buf, sizeof buf);
         return json_string(buf);

@@ -353,6 +353,8 @@ static char *float_key(double d)
     if (isinf(d))
         return fl_strdup(d > 0 ? ".inf" : "-.inf");
     float f = (float)d;
+    if (isinf(f)) /* past float32's range: Go prints +Inf, which becomes .inf */
+        return fl_strdup(f > 0 ? ".inf" : "-.inf");
     char buf[64];
     int p;
     for (p = 1; p < 9; p++) {

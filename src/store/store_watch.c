@@ -2,7 +2,8 @@
  *
  * Locks, outermost first:
  *   hub->mu  the watch list, the ring, the hub's head and its closed flag;
- *   w->mu    one watch's queue and its flags (cancelled, closed, expired).
+ *   w->mu    one watch's queue; its flags are set under it too, but read
+ *            with atomic loads so fl_watch_next can check them without it.
  * The writer thread takes hub->mu once per committed batch and each matching
  * watch's mu once per batch, so publishing costs O(watches) lock round-trips
  * plus one pointer push per (watch, matching event).
@@ -26,6 +27,12 @@
 #include "core/mem.h"
 
 #define REPLAY_CHUNK 512
+#define LOCAL_BATCH 64 /* events a consumer moves out of its queue per lock */
+
+/* fl_watch flags */
+#define W_CANCELLED 1
+#define W_CLOSED 2
+#define W_EXPIRED 4
 
 struct fl_watch_hub {
     pthread_mutex_t mu;
@@ -56,14 +63,26 @@ struct fl_watch {
     pthread_cond_t cv;
     fl_store_event **q;        /* ring queue, under mu */
     size_t qcap, qhead, qlen;
-    bool cancelled, closed, expired;
+    int flags;                 /* W_*, set under mu, read atomically */
 
     /* Owned by the thread calling fl_watch_next. */
     int64_t replay_pos, replay_to;  /* log replay pending while replay_pos < replay_to */
     fl_store_event **rbuf;
     size_t rlen, rpos;
+    fl_store_event *local[LOCAL_BATCH]; /* moved out of q, not yet handed out */
+    size_t llen, lpos;
     fl_store_event *cur;       /* the event last handed out */
 };
+
+static void set_flag(fl_watch *w, int flag)
+{
+    __atomic_fetch_or(&w->flags, flag, __ATOMIC_RELEASE);
+}
+
+static int get_flags(const fl_watch *w)
+{
+    return __atomic_load_n(&w->flags, __ATOMIC_ACQUIRE);
+}
 
 /* ---- events ---- */
 
@@ -134,7 +153,7 @@ void fl_watch_hub_free(fl_watch_hub *h)
     h->closed = true;
     for (fl_watch *w = h->watches; w; w = w->next) {
         pthread_mutex_lock(&w->mu);
-        w->closed = true;
+        set_flag(w, W_CLOSED);
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
         w->linked = false;
@@ -161,7 +180,7 @@ static bool push(fl_watch *w, fl_store_event *e, size_t backlog)
 {
     if (w->qlen == w->qcap) {
         if (w->qcap >= backlog) {
-            w->expired = true;
+            set_flag(w, W_EXPIRED);
             for (size_t i = 0; i < w->qlen; i++)
                 fl_watch_event_unref(w->q[(w->qhead + i) % w->qcap]);
             free(w->q);
@@ -231,18 +250,19 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
     for (fl_watch *w = h->watches; w; w = w->next) {
         pthread_mutex_lock(&w->mu);
         bool pushed = false;
-        for (size_t i = 0; i < n && !w->expired && !w->cancelled; i++) {
+        for (size_t i = 0; i < n && !(w->flags & (W_EXPIRED | W_CANCELLED)); i++) {
             if (matches(w, evs[i]) && push(w, evs[i], h->backlog)) {
                 used[i]++;
                 pushed = true;
             }
         }
-        if (pushed || w->expired)
+        if (pushed || (w->flags & W_EXPIRED))
             pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
     }
     pthread_mutex_unlock(&h->mu);
-    /* The ring holds its own reference, so these never free the event. */
+    /* Normally the ring still holds a reference, so this frees nothing; only a
+     * batch larger than the ring can make it drop the last one here. */
     for (size_t i = 0; i < n; i++)
         event_release(evs[i], nw - used[i]);
     if (used != used_small)
@@ -280,7 +300,7 @@ int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_
             ring_from = h->ring_lo;
         }
         pthread_mutex_lock(&w->mu);
-        for (int64_t r = ring_from + 1; r <= h->head && !w->expired; r++) {
+        for (int64_t r = ring_from + 1; r <= h->head && !(w->flags & W_EXPIRED); r++) {
             fl_store_event *e = h->ring[(size_t)r & h->ring_mask];
             if (e && e->ev.rev == r && matches(w, e) && push(w, e, h->backlog))
                 fl_watch_event_ref(e);
@@ -341,11 +361,11 @@ static int replay_chunk(fl_watch *w)
     return 0;
 }
 
-static int flags_rc(const fl_watch *w)
+static int flags_rc(int flags)
 {
-    if (w->cancelled || w->closed)
+    if (flags & (W_CANCELLED | W_CLOSED))
         return FL_ECLOSED;
-    if (w->expired)
+    if (flags & W_EXPIRED)
         return FL_EEXPIRED;
     return 0;
 }
@@ -355,10 +375,7 @@ int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms)
     *ev = NULL;
     fl_watch_event_unref(w->cur);
     w->cur = NULL;
-
-    pthread_mutex_lock(&w->mu);
-    int rc = flags_rc(w);
-    pthread_mutex_unlock(&w->mu);
+    int rc = flags_rc(get_flags(w));
     if (rc)
         return rc;
 
@@ -366,12 +383,13 @@ int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms)
     while (w->rpos == w->rlen && w->replay_pos < w->replay_to) {
         rc = replay_chunk(w);
         if (rc) {
-            pthread_mutex_lock(&w->mu);
-            if (rc == FL_EEXPIRED)
-                w->expired = true;
-            rc = flags_rc(w) ? flags_rc(w) : rc;
-            pthread_mutex_unlock(&w->mu);
-            return rc;
+            if (rc == FL_EEXPIRED) {
+                pthread_mutex_lock(&w->mu);
+                set_flag(w, W_EXPIRED);
+                pthread_mutex_unlock(&w->mu);
+            }
+            int frc = flags_rc(get_flags(w));
+            return frc ? frc : rc;
         }
     }
     if (w->rpos < w->rlen) {
@@ -380,42 +398,49 @@ int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms)
         return 0;
     }
 
-    struct timespec deadline;
-    bool have_deadline = false;
-    pthread_mutex_lock(&w->mu);
-    while (w->qlen == 0 && !flags_rc(w)) {
-        if (timeout_ms == 0) {
-            pthread_mutex_unlock(&w->mu);
-            return FL_ETIMEDOUT;
-        }
-        if (timeout_ms > 0 && !have_deadline) {
-            clock_gettime(CLOCK_MONOTONIC, &deadline);
-            deadline.tv_sec += timeout_ms / 1000;
-            deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-            if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-            }
-            have_deadline = true;
-        }
-        if (timeout_ms < 0) {
-            pthread_cond_wait(&w->cv, &w->mu);
-        } else if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) {
-            if (w->qlen == 0 && !flags_rc(w)) {
+    if (w->lpos == w->llen) {
+        struct timespec deadline;
+        bool have_deadline = false;
+        pthread_mutex_lock(&w->mu);
+        while (w->qlen == 0 && !flags_rc(w->flags)) {
+            if (timeout_ms == 0) {
                 pthread_mutex_unlock(&w->mu);
                 return FL_ETIMEDOUT;
             }
+            if (timeout_ms > 0 && !have_deadline) {
+                clock_gettime(CLOCK_MONOTONIC, &deadline);
+                deadline.tv_sec += timeout_ms / 1000;
+                deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+                if (deadline.tv_nsec >= 1000000000L) {
+                    deadline.tv_sec++;
+                    deadline.tv_nsec -= 1000000000L;
+                }
+                have_deadline = true;
+            }
+            if (timeout_ms < 0) {
+                pthread_cond_wait(&w->cv, &w->mu);
+            } else if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) {
+                if (w->qlen == 0 && !flags_rc(w->flags)) {
+                    pthread_mutex_unlock(&w->mu);
+                    return FL_ETIMEDOUT;
+                }
+            }
         }
+        rc = flags_rc(w->flags);
+        /* Take a handful at once: one lock round-trip per LOCAL_BATCH events. */
+        w->lpos = w->llen = 0;
+        while (rc == 0 && w->qlen > 0 && w->llen < LOCAL_BATCH) {
+            w->local[w->llen++] = w->q[w->qhead];
+            w->qhead = (w->qhead + 1) % w->qcap;
+            w->qlen--;
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (rc)
+            return rc;
     }
-    rc = flags_rc(w);
-    if (rc == 0) {
-        w->cur = w->q[w->qhead];
-        w->qhead = (w->qhead + 1) % w->qcap;
-        w->qlen--;
-        *ev = &w->cur->ev;
-    }
-    pthread_mutex_unlock(&w->mu);
-    return rc;
+    w->cur = w->local[w->lpos++];
+    *ev = &w->cur->ev;
+    return 0;
 }
 
 void fl_watch_cancel(fl_watch *w)
@@ -423,7 +448,7 @@ void fl_watch_cancel(fl_watch *w)
     if (!w)
         return;
     pthread_mutex_lock(&w->mu);
-    w->cancelled = true;
+    set_flag(w, W_CANCELLED);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
@@ -455,6 +480,8 @@ void fl_watch_free(fl_watch *w)
     for (size_t i = w->rpos; i < w->rlen; i++)
         fl_watch_event_unref(w->rbuf[i]);
     free(w->rbuf);
+    for (size_t i = w->lpos; i < w->llen; i++)
+        fl_watch_event_unref(w->local[i]);
     fl_watch_event_unref(w->cur);
     free(w->prefix);
     pthread_cond_destroy(&w->cv);

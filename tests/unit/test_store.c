@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "store/store.h"
+#include "store/store_watch.h"
 
 /* ---- fixture ---- */
 
@@ -942,6 +944,151 @@ static void test_watch_opened_during_writes_has_no_gap_or_duplicate(void **state
     }
 }
 
+/* ---- failed commits ---- */
+
+static void test_failed_batch_returns_eio_to_every_op_and_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    fl_store *s = f->s;
+    int64_t r1 = put_new(s, "/k", "v1");
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(s, "/", r1, &w), 0);
+    /* Make SQLite reject one row, from another connection. */
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TRIGGER poison BEFORE INSERT ON kv WHEN NEW.name = '/poison'"
+                                  " BEGIN SELECT RAISE(ABORT, 'injected'); END;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    /* The blocker keeps the writer busy so the next three ops share one batch. */
+    bg_write bw[] = {
+        { s, FL_STORE_UPDATE, "/k", 0, "blocker", 300 },
+        { s, FL_STORE_UPDATE, "/k", 0, "in-batch" },
+        { s, FL_STORE_CREATE, "/poison", 0, "p" },
+        { s, FL_STORE_CREATE, "/other", 0, "o" },
+    };
+    for (size_t i = 0; i < 4; i++) {
+        pthread_create(&bw[i].t, NULL, bg_write_main, &bw[i]);
+        usleep(30000);
+    }
+    for (size_t i = 0; i < 4; i++)
+        pthread_join(bw[i].t, NULL);
+    assert_int_equal(bw[0].rc, 0);
+    assert_int_equal(bw[1].rc, FL_EIO);
+    assert_int_equal(bw[2].rc, FL_EIO);
+    assert_int_equal(bw[3].rc, FL_EIO);
+    int64_t head = bw[0].rev;
+    assert_int_equal(fl_store_rev(s), head);
+    assert_value(s, "/k", "blocker", head);
+    fl_kv kv;
+    assert_int_equal(fl_store_get(s, "/other", &kv), FL_ENOTFOUND);
+    /* Watchers saw only the committed write. */
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/k", "blocker@"), head);
+    expect_no_event(w);
+    /* The store carries on; the next revision is the next number. */
+    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER poison", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(put_new(s, "/other", "o"), head + 1);
+    assert_int_equal(expect_event(w, FL_EV_PUT_CREATE, "/other", "o@"), head + 1);
+    fl_watch_free(w);
+    reopen(f, 0);
+    assert_int_equal(fl_store_rev(f->s), head + 1);
+    assert_int_equal(fl_store_get(f->s, "/poison", &kv), FL_ENOTFOUND);
+}
+
+/* ---- the watch hub on its own (small ring and backlog) ---- */
+
+typedef struct fake_log {
+    int64_t upto; /* the log holds revisions 1..upto, keys "/h/<rev % 3>" */
+    int calls;
+} fake_log;
+
+static fl_store_event *hub_event(int64_t rev)
+{
+    char key[32], val[32];
+    snprintf(key, sizeof key, "/h/%lld", (long long)(rev % 3));
+    snprintf(val, sizeof val, "v@%lld", (long long)rev);
+    return fl_watch_event_new(FL_EV_PUT_UPDATE, key, rev, fl_blob_new(val, strlen(val)));
+}
+
+static int fake_replay(void *ctx, const char *prefix, int64_t from, int64_t to, size_t max, fl_store_event **out,
+                       size_t *n)
+{
+    fake_log *fl = ctx;
+    fl->calls++;
+    *n = 0;
+    for (int64_t r = from + 1; r <= to && r <= fl->upto && *n < max; r++) {
+        fl_store_event *e = hub_event(r);
+        if (strncmp(e->key, prefix, strlen(prefix)) == 0)
+            out[(*n)++] = e;
+        else
+            fl_watch_event_unref(e);
+    }
+    return 0;
+}
+
+static void publish_range(fl_watch_hub *h, int64_t from, int64_t to)
+{
+    for (int64_t r = from; r <= to; r++) {
+        fl_store_event *e = hub_event(r);
+        fl_watch_hub_publish(h, &e, 1);
+    }
+}
+
+static void test_watch_below_ring_reads_log_then_ring_without_gap(void **state)
+{
+    fake_log log = { .upto = 100 };
+    fl_watch_hub *h = fl_watch_hub_new(0, 8, 1000, fake_replay, &log);
+    publish_range(h, 1, 100); /* the ring keeps only 93..100 */
+    fl_watch *w = NULL;
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 10, &w), 0);
+    fl_watch *w1 = NULL;
+    assert_int_equal(fl_watch_hub_open(h, "/h/1", 95, &w1), 0); /* served from the ring alone */
+    publish_range(h, 101, 110);
+    log.upto = 110;
+    fl_event *ev;
+    for (int64_t r = 11; r <= 110; r++) {
+        assert_int_equal(fl_watch_next(w, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    assert_int_equal(fl_watch_next(w, &ev, 10), FL_ETIMEDOUT);
+    assert_true(log.calls >= 1);
+    int calls = log.calls;
+    for (int64_t r = 97; r <= 110; r += 3) { /* keys /h/1: rev % 3 == 1 */
+        assert_int_equal(fl_watch_next(w1, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    assert_int_equal(fl_watch_next(w1, &ev, 10), FL_ETIMEDOUT);
+    assert_int_equal(log.calls, calls);
+    assert_int_equal(fl_watch_hub_count(h), 2);
+    fl_watch_free(w);
+    fl_watch_free(w1);
+    assert_int_equal(fl_watch_hub_count(h), 0);
+    fl_watch_hub_free(h);
+}
+
+static void test_watch_backlog_overflow_expires_the_watch(void **state)
+{
+    fake_log log = { 0 };
+    fl_watch_hub *h = fl_watch_hub_new(0, 16, 10, fake_replay, &log);
+    fl_watch *slow = NULL, *fast = NULL;
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 0, &slow), 0);
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 0, &fast), 0);
+    fl_event *ev;
+    for (int64_t r = 1; r <= 25; r++) {
+        publish_range(h, r, r);
+        assert_int_equal(fl_watch_next(fast, &ev, 0), 0); /* keeps up: never expires */
+        assert_int_equal(ev->rev, r);
+    }
+    assert_int_equal(fl_watch_next(slow, &ev, 0), FL_EEXPIRED);
+    assert_int_equal(fl_watch_next(slow, &ev, 0), FL_EEXPIRED); /* sticky */
+    fl_watch_free(slow);
+    fl_watch_free(fast);
+    fl_watch_hub_free(h);
+}
+
 /* ---- durability ---- */
 
 static void test_reopen_keeps_values_revisions_and_head(void **state)
@@ -1103,6 +1250,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_cas_increments_are_never_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_opened_during_writes_has_no_gap_or_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_batch_returns_eio_to_every_op_and_changes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test(test_watch_below_ring_reads_log_then_ring_without_gap),
+        cmocka_unit_test(test_watch_backlog_overflow_expires_the_watch),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_values_revisions_and_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acknowledged_writes_survive_kill9, setup, teardown),
     };

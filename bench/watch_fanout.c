@@ -1,0 +1,453 @@
+/* watch_fanout.c - watch event delivery latency with many concurrent watchers.
+ *
+ * Two rounds in one run against one server, each in its own fresh namespace:
+ *   baseline: 1 watcher;  fan-out: W watchers (default 1,000).
+ * In each round the watchers - W libcurl easy handles streaming chunked responses, driven
+ * by one libcurl multi handle in one thread, as an informer-heavy client would - watch
+ * ConfigMaps in the namespace from the namespace's creation revision. Once the server
+ * reports every watch open (the flotilla_watch_count gauge on /metrics), one writer creates
+ * M ConfigMaps at a steady pace, noting the monotonic time just before each POST starts
+ * (`sent`) and when its 201 arrives (`ack`). The watcher thread notes when each watcher
+ * receives the ADDED event for each object (the object's name carries its sequence
+ * number). Latency is receive time - send start, which includes the durable commit; the
+ * writer's own create latency is printed beside it. Events delivered vs expected must be
+ * W x M, each exactly once and in order per watcher.
+ *
+ * Both clocks are this process's CLOCK_MONOTONIC, so no cross-process clock skew enters.
+ * The single receiving thread shares the 2 cores with the server; its own parsing time is
+ * part of the figure (it only scans each line for the type and the name).
+ *
+ * Usage: watch_fanout [--flotilla PATH] [--watchers 1000] [--objects 200] [--rate 20]
+ *                     [--size BYTES] [--dir PARENT] [--http] [--keep]
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+typedef struct round_state round_state;
+
+typedef struct watcher {
+    round_state *rs;
+    int idx;
+    CURL *c;
+    char *line;          /* bytes of an unfinished event line */
+    size_t n, cap;
+    int last_seq;        /* for the ordering check */
+    bool ended;          /* the server ended the stream */
+    long code;
+} watcher;
+
+struct round_state {
+    const fb_server *s;
+    const char *ns;
+    int nwatchers, nobjects;
+    long long from_rv;
+    watcher *w;
+    struct curl_slist *hdrs;
+    int64_t *recv;       /* nwatchers x nobjects receive times, 0 = not received */
+    int64_t *sent, *ack;
+    atomic_int stop;
+    atomic_long delivered; /* slots filled, read by the writer to stop waiting early */
+    /* counted by the receiver thread only */
+    long duplicates, out_of_order, unexpected, errors_ev, ended_early, bad_lines;
+    char first_problem[512];
+};
+
+static void problem(round_state *rs, const char *fmt, const char *detail)
+{
+    if (!rs->first_problem[0])
+        snprintf(rs->first_problem, sizeof rs->first_problem, fmt, detail);
+}
+
+/* One complete event line from watcher w, received at time `now`. */
+static void on_line(watcher *w, const char *line, size_t len, int64_t now)
+{
+    round_state *rs = w->rs;
+    (void)len;
+    if (!strncmp(line, "{\"type\":\"ADDED\"", 15)) {
+        const char *nm = strstr(line, "\"name\":\"obj-");
+        if (!nm) {
+            rs->bad_lines++;
+            problem(rs, "ADDED event without an obj- name: %.200s", line);
+            return;
+        }
+        int seq = atoi(nm + strlen("\"name\":\"obj-"));
+        if (seq < 0 || seq >= rs->nobjects) {
+            rs->bad_lines++;
+            return;
+        }
+        int64_t *slot = &rs->recv[(size_t)w->idx * (size_t)rs->nobjects + (size_t)seq];
+        if (*slot)
+            rs->duplicates++;
+        else {
+            *slot = now;
+            atomic_fetch_add(&rs->delivered, 1);
+        }
+        if (seq <= w->last_seq)
+            rs->out_of_order++;
+        w->last_seq = seq;
+    } else if (!strncmp(line, "{\"type\":\"BOOKMARK\"", 18)) {
+        /* progress notifications: fine */
+    } else if (!strncmp(line, "{\"type\":\"ERROR\"", 15)) {
+        rs->errors_ev++;
+        problem(rs, "ERROR event: %.300s", line);
+    } else {
+        rs->unexpected++;
+        problem(rs, "unexpected event: %.300s", line);
+    }
+}
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    watcher *w = userdata;
+    size_t len = size * nmemb;
+    int64_t now = fb_now_ns();
+    if (w->n + len + 1 > w->cap) {
+        size_t cap = w->cap ? w->cap : 8192;
+        while (cap < w->n + len + 1)
+            cap *= 2;
+        w->line = realloc(w->line, cap);
+        if (!w->line)
+            abort();
+        w->cap = cap;
+    }
+    memcpy(w->line + w->n, ptr, len);
+    w->n += len;
+    w->line[w->n] = 0;
+    size_t start = 0;
+    char *nl;
+    while ((nl = memchr(w->line + start, '\n', w->n - start)) != NULL) {
+        *nl = 0;
+        if (nl > w->line + start)
+            on_line(w, w->line + start, (size_t)(nl - (w->line + start)), now);
+        start = (size_t)(nl - w->line) + 1;
+    }
+    if (start) {
+        memmove(w->line, w->line + start, w->n - start);
+        w->n -= start;
+    }
+    return len;
+}
+
+/* The receiving thread: every watch of the round in one multi handle. */
+static void *receiver_main(void *arg)
+{
+    round_state *rs = arg;
+    CURLM *m = curl_multi_init();
+    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+    char url[512];
+    snprintf(url, sizeof url,
+             "%s/api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%lld&allowWatchBookmarks=true"
+             "&timeoutSeconds=1800",
+             rs->s->url, rs->ns, rs->from_rv);
+    for (int i = 0; i < rs->nwatchers; i++) {
+        watcher *w = &rs->w[i];
+        w->c = fb_curl_new(rs->s, rs->hdrs);
+        curl_easy_setopt(w->c, CURLOPT_URL, url);
+        curl_easy_setopt(w->c, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(w->c, CURLOPT_WRITEDATA, w);
+        curl_easy_setopt(w->c, CURLOPT_PRIVATE, w);
+        curl_easy_setopt(w->c, CURLOPT_CONNECTTIMEOUT, 60L);
+        curl_multi_add_handle(m, w->c);
+    }
+    int running = 1;
+    while (!atomic_load(&rs->stop)) {
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            watcher *w = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &w->code);
+            w->ended = true;
+            rs->ended_early++;
+            char d[200];
+            snprintf(d, sizeof d, "HTTP %ld, %s, last bytes: %.80s", w->code, curl_easy_strerror(msg->data.result),
+                     w->line ? w->line : "");
+            problem(rs, "a watch stream ended before the round did: %s", d);
+        }
+        curl_multi_poll(m, NULL, 0, 50, NULL);
+    }
+    for (int i = 0; i < rs->nwatchers; i++) {
+        curl_multi_remove_handle(m, rs->w[i].c);
+        curl_easy_cleanup(rs->w[i].c);
+        free(rs->w[i].line);
+    }
+    curl_multi_cleanup(m);
+    return NULL;
+}
+
+typedef struct round_result {
+    int watchers, objects;
+    long delivered, expected;
+    double p50, p99, max;          /* receive - send start */
+    double ack_p50, ack_p99;       /* receive - ack (negative: before the writer saw its 201) */
+    double create_p50, create_p99; /* the writer's own POST latency */
+    double rate;                   /* achieved writes/s */
+    bool ok;
+} round_result;
+
+static long long create_namespace(CURL *c, const fb_server *s, const char *ns)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
+    fb_buf out = {0};
+    long code = fb_request(c, s, "POST", "/api/v1/namespaces", body, strlen(body), &out);
+    long long rv = code == 201 ? fb_json_rv(out.p) : -1;
+    if (rv < 0)
+        fprintf(stderr, "SERVER PROBLEM: creating namespace %s: HTTP %ld %s\n", ns, code, out.p ? out.p : "");
+    free(out.p);
+    return rv;
+}
+
+static round_result run_round(const fb_server *s, const char *ns, int nwatchers, int nobjects, double rate,
+                              size_t size)
+{
+    round_result rr = {.watchers = nwatchers, .objects = nobjects};
+    round_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.s = s;
+    rs.ns = ns;
+    rs.nwatchers = nwatchers;
+    rs.nobjects = nobjects;
+    rs.hdrs = fb_headers(s);
+    rs.w = calloc((size_t)nwatchers, sizeof *rs.w);
+    for (int i = 0; i < nwatchers; i++)
+        rs.w[i] = (watcher){.rs = &rs, .idx = i, .last_seq = -1};
+    rs.recv = calloc((size_t)nwatchers * (size_t)nobjects, sizeof *rs.recv);
+    rs.sent = calloc((size_t)nobjects, sizeof *rs.sent);
+    rs.ack = calloc((size_t)nobjects, sizeof *rs.ack);
+    if (!rs.w || !rs.recv || !rs.sent || !rs.ack)
+        abort();
+
+    CURL *wc = fb_curl_new(s, rs.hdrs);
+    rs.from_rv = create_namespace(wc, s, ns);
+    if (rs.from_rv < 0)
+        exit(1);
+    double g0 = fb_metric(s, "flotilla_watch_count");
+    printf("\n== %d watcher%s, %d objects at %.0f/s, namespace %s ==\n", nwatchers, nwatchers == 1 ? "" : "s",
+           nobjects, rate, ns);
+    fflush(stdout);
+    int64_t t_open = fb_now_ns();
+    pthread_t rth;
+    pthread_create(&rth, NULL, receiver_main, &rs);
+
+    /* wait until the server has every watch registered (bounded) */
+    double g = g0;
+    int64_t deadline = fb_now_ns() + 120LL * 1000000000LL;
+    while (fb_now_ns() < deadline && (g = fb_metric(s, "flotilla_watch_count")) < g0 + nwatchers)
+        usleep(50000);
+    printf("  %0.f watches open on the server after %.2f s (gauge %.0f before)\n", g - g0,
+           (double)(fb_now_ns() - t_open) / 1e9, g0);
+    if (g < g0 + nwatchers)
+        printf("  SERVER PROBLEM: only %.0f of %d watches registered within 120 s; measuring anyway\n", g - g0,
+               nwatchers);
+    usleep(200000);
+
+    /* the writer: M creates at a steady pace */
+    char *body = malloc(size + 512);
+    fb_buf out = {0};
+    int create_errors = 0;
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps", ns);
+    int64_t period = (int64_t)(1e9 / rate);
+    int64_t t0 = fb_now_ns() + 10000000;
+    for (int i = 0; i < nobjects; i++) {
+        fb_sleep_until(t0 + i * period);
+        int n = snprintf(body, size + 512,
+                         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"obj-%06d\"},"
+                         "\"data\":{\"payload\":\"",
+                         i);
+        memset(body + n, 'a' + i % 26, size);
+        n += (int)size;
+        n += snprintf(body + n, 8, "\"}}");
+        rs.sent[i] = fb_now_ns();
+        long code = fb_request(wc, s, "POST", path, body, (size_t)n, &out);
+        rs.ack[i] = fb_now_ns();
+        if (code != 201 && create_errors++ == 0)
+            printf("  SERVER PROBLEM: create obj-%06d: HTTP %ld %.300s\n", i, code, out.p ? out.p : "");
+    }
+    int64_t t_last = fb_now_ns();
+    rr.rate = nobjects / ((double)(t_last - t0) / 1e9);
+
+    /* wait for delivery to complete: every slot filled, or 15 s after the last write */
+    size_t total = (size_t)nwatchers * (size_t)nobjects;
+    deadline = t_last + 15LL * 1000000000LL;
+    while ((size_t)atomic_load(&rs.delivered) < total && fb_now_ns() < deadline)
+        usleep(20000);
+    atomic_store(&rs.stop, 1);
+    pthread_join(rth, NULL);
+
+    /* statistics */
+    int64_t *lat = malloc(total * sizeof *lat), *alat = malloc(total * sizeof *alat);
+    size_t nl = 0;
+    for (int w = 0; w < nwatchers; w++)
+        for (int i = 0; i < nobjects; i++) {
+            int64_t r = rs.recv[(size_t)w * (size_t)nobjects + (size_t)i];
+            if (!r)
+                continue;
+            lat[nl] = r - rs.sent[i];
+            alat[nl] = r - rs.ack[i];
+            nl++;
+        }
+    rr.delivered = (long)nl;
+    rr.expected = (long)total;
+    rr.p50 = fb_pct_ms(lat, nl, 50);
+    rr.p99 = fb_pct_sorted_ms(lat, nl, 99);
+    rr.max = fb_pct_sorted_ms(lat, nl, 100);
+    rr.ack_p50 = fb_pct_ms(alat, nl, 50);
+    rr.ack_p99 = fb_pct_sorted_ms(alat, nl, 99);
+    int64_t *cl = malloc((size_t)nobjects * sizeof *cl);
+    for (int i = 0; i < nobjects; i++)
+        cl[i] = rs.ack[i] - rs.sent[i];
+    rr.create_p50 = fb_pct_ms(cl, (size_t)nobjects, 50);
+    rr.create_p99 = fb_pct_sorted_ms(cl, (size_t)nobjects, 99);
+    rr.ok = nl == total && !rs.duplicates && !rs.out_of_order && !rs.errors_ev && !rs.unexpected && !create_errors &&
+            !rs.ended_early && !rs.bad_lines;
+
+    printf("  writer: %d creates at %.1f/s achieved, create p50 %.2f ms p99 %.2f ms, errors %d\n", nobjects, rr.rate,
+           rr.create_p50, rr.create_p99, create_errors);
+    printf("  delivered %ld of %ld events (%s); duplicates %ld, out of order %ld, ERROR events %ld,"
+           " unexpected %ld, streams ended early %ld\n",
+           rr.delivered, rr.expected, rr.delivered == rr.expected ? "all" : "MISSING SOME", rs.duplicates,
+           rs.out_of_order, rs.errors_ev, rs.unexpected, rs.ended_early);
+    printf("  delivery latency (receive - send start): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", rr.p50, rr.p99,
+           rr.max);
+    printf("  delivery latency (receive - writer's 201): p50 %.2f ms  p99 %.2f ms\n", rr.ack_p50, rr.ack_p99);
+    if (!rr.ok) {
+        printf("  SERVER PROBLEM: watch delivery was not complete and exact in this round%s%s\n",
+               rs.first_problem[0] ? "; first: " : "", rs.first_problem);
+        if (rr.delivered < rr.expected) {
+            /* which watchers lost what: the first few */
+            int shown = 0;
+            for (int w = 0; w < nwatchers && shown < 5; w++) {
+                int miss = 0, first = -1;
+                for (int i = 0; i < nobjects; i++)
+                    if (!rs.recv[(size_t)w * (size_t)nobjects + (size_t)i]) {
+                        miss++;
+                        if (first < 0)
+                            first = i;
+                    }
+                if (miss) {
+                    printf("    watcher %d missed %d events, first obj-%06d (HTTP %ld, stream %s)\n", w, miss,
+                           first, rs.w[w].code, rs.w[w].ended ? "ended" : "open");
+                    shown++;
+                }
+            }
+        }
+    }
+    fflush(stdout);
+    free(lat);
+    free(alat);
+    free(cl);
+    free(body);
+    free(out.p);
+    curl_easy_cleanup(wc);
+    curl_slist_free_all(rs.hdrs);
+    free(rs.w);
+    free(rs.recv);
+    free(rs.sent);
+    free(rs.ack);
+    return rr;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: watch_fanout [--flotilla PATH] [--watchers 1000] [--objects 200] [--rate 20]\n"
+                    "                    [--size BYTES] [--dir PARENT] [--http] [--keep]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *flotilla_arg = NULL, *parent = NULL;
+    int nwatchers = 1000, nobjects = 200;
+    double rate = 20;
+    size_t size = 1024;
+    bool http = false, keep = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool hv = i + 1 < argc;
+        if (!strcmp(a, "--flotilla") && hv)
+            flotilla_arg = argv[++i];
+        else if (!strcmp(a, "--watchers") && hv)
+            nwatchers = atoi(argv[++i]);
+        else if (!strcmp(a, "--objects") && hv)
+            nobjects = atoi(argv[++i]);
+        else if (!strcmp(a, "--rate") && hv)
+            rate = atof(argv[++i]);
+        else if (!strcmp(a, "--size") && hv)
+            size = (size_t)atol(argv[++i]);
+        else if (!strcmp(a, "--dir") && hv)
+            parent = argv[++i];
+        else if (!strcmp(a, "--http"))
+            http = true;
+        else if (!strcmp(a, "--keep"))
+            keep = true;
+        else
+            usage();
+    }
+    if (nwatchers <= 0 || nobjects <= 0 || rate <= 0 || nobjects > 1000000 ||
+        (double)nwatchers * nobjects > 5e7)
+        usage();
+    long nofile = fb_raise_nofile();
+    if (nofile < nwatchers + 64) {
+        fprintf(stderr, "watch_fanout: RLIMIT_NOFILE is %ld, need at least %d; raise the hard limit\n", nofile,
+                nwatchers + 64);
+        return 1;
+    }
+    curl_global_init(CURL_GLOBAL_ALL);
+    const char *flotilla = fb_flotilla_path(flotilla_arg);
+    char *dir = fb_mkdtemp(parent, "fl-bench-watch");
+    const char *extra[2] = {http ? "--insecure-http" : NULL, NULL};
+    fb_server s;
+    if (fb_server_start(flotilla, dir, extra, &s))
+        return 1;
+    printf("watch_fanout: %s, server %s, %zu B payload, RLIMIT_NOFILE %ld, data in %s\n", flotilla, s.url, size,
+           nofile, dir);
+
+    round_result base = run_round(&s, "watch-baseline", 1, nobjects, rate, size);
+    bool alive = fb_server_alive(&s);
+    round_result fan = {0};
+    if (alive) {
+        char ns[64];
+        snprintf(ns, sizeof ns, "watch-fanout-%d", nwatchers);
+        fan = run_round(&s, ns, nwatchers, nobjects, rate, size);
+        alive = fb_server_alive(&s);
+    }
+    if (!alive)
+        printf("SERVER PROBLEM: the server died during the run\n");
+    long rss = fb_proc_kib(s.pid, "VmRSS");
+
+    printf("\nSummary (%s, %d objects at %.0f/s, %zu B payload)\n", s.url, nobjects, rate, size);
+    printf("| watchers | delivered / expected | p50 ms | p99 ms | max ms | p99 from 201 ms | writer create p99 ms |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    round_result *rr[2] = {&base, &fan};
+    for (int k = 0; k < 2; k++)
+        printf("| %d | %ld / %ld | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr[k]->watchers, rr[k]->delivered,
+               rr[k]->expected, rr[k]->p50, rr[k]->p99, rr[k]->max, rr[k]->ack_p99, rr[k]->create_p99);
+    if (base.p99 > 0)
+        printf("ratio p99 %d watchers / 1 watcher: %.1fx; p50: %.1fx\n", nwatchers, fan.p99 / base.p99,
+               base.p50 > 0 ? fan.p50 / base.p50 : 0);
+    if (rss > 0)
+        printf("server RSS at the end: %.1f MiB\n", rss / 1024.0);
+    printf("target delivery P99 <= 50 ms at %d watchers: %.2f ms -> %s; all events delivered: %s\n", nwatchers,
+           fan.p99, fan.p99 <= 50 ? "met" : "NOT met", fan.ok && base.ok ? "yes" : "NO");
+    int st = fb_server_stop(&s);
+    if (!keep) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+    }
+    free(dir);
+    curl_global_cleanup();
+    return (fan.ok && base.ok && st == 0) ? 0 : 1;
+}

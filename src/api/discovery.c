@@ -1,0 +1,327 @@
+/* discovery.c - the discovery documents kubectl and client libraries read first:
+ * /api (APIVersions), /apis (APIGroupList), /apis/G (APIGroup), /api/v1 and
+ * /apis/G/V (APIResourceList), and aggregated discovery (apidiscovery.k8s.io/v2
+ * APIGroupDiscoveryList) for /api and /apis, all derived from the kind table.
+ *
+ * Documents are built together for one fl_kinds_generation() and cached; a call returns
+ * a new reference to the cached value, which callers must treat as read-only (jansson
+ * 2.14 dumps without mutating, so concurrent serialisation is safe). /api is built fresh
+ * on each call so that the server may fill serverAddress in.
+ *
+ * Ordering follows upstream: groups in the order of the kind listing (built-ins first),
+ * versions by Kubernetes version priority (GA > beta > alpha, newest first; the first is
+ * the preferred version), resources by name with subresources after their parent. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/discovery.h"
+#include "api/kinds.h"
+#include "core/mem.h"
+
+int fl_kinds__version_cmp(const char *a, const char *b); /* kinds.c */
+
+/* Built per kinds generation. */
+typedef struct disc_cache {
+    uint64_t gen;
+    bool valid;
+    json_t *groups;     /* APIGroupList */
+    json_t *group_map;  /* group name -> APIGroup */
+    json_t *lists;      /* "group/version" ("/v1" for core) -> APIResourceList */
+    json_t *agg_core;   /* APIGroupDiscoveryList for /api */
+    json_t *agg_apis;   /* APIGroupDiscoveryList for /apis */
+} disc_cache;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static disc_cache cache;
+
+static const char *all_verbs[] = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+                                  NULL};
+/* Namespaces have no deletecollection upstream. */
+static const char *namespace_verbs[] = {"create", "delete", "get", "list", "patch", "update", "watch", NULL};
+static const char *sub_verbs[] = {"get", "patch", "update", NULL};
+
+static json_t *str_array(const char *const *v, size_t max)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < max && v[i]; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+static json_t *verbs_for(const fl_kind *k)
+{
+    bool ns = !k->group[0] && !strcmp(k->resource, "namespaces");
+    return str_array(ns ? namespace_verbs : all_verbs, 16);
+}
+
+/* A stable short hash in the shape of upstream's storageVersionHash (base64 of 8 bytes). */
+static json_t *storage_version_hash(const fl_kind *k)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint64_t h = 1469598103934665603ULL;
+    const char *parts[3] = {k->group, k->version, k->kind};
+    for (int i = 0; i < 3; i++) {
+        for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++) {
+            h ^= *p;
+            h *= 1099511628211ULL;
+        }
+        h ^= '/';
+        h *= 1099511628211ULL;
+    }
+    unsigned char b[9];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(h >> (56 - 8 * i));
+    b[8] = 0;
+    char out[13];
+    int o = 0;
+    for (int i = 0; i < 9; i += 3) {
+        unsigned v = (unsigned)b[i] << 16 | (unsigned)b[i + 1] << 8 | b[i + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = b64[(v >> 6) & 63];
+        out[o++] = b64[v & 63];
+    }
+    out[11] = '='; /* 8 bytes encode to 11 characters and one pad */
+    out[12] = '\0';
+    return json_string(out);
+}
+
+static json_t *gvk_obj(const char *group, const char *version, const char *kind)
+{
+    return json_pack("{s:s, s:s, s:s}", "group", group, "version", version, "kind", kind);
+}
+
+/* APIResource entries for k (the resource, then its subresources) appended to arr. */
+static void add_api_resources(json_t *arr, const fl_kind *k)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "name", json_string(k->resource));
+    json_object_set_new(r, "singularName", json_string(k->singular));
+    json_object_set_new(r, "namespaced", json_boolean(k->namespaced));
+    json_object_set_new(r, "kind", json_string(k->kind));
+    json_object_set_new(r, "verbs", verbs_for(k));
+    if (k->short_names[0])
+        json_object_set_new(r, "shortNames", str_array(k->short_names, 4));
+    if (k->categories[0])
+        json_object_set_new(r, "categories", str_array(k->categories, 3));
+    json_object_set_new(r, "storageVersionHash", storage_version_hash(k));
+    json_array_append_new(arr, r);
+    /* "scale" sorts before "status" */
+    if (k->has_scale)
+        json_array_append_new(arr, json_pack("{s:s++, s:s, s:b, s:s, s:s, s:s, s:o}", "name", k->resource, "/",
+                                             "scale", "singularName", "", "namespaced", k->namespaced, "group",
+                                             "autoscaling", "version", "v1", "kind", "Scale", "verbs",
+                                             str_array(sub_verbs, 8)));
+    if (k->has_status)
+        json_array_append_new(arr, json_pack("{s:s++, s:s, s:b, s:s, s:o}", "name", k->resource, "/", "status",
+                                             "singularName", "", "namespaced", k->namespaced, "kind", k->kind,
+                                             "verbs", str_array(sub_verbs, 8)));
+}
+
+/* apidiscovery.k8s.io/v2 APIResourceDiscovery for k. */
+static json_t *agg_resource(const fl_kind *k)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "resource", json_string(k->resource));
+    json_object_set_new(r, "responseKind", gvk_obj(k->group, k->version, k->kind));
+    json_object_set_new(r, "scope", json_string(k->namespaced ? "Namespaced" : "Cluster"));
+    json_object_set_new(r, "singularResource", json_string(k->singular));
+    json_object_set_new(r, "verbs", verbs_for(k));
+    if (k->short_names[0])
+        json_object_set_new(r, "shortNames", str_array(k->short_names, 4));
+    if (k->categories[0])
+        json_object_set_new(r, "categories", str_array(k->categories, 3));
+    if (k->has_scale || k->has_status) {
+        json_t *subs = json_array();
+        if (k->has_scale)
+            json_array_append_new(subs, json_pack("{s:s, s:o, s:o}", "subresource", "scale", "responseKind",
+                                                  gvk_obj("autoscaling", "v1", "Scale"), "verbs",
+                                                  str_array(sub_verbs, 8)));
+        if (k->has_status)
+            json_array_append_new(subs, json_pack("{s:s, s:o, s:o}", "subresource", "status", "responseKind",
+                                                  gvk_obj(k->group, k->version, k->kind), "verbs",
+                                                  str_array(sub_verbs, 8)));
+        json_object_set_new(r, "subresources", subs);
+    }
+    return r;
+}
+
+static int cmp_version_str(const void *a, const void *b)
+{
+    return fl_kinds__version_cmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Distinct versions of group among kinds, preferred first. *out is a heap array of
+ * borrowed strings. */
+static size_t group_versions(const fl_kind **kinds, size_t n, const char *group, const char ***out)
+{
+    const char **v = fl_calloc(n ? n : 1, sizeof(*v));
+    size_t nv = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(kinds[i]->group, group))
+            continue;
+        size_t j;
+        for (j = 0; j < nv && strcmp(v[j], kinds[i]->version); j++)
+            ;
+        if (j == nv)
+            v[nv++] = kinds[i]->version;
+    }
+    qsort(v, nv, sizeof(*v), cmp_version_str);
+    *out = v;
+    return nv;
+}
+
+static int cmp_kind_resource(const void *a, const void *b)
+{
+    return strcmp((*(const fl_kind *const *)a)->resource, (*(const fl_kind *const *)b)->resource);
+}
+
+/* Kinds of one group/version sorted by resource; *out heap array of borrowed kinds. */
+static size_t gv_kinds(const fl_kind **kinds, size_t n, const char *group, const char *version,
+                       const fl_kind ***out)
+{
+    const fl_kind **v = fl_calloc(n ? n : 1, sizeof(*v));
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(kinds[i]->group, group) && !strcmp(kinds[i]->version, version))
+            v[m++] = kinds[i];
+    qsort(v, m, sizeof(*v), cmp_kind_resource);
+    *out = v;
+    return m;
+}
+
+static void cache_clear(disc_cache *c)
+{
+    json_decref(c->groups);
+    json_decref(c->group_map);
+    json_decref(c->lists);
+    json_decref(c->agg_core);
+    json_decref(c->agg_apis);
+    memset(c, 0, sizeof(*c));
+}
+
+/* One group's APIVersionDiscovery list (aggregated) and its APIResourceLists. */
+static json_t *build_group(const fl_kind **kinds, size_t n, const char *group, json_t *lists, json_t **api_group)
+{
+    const char **versions;
+    size_t nv = group_versions(kinds, n, group, &versions);
+    json_t *agg_versions = json_array();
+    json_t *gv_entries = json_array();
+    for (size_t v = 0; v < nv; v++) {
+        const fl_kind **gk;
+        size_t m = gv_kinds(kinds, n, group, versions[v], &gk);
+        json_t *resources = json_array(), *agg_res = json_array();
+        for (size_t i = 0; i < m; i++) {
+            add_api_resources(resources, gk[i]);
+            json_array_append_new(agg_res, agg_resource(gk[i]));
+        }
+        free(gk);
+        char *gv = group[0] ? fl_asprintf("%s/%s", group, versions[v]) : fl_strdup(versions[v]);
+        char *key = fl_asprintf("%s/%s", group, versions[v]);
+        json_object_set_new(lists, key,
+                            json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList", "apiVersion", "v1",
+                                      "groupVersion", gv, "resources", resources));
+        json_array_append_new(gv_entries, json_pack("{s:s, s:s}", "groupVersion", gv, "version", versions[v]));
+        json_array_append_new(agg_versions, json_pack("{s:s, s:o, s:s}", "version", versions[v], "resources",
+                                                      agg_res, "freshness", "Current"));
+        free(gv);
+        free(key);
+    }
+    if (api_group && nv) {
+        json_t *pref = json_deep_copy(json_array_get(gv_entries, 0));
+        *api_group = json_pack("{s:s, s:o, s:o}", "name", group, "versions", gv_entries, "preferredVersion", pref);
+    } else {
+        json_decref(gv_entries);
+    }
+    free(versions);
+    json_t *meta = group[0] ? json_pack("{s:s, s:n}", "name", group, "creationTimestamp")
+                            : json_pack("{s:n}", "creationTimestamp");
+    return json_pack("{s:o, s:o}", "metadata", meta, "versions", agg_versions);
+}
+
+static json_t *agg_list(json_t *items)
+{
+    return json_pack("{s:s, s:s, s:{}, s:o}", "kind", "APIGroupDiscoveryList", "apiVersion",
+                     "apidiscovery.k8s.io/v2", "metadata", "items", items);
+}
+
+/* Rebuild everything if the kind set changed. Caller holds cache_lock. */
+static void cache_refresh(void)
+{
+    uint64_t gen = fl_kinds_generation();
+    if (cache.valid && cache.gen == gen)
+        return;
+    cache_clear(&cache);
+    const fl_kind **kinds;
+    size_t n = fl_kinds_list(&kinds);
+
+    cache.lists = json_object();
+    cache.group_map = json_object();
+    json_t *groups = json_array(), *agg_items = json_array();
+
+    cache.agg_core = agg_list(json_pack("[o]", build_group(kinds, n, "", cache.lists, NULL)));
+
+    for (size_t i = 0; i < n; i++) {
+        const char *g = kinds[i]->group;
+        if (!g[0] || json_object_get(cache.group_map, g))
+            continue;
+        json_t *api_group = NULL;
+        json_array_append_new(agg_items, build_group(kinds, n, g, cache.lists, &api_group));
+        json_t *with_kind = json_deep_copy(api_group);
+        json_object_set_new(with_kind, "kind", json_string("APIGroup"));
+        json_object_set_new(with_kind, "apiVersion", json_string("v1"));
+        json_object_set_new(cache.group_map, g, with_kind);
+        json_array_append_new(groups, api_group);
+    }
+    free(kinds);
+    cache.groups = json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups", groups);
+    cache.agg_apis = agg_list(agg_items);
+    cache.gen = gen;
+    cache.valid = true;
+}
+
+/* Return a new reference to one cached value (NULL stays NULL). */
+static json_t *cached(json_t *(*pick)(const void *), const void *arg)
+{
+    pthread_mutex_lock(&cache_lock);
+    cache_refresh();
+    json_t *v = json_incref(pick(arg));
+    pthread_mutex_unlock(&cache_lock);
+    return v;
+}
+
+static json_t *pick_groups(const void *arg) { return cache.groups; }
+static json_t *pick_group(const void *arg) { return json_object_get(cache.group_map, arg); }
+static json_t *pick_list(const void *arg) { return json_object_get(cache.lists, arg); }
+static json_t *pick_agg_core(const void *arg) { return cache.agg_core; }
+static json_t *pick_agg_apis(const void *arg) { return cache.agg_apis; }
+
+json_t *fl_discovery_core_versions(void)
+{
+    /* serverAddress is required by strict clients (the Python client checks it); the
+     * server may overwrite it with the address the request came in on. */
+    return json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions", "v1",
+                     "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0", "serverAddress", "");
+}
+
+json_t *fl_discovery_groups(void) { return cached(pick_groups, NULL); }
+
+json_t *fl_discovery_group(const char *group)
+{
+    if (!group || !group[0])
+        return NULL;
+    return cached(pick_group, group);
+}
+
+json_t *fl_discovery_resources(const char *group, const char *version)
+{
+    if (!version)
+        return NULL;
+    char *key = fl_asprintf("%s/%s", group ? group : "", version);
+    json_t *v = cached(pick_list, key);
+    free(key);
+    return v;
+}
+
+json_t *fl_discovery_aggregated(int core) { return cached(core ? pick_agg_core : pick_agg_apis, NULL); }
