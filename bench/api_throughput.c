@@ -8,16 +8,21 @@
  *   get     GET  .../configmaps/NAME (checked: it must return the updated resourceVersion)
  * Each phase reports ops/s over its wall time and P50/P99/max of per-request latency.
  *
- * The baseline, measured right after on the same disk: the objects exactly as the server
- * returned them from create (same JSON bytes) inserted into a fresh SQLite database in WAL
- * mode with synchronous=FULL, in a table shaped like a revision log, one transaction per
- * row - each row acknowledged only after its own commit, which is the durability a 201
- * from the server promises. Once with a single writer, once with K writer threads (SQLite
+ * The baseline, on the same disk: the objects exactly as the server returned them from
+ * create (same JSON bytes) inserted into a fresh SQLite database in WAL mode with
+ * synchronous=FULL, in a table shaped like a revision log, one transaction per row - each
+ * row acknowledged only after its own commit, which is the durability a 201 from the
+ * server promises. Once with a single writer, once with K writer threads (SQLite
  * serializes them on its write lock). The server may do better than one fsync per row
  * because it group-commits concurrent requests; that is the point of the comparison.
  *
+ * The machine is shared and its disk and CPUs drift, so the create phase and the baseline
+ * are interleaved in slices (default 4): create slice 1 through the API, insert the same
+ * rows raw with 1 writer, then with K writers, then slice 2, ... Each side's rate is its
+ * rows over the sum of its slice wall times; the two sides see the same noise.
+ *
  * Usage: api_throughput [--flotilla PATH] [--clients 1,16,64] [--objects N] [--size BYTES]
- *                       [--dir PARENT] [--http] [--no-fsync] [--keep]
+ *                       [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep]
  */
 #include <pthread.h>
 #include <sqlite3.h>
@@ -41,6 +46,7 @@ typedef struct phase_result {
 typedef struct run {
     const fb_server *s;
     int clients, n, phase;
+    int lo, hi;              /* the objects of the current slice */
     size_t size;
     char prefix[32];
     CURL **curls;
@@ -103,7 +109,7 @@ static void *client_main(void *arg)
     if (code != 200)
         note_error(r, "warm-up GET", w->k, code, out.p);
     pthread_barrier_wait(&r->go);
-    for (int i = w->k; i < r->n; i += r->clients) {
+    for (int i = r->lo + w->k; i < r->hi; i += r->clients) {
         char *body = NULL;
         int64_t t0 = fb_now_ns();
         switch (r->phase) {
@@ -157,13 +163,13 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-/* Run one phase with all K clients; the clock runs from the barrier to the last join. */
-static phase_result run_phase(run *r, int phase)
+/* Run objects [lo, hi) of one phase with all K clients; returns the wall time in seconds,
+ * from the barrier (connections warm) to the last join. */
+static double run_slice(run *r, int phase, int lo, int hi)
 {
     r->phase = phase;
-    atomic_store(&r->errors, 0);
-    r->first_err[0] = 0;
-    memset(r->lat, 0, sizeof *r->lat * (size_t)r->n);
+    r->lo = lo;
+    r->hi = hi;
     pthread_barrier_init(&r->go, NULL, (unsigned)r->clients + 1);
     pthread_t *th = calloc((size_t)r->clients, sizeof *th);
     worker *ws = calloc((size_t)r->clients, sizeof *ws);
@@ -179,9 +185,21 @@ static phase_result run_phase(run *r, int phase)
     pthread_barrier_destroy(&r->go);
     free(th);
     free(ws);
+    return (double)(t1 - t0) / 1e9;
+}
 
+static void phase_begin(run *r)
+{
+    atomic_store(&r->errors, 0);
+    r->first_err[0] = 0;
+    memset(r->lat, 0, sizeof *r->lat * (size_t)r->n);
+}
+
+/* Statistics of a finished phase over all N objects, printed as one line. */
+static phase_result phase_end(run *r, int phase, double secs)
+{
     phase_result pr = {.ops = r->n, .errors = atomic_load(&r->errors)};
-    pr.secs = (double)(t1 - t0) / 1e9;
+    pr.secs = secs;
     pr.ops_s = r->n / pr.secs;
     pr.p50 = fb_pct_ms(r->lat, (size_t)r->n, 50);
     pr.p99 = fb_pct_sorted_ms(r->lat, (size_t)r->n, 99);
@@ -200,6 +218,7 @@ static phase_result run_phase(run *r, int phase)
 typedef struct raw_run {
     const char *db;
     int threads, n;
+    int lo, hi;
     char **rows;
     const char *prefix;
     int64_t *lat;
@@ -254,7 +273,7 @@ static void *raw_main(void *arg)
     }
     char key[128];
     pthread_barrier_wait(&r->go);
-    for (int i = w->k; i < r->n; i += r->threads) {
+    for (int i = r->lo + w->k; i < r->hi; i += r->threads) {
         if (!r->rows[i])
             continue;
         snprintf(key, sizeof key, "/registry/configmaps/default/%s-%06d", r->prefix, i);
@@ -283,10 +302,9 @@ static void *raw_main(void *arg)
     return NULL;
 }
 
-static phase_result run_raw(const char *dir, int threads, int clients, int n, char **rows, const char *prefix)
+/* A fresh raw database for one baseline: DIR/raw-cK-tT.db with the revision-log table. */
+static void raw_create(const char *path)
 {
-    char path[700];
-    snprintf(path, sizeof path, "%s/raw-c%d-t%d.db", dir, clients, threads);
     sqlite3 *db = raw_open(path);
     /* the same shape as a revision log: append-only rows, an index on (name, id) */
     if (exec_sql(db, "CREATE TABLE kv (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,"
@@ -294,8 +312,26 @@ static phase_result run_raw(const char *dir, int threads, int clients, int n, ch
                      " prev_revision INTEGER NOT NULL, value BLOB NOT NULL);"
                      "CREATE INDEX kv_name_id ON kv (name, id);"))
         exit(1);
-    raw_run r = {.db = path, .threads = threads, .n = n, .rows = rows, .prefix = prefix};
-    r.lat = calloc((size_t)n, sizeof *r.lat);
+    sqlite3_close(db);
+}
+
+static void raw_remove(const char *path)
+{
+    char side[760];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+/* Insert rows [lo, hi) with `threads` writers; latencies into lat[]; returns wall seconds
+ * from the barrier (connections open) to the last join; adds failures to *errors. */
+static double raw_slice(const char *path, int threads, int lo, int hi, char **rows, const char *prefix,
+                        int64_t *lat, int *errors)
+{
+    raw_run r = {.db = path, .threads = threads, .n = hi, .lo = lo, .hi = hi, .rows = rows, .prefix = prefix,
+                 .lat = lat};
     pthread_barrier_init(&r.go, NULL, (unsigned)threads + 1);
     pthread_t *th = calloc((size_t)threads, sizeof *th);
     raw_worker *ws = calloc((size_t)threads, sizeof *ws);
@@ -308,41 +344,38 @@ static phase_result run_raw(const char *dir, int threads, int clients, int n, ch
     for (int k = 0; k < threads; k++)
         pthread_join(th[k], NULL);
     int64_t t1 = fb_now_ns();
-    phase_result pr = {.ops = n, .errors = atomic_load(&r.errors)};
-    pr.secs = (double)(t1 - t0) / 1e9;
-    pr.ops_s = n / pr.secs;
-    pr.p50 = fb_pct_ms(r.lat, (size_t)n, 50);
-    pr.p99 = fb_pct_sorted_ms(r.lat, (size_t)n, 99);
-    pr.max = fb_pct_sorted_ms(r.lat, (size_t)n, 100);
+    pthread_barrier_destroy(&r.go);
+    free(th);
+    free(ws);
+    *errors += atomic_load(&r.errors);
+    return (double)(t1 - t0) / 1e9;
+}
+
+static phase_result raw_result(int threads, int n, double secs, int64_t *lat, int errors)
+{
+    phase_result pr = {.ops = n, .errors = errors, .secs = secs};
+    pr.ops_s = n / secs;
+    pr.p50 = fb_pct_ms(lat, (size_t)n, 50);
+    pr.p99 = fb_pct_sorted_ms(lat, (size_t)n, 99);
+    pr.max = fb_pct_sorted_ms(lat, (size_t)n, 100);
     printf("  sqlite   insert  threads=%-3d rows=%-6d %7.2f s %9.0f rows/s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms"
            "  errors %d\n",
            threads, n, pr.secs, pr.ops_s, pr.p50, pr.p99, pr.max, pr.errors);
     fflush(stdout);
-    sqlite3_close(db);
-    pthread_barrier_destroy(&r.go);
-    free(th);
-    free(ws);
-    free(r.lat);
-    unlink(path);
-    char side[720];
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
     return pr;
 }
 
 static void usage(void)
 {
     fprintf(stderr, "usage: api_throughput [--flotilla PATH] [--clients 1,16,64] [--objects N] [--size BYTES]\n"
-                    "                      [--dir PARENT] [--http] [--no-fsync] [--keep]\n");
+                    "                      [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     const char *flotilla_arg = NULL, *parent = NULL;
-    int clients[8] = {1, 16, 64}, nclients = 3, n = 2000;
+    int clients[8] = {1, 16, 64}, nclients = 3, n = 2000, slices = 4;
     size_t size = 1024;
     bool http = false, nofsync = false, keep = false;
     for (int i = 1; i < argc; i++) {
@@ -356,6 +389,8 @@ int main(int argc, char **argv)
             n = atoi(argv[++i]);
         else if (!strcmp(a, "--size") && v)
             size = (size_t)atol(argv[++i]);
+        else if (!strcmp(a, "--slices") && v)
+            slices = atoi(argv[++i]);
         else if (!strcmp(a, "--dir") && v)
             parent = argv[++i];
         else if (!strcmp(a, "--http"))
@@ -367,7 +402,7 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    if (n <= 0 || nclients <= 0)
+    if (n <= 0 || nclients <= 0 || slices <= 0 || slices > n)
         usage();
     fb_raise_nofile();
     curl_global_init(CURL_GLOBAL_ALL);
@@ -409,18 +444,45 @@ int main(int argc, char **argv)
         r.rv = calloc((size_t)n, sizeof *r.rv);
         r.lat = calloc((size_t)n, sizeof *r.lat);
         printf("\n== %d client%s ==\n", r.clients, r.clients == 1 ? "" : "s");
-        for (int ph = 0; ph < PH_COUNT; ph++) {
-            res[ci][ph] = run_phase(&r, ph);
+        fflush(stdout);
+        /* create, interleaved slice by slice with the raw SQLite baselines */
+        char p1[700], pk[700];
+        snprintf(p1, sizeof p1, "%s/raw-c%d-t1.db", dir, r.clients);
+        snprintf(pk, sizeof pk, "%s/raw-c%d-t%d.db", dir, r.clients, r.clients);
+        raw_create(p1);
+        if (r.clients > 1)
+            raw_create(pk);
+        int64_t *lat1 = calloc((size_t)n, sizeof *lat1), *latk = calloc((size_t)n, sizeof *latk);
+        double t_create = 0, t_raw1 = 0, t_rawk = 0;
+        int e1 = 0, ek = 0;
+        phase_begin(&r);
+        for (int sl = 0; sl < slices; sl++) {
+            int lo = (int)((long long)n * sl / slices), hi = (int)((long long)n * (sl + 1) / slices);
+            t_create += run_slice(&r, PH_CREATE, lo, hi);
+            t_raw1 += raw_slice(p1, 1, lo, hi, r.created, r.prefix, lat1, &e1);
+            if (r.clients > 1)
+                t_rawk += raw_slice(pk, r.clients, lo, hi, r.created, r.prefix, latk, &ek);
+        }
+        res[ci][PH_CREATE] = phase_end(&r, PH_CREATE, t_create);
+        raw1[ci] = raw_result(1, n, t_raw1, lat1, e1);
+        rawk[ci] = r.clients > 1 ? raw_result(r.clients, n, t_rawk, latk, ek) : raw1[ci];
+        raw_remove(p1);
+        if (r.clients > 1)
+            raw_remove(pk);
+        free(lat1);
+        free(latk);
+        if (res[ci][PH_CREATE].errors)
+            status = 1;
+        for (int ph = PH_UPDATE; ph < PH_COUNT && fb_server_alive(&s); ph++) {
+            phase_begin(&r);
+            res[ci][ph] = phase_end(&r, ph, run_slice(&r, ph, 0, n));
             if (res[ci][ph].errors)
                 status = 1;
-            if (!fb_server_alive(&s)) {
-                printf("SERVER PROBLEM: the server died during the %s phase with %d clients\n", phase_name[ph],
-                       r.clients);
-                return 1;
-            }
         }
-        raw1[ci] = run_raw(dir, 1, r.clients, n, r.created, r.prefix);
-        rawk[ci] = r.clients > 1 ? run_raw(dir, r.clients, r.clients, n, r.created, r.prefix) : raw1[ci];
+        if (!fb_server_alive(&s)) {
+            printf("SERVER PROBLEM: the server died during the run with %d clients\n", r.clients);
+            return 1;
+        }
         printf("  => create rate = %.0f%% of raw SQLite single writer, %.0f%% of raw SQLite with %d writer%s;"
                " update rate = %.0f%% of the single writer\n",
                100 * res[ci][PH_CREATE].ops_s / raw1[ci].ops_s, 100 * res[ci][PH_CREATE].ops_s / rawk[ci].ops_s,

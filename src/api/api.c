@@ -184,6 +184,98 @@ const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2)
     return json_string_value(v);
 }
 
+/* ---- the /scale subresource ---- */
+
+static const char *crd_scale_path(const fl_kind *k, const char *field, const char *dflt)
+{
+    const json_t *scale = json_object_get(json_object_get(k->crd_version, "subresources"), "scale");
+    const char *p = json_string_value(json_object_get(scale, field));
+    return p ? p : dflt;
+}
+
+const char *fl_scale_spec_path(const fl_kind *k)
+{
+    return k->dynamic ? crd_scale_path(k, "specReplicasPath", ".spec.replicas") : ".spec.replicas";
+}
+
+/* Value at a simple dotted path ".a.b" (no indices). */
+static const json_t *at_path(const json_t *obj, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path[0] == '.' ? path + 1 : path);
+    const json_t *v = obj;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ".", &save); tok && v; tok = strtok_r(NULL, ".", &save))
+        v = json_object_get(v, tok);
+    return v;
+}
+
+static char *selector_string(const json_t *sel)
+{
+    /* status.selector of a Scale is the label selector in its text form */
+    char out[1024] = "";
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)json_object_get(sel, "matchLabels"), key, v)
+    {
+        size_t n = strlen(out);
+        snprintf(out + n, sizeof out - n, "%s%s=%s", n ? "," : "", key, json_string_value(v) ? json_string_value(v) : "");
+    }
+    size_t i;
+    json_array_foreach(json_object_get(sel, "matchExpressions"), i, v)
+    {
+        const char *k2 = json_string_value(json_object_get(v, "key"));
+        const char *op = json_string_value(json_object_get(v, "operator"));
+        if (!k2 || !op)
+            continue;
+        size_t n = strlen(out);
+        if (!strcmp(op, "Exists")) {
+            snprintf(out + n, sizeof out - n, "%s%s", n ? "," : "", k2);
+        } else if (!strcmp(op, "DoesNotExist")) {
+            snprintf(out + n, sizeof out - n, "%s!%s", n ? "," : "", k2);
+        } else {
+            char vals[512] = "";
+            size_t j;
+            json_t *val;
+            json_array_foreach(json_object_get(v, "values"), j, val)
+            {
+                size_t m = strlen(vals);
+                snprintf(vals + m, sizeof vals - m, "%s%s", j ? "," : "", json_string_value(val) ? json_string_value(val) : "");
+            }
+            snprintf(out + n, sizeof out - n, "%s%s %s (%s)", n ? "," : "", k2, !strcmp(op, "In") ? "in" : "notin", vals);
+        }
+    }
+    return fl_strdup(out);
+}
+
+json_t *fl_scale_view(const fl_kind *k, const json_t *obj)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    json_t *m = json_object();
+    static const char *copy_keys[] = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", NULL};
+    for (int i = 0; copy_keys[i]; i++) {
+        json_t *v = json_object_get(meta, copy_keys[i]);
+        if (v)
+            json_object_set(m, copy_keys[i], v);
+    }
+    const json_t *spec_r = at_path(obj, fl_scale_spec_path(k));
+    const char *status_path = k->dynamic ? crd_scale_path(k, "statusReplicasPath", ".status.replicas") : ".status.replicas";
+    const json_t *status_r = at_path(obj, status_path);
+    json_t *scale = json_pack("{s:s, s:s, s:o, s:{s:I}, s:{s:I}}", "kind", "Scale", "apiVersion", "autoscaling/v1",
+                              "metadata", m, "spec", "replicas", (json_int_t)json_integer_value(spec_r), "status",
+                              "replicas", (json_int_t)json_integer_value(status_r));
+    const json_t *sel = k->dynamic ? at_path(obj, crd_scale_path(k, "labelSelectorPath", ".status.selector"))
+                                   : json_object_get(json_object_get(obj, "spec"), "selector");
+    if (json_is_string(sel)) {
+        json_object_set(json_object_get(scale, "status"), "selector", (json_t *)sel);
+    } else if (json_is_object(sel)) {
+        char *txt = selector_string(sel);
+        json_object_set_new(json_object_get(scale, "status"), "selector", json_string(txt));
+        free(txt);
+    }
+    return scale;
+}
+
 /* ---- routing ---- */
 
 static int split_path(const char *path, char segs[][256], int max)
@@ -385,6 +477,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
     }
     if (t.sub[0]) {
         bool ok = (!strcmp(t.sub, "status") && t.kind->has_status) ||
+                  (!strcmp(t.sub, "scale") && t.kind->has_scale) ||
                   (!strcmp(t.sub, "finalize") && !strcmp(t.kind->kind, "Namespace") && !t.kind->group[0]);
         if (!ok) {
             fl_resp_status(r, 404, "NotFound", &t, NULL, "the server could not find the requested resource");

@@ -44,6 +44,11 @@ void fl_uuid4(char buf[37]);
 json_t *fl_obj_meta(json_t *obj);   /* metadata object, created if missing (borrowed) */
 const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2); /* obj[k1][k2] string or NULL */
 
+/* The autoscaling/v1 Scale view of a scalable object (new reference), and the JSON paths
+ * of its replica fields (".spec.replicas" for built-ins, the CRD's specReplicasPath). */
+json_t *fl_scale_view(const fl_kind *k, const json_t *obj);
+const char *fl_scale_spec_path(const fl_kind *k);
+
 /* Handlers. */
 void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_list(fl_api *api, fl_req *r, const fl_target *t);

@@ -145,6 +145,17 @@ void fl_api_get(fl_api *api, fl_req *r, const fl_target *t)
         fl_resp_store_error(r, rc, t);
         return;
     }
+    if (!strcmp(t->sub, "scale")) {
+        json_t *obj = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        fl_blob_unref(kv.value);
+        if (!obj) {
+            fl_resp_store_error(r, FL_EIO, t);
+            return;
+        }
+        fl_resp_json(r, 200, fl_scale_view(t->kind, obj));
+        json_decref(obj);
+        return;
+    }
     if (fl_req_wants_table(r)) {
         json_t *obj = json_loadb(kv.value->data, kv.value->len, 0, NULL);
         json_t *items = json_array();

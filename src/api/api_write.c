@@ -478,6 +478,36 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
         json_decref(in);
         return out;
     }
+    if (!strcmp(t->sub, "scale")) {
+        /* only the replica count moves from the Scale into the object */
+        out = json_deep_copy(cur);
+        json_t *rep = json_object_get(json_object_get(in, "spec"), "replicas");
+        const char *path = fl_scale_spec_path(k);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", path[0] == '.' ? path + 1 : path);
+        json_t *node = out;
+        char *save = NULL, *tok = strtok_r(buf, ".", &save);
+        while (tok) {
+            char *next = strtok_r(NULL, ".", &save);
+            if (!next) {
+                json_object_set_new(node, tok, json_integer(json_integer_value(rep)));
+                break;
+            }
+            json_t *child = json_object_get(node, tok);
+            if (!json_is_object(child)) {
+                child = json_object();
+                json_object_set_new(node, tok, child);
+            }
+            node = child;
+            tok = next;
+        }
+        json_decref(in);
+        json_t *cmeta = json_object_get(cur, "metadata");
+        if (content_changed(k, cur, out))
+            json_object_set_new(fl_obj_meta(out), "generation",
+                                json_integer(json_integer_value(json_object_get(cmeta, "generation")) + 1));
+        return out;
+    }
     out = in;
     json_t *meta = fl_obj_meta(out);
     const json_t *cmeta = json_object_get(cur, "metadata");
@@ -530,7 +560,10 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             break;
         }
         int64_t pinned = 0;
-        json_t *in = fn(ctx, r, t, cur, &pinned);
+        bool scale = !strcmp(t->sub, "scale");
+        json_t *view = scale ? fl_scale_view(k, cur) : json_incref(cur);
+        json_t *in = fn(ctx, r, t, view, &pinned);
+        json_decref(view);
         if (!in) {
             json_decref(cur);
             break;
@@ -551,7 +584,8 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
         if (same_ignoring_rv(obj, cur)) {
             /* no-op: nothing is written and the revision stays */
             json_decref(obj);
-            fl_resp_json(r, 200, cur);
+            fl_resp_json(r, 200, scale ? fl_scale_view(k, cur) : json_incref(cur));
+            json_decref(cur);
             break;
         }
         if (fl_req_dry_run(r)) {
@@ -593,7 +627,12 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
         if (finalized)
             finish_delete(api, k, obj);
         json_decref(cur);
-        fl_resp_json(r, 200, obj);
+        if (scale) {
+            fl_resp_json(r, 200, fl_scale_view(k, obj));
+            json_decref(obj);
+        } else {
+            fl_resp_json(r, 200, obj);
+        }
         free(key);
         return;
     }
@@ -646,6 +685,16 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
     json_t *body = fl_req_body_object(r, t);
     if (!body)
         return;
+    if (!strcmp(t->sub, "scale")) {
+        if (!json_is_integer(json_object_get(json_object_get(body, "spec"), "replicas"))) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "spec.replicas: expected integer");
+        } else {
+            put_ctx c = {body};
+            guaranteed_update(api, r, t, mutate_put, &c);
+        }
+        json_decref(body);
+        return;
+    }
     if (check_gvk(r, t, body) == 0) {
         char *msg = NULL;
         if (fl_validate_types(t->kind, body, &msg) != 0) {
@@ -696,15 +745,17 @@ static json_t *mutate_patch(void *vctx, fl_req *r, const fl_target *t, const jso
         json_decref(out);
         return NULL;
     }
+    bool scale = !strcmp(t->sub, "scale");
     json_t *av = json_object_get(out, "apiVersion"), *kd = json_object_get(out, "kind");
-    if (!json_is_string(kd) || strcmp(json_string_value(kd), t->kind->kind) || !json_is_string(av)) {
+    if (!json_is_string(kd) || strcmp(json_string_value(kd), scale ? "Scale" : t->kind->kind) || !json_is_string(av)) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "the patch may not change apiVersion or kind");
         json_decref(out);
         return NULL;
     }
     char *msg = NULL;
-    if (fl_validate_types(t->kind, out, &msg) != 0) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
+    if (scale ? !json_is_integer(json_object_get(json_object_get(out, "spec"), "replicas"))
+              : fl_validate_types(t->kind, out, &msg) != 0) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "spec.replicas: expected integer");
         free(msg);
         json_decref(out);
         return NULL;
@@ -1088,6 +1139,12 @@ static json_t *delete_options(fl_req *r, const fl_target *t, bool *bad)
 
 void fl_api_delete(fl_api *api, fl_req *r, const fl_target *t)
 {
+    if (!t->kind->group[0] && !strcmp(t->kind->kind, "Namespace") &&
+        (!strcmp(t->name, "default") || !strcmp(t->name, "kube-system") || !strcmp(t->name, "kube-public"))) {
+        fl_resp_status(r, 403, "Forbidden", t, NULL, "namespaces \"%s\" is forbidden: this namespace may not be deleted",
+                       t->name);
+        return;
+    }
     bool bad;
     json_t *opts = delete_options(r, t, &bad);
     if (bad)

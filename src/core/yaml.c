@@ -275,6 +275,8 @@ struct builder {
     json_t *root;
     bool empty_doc;
     char *err;         /* first error, "line L, column C: ..." */
+    const char *input; /* the caller's buffer, for re-reading single-quoted scalars */
+    size_t input_len;
 };
 
 static const struct fy_mark *no_mark(void)
@@ -529,6 +531,64 @@ static bool in_key_position(const struct builder *b)
     return b->depth > 0 && b->stack[b->depth - 1].is_map && !b->stack[b->depth - 1].have_key;
 }
 
+static int scalar_value(struct builder *b, struct fy_event *e, const struct fy_mark *m, struct fy_token *tok,
+                        const char *s, size_t n);
+
+/* libfyaml 0.7.12 mis-decodes runs of '' in single-quoted scalars (and leaks
+ * the buffer for long ones), so those are decoded here from the source text:
+ * '' is a quote, and line breaks fold as in every flow scalar - a single break
+ * becomes a space, each blank line a newline, blanks around breaks vanish.
+ * Returns a heap string (length in *outlen), or NULL if the marks look wrong. */
+static char *single_quoted(const struct builder *b, struct fy_token *tok, size_t *outlen)
+{
+    const struct fy_mark *sm = fy_token_start_mark(tok), *em = fy_token_end_mark(tok);
+    /* The token's marks span the content, just inside the quotes. */
+    if (!sm || !em || em->input_pos >= b->input_len || sm->input_pos == 0 || sm->input_pos > em->input_pos ||
+        b->input[sm->input_pos - 1] != '\'' || b->input[em->input_pos] != '\'')
+        return NULL;
+    const char *s = b->input + sm->input_pos;
+    size_t n = em->input_pos - sm->input_pos;
+    char *out = fl_malloc(n + 1);
+    size_t o = 0, pending_breaks = 0;
+    bool first = true;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && s[i] != '\n')
+            continue;
+        bool last = i == n;
+        size_t a = start, z = i;
+        if (!last && z > a && s[z - 1] == '\r')
+            z--;
+        if (!first)
+            while (a < z && (s[a] == ' ' || s[a] == '\t'))
+                a++;
+        if (!last)
+            while (z > a && (s[z - 1] == ' ' || s[z - 1] == '\t'))
+                z--;
+        if (!first) {
+            if (a == z && !last) {
+                pending_breaks++;
+                start = i + 1;
+                continue;
+            }
+            if (pending_breaks == 0)
+                out[o++] = ' ';
+            for (; pending_breaks > 0; pending_breaks--)
+                out[o++] = '\n';
+        }
+        for (size_t k = a; k < z; k++) {
+            out[o++] = s[k];
+            if (s[k] == '\'' && k + 1 < z && s[k + 1] == '\'')
+                k++;
+        }
+        first = false;
+        start = i + 1;
+    }
+    out[o] = '\0';
+    *outlen = o;
+    return out;
+}
+
 static int on_scalar(struct builder *b, struct fy_event *e)
 {
     /* Point at the node's first character: its anchor or tag if it has one. */
@@ -539,9 +599,20 @@ static int on_scalar(struct builder *b, struct fy_event *e)
         m = fy_token_start_mark(e->scalar.tag);
     struct fy_token *tok = e->scalar.value;
     size_t n = 0;
-    const char *s = tok ? fy_token_get_text(tok, &n) : "";
+    char *own = NULL;
+    if (tok && fy_token_scalar_style(tok) == FYSS_SINGLE_QUOTED)
+        own = single_quoted(b, tok, &n);
+    const char *s = own ? own : tok ? fy_token_get_text(tok, &n) : "";
     if (!s)
         s = "", n = 0;
+    int rc = scalar_value(b, e, m, tok, s, n);
+    free(own);
+    return rc;
+}
+
+static int scalar_value(struct builder *b, struct fy_event *e, const struct fy_mark *m, struct fy_token *tok,
+                        const char *s, size_t n)
+{
     bool plain = !tok || fy_token_scalar_style(tok) == FYSS_PLAIN;
     const char *tag = e->scalar.tag ? fy_token_get_text0(e->scalar.tag) : NULL;
     bool key = in_key_position(b);
@@ -735,7 +806,7 @@ static int parse_stream(const char *buf, size_t len, bool all, json_t **out, cha
     dcfg.show_position = true;
     struct fy_diag *diag = fy_diag_create(&dcfg);
     struct fy_parse_cfg pcfg = {
-        .flags = FYPCF_QUIET | FYPCF_DISABLE_RECYCLING | FYPCF_ALLOW_DUPLICATE_KEYS,
+        .flags = FYPCF_QUIET | FYPCF_ALLOW_DUPLICATE_KEYS,
         .diag = diag,
     };
     struct fy_parser *fyp = diag ? fy_parser_create(&pcfg) : NULL;
@@ -745,7 +816,7 @@ static int parse_stream(const char *buf, size_t len, bool all, json_t **out, cha
         *err = fl_strdup("line 1, column 1: cannot start the YAML parser");
         return FL_EINVAL;
     }
-    struct builder b = { .anchors = json_object() };
+    struct builder b = { .anchors = json_object(), .input = len ? buf : "", .input_len = len };
     json_t *docs = json_array();
     int rc = 0;
     size_t bad = utf8_invalid_at(buf, len);
@@ -1064,8 +1135,8 @@ static void put_inline_string(struct sbuf *sb, const char *s, size_t n)
         put_double_quoted(sb, s, n);
     else if (plain_ok(s, n))
         sb_put(sb, s, n);
-    else if (n > 0 && all_printable(s, n, false) && !memchr(s, '\'', n))
-        put_single_quoted(sb, s, n); /* libfyaml 0.7.12 misreads runs of '' */
+    else if (n > 0 && all_printable(s, n, false))
+        put_single_quoted(sb, s, n);
     else
         put_double_quoted(sb, s, n);
 }

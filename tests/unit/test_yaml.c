@@ -188,6 +188,8 @@ static void test_block_scalars(void **state)
     assert_yaml_is("a: |2\n    indented\n", "{\"a\": \"  indented\\n\"}");
     assert_yaml_is("a: \"tab\\there \\u00e9 \\\"q\\\"\"\n", "{\"a\": \"tab\\there \\u00e9 \\\"q\\\"\"}");
     assert_yaml_is("a: 'it''s'\n", "{\"a\": \"it's\"}");
+    assert_yaml_is("a: 'xy'\n", "{\"a\": \"x''y''\"}");
+    assert_yaml_is("a: 'one\n  two\n\n  three '\n", "{\"a\": \"one two\\nthree \"}");
 }
 
 static void test_unicode_passes_through(void **state)
@@ -417,7 +419,7 @@ static void test_dump_quotes_strings_with_yaml_punctuation(void **state)
     assert_dump_is("[\"a: b\", \"- x\", \"#c\", \" lead\", \"trail \", \"it's: x\", \"*star\", \"&amp\", \"!bang\", "
                    "\"{x}\", \"[y]\", \"a #b\", \"ends:\", \"---\", \"-\", \"@at\", \"`tick\", \"%pct\", \"|pipe\", "
                    "\">gt\", \"?q\", \":colon\", \",comma\", \"a#b\", \"a:b\", \"-x\"]",
-                   "- 'a: b'\n- '- x'\n- '#c'\n- ' lead'\n- 'trail '\n- \"it's: x\"\n- '*star'\n- '&amp'\n"
+                   "- 'a: b'\n- '- x'\n- '#c'\n- ' lead'\n- 'trail '\n- 'it''s: x'\n- '*star'\n- '&amp'\n"
                    "- '!bang'\n- '{x}'\n- '[y]'\n- 'a #b'\n- 'ends:'\n- '---'\n- '-'\n- '@at'\n- '`tick'\n"
                    "- '%pct'\n- '|pipe'\n- '>gt'\n- '?q'\n- ':colon'\n- ',comma'\n- a#b\n- a:b\n- -x\n");
 }

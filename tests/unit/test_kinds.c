@@ -1,0 +1,681 @@
+/* test_kinds.c - the kind table and registry: lookups, upstream names (short names,
+ * categories, scope, subresources), field selectors, validation hooks, Table columns
+ * and row functions, CustomResourceDefinition apply/replace/remove, and the
+ * strategic-merge-patch metadata lookup. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/kinds.h"
+#include "api/validate.h"
+#include "core/err.h"
+
+/* validate.c is another module; weak stubs let this test link without it. */
+#define STUB(n) \
+    __attribute__((weak)) void n(const fl_kind *k, const json_t *o, const json_t *old, json_t *c) {}
+STUB(fl_validate_propagation_policy)
+STUB(fl_validate_override_policy)
+STUB(fl_validate_crd)
+STUB(fl_validate_namespace)
+STUB(fl_validate_cluster)
+STUB(fl_validate_resource_binding)
+STUB(fl_validate_work)
+STUB(fl_validate_interpreter_customization)
+
+static json_t *parse(const char *s)
+{
+    json_error_t e;
+    json_t *j = json_loads(s, 0, &e);
+    if (!j)
+        fail_msg("bad test JSON at %d: %s", e.line, e.text);
+    return j;
+}
+
+static bool has_name(const char *const *list, size_t max, const char *want)
+{
+    for (size_t i = 0; i < max && list[i]; i++)
+        if (!strcmp(list[i], want))
+            return true;
+    return false;
+}
+
+static const char *crontab_crd =
+    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+    "\"metadata\":{\"name\":\"crontabs.stable.example.com\"},"
+    "\"spec\":{\"group\":\"stable.example.com\",\"scope\":\"Namespaced\","
+    "\"names\":{\"plural\":\"crontabs\",\"singular\":\"crontab\",\"kind\":\"CronTab\",\"shortNames\":[\"ct\"],"
+    "\"categories\":[\"all\"]},"
+    "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+    "\"subresources\":{\"status\":{},\"scale\":{\"specReplicasPath\":\".spec.replicas\","
+    "\"statusReplicasPath\":\".status.replicas\"}},"
+    "\"additionalPrinterColumns\":[{\"name\":\"Spec\",\"type\":\"string\",\"jsonPath\":\".spec.cronSpec\"},"
+    "{\"name\":\"Replicas\",\"type\":\"integer\",\"jsonPath\":\".spec.replicas\",\"priority\":1}],"
+    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\"}}}}},"
+    "{\"name\":\"v1beta1\",\"served\":true,\"storage\":false,"
+    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}},"
+    "{\"name\":\"v1alpha1\",\"served\":false,\"storage\":false}]}}";
+
+/* ------------------------------------------------------------------ */
+
+static void test_lookup_by_resource_and_gvk(void **state)
+{
+    const fl_kind *d = fl_kind_by_resource("apps", "v1", "deployments");
+    assert_non_null(d);
+    assert_string_equal(d->kind, "Deployment");
+    assert_string_equal(d->list_kind, "DeploymentList");
+    assert_string_equal(d->singular, "deployment");
+    assert_string_equal(d->api_version, "apps/v1");
+    assert_true(d->namespaced && d->has_status && d->has_scale && d->served && !d->dynamic);
+    assert_ptr_equal(fl_kind_by_gvk("apps/v1", "Deployment"), d);
+
+    const fl_kind *p = fl_kind_by_resource("", "v1", "pods");
+    assert_non_null(p);
+    assert_string_equal(p->api_version, "v1");
+    assert_ptr_equal(fl_kind_by_resource(NULL, "v1", "pods"), p);
+    assert_ptr_equal(fl_kind_by_gvk("v1", "Pod"), p);
+
+    /* exact plural only; wrong version or group misses */
+    assert_null(fl_kind_by_resource("apps", "v1", "deployment"));
+    assert_null(fl_kind_by_resource("apps", "v1", "deploy"));
+    assert_null(fl_kind_by_resource("apps", "v1beta1", "deployments"));
+    assert_null(fl_kind_by_resource("", "v1", "deployments"));
+    assert_null(fl_kind_by_gvk("v1", "Deployment"));
+    assert_null(fl_kind_by_gvk("apps/v1", "deployment"));
+}
+
+static void test_builtin_names_match_upstream(void **state)
+{
+    static const struct {
+        const char *group, *version, *resource, *kind, *shorts[3], *category;
+        bool namespaced, status, scale;
+    } want[] = {
+        {"", "v1", "namespaces", "Namespace", {"ns"}, NULL, false, true, false},
+        {"", "v1", "configmaps", "ConfigMap", {"cm"}, NULL, true, false, false},
+        {"", "v1", "secrets", "Secret", {NULL}, NULL, true, false, false},
+        {"", "v1", "services", "Service", {"svc"}, "all", true, true, false},
+        {"", "v1", "serviceaccounts", "ServiceAccount", {"sa"}, NULL, true, false, false},
+        {"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", {"pvc"}, NULL, true, true, false},
+        {"", "v1", "pods", "Pod", {"po"}, "all", true, true, false},
+        {"", "v1", "events", "Event", {"ev"}, NULL, true, false, false},
+        {"", "v1", "nodes", "Node", {"no"}, NULL, false, true, false},
+        {"apps", "v1", "deployments", "Deployment", {"deploy"}, "all", true, true, true},
+        {"apps", "v1", "statefulsets", "StatefulSet", {"sts"}, "all", true, true, true},
+        {"apps", "v1", "daemonsets", "DaemonSet", {"ds"}, "all", true, true, false},
+        {"apps", "v1", "replicasets", "ReplicaSet", {"rs"}, "all", true, true, true},
+        {"batch", "v1", "jobs", "Job", {NULL}, "all", true, true, false},
+        {"batch", "v1", "cronjobs", "CronJob", {"cj"}, "all", true, true, false},
+        {"coordination.k8s.io", "v1", "leases", "Lease", {NULL}, NULL, true, false, false},
+        {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", {"crd", "crds"},
+         "api-extensions", false, true, false},
+        {"cluster.karmada.io", "v1alpha1", "clusters", "Cluster", {NULL}, NULL, false, true, false},
+        {"policy.karmada.io", "v1alpha1", "propagationpolicies", "PropagationPolicy", {"pp"}, "karmada-io", true,
+         false, false},
+        {"policy.karmada.io", "v1alpha1", "clusterpropagationpolicies", "ClusterPropagationPolicy", {"cpp"},
+         "karmada-io", false, false, false},
+        {"policy.karmada.io", "v1alpha1", "overridepolicies", "OverridePolicy", {"op"}, "karmada-io", true, false,
+         false},
+        {"policy.karmada.io", "v1alpha1", "clusteroverridepolicies", "ClusterOverridePolicy", {"cop"},
+         "karmada-io", false, false, false},
+        {"work.karmada.io", "v1alpha1", "works", "Work", {"wk"}, "karmada-io", true, true, false},
+        {"work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding", {"rb"}, "karmada-io", true, true,
+         false},
+        {"work.karmada.io", "v1alpha2", "clusterresourcebindings", "ClusterResourceBinding", {"crb"}, "karmada-io",
+         false, true, false},
+        {"config.karmada.io", "v1alpha1", "resourceinterpretercustomizations", "ResourceInterpreterCustomization",
+         {"ric"}, "karmada-io", false, false, false},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const fl_kind *k = fl_kind_by_resource(want[i].group, want[i].version, want[i].resource);
+        if (!k)
+            fail_msg("%s/%s %s not served", want[i].group, want[i].version, want[i].resource);
+        assert_string_equal(k->kind, want[i].kind);
+        assert_int_equal(k->namespaced, want[i].namespaced);
+        assert_int_equal(k->has_status, want[i].status);
+        assert_int_equal(k->has_scale, want[i].scale);
+        size_t nshort = 0;
+        for (size_t s = 0; s < 3 && want[i].shorts[s]; s++, nshort++)
+            if (!has_name(k->short_names, 4, want[i].shorts[s]))
+                fail_msg("%s lacks short name %s", want[i].resource, want[i].shorts[s]);
+        size_t have = 0;
+        while (have < 4 && k->short_names[have])
+            have++;
+        assert_int_equal(have, nshort);
+        if (want[i].category)
+            assert_true(has_name(k->categories, 3, want[i].category));
+        else
+            assert_null(k->categories[0]);
+        char *prefix = fl_kind_prefix(k);
+        assert_true(strstr(prefix, want[i].resource) != NULL);
+        free(prefix);
+    }
+    const fl_kind *ns = fl_kind_by_resource("", "v1", "namespaces");
+    char *prefix = fl_kind_prefix(ns);
+    assert_string_equal(prefix, "/core/namespaces/");
+    free(prefix);
+    prefix = fl_kind_prefix(fl_kind_by_resource("apps", "v1", "deployments"));
+    assert_string_equal(prefix, "/apps/deployments/");
+    free(prefix);
+}
+
+static void test_field_selectors(void **state)
+{
+    const fl_kind *pod = fl_kind_by_resource("", "v1", "pods");
+    static const char *pod_fs[] = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                                   "spec.serviceAccountName", "status.phase", "status.podIP",
+                                   "status.nominatedNodeName"};
+    for (size_t i = 0; i < 7; i++)
+        assert_true(has_name(pod->field_selectors, 8, pod_fs[i]));
+    assert_true(has_name(fl_kind_by_resource("", "v1", "secrets")->field_selectors, 8, "type"));
+    assert_true(has_name(fl_kind_by_resource("", "v1", "namespaces")->field_selectors, 8, "status.phase"));
+    assert_true(has_name(fl_kind_by_resource("", "v1", "nodes")->field_selectors, 8, "spec.unschedulable"));
+    assert_true(has_name(fl_kind_by_resource("batch", "v1", "jobs")->field_selectors, 8, "status.successful"));
+    assert_true(has_name(fl_kind_by_resource("apps", "v1", "replicasets")->field_selectors, 8, "status.replicas"));
+    const fl_kind *ev = fl_kind_by_resource("", "v1", "events");
+    assert_true(has_name(ev->field_selectors, 8, "involvedObject.name"));
+    assert_true(has_name(ev->field_selectors, 8, "involvedObject.uid"));
+    assert_true(has_name(ev->field_selectors, 8, "reason"));
+    /* every list is NULL-terminated within the array */
+    const fl_kind **all;
+    size_t n = fl_kinds_list(&all);
+    for (size_t i = 0; i < n; i++)
+        assert_null(all[i]->field_selectors[7]);
+    free(all);
+}
+
+static void test_validate_hooks(void **state)
+{
+    assert_ptr_equal(fl_kind_by_resource("", "v1", "namespaces")->validate, fl_validate_namespace);
+    assert_ptr_equal(fl_kind_by_resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")->validate,
+                     fl_validate_crd);
+    assert_ptr_equal(fl_kind_by_resource("cluster.karmada.io", "v1alpha1", "clusters")->validate,
+                     fl_validate_cluster);
+    assert_ptr_equal(fl_kind_by_resource("policy.karmada.io", "v1alpha1", "propagationpolicies")->validate,
+                     fl_validate_propagation_policy);
+    assert_ptr_equal(fl_kind_by_resource("policy.karmada.io", "v1alpha1", "clusterpropagationpolicies")->validate,
+                     fl_validate_propagation_policy);
+    assert_ptr_equal(fl_kind_by_resource("policy.karmada.io", "v1alpha1", "overridepolicies")->validate,
+                     fl_validate_override_policy);
+    assert_ptr_equal(fl_kind_by_resource("policy.karmada.io", "v1alpha1", "clusteroverridepolicies")->validate,
+                     fl_validate_override_policy);
+    assert_ptr_equal(fl_kind_by_resource("work.karmada.io", "v1alpha2", "resourcebindings")->validate,
+                     fl_validate_resource_binding);
+    assert_ptr_equal(fl_kind_by_resource("work.karmada.io", "v1alpha2", "clusterresourcebindings")->validate,
+                     fl_validate_resource_binding);
+    assert_ptr_equal(fl_kind_by_resource("work.karmada.io", "v1alpha1", "works")->validate, fl_validate_work);
+    assert_ptr_equal(
+        fl_kind_by_resource("config.karmada.io", "v1alpha1", "resourceinterpretercustomizations")->validate,
+        fl_validate_interpreter_customization);
+    assert_null(fl_kind_by_resource("", "v1", "configmaps")->validate);
+    assert_null(fl_kind_by_resource("apps", "v1", "deployments")->validate);
+}
+
+/* Columns never include NAME or AGE; a row function appends exactly one cell per column,
+ * and kinds without one give every column a jsonpath. */
+static void test_columns_and_row_arity(void **state)
+{
+    json_t *samples[] = {
+        parse("{}"),
+        parse("{\"metadata\":{\"name\":\"x\",\"deletionTimestamp\":\"2024-01-01T00:00:00Z\","
+              "\"labels\":{\"node-role.kubernetes.io/control-plane\":\"\"}},"
+              "\"spec\":{\"type\":\"LoadBalancer\",\"ports\":[{\"port\":80,\"nodePort\":30080}],"
+              "\"containers\":[{\"name\":\"a\",\"image\":\"i\"}],\"template\":{\"spec\":{\"containers\":[{}]}}},"
+              "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+              "\"containerStatuses\":[{\"name\":\"a\",\"ready\":true,\"restartCount\":2,\"state\":{\"running\":{}}}]}}"),
+    };
+    const fl_kind **all;
+    size_t n = fl_kinds_list(&all);
+    assert_true(n >= 26);
+    for (size_t i = 0; i < n; i++) {
+        const fl_kind *k = all[i];
+        assert_non_null(k->columns);
+        size_t ncol = 0;
+        for (const fl_column *c = k->columns; c->name; c++, ncol++) {
+            if (!strcasecmp(c->name, "name") || !strcasecmp(c->name, "age"))
+                fail_msg("%s defines column %s", k->kind, c->name);
+            assert_non_null(c->type);
+            assert_non_null(c->format);
+            if (!k->row && !c->jsonpath)
+                fail_msg("%s column %s has neither row function nor jsonpath", k->kind, c->name);
+        }
+        if (!k->row)
+            continue;
+        for (size_t s = 0; s < 2; s++) {
+            json_t *cells = json_array();
+            k->row(k, samples[s], cells);
+            if (json_array_size(cells) != ncol)
+                fail_msg("%s row has %zu cells for %zu columns", k->kind, json_array_size(cells), ncol);
+            json_decref(cells);
+        }
+    }
+    free(all);
+    json_decref(samples[0]);
+    json_decref(samples[1]);
+}
+
+static json_t *row_of(const char *resource, const char *group, const char *version, const char *obj)
+{
+    const fl_kind *k = fl_kind_by_resource(group, version, resource);
+    json_t *o = parse(obj), *cells = json_array();
+    k->row(k, o, cells);
+    json_decref(o);
+    return cells;
+}
+
+static void test_rows_match_kubectl(void **state)
+{
+    json_t *c = row_of("deployments", "apps", "v1",
+                       "{\"spec\":{\"replicas\":3,\"selector\":{\"matchLabels\":{\"app\":\"web\"}},"
+                       "\"template\":{\"spec\":{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:1\"},"
+                       "{\"name\":\"side\",\"image\":\"busybox\"}]}}},"
+                       "\"status\":{\"readyReplicas\":2,\"updatedReplicas\":3,\"availableReplicas\":2}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "2/3");
+    assert_int_equal(json_integer_value(json_array_get(c, 1)), 3);
+    assert_int_equal(json_integer_value(json_array_get(c, 2)), 2);
+    assert_string_equal(json_string_value(json_array_get(c, 3)), "nginx,side");
+    assert_string_equal(json_string_value(json_array_get(c, 4)), "nginx:1,busybox");
+    assert_string_equal(json_string_value(json_array_get(c, 5)), "app=web");
+    json_decref(c);
+
+    c = row_of("pods", "", "v1",
+               "{\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"a\"},{\"name\":\"b\"}]},"
+               "\"status\":{\"phase\":\"Pending\",\"podIP\":\"10.0.0.1\",\"containerStatuses\":["
+               "{\"name\":\"a\",\"ready\":true,\"restartCount\":0,\"state\":{\"running\":{}}},"
+               "{\"name\":\"b\",\"ready\":false,\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\"}}}]}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "1/2");
+    assert_string_equal(json_string_value(json_array_get(c, 1)), "ImagePullBackOff");
+    assert_string_equal(json_string_value(json_array_get(c, 2)), "0");
+    assert_string_equal(json_string_value(json_array_get(c, 3)), "10.0.0.1");
+    assert_string_equal(json_string_value(json_array_get(c, 4)), "n1");
+    json_decref(c);
+
+    c = row_of("services", "", "v1",
+               "{\"spec\":{\"type\":\"NodePort\",\"clusterIP\":\"10.96.0.10\","
+               "\"ports\":[{\"port\":80,\"nodePort\":30080,\"protocol\":\"TCP\"},{\"port\":53,\"protocol\":\"UDP\"}],"
+               "\"selector\":{\"b\":\"2\",\"a\":\"1\"}}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "NodePort");
+    assert_string_equal(json_string_value(json_array_get(c, 1)), "10.96.0.10");
+    assert_string_equal(json_string_value(json_array_get(c, 2)), "<none>");
+    assert_string_equal(json_string_value(json_array_get(c, 3)), "80:30080/TCP,53/UDP");
+    assert_string_equal(json_string_value(json_array_get(c, 4)), "a=1,b=2");
+    json_decref(c);
+
+    c = row_of("jobs", "batch", "v1",
+               "{\"spec\":{\"completions\":3},\"status\":{\"succeeded\":3,\"startTime\":\"2024-01-01T00:00:00Z\","
+               "\"completionTime\":\"2024-01-01T00:01:05Z\",\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "Complete");
+    assert_string_equal(json_string_value(json_array_get(c, 1)), "3/3");
+    assert_string_equal(json_string_value(json_array_get(c, 2)), "65s");
+    json_decref(c);
+
+    c = row_of("daemonsets", "apps", "v1",
+               "{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubernetes.io/os\":\"linux\"}}}},"
+               "\"status\":{\"desiredNumberScheduled\":2,\"currentNumberScheduled\":2,\"numberReady\":1}}");
+    assert_int_equal(json_integer_value(json_array_get(c, 0)), 2);
+    assert_int_equal(json_integer_value(json_array_get(c, 2)), 1);
+    assert_string_equal(json_string_value(json_array_get(c, 5)), "kubernetes.io/os=linux");
+    json_decref(c);
+
+    c = row_of("cronjobs", "batch", "v1", "{\"spec\":{\"schedule\":\"*/5 * * * *\",\"suspend\":true}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "*/5 * * * *");
+    assert_string_equal(json_string_value(json_array_get(c, 1)), "<none>");
+    assert_true(json_is_true(json_array_get(c, 2)));
+    assert_int_equal(json_integer_value(json_array_get(c, 3)), 0);
+    assert_string_equal(json_string_value(json_array_get(c, 4)), "<none>");
+    json_decref(c);
+
+    c = row_of("secrets", "", "v1", "{\"type\":\"kubernetes.io/tls\",\"data\":{\"tls.crt\":\"\",\"tls.key\":\"\"}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "kubernetes.io/tls");
+    assert_int_equal(json_integer_value(json_array_get(c, 1)), 2);
+    json_decref(c);
+
+    c = row_of("clusters", "cluster.karmada.io", "v1alpha1",
+               "{\"spec\":{\"syncMode\":\"Push\",\"apiEndpoint\":\"https://m1\"},\"status\":{\"kubernetesVersion\":"
+               "\"v1.31.0\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "v1.31.0");
+    assert_string_equal(json_string_value(json_array_get(c, 1)), "Push");
+    assert_string_equal(json_string_value(json_array_get(c, 2)), "True");
+    json_decref(c);
+
+    c = row_of("nodes", "", "v1",
+               "{\"metadata\":{\"labels\":{\"node-role.kubernetes.io/control-plane\":\"\"}},\"spec\":{\"unschedulable\":true},"
+               "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}],\"nodeInfo\":{\"kubeletVersion\":\"v1.32.0\"}}}");
+    assert_string_equal(json_string_value(json_array_get(c, 0)), "NotReady,SchedulingDisabled");
+    assert_string_equal(json_string_value(json_array_get(c, 1)), "control-plane");
+    assert_string_equal(json_string_value(json_array_get(c, 2)), "v1.32.0");
+    json_decref(c);
+}
+
+static void test_list_is_sorted_builtins_first(void **state)
+{
+    const fl_kind **all;
+    size_t n = fl_kinds_list(&all);
+    bool seen_dynamic = false;
+    for (size_t i = 0; i < n; i++) {
+        if (all[i]->dynamic)
+            seen_dynamic = true;
+        else
+            assert_false(seen_dynamic);
+        if (i && all[i]->dynamic == all[i - 1]->dynamic) {
+            int c = strcmp(all[i - 1]->group, all[i]->group);
+            assert_true(c < 0 || (c == 0 && strcmp(all[i - 1]->resource, all[i]->resource) <= 0));
+        }
+        assert_true(all[i]->served);
+    }
+    free(all);
+}
+
+static void test_crd_apply_replace_remove(void **state)
+{
+    json_t *crd = parse(crontab_crd);
+    uint64_t g0 = fl_kinds_generation();
+    char *err = NULL;
+    assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
+    assert_null(err);
+    uint64_t g1 = fl_kinds_generation();
+    assert_true(g1 > g0);
+
+    const fl_kind *v1 = fl_kind_by_resource("stable.example.com", "v1", "crontabs");
+    const fl_kind *b1 = fl_kind_by_resource("stable.example.com", "v1beta1", "crontabs");
+    assert_non_null(v1);
+    assert_non_null(b1);
+    assert_null(fl_kind_by_resource("stable.example.com", "v1alpha1", "crontabs")); /* served: false */
+    assert_ptr_equal(fl_kind_by_gvk("stable.example.com/v1", "CronTab"), v1);
+    assert_true(v1->dynamic && v1->served && v1->namespaced && v1->has_status && v1->has_scale);
+    assert_false(b1->has_status);
+    assert_string_equal(v1->list_kind, "CronTabList");
+    assert_string_equal(v1->singular, "crontab");
+    assert_string_equal(v1->crd_name, "crontabs.stable.example.com");
+    assert_string_equal(v1->short_names[0], "ct");
+    assert_string_equal(v1->categories[0], "all");
+    assert_false(v1->preserve_unknown);
+    assert_true(b1->preserve_unknown);
+    assert_non_null(v1->crd_version);
+    assert_string_equal(json_string_value(json_object_get(v1->crd_version, "name")), "v1");
+    assert_string_equal(v1->columns[0].name, "Spec");
+    assert_string_equal(v1->columns[0].jsonpath, ".spec.cronSpec");
+    assert_int_equal(v1->columns[1].priority, 1);
+    assert_null(v1->columns[2].name);
+    /* no printer columns: upstream's default Age column */
+    assert_string_equal(b1->columns[0].name, "Age");
+    assert_string_equal(b1->columns[0].jsonpath, ".metadata.creationTimestamp");
+
+    /* re-applying the same CRD changes nothing */
+    assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
+    assert_int_equal(fl_kinds_generation(), g1);
+    assert_ptr_equal(fl_kind_by_resource("stable.example.com", "v1", "crontabs"), v1);
+
+    /* a changed CRD replaces its kinds; old pointers stay valid but unserved */
+    json_t *scope = json_object_get(crd, "spec");
+    json_object_set_new(json_object_get(scope, "names"), "shortNames", json_pack("[s]", "cts"));
+    assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
+    uint64_t g2 = fl_kinds_generation();
+    assert_true(g2 > g1);
+    const fl_kind *v1b = fl_kind_by_resource("stable.example.com", "v1", "crontabs");
+    assert_non_null(v1b);
+    assert_ptr_not_equal(v1b, v1);
+    assert_false(v1->served);
+    assert_string_equal(v1->kind, "CronTab"); /* still readable */
+    assert_string_equal(v1b->short_names[0], "cts");
+
+    fl_kinds_remove_crd("crontabs.stable.example.com");
+    assert_true(fl_kinds_generation() > g2);
+    assert_false(v1b->served);
+    assert_null(fl_kind_by_resource("stable.example.com", "v1", "crontabs"));
+    assert_null(fl_kind_by_gvk("stable.example.com/v1beta1", "CronTab"));
+    uint64_t g3 = fl_kinds_generation();
+    fl_kinds_remove_crd("crontabs.stable.example.com"); /* unknown now: no change */
+    assert_int_equal(fl_kinds_generation(), g3);
+    json_decref(crd);
+}
+
+static void expect_crd_error(const char *mutation_path, const char *key, json_t *value, const char *field)
+{
+    json_t *crd = parse(crontab_crd);
+    json_t *o = crd;
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", mutation_path);
+    for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, ".")) {
+        if (json_is_array(o))
+            o = json_array_get(o, (size_t)atoi(tok));
+        else
+            o = json_object_get(o, tok);
+    }
+    if (value)
+        json_object_set_new(o, key, value);
+    else
+        json_object_del(o, key);
+    uint64_t g = fl_kinds_generation();
+    char *err = NULL;
+    assert_int_equal(fl_kinds_apply_crd(crd, &err), FL_EINVAL);
+    assert_non_null(err);
+    if (strncmp(err, field, strlen(field)))
+        fail_msg("error \"%s\" does not start with \"%s\"", err, field);
+    assert_int_equal(fl_kinds_generation(), g);
+    assert_null(fl_kind_by_resource("stable.example.com", "v1", "crontabs"));
+    free(err);
+    json_decref(crd);
+}
+
+static void test_crd_errors_name_the_field(void **state)
+{
+    expect_crd_error("spec.names", "plural", NULL, "spec.names.plural: Required value");
+    expect_crd_error("spec.names", "kind", NULL, "spec.names.kind: Required value");
+    expect_crd_error("spec", "group", NULL, "spec.group: Required value");
+    expect_crd_error("spec", "scope", NULL, "spec.scope: Required value");
+    expect_crd_error("spec", "scope", json_string("Global"), "spec.scope: Unsupported value");
+    expect_crd_error("spec", "versions", json_array(), "spec.versions: Required value");
+    expect_crd_error("spec", "names", NULL, "spec.names: Required value");
+    expect_crd_error("metadata", "name", NULL, "metadata.name: Required value");
+    expect_crd_error("metadata", "name", json_string("crontabs.other.com"), "metadata.name: Invalid value");
+    expect_crd_error("spec.versions.1", "name", NULL, "spec.versions[1].name: Required value");
+    expect_crd_error("spec.versions.0", "served", NULL, "spec.versions[0].served: Required value");
+    expect_crd_error("spec.versions.1", "name", json_string("v1"), "spec.versions[1].name: Duplicate value");
+    expect_crd_error("spec.versions.0.additionalPrinterColumns.0", "jsonPath", NULL,
+                     "spec.versions[0].additionalPrinterColumns[0].jsonPath: Required value");
+    expect_crd_error("spec.names", "shortNames", json_pack("[i]", 3), "spec.names.shortNames[0]: Invalid value");
+
+    char *err = (char *)"untouched";
+    json_t *notobj = json_string("x");
+    assert_int_equal(fl_kinds_apply_crd(notobj, &err), FL_EINVAL);
+    assert_non_null(err);
+    free(err);
+    json_decref(notobj);
+    assert_int_equal(fl_kinds_apply_crd(NULL, NULL), FL_EINVAL); /* err may be NULL */
+}
+
+static void test_crd_for_builtin_is_shadowed(void **state)
+{
+    /* Karmada's own CRD applied to Flotilla: accepted, the built-in keeps serving */
+    json_t *crd = parse("{\"metadata\":{\"name\":\"propagationpolicies.policy.karmada.io\"},"
+                        "\"spec\":{\"group\":\"policy.karmada.io\",\"scope\":\"Namespaced\","
+                        "\"names\":{\"plural\":\"propagationpolicies\",\"kind\":\"PropagationPolicy\"},"
+                        "\"versions\":[{\"name\":\"v1alpha1\",\"served\":true,\"storage\":true}]}}");
+    const fl_kind *before = fl_kind_by_resource("policy.karmada.io", "v1alpha1", "propagationpolicies");
+    char *err = NULL;
+    assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
+    assert_null(err);
+    assert_ptr_equal(fl_kind_by_resource("policy.karmada.io", "v1alpha1", "propagationpolicies"), before);
+    assert_false(before->dynamic);
+    fl_kinds_remove_crd("propagationpolicies.policy.karmada.io");
+    assert_ptr_equal(fl_kind_by_resource("policy.karmada.io", "v1alpha1", "propagationpolicies"), before);
+    json_decref(crd);
+}
+
+static void test_crd_name_clash_is_refused(void **state)
+{
+    json_t *a = parse(crontab_crd);
+    json_t *b = parse("{\"metadata\":{\"name\":\"crontabz.stable.example.com\"},"
+                      "\"spec\":{\"group\":\"stable.example.com\",\"scope\":\"Cluster\","
+                      "\"names\":{\"plural\":\"crontabz\",\"kind\":\"CronTab\"},"
+                      "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true}]}}");
+    char *err = NULL;
+    assert_int_equal(fl_kinds_apply_crd(a, &err), 0);
+    assert_int_equal(fl_kinds_apply_crd(b, &err), FL_EINVAL);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "crontabs.stable.example.com"));
+    free(err);
+    assert_null(fl_kind_by_resource("stable.example.com", "v1", "crontabz"));
+    fl_kinds_remove_crd("crontabs.stable.example.com");
+    err = NULL;
+    assert_int_equal(fl_kinds_apply_crd(b, &err), 0); /* free now */
+    const fl_kind *z = fl_kind_by_resource("stable.example.com", "v1", "crontabz");
+    assert_non_null(z);
+    assert_false(z->namespaced);
+    assert_string_equal(z->singular, "crontab"); /* defaulted from kind */
+    fl_kinds_remove_crd("crontabz.stable.example.com");
+    json_decref(a);
+    json_decref(b);
+}
+
+static void expect_smp(const char *group, const char *version, const char *resource, const char *path, bool merge,
+                       bool retain, const char *key)
+{
+    const fl_kind *k = fl_kind_by_resource(group, version, resource);
+    fl_smp_meta m;
+    if (!fl_kind_smp_lookup((void *)k, path, &m))
+        fail_msg("%s: no patch metadata for %s", resource, path);
+    assert_int_equal(m.merge, merge);
+    assert_int_equal(m.retain_keys, retain);
+    if (key)
+        assert_string_equal(m.merge_key, key);
+    else
+        assert_null(m.merge_key);
+}
+
+static void expect_no_smp(const char *group, const char *version, const char *resource, const char *path)
+{
+    const fl_kind *k = fl_kind_by_resource(group, version, resource);
+    fl_smp_meta m;
+    if (fl_kind_smp_lookup((void *)k, path, &m))
+        fail_msg("%s: unexpected patch metadata for %s", resource, path);
+}
+
+static void test_smp_metadata_as_upstream_tags(void **state)
+{
+    const char *t = "spec.template.spec.";
+    char p[160];
+#define P(s) (snprintf(p, sizeof(p), "%s%s", t, s), p)
+    expect_smp("apps", "v1", "deployments", P("containers"), true, false, "name");
+    expect_smp("apps", "v1", "deployments", P("containers.env"), true, false, "name");
+    expect_smp("apps", "v1", "deployments", P("containers.ports"), true, false, "containerPort");
+    expect_smp("apps", "v1", "deployments", P("containers.volumeMounts"), true, false, "mountPath");
+    expect_smp("apps", "v1", "deployments", P("containers.volumeDevices"), true, false, "devicePath");
+    expect_smp("apps", "v1", "deployments", P("initContainers"), true, false, "name");
+    expect_smp("apps", "v1", "deployments", P("ephemeralContainers"), true, false, "name");
+    expect_smp("apps", "v1", "deployments", P("volumes"), true, true, "name");
+    expect_smp("apps", "v1", "deployments", P("imagePullSecrets"), true, false, "name");
+    expect_smp("apps", "v1", "deployments", P("hostAliases"), true, false, "ip");
+    expect_no_smp("apps", "v1", "deployments", P("tolerations"));
+    expect_no_smp("apps", "v1", "deployments", P("containers.resizePolicy"));
+    expect_no_smp("apps", "v1", "deployments", P("containers.envFrom"));
+    expect_no_smp("apps", "v1", "deployments", P("containers.command"));
+    expect_smp("apps", "v1", "deployments", "spec.template.metadata.finalizers", true, false, NULL);
+    expect_smp("apps", "v1", "deployments", "spec.strategy", false, true, NULL);
+    expect_smp("apps", "v1", "deployments", "status.conditions", true, false, "type");
+    expect_smp("apps", "v1", "deployments", "metadata.finalizers", true, false, NULL);
+    expect_smp("apps", "v1", "deployments", "metadata.ownerReferences", true, false, "uid");
+    expect_no_smp("apps", "v1", "deployments", "metadata.labels");
+    expect_no_smp("apps", "v1", "deployments", "spec.nothing.here");
+    expect_no_smp("apps", "v1", "deployments", "spec.templatex.spec.containers");
+    expect_smp("apps", "v1", "statefulsets", P("containers.env"), true, false, "name");
+    expect_smp("apps", "v1", "daemonsets", "status.conditions", true, false, "type");
+    expect_smp("apps", "v1", "replicasets", "status.conditions", true, false, "type");
+    expect_smp("apps", "v1", "statefulsets", "status.conditions", true, false, "type");
+    expect_smp("batch", "v1", "jobs", P("containers"), true, false, "name");
+    expect_smp("batch", "v1", "jobs", "status.conditions", true, false, "type");
+    expect_smp("batch", "v1", "cronjobs", "spec.jobTemplate.spec.template.spec.containers.env", true, false, "name");
+    expect_smp("", "v1", "pods", "spec.containers", true, false, "name");
+    expect_smp("", "v1", "pods", "spec.containers.ports", true, false, "containerPort");
+    expect_smp("", "v1", "pods", "spec.topologySpreadConstraints", true, false, "topologyKey");
+    expect_smp("", "v1", "pods", "status.conditions", true, false, "type");
+    expect_smp("", "v1", "pods", "status.podIPs", true, false, "ip");
+    expect_smp("", "v1", "services", "spec.ports", true, false, "port");
+    expect_smp("", "v1", "nodes", "status.addresses", true, false, "type");
+    expect_smp("", "v1", "nodes", "status.conditions", true, false, "type");
+    expect_smp("", "v1", "namespaces", "status.conditions", true, false, "type");
+    expect_smp("", "v1", "serviceaccounts", "secrets", true, false, "name");
+    expect_smp("", "v1", "configmaps", "metadata.finalizers", true, false, NULL);
+    expect_no_smp("", "v1", "configmaps", "data");
+#undef P
+    /* dynamic kinds have no table, but ObjectMeta's tags still apply */
+    json_t *crd = parse(crontab_crd);
+    char *err = NULL;
+    assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
+    expect_smp("stable.example.com", "v1", "crontabs", "metadata.finalizers", true, false, NULL);
+    expect_smp("stable.example.com", "v1", "crontabs", "metadata.ownerReferences", true, false, "uid");
+    expect_no_smp("stable.example.com", "v1", "crontabs", "spec.items");
+    fl_kinds_remove_crd("crontabs.stable.example.com");
+    json_decref(crd);
+    fl_smp_meta m;
+    assert_false(fl_kind_smp_lookup(NULL, "spec", &m));
+}
+
+/* Readers keep working (and see a consistent table) while CRDs come and go. */
+static void *reader(void *arg)
+{
+    volatile bool *stop = arg;
+    while (!*stop) {
+        const fl_kind *d = fl_kind_by_resource("apps", "v1", "deployments");
+        if (!d || strcmp(d->kind, "Deployment"))
+            abort();
+        const fl_kind *c = fl_kind_by_resource("stable.example.com", "v1", "crontabs");
+        if (c && strcmp(c->kind, "CronTab"))
+            abort();
+        const fl_kind **all;
+        size_t n = fl_kinds_list(&all);
+        if (n < 26)
+            abort();
+        free(all);
+    }
+    return NULL;
+}
+
+static void test_concurrent_lookups_during_crd_changes(void **state)
+{
+    volatile bool stop = false;
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, reader, (void *)&stop);
+    json_t *crd = parse(crontab_crd);
+    for (int i = 0; i < 200; i++) {
+        char *err = NULL;
+        json_object_set_new(json_object_get(json_object_get(crd, "spec"), "names"), "singular",
+                            json_string(i % 2 ? "crontab" : "crontabx"));
+        assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
+        if (i % 3 == 0)
+            fl_kinds_remove_crd("crontabs.stable.example.com");
+    }
+    stop = true;
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    fl_kinds_remove_crd("crontabs.stable.example.com");
+    json_decref(crd);
+}
+
+int main(void)
+{
+    fl_kinds_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lookup_by_resource_and_gvk),
+        cmocka_unit_test(test_builtin_names_match_upstream),
+        cmocka_unit_test(test_field_selectors),
+        cmocka_unit_test(test_validate_hooks),
+        cmocka_unit_test(test_columns_and_row_arity),
+        cmocka_unit_test(test_rows_match_kubectl),
+        cmocka_unit_test(test_list_is_sorted_builtins_first),
+        cmocka_unit_test(test_crd_apply_replace_remove),
+        cmocka_unit_test(test_crd_errors_name_the_field),
+        cmocka_unit_test(test_crd_for_builtin_is_shadowed),
+        cmocka_unit_test(test_crd_name_clash_is_refused),
+        cmocka_unit_test(test_smp_metadata_as_upstream_tags),
+        cmocka_unit_test(test_concurrent_lookups_during_crd_changes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
