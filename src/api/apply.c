@@ -24,7 +24,21 @@
  * FieldsV1 path (for sets and messages), the dotted path with list elements
  * elided (for fl_kind_smp_lookup) and, for custom resources, the schema node (for
  * x-kubernetes-list-type). Type information is never stored; it is asked for at
- * the node where it is needed. */
+ * the node where it is needed.
+ *
+ * Where we differ from upstream, on purpose:
+ *  - No Go types, so no zero values: on create, Update entries mark every new map
+ *    or list below spec with "." (upstream skips non-pointer structs such as
+ *    spec.template and non-omitempty lists such as containers); ownership answers
+ *    are the same.
+ *  - Built-in kinds know atomic maps by name (selector, labelSelector,
+ *    namespaceSelector, nodeSelector) and the list-map keys wider than the
+ *    patchMergeKey (ports: +protocol defaulting to TCP; topologySpreadConstraints:
+ *    +whenUnsatisfiable); everything else comes from the kind table.
+ *  - No version conversion (entries of other apiVersions are compared as they
+ *    are), no subresource argument, no cap of ten Update entries, no migration of
+ *    client-side-apply's last-applied annotation.
+ *  - Live lists with repeated keys are carried over untouched, not reconciled. */
 #include "api/apply.h"
 
 #include <stdio.h>

@@ -47,8 +47,9 @@
  * another manager owns -> returns FL_ECONFLICT and *conflicts = JSON array of
  * {"field": ".spec.replicas", "manager": "other"} for every conflict (nothing
  * else changes, *out = NULL), unless force, in which case ownership moves to this
- * manager. Paths use upstream's notation: ".spec.template.spec.containers[name=
- * "nginx"].image", set elements as [="value"].
+ * manager. Paths use upstream's notation, e.g.
+ * .spec.template.spec.containers[name="nginx"].image, and [="a.io/x"] for a set
+ * element.
  *
  * Returns 0, FL_ECONFLICT, or FL_EINVAL with *err (heap, caller frees) naming the
  * path and problem, e.g. ".spec.template.spec.containers: element 0: associative

@@ -1,10 +1,11 @@
 /* yaml.h - YAML <-> JSON (jansson) through libfyaml.
  *
  * Kubernetes objects arrive as YAML in server-side apply bodies and in CLI files.
- * Scalars map as Kubernetes' YAML decoder maps them (YAML 1.2 core schema as
- * sigs.k8s.io/yaml does): plain scalars that look like integers become JSON
- * integers (int64 exact), floats become reals, true/false booleans, null/~/empty
- * null; quoted scalars are always strings. Anchors/aliases resolve; merge keys
+ * Scalars map as kubectl's YAML decoder (sigs.k8s.io/yaml over go-yaml v2, YAML 1.1
+ * rules) maps them, so a manifest means the same here as there: plain scalars that
+ * look like integers become JSON integers (int64 exact), floats become reals,
+ * true/false/yes/no/on/off booleans, null/~/empty null; quoted scalars are always
+ * strings. Anchors/aliases resolve; merge keys
  * ("<<") are expanded. Errors return FL_EINVAL with *err = heap message
  * "line L, column C: problem". Pure functions: any thread. */
 #ifndef FL_YAML_H

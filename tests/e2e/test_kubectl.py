@@ -17,7 +17,7 @@ NS = "kube-e2e"
 
 @pytest.fixture(scope="module", autouse=True)
 def namespace(server):
-    server.kubectl("create", "namespace", NS)
+    mk_ns(server, NS)
 
 
 def table(stdout):
@@ -44,6 +44,23 @@ def configmap(name, data, ns=NS, **meta):
     m = {"name": name, "namespace": ns}
     m.update(meta)
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": m, "data": data}
+
+
+def mk_ns(server, name):
+    """Create a namespace from a manifest (JSON body; see test_imperative_create_commands for
+    `kubectl create namespace`, which sends protobuf)."""
+    server.kubectl("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+
+
+def mk_cm(server, name, ns, data):
+    server.kubectl("create", "-f", "-", input=json.dumps(configmap(name, data, ns=ns)))
+
+
+def mk_secret(server, name, ns):
+    server.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns},
+        "stringData": {"a": "b"}}))
 
 
 DEPLOYMENT = """
@@ -268,7 +285,7 @@ def test_replace(server):
 
 
 def test_delete(server):
-    server.kubectl("create", "configmap", "doomed", "-n", NS, "--from-literal=a=b")
+    mk_cm(server, "doomed", NS, {"a": "b"})
     r = server.kubectl("delete", "configmap", "doomed", "-n", NS)
     assert 'configmap "doomed" deleted' in r.stdout
     r = server.kubectl("get", "configmap", "doomed", "-n", NS, check=False)
@@ -279,7 +296,7 @@ def test_delete(server):
     assert server.kubectl("delete", "configmap", "doomed", "-n", NS, "--ignore-not-found").returncode == 0
 
     for i in range(3):
-        server.kubectl("create", "configmap", f"bulk{i}", "-n", NS, "--from-literal=a=b")
+        mk_cm(server, f"bulk{i}", NS, {"a": "b"})
         server.kubectl("label", "configmap", f"bulk{i}", "-n", NS, "bulk=yes")
     r = server.kubectl("delete", "configmap", "-n", NS, "-l", "bulk=yes")
     assert r.stdout.count("deleted") == 3, r.stdout
@@ -361,14 +378,14 @@ class Lines:
 
 def test_get_watch_shows_changes(server):
     ns = "kube-e2e-watch"
-    server.kubectl("create", "namespace", ns)
-    server.kubectl("create", "configmap", "early", "-n", ns, "--from-literal=a=b")
+    mk_ns(server, ns)
+    mk_cm(server, "early", ns, {"a": "b"})
     proc = subprocess.Popen([KUBECTL, "--kubeconfig", server.kubeconfig, "get", "configmaps", "-n", ns, "-w",
                              "--output-watch-events"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lines = Lines(proc)
         lines.wait_for(lambda ln: ln.split()[:2] == ["ADDED", "early"])
-        server.kubectl("create", "configmap", "late", "-n", ns, "--from-literal=a=b")
+        mk_cm(server, "late", ns, {"a": "b"})
         ln = lines.wait_for(lambda ln: "late" in ln.split())
         assert ln.split()[0] == "ADDED" and ln.split()[2] == "1", ln
         server.kubectl("patch", "configmap", "late", "-n", ns, "--type=merge", "-p", '{"data":{"c":"d"}}')
@@ -389,7 +406,7 @@ def test_get_watch_shows_changes(server):
         lines = Lines(proc)
         lines.wait_for(lambda ln: ln.split()[:1] == ["NAME"])
         lines.wait_for(lambda ln: ln.split()[:1] == ["early"])
-        server.kubectl("create", "configmap", "later", "-n", ns, "--from-literal=x=y", "--from-literal=z=w")
+        mk_cm(server, "later", ns, {"x": "y", "z": "w"})
         ln = lines.wait_for(lambda ln: ln.split()[:1] == ["later"])
         assert ln.split()[1] == "2", ln
     finally:
@@ -403,7 +420,7 @@ def test_get_watch_shows_changes(server):
 @pytest.fixture(scope="module")
 def labelled(server):
     ns = "kube-e2e-labels"
-    server.kubectl("create", "namespace", ns)
+    mk_ns(server, ns)
     for name, labels in (("web-front", {"app": "web", "tier": "front"}), ("web-back", {"app": "web", "tier": "back"}),
                          ("db", {"app": "db"}), ("plain", {})):
         server.kubectl("create", "-f", "-", input=json.dumps(configmap(name, {"k": "v"}, ns=ns, labels=labels)))
@@ -438,7 +455,7 @@ def test_field_selectors(server, labelled):
                        "metadata.name!=web-back", "-o", "name")
     assert names(r.stdout) == ["web-front"]
 
-    server.kubectl("create", "secret", "generic", "opaque-one", "-n", labelled, "--from-literal=a=b")
+    mk_secret(server, "opaque-one", labelled)
     server.kubectl("create", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "special-one", "namespace": labelled},
         "type": "example.com/special", "stringData": {"a": "b"}}))
@@ -508,7 +525,7 @@ spec:
 
 def test_crd_round_trip(server):
     ns = "kube-e2e-crd"
-    server.kubectl("create", "namespace", ns)
+    mk_ns(server, ns)
     assert "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created" in \
         server.kubectl("create", "-f", "-", input=CRONTAB_CRD).stdout
     wait_for(lambda: server.kubectl("get", "crontabs", "-n", ns, check=False).returncode == 0, timeout=20,
@@ -565,16 +582,16 @@ def test_crd_becomes_established(server):
 
 def test_namespace_deletion_removes_contents(server):
     ns = "kube-e2e-doomed"
-    server.kubectl("create", "namespace", ns)
-    server.kubectl("create", "configmap", "c1", "-n", ns, "--from-literal=a=b")
-    server.kubectl("create", "secret", "generic", "s1", "-n", ns, "--from-literal=a=b")
+    mk_ns(server, ns)
+    mk_cm(server, "c1", ns, {"a": "b"})
+    mk_secret(server, "s1", ns)
     server.kubectl("create", "-f", "-", input=deployment("d1", ns=ns))
     server.kubectl("create", "-f", "-", input=json.dumps({
         "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
         "metadata": {"name": "p1", "namespace": ns},
         "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "d1"}],
                  "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}}))
-    server.kubectl("create", "configmap", "survivor", "-n", NS, "--from-literal=a=b")
+    mk_cm(server, "survivor", NS, {"a": "b"})
 
     r = server.kubectl("delete", "namespace", ns, "--timeout=60s", timeout=90)
     assert f'namespace "{ns}" deleted' in r.stdout
@@ -583,7 +600,7 @@ def test_namespace_deletion_removes_contents(server):
     for kind in ("configmaps", "secrets", "deployments", "propagationpolicies"):
         r = server.kubectl("get", kind, "-A", "--field-selector", f"metadata.namespace={ns}", "-o", "name")
         assert r.stdout.strip() == "", f"{kind} left behind in deleted namespace: {r.stdout}"
-    server.kubectl("create", "namespace", ns)
+    mk_ns(server, ns)
     assert server.kubectl("get", "configmaps,secrets,deployments", "-n", ns, "-o", "name").stdout.strip() == ""
     assert server.kubectl("get", "configmap", "survivor", "-n", NS, "-o", "name").stdout.strip() == \
         "configmap/survivor"
@@ -603,15 +620,15 @@ def test_generate_name(server):
 
 
 def test_dry_run_server_creates_nothing(server):
-    r = server.kubectl("create", "configmap", "dry", "-n", NS, "--from-literal=a=b", "--dry-run=server")
+    manifest = json.dumps(configmap("dry", {"a": "b"}))
+    r = server.kubectl("create", "-f", "-", "--dry-run=server", input=manifest)
     assert "configmap/dry created (server dry run)" in r.stdout
-    obj = json.loads(server.kubectl("create", "configmap", "dry", "-n", NS, "--from-literal=a=b",
-                                    "--dry-run=server", "-o", "json").stdout)
+    obj = json.loads(server.kubectl("create", "-f", "-", "--dry-run=server", "-o", "json", input=manifest).stdout)
     assert obj["metadata"]["name"] == "dry" and obj["metadata"].get("creationTimestamp")
     r = server.kubectl("get", "configmap", "dry", "-n", NS, check=False)
     assert r.returncode != 0 and "NotFound" in r.stderr
 
-    server.kubectl("create", "configmap", "wet", "-n", NS, "--from-literal=a=b")
+    mk_cm(server, "wet", NS, {"a": "b"})
     before = server.kubectl_json("get", "cm", "wet", "-n", NS)
     r = apply(server, configmap("wet", {"a": "changed"}), "--dry-run=server")
     assert "(server dry run)" in r.stdout
@@ -666,3 +683,27 @@ def test_api_resources_lists_karmada_kinds(server):
         assert rows[(name, gv)][-3:] == [gv, namespaced, kind]
     # short names resolve
     assert server.kubectl("get", "cpp", "-o", "name").returncode == 0
+
+
+def test_imperative_create_commands(server):
+    """kubectl's generators (create namespace/configmap/secret/deployment) use the typed client,
+    which sends Content-Type: application/vnd.kubernetes.protobuf with no fallback to JSON."""
+    ns = "kube-e2e-imperative"
+    r = server.kubectl("create", "namespace", ns, check=False)
+    assert r.returncode == 0, r.stderr
+    assert f"namespace/{ns} created" in r.stdout
+    r = server.kubectl("create", "configmap", "lit", "-n", ns, "--from-literal=a=b", "--from-literal=c=d",
+                       check=False)
+    assert r.returncode == 0, r.stderr
+    assert server.kubectl_json("get", "cm", "lit", "-n", ns)["data"] == {"a": "b", "c": "d"}
+    r = server.kubectl("create", "secret", "generic", "sec", "-n", ns, "--from-literal=user=admin", check=False)
+    assert r.returncode == 0, r.stderr
+    assert server.kubectl_json("get", "secret", "sec", "-n", ns)["data"] == {"user": "YWRtaW4="}
+    r = server.kubectl("create", "deployment", "gen", "-n", ns, "--image=nginx:1.27", "--replicas=2", check=False)
+    assert r.returncode == 0, r.stderr
+    d = server.kubectl_json("get", "deploy", "gen", "-n", ns)
+    assert d["spec"]["replicas"] == 2 and d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    r = server.kubectl("create", "configmap", "lit-dry", "-n", ns, "--from-literal=a=b", "--dry-run=server",
+                       check=False)
+    assert r.returncode == 0 and "(server dry run)" in r.stdout, r.stderr
+    assert server.kubectl("get", "cm", "lit-dry", "-n", ns, check=False).returncode != 0

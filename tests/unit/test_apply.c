@@ -350,14 +350,14 @@ static void update_by_another_manager_moves_ownership(void **state)
 
 static void update_records_changed_fields_with_map_markers(void **state)
 {
-    /* kubectl create: maps and list elements that appear are owned as such ("."),
-     * the top-level spec is not */
+    /* kubectl create: maps, lists and list elements that appear are owned as such
+     * ("."); metadata and spec, present in upstream's zero object, are not */
     json_t *o = J(NGINX);
     fl_managed_fields_update(&deploy_kind, NULL, o, "kubectl-create", T0);
     assert_fields(o, "kubectl-create", "Update",
                   "{'f:metadata':{'f:labels':{'.':{},'f:app':{}}},'f:spec':{'f:replicas':{},'f:selector':{},"
                   "'f:template':{'.':{},'f:metadata':{'.':{},'f:labels':{'.':{},'f:app':{}}},'f:spec':{'.':{},"
-                  "'f:containers':{'k:{`name`:`nginx`}':{'.':{},'f:image':{},'f:name':{},'f:ports':{"
+                  "'f:containers':{'.':{},'k:{`name`:`nginx`}':{'.':{},'f:image':{},'f:name':{},'f:ports':{'.':{},"
                   "'k:{`containerPort`:80,`protocol`:`TCP`}':{'.':{},'f:containerPort':{}}}}}}}}}");
     /* removing a field drops it from every set; an unchanged write adds nothing */
     json_t *old = json_deep_copy(o);

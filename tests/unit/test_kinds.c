@@ -620,8 +620,8 @@ static void test_smp_metadata_as_upstream_tags(void **state)
 /* Readers keep working (and see a consistent table) while CRDs come and go. */
 static void *reader(void *arg)
 {
-    volatile bool *stop = arg;
-    while (!*stop) {
+    bool *stop = arg;
+    while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
         const fl_kind *d = fl_kind_by_resource("apps", "v1", "deployments");
         if (!d || strcmp(d->kind, "Deployment"))
             abort();
@@ -639,10 +639,10 @@ static void *reader(void *arg)
 
 static void test_concurrent_lookups_during_crd_changes(void **state)
 {
-    volatile bool stop = false;
+    bool stop = false;
     pthread_t th[3];
     for (int i = 0; i < 3; i++)
-        pthread_create(&th[i], NULL, reader, (void *)&stop);
+        pthread_create(&th[i], NULL, reader, &stop);
     json_t *crd = parse(crontab_crd);
     for (int i = 0; i < 200; i++) {
         char *err = NULL;
@@ -652,7 +652,7 @@ static void test_concurrent_lookups_during_crd_changes(void **state)
         if (i % 3 == 0)
             fl_kinds_remove_crd("crontabs.stable.example.com");
     }
-    stop = true;
+    __atomic_store_n(&stop, true, __ATOMIC_RELEASE);
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
     fl_kinds_remove_crd("crontabs.stable.example.com");

@@ -188,7 +188,7 @@ static void test_block_scalars(void **state)
     assert_yaml_is("a: |2\n    indented\n", "{\"a\": \"  indented\\n\"}");
     assert_yaml_is("a: \"tab\\there \\u00e9 \\\"q\\\"\"\n", "{\"a\": \"tab\\there \\u00e9 \\\"q\\\"\"}");
     assert_yaml_is("a: 'it''s'\n", "{\"a\": \"it's\"}");
-    assert_yaml_is("a: 'xy'\n", "{\"a\": \"x''y''\"}");
+    assert_yaml_is("a: 'x''''y'''''\n", "{\"a\": \"x''y''\"}");
     assert_yaml_is("a: 'one\n  two\n\n  three '\n", "{\"a\": \"one two\\nthree \"}");
 }
 
