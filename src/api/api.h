@@ -40,6 +40,7 @@ typedef struct fl_req {
     size_t nquery;
     const char *content_type;  /* may be NULL */
     const char *accept;        /* may be NULL */
+    const char *user_agent;    /* may be NULL; names the default field manager */
     const char *body;          /* request body (NUL-terminated), may be NULL */
     size_t body_len;
     /* output */

@@ -15,6 +15,7 @@
 #include <sys/random.h>
 
 #include "api/api_internal.h"
+#include "api/apply.h"
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -127,6 +128,24 @@ static void track_owned(const json_t *old, const json_t *new)
     long d = (long)(new && has_owner_refs(new)) - (long)(old && has_owner_refs(old));
     if (d)
         atomic_fetch_add(&owned_objects, d);
+}
+
+/* The field manager of a request: ?fieldManager=, else derived from the User-Agent (heap). */
+static char *request_manager(const fl_req *r)
+{
+    const char *fm = fl_req_query(r, "fieldManager");
+    if (fm && fm[0])
+        return fl_strdup(fm);
+    return fl_field_manager_default(r->user_agent);
+}
+
+static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, json_t *obj)
+{
+    char now[32];
+    fl_now_rfc3339(now);
+    char *manager = request_manager(r);
+    fl_managed_fields_update(k, old, obj, manager, now);
+    free(manager);
 }
 
 /* ---- store writes ---- */
@@ -334,14 +353,22 @@ static void on_create_defaults(const fl_kind *k, json_t *obj)
     }
 }
 
+static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *obj, bool applied);
+
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t0)
+{
+    json_t *obj = fl_req_body_object(r, t0);
+    if (obj)
+        create_object(api, r, t0, obj, false);
+}
+
+/* Create obj (stolen). applied: obj came from server-side apply and already carries its
+ * managedFields. */
+static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *obj, bool applied)
 {
     fl_target tt = *t0;
     fl_target *t = &tt;
     const fl_kind *k = t->kind;
-    json_t *obj = fl_req_body_object(r, t);
-    if (!obj)
-        return;
     char *key = NULL;
     if (check_gvk(r, t, obj))
         goto out;
@@ -398,6 +425,8 @@ void fl_api_create(fl_api *api, fl_req *r, const fl_target *t0)
     if (k->has_status)
         json_object_del(obj, "status");
     on_create_defaults(k, obj);
+    if (!applied)
+        record_update(r, k, NULL, obj);
     if (check_object(r, t, obj, NULL))
         goto out;
     if (k->namespaced && check_namespace(api, r, t, t->ns))
@@ -461,6 +490,7 @@ out:
 typedef json_t *(*mutate_fn)(void *ctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned_rv);
 
 static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj);
+static void apply_patch(fl_api *api, fl_req *r, const fl_target *t);
 static int delete_dependents(fl_api *api, const fl_kind *k, const json_t *owner, const char *policy);
 
 /* Server-owned and subresource rules that turn a client's object into what is stored. */
@@ -541,6 +571,9 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
     return out;
 }
 
+static json_t *mutate_apply(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned);
+static const mutate_fn mutate_apply_fn = mutate_apply;
+
 /* Read-modify-write with compare-and-swap, retried while nobody pinned a revision. */
 static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate_fn fn, void *ctx)
 {
@@ -575,6 +608,8 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             break;
         }
         json_t *obj = merge_for_update(t, cur, in);
+        if (fn != mutate_apply_fn)
+            record_update(r, k, cur, obj);
         if (check_object(r, t, obj, cur)) {
             json_decref(cur);
             json_decref(obj);
@@ -773,6 +808,128 @@ static json_t *mutate_patch(void *vctx, fl_req *r, const fl_target *t, const jso
     return out;
 }
 
+/* ---- server-side apply ---- */
+
+typedef struct apply_ctx {
+    json_t *config;
+    char *manager;
+    bool force;
+} apply_ctx;
+
+static void respond_apply_error(fl_req *r, const fl_target *t, int rc, json_t *conflicts, char *err)
+{
+    if (rc == FL_ECONFLICT) {
+        json_t *causes = json_array();
+        char text[1024] = "";
+        size_t i;
+        json_t *c;
+        json_array_foreach(conflicts, i, c)
+        {
+            const char *field = json_string_value(json_object_get(c, "field"));
+            const char *mgr = json_string_value(json_object_get(c, "manager"));
+            char msg[300];
+            snprintf(msg, sizeof msg, "conflict with \"%s\"", mgr ? mgr : "");
+            json_array_append_new(causes, json_pack("{s:s, s:s, s:s}", "reason", "FieldManagerConflict", "message",
+                                                    msg, "field", field ? field : ""));
+            size_t n = strlen(text);
+            snprintf(text + n, sizeof text - n, "\n* %s: %s", msg, field ? field : "");
+        }
+        fl_resp_status(r, 409, "Conflict", t, causes, "Apply failed with %zu conflict%s:%s", json_array_size(conflicts),
+                       json_array_size(conflicts) == 1 ? "" : "s", text);
+    } else {
+        fl_resp_status(r, 422, "Invalid", t, NULL, "%s", err ? err : "the applied configuration is invalid");
+    }
+    free(err);
+    json_decref(conflicts);
+}
+
+static json_t *mutate_apply(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned)
+{
+    apply_ctx *c = vctx;
+    char now[32];
+    fl_now_rfc3339(now);
+    json_t *out = NULL, *conflicts = NULL;
+    char *err = NULL;
+    int rc = fl_apply(t->kind, cur, c->config, c->manager, c->force, now, &out, &conflicts, &err);
+    if (rc) {
+        respond_apply_error(r, t, rc, conflicts, err);
+        return NULL;
+    }
+    json_decref(conflicts);
+    free(err);
+    const char *rv = fl_obj_str(c->config, "metadata", "resourceVersion");
+    if (rv && rv[0])
+        *pinned = strtoll(rv, NULL, 10);
+    return out;
+}
+
+/* PATCH with application/apply-patch+yaml: merge the applied configuration as its field
+ * manager, creating the object when it does not exist. */
+static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
+{
+    if (t->sub[0]) {
+        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
+                       "server-side apply is supported on the main resource only, not on /%s", t->sub);
+        return;
+    }
+    json_t *config = NULL;
+    char *err = NULL;
+    if (!r->body || fl_yaml_parse(r->body, r->body_len, &config, &err) != 0 || !json_is_object(config)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding the applied configuration: %s",
+                       err ? err : "expected an object");
+        free(err);
+        json_decref(config);
+        return;
+    }
+    const char *fm = fl_req_query(r, "fieldManager");
+    if (!fm || !fm[0]) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL,
+                       "PATCH, application/apply-patch+yaml requests must have fieldManager set");
+        json_decref(config);
+        return;
+    }
+    const char *name = fl_obj_str(config, "metadata", "name");
+    if (name && strcmp(name, t->name)) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "the name of the object (%s) does not match the name on the URL (%s)",
+                       name, t->name);
+        json_decref(config);
+        return;
+    }
+    char *msg = NULL;
+    if (fl_validate_types(t->kind, config, &msg) != 0) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
+        free(msg);
+        json_decref(config);
+        return;
+    }
+    const char *force = fl_req_query(r, "force");
+    apply_ctx c = {config, fl_strdup(fm), force && !strcmp(force, "true")};
+    char *key = fl_obj_key(t->kind, t->ns, t->name);
+    fl_kv kv;
+    int rc = fl_store_get(api->store, key, &kv);
+    free(key);
+    if (rc == FL_ENOTFOUND) {
+        char now[32];
+        fl_now_rfc3339(now);
+        json_t *out = NULL, *conflicts = NULL;
+        rc = fl_apply(t->kind, NULL, config, c.manager, c.force, now, &out, &conflicts, &err);
+        if (rc) {
+            respond_apply_error(r, t, rc, conflicts, err);
+        } else {
+            json_decref(conflicts);
+            free(err);
+            json_object_set_new(fl_obj_meta(out), "name", json_string(t->name));
+            create_object(api, r, t, out, true);
+        }
+    } else {
+        if (rc == 0)
+            fl_blob_unref(kv.value);
+        guaranteed_update(api, r, t, mutate_apply, &c);
+    }
+    free(c.manager);
+    json_decref(config);
+}
+
 void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
 {
     const char *ct = r->content_type ? r->content_type : "";
@@ -799,9 +956,7 @@ void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
         return;
     }
     if (c.type == 4) {
-        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
-                       "server-side apply (application/apply-patch+yaml) is not supported by this server yet; use "
-                       "client-side `kubectl apply` or a merge/strategic/JSON patch");
+        apply_patch(api, r, t);
         return;
     }
     json_error_t je;

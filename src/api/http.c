@@ -205,6 +205,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r.path = url;
     r.content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     r.accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+    r.user_agent = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
     r.body = st->body;
     r.body_len = st->len;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &r);

@@ -359,6 +359,46 @@ def test_dry_run_changes_nothing(server):
     assert now["data"] == {"a": "1"} and now["metadata"]["resourceVersion"] == rv
 
 
+def test_dry_run_in_delete_options_body(server):
+    """kubectl delete --dry-run=server sends dryRun in the DeleteOptions body, not the query."""
+    obj = create(server, CM, configmap("dry-body", {"a": "1"}))
+    code, body = server.curl("DELETE", f"{CM}/dry-body",
+                             {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]})
+    assert code == 200, body
+    code, now = get(server, f"{CM}/dry-body")
+    assert code == 200, "a dry-run delete (dryRun in the body) deleted the object"
+    assert now["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+    code, body = server.curl("DELETE", f"{CM}/dry-body", {"kind": "DeleteOptions", "apiVersion": "v1",
+                                                          "dryRun": ["Bogus"]})
+    assert code in (400, 422), body
+    assert get(server, f"{CM}/dry-body")[0] == 200
+
+
+def test_secret_string_data_is_merged_into_data(server):
+    path = f"/api/v1/namespaces/{NS}/secrets"
+    sec = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sd"},
+           "data": {"c": "ZA=="}, "stringData": {"a": "b", "c": "overrides"}}
+    body = create(server, path, sec)
+    assert "stringData" not in body, body
+    assert body["data"] == {"a": "Yg==", "c": "b3ZlcnJpZGVz"}, body
+    assert body["type"] == "Opaque", "Secret type defaults to Opaque"
+    code, got = get(server, f"{path}/sd")
+    assert got["data"] == {"a": "Yg==", "c": "b3ZlcnJpZGVz"} and "stringData" not in got
+    code, body = merge_patch(server, f"{path}/sd", {"stringData": {"e": "f"}})
+    assert code == 200, body
+    assert body["data"]["e"] == "Zg==" and "stringData" not in body
+
+
+def test_metrics_endpoint(server):
+    get(server, CM)
+    code, text = server.curl("GET", "/metrics")
+    assert code == 200, text
+    assert isinstance(text, str)
+    assert "# TYPE flotilla_apiserver_request_total counter" in text
+    assert any(ln.startswith("flotilla_apiserver_request_total{") and 'code="200"' in ln for ln in text.splitlines())
+    assert "flotilla_apiserver_request_duration_seconds_bucket{" in text
+
+
 # ---------------------------------------------------------------- watch
 
 
