@@ -93,8 +93,7 @@ typedef struct fl_kind {
 /* Register the built-in kinds. Call once at start-up before any lookup. */
 void fl_kinds_init(void);
 
-/* Served kind by group/version/plural resource, or by short name/singular/kind (case-
- * insensitive) when by_any is set. NULL if none. */
+/* Served kind by group, version and plural resource name (exact match). NULL if none. */
 const fl_kind *fl_kind_by_resource(const char *group, const char *version, const char *resource);
 /* Served kind by apiVersion ("apps/v1", "v1") and kind. NULL if none. */
 const fl_kind *fl_kind_by_gvk(const char *api_version, const char *kind);

@@ -45,7 +45,8 @@
  * Returns FL_EUNSUPPORTED when the kind has no table here or the envelope names
  * a content encoding (e.g. gzip); *err says which kind.
  * Returns FL_EINVAL on malformed bytes (wrong magic, truncated varint or
- * length, wrong wire type, invalid UTF-8 is NOT checked); *err names the
+ * length, a wire type that does not fit the field, a string that is not
+ * UTF-8, a time out of years 1..9999, nesting deeper than 64); *err names the
  * message and field and the byte offset from the start of buf.
  * On failure *out = NULL and *err is a heap string the caller frees.
  * Pure function of its input; any thread. */

@@ -519,7 +519,6 @@ def test_table_output_for_deployments(server):
     assert code == 200, t
     assert t["kind"] == "Table" and t["apiVersion"] == "meta.k8s.io/v1", t
     names, rows = table_rows(t)
-    assert names[:5] == ["name", "ready", "up-to-date", "available", "age"], names
     assert t["columnDefinitions"][0]["format"] == "name"
     row = next(r for r in rows if r["name"] == "tbl")
     assert row["ready"] == "2/3"
@@ -527,6 +526,10 @@ def test_table_output_for_deployments(server):
     raw = next(r for r in t["rows"] if r["cells"][0] == "tbl")
     assert raw["object"]["metadata"]["name"] == "tbl"
     assert t["metadata"].get("resourceVersion")
+    # the apiserver's order: default columns (Age included) first, then the -o wide ones (priority 1)
+    assert names == ["name", "ready", "up-to-date", "available", "age", "containers", "images", "selector"], names
+    prio = [c.get("priority", 0) for c in t["columnDefinitions"]]
+    assert prio == [0, 0, 0, 0, 0, 1, 1, 1], prio
 
     code, t = server.curl("GET", f"{DEPLOY}/tbl", headers=[f"Accept: {TABLE}"])
     assert code == 200 and t["kind"] == "Table" and len(t["rows"]) == 1 and t["rows"][0]["cells"][0] == "tbl"
