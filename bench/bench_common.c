@@ -280,6 +280,34 @@ long fb_proc_kib(pid_t pid, const char *field)
     return v;
 }
 
+double fb_proc_cpu_s(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *st = slurp(path);
+    if (!st)
+        return -1;
+    /* fields after the ")" closing the command name: state is field 3, utime 14, stime 15 */
+    char *p = strrchr(st, ')');
+    double v = -1;
+    if (p) {
+        unsigned long long ut = 0, stime = 0;
+        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stime) == 2)
+            v = (double)(ut + stime) / (double)sysconf(_SC_CLK_TCK);
+    }
+    free(st);
+    return v;
+}
+
+double fb_thread_cpu_s(pthread_t t)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+        return -1;
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 double fb_metric(const fb_server *s, const char *name)
 {
     struct curl_slist *h = fb_headers(s);

@@ -12,6 +12,7 @@
 #define FB_BENCH_COMMON_H
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,12 @@ bool fb_server_alive(fb_server *s);
 
 /* A kilobyte field (e.g. "VmRSS", "VmHWM") from /proc/PID/status, or -1. */
 long fb_proc_kib(pid_t pid, const char *field);
+
+/* CPU seconds (user + system) a process has used so far, from /proc/PID/stat, or -1. */
+double fb_proc_cpu_s(pid_t pid);
+
+/* CPU seconds a thread of this process has used so far, or -1. */
+double fb_thread_cpu_s(pthread_t t);
 
 /* A numeric metric from the server's /metrics (first sample whose line starts with `name`),
  * or -1 on failure. */

@@ -113,6 +113,7 @@ typedef struct watchers {
     int n;
     long long from_rv;
     atomic_int stop;
+    atomic_int opened;
     atomic_long bytes, ended;
 } watchers;
 
@@ -121,6 +122,16 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
     watchers *ws = userdata;
     atomic_fetch_add(&ws->bytes, (long)(size * nmemb));
     return size * nmemb;
+}
+
+/* The empty line ends the headers, which the server sends once the watch is registered. */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    watchers *ws = userdata;
+    size_t len = size * nmemb;
+    if ((len == 2 && ptr[0] == '\r') || (len == 1 && ptr[0] == '\n'))
+        atomic_fetch_add(&ws->opened, 1);
+    return len;
 }
 
 static void *watchers_main(void *arg)
@@ -139,6 +150,8 @@ static void *watchers_main(void *arg)
         curl_easy_setopt(cs[i], CURLOPT_URL, url);
         curl_easy_setopt(cs[i], CURLOPT_WRITEFUNCTION, discard);
         curl_easy_setopt(cs[i], CURLOPT_WRITEDATA, ws);
+        curl_easy_setopt(cs[i], CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(cs[i], CURLOPT_HEADERDATA, ws);
         curl_multi_add_handle(m, cs[i]);
     }
     int running;
@@ -273,23 +286,23 @@ int main(int argc, char **argv)
     ws.s = &s;
     ws.n = nwatch;
     ws.from_rv = atomic_load(&load.max_rv);
-    double g0 = fb_metric(&s, "flotilla_watch_count"), g = g0;
     pthread_t wth;
+    int opened = 0;
     if (nwatch > 0) {
         pthread_create(&wth, NULL, watchers_main, &ws);
         int64_t deadline = fb_now_ns() + 60LL * 1000000000LL;
-        while (fb_now_ns() < deadline && (g = fb_metric(&s, "flotilla_watch_count")) < g0 + nwatch)
-            usleep(50000);
-        if (g < g0 + nwatch) {
-            printf("SERVER PROBLEM: only %.0f of %d watches open after 60 s\n", g - g0, nwatch);
+        while (fb_now_ns() < deadline && (opened = atomic_load(&ws.opened)) < nwatch)
+            usleep(20000);
+        if (opened < nwatch) {
+            printf("SERVER PROBLEM: only %d of %d watches answered within 60 s\n", opened, nwatch);
             status = 1;
         }
     }
     sleep(3);
     long rss = fb_proc_kib(s.pid, "VmRSS"), hwm = fb_proc_kib(s.pid, "VmHWM");
     long threads = fb_proc_kib(s.pid, "Threads");
-    printf("with %.0f watchers open: VmRSS %.1f MiB (peak VmHWM %.1f MiB), %ld threads; watch streams ended: %ld\n",
-           g - g0, rss / 1024.0, hwm / 1024.0, threads, atomic_load(&ws.ended));
+    printf("with %d watchers open: VmRSS %.1f MiB (peak VmHWM %.1f MiB), %ld threads; watch streams ended: %ld\n",
+           opened, rss / 1024.0, hwm / 1024.0, threads, atomic_load(&ws.ended));
     fflush(stdout);
 
     /* raw size: every object as GET returns it */

@@ -4,7 +4,8 @@
  *   baseline: 1 watcher;  fan-out: W watchers (default 1,000).
  * In each round the watchers - W libcurl easy handles streaming chunked responses, driven
  * by one libcurl multi handle in one thread, as an informer-heavy client would - watch
- * ConfigMaps in the namespace from the namespace's creation revision. Once the server
+ * ConfigMaps in the namespace from the namespace's creation revision (the multi handle is
+ * driven by epoll and curl_multi_socket_action, so a wakeup costs only the sockets with data). Once the server
  * reports every watch open (the flotilla_watch_count gauge on /metrics), one writer creates
  * M ConfigMaps at a steady pace, noting the monotonic time just before each POST starts
  * (`sent`) and when its 201 arrives (`ack`). The watcher thread notes when each watcher
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "bench_common.h"
@@ -39,6 +41,7 @@ typedef struct watcher {
     size_t n, cap;
     int last_seq;        /* for the ordering check */
     bool ended;          /* the server ended the stream */
+    bool open;           /* response headers seen: the server has registered the watch */
     long code;
 } watcher;
 
@@ -53,6 +56,7 @@ struct round_state {
     int64_t *sent, *ack;
     atomic_int stop;
     atomic_long delivered; /* slots filled, read by the writer to stop waiting early */
+    atomic_int opened;     /* watches answered 200 with their headers */
     /* counted by the receiver thread only */
     long duplicates, out_of_order, unexpected, errors_ev, ended_early, bad_lines;
     char first_problem[512];
@@ -134,12 +138,80 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     return len;
 }
 
-/* The receiving thread: every watch of the round in one multi handle. */
+/* Header lines of a watch response: the empty line ends them. The server sends the headers
+ * only after it has registered the watch in the store, so from then on no event is lost. */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    watcher *w = userdata;
+    size_t len = size * nmemb;
+    if ((len == 2 && ptr[0] == '\r') || (len == 1 && ptr[0] == '\n')) {
+        curl_easy_getinfo(w->c, CURLINFO_RESPONSE_CODE, &w->code);
+        if (w->code == 200 && !w->open) {
+            w->open = true;
+            atomic_fetch_add(&w->rs->opened, 1);
+        } else if (w->code != 200) {
+            char d[32];
+            snprintf(d, sizeof d, "%ld", w->code);
+            problem(w->rs, "a watch was answered HTTP %s", d);
+        }
+    }
+    return len;
+}
+
+/* libcurl tells us which sockets to watch for what; we keep them in an epoll set so each
+ * wakeup touches only the watchers that have data (curl_multi_perform would walk all of
+ * them every time). */
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    int ep = *(int *)userp;
+    struct epoll_event ev = {.data.fd = fd};
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+        return 0;
+    }
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev) != 0)
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    *(long *)userp = timeout_ms;
+    return 0;
+}
+
+static void drain_done(round_state *rs, CURLM *m)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        watcher *w = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &w->code);
+        w->ended = true;
+        rs->ended_early++;
+        char d[200];
+        snprintf(d, sizeof d, "HTTP %ld, %s, last bytes: %.80s", w->code, curl_easy_strerror(msg->data.result),
+                 w->line ? w->line : "");
+        problem(rs, "a watch stream ended before the round did: %s", d);
+    }
+}
+
+/* The receiving thread: every watch of the round in one multi handle, event driven. */
 static void *receiver_main(void *arg)
 {
     round_state *rs = arg;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    long timer_ms = -1;
     CURLM *m = curl_multi_init();
     curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+    curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(m, CURLMOPT_SOCKETDATA, &ep);
+    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(m, CURLMOPT_TIMERDATA, &timer_ms);
     char url[512];
     snprintf(url, sizeof url,
              "%s/api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%lld&allowWatchBookmarks=true"
@@ -151,29 +223,31 @@ static void *receiver_main(void *arg)
         curl_easy_setopt(w->c, CURLOPT_URL, url);
         curl_easy_setopt(w->c, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(w->c, CURLOPT_WRITEDATA, w);
+        curl_easy_setopt(w->c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(w->c, CURLOPT_HEADERDATA, w);
         curl_easy_setopt(w->c, CURLOPT_PRIVATE, w);
         curl_easy_setopt(w->c, CURLOPT_CONNECTTIMEOUT, 60L);
         curl_multi_add_handle(m, w->c);
     }
-    int running = 1;
+    int running = 0;
+    struct epoll_event evs[256];
     while (!atomic_load(&rs->stop)) {
-        curl_multi_perform(m, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            watcher *w = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&w);
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &w->code);
-            w->ended = true;
-            rs->ended_early++;
-            char d[200];
-            snprintf(d, sizeof d, "HTTP %ld, %s, last bytes: %.80s", w->code, curl_easy_strerror(msg->data.result),
-                     w->line ? w->line : "");
-            problem(rs, "a watch stream ended before the round did: %s", d);
+        /* at most 50 ms per wait, so `stop` is noticed */
+        int wait = timer_ms < 0 || timer_ms > 50 ? 50 : (int)timer_ms;
+        int n = epoll_wait(ep, evs, 256, wait);
+        if (n <= 0) {
+            curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, &running);
+        } else {
+            for (int i = 0; i < n; i++) {
+                int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                            (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                            (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+                curl_multi_socket_action(m, evs[i].data.fd, flags, &running);
+            }
+            if (timer_ms == 0)
+                curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, &running);
         }
-        curl_multi_poll(m, NULL, 0, 50, NULL);
+        drain_done(rs, m);
     }
     for (int i = 0; i < rs->nwatchers; i++) {
         curl_multi_remove_handle(m, rs->w[i].c);
@@ -181,6 +255,7 @@ static void *receiver_main(void *arg)
         free(rs->w[i].line);
     }
     curl_multi_cleanup(m);
+    close(ep);
     return NULL;
 }
 
@@ -191,6 +266,8 @@ typedef struct round_result {
     double ack_p50, ack_p99;       /* receive - ack (negative: before the writer saw its 201) */
     double create_p50, create_p99; /* the writer's own POST latency */
     double rate;                   /* achieved writes/s */
+    double server_cores;           /* server CPU seconds per second while writing and delivering */
+    double receiver_busy;          /* the same for this process's receiving thread */
     bool ok;
 } round_result;
 
@@ -231,7 +308,6 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     rs.from_rv = create_namespace(wc, s, ns);
     if (rs.from_rv < 0)
         exit(1);
-    double g0 = fb_metric(s, "flotilla_watch_count");
     printf("\n== %d watcher%s, %d objects at %.0f/s, namespace %s ==\n", nwatchers, nwatchers == 1 ? "" : "s",
            nobjects, rate, ns);
     fflush(stdout);
@@ -239,15 +315,16 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     pthread_t rth;
     pthread_create(&rth, NULL, receiver_main, &rs);
 
-    /* wait until the server has every watch registered (bounded) */
-    double g = g0;
+    /* wait until every watch is answered (bounded) */
     int64_t deadline = fb_now_ns() + 120LL * 1000000000LL;
-    while (fb_now_ns() < deadline && (g = fb_metric(s, "flotilla_watch_count")) < g0 + nwatchers)
-        usleep(50000);
-    printf("  %0.f watches open on the server after %.2f s (gauge %.0f before)\n", g - g0,
-           (double)(fb_now_ns() - t_open) / 1e9, g0);
-    if (g < g0 + nwatchers)
-        printf("  SERVER PROBLEM: only %.0f of %d watches registered within 120 s; measuring anyway\n", g - g0,
+    while (fb_now_ns() < deadline && atomic_load(&rs.opened) < nwatchers && !atomic_load(&rs.stop))
+        usleep(20000);
+    int opened = atomic_load(&rs.opened);
+    double gauge = fb_metric(s, "flotilla_watch_count");
+    printf("  %d watches open after %.2f s (server's flotilla_watch_count gauge: %s%.0f)\n", opened,
+           (double)(fb_now_ns() - t_open) / 1e9, gauge < 0 ? "unavailable, " : "", gauge);
+    if (opened < nwatchers)
+        printf("  SERVER PROBLEM: only %d of %d watches answered within 120 s; measuring anyway\n", opened,
                nwatchers);
     usleep(200000);
 
@@ -258,6 +335,7 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     char path[256];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps", ns);
     int64_t period = (int64_t)(1e9 / rate);
+    double srv_cpu0 = fb_proc_cpu_s(s->pid), rcv_cpu0 = fb_thread_cpu_s(rth);
     int64_t t0 = fb_now_ns() + 10000000;
     for (int i = 0; i < nobjects; i++) {
         fb_sleep_until(t0 + i * period);
@@ -282,6 +360,11 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     deadline = t_last + 15LL * 1000000000LL;
     while ((size_t)atomic_load(&rs.delivered) < total && fb_now_ns() < deadline)
         usleep(20000);
+    int64_t t_end = fb_now_ns();
+    double srv_cpu = fb_proc_cpu_s(s->pid) - srv_cpu0, rcv_cpu = fb_thread_cpu_s(rth) - rcv_cpu0;
+    double window = (double)(t_end - t0) / 1e9;
+    rr.server_cores = srv_cpu / window;
+    rr.receiver_busy = rcv_cpu / window;
     atomic_store(&rs.stop, 1);
     pthread_join(rth, NULL);
 
@@ -321,6 +404,22 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     printf("  delivery latency (receive - send start): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", rr.p50, rr.p99,
            rr.max);
     printf("  delivery latency (receive - writer's 201): p50 %.2f ms  p99 %.2f ms\n", rr.ack_p50, rr.ack_p99);
+    /* does latency build up over the run (a backlog) or stay level (per-event cost)? */
+    printf("  p99 by tenth of the writes (ms):");
+    for (int d = 0; d < 10; d++) {
+        int lo = nobjects * d / 10, hi = nobjects * (d + 1) / 10;
+        size_t m = 0;
+        for (int w = 0; w < nwatchers; w++)
+            for (int i = lo; i < hi; i++) {
+                int64_t r = rs.recv[(size_t)w * (size_t)nobjects + (size_t)i];
+                if (r)
+                    lat[m++] = r - rs.sent[i];
+            }
+        printf(" %.0f", fb_pct_ms(lat, m, 99));
+    }
+    printf("\n");
+    printf("  CPU while writing and delivering: server %.2f cores, receiving thread %.0f%% busy (of 2 cores shared)\n",
+           rr.server_cores, 100 * rr.receiver_busy);
     if (!rr.ok) {
         printf("  SERVER PROBLEM: watch delivery was not complete and exact in this round%s%s\n",
                rs.first_problem[0] ? "; first: " : "", rs.first_problem);
@@ -427,12 +526,14 @@ int main(int argc, char **argv)
     long rss = fb_proc_kib(s.pid, "VmRSS");
 
     printf("\nSummary (%s, %d objects at %.0f/s, %zu B payload)\n", s.url, nobjects, rate, size);
-    printf("| watchers | delivered / expected | p50 ms | p99 ms | max ms | p99 from 201 ms | writer create p99 ms |\n");
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("| watchers | delivered / expected | p50 ms | p99 ms | max ms | p99 from 201 ms | writer create p99 ms |"
+           " server CPU cores | receiver thread busy |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     round_result *rr[2] = {&base, &fan};
     for (int k = 0; k < 2; k++)
-        printf("| %d | %ld / %ld | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rr[k]->watchers, rr[k]->delivered,
-               rr[k]->expected, rr[k]->p50, rr[k]->p99, rr[k]->max, rr[k]->ack_p99, rr[k]->create_p99);
+        printf("| %d | %ld / %ld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f%% |\n", rr[k]->watchers,
+               rr[k]->delivered, rr[k]->expected, rr[k]->p50, rr[k]->p99, rr[k]->max, rr[k]->ack_p99,
+               rr[k]->create_p99, rr[k]->server_cores, 100 * rr[k]->receiver_busy);
     if (base.p99 > 0)
         printf("ratio p99 %d watchers / 1 watcher: %.1fx; p50: %.1fx\n", nwatchers, fan.p99 / base.p99,
                base.p50 > 0 ? fan.p50 / base.p50 : 0);

@@ -11,7 +11,9 @@ Two inputs per Kubernetes API package, given on the command line as
 Only messages reachable from ROOTS are emitted. Nothing from the inputs is copied
 into the output except names and numbers.
 
-Usage: tools/gen_protobuf_schema.py core.proto=core_types.go ... > src/api/protobuf_schema.c
+Usage: tools/gen_protobuf_schema.py [--note "where the inputs came from"] \
+           core/v1/generated.proto=core/v1/types.go ... > src/api/protobuf_schema.c
+The note goes into the output's header comment (e.g. the upstream release tag).
 """
 import re
 import sys
@@ -115,6 +117,9 @@ def parse_go(path):
 
 
 def main(argv):
+    note = None
+    if len(argv) >= 2 and argv[0] == "--note":
+        note, argv = argv[1], argv[2:]
     msgs = {}
     go = {}
     for arg in argv:
@@ -171,7 +176,11 @@ def main(argv):
     w(" * resource, intstr, runtime); do not edit by hand, re-run the generator. Each table")
     w(" * lists one message's fields sorted by number with the JSON name, wire kind and")
     w(" * the Go-side facts (omitempty, pointer, inline) that decide how protobuf.c renders")
-    w(" * them. Only messages reachable from the kinds in fl_pb_kinds[] are present. */")
+    w(" * them. Only messages reachable from the kinds in fl_pb_kinds[] are present.")
+    if note:
+        w(" *")
+        w(" * Inputs: %s" % note)
+    w(" */")
     w('#include "api/protobuf.h"')
     w("")
     w("/* forward declarations: tables refer to each other */")

@@ -16,6 +16,7 @@
 
 #include "api/api_internal.h"
 #include "api/apply.h"
+#include "api/protobuf.h"
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -27,6 +28,11 @@
 static atomic_long owned_objects;
 
 /* ---- body decoding ---- */
+
+static bool is_protobuf(const char *ct)
+{
+    return ct && !strncmp(ct, "application/vnd.kubernetes.protobuf", 35);
+}
 
 static bool is_yaml(const char *ct)
 {
@@ -41,7 +47,19 @@ json_t *fl_req_body_object(fl_req *r, const fl_target *t)
         return NULL;
     }
     json_t *obj = NULL;
-    if (is_yaml(r->content_type)) {
+    if (is_protobuf(r->content_type)) {
+        char *err = NULL;
+        int rc = fl_protobuf_decode((const unsigned char *)r->body, r->body_len, &obj, &err);
+        if (rc) {
+            if (rc == FL_EUNSUPPORTED)
+                fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL, "%s; send application/json instead",
+                               err ? err : "unsupported protobuf content");
+            else
+                fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding protobuf: %s", err ? err : "invalid");
+            free(err);
+            return NULL;
+        }
+    } else if (is_yaml(r->content_type)) {
         char *err = NULL;
         if (fl_yaml_parse(r->body, r->body_len, &obj, &err) != 0) {
             fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding YAML: %s", err ? err : "invalid");
@@ -1273,7 +1291,15 @@ static json_t *delete_options(fl_req *r, const fl_target *t, bool *bad)
 {
     *bad = false;
     json_t *opts = NULL;
-    if (r->body && r->body_len) {
+    if (r->body && r->body_len && is_protobuf(r->content_type)) {
+        char *err = NULL;
+        if (fl_protobuf_decode((const unsigned char *)r->body, r->body_len, &opts, &err) != 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding DeleteOptions: %s", err ? err : "invalid");
+            free(err);
+            *bad = true;
+            return NULL;
+        }
+    } else if (r->body && r->body_len) {
         json_error_t je;
         opts = json_loadb(r->body, r->body_len, 0, &je);
         if (!json_is_object(opts)) {

@@ -453,6 +453,23 @@ def test_watch_single_object_by_field_selector(server):
         assert ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "me", ev
 
 
+@pytest.mark.parametrize("n,value", [(1, "true"), (2, "True"), (3, "1")])
+def test_watch_query_accepts_the_spellings_clients_send(server, n, value):
+    """The Python client sends watch=True; Kubernetes treats anything but "false"/"0" as true."""
+    ns = "watch-bool"
+    ensure_namespace(server, ns)
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    rv = server.list_rv(path)
+    with server.watch(f"{path}?watch={value}&resourceVersion={rv}&allowWatchBookmarks={value}") as w:
+        assert w.status == 200, w.body
+        create(server, path, configmap(f"b{n}"))
+        ev = w.collect(1, timeout=10, pred=lambda e: e.get("type") != "BOOKMARK")[0]
+        assert ev.get("type") == "ADDED", f"watch={value} did not start a watch; got {str(ev)[:200]}"
+        assert ev["object"]["metadata"]["name"] == f"b{n}", ev
+    code, body = get(server, f"{path}?watch=false")
+    assert code == 200 and body["kind"] == "ConfigMapList", body
+
+
 def test_watch_bookmarks(server_factory):
     s = server_factory("--bookmark-interval-ms", "500")
     ensure_namespace(s, "bm")
@@ -590,16 +607,98 @@ def test_strategic_merge_patch_on_custom_resource_is_415(server, widgets):
     assert now["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
 
 
-def test_server_side_apply_is_refused_clearly(server):
-    obj = create(server, CM, configmap("ssa", {"a": "1"}))
-    body_yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: '2'\n"
-    code, body = server.curl("PATCH", f"{CM}/ssa?fieldManager=e2e", body_yaml,
-                             content_type="application/apply-patch+yaml")
-    assert code == 415, body
-    assert_status(body, 415, "UnsupportedMediaType")
-    assert "apply" in body["message"].lower(), body["message"]
-    code, now = get(server, f"{CM}/ssa")
-    assert now["data"] == {"a": "1"} and now["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+def apply_yaml(server, path, text, manager=None, force=False):
+    q = []
+    if manager:
+        q.append(f"fieldManager={manager}")
+    if force:
+        q.append("force=true")
+    return server.curl("PATCH", path + ("?" + "&".join(q) if q else ""), text,
+                       content_type="application/apply-patch+yaml")
+
+
+def owned(obj, manager):
+    """The FieldsV1 set a manager's Apply entry holds."""
+    for e in obj["metadata"].get("managedFields", []):
+        if e["manager"] == manager and e["operation"] == "Apply":
+            return e["fieldsV1"]
+    return None
+
+
+def ssa_cm(data):
+    return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n" + \
+        "".join(f"  {k}: '{v}'\n" for k, v in data.items())
+
+
+def test_server_side_apply_ownership_conflicts_and_force(server):
+    path = f"{CM}/ssa"
+    code, body = apply_yaml(server, path, ssa_cm({"a": "1", "b": "2"}), "alice")
+    assert code == 201, body  # apply creates a missing object
+    assert body["data"] == {"a": "1", "b": "2"}
+    assert {"f:a", "f:b"} <= set(owned(body, "alice")["f:data"]), body["metadata"]["managedFields"]
+    rv = body["metadata"]["resourceVersion"]
+
+    code, body = apply_yaml(server, path, ssa_cm({"a": "1", "b": "2"}), "alice")
+    assert code == 200, body
+    assert body["metadata"]["resourceVersion"] == rv, "a no-op apply must not write"
+
+    code, body = apply_yaml(server, path, ssa_cm({"a": "bob"}), "bob")
+    assert code == 409, body
+    assert_status(body, 409, "Conflict")
+    causes = body["details"]["causes"]
+    assert [(c["field"], c["reason"]) for c in causes] == [(".data.a", "FieldManagerConflict")], causes
+    assert "alice" in causes[0]["message"]
+    assert get(server, path)[1]["data"] == {"a": "1", "b": "2"}
+
+    # the same value is no conflict: both own it
+    code, body = apply_yaml(server, path, ssa_cm({"b": "2"}), "carol")
+    assert code == 200, body
+    assert "f:b" in owned(body, "carol")["f:data"] and "f:b" in owned(body, "alice")["f:data"]
+
+    code, body = apply_yaml(server, path, ssa_cm({"a": "bob"}), "bob", force=True)
+    assert code == 200, body
+    assert body["data"] == {"a": "bob", "b": "2"}
+    assert "f:a" not in owned(body, "alice")["f:data"], "force must take the field away from alice"
+
+    # alice drops b from her configuration: carol still owns it, so it stays; c is new
+    code, body = apply_yaml(server, path, ssa_cm({"c": "3"}), "alice")
+    assert code == 200, body
+    assert body["data"] == {"a": "bob", "b": "2", "c": "3"}
+    # carol drops b too: nobody owns it any more, so it is removed
+    code, body = apply_yaml(server, path, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n", "carol")
+    assert code == 200, body
+    assert body["data"] == {"a": "bob", "c": "3"}
+
+
+def test_server_side_apply_option_errors(server):
+    path = f"{CM}/ssa-opts"
+    code, body = apply_yaml(server, path, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa-opts\n")
+    assert code == 422, body
+    assert_status(body, 422, "Invalid")
+    assert [c.get("field") for c in body["details"]["causes"]] == ["fieldManager"], body
+    assert get(server, path)[0] == 404
+
+    create(server, CM, configmap("ssa-opts", {"a": "1"}))
+    code, body = server.curl("PATCH", f"{path}?force=true", {"data": {"a": "2"}},
+                             content_type="application/merge-patch+json")
+    assert code == 422, body
+    assert_status(body, 422, "Invalid")
+    assert get(server, path)[1]["data"] == {"a": "1"}
+
+
+def test_server_side_apply_on_custom_resource(server, widgets):
+    path = f"{widgets}/applied"
+    doc = ("apiVersion: sem.example.com/v1\nkind: Widget\nmetadata:\n  name: applied\n"
+           "spec:\n  size: 3\n  color: blue\n")
+    code, body = apply_yaml(server, path, doc, "ci")
+    assert code == 201, body
+    assert body["spec"] == {"size": 3, "color": "blue"} and body["metadata"]["generation"] == 1
+    code, body = merge_patch(server, path, {"spec": {"extra": True}})
+    assert code == 200, body
+    code, body = apply_yaml(server, path, doc.replace("size: 3", "size: 4").replace("  color: blue\n", ""), "ci")
+    assert code == 200, body
+    assert body["spec"] == {"size": 4, "extra": True}, "apply prunes only the applier's own fields"
+    assert body["metadata"]["generation"] == 3
 
 
 # ---------------------------------------------------------------- overload and shutdown

@@ -129,6 +129,24 @@ def test_apply_twice_second_is_a_patch(server):
     assert "configmap/applied unchanged" in r.stdout
 
 
+def test_apply_server_side(server):
+    r = server.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(configmap("ssa", {"a": "1", "b": "2"})))
+    assert "configmap/ssa serverside-applied" in r.stdout
+    r = server.kubectl("apply", "--server-side", "--field-manager=intruder", "-f", "-",
+                       input=json.dumps(configmap("ssa", {"a": "2"})), check=False)
+    assert r.returncode != 0 and "conflict" in r.stderr.lower(), r.stderr
+    assert server.kubectl_json("get", "cm", "ssa", "-n", NS)["data"] == {"a": "1", "b": "2"}
+    r = server.kubectl("apply", "--server-side", "--field-manager=intruder", "--force-conflicts", "-f", "-",
+                       input=json.dumps(configmap("ssa", {"a": "2"})))
+    assert "serverside-applied" in r.stdout
+    # kubectl's own apply drops b: it was the only owner
+    r = server.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(configmap("ssa", {"c": "3"})))
+    obj = server.kubectl_json("get", "cm", "ssa", "-n", NS, "--show-managed-fields")
+    assert obj["data"] == {"a": "2", "c": "3"}, obj["data"]
+    managers = {(m["manager"], m["operation"]) for m in obj["metadata"]["managedFields"]}
+    assert {("kubectl", "Apply"), ("intruder", "Apply")} <= managers, managers
+
+
 def test_apply_deployment_and_get_columns(server):
     r = apply(server, deployment("webapp"))
     assert "deployment.apps/webapp created" in r.stdout

@@ -287,6 +287,7 @@ def test_raw_watch_from_compacted_revision_gets_error_event_or_410(server_factor
     ensure_namespace(s, "expiry-raw")
     path = "/api/v1/namespaces/expiry-raw/configmaps"
     code, body = s.curl("POST", path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r"}})
+    assert code == 201, body
     old_rv = body["metadata"]["resourceVersion"]
     for i in range(30):
         s.curl("PATCH", f"{path}/r", {"data": {"n": str(i)}}, content_type="application/merge-patch+json")
