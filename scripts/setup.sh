@@ -6,12 +6,15 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev
-  liblua5.4-dev libcmocka-dev sqlite3 python3-kubernetes python3-pytest curl unzip nodejs npm)
+  liblua5.4-dev libcmocka-dev sqlite3 python3-kubernetes python3-pytest curl unzip)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js: the machine image may carry its own build; only fall back to Debian's.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   SUDO=""
