@@ -7,6 +7,7 @@
 #include "api/api_internal.h"
 
 #include <stdarg.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "api/discovery.h"
+#include "api/metrics.h"
 #include "core/err.h"
 #include "core/mem.h"
 
@@ -36,8 +38,46 @@ void fl_resp_raw(fl_req *r, int code, const char *data, size_t len)
     r->resp_type = "application/json";
 }
 
+/* Replace bytes that are not valid UTF-8 with '?', in place: error messages quote user input,
+ * and JSON strings must be valid UTF-8. */
+static void utf8_sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+        bool ok = n > 0;
+        for (int i = 1; ok && i < n; i++)
+            ok = (p[i] & 0xc0) == 0x80;
+        if (ok && n == 2 && *p < 0xc2)
+            ok = false; /* overlong */
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
+static json_t *jstr(const char *s)
+{
+    json_t *v = json_string(s);
+    if (!v) {
+        char *c = fl_strdup(s);
+        utf8_sanitize(c);
+        v = json_string(c);
+        free(c);
+    }
+    return v ? v : json_string("");
+}
+
 void fl_resp_json(fl_req *r, int code, json_t *obj)
 {
+    if (!obj) {
+        obj = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+                        "status", "Failure", "message", "the response could not be encoded", "reason",
+                        "InternalError", "code", 500);
+        code = 500;
+    }
     char *s = json_dumps(obj, JSON_COMPACT);
     json_decref(obj);
     free(r->resp);
@@ -54,17 +94,17 @@ void fl_resp_status(fl_req *r, int code, const char *reason, const fl_target *t,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
-                           "status", "Failure", "message", msg, "reason", reason, "code", code);
+    json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:o, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+                           "status", "Failure", "message", jstr(msg), "reason", reason, "code", code);
     json_t *details = NULL;
     if (t && (t->name[0] || t->resource[0])) {
         details = json_object();
         if (t->name[0])
-            json_object_set_new(details, "name", json_string(t->name));
+            json_object_set_new(details, "name", jstr(t->name));
         if (t->group[0])
-            json_object_set_new(details, "group", json_string(t->group));
+            json_object_set_new(details, "group", jstr(t->group));
         if (t->resource[0])
-            json_object_set_new(details, "kind", json_string(t->resource));
+            json_object_set_new(details, "kind", jstr(t->resource));
     }
     if (causes) {
         if (!details)
@@ -334,6 +374,17 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
             respond_text(r, 200, "ok");
         return true;
     }
+    if (n == 1 && !strcmp(segs[0], "metrics")) {
+        r->verb = "GET";
+        size_t len = 0;
+        char *text = fl_metrics_render(&len);
+        free(r->resp);
+        r->code = 200;
+        r->resp = text;
+        r->resp_len = len;
+        r->resp_type = "text/plain; version=0.0.4; charset=utf-8";
+        return true;
+    }
     if (n == 1 && !strcmp(segs[0], "version")) {
         r->verb = "GET";
         respond_version(r);
@@ -405,9 +456,15 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
     return false;
 }
 
+bool fl_query_true(const char *v)
+{
+    /* Kubernetes' boolean query parameters: anything but "0"/"false" (any case) is true */
+    return v && strcmp(v, "0") && strcasecmp(v, "false");
+}
+
 static bool truthy(const char *v)
 {
-    return v && (!strcmp(v, "true") || !strcmp(v, "1"));
+    return fl_query_true(v);
 }
 
 void fl_api_handle(fl_api *api, fl_req *r)

@@ -30,6 +30,9 @@ char *fl_obj_key(const fl_kind *k, const char *ns, const char *name);
 /* Prefix for a collection: kind prefix + [ns "/"] (heap). */
 char *fl_coll_prefix(const fl_kind *k, const char *ns);
 
+/* A boolean query parameter as Kubernetes reads it (NULL = false). */
+bool fl_query_true(const char *v);
+
 /* Wants a server-side Table? (Accept has as=Table). */
 bool fl_req_wants_table(const fl_req *r);
 /* dryRun=All present? */

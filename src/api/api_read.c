@@ -543,7 +543,7 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
     }
     s->table = fl_req_wants_table(r);
     const char *bm = fl_req_query(r, "allowWatchBookmarks");
-    s->bookmarks = bm && (!strcmp(bm, "true") || !strcmp(bm, "1"));
+    s->bookmarks = fl_query_true(bm);
     const char *to = fl_req_query(r, "timeoutSeconds");
     long timeout = to ? strtol(to, NULL, 10) : 0;
     if (timeout <= 0)
@@ -553,8 +553,8 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
 
     const char *rvq = fl_req_query(r, "resourceVersion");
     const char *sie = fl_req_query(r, "sendInitialEvents");
-    bool send_initial = sie && !strcmp(sie, "true");
-    if (sie && !strcmp(sie, "true")) {
+    bool send_initial = fl_query_true(sie);
+    if (send_initial) {
         const char *match = fl_req_query(r, "resourceVersionMatch");
         if (!match || strcmp(match, "NotOlderThan") || !s->bookmarks) {
             fl_resp_status(r, 422, "Invalid", t, NULL,
@@ -567,7 +567,7 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
     int64_t from = 0;
     bool initial = false;
     if (!rvq || !rvq[0] || !strcmp(rvq, "0")) {
-        initial = !(sie && !strcmp(sie, "false"));
+        initial = !sie || fl_query_true(sie);
         from = fl_store_rev(api->store); /* without initial events: changes from now on */
     } else {
         char *end;

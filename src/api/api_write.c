@@ -360,8 +360,8 @@ static void on_create_defaults(const fl_kind *k, json_t *obj)
                                   "no conflicts found", "type", "Established", "status", "True",
                                   "lastTransitionTime", now, "reason", "InitialNamesAccepted", "message",
                                   "the initial names have been accepted");
-        json_t *st = json_pack("{s:o, s:O, s:[]}", "conditions", conds, "acceptedNames",
-                               names ? names : json_object(), "storedVersions");
+        json_t *st = json_pack("{s:o, s:o, s:[]}", "conditions", conds, "acceptedNames",
+                               names ? json_incref(names) : json_object(), "storedVersions");
         json_t *vers = json_object_get(json_object_get(obj, "spec"), "versions");
         size_t i;
         json_t *v;
@@ -901,8 +901,11 @@ static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
     }
     const char *fm = fl_req_query(r, "fieldManager");
     if (!fm || !fm[0]) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL,
-                       "PATCH, application/apply-patch+yaml requests must have fieldManager set");
+        json_t *causes = json_array();
+        fl_cause_add(causes, "FieldValueRequired", "fieldManager", "Required value: is required for apply patch");
+        fl_resp_status(r, 422, "Invalid", t, causes,
+                       "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for "
+                       "apply patch");
         json_decref(config);
         return;
     }
@@ -975,6 +978,14 @@ void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
     }
     if (c.type == 4) {
         apply_patch(api, r, t);
+        return;
+    }
+    if (fl_req_query(r, "force")) {
+        json_t *causes = json_array();
+        fl_cause_add(causes, "FieldValueForbidden", "force", "Forbidden: may not be specified for non-apply patch");
+        fl_resp_status(r, 422, "Invalid", t, causes,
+                       "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for "
+                       "non-apply patch");
         return;
     }
     json_error_t je;
@@ -1287,6 +1298,18 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
     return rc;
 }
 
+/* dryRun=All in the query or ["All"] in the DeleteOptions body (kubectl sends the latter). */
+static bool delete_dry_run(const fl_req *r, const json_t *opts)
+{
+    if (fl_req_dry_run(r))
+        return true;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(opts, "dryRun"), i, v) if (json_is_string(v) && !strcmp(json_string_value(v), "All"))
+        return true;
+    return false;
+}
+
 static json_t *delete_options(fl_req *r, const fl_target *t, bool *bad)
 {
     *bad = false;
@@ -1332,19 +1355,19 @@ void fl_api_delete(fl_api *api, fl_req *r, const fl_target *t)
         return;
     fl_target tt = *t;
     json_t *obj = NULL;
-    int rc = fl_api_delete_object(api, t->kind, t->ns, t->name, opts, fl_req_dry_run(r), &obj, &tt, r);
+    int rc = fl_api_delete_object(api, t->kind, t->ns, t->name, opts, delete_dry_run(r, opts), &obj, &tt, r);
+    if (r->resp || rc < 0) {
+        if (!r->resp)
+            fl_resp_store_error(r, rc, t);
+        json_decref(obj);
+        json_decref(opts);
+        return;
+    }
+    /* 200 with the object either way (held by finalizers: it carries deletionTimestamp);
+     * the apiserver answers 202 only when orphanDependents=false was asked for */
+    bool accepted = rc == 1 && json_is_false(json_object_get(opts, "orphanDependents"));
     json_decref(opts);
-    if (r->resp) {
-        json_decref(obj);
-        return;
-    }
-    if (rc < 0) {
-        fl_resp_store_error(r, rc, t);
-        json_decref(obj);
-        return;
-    }
-    /* 202 while finalizers hold the object, 200 once it is gone (as the apiserver answers) */
-    fl_resp_json(r, rc == 1 ? 202 : 200, obj ? obj : json_object());
+    fl_resp_json(r, accepted ? 202 : 200, obj ? obj : json_object());
 }
 
 void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t)
@@ -1376,7 +1399,7 @@ void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t)
         const char *ns = fl_obj_str(item, "metadata", "namespace");
         const char *name = fl_obj_str(item, "metadata", "name");
         json_t *obj = NULL;
-        if (name && fl_api_delete_object(api, t->kind, ns ? ns : "", name, opts, fl_req_dry_run(r), &obj, NULL,
+        if (name && fl_api_delete_object(api, t->kind, ns ? ns : "", name, opts, delete_dry_run(r, opts), &obj, NULL,
                                          NULL) >= 0 &&
             obj)
             json_array_append_new(deleted, obj);

@@ -1111,7 +1111,8 @@ static int mf_cmp(const void *a, const void *b)
 /* Write entries with a non-empty set into obj's metadata.managedFields. */
 static void mf_store(mf_list *l, json_t *obj)
 {
-    qsort(l->e, l->n, sizeof(*l->e), mf_cmp);
+    if (l->n > 1)
+        qsort(l->e, l->n, sizeof(*l->e), mf_cmp);
     json_t *arr = json_array();
     for (size_t i = 0; i < l->n; i++) {
         const mf_entry *e = &l->e[i];

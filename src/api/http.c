@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -129,7 +130,7 @@ static void stream_free(void *cls)
 static bool is_watch_request(struct MHD_Connection *c, const char *url)
 {
     const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
-    if (w && (!strcmp(w, "true") || !strcmp(w, "1")))
+    if (w && strcmp(w, "0") && strcasecmp(w, "false"))
         return true;
     return strstr(url, "/watch/") != NULL;
 }

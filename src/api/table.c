@@ -545,7 +545,13 @@ static size_t collect_columns(const fl_kind *k, tcol **out)
         cols[n++] = (tcol){.name = "Age", .type = "date", .format = "", .description = AGE_DESC,
                            .jsonpath = ".metadata.creationTimestamp"};
     } else if (!k->dynamic && !have_age) {
-        cols[n++] = (tcol){.name = "Age", .type = "string", .format = "", .description = AGE_DESC, .is_age = true};
+        /* Age ends the default view, before the -o wide columns, as upstream prints it */
+        size_t at = 0;
+        while (at < n && cols[at].priority == 0)
+            at++;
+        memmove(&cols[at + 1], &cols[at], (n - at) * sizeof *cols);
+        cols[at] = (tcol){.name = "Age", .type = "string", .format = "", .description = AGE_DESC, .is_age = true};
+        n++;
     }
     *out = cols;
     return n;
