@@ -52,6 +52,10 @@ const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2); /* ob
 json_t *fl_scale_view(const fl_kind *k, const json_t *obj);
 const char *fl_scale_spec_path(const fl_kind *k);
 
+/* Standard base64 (heap results). decode returns NULL on invalid input; *outlen = bytes. */
+char *fl_base64_encode(const char *s, size_t n);
+char *fl_base64_decode(const char *s, size_t *outlen);
+
 /* Handlers. */
 void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_list(fl_api *api, fl_req *r, const fl_target *t);

@@ -213,58 +213,13 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
     return true;
 }
 
-static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64enc(const char *s, size_t n)
-{
-    char *o = fl_malloc((n + 2) / 3 * 4 + 1), *p = o;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned char)s[i] << 16;
-        if (i + 1 < n) v |= (unsigned char)s[i + 1] << 8;
-        if (i + 2 < n) v |= (unsigned char)s[i + 2];
-        *p++ = b64chars[(v >> 18) & 63];
-        *p++ = b64chars[(v >> 12) & 63];
-        *p++ = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
-        *p++ = i + 2 < n ? b64chars[v & 63] : '=';
-    }
-    *p = 0;
-    return o;
-}
-
-static char *b64dec(const char *s, size_t *outlen)
-{
-    size_t n = strlen(s);
-    char *o = fl_malloc(n / 4 * 3 + 4);
-    size_t len = 0;
-    unsigned v = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '=')
-            break;
-        const char *c = strchr(b64chars, s[i]);
-        if (!c || !s[i]) {
-            free(o);
-            return NULL;
-        }
-        v = (v << 6) | (unsigned)(c - b64chars);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[len++] = (char)((v >> bits) & 0xff);
-        }
-    }
-    o[len] = 0;
-    *outlen = len;
-    return o;
-}
-
 /* Continue token: base64 of {"v":"meta.k8s.io/v1","rv":N,"start":"<last key>"}. */
 static char *make_continue(int64_t rv, const char *last_key)
 {
     json_t *j = json_pack("{s:s, s:I, s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", last_key);
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    char *out = b64enc(s, strlen(s));
+    char *out = fl_base64_encode(s, strlen(s));
     free(s);
     return out;
 }
@@ -272,7 +227,7 @@ static char *make_continue(int64_t rv, const char *last_key)
 static int parse_continue(const char *tok, const char *prefix, int64_t *rv, char **start)
 {
     size_t len;
-    char *raw = b64dec(tok, &len);
+    char *raw = fl_base64_decode(tok, &len);
     if (!raw)
         return -1;
     json_t *j = json_loadb(raw, len, 0, NULL);

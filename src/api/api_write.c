@@ -331,9 +331,40 @@ static void random_suffix(char out[6])
     out[5] = 0;
 }
 
+/* Secrets: stringData is write-only convenience, merged into data as base64 (it wins over
+ * data for the same key), and type defaults to Opaque, as the apiserver does. */
+static void secret_normalize(const fl_kind *k, json_t *obj)
+{
+    if (k->group[0] || strcmp(k->kind, "Secret"))
+        return;
+    json_t *sd = json_object_get(obj, "stringData");
+    if (json_is_object(sd)) {
+        json_t *data = json_object_get(obj, "data");
+        if (!json_is_object(data)) {
+            data = json_object();
+            json_object_set_new(obj, "data", data);
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(sd, key, v)
+        {
+            if (!json_is_string(v))
+                continue;
+            char *enc = fl_base64_encode(json_string_value(v), json_string_length(v));
+            json_object_set_new(data, key, json_string(enc));
+            free(enc);
+        }
+    }
+    json_object_del(obj, "stringData");
+    json_t *type = json_object_get(obj, "type");
+    if (!json_is_string(type) || !json_string_length(type))
+        json_object_set_new(obj, "type", json_string("Opaque"));
+}
+
 /* Per-kind defaults and server-owned fields on create. */
 static void on_create_defaults(const fl_kind *k, json_t *obj)
 {
+    secret_normalize(k, obj);
     if (!k->group[0] && !strcmp(k->kind, "Namespace")) {
         json_t *spec = json_object_get(obj, "spec");
         if (!json_is_object(spec)) {
@@ -557,6 +588,7 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
         return out;
     }
     out = in;
+    secret_normalize(k, out);
     json_t *meta = fl_obj_meta(out);
     const json_t *cmeta = json_object_get(cur, "metadata");
     static const char *keep[] = {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -1334,6 +1366,23 @@ static json_t *delete_options(fl_req *r, const fl_target *t, bool *bad)
         }
     } else {
         opts = json_object();
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(opts, "dryRun"), i, v)
+    {
+        if (!json_is_string(v) || strcmp(json_string_value(v), "All")) {
+            json_t *causes = json_array();
+            fl_cause_add(causes, "FieldValueNotSupported", "dryRun",
+                         "Unsupported value: %s: supported values: \"All\"",
+                         json_is_string(v) ? json_string_value(v) : "non-string");
+            fl_resp_status(r, 422, "Invalid", t, causes,
+                           "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: supported values: "
+                           "\"All\"");
+            json_decref(opts);
+            *bad = true;
+            return NULL;
+        }
     }
     const char *pp = fl_req_query(r, "propagationPolicy");
     if (pp)
