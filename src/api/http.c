@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,11 +109,19 @@ typedef struct stream_ctx {
     fl_http *h;
     fl_api_stream *s;
     conn_state *st;
+    int fd;            /* the connection's socket, -1 if unknown */
 } stream_ctx;
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     stream_ctx *sc = cls;
+    /* MHD corks the socket of a TLS response while "more data follows", and the kernel
+     * would then hold our last event for up to 200 ms while we wait for the next one.
+     * By the time MHD asks for more, the previous chunk is in the kernel: uncork to push it. */
+    if (sc->fd >= 0) {
+        int off = 0;
+        setsockopt(sc->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+    }
     size_t n = fl_api_stream_read(sc->s, buf, max);
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
@@ -221,6 +230,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         sc->h = h;
         sc->s = r.stream;
         sc->st = st;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        sc->fd = ci ? ci->connect_fd : -1;
         st->watch = false; /* the slot now belongs to the stream */
         struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader,
                                                                       sc, stream_free);
