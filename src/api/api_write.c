@@ -183,15 +183,29 @@ static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len
     return s;
 }
 
-/* Write obj under key. On success obj carries the new resourceVersion. */
-static int store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj)
+/* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
+ * not NULL) a reference to the bytes now stored, which answer the request as they are. */
+static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj, fl_blob **stored)
 {
     render_ctx rc = {obj};
     fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .render = render_obj, .ctx = &rc};
     int err = fl_store_write(api->store, &op);
-    if (err == 0)
+    if (stored)
+        *stored = err == 0 ? op.value : NULL;
+    else if (err == 0)
         fl_blob_unref(op.value);
     return err;
+}
+
+static int store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj)
+{
+    return store_put_blob(api, type, key, prev_rev, obj, NULL);
+}
+
+static void resp_blob(fl_req *r, int code, fl_blob *b)
+{
+    fl_resp_raw(r, code, b->data, b->len);
+    fl_blob_unref(b);
 }
 
 static int64_t meta_rev(const json_t *obj)
@@ -200,11 +214,12 @@ static int64_t meta_rev(const json_t *obj)
     return s ? strtoll(s, NULL, 10) : 0;
 }
 
-/* Respond 400/422 when obj is not acceptable; returns -1 then. */
-static int check_object(fl_req *r, const fl_target *t, const json_t *obj, const json_t *old)
+/* Respond 400/422 when obj is not acceptable; returns -1 then. types: also run the
+ * structural type checks (callers that already ran them on this object pass false). */
+static int check_object(fl_req *r, const fl_target *t, const json_t *obj, const json_t *old, bool types)
 {
     char *msg = NULL;
-    if (fl_validate_types(t->kind, obj, &msg) != 0) {
+    if (types && fl_validate_types(t->kind, obj, &msg) != 0) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
         free(msg);
         return -1;
@@ -476,7 +491,7 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     on_create_defaults(k, obj);
     if (!applied)
         record_update(r, k, NULL, obj);
-    if (check_object(r, t, obj, NULL))
+    if (check_object(r, t, obj, NULL, false)) /* types were checked on the body above */
         goto out;
     if (k->namespaced && check_namespace(api, r, t, t->ns))
         goto out;
@@ -506,8 +521,9 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
         }
     }
     int rc;
+    fl_blob *stored = NULL;
     for (int attempt = 0;; attempt++) {
-        rc = store_put(api, FL_STORE_CREATE, key, 0, obj);
+        rc = store_put_blob(api, FL_STORE_CREATE, key, 0, obj, &stored);
         if (rc != FL_EEXIST || !generated || attempt == 5)
             break;
         /* generated name collided: draw another suffix, as the apiserver's callers would retry */
@@ -525,7 +541,7 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
         goto out;
     }
     track_owned(NULL, obj);
-    fl_resp_json(r, 201, json_incref(obj));
+    resp_blob(r, 201, stored);
 out:
     free(key);
     json_decref(obj);
@@ -660,7 +676,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
         json_t *obj = merge_for_update(t, cur, in);
         if (fn != mutate_apply_fn)
             record_update(r, k, cur, obj);
-        if (check_object(r, t, obj, cur)) {
+        if (check_object(r, t, obj, cur, true)) {
             json_decref(cur);
             json_decref(obj);
             break;
@@ -696,7 +712,8 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
                 break;
             }
         }
-        rc = store_put(api, finalized ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj);
+        fl_blob *stored = NULL;
+        rc = store_put_blob(api, finalized ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj, &stored);
         if (rc == FL_ECONFLICT && !pinned) {
             json_decref(cur);
             json_decref(obj);
@@ -714,10 +731,11 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
         json_decref(cur);
         if (scale) {
             fl_resp_json(r, 200, fl_scale_view(k, obj));
-            json_decref(obj);
+            fl_blob_unref(stored);
         } else {
-            fl_resp_json(r, 200, obj);
+            resp_blob(r, 200, stored);
         }
+        json_decref(obj);
         free(key);
         return;
     }
