@@ -1055,14 +1055,6 @@ void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
     json_decref(c.patch);
 }
 
-/* ---- DELETE ---- */
-
-typedef struct del_opts {
-    const char *policy;      /* Background | Foreground | Orphan */
-    const char *pre_uid;
-    const char *pre_rv;
-    bool dry_run;
-} del_opts;
 
 /* Collect up to 256 keys of a listing (for deleting a prefix page by page). */
 typedef struct key_batch {
@@ -1091,6 +1083,30 @@ static void batch_close(key_batch *b)
     b->n = 0;
 }
 
+/* Call fn for every object under prefix, a page of 256 at a time; fn runs outside the
+ * store's listing, so it may write (and delete) what it is given. obj is NULL unless parse. */
+typedef void (*scan_fn)(void *ctx, const char *key, json_t *obj);
+
+static void scan_pages(fl_api *api, const char *prefix, bool parse, scan_fn fn, void *ctx)
+{
+    char *after = NULL;
+    for (;;) {
+        key_batch b = {.n = 0, .parse = parse};
+        bool more = false;
+        int64_t rv;
+        fl_store_list(api->store, prefix, after, 0, 256, collect_keys, &b, &rv, &more);
+        size_t n = b.n;
+        for (size_t i = 0; i < n; i++)
+            fn(ctx, b.keys[i], b.objs[i]);
+        free(after);
+        after = n ? fl_strdup(b.keys[n - 1]) : NULL;
+        batch_close(&b);
+        if (!more || n == 0)
+            break;
+    }
+    free(after);
+}
+
 /* Render the final state of a deleted object: its current bytes with the new revision. */
 static char *render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
 {
@@ -1104,23 +1120,16 @@ static char *render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t 
 }
 
 /* Delete every object under prefix, ignoring finalizers (used when the kind itself goes away). */
+static void delete_key(void *vapi, const char *key, json_t *obj)
+{
+    fl_store_op op = {.type = FL_STORE_DELETE, .key = key, .render = render_current};
+    if (fl_store_write(((fl_api *)vapi)->store, &op) == 0)
+        fl_blob_unref(op.value);
+}
+
 static void purge_prefix(fl_api *api, const char *prefix)
 {
-    for (;;) {
-        key_batch b = {.n = 0};
-        bool more = false;
-        int64_t rv;
-        fl_store_list(api->store, prefix, NULL, 0, 256, collect_keys, &b, &rv, &more);
-        size_t n = b.n;
-        for (size_t i = 0; i < n; i++) {
-            fl_store_op op = {.type = FL_STORE_DELETE, .key = b.keys[i], .render = render_current};
-            if (fl_store_write(api->store, &op) == 0)
-                fl_blob_unref(op.value);
-        }
-        batch_close(&b);
-        if (!more || n == 0)
-            break;
-    }
+    scan_pages(api, prefix, false, delete_key, api);
 }
 
 /* Called after an object is gone from the store: kind-specific clean-up. */
@@ -1156,9 +1165,42 @@ static bool owned_by(const json_t *obj, const char *uid)
     return false;
 }
 
-typedef struct strip_ctx {
-    const char *uid;
-} strip_ctx;
+
+/* One dependent found by delete_dependents. */
+typedef struct dep_ctx {
+    fl_api *api;
+    const fl_kind *kind;   /* the dependent's kind */
+    const char *uid;       /* the owner's */
+    const char *policy;
+} dep_ctx;
+
+static void handle_dependent(void *vctx, const char *key, json_t *dep)
+{
+    dep_ctx *c = vctx;
+    if (!dep || !owned_by(dep, c->uid))
+        return;
+    const char *dname = fl_obj_str(dep, "metadata", "name");
+    if (!dname)
+        return;
+    if (c->policy && !strcmp(c->policy, "Orphan")) {
+        json_t *obj = json_deep_copy(dep);
+        json_t *refs = json_object_get(fl_obj_meta(obj), "ownerReferences");
+        for (size_t j = json_array_size(refs); j-- > 0;) {
+            const char *u = json_string_value(json_object_get(json_array_get(refs, j), "uid"));
+            if (u && !strcmp(u, c->uid))
+                json_array_remove(refs, j);
+        }
+        if (!json_array_size(refs))
+            json_object_del(fl_obj_meta(obj), "ownerReferences");
+        json_object_del(fl_obj_meta(obj), "resourceVersion");
+        if (store_put(c->api, FL_STORE_UPDATE, key, meta_rev(dep), obj) == 0)
+            track_owned(dep, obj);
+        json_decref(obj);
+    } else {
+        fl_api_delete_object(c->api, c->kind, fl_obj_str(dep, "metadata", "namespace"), dname, NULL, false, NULL,
+                             NULL, NULL);
+    }
+}
 
 /* Apply the owner's propagation policy to its dependents: Orphan strips the owner
  * reference, Background/Foreground delete them (their own dependents in turn). */
@@ -1177,45 +1219,8 @@ static int delete_dependents(fl_api *api, const fl_kind *owner_kind, const json_
         if (owner_kind->namespaced && !k->namespaced)
             continue;
         char *prefix = fl_coll_prefix(k, owner_kind->namespaced ? ns : NULL);
-        char *after = NULL;
-        for (;;) {
-            key_batch b = {.n = 0, .parse = true};
-            bool more = false;
-            int64_t rv;
-            fl_store_list(api->store, prefix, after, 0, 256, collect_keys, &b, &rv, &more);
-            size_t n = b.n;
-            for (size_t i = 0; i < n; i++) {
-                if (!b.objs[i] || !owned_by(b.objs[i], uid))
-                    continue;
-                const char *dns = fl_obj_str(b.objs[i], "metadata", "namespace");
-                const char *dname = fl_obj_str(b.objs[i], "metadata", "name");
-                if (!dname)
-                    continue;
-                if (policy && !strcmp(policy, "Orphan")) {
-                    json_t *obj = json_deep_copy(b.objs[i]);
-                    json_t *refs = json_object_get(fl_obj_meta(obj), "ownerReferences");
-                    for (size_t j = json_array_size(refs); j-- > 0;) {
-                        const char *u = json_string_value(json_object_get(json_array_get(refs, j), "uid"));
-                        if (u && !strcmp(u, uid))
-                            json_array_remove(refs, j);
-                    }
-                    if (!json_array_size(refs))
-                        json_object_del(fl_obj_meta(obj), "ownerReferences");
-                    json_object_del(fl_obj_meta(obj), "resourceVersion");
-                    if (store_put(api, FL_STORE_UPDATE, b.keys[i], meta_rev(b.objs[i]), obj) == 0)
-                        track_owned(b.objs[i], obj);
-                    json_decref(obj);
-                } else {
-                    fl_api_delete_object(api, k, dns, dname, NULL, false, NULL, NULL, NULL);
-                }
-            }
-            free(after);
-            after = n ? fl_strdup(b.keys[n - 1]) : NULL;
-            batch_close(&b);
-            if (!more || n == 0)
-                break;
-        }
-        free(after);
+        dep_ctx c = {api, k, uid, policy};
+        scan_pages(api, prefix, true, handle_dependent, &c);
         free(prefix);
     }
     free(kinds);
@@ -1484,39 +1489,36 @@ void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t)
 
 /* ---- namespace finalization ---- */
 
+typedef struct purge_ctx {
+    fl_api *api;
+    const fl_kind *kind;
+    const char *ns;
+    size_t remaining;   /* objects still held by finalizers */
+} purge_ctx;
+
+static void purge_one(void *vctx, const char *key, json_t *obj)
+{
+    purge_ctx *c = vctx;
+    const char *name = fl_obj_str(obj, "metadata", "name");
+    if (name && fl_api_delete_object(c->api, c->kind, c->ns, name, NULL, false, NULL, NULL, NULL) == 1)
+        c->remaining++;
+}
+
 int fl_api_purge_namespace(fl_api *api, const char *ns)
 {
     const fl_kind **kinds;
     size_t nk = fl_kinds_list(&kinds);
-    size_t remaining = 0;
+    purge_ctx c = {api, NULL, ns, 0};
     for (size_t ki = 0; ki < nk; ki++) {
-        const fl_kind *k = kinds[ki];
-        if (!k->namespaced)
+        if (!kinds[ki]->namespaced)
             continue;
-        char *prefix = fl_coll_prefix(k, ns);
-        char *after = NULL;
-        for (;;) {
-            key_batch b = {.n = 0, .parse = true};
-            bool more = false;
-            int64_t rv;
-            fl_store_list(api->store, prefix, after, 0, 256, collect_keys, &b, &rv, &more);
-            size_t n = b.n;
-            for (size_t i = 0; i < n; i++) {
-                const char *name = fl_obj_str(b.objs[i], "metadata", "name");
-                if (name && fl_api_delete_object(api, k, ns, name, NULL, false, NULL, NULL, NULL) == 1)
-                    remaining++;
-            }
-            free(after);
-            after = n ? fl_strdup(b.keys[n - 1]) : NULL;
-            batch_close(&b);
-            if (!more || n == 0)
-                break;
-        }
-        free(after);
+        c.kind = kinds[ki];
+        char *prefix = fl_coll_prefix(kinds[ki], ns);
+        scan_pages(api, prefix, true, purge_one, &c);
         free(prefix);
     }
     free(kinds);
-    return (int)remaining;
+    return (int)c.remaining;
 }
 
 /* Delete a terminating namespace's contents, then drop its "kubernetes" finalizer so the
