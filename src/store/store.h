@@ -5,8 +5,9 @@
  * nothing about Kubernetes: keys are strings ("/<group>/<resource>/<ns>/<name>"),
  * values are opaque bytes (JSON rendered by the API layer).
  *
- * Backends implement this interface behind a vtable (fl_store_ops); the SQLite
- * backend (store_sqlite.c) is the embedded default. A backend keeps the current
+ * Today one backend implements it, SQLite (store_sqlite*.c), the embedded default; a
+ * second backend (etcd) will put these functions behind a small vtable chosen by
+ * fl_store_config, with the watch fan-out (store_watch.c) shared. A backend keeps the current
  * value of every live key in memory (for get/list without I/O) and a window of
  * recent events for watches; everything older comes from the log.
  *
