@@ -17,6 +17,7 @@
 #include "api/discovery.h"
 #include "api/metrics.h"
 #include "api/validate.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/mem.h"
 
@@ -79,12 +80,13 @@ void fl_resp_json(fl_req *r, int code, json_t *obj)
                         "InternalError", "code", 500);
         code = 500;
     }
-    char *s = json_dumps(obj, JSON_COMPACT);
+    size_t len = 0;
+    char *s = fl_json_dumps(obj, &len);
     json_decref(obj);
     free(r->resp);
     r->code = code;
     r->resp = s;
-    r->resp_len = strlen(s);
+    r->resp_len = len;
     r->resp_type = "application/json";
 }
 

@@ -16,6 +16,7 @@
 
 #include "api/api_internal.h"
 #include "api/table.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/mem.h"
 #include "core/selector.h"
@@ -121,7 +122,7 @@ static bool filter_match(const filter *f, const char *key, const fl_blob *v, jso
         return true;
     json_t *obj = *parsed;
     if (!obj) {
-        obj = json_loadb(v->data, v->len, 0, NULL);
+        obj = fl_json_load(v->data, v->len);
         *parsed = obj;
     }
     if (!obj)
@@ -146,7 +147,7 @@ void fl_api_get(fl_api *api, fl_req *r, const fl_target *t)
         return;
     }
     if (!strcmp(t->sub, "scale")) {
-        json_t *obj = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        json_t *obj = fl_json_load(kv.value->data, kv.value->len);
         fl_blob_unref(kv.value);
         if (!obj) {
             fl_resp_store_error(r, FL_EIO, t);
@@ -157,7 +158,7 @@ void fl_api_get(fl_api *api, fl_req *r, const fl_target *t)
         return;
     }
     if (fl_req_wants_table(r)) {
-        json_t *obj = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        json_t *obj = fl_json_load(kv.value->data, kv.value->len);
         json_t *items = json_array();
         if (obj)
             json_array_append_new(items, obj);
@@ -198,7 +199,7 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
     }
     if (c->items) {
         if (!parsed)
-            parsed = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+            parsed = fl_json_load(kv->value->data, kv->value->len);
         if (parsed)
             json_array_append(c->items, parsed);
     } else {
@@ -217,7 +218,7 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
 static char *make_continue(int64_t rv, const char *last_key)
 {
     json_t *j = json_pack("{s:s, s:I, s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", last_key);
-    char *s = json_dumps(j, JSON_COMPACT);
+    char *s = fl_json_dumps(j, NULL);
     json_decref(j);
     char *out = fl_base64_encode(s, strlen(s));
     free(s);
@@ -230,7 +231,7 @@ static int parse_continue(const char *tok, const char *prefix, int64_t *rv, char
     char *raw = fl_base64_decode(tok, &len);
     if (!raw)
         return -1;
-    json_t *j = json_loadb(raw, len, 0, NULL);
+    json_t *j = fl_json_load(raw, len);
     free(raw);
     const char *st = json_string_value(json_object_get(j, "start"));
     json_t *jrv = json_object_get(j, "rv");
@@ -372,13 +373,13 @@ static void emit(fl_api_stream *s, const char *type, const char *data, size_t le
     buf_adds(&s->pending, type);
     buf_adds(&s->pending, "\",\"object\":");
     if (s->table && strcmp(type, "BOOKMARK") && strcmp(type, "ERROR")) {
-        json_t *obj = json_loadb(data, len, 0, NULL);
+        json_t *obj = fl_json_load(data, len);
         json_t *items = json_array();
         if (obj)
             json_array_append_new(items, obj);
         json_t *tbl = fl_table_render(s->kind, items, "Metadata", NULL, NULL);
         json_decref(items);
-        char *txt = json_dumps(tbl, JSON_COMPACT);
+        char *txt = fl_json_dumps(tbl, NULL);
         json_decref(tbl);
         buf_adds(&s->pending, txt);
         free(txt);
@@ -401,7 +402,7 @@ static void emit_expired(fl_api_stream *s, const char *msg)
 {
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
                            "status", "Failure", "message", msg, "reason", "Expired", "code", 410);
-    char *txt = json_dumps(st, JSON_COMPACT);
+    char *txt = fl_json_dumps(st, NULL);
     json_decref(st);
     emit(s, "ERROR", txt, strlen(txt));
     free(txt);

@@ -18,6 +18,7 @@
 #include "api/apply.h"
 #include "api/protobuf.h"
 #include "api/validate.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -67,11 +68,10 @@ json_t *fl_req_body_object(fl_req *r, const fl_target *t)
             return NULL;
         }
     } else {
-        json_error_t je;
-        obj = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je);
-        if (!obj) {
-            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding JSON: line %d, column %d: %s", je.line,
-                           je.column, je.text);
+        char *err = NULL;
+        if (fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &obj, &err) != 0) {
+            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding JSON: %s", err ? err : "invalid");
+            free(err);
             return NULL;
         }
     }
@@ -178,9 +178,7 @@ static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len
     char rv[32];
     snprintf(rv, sizeof rv, "%lld", (long long)rev);
     json_object_set_new(fl_obj_meta(c->obj), "resourceVersion", json_string(rv));
-    char *s = json_dumps(c->obj, JSON_COMPACT);
-    *len = strlen(s);
-    return s;
+    return fl_json_dumps(c->obj, len);
 }
 
 /* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
@@ -652,7 +650,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_store_error(r, rc, t);
             break;
         }
-        json_t *cur = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        json_t *cur = fl_json_load(kv.value->data, kv.value->len);
         fl_blob_unref(kv.value);
         if (!cur) {
             fl_resp_store_error(r, FL_EIO, t);
@@ -1069,7 +1067,7 @@ static bool collect_keys(void *vctx, const char *key, const fl_kv *kv)
     key_batch *b = vctx;
     if (b->n == 256)
         return false;
-    b->objs[b->n] = b->parse ? json_loadb(kv->value->data, kv->value->len, 0, NULL) : NULL;
+    b->objs[b->n] = b->parse ? fl_json_load(kv->value->data, kv->value->len) : NULL;
     b->keys[b->n++] = fl_strdup(key);
     return true;
 }
@@ -1110,7 +1108,7 @@ static void scan_pages(fl_api *api, const char *prefix, bool parse, scan_fn fn, 
 /* Render the final state of a deleted object: its current bytes with the new revision. */
 static char *render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
 {
-    json_t *obj = cur ? json_loadb(cur->data, cur->len, 0, NULL) : NULL;
+    json_t *obj = cur ? fl_json_load(cur->data, cur->len) : NULL;
     if (!obj)
         obj = json_object();
     render_ctx c = {obj};
@@ -1258,7 +1256,7 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
         rc = fl_store_get(api->store, key, &kv);
         if (rc)
             break;
-        json_t *cur = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+        json_t *cur = fl_json_load(kv.value->data, kv.value->len);
         fl_blob_unref(kv.value);
         if (!cur) {
             rc = FL_EIO;
@@ -1461,7 +1459,7 @@ void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t)
         json_decref(opts);
         return;
     }
-    json_t *list = json_loadb(lr.resp, lr.resp_len, 0, NULL);
+    json_t *list = fl_json_load(lr.resp, lr.resp_len);
     free(lr.resp);
     json_t *deleted = json_array();
     size_t i;
@@ -1533,7 +1531,7 @@ static void *purge_thread(void *arg)
             char *key = fl_obj_key(nsk, NULL, pa->ns);
             fl_kv kv;
             if (fl_store_get(pa->api->store, key, &kv) == 0) {
-                json_t *obj = json_loadb(kv.value->data, kv.value->len, 0, NULL);
+                json_t *obj = fl_json_load(kv.value->data, kv.value->len);
                 fl_blob_unref(kv.value);
                 if (obj) {
                     json_t *spec = json_object_get(obj, "spec");
@@ -1570,7 +1568,7 @@ typedef struct load_ctx {
 static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
 {
     load_ctx *c = vctx;
-    json_t *obj = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+    json_t *obj = fl_json_load(kv->value->data, kv->value->len);
     if (!obj)
         return true;
     char *err = NULL;
@@ -1586,7 +1584,7 @@ static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
 static bool scan_cb(void *vctx, const char *key, const fl_kv *kv)
 {
     if (strstr(kv->value->data, "\"ownerReferences\"")) {
-        json_t *obj = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+        json_t *obj = fl_json_load(kv->value->data, kv->value->len);
         track_owned(NULL, obj);
         json_decref(obj);
     }
@@ -1602,7 +1600,7 @@ static bool resume_ns_cb(void *vctx, const char *key, const fl_kv *kv)
     ns_ctx *c = vctx;
     if (!strstr(kv->value->data, "\"deletionTimestamp\""))
         return true;
-    json_t *obj = json_loadb(kv->value->data, kv->value->len, 0, NULL);
+    json_t *obj = fl_json_load(kv->value->data, kv->value->len);
     const char *name = fl_obj_str(obj, "metadata", "name");
     if (name)
         start_purge(c->api, name);

@@ -47,6 +47,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "core/json.h"
 #include "core/err.h"
 #include "core/mem.h"
 
@@ -80,7 +81,7 @@ static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
 
 static void sb_json(sbuf *b, const json_t *v)
 {
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *s = fl_json_dumps(v, NULL);
     if (s) {
         sb_str(b, s);
         free(s);
@@ -537,7 +538,7 @@ static char *item_pe(walk *w, const lmeta *m, const json_t *item, size_t idx)
                       idx);
             return NULL;
         }
-        char *s = json_dumps(item, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *s = fl_json_dumps(item, NULL);
         char *pe = fl_asprintf("v:%s", s ? s : "null");
         free(s);
         return pe;

@@ -30,6 +30,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/json.h"
 #include "core/mem.h"
 
 #define NAME_DESC                                                                                               \
@@ -279,7 +280,7 @@ static char *value_text(const json_t *v)
 {
     if (json_is_string(v))
         return fl_strdup(json_string_value(v));
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *s = fl_json_dumps(v, NULL);
     return s ? s : fl_strdup("");
 }
 

@@ -1,0 +1,503 @@
+/* json.c - compact JSON encoding of jansson values (see json.h). */
+#include "core/json.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+
+typedef struct out {
+    char *p;
+    size_t len, cap;
+} out;
+
+static void grow(out *o, size_t need)
+{
+    if (o->len + need + 1 <= o->cap)
+        return;
+    size_t c = o->cap ? o->cap : 1024;
+    while (c < o->len + need + 1)
+        c *= 2;
+    o->p = fl_realloc(o->p, c);
+    o->cap = c;
+}
+
+static void put(out *o, const char *s, size_t n)
+{
+    grow(o, n);
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+}
+
+static void putc1(out *o, char c)
+{
+    grow(o, 1);
+    o->p[o->len++] = c;
+}
+
+/* A string with jansson's escapes: \" \\ \b \f \n \r \t, \u00XX for other control bytes;
+ * everything else (UTF-8 included) as is. Runs without escapes are copied at once. */
+static void put_string(out *o, const char *s, size_t n)
+{
+    grow(o, n + 2);
+    o->p[o->len++] = '"';
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        put(o, s + run, i - run);
+        run = i + 1;
+        char esc[8];
+        switch (c) {
+        case '"': put(o, "\\\"", 2); break;
+        case '\\': put(o, "\\\\", 2); break;
+        case '\b': put(o, "\\b", 2); break;
+        case '\f': put(o, "\\f", 2); break;
+        case '\n': put(o, "\\n", 2); break;
+        case '\r': put(o, "\\r", 2); break;
+        case '\t': put(o, "\\t", 2); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04X", c);
+            put(o, esc, 6);
+        }
+    }
+    put(o, s + run, n - run);
+    putc1(o, '"');
+}
+
+static void put_int(out *o, json_int_t v)
+{
+    char buf[24], *e = buf + sizeof buf, *p = e;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    put(o, p, (size_t)(e - p));
+}
+
+static void encode(out *o, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        putc1(o, '{');
+        const char *key;
+        size_t klen;
+        json_t *val;
+        bool first = true;
+        void *it;
+        for (it = json_object_iter((json_t *)v); it; it = json_object_iter_next((json_t *)v, it)) {
+            key = json_object_iter_key(it);
+            klen = json_object_iter_key_len(it);
+            val = json_object_iter_value(it);
+            if (!first)
+                putc1(o, ',');
+            first = false;
+            put_string(o, key, klen);
+            putc1(o, ':');
+            encode(o, val);
+        }
+        putc1(o, '}');
+        break;
+    }
+    case JSON_ARRAY: {
+        putc1(o, '[');
+        size_t n = json_array_size(v);
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                putc1(o, ',');
+            encode(o, json_array_get(v, i));
+        }
+        putc1(o, ']');
+        break;
+    }
+    case JSON_STRING:
+        put_string(o, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        put_int(o, json_integer_value(v));
+        break;
+    case JSON_REAL: {
+        /* rare in Kubernetes objects: let jansson format it exactly as it would */
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (s) {
+            put(o, s, strlen(s));
+            free(s);
+        } else {
+            put(o, "null", 4);
+        }
+        break;
+    }
+    case JSON_TRUE: put(o, "true", 4); break;
+    case JSON_FALSE: put(o, "false", 5); break;
+    case JSON_NULL: put(o, "null", 4); break;
+    }
+}
+
+char *fl_json_dumps(const json_t *v, size_t *len)
+{
+    out o = {0};
+    grow(&o, 1024);
+    if (v)
+        encode(&o, v);
+    else
+        put(&o, "null", 4);
+    o.p[o.len] = 0;
+    if (len)
+        *len = o.len;
+    return o.p;
+}
+
+/* ---- decoding ---- */
+
+typedef struct in {
+    const char *p, *end;
+    size_t flags;
+    int depth;
+} in;
+
+#define FL_JSON_MAX_DEPTH 2048 /* as jansson's JSON_PARSER_MAX_DEPTH */
+
+static void skip_ws(in *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
+        s->p++;
+}
+
+static int hex4(const char *p, unsigned *v)
+{
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        r <<= 4;
+        if (c >= '0' && c <= '9') r |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') r |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') r |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    *v = r;
+    return 0;
+}
+
+/* Length of a valid UTF-8 sequence starting at p (strict: no overlongs, no surrogates,
+ * max U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    size_t n;
+    unsigned min;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) { n = 2; min = 0x80; }
+    else if ((c & 0xf0) == 0xe0) { n = 3; min = 0x800; }
+    else if (c >= 0xf0 && c <= 0xf4) { n = 4; min = 0x10000; }
+    else return 0;
+    if ((size_t)(end - p) < n)
+        return 0;
+    unsigned cp = c & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+static void put_utf8(out *o, unsigned cp)
+{
+    char b[4];
+    size_t n;
+    if (cp < 0x80) { b[0] = (char)cp; n = 1; }
+    else if (cp < 0x800) { b[0] = (char)(0xc0 | (cp >> 6)); b[1] = (char)(0x80 | (cp & 0x3f)); n = 2; }
+    else if (cp < 0x10000) {
+        b[0] = (char)(0xe0 | (cp >> 12)); b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        b[2] = (char)(0x80 | (cp & 0x3f)); n = 3;
+    } else {
+        b[0] = (char)(0xf0 | (cp >> 18)); b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        b[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); b[3] = (char)(0x80 | (cp & 0x3f)); n = 4;
+    }
+    put(o, b, n);
+}
+
+/* Parse a string at s->p (after the opening quote). On success returns 0 and either points
+ * the string into the input (no escapes) or fills scratch (escapes present). -1 = let jansson decide. */
+static int parse_string(in *s, out *scratch, const char **str, size_t *n)
+{
+    const unsigned char *p = (const unsigned char *)s->p, *end = (const unsigned char *)s->end;
+    const unsigned char *start = p;
+    /* fast path: ASCII without escapes */
+    while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80)
+        p++;
+    if (p < end && *p == '"') {
+        *str = (const char *)start;
+        *n = (size_t)(p - start);
+        s->p = (const char *)p + 1;
+        return 0;
+    }
+    scratch->len = 0;
+    put(scratch, (const char *)start, (size_t)(p - start));
+    while (p < end) {
+        unsigned c = *p;
+        if (c == '"') {
+            s->p = (const char *)p + 1;
+            grow(scratch, 1);
+            scratch->p[scratch->len] = 0;
+            *str = scratch->p;
+            *n = scratch->len;
+            return 0;
+        }
+        if (c < 0x20)
+            return -1;
+        if (c == '\\') {
+            if (p + 1 >= end)
+                return -1;
+            char e = (char)p[1];
+            p += 2;
+            switch (e) {
+            case '"': putc1(scratch, '"'); break;
+            case '\\': putc1(scratch, '\\'); break;
+            case '/': putc1(scratch, '/'); break;
+            case 'b': putc1(scratch, '\b'); break;
+            case 'f': putc1(scratch, '\f'); break;
+            case 'n': putc1(scratch, '\n'); break;
+            case 'r': putc1(scratch, '\r'); break;
+            case 't': putc1(scratch, '\t'); break;
+            case 'u': {
+                unsigned cp;
+                if (end - p < 4 || hex4((const char *)p, &cp))
+                    return -1;
+                p += 4;
+                if (cp >= 0xd800 && cp <= 0xdbff) {
+                    unsigned lo;
+                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4((const char *)p + 2, &lo) ||
+                        lo < 0xdc00 || lo > 0xdfff)
+                        return -1;
+                    p += 6;
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                } else if ((cp >= 0xdc00 && cp <= 0xdfff) || cp == 0) {
+                    return -1; /* lone low surrogate; NUL, which jansson refuses without JSON_ALLOW_NUL */
+                }
+                put_utf8(scratch, cp);
+                break;
+            }
+            default:
+                return -1;
+            }
+            continue;
+        }
+        size_t l = utf8_len(p, end);
+        if (!l)
+            return -1;
+        put(scratch, (const char *)p, l);
+        p += l;
+    }
+    return -1;
+}
+
+static json_t *parse_value(in *s, out *scratch);
+
+static json_t *parse_number(in *s)
+{
+    const char *p = s->p, *start = p;
+    bool real = false;
+    if (p < s->end && *p == '-')
+        p++;
+    if (p >= s->end)
+        return NULL;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < s->end && *p >= '0' && *p <= '9')
+            p++;
+    } else {
+        return NULL;
+    }
+    if (p < s->end && *p == '.') {
+        real = true;
+        p++;
+        if (p >= s->end || *p < '0' || *p > '9')
+            return NULL;
+        while (p < s->end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < s->end && (*p == 'e' || *p == 'E')) {
+        real = true;
+        p++;
+        if (p < s->end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= s->end || *p < '0' || *p > '9')
+            return NULL;
+        while (p < s->end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    size_t n = (size_t)(p - start);
+    if (real || n > 18) /* reals, and integers that might overflow: jansson's own rules */
+        return NULL;
+    long long v = 0;
+    bool neg = *start == '-';
+    for (const char *q = start + neg; q < p; q++)
+        v = v * 10 + (*q - '0');
+    s->p = p;
+    return json_integer(neg ? -v : v);
+}
+
+static json_t *parse_value(in *s, out *scratch)
+{
+    skip_ws(s);
+    if (s->p >= s->end)
+        return NULL;
+    char c = *s->p;
+    if (c == '{') {
+        if (++s->depth > FL_JSON_MAX_DEPTH)
+            return NULL;
+        s->p++;
+        json_t *obj = json_object();
+        skip_ws(s);
+        if (s->p < s->end && *s->p == '}') {
+            s->p++;
+            s->depth--;
+            return obj;
+        }
+        for (;;) {
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != '"')
+                goto bad_obj;
+            s->p++;
+            const char *k;
+            size_t kn;
+            if (parse_string(s, scratch, &k, &kn) || memchr(k, 0, kn))
+                goto bad_obj;
+            char kbuf[256];
+            char *key = kn < sizeof kbuf ? kbuf : fl_malloc(kn + 1);
+            memcpy(key, k, kn);
+            key[kn] = 0;
+            skip_ws(s);
+            json_t *v = NULL;
+            if (s->p < s->end && *s->p == ':') {
+                s->p++;
+                v = parse_value(s, scratch);
+            }
+            int dup = v && (s->flags & JSON_REJECT_DUPLICATES) && json_object_get(obj, key);
+            if (!v || dup || json_object_setn_new_nocheck(obj, key, kn, v)) {
+                if (key != kbuf)
+                    free(key);
+                if (dup)
+                    json_decref(v);
+                goto bad_obj;
+            }
+            if (key != kbuf)
+                free(key);
+            skip_ws(s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (s->p < s->end && *s->p == '}') {
+                s->p++;
+                s->depth--;
+                return obj;
+            }
+            goto bad_obj;
+        }
+    bad_obj:
+        json_decref(obj);
+        return NULL;
+    }
+    if (c == '[') {
+        if (++s->depth > FL_JSON_MAX_DEPTH)
+            return NULL;
+        s->p++;
+        json_t *arr = json_array();
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ']') {
+            s->p++;
+            s->depth--;
+            return arr;
+        }
+        for (;;) {
+            json_t *v = parse_value(s, scratch);
+            if (!v || json_array_append_new(arr, v))
+                goto bad_arr;
+            skip_ws(s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (s->p < s->end && *s->p == ']') {
+                s->p++;
+                s->depth--;
+                return arr;
+            }
+            goto bad_arr;
+        }
+    bad_arr:
+        json_decref(arr);
+        return NULL;
+    }
+    if (c == '"') {
+        s->p++;
+        const char *str;
+        size_t n;
+        if (parse_string(s, scratch, &str, &n))
+            return NULL;
+        return json_stringn_nocheck(str, n);
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return parse_number(s);
+    size_t left = (size_t)(s->end - s->p);
+    if (left >= 4 && !memcmp(s->p, "true", 4)) {
+        s->p += 4;
+        return json_true();
+    }
+    if (left >= 5 && !memcmp(s->p, "false", 5)) {
+        s->p += 5;
+        return json_false();
+    }
+    if (left >= 4 && !memcmp(s->p, "null", 4)) {
+        s->p += 4;
+        return json_null();
+    }
+    return NULL;
+}
+
+int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out_v, char **err)
+{
+    if (err)
+        *err = NULL;
+    in s = {buf, buf + len, flags, 0};
+    out scratch = {0};
+    json_t *v = parse_value(&s, &scratch);
+    free(scratch.p);
+    if (v) {
+        skip_ws(&s);
+        if (s.p == s.end) {
+            *out_v = v;
+            return 0;
+        }
+        json_decref(v);
+    }
+    /* not ours to judge: jansson decides, and words the error */
+    json_error_t je;
+    v = json_loadb(buf, len, flags | JSON_DECODE_ANY, &je);
+    *out_v = v;
+    if (v)
+        return 0;
+    if (err)
+        *err = fl_asprintf("line %d, column %d: %s", je.line, je.column, je.text);
+    return FL_EINVAL;
+}
+
+json_t *fl_json_load(const char *buf, size_t len)
+{
+    json_t *v = NULL;
+    if (fl_json_loadb(buf, len, 0, &v, NULL) != 0)
+        return NULL;
+    return v;
+}

@@ -1,0 +1,30 @@
+/* json.h - a fast compact JSON encoder for jansson values.
+ *
+ * Every write renders the object it stores; jansson's json_dumps goes through a
+ * callback per fragment and escapes byte by byte, which made encoding a fifth of a
+ * create's CPU. This encoder writes the same compact text as
+ * json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) (same escapes, same number formats,
+ * keys in the object's order) straight into one growing buffer.
+ * fl_json_loadb is the matching fast decoder.
+ * Pure functions: any thread. */
+#ifndef FL_JSON_H
+#define FL_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Decode one JSON document (any value) from buf. Returns 0 and *out (new reference), or
+ * FL_EINVAL with *err (heap, may be NULL) in jansson's words "line L, column C: text".
+ * flags: JSON_REJECT_DUPLICATES honoured. The result equals json_loadb's: this parser
+ * handles the common, valid input quickly and hands anything it does not accept to
+ * jansson, which then decides and words the error. */
+int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out, char **err);
+
+/* Decode without an error message: the value (new reference) or NULL. */
+json_t *fl_json_load(const char *buf, size_t len);
+
+/* Encode v; returns a malloc'd NUL-terminated string (never NULL) and its length in *len
+ * (len may be NULL). */
+char *fl_json_dumps(const json_t *v, size_t *len);
+
+#endif

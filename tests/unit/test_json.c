@@ -1,0 +1,130 @@
+/* test_json.c - fl_json_dumps writes exactly what jansson's compact encoder writes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/json.h"
+#include "core/mem.h"
+
+static void same_as_jansson(const char *text)
+{
+    json_error_t e;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &e);
+    assert_non_null(v);
+    char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t len = 0;
+    char *got = fl_json_dumps(v, &len);
+    assert_string_equal(got, want);
+    assert_int_equal(len, strlen(want));
+    free(want);
+    free(got);
+    json_decref(v);
+}
+
+static void encodes_objects_in_key_order_like_jansson(void **state)
+{
+    same_as_jansson("{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"labels\":{}},"
+                    "\"data\":{\"z\":\"1\",\"a\":\"2\"}}");
+    same_as_jansson("{}");
+    same_as_jansson("[]");
+    same_as_jansson("[[],{},[{}],{\"a\":[1,2,3]}]");
+}
+
+static void encodes_string_escapes_like_jansson(void **state)
+{
+    same_as_jansson("\"quote \\\" backslash \\\\ slash / tab \\t nl \\n cr \\r bs \\b ff \\f\"");
+    same_as_jansson("\"control \\u0001 \\u001f del \\u007f\"");
+    same_as_jansson("\"unicode \\u00e9 \\u4e2d \\ud83d\\ude00 kept as UTF-8\"");
+    same_as_jansson("{\"key with \\\"quotes\\\"\\n\":\"v\"}");
+    same_as_jansson("\"\"");
+}
+
+static void encodes_numbers_and_literals_like_jansson(void **state)
+{
+    same_as_jansson("[0,-1,9223372036854775807,-9223372036854775808,42]");
+    same_as_jansson("[0.5,-1.25,1e300,0.1,3.0]");
+    same_as_jansson("[true,false,null]");
+}
+
+static void keeps_nul_bytes_inside_strings(void **state)
+{
+    json_t *v = json_stringn("a\0b", 3);
+    size_t len = 0;
+    char *got = fl_json_dumps(v, &len);
+    assert_string_equal(got, "\"a\\u0000b\"");
+    free(got);
+    json_decref(v);
+}
+
+/* Decoding: the fast path and jansson agree on value and on acceptance. */
+static void decodes_like_jansson(const char *text, size_t flags)
+{
+    json_error_t e;
+    json_t *want = json_loadb(text, strlen(text), flags | JSON_DECODE_ANY, &e);
+    json_t *got = NULL;
+    char *err = NULL;
+    int rc = fl_json_loadb(text, strlen(text), flags, &got, &err);
+    if (want) {
+        assert_int_equal(rc, 0);
+        assert_true(json_equal(want, got));
+        /* same key order and integer/real kinds: compare encodings */
+        char *a = json_dumps(want, JSON_COMPACT | JSON_ENCODE_ANY), *b = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+    } else {
+        assert_int_not_equal(rc, 0);
+        assert_null(got);
+        assert_non_null(err);
+        assert_non_null(strstr(err, e.text));
+    }
+    free(err);
+    json_decref(want);
+    json_decref(got);
+}
+
+static void decodes_valid_documents_like_jansson(void **state)
+{
+    decodes_like_jansson("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"v\"}}", 0);
+    decodes_like_jansson(" [ 1 , -2 , 0 , 123456789012345678 , 1234567890123456789 , 9223372036854775807 ] ", 0);
+    decodes_like_jansson("[1.5, -0.0, 1e10, 2E-3, 0.1]", 0);
+    decodes_like_jansson("[true,false,null,\"\",{},[]]", 0);
+    decodes_like_jansson("\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u00e9 \\ud83d\\ude00 \"", 0);
+    decodes_like_jansson("\"utf-8 \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80\"", 0);
+    decodes_like_jansson("{\"a\":1,\"a\":2}", 0);
+}
+
+static void rejects_what_jansson_rejects(void **state)
+{
+    decodes_like_jansson("{\"a\":1,\"a\":2}", JSON_REJECT_DUPLICATES);
+    decodes_like_jansson("{\"a\":1,}", 0);
+    decodes_like_jansson("[01]", 0);
+    decodes_like_jansson("[1.]", 0);
+    decodes_like_jansson("\"\\ud800\"", 0);
+    decodes_like_jansson("\"bad \xff\"", 0);
+    decodes_like_jansson("\"\xc0\xaf\"", 0);
+    decodes_like_jansson("[99999999999999999999]", 0);
+    decodes_like_jansson("{\"a\\u0000b\":1}", 0);
+    decodes_like_jansson("nul", 0);
+    decodes_like_jansson("{} x", 0);
+    decodes_like_jansson("", 0);
+}
+
+int main(void)
+{
+    fl_mem_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(encodes_objects_in_key_order_like_jansson),
+        cmocka_unit_test(encodes_string_escapes_like_jansson),
+        cmocka_unit_test(encodes_numbers_and_literals_like_jansson),
+        cmocka_unit_test(keeps_nul_bytes_inside_strings),
+        cmocka_unit_test(decodes_valid_documents_like_jansson),
+        cmocka_unit_test(rejects_what_jansson_rejects),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
