@@ -1,0 +1,559 @@
+/* crd_schema.c - pruning, null removal, defaulting and the fieldValidation decision
+ * for custom resources, driven by the CRD version's structural schema.
+ *
+ * The schema is used as the CRD carries it (raw openAPIV3Schema JSON), not converted
+ * to a separate structure: "properties", "items", "additionalProperties" (schema or
+ * boolean), "default", "nullable" and the x-kubernetes-* flags are read where a walk
+ * needs them. The walks mirror the apiextensions-apiserver's algorithms
+ * (schema/pruning, schema/defaulting, schema/objectmeta), including their corners:
+ * a value under `additionalProperties: true` is pruned as having no schema, and a
+ * preserve-unknown node still prunes inside the properties it declares.
+ *
+ * Recursion follows the value, whose depth jansson's parser bounds (2048 levels),
+ * so the walks need no depth guard of their own. */
+#include "api/crd_schema.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+
+/* ---------------------------------------------------------------------------------
+ * Schema accessors. NULL stands for "no schema", as a nil *Structural does upstream.
+ */
+static const json_t *root_schema(const fl_kind *k)
+{
+    if (!k || !k->dynamic || !k->crd_version)
+        return NULL;
+    const json_t *s = json_object_get(json_object_get(k->crd_version, "schema"), "openAPIV3Schema");
+    return json_is_object(s) ? s : NULL;
+}
+
+static bool flag(const json_t *s, const char *name)
+{
+    return s && json_is_true(json_object_get(s, name));
+}
+
+static const json_t *prop(const json_t *s, const char *key)
+{
+    const json_t *p = s ? json_object_get(json_object_get(s, "properties"), key) : NULL;
+    return json_is_object(p) ? p : NULL;
+}
+
+/* additionalProperties: *has is set when it allows extra keys (a schema, or true);
+ * the return is the value schema, NULL for `true`. `false` counts as absent (CRD
+ * validation forbids it anyway). */
+static const json_t *addl(const json_t *s, bool *has)
+{
+    const json_t *a = s ? json_object_get(s, "additionalProperties") : NULL;
+    *has = json_is_object(a) || json_is_true(a);
+    return json_is_object(a) ? a : NULL;
+}
+
+static const json_t *items(const json_t *s)
+{
+    const json_t *i = s ? json_object_get(s, "items") : NULL;
+    return json_is_object(i) ? i : NULL;
+}
+
+/* The schema of an object's field: its property, else the map value schema. */
+static const json_t *field_schema(const json_t *s, const char *key)
+{
+    const json_t *p = prop(s, key);
+    bool has;
+    return p ? p : addl(s, &has);
+}
+
+/* The default a schema declares; a JSON null default is no default (Go decodes it
+ * to a nil Default.Object). */
+static const json_t *dflt(const json_t *s)
+{
+    const json_t *d = s ? json_object_get(s, "default") : NULL;
+    return d && !json_is_null(d) ? d : NULL;
+}
+
+/* A null where the schema does not say nullable: true. */
+static bool non_nullable_null(const json_t *v, const json_t *s)
+{
+    return json_is_null(v) && s && !flag(s, "nullable");
+}
+
+static bool meta_field(const char *k)
+{
+    return !strcmp(k, "apiVersion") || !strcmp(k, "kind") || !strcmp(k, "metadata");
+}
+
+/* ---------------------------------------------------------------------------------
+ * Paths, built in one growing buffer: ".spec.items[2].bar".
+ */
+typedef struct {
+    char *s;
+    size_t n, cap;
+} pathbuf;
+
+static size_t path_add(pathbuf *p, const char *a, const char *b)
+{
+    size_t old = p->n, la = strlen(a), lb = strlen(b);
+    if (p->n + la + lb + 1 > p->cap) {
+        p->cap = (p->n + la + lb + 1) * 2;
+        p->s = fl_realloc(p->s, p->cap);
+    }
+    memcpy(p->s + p->n, a, la);
+    memcpy(p->s + p->n + la, b, lb);
+    p->n += la + lb;
+    p->s[p->n] = '\0';
+    return old;
+}
+
+static size_t path_key(pathbuf *p, const char *k)
+{
+    return path_add(p, ".", k);
+}
+
+static size_t path_index(pathbuf *p, size_t i)
+{
+    char b[32];
+    snprintf(b, sizeof b, "[%zu]", i);
+    return path_add(p, b, "");
+}
+
+static void path_pop(pathbuf *p, size_t old)
+{
+    p->n = old;
+    if (p->s)
+        p->s[old] = '\0';
+}
+
+typedef struct {
+    pathbuf p;
+    json_t *found;      /* paths removed, NULL when the caller does not want them */
+    const json_t *root; /* the resource: treated as an embedded resource */
+} walk;
+
+/* Keeps apiVersion/kind/metadata: an x-kubernetes-embedded-resource node, or the
+ * resource root (upstream PruneWithOptions with isResourceRoot). */
+static bool embedded(const walk *w, const json_t *v, const json_t *s)
+{
+    return v == w->root || flag(s, "x-kubernetes-embedded-resource");
+}
+
+static void record(walk *w, const char *key)
+{
+    if (!w->found)
+        return;
+    size_t s = path_key(&w->p, key);
+    json_array_append_new(w->found, json_string(w->p.s));
+    path_pop(&w->p, s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Pruning (upstream schema/pruning).
+ */
+static void prune(walk *w, json_t *v, const json_t *s);
+
+/* Under x-kubernetes-preserve-unknown-fields: keep undeclared keys, but prune
+ * inside the declared ones. */
+static void skip_prune(walk *w, json_t *v, const json_t *s)
+{
+    if (!s)
+        return;
+    if (json_is_object(v)) {
+        bool emb = embedded(w, v, s), has;
+        const json_t *as = addl(s, &has);
+        const char *k;
+        json_t *c;
+        json_object_foreach(v, k, c) {
+            if (emb && meta_field(k))
+                continue;
+            const json_t *p = prop(s, k);
+            if (!p && !has)
+                continue;
+            size_t o = path_key(&w->p, k);
+            prune(w, c, p ? p : as);
+            path_pop(&w->p, o);
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            size_t o = path_index(&w->p, i);
+            skip_prune(w, e, items(s));
+            path_pop(&w->p, o);
+        }
+    }
+}
+
+static void prune(walk *w, json_t *v, const json_t *s)
+{
+    if (flag(s, "x-kubernetes-preserve-unknown-fields")) {
+        skip_prune(w, v, s);
+        return;
+    }
+    if (json_is_object(v)) {
+        if (!s) {
+            const char *k;
+            json_t *c;
+            json_object_foreach(v, k, c)
+                record(w, k);
+            json_object_clear(v);
+            return;
+        }
+        bool emb = embedded(w, v, s), has;
+        const json_t *as = addl(s, &has);
+        const char *k;
+        json_t *c;
+        void *tmp;
+        json_object_foreach_safe(v, tmp, k, c) {
+            if (emb && meta_field(k))
+                continue;
+            const json_t *p = prop(s, k);
+            if (p || has) {
+                size_t o = path_key(&w->p, k);
+                prune(w, c, p ? p : as);
+                path_pop(&w->p, o);
+            } else {
+                if (!meta_field(k) || w->p.n > 0)
+                    record(w, k);
+                json_object_del(v, k);
+            }
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            size_t o = path_index(&w->p, i);
+            prune(w, e, items(s));
+            path_pop(&w->p, o);
+        }
+    }
+}
+
+/* Remove nulls of non-nullable fields that have no default (upstream
+ * defaulting.PruneNonNullableNullsWithoutDefaults). Not reported. */
+static void prune_nulls(json_t *v, const json_t *s, bool root)
+{
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *c;
+        void *tmp;
+        json_object_foreach_safe(v, tmp, k, c) {
+            if (root && meta_field(k))
+                continue; /* the server's, see the header */
+            const json_t *fs = field_schema(s, k);
+            if (non_nullable_null(c, fs) && !dflt(fs))
+                json_object_del(v, k);
+            else
+                prune_nulls(c, fs, false);
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e)
+            prune_nulls(e, items(s), false);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * Embedded ObjectMeta (upstream schema/objectmeta): the metadata of an
+ * x-kubernetes-embedded-resource object keeps only what ObjectMeta can hold; the
+ * rest is dropped and reported, as a strict decode into ObjectMeta would.
+ */
+static const char *const objectmeta_keys[] = {
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+    "ownerReferences", "finalizers", "managedFields", NULL,
+};
+static const char *const ownerref_keys[] = {
+    "apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion", NULL,
+};
+static const char *const managedfields_keys[] = {
+    "manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource", NULL,
+};
+
+static bool in_list(const char *const *list, const char *k)
+{
+    for (; *list; list++)
+        if (!strcmp(*list, k))
+            return true;
+    return false;
+}
+
+static void drop_unknown_keys(walk *w, json_t *o, const char *const *known)
+{
+    const char *k;
+    json_t *c;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, k, c) {
+        if (in_list(known, k))
+            continue;
+        record(w, k);
+        json_object_del(o, k);
+    }
+}
+
+static void coerce_meta(walk *w, json_t *meta)
+{
+    if (!json_is_object(meta))
+        return; /* a wrong type is the type checker's to report */
+    drop_unknown_keys(w, meta, objectmeta_keys);
+    static const struct {
+        const char *list;
+        const char *const *keys;
+    } nested[] = {{"ownerReferences", ownerref_keys}, {"managedFields", managedfields_keys}};
+    for (size_t n = 0; n < sizeof nested / sizeof nested[0]; n++) {
+        size_t o = path_key(&w->p, nested[n].list);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(meta, nested[n].list), i, e) {
+            if (!json_is_object(e))
+                continue;
+            size_t oi = path_index(&w->p, i);
+            drop_unknown_keys(w, e, nested[n].keys);
+            path_pop(&w->p, oi);
+        }
+        path_pop(&w->p, o);
+    }
+}
+
+/* Walks declared structure only (properties, map values, items), like upstream's
+ * Coerce; the root's own metadata is the server's business. */
+static void coerce(walk *w, json_t *v, const json_t *s, bool root)
+{
+    if (!s)
+        return;
+    if (json_is_object(v)) {
+        if (!root && flag(s, "x-kubernetes-embedded-resource")) {
+            size_t o = path_key(&w->p, "metadata");
+            coerce_meta(w, json_object_get(v, "metadata"));
+            path_pop(&w->p, o);
+        }
+        const char *k;
+        json_t *c;
+        json_object_foreach(v, k, c) {
+            const json_t *fs = field_schema(s, k);
+            if (!fs)
+                continue;
+            size_t o = path_key(&w->p, k);
+            coerce(w, c, fs, false);
+            path_pop(&w->p, o);
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            size_t o = path_index(&w->p, i);
+            coerce(w, e, items(s), false);
+            path_pop(&w->p, o);
+        }
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Append the strings of src to dst, sorted bytewise (Go's sort.Strings order). */
+static void append_sorted(json_t *dst, json_t *src)
+{
+    size_t n = json_array_size(src);
+    if (!n)
+        return;
+    const char **v = fl_malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_string_value(json_array_get(src, i));
+    qsort(v, n, sizeof *v, cmp_str);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(dst, json_string(v[i]));
+    free(v);
+}
+
+void fl_crd_prune(const fl_kind *k, json_t *obj, json_t *unknown)
+{
+    const json_t *s = root_schema(k);
+    if (!s || !json_is_object(obj))
+        return;
+    bool track = json_is_array(unknown);
+    walk w = {.p = {NULL, 0, 0}, .found = track ? json_array() : NULL, .root = obj};
+
+    prune(&w, obj, s);
+    prune_nulls(obj, s, true);
+    if (track) {
+        append_sorted(unknown, w.found);
+        json_array_clear(w.found);
+    }
+    coerce(&w, obj, s, true);
+    if (track) {
+        json_array_extend(unknown, w.found);
+        json_decref(w.found);
+    }
+    free(w.p.s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Defaulting (upstream schema/defaulting).
+ */
+static void apply_defaults(json_t *v, const json_t *s)
+{
+    if (!s)
+        return;
+    if (json_is_object(v)) {
+        /* Absent (or disallowed null) properties that have a default get a copy. */
+        const char *k;
+        json_t *ps;
+        json_object_foreach(json_object_get(s, "properties"), k, ps) {
+            const json_t *d = dflt(ps);
+            if (!d)
+                continue;
+            json_t *cur = json_object_get(v, k);
+            if (!cur || non_nullable_null(cur, ps))
+                json_object_set_new(v, k, json_deep_copy(d));
+        }
+        /* Then inside every value, defaulted ones included. */
+        bool has;
+        const json_t *as = addl(s, &has);
+        for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+            const char *key = json_object_iter_key(it);
+            json_t *c = json_object_iter_value(it);
+            const json_t *p = prop(s, key);
+            if (p) {
+                apply_defaults(c, p);
+            } else if (as) {
+                if (non_nullable_null(c, as) && dflt(as)) {
+                    json_object_iter_set_new(v, it, json_deep_copy(dflt(as)));
+                    c = json_object_iter_value(it);
+                }
+                apply_defaults(c, as);
+            }
+        }
+    } else if (json_is_array(v)) {
+        const json_t *is = items(s);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *e = json_array_get(v, i);
+            if (non_nullable_null(e, is) && dflt(is)) {
+                json_array_set_new(v, i, json_deep_copy(dflt(is)));
+                e = json_array_get(v, i);
+            }
+            apply_defaults(e, is);
+        }
+    }
+}
+
+void fl_crd_default(const fl_kind *k, json_t *obj)
+{
+    const json_t *s = root_schema(k);
+    if (s && json_is_object(obj))
+        apply_defaults(obj, s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * fieldValidation.
+ */
+
+/* Growing string. */
+typedef struct {
+    char *s;
+    size_t n, cap;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *t, size_t len)
+{
+    if (b->n + len + 1 > b->cap) {
+        b->cap = (b->n + len + 1) * 2;
+        b->s = fl_realloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->n, t, len);
+    b->n += len;
+    b->s[b->n] = '\0';
+}
+
+static void sb_str(strbuf *b, const char *t)
+{
+    sb_add(b, t, strlen(t));
+}
+
+/* One strict-decoding complaint: a path from fl_crd_prune(), or a caller's
+ * complete message. */
+static void sb_entry(strbuf *b, const char *e)
+{
+    if (e[0] == '.') {
+        sb_str(b, "unknown field \"");
+        sb_str(b, e + 1);
+        sb_str(b, "\"");
+    } else {
+        sb_str(b, e);
+    }
+}
+
+/* Go's %q for the bad value, close enough for a query parameter: quotes,
+ * backslashes and control bytes escaped, other bytes as they are. */
+static void sb_quote(strbuf *b, const char *t)
+{
+    sb_str(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+        char esc[8];
+        switch (*p) {
+        case '"': sb_str(b, "\\\""); break;
+        case '\\': sb_str(b, "\\\\"); break;
+        case '\n': sb_str(b, "\\n"); break;
+        case '\r': sb_str(b, "\\r"); break;
+        case '\t': sb_str(b, "\\t"); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f) {
+                snprintf(esc, sizeof esc, "\\x%02x", *p);
+                sb_str(b, esc);
+            } else {
+                sb_add(b, (const char *)p, 1);
+            }
+        }
+    }
+    sb_str(b, "\"");
+}
+
+int fl_crd_field_validation(const char *mode, const json_t *unknown, char **warning, char **err)
+{
+    *warning = NULL;
+    *err = NULL;
+    /* Upstream (endpoints/handlers/rest.go fieldValidation()): "" means Warn. */
+    if (!mode || !*mode)
+        mode = "Warn";
+    bool strict = !strcmp(mode, "Strict"), warn = !strcmp(mode, "Warn");
+    if (!strict && !warn && strcmp(mode, "Ignore")) {
+        strbuf b = {0};
+        sb_str(&b, "fieldValidation: Unsupported value: ");
+        sb_quote(&b, mode);
+        sb_str(&b, ": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"");
+        *err = b.s;
+        return FL_EINVAL;
+    }
+    size_t n = 0, i;
+    json_t *e;
+    json_array_foreach(unknown, i, e)
+        if (json_string_value(e))
+            n++;
+    if (!n || !(strict || warn))
+        return 0;
+
+    strbuf b = {0};
+    if (strict)
+        sb_str(&b, "strict decoding error: ");
+    bool first = true;
+    json_array_foreach(unknown, i, e) {
+        const char *s = json_string_value(e);
+        if (!s)
+            continue;
+        if (!first)
+            sb_str(&b, strict ? ", " : "\n");
+        first = false;
+        sb_entry(&b, s);
+    }
+    if (strict) {
+        *err = b.s;
+        return FL_EINVAL;
+    }
+    *warning = b.s;
+    return 0;
+}
