@@ -49,6 +49,7 @@ typedef struct fl_req {
     size_t resp_len;
     const char *resp_type;     /* static content type */
     const char *retry_after;   /* static; set for 429 */
+    char *warnings;            /* heap, may be NULL: one Warning header per line */
     fl_api_stream *stream;     /* set instead of resp for watches */
     /* bookkeeping for metrics */
     const char *verb;          /* GET/LIST/WATCH/POST/PUT/PATCH/DELETE (static) */

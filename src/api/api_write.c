@@ -16,6 +16,7 @@
 
 #include "api/api_internal.h"
 #include "api/apply.h"
+#include "api/crd_schema.h"
 #include "api/protobuf.h"
 #include "api/validate.h"
 #include "core/json.h"
@@ -210,6 +211,51 @@ static int64_t meta_rev(const json_t *obj)
 {
     const char *s = fl_obj_str(json_object_get(obj, "metadata"), "resourceVersion", NULL);
     return s ? strtoll(s, NULL, 10) : 0;
+}
+
+/* Custom resources: drop the fields their structural schema does not declare, answer per
+ * ?fieldValidation= (Strict: 400 naming them; Warn, the default: Warning headers), then fill
+ * schema defaults. Returns -1 after responding. No-op for built-in kinds. */
+static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj)
+{
+    const fl_kind *k = t->kind;
+    if (!k->dynamic)
+        return 0;
+    json_t *unknown = json_array();
+    fl_crd_prune(k, obj, unknown);
+    char *warning = NULL, *err = NULL;
+    int rc = fl_crd_field_validation(fl_req_query(r, "fieldValidation"), unknown, &warning, &err);
+    json_decref(unknown);
+    if (rc) {
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s in version \"%s\" cannot be handled as a %s: %s", k->kind,
+                       k->version, k->kind, err ? err : "invalid");
+        free(warning);
+        free(err);
+        return -1;
+    }
+    if (warning) {
+        free(r->warnings);
+        r->warnings = warning;
+    }
+    free(err);
+    fl_crd_default(k, obj);
+    return 0;
+}
+
+/* ?fieldValidation= must be one of the apiserver's values (checked before decoding, 422). */
+static int check_field_validation_mode(fl_req *r, const fl_target *t, const char *options_kind)
+{
+    const char *mode = fl_req_query(r, "fieldValidation");
+    if (!mode || !mode[0] || !strcmp(mode, "Ignore") || !strcmp(mode, "Warn") || !strcmp(mode, "Strict"))
+        return 0;
+    json_t *causes = json_array();
+    fl_cause_add(causes, "FieldValueNotSupported", "fieldValidation",
+                 "Unsupported value: \"%s\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"", mode);
+    fl_resp_status(r, 422, "Invalid", t, causes,
+                   "%s.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"%s\": supported values: "
+                   "\"\", \"Ignore\", \"Strict\", \"Warn\"",
+                   options_kind, mode);
+    return -1;
 }
 
 /* Respond 400/422 when obj is not acceptable; returns -1 then. types: also run the
@@ -419,6 +465,8 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
 
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t0)
 {
+    if (check_field_validation_mode(r, t0, "CreateOptions"))
+        return;
     json_t *obj = fl_req_body_object(r, t0);
     if (obj)
         create_object(api, r, t0, obj, false);
@@ -433,6 +481,8 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     const fl_kind *k = t->kind;
     char *key = NULL;
     if (check_gvk(r, t, obj))
+        goto out;
+    if (crd_schema_apply(r, t, obj))
         goto out;
     json_t *meta = fl_obj_meta(obj);
     /* namespace: from the URL; a different one in the body is an error */
@@ -672,6 +722,11 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             break;
         }
         json_t *obj = merge_for_update(t, cur, in);
+        if (crd_schema_apply(r, t, obj)) {
+            json_decref(cur);
+            json_decref(obj);
+            break;
+        }
         if (fn != mutate_apply_fn)
             record_update(r, k, cur, obj);
         if (check_object(r, t, obj, cur, true)) {
@@ -783,6 +838,8 @@ static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_
 
 void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
 {
+    if (check_field_validation_mode(r, t, "UpdateOptions"))
+        return;
     json_t *body = fl_req_body_object(r, t);
     if (!body)
         return;
@@ -1001,6 +1058,8 @@ static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
 
 void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
 {
+    if (check_field_validation_mode(r, t, "PatchOptions"))
+        return;
     const char *ct = r->content_type ? r->content_type : "";
     patch_ctx c = {NULL, 0};
     if (!strncmp(ct, "application/merge-patch+json", 28))

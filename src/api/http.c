@@ -75,14 +75,39 @@ static void free_query(fl_req *r)
     free(r->query);
 }
 
+/* Each line of warnings becomes a `Warning: 299 - "text"` header, as the apiserver sends them. */
+static void add_warnings(struct MHD_Response *resp, const char *warnings)
+{
+    const char *p = warnings;
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char hdr[1024];
+        size_t o = 0;
+        o += (size_t)snprintf(hdr, sizeof hdr, "299 - \"");
+        for (size_t i = 0; i < n && o + 3 < sizeof hdr; i++) {
+            if (p[i] == '"' || p[i] == '\\')
+                hdr[o++] = '\\';
+            hdr[o++] = p[i];
+        }
+        if (o + 2 <= sizeof hdr) {
+            hdr[o++] = '"';
+            hdr[o] = 0;
+            MHD_add_response_header(resp, "Warning", hdr);
+        }
+        p += n + (nl ? 1 : 0);
+    }
+}
+
 static enum MHD_Result send_buffer(struct MHD_Connection *c, int code, char *body, size_t len, const char *type,
-                                   const char *retry_after)
+                                   const char *retry_after, const char *warnings)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(resp, "Content-Type", type ? type : "application/json");
     MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
     if (retry_after)
         MHD_add_response_header(resp, "Retry-After", retry_after);
+    add_warnings(resp, warnings);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -95,7 +120,7 @@ static enum MHD_Result send_status(struct MHD_Connection *c, conn_state *st, int
                              "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
                              msg, reason, code);
     st->code = code;
-    return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL);
+    return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL, NULL);
 }
 
 static bool public_path(const char *url)
@@ -221,6 +246,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &r);
     fl_api_handle(h->api, &r);
     free_query(&r);
+    if (r.stream) {
+        free(r.warnings);
+        r.warnings = NULL;
+    }
     st->verb = r.verb ? r.verb : method;
     snprintf(st->resource, sizeof st->resource, "%s", r.resource);
     st->code = r.code;
@@ -245,8 +274,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         atomic_fetch_sub(&h->watches, 1);
         st->watch = false;
     }
-    return send_buffer(c, r.code, r.resp ? r.resp : fl_strdup(""), r.resp ? r.resp_len : 0, r.resp_type,
-                       r.retry_after);
+    enum MHD_Result ret = send_buffer(c, r.code, r.resp ? r.resp : fl_strdup(""), r.resp ? r.resp_len : 0,
+                                      r.resp_type, r.retry_after, r.warnings);
+    free(r.warnings);
+    return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)

@@ -767,3 +767,32 @@ def test_sigterm_with_an_open_watch_exits_cleanly(fresh_server):
     end = w.drain(5)
     assert w.ended_at is not None, f"the watch stream stayed open after shutdown (got {end})"
     w.close()
+
+
+def test_custom_resources_are_pruned_defaulted_and_strictly_validated(server):
+    """A CRD's structural schema decides what is stored: undeclared fields are pruned (Warn,
+    the default: one Warning header each), refused with fieldValidation=Strict, and schema
+    defaults fill absent fields."""
+    manifest = crd_manifest("schema.example.com", "Gadget", "gadgets")
+    manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+        "type": "object",
+        "properties": {"size": {"type": "integer"}, "mode": {"type": "string", "default": "fast"}}}
+    path = create_crd(server, manifest)
+    coll = path.replace("/gadgets", "/namespaces/default/gadgets")
+    body = {"apiVersion": "schema.example.com/v1", "kind": "Gadget", "metadata": {"name": "g1"},
+            "spec": {"size": 2, "colour": "red"}}
+    code, headers, err = server.http("POST", coll + "?fieldValidation=Strict", body)
+    assert code == 400, err
+    assert err["reason"] == "BadRequest"
+    assert 'strict decoding error: unknown field "spec.colour"' in err["message"]
+    assert server.curl("GET", coll + "/g1")[0] == 404, "a refused create stored something"
+
+    code, headers, obj = server.http("POST", coll, body)
+    assert code == 201, obj
+    assert 'unknown field \\"spec.colour\\"' in headers.get("warning", ""), headers
+    assert obj["spec"] == {"size": 2, "mode": "fast"}
+    code, stored = server.curl("GET", coll + "/g1")
+    assert stored["spec"] == {"size": 2, "mode": "fast"}
+
+    code, _, err = server.http("POST", coll + "?fieldValidation=Bogus", body)
+    assert code == 422 and err["details"]["causes"][0]["field"] == "fieldValidation", err

@@ -76,6 +76,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
                     .body = body, .body_len = (size_t)(end - p)};
         fl_api_handle(&api, &r);
         free(r.resp);
+        free(r.warnings);
         fl_api_stream_free(r.stream);
     }
     free(method);
