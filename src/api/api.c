@@ -106,7 +106,10 @@ void fl_resp_status(fl_req *r, int code, const char *reason, const fl_target *t,
             json_object_set_new(details, "name", jstr(t->name));
         if (t->group[0])
             json_object_set_new(details, "group", jstr(t->group));
-        if (t->resource[0])
+        /* as the apiserver: Invalid names the Kind, other errors the resource */
+        if (code == 422 && t->kind)
+            json_object_set_new(details, "kind", jstr(t->kind->kind));
+        else if (t->resource[0])
             json_object_set_new(details, "kind", jstr(t->resource));
     }
     if (causes) {

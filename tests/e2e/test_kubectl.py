@@ -725,3 +725,22 @@ def test_imperative_create_commands(server):
                        check=False)
     assert r.returncode == 0 and "(server dry run)" in r.stdout, r.stderr
     assert server.kubectl("get", "cm", "lit-dry", "-n", ns, check=False).returncode != 0
+
+
+def test_invalid_policy_is_reported_by_kind_and_field(server):
+    """kubectl words a 422 from the Status details: the Kind, the name and each cause's field."""
+    manifest = """apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: both-affinities}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]
+  placement:
+    clusterAffinity: {clusterNames: [member1]}
+    clusterAffinities: [{affinityName: a, clusterNames: [member2]}]
+"""
+    r = server.kubectl("apply", "-f", "-", input=manifest, check=False)
+    assert r.returncode != 0
+    assert 'The PropagationPolicy "both-affinities" is invalid' in r.stderr, r.stderr
+    assert "spec.placement.clusterAffinities" in r.stderr, r.stderr
+    r = server.kubectl("get", "pp", "both-affinities", check=False)
+    assert r.returncode != 0 and "NotFound" in r.stderr
