@@ -208,10 +208,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
 
-    /* the whole request is here */
-    if (h->token && !public_path(url)) {
+    /* the whole request is here: which API instance serves it, and is the caller allowed? */
+    fl_http_route route = {h->api, url, h->token};
+    if (h->cfg.router && h->cfg.router(h->cfg.router_ctx, url, &route) != 0)
+        return send_status(c, st, 404, "NotFound", "the server could not find the requested resource");
+    if (route.token && !public_path(route.path)) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        if (!auth || strncmp(auth, "Bearer ", 7) || !fl_token_equal(auth + 7, h->token))
+        if (!auth || strncmp(auth, "Bearer ", 7) || !fl_token_equal(auth + 7, route.token))
             return send_status(c, st, 401, "Unauthorized", "Unauthorized");
     }
     if (st->too_big) {
@@ -237,14 +240,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     fl_req r;
     memset(&r, 0, sizeof r);
     r.method = method;
-    r.path = url;
+    r.path = route.path;
     r.content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     r.accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
     r.user_agent = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
     r.body = st->body;
     r.body_len = st->len;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &r);
-    fl_api_handle(h->api, &r);
+    fl_api_handle(route.api, &r);
     free_query(&r);
     if (r.stream) {
         free(r.warnings);

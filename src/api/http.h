@@ -14,6 +14,17 @@
 
 typedef struct fl_http fl_http;
 
+/* Several API instances behind one listener (simulated member clusters): the router maps a
+ * request URL to the instance that serves it, the path within that instance, and the bearer
+ * token it requires (NULL = none). Returns 0, or -1 for a URL no instance serves (404).
+ * Called on connection threads; must be thread-safe. */
+typedef struct fl_http_route {
+    fl_api *api;
+    const char *path;    /* points into the URL */
+    const char *token;   /* must stay valid while the instance exists */
+} fl_http_route;
+typedef int (*fl_http_router)(void *ctx, const char *url, fl_http_route *out);
+
 typedef struct fl_http_config {
     const char *listen;        /* "127.0.0.1:6443" */
     const char *cert_pem;      /* NULL = plain HTTP (only on loopback; checked by caller) */
@@ -22,6 +33,8 @@ typedef struct fl_http_config {
     size_t max_body;           /* bytes; 0 = 3 MiB */
     int max_inflight;          /* concurrent non-watch requests; 0 = 400 */
     int max_watches;           /* concurrent watches; 0 = 10000 */
+    fl_http_router router;     /* NULL: every request goes to the api given to fl_http_start */
+    void *router_ctx;
 } fl_http_config;
 
 /* Start serving. *out set on every path. Returns 0 or FL_EIO with *err (heap) saying why. */
