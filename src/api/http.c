@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/metrics.h"
 #include "api/tls.h"
@@ -423,13 +424,16 @@ void fl_http_stop(fl_http *h)
     if (!h)
         return;
     h->api->stopping = 1;
-    MHD_quiesce_daemon(h->d);
+    /* quiescing hands the listening socket to us: close it, or the port stays bound */
+    MHD_socket lsock = MHD_quiesce_daemon(h->d);
     /* give running requests a bounded time to finish */
     for (int i = 0; i < 100 && atomic_load(&h->inflight) > 0; i++) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(h->d);
+    if (lsock != MHD_INVALID_SOCKET)
+        close(lsock);
     free(h->token);
     free(h);
 }

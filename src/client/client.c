@@ -1,0 +1,1105 @@
+/* client.c - the Kubernetes API client over libcurl (contract in client.h).
+ *
+ * Every request, watch or not, runs the same way: take a slot (an easy handle and
+ * the multi handle that owns its connection) from the pool, set the request's
+ * options from scratch, drive the multi handle with curl_multi_poll until the
+ * transfer finishes, and give the slot back. Driving a multi handle ourselves,
+ * rather than calling curl_easy_perform, is what makes cancellation immediate:
+ * fl_client_cancel_fire() calls curl_multi_wakeup() on every multi handle
+ * registered with the token, and the transfer loop sees the flag on its next turn.
+ *
+ * Watch streams arrive as chunked HTTP with one JSON event per line. The write
+ * callback appends to a buffer, cuts complete lines off the front, parses each one
+ * and calls the user's function before returning to curl, so events are delivered
+ * as soon as their line is complete, in order, on the watching thread. Returning
+ * 0 from the write callback is how the callback (or an ERROR event) ends a watch.
+ *
+ * The pool shares curl's DNS cache and TLS sessions between slots (a CURLSH with
+ * one mutex per kind of shared data), so a new slot resumes a TLS session rather
+ * than doing a full handshake. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "client/client.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define MAX_BODY ((size_t)1 << 30)    /* a response larger than this is refused (FL_ETOOBIG) */
+#define RETRIES_429 3                  /* TooManyRequests retried this many times */
+
+/* ---------- small helpers ---------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        b->p = fl_realloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+/* Percent-encode everything but RFC 3986 unreserved characters. */
+static void sb_esc(sbuf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+            ch == '.' || ch == '_' || ch == '~') {
+            sb_add(b, (const char *)&ch, 1);
+        } else {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            sb_add(b, e, 3);
+        }
+    }
+}
+
+/* Append "?k=v" or "&k=v" (v escaped); skipped when v is NULL or empty. */
+static void sb_query(sbuf *b, const char *k, const char *v)
+{
+    if (!v || !*v)
+        return;
+    sb_str(b, strchr(b->p ? b->p : "", '?') ? "&" : "?");
+    sb_str(b, k);
+    sb_str(b, "=");
+    sb_esc(b, v);
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+/* ---------- cancellation ---------- */
+
+/* A multi handle registered with a token while its transfer runs (lives on that stack). */
+typedef struct cancel_reg {
+    CURLM *multi;
+    struct cancel_reg *next;
+} cancel_reg;
+
+struct fl_client_cancel {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;      /* CLOCK_MONOTONIC; wakes fl_client_cancel_sleep */
+    atomic_bool fired;
+    cancel_reg *regs;
+};
+
+fl_client_cancel *fl_client_cancel_new(void)
+{
+    fl_client_cancel *k = fl_calloc(1, sizeof *k);
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&k->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    return k;
+}
+
+void fl_client_cancel_fire(fl_client_cancel *k)
+{
+    pthread_mutex_lock(&k->mu);
+    atomic_store(&k->fired, true);
+    for (cancel_reg *r = k->regs; r; r = r->next)
+        curl_multi_wakeup(r->multi);
+    pthread_cond_broadcast(&k->cond);
+    pthread_mutex_unlock(&k->mu);
+}
+
+bool fl_client_cancel_fired(fl_client_cancel *k)
+{
+    return k && atomic_load(&k->fired);
+}
+
+void fl_client_cancel_reset(fl_client_cancel *k)
+{
+    atomic_store(&k->fired, false);
+}
+
+bool fl_client_cancel_sleep(fl_client_cancel *k, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&k->mu);
+    while (!atomic_load(&k->fired))
+        if (pthread_cond_timedwait(&k->cond, &k->mu, &ts) != 0)
+            break;
+    bool fired = atomic_load(&k->fired);
+    pthread_mutex_unlock(&k->mu);
+    return fired;
+}
+
+void fl_client_cancel_free(fl_client_cancel *k)
+{
+    if (!k)
+        return;
+    pthread_cond_destroy(&k->cond);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
+}
+
+static void cancel_register(fl_client_cancel *k, cancel_reg *r)
+{
+    pthread_mutex_lock(&k->mu);
+    r->next = k->regs;
+    k->regs = r;
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void cancel_unregister(fl_client_cancel *k, cancel_reg *r)
+{
+    pthread_mutex_lock(&k->mu);
+    for (cancel_reg **pp = &k->regs; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* ---------- the client and its pool ---------- */
+
+typedef struct slot {
+    CURL *easy;
+    CURLM *multi;   /* owns the slot's connection cache */
+    struct slot *next;
+} slot;
+
+struct fl_client {
+    char *server;
+    char *ca_pem, *cert_pem, *key_pem;
+    char *auth_header;   /* "Authorization: Bearer ..." or NULL */
+    char *username, *password;
+    bool insecure;
+    char *user_agent;
+    char *noproxy;
+    int timeout_ms, connect_timeout_ms, max_idle;
+
+    pthread_mutex_t pool_mu;
+    slot *idle;
+    int nidle;
+
+    CURLSH *share;
+    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+
+    pthread_mutex_t disc_mu;
+    json_t *disc;        /* api_version -> resources array of its APIResourceList */
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_start(void)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "flotilla: curl_global_init failed\n");
+        abort();
+    }
+}
+
+static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
+{
+    fl_client *c = u;
+    pthread_mutex_lock(&c->share_mu[d % CURL_LOCK_DATA_LAST]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data d, void *u)
+{
+    fl_client *c = u;
+    pthread_mutex_unlock(&c->share_mu[d % CURL_LOCK_DATA_LAST]);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? fl_strdup(s) : NULL;
+}
+
+int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_client **out, char **err)
+{
+    *out = NULL;
+    if (err)
+        *err = NULL;
+    if (!kc || !kc->server || !*kc->server) {
+        if (err)
+            *err = fl_strdup("client: the kubeconfig names no server");
+        return FL_EINVAL;
+    }
+    if (kc->token && strpbrk(kc->token, "\r\n")) { /* it goes into a header line */
+        if (err)
+            *err = fl_asprintf("%s: the user's token contains a line break", kc->origin ? kc->origin : "kubeconfig");
+        return FL_EINVAL;
+    }
+    pthread_once(&curl_once, curl_start);
+    fl_client_options o = opts ? *opts : (fl_client_options){0};
+    fl_client *c = fl_calloc(1, sizeof *c);
+    c->server = fl_strdup(kc->server);
+    c->ca_pem = dup_or_null(kc->ca_pem);
+    c->cert_pem = dup_or_null(kc->client_cert_pem);
+    c->key_pem = dup_or_null(kc->client_key_pem);
+    c->auth_header = kc->token ? fl_asprintf("Authorization: Bearer %s", kc->token) : NULL;
+    c->username = dup_or_null(kc->username);
+    c->password = dup_or_null(kc->password);
+    c->insecure = kc->insecure;
+    c->user_agent = fl_strdup(o.user_agent ? o.user_agent : "flotilla");
+    c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 30000;
+    c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
+    c->max_idle = o.max_idle > 0 ? o.max_idle : 16;
+    if (kc->tls_server_name)
+        fl_log(FL_LOG_WARN, "client", "%s: tls-server-name is not supported; verifying the server URL's host",
+               kc->origin ? kc->origin : "kubeconfig");
+
+    /* Like Go's ProxyFromEnvironment, never send loopback traffic through a proxy. */
+    const char *np = getenv("NO_PROXY");
+    if (!np || !*np)
+        np = getenv("no_proxy");
+    if (np && !strcmp(np, "*"))
+        c->noproxy = fl_strdup("*");
+    else if (np && *np)
+        c->noproxy = fl_asprintf("%s,localhost,127.0.0.1,::1", np);
+    else
+        c->noproxy = fl_strdup("localhost,127.0.0.1,::1");
+
+    pthread_mutex_init(&c->pool_mu, NULL);
+    pthread_mutex_init(&c->disc_mu, NULL);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&c->share_mu[i], NULL);
+    c->share = curl_share_init();
+    if (c->share) {
+        curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
+        curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+        curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
+        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    }
+    c->disc = json_object();
+    *out = c;
+    return 0;
+}
+
+static void slot_destroy(slot *s)
+{
+    curl_easy_cleanup(s->easy);
+    curl_multi_cleanup(s->multi);
+    free(s);
+}
+
+void fl_client_free(fl_client *c)
+{
+    if (!c)
+        return;
+    while (c->idle) {
+        slot *s = c->idle;
+        c->idle = s->next;
+        slot_destroy(s);
+    }
+    if (c->share)
+        curl_share_cleanup(c->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&c->share_mu[i]);
+    pthread_mutex_destroy(&c->pool_mu);
+    pthread_mutex_destroy(&c->disc_mu);
+    json_decref(c->disc);
+    if (c->auth_header)
+        explicit_bzero(c->auth_header, strlen(c->auth_header));
+    if (c->key_pem)
+        explicit_bzero(c->key_pem, strlen(c->key_pem));
+    if (c->password)
+        explicit_bzero(c->password, strlen(c->password));
+    free(c->server);
+    free(c->ca_pem);
+    free(c->cert_pem);
+    free(c->key_pem);
+    free(c->auth_header);
+    free(c->username);
+    free(c->password);
+    free(c->user_agent);
+    free(c->noproxy);
+    free(c);
+}
+
+const char *fl_client_server(const fl_client *c)
+{
+    return c->server;
+}
+
+static slot *slot_get(fl_client *c)
+{
+    pthread_mutex_lock(&c->pool_mu);
+    slot *s = c->idle;
+    if (s) {
+        c->idle = s->next;
+        c->nidle--;
+    }
+    pthread_mutex_unlock(&c->pool_mu);
+    if (s)
+        return s;
+    s = fl_calloc(1, sizeof *s);
+    s->easy = curl_easy_init();
+    s->multi = curl_multi_init();
+    if (!s->easy || !s->multi) { /* only fails without memory: the OOM policy is to abort */
+        fprintf(stderr, "flotilla: out of memory creating a curl handle\n");
+        abort();
+    }
+    return s;
+}
+
+static void slot_put(fl_client *c, slot *s)
+{
+    pthread_mutex_lock(&c->pool_mu);
+    if (c->nidle < c->max_idle) {
+        s->next = c->idle;
+        c->idle = s;
+        c->nidle++;
+        s = NULL;
+    }
+    pthread_mutex_unlock(&c->pool_mu);
+    if (s)
+        slot_destroy(s);
+}
+
+/* ---------- one transfer ---------- */
+
+typedef struct xfer {
+    slot *s;
+    sbuf body;          /* response bytes (non-watch, or a watch's error body / partial line) */
+    long code;
+    bool toobig;
+    /* watch mode */
+    bool watch;
+    size_t scan;        /* bytes of body already consumed as lines */
+    fl_watch_fn fn;
+    void *ctx;
+    bool stopped;       /* fn or an ERROR event ended the stream */
+    int watch_rc;
+    fl_client_error *err;
+} xfer;
+
+static void fill_err(fl_client_error *err, long http, const char *reason, const char *field, const char *msg)
+{
+    if (!err)
+        return;
+    err->http = (int)http;
+    copy_str(err->reason, sizeof err->reason, reason);
+    copy_str(err->field, sizeof err->field, field);
+    copy_str(err->message, sizeof err->message, msg);
+}
+
+static int map_http(long code, const char *reason)
+{
+    if (code == 404)
+        return FL_ENOTFOUND;
+    if (code == 409)
+        return reason && !strcmp(reason, "AlreadyExists") ? FL_EEXIST : FL_ECONFLICT;
+    if (code == 410)
+        return FL_EEXPIRED;
+    if (code == 405 || code == 415)
+        return FL_EUNSUPPORTED;
+    if (code == 413)
+        return FL_ETOOBIG;
+    if (code == 429 || code >= 500)
+        return FL_EIO;
+    return FL_EINVAL;
+}
+
+/* Map a Status object (or any failed response) to a code and err. */
+static int status_error(long code, const json_t *st, const char *raw, size_t rawlen, fl_client_error *err)
+{
+    const char *reason = json_string_value(json_object_get(st, "reason"));
+    const char *msg = json_string_value(json_object_get(st, "message"));
+    json_t *causes = json_object_get(json_object_get(st, "details"), "causes");
+    const char *field = json_string_value(json_object_get(json_array_get(causes, 0), "field"));
+    char fallback[256];
+    if (!msg) {
+        if (raw && rawlen)
+            snprintf(fallback, sizeof fallback, "HTTP %ld: %.*s", code, (int)(rawlen > 200 ? 200 : rawlen), raw);
+        else
+            snprintf(fallback, sizeof fallback, "HTTP %ld", code);
+        msg = fallback;
+    }
+    fill_err(err, code, reason, field, msg);
+    return map_http(code, reason);
+}
+
+static int deliver_line(xfer *x, const char *line, size_t n)
+{
+    while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
+        n--;
+    if (!n)
+        return 0;
+    json_error_t je;
+    json_t *ev = json_loadb(line, n, 0, &je);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    int rc = 0;
+    if (!type || !json_is_object(obj)) {
+        fill_err(x->err, x->code, "", "", ev ? "watch event without type or object" : "malformed watch event");
+        rc = FL_EIO;
+    } else if (!strcmp(type, "ERROR")) {
+        long code = (long)json_integer_value(json_object_get(obj, "code"));
+        rc = status_error(code ? code : 500, obj, NULL, 0, x->err);
+        if (rc == 0)
+            rc = FL_EIO;
+    } else {
+        int t = !strcmp(type, "ADDED") ? FL_WATCH_ADDED : !strcmp(type, "MODIFIED") ? FL_WATCH_MODIFIED
+              : !strcmp(type, "DELETED") ? FL_WATCH_DELETED : !strcmp(type, "BOOKMARK") ? FL_WATCH_BOOKMARK : 0;
+        if (t && !x->fn(x->ctx, t, obj)) {
+            x->stopped = true;
+            x->watch_rc = 0;
+        }
+    }
+    json_decref(ev);
+    if (rc) {
+        x->stopped = true;
+        x->watch_rc = rc;
+    }
+    return rc;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (!x->code)
+        curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
+    if (x->body.len + n > MAX_BODY) {
+        x->toobig = true;
+        return 0;
+    }
+    sb_add(&x->body, p, n);
+    if (!x->watch || x->code != 200)
+        return n;
+    /* cut complete lines off the front and deliver them */
+    for (;;) {
+        char *start = x->body.p + x->scan;
+        char *nl = memchr(start, '\n', x->body.len - x->scan);
+        if (!nl)
+            break;
+        deliver_line(x, start, (size_t)(nl - start));
+        x->scan = (size_t)(nl - x->body.p) + 1;
+        if (x->stopped)
+            return 0;
+    }
+    if (x->scan > 0 && x->scan * 2 >= x->body.len) {
+        memmove(x->body.p, x->body.p + x->scan, x->body.len - x->scan);
+        x->body.len -= x->scan;
+        x->body.p[x->body.len] = 0;
+        x->scan = 0;
+    }
+    return n;
+}
+
+/* Drive the slot's multi handle until the transfer ends or cancel fires. */
+static CURLcode run(xfer *x, fl_client_cancel *cancel, bool *cancelled)
+{
+    CURLM *m = x->s->multi;
+    *cancelled = false;
+    cancel_reg reg = {.multi = m};
+    if (cancel)
+        cancel_register(cancel, &reg);
+    curl_multi_add_handle(m, x->s->easy);
+    CURLcode res = CURLE_OK;
+    for (;;) {
+        if (fl_client_cancel_fired(cancel)) {
+            *cancelled = true;
+            res = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(m, &running);
+        bool done = false;
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)))
+            if (msg->msg == CURLMSG_DONE) {
+                res = msg->data.result;
+                done = true;
+            }
+        if (done)
+            break;
+        if (mc == CURLM_OK)
+            mc = curl_multi_poll(m, NULL, 0, 1000, NULL);
+        if (mc != CURLM_OK) {
+            res = CURLE_RECV_ERROR;
+            break;
+        }
+    }
+    curl_multi_remove_handle(m, x->s->easy);
+    if (cancel)
+        cancel_unregister(cancel, &reg);
+    return res;
+}
+
+typedef struct req {
+    const char *method;
+    const char *path;
+    const char *content_type;
+    const char *body;
+    size_t body_len;
+    bool watch;
+    int timeout_ms;     /* 0 = none */
+} req;
+
+static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs, xfer *x)
+{
+    curl_easy_reset(e);
+    char *url = fl_asprintf("%s%s", c->server, r->path);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    free(url); /* curl copies string options */
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(e, CURLOPT_NOPROXY, c->noproxy);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    if (c->share)
+        curl_easy_setopt(e, CURLOPT_SHARE, c->share);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    if (c->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (c->ca_pem) {
+        struct curl_blob b = {.data = c->ca_pem, .len = strlen(c->ca_pem), .flags = CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+    }
+    if (c->cert_pem) {
+        struct curl_blob cb = {.data = c->cert_pem, .len = strlen(c->cert_pem), .flags = CURL_BLOB_NOCOPY};
+        struct curl_blob kb = {.data = c->key_pem, .len = strlen(c->key_pem), .flags = CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cb);
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &kb);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (c->username) {
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(e, CURLOPT_USERNAME, c->username);
+        curl_easy_setopt(e, CURLOPT_PASSWORD, c->password ? c->password : "");
+    }
+    struct curl_slist *h = NULL;
+    h = curl_slist_append(h, "Accept: application/json");
+    h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip before bodies */
+    if (c->auth_header)
+        h = curl_slist_append(h, c->auth_header);
+    if (r->content_type) {
+        char ct[128];
+        snprintf(ct, sizeof ct, "Content-Type: %s", r->content_type);
+        h = curl_slist_append(h, ct);
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    *hdrs = h;
+    if (!strcmp(r->method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        if (r->body) {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+        }
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    }
+}
+
+/* Run a request; *out gets the parsed body on success. Watch transfers go through the
+ * same path with x prepared by the caller. */
+static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x, json_t **out,
+                   fl_client_error *err)
+{
+    if (out)
+        *out = NULL;
+    if (err)
+        memset(err, 0, sizeof *err);
+    int rc = 0;
+    for (int attempt = 0;; attempt++) {
+        x->s = slot_get(c);
+        x->err = err;
+        struct curl_slist *hdrs = NULL;
+        setup(c, x->s->easy, r, &hdrs, x);
+        bool cancelled = false;
+        CURLcode res = run(x, cancel, &cancelled);
+        if (!x->code)
+            curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
+        curl_off_t retry_after = 0;
+        curl_easy_getinfo(x->s->easy, CURLINFO_RETRY_AFTER, &retry_after);
+        curl_slist_free_all(hdrs);
+        slot_put(c, x->s);
+        x->s = NULL;
+
+        if (cancelled) {
+            fill_err(err, x->code, "", "", "cancelled");
+            rc = FL_ECLOSED;
+        } else if (x->stopped) {
+            rc = x->watch_rc; /* the watch callback or an ERROR event ended the stream */
+        } else if (x->toobig) {
+            fill_err(err, x->code, "", "", "response larger than 1 GiB");
+            rc = FL_ETOOBIG;
+        } else if (res != CURLE_OK && (x->code < 300 || x->watch)) {
+            /* no (complete) answer: the connection failed or timed out */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s %s%s: %s", r->method, c->server, r->path, curl_easy_strerror(res));
+            fill_err(err, x->code, "", "", msg);
+            rc = res == CURLE_OPERATION_TIMEDOUT ? FL_ETIMEDOUT : FL_EIO;
+        } else if (x->code >= 200 && x->code < 300) {
+            rc = 0;
+            if (out && x->body.len && !x->watch) {
+                json_error_t je;
+                *out = json_loadb(x->body.p, x->body.len, JSON_DECODE_ANY, &je);
+                if (!*out) {
+                    char msg[512];
+                    snprintf(msg, sizeof msg, "%s %s: malformed JSON in the answer: %s", r->method, r->path, je.text);
+                    fill_err(err, x->code, "", "", msg);
+                    rc = FL_EIO;
+                }
+            }
+        } else {
+            json_error_t je;
+            json_t *st = x->body.len ? json_loadb(x->body.p, x->body.len, 0, &je) : NULL;
+            rc = status_error(x->code, st, x->body.p, x->body.len, err);
+            json_decref(st);
+            if (x->code == 429 && attempt < RETRIES_429) {
+                /* the server had no room: wait as it asks, then try again */
+                int ms = (int)(retry_after > 0 ? (retry_after > 10 ? 10 : retry_after) * 1000 : 1000);
+                fl_log(FL_LOG_DEBUG, "client", "%s %s: 429, retrying in %d ms", r->method, r->path, ms);
+                bool stop = false;
+                if (cancel)
+                    stop = fl_client_cancel_sleep(cancel, ms);
+                else
+                    nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}, NULL);
+                if (!stop) {
+                    x->body.len = 0;
+                    x->code = 0;
+                    x->scan = 0;
+                    continue;
+                }
+            }
+        }
+        break;
+    }
+    free(x->body.p);
+    x->body = (sbuf){0};
+    return rc;
+}
+
+int fl_client_request(fl_client *c, const char *method, const char *path, const char *content_type,
+                      const char *body, size_t body_len, fl_client_cancel *cancel, json_t **out,
+                      fl_client_error *err)
+{
+    req r = {.method = method, .path = path, .content_type = body ? content_type : NULL, .body = body,
+             .body_len = body_len, .timeout_ms = c->timeout_ms};
+    xfer x = {0};
+    return perform(c, &r, cancel, &x, out, err);
+}
+
+/* ---------- paths ---------- */
+
+static void sb_path(sbuf *b, const fl_gvr *r, const char *ns, const char *name, const char *sub)
+{
+    sb_str(b, strchr(r->api_version, '/') ? "/apis/" : "/api/");
+    sb_str(b, r->api_version);
+    if (ns && *ns) {
+        sb_str(b, "/namespaces/");
+        sb_esc(b, ns);
+    }
+    sb_str(b, "/");
+    sb_str(b, r->resource);
+    if (name) {
+        sb_str(b, "/");
+        sb_esc(b, name);
+        if (sub && *sub) {
+            sb_str(b, "/");
+            sb_str(b, sub);
+        }
+    }
+}
+
+char *fl_client_path(const fl_gvr *r, const char *ns, const char *name, const char *sub)
+{
+    sbuf b = {0};
+    sb_path(&b, r, ns, name, sub);
+    return b.p;
+}
+
+const char *fl_client_object_rv(const json_t *obj)
+{
+    const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    return rv ? rv : "";
+}
+
+static int bad_arg(fl_client_error *err, const char *msg)
+{
+    if (err) {
+        memset(err, 0, sizeof *err);
+        copy_str(err->message, sizeof err->message, msg);
+    }
+    return FL_EINVAL;
+}
+
+/* ---------- verbs ---------- */
+
+int fl_client_get(fl_client *c, const fl_gvr *r, const char *ns, const char *name, json_t **out,
+                  fl_client_error *err)
+{
+    if (!name || !*name) {
+        *out = NULL;
+        return bad_arg(err, "get: a name is required");
+    }
+    sbuf p = {0};
+    sb_path(&p, r, ns, name, NULL);
+    int rc = fl_client_request(c, "GET", p.p, NULL, NULL, 0, NULL, out, err);
+    free(p.p);
+    return rc;
+}
+
+void fl_list_result_close(fl_list_result *l)
+{
+    if (!l)
+        return;
+    json_decref(l->items);
+    free(l->continue_token);
+    memset(l, 0, sizeof *l);
+}
+
+static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *o, const char *cont,
+                     fl_client_cancel *cancel, fl_list_result *out, fl_client_error *err)
+{
+    memset(out, 0, sizeof *out);
+    sbuf p = {0};
+    sb_path(&p, r, ns, NULL, NULL);
+    char lim[32] = "";
+    if (o && o->limit > 0)
+        snprintf(lim, sizeof lim, "%lld", (long long)o->limit);
+    if (o) {
+        sb_query(&p, "labelSelector", o->label_selector);
+        sb_query(&p, "fieldSelector", o->field_selector);
+        sb_query(&p, "limit", lim);
+        if (!cont) /* a continue token carries its own snapshot */
+            sb_query(&p, "resourceVersion", o->resource_version);
+    }
+    sb_query(&p, "continue", cont);
+    json_t *body = NULL;
+    int rc = fl_client_request(c, "GET", p.p, NULL, NULL, 0, cancel, &body, err);
+    free(p.p);
+    if (rc)
+        return rc;
+    json_t *items = json_object_get(body, "items");
+    json_t *meta = json_object_get(body, "metadata");
+    if (!json_is_object(body) || (items && !json_is_array(items) && !json_is_null(items))) {
+        json_decref(body);
+        fill_err(err, 200, "", "", "list response is not a list");
+        return FL_EIO;
+    }
+    out->items = json_is_array(items) ? json_incref(items) : json_array();
+    copy_str(out->resource_version, sizeof out->resource_version,
+             json_string_value(json_object_get(meta, "resourceVersion")));
+    const char *next = json_string_value(json_object_get(meta, "continue"));
+    out->continue_token = next && *next ? fl_strdup(next) : NULL;
+    json_decref(body);
+    return 0;
+}
+
+int fl_client_list(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *opts, fl_list_result *out,
+                   fl_client_error *err)
+{
+    return list_page(c, r, ns, opts, opts ? opts->continue_token : NULL, NULL, out, err);
+}
+
+int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *opts,
+                       fl_client_cancel *cancel, fl_list_result *out, fl_client_error *err)
+{
+    fl_list_opts o = opts ? *opts : (fl_list_opts){0};
+    o.continue_token = NULL;
+    if (o.limit <= 0)
+        o.limit = 500;
+    memset(out, 0, sizeof *out);
+    fl_list_result page;
+    int rc = list_page(c, r, ns, &o, NULL, cancel, &page, err);
+    if (rc)
+        return rc;
+    *out = page; /* the first page fixes the snapshot's resourceVersion */
+    while (out->continue_token) {
+        char *cont = out->continue_token;
+        out->continue_token = NULL;
+        rc = list_page(c, r, ns, &o, cont, cancel, &page, err);
+        free(cont);
+        if (rc == FL_EEXPIRED) {
+            /* the snapshot was compacted under us: one unpaged list is consistent */
+            fl_log(FL_LOG_DEBUG, "client", "list %s: continue expired, listing without paging", r->resource);
+            fl_list_result_close(out);
+            o.limit = 0;
+            return list_page(c, r, ns, &o, NULL, cancel, out, err);
+        }
+        if (rc) {
+            fl_list_result_close(out);
+            return rc;
+        }
+        json_array_extend(out->items, page.items);
+        out->continue_token = page.continue_token;
+        page.continue_token = NULL;
+        fl_list_result_close(&page);
+    }
+    return 0;
+}
+
+static void write_query(sbuf *p, const char *field_manager, bool dry_run)
+{
+    sb_query(p, "fieldManager", field_manager);
+    if (dry_run)
+        sb_query(p, "dryRun", "All");
+}
+
+static int send_obj(fl_client *c, const char *method, const char *path, const json_t *obj, json_t **out,
+                    fl_client_error *err)
+{
+    char *body = json_dumps(obj, JSON_COMPACT);
+    if (!body) {
+        if (out)
+            *out = NULL;
+        return bad_arg(err, "the object cannot be encoded as JSON");
+    }
+    int rc = fl_client_request(c, method, path, "application/json", body, strlen(body), NULL, out, err);
+    free(body);
+    return rc;
+}
+
+int fl_client_create(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
+                     const fl_write_opts *opts, json_t **out, fl_client_error *err)
+{
+    sbuf p = {0};
+    sb_path(&p, r, ns, NULL, NULL);
+    if (opts)
+        write_query(&p, opts->field_manager, opts->dry_run);
+    int rc = send_obj(c, "POST", p.p, obj, out, err);
+    free(p.p);
+    return rc;
+}
+
+static int put_obj(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj, const char *sub,
+                   const fl_write_opts *opts, json_t **out, fl_client_error *err)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (!name || !*name) {
+        if (out)
+            *out = NULL;
+        return bad_arg(err, "update: metadata.name is required");
+    }
+    sbuf p = {0};
+    sb_path(&p, r, ns, name, sub);
+    if (opts)
+        write_query(&p, opts->field_manager, opts->dry_run);
+    int rc = send_obj(c, "PUT", p.p, obj, out, err);
+    free(p.p);
+    return rc;
+}
+
+int fl_client_update(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
+                     const fl_write_opts *opts, json_t **out, fl_client_error *err)
+{
+    return put_obj(c, r, ns, obj, NULL, opts, out, err);
+}
+
+int fl_client_update_status(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
+                            const fl_write_opts *opts, json_t **out, fl_client_error *err)
+{
+    return put_obj(c, r, ns, obj, "status", opts, out, err);
+}
+
+int fl_client_patch(fl_client *c, const fl_gvr *r, const char *ns, const char *name, int type,
+                    const char *patch, size_t patch_len, const fl_patch_opts *opts, json_t **out,
+                    fl_client_error *err)
+{
+    const char *ct = type == FL_PATCH_MERGE ? "application/merge-patch+json"
+                   : type == FL_PATCH_JSON ? "application/json-patch+json"
+                   : type == FL_PATCH_STRATEGIC ? "application/strategic-merge-patch+json"
+                   : type == FL_PATCH_APPLY ? "application/apply-patch+yaml" : NULL;
+    if (out)
+        *out = NULL;
+    if (!ct)
+        return bad_arg(err, "patch: unknown patch type");
+    if (!name || !*name)
+        return bad_arg(err, "patch: a name is required");
+    if (type == FL_PATCH_APPLY && (!opts || !opts->field_manager || !*opts->field_manager))
+        return bad_arg(err, "apply: fieldManager is required");
+    sbuf p = {0};
+    sb_path(&p, r, ns, name, opts ? opts->subresource : NULL);
+    if (opts) {
+        write_query(&p, opts->field_manager, opts->dry_run);
+        if (opts->force)
+            sb_query(&p, "force", "true");
+    }
+    int rc = fl_client_request(c, "PATCH", p.p, ct, patch, patch_len, NULL, out, err);
+    free(p.p);
+    return rc;
+}
+
+int fl_client_delete(fl_client *c, const fl_gvr *r, const char *ns, const char *name,
+                     const fl_delete_opts *opts, json_t **out, fl_client_error *err)
+{
+    if (out)
+        *out = NULL;
+    if (!name || !*name)
+        return bad_arg(err, "delete: a name is required");
+    sbuf p = {0};
+    sb_path(&p, r, ns, name, NULL);
+    char *body = NULL;
+    if (opts) {
+        json_t *d = json_pack("{s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
+        if (opts->propagation_policy)
+            json_object_set_new(d, "propagationPolicy", json_string(opts->propagation_policy));
+        if (opts->precondition_uid || opts->precondition_rv) {
+            json_t *pre = json_object();
+            if (opts->precondition_uid)
+                json_object_set_new(pre, "uid", json_string(opts->precondition_uid));
+            if (opts->precondition_rv)
+                json_object_set_new(pre, "resourceVersion", json_string(opts->precondition_rv));
+            json_object_set_new(d, "preconditions", pre);
+        }
+        if (opts->has_grace_period)
+            json_object_set_new(d, "gracePeriodSeconds", json_integer(opts->grace_period_seconds));
+        if (opts->dry_run)
+            json_object_set_new(d, "dryRun", json_pack("[s]", "All"));
+        body = json_dumps(d, JSON_COMPACT);
+        json_decref(d);
+    }
+    json_t *resp = NULL;
+    int rc = fl_client_request(c, "DELETE", p.p, "application/json", body, body ? strlen(body) : 0, NULL, &resp, err);
+    free(body);
+    free(p.p);
+    if (out)
+        *out = resp;
+    else
+        json_decref(resp);
+    return rc;
+}
+
+/* ---------- watch ---------- */
+
+int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watch_opts *opts, fl_watch_fn fn,
+                    void *ctx, fl_client_cancel *cancel, fl_client_error *err)
+{
+    fl_watch_opts o = opts ? *opts : (fl_watch_opts){0};
+    sbuf p = {0};
+    sb_path(&p, r, ns, NULL, NULL);
+    sb_query(&p, "watch", "true");
+    sb_query(&p, "resourceVersion", o.resource_version);
+    sb_query(&p, "labelSelector", o.label_selector);
+    sb_query(&p, "fieldSelector", o.field_selector);
+    if (o.allow_bookmarks)
+        sb_query(&p, "allowWatchBookmarks", "true");
+    if (o.send_initial_events) {
+        sb_query(&p, "sendInitialEvents", "true");
+        sb_query(&p, "resourceVersionMatch", "NotOlderThan");
+    }
+    char to[32] = "";
+    if (o.timeout_seconds > 0)
+        snprintf(to, sizeof to, "%d", o.timeout_seconds);
+    sb_query(&p, "timeoutSeconds", to);
+    /* the server ends the stream at timeoutSeconds; give it slack before giving up on it */
+    req rq = {.method = "GET", .path = p.p, .watch = true,
+              .timeout_ms = o.timeout_seconds > 0 ? (o.timeout_seconds + 30) * 1000 : 0};
+    xfer x = {.watch = true, .fn = fn, .ctx = ctx};
+    int rc = perform(c, &rq, cancel, &x, NULL, err);
+    free(p.p);
+    return rc;
+}
+
+/* ---------- discovery ---------- */
+
+/* Fetch /api/V or /apis/G/V into the cache. */
+static int disc_fetch(fl_client *c, const char *api_version, fl_client_error *err)
+{
+    char *path = strchr(api_version, '/') ? fl_asprintf("/apis/%s", api_version) : fl_asprintf("/api/%s", api_version);
+    json_t *list = NULL;
+    int rc = fl_client_request(c, "GET", path, NULL, NULL, 0, NULL, &list, err);
+    free(path);
+    if (rc)
+        return rc;
+    json_t *res = json_object_get(list, "resources");
+    if (!json_is_array(res)) {
+        json_decref(list);
+        fill_err(err, 200, "", "", "discovery answer without resources");
+        return FL_EIO;
+    }
+    pthread_mutex_lock(&c->disc_mu);
+    json_object_set(c->disc, api_version, res);
+    pthread_mutex_unlock(&c->disc_mu);
+    json_decref(list);
+    return 0;
+}
+
+static bool disc_lookup(fl_client *c, const char *api_version, const char *kind, char **resource, bool *namespaced,
+                        bool *have_gv)
+{
+    bool found = false;
+    pthread_mutex_lock(&c->disc_mu);
+    json_t *res = json_object_get(c->disc, api_version);
+    *have_gv = res != NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(res, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *k = json_string_value(json_object_get(e, "kind"));
+        if (!name || !k || strchr(name, '/') || strcmp(k, kind) != 0)
+            continue;
+        *resource = fl_strdup(name);
+        *namespaced = json_is_true(json_object_get(e, "namespaced"));
+        found = true;
+        break;
+    }
+    pthread_mutex_unlock(&c->disc_mu);
+    return found;
+}
+
+int fl_client_resolve(fl_client *c, const char *api_version, const char *kind, char **resource, bool *namespaced,
+                      fl_client_error *err)
+{
+    *resource = NULL;
+    *namespaced = false;
+    if (err)
+        memset(err, 0, sizeof *err);
+    bool have_gv;
+    if (disc_lookup(c, api_version, kind, resource, namespaced, &have_gv))
+        return 0;
+    /* unknown, or cached before a CRD added it: ask the server once */
+    int rc = disc_fetch(c, api_version, err);
+    if (rc == FL_ENOTFOUND)
+        fill_err(err, 404, "NotFound", "", "the server does not serve this apiVersion");
+    if (rc)
+        return rc;
+    if (disc_lookup(c, api_version, kind, resource, namespaced, &have_gv))
+        return 0;
+    if (err) {
+        memset(err, 0, sizeof *err);
+        err->http = 404;
+        copy_str(err->reason, sizeof err->reason, "NotFound");
+        snprintf(err->message, sizeof err->message, "no kind %s is served in %s", kind, api_version);
+    }
+    return FL_ENOTFOUND;
+}

@@ -1,0 +1,227 @@
+/* client.h - a Kubernetes API client over HTTP(S), for controllers, the pull agent
+ * and `flotilla ctl`.
+ *
+ * Talks to a Flotilla control plane or a member cluster (ours or a real one) with
+ * the REST semantics client-go relies on: get/list/create/update/patch/delete on
+ * (apiVersion, resource, namespace, name), list paging with limit/continue, watch as
+ * a stream of newline-delimited events, and Kubernetes Status errors mapped to FL_E*
+ * codes. Objects are jansson values.
+ *
+ * Connections: a pool of curl easy handles, each paired with its own curl multi
+ * handle (which owns that slot's keep-alive connection). A request takes a slot, so
+ * concurrent requests from many threads each get their own connection; a finished
+ * request returns the slot with its connection still open. The multi handle lets a
+ * blocking transfer (a watch, a long list) be woken at once from another thread
+ * through an fl_client_cancel, instead of waiting for a timeout.
+ *
+ * Errors: every call returns 0 or a negative FL_E* code:
+ *   404                        FL_ENOTFOUND
+ *   409 reason AlreadyExists   FL_EEXIST
+ *   409 otherwise (Conflict)   FL_ECONFLICT
+ *   410 (Expired, Gone)        FL_EEXPIRED
+ *   400, 422, 401, 403, other 4xx  FL_EINVAL   (err->http tells 401/403 apart)
+ *   405, 415                   FL_EUNSUPPORTED
+ *   413                        FL_ETOOBIG
+ *   429 after retries, 5xx     FL_EIO
+ *   connection/TLS failure     FL_EIO
+ *   request timeout            FL_ETIMEDOUT
+ *   cancelled                  FL_ECLOSED
+ * and, when the caller passes an fl_client_error, fills in the HTTP status, the
+ * Status reason and message (or the transport error). 429 TooManyRequests is retried
+ * a few times after its Retry-After, as client-go does.
+ *
+ * Threads: one fl_client serves any number of threads at once. Returned JSON values
+ * belong to the caller. */
+#ifndef FL_CLIENT_H
+#define FL_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/kubeconfig.h"
+
+typedef struct fl_client fl_client;
+
+/* What went wrong with a request, for logs, conditions and the CLI. Fixed buffers so
+ * that callers have nothing to free; the message is truncated if very long. */
+typedef struct fl_client_error {
+    int http;            /* HTTP status; 0 when no response arrived */
+    char reason[64];     /* Status.reason ("NotFound", "Conflict", ...); "" when none */
+    char field[128];     /* details.causes[0].field for Invalid, else "" */
+    char message[1024];  /* Status.message, or the transport error */
+} fl_client_error;
+
+/* Addresses a resource: apiVersion ("v1", "apps/v1") and plural ("deployments"). */
+typedef struct fl_gvr {
+    const char *api_version;
+    const char *resource;
+} fl_gvr;
+
+typedef struct fl_client_options {
+    const char *user_agent;   /* NULL = "flotilla"; the server names the default field manager after it */
+    int timeout_ms;           /* whole-request timeout for non-watch requests; 0 = 30000 */
+    int connect_timeout_ms;   /* 0 = 5000 */
+    int max_idle;             /* idle connections kept in the pool; 0 = 16 */
+} fl_client_options;
+
+/* Create a client for kc's server and credentials (copied: kc may be closed after).
+ * opts may be NULL. *out set on every path. Returns 0, or FL_EINVAL with *err (heap,
+ * when err is not NULL) when kc cannot be used (no server). Any thread. */
+int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_client **out, char **err);
+/* Close idle connections and free. No request may be running. NULL-safe. */
+void fl_client_free(fl_client *c);
+/* The server URL the client talks to (owned by the client). */
+const char *fl_client_server(const fl_client *c);
+
+/* ---- cancellation ---- */
+
+/* A cancellation token: fl_client_cancel_fire() from any thread ends the transfers
+ * that were given the token (they return FL_ECLOSED) and the sleeps in
+ * fl_client_cancel_sleep(), at once. It stays fired until reset. */
+typedef struct fl_client_cancel fl_client_cancel;
+fl_client_cancel *fl_client_cancel_new(void);
+void fl_client_cancel_fire(fl_client_cancel *k);
+bool fl_client_cancel_fired(fl_client_cancel *k);
+void fl_client_cancel_reset(fl_client_cancel *k);
+/* Sleep up to ms; returns true early (and at once) when the token is fired. */
+bool fl_client_cancel_sleep(fl_client_cancel *k, int ms);
+/* Free. No transfer or sleep may still be using it. NULL-safe. */
+void fl_client_cancel_free(fl_client_cancel *k);
+
+/* ---- the raw request ---- */
+
+/* One request to path (starting with '/', query included, already escaped). body may
+ * be NULL. On success (2xx) *out (when out is not NULL) is the parsed JSON body, or
+ * NULL when the body is empty or not JSON. On failure *out is NULL. cancel may be NULL. */
+int fl_client_request(fl_client *c, const char *method, const char *path, const char *content_type,
+                      const char *body, size_t body_len, fl_client_cancel *cancel, json_t **out,
+                      fl_client_error *err);
+
+/* ---- verbs ----
+ * ns is the namespace for namespaced resources, NULL or "" for cluster-scoped ones
+ * (and, for list and watch, for all namespaces). Returned objects are new references. */
+
+int fl_client_get(fl_client *c, const fl_gvr *r, const char *ns, const char *name, json_t **out,
+                  fl_client_error *err);
+
+typedef struct fl_list_opts {
+    const char *label_selector;    /* NULL = everything */
+    const char *field_selector;
+    int64_t limit;                 /* page size; 0 = no paging */
+    const char *continue_token;    /* from the previous page */
+    const char *resource_version;  /* NULL = most recent; "0" = any (served from the cache) */
+} fl_list_opts;
+
+typedef struct fl_list_result {
+    json_t *items;                 /* array of objects; owned */
+    char resource_version[32];     /* the list's resourceVersion (the snapshot's revision) */
+    char *continue_token;          /* heap; NULL on the last page */
+} fl_list_result;
+void fl_list_result_close(fl_list_result *l);
+
+/* One page (or the whole list when opts->limit is 0). opts may be NULL. *out zeroed on
+ * failure. FL_EEXPIRED when a continue token's snapshot has been compacted. */
+int fl_client_list(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *opts,
+                   fl_list_result *out, fl_client_error *err);
+/* Every page, concatenated, at one snapshot (the first page's resourceVersion), pages of
+ * opts->limit (0 = 500). If the snapshot is compacted between pages, starts over with
+ * one unpaged list, as client-go's pager does. opts->continue_token is ignored. */
+int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *opts,
+                       fl_client_cancel *cancel, fl_list_result *out, fl_client_error *err);
+
+typedef struct fl_write_opts {
+    const char *field_manager;     /* NULL = the server's default (from the user agent) */
+    bool dry_run;
+} fl_write_opts;
+
+/* POST obj (borrowed). ns from the argument (obj's metadata.namespace is not consulted). */
+int fl_client_create(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
+                     const fl_write_opts *opts, json_t **out, fl_client_error *err);
+/* PUT obj to its metadata.name; its metadata.resourceVersion, when set, is the
+ * precondition (FL_ECONFLICT when stale). */
+int fl_client_update(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
+                     const fl_write_opts *opts, json_t **out, fl_client_error *err);
+/* The same on the /status subresource. */
+int fl_client_update_status(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
+                            const fl_write_opts *opts, json_t **out, fl_client_error *err);
+
+enum fl_patch_type {
+    FL_PATCH_MERGE = 1,      /* application/merge-patch+json (RFC 7386) */
+    FL_PATCH_JSON,           /* application/json-patch+json (RFC 6902) */
+    FL_PATCH_STRATEGIC,      /* application/strategic-merge-patch+json (built-in kinds) */
+    FL_PATCH_APPLY,          /* application/apply-patch+yaml (server-side apply; field_manager required) */
+};
+
+typedef struct fl_patch_opts {
+    const char *field_manager;     /* required for FL_PATCH_APPLY */
+    bool force;                    /* apply: take fields other managers own */
+    bool dry_run;
+    const char *subresource;       /* "status", "scale" or NULL */
+} fl_patch_opts;
+
+/* PATCH name with patch bytes (JSON, or YAML/JSON for apply). */
+int fl_client_patch(fl_client *c, const fl_gvr *r, const char *ns, const char *name, int type,
+                    const char *patch, size_t patch_len, const fl_patch_opts *opts, json_t **out,
+                    fl_client_error *err);
+
+typedef struct fl_delete_opts {
+    const char *propagation_policy;  /* "Background", "Foreground", "Orphan" or NULL */
+    const char *precondition_uid;    /* delete only this incarnation */
+    const char *precondition_rv;     /* delete only at this resourceVersion */
+    int64_t grace_period_seconds;    /* used when has_grace_period */
+    bool has_grace_period;
+    bool dry_run;
+} fl_delete_opts;
+
+/* DELETE name. *out (when not NULL) is what the server answered: the object (finalizers
+ * still holding it, or its final state) or a Status. */
+int fl_client_delete(fl_client *c, const fl_gvr *r, const char *ns, const char *name,
+                     const fl_delete_opts *opts, json_t **out, fl_client_error *err);
+
+/* ---- watch ---- */
+
+enum fl_watch_event_type { FL_WATCH_ADDED = 1, FL_WATCH_MODIFIED, FL_WATCH_DELETED, FL_WATCH_BOOKMARK };
+
+typedef struct fl_watch_opts {
+    const char *resource_version;  /* changes after this; NULL or "0" = current objects as ADDED first */
+    const char *label_selector;
+    const char *field_selector;
+    bool allow_bookmarks;
+    bool send_initial_events;      /* initial ADDEDs end with a BOOKMARK (resourceVersionMatch=NotOlderThan) */
+    int timeout_seconds;           /* the server ends the watch after this; 0 = never */
+} fl_watch_opts;
+
+/* Called once per event on the watching thread, in the server's order. object is
+ * borrowed (json_incref it to keep it). Return false to end the watch. */
+typedef bool (*fl_watch_fn)(void *ctx, int type, json_t *object);
+
+/* Watch until the stream ends. Blocks the calling thread. Returns
+ *   0            the server ended the stream (timeout_seconds) or fn returned false
+ *   FL_ECLOSED   cancel was fired
+ *   FL_EEXPIRED  resource_version is too old (HTTP 410 or an ERROR event with 410): re-list
+ *   FL_EIO       the connection broke or an event could not be parsed
+ *   other        the watch request failed (mapped like any request)
+ * ERROR events are not passed to fn: they end the watch with their mapped code. */
+int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watch_opts *opts, fl_watch_fn fn,
+                    void *ctx, fl_client_cancel *cancel, fl_client_error *err);
+
+/* ---- discovery ---- */
+
+/* The plural resource serving kind in api_version, and whether it is namespaced, from
+ * /api/v1 or /apis/G/V. Answers are cached per group-version; a kind missing from the
+ * cache refetches its group-version once (a CRD may have just been created).
+ * *resource is a heap string (NULL on failure). FL_ENOTFOUND when not served. */
+int fl_client_resolve(fl_client *c, const char *api_version, const char *kind, char **resource, bool *namespaced,
+                      fl_client_error *err);
+
+/* ---- helpers ---- */
+
+/* The path for r/ns/name[/subresource] ("/apis/apps/v1/namespaces/x/deployments/y"),
+ * with ns and name escaped. name and sub may be NULL. Heap string. */
+char *fl_client_path(const fl_gvr *r, const char *ns, const char *name, const char *sub);
+/* metadata.resourceVersion of obj, or "" when absent (borrowed from obj). */
+const char *fl_client_object_rv(const json_t *obj);
+
+#endif

@@ -1,0 +1,88 @@
+/* informer.h - a list+watch cache of one resource, with change handlers.
+ *
+ * An informer keeps an up-to-date copy of every object of one resource (optionally
+ * one namespace, optionally filtered by label/field selectors) so that controllers
+ * read from memory instead of the wire, and tells handlers what changed:
+ *   1. LIST (paged) and fill the cache; handlers see each object as an add;
+ *   2. WATCH from the list's resourceVersion, with bookmarks, applying each event;
+ *   3. when the watch ends cleanly (the server's timeout), watch again from the last
+ *      resourceVersion seen; when it is too old (410 Expired) or the stream breaks,
+ *      LIST again and diff the new list against the cache, so handlers see exactly
+ *      the adds, updates and deletes that happened meanwhile;
+ *   4. failures back off exponentially (bounded, with jitter) before retrying.
+ *
+ * The cache is keyed "namespace/name" ("name" for cluster-scoped objects), the same
+ * keys controllers put in their fl_workqueue. Objects in the cache are shared: every
+ * object handed out (to handlers, by get and list) must be treated as read-only; copy
+ * it (json_deep_copy) before changing it.
+ *
+ * Threads: the informer runs one thread of its own; handlers run on it, one at a
+ * time, after the cache already reflects the change (so a handler may call get/list).
+ * get, list, has_synced and stop may be called from any thread. */
+#ifndef FL_INFORMER_H
+#define FL_INFORMER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/client.h"
+
+typedef struct fl_informer fl_informer;
+
+/* Handlers; any may be NULL. Objects are borrowed for the call (json_incref to keep).
+ * On a re-list, an object that vanished is reported with the last state the cache had. */
+typedef struct fl_informer_handlers {
+    void (*on_add)(void *ctx, json_t *obj);
+    void (*on_update)(void *ctx, json_t *old_obj, json_t *new_obj);
+    void (*on_delete)(void *ctx, json_t *obj);
+    void *ctx;
+} fl_informer_handlers;
+
+typedef struct fl_informer_config {
+    fl_client *client;          /* borrowed; must outlive the informer */
+    fl_gvr resource;            /* strings copied */
+    const char *ns;             /* NULL = all namespaces (or a cluster-scoped resource) */
+    const char *label_selector; /* optional */
+    const char *field_selector; /* optional */
+    int64_t page_size;          /* LIST page size; 0 = 500 */
+    int backoff_min_ms;         /* first retry delay; 0 = 200 */
+    int backoff_max_ms;         /* cap; 0 = 30000 */
+    int watch_timeout_s;        /* server-side timeout of each watch; 0 = random in [300, 600) as client-go */
+    fl_informer_handlers handlers;
+} fl_informer_config;
+
+/* Create a stopped informer (no I/O yet). *out set on every path. Any thread. */
+int fl_informer_new(const fl_informer_config *cfg, fl_informer **out);
+/* Add another set of handlers. Only before fl_informer_start (FL_EINVAL after). */
+int fl_informer_add_handlers(fl_informer *inf, const fl_informer_handlers *h);
+/* Start the informer's thread. FL_EINVAL if already started. */
+int fl_informer_start(fl_informer *inf);
+/* Cancel the request in flight, wake any back-off, and join the thread. Returns promptly
+ * (no waiting for a timeout). Idempotent; no handler runs after it returns. Must not be
+ * called from a handler. */
+void fl_informer_stop(fl_informer *inf);
+/* Stop (if running) and free, cache included. NULL-safe. */
+void fl_informer_free(fl_informer *inf);
+
+/* True once the first LIST has been applied and its adds delivered. */
+bool fl_informer_has_synced(fl_informer *inf);
+/* Wait until synced: 0, FL_ETIMEDOUT, or FL_ECLOSED if the informer stopped first. */
+int fl_informer_wait_synced(fl_informer *inf, int timeout_ms);
+
+/* The cached object ns/name (ns NULL or "" for cluster-scoped), a new reference
+ * (caller decrefs; read-only). FL_ENOTFOUND when absent. */
+int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out);
+/* The same by cache key ("ns/name" or "name"). */
+int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
+/* All cached objects (only namespace ns when not NULL), in key order: a new array
+ * the caller decrefs; its elements are shared and read-only. */
+json_t *fl_informer_list(fl_informer *inf, const char *ns);
+/* The last resourceVersion the informer has seen (list, event or bookmark); "" before. */
+void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap);
+
+/* The cache key of obj ("ns/name" or "name") as a heap string, or NULL without a name. */
+char *fl_informer_key(const json_t *obj);
+
+#endif

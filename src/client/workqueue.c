@@ -1,0 +1,407 @@
+/* workqueue.c - de-duplicating work queue with delays and back-off (contract in workqueue.h).
+ *
+ * One mutex guards everything; the critical sections are a few pointer moves, so
+ * contention stays low even with many workers. Each key known to the queue has one
+ * item, found through a chained hash table, carrying its whole state:
+ *   dirty       added and not yet handed out (it wants a reconcile)
+ *   processing  handed out by get() and not yet done()
+ *   heap_idx    position in the delay heap (-1: not waiting)
+ *   failures    the rate limiter's count
+ * The ready FIFO holds exactly the items that are dirty and not processing, which
+ * is what makes "never two workers on one key" and "re-added while processing is
+ * processed again" fall out of two flag checks. An item with no state left is freed.
+ *
+ * Delays are a binary min-heap on the due time (CLOCK_MONOTONIC ms). There is no
+ * timer thread: before every get(), and in every waiting getter when the earliest
+ * due time passes, due items move into the FIFO. Adding a key that becomes the
+ * earliest wakes the getters so they shorten their sleep. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/workqueue.h"
+#include "core/err.h"
+#include "core/mem.h"
+
+typedef struct wq_item {
+    struct wq_item *hnext;   /* hash chain */
+    struct wq_item *qnext;   /* ready FIFO */
+    int64_t due_ms;          /* when heap_idx >= 0 */
+    long heap_idx;
+    int failures;
+    bool dirty, processing;
+    char key[];
+} wq_item;
+
+struct fl_workqueue {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;     /* CLOCK_MONOTONIC */
+    int64_t base_ms, max_ms;
+    bool shutting;
+
+    wq_item **buckets;
+    size_t nbuckets, nitems;
+
+    wq_item *head, *tail;    /* ready FIFO */
+    size_t nready;
+
+    wq_item **heap;
+    size_t nheap, heap_cap;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- hash table ---- */
+
+static uint64_t hash_key(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static wq_item *find(fl_workqueue *q, const char *key)
+{
+    for (wq_item *it = q->buckets[hash_key(key) & (q->nbuckets - 1)]; it; it = it->hnext)
+        if (!strcmp(it->key, key))
+            return it;
+    return NULL;
+}
+
+static void grow(fl_workqueue *q)
+{
+    size_t n = q->nbuckets * 2;
+    wq_item **b = fl_calloc(n, sizeof *b);
+    for (size_t i = 0; i < q->nbuckets; i++)
+        for (wq_item *it = q->buckets[i], *next; it; it = next) {
+            next = it->hnext;
+            size_t j = hash_key(it->key) & (n - 1);
+            it->hnext = b[j];
+            b[j] = it;
+        }
+    free(q->buckets);
+    q->buckets = b;
+    q->nbuckets = n;
+}
+
+static wq_item *find_or_make(fl_workqueue *q, const char *key)
+{
+    wq_item *it = find(q, key);
+    if (it)
+        return it;
+    if (q->nitems >= q->nbuckets)
+        grow(q);
+    size_t n = strlen(key);
+    it = fl_calloc(1, sizeof *it + n + 1);
+    memcpy(it->key, key, n + 1);
+    it->heap_idx = -1;
+    size_t j = hash_key(key) & (q->nbuckets - 1);
+    it->hnext = q->buckets[j];
+    q->buckets[j] = it;
+    q->nitems++;
+    return it;
+}
+
+/* Free the item if nothing refers to it any more. */
+static void maybe_release(fl_workqueue *q, wq_item *it)
+{
+    if (it->dirty || it->processing || it->heap_idx >= 0 || it->failures)
+        return;
+    for (wq_item **pp = &q->buckets[hash_key(it->key) & (q->nbuckets - 1)]; *pp; pp = &(*pp)->hnext)
+        if (*pp == it) {
+            *pp = it->hnext;
+            break;
+        }
+    q->nitems--;
+    free(it);
+}
+
+/* ---- delay heap ---- */
+
+static void heap_set(fl_workqueue *q, size_t i, wq_item *it)
+{
+    q->heap[i] = it;
+    it->heap_idx = (long)i;
+}
+
+static void sift_up(fl_workqueue *q, size_t i)
+{
+    wq_item *it = q->heap[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (q->heap[parent]->due_ms <= it->due_ms)
+            break;
+        heap_set(q, i, q->heap[parent]);
+        i = parent;
+    }
+    heap_set(q, i, it);
+}
+
+static void sift_down(fl_workqueue *q, size_t i)
+{
+    wq_item *it = q->heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        int64_t best = it->due_ms;
+        if (l < q->nheap && q->heap[l]->due_ms < best)
+            m = l, best = q->heap[l]->due_ms;
+        if (l + 1 < q->nheap && q->heap[l + 1]->due_ms < best)
+            m = l + 1;
+        if (m == i)
+            break;
+        heap_set(q, i, q->heap[m]);
+        i = m;
+    }
+    heap_set(q, i, it);
+}
+
+static wq_item *heap_pop(fl_workqueue *q)
+{
+    wq_item *top = q->heap[0];
+    top->heap_idx = -1;
+    if (--q->nheap > 0) {
+        q->heap[0] = q->heap[q->nheap];
+        sift_down(q, 0);
+    }
+    return top;
+}
+
+/* ---- the queue proper ---- */
+
+static void mark_dirty(fl_workqueue *q, wq_item *it)
+{
+    if (it->dirty)
+        return;
+    it->dirty = true;
+    if (it->processing)
+        return; /* queued again by done() */
+    it->qnext = NULL;
+    if (q->tail)
+        q->tail->qnext = it;
+    else
+        q->head = it;
+    q->tail = it;
+    q->nready++;
+    pthread_cond_signal(&q->cond);
+}
+
+/* Move every due delayed item into the FIFO. */
+static void promote(fl_workqueue *q, int64_t now)
+{
+    while (q->nheap && q->heap[0]->due_ms <= now)
+        mark_dirty(q, heap_pop(q));
+}
+
+static void add_locked(fl_workqueue *q, const char *key, int64_t delay_ms)
+{
+    if (q->shutting)
+        return;
+    wq_item *it = find_or_make(q, key);
+    if (delay_ms <= 0) {
+        mark_dirty(q, it);
+        return;
+    }
+    int64_t due = now_ms() + delay_ms;
+    if (it->heap_idx >= 0) {
+        if (due < it->due_ms) { /* keep the earlier time */
+            it->due_ms = due;
+            sift_up(q, (size_t)it->heap_idx);
+        }
+    } else {
+        if (q->nheap == q->heap_cap) {
+            q->heap_cap = q->heap_cap ? q->heap_cap * 2 : 16;
+            q->heap = fl_realloc(q->heap, q->heap_cap * sizeof *q->heap);
+        }
+        it->due_ms = due;
+        heap_set(q, q->nheap++, it);
+        sift_up(q, q->nheap - 1);
+    }
+    if (q->heap[0] == it) /* a new earliest time: sleeping getters must shorten their wait */
+        pthread_cond_broadcast(&q->cond);
+}
+
+fl_workqueue *fl_workqueue_new(const fl_workqueue_config *cfg)
+{
+    fl_workqueue *q = fl_calloc(1, sizeof *q);
+    q->base_ms = cfg && cfg->base_delay_ms > 0 ? cfg->base_delay_ms : 5;
+    q->max_ms = cfg && cfg->max_delay_ms > 0 ? cfg->max_delay_ms : 1000000;
+    q->nbuckets = 64;
+    q->buckets = fl_calloc(q->nbuckets, sizeof *q->buckets);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    return q;
+}
+
+void fl_workqueue_free(fl_workqueue *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->nbuckets; i++)
+        for (wq_item *it = q->buckets[i], *next; it; it = next) {
+            next = it->hnext;
+            free(it);
+        }
+    free(q->buckets);
+    free(q->heap);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+void fl_workqueue_add(fl_workqueue *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    add_locked(q, key, 0);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void fl_workqueue_add_after(fl_workqueue *q, const char *key, int64_t delay_ms)
+{
+    pthread_mutex_lock(&q->mu);
+    add_locked(q, key, delay_ms);
+    pthread_mutex_unlock(&q->mu);
+}
+
+int64_t fl_workqueue_add_rate_limited(fl_workqueue *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    int64_t delay = q->max_ms;
+    if (!q->shutting) {
+        wq_item *it = find_or_make(q, key);
+        int n = it->failures;
+        if (n < 62 && q->base_ms <= (q->max_ms >> n))
+            delay = q->base_ms << n;
+        if (it->failures < 1000000)
+            it->failures++;
+        add_locked(q, key, delay);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return delay;
+}
+
+void fl_workqueue_forget(fl_workqueue *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    wq_item *it = find(q, key);
+    if (it) {
+        it->failures = 0;
+        maybe_release(q, it);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+int fl_workqueue_requeues(fl_workqueue *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    wq_item *it = find(q, key);
+    int n = it ? it->failures : 0;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+static void deadline_ts(int64_t ms, struct timespec *ts)
+{
+    ts->tv_sec = ms / 1000;
+    ts->tv_nsec = (long)(ms % 1000) * 1000000L;
+}
+
+int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
+{
+    *key = NULL;
+    int64_t give_up = timeout_ms >= 0 ? now_ms() + timeout_ms : INT64_MAX;
+    pthread_mutex_lock(&q->mu);
+    int rc;
+    for (;;) {
+        int64_t now = now_ms();
+        promote(q, now);
+        if (q->head) {
+            wq_item *it = q->head;
+            q->head = it->qnext;
+            if (!q->head)
+                q->tail = NULL;
+            q->nready--;
+            it->dirty = false;
+            it->processing = true;
+            *key = fl_strdup(it->key);
+            rc = 0;
+            break;
+        }
+        if (q->shutting) {
+            rc = FL_ECLOSED;
+            break;
+        }
+        if (now >= give_up) {
+            rc = FL_ETIMEDOUT;
+            break;
+        }
+        int64_t until = give_up;
+        if (q->nheap && q->heap[0]->due_ms < until)
+            until = q->heap[0]->due_ms;
+        if (until == INT64_MAX) {
+            pthread_cond_wait(&q->cond, &q->mu);
+        } else {
+            struct timespec ts;
+            deadline_ts(until, &ts);
+            pthread_cond_timedwait(&q->cond, &q->mu, &ts);
+        }
+    }
+    /* more work may be ready than this getter took: keep the others going */
+    if (rc == 0 && q->head)
+        pthread_cond_signal(&q->cond);
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+void fl_workqueue_done(fl_workqueue *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    wq_item *it = find(q, key);
+    if (it && it->processing) {
+        it->processing = false;
+        if (it->dirty) {
+            it->dirty = false; /* mark_dirty re-queues it */
+            mark_dirty(q, it);
+        }
+        maybe_release(q, it);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void fl_workqueue_shut_down(fl_workqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->shutting = true;
+    while (q->nheap) {
+        wq_item *it = heap_pop(q);
+        maybe_release(q, it);
+    }
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->mu);
+}
+
+bool fl_workqueue_shutting_down(fl_workqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    bool s = q->shutting;
+    pthread_mutex_unlock(&q->mu);
+    return s;
+}
+
+size_t fl_workqueue_len(fl_workqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->nready;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}

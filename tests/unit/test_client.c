@@ -1,0 +1,1284 @@
+/* test_client.c - the API client, watch and informer against a real API server in-process.
+ *
+ * Each test starts the server's own pieces the way `flotilla server` wires them
+ * (src/cli/server_cmd.c): the kind table, a SQLite store in a temporary directory,
+ * fl_api, and the HTTP transport on 127.0.0.1 with a port the kernel picks and bearer
+ * token "t". The client then talks real HTTP to it, so these tests pin the wire
+ * semantics the controllers and the agent depend on: CRUD and its error codes, list
+ * paging, the four patch types, watch order and cancellation, discovery, and the
+ * informer's list/watch/re-list cycle, including recovery after compaction (the
+ * store's window is 5 revisions and compaction runs only when a test calls it).
+ *
+ * Every wait is bounded: WAIT_UNTIL fails the test instead of hanging it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "api/http.h"
+#include "api/kinds.h"
+#include "api/tls.h"
+#include "client/client.h"
+#include "client/informer.h"
+#include "client/kubeconfig.h"
+#include "core/err.h"
+#include "core/mem.h"
+#include "store/store.h"
+
+static const fl_gvr CM = {"v1", "configmaps"};
+static const fl_gvr DEPLOY = {"apps/v1", "deployments"};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+#define WAIT_UNTIL(cond, ms)                                                                                           \
+    do {                                                                                                               \
+        int64_t until_ = now_ms() + (ms);                                                                              \
+        while (!(cond) && now_ms() < until_)                                                                           \
+            sleep_ms(5);                                                                                               \
+        if (!(cond))                                                                                                   \
+            fail_msg("timed out after %d ms waiting for: %s", (int)(ms), #cond);                                      \
+    } while (0)
+
+/* ---- fixture: an API server in this process ---- */
+
+typedef struct fixture {
+    char dir[64];
+    fl_store *store;
+    fl_api api;
+    fl_http *http;
+    int port;
+    fl_client *c;
+} fixture;
+
+static int api_call(fixture *f, const char *method, const char *path, const char *body)
+{
+    fl_req r;
+    memset(&r, 0, sizeof r);
+    r.method = method;
+    r.path = path;
+    r.content_type = body ? "application/json" : NULL;
+    r.body = body;
+    r.body_len = body ? strlen(body) : 0;
+    fl_api_handle(&f->api, &r);
+    free(r.resp);
+    fl_api_stream_free(r.stream);
+    return r.code;
+}
+
+static void http_start(fixture *f, int port)
+{
+    char listen[64];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    fl_http_config hc = {.listen = listen, .token = "t"};
+    char *err = NULL;
+    f->api.stopping = 0;
+    int rc = fl_http_start(&hc, &f->api, &f->http, &err);
+    if (rc)
+        fail_msg("fl_http_start: %s", err ? err : "?");
+    f->port = fl_http_port(f->http);
+}
+
+static fl_client *client_at(int port, const char *token)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    fl_kubeconfig kc;
+    fl_kubeconfig_init(&kc, url, token);
+    fl_client *c = NULL;
+    assert_int_equal(fl_client_new(&kc, &(fl_client_options){.user_agent = "client-test/1.0"}, &c, NULL), 0);
+    fl_kubeconfig_close(&kc);
+    return c;
+}
+
+static fl_client *client_for(fixture *f, const char *token)
+{
+    return client_at(f->port, token);
+}
+
+static int setup(void **state)
+{
+    fixture *f = fl_calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/fl-client-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    char *db = fl_asprintf("%s/store.db", f->dir);
+    fl_store_config sc = {.path = db, .compact_window = 5, .compact_interval_ms = -1};
+    assert_int_equal(fl_store_open(&sc, &f->store), 0);
+    free(db);
+    f->api.store = f->store;
+    f->api.bookmark_interval_ms = 60000;
+    fl_api_load_crds(&f->api);
+    assert_int_equal(api_call(f, "POST", "/api/v1/namespaces",
+                              "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"default\"}}"),
+                     201);
+    assert_int_equal(api_call(f, "POST", "/api/v1/namespaces",
+                              "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"other\"}}"),
+                     201);
+    http_start(f, 0);
+    f->c = client_for(f, "t");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    fl_client_free(f->c);
+    fl_http_stop(f->http);
+    fl_store_free(f->store);
+    char *cmd = fl_asprintf("rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    free(cmd);
+    free(f);
+    return 0;
+}
+
+/* ---- a TCP proxy that can cut the line ----
+ * The informer's outage test talks to the server through this, so that the test can
+ * break its streams mid-flight and refuse it for a while (accept, then close at once)
+ * while the test itself keeps using the server directly. */
+
+#define PROXY_MAX 32
+
+typedef struct proxy {
+    int lfd, port, target;
+    atomic_bool down, quit;
+    pthread_t th;
+    int a[PROXY_MAX], b[PROXY_MAX];
+    int n;
+} proxy;
+
+static void proxy_drop(proxy *p, int i)
+{
+    close(p->a[i]);
+    close(p->b[i]);
+    p->a[i] = p->a[p->n - 1];
+    p->b[i] = p->b[p->n - 1];
+    p->n--;
+}
+
+static bool write_all(int fd, const char *buf, ssize_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, buf, (size_t)n);
+        if (w <= 0)
+            return false;
+        buf += w;
+        n -= w;
+    }
+    return true;
+}
+
+static void *proxy_main(void *arg)
+{
+    proxy *p = arg;
+    char buf[16384];
+    while (!atomic_load(&p->quit)) {
+        if (atomic_load(&p->down))
+            while (p->n)
+                proxy_drop(p, 0);
+        struct pollfd pf[1 + 2 * PROXY_MAX];
+        pf[0] = (struct pollfd){.fd = p->lfd, .events = POLLIN};
+        for (int i = 0; i < p->n; i++) {
+            pf[1 + 2 * i] = (struct pollfd){.fd = p->a[i], .events = POLLIN};
+            pf[2 + 2 * i] = (struct pollfd){.fd = p->b[i], .events = POLLIN};
+        }
+        int npf = 1 + 2 * p->n;
+        if (poll(pf, (nfds_t)npf, 20) <= 0)
+            continue;
+        for (int i = p->n - 1; i >= 0; i--) {
+            for (int side = 0; side < 2; side++) {
+                struct pollfd *q = &pf[1 + 2 * i + side];
+                if (!(q->revents & (POLLIN | POLLHUP | POLLERR)))
+                    continue;
+                ssize_t r = read(q->fd, buf, sizeof buf);
+                if (r <= 0 || !write_all(side ? p->a[i] : p->b[i], buf, r)) {
+                    proxy_drop(p, i);
+                    break;
+                }
+            }
+        }
+        if (pf[0].revents & POLLIN) {
+            int c = accept(p->lfd, NULL, NULL);
+            if (c < 0)
+                continue;
+            if (atomic_load(&p->down) || p->n == PROXY_MAX) {
+                close(c);
+                continue;
+            }
+            int s = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->target)};
+            sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
+                close(s);
+                close(c);
+                continue;
+            }
+            p->a[p->n] = c;
+            p->b[p->n] = s;
+            p->n++;
+        }
+    }
+    while (p->n)
+        proxy_drop(p, 0);
+    return NULL;
+}
+
+static proxy *proxy_start(int target)
+{
+    proxy *p = fl_calloc(1, sizeof *p);
+    p->target = target;
+    p->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(p->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(p->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(p->lfd, 64), 0);
+    socklen_t len = sizeof sa;
+    getsockname(p->lfd, (struct sockaddr *)&sa, &len);
+    p->port = ntohs(sa.sin_port);
+    pthread_create(&p->th, NULL, proxy_main, p);
+    return p;
+}
+
+static void proxy_stop(proxy *p)
+{
+    atomic_store(&p->quit, true);
+    pthread_join(p->th, NULL);
+    close(p->lfd);
+    free(p);
+}
+
+/* ---- helpers ---- */
+
+static json_t *configmap(const char *name, const char *value)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name", name,
+                     "data", "k", value);
+}
+
+static void create_cm(fixture *f, const char *ns, const char *name, const char *value)
+{
+    json_t *obj = configmap(name, value), *out = NULL;
+    fl_client_error err;
+    int rc = fl_client_create(f->c, &CM, ns, obj, NULL, &out, &err);
+    if (rc)
+        fail_msg("create %s/%s: %d %s", ns, name, rc, err.message);
+    json_decref(out);
+    json_decref(obj);
+}
+
+static void patch_cm(fixture *f, const char *ns, const char *name, const char *value)
+{
+    char *p = fl_asprintf("{\"data\":{\"k\":\"%s\"}}", value);
+    fl_client_error err;
+    int rc = fl_client_patch(f->c, &CM, ns, name, FL_PATCH_MERGE, p, strlen(p), NULL, NULL, &err);
+    if (rc)
+        fail_msg("patch %s/%s: %d %s", ns, name, rc, err.message);
+    free(p);
+}
+
+static void delete_cm(fixture *f, const char *ns, const char *name)
+{
+    fl_client_error err;
+    int rc = fl_client_delete(f->c, &CM, ns, name, NULL, NULL, &err);
+    if (rc)
+        fail_msg("delete %s/%s: %d %s", ns, name, rc, err.message);
+}
+
+static const char *data_k(const json_t *obj)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "data"), "k"));
+}
+
+static json_t *deployment(const char *name)
+{
+    json_error_t je;
+    char *s = fl_asprintf("{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"%s\"},"
+                          "\"spec\":{\"replicas\":1,\"selector\":{\"matchLabels\":{\"app\":\"%s\"}},"
+                          "\"template\":{\"metadata\":{\"labels\":{\"app\":\"%s\"}},"
+                          "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"nginx\"}]}}}}",
+                          name, name, name);
+    json_t *d = json_loads(s, 0, &je);
+    free(s);
+    assert_non_null(d);
+    return d;
+}
+
+/* An event log shared between handler threads and the test. */
+typedef struct rec {
+    pthread_mutex_t mu;
+    char *ev[512];
+    int n;
+} rec;
+
+static void rec_init(rec *r)
+{
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+}
+
+static void rec_add(rec *r, char *s)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->n < 512)
+        r->ev[r->n++] = s;
+    else
+        free(s);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int rec_count(rec *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int n = r->n;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+static bool rec_has(rec *r, const char *s)
+{
+    pthread_mutex_lock(&r->mu);
+    bool found = false;
+    for (int i = 0; i < r->n && !found; i++)
+        found = !strcmp(r->ev[i], s);
+    pthread_mutex_unlock(&r->mu);
+    return found;
+}
+
+static void rec_close(rec *r)
+{
+    for (int i = 0; i < r->n; i++)
+        free(r->ev[i]);
+    pthread_mutex_destroy(&r->mu);
+}
+
+static void rec_dump(rec *r)
+{
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->n; i++)
+        fprintf(stderr, "  event %d: %s\n", i, r->ev[i]);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- CRUD and errors ---- */
+
+static void test_create_get_update_delete_round_trip(void **state)
+{
+    fixture *f = *state;
+    json_t *obj = configmap("cfg", "one"), *created = NULL, *got = NULL, *updated = NULL;
+    fl_client_error err;
+    assert_int_equal(fl_client_create(f->c, &CM, "default", obj, NULL, &created, &err), 0);
+    const char *rv = fl_client_object_rv(created);
+    assert_true(strlen(rv) > 0);
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "cfg", &got, &err), 0);
+    assert_string_equal(fl_client_object_rv(got), rv);
+    assert_string_equal(data_k(got), "one");
+    /* the user agent named the field manager */
+    const char *mgr = json_string_value(json_object_get(
+        json_array_get(json_object_get(json_object_get(got, "metadata"), "managedFields"), 0), "manager"));
+    assert_string_equal(mgr, "client-test");
+
+    json_object_set_new(json_object_get(got, "data"), "k", json_string("two"));
+    assert_int_equal(fl_client_update(f->c, &CM, "default", got, NULL, &updated, &err), 0);
+    assert_string_equal(data_k(updated), "two");
+    assert_string_not_equal(fl_client_object_rv(updated), rv);
+
+    json_t *gone = NULL;
+    assert_int_equal(fl_client_delete(f->c, &CM, "default", "cfg", NULL, &gone, &err), 0);
+    json_decref(gone);
+    json_t *none = NULL;
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "cfg", &none, &err), FL_ENOTFOUND);
+    assert_null(none);
+    json_decref(obj);
+    json_decref(created);
+    json_decref(got);
+    json_decref(updated);
+}
+
+static void test_update_status_changes_only_status(void **state)
+{
+    fixture *f = *state;
+    json_t *d = deployment("web"), *created = NULL, *out = NULL;
+    fl_client_error err;
+    assert_int_equal(fl_client_create(f->c, &DEPLOY, "default", d, NULL, &created, &err), 0);
+    json_object_set_new(json_object_get(created, "spec"), "replicas", json_integer(7));
+    json_object_set_new(created, "status", json_pack("{s:i}", "readyReplicas", 1));
+    assert_int_equal(fl_client_update_status(f->c, &DEPLOY, "default", created, NULL, &out, &err), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(out, "status"), "readyReplicas")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(out, "spec"), "replicas")), 1);
+    json_decref(d);
+    json_decref(created);
+    json_decref(out);
+}
+
+static void test_errors_map_to_codes_with_the_status_message(void **state)
+{
+    fixture *f = *state;
+    fl_client_error err;
+    json_t *out = NULL;
+
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "missing", &out, &err), FL_ENOTFOUND);
+    assert_int_equal(err.http, 404);
+    assert_string_equal(err.reason, "NotFound");
+    assert_non_null(strstr(err.message, "missing"));
+
+    create_cm(f, "default", "dup", "x");
+    json_t *obj = configmap("dup", "x");
+    assert_int_equal(fl_client_create(f->c, &CM, "default", obj, NULL, &out, &err), FL_EEXIST);
+    assert_int_equal(err.http, 409);
+    assert_string_equal(err.reason, "AlreadyExists");
+    assert_null(out);
+
+    /* a stale resourceVersion loses: Conflict, not AlreadyExists */
+    json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string("1"));
+    assert_int_equal(fl_client_update(f->c, &CM, "default", obj, NULL, &out, &err), FL_ECONFLICT);
+    assert_int_equal(err.http, 409);
+    assert_string_equal(err.reason, "Conflict");
+    json_decref(obj);
+
+    obj = configmap("Not_A_Name", "x");
+    assert_int_equal(fl_client_create(f->c, &CM, "default", obj, NULL, &out, &err), FL_EINVAL);
+    assert_int_equal(err.http, 422);
+    assert_string_equal(err.reason, "Invalid");
+    assert_string_equal(err.field, "metadata.name");
+    json_decref(obj);
+
+    /* a body the server cannot decode: 400 */
+    assert_int_equal(fl_client_request(f->c, "POST", "/api/v1/namespaces/default/configmaps", "application/json",
+                                       "{nope", 5, NULL, &out, &err),
+                     FL_EINVAL);
+    assert_int_equal(err.http, 400);
+
+    /* wrong token: 401, still FL_EINVAL, told apart by err.http */
+    fl_client *bad = client_for(f, "wrong");
+    assert_int_equal(fl_client_get(bad, &CM, "default", "dup", &out, &err), FL_EINVAL);
+    assert_int_equal(err.http, 401);
+    fl_client_free(bad);
+
+    /* nothing listening: a transport error with no HTTP status */
+    fl_kubeconfig kc;
+    fl_kubeconfig_init(&kc, "http://127.0.0.1:1", "t");
+    fl_client *dead = NULL;
+    assert_int_equal(fl_client_new(&kc, NULL, &dead, NULL), 0);
+    fl_kubeconfig_close(&kc);
+    assert_int_equal(fl_client_get(dead, &CM, "default", "dup", &out, &err), FL_EIO);
+    assert_int_equal(err.http, 0);
+    assert_true(strlen(err.message) > 0);
+    fl_client_free(dead);
+
+    /* client-side argument checks */
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "", &out, &err), FL_EINVAL);
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "dup", FL_PATCH_APPLY, "{}", 2, NULL, &out, &err),
+                     FL_EINVAL);
+    assert_non_null(strstr(err.message, "fieldManager"));
+}
+
+static void test_list_pages_with_continue_at_one_snapshot(void **state)
+{
+    fixture *f = *state;
+    char name[16];
+    for (int i = 0; i < 7; i++) {
+        snprintf(name, sizeof name, "cm-%d", i);
+        create_cm(f, "default", name, "v");
+    }
+    create_cm(f, "other", "elsewhere", "v");
+    fl_client_error err;
+    fl_list_result page;
+    fl_list_opts o = {.limit = 3};
+    assert_int_equal(fl_client_list(f->c, &CM, "default", &o, &page, &err), 0);
+    assert_int_equal(json_array_size(page.items), 3);
+    assert_non_null(page.continue_token);
+    char snapshot[32];
+    strcpy(snapshot, page.resource_version);
+
+    create_cm(f, "default", "cm-late", "v"); /* not in the snapshot being paged */
+    size_t total = json_array_size(page.items);
+    int pages = 1;
+    while (page.continue_token) {
+        fl_list_opts next = {.limit = 3, .continue_token = page.continue_token};
+        fl_list_result p2;
+        assert_int_equal(fl_client_list(f->c, &CM, "default", &next, &p2, &err), 0);
+        assert_string_equal(p2.resource_version, snapshot);
+        total += json_array_size(p2.items);
+        fl_list_result_close(&page);
+        page = p2;
+        pages++;
+    }
+    fl_list_result_close(&page);
+    assert_int_equal(total, 7);
+    assert_int_equal(pages, 3);
+
+    /* list_all pages on its own and sees the new snapshot; all namespaces with ns NULL */
+    fl_list_result all;
+    assert_int_equal(fl_client_list_all(f->c, &CM, "default", &(fl_list_opts){.limit = 2}, NULL, &all, &err), 0);
+    assert_int_equal(json_array_size(all.items), 8);
+    assert_null(all.continue_token);
+    fl_list_result_close(&all);
+    assert_int_equal(fl_client_list_all(f->c, &CM, NULL, NULL, NULL, &all, &err), 0);
+    assert_int_equal(json_array_size(all.items), 9);
+    fl_list_result_close(&all);
+}
+
+static void test_list_filters_by_label_and_field_selectors(void **state)
+{
+    fixture *f = *state;
+    const char *names[] = {"a", "b", "c"};
+    const char *tiers[] = {"web", "db", "web"};
+    for (int i = 0; i < 3; i++) {
+        json_t *o = configmap(names[i], "v"), *out = NULL;
+        json_object_set_new(json_object_get(o, "metadata"), "labels", json_pack("{s:s}", "tier", tiers[i]));
+        assert_int_equal(fl_client_create(f->c, &CM, "default", o, NULL, &out, NULL), 0);
+        json_decref(o);
+        json_decref(out);
+    }
+    fl_list_result l;
+    assert_int_equal(fl_client_list(f->c, &CM, "default", &(fl_list_opts){.label_selector = "tier in (web)"}, &l, NULL),
+                     0);
+    assert_int_equal(json_array_size(l.items), 2);
+    fl_list_result_close(&l);
+    assert_int_equal(fl_client_list(f->c, &CM, NULL, &(fl_list_opts){.field_selector = "metadata.name=b"}, &l, NULL), 0);
+    assert_int_equal(json_array_size(l.items), 1);
+    fl_list_result_close(&l);
+    fl_client_error err;
+    assert_int_equal(fl_client_list(f->c, &CM, NULL, &(fl_list_opts){.label_selector = "tier in (("}, &l, &err),
+                     FL_EINVAL);
+    assert_int_equal(err.http, 400);
+    assert_null(l.items);
+}
+
+static void test_continue_token_expires_after_compaction(void **state)
+{
+    fixture *f = *state;
+    char name[16];
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "cm-%d", i);
+        create_cm(f, "default", name, "v");
+    }
+    fl_list_result page;
+    assert_int_equal(fl_client_list(f->c, &CM, "default", &(fl_list_opts){.limit = 2}, &page, NULL), 0);
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "%d", i);
+        patch_cm(f, "default", "cm-0", name);
+    }
+    fl_store_compact(f->store);
+    fl_client_error err;
+    fl_list_result p2;
+    assert_int_equal(fl_client_list(f->c, &CM, "default",
+                                    &(fl_list_opts){.limit = 2, .continue_token = page.continue_token}, &p2, &err),
+                     FL_EEXPIRED);
+    assert_int_equal(err.http, 410);
+    assert_string_equal(err.reason, "Expired");
+    fl_list_result_close(&page);
+}
+
+static void test_patch_types_merge_json_strategic_and_apply(void **state)
+{
+    fixture *f = *state;
+    fl_client_error err;
+    json_t *out = NULL;
+    create_cm(f, "default", "p", "v0");
+
+    const char *merge = "{\"data\":{\"extra\":\"e\"}}";
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "p", FL_PATCH_MERGE, merge, strlen(merge), NULL, &out, &err),
+                     0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "data"), "extra")), "e");
+    assert_string_equal(data_k(out), "v0");
+    json_decref(out);
+
+    const char *jp = "[{\"op\":\"replace\",\"path\":\"/data/k\",\"value\":\"v1\"},{\"op\":\"remove\",\"path\":\"/data/extra\"}]";
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "p", FL_PATCH_JSON, jp, strlen(jp), NULL, &out, &err), 0);
+    assert_string_equal(data_k(out), "v1");
+    assert_null(json_object_get(json_object_get(out, "data"), "extra"));
+    json_decref(out);
+
+    /* strategic merge adds a container by name where a merge patch would replace the list */
+    json_t *d = deployment("web"), *created = NULL;
+    assert_int_equal(fl_client_create(f->c, &DEPLOY, "default", d, NULL, &created, &err), 0);
+    const char *smp = "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"sidecar\",\"image\":\"busybox\"}]}}}}";
+    assert_int_equal(
+        fl_client_patch(f->c, &DEPLOY, "default", "web", FL_PATCH_STRATEGIC, smp, strlen(smp), NULL, &out, &err), 0);
+    json_t *containers = json_object_get(
+        json_object_get(json_object_get(json_object_get(out, "spec"), "template"), "spec"), "containers");
+    assert_int_equal(json_array_size(containers), 2);
+    json_decref(out);
+    json_decref(d);
+    json_decref(created);
+
+    /* server-side apply: create, conflict with another manager, then force */
+    const char *apply_a = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  k: from-a\n";
+    fl_patch_opts a = {.field_manager = "mgr-a"};
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "applied", FL_PATCH_APPLY, apply_a, strlen(apply_a), &a,
+                                     &out, &err),
+                     0);
+    assert_string_equal(data_k(out), "from-a");
+    json_decref(out);
+    const char *apply_b = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  k: from-b\n";
+    fl_patch_opts b = {.field_manager = "mgr-b"};
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "applied", FL_PATCH_APPLY, apply_b, strlen(apply_b), &b,
+                                     &out, &err),
+                     FL_ECONFLICT);
+    assert_int_equal(err.http, 409);
+    assert_non_null(strstr(err.message, "mgr-a"));
+    b.force = true;
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "applied", FL_PATCH_APPLY, apply_b, strlen(apply_b), &b,
+                                     &out, &err),
+                     0);
+    assert_string_equal(data_k(out), "from-b");
+    json_decref(out);
+
+    /* dry run answers the patched object without storing it */
+    fl_patch_opts dry = {.dry_run = true};
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "p", FL_PATCH_MERGE, merge, strlen(merge), &dry, &out, &err),
+                     0);
+    json_decref(out);
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "p", &out, &err), 0);
+    assert_null(json_object_get(json_object_get(out, "data"), "extra"));
+    json_decref(out);
+
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "absent", FL_PATCH_MERGE, merge, strlen(merge), NULL, &out,
+                                     &err),
+                     FL_ENOTFOUND);
+}
+
+static void test_delete_honours_preconditions_dry_run_and_propagation(void **state)
+{
+    fixture *f = *state;
+    fl_client_error err;
+    json_t *obj = configmap("del", "v"), *created = NULL, *out = NULL;
+    assert_int_equal(fl_client_create(f->c, &CM, "default", obj, NULL, &created, &err), 0);
+    const char *uid = json_string_value(json_object_get(json_object_get(created, "metadata"), "uid"));
+
+    fl_delete_opts wrong = {.precondition_uid = "00000000-0000-0000-0000-000000000000"};
+    assert_int_equal(fl_client_delete(f->c, &CM, "default", "del", &wrong, &out, &err), FL_ECONFLICT);
+    assert_int_equal(err.http, 409);
+    fl_delete_opts stale = {.precondition_rv = "1"};
+    assert_int_equal(fl_client_delete(f->c, &CM, "default", "del", &stale, &out, &err), FL_ECONFLICT);
+
+    fl_delete_opts dry = {.dry_run = true};
+    assert_int_equal(fl_client_delete(f->c, &CM, "default", "del", &dry, &out, &err), 0);
+    json_decref(out);
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "del", &out, &err), 0);
+    json_decref(out);
+
+    fl_delete_opts right = {.precondition_uid = uid, .propagation_policy = "Background", .has_grace_period = true,
+                            .grace_period_seconds = 0};
+    assert_int_equal(fl_client_delete(f->c, &CM, "default", "del", &right, &out, &err), 0);
+    json_decref(out);
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "del", &out, &err), FL_ENOTFOUND);
+    assert_int_equal(fl_client_delete(f->c, &CM, "default", "del", NULL, NULL, &err), FL_ENOTFOUND);
+    json_decref(obj);
+    json_decref(created);
+}
+
+typedef struct hammer {
+    fixture *f;
+    int id;
+    int failures;
+} hammer;
+
+static void *hammer_main(void *arg)
+{
+    hammer *h = arg;
+    for (int i = 0; i < 25; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%d-%d", h->id, i);
+        json_t *o = configmap(name, "v"), *out = NULL;
+        if (fl_client_create(h->f->c, &CM, "default", o, NULL, &out, NULL) != 0)
+            h->failures++;
+        json_decref(out);
+        out = NULL;
+        if (fl_client_get(h->f->c, &CM, "default", name, &out, NULL) != 0 || strcmp(data_k(out), "v") != 0)
+            h->failures++;
+        json_decref(out);
+        json_decref(o);
+    }
+    return NULL;
+}
+
+static void test_one_client_serves_many_threads(void **state)
+{
+    fixture *f = *state;
+    hammer h[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        h[i] = (hammer){.f = f, .id = i};
+        pthread_create(&th[i], NULL, hammer_main, &h[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(h[i].failures, 0);
+    }
+    fl_list_result l;
+    assert_int_equal(fl_client_list(f->c, &CM, "default", NULL, &l, NULL), 0);
+    assert_int_equal(json_array_size(l.items), 200);
+    fl_list_result_close(&l);
+}
+
+static void test_resolve_finds_kinds_through_discovery_including_new_crds(void **state)
+{
+    fixture *f = *state;
+    char *res = NULL;
+    bool namespaced = false;
+    fl_client_error err;
+    assert_int_equal(fl_client_resolve(f->c, "v1", "ConfigMap", &res, &namespaced, &err), 0);
+    assert_string_equal(res, "configmaps");
+    assert_true(namespaced);
+    free(res);
+    assert_int_equal(fl_client_resolve(f->c, "v1", "Namespace", &res, &namespaced, &err), 0);
+    assert_string_equal(res, "namespaces");
+    assert_false(namespaced);
+    free(res);
+    assert_int_equal(fl_client_resolve(f->c, "apps/v1", "Deployment", &res, &namespaced, &err), 0);
+    assert_string_equal(res, "deployments");
+    free(res);
+    assert_int_equal(fl_client_resolve(f->c, "v1", "Gadget", &res, &namespaced, &err), FL_ENOTFOUND);
+    assert_null(res);
+    assert_int_equal(fl_client_resolve(f->c, "example.com/v1", "Widget", &res, &namespaced, &err), FL_ENOTFOUND);
+
+    /* a CRD created after the first lookups is found on the next one */
+    const char *crd = "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+                      "\"metadata\":{\"name\":\"widgets.example.com\"},\"spec\":{\"group\":\"example.com\","
+                      "\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\",\"kind\":\"Widget\",\"listKind\":"
+                      "\"WidgetList\"},\"scope\":\"Cluster\",\"versions\":[{\"name\":\"v1\",\"served\":true,"
+                      "\"storage\":true,\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\","
+                      "\"x-kubernetes-preserve-unknown-fields\":true}}}]}}";
+    json_error_t je;
+    json_t *crd_obj = json_loads(crd, 0, &je), *out = NULL;
+    assert_int_equal(fl_client_create(f->c, &(fl_gvr){"apiextensions.k8s.io/v1", "customresourcedefinitions"}, NULL,
+                                      crd_obj, NULL, &out, &err),
+                     0);
+    json_decref(crd_obj);
+    json_decref(out);
+    assert_int_equal(fl_client_resolve(f->c, "example.com/v1", "Widget", &res, &namespaced, &err), 0);
+    assert_string_equal(res, "widgets");
+    assert_false(namespaced);
+    free(res);
+}
+
+static void test_https_with_the_kubeconfig_the_server_writes(void **state)
+{
+    fixture *f = *state;
+    /* a second, TLS listener with the PKI `flotilla server` creates, and its kubeconfig */
+    fl_pki pki;
+    char *err = NULL;
+    assert_int_equal(fl_pki_ensure(f->dir, NULL, &pki, &err), 0);
+    fl_http_config hc = {.listen = "127.0.0.1:0", .cert_pem = pki.server_cert_pem, .key_pem = pki.server_key_pem,
+                         .token = pki.admin_token};
+    fl_http *tls = NULL;
+    assert_int_equal(fl_http_start(&hc, &f->api, &tls, &err), 0);
+    char *url = fl_asprintf("https://localhost:%d", fl_http_port(tls));
+    char *path = fl_asprintf("%s/kubeconfig", f->dir);
+    assert_int_equal(fl_kubeconfig_write(path, url, pki.ca_cert_pem, pki.admin_token), 0);
+
+    fl_kubeconfig kc;
+    assert_int_equal(fl_kubeconfig_load(path, NULL, &kc, &err), 0);
+    fl_client *c = NULL;
+    assert_int_equal(fl_client_new(&kc, NULL, &c, &err), 0);
+    fl_client_error e;
+    json_t *obj = configmap("secure", "v"), *out = NULL;
+    assert_int_equal(fl_client_create(c, &CM, "default", obj, NULL, &out, &e), 0);
+    json_decref(out);
+    assert_int_equal(fl_client_get(c, &CM, "default", "secure", &out, &e), 0);
+    json_decref(out);
+    fl_client_free(c);
+
+    /* trusting another CA fails the handshake: a transport error, not an HTTP status */
+    char *other_dir = fl_asprintf("%s/other", f->dir);
+    fl_pki other;
+    assert_int_equal(fl_pki_ensure(other_dir, NULL, &other, &err), 0);
+    free(kc.ca_pem);
+    kc.ca_pem = fl_strdup(other.ca_cert_pem);
+    assert_int_equal(fl_client_new(&kc, NULL, &c, &err), 0);
+    assert_int_equal(fl_client_get(c, &CM, "default", "secure", &out, &e), FL_EIO);
+    assert_int_equal(e.http, 0);
+    assert_non_null(strstr(e.message, "certificate"));
+    fl_client_free(c);
+    fl_pki_close(&other);
+    free(other_dir);
+
+    /* insecure-skip-tls-verify talks to it anyway; without the token it is refused */
+    free(kc.ca_pem);
+    kc.ca_pem = NULL;
+    kc.insecure = true;
+    free(kc.token);
+    kc.token = NULL;
+    assert_int_equal(fl_client_new(&kc, NULL, &c, &err), 0);
+    assert_int_equal(fl_client_get(c, &CM, "default", "secure", &out, &e), FL_EINVAL);
+    assert_int_equal(e.http, 401);
+    fl_client_free(c);
+
+    fl_kubeconfig_close(&kc);
+    json_decref(obj);
+    free(url);
+    free(path);
+    fl_http_stop(tls);
+    f->api.stopping = 0;
+    fl_pki_close(&pki);
+}
+
+/* ---- watch ---- */
+
+typedef struct watcher {
+    fixture *f;
+    fl_client_cancel *cancel;
+    fl_watch_opts opts;
+    const char *ns;
+    rec log;
+    int stop_after;        /* return false after this many events (0 = never) */
+    atomic_int count;
+    int rc;
+    fl_client_error err;
+    atomic_bool done;
+    int64_t ended_ms;
+} watcher;
+
+static bool watch_fn(void *ctx, int type, json_t *obj)
+{
+    watcher *w = ctx;
+    static const char *names[] = {"?", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (type == FL_WATCH_BOOKMARK)
+        rec_add(&w->log, fl_strdup("BOOKMARK"));
+    else
+        rec_add(&w->log, fl_asprintf("%s %s %s", names[type], name ? name : "?", data_k(obj) ? data_k(obj) : "-"));
+    int n = atomic_fetch_add(&w->count, 1) + 1;
+    return !(w->stop_after && n >= w->stop_after);
+}
+
+static void *watch_main(void *arg)
+{
+    watcher *w = arg;
+    w->rc = fl_client_watch(w->f->c, &CM, w->ns, &w->opts, watch_fn, w, w->cancel, &w->err);
+    w->ended_ms = now_ms();
+    atomic_store(&w->done, true);
+    return NULL;
+}
+
+static void watcher_start(watcher *w, fixture *f, pthread_t *th)
+{
+    w->f = f;
+    w->cancel = fl_client_cancel_new();
+    rec_init(&w->log);
+    pthread_create(th, NULL, watch_main, w);
+}
+
+static void watcher_close(watcher *w)
+{
+    rec_close(&w->log);
+    fl_client_cancel_free(w->cancel);
+}
+
+static void test_watch_delivers_changes_in_order_and_stops_on_cancel(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "before", "0");
+    fl_list_result l;
+    assert_int_equal(fl_client_list(f->c, &CM, "default", NULL, &l, NULL), 0);
+    watcher w = {.ns = "default"};
+    w.opts.resource_version = l.resource_version;
+    pthread_t th;
+    watcher_start(&w, f, &th);
+    sleep_ms(100); /* changes after the list's revision arrive either way; this just lets the watch open */
+    create_cm(f, "default", "w", "1");
+    patch_cm(f, "default", "w", "2");
+    patch_cm(f, "default", "w", "3");
+    create_cm(f, "other", "not-in-namespace", "x");
+    delete_cm(f, "default", "w");
+    WAIT_UNTIL(rec_count(&w.log) >= 4, 5000);
+    sleep_ms(50);
+    assert_int_equal(rec_count(&w.log), 4);
+    assert_string_equal(w.log.ev[0], "ADDED w 1");
+    assert_string_equal(w.log.ev[1], "MODIFIED w 2");
+    assert_string_equal(w.log.ev[2], "MODIFIED w 3");
+    assert_string_equal(w.log.ev[3], "DELETED w 3");
+    assert_false(atomic_load(&w.done));
+
+    int64_t t0 = now_ms();
+    fl_client_cancel_fire(w.cancel);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, FL_ECLOSED);
+    assert_true(w.ended_ms - t0 < 500); /* at once, not at the next poll timeout */
+    watcher_close(&w);
+    fl_list_result_close(&l);
+}
+
+static void test_watch_without_resource_version_starts_with_current_objects(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    create_cm(f, "default", "b", "1");
+    watcher w = {.ns = "default", .stop_after = 3};
+    pthread_t th;
+    watcher_start(&w, f, &th);
+    WAIT_UNTIL(rec_count(&w.log) >= 2, 5000);
+    create_cm(f, "default", "c", "1");
+    pthread_join(th, NULL); /* the callback ends it after the third event */
+    assert_int_equal(w.rc, 0);
+    assert_string_equal(w.log.ev[0], "ADDED a 1");
+    assert_string_equal(w.log.ev[1], "ADDED b 1");
+    assert_string_equal(w.log.ev[2], "ADDED c 1");
+    watcher_close(&w);
+}
+
+static void test_watch_gets_bookmarks_and_ends_at_the_server_timeout(void **state)
+{
+    fixture *f = *state;
+    f->api.bookmark_interval_ms = 100;
+    char rv[32];
+    snprintf(rv, sizeof rv, "%lld", (long long)fl_store_rev(f->store));
+    watcher w = {.ns = "default"};
+    w.opts = (fl_watch_opts){.resource_version = rv, .allow_bookmarks = true, .timeout_seconds = 1};
+    pthread_t th;
+    int64_t t0 = now_ms();
+    watcher_start(&w, f, &th);
+    WAIT_UNTIL(atomic_load(&w.done), 5000);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, 0); /* a clean end */
+    assert_true(w.ended_ms - t0 >= 900);
+    assert_true(rec_has(&w.log, "BOOKMARK"));
+    watcher_close(&w);
+}
+
+static void test_watch_from_a_compacted_revision_is_expired(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "x", "0");
+    char rv[32];
+    snprintf(rv, sizeof rv, "%lld", (long long)fl_store_rev(f->store));
+    for (int i = 1; i <= 10; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", i);
+        patch_cm(f, "default", "x", v);
+    }
+    assert_true(fl_store_compact(f->store) > atoll(rv));
+    watcher w = {.ns = "default"};
+    w.opts.resource_version = rv;
+    pthread_t th;
+    watcher_start(&w, f, &th);
+    WAIT_UNTIL(atomic_load(&w.done), 5000);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, FL_EEXPIRED);
+    assert_int_equal(w.err.http, 410);
+    assert_string_equal(w.err.reason, "Expired");
+    assert_int_equal(rec_count(&w.log), 0); /* ERROR events are not passed on */
+    watcher_close(&w);
+}
+
+static void test_cancel_before_the_watch_starts_returns_at_once(void **state)
+{
+    fixture *f = *state;
+    fl_client_cancel *k = fl_client_cancel_new();
+    fl_client_cancel_fire(k);
+    assert_true(fl_client_cancel_sleep(k, 10000)); /* returns at once */
+    fl_client_error err;
+    assert_int_equal(fl_client_watch(f->c, &CM, "default", NULL, watch_fn, NULL, k, &err), FL_ECLOSED);
+    fl_client_cancel_reset(k);
+    assert_false(fl_client_cancel_fired(k));
+    assert_false(fl_client_cancel_sleep(k, 10));
+    fl_client_cancel_free(k);
+}
+
+/* ---- informer ---- */
+
+typedef struct inf_log {
+    rec r;
+    fl_informer *inf;
+    atomic_int cache_misses;   /* handler could not see its object in the cache */
+} inf_log;
+
+static char *key_rv_data(const json_t *obj)
+{
+    char *key = fl_informer_key(obj);
+    char *s = fl_asprintf("%s=%s", key, data_k(obj) ? data_k(obj) : "-");
+    free(key);
+    return s;
+}
+
+static void on_add(void *ctx, json_t *obj)
+{
+    inf_log *l = ctx;
+    char *kd = key_rv_data(obj);
+    rec_add(&l->r, fl_asprintf("add %s", kd));
+    free(kd);
+    /* the cache already holds the object a handler is told about */
+    char *key = fl_informer_key(obj);
+    json_t *cached = NULL;
+    if (fl_informer_get_key(l->inf, key, &cached) != 0)
+        atomic_fetch_add(&l->cache_misses, 1);
+    json_decref(cached);
+    free(key);
+}
+
+static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    inf_log *l = ctx;
+    char *a = key_rv_data(old_obj), *b = key_rv_data(new_obj);
+    rec_add(&l->r, fl_asprintf("update %s -> %s", a, b));
+    free(a);
+    free(b);
+}
+
+static void on_delete(void *ctx, json_t *obj)
+{
+    inf_log *l = ctx;
+    char *kd = key_rv_data(obj);
+    rec_add(&l->r, fl_asprintf("delete %s", kd));
+    free(kd);
+    char *key = fl_informer_key(obj);
+    json_t *cached = NULL;
+    if (fl_informer_get_key(l->inf, key, &cached) == 0)
+        atomic_fetch_add(&l->cache_misses, 1); /* should be gone already */
+    json_decref(cached);
+    free(key);
+}
+
+static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s)
+{
+    rec_init(&l->r);
+    atomic_store(&l->cache_misses, 0);
+    fl_informer_config cfg = {.client = c, .resource = CM, .ns = ns, .page_size = 2, .backoff_min_ms = 20,
+                              .backoff_max_ms = 200, .watch_timeout_s = watch_timeout_s,
+                              .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = l}};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    l->inf = inf;
+    return inf;
+}
+
+static fl_informer *informer_for(fixture *f, inf_log *l, const char *ns, int watch_timeout_s)
+{
+    return informer_via(f->c, l, ns, watch_timeout_s);
+}
+
+/* The cache must equal what the server lists now. */
+static void assert_cache_matches_server(fixture *f, fl_informer *inf, const char *ns)
+{
+    fl_list_result l;
+    assert_int_equal(fl_client_list_all(f->c, &CM, ns, NULL, NULL, &l, NULL), 0);
+    json_t *cached = fl_informer_list(inf, ns);
+    assert_int_equal(json_array_size(cached), json_array_size(l.items));
+    for (size_t i = 0; i < json_array_size(l.items); i++) {
+        json_t *a = json_array_get(l.items, i), *b = json_array_get(cached, i);
+        assert_string_equal(fl_client_object_rv(a), fl_client_object_rv(b));
+        char *ka = fl_informer_key(a), *kb = fl_informer_key(b);
+        assert_string_equal(ka, kb);
+        free(ka);
+        free(kb);
+    }
+    json_decref(cached);
+    fl_list_result_close(&l);
+}
+
+static void test_informer_syncs_then_sees_adds_updates_and_deletes(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    create_cm(f, "default", "b", "1");
+    create_cm(f, "default", "c", "1");
+    create_cm(f, "other", "x", "1");
+    inf_log l;
+    fl_informer *inf = informer_for(f, &l, NULL, 0);
+    assert_false(fl_informer_has_synced(inf));
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_start(inf), FL_EINVAL);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    assert_true(fl_informer_has_synced(inf));
+    /* the initial adds were delivered before synced (pages of 2: 2 pages) */
+    assert_int_equal(rec_count(&l.r), 4);
+    assert_true(rec_has(&l.r, "add default/a=1"));
+    assert_true(rec_has(&l.r, "add other/x=1"));
+
+    json_t *all = fl_informer_list(inf, NULL), *def = fl_informer_list(inf, "default"), *one = NULL;
+    assert_int_equal(json_array_size(all), 4);
+    assert_int_equal(json_array_size(def), 3);
+    json_decref(all);
+    json_decref(def);
+    assert_int_equal(fl_informer_get(inf, "other", "x", &one), 0);
+    assert_string_equal(data_k(one), "1");
+    json_decref(one);
+    assert_int_equal(fl_informer_get(inf, "default", "x", &one), FL_ENOTFOUND);
+    assert_null(one);
+
+    create_cm(f, "default", "d", "1");
+    patch_cm(f, "default", "a", "2");
+    delete_cm(f, "default", "b");
+    WAIT_UNTIL(rec_count(&l.r) >= 7, 5000);
+    assert_true(rec_has(&l.r, "add default/d=1"));
+    assert_true(rec_has(&l.r, "update default/a=1 -> default/a=2"));
+    assert_true(rec_has(&l.r, "delete default/b=1"));
+    assert_int_equal(atomic_load(&l.cache_misses), 0);
+    assert_int_equal(fl_informer_get(inf, "default", "b", &one), FL_ENOTFOUND);
+    assert_int_equal(fl_informer_get(inf, "default", "a", &one), 0);
+    assert_string_equal(data_k(one), "2");
+    json_decref(one);
+    assert_cache_matches_server(f, inf, NULL);
+
+    int64_t t0 = now_ms();
+    fl_informer_stop(inf);
+    assert_true(now_ms() - t0 < 1000);
+    fl_informer_stop(inf); /* idempotent */
+    int n = rec_count(&l.r);
+    create_cm(f, "default", "after-stop", "1");
+    sleep_ms(100);
+    assert_int_equal(rec_count(&l.r), n); /* no handler runs after stop */
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
+static void test_informer_relists_after_its_watch_expires_without_spurious_events(void **state)
+{
+    fixture *f = *state;
+    /* no bookmarks (the fixture's interval is 60 s), and watches that end every second:
+     * the informer's resourceVersion stays where its last event in "default" left it */
+    create_cm(f, "default", "a", "1");
+    create_cm(f, "other", "churn", "0");
+    inf_log l;
+    fl_informer *inf = informer_for(f, &l, "default", 1);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    char rv0[64];
+    fl_informer_last_rv(inf, rv0, sizeof rv0);
+
+    for (int i = 1; i <= 20; i++) { /* history the informer does not watch, then compact it away */
+        char v[8];
+        snprintf(v, sizeof v, "%d", i);
+        patch_cm(f, "other", "churn", v);
+    }
+    int64_t compacted = fl_store_compact(f->store);
+    assert_true(compacted > atoll(rv0));
+    /* the next watch from rv0 gets 410; only a re-list moves the informer past the compaction */
+    char rv[64];
+    WAIT_UNTIL((fl_informer_last_rv(inf, rv, sizeof rv), atoll(rv) >= compacted), 5000);
+    assert_int_equal(rec_count(&l.r), 1); /* just the initial add: the re-list found nothing new */
+
+    create_cm(f, "default", "b", "1"); /* and it watches again afterwards */
+    WAIT_UNTIL(rec_has(&l.r, "add default/b=1"), 5000);
+    assert_cache_matches_server(f, inf, "default");
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
+static void test_informer_recovers_from_a_broken_stream_with_the_right_diff(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "keep", "1");
+    create_cm(f, "default", "change", "1");
+    create_cm(f, "default", "gone", "1");
+    proxy *px = proxy_start(f->port);
+    fl_client *pc = client_at(px->port, "t");
+    inf_log l;
+    fl_informer *inf = informer_via(pc, &l, "default", 0);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    assert_int_equal(rec_count(&l.r), 3);
+
+    /* cut the informer off mid-stream, change things behind its back, compact the history */
+    atomic_store(&px->down, true);
+    sleep_ms(100);
+    create_cm(f, "default", "new", "1");
+    for (int i = 2; i <= 12; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", i);
+        patch_cm(f, "default", "change", v);
+    }
+    delete_cm(f, "default", "gone");
+    fl_store_compact(f->store);
+    sleep_ms(300); /* the informer fails, backs off, fails again */
+    assert_int_equal(rec_count(&l.r), 3);
+    atomic_store(&px->down, false);
+
+    WAIT_UNTIL(rec_count(&l.r) >= 6, 10000);
+    sleep_ms(100);
+    if (rec_count(&l.r) != 6)
+        rec_dump(&l.r);
+    assert_int_equal(rec_count(&l.r), 6);
+    assert_true(rec_has(&l.r, "add default/new=1"));
+    assert_true(rec_has(&l.r, "update default/change=1 -> default/change=12"));
+    assert_true(rec_has(&l.r, "delete default/gone=1"));
+    assert_int_equal(atomic_load(&l.cache_misses), 0);
+    assert_cache_matches_server(f, inf, "default");
+
+    patch_cm(f, "default", "keep", "2"); /* and it is watching again */
+    WAIT_UNTIL(rec_has(&l.r, "update default/keep=1 -> default/keep=2"), 5000);
+    fl_informer_free(inf);
+    fl_client_free(pc);
+    proxy_stop(px);
+    rec_close(&l.r);
+}
+
+static void test_informer_stops_promptly_while_the_server_is_down(void **state)
+{
+    fixture *f = *state;
+    fl_http_stop(f->http);
+    f->http = NULL;
+    inf_log l;
+    fl_informer *inf = informer_for(f, &l, NULL, 0);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 300), FL_ETIMEDOUT);
+    int64_t t0 = now_ms();
+    fl_informer_stop(inf);
+    assert_true(now_ms() - t0 < 1000);
+    assert_int_equal(fl_informer_wait_synced(inf, 1000), FL_ECLOSED);
+    fl_informer_free(inf);
+    rec_close(&l.r);
+    fl_informer_free(NULL);
+}
+
+int main(void)
+{
+    fl_mem_init();
+    fl_kinds_init();
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_create_get_update_delete_round_trip),
+        T(test_update_status_changes_only_status),
+        T(test_errors_map_to_codes_with_the_status_message),
+        T(test_list_pages_with_continue_at_one_snapshot),
+        T(test_list_filters_by_label_and_field_selectors),
+        T(test_continue_token_expires_after_compaction),
+        T(test_patch_types_merge_json_strategic_and_apply),
+        T(test_delete_honours_preconditions_dry_run_and_propagation),
+        T(test_one_client_serves_many_threads),
+        T(test_resolve_finds_kinds_through_discovery_including_new_crds),
+        T(test_https_with_the_kubeconfig_the_server_writes),
+        T(test_watch_delivers_changes_in_order_and_stops_on_cancel),
+        T(test_watch_without_resource_version_starts_with_current_objects),
+        T(test_watch_gets_bookmarks_and_ends_at_the_server_timeout),
+        T(test_watch_from_a_compacted_revision_is_expired),
+        T(test_cancel_before_the_watch_starts_returns_at_once),
+        T(test_informer_syncs_then_sees_adds_updates_and_deletes),
+        T(test_informer_relists_after_its_watch_expires_without_spurious_events),
+        T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
+        T(test_informer_stops_promptly_while_the_server_is_down),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
