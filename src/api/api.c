@@ -446,7 +446,7 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
     if (n >= 1 && !strcmp(segs[0], "openapi")) {
         r->verb = "GET";
         if (n == 2 && !strcmp(segs[1], "v3")) {
-            fl_resp_json(r, 200, fl_openapi_v3_index());
+            fl_resp_json(r, 200, fl_openapi_v3_index(api->kinds));
             return true;
         }
         if (n >= 3 && !strcmp(segs[1], "v3")) {
@@ -456,7 +456,7 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
                     strncat(gv, "/", sizeof gv - strlen(gv) - 1);
                 strncat(gv, segs[i], sizeof gv - strlen(gv) - 1);
             }
-            json_t *doc = fl_openapi_v3_doc(gv);
+            json_t *doc = fl_openapi_v3_doc(api->kinds, gv);
             if (doc)
                 fl_resp_json(r, 200, doc);
             else
@@ -469,7 +469,7 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
     if (n == 1 && !strcmp(segs[0], "api")) {
         r->verb = "GET";
         if (wants_aggregated(r)) {
-            fl_resp_json(r, 200, fl_discovery_aggregated(1));
+            fl_resp_json(r, 200, fl_discovery_aggregated(api->kinds, 1));
             r->resp_type = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
         } else {
             fl_resp_json(r, 200, fl_discovery_core_versions());
@@ -478,7 +478,7 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
     }
     if (n == 2 && !strcmp(segs[0], "api")) {
         r->verb = "GET";
-        json_t *d = fl_discovery_resources("", segs[1]);
+        json_t *d = fl_discovery_resources(api->kinds, "", segs[1]);
         if (d)
             fl_resp_json(r, 200, d);
         else
@@ -490,15 +490,15 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
         json_t *d;
         if (n == 1) {
             if (wants_aggregated(r)) {
-                fl_resp_json(r, 200, fl_discovery_aggregated(0));
+                fl_resp_json(r, 200, fl_discovery_aggregated(api->kinds, 0));
                 r->resp_type = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
                 return true;
             }
-            d = fl_discovery_groups();
+            d = fl_discovery_groups(api->kinds);
         } else if (n == 2) {
-            d = fl_discovery_group(segs[1]);
+            d = fl_discovery_group(api->kinds, segs[1]);
         } else {
-            d = fl_discovery_resources(segs[1], segs[2]);
+            d = fl_discovery_resources(api->kinds, segs[1], segs[2]);
         }
         if (d)
             fl_resp_json(r, 200, d);
@@ -576,7 +576,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
     }
     snprintf(r->resource, sizeof r->resource, "%s%s%s", t.resource, t.sub[0] ? "/" : "", t.sub);
 
-    t.kind = fl_kind_by_resource(t.group, t.version, t.resource);
+    t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);
     if (!t.kind) {
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
         return;

@@ -23,6 +23,8 @@ typedef struct fl_api {
     int bookmark_interval_ms;  /* how often an idle watch with allowWatchBookmarks gets a BOOKMARK */
     const char *server_url;    /* for /api serverAddressByClientCIDRs (may be NULL) */
     volatile int stopping;     /* set at shutdown: watches end */
+    fl_kindreg *kinds;         /* the kinds served (and CRDs applied to); NULL = fl_kindreg_default(),
+                                * the server's. A simulated member sets its own. Not owned. */
 } fl_api;
 
 typedef struct fl_kvpair {

@@ -330,7 +330,7 @@ static bool same_ignoring_rv(const json_t *a, const json_t *b)
 /* 0 if the namespace exists and accepts new objects; else responds and returns -1. */
 static int check_namespace(fl_api *api, fl_req *r, const fl_target *t, const char *ns)
 {
-    const fl_kind *nsk = fl_kind_by_resource("", "v1", "namespaces");
+    const fl_kind *nsk = fl_kindreg_by_resource(api->kinds, "", "v1", "namespaces");
     char *key = fl_obj_key(nsk, NULL, ns);
     fl_kv kv;
     int rc = fl_store_get(api->store, key, &kv);
@@ -559,7 +559,7 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     }
     if (is_crd) {
         char *err = NULL;
-        if (fl_kinds_apply_crd(obj, &err) != 0) {
+        if (fl_kindreg_apply_crd(api->kinds, obj, &err) != 0) {
             json_t *causes = json_array();
             fl_cause_add(causes, "FieldValueInvalid", "spec", "%s", err ? err : "invalid");
             fl_resp_status(r, 422, "Invalid", t, causes, "CustomResourceDefinition.apiextensions.k8s.io \"%s\" is "
@@ -754,7 +754,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
                            json_array_size(json_object_get(json_object_get(obj, "spec"), "finalizers")) > 0);
         if (is_crd && !strcmp(t->sub, "")) {
             char *err = NULL;
-            if (fl_kinds_apply_crd(obj, &err) != 0) {
+            if (fl_kindreg_apply_crd(api->kinds, obj, &err) != 0) {
                 json_t *causes = json_array();
                 fl_cause_add(causes, "FieldValueInvalid", "spec", "%s", err ? err : "invalid");
                 fl_resp_status(r, 422, "Invalid", t, causes, "CustomResourceDefinition.apiextensions.k8s.io \"%s\" "
@@ -1198,7 +1198,7 @@ static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj)
         const char *group = fl_obj_str(spec, "group", NULL);
         const char *plural = fl_obj_str(json_object_get(spec, "names"), "plural", NULL);
         if (name)
-            fl_kinds_remove_crd(name);
+            fl_kindreg_remove_crd(api->kinds, name);
         if (group && plural) {
             char *prefix = fl_asprintf("/%s/%s/", group, plural);
             purge_prefix(api, prefix);
@@ -1270,7 +1270,7 @@ static int delete_dependents(fl_api *api, const fl_kind *owner_kind, const json_
     if (!uid)
         return 0;
     const fl_kind **kinds;
-    size_t nk = fl_kinds_list(&kinds);
+    size_t nk = fl_kindreg_list(api->kinds, &kinds);
     for (size_t ki = 0; ki < nk; ki++) {
         const fl_kind *k = kinds[ki];
         if (owner_kind->namespaced && !k->namespaced)
@@ -1564,7 +1564,7 @@ static void purge_one(void *vctx, const char *key, json_t *obj)
 int fl_api_purge_namespace(fl_api *api, const char *ns)
 {
     const fl_kind **kinds;
-    size_t nk = fl_kinds_list(&kinds);
+    size_t nk = fl_kindreg_list(api->kinds, &kinds);
     purge_ctx c = {api, NULL, ns, 0};
     for (size_t ki = 0; ki < nk; ki++) {
         if (!kinds[ki]->namespaced)
@@ -1583,7 +1583,7 @@ int fl_api_purge_namespace(fl_api *api, const char *ns)
 static void *purge_thread(void *arg)
 {
     purge_arg *pa = arg;
-    const fl_kind *nsk = fl_kind_by_resource("", "v1", "namespaces");
+    const fl_kind *nsk = fl_kindreg_by_resource(pa->api->kinds, "", "v1", "namespaces");
     for (int round = 0; round < 3600 && !pa->api->stopping; round++) {
         int remaining = fl_api_purge_namespace(pa->api, pa->ns);
         if (remaining == 0) {
@@ -1631,7 +1631,7 @@ static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
     if (!obj)
         return true;
     char *err = NULL;
-    if (fl_kinds_apply_crd(obj, &err) == 0)
+    if (fl_kindreg_apply_crd(c->api->kinds, obj, &err) == 0)
         c->loaded++;
     else
         fl_log(FL_LOG_WARN, "api", "stored CRD %s cannot be served: %s", key, err ? err : "?");

@@ -3,10 +3,12 @@
  * /apis/G/V (APIResourceList), and aggregated discovery (apidiscovery.k8s.io/v2
  * APIGroupDiscoveryList) for /api and /apis, all derived from the kind table.
  *
- * Documents are built together for one fl_kinds_generation() and cached; a call returns
- * a new reference to the cached value, which callers must treat as read-only (jansson
- * 2.14 dumps without mutating, so concurrent serialisation is safe). /api is built fresh
- * on each call so that the server may fill serverAddress in.
+ * Documents are built together for one fl_kindreg_generation() and cached in the
+ * registry they describe (fl_kindreg_cache; registries serving no custom kind share the
+ * built-ins' registry and therefore one cache); a call returns a new reference to the
+ * cached value, which callers must treat as read-only (jansson 2.14 dumps without
+ * mutating, so concurrent serialisation is safe). /api is built fresh on each call so
+ * that the server may fill serverAddress in.
  *
  * Ordering follows upstream: groups in the order of the kind listing (built-ins first),
  * versions by Kubernetes version priority (GA > beta > alpha, newest first; the first is
@@ -21,8 +23,9 @@
 
 int fl_kinds__version_cmp(const char *a, const char *b); /* kinds.c */
 
-/* Built per kinds generation. */
+/* Built per registry and kinds generation; one per registry (fl_kindreg_cache). */
 typedef struct disc_cache {
+    pthread_mutex_t lock; /* guards the rest; held while (re)building */
     uint64_t gen;
     bool valid;
     json_t *groups;     /* APIGroupList */
@@ -32,8 +35,7 @@ typedef struct disc_cache {
     json_t *agg_apis;   /* APIGroupDiscoveryList for /apis */
 } disc_cache;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static disc_cache cache;
+static const char cache_key; /* names our slot in each registry */
 
 static const char *all_verbs[] = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
                                   NULL};
@@ -198,7 +200,23 @@ static void cache_clear(disc_cache *c)
     json_decref(c->lists);
     json_decref(c->agg_core);
     json_decref(c->agg_apis);
-    memset(c, 0, sizeof(*c));
+    c->groups = c->group_map = c->lists = c->agg_core = c->agg_apis = NULL;
+    c->valid = false;
+}
+
+static void *cache_new(void)
+{
+    disc_cache *c = fl_calloc(1, sizeof(*c));
+    pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+static void cache_free(void *p)
+{
+    disc_cache *c = p;
+    cache_clear(c);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
 }
 
 /* One group's APIVersionDiscovery list (aggregated) and its APIResourceLists. */
@@ -246,56 +264,58 @@ static json_t *agg_list(json_t *items)
                      "apidiscovery.k8s.io/v2", "metadata", "items", items);
 }
 
-/* Rebuild everything if the kind set changed. Caller holds cache_lock. */
-static void cache_refresh(void)
+/* Rebuild everything if reg's kind set changed. Caller holds c->lock. */
+static void cache_refresh(fl_kindreg *reg, disc_cache *c)
 {
-    uint64_t gen = fl_kinds_generation();
-    if (cache.valid && cache.gen == gen)
+    uint64_t gen = fl_kindreg_generation(reg);
+    if (c->valid && c->gen == gen)
         return;
-    cache_clear(&cache);
+    cache_clear(c);
     const fl_kind **kinds;
-    size_t n = fl_kinds_list(&kinds);
+    size_t n = fl_kindreg_list(reg, &kinds);
 
-    cache.lists = json_object();
-    cache.group_map = json_object();
+    c->lists = json_object();
+    c->group_map = json_object();
     json_t *groups = json_array(), *agg_items = json_array();
 
-    cache.agg_core = agg_list(json_pack("[o]", build_group(kinds, n, "", cache.lists, NULL)));
+    c->agg_core = agg_list(json_pack("[o]", build_group(kinds, n, "", c->lists, NULL)));
 
     for (size_t i = 0; i < n; i++) {
         const char *g = kinds[i]->group;
-        if (!g[0] || json_object_get(cache.group_map, g))
+        if (!g[0] || json_object_get(c->group_map, g))
             continue;
         json_t *api_group = NULL;
-        json_array_append_new(agg_items, build_group(kinds, n, g, cache.lists, &api_group));
+        json_array_append_new(agg_items, build_group(kinds, n, g, c->lists, &api_group));
         json_t *with_kind = json_deep_copy(api_group);
         json_object_set_new(with_kind, "kind", json_string("APIGroup"));
         json_object_set_new(with_kind, "apiVersion", json_string("v1"));
-        json_object_set_new(cache.group_map, g, with_kind);
+        json_object_set_new(c->group_map, g, with_kind);
         json_array_append_new(groups, api_group);
     }
     free(kinds);
-    cache.groups = json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups", groups);
-    cache.agg_apis = agg_list(agg_items);
-    cache.gen = gen;
-    cache.valid = true;
+    c->groups = json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups", groups);
+    c->agg_apis = agg_list(agg_items);
+    c->gen = gen;
+    c->valid = true;
 }
 
-/* Return a new reference to one cached value (NULL stays NULL). */
-static json_t *cached(json_t *(*pick)(const void *), const void *arg)
+/* Return a new reference to one cached value of reg's documents (NULL stays NULL). */
+static json_t *cached(fl_kindreg *reg, json_t *(*pick)(const disc_cache *, const void *), const void *arg)
 {
-    pthread_mutex_lock(&cache_lock);
-    cache_refresh();
-    json_t *v = json_incref(pick(arg));
-    pthread_mutex_unlock(&cache_lock);
+    reg = fl_kindreg_shared(reg);
+    disc_cache *c = fl_kindreg_cache(reg, &cache_key, cache_new, cache_free);
+    pthread_mutex_lock(&c->lock);
+    cache_refresh(reg, c);
+    json_t *v = json_incref(pick(c, arg));
+    pthread_mutex_unlock(&c->lock);
     return v;
 }
 
-static json_t *pick_groups(const void *arg) { return cache.groups; }
-static json_t *pick_group(const void *arg) { return json_object_get(cache.group_map, arg); }
-static json_t *pick_list(const void *arg) { return json_object_get(cache.lists, arg); }
-static json_t *pick_agg_core(const void *arg) { return cache.agg_core; }
-static json_t *pick_agg_apis(const void *arg) { return cache.agg_apis; }
+static json_t *pick_groups(const disc_cache *c, const void *arg) { return c->groups; }
+static json_t *pick_group(const disc_cache *c, const void *arg) { return json_object_get(c->group_map, arg); }
+static json_t *pick_list(const disc_cache *c, const void *arg) { return json_object_get(c->lists, arg); }
+static json_t *pick_agg_core(const disc_cache *c, const void *arg) { return c->agg_core; }
+static json_t *pick_agg_apis(const disc_cache *c, const void *arg) { return c->agg_apis; }
 
 json_t *fl_discovery_core_versions(void)
 {
@@ -305,23 +325,26 @@ json_t *fl_discovery_core_versions(void)
                      "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0", "serverAddress", "");
 }
 
-json_t *fl_discovery_groups(void) { return cached(pick_groups, NULL); }
+json_t *fl_discovery_groups(fl_kindreg *reg) { return cached(reg, pick_groups, NULL); }
 
-json_t *fl_discovery_group(const char *group)
+json_t *fl_discovery_group(fl_kindreg *reg, const char *group)
 {
     if (!group || !group[0])
         return NULL;
-    return cached(pick_group, group);
+    return cached(reg, pick_group, group);
 }
 
-json_t *fl_discovery_resources(const char *group, const char *version)
+json_t *fl_discovery_resources(fl_kindreg *reg, const char *group, const char *version)
 {
     if (!version)
         return NULL;
     char *key = fl_asprintf("%s/%s", group ? group : "", version);
-    json_t *v = cached(pick_list, key);
+    json_t *v = cached(reg, pick_list, key);
     free(key);
     return v;
 }
 
-json_t *fl_discovery_aggregated(int core) { return cached(core ? pick_agg_core : pick_agg_apis, NULL); }
+json_t *fl_discovery_aggregated(fl_kindreg *reg, int core)
+{
+    return cached(reg, core ? pick_agg_core : pick_agg_apis, NULL);
+}

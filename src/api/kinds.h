@@ -5,9 +5,19 @@
  * patch metadata and per-kind validation. Built-in kinds are static data in
  * kinds_builtin.c; CustomResourceDefinitions add dynamic kinds at run time.
  *
- * Lifetime: a kind pointer returned by a lookup stays valid for the life of the
- * process (dynamic kinds are retired, not freed, when their CRD goes away), so
- * request handlers may hold it without locks. Lookups are thread-safe. */
+ * Registries: the set of served kinds is an instance, fl_kindreg. Every registry
+ * serves the same built-in kinds (shared static data) plus the kinds of the CRDs
+ * applied to it, so a CRD created in one simulated member cluster is served by that
+ * member only. The control plane (`flotilla server`) uses the process default registry,
+ * fl_kindreg_default(), which the fl_kind_by_* / fl_kinds_* functions below act on;
+ * each member hosted by `flotilla member` owns one from fl_kindreg_new(). Every
+ * fl_kindreg_* function taking a registry also accepts NULL for the default one
+ * (except fl_kindreg_free, for which NULL is a no-op).
+ *
+ * Lifetime: a kind pointer returned by a lookup stays valid until its registry is
+ * freed - built-in kinds for the life of the process, dynamic kinds are retired (not
+ * freed) when their CRD goes away - so request handlers may hold it without locks.
+ * The default registry is never freed. Lookups are thread-safe. */
 #ifndef FL_KINDS_H
 #define FL_KINDS_H
 
@@ -90,25 +100,65 @@ typedef struct fl_kind {
     char api_version[96];      /* "apps/v1" or "v1", filled when the kind is registered */
 } fl_kind;
 
-/* Register the built-in kinds. Call once at start-up before any lookup. */
+/* A set of served kinds: the built-ins plus the kinds of the CRDs applied to it. */
+typedef struct fl_kindreg fl_kindreg;
+
+/* Register the built-in kinds and create the default registry. Idempotent and
+ * thread-safe; lookups call it themselves, so calling it at start-up is optional. */
 void fl_kinds_init(void);
 
-/* Served kind by group, version and plural resource name (exact match). NULL if none. */
-const fl_kind *fl_kind_by_resource(const char *group, const char *version, const char *resource);
+/* A new registry serving the built-in kinds only (never NULL: out of memory aborts,
+ * core/mem.h). The caller owns it and frees it with fl_kindreg_free. Any thread. */
+fl_kindreg *fl_kindreg_new(void);
+/* Free reg, its dynamic kinds (retired ones included) and the caches attached to it
+ * (fl_kindreg_cache). No thread may use reg or a kind from it any more. NULL and the
+ * default registry are no-ops. */
+void fl_kindreg_free(fl_kindreg *reg);
+/* The process default registry: the control plane's. Never freed. */
+fl_kindreg *fl_kindreg_default(void);
+
+/* Served kind by group, version and plural resource name (exact match). NULL if none.
+ * No allocation: a hash probe under reg's read lock. */
+const fl_kind *fl_kindreg_by_resource(fl_kindreg *reg, const char *group, const char *version,
+                                      const char *resource);
 /* Served kind by apiVersion ("apps/v1", "v1") and kind. NULL if none. */
-const fl_kind *fl_kind_by_gvk(const char *api_version, const char *kind);
-
-/* Snapshot of all served kinds in a stable order (built-ins first, by group then
+const fl_kind *fl_kindreg_by_gvk(fl_kindreg *reg, const char *api_version, const char *kind);
+/* Snapshot of all kinds reg serves in a stable order (built-ins first, by group then
  * resource). *out is a heap array the caller frees (the kinds themselves are not). */
-size_t fl_kinds_list(const fl_kind ***out);
-/* Increments whenever the set of served kinds changes (discovery/OpenAPI caches key on it). */
-uint64_t fl_kinds_generation(void);
+size_t fl_kindreg_list(fl_kindreg *reg, const fl_kind ***out);
+/* Changes whenever the set of kinds reg serves changes (discovery/OpenAPI caches key on
+ * it). Increases monotonically, and values are unique across the registries of the
+ * process, so a generation alone never confuses two registries. */
+uint64_t fl_kindreg_generation(fl_kindreg *reg);
 
-/* Serve the kinds a CustomResourceDefinition defines (one per served version), replacing
- * any previous kinds of that CRD. Returns 0, or FL_EINVAL with *err naming the field
- * (e.g. "spec.names.plural: Required value") when the CRD cannot be served. */
+/* Serve in reg the kinds a CustomResourceDefinition defines (one per served version),
+ * replacing any previous kinds of that CRD there. Returns 0, or FL_EINVAL with *err
+ * (heap, caller frees; err may be NULL) naming the field, e.g. "spec.names.plural:
+ * Required value", when the CRD cannot be served. Other registries are unaffected. */
+int fl_kindreg_apply_crd(fl_kindreg *reg, const json_t *crd, char **err);
+/* Stop serving in reg the kinds of CRD `name` ("<plural>.<group>"). */
+void fl_kindreg_remove_crd(fl_kindreg *reg, const char *name);
+
+/* For caches of documents derived from the kind set (discovery.c, openapi.c).
+ * fl_kindreg_shared returns the registry to derive reg's documents from: reg itself
+ * while it serves custom kinds, otherwise one process-wide registry of the built-in
+ * kinds only (same kind set, so the same documents), so that thousands of members
+ * without CRDs share one copy of their discovery and OpenAPI documents instead of each
+ * building its own. That shared registry refuses CRDs; it is never freed. */
+fl_kindreg *fl_kindreg_shared(fl_kindreg *reg);
+/* The cache slot of reg named by key (the address of a static in the caller's module):
+ * created with make() on first use, freed with free_fn(slot) by fl_kindreg_free. The
+ * slot stays valid while reg lives; guarding its contents is the caller's business.
+ * Any thread. */
+void *fl_kindreg_cache(fl_kindreg *reg, const void *key, void *(*make)(void), void (*free_fn)(void *));
+
+/* The default registry (the control plane's): the same as the fl_kindreg_* calls
+ * with fl_kindreg_default(). */
+const fl_kind *fl_kind_by_resource(const char *group, const char *version, const char *resource);
+const fl_kind *fl_kind_by_gvk(const char *api_version, const char *kind);
+size_t fl_kinds_list(const fl_kind ***out);
+uint64_t fl_kinds_generation(void);
 int fl_kinds_apply_crd(const json_t *crd, char **err);
-/* Stop serving the kinds of CRD `name` ("<plural>.<group>"). */
 void fl_kinds_remove_crd(const char *name);
 
 /* Store key prefix for a kind's objects: "/<group|core>/<resource>/" (caller frees). */

@@ -1,11 +1,12 @@
 /* kinds_crd.c - CustomResourceDefinitions become dynamic kinds.
  *
- * fl_kinds_apply_crd reads an apiextensions.k8s.io/v1 CustomResourceDefinition and
+ * fl_kindreg_apply_crd reads an apiextensions.k8s.io/v1 CustomResourceDefinition and
  * builds one fl_kind per served version: names (plural, singular, kind, listKind,
  * shortNames, categories), scope, the status and scale subresources, Table columns
  * from additionalPrinterColumns (or upstream's default Age column), and the version
  * object itself (schema, columns) kept in crd_version for validation and OpenAPI.
- * Publishing the kinds and retiring the previous ones is the registry's job (kinds.c).
+ * Publishing the kinds in one registry and retiring the previous ones there is the
+ * registry's job (kinds.c).
  *
  * Only what is needed to serve the CRD is checked here, each failure naming the field
  * the way Kubernetes does ("spec.names.plural: Required value"); the full CRD
@@ -21,11 +22,12 @@
 #include "core/mem.h"
 
 /* In kinds.c (registry internals shared inside the kinds module). */
-bool fl_kinds__crd_unchanged(const char *name, const json_t *spec);
-int fl_kinds__crd_replace(const char *name, json_t *spec, fl_kind **kinds, size_t n, char **err);
+bool fl_kinds__crd_unchanged(fl_kindreg *reg, const char *name, const json_t *spec);
+int fl_kinds__crd_replace(fl_kindreg *reg, const char *name, json_t *spec, fl_kind **kinds, size_t n, char **err);
 void fl_kinds__dynamic_free(fl_kind *k);
 
-/* Free a dynamic kind that was never published (published ones are retired, not freed). */
+/* Free a dynamic kind: one that was never published, or any of a registry being freed
+ * (published ones are otherwise retired, not freed). */
 void fl_kinds__dynamic_free(fl_kind *k)
 {
     if (!k)
@@ -143,7 +145,7 @@ static fl_column *build_columns(const json_t *version, size_t vi, char **err)
     return out;
 }
 
-int fl_kinds_apply_crd(const json_t *crd, char **err)
+int fl_kindreg_apply_crd(fl_kindreg *reg, const json_t *crd, char **err)
 {
     char *msg = NULL;
     fl_kind **kinds = NULL;
@@ -272,12 +274,12 @@ int fl_kinds_apply_crd(const json_t *crd, char **err)
         snprintf(k->api_version, sizeof(k->api_version), "%s/%s", group, vname);
     }
 
-    if (fl_kinds__crd_unchanged(name, spec)) {
+    if (fl_kinds__crd_unchanged(reg, name, spec)) {
         rc = 0;
         goto fail; /* not a failure: nothing to publish, free what we built */
     }
     /* ownership of the spec copy and the kinds passes to the registry */
-    rc = fl_kinds__crd_replace(name, json_deep_copy(spec), kinds, nkinds, &msg);
+    rc = fl_kinds__crd_replace(reg, name, json_deep_copy(spec), kinds, nkinds, &msg);
     kinds = NULL;
     nkinds = 0;
     if (rc)
@@ -297,8 +299,8 @@ fail:
     return rc;
 }
 
-void fl_kinds_remove_crd(const char *name)
+void fl_kindreg_remove_crd(fl_kindreg *reg, const char *name)
 {
     if (name)
-        fl_kinds__crd_replace(name, NULL, NULL, 0, NULL);
+        fl_kinds__crd_replace(reg, name, NULL, NULL, 0, NULL);
 }

@@ -26,8 +26,10 @@
  *   - documents are decoded into kube-openapi's typed structs, so every schema keyword
  *     must have its JSON type; CRD schemas are copied with ill-typed keywords dropped.
  *
- * Documents are built for one fl_kinds_generation() and cached; callers get a new
- * reference and must treat it as read-only. Any thread. */
+ * Documents are built for one fl_kindreg_generation() and cached in the registry they
+ * describe (fl_kindreg_cache; registries serving no custom kind share the built-ins'
+ * registry and therefore one set of documents); callers get a new reference and must
+ * treat it as read-only. Any thread. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,15 +47,16 @@ extern const fl_field fl_kinds__objectmeta_fields[];     /* kinds_builtin.c */
 #define REF_DELETE "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 #define SCALE_NAME "io.k8s.api.autoscaling.v1.Scale"
 
+/* One per registry (fl_kindreg_cache). */
 typedef struct oa_cache {
+    pthread_mutex_t lock; /* guards the rest; held while (re)building */
     uint64_t gen;
     bool valid;
     json_t *index; /* {"paths": {...}} */
     json_t *docs;  /* gvpath -> document */
 } oa_cache;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static oa_cache cache;
+static const char cache_key; /* names our slot in each registry */
 
 /* ------------------------------------------------------------------ */
 /* Names                                                               */
@@ -764,45 +767,71 @@ static char *doc_hash(const json_t *doc)
     return fl_asprintf("%016llX%016llX", (unsigned long long)a, (unsigned long long)b);
 }
 
-static void cache_refresh(void)
+static void *cache_new(void)
 {
-    uint64_t gen = fl_kinds_generation();
-    if (cache.valid && cache.gen == gen)
+    oa_cache *c = fl_calloc(1, sizeof(*c));
+    pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+static void cache_free(void *p)
+{
+    oa_cache *c = p;
+    json_decref(c->index);
+    json_decref(c->docs);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+/* Rebuild every document if reg's kind set changed. Caller holds c->lock. */
+static void cache_refresh(fl_kindreg *reg, oa_cache *c)
+{
+    uint64_t gen = fl_kindreg_generation(reg);
+    if (c->valid && c->gen == gen)
         return;
-    json_decref(cache.index);
-    json_decref(cache.docs);
+    json_decref(c->index);
+    json_decref(c->docs);
     const fl_kind **kinds;
-    size_t n = fl_kinds_list(&kinds);
+    size_t n = fl_kindreg_list(reg, &kinds);
     json_t *paths = json_object();
-    cache.docs = json_object();
+    c->docs = json_object();
     for (size_t i = 0; i < n; i++) {
         char *gvp = gvpath_of(kinds[i]->group, kinds[i]->version);
-        if (!json_object_get(cache.docs, gvp)) {
+        if (!json_object_get(c->docs, gvp)) {
             json_t *doc = build_doc(kinds, n, kinds[i]->group, kinds[i]->version);
             char *h = doc_hash(doc);
             json_object_set_new(paths, gvp,
                                 json_pack("{s:s+++}", "serverRelativeURL", "/openapi/v3/", gvp, "?hash=", h));
-            json_object_set_new(cache.docs, gvp, doc);
+            json_object_set_new(c->docs, gvp, doc);
             free(h);
         }
         free(gvp);
     }
     free(kinds);
-    cache.index = json_pack("{s:o}", "paths", paths);
-    cache.gen = gen;
-    cache.valid = true;
+    c->index = json_pack("{s:o}", "paths", paths);
+    c->gen = gen;
+    c->valid = true;
 }
 
-json_t *fl_openapi_v3_index(void)
+/* The cache of reg's documents, up to date and locked (the caller unlocks c->lock). */
+static oa_cache *cache_lock_fresh(fl_kindreg *reg)
 {
-    pthread_mutex_lock(&cache_lock);
-    cache_refresh();
-    json_t *v = json_incref(cache.index);
-    pthread_mutex_unlock(&cache_lock);
+    reg = fl_kindreg_shared(reg);
+    oa_cache *c = fl_kindreg_cache(reg, &cache_key, cache_new, cache_free);
+    pthread_mutex_lock(&c->lock);
+    cache_refresh(reg, c);
+    return c;
+}
+
+json_t *fl_openapi_v3_index(fl_kindreg *reg)
+{
+    oa_cache *c = cache_lock_fresh(reg);
+    json_t *v = json_incref(c->index);
+    pthread_mutex_unlock(&c->lock);
     return v;
 }
 
-json_t *fl_openapi_v3_doc(const char *gvpath)
+json_t *fl_openapi_v3_doc(fl_kindreg *reg, const char *gvpath)
 {
     if (!gvpath)
         return NULL;
@@ -812,10 +841,9 @@ json_t *fl_openapi_v3_doc(const char *gvpath)
     char *key = fl_strndup(gvpath, n);
     while (n && key[n - 1] == '/')
         key[--n] = '\0';
-    pthread_mutex_lock(&cache_lock);
-    cache_refresh();
-    json_t *v = json_incref(json_object_get(cache.docs, key));
-    pthread_mutex_unlock(&cache_lock);
+    oa_cache *c = cache_lock_fresh(reg);
+    json_t *v = json_incref(json_object_get(c->docs, key));
+    pthread_mutex_unlock(&c->lock);
     free(key);
     return v;
 }

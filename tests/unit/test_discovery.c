@@ -3,7 +3,7 @@
  * verbs and subresources; PATCH operations carrying x-kubernetes-group-version-kind and
  * an inline fieldValidation parameter; strategic-merge-patch content types for built-ins
  * only; component schemas with the GVK array and patch extensions; CRD kinds appearing
- * and disappearing with the kinds generation. */
+ * and disappearing with the kinds generation, separately in each registry. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,7 +89,7 @@ static void test_core_versions(void **state)
 
 static void test_group_list_and_preferred_versions(void **state)
 {
-    json_t *d = fl_discovery_groups();
+    json_t *d = fl_discovery_groups(NULL);
     assert_string_equal(json_string_value(json_object_get(d, "kind")), "APIGroupList");
     assert_string_equal(json_string_value(json_object_get(d, "apiVersion")), "v1");
     json_t *groups = json_object_get(d, "groups");
@@ -115,17 +115,17 @@ static void test_group_list_and_preferred_versions(void **state)
         assert_non_null(find_by(groups, "name", *g));
     json_decref(d);
 
-    json_t *g = fl_discovery_group("policy.karmada.io");
+    json_t *g = fl_discovery_group(NULL, "policy.karmada.io");
     assert_string_equal(json_string_value(json_object_get(g, "kind")), "APIGroup");
     assert_string_equal(json_string_value(json_object_get(g, "name")), "policy.karmada.io");
     json_decref(g);
-    assert_null(fl_discovery_group("nope.example.com"));
-    assert_null(fl_discovery_group(""));
+    assert_null(fl_discovery_group(NULL, "nope.example.com"));
+    assert_null(fl_discovery_group(NULL, ""));
 }
 
 static void test_resource_lists(void **state)
 {
-    json_t *d = fl_discovery_resources("apps", "v1");
+    json_t *d = fl_discovery_resources(NULL, "apps", "v1");
     assert_string_equal(json_string_value(json_object_get(d, "kind")), "APIResourceList");
     assert_string_equal(json_string_value(json_object_get(d, "groupVersion")), "apps/v1");
     json_t *res = json_object_get(d, "resources");
@@ -152,7 +152,7 @@ static void test_resource_lists(void **state)
     assert_non_null(find_by(res, "name", "statefulsets/scale"));
     json_decref(d);
 
-    d = fl_discovery_resources("", "v1");
+    d = fl_discovery_resources(NULL, "", "v1");
     assert_string_equal(json_string_value(json_object_get(d, "groupVersion")), "v1");
     res = json_object_get(d, "resources");
     static const char *ns_verbs[] = {"create", "delete", "get", "list", "patch", "update", "watch", NULL};
@@ -162,18 +162,18 @@ static void test_resource_lists(void **state)
     assert_null(find_by(res, "name", "configmaps/status"));
     json_decref(d);
 
-    d = fl_discovery_resources("work.karmada.io", "v1alpha1");
+    d = fl_discovery_resources(NULL, "work.karmada.io", "v1alpha1");
     res = json_object_get(d, "resources");
     assert_non_null(find_by(res, "name", "works"));
     assert_null(find_by(res, "name", "resourcebindings"));
     json_decref(d);
-    assert_null(fl_discovery_resources("apps", "v2"));
-    assert_null(fl_discovery_resources("nope", "v1"));
+    assert_null(fl_discovery_resources(NULL, "apps", "v2"));
+    assert_null(fl_discovery_resources(NULL, "nope", "v1"));
 }
 
 static void test_aggregated_v2(void **state)
 {
-    json_t *d = fl_discovery_aggregated(0);
+    json_t *d = fl_discovery_aggregated(NULL, 0);
     assert_string_equal(json_string_value(json_object_get(d, "kind")), "APIGroupDiscoveryList");
     assert_string_equal(json_string_value(json_object_get(d, "apiVersion")), "apidiscovery.k8s.io/v2");
     json_t *items = json_object_get(d, "items");
@@ -213,7 +213,7 @@ static void test_aggregated_v2(void **state)
     assert_verbs(json_object_get(sc, "verbs"), sub_verbs);
     json_decref(d);
 
-    d = fl_discovery_aggregated(1);
+    d = fl_discovery_aggregated(NULL, 1);
     items = json_object_get(d, "items");
     assert_int_equal(json_array_size(items), 1);
     it = json_array_get(items, 0);
@@ -290,16 +290,18 @@ static json_t *props(json_t *s, const char *path)
     return s;
 }
 
-static const char *index_url(const char *gvpath)
+static const char *reg_index_url(fl_kindreg *reg, const char *gvpath)
 {
     static char url[256];
-    json_t *idx = fl_openapi_v3_index();
+    json_t *idx = fl_openapi_v3_index(reg);
     const char *u = json_string_value(json_object_get(json_object_get(json_object_get(idx, "paths"), gvpath),
                                                       "serverRelativeURL"));
     snprintf(url, sizeof(url), "%s", u ? u : "");
     json_decref(idx);
     return u ? url : NULL;
 }
+
+static const char *index_url(const char *gvpath) { return reg_index_url(NULL, gvpath); }
 
 static void test_openapi_index(void **state)
 {
@@ -311,9 +313,9 @@ static void test_openapi_index(void **state)
     assert_non_null(index_url("apis/work.karmada.io/v1alpha1"));
     assert_non_null(index_url("apis/work.karmada.io/v1alpha2"));
     assert_null(index_url("apis/apps/v2"));
-    assert_null(fl_openapi_v3_doc("apis/apps/v2"));
+    assert_null(fl_openapi_v3_doc(NULL, "apis/apps/v2"));
     /* the doc is reachable by the URL's path, with or without slash and query */
-    json_t *a = fl_openapi_v3_doc("apis/apps/v1"), *b = fl_openapi_v3_doc("/apis/apps/v1?hash=x");
+    json_t *a = fl_openapi_v3_doc(NULL, "apis/apps/v1"), *b = fl_openapi_v3_doc(NULL, "/apis/apps/v1?hash=x");
     assert_non_null(a);
     assert_ptr_equal(a, b);
     json_decref(a);
@@ -322,7 +324,7 @@ static void test_openapi_index(void **state)
 
 static void test_openapi_apps_v1_for_kubectl(void **state)
 {
-    json_t *doc = fl_openapi_v3_doc("apis/apps/v1");
+    json_t *doc = fl_openapi_v3_doc(NULL, "apis/apps/v1");
     assert_string_equal(json_string_value(json_object_get(doc, "openapi")), "3.0.0");
     json_t *item = json_object_get(json_object_get(doc, "paths"), "/apis/apps/v1/namespaces/{namespace}/deployments/{name}");
     assert_non_null(item);
@@ -393,14 +395,14 @@ static void test_openapi_apps_v1_for_kubectl(void **state)
 
 static void test_openapi_karmada_has_no_smp(void **state)
 {
-    json_t *doc = fl_openapi_v3_doc("apis/policy.karmada.io/v1alpha1");
+    json_t *doc = fl_openapi_v3_doc(NULL, "apis/policy.karmada.io/v1alpha1");
     int smp;
     assert_int_equal(patch_ops_with_field_validation(doc, "policy.karmada.io", "v1alpha1", "PropagationPolicy", &smp), 1);
     assert_int_equal(smp, 0);
     assert_non_null(schema_for(doc, "policy.karmada.io", "v1alpha1", "ClusterOverridePolicy"));
     assert_non_null(json_object_get(json_object_get(doc, "paths"), "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies/{name}"));
     json_decref(doc);
-    doc = fl_openapi_v3_doc("api/v1");
+    doc = fl_openapi_v3_doc(NULL, "api/v1");
     assert_int_equal(patch_ops_with_field_validation(doc, "", "v1", "Pod", &smp), 2);
     assert_int_equal(smp, 2);
     assert_int_equal(patch_ops_with_field_validation(doc, "", "v1", "ConfigMap", &smp), 1);
@@ -420,14 +422,14 @@ static void test_crd_shows_up_and_goes_away(void **state)
     const char *apps_before = index_url("apis/apps/v1");
     char apps_url[256];
     snprintf(apps_url, sizeof(apps_url), "%s", apps_before);
-    assert_null(fl_discovery_group("example.com"));
+    assert_null(fl_discovery_group(NULL, "example.com"));
     assert_null(index_url("apis/example.com/v1"));
 
     char *err = NULL;
     assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
     assert_true(fl_kinds_generation() > g);
 
-    json_t *d = fl_discovery_resources("example.com", "v1");
+    json_t *d = fl_discovery_resources(NULL, "example.com", "v1");
     assert_non_null(d);
     json_t *w = find_by(json_object_get(d, "resources"), "name", "widgets");
     assert_non_null(w);
@@ -435,10 +437,10 @@ static void test_crd_shows_up_and_goes_away(void **state)
     assert_true(str_in(json_object_get(w, "shortNames"), "wd"));
     assert_non_null(find_by(json_object_get(d, "resources"), "name", "widgets/status"));
     json_decref(d);
-    d = fl_discovery_groups();
+    d = fl_discovery_groups(NULL);
     assert_non_null(find_by(json_object_get(d, "groups"), "name", "example.com"));
     json_decref(d);
-    d = fl_discovery_aggregated(0);
+    d = fl_discovery_aggregated(NULL, 0);
     bool found = false;
     size_t i;
     json_t *it;
@@ -458,7 +460,7 @@ static void test_crd_shows_up_and_goes_away(void **state)
     char first_url[256];
     snprintf(first_url, sizeof(first_url), "%s", u);
     assert_string_equal(index_url("apis/apps/v1"), apps_url); /* unrelated docs keep their hash */
-    json_t *doc = fl_openapi_v3_doc("apis/example.com/v1");
+    json_t *doc = fl_openapi_v3_doc(NULL, "apis/example.com/v1");
     int smp;
     assert_int_equal(patch_ops_with_field_validation(doc, "example.com", "v1", "Widget", &smp), 2);
     assert_int_equal(smp, 0);
@@ -485,10 +487,90 @@ static void test_crd_shows_up_and_goes_away(void **state)
     assert_string_not_equal(u, first_url);
 
     fl_kinds_remove_crd("widgets.example.com");
-    assert_null(fl_discovery_resources("example.com", "v1"));
-    assert_null(fl_discovery_group("example.com"));
+    assert_null(fl_discovery_resources(NULL, "example.com", "v1"));
+    assert_null(fl_discovery_group(NULL, "example.com"));
     assert_null(index_url("apis/example.com/v1"));
-    assert_null(fl_openapi_v3_doc("apis/example.com/v1"));
+    assert_null(fl_openapi_v3_doc(NULL, "apis/example.com/v1"));
+    json_decref(crd);
+}
+
+/* Simulated members each have a registry: a CRD created in one shows in its discovery
+ * and OpenAPI documents only. */
+static bool agg_has_group(const json_t *d, const char *group)
+{
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(d, "items"), i, it) {
+        const char *name = json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
+        if (name && !strcmp(name, group))
+            return true;
+    }
+    return false;
+}
+
+static void test_registries_have_their_own_documents(void **state)
+{
+    fl_kindreg *a = fl_kindreg_new(), *b = fl_kindreg_new();
+    char apps_url[256];
+    snprintf(apps_url, sizeof(apps_url), "%s", reg_index_url(b, "apis/apps/v1"));
+    /* before any CRD both describe the built-ins alone (the same documents) */
+    json_t *ga = fl_discovery_groups(a), *gb = fl_discovery_groups(b);
+    assert_true(json_equal(ga, gb));
+    json_decref(ga);
+    json_decref(gb);
+
+    json_error_t e;
+    json_t *crd = json_loads(crd_text, 0, &e);
+    assert_non_null(crd);
+    char *err = NULL;
+    assert_int_equal(fl_kindreg_apply_crd(a, crd, &err), 0);
+
+    /* discovery: a serves example.com/v1, b and the default registry do not */
+    json_t *d = fl_discovery_resources(a, "example.com", "v1");
+    assert_non_null(d);
+    assert_non_null(find_by(json_object_get(d, "resources"), "name", "widgets"));
+    json_decref(d);
+    assert_null(fl_discovery_resources(b, "example.com", "v1"));
+    assert_null(fl_discovery_resources(NULL, "example.com", "v1"));
+    d = fl_discovery_group(a, "example.com");
+    assert_non_null(d);
+    json_decref(d);
+    assert_null(fl_discovery_group(b, "example.com"));
+    ga = fl_discovery_groups(a);
+    gb = fl_discovery_groups(b);
+    assert_non_null(find_by(json_object_get(ga, "groups"), "name", "example.com"));
+    assert_null(find_by(json_object_get(gb, "groups"), "name", "example.com"));
+    assert_false(json_equal(ga, gb));
+    json_decref(ga);
+    json_decref(gb);
+    ga = fl_discovery_aggregated(a, 0);
+    gb = fl_discovery_aggregated(b, 0);
+    assert_true(agg_has_group(ga, "example.com"));
+    assert_false(agg_has_group(gb, "example.com"));
+    json_decref(ga);
+    json_decref(gb);
+
+    /* OpenAPI: the same split; unrelated documents keep their hash in both */
+    assert_non_null(reg_index_url(a, "apis/example.com/v1"));
+    assert_null(reg_index_url(b, "apis/example.com/v1"));
+    assert_null(index_url("apis/example.com/v1"));
+    assert_string_equal(reg_index_url(a, "apis/apps/v1"), apps_url);
+    assert_string_equal(reg_index_url(b, "apis/apps/v1"), apps_url);
+    json_t *doc = fl_openapi_v3_doc(a, "apis/example.com/v1");
+    assert_non_null(schema_for(doc, "example.com", "v1", "Widget"));
+    json_decref(doc);
+    assert_null(fl_openapi_v3_doc(b, "apis/example.com/v1"));
+
+    /* freeing a (its caches built) leaves b's documents intact; then a CRD in b shows */
+    fl_kindreg_free(a);
+    assert_null(fl_discovery_group(b, "example.com"));
+    assert_int_equal(fl_kindreg_apply_crd(b, crd, &err), 0);
+    d = fl_discovery_group(b, "example.com");
+    assert_non_null(d);
+    json_decref(d);
+    assert_non_null(reg_index_url(b, "apis/example.com/v1"));
+    assert_null(fl_discovery_group(NULL, "example.com"));
+    fl_kindreg_free(b);
     json_decref(crd);
 }
 
@@ -504,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_openapi_apps_v1_for_kubectl),
         cmocka_unit_test(test_openapi_karmada_has_no_smp),
         cmocka_unit_test(test_crd_shows_up_and_goes_away),
+        cmocka_unit_test(test_registries_have_their_own_documents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

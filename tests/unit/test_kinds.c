@@ -1,7 +1,8 @@
 /* test_kinds.c - the kind table and registry: lookups, upstream names (short names,
  * categories, scope, subresources), field selectors, validation hooks, Table columns
- * and row functions, CustomResourceDefinition apply/replace/remove, and the
- * strategic-merge-patch metadata lookup. */
+ * and row functions, CustomResourceDefinition apply/replace/remove, the
+ * strategic-merge-patch metadata lookup, and registries: a CRD applied to one (a
+ * simulated member's) is served by it alone, freeing one, the default registry. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -659,6 +660,239 @@ static void test_concurrent_lookups_during_crd_changes(void **state)
     json_decref(crd);
 }
 
+/* ------------------------------------------------------------------ */
+/* Registries: one per simulated member, the default one for the server */
+/* ------------------------------------------------------------------ */
+
+static bool list_has(fl_kindreg *reg, const char *group, const char *resource, size_t *count)
+{
+    const fl_kind **all;
+    size_t n = fl_kindreg_list(reg, &all);
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(all[i]->group, group) && !strcmp(all[i]->resource, resource))
+            found = true;
+    free(all);
+    if (count)
+        *count = n;
+    return found;
+}
+
+static void test_crd_in_one_registry_is_served_only_there(void **state)
+{
+    fl_kindreg *a = fl_kindreg_new(), *b = fl_kindreg_new();
+    size_t nbuiltin, n;
+    assert_false(list_has(a, "stable.example.com", "crontabs", &nbuiltin));
+    uint64_t ga = fl_kindreg_generation(a), gb = fl_kindreg_generation(b), gd = fl_kinds_generation();
+    assert_true(ga != gb && ga != gd && gb != gd); /* unique across registries */
+
+    /* built-in kinds are shared data: the same pointer in every registry */
+    const fl_kind *dep = fl_kind_by_resource("apps", "v1", "deployments");
+    assert_ptr_equal(fl_kindreg_by_resource(a, "apps", "v1", "deployments"), dep);
+    assert_ptr_equal(fl_kindreg_by_gvk(b, "apps/v1", "Deployment"), dep);
+
+    json_t *crd = parse(crontab_crd);
+    char *err = NULL;
+    assert_int_equal(fl_kindreg_apply_crd(a, crd, &err), 0);
+    assert_null(err);
+    const fl_kind *ca = fl_kindreg_by_resource(a, "stable.example.com", "v1", "crontabs");
+    assert_non_null(ca);
+    assert_ptr_equal(fl_kindreg_by_gvk(a, "stable.example.com/v1", "CronTab"), ca);
+    assert_true(list_has(a, "stable.example.com", "crontabs", &n));
+    assert_int_equal(n, nbuiltin + 2); /* v1 and v1beta1 */
+    assert_true(fl_kindreg_generation(a) > ga);
+
+    /* the other registry and the default one are unaffected */
+    assert_null(fl_kindreg_by_resource(b, "stable.example.com", "v1", "crontabs"));
+    assert_null(fl_kindreg_by_gvk(b, "stable.example.com/v1", "CronTab"));
+    assert_false(list_has(b, "stable.example.com", "crontabs", &n));
+    assert_int_equal(n, nbuiltin);
+    assert_int_equal(fl_kindreg_generation(b), gb);
+    assert_null(fl_kind_by_resource("stable.example.com", "v1", "crontabs"));
+    assert_false(list_has(NULL, "stable.example.com", "crontabs", NULL));
+    assert_int_equal(fl_kinds_generation(), gd);
+
+    /* names clash only within a registry: b may serve CronTab under another plural */
+    json_t *z = parse("{\"metadata\":{\"name\":\"crontabz.stable.example.com\"},"
+                      "\"spec\":{\"group\":\"stable.example.com\",\"scope\":\"Cluster\","
+                      "\"names\":{\"plural\":\"crontabz\",\"kind\":\"CronTab\"},"
+                      "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true}]}}");
+    assert_int_equal(fl_kindreg_apply_crd(a, z, &err), FL_EINVAL);
+    free(err);
+    err = NULL;
+    assert_int_equal(fl_kindreg_apply_crd(b, z, &err), 0);
+    assert_non_null(fl_kindreg_by_resource(b, "stable.example.com", "v1", "crontabz"));
+    assert_null(fl_kindreg_by_resource(a, "stable.example.com", "v1", "crontabz"));
+
+    /* the same CRD in both: separate kinds; removing it from one leaves the other */
+    fl_kindreg_remove_crd(b, "crontabz.stable.example.com");
+    assert_int_equal(fl_kindreg_apply_crd(b, crd, &err), 0);
+    const fl_kind *cb = fl_kindreg_by_resource(b, "stable.example.com", "v1", "crontabs");
+    assert_non_null(cb);
+    assert_ptr_not_equal(cb, ca);
+    uint64_t gb2 = fl_kindreg_generation(b);
+    fl_kindreg_remove_crd(a, "crontabs.stable.example.com");
+    assert_null(fl_kindreg_by_resource(a, "stable.example.com", "v1", "crontabs"));
+    assert_false(ca->served);
+    assert_string_equal(ca->kind, "CronTab"); /* retired, still readable while a lives */
+    assert_ptr_equal(fl_kindreg_by_resource(b, "stable.example.com", "v1", "crontabs"), cb);
+    assert_true(cb->served);
+    assert_int_equal(fl_kindreg_generation(b), gb2);
+
+    /* freeing a leaves b serving */
+    fl_kindreg_free(a);
+    assert_ptr_equal(fl_kindreg_by_resource(b, "stable.example.com", "v1", "crontabs"), cb);
+    assert_string_equal(cb->crd_name, "crontabs.stable.example.com");
+    fl_kindreg_free(b);
+    json_decref(crd);
+    json_decref(z);
+}
+
+static void test_default_registry_is_the_global_one(void **state)
+{
+    fl_kindreg *d = fl_kindreg_default();
+    assert_non_null(d);
+    assert_ptr_equal(fl_kindreg_default(), d);
+    json_t *crd = parse(crontab_crd);
+    char *err = NULL;
+    assert_int_equal(fl_kinds_apply_crd(crd, &err), 0);
+    const fl_kind *k = fl_kind_by_resource("stable.example.com", "v1", "crontabs");
+    assert_non_null(k);
+    assert_ptr_equal(fl_kindreg_by_resource(d, "stable.example.com", "v1", "crontabs"), k);
+    assert_ptr_equal(fl_kindreg_by_resource(NULL, "stable.example.com", "v1", "crontabs"), k);
+    assert_int_equal(fl_kindreg_generation(d), fl_kinds_generation());
+    /* a new registry starts with the built-ins only, whatever the default serves */
+    fl_kindreg *m = fl_kindreg_new();
+    assert_null(fl_kindreg_by_resource(m, "stable.example.com", "v1", "crontabs"));
+    fl_kindreg_free(m);
+    fl_kindreg_remove_crd(d, "crontabs.stable.example.com");
+    assert_null(fl_kind_by_resource("stable.example.com", "v1", "crontabs"));
+    assert_false(k->served); /* the default registry is never freed: k stays readable */
+    /* freeing NULL or the default registry does nothing */
+    fl_kindreg_free(NULL);
+    fl_kindreg_free(d);
+    assert_non_null(fl_kind_by_resource("apps", "v1", "deployments"));
+    json_decref(crd);
+}
+
+static int freed_slots;
+static void *make_slot(void) { return calloc(1, 16); }
+static void free_slot(void *p)
+{
+    freed_slots++;
+    free(p);
+}
+
+static void test_registry_free_releases_kinds_and_caches(void **state)
+{
+    static const char key1, key2;
+    fl_kindreg *r = fl_kindreg_new();
+    json_t *crd = parse(crontab_crd);
+    char *err = NULL;
+    assert_int_equal(fl_kindreg_apply_crd(r, crd, &err), 0);
+    /* a changed CRD retires the first kinds: both generations are freed with r (ASan) */
+    json_object_set_new(json_object_get(json_object_get(crd, "spec"), "names"), "singular", json_string("ct2"));
+    assert_int_equal(fl_kindreg_apply_crd(r, crd, &err), 0);
+    void *s1 = fl_kindreg_cache(r, &key1, make_slot, free_slot);
+    assert_non_null(s1);
+    assert_ptr_equal(fl_kindreg_cache(r, &key1, make_slot, free_slot), s1);
+    assert_ptr_not_equal(fl_kindreg_cache(r, &key2, make_slot, free_slot), s1);
+    freed_slots = 0;
+    fl_kindreg_free(r);
+    assert_int_equal(freed_slots, 2);
+    json_decref(crd);
+}
+
+static void test_registries_without_crds_share_derived_documents(void **state)
+{
+    fl_kindreg *a = fl_kindreg_new(), *b = fl_kindreg_new();
+    fl_kindreg *shared = fl_kindreg_shared(a);
+    assert_ptr_equal(fl_kindreg_shared(b), shared);
+    assert_ptr_equal(fl_kindreg_shared(shared), shared);
+    json_t *crd = parse(crontab_crd);
+    char *err = NULL;
+    assert_int_equal(fl_kindreg_apply_crd(a, crd, &err), 0);
+    assert_ptr_equal(fl_kindreg_shared(a), a); /* its own documents now */
+    assert_ptr_equal(fl_kindreg_shared(b), shared);
+    /* the shared registry serves built-ins only */
+    assert_int_equal(fl_kindreg_apply_crd(shared, crd, &err), FL_EINVAL);
+    assert_non_null(err);
+    free(err);
+    assert_null(fl_kindreg_by_resource(shared, "stable.example.com", "v1", "crontabs"));
+    fl_kindreg_free(shared); /* a no-op */
+    /* a CRD shadowed by a built-in serves nothing of its own: still shared */
+    json_t *pp = parse("{\"metadata\":{\"name\":\"propagationpolicies.policy.karmada.io\"},"
+                       "\"spec\":{\"group\":\"policy.karmada.io\",\"scope\":\"Namespaced\","
+                       "\"names\":{\"plural\":\"propagationpolicies\",\"kind\":\"PropagationPolicy\"},"
+                       "\"versions\":[{\"name\":\"v1alpha1\",\"served\":true,\"storage\":true}]}}");
+    err = NULL;
+    assert_int_equal(fl_kindreg_apply_crd(b, pp, &err), 0);
+    assert_ptr_equal(fl_kindreg_shared(b), shared);
+    fl_kindreg_remove_crd(a, "crontabs.stable.example.com");
+    assert_ptr_equal(fl_kindreg_shared(a), shared);
+    fl_kindreg_free(a);
+    fl_kindreg_free(b);
+    json_decref(crd);
+    json_decref(pp);
+}
+
+/* Member registries change while other threads read them: each reader checks that a
+ * registry never serves another's CRD. */
+typedef struct member_reader {
+    fl_kindreg *reg;
+    const char *other_plural; /* the plural only the other registry ever serves */
+    bool *stop;
+} member_reader;
+
+static void *member_reader_main(void *arg)
+{
+    member_reader *m = arg;
+    while (!__atomic_load_n(m->stop, __ATOMIC_ACQUIRE)) {
+        if (!fl_kindreg_by_resource(m->reg, "apps", "v1", "deployments"))
+            abort();
+        if (fl_kindreg_by_resource(m->reg, "stable.example.com", "v1", m->other_plural))
+            abort();
+        const fl_kind **all;
+        size_t n = fl_kindreg_list(m->reg, &all);
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(all[i]->resource, m->other_plural))
+                abort();
+        free(all);
+    }
+    return NULL;
+}
+
+static void test_concurrent_member_registries(void **state)
+{
+    fl_kindreg *a = fl_kindreg_new(), *b = fl_kindreg_new();
+    bool stop = false;
+    member_reader ra = {a, "crontabz", &stop}, rb = {b, "crontabs", &stop};
+    pthread_t th[2];
+    pthread_create(&th[0], NULL, member_reader_main, &ra);
+    pthread_create(&th[1], NULL, member_reader_main, &rb);
+    json_t *ca = parse(crontab_crd);
+    json_t *cb = parse("{\"metadata\":{\"name\":\"crontabz.stable.example.com\"},"
+                       "\"spec\":{\"group\":\"stable.example.com\",\"scope\":\"Cluster\","
+                       "\"names\":{\"plural\":\"crontabz\",\"kind\":\"CronTab\"},"
+                       "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true}]}}");
+    for (int i = 0; i < 200; i++) {
+        char *err = NULL;
+        assert_int_equal(fl_kindreg_apply_crd(a, ca, &err), 0);
+        assert_int_equal(fl_kindreg_apply_crd(b, cb, &err), 0);
+        if (i % 2) {
+            fl_kindreg_remove_crd(a, "crontabs.stable.example.com");
+            fl_kindreg_remove_crd(b, "crontabz.stable.example.com");
+        }
+    }
+    __atomic_store_n(&stop, true, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    fl_kindreg_free(a);
+    fl_kindreg_free(b);
+    json_decref(ca);
+    json_decref(cb);
+}
+
 int main(void)
 {
     fl_kinds_init();
@@ -676,6 +910,11 @@ int main(void)
         cmocka_unit_test(test_crd_name_clash_is_refused),
         cmocka_unit_test(test_smp_metadata_as_upstream_tags),
         cmocka_unit_test(test_concurrent_lookups_during_crd_changes),
+        cmocka_unit_test(test_crd_in_one_registry_is_served_only_there),
+        cmocka_unit_test(test_default_registry_is_the_global_one),
+        cmocka_unit_test(test_registry_free_releases_kinds_and_caches),
+        cmocka_unit_test(test_registries_without_crds_share_derived_documents),
+        cmocka_unit_test(test_concurrent_member_registries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
