@@ -537,6 +537,21 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
         from = v;
         initial = send_initial;
     }
+    /* a revision from the future (a client resuming against a store that lost history):
+     * wait briefly for it, then refuse, as the apiserver's watch cache does */
+    for (int waited = 0; !initial && from > fl_store_rev(api->store); waited += 50) {
+        if (waited >= 3000) {
+            json_t *causes = json_pack("[{s:s, s:s}]", "reason", "ResourceVersionTooLarge", "message",
+                                       "Too large resource version");
+            fl_resp_status(r, 504, "Timeout", t, causes, "Too large resource version: %lld, current: %lld",
+                           (long long)from, (long long)fl_store_rev(api->store));
+            filter_close(&s->f);
+            free(s);
+            return;
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     char *prefix = fl_coll_prefix(t->kind, t->has_ns ? t->ns : NULL);
     int rc = 0;
     if (initial) {

@@ -796,3 +796,16 @@ def test_custom_resources_are_pruned_defaulted_and_strictly_validated(server):
 
     code, _, err = server.http("POST", coll + "?fieldValidation=Bogus", body)
     assert code == 422 and err["details"]["causes"][0]["field"] == "fieldValidation", err
+
+
+def test_watch_from_a_future_resource_version_is_refused(server):
+    """A resourceVersion the store has not reached (a client resuming against a store that lost
+    history) is refused after a short wait, as the apiserver's watch cache refuses it."""
+    code, lst = server.curl("GET", "/api/v1/namespaces/default/configmaps")
+    future = int(lst["metadata"]["resourceVersion"]) + 1000000
+    t0 = time.time()
+    code, body = server.curl("GET", f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={future}")
+    assert code == 504, body
+    assert body["reason"] == "Timeout"
+    assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    assert 2.5 <= time.time() - t0 < 10
