@@ -11,9 +11,15 @@
  * value of every live key in memory (for get/list without I/O) and a window of
  * recent events for watches; everything older comes from the log.
  *
+ * A store can also live in memory only (fl_store_config.memory): the same contract
+ * in every respect except durability, for the many small stores of simulated member
+ * clusters. It keeps a bounded window of history in memory instead of a log, writes
+ * synchronously on the caller's thread, and starts no threads of its own.
+ *
  * Threads: every function may be called from any thread concurrently. Writes are
  * durable (fsync'd per the backend's durability setting) before fl_store_write()
- * returns; concurrent writes are group-committed. */
+ * returns; concurrent writes are group-committed. A memory store applies each write
+ * under its lock on the caller's thread and is never durable. */
 #ifndef FL_STORE_H
 #define FL_STORE_H
 
@@ -28,14 +34,39 @@ typedef struct fl_store fl_store;
 /* ---- opening ---- */
 
 typedef struct fl_store_config {
-    const char *path;          /* SQLite database file */
-    int64_t compact_window;    /* revisions kept behind the head for watches; 0 = default (100000) */
-    int compact_interval_ms;   /* how often to compact; 0 = default (5000); <0 = never automatically */
+    const char *path;          /* SQLite database file; ignored (may be NULL) when memory is set */
+    int64_t compact_window;    /* revisions kept behind the head for watches; 0 = default (100000;
+                                  a memory store: ring_events) */
+    int compact_interval_ms;   /* how often to compact; 0 = default (5000); <0 = never automatically;
+                                  ignored by a memory store, which compacts as it writes */
     bool durable;              /* true: synchronous=FULL (fsync every commit); false: NORMAL */
+    bool memory;               /* true: memory only, nothing on disk, lost on fl_store_free (below) */
+    size_t ring_events;        /* events of history kept in memory for watches; 0 = default
+                                  (SQLite 65536, memory 1024) */
+    size_t ring_bytes;         /* memory store: cap on the bytes of old values its history keeps
+                                  alive (beyond the current state); 0 = no cap. SQLite ignores it */
 } fl_store_config;
 
+/* Memory stores (memory = true).
+ * - No file, no SQLite, no threads: fl_store_write renders and applies the op under
+ *   the store's lock on the calling thread and publishes its event before returning.
+ * - Revisions, compare-and-swap, create revisions, tombstones (DELETE events with the
+ *   final value), lists and watches behave exactly as in the SQLite store.
+ * - History: the last min(compact_window, ring_events) revisions are kept in memory,
+ *   each with the value it replaced, fewer if ring_bytes is set and those old values
+ *   would exceed it. That window is all the "log" there is: fl_store_compact_rev()
+ *   advances as writes push revisions out of it, and fl_store_compact() has nothing
+ *   more to do. Lists at a revision inside the window are served from memory; watches
+ *   from inside it get every later event; anything older gets FL_EEXPIRED.
+ * - Memory: an empty store costs under 1 KiB and one with 3 small keys about 2 KiB.
+ *   The history array grows on demand up to ring_events records of 32 bytes, and
+ *   each record keeps the value it replaced alive until it leaves the window, so a
+ *   busy store holds up to ring_events old values: bound them with ring_bytes
+ *   (docs/internals/store.md, "Memory stores"). */
+
 /* Open (creating if needed) a store. *out is set on every path (NULL on failure).
- * Loads the current state into memory. Returns FL_EIO on open/schema failure. */
+ * Loads the current state into memory. Returns FL_EIO on open/schema failure, FL_EINVAL
+ * if cfg is NULL or names neither a path nor memory. */
 int fl_store_open(const fl_store_config *cfg, fl_store **out);
 /* Stop background work, wake and end all watches (they return FL_ECLOSED), close. NULL-safe. */
 void fl_store_free(fl_store *s);
@@ -80,7 +111,8 @@ size_t fl_store_count(fl_store *s, const char *prefix);
 enum fl_store_op_type { FL_STORE_CREATE = 1, FL_STORE_UPDATE = 2, FL_STORE_DELETE = 3 };
 
 /* Render the value to store, now that its revision is known. Called exactly once
- * per attempted write, on the store's writer thread, with the current value of the
+ * per attempted write, on the store's writer thread (a memory store: on the caller's
+ * thread, holding the store's lock, so keep it short), with the current value of the
  * key (NULL for create) and the revision the write will get. Returns a heap string
  * (malloc'd, the store takes ownership) and its length in *len; for a delete the
  * value is the object's final state as seen by DELETED watch events. Must not call
@@ -99,7 +131,7 @@ typedef struct fl_store_op {
                                  for DELETE the final value; NULL on failure */
 } fl_store_op;
 
-/* Apply one write and wait until it is durable. Returns:
+/* Apply one write and wait until it is durable (a memory store: until it is applied). Returns:
  *   0            success; op->rev and op->value set
  *   FL_EEXIST    CREATE of a live key
  *   FL_ENOTFOUND UPDATE/DELETE of an absent key

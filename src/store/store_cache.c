@@ -4,7 +4,11 @@
  * continue token, so the index must be ordered; AVL keeps lookups at ~1.44 log n
  * with two child pointers and a height byte per node, and needs no parent
  * pointers because iteration uses an explicit stack (fl_store_cache_iter).
- * Mutations are recursive; the depth is bounded by the tree height (< 64). */
+ * Mutations are recursive; the depth is bounded by the tree height (< 64).
+ *
+ * The list snapshot (fl_store_snap) lives here too because every backend lists
+ * the same way: copy the matching keys and value references out under the read
+ * lock, then call back without it. */
 #include "store/store_cache.h"
 
 #include <stdlib.h>
@@ -176,6 +180,15 @@ void fl_store_cache_seek(const fl_store_cache *c, fl_store_cache_iter *it, const
     }
 }
 
+void fl_store_cache_seek_list(const fl_store_cache *c, fl_store_cache_iter *it, const char *prefix,
+                              const char *start_after)
+{
+    if (start_after && *start_after && strcmp(start_after, prefix) >= 0)
+        fl_store_cache_seek(c, it, start_after, false);
+    else
+        fl_store_cache_seek(c, it, prefix, true);
+}
+
 fl_store_node *fl_store_cache_next(fl_store_cache_iter *it)
 {
     if (it->depth == 0)
@@ -184,4 +197,47 @@ fl_store_node *fl_store_cache_next(fl_store_cache_iter *it)
     for (fl_store_node *m = n->link[1]; m; m = m->link[0])
         it->stack[it->depth++] = m;
     return n;
+}
+
+/* ---- list snapshots ---- */
+
+void fl_store_snap_add(fl_store_snap *sn, const char *key, fl_blob *value, int64_t rev, int64_t create_rev)
+{
+    size_t klen = strlen(key) + 1;
+    if (sn->n == sn->cap) {
+        sn->cap = sn->cap ? sn->cap * 2 : 64;
+        sn->ents = fl_realloc(sn->ents, sn->cap * sizeof(*sn->ents));
+    }
+    if (sn->alen + klen > sn->acap) {
+        sn->acap = (sn->acap ? sn->acap * 2 : 4096) + klen;
+        sn->arena = fl_realloc(sn->arena, sn->acap);
+    }
+    memcpy(sn->arena + sn->alen, key, klen);
+    sn->ents[sn->n].key_off = sn->alen;
+    sn->ents[sn->n].kv.value = fl_blob_ref(value);
+    sn->ents[sn->n].kv.rev = rev;
+    sn->ents[sn->n].kv.create_rev = create_rev;
+    sn->alen += klen;
+    sn->n++;
+}
+
+bool fl_store_snap_deliver(fl_store_snap *sn, fl_store_list_fn fn, void *ctx)
+{
+    bool stopped_early = false;
+    size_t i = 0;
+    for (; i < sn->n; i++) {
+        bool go_on = fn(ctx, sn->arena + sn->ents[i].key_off, &sn->ents[i].kv);
+        fl_blob_unref(sn->ents[i].kv.value);
+        if (!go_on) {
+            stopped_early = i + 1 < sn->n;
+            i++;
+            break;
+        }
+    }
+    for (; i < sn->n; i++)
+        fl_blob_unref(sn->ents[i].kv.value);
+    free(sn->ents);
+    free(sn->arena);
+    memset(sn, 0, sizeof(*sn));
+    return stopped_early;
 }

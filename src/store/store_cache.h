@@ -6,7 +6,11 @@
  * costs one malloc of ~48 bytes plus its length on top of its value blob.
  *
  * Not thread-safe by itself: the backend guards it with a rwlock, and only the
- * backend's writer thread mutates it. */
+ * backend's writer (the SQLite writer thread, or a memory store's writer holding
+ * the lock) mutates it.
+ *
+ * Also here: fl_store_snap, the copy of a list's result that backends take under
+ * their lock and deliver after releasing it. */
 #ifndef FL_STORE_CACHE_H
 #define FL_STORE_CACHE_H
 
@@ -15,6 +19,7 @@
 #include <stdint.h>
 
 #include "store/blob.h"
+#include "store/store.h"
 
 typedef struct fl_store_node {
     struct fl_store_node *link[2]; /* left, right */
@@ -29,6 +34,28 @@ typedef struct fl_store_cache {
     fl_store_node *root;
     size_t count;
 } fl_store_cache;
+
+/* A list's result copied out of the cache under the backend's lock: keys into one
+ * arena, values as references. It is delivered to the caller's callback after the
+ * lock is released, so a slow consumer never holds up writers and may call back
+ * into the store. Zero-initialise it; fl_store_snap_deliver frees it. */
+typedef struct fl_store_snap_ent {
+    size_t key_off;
+    fl_kv kv;
+} fl_store_snap_ent;
+
+typedef struct fl_store_snap {
+    fl_store_snap_ent *ents;
+    size_t n, cap;
+    char *arena;
+    size_t alen, acap;
+} fl_store_snap;
+
+/* Append key with a new reference to value. */
+void fl_store_snap_add(fl_store_snap *sn, const char *key, fl_blob *value, int64_t rev, int64_t create_rev);
+/* Call fn for each entry in order until it returns false, then free the snapshot.
+ * Returns true if fn stopped early with entries left undelivered. */
+bool fl_store_snap_deliver(fl_store_snap *sn, fl_store_list_fn fn, void *ctx);
 
 /* In-order cursor. 64 levels hold any AVL tree that fits in memory. */
 typedef struct fl_store_cache_iter {
@@ -50,6 +77,10 @@ bool fl_store_cache_del(fl_store_cache *c, const char *key);
 /* Position it before the first key >= lo (inclusive) or > lo (!inclusive);
  * lo NULL means the first key. O(log n). */
 void fl_store_cache_seek(const fl_store_cache *c, fl_store_cache_iter *it, const char *lo, bool inclusive);
+/* Position it before the first key >= prefix that sorts after start_after (NULL or
+ * "" = no bound): where a list of prefix continuing after start_after begins. */
+void fl_store_cache_seek_list(const fl_store_cache *c, fl_store_cache_iter *it, const char *prefix,
+                              const char *start_after);
 /* Next node in key order, or NULL at the end. Amortised O(1). */
 fl_store_node *fl_store_cache_next(fl_store_cache_iter *it);
 

@@ -20,7 +20,11 @@
  *   - a compaction timer thread asks the writer to compact every interval;
  *   - readers of old revisions (paginated lists, watch log replay) borrow a
  *     connection from a small pool and read inside one transaction so the check of
- *     the compaction revision and the rows come from the same snapshot. */
+ *     the compaction revision and the rows come from the same snapshot.
+ *
+ * Memory stores (fl_store_config.memory) share struct fl_store and this file's
+ * reads of the current state; opening, closing, writes, compaction, lists at a
+ * revision and watches hand over to store_memory.c. */
 #include "store/store.h"
 
 #include <pthread.h>
@@ -38,7 +42,7 @@
 
 #define DEFAULT_WINDOW 100000
 #define DEFAULT_INTERVAL_MS 5000
-#define RING_SIZE 65536         /* events kept in memory for watches */
+#define RING_SIZE 65536         /* events kept in memory for watches, unless configured */
 #define WATCH_BACKLOG 100000    /* queued events per watch before it expires */
 
 /* ---- SQLite helpers ---- */
@@ -195,6 +199,8 @@ static int replay_log(void *ctx, const char *prefix, int64_t from, int64_t to, s
 int fl_store_open(const fl_store_config *cfg, fl_store **out)
 {
     *out = NULL;
+    if (cfg && cfg->memory)
+        return fl_store_memory_open(cfg, out);
     if (!cfg || !cfg->path)
         return FL_EINVAL;
     fl_store *s = fl_calloc(1, sizeof(*s));
@@ -247,7 +253,8 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
         rc = FL_EIO;
         goto fail;
     }
-    s->hub = fl_watch_hub_new(s->head, RING_SIZE, WATCH_BACKLOG, replay_log, s);
+    s->hub = fl_watch_hub_new(s->head, cfg->ring_events ? cfg->ring_events : RING_SIZE, WATCH_BACKLOG, replay_log,
+                              s);
     if (pthread_create(&s->writer, NULL, fl_store_sqlite_writer_main, s) != 0) {
         rc = FL_EIO;
         goto fail;
@@ -268,6 +275,10 @@ void fl_store_free(fl_store *s)
 {
     if (!s)
         return;
+    if (s->memory) {
+        fl_store_memory_free(s);
+        return;
+    }
     if (s->timer_started) {
         pthread_mutex_lock(&s->timer_mu);
         s->timer_stop = true;
@@ -333,77 +344,32 @@ static bool has_prefix(const char *key, const char *prefix, size_t plen)
     return strncmp(key, prefix, plen) == 0;
 }
 
-/* Position it at the first key under prefix that sorts after start_after. */
-static void seek_list(fl_store *s, fl_store_cache_iter *it, const char *prefix, const char *start_after)
-{
-    if (start_after && *start_after && strcmp(start_after, prefix) >= 0)
-        fl_store_cache_seek(&s->cache, it, start_after, false);
-    else
-        fl_store_cache_seek(&s->cache, it, prefix, true);
-}
-
-/* A list of the current state is copied out under the read lock (keys into one
- * arena, values as references) and handed to the callback after unlocking, so a
- * slow consumer never holds up the writer and may call back into the store. */
-struct snap_ent {
-    size_t key_off;
-    fl_kv kv;
-};
-
+/* A list of the current state is copied out under the read lock and handed to the
+ * callback after unlocking (fl_store_snap), so a slow consumer never holds up the
+ * writer and may call back into the store. */
 static int list_memory(fl_store *s, const char *prefix, const char *start_after, size_t limit,
                        fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
 {
     size_t plen = strlen(prefix);
-    struct snap_ent *ents = NULL;
-    size_t n = 0, cap = 0;
-    char *arena = NULL;
-    size_t alen = 0, acap = 0;
+    fl_store_snap sn = { 0 };
     bool more = false;
 
     pthread_rwlock_rdlock(&s->lock);
     *rev_out = s->head;
     fl_store_cache_iter it;
-    seek_list(s, &it, prefix, start_after);
+    fl_store_cache_seek_list(&s->cache, &it, prefix, start_after);
     fl_store_node *node;
     while ((node = fl_store_cache_next(&it)) && has_prefix(node->key, prefix, plen)) {
-        if (limit > 0 && n == limit) {
+        if (limit > 0 && sn.n == limit) {
             more = true;
             break;
         }
-        size_t klen = strlen(node->key) + 1;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            ents = fl_realloc(ents, cap * sizeof(*ents));
-        }
-        if (alen + klen > acap) {
-            acap = (acap ? acap * 2 : 4096) + klen;
-            arena = fl_realloc(arena, acap);
-        }
-        memcpy(arena + alen, node->key, klen);
-        ents[n].key_off = alen;
-        ents[n].kv.value = fl_blob_ref(node->value);
-        ents[n].kv.rev = node->rev;
-        ents[n].kv.create_rev = node->create_rev;
-        alen += klen;
-        n++;
+        fl_store_snap_add(&sn, node->key, node->value, node->rev, node->create_rev);
     }
     pthread_rwlock_unlock(&s->lock);
 
-    size_t i = 0;
-    for (; i < n; i++) {
-        bool go_on = fn(ctx, arena + ents[i].key_off, &ents[i].kv);
-        fl_blob_unref(ents[i].kv.value);
-        if (!go_on) {
-            if (i + 1 < n)
-                more = true;
-            i++;
-            break;
-        }
-    }
-    for (; i < n; i++)
-        fl_blob_unref(ents[i].kv.value);
-    free(ents);
-    free(arena);
+    if (fl_store_snap_deliver(&sn, fn, ctx))
+        more = true;
     if (more_out)
         *more_out = more;
     return 0;
@@ -492,6 +458,8 @@ int fl_store_list(fl_store *s, const char *prefix, const char *start_after, int6
         return FL_EINVAL;
     if (at_rev == 0)
         return list_memory(s, prefix, start_after, limit, fn, ctx, rev_out, more_out);
+    if (s->memory)
+        return fl_store_memory_list_at(s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
     return list_log(s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
 }
 
@@ -577,6 +545,8 @@ int fl_store_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch *
     *out = NULL;
     if (from_rev < 0)
         return FL_EINVAL;
+    if (s->memory)
+        return fl_store_memory_watch(s, prefix ? prefix : "", from_rev, out);
     /* A compaction racing past this check is caught by the replay's own snapshot check. */
     if (from_rev < fl_store_compact_rev(s))
         return FL_EEXPIRED;

@@ -1,8 +1,13 @@
-/* store_sqlite.h - state shared by the SQLite backend's files (internal to src/store).
+/* store_sqlite.h - state shared by the store's backend files (internal to src/store).
  *
  * store_sqlite.c opens the store and serves reads; store_sqlite_write.c runs the
  * writer thread (group commit, compaction) and the compaction timer. Both work on
- * struct fl_store below. Nothing outside src/store includes this header. */
+ * struct fl_store below. A memory store (store_memory.c) uses the same struct: the
+ * in-memory state, its lock and the watch hub are shared, and the reads of the
+ * current state in store_sqlite.c serve both; the SQLite fields stay unused, and
+ * the history window replaces the log. The public functions that differ (open,
+ * free, write, compact, lists at a revision, watch) check `memory` and hand over
+ * to store_memory.c. Nothing outside src/store includes this header. */
 #ifndef FL_STORE_SQLITE_H
 #define FL_STORE_SQLITE_H
 
@@ -26,12 +31,31 @@ struct wreq {
     struct wreq *next;
 };
 
+/* A memory store's history: one record per revision in (compact_rev, head]. */
+struct fl_store_hist_rec {
+    fl_store_event *ev;        /* the revision's event (key, type, new value); owned reference */
+    fl_blob *prev_value;       /* the key's value just before this revision, NULL if absent; owned */
+    int64_t prev_rev, prev_create_rev; /* 0 when the key was absent */
+};
+
+struct fl_store_hist {
+    struct fl_store_hist_rec *recs; /* slot rev & (cap - 1) holds revision rev; grown on demand */
+    size_t cap;                /* 0 or a power of two */
+    int64_t window;            /* revisions kept: at most head - compact_rev */
+    size_t bytes;              /* value bytes the records keep alive beyond the current state */
+    size_t max_bytes;          /* cap on bytes; 0 = none */
+};
+
 struct fl_store {
+    bool memory;               /* a memory store: the fields below marked SQLite are unused */
+    struct fl_store_hist hist; /* memory store only; under lock */
+
     char *path;
     int64_t window;
     int interval_ms;
     bool durable;
 
+    /* SQLite only */
     sqlite3 *db;               /* the writer thread's connection */
     sqlite3_stmt *ins;
 
@@ -39,16 +63,18 @@ struct fl_store {
     sqlite3 *pool[POOL_MAX];
     int npool;
 
-    pthread_rwlock_t lock;     /* guards cache and head for readers */
+    /* both backends */
+    pthread_rwlock_t lock;     /* guards cache and head for readers (a memory store: everything) */
     fl_store_cache cache;
     int64_t head;              /* atomic; written by the writer under lock */
     int64_t compact_rev;       /* atomic */
     fl_watch_hub *hub;
 
+    /* SQLite only */
     pthread_mutex_t q_mu;      /* the write queue and the compaction handshake */
     pthread_cond_t q_cv;       /* wakes the writer */
     struct wreq *q_head, *q_tail;
-    bool closing;
+    bool closing;              /* under q_mu (a memory store: under lock) */
     bool writer_done;
     uint64_t compact_requested, compact_done;
     pthread_cond_t compact_cv;
@@ -67,5 +93,19 @@ int fl_store_sqlite_exec(sqlite3 *db, const char *sql);
 /* Thread bodies; arg is the fl_store. Started by fl_store_open, joined by fl_store_free. */
 void *fl_store_sqlite_writer_main(void *arg);
 void *fl_store_sqlite_timer_main(void *arg);
+
+/* ---- memory stores (store_memory.c) ----
+ * Each has the contract of the public function it stands in for (store.h); the
+ * public function has already checked its arguments where noted. */
+int fl_store_memory_open(const fl_store_config *cfg, fl_store **out);
+void fl_store_memory_free(fl_store *s);
+/* op already validated. */
+int fl_store_memory_write(fl_store *s, fl_store_op *op);
+int64_t fl_store_memory_compact(fl_store *s);
+/* at_rev > 0, prefix and fn non-NULL; *rev_out and *more_out are set by the caller. */
+int fl_store_memory_list_at(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev,
+                            size_t limit, fl_store_list_fn fn, void *ctx, bool *more_out);
+/* from_rev >= 0, prefix non-NULL, *out already NULL. */
+int fl_store_memory_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out);
 
 #endif

@@ -33,6 +33,8 @@ int fl_store_write(fl_store *s, fl_store_op *op)
     op->value = NULL;
     if (!op->key || !op->render || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
         return FL_EINVAL;
+    if (s->memory)
+        return fl_store_memory_write(s, op);
     struct wreq r = { .op = op, .rc = FL_ECLOSED };
     pthread_cond_init(&r.cv, NULL);
     pthread_mutex_lock(&s->q_mu);
@@ -303,6 +305,8 @@ void *fl_store_sqlite_writer_main(void *arg)
 
 int64_t fl_store_compact(fl_store *s)
 {
+    if (s->memory)
+        return fl_store_memory_compact(s);
     pthread_mutex_lock(&s->q_mu);
     if (!s->closing && !s->writer_done) {
         uint64_t gen = ++s->compact_requested;

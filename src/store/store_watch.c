@@ -13,7 +13,12 @@
  * every queue, so the new watch is fed (from, head] from the ring or the log and
  * every revision > head from its queue. Log replay is done lazily in
  * fl_watch_next, in chunks, without holding any lock; live events keep queueing
- * behind it meanwhile (bounded by the backlog, like any slow watcher). */
+ * behind it meanwhile (bounded by the backlog, like any slow watcher).
+ *
+ * A backend that keeps its whole history in memory (a memory store) opens watches
+ * with fl_watch_hub_open_history instead: it hands over the history itself while
+ * holding the lock it publishes under, so nothing is read lazily and the ring
+ * (given one slot) is not used. */
 #include "store/store_watch.h"
 
 #include <errno.h>
@@ -269,7 +274,10 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
         free(used);
 }
 
-int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_watch **out)
+/* Open a watch. With hist == NULL its history (from_rev, head] comes from the ring
+ * and the log; otherwise from hist[0..nhist), which the caller vouches for. */
+static int hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_store_event *const *hist,
+                    size_t nhist, fl_watch **out)
 {
     *out = NULL;
     fl_watch *w = fl_calloc(1, sizeof(*w));
@@ -291,7 +299,15 @@ int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_
         fl_watch_free(w);
         return FL_ECLOSED;
     }
-    if (from_rev < h->head) {
+    if (hist) {
+        /* The backend holds the lock its publishing needs, so hist ends at h->head. */
+        pthread_mutex_lock(&w->mu);
+        for (size_t i = 0; i < nhist && !(w->flags & W_EXPIRED); i++) {
+            if (matches(w, hist[i]) && push(w, hist[i], h->backlog))
+                fl_watch_event_ref(hist[i]);
+        }
+        pthread_mutex_unlock(&w->mu);
+    } else if (from_rev < h->head) {
         /* Revisions (from_rev, ring_lo] come from the log, the rest from the ring. */
         int64_t ring_from = from_rev;
         if (from_rev < h->ring_lo) {
@@ -317,6 +333,18 @@ int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_
     pthread_mutex_unlock(&h->mu);
     *out = w;
     return 0;
+}
+
+int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_watch **out)
+{
+    return hub_open(h, prefix, from_rev, NULL, 0, out);
+}
+
+int fl_watch_hub_open_history(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_store_event *const *hist,
+                              size_t nhist, fl_watch **out)
+{
+    static fl_store_event *const none[1];
+    return hub_open(h, prefix, from_rev, hist ? hist : none, nhist, out);
 }
 
 size_t fl_watch_hub_count(fl_watch_hub *h)

@@ -57,6 +57,15 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n);
  * Returns 0 or FL_ECLOSED. */
 int fl_watch_hub_open(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_watch **out);
 
+/* Open a watch for revisions > from_rev under prefix whose history the caller
+ * supplies: hist[0..nhist) are the events (from_rev, head] in revision order (the
+ * hub filters them by prefix and takes its own references). The caller must hold
+ * whatever lock it publishes under, so that no revision is published meanwhile;
+ * the ring and the replay callback are not used. For backends whose history is
+ * all in memory. *out set on every path. Returns 0 or FL_ECLOSED. */
+int fl_watch_hub_open_history(fl_watch_hub *h, const char *prefix, int64_t from_rev, fl_store_event *const *hist,
+                              size_t nhist, fl_watch **out);
+
 size_t fl_watch_hub_count(fl_watch_hub *h);
 
 #endif

@@ -1,9 +1,15 @@
-/* test_store.c - unit tests for the SQLite store (src/store/).
+/* test_store.c - unit tests for the store (src/store/), SQLite and memory-only.
  *
  * Each test opens a fresh database in its own temporary directory. Values are
  * rendered as "<text>@<rev>" so a test can check that the bytes stored carry the
  * revision the store assigned. The crash test forks a writer child and kills it
- * with SIGKILL; everything it acknowledged must be there after reopening. */
+ * with SIGKILL; everything it acknowledged must be there after reopening.
+ *
+ * Memory stores run every test that does not reopen or touch the database again
+ * (registered as "memory/<test>"), then tests of their own: lists and watches at
+ * the edge of the history window, a cross-check of lists and watches at every
+ * revision against a SQLite store fed the same ops, and the footprint of 10,000
+ * stores. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +32,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "store/store.h"
+#include "store/store_sqlite.h"
 #include "store/store_watch.h"
 
 /* ---- fixture ---- */
@@ -33,12 +41,15 @@ typedef struct fixture {
     char dir[64];
     char path[128];
     fl_store *s;
+    bool memory;       /* a memory store instead of SQLite */
+    size_t ring;       /* its ring_events (0 = default) */
 } fixture;
 
 static fl_store *open_store(fixture *f, int64_t window, bool durable)
 {
-    fl_store_config cfg = { .path = f->path, .compact_window = window, .compact_interval_ms = -1,
-                            .durable = durable };
+    fl_store_config cfg = { .path = f->memory ? NULL : f->path, .compact_window = window,
+                            .compact_interval_ms = -1, .durable = durable, .memory = f->memory,
+                            .ring_events = f->ring };
     fl_store *s = NULL;
     assert_int_equal(fl_store_open(&cfg, &s), 0);
     assert_non_null(s);
@@ -56,10 +67,35 @@ static int setup(void **state)
     return 0;
 }
 
+/* A memory store with the default history window (1024 revisions). */
+static int setup_mem(void **state)
+{
+    fixture *f = fl_calloc(1, sizeof(*f));
+    f->memory = true;
+    f->s = open_store(f, 0, false);
+    *state = f;
+    return 0;
+}
+
+/* A memory store whose window holds all of a concurrency test's 2,000 writes. */
+static int setup_mem_big(void **state)
+{
+    fixture *f = fl_calloc(1, sizeof(*f));
+    f->memory = true;
+    f->ring = 4096;
+    f->s = open_store(f, 0, false);
+    *state = f;
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture *f = *state;
     fl_store_free(f->s);
+    if (f->memory) {
+        free(f);
+        return 0;
+    }
     const char *sfx[] = { "", "-wal", "-shm" };
     for (int i = 0; i < 3; i++) {
         char p[160];
@@ -1202,6 +1238,392 @@ static void test_acknowledged_writes_survive_kill9(void **state)
     free(recs);
 }
 
+/* ---- memory stores ---- */
+
+static fl_store *open_memory(size_t ring, int64_t window)
+{
+    fl_store_config cfg = { .memory = true, .ring_events = ring, .compact_window = window };
+    fl_store *s = NULL;
+    assert_int_equal(fl_store_open(&cfg, &s), 0);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_memory_store_needs_no_path_and_sqlite_still_does(void **state)
+{
+    fl_store *s = NULL;
+    fl_store_config sq = { .path = NULL };
+    assert_int_equal(fl_store_open(&sq, &s), FL_EINVAL);
+    assert_null(s);
+    assert_int_equal(fl_store_open(NULL, &s), FL_EINVAL);
+    s = open_memory(0, 0);
+    assert_int_equal(fl_store_rev(s), 0);
+    assert_int_equal(fl_store_compact_rev(s), 0);
+    assert_int_equal(fl_store_count(s, ""), 0);
+    fl_store_free(s);
+    fl_store_free(NULL);
+}
+
+static void test_memory_compaction_advances_with_writes_and_keeps_the_window(void **state)
+{
+    fl_store *s = open_memory(8, 0); /* a history of 8 revisions */
+    int64_t idle = put_new(s, "/idle", "old");
+    put_new(s, "/busy", "b");
+    for (int i = 0; i < 5; i++)
+        put_upd(s, "/busy", "b");
+    assert_int_equal(fl_store_compact_rev(s), 0); /* 7 revisions: all still held */
+    for (int i = 0; i < 20; i++)
+        put_upd(s, "/busy", "b");
+    int64_t head = fl_store_rev(s);
+    assert_int_equal(head, 27);
+    assert_int_equal(fl_store_compact_rev(s), head - 8);
+    assert_int_equal(fl_store_compact(s), head - 8);
+    /* A key last written long before the window is still there, now and at the window's edge. */
+    assert_value(s, "/idle", "old", idle);
+    collect c;
+    list_keys(s, "/", NULL, head - 8, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "/busy=b@19;/idle=old@1;");
+    fl_store_free(s);
+
+    /* compact_window narrows the ring's window; the ring caps compact_window. */
+    s = open_memory(8, 3);
+    for (int i = 0; i < 10; i++)
+        put_new(s, i % 2 ? "/a" : "/b", "v"), put_del(s, i % 2 ? "/a" : "/b", "x");
+    assert_int_equal(fl_store_compact_rev(s), fl_store_rev(s) - 3);
+    fl_store_free(s);
+    s = open_memory(8, 100);
+    for (int i = 0; i < 20; i++)
+        put_new(s, "/a", "v"), put_del(s, "/a", "x");
+    assert_int_equal(fl_store_compact_rev(s), fl_store_rev(s) - 8);
+    fl_store_free(s);
+}
+
+static void test_memory_history_keeps_old_values_under_ring_bytes(void **state)
+{
+    fl_store_config cfg = { .memory = true, .ring_bytes = 100 };
+    fl_store *s = NULL;
+    assert_int_equal(fl_store_open(&cfg, &s), 0);
+    put_new(s, "/other", "o");
+    for (int i = 0; i < 20; i++)
+        put_new(s, "/k", "aaaaaaaaaaaaaaaaaaaa"), put_del(s, "/k", "bbbbbbbbbbbbbbbbbbbb");
+    /* Each create keeps nothing old alive; each delete keeps the created value it
+     * replaced and its own final value, 46 bytes: two deletes fit in 100 bytes. */
+    int64_t head = fl_store_rev(s);
+    assert_int_equal(head, 41);
+    assert_int_equal(fl_store_compact_rev(s), head - 4);
+    collect c;
+    list_keys(s, "/", NULL, head - 4, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "/other=o@1;");
+    list_keys(s, "/", NULL, head - 3, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "/k=aaaaaaaaaaaaaaaaaaaa@38;/other=o@1;");
+    list_keys(s, "/", NULL, head - 5, 0, &c, NULL, FL_EEXPIRED);
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(s, "/k", head - 5, &w), FL_EEXPIRED);
+    assert_int_equal(fl_store_watch(s, "/k", head - 4, &w), 0);
+    assert_int_equal(expect_event(w, FL_EV_PUT_CREATE, "/k", "aaaa"), head - 3);
+    assert_int_equal(expect_event(w, FL_EV_DELETE, "/k", "bbbb"), head - 2);
+    assert_int_equal(expect_event(w, FL_EV_PUT_CREATE, "/k", "aaaa"), head - 1);
+    assert_int_equal(expect_event(w, FL_EV_DELETE, "/k", "bbbb"), head);
+    fl_watch_free(w);
+    /* Updating the one small key keeps a long history: the cap is on bytes. */
+    for (int i = 0; i < 30; i++)
+        put_upd(s, "/other", "o");
+    assert_true(fl_store_rev(s) - fl_store_compact_rev(s) >= 20);
+    fl_store_free(s);
+}
+
+static void test_memory_list_at_revision_within_history_and_expired_beyond(void **state)
+{
+    fl_store *s = open_memory(16, 0);
+    seed_list(s); /* revisions 1..8 */
+    int64_t snap = fl_store_rev(s);
+    put_upd(s, "/a/1", "changed");  /* 9 */
+    put_del(s, "/a/2", "gone");     /* 10 */
+    put_new(s, "/a/4", "later");    /* 11 */
+    put_del(s, "/a0", "gone");      /* 12 */
+    put_new(s, "/a0", "reborn");    /* 13 */
+    collect c;
+    bool more = true;
+    /* The state then, including the deleted key, without the keys created since. */
+    list_keys(s, "/a", NULL, snap, 0, &c, &more, 0);
+    assert_string_equal(c.buf, "/a/1=v@4;/a/2=v@6;/a/3=v@2;/a0=v@8;/ab/1=v@5;");
+    assert_false(more);
+    /* create_rev is the incarnation's as of then. */
+    list_keys(s, "/a0", NULL, 11, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "/a0=v@8;");
+    list_keys(s, "/a0", NULL, 12, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "");
+    list_keys(s, "/a0", NULL, 13, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "/a0=reborn@13;");
+    /* Mid-way: after the update and the delete, before the creates. */
+    list_keys(s, "/a/", NULL, 10, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "/a/1=changed@9;/a/3=v@2;");
+    /* Pages of 2 from the snapshot, changed and unchanged keys interleaved. */
+    list_keys(s, "/a", NULL, snap, 2, &c, &more, 0);
+    assert_string_equal(c.buf, "/a/1=v@4;/a/2=v@6;");
+    assert_true(more);
+    list_keys(s, "/a", "/a/2", snap, 2, &c, &more, 0);
+    assert_string_equal(c.buf, "/a/3=v@2;/a0=v@8;");
+    assert_true(more);
+    list_keys(s, "/a", "/a0", snap, 2, &c, &more, 0);
+    assert_string_equal(c.buf, "/ab/1=v@5;");
+    assert_false(more);
+    /* Exactly `limit` keys left: no more. */
+    list_keys(s, "/a/", "/a/1", snap, 2, &c, &more, 0);
+    assert_string_equal(c.buf, "/a/2=v@6;/a/3=v@2;");
+    assert_false(more);
+    /* A callback that stops early still learns whether keys remain. */
+    memset(&c, 0, sizeof c);
+    c.stop_after = 1;
+    int64_t rev = 0;
+    assert_int_equal(fl_store_list(s, "/a/", NULL, snap, 0, collect_fn, &c, &rev, &more), 0);
+    assert_int_equal(rev, snap);
+    assert_int_equal(c.n, 1);
+    assert_true(more);
+    /* The future is refused; the past beyond the window has expired. */
+    list_keys(s, "/", NULL, fl_store_rev(s) + 1, 0, &c, NULL, FL_EINVAL);
+    for (int i = 0; i < 10; i++)
+        put_upd(s, "/c", "more"); /* head 23, window 16: compacted at 7 */
+    assert_int_equal(fl_store_compact_rev(s), 7);
+    list_keys(s, "/", NULL, 6, 0, &c, NULL, FL_EEXPIRED);
+    list_keys(s, "/", NULL, 1, 0, &c, NULL, FL_EEXPIRED);
+    list_keys(s, "/a", NULL, 7, 0, &c, NULL, 0);
+    assert_string_equal(c.buf, "/a/1=v@4;/a/2=v@6;/a/3=v@2;/ab/1=v@5;");
+    fl_store_free(s);
+}
+
+static void test_memory_watch_from_revision_in_history_and_expired_below_it(void **state)
+{
+    fl_store *s = open_memory(8, 0);
+    put_new(s, "/w/a", "a1");          /* 1 */
+    put_new(s, "/x/a", "other");       /* 2 */
+    int64_t r3 = put_upd(s, "/w/a", "a2");
+    put_del(s, "/w/a", "a-final");     /* 4: a tombstone with the final value */
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(s, "/w/", 1, &w), 0);
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/w/a", "a2@"), r3);
+    assert_int_equal(expect_event(w, FL_EV_DELETE, "/w/a", "a-final@"), 4);
+    expect_no_event(w);
+    /* The history it was given stays valid while writes compact the store past it. */
+    fl_watch *early = NULL;
+    assert_int_equal(fl_store_watch(s, "/", 0, &early), 0);
+    for (int i = 0; i < 20; i++)
+        put_upd(s, "/x/a", "o");
+    int64_t head = fl_store_rev(s);
+    assert_int_equal(fl_store_compact_rev(s), head - 8);
+    fl_event *ev;
+    for (int64_t r = 1; r <= head; r++) {
+        assert_int_equal(fl_watch_next(early, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    fl_watch_free(early);
+    expect_no_event(w); /* /x/ is outside /w/ */
+    put_new(s, "/w/b", "live");
+    assert_int_equal(expect_event(w, FL_EV_PUT_CREATE, "/w/b", "live@"), head + 1);
+    fl_watch_free(w);
+    head++;
+
+    /* From below the window: expired. From its edge: every later revision. */
+    assert_int_equal(fl_store_watch(s, "/", head - 9, &w), FL_EEXPIRED);
+    assert_null(w);
+    assert_int_equal(fl_store_watch(s, "/", 0, &w), FL_EEXPIRED);
+    assert_int_equal(fl_store_watch(s, "/", head - 8, &w), 0);
+    for (int64_t r = head - 7; r <= head; r++) {
+        assert_int_equal(fl_watch_next(w, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    assert_string_equal(ev->key, "/w/b");
+    expect_no_event(w);
+    fl_watch_free(w);
+    /* From the head and from the future. */
+    assert_int_equal(fl_store_watch(s, "/w/", head, &w), 0);
+    expect_no_event(w);
+    int64_t r = put_upd(s, "/w/b", "b2");
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/w/b", "b2@"), r);
+    fl_watch_free(w);
+    assert_int_equal(fl_store_watch(s, "/w/", r + 1, &w), 0);
+    put_upd(s, "/w/b", "b3");
+    r = put_upd(s, "/w/b", "b4");
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/w/b", "b4@"), r);
+    fl_watch_free(w);
+    assert_int_equal(fl_store_watch_count(s), 0);
+    fl_store_free(s);
+}
+
+typedef struct pair_state {
+    fl_store *mem, *sql;
+} pair_state;
+
+/* Apply one op to both stores; they must agree on the outcome and the revision. */
+static void pair_write(pair_state *p, int type, const char *key, int64_t prev, const char *text)
+{
+    int64_t rm = 0, rs = 0;
+    int cm = do_write(p->mem, type, key, prev, text, &rm, NULL);
+    int cs = do_write(p->sql, type, key, prev, text, &rs, NULL);
+    assert_int_equal(cm, cs);
+    assert_int_equal(rm, rs);
+}
+
+static void test_memory_lists_and_watches_at_every_revision_match_sqlite(void **state)
+{
+    fixture *f = *state; /* the SQLite store */
+    pair_state p = { open_memory(64, 0), f->s };
+    unsigned seed = 12345;
+    char key[32], text[32];
+    for (int i = 0; i < 400; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 8) % 14, what = (seed >> 16) % 10;
+        snprintf(key, sizeof key, "/m/%c/%u", k < 7 ? 'a' : 'b', k % 7);
+        snprintf(text, sizeof text, "t%d", i);
+        fl_kv kv;
+        bool live = fl_store_get(p.mem, key, &kv) == 0;
+        fl_blob_unref(kv.value);
+        if (!live)
+            pair_write(&p, what < 8 ? FL_STORE_CREATE : FL_STORE_UPDATE, key, 0, text); /* ENOTFOUND too */
+        else if (what < 6)
+            pair_write(&p, FL_STORE_UPDATE, key, what == 0 ? kv.rev - 1 : kv.rev, text); /* some conflicts */
+        else if (what < 9)
+            pair_write(&p, FL_STORE_DELETE, key, 0, text);
+        else
+            pair_write(&p, FL_STORE_CREATE, key, 0, text); /* EEXIST */
+    }
+    int64_t head = fl_store_rev(p.mem);
+    assert_int_equal(head, fl_store_rev(p.sql));
+    int64_t crev = fl_store_compact_rev(p.mem);
+    assert_int_equal(crev, head - 64);
+    const char *prefixes[] = { "/m/", "/m/a/", "/m/b/3", "" };
+    for (int64_t at = crev; at <= head; at++) {
+        for (size_t pi = 0; pi < 4; pi++) {
+            collect cm, cs;
+            bool mm, ms;
+            list_keys(p.mem, prefixes[pi], NULL, at, 0, &cm, &mm, 0);
+            list_keys(p.sql, prefixes[pi], NULL, at, 0, &cs, &ms, 0);
+            assert_string_equal(cm.buf, cs.buf);
+            /* Page through in threes, continuing after the last key of each page. */
+            char after[64] = "";
+            do {
+                list_keys(p.mem, prefixes[pi], after, at, 3, &cm, &mm, 0);
+                list_keys(p.sql, prefixes[pi], after, at, 3, &cs, &ms, 0);
+                assert_string_equal(cm.buf, cs.buf);
+                assert_int_equal(mm, ms);
+                char *last = strrchr(cm.buf, ';');
+                if (last) {
+                    *last = 0;
+                    char *start = strrchr(cm.buf, ';');
+                    start = start ? start + 1 : cm.buf;
+                    *strchr(start, '=') = 0;
+                    snprintf(after, sizeof after, "%s", start);
+                }
+            } while (mm);
+        }
+        /* Watches from here: the same events, types, keys and values. */
+        fl_watch *wm = NULL, *ws = NULL;
+        assert_int_equal(fl_store_watch(p.mem, "/m/a/", at, &wm), 0);
+        assert_int_equal(fl_store_watch(p.sql, "/m/a/", at, &ws), 0);
+        fl_event *em, *es;
+        for (;;) {
+            int rm = fl_watch_next(wm, &em, 0);
+            int rs = fl_watch_next(ws, &es, rm == 0 ? 1000 : 50);
+            assert_int_equal(rm, rs);
+            if (rm)
+                break;
+            assert_int_equal(em->rev, es->rev);
+            assert_int_equal(em->type, es->type);
+            assert_string_equal(em->key, es->key);
+            assert_string_equal(em->value->data, es->value->data);
+        }
+        fl_watch_free(wm);
+        fl_watch_free(ws);
+    }
+    collect c;
+    list_keys(p.mem, "/m/", NULL, crev - 1, 0, &c, NULL, FL_EEXPIRED);
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(p.mem, "/m/", crev - 1, &w), FL_EEXPIRED);
+    fl_store_free(p.mem);
+}
+
+static long proc_status_field(const char *name)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    assert_non_null(fp);
+    char line[256];
+    long v = -1;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, fp)) {
+        if (strncmp(line, name, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    }
+    fclose(fp);
+    return v;
+}
+
+static long resident_bytes(void)
+{
+    FILE *fp = fopen("/proc/self/statm", "r");
+    assert_non_null(fp);
+    long size = 0, resident = 0;
+    assert_int_equal(fscanf(fp, "%ld %ld", &size, &resident), 2);
+    fclose(fp);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* Bytes in use by malloc; 0 where it cannot tell (e.g. under ASan). */
+static size_t malloc_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+static void fill_member(fl_store *s, int i)
+{
+    /* Keys shaped like a member cluster's: a namespace, a node, a lease. */
+    char key[96];
+    snprintf(key, sizeof key, "/api/v1/namespaces/default-%d", i);
+    put_new(s, key, "{\"kind\":\"Namespace\"}");
+    snprintf(key, sizeof key, "/api/v1/nodes/member-%d-node-0", i);
+    put_new(s, key, "{\"kind\":\"Node\"}");
+    snprintf(key, sizeof key, "/coordination.k8s.io/leases/kube-node-lease/member-%d-node-0", i);
+    put_new(s, key, "{\"kind\":\"Lease\"}");
+}
+
+#define MANY_STORES 10000
+
+static void test_memory_10000_stores_with_3_keys_stay_under_200kib_each_and_close_cleanly(void **state)
+{
+    long threads = proc_status_field("Threads");
+    long fds = proc_status_field("FDSize");
+    fl_store **stores = fl_malloc(MANY_STORES * sizeof(*stores));
+    /* Averaged over many stores: allocations served from chunks that earlier tests
+     * freed would make a single store's figure too low. */
+    size_t m0 = malloc_in_use();
+    long r0 = resident_bytes();
+    for (int i = 0; i < MANY_STORES; i++)
+        stores[i] = open_memory(0, 0);
+    size_t m1 = malloc_in_use();
+    long r1 = resident_bytes();
+    for (int i = 0; i < MANY_STORES; i++)
+        fill_member(stores[i], i);
+    size_t m2 = malloc_in_use();
+    long r2 = resident_bytes();
+    /* No thread and no file per store. */
+    assert_int_equal(proc_status_field("Threads"), threads);
+    assert_int_equal(proc_status_field("FDSize"), fds);
+    long per_store = (r2 - r0) / MANY_STORES;
+    print_message("memory store: sizeof(struct fl_store) %zu B; per store over %d stores: empty RSS %ld B, "
+                  "malloc'd %zu B; with 3 keys RSS %ld B, malloc'd %zu B\n",
+                  sizeof(struct fl_store), MANY_STORES, (r1 - r0) / MANY_STORES,
+                  m1 > m0 ? (m1 - m0) / MANY_STORES : 0, per_store, m2 > m0 ? (m2 - m0) / MANY_STORES : 0);
+    assert_true(per_store <= 200 * 1024);
+    if (m2 > m0) /* malloc can tell (not under ASan) */
+        assert_true((m2 - m0) / MANY_STORES <= 200 * 1024);
+    /* Each store still works on its own. */
+    assert_value(stores[MANY_STORES - 1], "/api/v1/nodes/member-9999-node-0", "{\"kind\":\"Node\"}", 2);
+    assert_int_equal(fl_store_count(stores[4242], "/api/v1/"), 2);
+    for (int i = 0; i < MANY_STORES; i++)
+        fl_store_free(stores[i]);
+    free(stores);
+}
+
 /* ---- blobs ---- */
 
 static void test_blob_is_nul_terminated_and_refcounted(void **state)
@@ -1220,6 +1642,9 @@ static void test_blob_is_nul_terminated_and_refcounted(void **state)
     assert_int_equal(e->data[0], 0);
     fl_blob_unref(e);
 }
+
+/* A backend-independent test run against a memory store. */
+#define MEM(t) { "memory/" #t, t, setup_mem, teardown, NULL }
 
 int main(void)
 {
@@ -1256,6 +1681,32 @@ int main(void)
         cmocka_unit_test(test_watch_backlog_overflow_expires_the_watch),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_values_revisions_and_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acknowledged_writes_survive_kill9, setup, teardown),
+        /* Memory stores: the backend-independent tests above, then their own. */
+        MEM(test_create_get_update_delete),
+        MEM(test_create_passes_null_current_to_render),
+        MEM(test_stale_prev_rev_is_conflict_and_changes_nothing),
+        MEM(test_eexist_and_enotfound_consume_no_revision),
+        MEM(test_invalid_ops_are_rejected),
+        MEM(test_revisions_strictly_increase_and_equal_value_rev),
+        MEM(test_list_orders_by_key_within_prefix),
+        MEM(test_list_limit_more_and_start_after_page_through),
+        MEM(test_list_at_old_revision_sees_state_then),
+        MEM(test_watch_from_zero_replays_all_history),
+        MEM(test_watch_from_rev_delivers_only_later_revisions),
+        MEM(test_watch_cancel_wakes_blocked_next_with_eclosed),
+        MEM(test_store_free_ends_open_watches),
+        MEM(test_concurrent_writers_get_unique_revisions_and_watchers_see_each_once),
+        MEM(test_concurrent_cas_increments_are_never_lost),
+        { "memory/test_watch_opened_during_writes_has_no_gap_or_duplicate",
+          test_watch_opened_during_writes_has_no_gap_or_duplicate, setup_mem_big, teardown, NULL },
+        cmocka_unit_test(test_memory_store_needs_no_path_and_sqlite_still_does),
+        cmocka_unit_test(test_memory_compaction_advances_with_writes_and_keeps_the_window),
+        cmocka_unit_test(test_memory_history_keeps_old_values_under_ring_bytes),
+        cmocka_unit_test(test_memory_list_at_revision_within_history_and_expired_beyond),
+        cmocka_unit_test(test_memory_watch_from_revision_in_history_and_expired_below_it),
+        cmocka_unit_test_setup_teardown(test_memory_lists_and_watches_at_every_revision_match_sqlite, setup,
+                                        teardown),
+        cmocka_unit_test(test_memory_10000_stores_with_3_keys_stay_under_200kib_each_and_close_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
