@@ -18,6 +18,9 @@
 #include "api/metrics.h"
 #include "api/tls.h"
 #include "cli/cli.h"
+#include "client/client.h"
+#include "client/kubeconfig.h"
+#include "controllers/controller.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -189,6 +192,21 @@ int fl_cmd_server(int argc, char **argv)
         fprintf(stderr, "flotilla server: cannot write %s\n", kc);
     fl_log(FL_LOG_INFO, "server", "serving on %s (store rev %lld, %d CRDs); kubeconfig: %s", url,
            (long long)fl_store_rev(store), ncrd, kc);
+    /* controllers talk to this server as clients do, through its own kubeconfig */
+    fl_kubeconfig kcfg;
+    memset(&kcfg, 0, sizeof kcfg);
+    fl_client *cp = NULL;
+    fl_ctrl_manager *ctrl = NULL;
+    if (fl_kubeconfig_load(kc, NULL, &kcfg, &err) == 0 &&
+        fl_client_new(&kcfg, &(fl_client_options){.user_agent = "flotilla-controller-manager"}, &cp, &err) == 0) {
+        fl_ctrl_env env = {.cp = cp, .data_dir = data_dir, .stopping = &api.stopping};
+        fl_ctrl_manager_start(&env, fl_server_controllers, &ctrl);
+    } else {
+        fl_log(FL_LOG_ERROR, "server", "controllers not started: %s", err ? err : "no client");
+        free(err);
+        err = NULL;
+    }
+    fl_kubeconfig_close(&kcfg);
     printf("flotilla server listening on %s\nkubeconfig: %s\n", url, kc);
     fflush(stdout);
     free(kc);
@@ -198,6 +216,8 @@ int fl_cmd_server(int argc, char **argv)
     sigwait(&sigs, &sig);
     fl_log(FL_LOG_INFO, "server", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api.stopping = 1;
+    fl_ctrl_manager_stop(ctrl);
+    fl_client_free(cp);
     fl_http_stop(http);
     fl_store_free(store);
     fl_pki_close(&pki);

@@ -1,0 +1,6 @@
+/* controllers.c - the list of controllers `flotilla server` runs, in start order. */
+#include "controllers/controller.h"
+
+const fl_controller *const fl_server_controllers[] = {
+    NULL,
+};
