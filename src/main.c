@@ -12,6 +12,7 @@ static void usage(FILE *f)
                "\n"
                "Commands:\n"
                "  server    run the control plane (Kubernetes API + store)\n"
+               "  member    run simulated member clusters\n"
                "  version   print the version\n"
                "\n"
                "Run 'flotilla <command> --help' for a command's options.\n");
@@ -28,6 +29,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "server"))
         return fl_cmd_server(argc - 1, argv + 1);
+    if (!strcmp(cmd, "member"))
+        return fl_cmd_member(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("flotilla v0.1.0 (Kubernetes API v1.32)\n");
         return 0;

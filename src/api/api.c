@@ -656,3 +656,22 @@ void fl_api_handle(fl_api *api, fl_req *r)
         fl_resp_status(r, 405, "MethodNotAllowed", &t, NULL, "method %s is not supported", m);
     }
 }
+
+int fl_api_ensure_namespace(fl_api *api, const char *name)
+{
+    char *body = fl_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", name);
+    fl_req r;
+    memset(&r, 0, sizeof r);
+    r.method = "POST";
+    r.path = "/api/v1/namespaces";
+    r.content_type = "application/json";
+    r.user_agent = "flotilla";
+    r.body = body;
+    r.body_len = strlen(body);
+    fl_api_handle(api, &r);
+    int rc = r.code == 201 || r.code == 409 ? 0 : FL_EIO;
+    free(r.resp);
+    free(r.warnings);
+    free(body);
+    return rc;
+}

@@ -69,6 +69,10 @@ const char *fl_req_query(const fl_req *req, const char *key);
 size_t fl_api_stream_read(fl_api_stream *s, char *buf, size_t cap);
 void fl_api_stream_free(fl_api_stream *s);
 
+/* Create namespace `name` if it does not exist (through the API, as a client would).
+ * Returns 0 when it exists afterwards. */
+int fl_api_ensure_namespace(fl_api *api, const char *name);
+
 /* Re-register the kinds of every stored CRD (at start-up). */
 int fl_api_load_crds(fl_api *api);
 

@@ -213,6 +213,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     fl_http_route route = {h->api, url, h->token};
     if (h->cfg.router && h->cfg.router(h->cfg.router_ctx, url, &route) != 0)
         return send_status(c, st, 404, "NotFound", "the server could not find the requested resource");
+    if (route.hold) {
+        for (int waited = 0; *route.hold && waited < 60000 && !h->api->stopping; waited += 100) {
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (*route.hold)
+            return send_status(c, st, 503, "ServiceUnavailable", "the cluster is partitioned");
+    }
+    if (route.fail_code)
+        return send_status(c, st, route.fail_code, "ServiceUnavailable", "the cluster's API is down");
+    if (route.delay_ms > 0) {
+        struct timespec ts = {route.delay_ms / 1000, (long)(route.delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (route.token && !public_path(route.path)) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         if (!auth || strncmp(auth, "Bearer ", 7) || !fl_token_equal(auth + 7, route.token))
@@ -248,7 +262,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r.body = st->body;
     r.body_len = st->len;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &r);
-    fl_api_handle(route.api, &r);
+    if (route.handle)
+        route.handle(route.handle_ctx, &r);
+    else
+        fl_api_handle(route.api, &r);
     free_query(&r);
     if (r.stream) {
         free(r.warnings);

@@ -22,6 +22,15 @@ typedef struct fl_http_route {
     fl_api *api;
     const char *path;    /* points into the URL */
     const char *token;   /* must stay valid while the instance exists */
+    /* injected faults (simulated members): answer fail_code (e.g. 503) instead of serving;
+     * wait delay_ms before serving; hold the request while *hold is set (a partition),
+     * up to 60 s, then answer 503 */
+    int fail_code;
+    int delay_ms;
+    volatile int *hold;
+    /* set to serve the request with this function instead of fl_api_handle(api, ...) */
+    void (*handle)(void *ctx, fl_req *r);
+    void *handle_ctx;
 } fl_http_route;
 typedef int (*fl_http_router)(void *ctx, const char *url, fl_http_route *out);
 

@@ -67,23 +67,6 @@ static bool is_loopback(const char *listen)
     return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
 }
 
-static void ensure_namespace(fl_api *api, const char *name)
-{
-    char *body = fl_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", name);
-    fl_req r;
-    memset(&r, 0, sizeof r);
-    r.method = "POST";
-    r.path = "/api/v1/namespaces";
-    r.content_type = "application/json";
-    r.body = body;
-    r.body_len = strlen(body);
-    fl_api_handle(api, &r);
-    if (r.code != 201 && r.code != 409)
-        fl_log(FL_LOG_WARN, "server", "creating namespace %s: HTTP %d %s", name, r.code, r.resp ? r.resp : "");
-    free(r.resp);
-    free(body);
-}
-
 int fl_cmd_server(int argc, char **argv)
 {
     const char *data_dir = NULL, *listen = "127.0.0.1:6443";
@@ -156,10 +139,10 @@ int fl_cmd_server(int argc, char **argv)
     }
     fl_api api = {.store = store, .bookmark_interval_ms = bookmark_ms};
     int ncrd = fl_api_load_crds(&api);
-    ensure_namespace(&api, "default");
-    ensure_namespace(&api, "kube-system");
-    ensure_namespace(&api, "kube-public");
-    ensure_namespace(&api, "kube-node-lease");
+    static const char *system_namespaces[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
+    for (int i = 0; system_namespaces[i]; i++)
+        if (fl_api_ensure_namespace(&api, system_namespaces[i]))
+            fl_log(FL_LOG_WARN, "server", "could not create namespace %s", system_namespaces[i]);
     fl_metrics_gauge("flotilla_store_keys", "Live keys in the store.", gauge_keys, store);
     fl_metrics_gauge("flotilla_store_revision", "Head revision of the store.", gauge_rev, store);
     fl_metrics_gauge("flotilla_store_compact_revision", "Compacted revision of the store.", gauge_compact, store);

@@ -1,0 +1,97 @@
+/* member_cmd.c - `flotilla member`: simulated member clusters (src/member/). */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kinds.h"
+#include "cli/cli.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "member/member.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: flotilla member --data-dir DIR [--clusters N] [--listen ADDR:PORT] [options]\n"
+               "\n"
+               "Runs N simulated member clusters in one process, each a Kubernetes API of its own at\n"
+               "URL/clusters/<name>, with a workload simulator that moves status forward.\n"
+               "\n"
+               "  --data-dir DIR            PKI and one kubeconfig per cluster: DIR/<name>.kubeconfig (required)\n"
+               "  --clusters N              how many clusters (default 1)\n"
+               "  --name-prefix P           cluster names P1..PN (default member)\n"
+               "  --first-index I           number of the first cluster (default 1)\n"
+               "  --listen ADDR:PORT        default 127.0.0.1:0 (a free port)\n"
+               "  --insecure-http           plain HTTP without tokens (loopback only)\n"
+               "  --ready-per-second R      replicas becoming ready per second (default 10)\n"
+               "  --job-seconds S           seconds until a Job completes (default 2)\n"
+               "  --nodes N                 Nodes per cluster (default 3)\n"
+               "\n"
+               "Faults at run time: PUT URL/admin/clusters/<name>/fault {\"down\":true} (or slowMs, partition)\n"
+               "with the bearer token in DIR/pki/admin.token.\n");
+}
+
+int fl_cmd_member(int argc, char **argv)
+{
+    fl_member_host_config cfg = {.listen = "127.0.0.1:0", .clusters = 1};
+    static const struct option longopts[] = {
+        {"data-dir", required_argument, 0, 'd'},       {"clusters", required_argument, 0, 'n'},
+        {"name-prefix", required_argument, 0, 'p'},    {"first-index", required_argument, 0, 'f'},
+        {"listen", required_argument, 0, 'l'},         {"insecure-http", no_argument, 0, 'k'},
+        {"ready-per-second", required_argument, 0, 'r'}, {"job-seconds", required_argument, 0, 'j'},
+        {"nodes", required_argument, 0, 'N'},          {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': cfg.data_dir = optarg; break;
+        case 'n': cfg.clusters = atoi(optarg); break;
+        case 'p': cfg.name_prefix = optarg; break;
+        case 'f': cfg.first_index = atoi(optarg); break;
+        case 'l': cfg.listen = optarg; break;
+        case 'k': cfg.insecure_http = true; break;
+        case 'r': cfg.sim.ready_per_second = atof(optarg); break;
+        case 'j': cfg.sim.job_seconds = atoi(optarg); break;
+        case 'N': cfg.sim.nodes = atoi(optarg); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!cfg.data_dir) {
+        fprintf(stderr, "flotilla member: --data-dir is required\n");
+        return 2;
+    }
+    if (cfg.clusters < 1 || cfg.clusters > 100000) {
+        fprintf(stderr, "flotilla member: --clusters must be between 1 and 100000\n");
+        return 2;
+    }
+    if (cfg.insecure_http && strncmp(cfg.listen, "127.", 4) && strncmp(cfg.listen, "localhost:", 10)) {
+        fprintf(stderr, "flotilla member: --insecure-http is only allowed on a loopback address, not %s\n",
+                cfg.listen);
+        return 2;
+    }
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    fl_kinds_init();
+    fl_member_host *h = NULL;
+    char *err = NULL;
+    if (fl_member_host_start(&cfg, &h, &err) != 0) {
+        fprintf(stderr, "flotilla member: %s\n", err ? err : "cannot start");
+        free(err);
+        return 1;
+    }
+    printf("flotilla member: %d cluster%s at %s/clusters/<name>; kubeconfigs: %s/<name>.kubeconfig\n", cfg.clusters,
+           cfg.clusters == 1 ? "" : "s", fl_member_host_url(h), cfg.data_dir);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fl_log(FL_LOG_INFO, "member", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    fl_member_host_stop(h);
+    return 0;
+}
