@@ -13,6 +13,7 @@ static void usage(FILE *f)
                "Commands:\n"
                "  server    run the control plane (Kubernetes API + store)\n"
                "  member    run simulated member clusters\n"
+               "  up        a control plane plus simulated members, joined and Ready\n"
                "  version   print the version\n"
                "\n"
                "Run 'flotilla <command> --help' for a command's options.\n");
@@ -29,8 +30,12 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "server"))
         return fl_cmd_server(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ctl"))
+        return fl_cmd_ctl(argc - 1, argv + 1);
     if (!strcmp(cmd, "member"))
         return fl_cmd_member(argc - 1, argv + 1);
+    if (!strcmp(cmd, "up"))
+        return fl_cmd_up(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("flotilla v0.1.0 (Kubernetes API v1.32)\n");
         return 0;

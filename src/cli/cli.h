@@ -4,6 +4,8 @@
 
 /* Each returns the process exit code: 0 ok, 1 failure, 2 usage error. */
 int fl_cmd_server(int argc, char **argv);
+int fl_cmd_ctl(int argc, char **argv);
 int fl_cmd_member(int argc, char **argv);
+int fl_cmd_up(int argc, char **argv);
 
 #endif

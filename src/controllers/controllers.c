@@ -1,6 +1,8 @@
 /* controllers.c - the list of controllers `flotilla server` runs, in start order. */
+#include "controllers/cluster.h"
 #include "controllers/controller.h"
 
 const fl_controller *const fl_server_controllers[] = {
+    &fl_cluster_status_controller,
     NULL,
 };

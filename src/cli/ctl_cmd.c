@@ -1,0 +1,419 @@
+/* ctl_cmd.c - `flotilla ctl`: the multi-cluster verbs kubectl lacks.
+ *
+ *   flotilla ctl [--kubeconfig F] [--context C] join NAME --cluster-kubeconfig F [--cluster-context C]
+ *   flotilla ctl [--kubeconfig F] [--context C] unjoin NAME
+ *
+ * As with karmadactl, --kubeconfig/--context name the control plane (kubectl's rules:
+ * $KUBECONFIG, then ~/.kube/config, when absent) and the member's kubeconfig is given
+ * separately. Join (Push mode) reads the member's server URL, CA and bearer token from its
+ * kubeconfig, checks the member answers with those credentials, and writes two objects
+ * on the control plane, as karmadactl does:
+ *   Secret karmada-cluster/NAME   type Opaque, data.token and data.caBundle
+ *   Cluster NAME                  spec.syncMode Push, apiEndpoint, secretRef
+ * Both are created or brought up to date, so joining again is how credentials are
+ * rotated. Unjoin deletes the Cluster, waits (bounded) until it is gone, then deletes
+ * the Secret it referenced.
+ *
+ * Flags may come before or after the verb, as kubectl allows. Exit codes: 0 done,
+ * 1 failure (one line on stderr saying what and where), 2 usage. */
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "client/client.h"
+#include "client/kubeconfig.h"
+#include "core/err.h"
+#include "core/mem.h"
+
+#define CLUSTER_NAMESPACE "karmada-cluster"
+#define UNJOIN_WAIT_MS 60000
+
+static const fl_gvr NAMESPACES = {"v1", "namespaces"};
+static const fl_gvr SECRETS = {"v1", "secrets"};
+static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
+
+typedef struct ctl_opts {
+    const char *kubeconfig, *context;                  /* the control plane */
+    const char *cluster_kubeconfig, *cluster_context;  /* the member (join) */
+    const char *verb, *name;
+} ctl_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: flotilla ctl [--kubeconfig FILE] [--context NAME] <command> [options]\n"
+               "\n"
+               "Commands:\n"
+               "  join NAME --cluster-kubeconfig FILE [--cluster-context NAME]\n"
+               "                 register a member cluster in Push mode (again: update its credentials)\n"
+               "  unjoin NAME    remove a member cluster and its credentials\n"
+               "\n"
+               "Options:\n"
+               "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
+               "  --context NAME      context in that kubeconfig (default: its current-context)\n"
+               "  --cluster-kubeconfig FILE  the member's kubeconfig (join)\n"
+               "  --cluster-context NAME     context in the member's kubeconfig (join)\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "flotilla ctl: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see 'flotilla ctl --help')\n");
+    return 2;
+}
+
+/* Flags with a value, as "--flag VALUE" or "--flag=VALUE". */
+static int parse(int argc, char **argv, ctl_opts *o, bool *help)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } flags[] = {
+        {"kubeconfig", offsetof(ctl_opts, kubeconfig)},
+        {"context", offsetof(ctl_opts, context)},
+        {"cluster-kubeconfig", offsetof(ctl_opts, cluster_kubeconfig)},
+        {"cluster-context", offsetof(ctl_opts, cluster_context)},
+    };
+    const char *pos[3] = {0};
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            *help = true;
+            return 0;
+        }
+        if (a[0] == '-' && a[1]) {
+            const char *f = a + (a[1] == '-' ? 2 : 1);
+            size_t n = strcspn(f, "=");
+            size_t k;
+            for (k = 0; k < sizeof flags / sizeof flags[0]; k++)
+                if (strlen(flags[k].name) == n && !strncmp(flags[k].name, f, n))
+                    break;
+            if (k == sizeof flags / sizeof flags[0])
+                return usage_error("unknown flag %s", a);
+            const char *v = f[n] == '=' ? f + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v)
+                return usage_error("flag %s needs a value", a);
+            *(const char **)((char *)o + flags[k].off) = v;
+            continue;
+        }
+        if (npos == 3)
+            return usage_error("unexpected argument \"%s\"", a);
+        pos[npos++] = a;
+    }
+    if (npos == 0)
+        return usage_error("%s", "a command is required (join or unjoin)");
+    o->verb = pos[0];
+    if (strcmp(o->verb, "join") && strcmp(o->verb, "unjoin"))
+        return usage_error("unknown command \"%s\"", o->verb);
+    if (npos < 2)
+        return usage_error("%s needs a cluster NAME", o->verb);
+    if (npos > 2)
+        return usage_error("unexpected argument \"%s\"", pos[2]);
+    o->name = pos[1];
+    if (!strcmp(o->verb, "join") && !o->cluster_kubeconfig)
+        return usage_error("%s", "join needs --cluster-kubeconfig FILE (the member cluster's kubeconfig)");
+    if (!strcmp(o->verb, "unjoin") && (o->cluster_kubeconfig || o->cluster_context))
+        return usage_error("%s", "unjoin takes no --cluster-kubeconfig/--cluster-context");
+    return 0;
+}
+
+/* Karmada's rule for cluster names: a DNS-1123 label of at most 48 characters. */
+static const char *name_problem(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 48)
+        return "must be 1 to 48 characters";
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && i > 0 && i + 1 < n)))
+            return "must consist of lower case letters, digits and '-', and start and end with a letter or digit";
+    }
+    return NULL;
+}
+
+static char *b64(const char *s)
+{
+    size_t n = strlen(s);
+    unsigned char *out = fl_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
+    return (char *)out;
+}
+
+static int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "flotilla ctl %s: ", verb);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static const char *errmsg(const fl_client_error *ce, int rc)
+{
+    return ce->message[0] ? ce->message : fl_strerror(rc);
+}
+
+/* A client for the control plane named by --kubeconfig/--context (or kubectl's defaults). */
+static int control_plane(const ctl_opts *o, fl_client **out)
+{
+    fl_kubeconfig kc;
+    char *err = NULL;
+    *out = NULL;
+    int rc = fl_kubeconfig_load(o->kubeconfig, o->context, &kc, &err);
+    if (rc == 0)
+        rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 30000}, out, &err);
+    fl_kubeconfig_close(&kc);
+    if (rc) {
+        fail(o->verb, "control plane kubeconfig: %s", err ? err : fl_strerror(rc));
+        free(err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Create obj, or when it exists, let merge() bring the stored one up to date and update
+ * it (retrying lost races). What is stored is left in *out (may be NULL). */
+typedef int (*merge_fn)(json_t *stored, const json_t *want, const ctl_opts *o);
+
+static int create_or_update(fl_client *cp, const fl_gvr *r, const char *ns, const char *what, json_t *want,
+                            merge_fn merge, const ctl_opts *o)
+{
+    fl_client_error ce;
+    int rc = fl_client_create(cp, r, ns, want, NULL, NULL, &ce);
+    for (int attempt = 0; rc == FL_EEXIST && attempt < 5; attempt++) {
+        json_t *cur = NULL;
+        rc = fl_client_get(cp, r, ns, json_string_value(json_object_get(json_object_get(want, "metadata"), "name")),
+                           &cur, &ce);
+        if (rc == FL_ENOTFOUND) { /* deleted meanwhile: create again */
+            rc = fl_client_create(cp, r, ns, want, NULL, NULL, &ce);
+            continue;
+        }
+        if (rc)
+            break;
+        rc = merge(cur, want, o);
+        if (rc == 0)
+            rc = fl_client_update(cp, r, ns, cur, NULL, NULL, &ce);
+        json_decref(cur);
+        if (rc > 0)
+            return 1; /* merge refused and said why */
+        if (rc == FL_ECONFLICT)
+            rc = FL_EEXIST; /* someone else wrote it: read again */
+    }
+    if (rc)
+        return fail(o->verb, "writing %s: %s", what, errmsg(&ce, rc));
+    return 0;
+}
+
+static int merge_secret(json_t *stored, const json_t *want, const ctl_opts *o)
+{
+    json_object_set(stored, "type", json_object_get(want, "type"));
+    json_object_set(stored, "data", json_object_get(want, "data"));
+    json_object_del(stored, "stringData");
+    return 0;
+}
+
+static int merge_cluster(json_t *stored, const json_t *want, const ctl_opts *o)
+{
+    json_t *spec = json_object_get(stored, "spec");
+    if (!json_is_object(spec)) {
+        spec = json_object();
+        json_object_set_new(stored, "spec", spec);
+    }
+    const char *mode = json_string_value(json_object_get(spec, "syncMode"));
+    if (mode && !strcmp(mode, "Pull"))
+        return fail(o->verb, "cluster %s is registered in Pull mode (its agent manages it); "
+                             "unjoin it first to register it in Push mode", o->name);
+    json_t *ws = json_object_get(want, "spec");
+    static const char *const keys[] = {"syncMode", "apiEndpoint", "secretRef", "insecureSkipTLSVerification", NULL};
+    for (int i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(ws, keys[i]);
+        if (v)
+            json_object_set(spec, keys[i], v);
+        else
+            json_object_del(spec, keys[i]);
+    }
+    return 0;
+}
+
+static int cmd_join(const ctl_opts *o)
+{
+    const char *bad = name_problem(o->name);
+    if (bad)
+        return fail(o->verb, "invalid cluster name \"%s\": %s", o->name, bad);
+
+    /* the member's credentials, and proof that they work */
+    fl_kubeconfig mk;
+    char *err = NULL;
+    int rc = fl_kubeconfig_load(o->cluster_kubeconfig, o->cluster_context, &mk, &err);
+    if (rc) {
+        fail(o->verb, "member kubeconfig: %s", err ? err : fl_strerror(rc));
+        free(err);
+        return 1;
+    }
+    int ret = 1;
+    fl_client *member = NULL, *cp = NULL;
+    json_t *ns = NULL, *secret = NULL, *cluster = NULL;
+    if (!mk.token) {
+        fail(o->verb, "member kubeconfig %s: user \"%s\" has no bearer token (token or tokenFile); "
+                      "the control plane reaches Push members with a token",
+             mk.origin, mk.user ? mk.user : "");
+        goto out;
+    }
+    rc = fl_client_new(&mk, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 15000}, &member, &err);
+    if (rc) {
+        fail(o->verb, "member kubeconfig: %s", err ? err : fl_strerror(rc));
+        goto out;
+    }
+    fl_client_error ce;
+    rc = fl_client_request(member, "GET", "/api", NULL, NULL, 0, NULL, NULL, &ce);
+    if (rc) {
+        fail(o->verb, "cannot reach member cluster at %s with the credentials in %s: %s", mk.server, mk.origin,
+             errmsg(&ce, rc));
+        goto out;
+    }
+
+    if (control_plane(o, &cp))
+        goto out;
+    ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
+                   CLUSTER_NAMESPACE);
+    rc = fl_client_create(cp, &NAMESPACES, NULL, ns, NULL, NULL, &ce);
+    if (rc && rc != FL_EEXIST) {
+        fail(o->verb, "creating namespace %s on the control plane: %s", CLUSTER_NAMESPACE, errmsg(&ce, rc));
+        goto out;
+    }
+
+    char *tok64 = b64(mk.token);
+    secret = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:{s:s%}}", "apiVersion", "v1", "kind", "Secret", "metadata",
+                       "name", o->name, "namespace", CLUSTER_NAMESPACE, "type", "Opaque", "data", "token", tok64,
+                       strlen(tok64));
+    free(tok64);
+    if (mk.ca_pem && !mk.insecure) {
+        char *ca64 = b64(mk.ca_pem);
+        json_object_set_new(json_object_get(secret, "data"), "caBundle", json_string(ca64));
+        free(ca64);
+    }
+    char what[256];
+    snprintf(what, sizeof what, "Secret %s/%s", CLUSTER_NAMESPACE, o->name);
+    if (create_or_update(cp, &SECRETS, CLUSTER_NAMESPACE, what, secret, merge_secret, o))
+        goto out;
+
+    cluster = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:{s:s, s:s}}}", "apiVersion", "cluster.karmada.io/v1alpha1",
+                        "kind", "Cluster", "metadata", "name", o->name, "spec", "syncMode", "Push", "apiEndpoint",
+                        mk.server, "secretRef", "namespace", CLUSTER_NAMESPACE, "name", o->name);
+    if (mk.insecure)
+        json_object_set_new(json_object_get(cluster, "spec"), "insecureSkipTLSVerification", json_true());
+    snprintf(what, sizeof what, "Cluster %s", o->name);
+    if (create_or_update(cp, &CLUSTERS, NULL, what, cluster, merge_cluster, o))
+        goto out;
+    printf("cluster %s joined (Push) at %s\n", o->name, mk.server);
+    ret = 0;
+out:
+    free(err);
+    json_decref(ns);
+    json_decref(secret);
+    json_decref(cluster);
+    fl_client_free(member);
+    fl_client_free(cp);
+    fl_kubeconfig_close(&mk);
+    return ret;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int cmd_unjoin(const ctl_opts *o)
+{
+    fl_client *cp = NULL;
+    if (control_plane(o, &cp))
+        return 1;
+    int ret = 1;
+    fl_client_error ce;
+    json_t *cl = NULL;
+    char *sns = fl_strdup(CLUSTER_NAMESPACE), *sname = fl_strdup(o->name);
+    int rc = fl_client_get(cp, &CLUSTERS, NULL, o->name, &cl, &ce);
+    if (rc == FL_ENOTFOUND) {
+        fail(o->verb, "cluster %s not found on the control plane", o->name);
+        goto out;
+    }
+    if (rc) {
+        fail(o->verb, "reading cluster %s: %s", o->name, errmsg(&ce, rc));
+        goto out;
+    }
+    /* the Secret the Cluster points at, which is ours only when join wrote it */
+    json_t *ref = json_object_get(json_object_get(cl, "spec"), "secretRef");
+    const char *rns = json_string_value(json_object_get(ref, "namespace"));
+    const char *rname = json_string_value(json_object_get(ref, "name"));
+    if (rns && rname) {
+        free(sns);
+        free(sname);
+        sns = fl_strdup(rns);
+        sname = fl_strdup(rname);
+    }
+    rc = fl_client_delete(cp, &CLUSTERS, NULL, o->name, NULL, NULL, &ce);
+    if (rc && rc != FL_ENOTFOUND) {
+        fail(o->verb, "deleting cluster %s: %s", o->name, errmsg(&ce, rc));
+        goto out;
+    }
+    /* finalizers may hold the Cluster while its work is cleaned up; its credentials are
+     * needed until then */
+    for (int waited = 0;; waited += 100) {
+        json_t *still = NULL;
+        rc = fl_client_get(cp, &CLUSTERS, NULL, o->name, &still, &ce);
+        json_decref(still);
+        if (rc == FL_ENOTFOUND)
+            break;
+        if (rc) {
+            fail(o->verb, "waiting for cluster %s to be deleted: %s", o->name, errmsg(&ce, rc));
+            goto out;
+        }
+        if (waited >= UNJOIN_WAIT_MS) {
+            fail(o->verb, "cluster %s is still being deleted after %d s (finalizers pending); run unjoin again later",
+                 o->name, UNJOIN_WAIT_MS / 1000);
+            goto out;
+        }
+        sleep_ms(100);
+    }
+    rc = fl_client_delete(cp, &SECRETS, sns, sname, NULL, NULL, &ce);
+    if (rc && rc != FL_ENOTFOUND) {
+        fail(o->verb, "deleting Secret %s/%s: %s", sns, sname, errmsg(&ce, rc));
+        goto out;
+    }
+    printf("cluster %s unjoined\n", o->name);
+    ret = 0;
+out:
+    json_decref(cl);
+    free(sns);
+    free(sname);
+    fl_client_free(cp);
+    return ret;
+}
+
+int fl_cmd_ctl(int argc, char **argv)
+{
+    ctl_opts o;
+    memset(&o, 0, sizeof o);
+    bool help = false;
+    int rc = parse(argc, argv, &o, &help);
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (!strcmp(o.verb, "join"))
+        return cmd_join(&o);
+    return cmd_unjoin(&o);
+}

@@ -1,0 +1,1029 @@
+/* cluster.c - the cluster status controller (see cluster.h; design in
+ * docs/internals/cluster-status.md).
+ *
+ * Shape: an informer on Clusters feeds a work queue keyed by cluster name; a small pool
+ * of workers takes keys, probes (Push) or reads the agent's Lease (Pull), decides the
+ * status, writes what changed, and puts the key back with add_after(interval). So every
+ * cluster runs on its own schedule, a slow member holds one worker for at most the probe
+ * timeout, and the queue's de-duplication keeps one pending probe per cluster however
+ * many events arrive.
+ *
+ * Timeouts: a member that accepts connections and never answers must not hold a worker
+ * for the client's 30 s request timeout. Each worker has a cancellation token and a
+ * deadline; one watchdog thread fires the token of a worker past its deadline, which ends
+ * its request at once (FL_ECLOSED), and the probe counts as unreachable.
+ *
+ * Deciding is a pure function of (the Cluster as stored, what was observed, now): decide()
+ * returns the Cluster as it should be. Writes happen only when its status, annotations or
+ * taints differ from the stored ones, through update_status / update with the stored
+ * resourceVersion; a conflict re-reads the Cluster and decides again. Timestamps
+ * (lastTransitionTime, timeAdded) are set only when a condition flips or a taint is added,
+ * so a healthy fleet writes nothing.
+ *
+ * Threshold clocks live in the store, not in memory: the annotation
+ * flotilla.io/unhealthy-since (healthy-since while recovering) records when the observed
+ * health first disagreed with the Ready condition. */
+#include "controllers/cluster.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/informer.h"
+#include "client/workqueue.h"
+#include "controllers/members.h"
+#include "controllers/quantity.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
+static const fl_gvr LEASES = {"coordination.k8s.io/v1", "leases"};
+static const fl_gvr NODES = {"v1", "nodes"};
+static const fl_gvr PODS = {"v1", "pods"};
+
+#define LEASE_NAMESPACE "karmada-cluster"
+#define NWORKERS 4
+#define LOG "cluster-status"
+
+/* Karmada's condition vocabulary (pkg/controllers/status). */
+#define REASON_READY "ClusterReady"
+#define MSG_READY "cluster is healthy and ready to accept workloads"
+#define REASON_NOT_READY "ClusterNotReady"
+#define MSG_NOT_READY "cluster is reachable but health endpoint responded without ok"
+#define REASON_NOT_REACHABLE "ClusterNotReachable"
+#define MSG_NOT_REACHABLE "cluster is not reachable"
+#define REASON_NO_CLIENT "StatusCollectionFailed"
+#define REASON_LEASE_STALE "ClusterStatusUnknown"
+#define MSG_LEASE_STALE "cluster agent stopped renewing its lease"
+#define REASON_NEVER_UPDATED "ClusterStatusNeverUpdated"
+#define MSG_NEVER_UPDATED "cluster agent never renewed its lease"
+
+enum health { H_OK, H_UNHEALTHY, H_UNREACHABLE, H_NO_CLIENT };
+
+typedef struct cstatus cstatus;
+
+typedef struct worker {
+    cstatus *st;
+    pthread_t th;
+    fl_client_cancel *cancel;
+    _Atomic int64_t deadline_ms; /* monotonic; 0 = no request under watch */
+} worker;
+
+struct cstatus {
+    fl_client *cp;
+    volatile int *stopping;
+    atomic_bool stop;
+    int64_t interval_ms, failure_ms, success_ms, probe_timeout_ms, discovery_ms;
+    fl_informer *clusters, *leases;
+    fl_workqueue *q;
+    fl_members *members;
+    pthread_mutex_t mu;
+    json_t *mem;                 /* name -> {"disc": ms of last discovery, "h": last health} */
+    worker w[NWORKERS];
+    int nworkers;
+    pthread_t watchdog;
+    bool watchdog_started;
+    fl_client_cancel *watchdog_stop;
+};
+
+/* ---- time ---- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* RFC 3339 in UTC: seconds ("2024-05-01T10:00:00Z", metav1.Time) or milliseconds. */
+static void fmt_time(int64_t ms, bool millis, char buf[40])
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (millis)
+        snprintf(buf + n, 40 - n, ".%03dZ", (int)(ms % 1000));
+    else
+        snprintf(buf + n, 40 - n, "Z");
+}
+
+/* Parse RFC 3339 (fraction and offset optional) into ms since the epoch; -1 if malformed. */
+static int64_t parse_time(const char *s)
+{
+    if (!s)
+        return -1;
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!p)
+        return -1;
+    int64_t ms = (int64_t)timegm(&tm) * 1000;
+    if (*p == '.') {
+        int64_t scale = 100;
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            ms += (*p - '0') * scale;
+            scale /= 10;
+        }
+    }
+    if (*p == 'Z' && !p[1])
+        return ms;
+    if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+        int off = ((p[1] - '0') * 10 + (p[2] - '0')) * 60 + (p[4] - '0') * 10 + (p[5] - '0');
+        return ms - (*p == '+' ? 1 : -1) * (int64_t)off * 60000;
+    }
+    return -1;
+}
+
+static int64_t env_ms(const char *name, int64_t def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end || n < 0) {
+        fl_log(FL_LOG_WARN, LOG, "ignoring %s=%s: not a number of milliseconds", name, v);
+        return def;
+    }
+    return n;
+}
+
+/* ---- small JSON helpers ---- */
+
+static const char *jstr(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* o[key] as an object, created when missing (o must be an object). Borrowed. */
+static json_t *child_obj(json_t *o, const char *key)
+{
+    json_t *c = json_object_get(o, key);
+    if (!json_is_object(c)) {
+        c = json_object();
+        json_object_set_new(o, key, c);
+    }
+    return c;
+}
+
+static json_t *find_condition(const json_t *conds, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c) {
+        const char *t = jstr(c, "type");
+        if (t && !strcmp(t, type))
+            return c;
+    }
+    return NULL;
+}
+
+static const char *ready_status(const json_t *cluster)
+{
+    json_t *c = find_condition(json_object_get(json_object_get(cluster, "status"), "conditions"), "Ready");
+    return c ? jstr(c, "status") : NULL;
+}
+
+/* Set condition `type` in status.conditions as meta.SetStatusCondition does:
+ * lastTransitionTime moves only when the status flips. */
+static void set_condition(json_t *status, const char *type, const char *cstatus_, const char *reason,
+                          const char *message, int64_t now)
+{
+    json_t *conds = json_object_get(status, "conditions");
+    if (!json_is_array(conds)) {
+        conds = json_array();
+        json_object_set_new(status, "conditions", conds);
+    }
+    char ts[40];
+    fmt_time(now, false, ts);
+    json_t *c = find_condition(conds, type);
+    if (!c) {
+        c = json_object();
+        json_object_set_new(c, "type", json_string(type));
+        json_object_set_new(c, "status", json_string(cstatus_));
+        json_object_set_new(c, "lastTransitionTime", json_string(ts));
+        json_object_set_new(c, "reason", json_string(reason));
+        json_object_set_new(c, "message", json_string(message));
+        json_array_append_new(conds, c);
+        return;
+    }
+    const char *old = jstr(c, "status");
+    if (!old || strcmp(old, cstatus_)) {
+        json_object_set_new(c, "status", json_string(cstatus_));
+        json_object_set_new(c, "lastTransitionTime", json_string(ts));
+    } else if (!json_object_get(c, "lastTransitionTime")) {
+        json_object_set_new(c, "lastTransitionTime", json_string(ts));
+    }
+    json_object_set_new(c, "reason", json_string(reason));
+    json_object_set_new(c, "message", json_string(message));
+}
+
+/* ---- per-cluster memory (not state that matters: losing it costs one discovery) ---- */
+
+static int64_t mem_get(cstatus *st, const char *name, const char *field, int64_t def)
+{
+    pthread_mutex_lock(&st->mu);
+    json_t *v = json_object_get(json_object_get(st->mem, name), field);
+    int64_t r = json_is_integer(v) ? json_integer_value(v) : def;
+    pthread_mutex_unlock(&st->mu);
+    return r;
+}
+
+static void mem_set(cstatus *st, const char *name, const char *field, int64_t v)
+{
+    pthread_mutex_lock(&st->mu);
+    json_t *o = json_object_get(st->mem, name);
+    if (!o) {
+        o = json_object();
+        json_object_set_new(st->mem, name, o);
+    }
+    json_object_set_new(o, field, json_integer(v));
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* ---- requests under the worker's deadline ---- */
+
+static void arm(worker *w, int64_t ms)
+{
+    fl_client_cancel_reset(w->cancel);
+    atomic_store(&w->deadline_ms, mono_ms() + ms);
+    /* stop may have fired the token just before the reset: look again */
+    if (atomic_load(&w->st->stop))
+        fl_client_cancel_fire(w->cancel);
+}
+
+static void disarm(worker *w)
+{
+    atomic_store(&w->deadline_ms, 0);
+}
+
+static void *watchdog_main(void *arg)
+{
+    cstatus *st = arg;
+    while (!fl_client_cancel_sleep(st->watchdog_stop, 50)) {
+        int64_t now = mono_ms();
+        for (int i = 0; i < st->nworkers; i++) {
+            int64_t d = atomic_load(&st->w[i].deadline_ms);
+            if (d && now > d) {
+                atomic_store(&st->w[i].deadline_ms, 0);
+                fl_client_cancel_fire(st->w[i].cancel);
+            }
+        }
+    }
+    return NULL;
+}
+
+static int get_json(worker *w, fl_client *c, const char *path, json_t **out, fl_client_error *ce)
+{
+    return fl_client_request(c, "GET", path, NULL, NULL, 0, w->cancel, out, ce);
+}
+
+/* /readyz, falling back to /healthz where /readyz is not served (as Karmada does). */
+static int health_check(worker *w, fl_client *c, char *why, size_t cap)
+{
+    fl_client_error ce;
+    memset(&ce, 0, sizeof ce);
+    arm(w, w->st->probe_timeout_ms);
+    int rc = get_json(w, c, "/readyz", NULL, &ce);
+    if (rc && ce.http == 404) {
+        memset(&ce, 0, sizeof ce);
+        rc = get_json(w, c, "/healthz", NULL, &ce);
+    }
+    disarm(w);
+    if (rc == 0)
+        return H_OK;
+    if (rc == FL_ECLOSED && !atomic_load(&w->st->stop))
+        snprintf(why, cap, "no answer within %lld ms", (long long)w->st->probe_timeout_ms);
+    else
+        snprintf(why, cap, "%s", ce.message[0] ? ce.message : fl_strerror(rc));
+    return ce.http ? H_UNHEALTHY : H_UNREACHABLE;
+}
+
+/* ---- collection (a healthy Push cluster) ---- */
+
+typedef struct collected {
+    char *version;          /* gitVersion, NULL when /version failed */
+    json_t *apis;           /* apiEnablements, NULL when not collected this time */
+    const char *apis_reason;/* Complete, Partial or Empty */
+    json_t *node_summary;   /* NULL when the node list failed */
+    json_t *resource_summary;
+} collected;
+
+static void collected_close(collected *c)
+{
+    free(c->version);
+    json_decref(c->apis);
+    json_decref(c->node_summary);
+    json_decref(c->resource_summary);
+    memset(c, 0, sizeof *c);
+}
+
+static int cmp_resource(const void *a, const void *b)
+{
+    return strcmp(jstr(*(json_t *const *)a, "name"), jstr(*(json_t *const *)b, "name"));
+}
+
+static int cmp_enablement(const void *a, const void *b)
+{
+    return strcmp(jstr(*(json_t *const *)a, "groupVersion"), jstr(*(json_t *const *)b, "groupVersion"));
+}
+
+/* One group-version's resources (no subresources), sorted by name; NULL on failure. */
+static json_t *gv_resources(worker *w, fl_client *c, const char *gv)
+{
+    char *path = strchr(gv, '/') ? fl_asprintf("/apis/%s", gv) : fl_asprintf("/api/%s", gv);
+    json_t *list = NULL;
+    fl_client_error ce;
+    int rc = get_json(w, c, path, &list, &ce);
+    free(path);
+    if (rc || !list)
+        return json_decref(list), NULL;
+    json_t *res = json_object_get(list, "resources");
+    size_t n = json_array_size(res), k = 0;
+    json_t **v = fl_calloc(n ? n : 1, sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(res, i);
+        const char *name = jstr(r, "name"), *kind = jstr(r, "kind");
+        if (!name || !kind || strchr(name, '/'))
+            continue;
+        v[k++] = json_pack("{s:s, s:s}", "name", name, "kind", kind);
+    }
+    qsort(v, k, sizeof *v, cmp_resource);
+    json_t *out = json_array();
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(out, v[i]);
+    free(v);
+    json_decref(list);
+    return out;
+}
+
+/* apiEnablements from /api and /apis; *reason tells Complete/Partial/Empty. */
+static json_t *discover(worker *w, fl_client *c, const char **reason)
+{
+    json_t *gvs = json_array(), *doc = NULL;
+    fl_client_error ce;
+    bool partial = false;
+    if (get_json(w, c, "/api", &doc, &ce) == 0 && doc) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(doc, "versions"), i, v) if (json_is_string(v))
+            json_array_append(gvs, v);
+    } else {
+        partial = true;
+    }
+    json_decref(doc);
+    doc = NULL;
+    if (get_json(w, c, "/apis", &doc, &ce) == 0 && doc) {
+        size_t i, j;
+        json_t *g, *v;
+        json_array_foreach(json_object_get(doc, "groups"), i, g) json_array_foreach(json_object_get(g, "versions"), j, v)
+        {
+            json_t *gv = json_object_get(v, "groupVersion");
+            if (json_is_string(gv))
+                json_array_append(gvs, gv);
+        }
+    } else {
+        partial = true;
+    }
+    json_decref(doc);
+
+    size_t n = json_array_size(gvs), k = 0;
+    json_t **items = fl_calloc(n ? n : 1, sizeof *items);
+    for (size_t i = 0; i < n; i++) {
+        const char *gv = json_string_value(json_array_get(gvs, i));
+        json_t *res = gv_resources(w, c, gv);
+        if (!res) {
+            partial = true;
+            continue;
+        }
+        items[k] = json_pack("{s:s}", "groupVersion", gv);
+        if (json_array_size(res))
+            json_object_set(items[k], "resources", res);
+        json_decref(res);
+        k++;
+    }
+    json_decref(gvs);
+    qsort(items, k, sizeof *items, cmp_enablement);
+    json_t *out = json_array();
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(out, items[i]);
+    free(items);
+    *reason = k == 0 ? "Empty" : partial ? "Partial" : "Complete";
+    return out;
+}
+
+/* A ResourceList being summed: resource name -> quantity, in first-seen order. */
+typedef struct reslist {
+    size_t n, cap;
+    char **key;
+    fl_quantity *q;
+} reslist;
+
+static fl_quantity *res_slot(reslist *r, const char *key)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->key[i], key))
+            return &r->q[i];
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 8;
+        r->key = fl_realloc(r->key, r->cap * sizeof *r->key);
+        r->q = fl_realloc(r->q, r->cap * sizeof *r->q);
+    }
+    r->key[r->n] = fl_strdup(key);
+    memset(&r->q[r->n], 0, sizeof r->q[r->n]);
+    return &r->q[r->n++];
+}
+
+/* Add every parsable quantity of a ResourceList object (strings or numbers). */
+static void res_add_list(reslist *r, const json_t *list)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)list, k, v) {
+        fl_quantity q;
+        char num[64];
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        if (json_is_integer(v)) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+            s = num;
+        }
+        if (s && fl_quantity_parse(s, &q) == 0)
+            fl_quantity_add(res_slot(r, k), &q);
+    }
+}
+
+/* r[key] = max(r[key], each of list) - for init containers. */
+static void res_max_list(reslist *r, const json_t *list)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)list, k, v) {
+        fl_quantity q;
+        if (json_is_string(v) && fl_quantity_parse(json_string_value(v), &q) == 0) {
+            fl_quantity *slot = res_slot(r, k);
+            if (slot->format == FL_QUANTITY_NONE || fl_quantity_cmp(&q, slot) > 0)
+                *slot = q;
+        }
+    }
+}
+
+static void res_add_reslist(reslist *dst, const reslist *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        fl_quantity_add(res_slot(dst, src->key[i]), &src->q[i]);
+}
+
+/* The ResourceList as JSON, zero entries left out; NULL when nothing is left. */
+static json_t *res_json(const reslist *r)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < r->n; i++) {
+        if (fl_quantity_is_zero(&r->q[i]))
+            continue;
+        char buf[64];
+        fl_quantity_format(&r->q[i], buf, sizeof buf);
+        json_object_set_new(o, r->key[i], json_string(buf));
+    }
+    if (json_object_size(o) == 0)
+        return json_decref(o), NULL;
+    return o;
+}
+
+static void res_close(reslist *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free(r->key[i]);
+    free(r->key);
+    free(r->q);
+    memset(r, 0, sizeof *r);
+}
+
+/* What a Pod asks for: the sum over containers, at least each init container's request,
+ * plus the pod overhead (the scheduler's reckoning). */
+static void pod_request(const json_t *pod, reslist *out)
+{
+    json_t *spec = json_object_get(pod, "spec");
+    size_t i;
+    json_t *c;
+    reslist sum = {0};
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+        res_add_list(&sum, json_object_get(json_object_get(c, "resources"), "requests"));
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
+        res_max_list(&sum, json_object_get(json_object_get(c, "resources"), "requests"));
+    res_add_list(&sum, json_object_get(spec, "overhead"));
+    res_add_reslist(out, &sum);
+    res_close(&sum);
+}
+
+static bool node_ready(const json_t *node)
+{
+    json_t *c = find_condition(json_object_get(json_object_get(node, "status"), "conditions"), "Ready");
+    const char *s = c ? jstr(c, "status") : NULL;
+    return s && !strcmp(s, "True");
+}
+
+/* nodeSummary and resourceSummary from the member's Nodes and Pods. */
+static void summarize(worker *w, fl_client *c, collected *col)
+{
+    fl_list_result nodes = {0}, pods = {0};
+    fl_client_error ce;
+    if (fl_client_list_all(c, &NODES, NULL, NULL, w->cancel, &nodes, &ce) != 0)
+        return;
+    bool have_pods = fl_client_list_all(c, &PODS, NULL, NULL, w->cancel, &pods, &ce) == 0;
+    reslist allocatable = {0}, allocated = {0}, allocating = {0};
+    size_t i, total = json_array_size(nodes.items), ready = 0;
+    json_t *n;
+    json_array_foreach(nodes.items, i, n) {
+        if (node_ready(n))
+            ready++;
+        res_add_list(&allocatable, json_object_get(json_object_get(n, "status"), "allocatable"));
+    }
+    col->node_summary = json_pack("{s:I, s:I}", "totalNum", (json_int_t)total, "readyNum", (json_int_t)ready);
+    json_t *rs = json_object();
+    json_t *v = res_json(&allocatable);
+    if (v)
+        json_object_set_new(rs, "allocatable", v);
+    if (have_pods) {
+        int64_t nallocated = 0, nallocating = 0;
+        json_t *p;
+        json_array_foreach(pods.items, i, p) {
+            const char *node = jstr(json_object_get(p, "spec"), "nodeName");
+            const char *phase = jstr(json_object_get(p, "status"), "phase");
+            if (!node || !*node) {
+                pod_request(p, &allocating);
+                nallocating++;
+            } else if (!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed"))) {
+                /* finished pods no longer hold what they asked for */
+                pod_request(p, &allocated);
+                nallocated++;
+            }
+        }
+        fl_quantity q = {.nano = (fl_quantity_nano)nallocating * 1000000000, .format = FL_QUANTITY_DECIMAL_SI};
+        fl_quantity_add(res_slot(&allocating, "pods"), &q);
+        q.nano = (fl_quantity_nano)nallocated * 1000000000;
+        fl_quantity_add(res_slot(&allocated, "pods"), &q);
+        if ((v = res_json(&allocating)))
+            json_object_set_new(rs, "allocating", v);
+        if ((v = res_json(&allocated)))
+            json_object_set_new(rs, "allocated", v);
+    }
+    col->resource_summary = rs;
+    res_close(&allocatable);
+    res_close(&allocated);
+    res_close(&allocating);
+    fl_list_result_close(&nodes);
+    fl_list_result_close(&pods);
+}
+
+static void collect(worker *w, fl_client *c, const char *name, collected *col)
+{
+    cstatus *st = w->st;
+    /* the whole collection is bounded too: a few round trips per group-version */
+    arm(w, st->probe_timeout_ms * 6);
+    json_t *ver = NULL;
+    fl_client_error ce;
+    if (get_json(w, c, "/version", &ver, &ce) == 0 && jstr(ver, "gitVersion"))
+        col->version = fl_strdup(jstr(ver, "gitVersion"));
+    json_decref(ver);
+    int64_t now = mono_ms(), last = mem_get(st, name, "disc", 0);
+    if (!last || now - last >= st->discovery_ms) {
+        col->apis = discover(w, c, &col->apis_reason);
+        if (strcmp(col->apis_reason, "Empty"))
+            mem_set(st, name, "disc", now);
+    }
+    summarize(w, c, col);
+    disarm(w);
+}
+
+/* ---- deciding ---- */
+
+typedef struct observation {
+    bool push;
+    int health;              /* push: enum health */
+    const char *why;         /* push: what failed, for the log */
+    const collected *col;    /* push: NULL unless collected */
+    bool lease_stale;        /* pull */
+    bool lease_missing;      /* pull */
+} observation;
+
+/* Keep annotation key set to a time (when absent) or remove it. Returns the time it holds. */
+static int64_t since_annotation(json_t *meta, const char *key, bool keep, int64_t now)
+{
+    json_t *ann = json_object_get(meta, "annotations");
+    if (!keep) {
+        if (json_is_object(ann)) {
+            json_object_del(ann, key);
+            if (json_object_size(ann) == 0)
+                json_object_del(meta, "annotations");
+        }
+        return now;
+    }
+    int64_t t = parse_time(jstr(ann, key));
+    if (t >= 0 && t <= now)
+        return t;
+    char ts[40];
+    fmt_time(now, true, ts);
+    json_object_set_new(child_obj(meta, "annotations"), key, json_string(ts));
+    return now;
+}
+
+/* Set or clear one of our NoSchedule taints in spec.taints, keeping every other taint. */
+static void set_taint(json_t *spec, const char *key, bool want, int64_t now)
+{
+    json_t *taints = json_object_get(spec, "taints");
+    size_t i;
+    json_t *t;
+    json_array_foreach(taints, i, t) {
+        const char *k = jstr(t, "key"), *e = jstr(t, "effect");
+        if (k && e && !strcmp(k, key) && !strcmp(e, "NoSchedule")) {
+            if (!want) {
+                json_array_remove(taints, i);
+                if (json_array_size(taints) == 0)
+                    json_object_del(spec, "taints");
+            }
+            return;
+        }
+    }
+    if (!want)
+        return;
+    if (!json_is_array(taints)) {
+        taints = json_array();
+        json_object_set_new(spec, "taints", taints);
+    }
+    char ts[40];
+    fmt_time(now, false, ts);
+    json_array_append_new(taints, json_pack("{s:s, s:s, s:s}", "key", key, "effect", "NoSchedule", "timeAdded", ts));
+}
+
+/* Push: the Ready condition to adopt given what was observed, the stored condition and
+ * the thresholds. Returns false to keep the stored condition for now. */
+static bool push_ready(cstatus *st, json_t *meta, const char *cur, const observation *ob, int64_t now)
+{
+    bool ok = ob->health == H_OK;
+    bool cur_true = cur && !strcmp(cur, "True");
+    /* holding: the observation disagrees with a stored condition; the threshold runs */
+    bool failing_while_ready = !ok && cur_true;
+    bool healing_while_not = ok && cur && !cur_true;
+    int64_t since = since_annotation(meta, FL_ANNOTATION_UNHEALTHY_SINCE, failing_while_ready, now);
+    if (failing_while_ready && now - since < st->failure_ms)
+        return false;
+    since_annotation(meta, FL_ANNOTATION_UNHEALTHY_SINCE, false, now);
+    since = since_annotation(meta, FL_ANNOTATION_HEALTHY_SINCE, healing_while_not && st->success_ms > 0, now);
+    if (healing_while_not && now - since < st->success_ms)
+        return false;
+    since_annotation(meta, FL_ANNOTATION_HEALTHY_SINCE, false, now);
+    return true;
+}
+
+/* The Cluster as it should be: a new object built from base (the stored Cluster). */
+static json_t *decide(cstatus *st, const json_t *base, const observation *ob, int64_t now)
+{
+    json_t *d = json_deep_copy(base);
+    json_t *meta = child_obj(d, "metadata"), *spec = child_obj(d, "spec"), *status = child_obj(d, "status");
+    const char *cur = ready_status(base);
+    if (ob->push) {
+        if (push_ready(st, meta, cur, ob, now)) {
+            switch (ob->health) {
+            case H_OK: set_condition(status, "Ready", "True", REASON_READY, MSG_READY, now); break;
+            case H_UNHEALTHY: set_condition(status, "Ready", "False", REASON_NOT_READY, MSG_NOT_READY, now); break;
+            case H_NO_CLIENT:
+                set_condition(status, "Ready", "False", REASON_NO_CLIENT, ob->why ? ob->why : MSG_NOT_REACHABLE, now);
+                break;
+            default: set_condition(status, "Ready", "False", REASON_NOT_REACHABLE, MSG_NOT_REACHABLE, now); break;
+            }
+        }
+        const char *now_ready = ready_status(d);
+        if (ob->health == H_OK && ob->col && now_ready && !strcmp(now_ready, "True")) {
+            const collected *c = ob->col;
+            if (c->version)
+                json_object_set_new(status, "kubernetesVersion", json_string(c->version));
+            if (c->apis) {
+                if (json_array_size(c->apis))
+                    json_object_set(status, "apiEnablements", c->apis);
+                else
+                    json_object_del(status, "apiEnablements");
+                bool complete = !strcmp(c->apis_reason, "Complete");
+                char msg[96];
+                if (!strcmp(c->apis_reason, "Empty"))
+                    snprintf(msg, sizeof msg, "collected empty APIEnablements from the cluster");
+                else if (!complete)
+                    snprintf(msg, sizeof msg, "might collect partial APIEnablements(%zu) from the cluster",
+                             json_array_size(c->apis));
+                else
+                    snprintf(msg, sizeof msg, "collected complete APIEnablements from the cluster");
+                set_condition(status, "CompleteAPIEnablements", complete ? "True" : "False", c->apis_reason, msg,
+                              now);
+            }
+            if (c->node_summary)
+                json_object_set(status, "nodeSummary", c->node_summary);
+            if (c->resource_summary)
+                json_object_set(status, "resourceSummary", c->resource_summary);
+        }
+    } else if (ob->lease_stale && (!cur || strcmp(cur, "Unknown"))) {
+        set_condition(status, "Ready", "Unknown", cur ? REASON_LEASE_STALE : REASON_NEVER_UPDATED,
+                      cur ? MSG_LEASE_STALE : MSG_NEVER_UPDATED, now);
+    }
+    /* taints follow the Ready condition, whoever set it (Karmada's taint manager) */
+    const char *ready = ready_status(d);
+    bool not_ready = !ready || !strcmp(ready, "False"), unreachable = ready && !strcmp(ready, "Unknown");
+    set_taint(spec, FL_TAINT_CLUSTER_NOT_READY, not_ready, now);
+    set_taint(spec, FL_TAINT_CLUSTER_UNREACHABLE, unreachable, now);
+    if (json_object_size(status) == 0)
+        json_object_del(d, "status");
+    return d;
+}
+
+static bool same_member(const json_t *a, const json_t *b, const char *key)
+{
+    return json_equal(json_object_get(a, key), json_object_get(b, key));
+}
+
+static bool meta_changed(const json_t *base, const json_t *d)
+{
+    const json_t *bm = json_object_get(base, "metadata"), *dm = json_object_get(d, "metadata");
+    return !same_member(bm, dm, "annotations") ||
+           !same_member(json_object_get(base, "spec"), json_object_get(d, "spec"), "taints");
+}
+
+/* Decide and write, re-reading the Cluster on a conflict. */
+static int write_cluster(cstatus *st, const char *name, json_t *base, const observation *ob, int64_t now)
+{
+    fl_client_error ce;
+    json_incref(base);
+    int rc = 0;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        json_t *d = decide(st, base, ob, now), *out = NULL;
+        rc = 0;
+        if (!same_member(base, d, "status")) {
+            rc = fl_client_update_status(st->cp, &CLUSTERS, NULL, d, NULL, &out, &ce);
+            if (rc == 0) {
+                const char *was = ready_status(base), *is = ready_status(out);
+                if (!was || !is || strcmp(was, is))
+                    fl_log(FL_LOG_INFO, LOG, "cluster %s: Ready %s -> %s", name, was ? was : "(none)",
+                           is ? is : "(none)");
+                json_decref(base);
+                base = out;
+                json_decref(d);
+                d = decide(st, base, ob, now);
+            }
+        }
+        if (rc == 0 && meta_changed(base, d)) {
+            out = NULL;
+            rc = fl_client_update(st->cp, &CLUSTERS, NULL, d, NULL, &out, &ce);
+            json_decref(out);
+        }
+        json_decref(d);
+        if (rc != FL_ECONFLICT)
+            break;
+        json_decref(base);
+        base = NULL;
+        if ((rc = fl_client_get(st->cp, &CLUSTERS, NULL, name, &base, &ce)) != 0)
+            break;
+    }
+    json_decref(base);
+    if (rc && rc != FL_ENOTFOUND && rc != FL_ECLOSED)
+        fl_log(FL_LOG_WARN, LOG, "cluster %s: writing status: %s", name, ce.message[0] ? ce.message : fl_strerror(rc));
+    return rc == FL_ENOTFOUND ? 0 : rc;
+}
+
+/* ---- reconcile ---- */
+
+static int lease_state(cstatus *st, const json_t *cluster, const char *name, int64_t now, bool *missing)
+{
+    json_t *lease = NULL;
+    int64_t t;
+    *missing = fl_informer_get(st->leases, LEASE_NAMESPACE, name, &lease) != 0;
+    if (!*missing) {
+        json_t *spec = json_object_get(lease, "spec");
+        t = parse_time(jstr(spec, "renewTime"));
+        if (t < 0)
+            t = parse_time(jstr(spec, "acquireTime"));
+        json_decref(lease);
+    } else {
+        t = parse_time(jstr(json_object_get(cluster, "metadata"), "creationTimestamp"));
+    }
+    return t >= 0 && now - t > st->failure_ms;
+}
+
+static void reconcile(worker *w, const char *name)
+{
+    cstatus *st = w->st;
+    json_t *cl = NULL;
+    if (fl_informer_get(st->clusters, NULL, name, &cl) != 0)
+        return; /* deleted: no more probes */
+    observation ob = {0};
+    collected col = {0};
+    char why[512] = "";
+    const char *mode = jstr(json_object_get(cl, "spec"), "syncMode");
+    int64_t now = wall_ms();
+    if (mode && !strcmp(mode, "Pull")) {
+        ob.lease_stale = lease_state(st, cl, name, now, &ob.lease_missing);
+    } else {
+        ob.push = true;
+        fl_client *mc = NULL;
+        char *err = NULL;
+        int rc = fl_members_client(st->members, name, &mc, &err);
+        if (rc) {
+            ob.health = H_NO_CLIENT;
+            snprintf(why, sizeof why, "failed to create a client: %s", err ? err : fl_strerror(rc));
+            free(err);
+        } else {
+            ob.health = health_check(w, mc, why, sizeof why);
+        }
+        ob.why = why;
+        if (ob.health != H_OK)
+            mem_set(st, name, "disc", 0); /* rediscover the APIs once it is back */
+        int64_t last = mem_get(st, name, "h", -1);
+        if (last != ob.health) {
+            if (ob.health == H_OK)
+                fl_log(FL_LOG_INFO, LOG, "cluster %s: health check passes", name);
+            else
+                fl_log(FL_LOG_WARN, LOG, "cluster %s: health check fails: %s", name, why);
+            mem_set(st, name, "h", ob.health);
+        }
+        /* collect only when the cluster will be Ready after this round */
+        json_t *probe = decide(st, cl, &ob, now);
+        const char *r = ready_status(probe);
+        if (ob.health == H_OK && r && !strcmp(r, "True") && !atomic_load(&st->stop)) {
+            collect(w, mc, name, &col);
+            ob.col = &col;
+        }
+        json_decref(probe);
+    }
+    if (!atomic_load(&st->stop))
+        write_cluster(st, name, cl, &ob, now);
+    collected_close(&col);
+    json_decref(cl);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    cstatus *st = w->st;
+    char *key;
+    while (fl_workqueue_get(st->q, -1, &key) == 0) {
+        if (!atomic_load(&st->stop) && !*st->stopping) {
+            reconcile(w, key);
+            /* the next probe of this cluster; a deleted one is dropped at that turn */
+            json_t *still = NULL;
+            if (fl_informer_get(st->clusters, NULL, key, &still) == 0)
+                fl_workqueue_add_after(st->q, key, st->interval_ms);
+            json_decref(still);
+        }
+        fl_workqueue_done(st->q, key);
+        free(key);
+    }
+    return NULL;
+}
+
+/* ---- informer handlers ---- */
+
+static void enqueue(cstatus *st, const json_t *obj)
+{
+    char *key = fl_informer_key(obj);
+    if (key)
+        fl_workqueue_add(st->q, key);
+    free(key);
+}
+
+static void on_add(void *ctx, json_t *obj)
+{
+    enqueue(ctx, obj);
+}
+
+/* Status writes (ours included) come back as updates; the schedule covers them. Probe
+ * at once only when the spec moved or someone else changed the Ready condition. */
+static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    const char *a = ready_status(old_obj), *b = ready_status(new_obj);
+    bool ready_moved = (!a) != (!b) || (a && b && strcmp(a, b));
+    if (ready_moved || !json_equal(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
+                                   json_object_get(json_object_get(new_obj, "metadata"), "generation")))
+        enqueue(ctx, new_obj);
+}
+
+static void on_delete(void *ctx, json_t *obj)
+{
+    cstatus *st = ctx;
+    char *key = fl_informer_key(obj);
+    if (!key)
+        return;
+    fl_members_forget(st->members, key);
+    pthread_mutex_lock(&st->mu);
+    json_object_del(st->mem, key);
+    pthread_mutex_unlock(&st->mu);
+    free(key);
+}
+
+/* ---- lifecycle ---- */
+
+static void cluster_stop(void *state);
+
+static int cluster_start(const fl_ctrl_env *env, void **state)
+{
+    cstatus *st = fl_calloc(1, sizeof *st);
+    *state = NULL;
+    st->cp = env->cp;
+    st->stopping = env->stopping;
+    st->interval_ms = env_ms("FLOTILLA_CLUSTER_STATUS_INTERVAL_MS", 1000);
+    if (st->interval_ms < 10)
+        st->interval_ms = 10;
+    st->failure_ms = env_ms("FLOTILLA_CLUSTER_FAILURE_THRESHOLD_MS", 30000);
+    st->success_ms = env_ms("FLOTILLA_CLUSTER_SUCCESS_THRESHOLD_MS", 0);
+    st->probe_timeout_ms = env_ms("FLOTILLA_CLUSTER_PROBE_TIMEOUT_MS", 5000);
+    if (st->probe_timeout_ms < 10)
+        st->probe_timeout_ms = 10;
+    st->discovery_ms = st->interval_ms * 10;
+    pthread_mutex_init(&st->mu, NULL);
+    st->mem = json_object();
+    st->q = fl_workqueue_new(NULL);
+    st->members = fl_members_new(env->cp);
+    st->watchdog_stop = fl_client_cancel_new();
+
+    fl_informer_config cc = {.client = env->cp,
+                             .resource = CLUSTERS,
+                             .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = st}};
+    fl_informer_config lc = {.client = env->cp, .resource = LEASES, .ns = LEASE_NAMESPACE};
+    int rc = fl_informer_new(&cc, &st->clusters);
+    if (rc == 0)
+        rc = fl_informer_new(&lc, &st->leases);
+    if (rc == 0)
+        rc = fl_informer_start(st->leases);
+    if (rc == 0)
+        rc = fl_informer_start(st->clusters);
+    for (int i = 0; rc == 0 && i < NWORKERS; i++) {
+        worker *w = &st->w[i];
+        w->st = st;
+        w->cancel = fl_client_cancel_new();
+        if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+            fl_client_cancel_free(w->cancel);
+            rc = FL_EIO;
+            break;
+        }
+        st->nworkers++;
+    }
+    if (rc == 0) {
+        if (pthread_create(&st->watchdog, NULL, watchdog_main, st) != 0)
+            rc = FL_EIO;
+        else
+            st->watchdog_started = true;
+    }
+    if (rc) {
+        cluster_stop(st);
+        return rc;
+    }
+    fl_log(FL_LOG_INFO, LOG, "probing every %lld ms; failure threshold %lld ms, success threshold %lld ms",
+           (long long)st->interval_ms, (long long)st->failure_ms, (long long)st->success_ms);
+    *state = st;
+    return 0;
+}
+
+static void cluster_stop(void *state)
+{
+    cstatus *st = state;
+    if (!st)
+        return;
+    atomic_store(&st->stop, true);
+    for (int i = 0; i < st->nworkers; i++)
+        fl_client_cancel_fire(st->w[i].cancel);
+    fl_workqueue_shut_down(st->q);
+    /* no handler may run once the informers are stopped; then the workers drain */
+    fl_informer_stop(st->clusters);
+    fl_informer_stop(st->leases);
+    for (int i = 0; i < st->nworkers; i++)
+        pthread_join(st->w[i].th, NULL);
+    if (st->watchdog_started) {
+        fl_client_cancel_fire(st->watchdog_stop);
+        pthread_join(st->watchdog, NULL);
+    }
+    for (int i = 0; i < st->nworkers; i++)
+        fl_client_cancel_free(st->w[i].cancel);
+    fl_informer_free(st->clusters);
+    fl_informer_free(st->leases);
+    fl_members_free(st->members);
+    fl_workqueue_free(st->q);
+    fl_client_cancel_free(st->watchdog_stop);
+    json_decref(st->mem);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+}
+
+const fl_controller fl_cluster_status_controller = {
+    .name = "cluster-status",
+    .start = cluster_start,
+    .stop = cluster_stop,
+};

@@ -1,0 +1,403 @@
+/* members.c - clients for member clusters, built from Cluster + Secret (contract in members.h).
+ *
+ * Where the inputs come from: two kinds of informer on the control plane, started by
+ * fl_members_new and owned here: one on Clusters, and one on Secrets per namespace that
+ * a Cluster's spec.secretRef names (started the first time a namespace is seen; in
+ * practice only "karmada-cluster", where `flotilla ctl join` writes, as karmadactl
+ * does). A lookup reads both caches; when an object is not there yet (the informer has
+ * not synced, or a join happened a moment ago) it reads the object from the control
+ * plane instead, so a fresh join is usable at once and a missing object is really
+ * missing.
+ *
+ * When a client is rebuilt: every entry remembers the resourceVersions of the Cluster
+ * and Secret it was built from, so the common call is two string compares. When either
+ * moved, the connection inputs (apiEndpoint, insecureSkipTLSVerification, token, CA) are
+ * compared with the ones the client was built from: a Cluster's resourceVersion moves
+ * with every status write, and rebuilding then would throw away warm connections for
+ * nothing. Only a real change of credentials or endpoint builds a new client.
+ *
+ * Replaced clients are kept (not freed) until fl_members_free, because callers hold
+ * borrowed pointers without telling us when they are done; credentials change rarely,
+ * so the list stays short.
+ *
+ * One mutex guards the table; no I/O happens under it. */
+#include "controllers/members.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/informer.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
+static const fl_gvr SECRETS = {"v1", "secrets"};
+
+/* A member's client and what it was built from. */
+typedef struct member_entry {
+    struct member_entry *next;  /* hash chain */
+    char *name;
+    char *cluster_rv, *secret_rv;
+    char *fingerprint;          /* endpoint, TLS settings and token the client uses */
+    fl_client *client;
+} member_entry;
+
+typedef struct secret_informer {
+    struct secret_informer *next;
+    char *ns;
+    fl_informer *inf;
+} secret_informer;
+
+struct fl_members {
+    fl_client *cp;
+    pthread_mutex_t mu;
+    fl_informer *clusters;
+    secret_informer *secrets;
+    member_entry **buckets;
+    size_t nbuckets, nentries;
+    fl_client **retired;
+    size_t nretired, cap_retired;
+};
+
+/* ---- base64 (Secret data) ---- */
+
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+/* Standard base64 with optional padding; NULL when malformed. Heap, NUL-terminated. */
+static char *b64_decode(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = fl_malloc(n / 4 * 3 + 4);
+    size_t o = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    size_t i = 0;
+    for (; i < n && s[i] != '='; i++) {
+        int v = b64_value((unsigned char)s[i]);
+        if (v < 0) {
+            free(out);
+            return NULL;
+        }
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    for (; i < n; i++)
+        if (s[i] != '=') {
+            free(out);
+            return NULL;
+        }
+    out[o] = 0;
+    return out;
+}
+
+/* ---- the table ---- */
+
+static size_t hash_name(const char *s, size_t nbuckets)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)(h & (nbuckets - 1));
+}
+
+static member_entry **find_slot(fl_members *m, const char *name)
+{
+    member_entry **pp = &m->buckets[hash_name(name, m->nbuckets)];
+    while (*pp && strcmp((*pp)->name, name))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void grow(fl_members *m)
+{
+    size_t n = m->nbuckets * 2;
+    member_entry **b = fl_calloc(n, sizeof *b);
+    for (size_t i = 0; i < m->nbuckets; i++)
+        for (member_entry *e = m->buckets[i], *next; e; e = next) {
+            next = e->next;
+            size_t j = hash_name(e->name, n);
+            e->next = b[j];
+            b[j] = e;
+        }
+    free(m->buckets);
+    m->buckets = b;
+    m->nbuckets = n;
+}
+
+static void retire(fl_members *m, fl_client *c)
+{
+    if (!c)
+        return;
+    if (m->nretired == m->cap_retired) {
+        m->cap_retired = m->cap_retired ? m->cap_retired * 2 : 8;
+        m->retired = fl_realloc(m->retired, m->cap_retired * sizeof *m->retired);
+    }
+    m->retired[m->nretired++] = c;
+}
+
+static void entry_free(member_entry *e)
+{
+    free(e->name);
+    free(e->cluster_rv);
+    free(e->secret_rv);
+    free(e->fingerprint);
+    free(e);
+}
+
+static void set_str(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = fl_strdup(src);
+}
+
+static fl_informer *start_informer(fl_client *cp, const fl_gvr *r, const char *ns)
+{
+    fl_informer_config cfg = {.client = cp, .resource = *r, .ns = ns};
+    fl_informer *inf = NULL;
+    if (fl_informer_new(&cfg, &inf) != 0 || fl_informer_start(inf) != 0) {
+        fl_informer_free(inf);
+        return NULL;
+    }
+    return inf;
+}
+
+fl_members *fl_members_new(fl_client *cp)
+{
+    fl_members *m = fl_calloc(1, sizeof *m);
+    m->cp = cp;
+    pthread_mutex_init(&m->mu, NULL);
+    m->nbuckets = 16;
+    m->buckets = fl_calloc(m->nbuckets, sizeof *m->buckets);
+    m->clusters = start_informer(cp, &CLUSTERS, NULL);
+    return m;
+}
+
+void fl_members_free(fl_members *m)
+{
+    if (!m)
+        return;
+    fl_informer_free(m->clusters);
+    for (secret_informer *s = m->secrets, *next; s; s = next) {
+        next = s->next;
+        fl_informer_free(s->inf);
+        free(s->ns);
+        free(s);
+    }
+    for (size_t i = 0; i < m->nbuckets; i++)
+        for (member_entry *e = m->buckets[i], *next; e; e = next) {
+            next = e->next;
+            fl_client_free(e->client);
+            entry_free(e);
+        }
+    for (size_t i = 0; i < m->nretired; i++)
+        fl_client_free(m->retired[i]);
+    free(m->retired);
+    free(m->buckets);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+/* The Secret informer of namespace ns, started on first use. */
+static fl_informer *secret_informer_for(fl_members *m, const char *ns)
+{
+    pthread_mutex_lock(&m->mu);
+    secret_informer *s = m->secrets;
+    while (s && strcmp(s->ns, ns))
+        s = s->next;
+    if (!s) {
+        s = fl_calloc(1, sizeof *s);
+        s->ns = fl_strdup(ns);
+        s->inf = start_informer(m->cp, &SECRETS, ns);
+        s->next = m->secrets;
+        m->secrets = s;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return s->inf;
+}
+
+/* obj from the informer's cache when it is there, else from the control plane. */
+static int read_object(fl_members *m, fl_informer *inf, const fl_gvr *r, const char *ns, const char *name,
+                       json_t **out, fl_client_error *ce)
+{
+    *out = NULL;
+    if (inf && fl_informer_has_synced(inf) && fl_informer_get(inf, ns, name, out) == 0)
+        return 0;
+    return fl_client_get(m->cp, r, ns, name, out, ce);
+}
+
+static const char *jstr(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(o, a);
+    if (b)
+        v = json_object_get(v, b);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static int fail(char **err, int rc, char *msg)
+{
+    if (err)
+        *err = msg;
+    else
+        free(msg);
+    return rc;
+}
+
+int fl_members_client(fl_members *m, const char *name, fl_client **out, char **err)
+{
+    *out = NULL;
+    if (err)
+        *err = NULL;
+    fl_client_error ce;
+    memset(&ce, 0, sizeof ce);
+    json_t *cl = NULL, *sec = NULL;
+    char *token = NULL, *ca = NULL, *fp = NULL;
+    int rc = read_object(m, m->clusters, &CLUSTERS, NULL, name, &cl, &ce);
+    if (rc) {
+        rc = fail(err, rc,
+                  rc == FL_ENOTFOUND ? fl_asprintf("cluster %s not found", name)
+                                     : fl_asprintf("reading cluster %s: %s", name, ce.message));
+        goto out;
+    }
+    json_t *spec = json_object_get(cl, "spec");
+    const char *mode = jstr(spec, "syncMode", NULL);
+    if (mode && !strcmp(mode, "Pull")) {
+        rc = fail(err, FL_EUNSUPPORTED,
+                  fl_asprintf("cluster %s is in Pull mode: its agent delivers to it", name));
+        goto out;
+    }
+    const char *endpoint = jstr(spec, "apiEndpoint", NULL);
+    if (!endpoint || !*endpoint) {
+        rc = fail(err, FL_EINVAL, fl_asprintf("cluster %s: spec.apiEndpoint is empty", name));
+        goto out;
+    }
+    const char *sns = jstr(spec, "secretRef", "namespace"), *sname = jstr(spec, "secretRef", "name");
+    if (!sns || !*sns || !sname || !*sname) {
+        rc = fail(err, FL_EINVAL, fl_asprintf("cluster %s: spec.secretRef (namespace and name) is required in Push mode",
+                                              name));
+        goto out;
+    }
+    rc = read_object(m, secret_informer_for(m, sns), &SECRETS, sns, sname, &sec, &ce);
+    if (rc) {
+        rc = fail(err, rc,
+                  rc == FL_ENOTFOUND
+                      ? fl_asprintf("secret %s/%s (spec.secretRef of cluster %s) not found", sns, sname, name)
+                      : fl_asprintf("reading secret %s/%s: %s", sns, sname, ce.message));
+        goto out;
+    }
+    const char *crv = fl_client_object_rv(cl), *srv = fl_client_object_rv(sec);
+
+    /* the common case: nothing moved since the client was built */
+    pthread_mutex_lock(&m->mu);
+    member_entry *e = *find_slot(m, name);
+    if (e && !strcmp(e->cluster_rv, crv) && !strcmp(e->secret_rv, srv)) {
+        *out = e->client;
+        pthread_mutex_unlock(&m->mu);
+        goto out;
+    }
+    pthread_mutex_unlock(&m->mu);
+
+    const char *tok64 = jstr(sec, "data", "token"), *ca64 = jstr(sec, "data", "caBundle");
+    if (!tok64 || !(token = b64_decode(tok64)) || !*token) {
+        rc = fail(err, FL_EINVAL, fl_asprintf("secret %s/%s: data.token is %s", sns, sname,
+                                              !tok64 ? "missing" : token ? "empty" : "not valid base64"));
+        goto out;
+    }
+    if (ca64 && !(ca = b64_decode(ca64))) {
+        rc = fail(err, FL_EINVAL, fl_asprintf("secret %s/%s: data.caBundle is not valid base64", sns, sname));
+        goto out;
+    }
+    json_t *ins = json_object_get(spec, "insecureSkipTLSVerification");
+    bool insecure = json_is_true(ins);
+    fp = fl_asprintf("%s\n%d\n%s\n%s", endpoint, insecure, token, ca ? ca : "");
+
+    pthread_mutex_lock(&m->mu);
+    member_entry **slot = find_slot(m, name);
+    e = *slot;
+    if (e && !strcmp(e->fingerprint, fp)) {
+        /* only the resourceVersions moved (a status write, a relabel) */
+        set_str(&e->cluster_rv, crv);
+        set_str(&e->secret_rv, srv);
+        *out = e->client;
+        pthread_mutex_unlock(&m->mu);
+        goto out;
+    }
+    fl_kubeconfig kc;
+    fl_kubeconfig_init(&kc, endpoint, token);
+    free(kc.origin);
+    kc.origin = fl_asprintf("cluster %s", name);
+    kc.insecure = insecure;
+    if (!insecure && ca && *ca)
+        kc.ca_pem = fl_strdup(ca);
+    fl_client *c = NULL;
+    char *cerr = NULL;
+    rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-controller-manager"}, &c, &cerr);
+    fl_kubeconfig_close(&kc);
+    if (rc) {
+        pthread_mutex_unlock(&m->mu);
+        rc = fail(err, rc, fl_asprintf("cluster %s: %s", name, cerr ? cerr : fl_strerror(rc)));
+        free(cerr);
+        goto out;
+    }
+    if (e) {
+        retire(m, e->client);
+        fl_log(FL_LOG_INFO, "members", "cluster %s: credentials or endpoint changed, new client for %s", name,
+               endpoint);
+    } else {
+        if (m->nentries >= m->nbuckets) {
+            grow(m);
+            slot = find_slot(m, name);
+        }
+        e = fl_calloc(1, sizeof *e);
+        e->name = fl_strdup(name);
+        *slot = e;
+        m->nentries++;
+    }
+    e->client = c;
+    set_str(&e->cluster_rv, crv);
+    set_str(&e->secret_rv, srv);
+    free(e->fingerprint);
+    e->fingerprint = fp;
+    fp = NULL;
+    *out = c;
+    pthread_mutex_unlock(&m->mu);
+out:
+    json_decref(cl);
+    json_decref(sec);
+    free(token);
+    free(ca);
+    free(fp);
+    return rc;
+}
+
+void fl_members_forget(fl_members *m, const char *name)
+{
+    pthread_mutex_lock(&m->mu);
+    member_entry **slot = find_slot(m, name), *e = *slot;
+    if (e) {
+        *slot = e->next;
+        m->nentries--;
+        retire(m, e->client);
+        entry_free(e);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
