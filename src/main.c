@@ -14,6 +14,7 @@ static void usage(FILE *f)
                "  server    run the control plane (Kubernetes API + store)\n"
                "  member    run simulated member clusters\n"
                "  up        a control plane plus simulated members, joined and Ready\n"
+               "  ctl       multi-cluster verbs kubectl lacks: join, unjoin\n"
                "  version   print the version\n"
                "\n"
                "Run 'flotilla <command> --help' for a command's options.\n");
