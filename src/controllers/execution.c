@@ -1,0 +1,775 @@
+/* execution.c - the execution controller: delivers each Work to its push-mode member.
+ *
+ * A Work in namespace karmada-es-<cluster> is a bundle of manifests for <cluster>. For a
+ * cluster whose Cluster says syncMode Push, this controller holds the Work with a
+ * finalizer, creates or updates every manifest in the member (marked as ours: label
+ * karmada.io/managed=true, annotations work.karmada.io/name and /namespace), keeps what
+ * the member owns through the Retain rules (retain.c), refuses to take over objects that
+ * exist and are not ours unless the conflict resolution says "overwrite", and reports
+ * the outcome in the Work's status: the Applied condition and, per manifest, the member
+ * object's status and health (workstatus.c). When the Work is deleted it deletes what it
+ * delivered (or, with preserveResourcesOnDeletion, only takes its marks off) and then
+ * lets the Work go. Works for Pull clusters are the agent's; Works for clusters that do
+ * not exist wait for them.
+ *
+ * Shape: informers on Works and Clusters feed one de-duplicating queue of Work keys
+ * ("namespace/name"); a few workers reconcile keys, reading the Work, the Cluster and
+ * the member objects from caches (the member objects through the shared per-kind
+ * watches of workstatus.c, whose events also re-queue the owning Work: a deleted object
+ * comes back, a status change is reported). A reconcile is idempotent: an object that
+ * already matches its manifest is not written, and the status is written only when it
+ * changed, so re-queuing a Work costs memory reads only. Failures are retried with the
+ * queue's per-key back-off, and a resync every 30 s re-queues every Work as a safety
+ * net and stops the member watches no Work needs any more.
+ *
+ * Everything the controller knows is in the store or in the members: after a restart
+ * the first list of Works re-queues them all, and each reconcile finds the member
+ * objects it created before by their marks, so nothing is created twice. */
+#include "controllers/execution.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "controllers/members.h"
+#include "controllers/retain.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define EXEC_WORKERS 4
+#define EXEC_RESYNC_MS 30000
+#define EXEC_SYNC_WAIT_MS 10000     /* first list of a new member watch */
+
+static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
+static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
+
+typedef struct exec {
+    fl_ctrl_env env;
+    fl_members *members;
+    fl_informer *works, *clusters;
+    fl_workqueue *q;
+    fl_ws_watches *watches;
+    pthread_t workers[EXEC_WORKERS];
+    int nworkers;
+    pthread_t resync;
+    bool resync_started;
+    fl_client_cancel *stop;
+    atomic_bool quit;
+} exec;
+
+/* ---- small helpers ---- */
+
+static json_t *jobj(const json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_object(v) ? v : NULL;
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+    return json_is_object(o) ? json_string_value(json_object_get(o, key)) : NULL;
+}
+
+static json_t *jensure(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_object(v)) {
+        v = json_object();
+        json_object_set_new(o, key, v);
+    }
+    return v;
+}
+
+static const char *meta(const json_t *obj, const char *key)
+{
+    return jstr(jobj(obj, "metadata"), key);
+}
+
+static const char *meta_map(const json_t *obj, const char *map, const char *key)
+{
+    return jstr(jobj(jobj(obj, "metadata"), map), key);
+}
+
+/* The cluster a Work is for, from its namespace; NULL when it is not an execution space. */
+static const char *work_cluster(const json_t *work)
+{
+    const char *ns = meta(work, "namespace");
+    size_t n = strlen(FL_EXECUTION_SPACE_PREFIX);
+    return ns && !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, n) && ns[n] ? ns + n : NULL;
+}
+
+/* The API group of an apiVersion, as a heap string ("" for the core group). */
+static char *group_of(const char *api_version)
+{
+    const char *slash = strchr(api_version, '/');
+    return slash ? fl_strndup(api_version, (size_t)(slash - api_version)) : fl_strdup("");
+}
+
+/* a ⊆ b: every field a sets has the same value in b (arrays: same length, element by
+ * element). Fields the member's apiserver defaults (present only in b) do not count as
+ * a difference, so an object that matches its manifest is not rewritten on every pass. */
+static bool subset(const json_t *a, const json_t *b)
+{
+    if (json_is_null(a))
+        return !b || json_is_null(b);
+    if (json_is_object(a)) {
+        if (!b)
+            return json_object_size(a) == 0;
+        if (!json_is_object(b))
+            return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v) if (!subset(v, json_object_get(b, k))) return false;
+        return true;
+    }
+    if (json_is_array(a)) {
+        if (!b)
+            return json_array_size(a) == 0;
+        if (!json_is_array(b) || json_array_size(a) != json_array_size(b))
+            return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!subset(json_array_get(a, i), json_array_get(b, i)))
+                return false;
+        return true;
+    }
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    return b && json_equal(a, b);
+}
+
+static bool has_finalizer(const json_t *work)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(jobj(work, "metadata"), "finalizers"), i, f) {
+        const char *s = json_string_value(f);
+        if (s && !strcmp(s, FL_EXECUTION_FINALIZER))
+            return true;
+    }
+    return false;
+}
+
+/* ---- the Work itself: finalizer and status ---- */
+
+/* Add or remove our finalizer with an update pinned to the cached resourceVersion (a
+ * stale cache answers FL_ECONFLICT and the key is retried). *out (when not NULL) gets
+ * the updated Work. */
+static int set_finalizer(exec *x, const json_t *work, bool add, json_t **out)
+{
+    json_t *copy = json_deep_copy(work);
+    json_t *m = jensure(copy, "metadata");
+    json_t *fins = json_object_get(m, "finalizers");
+    if (!json_is_array(fins)) {
+        fins = json_array();
+        json_object_set_new(m, "finalizers", fins);
+    }
+    if (add) {
+        json_array_append_new(fins, json_string(FL_EXECUTION_FINALIZER));
+    } else {
+        for (size_t i = json_array_size(fins); i-- > 0;) {
+            const char *s = json_string_value(json_array_get(fins, i));
+            if (s && !strcmp(s, FL_EXECUTION_FINALIZER))
+                json_array_remove(fins, i);
+        }
+    }
+    fl_client_error ce = {0};
+    int rc = fl_client_update(x->env.cp, &WORKS, meta(work, "namespace"), copy, NULL, out, &ce);
+    if (rc == FL_ENOTFOUND && !add)
+        rc = 0; /* gone already */
+    if (rc && rc != FL_ECONFLICT)
+        fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s the finalizer: %s", meta(work, "namespace"),
+               meta(work, "name"), add ? "adding" : "removing", ce.message[0] ? ce.message : fl_strerror(rc));
+    json_decref(copy);
+    return rc;
+}
+
+/* ---- ownership ---- */
+
+enum owner { OWNER_US, OWNER_OTHER_WORK, OWNER_NONE };
+
+/* Whose is a member object: this Work's (our label, and our Work's annotations or none),
+ * another Work's, or nobody's (not managed by Flotilla/Karmada). */
+static enum owner owner_of(const json_t *obj, const json_t *work)
+{
+    const char *managed = meta_map(obj, "labels", FL_MANAGED_LABEL);
+    if (!managed || strcmp(managed, "true"))
+        return OWNER_NONE;
+    const char *n = meta_map(obj, "annotations", FL_WORK_NAME_ANNOTATION);
+    const char *ns = meta_map(obj, "annotations", FL_WORK_NAMESPACE_ANNOTATION);
+    if (!n || !ns)
+        return OWNER_US;
+    return !strcmp(n, meta(work, "name")) && !strcmp(ns, meta(work, "namespace")) ? OWNER_US : OWNER_OTHER_WORK;
+}
+
+/* The conflict resolution for a manifest: Karmada's binding controller writes the
+ * annotation on the manifest; a Work written by hand may carry it on the Work. */
+static bool overwrite_allowed(const json_t *manifest, const json_t *work)
+{
+    const char *v = meta_map(manifest, "annotations", FL_CONFLICT_RESOLUTION_ANNOTATION);
+    if (!v)
+        v = meta_map(work, "annotations", FL_CONFLICT_RESOLUTION_ANNOTATION);
+    return v && !strcasecmp(v, "overwrite");
+}
+
+static void mark(json_t *obj, const json_t *work)
+{
+    json_t *m = jensure(obj, "metadata");
+    json_object_set_new(jensure(m, "labels"), FL_MANAGED_LABEL, json_string("true"));
+    json_t *ann = jensure(m, "annotations");
+    json_object_set_new(ann, FL_WORK_NAME_ANNOTATION, json_string(meta(work, "name")));
+    json_object_set_new(ann, FL_WORK_NAMESPACE_ANNOTATION, json_string(meta(work, "namespace")));
+}
+
+/* ---- one manifest ---- */
+
+/* What a manifest addresses in its member. */
+typedef struct target {
+    const char *api_version, *kind, *name;
+    const char *ns;            /* NULL for cluster-scoped kinds */
+    char *resource;            /* heap */
+    char *group;               /* heap */
+    fl_gvr gvr;
+} target;
+
+static void target_close(target *t)
+{
+    free(t->resource);
+    free(t->group);
+}
+
+/* Resolve manifest i's kind in the member. On failure *emsg says why. */
+static int target_init(fl_client *mc, const char *cluster, int i, const json_t *m, target *t, char **emsg)
+{
+    memset(t, 0, sizeof *t);
+    t->api_version = jstr(m, "apiVersion");
+    t->kind = jstr(m, "kind");
+    t->name = meta(m, "name");
+    if (!t->api_version || !t->kind || !t->name || !*t->name) {
+        *emsg = fl_asprintf("manifest %d: apiVersion, kind and metadata.name are required", i);
+        return FL_EINVAL;
+    }
+    bool namespaced = false;
+    fl_client_error ce = {0};
+    int rc = fl_client_resolve(mc, t->api_version, t->kind, &t->resource, &namespaced, &ce);
+    if (rc) {
+        *emsg = rc == FL_ENOTFOUND
+                    ? fl_asprintf("manifest %d: cluster %s does not serve kind %s in %s", i, cluster, t->kind,
+                                  t->api_version)
+                    : fl_asprintf("manifest %d: cluster %s: discovery of %s failed: %s", i, cluster, t->api_version,
+                                  ce.message[0] ? ce.message : fl_strerror(rc));
+        return rc;
+    }
+    const char *mns = meta(m, "namespace");
+    t->ns = namespaced ? (mns && *mns ? mns : "default") : NULL;
+    t->group = group_of(t->api_version);
+    t->gvr = (fl_gvr){t->api_version, t->resource};
+    return 0;
+}
+
+/* "resource(kind=Deployment, default/web)" as Karmada words it in messages. */
+static char *describe(const target *t)
+{
+    return fl_asprintf("resource(kind=%s, %s%s%s)", t->kind, t->ns ? t->ns : "", t->ns ? "/" : "", t->name);
+}
+
+/* Create or update manifest i of work in cluster. On success *observed is the member
+ * object as it now is (new reference; status source). On failure *emsg (heap) names
+ * the manifest and the error. */
+static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const json_t *work, int i, const json_t *m,
+                          target *t, json_t **observed, char **emsg)
+{
+    *observed = NULL;
+    int rc = target_init(mc, cluster, i, m, t, emsg);
+    if (rc)
+        return rc;
+    fl_ws_watch *wt = NULL;
+    rc = fl_ws_watch_get(x->watches, cluster, mc, t->api_version, t->kind, t->resource, EXEC_SYNC_WAIT_MS, &wt);
+    if (rc) {
+        *emsg = fl_asprintf("manifest %d: cluster %s has not listed %s yet (unreachable?): %s", i, cluster,
+                            t->resource, fl_strerror(rc));
+        return rc;
+    }
+
+    json_t *desired = json_deep_copy(m);
+    json_object_del(desired, "status");
+    json_t *md = jensure(desired, "metadata");
+    if (t->ns)
+        json_object_set_new(md, "namespace", json_string(t->ns));
+    else
+        json_object_del(md, "namespace");
+    mark(desired, work);
+
+    fl_client_error ce = {0};
+    json_t *existing = NULL, *out = NULL;
+    char *what = describe(t);
+    fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing);
+    if (!existing) {
+        rc = fl_client_create(mc, &t->gvr, t->ns, desired, NULL, &out, &ce);
+        if (rc == 0) {
+            fl_log(FL_LOG_INFO, "execution", "created %s in cluster %s for Work %s/%s", what, cluster,
+                   meta(work, "namespace"), meta(work, "name"));
+            *observed = out;
+            goto done;
+        }
+        if (rc != FL_EEXIST)
+            goto failed;
+        /* there, but not ours (our watch sees only what we manage) or not seen yet */
+        rc = fl_client_get(mc, &t->gvr, t->ns, t->name, &existing, &ce);
+        if (rc)
+            goto failed;
+    }
+
+    enum owner own = owner_of(existing, work);
+    if (own != OWNER_US && !overwrite_allowed(m, work)) {
+        if (own == OWNER_OTHER_WORK)
+            *emsg = fl_asprintf("manifest %d: %s already exists in the cluster %s and is managed by Work %s/%s", i,
+                                what, cluster, meta_map(existing, "annotations", FL_WORK_NAMESPACE_ANNOTATION),
+                                meta_map(existing, "annotations", FL_WORK_NAME_ANNOTATION));
+        else
+            *emsg = fl_asprintf("manifest %d: %s already exists in the cluster %s and the %s strategy value is "
+                                "empty, Karmada will not manage this resource",
+                                i, what, cluster, FL_CONFLICT_RESOLUTION_ANNOTATION);
+        rc = FL_ECONFLICT;
+        goto done;
+    }
+    for (int attempt = 0;; attempt++) {
+        json_t *merged = fl_retain(t->group, t->kind, desired, existing);
+        if (subset(merged, existing)) {
+            *observed = json_incref(existing);
+            rc = 0;
+        } else {
+            rc = fl_client_update(mc, &t->gvr, t->ns, merged, NULL, &out, &ce);
+            if (rc == 0) {
+                fl_log(FL_LOG_INFO, "execution", "%s %s in cluster %s for Work %s/%s",
+                       own == OWNER_US ? "updated" : "took over", what, cluster, meta(work, "namespace"),
+                       meta(work, "name"));
+                *observed = out;
+            }
+        }
+        json_decref(merged);
+        if (rc != FL_ECONFLICT || attempt)
+            break;
+        /* the cache was behind the member: read the object itself and try once more */
+        json_decref(existing);
+        existing = NULL;
+        memset(&ce, 0, sizeof ce);
+        rc = fl_client_get(mc, &t->gvr, t->ns, t->name, &existing, &ce);
+        if (rc)
+            break;
+        if (owner_of(existing, work) != own) {
+            rc = FL_ECONFLICT; /* ownership changed meanwhile: judge again on the retry */
+            break;
+        }
+    }
+    if (rc == 0)
+        goto done;
+
+failed:
+    *emsg = fl_asprintf("manifest %d: %s in the cluster %s: %s", i, what, cluster,
+                        ce.message[0] ? ce.message : fl_strerror(rc));
+done:
+    free(what);
+    json_decref(existing);
+    json_decref(desired);
+    fl_ws_watch_put(x->watches, wt);
+    return rc;
+}
+
+/* ---- reconcile ---- */
+
+/* Append "; part" (or "part") to *acc. */
+static void append_msg(char **acc, const char *part)
+{
+    char *n = *acc ? fl_asprintf("%s; %s", *acc, part) : fl_strdup(part);
+    free(*acc);
+    *acc = n;
+}
+
+/* A copy of the Work's manifestStatuses entry for manifest `ordinal`, or NULL. */
+static json_t *previous_entry(const json_t *work, int ordinal)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(jobj(work, "status"), "manifestStatuses"), i, e) {
+        json_t *o = json_object_get(jobj(e, "identifier"), "ordinal");
+        if (json_is_integer(o) && json_integer_value(o) == ordinal)
+            return json_deep_copy(e);
+    }
+    return NULL;
+}
+
+static int member_client(exec *x, const char *cluster, fl_client **mc, char **emsg)
+{
+    char *err = NULL;
+    int rc = fl_members_client(x->members, cluster, mc, &err);
+    if (rc)
+        *emsg = fl_asprintf("cluster %s: %s", cluster, err ? err : fl_strerror(rc));
+    free(err);
+    return rc;
+}
+
+static int apply_work(exec *x, const char *cluster, const json_t *work)
+{
+    fl_client *mc = NULL;
+    char *errs = NULL;
+    int rc = member_client(x, cluster, &mc, &errs);
+    if (rc) {
+        char *msg = fl_asprintf("Failed to apply all manifests (0/%zu): %s",
+                                json_array_size(json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests")),
+                                errs);
+        json_t *kept = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
+        fl_ws_write_status(x->env.cp, work, false, "AppliedFailed", msg, kept);
+        free(msg);
+        free(errs);
+        return rc;
+    }
+
+    json_t *manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
+    json_t *statuses = json_array();
+    size_t n = json_array_size(manifests), ok = 0;
+    int first_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *observed = NULL;
+        char *emsg = NULL;
+        target t;
+        int r = apply_manifest(x, cluster, mc, work, (int)i, json_array_get(manifests, i), &t, &observed, &emsg);
+        if (r == 0) {
+            ok++;
+            json_array_append_new(statuses, fl_ws_manifest_status((int)i, t.api_version, t.kind, t.resource, t.ns,
+                                                                   t.name, observed));
+        } else {
+            /* what we last knew of this manifest stays until we know better */
+            json_t *prev = previous_entry(work, (int)i);
+            if (prev)
+                json_array_append_new(statuses, prev);
+            append_msg(&errs, emsg ? emsg : fl_strerror(r));
+            if (!first_err)
+                first_err = r;
+        }
+        free(emsg);
+        json_decref(observed);
+        target_close(&t);
+    }
+
+    int src;
+    if (first_err) {
+        char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
+        fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
+        src = fl_ws_write_status(x->env.cp, work, false, "AppliedFailed", msg, statuses);
+        free(msg);
+    } else {
+        src = fl_ws_write_status(x->env.cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
+                                 statuses);
+    }
+    free(errs);
+    return first_err ? first_err : src;
+}
+
+/* The Work is going: delete what it delivered (or, preserving, take our marks off).
+ * Objects that are not this Work's are left alone. */
+static int remove_manifests(exec *x, const char *cluster, const json_t *work)
+{
+    fl_client *mc = NULL;
+    char *emsg = NULL;
+    int rc = member_client(x, cluster, &mc, &emsg);
+    if (rc) {
+        fl_log(FL_LOG_WARN, "execution", "Work %s/%s deleted: %s", meta(work, "namespace"), meta(work, "name"), emsg);
+        free(emsg);
+        return rc;
+    }
+    json_t *preserve = json_object_get(jobj(work, "spec"), "preserveResourcesOnDeletion");
+    json_t *manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
+    size_t i;
+    json_t *m;
+    int first_err = 0;
+    json_array_foreach(manifests, i, m) {
+        target t;
+        int r = target_init(mc, cluster, (int)i, m, &t, &emsg);
+        if (r == FL_ENOTFOUND || r == FL_EINVAL) { /* nothing of that kind can be there */
+            free(emsg);
+            emsg = NULL;
+            target_close(&t);
+            continue;
+        }
+        json_t *obj = NULL;
+        fl_client_error ce = {0};
+        if (r == 0)
+            r = fl_client_get(mc, &t.gvr, t.ns, t.name, &obj, &ce);
+        if (r == 0 && owner_of(obj, work) == OWNER_US) {
+            char *what = describe(&t);
+            if (json_is_true(preserve)) {
+                char *patch = fl_asprintf("{\"metadata\":{\"labels\":{\"%s\":null},"
+                                          "\"annotations\":{\"%s\":null,\"%s\":null}}}",
+                                          FL_MANAGED_LABEL, FL_WORK_NAME_ANNOTATION, FL_WORK_NAMESPACE_ANNOTATION);
+                r = fl_client_patch(mc, &t.gvr, t.ns, t.name, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL, &ce);
+                free(patch);
+                if (r == 0)
+                    fl_log(FL_LOG_INFO, "execution",
+                           "released %s in cluster %s (Work %s/%s deleted, resources preserved)",
+                           what, cluster, meta(work, "namespace"), meta(work, "name"));
+            } else {
+                fl_delete_opts del = {.propagation_policy = "Background"};
+                r = fl_client_delete(mc, &t.gvr, t.ns, t.name, &del, NULL, &ce);
+                if (r == 0)
+                    fl_log(FL_LOG_INFO, "execution", "deleted %s in cluster %s (Work %s/%s deleted)", what, cluster,
+                           meta(work, "namespace"), meta(work, "name"));
+            }
+            free(what);
+        }
+        if (r == FL_ENOTFOUND)
+            r = 0;
+        if (r) {
+            fl_log(FL_LOG_WARN, "execution", "Work %s/%s deleted: cleaning up manifest %zu in cluster %s: %s",
+                   meta(work, "namespace"), meta(work, "name"), i, cluster,
+                   emsg ? emsg : ce.message[0] ? ce.message : fl_strerror(r));
+            if (!first_err)
+                first_err = r;
+        }
+        free(emsg);
+        emsg = NULL;
+        json_decref(obj);
+        target_close(&t);
+    }
+    return first_err;
+}
+
+static int reconcile(exec *x, const char *key)
+{
+    json_t *work = NULL, *cl = NULL;
+    if (fl_informer_get_key(x->works, key, &work))
+        return 0; /* gone: the member watches go at the next sweep */
+    /* a copy: `work` is replaced below once our finalizer is on */
+    char *cluster = work_cluster(work) ? fl_strdup(work_cluster(work)) : NULL;
+    int rc = 0;
+    if (!cluster)
+        goto out;
+    fl_informer_get(x->clusters, NULL, cluster, &cl);
+    bool deleting = meta(work, "deletionTimestamp") != NULL;
+    bool ours = has_finalizer(work);
+    const char *mode = jstr(jobj(cl, "spec"), "syncMode");
+    if (!cl || (mode && !strcmp(mode, "Pull"))) {
+        /* not ours to deliver: absent cluster (it may join later) or the agent's */
+        if (deleting && ours)
+            rc = set_finalizer(x, work, false, NULL);
+        goto out;
+    }
+    if (deleting) {
+        if (!ours)
+            goto out;
+        rc = remove_manifests(x, cluster, work);
+        /* an unjoining cluster that cannot be reached must not hold its Works forever */
+        if (rc && !meta(cl, "deletionTimestamp"))
+            goto out;
+        rc = set_finalizer(x, work, false, NULL);
+        goto out;
+    }
+    if (!ours) {
+        json_t *updated = NULL;
+        rc = set_finalizer(x, work, true, &updated);
+        if (rc)
+            goto out;
+        json_decref(work);
+        work = updated;
+    }
+    if (json_is_true(json_object_get(jobj(work, "spec"), "suspendDispatching")))
+        goto out; /* suspended: nothing reaches the member (acknowledgement: issue 6) */
+    rc = apply_work(x, cluster, work);
+out:
+    free(cluster);
+    json_decref(cl);
+    json_decref(work);
+    return rc;
+}
+
+static void *worker(void *arg)
+{
+    exec *x = arg;
+    char *key;
+    while (fl_workqueue_get(x->q, -1, &key) == 0) {
+        if (!atomic_load(&x->quit)) {
+            if (reconcile(x, key) == 0)
+                fl_workqueue_forget(x->q, key);
+            else
+                fl_workqueue_add_rate_limited(x->q, key);
+        }
+        fl_workqueue_done(x->q, key);
+        free(key);
+    }
+    return NULL;
+}
+
+/* ---- informer handlers ---- */
+
+static void enqueue_work(exec *x, const json_t *work)
+{
+    if (!work_cluster(work))
+        return;
+    char *key = fl_informer_key(work);
+    if (key)
+        fl_workqueue_add(x->q, key);
+    free(key);
+}
+
+static void work_added(void *ctx, json_t *obj)
+{
+    enqueue_work(ctx, obj);
+}
+
+static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    enqueue_work(ctx, new_obj);
+}
+
+/* A Cluster appeared, changed (syncMode, endpoint, deletion) or went: its Works decide again. */
+static void cluster_changed(exec *x, const json_t *cl)
+{
+    const char *name = meta(cl, "name");
+    if (!name)
+        return;
+    char *ns = fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, name);
+    json_t *list = fl_informer_list(x->works, ns);
+    size_t i;
+    json_t *w;
+    json_array_foreach(list, i, w) enqueue_work(x, w);
+    json_decref(list);
+    free(ns);
+}
+
+static void cluster_added(void *ctx, json_t *obj)
+{
+    cluster_changed(ctx, obj);
+}
+
+static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    /* status writes (health probes) change nothing for delivery */
+    if (json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
+        !meta(new_obj, "deletionTimestamp") == !meta(old_obj, "deletionTimestamp"))
+        return;
+    cluster_changed(ctx, new_obj);
+}
+
+static void cluster_deleted(void *ctx, json_t *obj)
+{
+    cluster_changed(ctx, obj);
+}
+
+/* ---- resync ---- */
+
+/* Every EXEC_RESYNC_MS: re-queue every Work, and stop the member watches that no Work of
+ * a push cluster needs. */
+static void *resync_loop(void *arg)
+{
+    exec *x = arg;
+    while (!fl_client_cancel_sleep(x->stop, EXEC_RESYNC_MS)) {
+        json_t *all = fl_informer_list(x->works, NULL);
+        json_t *in_use = json_object();
+        size_t i, j;
+        json_t *w, *m;
+        json_array_foreach(all, i, w) {
+            const char *cluster = work_cluster(w);
+            if (!cluster)
+                continue;
+            enqueue_work(x, w);
+            json_t *cl = NULL;
+            fl_informer_get(x->clusters, NULL, cluster, &cl);
+            const char *mode = jstr(jobj(cl, "spec"), "syncMode");
+            if (cl && !(mode && !strcmp(mode, "Pull")))
+                json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
+                    const char *av = jstr(m, "apiVersion"), *kind = jstr(m, "kind");
+                    if (av && kind) {
+                        char *k = fl_ws_use_key(cluster, av, kind);
+                        json_object_set_new(in_use, k, json_true());
+                        free(k);
+                    }
+                }
+            json_decref(cl);
+        }
+        fl_ws_watches_sweep(x->watches, in_use);
+        json_decref(in_use);
+        json_decref(all);
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+static void exec_stop(void *state)
+{
+    exec *x = state;
+    if (!x)
+        return;
+    atomic_store(&x->quit, true);
+    fl_client_cancel_fire(x->stop);
+    if (x->resync_started)
+        pthread_join(x->resync, NULL);
+    fl_informer_stop(x->works);
+    fl_informer_stop(x->clusters);
+    fl_workqueue_shut_down(x->q);
+    fl_ws_watches_close(x->watches); /* wakes workers waiting for a member's first list */
+    for (int i = 0; i < x->nworkers; i++)
+        pthread_join(x->workers[i], NULL);
+    fl_ws_watches_free(x->watches);
+    fl_informer_free(x->works);
+    fl_informer_free(x->clusters);
+    fl_members_free(x->members);
+    fl_workqueue_free(x->q);
+    fl_client_cancel_free(x->stop);
+    free(x);
+}
+
+static int exec_start(const fl_ctrl_env *env, void **state)
+{
+    exec *x = fl_calloc(1, sizeof *x);
+    *state = NULL;
+    x->env = *env;
+    x->q = fl_workqueue_new(NULL);
+    x->stop = fl_client_cancel_new();
+    x->watches = fl_ws_watches_new(x->q);
+    x->members = fl_members_new(env->cp);
+    atomic_init(&x->quit, false);
+
+    fl_informer_config wc = {
+        .client = env->cp,
+        .resource = WORKS,
+        .handlers = {.on_add = work_added, .on_update = work_updated, .ctx = x},
+    };
+    fl_informer_config cc = {
+        .client = env->cp,
+        .resource = CLUSTERS,
+        .handlers = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_deleted, .ctx = x},
+    };
+    int rc = fl_informer_new(&wc, &x->works);
+    if (!rc)
+        rc = fl_informer_new(&cc, &x->clusters);
+    if (!rc)
+        rc = fl_informer_start(x->clusters);
+    if (!rc)
+        rc = fl_informer_start(x->works);
+    if (rc) {
+        exec_stop(x);
+        return rc;
+    }
+    /* Clusters first, so the Works' first reconciles know their clusters. Not fatal:
+     * handlers and the resync catch up. */
+    fl_informer_wait_synced(x->clusters, 5000);
+    for (int i = 0; i < EXEC_WORKERS; i++)
+        if (pthread_create(&x->workers[x->nworkers], NULL, worker, x) == 0)
+            x->nworkers++;
+    x->resync_started = pthread_create(&x->resync, NULL, resync_loop, x) == 0;
+    if (!x->nworkers) {
+        exec_stop(x);
+        return FL_EIO;
+    }
+    *state = x;
+    return 0;
+}
+
+const fl_controller fl_execution_controller = {
+    .name = "execution",
+    .start = exec_start,
+    .stop = exec_stop,
+};

@@ -1,0 +1,510 @@
+/* workstatus.c - the member side of Work delivery: shared watches, health, manifest status.
+ *
+ * Watches. The execution controller must notice when an object it delivered changes in
+ * its member: deleted (re-create it), edited (put the manifest back), status moved
+ * (report it in the Work). Watching per Work would open one stream per Work and object;
+ * instead there is one informer per (member, kind), started the first time a Work of
+ * that member needs that kind and shared by every Work there. It lists and watches only
+ * objects labelled karmada.io/managed=true, so its cache holds what we delivered, not the
+ * member's whole content, and memory per member is bounded by what we manage there. Its
+ * handlers do one thing: put the owning Work's key (from the object's
+ * work.karmada.io/namespace and work.karmada.io/name annotations) on the controller's
+ * queue; the reconcile then reads the cache. A watch lives while any Work of its member
+ * has a manifest of its kind: the controller's periodic resync builds the set in use and
+ * fl_ws_watches_sweep() stops the rest (a member that was unjoined loses all of them).
+ *
+ * The registry is a chained hash table under one mutex. Entries are reference counted:
+ * the table holds one reference, each reconcile using a watch another, so a sweep or a
+ * replacement never stops an informer a worker is reading; the last put stops and frees
+ * it, outside the mutex (a stop joins the informer's thread, whose handlers never take
+ * the mutex, so there is no lock order to get wrong).
+ *
+ * Status. fl_ws_manifest_status() builds the Work's status.manifestStatuses entry for one
+ * member object: its identifier, its whole .status (the interpreter's reflect-status will
+ * narrow this later) and its health by the native rules in fl_ws_health().
+ * fl_ws_write_status() puts those entries and the Applied condition on the Work, with one
+ * status write and only when something changed, so re-queuing a Work whose member is
+ * quiet writes nothing. */
+#include "controllers/execution.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+struct fl_ws_watch {
+    fl_ws_watch *next;         /* hash chain */
+    char *key;                 /* fl_ws_use_key() */
+    fl_client *client;         /* the member client the informer uses (borrowed) */
+    fl_informer *inf;
+    fl_workqueue *q;
+    int refs;                  /* under the registry mutex */
+    bool listed;               /* in the table */
+};
+
+struct fl_ws_watches {
+    pthread_mutex_t mu;
+    fl_workqueue *q;
+    fl_ws_watch **buckets;
+    size_t nbuckets, count;
+    bool closed;
+};
+
+/* ---- handlers: on the informer's thread ---- */
+
+static const char *meta_str(const json_t *obj, const char *map, const char *key)
+{
+    json_t *m = json_object_get(json_object_get(obj, "metadata"), map);
+    return json_string_value(json_object_get(m, key));
+}
+
+static void enqueue_owner(fl_ws_watch *wt, const json_t *obj)
+{
+    const char *ns = meta_str(obj, "annotations", FL_WORK_NAMESPACE_ANNOTATION);
+    const char *name = meta_str(obj, "annotations", FL_WORK_NAME_ANNOTATION);
+    if (!ns || !name) { /* older Karmada versions put them in labels */
+        ns = meta_str(obj, "labels", FL_WORK_NAMESPACE_ANNOTATION);
+        name = meta_str(obj, "labels", FL_WORK_NAME_ANNOTATION);
+    }
+    if (!ns || !name || !*ns || !*name)
+        return;
+    char *key = fl_asprintf("%s/%s", ns, name);
+    fl_workqueue_add(wt->q, key);
+    free(key);
+}
+
+static void on_add(void *ctx, json_t *obj)
+{
+    enqueue_owner(ctx, obj);
+}
+
+static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    enqueue_owner(ctx, new_obj);
+}
+
+static void on_delete(void *ctx, json_t *obj)
+{
+    enqueue_owner(ctx, obj);
+}
+
+/* ---- registry ---- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+char *fl_ws_use_key(const char *cluster, const char *api_version, const char *kind)
+{
+    return fl_asprintf("%s\n%s\n%s", cluster, api_version, kind);
+}
+
+fl_ws_watches *fl_ws_watches_new(fl_workqueue *q)
+{
+    fl_ws_watches *w = fl_calloc(1, sizeof *w);
+    pthread_mutex_init(&w->mu, NULL);
+    w->q = q;
+    w->nbuckets = 64;
+    w->buckets = fl_calloc(w->nbuckets, sizeof *w->buckets);
+    return w;
+}
+
+static void watch_free(fl_ws_watch *wt)
+{
+    fl_informer_free(wt->inf); /* stops and joins */
+    free(wt->key);
+    free(wt);
+}
+
+/* Take wt out of the table (mutex held). Returns true when that dropped the last reference. */
+static bool unlist_locked(fl_ws_watches *w, fl_ws_watch *wt)
+{
+    fl_ws_watch **pp = &w->buckets[hash_str(wt->key) & (w->nbuckets - 1)];
+    while (*pp && *pp != wt)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = wt->next;
+        w->count--;
+    }
+    wt->next = NULL;
+    wt->listed = false;
+    return --wt->refs == 0;
+}
+
+static void grow_locked(fl_ws_watches *w)
+{
+    size_t n = w->nbuckets * 2;
+    fl_ws_watch **b = fl_calloc(n, sizeof *b);
+    for (size_t i = 0; i < w->nbuckets; i++)
+        for (fl_ws_watch *wt = w->buckets[i], *next; wt; wt = next) {
+            next = wt->next;
+            size_t h = hash_str(wt->key) & (n - 1);
+            wt->next = b[h];
+            b[h] = wt;
+        }
+    free(w->buckets);
+    w->buckets = b;
+    w->nbuckets = n;
+}
+
+int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
+                    const char *kind, const char *resource, int wait_ms, fl_ws_watch **out)
+{
+    *out = NULL;
+    char *key = fl_ws_use_key(cluster, api_version, kind);
+    fl_ws_watch *stale = NULL, *wt = NULL;
+    bool fresh = false;
+    pthread_mutex_lock(&w->mu);
+    if (w->closed) {
+        pthread_mutex_unlock(&w->mu);
+        free(key);
+        return FL_ECLOSED;
+    }
+    size_t h = hash_str(key) & (w->nbuckets - 1);
+    for (wt = w->buckets[h]; wt; wt = wt->next)
+        if (!strcmp(wt->key, key))
+            break;
+    if (wt && wt->client != client) {
+        /* the cluster's credentials or endpoint changed: watch again with the new client */
+        if (unlist_locked(w, wt))
+            stale = wt;
+        wt = NULL;
+    }
+    if (!wt) {
+        wt = fl_calloc(1, sizeof *wt);
+        wt->key = key;
+        key = NULL;
+        wt->client = client;
+        wt->q = w->q;
+        fl_informer_config cfg = {
+            .client = client,
+            .resource = {.api_version = api_version, .resource = resource},
+            .label_selector = FL_MANAGED_LABEL "=true",
+            .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = wt},
+        };
+        fl_informer_new(&cfg, &wt->inf);
+        fl_informer_start(wt->inf);
+        wt->refs = 1;
+        wt->listed = true;
+        if (++w->count > w->nbuckets)
+            grow_locked(w);
+        h = hash_str(wt->key) & (w->nbuckets - 1);
+        wt->next = w->buckets[h];
+        w->buckets[h] = wt;
+        fresh = true;
+    }
+    wt->refs++;
+    pthread_mutex_unlock(&w->mu);
+    free(key);
+    if (stale)
+        watch_free(stale);
+    if (fresh)
+        fl_log(FL_LOG_DEBUG, "execution", "watching %s %s in cluster %s", api_version, kind, cluster);
+
+    /* Wait for the first list only on first use; a watch that is not listed by a later
+     * call (member down) answers at once, and the Work is retried with back-off. */
+    int rc = fl_informer_wait_synced(wt->inf, fresh ? wait_ms : 0);
+    if (rc) {
+        fl_ws_watch_put(w, wt);
+        return rc;
+    }
+    *out = wt;
+    return 0;
+}
+
+fl_informer *fl_ws_watch_informer(fl_ws_watch *wt)
+{
+    return wt->inf;
+}
+
+void fl_ws_watch_put(fl_ws_watches *w, fl_ws_watch *wt)
+{
+    if (!wt)
+        return;
+    pthread_mutex_lock(&w->mu);
+    bool last = --wt->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (last)
+        watch_free(wt);
+}
+
+void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use)
+{
+    fl_ws_watch *dead = NULL;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->nbuckets; i++)
+        for (fl_ws_watch *wt = w->buckets[i], *next; wt; wt = next) {
+            next = wt->next;
+            if (json_object_get(in_use, wt->key))
+                continue;
+            if (unlist_locked(w, wt)) {
+                wt->next = dead;
+                dead = wt;
+            }
+        }
+    pthread_mutex_unlock(&w->mu);
+    for (fl_ws_watch *wt = dead, *next; wt; wt = next) {
+        next = wt->next;
+        char *nl = strchr(wt->key, '\n');
+        fl_log(FL_LOG_DEBUG, "execution", "no Work uses %s in cluster %.*s any more; watch stopped",
+               nl ? nl + 1 : wt->key, nl ? (int)(nl - wt->key) : 0, wt->key);
+        watch_free(wt);
+    }
+}
+
+size_t fl_ws_watches_count(fl_ws_watches *w)
+{
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->count;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+void fl_ws_watches_close(fl_ws_watches *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->closed = true;
+    pthread_mutex_unlock(&w->mu);
+    fl_ws_watches_sweep(w, NULL); /* nothing is in use */
+}
+
+void fl_ws_watches_free(fl_ws_watches *w)
+{
+    if (!w)
+        return;
+    fl_ws_watches_close(w);
+    pthread_mutex_destroy(&w->mu);
+    free(w->buckets);
+    free(w);
+}
+
+/* ---- health ---- */
+
+static int64_t int_at(const json_t *o, const char *a, const char *b, int64_t dflt)
+{
+    json_t *v = json_object_get(json_object_get(o, a), b);
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static bool condition_true(const json_t *obj, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *s = json_string_value(json_object_get(c, "status"));
+        if (t && s && !strcmp(t, type) && !strcmp(s, "True"))
+            return true;
+    }
+    return false;
+}
+
+/* The controller has seen the current spec. */
+static bool observed_current(const json_t *obj)
+{
+    return int_at(obj, "status", "observedGeneration", 0) >= int_at(obj, "metadata", "generation", 0);
+}
+
+/* Deployment, StatefulSet: every replica updated and available. */
+static bool rolled_out(const json_t *obj)
+{
+    int64_t want = int_at(obj, "spec", "replicas", 1);
+    int64_t updated = int_at(obj, "status", "updatedReplicas", 0);
+    return observed_current(obj) && updated == want && int_at(obj, "status", "availableReplicas", 0) == updated;
+}
+
+static bool replicaset_healthy(const json_t *obj)
+{
+    return observed_current(obj) && int_at(obj, "status", "availableReplicas", 0) >= int_at(obj, "spec", "replicas", 1);
+}
+
+static bool daemonset_healthy(const json_t *obj)
+{
+    int64_t updated = int_at(obj, "status", "updatedNumberScheduled", 0);
+    return observed_current(obj) && updated >= int_at(obj, "status", "desiredNumberScheduled", 0) &&
+           int_at(obj, "status", "numberAvailable", 0) >= updated;
+}
+
+static bool job_healthy(const json_t *obj)
+{
+    return condition_true(obj, "Complete");
+}
+
+static bool pod_healthy(const json_t *obj)
+{
+    const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
+    return phase && (!strcmp(phase, "Running") || !strcmp(phase, "Succeeded"));
+}
+
+static bool pvc_healthy(const json_t *obj)
+{
+    const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
+    return phase && !strcmp(phase, "Bound");
+}
+
+/* A LoadBalancer Service is healthy once it has an address; other Services at once. */
+static bool service_healthy(const json_t *obj)
+{
+    const char *type = json_string_value(json_object_get(json_object_get(obj, "spec"), "type"));
+    if (!type || strcmp(type, "LoadBalancer"))
+        return true;
+    size_t i;
+    json_t *ing;
+    json_t *lb = json_object_get(json_object_get(obj, "status"), "loadBalancer");
+    json_array_foreach(json_object_get(lb, "ingress"), i, ing) {
+        const char *ip = json_string_value(json_object_get(ing, "ip"));
+        const char *host = json_string_value(json_object_get(ing, "hostname"));
+        if ((ip && *ip) || (host && *host))
+            return true;
+    }
+    return false;
+}
+
+static const struct health_rule {
+    const char *group, *kind;
+    bool (*healthy)(const json_t *obj);
+} health_rules[] = {
+    {"apps", "Deployment", rolled_out},
+    {"apps", "StatefulSet", rolled_out},
+    {"apps", "ReplicaSet", replicaset_healthy},
+    {"apps", "DaemonSet", daemonset_healthy},
+    {"batch", "Job", job_healthy},
+    {"", "Pod", pod_healthy},
+    {"", "PersistentVolumeClaim", pvc_healthy},
+    {"", "Service", service_healthy},
+    {NULL, NULL, NULL},
+};
+
+const char *fl_ws_health(const char *group, const char *kind, const json_t *obj)
+{
+    if (!json_is_object(obj))
+        return "Unknown";
+    for (const struct health_rule *r = health_rules; r->kind; r++)
+        if (!strcmp(r->group, group ? group : "") && kind && !strcmp(r->kind, kind)) {
+            if (!strcmp(kind, "Pod")) {
+                const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
+                if (phase && !strcmp(phase, "Unknown"))
+                    return "Unknown"; /* the member lost contact with the node */
+            }
+            return r->healthy(obj) ? "Healthy" : "Unhealthy";
+        }
+    return "Healthy"; /* no rule: present is healthy, as Karmada's default */
+}
+
+json_t *fl_ws_manifest_status(int ordinal, const char *api_version, const char *kind, const char *resource,
+                              const char *ns, const char *name, const json_t *obj)
+{
+    const char *slash = strchr(api_version, '/');
+    char *group = slash ? fl_strndup(api_version, (size_t)(slash - api_version)) : fl_strdup("");
+    json_t *id = json_pack("{s:i, s:s, s:s, s:s, s:s}", "ordinal", ordinal, "version", slash ? slash + 1 : api_version,
+                           "kind", kind, "resource", resource, "name", name);
+    if (*group)
+        json_object_set_new(id, "group", json_string(group));
+    if (ns && *ns)
+        json_object_set_new(id, "namespace", json_string(ns));
+    json_t *ms = json_pack("{s:o}", "identifier", id);
+    json_t *st = json_object_get(obj, "status");
+    if (json_is_object(st) && json_object_size(st))
+        json_object_set_new(ms, "status", json_deep_copy(st));
+    json_object_set_new(ms, "health", json_string(fl_ws_health(group, kind, obj)));
+    free(group);
+    return ms;
+}
+
+/* ---- the Work's status ---- */
+
+static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
+
+static json_t *status_of(const json_t *work)
+{
+    json_t *st = json_object_get(work, "status");
+    return json_is_object(st) ? st : NULL;
+}
+
+static const char *str_of(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+static const char *work_meta(const json_t *work, const char *key)
+{
+    return str_of(json_object_get(work, "metadata"), key);
+}
+
+static void now_rfc3339(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
+                       json_t *statuses)
+{
+    json_t *old = status_of(work);
+    json_t *st = old ? json_deep_copy(old) : json_object();
+    json_t *conds = json_object_get(st, "conditions");
+    if (!json_is_array(conds)) {
+        conds = json_array();
+        json_object_set_new(st, "conditions", conds);
+    }
+    const char *status = applied ? "True" : "False";
+    json_t *prev = NULL;
+    size_t i, at = json_array_size(conds);
+    json_t *c;
+    json_array_foreach(conds, i, c) {
+        const char *t = str_of(c, "type");
+        if (t && !strcmp(t, "Applied")) {
+            prev = c;
+            at = i;
+            break;
+        }
+    }
+    /* lastTransitionTime moves only when the status does, as metav1.Condition wants */
+    char now[32];
+    const char *prev_status = prev ? str_of(prev, "status") : NULL;
+    const char *ltt = prev_status && !strcmp(prev_status, status) ? str_of(prev, "lastTransitionTime") : NULL;
+    if (!ltt) {
+        now_rfc3339(now, sizeof now);
+        ltt = now;
+    }
+    json_t *gen = json_object_get(json_object_get(work, "metadata"), "generation");
+    json_t *cond = json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "Applied", "status", status, "reason", reason,
+                             "message", message, "lastTransitionTime", ltt);
+    if (json_is_integer(gen))
+        json_object_set(cond, "observedGeneration", gen);
+    if (at < json_array_size(conds))
+        json_array_set_new(conds, at, cond);
+    else
+        json_array_append_new(conds, cond);
+    if (statuses && json_array_size(statuses))
+        json_object_set_new(st, "manifestStatuses", statuses);
+    else {
+        json_decref(statuses);
+        json_object_del(st, "manifestStatuses");
+    }
+
+    int rc = 0;
+    if (!old || !json_equal(st, old)) {
+        json_t *copy = json_deep_copy(work);
+        json_object_set(copy, "status", st);
+        fl_client_error ce = {0};
+        rc = fl_client_update_status(cp, &WORKS, work_meta(work, "namespace"), copy, NULL, NULL, &ce);
+        if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
+            fl_log(FL_LOG_WARN, "execution", "Work %s/%s: writing status: %s", work_meta(work, "namespace"),
+                   work_meta(work, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
+        json_decref(copy);
+    }
+    json_decref(st);
+    return rc;
+}
