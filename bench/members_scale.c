@@ -1,0 +1,353 @@
+/* members_scale.c - joining many simulated members, and delivering one Work to each.
+ *
+ *   members_scale [--clusters 1000] [--work 100,1000] [--flotilla PATH] [--keep]
+ *
+ * Starts `flotilla server` and `flotilla member --clusters N` (HTTPS, tokens), then:
+ *  1. join: for every member a Secret with its token and CA and a Push Cluster, as
+ *     `flotilla ctl join` writes them; time until every Cluster is Ready; server RSS after.
+ *     Member RSS per cluster, against a member host with 1 cluster started in the same run.
+ *  2. delivery: for K clusters at once, a Work with one ConfigMap in karmada-es-<name>;
+ *     latency = object readable in the member - Work create acknowledged. Members are polled
+ *     in sweeps; the sweep period (printed) bounds the resolution.
+ * Targets (issue 3): P99 <= 100 ms at 100 clusters; server RSS <= 256 MiB with 1,000 joined. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+typedef struct member_host {
+    pid_t pid;
+    char dir[512];
+    char url[160];
+} member_host;
+
+static char *slurp_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)n + 1);
+    if (!p || fread(p, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        free(p);
+        return NULL;
+    }
+    p[n] = 0;
+    fclose(f);
+    return p;
+}
+
+static int member_start(const char *flotilla, const char *dir, int clusters, member_host *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    mkdir(dir, 0700);
+    char n[16], logpath[600];
+    snprintf(n, sizeof n, "%d", clusters);
+    snprintf(logpath, sizeof logpath, "%s/member.log", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(flotilla, flotilla, "member", "--data-dir", dir, "--clusters", n, (char *)NULL);
+        _exit(127);
+    }
+    m->pid = pid;
+    for (int64_t deadline = fb_now_ns() + 120LL * 1000000000LL; fb_now_ns() < deadline;) {
+        char *log = slurp_file(logpath);
+        const char *at = log ? strstr(log, " at ") : NULL;
+        const char *end = at ? strstr(at, "/clusters/") : NULL;
+        if (at && end && (size_t)(end - at - 4) < sizeof m->url) {
+            memcpy(m->url, at + 4, (size_t)(end - at - 4));
+            m->url[end - at - 4] = 0;
+            free(log);
+            return 0;
+        }
+        free(log);
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            fprintf(stderr, "SERVER PROBLEM: flotilla member exited during start-up\n");
+            return -1;
+        }
+        usleep(50000);
+    }
+    fprintf(stderr, "flotilla member did not start in 120 s\n");
+    return -1;
+}
+
+static void member_stop(member_host *m)
+{
+    if (m->pid <= 0)
+        return;
+    kill(m->pid, SIGTERM);
+    int st;
+    waitpid(m->pid, &st, 0);
+    m->pid = 0;
+}
+
+/* The bearer token in a kubeconfig file (heap), or NULL. */
+static char *kubeconfig_token(const char *path)
+{
+    char *kc = slurp_file(path);
+    const char *t = kc ? strstr(kc, "token: ") : NULL;
+    char *out = NULL;
+    if (t) {
+        t += 7;
+        if (*t == '"')
+            t++;
+        size_t n = strcspn(t, "\"\r\n");
+        out = strndup(t, n);
+    }
+    free(kc);
+    return out;
+}
+
+static char *b64(const char *s, size_t n)
+{
+    static const char tb[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = malloc((n + 2) / 3 * 4 + 1), *p = o;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned char)s[i] << 16;
+        if (i + 1 < n) v |= (unsigned char)s[i + 1] << 8;
+        if (i + 2 < n) v |= (unsigned char)s[i + 2];
+        *p++ = tb[(v >> 18) & 63];
+        *p++ = tb[(v >> 12) & 63];
+        *p++ = i + 1 < n ? tb[(v >> 6) & 63] : '=';
+        *p++ = i + 2 < n ? tb[v & 63] : '=';
+    }
+    *p = 0;
+    return o;
+}
+
+static int count_ready(CURL *c, const fb_server *s, fb_buf *out)
+{
+    if (fb_request(c, s, "GET", "/apis/cluster.karmada.io/v1alpha1/clusters", NULL, 0, out) != 200)
+        return -1;
+    int n = 0;
+    for (const char *p = out->p; (p = strstr(p, "\"type\":\"Ready\",\"status\":\"True\"")); p++)
+        n++;
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    int clusters = 1000, work[4] = {100, 1000}, nwork = 2;
+    const char *flotilla_arg = NULL;
+    bool keep = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--clusters") && i + 1 < argc)
+            clusters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--work") && i + 1 < argc)
+            nwork = fb_parse_list(argv[++i], work, 4);
+        else if (!strcmp(argv[i], "--flotilla") && i + 1 < argc)
+            flotilla_arg = argv[++i];
+        else if (!strcmp(argv[i], "--keep"))
+            keep = true;
+        else {
+            fprintf(stderr, "usage: members_scale [--clusters N] [--work 100,1000] [--flotilla PATH] [--keep]\n");
+            return 2;
+        }
+    }
+    fb_raise_nofile();
+    const char *flotilla = fb_flotilla_path(flotilla_arg);
+    char *root = fb_mkdtemp(NULL, "fl-bench-members");
+    char sdir[600], m1dir[600], mndir[600];
+    snprintf(sdir, sizeof sdir, "%s/server", root);
+    snprintf(m1dir, sizeof m1dir, "%s/one", root);
+    snprintf(mndir, sizeof mndir, "%s/members", root);
+    int problems = 0;
+
+    /* baseline: a member host with one cluster */
+    member_host one;
+    if (member_start(flotilla, m1dir, 1, &one))
+        return 1;
+    usleep(300000);
+    long rss_one = fb_proc_kib(one.pid, "VmRSS");
+    member_stop(&one);
+
+    fb_server s;
+    if (fb_server_start(flotilla, sdir, NULL, &s))
+        return 1;
+    long rss_server_idle = fb_proc_kib(s.pid, "VmRSS");
+    member_host mh;
+    int64_t t0 = fb_now_ns();
+    if (member_start(flotilla, mndir, clusters, &mh)) {
+        fb_server_stop(&s);
+        return 1;
+    }
+    double start_s = (fb_now_ns() - t0) / 1e9;
+    usleep(300000);
+    long rss_members = fb_proc_kib(mh.pid, "VmRSS");
+    printf("member host: %d clusters started in %.2f s; RSS %.1f MiB (1 cluster: %.1f MiB) -> %.1f KiB per cluster\n",
+           clusters, start_s, rss_members / 1024.0, rss_one / 1024.0,
+           clusters > 1 ? (double)(rss_members - rss_one) / (clusters - 1) : 0.0);
+
+    /* 1. join */
+    struct curl_slist *h = fb_headers(&s);
+    CURL *c = fb_curl_new(&s, h);
+    fb_buf out = {0};
+    char ca_path[700];
+    snprintf(ca_path, sizeof ca_path, "%s/pki/ca.crt", mndir);
+    char *ca = slurp_file(ca_path);
+    char *ca64 = b64(ca, strlen(ca));
+    const char *ns = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-cluster\"}}";
+    fb_request(c, &s, "POST", "/api/v1/namespaces", ns, strlen(ns), &out);
+    int64_t j0 = fb_now_ns();
+    for (int i = 1; i <= clusters; i++) {
+        char kc[700], body[8192];
+        snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i);
+        char *tok = kubeconfig_token(kc);
+        char *tok64 = tok ? b64(tok, strlen(tok)) : strdup("");
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"member%d\",\"namespace\":"
+                 "\"karmada-cluster\"},\"data\":{\"token\":\"%s\",\"caBundle\":\"%s\"}}",
+                 i, tok64, ca64);
+        long code = fb_request(c, &s, "POST", "/api/v1/namespaces/karmada-cluster/secrets", body, strlen(body), &out);
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"cluster.karmada.io/v1alpha1\",\"kind\":\"Cluster\",\"metadata\":{\"name\":"
+                 "\"member%d\"},\"spec\":{\"syncMode\":\"Push\",\"apiEndpoint\":\"%s/clusters/member%d\","
+                 "\"secretRef\":{\"namespace\":\"karmada-cluster\",\"name\":\"member%d\"}}}",
+                 i, mh.url, i, i);
+        long code2 = fb_request(c, &s, "POST", "/apis/cluster.karmada.io/v1alpha1/clusters", body, strlen(body), &out);
+        if (code != 201 || code2 != 201) {
+            fprintf(stderr, "SERVER PROBLEM: join member%d: HTTP %ld/%ld %.200s\n", i, code, code2, out.p);
+            problems++;
+        }
+        free(tok);
+        free(tok64);
+    }
+    double written_s = (fb_now_ns() - j0) / 1e9;
+    int ready = 0;
+    int64_t deadline = fb_now_ns() + (problems ? 5LL : 300LL) * 1000000000LL;
+    while (fb_now_ns() < deadline && (ready = count_ready(c, &s, &out)) < clusters)
+        usleep(200000);
+    double join_s = (fb_now_ns() - j0) / 1e9;
+    long rss_server = fb_proc_kib(s.pid, "VmRSS");
+    printf("join: %d Clusters + Secrets written in %.2f s; %d/%d Ready after %.2f s; server RSS %.1f MiB "
+           "(idle before: %.1f MiB)\n",
+           clusters, written_s, ready, clusters, join_s, rss_server / 1024.0, rss_server_idle / 1024.0);
+    if (ready < clusters)
+        problems++;
+
+    /* 2. one Work to each of K clusters */
+    for (int wi = 0; wi < nwork; wi++) {
+        int k = work[wi] < clusters ? work[wi] : clusters;
+        int64_t *created = calloc((size_t)k, sizeof *created), *lat = calloc((size_t)k, sizeof *lat);
+        for (int i = 1; i <= k; i++) {
+            char body[2048];
+            snprintf(body, sizeof body,
+                     "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-es-member%d\"}}", i);
+            fb_request(c, &s, "POST", "/api/v1/namespaces", body, strlen(body), &out);
+        }
+        for (int i = 1; i <= k; i++) {
+            char body[2048], path[256];
+            snprintf(body, sizeof body,
+                     "{\"apiVersion\":\"work.karmada.io/v1alpha1\",\"kind\":\"Work\",\"metadata\":{\"name\":\"bench-%d-%d\"},"
+                     "\"spec\":{\"workload\":{\"manifests\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                     "{\"name\":\"bench-%d-%d\",\"namespace\":\"default\"},\"data\":{\"k\":\"v\"}}]}}}",
+                     wi, k, wi, k);
+            snprintf(path, sizeof path, "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-member%d/works", i);
+            long code = fb_request(c, &s, "POST", path, body, strlen(body), &out);
+            created[i - 1] = fb_now_ns();
+            if (code != 201) {
+                fprintf(stderr, "SERVER PROBLEM: Work for member%d: HTTP %ld\n", i, code);
+                problems++;
+            }
+        }
+        /* poll the members in sweeps until every ConfigMap is there */
+        fb_server mem = {0};
+        snprintf(mem.url, sizeof mem.url, "%s", mh.url);
+        snprintf(mem.ca, sizeof mem.ca, "%s", ca_path);
+        int found = 0, sweeps = 0;
+        int64_t sweep_total = 0;
+        deadline = fb_now_ns() + 120LL * 1000000000LL;
+        char **auth = calloc((size_t)k, sizeof *auth);
+        CURL **hc = calloc((size_t)k, sizeof *hc);
+        struct curl_slist **hl = calloc((size_t)k, sizeof *hl);
+        for (int i = 0; i < k; i++) {
+            char kc[700];
+            snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i + 1);
+            char *tok = kubeconfig_token(kc);
+            snprintf(mem.auth, sizeof mem.auth, "Authorization: Bearer %s", tok ? tok : "");
+            free(tok);
+            hl[i] = fb_headers(&mem);
+        }
+        CURL *mc = NULL;
+        while (found < k && fb_now_ns() < deadline) {
+            int64_t sw = fb_now_ns();
+            for (int i = 0; i < k; i++) {
+                if (lat[i])
+                    continue;
+                if (!mc)
+                    mc = fb_curl_new(&mem, hl[i]);
+                curl_easy_setopt(mc, CURLOPT_HTTPHEADER, hl[i]);
+                char path[256];
+                snprintf(path, sizeof path, "/clusters/member%d/api/v1/namespaces/default/configmaps/bench-%d-%d", i + 1, wi,
+                         k);
+                if (fb_request(mc, &mem, "GET", path, NULL, 0, &out) == 200) {
+                    lat[i] = fb_now_ns() - created[i];
+                    if (lat[i] <= 0)
+                        lat[i] = 1;
+                    found++;
+                }
+            }
+            sweep_total += fb_now_ns() - sw;
+            sweeps++;
+        }
+        if (mc)
+            curl_easy_cleanup(mc);
+        for (int i = 0; i < k; i++)
+            curl_slist_free_all(hl[i]);
+        /* sort once before reading percentiles (printf's arguments have no order) */
+        double p50 = fb_pct_ms(lat, (size_t)k, 50), p99 = fb_pct_sorted_ms(lat, (size_t)k, 99),
+               pmax = fb_pct_sorted_ms(lat, (size_t)k, 100);
+        printf("round %d, delivery to %d clusters%s: %d/%d present; P50 %.1f ms  P99 %.1f ms  max %.1f ms "
+               "(sweep period %.1f ms = resolution)\n",
+               wi + 1, k, wi ? "" : " (first Work per member: cold caches)", found, k, p50, p99, pmax,
+               sweeps ? sweep_total / 1e6 / sweeps : 0.0);
+        if (found < k)
+            problems++;
+        free(created);
+        free(lat);
+        free(auth);
+        free(hc);
+        free(hl);
+    }
+    long rss_server_end = fb_proc_kib(s.pid, "VmRSS");
+    printf("\nSummary\n| clusters | member RSS per cluster KiB | join to all Ready s | server RSS MiB (joined, after delivery) |\n"
+           "|---|---|---|---|\n| %d | %.1f | %.2f | %.1f, %.1f |\n",
+           clusters, clusters > 1 ? (double)(rss_members - rss_one) / (clusters - 1) : 0.0, join_s,
+           rss_server / 1024.0, rss_server_end / 1024.0);
+    printf("target server RSS <= 256 MiB with %d clusters joined: %.1f MiB -> %s\n", clusters, rss_server_end / 1024.0,
+           rss_server_end <= 256 * 1024 ? "met" : "NOT met");
+    free(ca);
+    free(ca64);
+    free(out.p);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    member_stop(&mh);
+    if (fb_server_stop(&s) != 0)
+        problems++;
+    if (!keep) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", root);
+    }
+    free(root);
+    return problems ? 1 : 0;
+}
