@@ -1,9 +1,11 @@
 /* api.c - request routing and the helpers every handler shares.
  *
  * fl_api_handle() parses the path into a target (group, version, namespace,
- * resource, name, subresource), resolves the kind from the kind table and calls the
- * verb's handler in api_read.c or api_write.c. Discovery, OpenAPI, health and
- * version endpoints are answered here from discovery.c. */
+ * resource, name, subresource), asks the authorizer (auth.c, when the API has one)
+ * whether the caller may use that verb on it, resolves the kind from the kind table and
+ * calls the verb's handler in api_read.c or api_write.c. Discovery, OpenAPI, health and
+ * version endpoints are answered here from discovery.c; the pull-mode registration
+ * endpoint by auth.c. */
 #include "api/api_internal.h"
 
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "api/auth.h"
 #include "api/discovery.h"
 #include "api/metrics.h"
 #include "api/validate.h"
@@ -520,6 +523,22 @@ static bool truthy(const char *v)
     return fl_query_true(v);
 }
 
+/* The Kubernetes verb of a resource request, as authorization names it. */
+static const char *kube_verb(const char *method, bool coll, bool watch, const char *sub)
+{
+    if (!strcmp(method, "GET"))
+        return watch ? "watch" : coll ? "list" : "get";
+    if (!strcmp(method, "POST"))
+        return !strcmp(sub, "finalize") ? "update" : "create";
+    if (!strcmp(method, "PUT"))
+        return "update";
+    if (!strcmp(method, "PATCH"))
+        return "patch";
+    if (!strcmp(method, "DELETE"))
+        return coll ? "deletecollection" : "delete";
+    return "unknown";
+}
+
 void fl_api_handle(fl_api *api, fl_req *r)
 {
     char segs[10][256];
@@ -530,6 +549,14 @@ void fl_api_handle(fl_api *api, fl_req *r)
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
         return;
     }
+    /* ours, not a resource: pull-mode agents trade the bootstrap token for their own (auth.c) */
+    if (api->auth && fl_auth_is_register_path(r->path)) {
+        fl_auth_register(api, r);
+        return;
+    }
+    bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));
+    if (!resource_path && api->auth && !fl_auth_authorize_path(r))
+        return;
     if (handle_nonresource(api, r, segs, n))
         return;
 
@@ -576,6 +603,13 @@ void fl_api_handle(fl_api *api, fl_req *r)
     }
     snprintf(r->resource, sizeof r->resource, "%s%s%s", t.resource, t.sub[0] ? "/" : "", t.sub);
 
+    /* authorize before anything about the resource is revealed, even whether it exists */
+    const char *m = r->method;
+    bool coll = !t.name[0];
+    bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
+    if (api->auth && !fl_auth_authorize(r, kube_verb(m, coll, watch, t.sub), &t))
+        return;
+
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);
     if (!t.kind) {
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
@@ -595,8 +629,6 @@ void fl_api_handle(fl_api *api, fl_req *r)
         }
     }
 
-    const char *m = r->method;
-    bool coll = !t.name[0];
     const char *dry = fl_req_query(r, "dryRun");
     if (dry && strcmp(dry, "All")) {
         json_t *causes = json_array();
@@ -606,7 +638,6 @@ void fl_api_handle(fl_api *api, fl_req *r)
                        dry);
         return;
     }
-    bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
     if (!strcmp(m, "GET")) {
         if (coll && watch) {
             r->verb = "WATCH";

@@ -25,6 +25,9 @@ typedef struct fl_api {
     volatile int stopping;     /* set at shutdown: watches end */
     fl_kindreg *kinds;         /* the kinds served (and CRDs applied to); NULL = fl_kindreg_default(),
                                 * the server's. A simulated member sets its own. Not owned. */
+    struct fl_auth *auth;      /* the server's token table and authorizer (auth.h): requests are
+                                * authorized and /apis/flotilla.io/v1alpha1/register is served.
+                                * NULL (simulated members): neither. Not owned. */
 } fl_api;
 
 typedef struct fl_kvpair {
@@ -43,6 +46,8 @@ typedef struct fl_req {
     const char *content_type;  /* may be NULL */
     const char *accept;        /* may be NULL */
     const char *user_agent;    /* may be NULL; names the default field manager */
+    const char *user;          /* the authenticated identity (auth.h), set by the transport; NULL =
+                                * a trusted caller (in-process, or authentication off): not authorized */
     const char *body;          /* request body (NUL-terminated), may be NULL */
     size_t body_len;
     /* output */

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/auth.h"
 #include "api/metrics.h"
 #include "api/tls.h"
 #include "core/err.h"
@@ -46,6 +47,7 @@ typedef struct conn_state {
     const char *verb;
     char resource[96];
     int code;
+    char user[FL_AUTH_USER_MAX]; /* the identity the token table found */
 } conn_state;
 
 static double elapsed(const struct timespec *t0)
@@ -227,7 +229,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         struct timespec ts = {route.delay_ms / 1000, (long)(route.delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (route.token && !public_path(route.path)) {
+    const char *user = NULL; /* NULL: authentication is off, nothing is authorized */
+    if (h->cfg.auth && !route.handle) {
+        /* the token table: every token names an identity; public paths need none */
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        if (auth && !strncmp(auth, "Bearer ", 7) &&
+            fl_auth_authenticate(h->cfg.auth, auth + 7, st->user, sizeof st->user) == 0)
+            user = st->user;
+        else if (public_path(route.path))
+            user = FL_AUTH_ANONYMOUS;
+        else
+            return send_status(c, st, 401, "Unauthorized", "Unauthorized");
+    } else if (route.token && !public_path(route.path)) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         if (!auth || strncmp(auth, "Bearer ", 7) || !fl_token_equal(auth + 7, route.token))
             return send_status(c, st, 401, "Unauthorized", "Unauthorized");
@@ -259,6 +272,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r.content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     r.accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
     r.user_agent = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+    r.user = user;
     r.body = st->body;
     r.body_len = st->len;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &r);

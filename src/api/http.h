@@ -1,6 +1,7 @@
 /* http.h - the HTTP(S) transport: libmicrohttpd, one thread per connection.
  *
- * Owns the listening socket, TLS, bearer-token authentication, the request size
+ * Owns the listening socket, TLS, bearer-token authentication (one token, or the
+ * server's token table, auth.h, which names the caller for authorization), the request size
  * limit (413 past 3 MiB, as Kubernetes), the in-flight cap (429 under overload), and
  * per-request metrics; hands each request to fl_api_handle(). Watches stream from
  * the connection's own thread. */
@@ -39,6 +40,9 @@ typedef struct fl_http_config {
     const char *cert_pem;      /* NULL = plain HTTP (only on loopback; checked by caller) */
     const char *key_pem;
     const char *token;         /* required bearer token; NULL = no authentication */
+    struct fl_auth *auth;      /* set: bearer tokens are looked up in this table instead of compared
+                                * with token, and each request carries its identity (fl_req.user)
+                                * for the authorizer; see auth.h. Not owned. */
     size_t max_body;           /* bytes; 0 = 3 MiB */
     int max_inflight;          /* concurrent non-watch requests; 0 = 400 */
     int max_watches;           /* concurrent watches; 0 = 10000 */

@@ -27,9 +27,11 @@
 #include "core/mem.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,7 +564,7 @@ static int ensure_token(const char *path, char **out, char **err)
 
     unsigned char raw[TOKEN_BYTES];
     if (RAND_bytes(raw, sizeof raw) != 1)
-        return fail(err, "pki: no randomness for the admin token");
+        return fail(err, "pki: no randomness for the token %s", path);
     char *hex = fl_malloc(2 * TOKEN_BYTES + 2);
     static const char digits[] = "0123456789abcdef";
     for (int i = 0; i < TOKEN_BYTES; i++) {
@@ -584,6 +586,13 @@ static int ensure_token(const char *path, char **out, char **err)
 }
 
 /* ---------- public ---------- */
+
+int fl_token_ensure(const char *path, char **out, char **err)
+{
+    if (err)
+        *err = NULL;
+    return ensure_token(path, out, err);
+}
 
 int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, char **err)
 {
@@ -759,7 +768,25 @@ static void yaml_quoted(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Write s plain when it is a simple name ("admin", "system:bootstrap"), else quoted. */
+static void yaml_name(FILE *f, const char *s)
+{
+    bool plain = isalnum((unsigned char)s[0]);
+    for (const char *p = s; *p && plain; p++)
+        plain = isalnum((unsigned char)*p) || strchr("._:-", *p);
+    if (plain)
+        fputs(s, f);
+    else
+        yaml_quoted(f, s);
+}
+
 int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca_pem, const char *token)
+{
+    return fl_kubeconfig_write_user(path, server_url, ca_pem, "admin", token);
+}
+
+int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
+                             const char *token)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -778,7 +805,9 @@ int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca
         fprintf(f, "    certificate-authority-data: %s\n", b64);
         free(b64);
     }
-    fputs("users:\n- name: admin\n  user:", f);
+    fputs("users:\n- name: ", f);
+    yaml_name(f, user);
+    fputs("\n  user:", f);
     if (token) {
         fputs("\n    token: ", f);
         yaml_quoted(f, token);
@@ -786,8 +815,9 @@ int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca
     } else {
         fputs(" {}\n", f);
     }
-    fputs("contexts:\n- name: flotilla\n  context:\n    cluster: flotilla\n    user: admin\n"
-          "current-context: flotilla\npreferences: {}\n", f);
+    fputs("contexts:\n- name: flotilla\n  context:\n    cluster: flotilla\n    user: ", f);
+    yaml_name(f, user);
+    fputs("\ncurrent-context: flotilla\npreferences: {}\n", f);
     if (fclose(f) != 0) {
         free(buf);
         return FL_EIO;

@@ -1,5 +1,6 @@
 /* tls.h - the server's PKI and kubeconfig: a CA and serving certificate generated on
  * first start into DIR/pki/, an admin bearer token, and DIR/kubeconfig for kubectl.
+ * The server's bootstrap token (DIR/pki/bootstrap.token) is made by fl_token_ensure.
  * Uses OpenSSL. Called at start-up from one thread. */
 #ifndef FL_TLS_H
 #define FL_TLS_H
@@ -22,6 +23,16 @@ void fl_pki_close(fl_pki *p);
  * with the CA embedded (certificate-authority-data) and token auth (ca_pem NULL for plain
  * HTTP). Written atomically (temp file + rename), mode 0600. Returns 0 or FL_EIO. */
 int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca_pem, const char *token);
+
+/* The same, naming the kubeconfig's user `user` (written quoted). */
+int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
+                             const char *token);
+
+/* Load the token in path (64 hex digits, surrounding whitespace ignored), creating it from
+ * 32 random bytes, mode 0600, if the file is missing (the admin token's format; the server's
+ * bootstrap token uses it too). *out (heap) set on success, NULL otherwise. Returns 0 or
+ * FL_EIO with *err a heap message (also for a file that holds something else). */
+int fl_token_ensure(const char *path, char **out, char **err);
 
 /* Constant-time comparison for tokens. */
 int fl_token_equal(const char *a, const char *b);

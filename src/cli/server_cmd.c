@@ -1,9 +1,10 @@
 /* server_cmd.c - `flotilla server`: the control plane process.
  *
- * Opens the store in the data directory, makes sure the PKI and kubeconfig exist,
- * re-serves stored CRDs, creates the default namespaces, and serves the API until
- * SIGTERM/SIGINT, then shuts down gracefully: stop accepting, let requests finish,
- * end watches, close the store (every acknowledged write is already durable). */
+ * Opens the store in the data directory, makes sure the PKI, the bootstrap token and the
+ * kubeconfigs (DIR/kubeconfig: admin; DIR/bootstrap-kubeconfig: agents) exist, loads the
+ * agent tokens (auth.h), re-serves stored CRDs, creates the default namespaces, and serves
+ * the API until SIGTERM/SIGINT, then shuts down gracefully: stop accepting, let requests
+ * finish, end watches, close the store (every acknowledged write is already durable). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "api/api.h"
+#include "api/auth.h"
 #include "api/http.h"
 #include "api/kinds.h"
 #include "api/metrics.h"
@@ -39,7 +41,8 @@ static void usage(FILE *f)
                "  --bookmark-interval-ms N  idle time before a watch bookmark (default 60000)\n"
                "  --no-fsync                do not fsync each commit (faster, loses the last writes on power loss)\n"
                "\n"
-               "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n");
+               "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
+               "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
 }
 
 static double gauge_keys(void *ctx)
@@ -60,6 +63,13 @@ static double gauge_watches(void *ctx)
 static double gauge_compact(void *ctx)
 {
     return (double)fl_store_compact_rev(ctx);
+}
+
+static void free_token(char *t)
+{
+    if (t)
+        explicit_bzero(t, strlen(t)); /* as fl_pki_close does for the admin token */
+    free(t);
 }
 
 static bool is_loopback(const char *listen)
@@ -137,8 +147,26 @@ int fl_cmd_server(int argc, char **argv)
         fl_store_free(store);
         return 1;
     }
+    /* the bootstrap token: what `flotilla agent` registers a pull cluster with */
+    char *bootstrap_token = NULL;
+    if (!insecure) {
+        char *bt = fl_asprintf("%s/pki/bootstrap.token", data_dir);
+        rc = fl_token_ensure(bt, &bootstrap_token, &err);
+        free(bt);
+        if (rc) {
+            fprintf(stderr, "flotilla server: %s\n", err ? err : "cannot create the bootstrap token");
+            free(err);
+            fl_pki_close(&pki);
+            fl_store_free(store);
+            return 1;
+        }
+    }
     fl_api api = {.store = store, .bookmark_interval_ms = bookmark_ms};
+    fl_auth *auth = NULL;
+    fl_auth_new(&api, pki.admin_token, bootstrap_token, &auth);
+    api.auth = auth;
     int ncrd = fl_api_load_crds(&api);
+    int nagents = fl_auth_load(auth);
     static const char *system_namespaces[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
     for (int i = 0; system_namespaces[i]; i++)
         if (fl_api_ensure_namespace(&api, system_namespaces[i]))
@@ -152,12 +180,15 @@ int fl_cmd_server(int argc, char **argv)
                            .cert_pem = insecure ? NULL : pki.server_cert_pem,
                            .key_pem = insecure ? NULL : pki.server_key_pem,
                            .token = insecure ? NULL : pki.admin_token,
+                           .auth = insecure ? NULL : auth,
                            .max_inflight = max_inflight};
     fl_http *http = NULL;
     rc = fl_http_start(&hcfg, &api, &http, &err);
     if (rc) {
         fprintf(stderr, "flotilla server: %s\n", err);
         free(err);
+        fl_auth_free(auth);
+        free_token(bootstrap_token);
         fl_pki_close(&pki);
         fl_store_free(store);
         return 1;
@@ -173,8 +204,12 @@ int fl_cmd_server(int argc, char **argv)
     char *kc = fl_asprintf("%s/kubeconfig", data_dir);
     if (fl_kubeconfig_write(kc, url, insecure ? NULL : pki.ca_cert_pem, insecure ? NULL : pki.admin_token) != 0)
         fprintf(stderr, "flotilla server: cannot write %s\n", kc);
-    fl_log(FL_LOG_INFO, "server", "serving on %s (store rev %lld, %d CRDs); kubeconfig: %s", url,
-           (long long)fl_store_rev(store), ncrd, kc);
+    char *bkc = fl_asprintf("%s/bootstrap-kubeconfig", data_dir);
+    if (fl_kubeconfig_write_user(bkc, url, insecure ? NULL : pki.ca_cert_pem, FL_AUTH_BOOTSTRAP, bootstrap_token))
+        fprintf(stderr, "flotilla server: cannot write %s\n", bkc);
+    free(bkc);
+    fl_log(FL_LOG_INFO, "server", "serving on %s (store rev %lld, %d CRDs, %d agent tokens); kubeconfig: %s", url,
+           (long long)fl_store_rev(store), ncrd, nagents, kc);
     /* controllers talk to this server as clients do, through its own kubeconfig */
     fl_kubeconfig kcfg;
     memset(&kcfg, 0, sizeof kcfg);
@@ -202,6 +237,8 @@ int fl_cmd_server(int argc, char **argv)
     fl_ctrl_manager_stop(ctrl);
     fl_client_free(cp);
     fl_http_stop(http);
+    fl_auth_free(auth);
+    free_token(bootstrap_token);
     fl_store_free(store);
     fl_pki_close(&pki);
     fl_log(FL_LOG_INFO, "server", "stopped");

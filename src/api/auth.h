@@ -1,0 +1,105 @@
+/* auth.h - who is calling, and what they may do: the server's token table, its authorizer,
+ * and the pull-mode registration endpoint.
+ *
+ * Three kinds of identity hold bearer tokens (docs/internals/auth.md):
+ *   "admin"                          DIR/pki/admin.token: allowed everything;
+ *   "system:bootstrap"               DIR/pki/bootstrap.token: may register a pull cluster, read
+ *                                    discovery and /version, nothing else;
+ *   "system:flotilla:agent:<name>"   issued by registration, one per pull cluster: its own Cluster,
+ *                                    its own Lease, its own execution namespace karmada-es-<name>.
+ * Tokens are kept as SHA-256 digests only, in memory and in the store (Secret
+ * karmada-cluster/<name>-agent-token, data.tokenSHA256). An agent token is checked against that
+ * Secret and its Cluster on every request (both reads come from the store's memory), so deleting
+ * either, or re-registering, revokes it at once and on every path (unjoin, namespace deletion,
+ * garbage collection).
+ *
+ * http.c authenticates (fl_auth_authenticate) and puts the identity in fl_req.user; api.c calls
+ * the authorizer once the path is parsed (fl_auth_authorize, fl_auth_authorize_path) and routes
+ * POST /apis/flotilla.io/v1alpha1/register to fl_auth_register. A request whose user is NULL
+ * comes from inside the process (or from a server started with --insecure-http) and is trusted.
+ *
+ * Threads: every function may be called from any thread, concurrently, except fl_auth_free. */
+#ifndef FL_AUTH_H
+#define FL_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api/api.h"
+
+struct fl_target;
+typedef struct fl_auth fl_auth;
+
+#define FL_AUTH_ADMIN "admin"
+#define FL_AUTH_BOOTSTRAP "system:bootstrap"
+#define FL_AUTH_ANONYMOUS "system:anonymous"
+#define FL_AUTH_AGENT_PREFIX "system:flotilla:agent:"
+
+/* Where the agent tokens live, and the registration endpoint. */
+#define FL_AUTH_SECRET_NAMESPACE "karmada-cluster"
+#define FL_AUTH_SECRET_SUFFIX "-agent-token"
+#define FL_AUTH_SECRET_LABEL "flotilla.io/agent-token"
+#define FL_AUTH_SECRET_UID_ANNOTATION "flotilla.io/cluster-uid"
+#define FL_AUTH_SECRET_KEY "tokenSHA256"
+#define FL_AUTH_REGISTER_PATH "/apis/flotilla.io/v1alpha1/register"
+#define FL_AUTH_CLUSTER_NAME_MAX 48
+
+/* Longest user name fl_auth_authenticate writes, NUL included. */
+#define FL_AUTH_USER_MAX (sizeof FL_AUTH_AGENT_PREFIX + FL_AUTH_CLUSTER_NAME_MAX)
+
+/* A table for api (not owned; it must outlive the table) with the admin and bootstrap
+ * tokens (copied; either may be NULL to have no such identity). Agent tokens are not
+ * loaded yet: call fl_auth_load. *out is always set. Returns 0. */
+int fl_auth_new(fl_api *api, const char *admin_token, const char *bootstrap_token, fl_auth **out);
+/* NULL-safe. No request may be running. */
+void fl_auth_free(fl_auth *a);
+
+/* (Re)load the agent tokens from the Secrets labelled flotilla.io/agent-token in
+ * karmada-cluster (at start-up: a restart keeps agents working). Returns how many were
+ * loaded (>= 0); Secrets that do not parse are skipped with a warning. */
+int fl_auth_load(fl_auth *a);
+
+/* Who holds token? On success writes the user name into user (cap >= FL_AUTH_USER_MAX)
+ * and returns 0; FL_ENOTFOUND for an unknown, rotated or revoked token. An agent token
+ * found in the table is confirmed against its Secret and Cluster in the store; one that
+ * no longer matches is dropped from the table. */
+int fl_auth_authenticate(fl_auth *a, const char *token, char *user, size_t cap);
+
+/* Agent tokens in the table (for tests and metrics). */
+size_t fl_auth_agent_count(fl_auth *a);
+
+/* The attributes authorization decides on, as Kubernetes' authorizer.Attributes. Strings are
+ * "" when absent, never NULL (except path, NULL for resource requests). */
+typedef struct fl_auth_attrs {
+    const char *user;
+    const char *verb;        /* get list watch create update patch delete deletecollection; for
+                              * non-resource requests the lower-case HTTP method */
+    const char *path;        /* non-resource requests: the URL path; NULL otherwise */
+    const char *group;
+    const char *resource;
+    const char *subresource;
+    const char *ns;
+    const char *name;        /* for list/watch: the name a fieldSelector metadata.name=X pins */
+} fl_auth_attrs;
+
+/* The decision, a pure function of the attributes: true = allowed. */
+bool fl_auth_allowed(const fl_auth_attrs *at);
+
+/* Authorize a resource request addressed to t with Kubernetes verb `verb`. r->user NULL is
+ * always allowed. On denial answers r with 403 Forbidden (Kubernetes' wording) and returns
+ * false. The name for list/watch comes from a metadata.name field selector, the name for
+ * create from the JSON body. */
+bool fl_auth_authorize(fl_req *r, const char *verb, const struct fl_target *t);
+/* The same for a non-resource request (discovery, /version, /metrics, unknown paths). */
+bool fl_auth_authorize_path(fl_req *r);
+
+/* Is path the registration endpoint? */
+bool fl_auth_is_register_path(const char *path);
+/* Serve POST /apis/flotilla.io/v1alpha1/register {"clusterName": NAME} for api->auth:
+ * allowed to the admin and bootstrap identities (and r->user NULL). Creates Cluster NAME
+ * (syncMode Pull) unless it exists, the namespaces karmada-cluster and karmada-es-NAME,
+ * and a fresh agent token whose digest replaces the cluster's previous one; answers 201
+ * {"clusterName", "token"}. A Push cluster of that name, or one being deleted: 409. */
+void fl_auth_register(fl_api *api, fl_req *r);
+
+#endif
