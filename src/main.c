@@ -12,6 +12,7 @@ static void usage(FILE *f)
                "\n"
                "Commands:\n"
                "  server    run the control plane (Kubernetes API + store)\n"
+               "  agent     pull mode: register a member cluster and deliver its Works from beside it\n"
                "  member    run simulated member clusters\n"
                "  up        a control plane plus simulated members, joined and Ready\n"
                "  ctl       multi-cluster verbs kubectl lacks: join, unjoin\n"
@@ -33,6 +34,8 @@ int main(int argc, char **argv)
         return fl_cmd_server(argc - 1, argv + 1);
     if (!strcmp(cmd, "ctl"))
         return fl_cmd_ctl(argc - 1, argv + 1);
+    if (!strcmp(cmd, "agent"))
+        return fl_cmd_agent(argc - 1, argv + 1);
     if (!strcmp(cmd, "member"))
         return fl_cmd_member(argc - 1, argv + 1);
     if (!strcmp(cmd, "up"))

@@ -7,5 +7,6 @@ int fl_cmd_server(int argc, char **argv);
 int fl_cmd_ctl(int argc, char **argv);
 int fl_cmd_member(int argc, char **argv);
 int fl_cmd_up(int argc, char **argv);
+int fl_cmd_agent(int argc, char **argv);
 
 #endif

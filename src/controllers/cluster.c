@@ -63,7 +63,9 @@ static const fl_gvr PODS = {"v1", "pods"};
 #define REASON_NEVER_UPDATED "ClusterStatusNeverUpdated"
 #define MSG_NEVER_UPDATED "cluster agent never renewed its lease"
 
-enum health { H_OK, H_UNHEALTHY, H_UNREACHABLE, H_NO_CLIENT };
+/* fl_cluster_probe_health()'s answers, plus one of our own */
+enum health { H_OK = FL_CLUSTER_HEALTHY, H_UNHEALTHY = FL_CLUSTER_UNHEALTHY, H_UNREACHABLE = FL_CLUSTER_UNREACHABLE,
+              H_NO_CLIENT };
 
 typedef struct cstatus cstatus;
 
@@ -198,10 +200,8 @@ static const char *ready_status(const json_t *cluster)
     return c ? jstr(c, "status") : NULL;
 }
 
-/* Set condition `type` in status.conditions as meta.SetStatusCondition does:
- * lastTransitionTime moves only when the status flips. */
-static void set_condition(json_t *status, const char *type, const char *cstatus_, const char *reason,
-                          const char *message, int64_t now)
+void fl_cluster_set_condition(json_t *status, const char *type, const char *cstatus_, const char *reason,
+                              const char *message, int64_t now)
 {
     json_t *conds = json_object_get(status, "conditions");
     if (!json_is_array(conds)) {
@@ -287,43 +287,42 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-static int get_json(worker *w, fl_client *c, const char *path, json_t **out, fl_client_error *ce)
+static int get_json(fl_client_cancel *cancel, fl_client *c, const char *path, json_t **out, fl_client_error *ce)
 {
-    return fl_client_request(c, "GET", path, NULL, NULL, 0, w->cancel, out, ce);
+    return fl_client_request(c, "GET", path, NULL, NULL, 0, cancel, out, ce);
 }
 
-/* /readyz, falling back to /healthz where /readyz is not served (as Karmada does). */
-static int health_check(worker *w, fl_client *c, char *why, size_t cap)
+int fl_cluster_probe_health(fl_client *c, fl_client_cancel *cancel, char *why, size_t cap)
 {
     fl_client_error ce;
     memset(&ce, 0, sizeof ce);
-    arm(w, w->st->probe_timeout_ms);
-    int rc = get_json(w, c, "/readyz", NULL, &ce);
+    int rc = get_json(cancel, c, "/readyz", NULL, &ce);
     if (rc && ce.http == 404) {
         memset(&ce, 0, sizeof ce);
-        rc = get_json(w, c, "/healthz", NULL, &ce);
+        rc = get_json(cancel, c, "/healthz", NULL, &ce);
     }
-    disarm(w);
     if (rc == 0)
         return H_OK;
-    if (rc == FL_ECLOSED && !atomic_load(&w->st->stop))
-        snprintf(why, cap, "no answer within %lld ms", (long long)w->st->probe_timeout_ms);
-    else
-        snprintf(why, cap, "%s", ce.message[0] ? ce.message : fl_strerror(rc));
+    snprintf(why, cap, "%s", rc == FL_ECLOSED ? "no answer in time" : ce.message[0] ? ce.message : fl_strerror(rc));
     return ce.http ? H_UNHEALTHY : H_UNREACHABLE;
+}
+
+/* The health check under the worker's deadline. */
+static int health_check(worker *w, fl_client *c, char *why, size_t cap)
+{
+    arm(w, w->st->probe_timeout_ms);
+    int h = fl_cluster_probe_health(c, w->cancel, why, cap);
+    disarm(w);
+    if (h == H_UNREACHABLE && fl_client_cancel_fired(w->cancel) && !atomic_load(&w->st->stop))
+        snprintf(why, cap, "no answer within %lld ms", (long long)w->st->probe_timeout_ms);
+    return h;
 }
 
 /* ---- collection (a healthy Push cluster) ---- */
 
-typedef struct collected {
-    char *version;          /* gitVersion, NULL when /version failed */
-    json_t *apis;           /* apiEnablements, NULL when not collected this time */
-    const char *apis_reason;/* Complete, Partial or Empty */
-    json_t *node_summary;   /* NULL when the node list failed */
-    json_t *resource_summary;
-} collected;
+typedef fl_cluster_collected collected;
 
-static void collected_close(collected *c)
+void fl_cluster_collected_close(fl_cluster_collected *c)
 {
     free(c->version);
     json_decref(c->apis);
@@ -343,12 +342,12 @@ static int cmp_enablement(const void *a, const void *b)
 }
 
 /* One group-version's resources (no subresources), sorted by name; NULL on failure. */
-static json_t *gv_resources(worker *w, fl_client *c, const char *gv)
+static json_t *gv_resources(fl_client_cancel *cancel, fl_client *c, const char *gv)
 {
     char *path = strchr(gv, '/') ? fl_asprintf("/apis/%s", gv) : fl_asprintf("/api/%s", gv);
     json_t *list = NULL;
     fl_client_error ce;
-    int rc = get_json(w, c, path, &list, &ce);
+    int rc = get_json(cancel, c, path, &list, &ce);
     free(path);
     if (rc || !list)
         return json_decref(list), NULL;
@@ -372,12 +371,12 @@ static json_t *gv_resources(worker *w, fl_client *c, const char *gv)
 }
 
 /* apiEnablements from /api and /apis; *reason tells Complete/Partial/Empty. */
-static json_t *discover(worker *w, fl_client *c, const char **reason)
+static json_t *discover(fl_client_cancel *cancel, fl_client *c, const char **reason)
 {
     json_t *gvs = json_array(), *doc = NULL;
     fl_client_error ce;
     bool partial = false;
-    if (get_json(w, c, "/api", &doc, &ce) == 0 && doc) {
+    if (get_json(cancel, c, "/api", &doc, &ce) == 0 && doc) {
         size_t i;
         json_t *v;
         json_array_foreach(json_object_get(doc, "versions"), i, v) if (json_is_string(v))
@@ -387,7 +386,7 @@ static json_t *discover(worker *w, fl_client *c, const char **reason)
     }
     json_decref(doc);
     doc = NULL;
-    if (get_json(w, c, "/apis", &doc, &ce) == 0 && doc) {
+    if (get_json(cancel, c, "/apis", &doc, &ce) == 0 && doc) {
         size_t i, j;
         json_t *g, *v;
         json_array_foreach(json_object_get(doc, "groups"), i, g) json_array_foreach(json_object_get(g, "versions"), j, v)
@@ -405,7 +404,7 @@ static json_t *discover(worker *w, fl_client *c, const char **reason)
     json_t **items = fl_calloc(n ? n : 1, sizeof *items);
     for (size_t i = 0; i < n; i++) {
         const char *gv = json_string_value(json_array_get(gvs, i));
-        json_t *res = gv_resources(w, c, gv);
+        json_t *res = gv_resources(cancel, c, gv);
         if (!res) {
             partial = true;
             continue;
@@ -537,13 +536,13 @@ static bool node_ready(const json_t *node)
 }
 
 /* nodeSummary and resourceSummary from the member's Nodes and Pods. */
-static void summarize(worker *w, fl_client *c, collected *col)
+static void summarize(fl_client_cancel *cancel, fl_client *c, collected *col)
 {
     fl_list_result nodes = {0}, pods = {0};
     fl_client_error ce;
-    if (fl_client_list_all(c, &NODES, NULL, NULL, w->cancel, &nodes, &ce) != 0)
+    if (fl_client_list_all(c, &NODES, NULL, NULL, cancel, &nodes, &ce) != 0)
         return;
-    bool have_pods = fl_client_list_all(c, &PODS, NULL, NULL, w->cancel, &pods, &ce) == 0;
+    bool have_pods = fl_client_list_all(c, &PODS, NULL, NULL, cancel, &pods, &ce) == 0;
     reslist allocatable = {0}, allocated = {0}, allocating = {0};
     size_t i, total = json_array_size(nodes.items), ready = 0;
     json_t *n;
@@ -589,23 +588,69 @@ static void summarize(worker *w, fl_client *c, collected *col)
     fl_list_result_close(&pods);
 }
 
+void fl_cluster_collect(fl_client *c, fl_client_cancel *cancel, bool apis, fl_cluster_collected *col)
+{
+    memset(col, 0, sizeof *col);
+    json_t *ver = NULL;
+    fl_client_error ce;
+    if (get_json(cancel, c, "/version", &ver, &ce) == 0 && jstr(ver, "gitVersion"))
+        col->version = fl_strdup(jstr(ver, "gitVersion"));
+    json_decref(ver);
+    if (apis)
+        col->apis = discover(cancel, c, &col->apis_reason);
+    summarize(cancel, c, col);
+}
+
+void fl_cluster_set_collected(json_t *status, const fl_cluster_collected *c, int64_t now)
+{
+    if (c->version)
+        json_object_set_new(status, "kubernetesVersion", json_string(c->version));
+    if (c->apis) {
+        if (json_array_size(c->apis))
+            json_object_set(status, "apiEnablements", c->apis);
+        else
+            json_object_del(status, "apiEnablements");
+        bool complete = !strcmp(c->apis_reason, "Complete");
+        char msg[96];
+        if (!strcmp(c->apis_reason, "Empty"))
+            snprintf(msg, sizeof msg, "collected empty APIEnablements from the cluster");
+        else if (!complete)
+            snprintf(msg, sizeof msg, "might collect partial APIEnablements(%zu) from the cluster",
+                     json_array_size(c->apis));
+        else
+            snprintf(msg, sizeof msg, "collected complete APIEnablements from the cluster");
+        fl_cluster_set_condition(status, "CompleteAPIEnablements", complete ? "True" : "False", c->apis_reason, msg,
+                                 now);
+    }
+    if (c->node_summary)
+        json_object_set(status, "nodeSummary", c->node_summary);
+    if (c->resource_summary)
+        json_object_set(status, "resourceSummary", c->resource_summary);
+}
+
+void fl_cluster_set_ready(json_t *status, int health, const char *why, int64_t now)
+{
+    switch (health) {
+    case H_OK: fl_cluster_set_condition(status, "Ready", "True", REASON_READY, MSG_READY, now); break;
+    case H_UNHEALTHY: fl_cluster_set_condition(status, "Ready", "False", REASON_NOT_READY, MSG_NOT_READY, now); break;
+    case H_NO_CLIENT:
+        fl_cluster_set_condition(status, "Ready", "False", REASON_NO_CLIENT, why ? why : MSG_NOT_REACHABLE, now);
+        break;
+    default: fl_cluster_set_condition(status, "Ready", "False", REASON_NOT_REACHABLE, MSG_NOT_REACHABLE, now); break;
+    }
+}
+
+/* The collection under the worker's deadline; apiEnablements only every discovery_ms. */
 static void collect(worker *w, fl_client *c, const char *name, collected *col)
 {
     cstatus *st = w->st;
     /* the whole collection is bounded too: a few round trips per group-version */
     arm(w, st->probe_timeout_ms * 6);
-    json_t *ver = NULL;
-    fl_client_error ce;
-    if (get_json(w, c, "/version", &ver, &ce) == 0 && jstr(ver, "gitVersion"))
-        col->version = fl_strdup(jstr(ver, "gitVersion"));
-    json_decref(ver);
     int64_t now = mono_ms(), last = mem_get(st, name, "disc", 0);
-    if (!last || now - last >= st->discovery_ms) {
-        col->apis = discover(w, c, &col->apis_reason);
-        if (strcmp(col->apis_reason, "Empty"))
-            mem_set(st, name, "disc", now);
-    }
-    summarize(w, c, col);
+    bool apis = !last || now - last >= st->discovery_ms;
+    fl_cluster_collect(c, w->cancel, apis, col);
+    if (apis && strcmp(col->apis_reason, "Empty"))
+        mem_set(st, name, "disc", now);
     disarm(w);
 }
 
@@ -696,45 +741,13 @@ static json_t *decide(cstatus *st, const json_t *base, const observation *ob, in
     json_t *meta = child_obj(d, "metadata"), *spec = child_obj(d, "spec"), *status = child_obj(d, "status");
     const char *cur = ready_status(base);
     if (ob->push) {
-        if (push_ready(st, meta, cur, ob, now)) {
-            switch (ob->health) {
-            case H_OK: set_condition(status, "Ready", "True", REASON_READY, MSG_READY, now); break;
-            case H_UNHEALTHY: set_condition(status, "Ready", "False", REASON_NOT_READY, MSG_NOT_READY, now); break;
-            case H_NO_CLIENT:
-                set_condition(status, "Ready", "False", REASON_NO_CLIENT, ob->why ? ob->why : MSG_NOT_REACHABLE, now);
-                break;
-            default: set_condition(status, "Ready", "False", REASON_NOT_REACHABLE, MSG_NOT_REACHABLE, now); break;
-            }
-        }
+        if (push_ready(st, meta, cur, ob, now))
+            fl_cluster_set_ready(status, ob->health, ob->why, now);
         const char *now_ready = ready_status(d);
-        if (ob->health == H_OK && ob->col && now_ready && !strcmp(now_ready, "True")) {
-            const collected *c = ob->col;
-            if (c->version)
-                json_object_set_new(status, "kubernetesVersion", json_string(c->version));
-            if (c->apis) {
-                if (json_array_size(c->apis))
-                    json_object_set(status, "apiEnablements", c->apis);
-                else
-                    json_object_del(status, "apiEnablements");
-                bool complete = !strcmp(c->apis_reason, "Complete");
-                char msg[96];
-                if (!strcmp(c->apis_reason, "Empty"))
-                    snprintf(msg, sizeof msg, "collected empty APIEnablements from the cluster");
-                else if (!complete)
-                    snprintf(msg, sizeof msg, "might collect partial APIEnablements(%zu) from the cluster",
-                             json_array_size(c->apis));
-                else
-                    snprintf(msg, sizeof msg, "collected complete APIEnablements from the cluster");
-                set_condition(status, "CompleteAPIEnablements", complete ? "True" : "False", c->apis_reason, msg,
-                              now);
-            }
-            if (c->node_summary)
-                json_object_set(status, "nodeSummary", c->node_summary);
-            if (c->resource_summary)
-                json_object_set(status, "resourceSummary", c->resource_summary);
-        }
+        if (ob->health == H_OK && ob->col && now_ready && !strcmp(now_ready, "True"))
+            fl_cluster_set_collected(status, ob->col, now);
     } else if (ob->lease_stale && (!cur || strcmp(cur, "Unknown"))) {
-        set_condition(status, "Ready", "Unknown", cur ? REASON_LEASE_STALE : REASON_NEVER_UPDATED,
+        fl_cluster_set_condition(status, "Ready", "Unknown", cur ? REASON_LEASE_STALE : REASON_NEVER_UPDATED,
                       cur ? MSG_LEASE_STALE : MSG_NEVER_UPDATED, now);
     }
     /* taints follow the Ready condition, whoever set it (Karmada's taint manager) */
@@ -866,7 +879,7 @@ static void reconcile(worker *w, const char *name)
     }
     if (!atomic_load(&st->stop))
         write_cluster(st, name, cl, &ob, now);
-    collected_close(&col);
+    fl_cluster_collected_close(&col);
     json_decref(cl);
 }
 

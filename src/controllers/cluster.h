@@ -16,6 +16,11 @@
 #ifndef FL_CLUSTER_H
 #define FL_CLUSTER_H
 
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/client.h"
 #include "controllers/controller.h"
 
 /* The annotation holding when a Ready cluster started failing its probes (RFC 3339 with
@@ -30,5 +35,41 @@
 #define FL_TAINT_CLUSTER_UNREACHABLE "cluster.karmada.io/unreachable"
 
 extern const fl_controller fl_cluster_status_controller;
+
+/* ---- probing one member: shared by this controller (Push) and the pull agent ----
+ * Blocking requests on the caller's thread; cancel (may be NULL) ends them at once
+ * (the controller fires it at a deadline). Any thread. */
+
+/* A member's health from /readyz (/healthz where /readyz is not served). */
+enum { FL_CLUSTER_HEALTHY = 0, FL_CLUSTER_UNHEALTHY, FL_CLUSTER_UNREACHABLE };
+/* Returns FL_CLUSTER_HEALTHY (2xx), FL_CLUSTER_UNHEALTHY (another HTTP status) or
+ * FL_CLUSTER_UNREACHABLE (no answer); why gets what failed otherwise. */
+int fl_cluster_probe_health(fl_client *c, fl_client_cancel *cancel, char *why, size_t cap);
+
+/* What a healthy member reports about itself; each part NULL when it failed. */
+typedef struct fl_cluster_collected {
+    char *version;           /* /version gitVersion */
+    json_t *apis;            /* apiEnablements (only when asked for) */
+    const char *apis_reason; /* Complete, Partial or Empty (static) */
+    json_t *node_summary;    /* {totalNum, readyNum} */
+    json_t *resource_summary;/* {allocatable, allocating, allocated} */
+} fl_cluster_collected;
+
+/* Read /version, the Nodes and Pods, and (when apis) discovery into *out (zeroed first;
+ * release with fl_cluster_collected_close). */
+void fl_cluster_collect(fl_client *c, fl_client_cancel *cancel, bool apis, fl_cluster_collected *out);
+void fl_cluster_collected_close(fl_cluster_collected *c);
+
+/* Put what was collected into a Cluster's status object: kubernetesVersion,
+ * apiEnablements with the CompleteAPIEnablements condition, nodeSummary,
+ * resourceSummary. Parts that failed keep their previous value. now: ms since the epoch. */
+void fl_cluster_set_collected(json_t *status, const fl_cluster_collected *c, int64_t now);
+/* Set the Ready condition from a health (FL_CLUSTER_*) with Karmada's reasons
+ * (ClusterReady, ClusterNotReady, ClusterNotReachable). */
+void fl_cluster_set_ready(json_t *status, int health, const char *why, int64_t now);
+/* Set condition `type` in status.conditions as meta.SetStatusCondition does:
+ * lastTransitionTime moves only when the status flips; reason and message in place. */
+void fl_cluster_set_condition(json_t *status, const char *type, const char *cstatus, const char *reason,
+                              const char *message, int64_t now);
 
 #endif

@@ -1,30 +1,40 @@
-/* execution.c - the execution controller: delivers each Work to its push-mode member.
+/* execution.c - the execution engine: delivers each Work to its member; and the push
+ * controller of `flotilla server` built on it.
  *
  * A Work in namespace karmada-es-<cluster> is a bundle of manifests for <cluster>. For a
- * cluster whose Cluster says syncMode Push, this controller holds the Work with a
- * finalizer, creates or updates every manifest in the member (marked as ours: label
- * karmada.io/managed=true, annotations work.karmada.io/name and /namespace), keeps what
- * the member owns through the Retain rules (retain.c), refuses to take over objects that
- * exist and are not ours unless the conflict resolution says "overwrite", and reports
- * the outcome in the Work's status: the Applied condition and, per manifest, the member
- * object's status and health (workstatus.c). When the Work is deleted it deletes what it
- * delivered (or, with preserveResourcesOnDeletion, only takes its marks off) and then
- * lets the Work go. Works for Pull clusters are the agent's; Works for clusters that do
+ * cluster it delivers to (syncMode Push in the server, its own Pull cluster in the
+ * agent), the engine holds the Work with a finalizer, creates or updates every manifest
+ * in the member (marked as ours: label karmada.io/managed=true, annotations
+ * work.karmada.io/name and /namespace), keeps what the member owns through the Retain
+ * rules (retain.c), refuses to take over objects that exist and are not ours unless the
+ * conflict resolution says "overwrite", and reports the outcome in the Work's status:
+ * the Applied condition and, per manifest, the member object's status and health
+ * (workstatus.c). When the Work is deleted it deletes what it delivered (or, with
+ * preserveResourcesOnDeletion, only takes its marks off) and then lets the Work go.
+ * Works of clusters it does not deliver to are left alone; those of clusters that do
  * not exist wait for them.
  *
- * Shape: informers on Works and Clusters feed one de-duplicating queue of Work keys
- * ("namespace/name"); a few workers reconcile keys, reading the Work, the Cluster and
- * the member objects from caches (the member objects through the shared per-kind
- * watches of workstatus.c, whose events also re-queue the owning Work: a deleted object
- * comes back, a status change is reported). A reconcile is idempotent: an object that
- * already matches its manifest is not written, and the status is written only when it
- * changed, so re-queuing a Work costs memory reads only. Failures are retried with the
- * queue's per-key back-off, and a resync every 30 s re-queues every Work as a safety
- * net and stops the member watches no Work needs any more.
+ * Shape: an informer on Works (and, in the push controller, on Clusters) feeds one
+ * de-duplicating queue of Work keys ("namespace/name"); a few workers reconcile keys,
+ * reading the Work, the cluster's state and the member objects from caches (the member
+ * objects through the shared per-kind watches of workstatus.c, whose events also
+ * re-queue the owning Work: a deleted object comes back, a status change is reported).
+ * A reconcile is idempotent: an object that already matches its manifest is not
+ * written, and the status is written only when it changed, so re-queuing a Work costs
+ * memory reads only. Failures are retried with the queue's per-key back-off, and a
+ * resync every 30 s re-queues every Work as a safety net and stops the member watches
+ * no Work needs any more.
  *
  * Everything the controller knows is in the store or in the members: after a restart
  * the first list of Works re-queues them all, and each reconcile finds the member
- * objects it created before by their marks, so nothing is created twice. */
+ * objects it created before by their marks, so nothing is created twice.
+ *
+ * Two users, one reconcile. The part above is the engine (fl_exec): it knows Works,
+ * members and the control plane, and asks its owner two things through fl_exec_ops —
+ * whether it delivers a cluster's Works, and the member client for it. The server's
+ * push controller (the end of this file) answers from the Cluster informer and
+ * fl_members; the pull agent (agent.c) answers for its one cluster with its one member
+ * client and watches only its own execution namespace. */
 #include "controllers/execution.h"
 
 #include <pthread.h>
@@ -46,19 +56,23 @@
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
 
-typedef struct exec {
-    fl_ctrl_env env;
-    fl_members *members;
-    fl_informer *works, *clusters;
+#define EXEC_MAX_WORKERS 16
+
+struct fl_exec {
+    fl_client *cp;
+    fl_exec_ops ops;
+    int want_workers;
+    fl_informer *works;
     fl_workqueue *q;
     fl_ws_watches *watches;
-    pthread_t workers[EXEC_WORKERS];
+    pthread_t workers[EXEC_MAX_WORKERS];
     int nworkers;
     pthread_t resync;
-    bool resync_started;
+    bool resync_started, started;
     fl_client_cancel *stop;
     atomic_bool quit;
-} exec;
+};
+typedef struct fl_exec exec;
 
 /* ---- small helpers ---- */
 
@@ -176,7 +190,7 @@ static int set_finalizer(exec *x, const json_t *work, bool add, json_t **out)
         }
     }
     fl_client_error ce = {0};
-    int rc = fl_client_update(x->env.cp, &WORKS, meta(work, "namespace"), copy, NULL, out, &ce);
+    int rc = fl_client_update(x->cp, &WORKS, meta(work, "namespace"), copy, NULL, out, &ce);
     if (rc == FL_ENOTFOUND && !add)
         rc = 0; /* gone already */
     if (rc && rc != FL_ECONFLICT)
@@ -404,7 +418,8 @@ static json_t *previous_entry(const json_t *work, int ordinal)
 static int member_client(exec *x, const char *cluster, fl_client **mc, char **emsg)
 {
     char *err = NULL;
-    int rc = fl_members_client(x->members, cluster, mc, &err);
+    *mc = NULL;
+    int rc = x->ops.member(x->ops.ctx, cluster, mc, &err);
     if (rc)
         *emsg = fl_asprintf("cluster %s: %s", cluster, err ? err : fl_strerror(rc));
     free(err);
@@ -421,7 +436,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
                                 json_array_size(json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests")),
                                 errs);
         json_t *kept = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
-        fl_ws_write_status(x->env.cp, work, false, "AppliedFailed", msg, kept);
+        fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, kept);
         free(msg);
         free(errs);
         return rc;
@@ -458,10 +473,10 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     if (first_err) {
         char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
-        src = fl_ws_write_status(x->env.cp, work, false, "AppliedFailed", msg, statuses);
+        src = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, statuses);
         free(msg);
     } else {
-        src = fl_ws_write_status(x->env.cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
+        src = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
                                  statuses);
     }
     free(errs);
@@ -538,7 +553,7 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work)
 
 static int reconcile(exec *x, const char *key)
 {
-    json_t *work = NULL, *cl = NULL;
+    json_t *work = NULL;
     if (fl_informer_get_key(x->works, key, &work))
         return 0; /* gone: the member watches go at the next sweep */
     /* a copy: `work` is replaced below once our finalizer is on */
@@ -546,12 +561,12 @@ static int reconcile(exec *x, const char *key)
     int rc = 0;
     if (!cluster)
         goto out;
-    fl_informer_get(x->clusters, NULL, cluster, &cl);
+    fl_exec_cluster cl = {0};
+    x->ops.cluster(x->ops.ctx, cluster, &cl);
     bool deleting = meta(work, "deletionTimestamp") != NULL;
     bool ours = has_finalizer(work);
-    const char *mode = jstr(jobj(cl, "spec"), "syncMode");
-    if (!cl || (mode && !strcmp(mode, "Pull"))) {
-        /* not ours to deliver: absent cluster (it may join later) or the agent's */
+    if (!cl.deliver) {
+        /* not ours to deliver: absent cluster (it may join later), or the other mode's */
         if (deleting && ours)
             rc = set_finalizer(x, work, false, NULL);
         goto out;
@@ -561,7 +576,7 @@ static int reconcile(exec *x, const char *key)
             goto out;
         rc = remove_manifests(x, cluster, work);
         /* an unjoining cluster that cannot be reached must not hold its Works forever */
-        if (rc && !meta(cl, "deletionTimestamp"))
+        if (rc && !cl.deleting)
             goto out;
         rc = set_finalizer(x, work, false, NULL);
         goto out;
@@ -579,7 +594,6 @@ static int reconcile(exec *x, const char *key)
     rc = apply_work(x, cluster, work);
 out:
     free(cluster);
-    json_decref(cl);
     json_decref(work);
     return rc;
 }
@@ -623,11 +637,9 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     enqueue_work(ctx, new_obj);
 }
 
-/* A Cluster appeared, changed (syncMode, endpoint, deletion) or went: its Works decide again. */
-static void cluster_changed(exec *x, const json_t *cl)
+void fl_exec_requeue_cluster(fl_exec *x, const char *name)
 {
-    const char *name = meta(cl, "name");
-    if (!name)
+    if (!x || !name)
         return;
     char *ns = fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, name);
     json_t *list = fl_informer_list(x->works, ns);
@@ -636,25 +648,6 @@ static void cluster_changed(exec *x, const json_t *cl)
     json_array_foreach(list, i, w) enqueue_work(x, w);
     json_decref(list);
     free(ns);
-}
-
-static void cluster_added(void *ctx, json_t *obj)
-{
-    cluster_changed(ctx, obj);
-}
-
-static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
-{
-    /* status writes (health probes) change nothing for delivery */
-    if (json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
-        !meta(new_obj, "deletionTimestamp") == !meta(old_obj, "deletionTimestamp"))
-        return;
-    cluster_changed(ctx, new_obj);
-}
-
-static void cluster_deleted(void *ctx, json_t *obj)
-{
-    cluster_changed(ctx, obj);
 }
 
 /* ---- resync ---- */
@@ -674,10 +667,9 @@ static void *resync_loop(void *arg)
             if (!cluster)
                 continue;
             enqueue_work(x, w);
-            json_t *cl = NULL;
-            fl_informer_get(x->clusters, NULL, cluster, &cl);
-            const char *mode = jstr(jobj(cl, "spec"), "syncMode");
-            if (cl && !(mode && !strcmp(mode, "Pull")))
+            fl_exec_cluster cl = {0};
+            x->ops.cluster(x->ops.ctx, cluster, &cl);
+            if (cl.deliver)
                 json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
                     const char *av = jstr(m, "apiVersion"), *kind = jstr(m, "kind");
                     if (av && kind) {
@@ -686,7 +678,6 @@ static void *resync_loop(void *arg)
                         free(k);
                     }
                 }
-            json_decref(cl);
         }
         fl_ws_watches_sweep(x->watches, in_use);
         json_decref(in_use);
@@ -697,79 +688,164 @@ static void *resync_loop(void *arg)
 
 /* ---- lifecycle ---- */
 
-static void exec_stop(void *state)
+int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
 {
-    exec *x = state;
+    *out = NULL;
+    if (!cfg->cp || !cfg->ops.cluster || !cfg->ops.member)
+        return FL_EINVAL;
+    exec *x = fl_calloc(1, sizeof *x);
+    x->cp = cfg->cp;
+    x->ops = cfg->ops;
+    x->want_workers = cfg->workers > 0 ? cfg->workers : EXEC_WORKERS;
+    if (x->want_workers > EXEC_MAX_WORKERS)
+        x->want_workers = EXEC_MAX_WORKERS;
+    x->q = fl_workqueue_new(NULL);
+    x->stop = fl_client_cancel_new();
+    x->watches = fl_ws_watches_new(x->q);
+    atomic_init(&x->quit, false);
+    fl_informer_config wc = {
+        .client = cfg->cp,
+        .resource = WORKS,
+        .ns = cfg->ns,
+        .handlers = {.on_add = work_added, .on_update = work_updated, .ctx = x},
+    };
+    int rc = fl_informer_new(&wc, &x->works);
+    if (rc) {
+        fl_exec_free(x);
+        return rc;
+    }
+    *out = x;
+    return 0;
+}
+
+int fl_exec_start(fl_exec *x)
+{
+    if (x->started)
+        return FL_EINVAL;
+    x->started = true;
+    int rc = fl_informer_start(x->works);
+    if (rc)
+        return rc;
+    for (int i = 0; i < x->want_workers; i++)
+        if (pthread_create(&x->workers[x->nworkers], NULL, worker, x) == 0)
+            x->nworkers++;
+    x->resync_started = pthread_create(&x->resync, NULL, resync_loop, x) == 0;
+    return x->nworkers ? 0 : FL_EIO;
+}
+
+void fl_exec_free(fl_exec *x)
+{
     if (!x)
         return;
     atomic_store(&x->quit, true);
     fl_client_cancel_fire(x->stop);
     if (x->resync_started)
         pthread_join(x->resync, NULL);
-    fl_informer_stop(x->works);
-    fl_informer_stop(x->clusters);
+    if (x->works)
+        fl_informer_stop(x->works);
     fl_workqueue_shut_down(x->q);
     fl_ws_watches_close(x->watches); /* wakes workers waiting for a member's first list */
     for (int i = 0; i < x->nworkers; i++)
         pthread_join(x->workers[i], NULL);
     fl_ws_watches_free(x->watches);
     fl_informer_free(x->works);
-    fl_informer_free(x->clusters);
-    fl_members_free(x->members);
     fl_workqueue_free(x->q);
     fl_client_cancel_free(x->stop);
     free(x);
 }
 
-static int exec_start(const fl_ctrl_env *env, void **state)
-{
-    exec *x = fl_calloc(1, sizeof *x);
-    *state = NULL;
-    x->env = *env;
-    x->q = fl_workqueue_new(NULL);
-    x->stop = fl_client_cancel_new();
-    x->watches = fl_ws_watches_new(x->q);
-    x->members = fl_members_new(env->cp);
-    atomic_init(&x->quit, false);
+/* ---- the push controller: Works of Push clusters, members from Cluster + Secret ---- */
 
-    fl_informer_config wc = {
-        .client = env->cp,
-        .resource = WORKS,
-        .handlers = {.on_add = work_added, .on_update = work_updated, .ctx = x},
-    };
+typedef struct push {
+    fl_exec *engine;
+    fl_informer *clusters;
+    fl_members *members;
+} push;
+
+/* Deliver the Works of clusters that exist and are not in Pull mode (the agent's). */
+static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
+{
+    push *p = ctx;
+    json_t *cl = NULL;
+    fl_informer_get(p->clusters, NULL, cluster, &cl);
+    const char *mode = jstr(jobj(cl, "spec"), "syncMode");
+    out->deliver = cl && !(mode && !strcmp(mode, "Pull"));
+    out->deleting = cl && meta(cl, "deletionTimestamp");
+    json_decref(cl);
+}
+
+static int push_member(void *ctx, const char *cluster, fl_client **out, char **err)
+{
+    push *p = ctx;
+    return fl_members_client(p->members, cluster, out, err);
+}
+
+/* A Cluster appeared, changed (syncMode, endpoint, deletion) or went: its Works decide again. */
+static void cluster_added(void *ctx, json_t *obj)
+{
+    push *p = ctx;
+    fl_exec_requeue_cluster(p->engine, meta(obj, "name"));
+}
+
+static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    /* status writes (health probes) change nothing for delivery */
+    if (json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
+        !meta(new_obj, "deletionTimestamp") == !meta(old_obj, "deletionTimestamp"))
+        return;
+    cluster_added(ctx, new_obj);
+}
+
+static void cluster_deleted(void *ctx, json_t *obj)
+{
+    cluster_added(ctx, obj);
+}
+
+static void push_stop(void *state)
+{
+    push *p = state;
+    if (!p)
+        return;
+    if (p->clusters)
+        fl_informer_stop(p->clusters); /* no handler touches the engine after this */
+    fl_exec_free(p->engine);       /* workers read the (stopped) Cluster cache until here */
+    fl_informer_free(p->clusters);
+    fl_members_free(p->members);
+    free(p);
+}
+
+static int push_start(const fl_ctrl_env *env, void **state)
+{
+    push *p = fl_calloc(1, sizeof *p);
+    *state = NULL;
+    p->members = fl_members_new(env->cp);
+    fl_exec_config ec = {.cp = env->cp, .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,
         .resource = CLUSTERS,
-        .handlers = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_deleted, .ctx = x},
+        .handlers = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_deleted, .ctx = p},
     };
-    int rc = fl_informer_new(&wc, &x->works);
+    int rc = fl_exec_new(&ec, &p->engine);
     if (!rc)
-        rc = fl_informer_new(&cc, &x->clusters);
+        rc = fl_informer_new(&cc, &p->clusters);
     if (!rc)
-        rc = fl_informer_start(x->clusters);
-    if (!rc)
-        rc = fl_informer_start(x->works);
+        rc = fl_informer_start(p->clusters);
+    if (!rc) {
+        /* Clusters first, so the Works' first reconciles know their clusters. Not fatal:
+         * handlers and the resync catch up. */
+        fl_informer_wait_synced(p->clusters, 5000);
+        rc = fl_exec_start(p->engine);
+    }
     if (rc) {
-        exec_stop(x);
+        push_stop(p);
         return rc;
     }
-    /* Clusters first, so the Works' first reconciles know their clusters. Not fatal:
-     * handlers and the resync catch up. */
-    fl_informer_wait_synced(x->clusters, 5000);
-    for (int i = 0; i < EXEC_WORKERS; i++)
-        if (pthread_create(&x->workers[x->nworkers], NULL, worker, x) == 0)
-            x->nworkers++;
-    x->resync_started = pthread_create(&x->resync, NULL, resync_loop, x) == 0;
-    if (!x->nworkers) {
-        exec_stop(x);
-        return FL_EIO;
-    }
-    *state = x;
+    *state = p;
     return 0;
 }
 
 const fl_controller fl_execution_controller = {
     .name = "execution",
-    .start = exec_start,
-    .stop = exec_stop,
+    .start = push_start,
+    .stop = push_stop,
 };

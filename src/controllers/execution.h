@@ -1,15 +1,17 @@
-/* execution.h - delivery of Works to push-mode member clusters, and their status.
+/* execution.h - delivery of Works to member clusters, and their status.
  *
- * Two files, one controller:
- *   execution.c   the controller: Work and Cluster informers, the work queue, and the
+ * Two files, one engine with two users (the server's push controller and the pull agent):
+ *   execution.c   the engine (fl_exec): the Work informer, the work queue, and the
  *                 reconcile that applies (or, on deletion, removes) each manifest of a
- *                 Work in its member and writes the Work's status;
+ *                 Work in its member and writes the Work's status; and the push
+ *                 controller, which feeds it Clusters and member clients;
  *   workstatus.c  the member side: one informer per (member, kind) in use, shared by
  *                 all Works of that member, whose events re-queue the owning Work; the
  *                 native health rules; the manifestStatuses entries.
  * Design and rules: docs/internals/execution.md.
  *
- * Everything here except fl_execution_controller is internal to those two files. */
+ * The engine API below is what the agent (agent.c) uses; the fl_ws_* part is internal
+ * to the two files. */
 #ifndef FL_EXECUTION_H
 #define FL_EXECUTION_H
 
@@ -21,8 +23,54 @@
 #include "client/workqueue.h"
 #include "controllers/controller.h"
 
-/* The controller `flotilla server` runs (listed in controllers.c). */
+/* The push controller `flotilla server` runs (listed in controllers.c): Works of
+ * clusters whose syncMode is not Pull, members reached through fl_members. */
 extern const fl_controller fl_execution_controller;
+
+/* ---- the engine (execution.c) ----
+ * Watches Works (in every karmada-es-* namespace, or one), applies them to members and
+ * reports their status; the owner decides which clusters it delivers for and supplies
+ * each one's member client. */
+typedef struct fl_exec fl_exec;
+
+/* What the engine needs to know about a Work's cluster. */
+typedef struct fl_exec_cluster {
+    bool deliver;   /* this engine delivers the cluster's Works (else: left alone; on deletion
+                     * only our finalizer is taken off) */
+    bool deleting;  /* the Cluster is being deleted: a member that cannot be reached no longer
+                     * holds a deleted Work */
+} fl_exec_cluster;
+
+/* Both called from the engine's workers and resync thread, concurrently: thread-safe,
+ * and quick (read caches, not the wire). */
+typedef struct fl_exec_ops {
+    /* *out is zeroed before the call. */
+    void (*cluster)(void *ctx, const char *cluster, fl_exec_cluster *out);
+    /* The member client for cluster (borrowed; must stay valid until fl_exec_free; a
+     * different pointer later means new credentials). 0, or an FL_E* code with *err
+     * (heap, may stay NULL) saying why. */
+    int (*member)(void *ctx, const char *cluster, fl_client **out, char **err);
+    void *ctx;
+} fl_exec_ops;
+
+typedef struct fl_exec_config {
+    fl_client *cp;       /* the control plane (borrowed; outlives the engine) */
+    const char *ns;      /* watch Works only in this namespace (the agent's own); NULL = all */
+    int workers;         /* 0 = 4 */
+    fl_exec_ops ops;
+} fl_exec_config;
+
+/* Create a stopped engine (no threads, no I/O). *out set on every path; FL_EINVAL
+ * without cp or ops. */
+int fl_exec_new(const fl_exec_config *cfg, fl_exec **out);
+/* Start the Work informer, the workers and the 30 s resync. */
+int fl_exec_start(fl_exec *e);
+/* Re-queue every Work of a cluster (its Cluster appeared, changed mode or is going).
+ * Any thread, including informer handlers; NULL-safe. */
+void fl_exec_requeue_cluster(fl_exec *e, const char *cluster);
+/* Stop promptly (watches, queue, workers; in-flight member requests finish) and free.
+ * The ops are not called after it returns. NULL-safe. */
+void fl_exec_free(fl_exec *e);
 
 /* Marks on every object the controller delivers, as Karmada sets them. */
 #define FL_MANAGED_LABEL "karmada.io/managed"
