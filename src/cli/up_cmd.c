@@ -31,7 +31,7 @@ static void usage(FILE *f)
                "  --data-dir DIR      default .flotilla: DIR/kubeconfig for the control plane,\n"
                "                      DIR/members/<name>.kubeconfig for each member\n"
                "  --members N         default 3\n"
-               "  --pull M            the last M members in pull mode (needs `flotilla agent`, not yet built)\n"
+               "  --pull M            the last M members in pull mode, each with its `flotilla agent`\n"
                "  --listen ADDR:PORT  the control plane's address (default 127.0.0.1:6443)\n");
 }
 
@@ -142,8 +142,8 @@ int fl_cmd_up(int argc, char **argv)
         fprintf(stderr, "flotilla up: --members must be between 0 and 10000\n");
         return 2;
     }
-    if (pull != 0) {
-        fprintf(stderr, "flotilla up: --pull needs `flotilla agent`, which is not built yet; use push members\n");
+    if (pull < 0 || pull > members) {
+        fprintf(stderr, "flotilla up: --pull must be between 0 and --members (%d)\n", members);
         return 2;
     }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -166,6 +166,7 @@ int fl_cmd_up(int argc, char **argv)
     char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)dir, "--listen", (char *)listen, NULL};
     pid_t server = spawn(server_argv, slog);
     pid_t member = -1;
+    pid_t *agents = fl_calloc((size_t)(pull > 0 ? pull : 1), sizeof *agents);
     fl_client *cp = NULL;
     int rc = 1;
     fprintf(stderr, "starting the control plane on %s (log: %s)\n", listen, slog);
@@ -213,18 +214,34 @@ int fl_cmd_up(int argc, char **argv)
             sleep_ms(50);
         }
         free(last);
+        /* the first members join in push mode; the last `pull` run an agent each */
+        char *bootstrap = fl_asprintf("%s/bootstrap-kubeconfig", dir);
         for (int i = 1; i <= members; i++) {
             char name[32];
             snprintf(name, sizeof name, "member%d", i);
             char *mkc = fl_asprintf("%s/%s.kubeconfig", mdir, name);
-            char *join_argv[] = {"flotilla", "ctl", "--kubeconfig", kc, "join", name, "--cluster-kubeconfig", mkc, NULL};
-            int jrc = run_wait(join_argv, NULL);
+            int jrc = 0;
+            if (i <= members - pull) {
+                char *join_argv[] = {"flotilla", "ctl", "--kubeconfig", kc, "join", name, "--cluster-kubeconfig", mkc, NULL};
+                jrc = run_wait(join_argv, NULL);
+            } else {
+                char *alog = fl_asprintf("%s/agent-%s.log", dir, name);
+                char *agent_argv[] = {"flotilla", "agent", "--server-kubeconfig", bootstrap, "--member-kubeconfig", mkc,
+                                      "--cluster-name", name, NULL};
+                pid_t a = spawn(agent_argv, alog);
+                agents[i - 1 - (members - pull)] = a;
+                fprintf(stderr, "cluster %s joining (Pull) through its agent (log: %s)\n", name, alog);
+                free(alog);
+                jrc = a > 0 ? 0 : 1;
+            }
             free(mkc);
             if (jrc != 0) {
                 fprintf(stderr, "flotilla up: joining %s failed\n", name);
+                free(bootstrap);
                 goto out;
             }
         }
+        free(bootstrap);
         int ready = 0;
         for (int t = 0; t < 600 && ready < members; t++) {
             ready = 0;
@@ -260,6 +277,9 @@ int fl_cmd_up(int argc, char **argv)
     }
 out:
     fl_client_free(cp);
+    for (int i = 0; i < pull; i++)
+        stop_child(agents[i]);
+    free(agents);
     stop_child(member);
     stop_child(server);
     free(mdir);
