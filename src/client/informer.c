@@ -30,6 +30,7 @@ struct fl_informer {
     fl_client *client;
     char *api_version, *resource, *ns, *label, *field;
     int64_t page;
+    void (*transform)(json_t *obj);
     int backoff_min, backoff_max, watch_timeout;
     fl_informer_handlers *handlers;
     size_t nhandlers;
@@ -79,6 +80,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->label = dup_opt(cfg->label_selector);
     inf->field = dup_opt(cfg->field_selector);
     inf->page = cfg->page_size > 0 ? cfg->page_size : 500;
+    inf->transform = cfg->transform;
     inf->backoff_min = cfg->backoff_min_ms > 0 ? cfg->backoff_min_ms : 200;
     inf->backoff_max = cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : 30000;
     if (inf->backoff_max < inf->backoff_min)
@@ -170,6 +172,8 @@ static int relist(fl_informer *inf)
     size_t i;
     json_t *item;
     json_array_foreach(l.items, i, item) {
+        if (inf->transform)
+            inf->transform(item);
         char *key = fl_informer_key(item);
         if (key)
             json_object_set(fresh, key, item);
@@ -217,6 +221,8 @@ static bool on_event(void *ctx, int type, json_t *obj)
         pthread_rwlock_unlock(&inf->lock);
         return true;
     }
+    if (inf->transform)
+        inf->transform(obj);
     char *key = fl_informer_key(obj);
     json_t *prev = key ? json_object_get(inf->cache, key) : NULL; /* only this thread writes the cache */
     json_incref(prev);
@@ -452,4 +458,9 @@ void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap)
     pthread_rwlock_rdlock(&inf->lock);
     snprintf(buf, cap, "%s", inf->rv);
     pthread_rwlock_unlock(&inf->lock);
+}
+
+void fl_informer_drop_managed_fields(json_t *obj)
+{
+    json_object_del(json_object_get(obj, "metadata"), "managedFields");
 }

@@ -51,7 +51,14 @@ typedef struct fl_informer_config {
     int backoff_max_ms;         /* cap; 0 = 30000 */
     int watch_timeout_s;        /* server-side timeout of each watch; 0 = random in [300, 600) as client-go */
     fl_informer_handlers handlers;
+    /* Optional: trim each object before it is cached and handed to handlers (as client-go's
+     * SetTransform), e.g. fl_informer_drop_managed_fields. Runs on the informer's thread. */
+    void (*transform)(json_t *obj);
 } fl_informer_config;
+
+/* A transform that drops metadata.managedFields: controllers never read them, and they are
+ * often half of a cached object. */
+void fl_informer_drop_managed_fields(json_t *obj);
 
 /* Create a stopped informer (no I/O yet). *out set on every path. Any thread. */
 int fl_informer_new(const fl_informer_config *cfg, fl_informer **out);

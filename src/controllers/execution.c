@@ -708,6 +708,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
         .resource = WORKS,
         .ns = cfg->ns,
         .handlers = {.on_add = work_added, .on_update = work_updated, .ctx = x},
+        .transform = fl_informer_drop_managed_fields,
     };
     int rc = fl_informer_new(&wc, &x->works);
     if (rc) {
