@@ -49,7 +49,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-#define EXEC_WORKERS 4
+#define EXEC_WORKERS 8
 #define EXEC_RESYNC_MS 30000
 #define EXEC_SYNC_WAIT_MS 10000     /* first list of a new member watch */
 
