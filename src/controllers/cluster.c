@@ -832,12 +832,36 @@ static int lease_state(cstatus *st, const json_t *cluster, const char *name, int
     return t >= 0 && now - t > st->failure_ms;
 }
 
+/* Every Cluster has its execution space, the namespace karmada-es-<name> that holds its
+ * Works, as Karmada's cluster controller creates it. Once per cluster per process; the
+ * create is idempotent (AlreadyExists is success). */
+static void ensure_execution_space(cstatus *st, const char *name)
+{
+    if (mem_get(st, name, "es", 0))
+        return;
+    static const fl_gvr NAMESPACES = {"v1", "namespaces"};
+    char *ns = fl_asprintf("karmada-es-%s", name);
+    json_t *obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name", ns);
+    fl_client_error ce;
+    json_t *out = NULL;
+    int rc = fl_client_create(st->cp, &NAMESPACES, NULL, obj, NULL, &out, &ce);
+    if (rc == 0 || rc == FL_EEXIST)
+        mem_set(st, name, "es", 1);
+    else
+        fl_log(FL_LOG_WARN, LOG, "cluster %s: cannot create its execution space %s: %s", name, ns, ce.message);
+    json_decref(out);
+    json_decref(obj);
+    free(ns);
+}
+
 static void reconcile(worker *w, const char *name)
 {
     cstatus *st = w->st;
     json_t *cl = NULL;
     if (fl_informer_get(st->clusters, NULL, name, &cl) != 0)
         return; /* deleted: no more probes */
+    if (!json_object_get(json_object_get(cl, "metadata"), "deletionTimestamp"))
+        ensure_execution_space(st, name);
     observation ob = {0};
     collected col = {0};
     char why[512] = "";

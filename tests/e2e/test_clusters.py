@@ -161,6 +161,9 @@ def test_join_status_health_taints_and_unjoin(cp, member):
     assert "insecureSkipTLSVerification" not in c["spec"]
 
     cp.kubectl("wait", "--for=condition=Ready", "cluster/m1", "--timeout=20s")
+    # its execution space, where its Works go, exists as Karmada's cluster controller makes it
+    wait_for(lambda: cp.kubectl("get", "namespace", "karmada-es-m1", check=False).returncode == 0,
+             timeout=10, what="namespace karmada-es-m1")
     want_rs = {
         "allocatable": {"cpu": "4500m", "memory": "8704Mi", "pods": "220"},
         "allocated": {"cpu": "500m", "memory": "128Mi", "pods": "1"},
