@@ -32,27 +32,7 @@
 #include "core/mem.h"
 #include "store/store.h"
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-#define WAIT_UNTIL(cond, ms)                                                                                           \
-    do {                                                                                                               \
-        int64_t until_ = now_ms() + (ms);                                                                              \
-        while (!(cond) && now_ms() < until_)                                                                           \
-            sleep_ms(5);                                                                                               \
-        if (!(cond))                                                                                                   \
-            fail_msg("timed out after %d ms waiting for: %s", (int)(ms), #cond);                                      \
-    } while (0)
+#include "testutil.h"
 
 /* ---- fixture: one API server, control plane and member at once ---- */
 

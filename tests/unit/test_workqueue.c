@@ -23,12 +23,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "testutil.h"
 
 /* get with a bound and check the key */
 static void expect_key(fl_workqueue *q, const char *want)
