@@ -25,11 +25,18 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
 
 #include "client/client.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+
+static CURLcode release_idle_buffers(CURL *curl, void *ssl_ctx, void *userptr)
+{
+    SSL_CTX_set_mode((SSL_CTX *)ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
+    return CURLE_OK;
+}
 
 #define MAX_BODY ((size_t)1 << 30)    /* a response larger than this is refused (FL_ETOOBIG) */
 #define RETRIES_429 3                  /* TooManyRequests retried this many times */
@@ -581,6 +588,9 @@ static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs,
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    /* a controller keeps an idle connection to every member: let OpenSSL free a
+     * connection's 34 KiB of record buffers while it is idle */
+    curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, release_idle_buffers);
     if (c->share)
         curl_easy_setopt(e, CURLOPT_SHARE, c->share);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);

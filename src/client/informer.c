@@ -464,3 +464,9 @@ void fl_informer_drop_managed_fields(json_t *obj)
 {
     json_object_del(json_object_get(obj, "metadata"), "managedFields");
 }
+
+void fl_informer_drop_status(json_t *obj)
+{
+    fl_informer_drop_managed_fields(obj);
+    json_object_del(obj, "status");
+}

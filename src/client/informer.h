@@ -59,6 +59,9 @@ typedef struct fl_informer_config {
 /* A transform that drops metadata.managedFields: controllers never read them, and they are
  * often half of a cached object. */
 void fl_informer_drop_managed_fields(json_t *obj);
+/* Drops managedFields and status too, for caches that only need spec and metadata (a
+ * Cluster's status, with its API list, is most of it). */
+void fl_informer_drop_status(json_t *obj);
 
 /* Create a stopped informer (no I/O yet). *out set on every path. Any thread. */
 int fl_informer_new(const fl_informer_config *cfg, fl_informer **out);

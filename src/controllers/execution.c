@@ -825,6 +825,7 @@ static int push_start(const fl_ctrl_env *env, void **state)
         .client = env->cp,
         .resource = CLUSTERS,
         .handlers = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_deleted, .ctx = p},
+        .transform = fl_informer_drop_status, /* delivery reads spec.syncMode and deletion only */
     };
     int rc = fl_exec_new(&ec, &p->engine);
     if (!rc)

@@ -172,7 +172,10 @@ static void set_str(char **dst, const char *src)
 
 static fl_informer *start_informer(fl_client *cp, const fl_gvr *r, const char *ns)
 {
-    fl_informer_config cfg = {.client = cp, .resource = *r, .ns = ns};
+    /* Clusters: spec and metadata are all a client needs; Secrets: their data */
+    fl_informer_config cfg = {.client = cp, .resource = *r, .ns = ns,
+                              .transform = strcmp(r->resource, "clusters") ? fl_informer_drop_managed_fields
+                                                                          : fl_informer_drop_status};
     fl_informer *inf = NULL;
     if (fl_informer_new(&cfg, &inf) != 0 || fl_informer_start(inf) != 0) {
         fl_informer_free(inf);
