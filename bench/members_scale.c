@@ -1,10 +1,11 @@
 /* members_scale.c - joining many simulated members, and delivering one Work to each.
  *
- *   members_scale [--clusters 1000] [--work 100,1000] [--flotilla PATH] [--keep]
+ *   members_scale [--clusters 1000] [--work 100,1000] [--pull] [--flotilla PATH] [--keep]
  *
  * Starts `flotilla server` and `flotilla member --clusters N` (HTTPS, tokens), then:
  *  1. join: for every member a Secret with its token and CA and a Push Cluster, as
- *     `flotilla ctl join` writes them; time until every Cluster is Ready; server RSS after.
+ *     `flotilla ctl join` writes them — or, with --pull, a `flotilla agent` per member that
+ *     registers it with the bootstrap token; time until every Cluster is Ready; server RSS after.
  *     Member RSS per cluster, against a member host with 1 cluster started in the same run.
  *  2. delivery: for K clusters at once, a Work with one ConfigMap in karmada-es-<name>;
  *     latency = object readable in the member - Work create acknowledged. Members are polled
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
 {
     int clusters = 1000, work[4] = {100, 1000}, nwork = 2;
     const char *flotilla_arg = NULL;
-    bool keep = false;
+    bool keep = false, pull = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--clusters") && i + 1 < argc)
             clusters = atoi(argv[++i]);
@@ -157,8 +158,10 @@ int main(int argc, char **argv)
             flotilla_arg = argv[++i];
         else if (!strcmp(argv[i], "--keep"))
             keep = true;
+        else if (!strcmp(argv[i], "--pull"))
+            pull = true;
         else {
-            fprintf(stderr, "usage: members_scale [--clusters N] [--work 100,1000] [--flotilla PATH] [--keep]\n");
+            fprintf(stderr, "usage: members_scale [--clusters N] [--work 100,1000] [--pull] [--flotilla PATH] [--keep]\n");
             return 2;
         }
     }
@@ -207,7 +210,28 @@ int main(int argc, char **argv)
     const char *ns = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-cluster\"}}";
     fb_request(c, &s, "POST", "/api/v1/namespaces", ns, strlen(ns), &out);
     int64_t j0 = fb_now_ns();
-    for (int i = 1; i <= clusters; i++) {
+    pid_t *agents = calloc((size_t)clusters, sizeof *agents);
+    for (int i = 1; pull && i <= clusters; i++) {
+        char kc[700], bkc[700], name[32], logp[700];
+        snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i);
+        snprintf(bkc, sizeof bkc, "%s/bootstrap-kubeconfig", sdir);
+        snprintf(name, sizeof name, "member%d", i);
+        snprintf(logp, sizeof logp, "%s/agent-%d.log", root, i);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd >= 0) {
+                dup2(fd, 1);
+                dup2(fd, 2);
+            }
+            execl(flotilla, flotilla, "agent", "--server-kubeconfig", bkc, "--member-kubeconfig", kc, "--cluster-name",
+                  name, (char *)NULL);
+            _exit(127);
+        }
+        agents[i - 1] = pid;
+    }
+    for (int i = 1; !pull && i <= clusters; i++) {
         char kc[700], body[8192];
         snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i);
         char *tok = kubeconfig_token(kc);
@@ -231,12 +255,20 @@ int main(int argc, char **argv)
         free(tok64);
     }
     double written_s = (fb_now_ns() - j0) / 1e9;
+    if (pull)
+        printf("pull: %d agents started in %.2f s\n", clusters, written_s);
     int ready = 0;
     int64_t deadline = fb_now_ns() + (problems ? 5LL : 300LL) * 1000000000LL;
     while (fb_now_ns() < deadline && (ready = count_ready(c, &s, &out)) < clusters)
         usleep(200000);
     double join_s = (fb_now_ns() - j0) / 1e9;
     long rss_server = fb_proc_kib(s.pid, "VmRSS");
+    if (pull) {
+        long total = 0;
+        for (int i = 0; i < clusters; i++)
+            total += fb_proc_kib(agents[i], "VmRSS");
+        printf("pull: agent RSS average %.1f MiB (target <= 16 MiB)\n", total / 1024.0 / clusters);
+    }
     printf("join: %d Clusters + Secrets written in %.2f s; %d/%d Ready after %.2f s; server RSS %.1f MiB "
            "(idle before: %.1f MiB)\n",
            clusters, written_s, ready, clusters, join_s, rss_server / 1024.0, rss_server_idle / 1024.0);
@@ -339,6 +371,11 @@ int main(int argc, char **argv)
     free(out.p);
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
+    for (int i = 0; pull && i < clusters; i++) {
+        kill(agents[i], SIGTERM);
+        waitpid(agents[i], NULL, 0);
+    }
+    free(agents);
     member_stop(&mh);
     if (fb_server_stop(&s) != 0)
         problems++;
