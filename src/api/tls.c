@@ -23,6 +23,7 @@
 #include "api/tls.h"
 
 #include "core/err.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -98,38 +99,6 @@ static int fail(char **err, const char *fmt, ...)
 }
 
 /* ---------- files ---------- */
-
-/* Read a whole file. Returns 0, FL_ENOTFOUND if it does not exist, FL_EIO otherwise
- * (errno kept). *out is a NUL-terminated heap buffer on success, NULL otherwise. */
-static int read_file(const char *path, char **out, size_t *len)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno == ENOENT ? FL_ENOTFOUND : FL_EIO;
-    size_t cap = 4096, n = 0;
-    char *buf = fl_malloc(cap);
-    for (;;) {
-        if (n + 1 >= cap)
-            buf = fl_realloc(buf, cap *= 2);
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = EIO;
-        return FL_EIO;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    if (len)
-        *len = n;
-    return 0;
-}
 
 /* fsync the directory holding path so a rename into it survives a crash. */
 static void sync_parent(const char *path)
@@ -255,7 +224,7 @@ static int load_key(const char *path, EVP_PKEY **out)
     *out = NULL;
     char *pem;
     size_t n;
-    int rc = read_file(path, &pem, &n);
+    int rc = fl_read_file(path, 0, &pem, &n);
     if (rc)
         return rc;
     BIO *b = BIO_new_mem_buf(pem, (int)n);
@@ -271,7 +240,7 @@ static int load_cert(const char *path, X509 **out)
     *out = NULL;
     char *pem;
     size_t n;
-    int rc = read_file(path, &pem, &n);
+    int rc = fl_read_file(path, 0, &pem, &n);
     if (rc)
         return rc;
     BIO *b = BIO_new_mem_buf(pem, (int)n);
@@ -545,7 +514,7 @@ static int ensure_token(const char *path, char **out, char **err)
 {
     *out = NULL;
     char *text;
-    int rc = read_file(path, &text, NULL);
+    int rc = fl_read_file(path, 0, &text, NULL);
     if (rc == 0) {
         size_t n = strlen(text);
         while (n && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))

@@ -20,6 +20,7 @@
 
 #include "client/kubeconfig.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/mem.h"
 #include "core/yaml.h"
 
@@ -48,44 +49,6 @@ static int fail(kc_ctx *k, int rc, const char *fmt, ...)
     return rc;
 }
 
-/* Read a whole file (NUL-terminated). Returns 0, FL_ENOTFOUND or FL_EIO; errno kept. */
-static int read_file(const char *path, char **out, size_t *len)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno == ENOENT ? FL_ENOTFOUND : FL_EIO;
-    size_t cap = 4096, n = 0;
-    char *buf = fl_malloc(cap);
-    for (;;) {
-        if (n + 1 >= cap) {
-            if (cap >= KC_MAX_FILE) {
-                fclose(f);
-                free(buf);
-                errno = EFBIG;
-                return FL_EIO;
-            }
-            cap *= 2;
-            buf = fl_realloc(buf, cap);
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = EIO;
-        return FL_EIO;
-    }
-    buf[n] = 0;
-    *out = buf;
-    if (len)
-        *len = n;
-    return 0;
-}
 
 /* Decode standard base64, ignoring whitespace (some tools wrap long data lines).
  * Returns a NUL-terminated heap buffer, or NULL if the input is not base64. */
@@ -182,7 +145,7 @@ static char *resolve_path(kc_ctx *k, const char *p)
 static int get_file(kc_ctx *k, const char *where, const char *field, const char *file, char **out)
 {
     char *full = resolve_path(k, file);
-    int rc = read_file(full, out, NULL);
+    int rc = fl_read_file(full, KC_MAX_FILE, out, NULL);
     if (rc)
         fail(k, rc, "%s.%s: cannot read %s: %s", where, field, full, strerror(errno));
     free(full);
@@ -439,7 +402,7 @@ int fl_kubeconfig_load(const char *path, const char *context, fl_kubeconfig *out
     }
     char *buf = NULL;
     size_t len = 0;
-    int rc = read_file(chosen, &buf, &len);
+    int rc = fl_read_file(chosen, KC_MAX_FILE, &buf, &len);
     if (rc) {
         if (err)
             *err = fl_asprintf("%s: cannot read: %s", chosen, strerror(errno));
