@@ -2,6 +2,7 @@
  *
  *   flotilla ctl [--kubeconfig F] [--context C] join NAME --cluster-kubeconfig F [--cluster-context C]
  *   flotilla ctl [--kubeconfig F] [--context C] unjoin NAME
+ *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
  *
  * As with karmadactl, --kubeconfig/--context name the control plane (kubectl's rules:
  * $KUBECONFIG, then ~/.kube/config, when absent) and the member's kubeconfig is given
@@ -41,6 +42,7 @@ static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
 typedef struct ctl_opts {
     const char *kubeconfig, *context;                  /* the control plane */
     const char *cluster_kubeconfig, *cluster_context;  /* the member (join) */
+    const char *members_kubeconfig, *set;              /* a simulated member host (fault) */
     const char *verb, *name;
 } ctl_opts;
 
@@ -52,6 +54,9 @@ static void usage(FILE *f)
                "  join NAME --cluster-kubeconfig FILE [--cluster-context NAME]\n"
                "                 register a member cluster in Push mode (again: update its credentials)\n"
                "  unjoin NAME    remove a member cluster and its credentials\n"
+               "  fault NAME --members-kubeconfig FILE --set down|slow=MS|partition|clear\n"
+               "                 inject a fault into a simulated member (FILE: the member host's\n"
+               "                 admin.kubeconfig, written by `flotilla member`)\n"
                "\n"
                "Options:\n"
                "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
@@ -79,6 +84,8 @@ static int parse(int argc, char **argv, ctl_opts *o, bool *help)
         {"context", offsetof(ctl_opts, context)},
         {"cluster-kubeconfig", offsetof(ctl_opts, cluster_kubeconfig)},
         {"cluster-context", offsetof(ctl_opts, cluster_context)},
+        {"members-kubeconfig", offsetof(ctl_opts, members_kubeconfig)},
+        {"set", offsetof(ctl_opts, set)},
     };
     const char *pos[3] = {0};
     int npos = 0;
@@ -108,9 +115,9 @@ static int parse(int argc, char **argv, ctl_opts *o, bool *help)
         pos[npos++] = a;
     }
     if (npos == 0)
-        return usage_error("%s", "a command is required (join or unjoin)");
+        return usage_error("%s", "a command is required (join, unjoin or fault)");
     o->verb = pos[0];
-    if (strcmp(o->verb, "join") && strcmp(o->verb, "unjoin"))
+    if (strcmp(o->verb, "join") && strcmp(o->verb, "unjoin") && strcmp(o->verb, "fault"))
         return usage_error("unknown command \"%s\"", o->verb);
     if (npos < 2)
         return usage_error("%s needs a cluster NAME", o->verb);
@@ -121,6 +128,8 @@ static int parse(int argc, char **argv, ctl_opts *o, bool *help)
         return usage_error("%s", "join needs --cluster-kubeconfig FILE (the member cluster's kubeconfig)");
     if (!strcmp(o->verb, "unjoin") && (o->cluster_kubeconfig || o->cluster_context))
         return usage_error("%s", "unjoin takes no --cluster-kubeconfig/--cluster-context");
+    if (!strcmp(o->verb, "fault") && (!o->members_kubeconfig || !o->set))
+        return usage_error("%s", "fault needs --members-kubeconfig FILE and --set down|slow=MS|partition|clear");
     return 0;
 }
 
@@ -401,6 +410,44 @@ out:
     return ret;
 }
 
+/* PUT the fault to the member host's admin endpoint (src/member/member.h). */
+static int cmd_fault(const ctl_opts *o)
+{
+    char body[96];
+    const char *v = o->set;
+    if (!strcmp(v, "down"))
+        snprintf(body, sizeof body, "{\"down\":true}");
+    else if (!strcmp(v, "partition"))
+        snprintf(body, sizeof body, "{\"partition\":true}");
+    else if (!strcmp(v, "clear"))
+        snprintf(body, sizeof body, "{}");
+    else if (!strncmp(v, "slow=", 5) && atoi(v + 5) > 0)
+        snprintf(body, sizeof body, "{\"slowMs\":%d}", atoi(v + 5));
+    else
+        return usage_error("--set %s: expected down, slow=MS, partition or clear", v);
+    fl_kubeconfig kc;
+    char *err = NULL;
+    fl_client *c = NULL;
+    int rc = fl_kubeconfig_load(o->members_kubeconfig, NULL, &kc, &err);
+    if (rc == 0)
+        rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 10000}, &c, &err);
+    fl_kubeconfig_close(&kc);
+    if (rc) {
+        fail("fault", "member host kubeconfig: %s", err ? err : fl_strerror(rc));
+        free(err);
+        return 1;
+    }
+    char *path = fl_asprintf("/admin/clusters/%s/fault", o->name);
+    fl_client_error ce = {0};
+    rc = fl_client_request(c, "PUT", path, "application/json", body, strlen(body), NULL, NULL, &ce);
+    free(path);
+    fl_client_free(c);
+    if (rc)
+        return fail("fault", "%s: %s", o->name, rc == FL_ENOTFOUND ? "no such simulated cluster" : errmsg(&ce, rc));
+    printf("cluster %s: fault %s\n", o->name, v);
+    return 0;
+}
+
 int fl_cmd_ctl(int argc, char **argv)
 {
     ctl_opts o;
@@ -415,5 +462,7 @@ int fl_cmd_ctl(int argc, char **argv)
         return rc;
     if (!strcmp(o.verb, "join"))
         return cmd_join(&o);
+    if (!strcmp(o.verb, "fault"))
+        return cmd_fault(&o);
     return cmd_unjoin(&o);
 }

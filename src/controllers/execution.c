@@ -632,8 +632,18 @@ static void work_added(void *ctx, json_t *obj)
     enqueue_work(ctx, obj);
 }
 
+/* Our own writes (the finalizer, status) come back as updates; reconciling them again would
+ * triple the work per Work. Only what changes delivery wakes it: the spec (generation), the
+ * deletion, and metadata users set (annotations such as conflict-resolution, labels). The
+ * periodic resync covers anything else. */
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
+    const json_t *om = json_object_get(old_obj, "metadata"), *nm = json_object_get(new_obj, "metadata");
+    if (json_equal(json_object_get(om, "generation"), json_object_get(nm, "generation")) &&
+        !json_object_get(om, "deletionTimestamp") == !json_object_get(nm, "deletionTimestamp") &&
+        json_equal(json_object_get(om, "annotations"), json_object_get(nm, "annotations")) &&
+        json_equal(json_object_get(om, "labels"), json_object_get(nm, "labels")))
+        return;
     enqueue_work(ctx, new_obj);
 }
 

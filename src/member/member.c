@@ -215,6 +215,13 @@ int fl_member_host_start(const fl_member_host_config *cfg, fl_member_host **out,
         free(path);
         free(server);
     }
+    if (!cfg->insecure_http) {
+        /* the host's own kubeconfig, for `flotilla ctl fault` */
+        char *path = fl_asprintf("%s/admin.kubeconfig", cfg->data_dir);
+        if (fl_kubeconfig_write(path, h->url, h->pki.ca_cert_pem, h->pki.admin_token) != 0)
+            fl_log(FL_LOG_WARN, "member", "cannot write %s", path);
+        free(path);
+    }
     h->sim = fl_sim_new(&cfg->sim);
     for (size_t i = 0; i < h->n; i++)
         fl_sim_add_cluster(h->sim, h->cl[i].name, &h->cl[i].api);

@@ -6,7 +6,8 @@
  * (sim.h) moving its workloads' status forward. Faults can be injected per cluster at run
  * time: the API down (503), slow (a delay per request), or partitioned (requests held,
  * then 503) — through fl_member_set_fault or the host's admin endpoint
- * PUT /admin/clusters/<name>/fault {"down":bool,"slowMs":N,"partition":bool}. */
+ * PUT /admin/clusters/<name>/fault {"down":bool,"slowMs":N,"partition":bool} (what
+ * `flotilla ctl fault` sends, with DIR/admin.kubeconfig). */
 #ifndef FL_MEMBER_H
 #define FL_MEMBER_H
 

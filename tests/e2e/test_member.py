@@ -139,3 +139,20 @@ def test_faults_down_slow_and_partition(member):
     out, err = p.communicate(timeout=15)
     assert p.returncode == 0, err
     assert member.fault("nosuch", down=True)["code"] == 404
+
+
+def test_ctl_fault_verb(member):
+    """`flotilla ctl fault` drives the same admin endpoint with the host's admin.kubeconfig."""
+    admin_kc = os.path.join(member.dir, "admin.kubeconfig")
+    run = lambda *a: subprocess.run([BIN, "ctl", "fault", *a, "--members-kubeconfig", admin_kc],
+                                    capture_output=True, text=True, timeout=30)
+    r = run("member1", "--set", "down")
+    assert r.returncode == 0 and "cluster member1: fault down" in r.stdout, r.stderr
+    r2 = member.kubectl("member1", "get", "ns", check=False)
+    assert r2.returncode != 0 and "ServiceUnavailable" in r2.stderr
+    assert run("member1", "--set", "clear").returncode == 0
+    member.kubectl("member1", "get", "ns")
+    r = run("nosuch", "--set", "down")
+    assert r.returncode == 1 and "no such simulated cluster" in r.stderr
+    r = run("member1", "--set", "sideways")
+    assert r.returncode == 2 and "--set sideways" in r.stderr
