@@ -236,13 +236,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (auth && !strncmp(auth, "Bearer ", 7) &&
             fl_auth_authenticate(h->cfg.auth, auth + 7, st->user, sizeof st->user) == 0)
             user = st->user;
-        else if (public_path(route.path))
+        else if (!auth && public_path(route.path))
             user = FL_AUTH_ANONYMOUS;
-        else
+        else /* credentials that fail are refused even where none are needed, as the apiserver does */
             return send_status(c, st, 401, "Unauthorized", "Unauthorized");
-    } else if (route.token && !public_path(route.path)) {
+    } else if (route.token) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        if (!auth || strncmp(auth, "Bearer ", 7) || !fl_token_equal(auth + 7, route.token))
+        bool ok = auth && !strncmp(auth, "Bearer ", 7) && fl_token_equal(auth + 7, route.token);
+        if (!ok && (auth || !public_path(route.path)))
             return send_status(c, st, 401, "Unauthorized", "Unauthorized");
     }
     if (st->too_big) {

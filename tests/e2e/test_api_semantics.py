@@ -176,6 +176,10 @@ def test_requests_without_a_valid_token_are_401(server):
     assert code == 401, body
     assert get(server, f"{CM}/sneaky")[0] == 404
     assert server.list_rv(CM) == before
+    # a wrong token is refused even on the public health paths (as the apiserver does), so a
+    # health probe made with stale credentials does not pass
+    code, body = server.curl("GET", "/readyz", auth=False, headers=["Authorization: Bearer wrong-token"])
+    assert code == 401, body
 
 
 # ---------------------------------------------------------------- generation and status
