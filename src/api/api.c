@@ -233,53 +233,6 @@ const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2)
     return json_string_value(v);
 }
 
-/* ---- base64 (continue tokens, Secret stringData) ---- */
-
-static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *fl_base64_encode(const char *s, size_t n)
-{
-    char *o = fl_malloc((n + 2) / 3 * 4 + 1), *p = o;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned char)s[i] << 16;
-        if (i + 1 < n) v |= (unsigned char)s[i + 1] << 8;
-        if (i + 2 < n) v |= (unsigned char)s[i + 2];
-        *p++ = b64chars[(v >> 18) & 63];
-        *p++ = b64chars[(v >> 12) & 63];
-        *p++ = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
-        *p++ = i + 2 < n ? b64chars[v & 63] : '=';
-    }
-    *p = 0;
-    return o;
-}
-
-char *fl_base64_decode(const char *s, size_t *outlen)
-{
-    size_t n = strlen(s);
-    char *o = fl_malloc(n / 4 * 3 + 4);
-    size_t len = 0;
-    unsigned v = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '=')
-            break;
-        const char *c = strchr(b64chars, s[i]);
-        if (!c || !s[i]) {
-            free(o);
-            return NULL;
-        }
-        v = (v << 6) | (unsigned)(c - b64chars);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[len++] = (char)((v >> bits) & 0xff);
-        }
-    }
-    o[len] = 0;
-    *outlen = len;
-    return o;
-}
-
 /* ---- the /scale subresource ---- */
 
 static const char *crd_scale_path(const fl_kind *k, const char *field, const char *dflt)

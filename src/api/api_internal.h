@@ -3,6 +3,7 @@
 #define FL_API_INTERNAL_H
 
 #include "api/api.h"
+#include "core/base64.h"
 
 /* The resource a request addresses, parsed from its path. */
 typedef struct fl_target {
@@ -51,10 +52,6 @@ const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2); /* ob
  * of its replica fields (".spec.replicas" for built-ins, the CRD's specReplicasPath). */
 json_t *fl_scale_view(const fl_kind *k, const json_t *obj);
 const char *fl_scale_spec_path(const fl_kind *k);
-
-/* Standard base64 (heap results). decode returns NULL on invalid input; *outlen = bytes. */
-char *fl_base64_encode(const char *s, size_t n);
-char *fl_base64_decode(const char *s, size_t *outlen);
 
 /* Handlers. */
 void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);

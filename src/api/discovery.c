@@ -19,6 +19,7 @@
 
 #include "api/discovery.h"
 #include "api/kinds.h"
+#include "core/base64.h"
 #include "core/mem.h"
 
 int fl_kinds__version_cmp(const char *a, const char *b); /* kinds.c */
@@ -60,7 +61,6 @@ static json_t *verbs_for(const fl_kind *k)
 /* A stable short hash in the shape of upstream's storageVersionHash (base64 of 8 bytes). */
 static json_t *storage_version_hash(const fl_kind *k)
 {
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     uint64_t h = 1469598103934665603ULL;
     const char *parts[3] = {k->group, k->version, k->kind};
     for (int i = 0; i < 3; i++) {
@@ -71,22 +71,13 @@ static json_t *storage_version_hash(const fl_kind *k)
         h ^= '/';
         h *= 1099511628211ULL;
     }
-    unsigned char b[9];
+    unsigned char b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (unsigned char)(h >> (56 - 8 * i));
-    b[8] = 0;
-    char out[13];
-    int o = 0;
-    for (int i = 0; i < 9; i += 3) {
-        unsigned v = (unsigned)b[i] << 16 | (unsigned)b[i + 1] << 8 | b[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = b64[(v >> 6) & 63];
-        out[o++] = b64[v & 63];
-    }
-    out[11] = '='; /* 8 bytes encode to 11 characters and one pad */
-    out[12] = '\0';
-    return json_string(out);
+    char *text = fl_base64_encode(b, sizeof b); /* 12 characters, one pad, as upstream's */
+    json_t *out = json_string(text);
+    free(text);
+    return out;
 }
 
 static json_t *gvk_obj(const char *group, const char *version, const char *kind)

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/base64.h"
 #include "core/err.h"
 #include "core/mem.h"
 
@@ -151,28 +152,6 @@ static const fl_pb_field *find_field(const fl_pb_msg *m, uint32_t num)
     return NULL;
 }
 
-static char *base64(const unsigned char *d, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = fl_malloc((n + 2) / 3 * 4 + 1), *o = out;
-    size_t i = 0;
-    for (; i + 2 < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
-        *o++ = tab[v >> 18];
-        *o++ = tab[(v >> 12) & 63];
-        *o++ = tab[(v >> 6) & 63];
-        *o++ = tab[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0);
-        *o++ = tab[v >> 18];
-        *o++ = tab[(v >> 12) & 63];
-        *o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        *o++ = '=';
-    }
-    *o = '\0';
-    return out;
-}
 
 /* ---------- special messages ---------- */
 
@@ -406,7 +385,7 @@ static int scalar_json(dctx *c, const fl_pb_msg *m, const fl_pb_field *f, uint64
         return 0;
     case FL_PB_BYTES: {
         *zero = sn == 0;
-        char *b = base64(s, sn);
+        char *b = fl_base64_encode(s, sn);
         *out = json_string(b);
         free(b);
         return 0;

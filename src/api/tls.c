@@ -22,6 +22,7 @@
  * missing. Single-threaded: called once at start-up. */
 #include "api/tls.h"
 
+#include "core/base64.h"
 #include "core/err.h"
 #include "core/file.h"
 #include "core/log.h"
@@ -768,9 +769,7 @@ int fl_kubeconfig_write_user(const char *path, const char *server_url, const cha
     fputc('\n', f);
     if (ca_pem) {
         /* Standard base64 on one line, as kubectl itself writes it. */
-        size_t n = strlen(ca_pem);
-        unsigned char *b64 = fl_malloc(4 * ((n + 2) / 3) + 1);
-        EVP_EncodeBlock(b64, (const unsigned char *)ca_pem, (int)n);
+        char *b64 = fl_base64_encode(ca_pem, strlen(ca_pem));
         fprintf(f, "    certificate-authority-data: %s\n", b64);
         free(b64);
     }

@@ -17,7 +17,6 @@
  *
  * Flags may come before or after the verb, as kubectl allows. Exit codes: 0 done,
  * 1 failure (one line on stderr saying what and where), 2 usage. */
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,6 +28,7 @@
 #include "cli/cli.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"
+#include "core/base64.h"
 #include "core/err.h"
 #include "core/mem.h"
 
@@ -147,13 +147,6 @@ static const char *name_problem(const char *s)
     return NULL;
 }
 
-static char *b64(const char *s)
-{
-    size_t n = strlen(s);
-    unsigned char *out = fl_malloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
-    return (char *)out;
-}
 
 static int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(const char *verb, const char *fmt, ...)
@@ -301,13 +294,13 @@ static int cmd_join(const ctl_opts *o)
         goto out;
     }
 
-    char *tok64 = b64(mk.token);
+    char *tok64 = fl_base64_encode(mk.token, strlen(mk.token));
     secret = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:{s:s%}}", "apiVersion", "v1", "kind", "Secret", "metadata",
                        "name", o->name, "namespace", CLUSTER_NAMESPACE, "type", "Opaque", "data", "token", tok64,
                        strlen(tok64));
     free(tok64);
     if (mk.ca_pem && !mk.insecure) {
-        char *ca64 = b64(mk.ca_pem);
+        char *ca64 = fl_base64_encode(mk.ca_pem, strlen(mk.ca_pem));
         json_object_set_new(json_object_get(secret, "data"), "caBundle", json_string(ca64));
         free(ca64);
     }

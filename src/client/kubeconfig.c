@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "client/kubeconfig.h"
+#include "core/base64.h"
 #include "core/err.h"
 #include "core/file.h"
 #include "core/mem.h"
@@ -50,47 +51,6 @@ static int fail(kc_ctx *k, int rc, const char *fmt, ...)
 }
 
 
-/* Decode standard base64, ignoring whitespace (some tools wrap long data lines).
- * Returns a NUL-terminated heap buffer, or NULL if the input is not base64. */
-static char *b64_decode(const char *s, size_t *outlen)
-{
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(s);
-    char *out = fl_malloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0, pad = 0, digits = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
-            continue;
-        if (ch == '=') {
-            pad++;
-            digits++;
-            continue;
-        }
-        const char *p = pad ? NULL : strchr(alphabet, ch);
-        if (!p || !ch) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)(p - alphabet);
-        bits += 6;
-        digits++;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    if (digits % 4 != 0 || pad > 2) {
-        free(out);
-        return NULL;
-    }
-    out[o] = 0;
-    if (outlen)
-        *outlen = o;
-    return out;
-}
 
 /* The entry named `name` in the list `list` of the document ({name, <what>: {...}}).
  * Returns its <what> object, or NULL with an error written. */
@@ -173,7 +133,7 @@ static int get_pem(kc_ctx *k, json_t *obj, const char *where, const char *data_f
         goto out;
     }
     if (data) {
-        *out = b64_decode(data, NULL);
+        *out = fl_base64_decode(data, NULL);
         if (!*out) {
             rc = fail(k, FL_EINVAL, "%s.%s: not valid base64", where, data_field);
             goto out;

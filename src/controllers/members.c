@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "client/informer.h"
+#include "core/base64.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -62,53 +63,6 @@ struct fl_members {
     size_t nretired, cap_retired;
 };
 
-/* ---- base64 (Secret data) ---- */
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Standard base64 with optional padding; NULL when malformed. Heap, NUL-terminated. */
-static char *b64_decode(const char *s)
-{
-    size_t n = strlen(s);
-    char *out = fl_malloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    size_t i = 0;
-    for (; i < n && s[i] != '='; i++) {
-        int v = b64_value((unsigned char)s[i]);
-        if (v < 0) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    for (; i < n; i++)
-        if (s[i] != '=') {
-            free(out);
-            return NULL;
-        }
-    out[o] = 0;
-    return out;
-}
 
 /* ---- the table ---- */
 
@@ -320,12 +274,12 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
     pthread_mutex_unlock(&m->mu);
 
     const char *tok64 = jstr(sec, "data", "token"), *ca64 = jstr(sec, "data", "caBundle");
-    if (!tok64 || !(token = b64_decode(tok64)) || !*token) {
+    if (!tok64 || !(token = fl_base64_decode(tok64, NULL)) || !*token) {
         rc = fail(err, FL_EINVAL, fl_asprintf("secret %s/%s: data.token is %s", sns, sname,
                                               !tok64 ? "missing" : token ? "empty" : "not valid base64"));
         goto out;
     }
-    if (ca64 && !(ca = b64_decode(ca64))) {
+    if (ca64 && !(ca = fl_base64_decode(ca64, NULL))) {
         rc = fail(err, FL_EINVAL, fl_asprintf("secret %s/%s: data.caBundle is not valid base64", sns, sname));
         goto out;
     }
