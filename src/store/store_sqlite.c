@@ -127,6 +127,22 @@ static int read_begin(sqlite3 *db, int64_t *compact)
     return rc;
 }
 
+/* read_begin on a reader connection taken from the pool. On success *dbp is the
+ * connection (end the transaction, then give it back with reader_put); on failure
+ * nothing is held. */
+static int reader_begin(fl_store *s, sqlite3 **dbp, int64_t *compact)
+{
+    *dbp = reader_get(s);
+    if (!*dbp)
+        return FL_EIO;
+    int rc = read_begin(*dbp, compact);
+    if (rc) {
+        reader_put(s, *dbp);
+        *dbp = NULL;
+    }
+    return rc;
+}
+
 /* The smallest string greater than every string starting with prefix, or NULL if
  * there is none (empty prefix, or all 0xff bytes). Caller frees. */
 static char *prefix_upper(const char *prefix)
@@ -380,15 +396,11 @@ static int list_log(fl_store *s, const char *prefix, const char *start_after, in
 {
     if (at_rev > fl_store_rev(s))
         return FL_EINVAL; /* a snapshot of the future would still change */
-    sqlite3 *db = reader_get(s);
-    if (!db)
-        return FL_EIO;
+    sqlite3 *db;
     int64_t compact;
-    int rc = read_begin(db, &compact);
-    if (rc) {
-        reader_put(s, db);
+    int rc = reader_begin(s, &db, &compact);
+    if (rc)
         return rc;
-    }
     sqlite3_stmt *st = NULL;
     char *upper = prefix_upper(prefix);
     bool more = false;
@@ -490,15 +502,11 @@ static int replay_log(void *ctx, const char *prefix, int64_t from, int64_t to, s
 {
     fl_store *s = ctx;
     *n = 0;
-    sqlite3 *db = reader_get(s);
-    if (!db)
-        return FL_EIO;
+    sqlite3 *db;
     int64_t compact;
-    int rc = read_begin(db, &compact);
-    if (rc) {
-        reader_put(s, db);
+    int rc = reader_begin(s, &db, &compact);
+    if (rc)
         return rc;
-    }
     sqlite3_stmt *st = NULL;
     char *upper = prefix_upper(prefix);
     if (from < compact) {
