@@ -43,6 +43,7 @@
 static const fl_gvr CM = {"v1", "configmaps"};
 static const fl_gvr DEPLOY = {"apps/v1", "deployments"};
 
+#include "testapi.h"
 #include "testutil.h"
 
 /* ---- fixture: an API server in this process ---- */
@@ -58,17 +59,7 @@ typedef struct fixture {
 
 static int api_call(fixture *f, const char *method, const char *path, const char *body)
 {
-    fl_req r;
-    memset(&r, 0, sizeof r);
-    r.method = method;
-    r.path = path;
-    r.content_type = body ? "application/json" : NULL;
-    r.body = body;
-    r.body_len = body ? strlen(body) : 0;
-    fl_api_handle(&f->api, &r);
-    free(r.resp);
-    fl_api_stream_free(r.stream);
-    return r.code;
+    return test_api_request(&f->api, method, path, NULL, body);
 }
 
 static void http_start(fixture *f, int port)

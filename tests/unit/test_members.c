@@ -32,6 +32,7 @@
 #include "core/mem.h"
 #include "store/store.h"
 
+#include "testapi.h"
 #include "testutil.h"
 
 /* ---- fixture: one API server, control plane and member at once ---- */
@@ -49,17 +50,7 @@ typedef struct fixture {
 
 static int api_call(fixture *f, const char *method, const char *path, const char *body)
 {
-    fl_req r;
-    memset(&r, 0, sizeof r);
-    r.method = method;
-    r.path = path;
-    r.content_type = body ? "application/json" : NULL;
-    r.body = body;
-    r.body_len = body ? strlen(body) : 0;
-    fl_api_handle(&f->api, &r);
-    free(r.resp);
-    fl_api_stream_free(r.stream);
-    return r.code;
+    return test_api_request(&f->api, method, path, NULL, body);
 }
 
 static int setup(void **state)

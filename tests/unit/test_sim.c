@@ -29,6 +29,7 @@
 #include "member/sim.h"
 #include "store/store.h"
 
+#include "testapi.h"
 #include "testutil.h"
 
 /* ---- fixture: one member cluster's API in this process ---- */
@@ -46,19 +47,7 @@ typedef struct fixture {
 
 static int call(cluster *c, const char *method, const char *path, const char *ctype, const char *body)
 {
-    fl_req r;
-    memset(&r, 0, sizeof r);
-    r.method = method;
-    r.path = path;
-    r.content_type = ctype;
-    r.body = body;
-    r.body_len = body ? strlen(body) : 0;
-    fl_api_handle(&c->api, &r);
-    if (r.code / 100 != 2)
-        print_message("%s %s -> %d %s\n", method, path, r.code, r.resp ? r.resp : "");
-    free(r.resp);
-    free(r.warnings);
-    return r.code;
+    return test_api_request(&c->api, method, path, ctype, body);
 }
 
 static void cluster_open(cluster *c)
