@@ -74,7 +74,7 @@ long fb_raise_nofile(void)
 }
 
 /* Read a whole small file into a malloc'd string, or NULL. */
-static char *slurp(const char *path)
+char *fb_slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -99,7 +99,7 @@ static void print_log_tail(const char *dir)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/server.log", dir);
-    char *log = slurp(path);
+    char *log = fb_slurp(path);
     if (!log)
         return;
     size_t n = strlen(log);
@@ -181,7 +181,7 @@ int fb_server_start(const char *flotilla, const char *dir, const char *const *ex
     while (fb_now_ns() < deadline) {
         if (!fb_server_alive(s))
             return -1;
-        char *log = slurp(logpath);
+        char *log = fb_slurp(logpath);
         const char *m = log ? strstr(log, "listening on ") : NULL;
         if (m) {
             m += strlen("listening on ");
@@ -206,7 +206,7 @@ int fb_server_start(const char *flotilla, const char *dir, const char *const *ex
         snprintf(s->ca, sizeof s->ca, "%s/pki/ca.crt", dir);
         char tpath[600];
         snprintf(tpath, sizeof tpath, "%s/pki/admin.token", dir);
-        char *tok = slurp(tpath);
+        char *tok = fb_slurp(tpath);
         if (!tok) {
             fprintf(stderr, "cannot read %s\n", tpath);
             fb_server_stop(s);
@@ -265,7 +265,7 @@ long fb_proc_kib(pid_t pid, const char *field)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    char *st = slurp(path);
+    char *st = fb_slurp(path);
     if (!st)
         return -1;
     long v = -1;
@@ -284,7 +284,7 @@ double fb_proc_cpu_s(pid_t pid)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    char *st = slurp(path);
+    char *st = fb_slurp(path);
     if (!st)
         return -1;
     /* fields after the ")" closing the command name: state is field 3, utime 14, stime 15 */

@@ -44,6 +44,9 @@ void fb_sleep_until(int64_t deadline_ns);
  * (benchmarks build into BUILD/bench/, the server into BUILD/). Returns a static string. */
 const char *fb_flotilla_path(const char *arg);
 
+/* A whole file as a NUL-terminated heap string, or NULL if it cannot be read. */
+char *fb_slurp(const char *path);
+
 /* A fresh directory under `parent` (or $TMPDIR, or /tmp). Caller frees. Exits on failure. */
 char *fb_mkdtemp(const char *parent, const char *prefix);
 

@@ -29,24 +29,6 @@ typedef struct member_host {
     char url[160];
 } member_host;
 
-static char *slurp_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    if (!p || fread(p, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(p);
-        return NULL;
-    }
-    p[n] = 0;
-    fclose(f);
-    return p;
-}
 
 static int member_start(const char *flotilla, const char *dir, int clusters, member_host *m)
 {
@@ -69,7 +51,7 @@ static int member_start(const char *flotilla, const char *dir, int clusters, mem
     }
     m->pid = pid;
     for (int64_t deadline = fb_now_ns() + 120LL * 1000000000LL; fb_now_ns() < deadline;) {
-        char *log = slurp_file(logpath);
+        char *log = fb_slurp(logpath);
         const char *at = log ? strstr(log, " at ") : NULL;
         const char *end = at ? strstr(at, "/clusters/") : NULL;
         if (at && end && (size_t)(end - at - 4) < sizeof m->url) {
@@ -103,7 +85,7 @@ static void member_stop(member_host *m)
 /* The bearer token in a kubeconfig file (heap), or NULL. */
 static char *kubeconfig_token(const char *path)
 {
-    char *kc = slurp_file(path);
+    char *kc = fb_slurp(path);
     const char *t = kc ? strstr(kc, "token: ") : NULL;
     char *out = NULL;
     if (t) {
@@ -205,7 +187,7 @@ int main(int argc, char **argv)
     fb_buf out = {0};
     char ca_path[700];
     snprintf(ca_path, sizeof ca_path, "%s/pki/ca.crt", mndir);
-    char *ca = slurp_file(ca_path);
+    char *ca = fb_slurp(ca_path);
     char *ca64 = b64(ca, strlen(ca));
     const char *ns = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-cluster\"}}";
     fb_request(c, &s, "POST", "/api/v1/namespaces", ns, strlen(ns), &out);
