@@ -355,11 +355,7 @@ int fl_cmd_agent(int argc, char **argv)
 
     /* block the signals before any thread starts, so only this thread sees them */
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    fl_cli_block_signals(&sigs);
 
     int ret = 1;
     fl_kubeconfig mk;

@@ -2,6 +2,16 @@
 #ifndef FL_CLI_H
 #define FL_CLI_H
 
+#include <signal.h>
+#include <stdbool.h>
+
+/* Block SIGTERM and SIGINT (into *sigs, for sigwait) and ignore SIGPIPE. Call before any
+ * thread starts, so only the waiting thread sees the signals. */
+void fl_cli_block_signals(sigset_t *sigs);
+
+/* Is a --listen ADDR:PORT a loopback address (where plain HTTP is allowed)? */
+bool fl_cli_is_loopback(const char *listen);
+
 /* Each returns the process exit code: 0 ok, 1 failure, 2 usage error. */
 int fl_cmd_server(int argc, char **argv);
 int fl_cmd_ctl(int argc, char **argv);

@@ -67,17 +67,13 @@ int fl_cmd_member(int argc, char **argv)
         fprintf(stderr, "flotilla member: --clusters must be between 1 and 100000\n");
         return 2;
     }
-    if (cfg.insecure_http && strncmp(cfg.listen, "127.", 4) && strncmp(cfg.listen, "localhost:", 10)) {
+    if (cfg.insecure_http && !fl_cli_is_loopback(cfg.listen)) {
         fprintf(stderr, "flotilla member: --insecure-http is only allowed on a loopback address, not %s\n",
                 cfg.listen);
         return 2;
     }
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    fl_cli_block_signals(&sigs);
     fl_kinds_init();
     fl_member_host *h = NULL;
     char *err = NULL;

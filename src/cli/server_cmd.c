@@ -72,11 +72,6 @@ static void free_token(char *t)
     free(t);
 }
 
-static bool is_loopback(const char *listen)
-{
-    return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
-}
-
 int fl_cmd_server(int argc, char **argv)
 {
     const char *data_dir = NULL, *listen = "127.0.0.1:6443";
@@ -108,7 +103,7 @@ int fl_cmd_server(int argc, char **argv)
         fprintf(stderr, "flotilla server: --data-dir is required\n");
         return 2;
     }
-    if (insecure && !is_loopback(listen)) {
+    if (insecure && !fl_cli_is_loopback(listen)) {
         fprintf(stderr, "flotilla server: --insecure-http is only allowed on a loopback address, not %s\n", listen);
         return 2;
     }
@@ -123,11 +118,7 @@ int fl_cmd_server(int argc, char **argv)
 
     /* block the signals before any thread starts, so only sigwait sees them */
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    fl_cli_block_signals(&sigs);
 
     fl_kinds_init();
     char *db = fl_asprintf("%s/store.db", data_dir);

@@ -151,10 +151,7 @@ int fl_cmd_up(int argc, char **argv)
         return 1;
     }
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    fl_cli_block_signals(&sigs);
 
     char *mdir = fl_asprintf("%s/members", dir);
     char *kc = fl_asprintf("%s/kubeconfig", dir);
