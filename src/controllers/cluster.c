@@ -36,7 +36,7 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/members.h"
-#include "controllers/quantity.h"
+#include "core/quantity.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"

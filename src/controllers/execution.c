@@ -44,7 +44,7 @@
 #include <strings.h>
 
 #include "controllers/members.h"
-#include "controllers/retain.h"
+#include "interp/retain.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"

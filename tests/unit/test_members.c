@@ -27,7 +27,7 @@
 #include "client/client.h"
 #include "client/kubeconfig.h"
 #include "controllers/members.h"
-#include "controllers/quantity.h"
+#include "core/quantity.h"
 #include "core/err.h"
 #include "core/mem.h"
 #include "store/store.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/retain.h"
+#include "interp/retain.h"
 #include "core/mem.h"
 
 static json_t *js(const char *text)

@@ -5,7 +5,7 @@
  * digits, and scales by the suffix with overflow checks. Formatting searches the
  * largest suffix that divides the value exactly, which is what Kubernetes' canonical
  * form amounts to for values held without loss. */
-#include "controllers/quantity.h"
+#include "core/quantity.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * generic rules (metadata the apiserver owns, labels and annotations the member added,
  * status) apply to every kind; the kind rules follow the table at the bottom, which is
  * the one place that says which built-in kind keeps what. */
-#include "controllers/retain.h"
+#include "interp/retain.h"
 
 #include <stdbool.h>
 #include <string.h>
