@@ -1064,6 +1064,15 @@ static int disc_fetch(fl_client *c, const char *api_version, fl_client_error *er
     return 0;
 }
 
+void fl_client_discovery_learn(fl_client *c, const char *api_version, const json_t *resources)
+{
+    if (!json_is_array(resources))
+        return;
+    pthread_mutex_lock(&c->disc_mu);
+    json_object_set_new(c->disc, api_version, json_deep_copy(resources));
+    pthread_mutex_unlock(&c->disc_mu);
+}
+
 static bool disc_lookup(fl_client *c, const char *api_version, const char *kind, char **resource, bool *namespaced,
                         bool *have_gv)
 {

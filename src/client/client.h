@@ -215,6 +215,11 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
  * *resource is a heap string (NULL on failure). FL_ENOTFOUND when not served. */
 int fl_client_resolve(fl_client *c, const char *api_version, const char *kind, char **resource, bool *namespaced,
                       fl_client_error *err);
+/* Seed the cache above with a group-version's `resources` array that the caller fetched
+ * itself (the cluster status controller reads every group-version for apiEnablements;
+ * handing them over spares the first delivery to a member its discovery round trips).
+ * resources is only read. Any thread. */
+void fl_client_discovery_learn(fl_client *c, const char *api_version, const json_t *resources);
 
 /* ---- helpers ---- */
 

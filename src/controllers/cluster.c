@@ -352,6 +352,7 @@ static json_t *gv_resources(fl_client_cancel *cancel, fl_client *c, const char *
     if (rc || !list)
         return json_decref(list), NULL;
     json_t *res = json_object_get(list, "resources");
+    fl_client_discovery_learn(c, gv, res);
     size_t n = json_array_size(res), k = 0;
     json_t **v = fl_calloc(n ? n : 1, sizeof *v);
     for (size_t i = 0; i < n; i++) {
@@ -988,7 +989,7 @@ static int cluster_start(const fl_ctrl_env *env, void **state)
     pthread_mutex_init(&st->mu, NULL);
     st->mem = json_object();
     st->q = fl_workqueue_new(NULL);
-    st->members = fl_members_new(env->cp);
+    st->members = env->members;
     st->watchdog_stop = fl_client_cancel_new();
 
     fl_informer_config cc = {.client = env->cp,
@@ -1051,7 +1052,6 @@ static void cluster_stop(void *state)
         fl_client_cancel_free(st->w[i].cancel);
     fl_informer_free(st->clusters);
     fl_informer_free(st->leases);
-    fl_members_free(st->members);
     fl_workqueue_free(st->q);
     fl_client_cancel_free(st->watchdog_stop);
     json_decref(st->mem);

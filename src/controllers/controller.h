@@ -20,6 +20,10 @@ typedef struct fl_ctrl_env {
     fl_client *cp;            /* the control plane (owned by the manager; thread-safe) */
     const char *data_dir;     /* the server's data directory (NULL in the agent) */
     volatile int *stopping;   /* set when the process is shutting down */
+    /* Clients for Push members, shared by every controller that talks to members, so that
+     * each member has one connection pool and one discovery cache (owned by the manager,
+     * which creates it and frees it after the last controller stopped). */
+    struct fl_members *members;
 } fl_ctrl_env;
 
 typedef struct fl_controller {

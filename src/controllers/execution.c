@@ -51,7 +51,6 @@
 
 #define EXEC_WORKERS 8
 #define EXEC_RESYNC_MS 30000
-#define EXEC_SYNC_WAIT_MS 10000     /* first list of a new member watch */
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
@@ -299,11 +298,13 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
     int rc = target_init(mc, cluster, i, m, t, emsg);
     if (rc)
         return rc;
+    /* The member watch is for status and for noticing deletions; delivery does not wait for
+     * its first list. Until it has listed, an absent cache entry only means "try to create":
+     * AlreadyExists then reads the object itself. */
     fl_ws_watch *wt = NULL;
-    rc = fl_ws_watch_get(x->watches, cluster, mc, t->api_version, t->kind, t->resource, EXEC_SYNC_WAIT_MS, &wt);
+    rc = fl_ws_watch_get(x->watches, cluster, mc, t->api_version, t->kind, t->resource, -1, &wt);
     if (rc) {
-        *emsg = fl_asprintf("manifest %d: cluster %s has not listed %s yet (unreachable?): %s", i, cluster,
-                            t->resource, fl_strerror(rc));
+        *emsg = fl_asprintf("manifest %d: cluster %s: %s", i, cluster, fl_strerror(rc));
         return rc;
     }
 
@@ -821,7 +822,6 @@ static void push_stop(void *state)
         fl_informer_stop(p->clusters); /* no handler touches the engine after this */
     fl_exec_free(p->engine);       /* workers read the (stopped) Cluster cache until here */
     fl_informer_free(p->clusters);
-    fl_members_free(p->members);
     free(p);
 }
 
@@ -829,7 +829,7 @@ static int push_start(const fl_ctrl_env *env, void **state)
 {
     push *p = fl_calloc(1, sizeof *p);
     *state = NULL;
-    p->members = fl_members_new(env->cp);
+    p->members = env->members;
     fl_exec_config ec = {.cp = env->cp, .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,

@@ -101,7 +101,8 @@ void fl_ws_watches_free(fl_ws_watches *w);
  * cluster's client changed since the watch started, the watch is replaced). Started on
  * first use; waits up to wait_ms for its first list. Returns 0 and *out (release with
  * fl_ws_watch_put), FL_ETIMEDOUT (not listed yet: the member is slow or down; *out is
- * still NULL), or FL_ECLOSED after close. */
+ * still NULL), or FL_ECLOSED after close. wait_ms < 0 does not wait: *out may not have
+ * listed yet, and then its cache says nothing about what the member lacks. */
 int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
                     const char *kind, const char *resource, int wait_ms, fl_ws_watch **out);
 fl_informer *fl_ws_watch_informer(fl_ws_watch *wt);

@@ -6,6 +6,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "controllers/members.h"
 
 struct fl_ctrl_manager {
     fl_ctrl_env env;
@@ -18,6 +19,7 @@ int fl_ctrl_manager_start(const fl_ctrl_env *env, const fl_controller *const *li
 {
     fl_ctrl_manager *m = fl_calloc(1, sizeof *m);
     m->env = *env;
+    m->env.members = fl_members_new(env->cp);
     size_t n = 0;
     while (list && list[n])
         n++;
@@ -45,6 +47,7 @@ void fl_ctrl_manager_stop(fl_ctrl_manager *m)
         return;
     for (size_t i = m->n; i-- > 0;)
         m->ctrl[i]->stop(m->state[i]);
+    fl_members_free(m->env.members);
     free(m->ctrl);
     free(m->state);
     free(m);

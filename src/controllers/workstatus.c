@@ -211,6 +211,10 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
     if (fresh)
         fl_log(FL_LOG_DEBUG, "execution", "watching %s %s in cluster %s", api_version, kind, cluster);
 
+    if (wait_ms < 0) {
+        *out = wt;
+        return 0;
+    }
     /* Wait for the first list only on first use; a watch that is not listed by a later
      * call (member down) answers at once, and the Work is retried with back-off. */
     int rc = fl_informer_wait_synced(wt->inf, fresh ? wait_ms : 0);
