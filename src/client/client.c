@@ -219,7 +219,7 @@ struct fl_client {
     pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 
     pthread_mutex_t disc_mu;
-    json_t *disc;        /* api_version -> resources array of its APIResourceList */
+    json_t *disc;        /* api_version -> compact string of its resources (disc_compact) */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -1043,6 +1043,35 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
 /* ---------- discovery ---------- */
 
 /* Fetch /api/V or /apis/G/V into the cache. */
+/* A group-version's resources as one string, "\x1fname\x1fKind\x1fN" per resource (N is
+ * 1 when namespaced, else 0), subresources left out. A member's client keeps this for
+ * every group-version it serves; with thousands of members the full APIResourceLists (verbs,
+ * short names, categories) would cost tens of KiB each. */
+static void disc_store(fl_client *c, const char *api_version, const json_t *resources)
+{
+    size_t cap = 64, n = 0;
+    char *buf = fl_malloc(cap);
+    buf[0] = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(resources, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        if (!name || !kind || strchr(name, '/') || strchr(name, '\x1f') || strchr(kind, '\x1f'))
+            continue;
+        size_t need = strlen(name) + strlen(kind) + 5;
+        while (n + need + 1 > cap)
+            cap *= 2;
+        buf = fl_realloc(buf, cap);
+        n += (size_t)snprintf(buf + n, cap - n, "\x1f%s\x1f%s\x1f%c", name, kind,
+                              json_is_true(json_object_get(e, "namespaced")) ? '1' : '0');
+    }
+    pthread_mutex_lock(&c->disc_mu);
+    json_object_set_new(c->disc, api_version, json_string(buf));
+    pthread_mutex_unlock(&c->disc_mu);
+    free(buf);
+}
+
 static int disc_fetch(fl_client *c, const char *api_version, fl_client_error *err)
 {
     char *path = strchr(api_version, '/') ? fl_asprintf("/apis/%s", api_version) : fl_asprintf("/api/%s", api_version);
@@ -1057,20 +1086,15 @@ static int disc_fetch(fl_client *c, const char *api_version, fl_client_error *er
         fill_err(err, 200, "", "", "discovery answer without resources");
         return FL_EIO;
     }
-    pthread_mutex_lock(&c->disc_mu);
-    json_object_set(c->disc, api_version, res);
-    pthread_mutex_unlock(&c->disc_mu);
+    disc_store(c, api_version, res);
     json_decref(list);
     return 0;
 }
 
 void fl_client_discovery_learn(fl_client *c, const char *api_version, const json_t *resources)
 {
-    if (!json_is_array(resources))
-        return;
-    pthread_mutex_lock(&c->disc_mu);
-    json_object_set_new(c->disc, api_version, json_deep_copy(resources));
-    pthread_mutex_unlock(&c->disc_mu);
+    if (json_is_array(resources))
+        disc_store(c, api_version, resources);
 }
 
 static bool disc_lookup(fl_client *c, const char *api_version, const char *kind, char **resource, bool *namespaced,
@@ -1078,19 +1102,24 @@ static bool disc_lookup(fl_client *c, const char *api_version, const char *kind,
 {
     bool found = false;
     pthread_mutex_lock(&c->disc_mu);
-    json_t *res = json_object_get(c->disc, api_version);
+    const char *res = json_string_value(json_object_get(c->disc, api_version));
     *have_gv = res != NULL;
-    size_t i;
-    json_t *e;
-    json_array_foreach(res, i, e) {
-        const char *name = json_string_value(json_object_get(e, "name"));
-        const char *k = json_string_value(json_object_get(e, "kind"));
-        if (!name || !k || strchr(name, '/') || strcmp(k, kind) != 0)
-            continue;
-        *resource = fl_strdup(name);
-        *namespaced = json_is_true(json_object_get(e, "namespaced"));
-        found = true;
-        break;
+    size_t klen = strlen(kind);
+    /* entries are "\x1fname\x1fKind\x1fN": find "\x1fKind\x1f" in the kind position */
+    for (const char *p = res; p && *p == '\x1f';) {
+        const char *name = p + 1, *k = strchr(name, '\x1f');
+        if (!k)
+            break;
+        const char *ns = strchr(k + 1, '\x1f');
+        if (!ns || !ns[1])
+            break;
+        if ((size_t)(ns - k - 1) == klen && !memcmp(k + 1, kind, klen)) {
+            *resource = fl_strndup(name, (size_t)(k - name));
+            *namespaced = ns[1] == '1';
+            found = true;
+            break;
+        }
+        p = ns + 2;
     }
     pthread_mutex_unlock(&c->disc_mu);
     return found;

@@ -713,6 +713,37 @@ static void test_one_client_serves_many_threads(void **state)
     fl_list_result_close(&l);
 }
 
+/* A resource list handed over by a caller answers resolve without a request: the kind is
+ * not served by this server at all, so only the learned entry can name it. */
+static void test_resolve_uses_learned_discovery_without_asking(void **state)
+{
+    fixture *f = *state;
+    json_error_t je;
+    json_t *res = json_loads("[{\"name\":\"gizmos\",\"kind\":\"Gizmo\",\"namespaced\":true},"
+                             "{\"name\":\"gizmos/status\",\"kind\":\"Gizmo\",\"namespaced\":true},"
+                             "{\"name\":\"gadgetsets\",\"kind\":\"GadgetSet\",\"namespaced\":false},"
+                             "{\"kind\":\"NoName\"}]",
+                             0, &je);
+    assert_non_null(res);
+    fl_client_discovery_learn(f->c, "learned.example.com/v1", res);
+    json_decref(res);
+    char *r = NULL;
+    bool namespaced = false;
+    fl_client_error err;
+    assert_int_equal(fl_client_resolve(f->c, "learned.example.com/v1", "Gizmo", &r, &namespaced, &err), 0);
+    assert_string_equal(r, "gizmos");
+    assert_true(namespaced);
+    free(r);
+    assert_int_equal(fl_client_resolve(f->c, "learned.example.com/v1", "GadgetSet", &r, &namespaced, &err), 0);
+    assert_string_equal(r, "gadgetsets");
+    assert_false(namespaced);
+    free(r);
+    /* a prefix of a kind is not the kind; an unknown kind asks the server, which 404s */
+    assert_int_equal(fl_client_resolve(f->c, "learned.example.com/v1", "Gadget", &r, &namespaced, &err),
+                     FL_ENOTFOUND);
+    assert_null(r);
+}
+
 static void test_resolve_finds_kinds_through_discovery_including_new_crds(void **state)
 {
     fixture *f = *state;
@@ -1239,6 +1270,7 @@ int main(void)
         T(test_delete_honours_preconditions_dry_run_and_propagation),
         T(test_one_client_serves_many_threads),
         T(test_resolve_finds_kinds_through_discovery_including_new_crds),
+        T(test_resolve_uses_learned_discovery_without_asking),
         T(test_https_with_the_kubeconfig_the_server_writes),
         T(test_watch_delivers_changes_in_order_and_stops_on_cancel),
         T(test_watch_without_resource_version_starts_with_current_objects),
