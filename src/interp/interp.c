@@ -1,0 +1,374 @@
+/* interp.c - the interpreter's registry of backends and the dispatch of each operation
+ * (contract in interp.h, design in docs/internals/interpreter.md).
+ *
+ * The registry is a singly linked list, newest backend first, under one rwlock that
+ * prefers writers. Every operation follows the same steps: read apiVersion and kind from
+ * the object, take the read lock, walk the list to the first backend whose has() claims
+ * (apiVersion, kind, op), run its operation, and if that declines (FL_EUNSUPPORTED) go
+ * on to the next one; then release the lock and turn the backend's message into one that
+ * names backend, operation and object. Adding, removing and fl_interp_edit() take the
+ * write lock, so they never overlap a running operation. */
+#include "interp/interp.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "interp/native.h"
+#include "interp/retain.h"
+
+struct entry {
+    struct entry *next;
+    const fl_interp_backend *b;
+    void *self;
+    bool native;
+};
+
+struct fl_interp {
+    pthread_rwlock_t lock;
+    struct entry *head;
+};
+
+static const char *const op_names[FL_INTERP_OP_COUNT] = {
+    [FL_INTERP_REPLICA] = "InterpretReplica",
+    [FL_INTERP_REVISE_REPLICA] = "ReviseReplica",
+    [FL_INTERP_RETAIN] = "Retain",
+    [FL_INTERP_REFLECT_STATUS] = "InterpretStatus",
+    [FL_INTERP_AGGREGATE_STATUS] = "AggregateStatus",
+    [FL_INTERP_HEALTH] = "InterpretHealth",
+    [FL_INTERP_DEPENDENCY] = "InterpretDependency",
+};
+
+const char *fl_interp_op_name(enum fl_interp_op op)
+{
+    return (unsigned)op < FL_INTERP_OP_COUNT ? op_names[op] : "";
+}
+
+/* ---- registry ---- */
+
+static void push(fl_interp *ip, const fl_interp_backend *b, void *self, bool native)
+{
+    struct entry *e = fl_calloc(1, sizeof *e);
+    e->b = b;
+    e->self = self;
+    e->native = native;
+    pthread_rwlock_wrlock(&ip->lock);
+    e->next = ip->head;
+    ip->head = e;
+    pthread_rwlock_unlock(&ip->lock);
+}
+
+fl_interp *fl_interp_new(void)
+{
+    fl_interp *ip = fl_calloc(1, sizeof *ip);
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    /* glibc's default lets readers overtake a waiting writer; with workers calling in all
+     * the time a customization change could wait indefinitely */
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&ip->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    push(ip, &fl_native_backend, NULL, true);
+    return ip;
+}
+
+void fl_interp_free(fl_interp *ip)
+{
+    if (!ip)
+        return;
+    for (struct entry *e = ip->head, *n; e; e = n) {
+        n = e->next;
+        free(e);
+    }
+    pthread_rwlock_destroy(&ip->lock);
+    free(ip);
+}
+
+void fl_interp_add_backend(fl_interp *ip, const fl_interp_backend *b, void *self)
+{
+    push(ip, b, self, false);
+}
+
+int fl_interp_remove_backend(fl_interp *ip, const fl_interp_backend *b, void *self)
+{
+    int rc = FL_ENOTFOUND;
+    pthread_rwlock_wrlock(&ip->lock);
+    for (struct entry **pp = &ip->head; *pp; pp = &(*pp)->next) {
+        struct entry *e = *pp;
+        if (e->b == b && e->self == self && !e->native) {
+            *pp = e->next;
+            free(e);
+            rc = 0;
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&ip->lock);
+    return rc;
+}
+
+void fl_interp_edit(fl_interp *ip, void (*fn)(void *arg), void *arg)
+{
+    pthread_rwlock_wrlock(&ip->lock);
+    fn(arg);
+    pthread_rwlock_unlock(&ip->lock);
+}
+
+/* The operation's slot in b, as a presence test (the types differ per operation). */
+static bool has_slot(const fl_interp_backend *b, enum fl_interp_op op)
+{
+    switch (op) {
+    case FL_INTERP_REPLICA: return b->get_replicas != NULL;
+    case FL_INTERP_REVISE_REPLICA: return b->revise_replica != NULL;
+    case FL_INTERP_RETAIN: return b->retain != NULL;
+    case FL_INTERP_REFLECT_STATUS: return b->reflect_status != NULL;
+    case FL_INTERP_AGGREGATE_STATUS: return b->aggregate_status != NULL;
+    case FL_INTERP_HEALTH: return b->health != NULL;
+    case FL_INTERP_DEPENDENCY: return b->get_dependencies != NULL;
+    default: return false;
+    }
+}
+
+/* The first entry from e on with a hook for (av, kind, op). Read lock held. */
+static struct entry *find(struct entry *e, const char *av, const char *kind, enum fl_interp_op op)
+{
+    for (; e; e = e->next)
+        if (has_slot(e->b, op) && e->b->has && e->b->has(e->self, av, kind, op))
+            return e;
+    return NULL;
+}
+
+bool fl_interp_has(fl_interp *ip, const char *api_version, const char *kind, enum fl_interp_op op)
+{
+    if (!api_version || !kind || (unsigned)op >= FL_INTERP_OP_COUNT)
+        return false;
+    pthread_rwlock_rdlock(&ip->lock);
+    bool yes = find(ip->head, api_version, kind, op) != NULL;
+    pthread_rwlock_unlock(&ip->lock);
+    return yes;
+}
+
+/* ---- one call ---- */
+
+/* What a call knows about its object, for lookup and for messages. */
+struct call {
+    enum fl_interp_op op;
+    const char *av, *kind, *ns, *name;
+};
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* Fill c from obj (role names obj in the message: "object", "desired", ...). */
+static int call_init(struct call *c, enum fl_interp_op op, const json_t *obj, const char *role, char **err)
+{
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    if (!json_is_object(obj)) {
+        if (err)
+            *err = fl_asprintf("interpreter: %s: %s must be a JSON object", op_names[op], role);
+        return FL_EINVAL;
+    }
+    c->av = json_string_value(json_object_get(obj, "apiVersion"));
+    c->kind = json_string_value(json_object_get(obj, "kind"));
+    c->ns = meta_str(obj, "namespace");
+    c->name = meta_str(obj, "name");
+    if (!c->av || !*c->av || !c->kind || !*c->kind) {
+        if (err)
+            *err = fl_asprintf("interpreter: %s: %s: apiVersion and kind must be non-empty strings", op_names[op],
+                               role);
+        return FL_EINVAL;
+    }
+    return 0;
+}
+
+/* The final word of a call: rc with *err naming backend (e, NULL when none had a hook),
+ * operation and object around the backend's own message berr (freed here). */
+static int call_done(const struct call *c, const struct entry *e, int rc, char *berr, char **err)
+{
+    if (rc == 0 || !err) {
+        free(berr);
+        return rc;
+    }
+    char who[512];
+    if (c->name)
+        snprintf(who, sizeof who, "%s %s %s%s%s", c->av, c->kind, c->ns ? c->ns : "", c->ns && *c->ns ? "/" : "",
+                 c->name);
+    else
+        snprintf(who, sizeof who, "%s %s", c->av, c->kind);
+    if (!e)
+        *err = fl_asprintf("interpreter: no backend has a %s hook for %s", op_names[c->op], who);
+    else
+        *err = fl_asprintf("%s: %s %s: %s", e->b->name, op_names[c->op], who, berr ? berr : fl_strerror(rc));
+    free(berr);
+    return rc;
+}
+
+/* The loop every operation runs: INVOKE is the backend call (using e and &berr), RESET
+ * clears the out-parameters after a backend declined or failed. */
+#define DISPATCH(ip, c, rc, err, INVOKE, RESET)                                                                        \
+    do {                                                                                                               \
+        struct entry *e_ = NULL;                                                                                       \
+        char *berr_ = NULL;                                                                                            \
+        (rc) = FL_EUNSUPPORTED;                                                                                        \
+        pthread_rwlock_rdlock(&(ip)->lock);                                                                            \
+        for (struct entry *e = find((ip)->head, (c).av, (c).kind, (c).op); e;                                         \
+             e = find(e->next, (c).av, (c).kind, (c).op)) {                                                            \
+            char *berr = NULL;                                                                                         \
+            (rc) = (INVOKE);                                                                                           \
+            if ((rc) != FL_EUNSUPPORTED) {                                                                             \
+                e_ = e;                                                                                                \
+                berr_ = berr;                                                                                          \
+                break;                                                                                                 \
+            }                                                                                                          \
+            free(berr);                                                                                                \
+            RESET;                                                                                                     \
+        }                                                                                                              \
+        pthread_rwlock_unlock(&(ip)->lock);                                                                            \
+        if ((rc) != 0) {                                                                                               \
+            RESET;                                                                                                     \
+        }                                                                                                              \
+        (rc) = call_done(&(c), e_, (rc), berr_, (err));                                                                \
+    } while (0)
+
+static void clear_json(json_t **p)
+{
+    json_decref(*p);
+    *p = NULL;
+}
+
+int fl_interp_get_replicas(fl_interp *ip, const json_t *obj, int64_t *replicas, json_t **requirements, char **err)
+{
+    struct call c;
+    int rc;
+    *replicas = 0;
+    *requirements = NULL;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_REPLICA, obj, "object", err)))
+        return rc;
+    DISPATCH(ip, c, rc, err, e->b->get_replicas(e->self, obj, replicas, requirements, &berr),
+             (*replicas = 0, clear_json(requirements)));
+    return rc;
+}
+
+int fl_interp_revise_replica(fl_interp *ip, const json_t *obj, int64_t replicas, json_t **out, char **err)
+{
+    struct call c;
+    int rc;
+    *out = NULL;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_REVISE_REPLICA, obj, "object", err)))
+        return rc;
+    DISPATCH(ip, c, rc, err, e->b->revise_replica(e->self, obj, replicas, out, &berr), clear_json(out));
+    return rc;
+}
+
+/* The group of an apiVersion ("apps/v1" → "apps", "v1" → ""), into buf. */
+static const char *group_of(const char *av, char *buf, size_t cap)
+{
+    const char *slash = strchr(av, '/');
+    size_t n = slash ? (size_t)(slash - av) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, av, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A backend other than native gets desired with the generic rules applied (fl_retain
+ * without a kind), as Karmada's object watcher applies them before any interpreter. */
+static int retain_one(struct entry *e, const struct call *c, const json_t *desired, const json_t *observed,
+                      json_t **out, char **berr)
+{
+    if (e->native || !json_is_object(observed))
+        return e->b->retain(e->self, desired, observed, out, berr);
+    char group[256];
+    json_t *pre = fl_retain(group_of(c->av, group, sizeof group), NULL, desired, observed);
+    int rc = e->b->retain(e->self, pre, observed, out, berr);
+    json_decref(pre);
+    return rc;
+}
+
+int fl_interp_retain(fl_interp *ip, const json_t *desired, const json_t *observed, json_t **out, char **err)
+{
+    struct call c;
+    int rc;
+    *out = NULL;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_RETAIN, desired, "desired", err)))
+        return rc;
+    if (observed && !json_is_object(observed) && !json_is_null(observed)) {
+        if (err)
+            *err = fl_strdup("interpreter: Retain: observed must be a JSON object or NULL");
+        return FL_EINVAL;
+    }
+    if (json_is_null(observed))
+        observed = NULL;
+    DISPATCH(ip, c, rc, err, retain_one(e, &c, desired, observed, out, &berr), clear_json(out));
+    return rc;
+}
+
+int fl_interp_reflect_status(fl_interp *ip, const json_t *observed, json_t **status, char **err)
+{
+    struct call c;
+    int rc;
+    *status = NULL;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_REFLECT_STATUS, observed, "observed", err)))
+        return rc;
+    DISPATCH(ip, c, rc, err, e->b->reflect_status(e->self, observed, status, &berr), clear_json(status));
+    return rc;
+}
+
+int fl_interp_aggregate_status(fl_interp *ip, const json_t *obj, const json_t *items, json_t **out, char **err)
+{
+    struct call c;
+    int rc;
+    *out = NULL;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_AGGREGATE_STATUS, obj, "object", err)))
+        return rc;
+    if (items && !json_is_array(items) && !json_is_null(items)) {
+        if (err)
+            *err = fl_strdup("interpreter: AggregateStatus: items must be a JSON array");
+        return FL_EINVAL;
+    }
+    DISPATCH(ip, c, rc, err, e->b->aggregate_status(e->self, obj, items, out, &berr), clear_json(out));
+    return rc;
+}
+
+int fl_interp_health(fl_interp *ip, const json_t *observed, enum fl_health *health, char **err)
+{
+    struct call c;
+    int rc;
+    *health = FL_HEALTH_UNKNOWN;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_HEALTH, observed, "observed", err)))
+        return rc;
+    DISPATCH(ip, c, rc, err, e->b->health(e->self, observed, health, &berr), *health = FL_HEALTH_UNKNOWN);
+    return rc;
+}
+
+int fl_interp_get_dependencies(fl_interp *ip, const json_t *obj, json_t **deps, char **err)
+{
+    struct call c;
+    int rc;
+    *deps = NULL;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_DEPENDENCY, obj, "object", err)))
+        return rc;
+    DISPATCH(ip, c, rc, err, e->b->get_dependencies(e->self, obj, deps, &berr), clear_json(deps));
+    return rc;
+}
