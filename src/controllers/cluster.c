@@ -37,6 +37,7 @@
 #include "client/workqueue.h"
 #include "controllers/members.h"
 #include "core/quantity.h"
+#include "core/timefmt.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -102,53 +103,6 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* RFC 3339 in UTC: seconds ("2024-05-01T10:00:00Z", metav1.Time) or milliseconds. */
-static void fmt_time(int64_t ms, bool millis, char buf[40])
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (millis)
-        snprintf(buf + n, 40 - n, ".%03dZ", (int)(ms % 1000));
-    else
-        snprintf(buf + n, 40 - n, "Z");
-}
-
-/* Parse RFC 3339 (fraction and offset optional) into ms since the epoch; -1 if malformed. */
-static int64_t parse_time(const char *s)
-{
-    if (!s)
-        return -1;
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!p)
-        return -1;
-    int64_t ms = (int64_t)timegm(&tm) * 1000;
-    if (*p == '.') {
-        int64_t scale = 100;
-        for (p++; *p >= '0' && *p <= '9'; p++) {
-            ms += (*p - '0') * scale;
-            scale /= 10;
-        }
-    }
-    if (*p == 'Z' && !p[1])
-        return ms;
-    if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
-        int off = ((p[1] - '0') * 10 + (p[2] - '0')) * 60 + (p[4] - '0') * 10 + (p[5] - '0');
-        return ms - (*p == '+' ? 1 : -1) * (int64_t)off * 60000;
-    }
-    return -1;
-}
-
 static int64_t env_ms(const char *name, int64_t def)
 {
     const char *v = getenv(name);
@@ -209,7 +163,7 @@ void fl_cluster_set_condition(json_t *status, const char *type, const char *csta
         json_object_set_new(status, "conditions", conds);
     }
     char ts[40];
-    fmt_time(now, false, ts);
+    fl_time_format(now, false, ts);
     json_t *c = find_condition(conds, type);
     if (!c) {
         c = json_object();
@@ -678,11 +632,11 @@ static int64_t since_annotation(json_t *meta, const char *key, bool keep, int64_
         }
         return now;
     }
-    int64_t t = parse_time(jstr(ann, key));
+    int64_t t = fl_time_parse(jstr(ann, key));
     if (t >= 0 && t <= now)
         return t;
     char ts[40];
-    fmt_time(now, true, ts);
+    fl_time_format(now, true, ts);
     json_object_set_new(child_obj(meta, "annotations"), key, json_string(ts));
     return now;
 }
@@ -711,7 +665,7 @@ static void set_taint(json_t *spec, const char *key, bool want, int64_t now)
         json_object_set_new(spec, "taints", taints);
     }
     char ts[40];
-    fmt_time(now, false, ts);
+    fl_time_format(now, false, ts);
     json_array_append_new(taints, json_pack("{s:s, s:s, s:s}", "key", key, "effect", "NoSchedule", "timeAdded", ts));
 }
 
@@ -823,12 +777,12 @@ static int lease_state(cstatus *st, const json_t *cluster, const char *name, int
     *missing = fl_informer_get(st->leases, LEASE_NAMESPACE, name, &lease) != 0;
     if (!*missing) {
         json_t *spec = json_object_get(lease, "spec");
-        t = parse_time(jstr(spec, "renewTime"));
+        t = fl_time_parse(jstr(spec, "renewTime"));
         if (t < 0)
-            t = parse_time(jstr(spec, "acquireTime"));
+            t = fl_time_parse(jstr(spec, "acquireTime"));
         json_decref(lease);
     } else {
-        t = parse_time(jstr(json_object_get(cluster, "metadata"), "creationTimestamp"));
+        t = fl_time_parse(jstr(json_object_get(cluster, "metadata"), "creationTimestamp"));
     }
     return t >= 0 && now - t > st->failure_ms;
 }
@@ -867,7 +821,7 @@ static void reconcile(worker *w, const char *name)
     collected col = {0};
     char why[512] = "";
     const char *mode = jstr(json_object_get(cl, "spec"), "syncMode");
-    int64_t now = wall_ms();
+    int64_t now = fl_time_now_ms();
     if (mode && !strcmp(mode, "Pull")) {
         ob.lease_stale = lease_state(st, cl, name, now, &ob.lease_missing);
     } else {

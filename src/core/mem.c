@@ -65,6 +65,14 @@ char *fl_asprintf(const char *fmt, ...)
     return out;
 }
 
+char *fl_vasprintf(const char *fmt, va_list ap)
+{
+    char *out = NULL;
+    if (vasprintf(&out, fmt, ap) < 0)
+        oom(0);
+    return out;
+}
+
 void fl_mem_init(void)
 {
     json_set_alloc_funcs(fl_malloc, free);

@@ -7,6 +7,7 @@
 #ifndef FL_MEM_H
 #define FL_MEM_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 void *fl_malloc(size_t n);
@@ -16,6 +17,8 @@ char *fl_strdup(const char *s);
 char *fl_strndup(const char *s, size_t n);
 /* printf into a fresh heap string (caller frees). */
 char *fl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with a va_list. */
+char *fl_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Install the abort-on-OOM allocator into jansson. Call once at start, before threads. */
 void fl_mem_init(void);
