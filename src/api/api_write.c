@@ -421,9 +421,42 @@ static void secret_normalize(const fl_kind *k, json_t *obj)
 }
 
 /* Per-kind defaults and server-owned fields on create. */
+/* Karmada's admission gives every policy, binding and Work a permanent ID label at
+ * creation (a UUID that, unlike the uid, survives a delete and re-create through
+ * backup/restore): the detector claims templates with it and Works find their binding
+ * by it. Kept when the client already set one. */
+static void permanent_id_label(const fl_kind *k, json_t *obj)
+{
+    static const struct {
+        const char *group, *kind, *label;
+    } ids[] = {
+        {"policy.karmada.io", "PropagationPolicy", "propagationpolicy.karmada.io/permanent-id"},
+        {"policy.karmada.io", "ClusterPropagationPolicy", "clusterpropagationpolicy.karmada.io/permanent-id"},
+        {"work.karmada.io", "ResourceBinding", "resourcebinding.karmada.io/permanent-id"},
+        {"work.karmada.io", "ClusterResourceBinding", "clusterresourcebinding.karmada.io/permanent-id"},
+        {"work.karmada.io", "Work", "work.karmada.io/permanent-id"},
+    };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        if (strcmp(k->group, ids[i].group) || strcmp(k->kind, ids[i].kind))
+            continue;
+        json_t *labels = json_object_get(fl_obj_meta(obj), "labels");
+        if (!json_is_object(labels)) {
+            labels = json_object();
+            json_object_set_new(fl_obj_meta(obj), "labels", labels);
+        }
+        if (!json_string_value(json_object_get(labels, ids[i].label))) {
+            char id[37];
+            fl_uuid4(id);
+            json_object_set_new(labels, ids[i].label, json_string(id));
+        }
+        return;
+    }
+}
+
 static void on_create_defaults(const fl_kind *k, json_t *obj)
 {
     secret_normalize(k, obj);
+    permanent_id_label(k, obj);
     if (!k->group[0] && !strcmp(k->kind, "Namespace")) {
         json_t *spec = json_object_get(obj, "spec");
         if (!json_is_object(spec)) {

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 
 #include "client/client.h"
+#include "client/informer.h"
+#include "client/workqueue.h"
 
 typedef struct fl_ctrl_env {
     fl_client *cp;            /* the control plane (owned by the manager; thread-safe) */
@@ -24,6 +26,13 @@ typedef struct fl_ctrl_env {
      * each member has one connection pool and one discovery cache (owned by the manager,
      * which creates it and frees it after the last controller stopped). */
     struct fl_members *members;
+    /* The other facilities every controller shares, also owned by the manager: resource
+     * templates by kind (templates.h), the resource interpreter (interp/interp.h), and the
+     * event recorder (events.h). */
+    struct fl_templates *templates;
+    struct fl_interp *interp;
+    struct fl_recorder *recorder;
+    struct fl_ctrl_manager *manager;
 } fl_ctrl_env;
 
 typedef struct fl_controller {
@@ -41,6 +50,29 @@ typedef struct fl_ctrl_manager fl_ctrl_manager;
 int fl_ctrl_manager_start(const fl_ctrl_env *env, const fl_controller *const *list, fl_ctrl_manager **out);
 /* Stop them in reverse order and free. NULL-safe. */
 void fl_ctrl_manager_stop(fl_ctrl_manager *m);
+
+/* The shared informer on one control-plane resource (all namespaces, managedFields
+ * dropped), so that a resource several controllers watch is cached once: the first call
+ * creates it, every call returns the same one. Only from a controller's start(): add
+ * handlers there with fl_informer_add_handlers; the manager starts every shared informer
+ * after the last controller has started (as client-go's informer factory). Borrowed;
+ * valid until the manager stops. */
+fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, const char *resource);
+
+/* Run n worker threads over q, each calling reconcile(ctx, key) for the keys it takes:
+ * 0 forgets the key's back-off; any other return requeues it with the queue's rate-limited
+ * back-off. Workers exit when q is shut down; fl_ctrl_workers_join waits for them. */
+typedef struct fl_ctrl_workers fl_ctrl_workers;
+fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
+                                       void *ctx);
+/* Shut q down (if not yet), join the workers, free. NULL-safe. */
+void fl_ctrl_workers_join(fl_ctrl_workers *w);
+
+/* Call fn(ctx, i) for i in [0, n) on up to max_threads threads (the caller's among them)
+ * and return when all are done. For a reconcile that writes many independent objects
+ * (a binding's Works): concurrent writes share the store's group commits, so 100 Works
+ * cost a few commits instead of 100. fn must be thread-safe. */
+void fl_ctrl_parallel(int n, int max_threads, void (*fn)(void *ctx, int i), void *ctx);
 
 /* The controllers the server runs, NULL-terminated (controllers.c). */
 extern const fl_controller *const fl_server_controllers[];

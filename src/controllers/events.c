@@ -1,0 +1,252 @@
+/* events.c - the event recorder (contract in events.h).
+ *
+ * fl_event() builds the Event body at once (the object may change after the call) and puts
+ * it on a queue; the writer thread takes them one by one. Recent events are remembered by
+ * (object uid or namespace/name, type, reason, message) with the name and count of the
+ * Event that was written, so a repeat becomes a merge patch of count and lastTimestamp; a
+ * repeat whose Event is gone (or whose patch fails) writes a new one. The memory is a
+ * small open hash that forgets its oldest entries first (a ring of insertion order). */
+#include "controllers/events.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/timefmt.h"
+
+#define REPEAT_WINDOW_MS (10 * 60 * 1000)
+
+static const fl_gvr EVENTS = {"v1", "events"};
+
+typedef struct pending {
+    struct pending *next;
+    char *ns;
+    char *fingerprint;       /* identity of the repeat */
+    json_t *event;           /* the Event to create */
+} pending;
+
+typedef struct recent {
+    char *fingerprint;       /* NULL: free slot */
+    char *ns, *name;         /* the Event written */
+    int64_t count;
+    int64_t last_ms;
+} recent;
+
+struct fl_recorder {
+    fl_client *cp;
+    char *component;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pending *head, *tail;
+    size_t queued;
+    size_t dropped;
+    int64_t drop_logged_ms;
+    bool closing;
+    pthread_t thread;
+    recent ring[FL_EVENTS_RECENT_MAX]; /* writer thread only */
+    size_t ring_next;
+    unsigned long seq;
+};
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+/* ---- memory of recent events (writer thread only) ---- */
+
+static recent *recent_find(fl_recorder *r, const char *fp, int64_t now)
+{
+    for (size_t i = 0; i < FL_EVENTS_RECENT_MAX; i++) {
+        recent *e = &r->ring[i];
+        if (e->fingerprint && !strcmp(e->fingerprint, fp))
+            return now - e->last_ms <= REPEAT_WINDOW_MS ? e : NULL;
+    }
+    return NULL;
+}
+
+static void recent_put(fl_recorder *r, const char *fp, const char *ns, const char *name, int64_t now)
+{
+    recent *e = &r->ring[r->ring_next];
+    r->ring_next = (r->ring_next + 1) % FL_EVENTS_RECENT_MAX;
+    free(e->fingerprint);
+    free(e->ns);
+    free(e->name);
+    *e = (recent){fl_strdup(fp), fl_strdup(ns), fl_strdup(name), 1, now};
+}
+
+/* ---- writer ---- */
+
+static void write_one(fl_recorder *r, pending *p)
+{
+    int64_t now = fl_time_now_ms();
+    char ts[FL_TIME_BUF];
+    fl_time_format(now, false, ts);
+    fl_client_error ce;
+    recent *seen = recent_find(r, p->fingerprint, now);
+    if (seen) {
+        char patch[160];
+        int n = snprintf(patch, sizeof patch, "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", (long long)seen->count + 1,
+                         ts);
+        if (fl_client_patch(r->cp, &EVENTS, seen->ns, seen->name, FL_PATCH_MERGE, patch, (size_t)n, NULL, NULL,
+                            &ce) == 0) {
+            seen->count++;
+            seen->last_ms = now;
+            return;
+        }
+        /* gone (expired, deleted): write a new one below */
+    }
+    char name[300];
+    const char *objname = jstr(json_object_get(p->event, "involvedObject"), "name");
+    snprintf(name, sizeof name, "%.200s.%llx%04lx", objname ? objname : "object", (unsigned long long)now,
+             r->seq++ & 0xffff);
+    json_t *md = json_object_get(p->event, "metadata");
+    json_object_set_new(md, "name", json_string(name));
+    json_object_set_new(p->event, "firstTimestamp", json_string(ts));
+    json_object_set_new(p->event, "lastTimestamp", json_string(ts));
+    int rc = fl_client_create(r->cp, &EVENTS, p->ns, p->event, NULL, NULL, &ce);
+    if (rc == 0)
+        recent_put(r, p->fingerprint, p->ns, name, now);
+    else
+        fl_log(FL_LOG_DEBUG, "events", "event %s/%s not written: %s", p->ns, name,
+               ce.message[0] ? ce.message : fl_strerror(rc));
+}
+
+static void pending_free(pending *p)
+{
+    free(p->ns);
+    free(p->fingerprint);
+    json_decref(p->event);
+    free(p);
+}
+
+static void *writer(void *arg)
+{
+    fl_recorder *r = arg;
+    int64_t drain_until = 0;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->head && !r->closing)
+            pthread_cond_wait(&r->cv, &r->mu);
+        pending *p = r->head;
+        if (p) {
+            r->head = p->next;
+            if (!r->head)
+                r->tail = NULL;
+            r->queued--;
+        }
+        bool closing = r->closing;
+        pthread_mutex_unlock(&r->mu);
+        if (!p)
+            break;
+        if (closing) {
+            /* shutting down: write for at most a second more, then drop the rest */
+            if (!drain_until)
+                drain_until = fl_time_now_ms() + 1000;
+            if (fl_time_now_ms() > drain_until) {
+                pending_free(p);
+                continue;
+            }
+        }
+        write_one(r, p);
+        pending_free(p);
+    }
+    return NULL;
+}
+
+fl_recorder *fl_recorder_new(fl_client *cp, const char *component)
+{
+    fl_recorder *r = fl_calloc(1, sizeof *r);
+    r->cp = cp;
+    r->component = fl_strdup(component);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    if (pthread_create(&r->thread, NULL, writer, r) != 0) {
+        fl_log(FL_LOG_ERROR, "events", "cannot start the writer thread");
+        abort();
+    }
+    return r;
+}
+
+void fl_recorder_free(fl_recorder *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->closing = true;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    for (size_t i = 0; i < FL_EVENTS_RECENT_MAX; i++) {
+        free(r->ring[i].fingerprint);
+        free(r->ring[i].ns);
+        free(r->ring[i].name);
+    }
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r->component);
+    free(r);
+}
+
+void fl_event(fl_recorder *r, const json_t *obj, const char *type, const char *reason, const char *fmt, ...)
+{
+    if (!r || !obj)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = fl_vasprintf(fmt, ap);
+    va_end(ap);
+
+    const json_t *md = json_object_get(obj, "metadata");
+    const char *ons = jstr(md, "namespace"), *oname = jstr(md, "name"), *uid = jstr(md, "uid");
+    /* cluster-scoped objects' events live in "default", as Kubernetes puts them */
+    const char *ns = ons && *ons ? ons : "default";
+    json_t *inv = json_pack("{s:s?, s:s?, s:s?}", "apiVersion", jstr(obj, "apiVersion"), "kind", jstr(obj, "kind"),
+                            "name", oname);
+    if (ons && *ons)
+        json_object_set_new(inv, "namespace", json_string(ons));
+    if (uid)
+        json_object_set_new(inv, "uid", json_string(uid));
+    if (jstr(md, "resourceVersion"))
+        json_object_set_new(inv, "resourceVersion", json_string(jstr(md, "resourceVersion")));
+    json_t *ev = json_pack("{s:s, s:s, s:{s:s}, s:o, s:s, s:s, s:s, s:{s:s}, s:I, s:s}", "apiVersion", "v1", "kind",
+                           "Event", "metadata", "namespace", ns, "involvedObject", inv, "reason", reason, "message",
+                           msg, "type", type, "source", "component", r->component, "count", (json_int_t)1,
+                           "reportingComponent", r->component);
+
+    pending *p = fl_calloc(1, sizeof *p);
+    p->ns = fl_strdup(ns);
+    p->fingerprint = fl_asprintf("%s|%s|%s/%s|%s|%s|%s", uid ? uid : "", jstr(obj, "kind") ? jstr(obj, "kind") : "",
+                                 ns, oname ? oname : "", type, reason, msg);
+    p->event = ev;
+    free(msg);
+
+    pthread_mutex_lock(&r->mu);
+    if (r->closing || r->queued >= FL_EVENTS_QUEUE_MAX) {
+        r->dropped++;
+        int64_t now = fl_time_now_ms();
+        bool say = now - r->drop_logged_ms >= 60000;
+        if (say)
+            r->drop_logged_ms = now;
+        size_t dropped = r->dropped;
+        pthread_mutex_unlock(&r->mu);
+        if (say)
+            fl_log(FL_LOG_WARN, "events", "event queue full: %zu events dropped so far", dropped);
+        pending_free(p);
+        return;
+    }
+    if (r->tail)
+        r->tail->next = p;
+    else
+        r->head = p;
+    r->tail = p;
+    r->queued++;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}

@@ -1,0 +1,23 @@
+/* names.h - the names Karmada gives the objects of the data path, in one place: a template's
+ * binding, its Work, and a cluster's execution space. Every controller that has to find one
+ * of them from another computes it here, so they cannot drift apart.
+ *
+ * All return heap strings (caller frees). Pure: any thread. */
+#ifndef FL_NAMES_H
+#define FL_NAMES_H
+
+#define FL_EXECUTION_SPACE_PREFIX "karmada-es-"
+
+/* "<name>-<kind>" lowercased, ':' (RBAC names) as '.': the ResourceBinding or
+ * ClusterResourceBinding of a template. */
+char *fl_names_binding(const char *kind, const char *name);
+
+/* "<name>-<8 hex digits>": the Work of a template in every execution space; the digits hash
+ * namespace, name and kind so that templates of different kinds or namespaces with the same
+ * name get different Works. Lowercased, ':' as '.'. ns may be NULL (cluster-scoped). */
+char *fl_names_work(const char *kind, const char *ns, const char *name);
+
+/* "karmada-es-<cluster>". */
+char *fl_names_execution_space(const char *cluster);
+
+#endif

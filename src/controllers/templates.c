@@ -1,0 +1,215 @@
+/* templates.c - the shared per-kind template informers (contract in templates.h).
+ *
+ * Kinds are few (the kinds policies name, and their dependencies' kinds), so they sit in
+ * a plain list under one mutex; lookups walk it. Subscribers are few too (one per
+ * controller) and only ever added, so handlers read the array without the lock up to a
+ * count published with release/acquire ordering. Starting an informer does its discovery
+ * request outside the lock, so a slow control plane never blocks readers of other kinds. */
+#include "controllers/templates.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/informer.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define MAX_SUBSCRIBERS 16
+
+typedef struct kind_entry {
+    struct kind_entry *next;
+    fl_template_kind k;          /* strings owned below */
+    char *api_version, *kind, *resource;
+    fl_informer *inf;
+    struct fl_templates *owner;
+} kind_entry;
+
+struct fl_templates {
+    fl_client *cp;
+    pthread_mutex_t mu;
+    kind_entry *kinds;
+    bool stopped;
+    fl_template_handlers subs[MAX_SUBSCRIBERS];
+    atomic_int nsubs;
+};
+
+/* ---- fan-out ---- */
+
+static void on_add(void *ctx, json_t *obj)
+{
+    kind_entry *e = ctx;
+    int n = atomic_load_explicit(&e->owner->nsubs, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (e->owner->subs[i].on_add)
+            e->owner->subs[i].on_add(e->owner->subs[i].ctx, &e->k, obj);
+}
+
+static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    kind_entry *e = ctx;
+    int n = atomic_load_explicit(&e->owner->nsubs, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (e->owner->subs[i].on_update)
+            e->owner->subs[i].on_update(e->owner->subs[i].ctx, &e->k, old_obj, new_obj);
+}
+
+static void on_delete(void *ctx, json_t *obj)
+{
+    kind_entry *e = ctx;
+    int n = atomic_load_explicit(&e->owner->nsubs, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (e->owner->subs[i].on_delete)
+            e->owner->subs[i].on_delete(e->owner->subs[i].ctx, &e->k, obj);
+}
+
+/* ---- registry ---- */
+
+fl_templates *fl_templates_new(fl_client *cp)
+{
+    fl_templates *t = fl_calloc(1, sizeof *t);
+    t->cp = cp;
+    pthread_mutex_init(&t->mu, NULL);
+    atomic_init(&t->nsubs, 0);
+    return t;
+}
+
+void fl_templates_stop(fl_templates *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->stopped = true;
+    kind_entry *list = t->kinds;
+    pthread_mutex_unlock(&t->mu);
+    /* the list only grows while not stopped, so walking it unlocked is safe now */
+    for (kind_entry *e = list; e; e = e->next)
+        fl_informer_stop(e->inf);
+}
+
+void fl_templates_free(fl_templates *t)
+{
+    if (!t)
+        return;
+    fl_templates_stop(t);
+    for (kind_entry *e = t->kinds, *next; e; e = next) {
+        next = e->next;
+        fl_informer_free(e->inf);
+        free(e->api_version);
+        free(e->kind);
+        free(e->resource);
+        free(e);
+    }
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static kind_entry *find_locked(fl_templates *t, const char *api_version, const char *kind)
+{
+    for (kind_entry *e = t->kinds; e; e = e->next)
+        if (!strcmp(e->kind, kind) && !strcmp(e->api_version, api_version))
+            return e;
+    return NULL;
+}
+
+static kind_entry *find(fl_templates *t, const char *api_version, const char *kind)
+{
+    pthread_mutex_lock(&t->mu);
+    kind_entry *e = find_locked(t, api_version, kind);
+    pthread_mutex_unlock(&t->mu);
+    return e;
+}
+
+void fl_templates_subscribe(fl_templates *t, const fl_template_handlers *h)
+{
+    pthread_mutex_lock(&t->mu);
+    int n = atomic_load_explicit(&t->nsubs, memory_order_relaxed);
+    if (n == MAX_SUBSCRIBERS) {
+        pthread_mutex_unlock(&t->mu);
+        fl_log(FL_LOG_ERROR, "templates", "more than %d subscribers: one ignored", MAX_SUBSCRIBERS);
+        return;
+    }
+    t->subs[n] = *h;
+    atomic_store_explicit(&t->nsubs, n + 1, memory_order_release);
+    kind_entry *list = t->kinds;
+    pthread_mutex_unlock(&t->mu);
+    if (!h->on_add)
+        return;
+    for (kind_entry *e = list; e; e = e->next) {
+        json_t *all = fl_informer_list(e->inf, NULL);
+        size_t i;
+        json_t *obj;
+        json_array_foreach(all, i, obj) h->on_add(h->ctx, &e->k, obj);
+        json_decref(all);
+    }
+}
+
+int fl_templates_watch(fl_templates *t, const char *api_version, const char *kind, int wait_ms,
+                       const fl_template_kind **k)
+{
+    if (k)
+        *k = NULL;
+    kind_entry *e = find(t, api_version, kind);
+    if (!e) {
+        char *resource = NULL;
+        bool namespaced = false;
+        fl_client_error ce;
+        int rc = fl_client_resolve(t->cp, api_version, kind, &resource, &namespaced, &ce);
+        if (rc)
+            return rc;
+        pthread_mutex_lock(&t->mu);
+        if (t->stopped) {
+            pthread_mutex_unlock(&t->mu);
+            free(resource);
+            return FL_ECLOSED;
+        }
+        e = find_locked(t, api_version, kind);
+        if (!e) {
+            e = fl_calloc(1, sizeof *e);
+            e->owner = t;
+            e->api_version = fl_strdup(api_version);
+            e->kind = fl_strdup(kind);
+            e->resource = resource;
+            resource = NULL;
+            e->k = (fl_template_kind){e->api_version, e->kind, e->resource, namespaced};
+            fl_informer_config cfg = {
+                .client = t->cp,
+                .resource = {.api_version = api_version, .resource = e->resource},
+                .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = e},
+                .transform = fl_informer_drop_managed_fields,
+            };
+            fl_informer_new(&cfg, &e->inf);
+            fl_informer_start(e->inf);
+            e->next = t->kinds;
+            t->kinds = e;
+            fl_log(FL_LOG_DEBUG, "templates", "watching %s %s", api_version, kind);
+        }
+        pthread_mutex_unlock(&t->mu);
+        free(resource);
+    }
+    if (k)
+        *k = &e->k;
+    return fl_informer_wait_synced(e->inf, wait_ms);
+}
+
+int fl_templates_get(fl_templates *t, const char *api_version, const char *kind, const char *ns, const char *name,
+                     json_t **out, bool *synced)
+{
+    *out = NULL;
+    if (synced)
+        *synced = false;
+    kind_entry *e = find(t, api_version, kind);
+    if (!e)
+        return FL_ENOTFOUND;
+    if (synced)
+        *synced = fl_informer_has_synced(e->inf);
+    return fl_informer_get(e->inf, e->k.namespaced ? ns : NULL, name, out);
+}
+
+json_t *fl_templates_list(fl_templates *t, const char *api_version, const char *kind, const char *ns)
+{
+    kind_entry *e = find(t, api_version, kind);
+    return e ? fl_informer_list(e->inf, e->k.namespaced ? ns : NULL) : json_array();
+}
