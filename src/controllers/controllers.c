@@ -1,10 +1,22 @@
-/* controllers.c - the list of controllers `flotilla server` runs, in start order. */
+/* controllers.c - the list of controllers `flotilla server` runs, in start order: the data
+ * path from templates to members (DESIGN.md), then the clusters' health. */
 #include "controllers/cluster.h"
 #include "controllers/controller.h"
 #include "controllers/execution.h"
 
+extern const fl_controller fl_detector_controller;
+extern const fl_controller fl_scheduler_controller;
+extern const fl_controller fl_binding_controller;
+extern const fl_controller fl_binding_status_controller;
+extern const fl_controller fl_dependencies_controller;
+
 const fl_controller *const fl_server_controllers[] = {
+    &fl_detector_controller,
+    &fl_scheduler_controller,
+    &fl_binding_controller,
+    &fl_dependencies_controller,
     &fl_execution_controller,
+    &fl_binding_status_controller,
     &fl_cluster_status_controller,
     NULL,
 };

@@ -1,0 +1,754 @@
+/* binding.c - the binding controller: one Work per target cluster of each ResourceBinding and
+ * ClusterResourceBinding. The third arrow of the data path (DESIGN.md):
+ *
+ *     binding (spec.clusters from the scheduler) ──► Work in karmada-es-<cluster>, per cluster
+ *
+ * For each target cluster (spec.clusters, plus the clusters of spec.requiredBy for a
+ * dependency's attached binding) the template becomes a manifest:
+ *   1. a copy of the template, pruned of what its API server owns (interp/prune.h);
+ *   2. replicas revised to the cluster's share (interpreter ReviseReplica), when the binding
+ *      divides replicas;
+ *   3. OverridePolicy / ClusterOverridePolicy rules for that cluster (policy/override.h);
+ *   4. Karmada's bookkeeping: the binding's permanent ID label, the template's uid and
+ *      generation, the Work's name and namespace, the conflict resolution, and the lists of
+ *      managed label and annotation keys (which the member's Retain uses).
+ * A Work is written only when what it would contain differs from the cached one. Works of
+ * clusters that are no longer targets are deleted. The binding carries our finalizer; when
+ * it goes, its Works go first.
+ *
+ * The Works of one binding are written in parallel (fl_ctrl_parallel): a Deployment sent to
+ * 100 clusters costs a few group commits instead of 100 sequential round trips.
+ *
+ * Which Works belong to which binding is indexed from the Works' annotations as the Work
+ * informer sees them, so finding a binding's Works never scans every Work.
+ *
+ * Queue keys: "R|ns/name" (ResourceBinding), "C|name" (ClusterResourceBinding). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/controller.h"
+#include "controllers/events.h"
+#include "controllers/names.h"
+#include "controllers/templates.h"
+#include "core/err.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "interp/interp.h"
+#include "interp/prune.h"
+#include "policy/override.h"
+
+#define LOG "binding"
+#define BINDING_WORKERS 4
+#define WRITE_THREADS 16
+#define BINDING_FINALIZER "karmada.io/binding-controller"
+#define EXEC_FINALIZER "karmada.io/execution-controller"
+
+#define RB_ID_LABEL "resourcebinding.karmada.io/permanent-id"
+#define CRB_ID_LABEL "clusterresourcebinding.karmada.io/permanent-id"
+#define RB_NS_ANNOTATION "resourcebinding.karmada.io/namespace"
+#define RB_NAME_ANNOTATION "resourcebinding.karmada.io/name"
+#define CRB_NAME_ANNOTATION "clusterresourcebinding.karmada.io/name"
+#define MANAGED_LABEL "karmada.io/managed"
+#define TEMPLATE_UID_ANNOTATION "resourcetemplate.karmada.io/uid"
+#define TEMPLATE_GENERATION_ANNOTATION "resourcetemplate.karmada.io/generation"
+#define WORK_NAME_ANNOTATION "work.karmada.io/name"
+#define WORK_NS_ANNOTATION "work.karmada.io/namespace"
+#define CONFLICT_ANNOTATION "work.karmada.io/conflict-resolution"
+#define MANAGED_LABELS_ANNOTATION "resourcetemplate.karmada.io/managed-labels"
+#define MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
+
+static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
+static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
+static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
+
+typedef struct bindctl {
+    fl_ctrl_env env;
+    fl_informer *rbs, *crbs, *works, *ops, *cops, *clusters;
+    fl_workqueue *q;
+    fl_ctrl_workers *workers;
+    pthread_mutex_t mu;
+    json_t *index; /* binding key ("R|ns/name" / "C|name") -> {work key: true} */
+} bindctl;
+
+/* ---- small helpers ---- */
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *meta(const json_t *o, const char *k)
+{
+    return jstr(json_object_get(o, "metadata"), k);
+}
+
+static json_t *ensure_obj(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_object(v)) {
+        v = json_object();
+        json_object_set_new(o, k, v);
+    }
+    return v;
+}
+
+/* The binding a Work belongs to, as a queue key (heap), or NULL. */
+static char *work_binding_key(const json_t *work)
+{
+    const json_t *anns = json_object_get(json_object_get(work, "metadata"), "annotations");
+    const char *ns = jstr(anns, RB_NS_ANNOTATION), *name = jstr(anns, RB_NAME_ANNOTATION);
+    if (ns && name)
+        return fl_asprintf("R|%s/%s", ns, name);
+    if ((name = jstr(anns, CRB_NAME_ANNOTATION)))
+        return fl_asprintf("C|%s", name);
+    return NULL;
+}
+
+/* ---- the Work index ---- */
+
+static void index_put(bindctl *b, const json_t *work, bool present)
+{
+    char *bk = work_binding_key(work), *wk = fl_informer_key(work);
+    if (bk && wk) {
+        pthread_mutex_lock(&b->mu);
+        json_t *set = json_object_get(b->index, bk);
+        if (present) {
+            if (!set) {
+                set = json_object();
+                json_object_set_new(b->index, bk, set);
+            }
+            json_object_set_new(set, wk, json_true());
+        } else if (set) {
+            json_object_del(set, wk);
+            if (!json_object_size(set))
+                json_object_del(b->index, bk);
+        }
+        pthread_mutex_unlock(&b->mu);
+    }
+    free(bk);
+    free(wk);
+}
+
+/* The keys ("ns/name") of the Works indexed under binding key bk: a new array. */
+static json_t *index_get(bindctl *b, const char *bk)
+{
+    json_t *out = json_array();
+    pthread_mutex_lock(&b->mu);
+    const char *wk;
+    json_t *v;
+    json_object_foreach(json_object_get(b->index, bk), wk, v) json_array_append_new(out, json_string(wk));
+    pthread_mutex_unlock(&b->mu);
+    return out;
+}
+
+/* ---- handlers ---- */
+
+static void binding_key_event(bindctl *b, const json_t *obj)
+{
+    char *k = fl_informer_key(obj);
+    if (!k)
+        return;
+    const char *kind = jstr(obj, "kind");
+    char *key = fl_asprintf("%c|%s", kind && !strcmp(kind, "ClusterResourceBinding") ? 'C' : 'R', k);
+    fl_workqueue_add(b->q, key);
+    free(key);
+    free(k);
+}
+
+static void binding_added(void *ctx, json_t *obj)
+{
+    binding_key_event(ctx, obj);
+}
+
+static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    /* status writes (the aggregation's) change nothing here */
+    if (json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
+        json_equal(json_object_get(json_object_get(old_obj, "metadata"), "deletionTimestamp"),
+                   json_object_get(json_object_get(new_obj, "metadata"), "deletionTimestamp")) &&
+        json_equal(json_object_get(json_object_get(old_obj, "metadata"), "finalizers"),
+                   json_object_get(json_object_get(new_obj, "metadata"), "finalizers")))
+        return;
+    binding_key_event(ctx, new_obj);
+}
+
+static void work_event(bindctl *b, const json_t *work)
+{
+    char *bk = work_binding_key(work);
+    if (bk)
+        fl_workqueue_add(b->q, bk);
+    free(bk);
+}
+
+static void work_added(void *ctx, json_t *obj)
+{
+    index_put(ctx, obj, true);
+}
+
+/* Only changes to what we wrote matter (a user edited or deleted a Work); the execution
+ * controller's status and finalizer writes do not. */
+static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    index_put(ctx, new_obj, true);
+    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
+        !json_equal(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+                    json_object_get(json_object_get(new_obj, "metadata"), "labels")))
+        work_event(ctx, new_obj);
+}
+
+static void work_deleted(void *ctx, json_t *obj)
+{
+    index_put(ctx, obj, false);
+    work_event(ctx, obj);
+}
+
+/* A template changed: its binding renders again. */
+static void tmpl_event(void *ctx, const fl_template_kind *k, json_t *obj)
+{
+    bindctl *b = ctx;
+    const char *name = meta(obj, "name");
+    if (!name)
+        return;
+    char *bname = fl_names_binding(k->kind, name);
+    char *key = k->namespaced ? fl_asprintf("R|%s/%s", meta(obj, "namespace"), bname) : fl_asprintf("C|%s", bname);
+    fl_workqueue_add(b->q, key);
+    free(key);
+    free(bname);
+}
+
+static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
+{
+    /* only what goes into a manifest: not status, not the resourceVersion alone */
+    json_t *a = json_deep_copy(old_obj), *c = json_deep_copy(new_obj);
+    fl_prune(a);
+    fl_prune(c);
+    bool same = json_equal(a, c) && json_equal(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
+                                                json_object_get(json_object_get(new_obj, "metadata"), "generation"));
+    json_decref(a);
+    json_decref(c);
+    if (!same)
+        tmpl_event(ctx, k, new_obj);
+}
+
+/* Overrides or cluster labels changed: every binding may render differently. Rare events;
+ * a full pass is simpler than working out which bindings they concern, and writes nothing
+ * where nothing changed. */
+static void requeue_all(bindctl *b)
+{
+    for (int i = 0; i < 2; i++) {
+        json_t *all = fl_informer_list(i ? b->crbs : b->rbs, NULL);
+        size_t j;
+        json_t *o;
+        json_array_foreach(all, j, o) binding_key_event(b, o);
+        json_decref(all);
+    }
+}
+
+static void policy_added(void *ctx, json_t *obj)
+{
+    (void)obj;
+    requeue_all(ctx);
+}
+
+static void policy_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        requeue_all(ctx);
+}
+
+static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    json_t *os = json_object_get(old_obj, "spec"), *ns = json_object_get(new_obj, "spec");
+    if (!json_equal(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+                    json_object_get(json_object_get(new_obj, "metadata"), "labels")) ||
+        !json_equal(json_object_get(os, "provider"), json_object_get(ns, "provider")) ||
+        !json_equal(json_object_get(os, "region"), json_object_get(ns, "region")) ||
+        !json_equal(json_object_get(os, "zone"), json_object_get(ns, "zone")))
+        requeue_all(ctx);
+}
+
+/* ---- rendering ---- */
+
+/* Sorted keys of map joined with ',' (plus extra keys), as Karmada records managed keys. */
+static char *managed_keys(const json_t *map, const char *const *extra, size_t nextra)
+{
+    size_t n = json_object_size(map) + nextra, k = 0;
+    const char **v = fl_calloc(n ? n : 1, sizeof *v);
+    for (size_t i = 0; i < nextra; i++)
+        v[k++] = extra[i];
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)map, key, val) {
+        bool dup = false;
+        for (size_t i = 0; i < nextra; i++)
+            dup |= !strcmp(extra[i], key);
+        if (!dup)
+            v[k++] = key;
+    }
+    for (size_t i = 1; i < k; i++) /* insertion sort: maps are small */
+        for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+            const char *t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    size_t len = 1;
+    for (size_t i = 0; i < k; i++)
+        len += strlen(v[i]) + 1;
+    char *out = fl_calloc(1, len), *p = out;
+    for (size_t i = 0; i < k; i++)
+        p += sprintf(p, "%s%s", i ? "," : "", v[i]);
+    free(v);
+    return out;
+}
+
+typedef struct target {
+    const char *cluster;
+    int64_t replicas;
+    bool has_replicas;
+} target;
+
+typedef struct render {
+    bindctl *b;
+    const json_t *binding, *tmpl, *policies;
+    bool cluster_scoped;
+    const char *binding_id;
+    target *targets;
+    int n;
+    char *wname;
+    bool divided;
+    /* results, per target */
+    int *rc;
+    char **err;
+    bool *wrote;
+} render;
+
+/* Build the Work for target i (a new object) or fail with *err. */
+static int build_work(render *r, int i, json_t **out, char **err)
+{
+    *out = NULL;
+    const target *t = &r->targets[i];
+    json_t *m = json_deep_copy(r->tmpl);
+    fl_prune(m);
+    int rc = 0;
+    fl_interp *ip = r->b->env.interp;
+    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
+    if (r->divided && t->has_replicas && fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA)) {
+        json_t *revised = NULL;
+        rc = fl_interp_revise_replica(ip, m, t->replicas, &revised, err);
+        if (rc) {
+            json_decref(m);
+            return rc;
+        }
+        json_decref(m);
+        m = revised;
+    }
+    json_t *cluster = NULL;
+    fl_informer_get(r->b->clusters, NULL, t->cluster, &cluster);
+    if (!cluster)
+        cluster = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "cluster.karmada.io/v1alpha1", "kind", "Cluster",
+                            "metadata", "name", t->cluster);
+    json_t *applied = NULL;
+    rc = fl_override_apply(m, cluster, r->policies, &applied, err);
+    json_decref(cluster);
+    if (rc) {
+        json_decref(m);
+        return rc;
+    }
+    char *cov = NULL, *ov = NULL;
+    if (json_array_size(applied)) {
+        char *aerr = NULL;
+        fl_override_annotations(applied, &cov, &ov, &aerr);
+        free(aerr);
+    }
+    json_decref(applied);
+
+    char *wns = fl_names_execution_space(t->cluster);
+    json_t *md = ensure_obj(m, "metadata");
+    json_t *labels = ensure_obj(md, "labels"), *anns = ensure_obj(md, "annotations");
+    const char *id_label = r->cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL;
+    json_object_set_new(labels, id_label, json_string(r->binding_id ? r->binding_id : ""));
+    json_object_set_new(labels, MANAGED_LABEL, json_string("true"));
+    const json_t *tmd = json_object_get(r->tmpl, "metadata");
+    if (jstr(tmd, "uid"))
+        json_object_set_new(anns, TEMPLATE_UID_ANNOTATION, json_string(jstr(tmd, "uid")));
+    json_t *gen = json_object_get(tmd, "generation");
+    if (json_integer_value(gen) > 0) {
+        char g[32];
+        snprintf(g, sizeof g, "%lld", (long long)json_integer_value(gen));
+        json_object_set_new(anns, TEMPLATE_GENERATION_ANNOTATION, json_string(g));
+    }
+    json_object_set_new(anns, WORK_NAME_ANNOTATION, json_string(r->wname));
+    json_object_set_new(anns, WORK_NS_ANNOTATION, json_string(wns));
+    if (r->cluster_scoped) {
+        json_object_set_new(anns, CRB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+    } else {
+        json_object_set_new(anns, RB_NS_ANNOTATION, json_string(meta(r->binding, "namespace")));
+        json_object_set_new(anns, RB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+    }
+    /* conflict resolution: the template's own annotation wins; else the binding's setting */
+    const json_t *bspec = json_object_get(r->binding, "spec");
+    const char *cr_tmpl = jstr(json_object_get(tmd, "annotations"), CONFLICT_ANNOTATION);
+    const char *cr = cr_tmpl && (!strcmp(cr_tmpl, "overwrite") || !strcmp(cr_tmpl, "abort")) ? cr_tmpl : NULL;
+    if (!cr) {
+        const char *b = jstr(bspec, "conflictResolution");
+        cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
+    }
+    json_object_set_new(anns, CONFLICT_ANNOTATION, json_string(cr));
+    static const char *const ann_extra[] = {MANAGED_ANNOTATIONS_ANNOTATION, MANAGED_LABELS_ANNOTATION};
+    char *ml = managed_keys(labels, NULL, 0);
+    json_object_set_new(anns, MANAGED_LABELS_ANNOTATION, json_string(ml));
+    free(ml);
+    char *ma = managed_keys(anns, ann_extra, 2);
+    json_object_set_new(anns, MANAGED_ANNOTATIONS_ANNOTATION, json_string(ma));
+    free(ma);
+
+    json_t *wanns = json_object();
+    if (r->cluster_scoped) {
+        json_object_set_new(wanns, CRB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+    } else {
+        json_object_set_new(wanns, RB_NS_ANNOTATION, json_string(meta(r->binding, "namespace")));
+        json_object_set_new(wanns, RB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+    }
+    json_object_set_new(wanns, CONFLICT_ANNOTATION, json_string(cr));
+    if (cov)
+        json_object_set_new(wanns, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER, json_string(cov));
+    if (ov)
+        json_object_set_new(wanns, FL_OVERRIDE_ANNOTATION_APPLIED, json_string(ov));
+    free(cov);
+    free(ov);
+    json_t *wspec = json_pack("{s:{s:[o]}}", "workload", "manifests", m);
+    /* suspension (issue 6 builds the acknowledgement): whole binding, or some clusters */
+    const json_t *susp = json_object_get(bspec, "suspension");
+    bool suspend = json_is_true(json_object_get(susp, "dispatching"));
+    const json_t *on = json_object_get(json_object_get(susp, "dispatchingOnClusters"), "clusterNames");
+    size_t k;
+    json_t *cn;
+    json_array_foreach(on, k, cn) suspend |= json_string_value(cn) && !strcmp(json_string_value(cn), t->cluster);
+    if (suspend)
+        json_object_set_new(wspec, "suspendDispatching", json_true());
+    if (json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")))
+        json_object_set_new(wspec, "preserveResourcesOnDeletion", json_true());
+    *out = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:o}, s:o}", "apiVersion", WORKS.api_version, "kind", "Work",
+                     "metadata", "name", r->wname, "namespace", wns, "labels", id_label,
+                     r->binding_id ? r->binding_id : "", "annotations", wanns, "spec", wspec);
+    free(wns);
+    return 0;
+}
+
+/* Create or update target i's Work (one thread of fl_ctrl_parallel). */
+static void write_target(void *ctx, int i)
+{
+    render *r = ctx;
+    json_t *want = NULL;
+    r->rc[i] = build_work(r, i, &want, &r->err[i]);
+    if (r->rc[i])
+        return;
+    const char *wns = meta(want, "namespace");
+    json_t *have = NULL;
+    fl_informer_get(r->b->works, wns, r->wname, &have);
+    fl_client_error ce;
+    memset(&ce, 0, sizeof ce);
+    int rc = 0;
+    if (!have) {
+        rc = fl_client_create(r->b->env.cp, &WORKS, wns, want, NULL, NULL, &ce);
+        if (rc == FL_EEXIST)
+            rc = FL_ECONFLICT; /* the cache is behind: its event brings us back */
+        r->wrote[i] = rc == 0;
+    } else if (meta(have, "deletionTimestamp")) {
+        rc = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
+    } else {
+        /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
+        json_t *upd = json_deep_copy(have);
+        json_object_set(upd, "spec", json_object_get(want, "spec"));
+        json_t *md = ensure_obj(upd, "metadata");
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(json_object_get(want, "metadata"), "labels"), key, v)
+            json_object_set(ensure_obj(md, "labels"), key, v);
+        json_t *uanns = ensure_obj(md, "annotations");
+        json_object_foreach(json_object_get(json_object_get(want, "metadata"), "annotations"), key, v)
+            json_object_set(uanns, key, v);
+        static const char *const optional[] = {FL_OVERRIDE_ANNOTATION_APPLIED, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER};
+        for (size_t j = 0; j < 2; j++)
+            if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
+                json_object_del(uanns, optional[j]);
+        if (!json_equal(upd, have)) {
+            rc = fl_client_update(r->b->env.cp, &WORKS, wns, upd, NULL, NULL, &ce);
+            r->wrote[i] = rc == 0;
+        }
+        json_decref(upd);
+    }
+    if (rc && rc != FL_ECONFLICT)
+        r->err[i] = fl_asprintf("writing Work %s/%s: %s", wns, r->wname, ce.message[0] ? ce.message : fl_strerror(rc));
+    r->rc[i] = rc;
+    json_decref(want);
+    json_decref(have);
+}
+
+/* ---- reconcile ---- */
+
+static int delete_work(bindctl *b, const char *wkey)
+{
+    char *ns = fl_strdup(wkey), *slash = strchr(ns, '/');
+    int rc = 0;
+    if (slash) {
+        *slash = 0;
+        fl_client_error ce;
+        rc = fl_client_delete(b->env.cp, &WORKS, ns, slash + 1, NULL, NULL, &ce);
+        if (rc == FL_ENOTFOUND)
+            rc = 0;
+        else if (rc)
+            fl_log(FL_LOG_WARN, LOG, "deleting Work %s: %s", wkey, ce.message[0] ? ce.message : fl_strerror(rc));
+    }
+    free(ns);
+    return rc;
+}
+
+static bool has_finalizer(const json_t *o, const char *f)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(json_object_get(o, "metadata"), "finalizers"), i, v) if (
+        json_string_value(v) && !strcmp(json_string_value(v), f)) return true;
+    return false;
+}
+
+static int set_finalizer(bindctl *b, const fl_gvr *gvr, const json_t *obj, bool add)
+{
+    json_t *copy = json_deep_copy(obj);
+    json_t *md = ensure_obj(copy, "metadata");
+    json_t *fins = json_object_get(md, "finalizers");
+    if (!json_is_array(fins)) {
+        fins = json_array();
+        json_object_set_new(md, "finalizers", fins);
+    }
+    if (add) {
+        json_array_append_new(fins, json_string(BINDING_FINALIZER));
+    } else {
+        for (size_t i = json_array_size(fins); i-- > 0;)
+            if (json_string_value(json_array_get(fins, i)) &&
+                !strcmp(json_string_value(json_array_get(fins, i)), BINDING_FINALIZER))
+                json_array_remove(fins, i);
+    }
+    fl_client_error ce;
+    int rc = fl_client_update(b->env.cp, gvr, meta(obj, "namespace"), copy, NULL, NULL, &ce);
+    json_decref(copy);
+    return rc == FL_ENOTFOUND ? 0 : rc;
+}
+
+/* The override policies in scope of a template: every ClusterOverridePolicy, and the
+ * OverridePolicies of its namespace. A new array. */
+static json_t *override_policies(bindctl *b, const char *ns)
+{
+    json_t *all = fl_informer_list(b->cops, NULL);
+    if (ns && *ns) {
+        json_t *ops = fl_informer_list(b->ops, ns);
+        json_array_extend(all, ops);
+        json_decref(ops);
+    }
+    return all;
+}
+
+/* Targets: spec.clusters, then the clusters of requiredBy not already there. */
+static target *targets_of(const json_t *spec, int *n)
+{
+    const json_t *cl = json_object_get(spec, "clusters"), *rb = json_object_get(spec, "requiredBy");
+    size_t cap = json_array_size(cl) + 1;
+    size_t i, j;
+    json_t *e, *c;
+    json_array_foreach(rb, i, e) cap += json_array_size(json_object_get(e, "clusters"));
+    target *t = fl_calloc(cap, sizeof *t);
+    int k = 0;
+    json_array_foreach(cl, i, c) {
+        const char *name = jstr(c, "name");
+        if (!name)
+            continue;
+        json_t *rep = json_object_get(c, "replicas");
+        t[k++] = (target){name, json_integer_value(rep), json_is_integer(rep)};
+    }
+    json_array_foreach(rb, i, e) {
+        json_array_foreach(json_object_get(e, "clusters"), j, c) {
+            const char *name = jstr(c, "name");
+            bool dup = !name;
+            for (int x = 0; x < k && !dup; x++)
+                dup = !strcmp(t[x].cluster, name);
+            if (!dup)
+                t[k++] = (target){name, 0, false};
+        }
+    }
+    *n = k;
+    return t;
+}
+
+static int reconcile(void *ctx, const char *key)
+{
+    bindctl *b = ctx;
+    bool cluster_scoped = key[0] == 'C';
+    const fl_gvr *gvr = cluster_scoped ? &CRBS : &RBS;
+    if (!fl_informer_has_synced(b->works) || !fl_informer_has_synced(b->ops) || !fl_informer_has_synced(b->cops) ||
+        !fl_informer_has_synced(cluster_scoped ? b->crbs : b->rbs))
+        return FL_ETIMEDOUT;
+    json_t *binding = NULL, *tmpl = NULL, *owned = index_get(b, key), *policies = NULL;
+    target *targets = NULL;
+    render r = {0};
+    int rc = 0, n = 0;
+    fl_informer_get_key(cluster_scoped ? b->crbs : b->rbs, key + 2, &binding);
+
+    /* gone or going: its Works go (a binding gone without us saw its finalizer removed, or
+     * was deleted by force; its Works are orphans either way) */
+    if (!binding || meta(binding, "deletionTimestamp")) {
+        size_t i;
+        json_t *wk;
+        json_array_foreach(owned, i, wk) {
+            int d = delete_work(b, json_string_value(wk));
+            if (d && !rc)
+                rc = d;
+        }
+        if (binding && !rc && json_array_size(owned) == 0 && has_finalizer(binding, BINDING_FINALIZER))
+            rc = set_finalizer(b, gvr, binding, false);
+        else if (binding && !rc && json_array_size(owned))
+            rc = FL_ETIMEDOUT; /* wait for the Works to be gone (their finalizers) */
+        goto out;
+    }
+    if (!has_finalizer(binding, BINDING_FINALIZER)) {
+        rc = set_finalizer(b, gvr, binding, true);
+        goto out; /* the update brings us back */
+    }
+
+    const json_t *spec = json_object_get(binding, "spec"), *res = json_object_get(spec, "resource");
+    const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind"), *rname = jstr(res, "name");
+    const char *rns = jstr(res, "namespace");
+    if (!av || !kind || !rname)
+        goto out;
+    const fl_template_kind *k = NULL;
+    int w = fl_templates_watch(b->env.templates, av, kind, 5000, &k);
+    if (w) {
+        rc = w == FL_ENOTFOUND ? 0 : w; /* a kind nobody serves: nothing to render */
+        goto out;
+    }
+    bool synced = false;
+    fl_templates_get(b->env.templates, av, kind, rns, rname, &tmpl, &synced);
+    if (!tmpl) {
+        rc = synced ? 0 : FL_ETIMEDOUT; /* gone: the detector deletes the binding */
+        goto out;
+    }
+    targets = targets_of(spec, &n);
+    policies = override_policies(b, k->namespaced ? rns : NULL);
+    const char *strategy =
+        jstr(json_object_get(json_object_get(spec, "placement"), "replicaScheduling"), "replicaSchedulingType");
+    r = (render){.b = b,
+                 .binding = binding,
+                 .tmpl = tmpl,
+                 .policies = policies,
+                 .cluster_scoped = cluster_scoped,
+                 .binding_id = jstr(json_object_get(json_object_get(binding, "metadata"), "labels"),
+                                    cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL),
+                 .targets = targets,
+                 .n = n,
+                 .wname = fl_names_work(kind, rns, rname),
+                 .divided = strategy && !strcmp(strategy, "Divided"),
+                 .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int)),
+                 .err = fl_calloc((size_t)(n ? n : 1), sizeof(char *)),
+                 .wrote = fl_calloc((size_t)(n ? n : 1), sizeof(bool))};
+    fl_ctrl_parallel(n, WRITE_THREADS, write_target, &r);
+    int failed = 0, wrote = 0;
+    for (int i = 0; i < n; i++) {
+        wrote += r.wrote[i];
+        if (r.rc[i]) {
+            if (!rc)
+                rc = r.rc[i];
+            if (r.err[i]) {
+                if (!failed)
+                    fl_event(b->env.recorder, binding, "Warning", "SyncWorkFailed", "Failed to sync work for cluster %s: %s",
+                             targets[i].cluster, r.err[i]);
+                failed++;
+            }
+        }
+    }
+    if (wrote && !failed)
+        fl_event(b->env.recorder, binding, "Normal", "SyncWorkSucceed", "Sync work of resourceBinding(%s%s%s) successful.",
+                 cluster_scoped ? "" : meta(binding, "namespace"), cluster_scoped ? "" : "/", meta(binding, "name"));
+
+    /* orphans: Works of this binding in clusters that are no longer targets */
+    size_t i;
+    json_t *wk;
+    json_array_foreach(owned, i, wk) {
+        const char *s = json_string_value(wk);
+        bool keep = false;
+        for (int t = 0; t < n && !keep; t++) {
+            size_t cl = strlen(targets[t].cluster);
+            keep = !strncmp(s, FL_EXECUTION_SPACE_PREFIX, strlen(FL_EXECUTION_SPACE_PREFIX)) && !strncmp(s + strlen(FL_EXECUTION_SPACE_PREFIX), targets[t].cluster, cl) &&
+                   s[strlen(FL_EXECUTION_SPACE_PREFIX) + cl] == '/' && !strcmp(s + strlen(FL_EXECUTION_SPACE_PREFIX) + cl + 1, r.wname);
+        }
+        if (!keep) {
+            int d = delete_work(b, s);
+            if (d == 0)
+                fl_log(FL_LOG_INFO, LOG, "removed Work %s: its cluster is no longer a target", s);
+            else if (!rc)
+                rc = d;
+        }
+    }
+out:
+    for (int x = 0; r.err && x < n; x++)
+        free(r.err[x]);
+    free(r.err);
+    free(r.rc);
+    free(r.wrote);
+    free(r.wname);
+    free(targets);
+    json_decref(policies);
+    json_decref(owned);
+    json_decref(binding);
+    json_decref(tmpl);
+    return rc;
+}
+
+/* ---- lifecycle ---- */
+
+static int bindctl_start(const fl_ctrl_env *env, void **state)
+{
+    bindctl *b = fl_calloc(1, sizeof *b);
+    b->env = *env;
+    b->q = fl_workqueue_new(NULL);
+    pthread_mutex_init(&b->mu, NULL);
+    b->index = json_object();
+    b->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
+    b->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
+    b->works = fl_ctrl_informer(env, WORKS.api_version, WORKS.resource);
+    b->ops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "overridepolicies");
+    b->cops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusteroverridepolicies");
+    b->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
+    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_added,
+                               .ctx = b};
+    fl_informer_add_handlers(b->rbs, &bh);
+    fl_informer_add_handlers(b->crbs, &bh);
+    fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .on_delete = work_deleted, .ctx = b};
+    fl_informer_add_handlers(b->works, &wh);
+    fl_informer_handlers ph = {.on_add = policy_added, .on_update = policy_updated, .on_delete = policy_added,
+                               .ctx = b};
+    fl_informer_add_handlers(b->ops, &ph);
+    fl_informer_add_handlers(b->cops, &ph);
+    fl_informer_handlers ch = {.on_update = cluster_updated, .ctx = b};
+    fl_informer_add_handlers(b->clusters, &ch);
+    fl_template_handlers th = {.on_add = tmpl_event, .on_update = tmpl_updated, .ctx = b};
+    fl_templates_subscribe(env->templates, &th);
+    b->workers = fl_ctrl_workers_start(b->q, BINDING_WORKERS, reconcile, b);
+    *state = b;
+    return 0;
+}
+
+static void bindctl_stop(void *state)
+{
+    bindctl *b = state;
+    fl_ctrl_workers_join(b->workers);
+    fl_workqueue_free(b->q);
+    json_decref(b->index);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+const fl_controller fl_binding_controller = {"binding", bindctl_start, bindctl_stop};

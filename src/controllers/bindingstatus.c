@@ -1,0 +1,343 @@
+/* bindingstatus.c - the binding status controller: brings the Works' status back onto the
+ * binding and the template. The return arrow of the data path (DESIGN.md):
+ *
+ *     template.status ◄── aggregate ◄── binding.status.aggregatedStatus ◄── Work.status
+ *
+ * For each binding, one item per target cluster (Karmada's AggregatedStatusItem):
+ * clusterName, status (the reflected status the executor put in the Work's manifestStatuses),
+ * applied and appliedMessage (the Work's Applied condition) and health. The FullyApplied
+ * condition says whether every target's Work is applied. Then the interpreter's
+ * AggregateStatus turns the items into the template's status (for the kinds that have the
+ * hook: Deployments sum replicas and carry observedGeneration only when every member has
+ * caught up with the template's generation, so `kubectl rollout status` on the control plane
+ * waits for the whole fleet).
+ *
+ * Writes happen only on change (binding status, then the template's status subresource), so
+ * a quiet fleet writes nothing. A template changing generation re-runs the aggregation, which
+ * is how observedGeneration falls behind at once when the user changes the spec.
+ *
+ * Queue keys: "R|ns/name", "C|name". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/controller.h"
+#include "controllers/events.h"
+#include "controllers/names.h"
+#include "controllers/templates.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/timefmt.h"
+#include "interp/interp.h"
+
+#define LOG "binding-status"
+#define STATUS_WORKERS 4
+
+#define RB_NS_ANNOTATION "resourcebinding.karmada.io/namespace"
+#define RB_NAME_ANNOTATION "resourcebinding.karmada.io/name"
+#define CRB_NAME_ANNOTATION "clusterresourcebinding.karmada.io/name"
+
+static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
+static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
+
+typedef struct statusctl {
+    fl_ctrl_env env;
+    fl_informer *rbs, *crbs, *works;
+    fl_workqueue *q;
+    fl_ctrl_workers *workers;
+} statusctl;
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *meta(const json_t *o, const char *k)
+{
+    return jstr(json_object_get(o, "metadata"), k);
+}
+
+/* ---- handlers ---- */
+
+static void enqueue_binding(statusctl *s, const json_t *b)
+{
+    char *k = fl_informer_key(b);
+    if (!k)
+        return;
+    const char *kind = jstr(b, "kind");
+    char *key = fl_asprintf("%c|%s", kind && !strcmp(kind, "ClusterResourceBinding") ? 'C' : 'R', k);
+    fl_workqueue_add(s->q, key);
+    free(key);
+    free(k);
+}
+
+static void binding_added(void *ctx, json_t *obj)
+{
+    enqueue_binding(ctx, obj);
+}
+
+static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        enqueue_binding(ctx, new_obj);
+}
+
+static void work_event(statusctl *s, const json_t *work)
+{
+    const json_t *anns = json_object_get(json_object_get(work, "metadata"), "annotations");
+    const char *ns = jstr(anns, RB_NS_ANNOTATION), *name = jstr(anns, RB_NAME_ANNOTATION);
+    char *key = ns && name ? fl_asprintf("R|%s/%s", ns, name)
+                           : jstr(anns, CRB_NAME_ANNOTATION) ? fl_asprintf("C|%s", jstr(anns, CRB_NAME_ANNOTATION))
+                                                             : NULL;
+    if (key)
+        fl_workqueue_add(s->q, key);
+    free(key);
+}
+
+static void work_added(void *ctx, json_t *obj)
+{
+    work_event(ctx, obj);
+}
+
+static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    if (!json_equal(json_object_get(old_obj, "status"), json_object_get(new_obj, "status")))
+        work_event(ctx, new_obj);
+}
+
+static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
+{
+    json_t *og = json_object_get(json_object_get(old_obj, "metadata"), "generation");
+    json_t *ng = json_object_get(json_object_get(new_obj, "metadata"), "generation");
+    if (json_equal(og, ng))
+        return;
+    char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
+    char *key = k->namespaced ? fl_asprintf("R|%s/%s", meta(new_obj, "namespace"), bname) : fl_asprintf("C|%s", bname);
+    fl_workqueue_add(((statusctl *)ctx)->q, key);
+    free(key);
+    free(bname);
+}
+
+/* ---- aggregation ---- */
+
+static const json_t *condition(const json_t *obj, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c) if (
+        jstr(c, "type") && !strcmp(jstr(c, "type"), type)) return c;
+    return NULL;
+}
+
+/* One AggregatedStatusItem for cluster from its Work (NULL: not there yet). */
+static json_t *item_for(const char *cluster, const json_t *work)
+{
+    json_t *it = json_pack("{s:s}", "clusterName", cluster);
+    const json_t *applied = condition(work, "Applied");
+    bool ok = applied && jstr(applied, "status") && !strcmp(jstr(applied, "status"), "True");
+    json_object_set_new(it, "applied", json_boolean(ok));
+    if (!ok && applied && jstr(applied, "message"))
+        json_object_set_new(it, "appliedMessage", json_string(jstr(applied, "message")));
+    const json_t *ms = json_array_get(json_object_get(json_object_get(work, "status"), "manifestStatuses"), 0);
+    const json_t *st = json_object_get(ms, "status");
+    if (json_is_object(st))
+        json_object_set_new(it, "status", json_deep_copy(st));
+    const char *health = jstr(ms, "health");
+    json_object_set_new(it, "health", json_string(health ? health : "Unknown"));
+    return it;
+}
+
+/* Set condition type on status (a conditions array inside), keeping lastTransitionTime when
+ * the status did not flip. Returns whether anything changed. */
+static bool set_condition(json_t *status, const char *type, bool ok, const char *reason, const char *message)
+{
+    json_t *conds = json_object_get(status, "conditions");
+    if (!json_is_array(conds)) {
+        conds = json_array();
+        json_object_set_new(status, "conditions", conds);
+    }
+    json_t *c = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(conds, i, e) if (jstr(e, "type") && !strcmp(jstr(e, "type"), type)) c = e;
+    const char *want = ok ? "True" : "False";
+    if (c && jstr(c, "status") && !strcmp(jstr(c, "status"), want) && jstr(c, "reason") &&
+        !strcmp(jstr(c, "reason"), reason) && jstr(c, "message") && !strcmp(jstr(c, "message"), message))
+        return false;
+    if (!c) {
+        c = json_object();
+        json_array_append_new(conds, c);
+    }
+    if (!jstr(c, "status") || strcmp(jstr(c, "status"), want)) {
+        char now[FL_TIME_BUF];
+        fl_time_format(fl_time_now_ms(), false, now);
+        json_object_set_new(c, "lastTransitionTime", json_string(now));
+    }
+    json_object_set_new(c, "type", json_string(type));
+    json_object_set_new(c, "status", json_string(want));
+    json_object_set_new(c, "reason", json_string(reason));
+    json_object_set_new(c, "message", json_string(message));
+    return true;
+}
+
+/* The template's status from the items, written when it changed. */
+static int aggregate_template(statusctl *s, const json_t *binding, const json_t *items)
+{
+    const json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
+    const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind"), *name = jstr(res, "name");
+    const char *ns = jstr(res, "namespace");
+    if (!av || !kind || !name || !fl_interp_has(s->env.interp, av, kind, FL_INTERP_AGGREGATE_STATUS))
+        return 0;
+    const fl_template_kind *k = NULL;
+    if (fl_templates_watch(s->env.templates, av, kind, 0, &k) == FL_ENOTFOUND || !k)
+        return 0;
+    json_t *tmpl = NULL, *out = NULL;
+    char *err = NULL;
+    int rc = fl_templates_get(s->env.templates, av, kind, ns, name, &tmpl, NULL);
+    if (rc) /* not listed yet, or gone */
+        return rc == FL_ENOTFOUND ? 0 : rc;
+    const char *uid = jstr(res, "uid");
+    if (uid && meta(tmpl, "uid") && strcmp(uid, meta(tmpl, "uid")))
+        goto done; /* a re-created template the detector has not rebound yet */
+    rc = fl_interp_aggregate_status(s->env.interp, tmpl, items, &out, &err);
+    if (rc) {
+        fl_event(s->env.recorder, tmpl, "Warning", "AggregateStatusFailed", "%s", err ? err : fl_strerror(rc));
+        rc = 0; /* until the template or its members change */
+        goto done;
+    }
+    if (json_equal(json_object_get(out, "status"), json_object_get(tmpl, "status")))
+        goto done;
+    fl_gvr gvr = {av, k->resource};
+    fl_client_error ce;
+    rc = fl_client_update_status(s->env.cp, &gvr, k->namespaced ? ns : NULL, out, NULL, NULL, &ce);
+    if (rc == FL_ENOTFOUND && ce.http == 404 && meta(tmpl, "name")) {
+        /* a kind without a status subresource keeps status in the object itself */
+        memset(&ce, 0, sizeof ce);
+        rc = fl_client_update(s->env.cp, &gvr, k->namespaced ? ns : NULL, out, NULL, NULL, &ce);
+    }
+    if (rc == FL_ENOTFOUND)
+        rc = 0;
+    else if (rc && rc != FL_ECONFLICT)
+        fl_log(FL_LOG_WARN, LOG, "status of %s %s%s%s: %s", kind, ns ? ns : "", ns ? "/" : "", name,
+               ce.message[0] ? ce.message : fl_strerror(rc));
+done:
+    free(err);
+    json_decref(out);
+    json_decref(tmpl);
+    return rc;
+}
+
+static int reconcile(void *ctx, const char *key)
+{
+    statusctl *s = ctx;
+    bool cluster_scoped = key[0] == 'C';
+    const fl_gvr *gvr = cluster_scoped ? &CRBS : &RBS;
+    if (!fl_informer_has_synced(s->works) || !fl_informer_has_synced(cluster_scoped ? s->crbs : s->rbs))
+        return FL_ETIMEDOUT;
+    json_t *b = NULL;
+    fl_informer_get_key(cluster_scoped ? s->crbs : s->rbs, key + 2, &b);
+    if (!b || meta(b, "deletionTimestamp")) {
+        json_decref(b);
+        return 0;
+    }
+    const json_t *spec = json_object_get(b, "spec"), *res = json_object_get(spec, "resource");
+    char *wname = fl_names_work(jstr(res, "kind") ? jstr(res, "kind") : "", jstr(res, "namespace"),
+                                jstr(res, "name") ? jstr(res, "name") : "");
+    json_t *items = json_array();
+    size_t applied = 0, n = 0;
+    /* targets: spec.clusters, then requiredBy's clusters (an attached dependency's) */
+    json_t *names = json_array();
+    size_t i, j;
+    json_t *c, *e;
+    json_array_foreach(json_object_get(spec, "clusters"), i, c) if (jstr(c, "name"))
+        json_array_append_new(names, json_string(jstr(c, "name")));
+    json_array_foreach(json_object_get(spec, "requiredBy"), i, e) {
+        json_array_foreach(json_object_get(e, "clusters"), j, c) {
+            const char *nm = jstr(c, "name");
+            bool dup = !nm;
+            size_t x;
+            json_t *have;
+            json_array_foreach(names, x, have) dup |= nm && !strcmp(json_string_value(have), nm);
+            if (!dup)
+                json_array_append_new(names, json_string(nm));
+        }
+    }
+    json_array_foreach(names, i, c) {
+        const char *cluster = json_string_value(c);
+        char *wns = fl_names_execution_space(cluster);
+        json_t *work = NULL;
+        fl_informer_get(s->works, wns, wname, &work);
+        free(wns);
+        json_t *it = item_for(cluster, work);
+        applied += json_is_true(json_object_get(it, "applied"));
+        n++;
+        json_array_append_new(items, it);
+        json_decref(work);
+    }
+    json_decref(names);
+    free(wname);
+
+    json_t *nb = json_deep_copy(b);
+    json_t *st = json_object_get(nb, "status");
+    if (!json_is_object(st)) {
+        st = json_object();
+        json_object_set_new(nb, "status", st);
+    }
+    bool change = !json_equal(json_object_get(st, "aggregatedStatus"), items);
+    if (change)
+        json_object_set(st, "aggregatedStatus", items);
+    if (n)
+        change |= applied == n ? set_condition(st, "FullyApplied", true, "FullyAppliedSuccess",
+                                               "All works have been successfully applied")
+                               : set_condition(st, "FullyApplied", false, "FullyAppliedFailed",
+                                               "Failed to apply all works, see status.aggregatedStatus for details");
+    int rc = 0;
+    if (change) {
+        fl_client_error ce;
+        rc = fl_client_update_status(s->env.cp, gvr, meta(nb, "namespace"), nb, NULL, NULL, &ce);
+        if (rc == FL_ENOTFOUND)
+            rc = 0;
+        else if (rc && rc != FL_ECONFLICT)
+            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(nb, "name"),
+                   ce.message[0] ? ce.message : fl_strerror(rc));
+    }
+    if (rc == 0)
+        rc = aggregate_template(s, b, items);
+    json_decref(nb);
+    json_decref(items);
+    json_decref(b);
+    return rc;
+}
+
+/* ---- lifecycle ---- */
+
+static int statusctl_start(const fl_ctrl_env *env, void **state)
+{
+    statusctl *s = fl_calloc(1, sizeof *s);
+    s->env = *env;
+    s->q = fl_workqueue_new(NULL);
+    s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
+    s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
+    s->works = fl_ctrl_informer(env, "work.karmada.io/v1alpha1", "works");
+    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .ctx = s};
+    fl_informer_add_handlers(s->rbs, &bh);
+    fl_informer_add_handlers(s->crbs, &bh);
+    fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .on_delete = work_added, .ctx = s};
+    fl_informer_add_handlers(s->works, &wh);
+    fl_template_handlers th = {.on_update = tmpl_updated, .ctx = s};
+    fl_templates_subscribe(env->templates, &th);
+    s->workers = fl_ctrl_workers_start(s->q, STATUS_WORKERS, reconcile, s);
+    *state = s;
+    return 0;
+}
+
+static void statusctl_stop(void *state)
+{
+    statusctl *s = state;
+    fl_ctrl_workers_join(s->workers);
+    fl_workqueue_free(s->q);
+    free(s);
+}
+
+const fl_controller fl_binding_status_controller = {"binding-status", statusctl_start, statusctl_stop};

@@ -1,0 +1,324 @@
+/* dependencies.c - the dependencies distributor: with spec.propagateDeps, the ConfigMaps,
+ * Secrets, ServiceAccounts and PersistentVolumeClaims a workload refers to follow it to the
+ * clusters it was scheduled to. A side branch of the data path (DESIGN.md):
+ *
+ *     binding (propagateDeps, spec.clusters) ──► attached binding of each dependency
+ *                                                (spec.requiredBy: this binding and its clusters)
+ *
+ * For a binding with propagateDeps, the interpreter's GetDependencies lists what its template
+ * refers to. Each dependency gets an "attached" ResourceBinding (named as the detector would
+ * name it, so a dependency that a policy also selects shares one binding) whose
+ * spec.requiredBy holds one snapshot per dependent binding: {namespace, name, clusters}. The
+ * binding controller delivers a binding to its own clusters plus every requiredBy snapshot's,
+ * and the scheduler leaves bindings without placement alone, so an attached binding goes
+ * exactly where its dependents go. When a dependent stops referring to it, stops propagating
+ * dependencies, or goes away, its snapshot is removed; an attached binding left with no
+ * snapshot and no policy of its own is deleted (and its Works with it).
+ *
+ * A dependency that does not exist yet is looked for again every few seconds; workloads
+ * usually come up before or with their ConfigMaps, not long after.
+ *
+ * It runs again when a dependent binding's clusters change, and when its template's spec
+ * changes (a volume added or removed).
+ *
+ * Queue keys: "ns/name" of the dependent ResourceBinding (dependencies of cluster-scoped
+ * templates are not followed, as in Karmada). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/controller.h"
+#include "controllers/events.h"
+#include "controllers/names.h"
+#include "controllers/templates.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "interp/interp.h"
+
+#define LOG "dependencies"
+#define DEPS_WORKERS 2
+#define MISSING_RETRY_MS 3000
+#define BINDING_FINALIZER "karmada.io/binding-controller"
+#define PP_ID_LABEL "propagationpolicy.karmada.io/permanent-id"
+#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
+
+static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
+
+typedef struct depsctl {
+    fl_ctrl_env env;
+    fl_informer *rbs;
+    fl_workqueue *q;
+    fl_ctrl_workers *workers;
+} depsctl;
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *meta(const json_t *o, const char *k)
+{
+    return jstr(json_object_get(o, "metadata"), k);
+}
+
+static void binding_event(void *ctx, json_t *obj)
+{
+    depsctl *d = ctx;
+    char *k = fl_informer_key(obj);
+    if (k)
+        fl_workqueue_add(d->q, k);
+    free(k);
+}
+
+static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    const json_t *os = json_object_get(old_obj, "spec"), *ns = json_object_get(new_obj, "spec");
+    if (json_equal(json_object_get(os, "clusters"), json_object_get(ns, "clusters")) &&
+        json_equal(json_object_get(os, "propagateDeps"), json_object_get(ns, "propagateDeps")) &&
+        json_equal(json_object_get(os, "resource"), json_object_get(ns, "resource")))
+        return;
+    binding_event(ctx, new_obj);
+}
+
+/* A workload's spec changed: what it refers to may have too. */
+static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
+{
+    depsctl *d = ctx;
+    if (!k->namespaced || json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        return;
+    char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
+    char *key = fl_asprintf("%s/%s", meta(new_obj, "namespace"), bname);
+    fl_workqueue_add(d->q, key);
+    free(key);
+    free(bname);
+}
+
+/* The clusters part of a requiredBy snapshot: [{name}] from the dependent's spec.clusters
+ * (replicas mean nothing for a ConfigMap). */
+static json_t *snapshot_clusters(const json_t *binding)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(binding, "spec"), "clusters"), i, c) if (jstr(c, "name"))
+        json_array_append_new(out, json_pack("{s:s}", "name", jstr(c, "name")));
+    return out;
+}
+
+/* Set (clusters != NULL) or remove (clusters NULL) dependent ns/name's snapshot in an attached
+ * binding's requiredBy. Returns whether it changed. */
+static bool set_snapshot(json_t *attached, const char *ns, const char *name, json_t *clusters)
+{
+    json_t *spec = json_object_get(attached, "spec");
+    json_t *rb = json_object_get(spec, "requiredBy");
+    if (!json_is_array(rb)) {
+        rb = json_array();
+        json_object_set_new(spec, "requiredBy", rb);
+    }
+    for (size_t i = 0; i < json_array_size(rb); i++) {
+        json_t *e = json_array_get(rb, i);
+        if (strcmp(jstr(e, "namespace") ? jstr(e, "namespace") : "", ns) || strcmp(jstr(e, "name") ? jstr(e, "name") : "", name))
+            continue;
+        if (!clusters) {
+            json_array_remove(rb, i);
+            return true;
+        }
+        if (json_equal(json_object_get(e, "clusters"), clusters))
+            return false;
+        json_object_set(e, "clusters", clusters);
+        return true;
+    }
+    if (!clusters)
+        return false;
+    json_array_append_new(rb, json_pack("{s:s, s:s, s:O}", "namespace", ns, "name", name, "clusters", clusters));
+    return true;
+}
+
+static bool claimed_by_policy(const json_t *b)
+{
+    const json_t *labels = json_object_get(json_object_get(b, "metadata"), "labels");
+    return jstr(labels, PP_ID_LABEL) || jstr(labels, CPP_ID_LABEL) ||
+           json_is_object(json_object_get(json_object_get(b, "spec"), "placement"));
+}
+
+/* Write an attached binding after its requiredBy changed: deleted when nothing needs it. */
+static int write_attached(depsctl *d, json_t *attached)
+{
+    fl_client_error ce;
+    int rc;
+    if (!json_array_size(json_object_get(json_object_get(attached, "spec"), "requiredBy")) &&
+        !claimed_by_policy(attached)) {
+        fl_delete_opts o = {.precondition_uid = meta(attached, "uid")};
+        rc = fl_client_delete(d->env.cp, &RBS, meta(attached, "namespace"), meta(attached, "name"), &o, NULL, &ce);
+    } else {
+        rc = fl_client_update(d->env.cp, &RBS, meta(attached, "namespace"), attached, NULL, NULL, &ce);
+    }
+    if (rc == FL_ENOTFOUND)
+        rc = 0;
+    if (rc && rc != FL_ECONFLICT)
+        fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", meta(attached, "namespace"), meta(attached, "name"),
+               ce.message[0] ? ce.message : fl_strerror(rc));
+    return rc;
+}
+
+/* Is binding key (a "ns/name" string) among the attached names we want? */
+static bool wanted(const json_t *want, const char *name)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(want, i, w) if (!strcmp(jstr(w, "binding"), name)) return true;
+    return false;
+}
+
+static int reconcile(void *ctx, const char *key)
+{
+    depsctl *d = ctx;
+    if (!fl_informer_has_synced(d->rbs))
+        return FL_ETIMEDOUT;
+    char *ns = fl_strdup(key), *name = strchr(ns, '/');
+    if (!name) {
+        free(ns);
+        return 0;
+    }
+    *name++ = 0;
+    json_t *b = NULL, *want = json_array(), *tmpl = NULL, *deps = NULL;
+    int rc = 0;
+    bool retry = false;
+    fl_informer_get(d->rbs, ns, name, &b);
+    const json_t *spec = json_object_get(b, "spec");
+    bool follow = b && !meta(b, "deletionTimestamp") && json_is_true(json_object_get(spec, "propagateDeps")) &&
+                  json_array_size(json_object_get(spec, "clusters"));
+    if (follow) {
+        const json_t *res = json_object_get(spec, "resource");
+        const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind");
+        const fl_template_kind *k = NULL;
+        if (av && kind && fl_interp_has(d->env.interp, av, kind, FL_INTERP_DEPENDENCY) &&
+            fl_templates_watch(d->env.templates, av, kind, 5000, &k) == 0 &&
+            fl_templates_get(d->env.templates, av, kind, jstr(res, "namespace"), jstr(res, "name"), &tmpl, NULL) == 0) {
+            char *err = NULL;
+            if (fl_interp_get_dependencies(d->env.interp, tmpl, &deps, &err)) {
+                fl_event(d->env.recorder, b, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
+                free(err);
+                goto out; /* keep what is attached until the template is readable again */
+            }
+        }
+    }
+    /* what should be attached: each dependency that exists, with its template */
+    size_t i;
+    json_t *dep;
+    json_array_foreach(deps, i, dep) {
+        const char *dav = jstr(dep, "apiVersion"), *dkind = jstr(dep, "kind"), *dname = jstr(dep, "name");
+        const char *dns = jstr(dep, "namespace") ? jstr(dep, "namespace") : ns;
+        if (!dav || !dkind || !dname || strcmp(dns, ns))
+            continue; /* dependencies live in the workload's namespace */
+        const fl_template_kind *k = NULL;
+        json_t *obj = NULL;
+        if (fl_templates_watch(d->env.templates, dav, dkind, 5000, &k) || !k ||
+            fl_templates_get(d->env.templates, dav, dkind, dns, dname, &obj, NULL)) {
+            retry = true; /* not there (yet) */
+            continue;
+        }
+        char *bname = fl_names_binding(dkind, dname);
+        json_array_append_new(want, json_pack("{s:s, s:o}", "binding", bname, "object", obj));
+        free(bname);
+    }
+    json_t *clusters = b ? snapshot_clusters(b) : json_array();
+    /* add or refresh our snapshot in every wanted attached binding */
+    json_t *w;
+    json_array_foreach(want, i, w) {
+        const char *bname = jstr(w, "binding");
+        const json_t *obj = json_object_get(w, "object");
+        json_t *have = NULL;
+        fl_informer_get(d->rbs, ns, bname, &have);
+        json_t *att;
+        if (have) {
+            if (meta(have, "deletionTimestamp")) {
+                json_decref(have);
+                retry = true;
+                continue;
+            }
+            att = json_deep_copy(have);
+        } else {
+            const json_t *om = json_object_get(obj, "metadata");
+            att = json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s?, s:b, s:b}], s:[s]}, "
+                            "s:{s:{s:s, s:s, s:s, s:s, s:s?, s:s?}}}",
+                            "apiVersion", RBS.api_version, "kind", "ResourceBinding", "metadata", "name", bname,
+                            "namespace", ns, "ownerReferences", "apiVersion", jstr(obj, "apiVersion"), "kind",
+                            jstr(obj, "kind"), "name", jstr(om, "name"), "uid", jstr(om, "uid"), "controller", 1,
+                            "blockOwnerDeletion", 1, "finalizers", BINDING_FINALIZER, "spec", "resource",
+                            "apiVersion", jstr(obj, "apiVersion"), "kind", jstr(obj, "kind"), "namespace", ns, "name",
+                            jstr(om, "name"), "uid", jstr(om, "uid"), "resourceVersion", jstr(om, "resourceVersion"));
+        }
+        bool changed = set_snapshot(att, ns, name, clusters);
+        if (!have || changed) {
+            fl_client_error ce;
+            int r = have ? fl_client_update(d->env.cp, &RBS, ns, att, NULL, NULL, &ce)
+                         : fl_client_create(d->env.cp, &RBS, ns, att, NULL, NULL, &ce);
+            if (r == 0 && !have)
+                fl_log(FL_LOG_INFO, LOG, "%s/%s follows %s/%s (propagateDeps)", ns, bname, ns, name);
+            if (r && r != FL_ECONFLICT && r != FL_EEXIST)
+                fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", ns, bname,
+                       ce.message[0] ? ce.message : fl_strerror(r));
+            if (r && !rc)
+                rc = r;
+        }
+        json_decref(att);
+        json_decref(have);
+    }
+    /* remove our snapshot where it is no longer wanted */
+    json_t *all = fl_informer_list(d->rbs, ns);
+    json_t *other;
+    json_array_foreach(all, i, other) {
+        const char *oname = meta(other, "name");
+        if (!oname || wanted(want, oname))
+            continue;
+        json_t *rb = json_object_get(json_object_get(other, "spec"), "requiredBy");
+        if (!json_array_size(rb))
+            continue;
+        json_t *att = json_deep_copy(other);
+        if (set_snapshot(att, ns, name, NULL)) {
+            int r = write_attached(d, att);
+            if (r && !rc)
+                rc = r;
+        }
+        json_decref(att);
+    }
+    json_decref(all);
+    json_decref(clusters);
+out:
+    if (!rc && retry)
+        fl_workqueue_add_after(d->q, key, MISSING_RETRY_MS);
+    json_decref(b);
+    json_decref(tmpl);
+    json_decref(deps);
+    json_decref(want);
+    free(ns);
+    return rc;
+}
+
+static int depsctl_start(const fl_ctrl_env *env, void **state)
+{
+    depsctl *d = fl_calloc(1, sizeof *d);
+    d->env = *env;
+    d->q = fl_workqueue_new(NULL);
+    d->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
+    fl_informer_handlers h = {.on_add = binding_event, .on_update = binding_updated, .on_delete = binding_event,
+                              .ctx = d};
+    fl_informer_add_handlers(d->rbs, &h);
+    fl_template_handlers th = {.on_update = tmpl_updated, .ctx = d};
+    fl_templates_subscribe(env->templates, &th);
+    d->workers = fl_ctrl_workers_start(d->q, DEPS_WORKERS, reconcile, d);
+    *state = d;
+    return 0;
+}
+
+static void depsctl_stop(void *state)
+{
+    depsctl *d = state;
+    fl_ctrl_workers_join(d->workers);
+    fl_workqueue_free(d->q);
+    free(d);
+}
+
+const fl_controller fl_dependencies_controller = {"dependencies", depsctl_start, depsctl_stop};

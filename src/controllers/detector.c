@@ -1,0 +1,736 @@
+/* detector.c - the detector: matches resource templates to PropagationPolicies and
+ * ClusterPropagationPolicies and keeps one ResourceBinding (or ClusterResourceBinding) per
+ * claimed template. The first arrow of the data path (DESIGN.md):
+ *
+ *     template + policy ──► detector ──► ResourceBinding (spec.resource, placement, replicas)
+ *
+ * What it watches: both policy kinds (shared informers), the bindings (shared informers), and
+ * the templates of every kind some policy names in its resourceSelectors (templates.h; kinds
+ * no policy names are never watched, so they cost nothing).
+ *
+ * Queue keys:
+ *   "T|apiVersion|kind|ns|name"  a template changed (or a policy may concern it);
+ *   "L|apiVersion|kind|ns|name"  the same, caused by a policy change: a template claimed by a
+ *                                policy with activationPreference Lazy keeps its binding as
+ *                                it is until the template itself changes;
+ *   "P|ns/name", "C|name"        a PropagationPolicy / ClusterPropagationPolicy changed:
+ *                                watch the kinds it names and queue the templates it selects
+ *                                or has claimed.
+ *
+ * A template reconcile, in Karmada's terms:
+ *   1. the template is gone: delete its binding (bindings have the template's lifetime);
+ *   2. choose the policy: the one that has claimed it (labels naming the policy's permanent
+ *      ID) while that policy exists and still selects it, unless a better policy may
+ *      preempt it; otherwise the best match (policy/resource_selector.h);
+ *   3. no policy: remove the claim from the template and its binding; the binding and what
+ *      it delivered stay (a policy's deletion does not delete workloads);
+ *   4. claim the template (permanent-id label, name/namespace annotations), then create or
+ *      update the binding with the policy's placement and settings and the replicas the
+ *      interpreter reads from the template.
+ * Every write compares with the cached object first, so a reconcile that changes nothing
+ * writes nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/controller.h"
+#include "controllers/events.h"
+#include "controllers/names.h"
+#include "controllers/templates.h"
+#include "core/err.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "interp/interp.h"
+#include "policy/resource_selector.h"
+
+#define LOG "detector"
+#define DETECTOR_WORKERS 4
+
+#define PP_ID_LABEL "propagationpolicy.karmada.io/permanent-id"
+#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
+#define PP_NS_ANNOTATION "propagationpolicy.karmada.io/namespace"
+#define PP_NAME_ANNOTATION "propagationpolicy.karmada.io/name"
+#define CPP_NAME_ANNOTATION "clusterpropagationpolicy.karmada.io/name"
+#define BINDING_FINALIZER "karmada.io/binding-controller"
+/* ours: the policy suspension last copied to the binding, so that a user's own suspension of
+ * a binding survives until the policy's suspension changes (issue 6's contract) */
+#define SUSPENSION_ANNOTATION "flotilla.io/policy-suspension"
+
+static const char *const RB_API = "work.karmada.io/v1alpha2";
+
+typedef struct detector {
+    fl_ctrl_env env;
+    fl_informer *pps, *cpps, *rbs, *crbs;
+    fl_workqueue *q;
+    fl_ctrl_workers *workers;
+} detector;
+
+/* ---- small helpers ---- */
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *meta(const json_t *o, const char *k)
+{
+    return jstr(json_object_get(o, "metadata"), k);
+}
+
+static const char *label(const json_t *o, const char *k)
+{
+    return jstr(json_object_get(json_object_get(o, "metadata"), "labels"), k);
+}
+
+static const char *annotation(const json_t *o, const char *k)
+{
+    return jstr(json_object_get(json_object_get(o, "metadata"), "annotations"), k);
+}
+
+static bool is_cpp(const json_t *policy)
+{
+    const char *k = jstr(policy, "kind");
+    return k && !strcmp(k, "ClusterPropagationPolicy");
+}
+
+static const char *policy_id(const json_t *policy)
+{
+    return label(policy, is_cpp(policy) ? CPP_ID_LABEL : PP_ID_LABEL);
+}
+
+/* Namespaces whose objects are never propagated: the control plane's own, and the execution
+ * spaces (their Works are the output of propagation, not its input). */
+static bool reserved_namespace(const char *ns)
+{
+    return ns && (!strcmp(ns, "karmada-system") || !strcmp(ns, "karmada-cluster") || !strcmp(ns, "kube-system") ||
+                  !strcmp(ns, "kube-public") || !strcmp(ns, "kube-node-lease") || !strncmp(ns, "karmada-es-", 11));
+}
+
+/* Karmada's own API groups (policy, work, cluster, config .karmada.io) are never templates. */
+static bool reserved_group(const char *api_version)
+{
+    const char *slash = api_version ? strchr(api_version, '/') : NULL;
+    size_t n = slash ? (size_t)(slash - api_version) : 0;
+    return n >= 11 && !strncmp(slash - 11, ".karmada.io", 11);
+}
+
+static char *template_key(char tag, const char *api_version, const char *kind, const char *ns, const char *name)
+{
+    return fl_asprintf("%c|%s|%s|%s|%s", tag, api_version, kind, ns ? ns : "", name);
+}
+
+/* Split "X|a|b|c|d" into its four fields (in place in a copy the caller frees). */
+static bool split_template_key(char *s, char **av, char **kind, char **ns, char **name)
+{
+    char *f[5];
+    for (int i = 0; i < 5; i++) {
+        f[i] = s;
+        char *bar = i < 4 ? strchr(s, '|') : NULL;
+        if (i < 4 && !bar)
+            return false;
+        if (bar) {
+            *bar = 0;
+            s = bar + 1;
+        }
+    }
+    *av = f[1];
+    *kind = f[2];
+    *ns = f[3];
+    *name = f[4];
+    return true;
+}
+
+/* ---- handlers ---- */
+
+static void enqueue_template(detector *d, char tag, const fl_template_kind *k, const json_t *obj)
+{
+    const char *ns = meta(obj, "namespace"), *name = meta(obj, "name");
+    if (!name || reserved_namespace(ns))
+        return;
+    char *key = template_key(tag, k->api_version, k->kind, ns, name);
+    fl_workqueue_add(d->q, key);
+    free(key);
+}
+
+static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
+{
+    enqueue_template(ctx, 'T', k, obj);
+}
+
+/* Status-only changes (our own aggregation writes most of them) cannot change the match
+ * or the binding: labels, annotations, the spec (generation) or the object's identity can. */
+static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
+{
+    json_t *om = json_object_get(old_obj, "metadata"), *nm = json_object_get(new_obj, "metadata");
+    json_t *og = json_object_get(om, "generation"), *ng = json_object_get(nm, "generation");
+    bool same = og && ng && json_equal(og, ng) && json_equal(json_object_get(om, "labels"), json_object_get(nm, "labels")) &&
+                json_equal(json_object_get(om, "annotations"), json_object_get(nm, "annotations")) &&
+                json_equal(json_object_get(om, "deletionTimestamp"), json_object_get(nm, "deletionTimestamp"));
+    /* kinds without generation (ConfigMap, Secret) change their data without it moving */
+    if (same && json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        return;
+    enqueue_template(ctx, 'T', k, new_obj);
+}
+
+static void tmpl_deleted(void *ctx, const fl_template_kind *k, json_t *obj)
+{
+    enqueue_template(ctx, 'T', k, obj);
+}
+
+static void policy_event(detector *d, const json_t *obj)
+{
+    char *k = fl_informer_key(obj);
+    if (!k)
+        return;
+    char *key = fl_asprintf("%c|%s", is_cpp(obj) ? 'C' : 'P', k);
+    fl_workqueue_add(d->q, key);
+    free(key);
+    free(k);
+}
+
+static void policy_added(void *ctx, json_t *obj)
+{
+    policy_event(ctx, obj);
+}
+
+static void policy_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    (void)old_obj;
+    policy_event(ctx, new_obj);
+}
+
+static void policy_deleted(void *ctx, json_t *obj)
+{
+    policy_event(ctx, obj);
+}
+
+/* A binding deleted or changed by someone else: its template decides again (a binding deleted
+ * while its template lives is re-created, as Karmada does). */
+static void binding_event(detector *d, const json_t *b)
+{
+    const json_t *r = json_object_get(json_object_get(b, "spec"), "resource");
+    const char *av = jstr(r, "apiVersion"), *kind = jstr(r, "kind"), *name = jstr(r, "name");
+    if (!av || !kind || !name || json_object_get(json_object_get(b, "spec"), "requiredBy"))
+        return;
+    if (!label(b, PP_ID_LABEL) && !label(b, CPP_ID_LABEL))
+        return; /* not a binding the detector made (an attached dependency binding) */
+    char *key = template_key('T', av, kind, jstr(r, "namespace"), name);
+    fl_workqueue_add(d->q, key);
+    free(key);
+}
+
+static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    /* only spec changes by others matter; status and spec.clusters are other controllers' */
+    json_t *os = json_deep_copy(json_object_get(old_obj, "spec")), *ns = json_deep_copy(json_object_get(new_obj, "spec"));
+    json_object_del(os, "clusters");
+    json_object_del(ns, "clusters");
+    bool same = json_equal(os, ns) && json_equal(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+                                                 json_object_get(json_object_get(new_obj, "metadata"), "labels"));
+    json_decref(os);
+    json_decref(ns);
+    if (!same)
+        binding_event(ctx, new_obj);
+}
+
+static void binding_deleted(void *ctx, json_t *obj)
+{
+    binding_event(ctx, obj);
+}
+
+/* ---- policy reconcile ---- */
+
+/* Watch the kinds a policy names and queue the templates it selects; then queue every
+ * template a binding says this policy claimed (its selectors may have stopped matching). */
+static int reconcile_policy(detector *d, bool cluster, const char *key)
+{
+    json_t *policy = NULL;
+    fl_informer_get_key(cluster ? d->cpps : d->pps, key, &policy);
+    int rc = 0;
+    if (policy) {
+        const char *pns = cluster ? NULL : meta(policy, "namespace");
+        json_t *sels = json_object_get(json_object_get(policy, "spec"), "resourceSelectors");
+        size_t i;
+        json_t *sel;
+        json_array_foreach(sels, i, sel) {
+            const char *av = jstr(sel, "apiVersion"), *kind = jstr(sel, "kind");
+            if (!av || !kind || reserved_group(av))
+                continue;
+            const fl_template_kind *k = NULL;
+            int w = fl_templates_watch(d->env.templates, av, kind, 0, &k);
+            if (w == FL_ENOTFOUND || w == FL_EIO) {
+                /* not served yet (its CRD comes later): look again in a while */
+                char *again = fl_asprintf("%c|%s", cluster ? 'C' : 'P', key);
+                fl_workqueue_add_after(d->q, again, 2000);
+                free(again);
+                continue;
+            }
+            if (!k)
+                continue;
+            /* templates not listed yet arrive through the informer's adds */
+            json_t *all = fl_templates_list(d->env.templates, av, kind, k->namespaced ? pns : NULL);
+            size_t j;
+            json_t *obj;
+            json_array_foreach(all, j, obj) {
+                fl_policy_match_level lvl = FL_POLICY_MATCH_NONE;
+                char *err = NULL;
+                if (fl_policy_selector_level(sel, obj, pns, &lvl, &err) == 0 && lvl != FL_POLICY_MATCH_NONE)
+                    enqueue_template(d, 'L', k, obj);
+                free(err);
+            }
+            json_decref(all);
+        }
+    }
+    /* templates claimed by this policy (by name: the policy may be gone, with its ID) */
+    const char *name_ann = cluster ? CPP_NAME_ANNOTATION : PP_NAME_ANNOTATION;
+    const char *slash = strchr(key, '/');
+    const char *pname = cluster || !slash ? key : slash + 1;
+    for (int b = 0; b < 2; b++) {
+        json_t *all = fl_informer_list(b ? d->crbs : d->rbs, NULL);
+        size_t j;
+        json_t *bind;
+        json_array_foreach(all, j, bind) {
+            const char *n = annotation(bind, name_ann);
+            if (!n || strcmp(n, pname))
+                continue;
+            if (!cluster) {
+                const char *ns = annotation(bind, PP_NS_ANNOTATION);
+                if (!ns || (size_t)(slash - key) != strlen(ns) || strncmp(ns, key, strlen(ns)))
+                    continue;
+            }
+            binding_event(d, bind);
+        }
+        json_decref(all);
+    }
+    json_decref(policy);
+    return rc;
+}
+
+/* ---- template reconcile ---- */
+
+/* The policy that has claimed template, if it still exists (same permanent ID). */
+static json_t *claiming_policy(detector *d, const json_t *tmpl)
+{
+    json_t *p = NULL;
+    const char *id = label(tmpl, PP_ID_LABEL);
+    if (id) {
+        const char *ns = annotation(tmpl, PP_NS_ANNOTATION), *name = annotation(tmpl, PP_NAME_ANNOTATION);
+        if (ns && name)
+            fl_informer_get(d->pps, ns, name, &p);
+    } else if ((id = label(tmpl, CPP_ID_LABEL))) {
+        const char *name = annotation(tmpl, CPP_NAME_ANNOTATION);
+        if (name)
+            fl_informer_get(d->cpps, NULL, name, &p);
+    }
+    if (p && (!policy_id(p) || strcmp(policy_id(p), id) || meta(p, "deletionTimestamp"))) {
+        json_decref(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* The claim labels and annotations as a merge patch for metadata: those of policy (NULL: none). */
+static json_t *claim_patch(const json_t *obj, const json_t *policy)
+{
+    json_t *labels = json_object(), *anns = json_object();
+    bool cpp = policy && is_cpp(policy);
+    const char *want_pp = policy && !cpp ? policy_id(policy) : NULL;
+    const char *want_cpp = cpp ? policy_id(policy) : NULL;
+    bool change = false;
+#define WANT(map, getter, key, val)                                                                                    \
+    do {                                                                                                               \
+        const char *have_ = getter(obj, key);                                                                          \
+        const char *want_ = (val);                                                                                     \
+        if (want_ ? !have_ || strcmp(have_, want_) : have_ != NULL) {                                                  \
+            json_object_set_new(map, key, want_ ? json_string(want_) : json_null());                                   \
+            change = true;                                                                                             \
+        }                                                                                                              \
+    } while (0)
+    WANT(labels, label, PP_ID_LABEL, want_pp);
+    WANT(labels, label, CPP_ID_LABEL, want_cpp);
+    WANT(anns, annotation, PP_NS_ANNOTATION, want_pp ? meta(policy, "namespace") : NULL);
+    WANT(anns, annotation, PP_NAME_ANNOTATION, want_pp ? meta(policy, "name") : NULL);
+    WANT(anns, annotation, CPP_NAME_ANNOTATION, want_cpp ? meta(policy, "name") : NULL);
+#undef WANT
+    if (!change) {
+        json_decref(labels);
+        json_decref(anns);
+        return NULL;
+    }
+    json_t *m = json_object();
+    if (json_object_size(labels))
+        json_object_set(m, "labels", labels);
+    if (json_object_size(anns))
+        json_object_set(m, "annotations", anns);
+    json_decref(labels);
+    json_decref(anns);
+    return json_pack("{s:o}", "metadata", m);
+}
+
+static int patch_metadata(detector *d, const fl_gvr *r, const char *ns, const char *name, json_t *patch)
+{
+    size_t n = 0;
+    char *body = fl_json_dumps(patch, &n);
+    fl_client_error ce;
+    int rc = fl_client_patch(d->env.cp, r, ns, name, FL_PATCH_MERGE, body, n, NULL, NULL, &ce);
+    free(body);
+    if (rc && rc != FL_ENOTFOUND)
+        fl_log(FL_LOG_WARN, LOG, "patching %s %s%s%s: %s", r->resource, ns ? ns : "", ns ? "/" : "", name,
+               ce.message[0] ? ce.message : fl_strerror(rc));
+    return rc == FL_ENOTFOUND ? 0 : rc;
+}
+
+/* The binding of a template: ResourceBinding in its namespace, ClusterResourceBinding for
+ * cluster-scoped templates. */
+static void binding_of(detector *d, const fl_template_kind *k, const char *ns, const char *name, fl_gvr *gvr,
+                       const char **bns, char **bname, json_t **existing)
+{
+    *bname = fl_names_binding(k->kind, name);
+    *gvr = (fl_gvr){RB_API, k->namespaced ? "resourcebindings" : "clusterresourcebindings"};
+    *bns = k->namespaced ? ns : NULL;
+    *existing = NULL;
+    fl_informer_get(k->namespaced ? d->rbs : d->crbs, *bns, *bname, existing);
+}
+
+static bool binding_is_for(const json_t *b, const char *av, const char *kind, const char *name)
+{
+    const json_t *r = json_object_get(json_object_get(b, "spec"), "resource");
+    return b && jstr(r, "apiVersion") && !strcmp(jstr(r, "apiVersion"), av) && jstr(r, "kind") &&
+           !strcmp(jstr(r, "kind"), kind) && jstr(r, "name") && !strcmp(jstr(r, "name"), name);
+}
+
+/* Put src[key] into dst[key], or remove it when src has none. */
+static void copy_field(json_t *dst, const json_t *src, const char *key)
+{
+    json_t *v = json_object_get(src, key);
+    if (v && !json_is_null(v))
+        json_object_set_new(dst, key, json_deep_copy(v));
+    else
+        json_object_del(dst, key);
+}
+
+/* Write the binding's spec fields that come from template and policy into spec. */
+static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, const json_t *tmpl, const json_t *policy,
+                             char **err)
+{
+    const json_t *ps = json_object_get(policy, "spec");
+    const json_t *md = json_object_get(tmpl, "metadata");
+    json_t *res = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?}", "apiVersion", jstr(tmpl, "apiVersion"), "kind",
+                            jstr(tmpl, "kind"), "name", jstr(md, "name"), "uid", jstr(md, "uid"), "resourceVersion",
+                            jstr(md, "resourceVersion"));
+    if (jstr(md, "namespace"))
+        json_object_set_new(res, "namespace", json_string(jstr(md, "namespace")));
+    json_object_set_new(spec, "resource", res);
+    copy_field(spec, ps, "placement");
+    copy_field(spec, ps, "propagateDeps");
+    copy_field(spec, ps, "failover");
+    copy_field(spec, ps, "conflictResolution");
+    copy_field(spec, ps, "preserveResourcesOnDeletion");
+    copy_field(spec, ps, "schedulerName");
+    /* suspension: the policy's, unless the user suspended the binding itself and the
+     * policy's own suspension has not changed since we last copied it */
+    json_t *psusp = json_object_get(ps, "suspension");
+    char *want = psusp && !json_is_null(psusp) ? fl_json_dumps(psusp, NULL) : fl_strdup("");
+    const char *last = jstr(annotations, SUSPENSION_ANNOTATION);
+    if (!last || strcmp(last, want)) {
+        copy_field(spec, ps, "suspension");
+        json_object_set_new(annotations, SUSPENSION_ANNOTATION, json_string(want));
+    }
+    free(want);
+
+    if (fl_interp_has(d->env.interp, jstr(tmpl, "apiVersion"), jstr(tmpl, "kind"), FL_INTERP_REPLICA)) {
+        int64_t replicas = 0;
+        json_t *req = NULL;
+        int rc = fl_interp_get_replicas(d->env.interp, tmpl, &replicas, &req, err);
+        if (rc)
+            return rc;
+        json_object_set_new(spec, "replicas", json_integer(replicas));
+        if (req && json_object_size(req))
+            json_object_set_new(spec, "replicaRequirements", req);
+        else {
+            json_decref(req);
+            json_object_del(spec, "replicaRequirements");
+        }
+    }
+    return 0;
+}
+
+static int delete_binding(detector *d, const fl_gvr *gvr, const char *ns, const char *name, const json_t *b)
+{
+    fl_client_error ce;
+    fl_delete_opts o = {.precondition_uid = meta(b, "uid")};
+    int rc = fl_client_delete(d->env.cp, gvr, ns, name, &o, NULL, &ce);
+    if (rc == 0)
+        fl_log(FL_LOG_INFO, LOG, "template gone: deleted %s %s%s%s", gvr->resource, ns ? ns : "", ns ? "/" : "", name);
+    return rc == FL_ENOTFOUND || rc == FL_ECONFLICT ? 0 : rc;
+}
+
+static int reconcile_template(detector *d, const char *key)
+{
+    char *copy = fl_strdup(key), *av, *kind, *ns, *name;
+    bool lazy_cause = key[0] == 'L';
+    int rc = 0;
+    json_t *tmpl = NULL, *chosen = NULL, *existing = NULL, *policies = NULL, *binding = NULL;
+    char *bname = NULL, *err = NULL;
+    if (!split_template_key(copy, &av, &kind, &ns, &name))
+        goto out;
+    const fl_template_kind *k = NULL;
+    rc = fl_templates_watch(d->env.templates, av, kind, 0, &k);
+    if (!k) {
+        rc = 0; /* the kind went away (its CRD deleted): its templates went with it */
+        goto out;
+    }
+    rc = 0;
+    bool synced = false;
+    fl_templates_get(d->env.templates, av, kind, ns, name, &tmpl, &synced);
+    fl_gvr gvr;
+    const char *bns;
+    binding_of(d, k, ns, name, &gvr, &bns, &bname, &existing);
+    if (!tmpl) {
+        if (!synced)
+            rc = FL_ETIMEDOUT; /* absent only because not listed yet: again later */
+        else if (existing && binding_is_for(existing, av, kind, name) &&
+                 (label(existing, PP_ID_LABEL) || label(existing, CPP_ID_LABEL) ||
+                  json_object_get(json_object_get(existing, "metadata"), "ownerReferences")))
+            rc = delete_binding(d, &gvr, bns, bname, existing);
+        goto out;
+    }
+    if (meta(tmpl, "deletionTimestamp"))
+        goto out; /* going: the binding follows once it is gone */
+
+    /* 2. choose */
+    policies = json_array();
+    if (k->namespaced) { /* PropagationPolicies select only in their own namespace */
+        json_t *pp = fl_informer_list(d->pps, ns);
+        json_array_extend(policies, pp);
+        json_decref(pp);
+    }
+    json_t *cpp = fl_informer_list(d->cpps, NULL);
+    json_array_extend(policies, cpp);
+    json_decref(cpp);
+    const json_t *best = NULL;
+    if (fl_policy_select(tmpl, policies, &best, NULL, &err)) {
+        fl_log(FL_LOG_WARN, LOG, "%s %s/%s: %s", kind, ns, name, err);
+        goto out;
+    }
+    json_t *claimer = claiming_policy(d, tmpl);
+    if (claimer) {
+        fl_policy_match_level lvl = FL_POLICY_MATCH_NONE;
+        char *e2 = NULL;
+        fl_policy_match_level_of(claimer, tmpl, &lvl, &e2);
+        free(e2);
+        bool may = false;
+        if (lvl == FL_POLICY_MATCH_NONE) {
+            chosen = best ? json_incref((json_t *)best) : NULL;
+            json_decref(claimer);
+        } else if (best && best != claimer && strcmp(policy_id(best) ? policy_id(best) : "", policy_id(claimer)) &&
+                   fl_policy_may_preempt(best, claimer, tmpl, &may, &e2) == 0 && may) {
+            fl_event(d->env.recorder, tmpl, "Normal", "PreemptPolicySucceed",
+                     "%s %s%s%s preempted %s %s%s%s", jstr(best, "kind"), meta(best, "namespace") ? meta(best, "namespace") : "",
+                     meta(best, "namespace") ? "/" : "", meta(best, "name"), jstr(claimer, "kind"),
+                     meta(claimer, "namespace") ? meta(claimer, "namespace") : "", meta(claimer, "namespace") ? "/" : "",
+                     meta(claimer, "name"));
+            chosen = json_incref((json_t *)best);
+            json_decref(claimer);
+        } else {
+            free(e2);
+            chosen = claimer;
+        }
+    } else if (best) {
+        chosen = json_incref((json_t *)best);
+    }
+
+    /* 3. nobody: release */
+    if (!chosen) {
+        json_t *patch = claim_patch(tmpl, NULL);
+        if (patch) {
+            fl_gvr tg = {av, k->resource};
+            rc = patch_metadata(d, &tg, k->namespaced ? ns : NULL, name, patch);
+            json_decref(patch);
+            if (rc)
+                goto out;
+            fl_log(FL_LOG_INFO, LOG, "%s %s%s%s: no policy selects it any more; released", kind, ns, *ns ? "/" : "",
+                   name);
+        }
+        if (existing) {
+            patch = claim_patch(existing, NULL);
+            if (patch) {
+                rc = patch_metadata(d, &gvr, bns, bname, patch);
+                json_decref(patch);
+            }
+        }
+        goto out;
+    }
+
+    /* Lazy: a policy change alone does not touch a template this policy already claims */
+    const char *act = jstr(json_object_get(chosen, "spec"), "activationPreference");
+    json_t *patch = claim_patch(tmpl, chosen);
+    if (lazy_cause && act && !strcmp(act, "Lazy") && !patch && existing)
+        goto out;
+
+    /* 4. claim the template */
+    if (patch) {
+        fl_gvr tg = {av, k->resource};
+        rc = patch_metadata(d, &tg, k->namespaced ? ns : NULL, name, patch);
+        json_decref(patch);
+        if (rc)
+            goto out;
+        /* the claim comes back as an update and reconciles the binding then, with the
+         * template's new resourceVersion */
+        goto out;
+    }
+
+    /* ... and its binding */
+    bool create = !existing || (existing && !binding_is_for(existing, av, kind, name));
+    if (existing && !create && meta(existing, "deletionTimestamp")) {
+        rc = FL_ETIMEDOUT; /* the old one is still going: create the new one after */
+        goto out;
+    }
+    binding = create ? json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", RB_API, "kind",
+                                 k->namespaced ? "ResourceBinding" : "ClusterResourceBinding", "metadata", "name",
+                                 bname, "spec")
+                     : json_deep_copy(existing);
+    json_t *bmd = json_object_get(binding, "metadata");
+    if (create && bns)
+        json_object_set_new(bmd, "namespace", json_string(bns));
+    json_t *anns = json_object_get(bmd, "annotations");
+    if (!json_is_object(anns)) {
+        anns = json_object();
+        json_object_set_new(bmd, "annotations", anns);
+    }
+    json_t *labels = json_object_get(bmd, "labels");
+    if (!json_is_object(labels)) {
+        labels = json_object();
+        json_object_set_new(bmd, "labels", labels);
+    }
+    /* claim metadata, as on the template */
+    json_t *cp = claim_patch(binding, chosen);
+    if (cp) {
+        json_t *pm = json_object_get(cp, "metadata");
+        const char *kk;
+        json_t *v;
+        json_object_foreach(json_object_get(pm, "labels"), kk, v) {
+            if (json_is_null(v))
+                json_object_del(labels, kk);
+            else
+                json_object_set(labels, kk, v);
+        }
+        json_object_foreach(json_object_get(pm, "annotations"), kk, v) {
+            if (json_is_null(v))
+                json_object_del(anns, kk);
+            else
+                json_object_set(anns, kk, v);
+        }
+        json_decref(cp);
+    }
+    json_object_set_new(bmd, "ownerReferences",
+                        json_pack("[{s:s, s:s, s:s, s:s?, s:b, s:b}]", "apiVersion", av, "kind", kind, "name", name,
+                                  "uid", meta(tmpl, "uid"), "controller", 1, "blockOwnerDeletion", 1));
+    if (create)
+        json_object_set_new(bmd, "finalizers", json_pack("[s]", BINDING_FINALIZER));
+    json_t *spec = json_object_get(binding, "spec");
+    rc = fill_binding_spec(d, spec, anns, tmpl, chosen, &err);
+    if (rc) {
+        fl_event(d->env.recorder, tmpl, "Warning", "GetReplicasFailed", "%s", err ? err : fl_strerror(rc));
+        rc = 0; /* the template must change before this can succeed */
+        goto out;
+    }
+    if (!create) {
+        /* the template's resourceVersion alone moves with every status write of its
+         * aggregation: follow it only when something else changes too */
+        json_t *res = json_object_get(spec, "resource");
+        json_t *had = json_object_get(json_object_get(json_object_get(existing, "spec"), "resource"), "resourceVersion");
+        json_t *now_rv = json_incref(json_object_get(res, "resourceVersion"));
+        if (had)
+            json_object_set(res, "resourceVersion", had);
+        bool same = json_equal(binding, existing);
+        if (now_rv)
+            json_object_set(res, "resourceVersion", now_rv);
+        json_decref(now_rv);
+        if (same)
+            goto out;
+    }
+    fl_client_error ce;
+    json_t *written = NULL;
+    if (create && existing) {
+        /* a binding of that name for another object (a kind collision): leave it, say so */
+        fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed",
+                 "binding %s already exists for another resource", bname);
+        goto out;
+    }
+    rc = create ? fl_client_create(d->env.cp, &gvr, bns, binding, NULL, &written, &ce)
+                : fl_client_update(d->env.cp, &gvr, bns, binding, NULL, &written, &ce);
+    if (rc == FL_ECONFLICT || rc == FL_EEXIST)
+        goto out; /* our cache is behind: the event that brings it requeues us */
+    if (rc) {
+        fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", gvr.resource, bns ? bns : "",
+               bns ? "/" : "", bname, ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
+                 meta(chosen, "namespace") ? meta(chosen, "namespace") : "", meta(chosen, "namespace") ? "/" : "",
+                 meta(chosen, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
+        goto out;
+    }
+    if (create)
+        fl_event(d->env.recorder, tmpl, "Normal", "ApplyPolicySucceed", "Apply policy(%s%s%s) succeed",
+                 meta(chosen, "namespace") ? meta(chosen, "namespace") : "", meta(chosen, "namespace") ? "/" : "",
+                 meta(chosen, "name"));
+    json_decref(written);
+out:
+    json_decref(tmpl);
+    json_decref(chosen);
+    json_decref(existing);
+    json_decref(policies);
+    json_decref(binding);
+    free(bname);
+    free(err);
+    free(copy);
+    return rc;
+}
+
+static int reconcile(void *ctx, const char *key)
+{
+    detector *d = ctx;
+    /* deciding on half-listed caches could release a claim that is still valid */
+    if (!fl_informer_has_synced(d->pps) || !fl_informer_has_synced(d->cpps) || !fl_informer_has_synced(d->rbs) ||
+        !fl_informer_has_synced(d->crbs))
+        return FL_ETIMEDOUT;
+    if (key[0] == 'P' || key[0] == 'C')
+        return reconcile_policy(d, key[0] == 'C', key + 2);
+    return reconcile_template(d, key);
+}
+
+/* ---- lifecycle ---- */
+
+static int detector_start(const fl_ctrl_env *env, void **state)
+{
+    detector *d = fl_calloc(1, sizeof *d);
+    d->env = *env;
+    d->q = fl_workqueue_new(NULL);
+    d->pps = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "propagationpolicies");
+    d->cpps = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusterpropagationpolicies");
+    d->rbs = fl_ctrl_informer(env, RB_API, "resourcebindings");
+    d->crbs = fl_ctrl_informer(env, RB_API, "clusterresourcebindings");
+    fl_informer_handlers ph = {.on_add = policy_added, .on_update = policy_updated, .on_delete = policy_deleted,
+                               .ctx = d};
+    fl_informer_add_handlers(d->pps, &ph);
+    fl_informer_add_handlers(d->cpps, &ph);
+    fl_informer_handlers bh = {.on_update = binding_updated, .on_delete = binding_deleted, .ctx = d};
+    fl_informer_add_handlers(d->rbs, &bh);
+    fl_informer_add_handlers(d->crbs, &bh);
+    fl_template_handlers th = {.on_add = tmpl_added, .on_update = tmpl_updated, .on_delete = tmpl_deleted, .ctx = d};
+    fl_templates_subscribe(env->templates, &th);
+    d->workers = fl_ctrl_workers_start(d->q, DETECTOR_WORKERS, reconcile, d);
+    *state = d;
+    return 0;
+}
+
+static void detector_stop(void *state)
+{
+    detector *d = state;
+    fl_ctrl_workers_join(d->workers);
+    fl_workqueue_free(d->q);
+    free(d);
+}
+
+const fl_controller fl_detector_controller = {"detector", detector_start, detector_stop};

@@ -1,0 +1,376 @@
+/* scheduler.c - the scheduler controller: runs the scheduler core (src/sched/) for every
+ * ResourceBinding and ClusterResourceBinding and writes the decision. The second arrow of the
+ * data path (DESIGN.md):
+ *
+ *     binding (placement, replicas) ──► scheduler ──► binding.spec.clusters + Scheduled condition
+ *
+ * A decision runs when the binding's spec changes (placement, replicas, a reschedule
+ * trigger) and when the cluster set changes in a way that matters to placement (a cluster
+ * joins or leaves, its labels, provider/region/zone, taints or served APIs change, it starts
+ * being deleted). It does not run when only clusters' resource summaries move, so replicas
+ * do not wander with every status report. The core is deterministic and keeps stable
+ * assignments, so running it again on an unchanged input writes nothing.
+ *
+ * The cluster snapshot is rebuilt lazily: cluster events mark it stale, and the next decision
+ * rebuilds it once (under a mutex) and shares it, reference counted, with decisions already
+ * running on the old one.
+ *
+ * Writes: spec.clusters (an update pinned to the cached resourceVersion; a conflict is
+ * retried from the newer cache), then status: the Scheduled condition with Karmada's reasons,
+ * schedulerObservedGeneration, schedulerObservingAffinityName and lastScheduledTime. Events
+ * on the binding and its template say what was decided, and why clusters were filtered out.
+ *
+ * Skipped: bindings without placement (a dependency's attached binding follows its
+ * dependents, not the scheduler), bindings with spec.suspension.scheduling, bindings being
+ * deleted. Queue keys: "R|ns/name", "C|name". */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/controller.h"
+#include "controllers/events.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/timefmt.h"
+#include "sched/sched.h"
+
+#define LOG "scheduler"
+#define SCHED_WORKERS 4
+#define MAX_FILTER_EVENTS 10
+
+static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
+static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
+
+typedef struct schedctl {
+    fl_ctrl_env env;
+    fl_informer *rbs, *crbs, *clusters;
+    fl_workqueue *q;
+    fl_ctrl_workers *workers;
+    pthread_mutex_t mu;
+    fl_sched_snapshot *snap; /* NULL: stale, rebuild before the next decision */
+} schedctl;
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *meta(const json_t *o, const char *k)
+{
+    return jstr(json_object_get(o, "metadata"), k);
+}
+
+/* ---- snapshot ---- */
+
+static fl_sched_snapshot *snapshot(schedctl *s)
+{
+    pthread_mutex_lock(&s->mu);
+    if (!s->snap) {
+        json_t *all = fl_informer_list(s->clusters, NULL);
+        size_t n = json_array_size(all);
+        const json_t **v = fl_calloc(n ? n : 1, sizeof *v);
+        for (size_t i = 0; i < n; i++)
+            v[i] = json_array_get(all, i);
+        fl_sched_snapshot_new(v, n, &s->snap);
+        free(v);
+        json_decref(all);
+    }
+    fl_sched_snapshot *snap = fl_sched_snapshot_ref(s->snap);
+    pthread_mutex_unlock(&s->mu);
+    return snap;
+}
+
+static void snapshot_stale(schedctl *s)
+{
+    pthread_mutex_lock(&s->mu);
+    fl_sched_snapshot *old = s->snap;
+    s->snap = NULL;
+    pthread_mutex_unlock(&s->mu);
+    fl_sched_snapshot_free(old);
+}
+
+/* ---- handlers ---- */
+
+static void enqueue_binding(schedctl *s, const json_t *b)
+{
+    char *k = fl_informer_key(b);
+    if (!k)
+        return;
+    const char *kind = jstr(b, "kind");
+    char *key = fl_asprintf("%c|%s", kind && !strcmp(kind, "ClusterResourceBinding") ? 'C' : 'R', k);
+    fl_workqueue_add(s->q, key);
+    free(key);
+    free(k);
+}
+
+static void binding_added(void *ctx, json_t *obj)
+{
+    enqueue_binding(ctx, obj);
+}
+
+static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    /* our own status writes, and others', do not call for a decision */
+    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        enqueue_binding(ctx, new_obj);
+}
+
+static void requeue_all(schedctl *s)
+{
+    for (int i = 0; i < 2; i++) {
+        json_t *all = fl_informer_list(i ? s->crbs : s->rbs, NULL);
+        size_t j;
+        json_t *o;
+        json_array_foreach(all, j, o) enqueue_binding(s, o);
+        json_decref(all);
+    }
+}
+
+static void cluster_added(void *ctx, json_t *obj)
+{
+    (void)obj;
+    snapshot_stale(ctx);
+    requeue_all(ctx);
+}
+
+static bool ready(const json_t *cluster)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(cluster, "status"), "conditions"), i, c) {
+        if (jstr(c, "type") && !strcmp(jstr(c, "type"), "Ready"))
+            return jstr(c, "status") && !strcmp(jstr(c, "status"), "True");
+    }
+    return false;
+}
+
+static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    schedctl *s = ctx;
+    snapshot_stale(s); /* resource summaries feed dynamic weights of the next decision */
+    const json_t *om = json_object_get(old_obj, "metadata"), *nm = json_object_get(new_obj, "metadata");
+    bool placement_relevant =
+        !json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
+        !json_equal(json_object_get(om, "labels"), json_object_get(nm, "labels")) ||
+        !json_equal(json_object_get(om, "deletionTimestamp"), json_object_get(nm, "deletionTimestamp")) ||
+        !json_equal(json_object_get(json_object_get(old_obj, "status"), "apiEnablements"),
+                    json_object_get(json_object_get(new_obj, "status"), "apiEnablements")) ||
+        ready(old_obj) != ready(new_obj);
+    if (placement_relevant)
+        requeue_all(s);
+}
+
+/* ---- writing the decision ---- */
+
+/* A minimal object for events about the binding's template (uid from spec.resource). */
+static json_t *template_ref(const json_t *binding)
+{
+    const json_t *r = json_object_get(json_object_get(binding, "spec"), "resource");
+    return json_pack("{s:s?, s:s?, s:{s:s?, s:s?, s:s?}}", "apiVersion", jstr(r, "apiVersion"), "kind",
+                     jstr(r, "kind"), "metadata", "name", jstr(r, "name"), "namespace", jstr(r, "namespace"), "uid",
+                     jstr(r, "uid"));
+}
+
+static json_t *targets_json(const fl_sched_result *res)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < res->ntargets; i++)
+        json_array_append_new(a, json_pack("{s:s, s:i}", "name", res->targets[i].name, "replicas",
+                                           (int)res->targets[i].replicas));
+    return a;
+}
+
+/* "member1:2, member2:4" for messages. */
+static char *describe_targets(const fl_sched_result *res)
+{
+    size_t cap = 64 + res->ntargets * 48, n = 0;
+    char *s = fl_malloc(cap);
+    s[0] = 0;
+    for (size_t i = 0; i < res->ntargets && n + 48 < cap; i++)
+        n += (size_t)snprintf(s + n, cap - n, "%s%.30s:%d", i ? ", " : "", res->targets[i].name,
+                              (int)res->targets[i].replicas);
+    return s;
+}
+
+/* Write status: the Scheduled condition and the observed generation. */
+static int write_status(schedctl *s, const fl_gvr *gvr, const json_t *binding, const fl_sched_result *res)
+{
+    json_t *b = json_deep_copy(binding);
+    json_t *st = json_object_get(b, "status");
+    if (!json_is_object(st)) {
+        st = json_object();
+        json_object_set_new(b, "status", st);
+    }
+    json_t *conds = json_object_get(st, "conditions");
+    if (!json_is_array(conds)) {
+        conds = json_array();
+        json_object_set_new(st, "conditions", conds);
+    }
+    const char *status = res->outcome == FL_SCHED_SUCCESS ? "True" : "False";
+    json_t *cond = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c) if (jstr(c, "type") && !strcmp(jstr(c, "type"), "Scheduled")) cond = c;
+    char now[FL_TIME_BUF];
+    fl_time_format(fl_time_now_ms(), false, now);
+    bool changed = !cond || strcmp(jstr(cond, "status") ? jstr(cond, "status") : "", status) ||
+                   strcmp(jstr(cond, "reason") ? jstr(cond, "reason") : "", res->reason) ||
+                   strcmp(jstr(cond, "message") ? jstr(cond, "message") : "", res->message);
+    if (!cond) {
+        cond = json_object();
+        json_array_append_new(conds, cond);
+    }
+    if (!jstr(cond, "status") || strcmp(jstr(cond, "status"), status))
+        json_object_set_new(cond, "lastTransitionTime", json_string(now));
+    json_object_set_new(cond, "type", json_string("Scheduled"));
+    json_object_set_new(cond, "status", json_string(status));
+    json_object_set_new(cond, "reason", json_string(res->reason));
+    json_object_set_new(cond, "message", json_string(res->message));
+    json_t *gen = json_object_get(json_object_get(b, "metadata"), "generation");
+    if (!json_equal(json_object_get(st, "schedulerObservedGeneration"), gen)) {
+        json_object_set(st, "schedulerObservedGeneration", gen);
+        changed = true;
+    }
+    if (res->affinity_name && (!jstr(st, "schedulerObservingAffinityName") ||
+                               strcmp(jstr(st, "schedulerObservingAffinityName"), res->affinity_name))) {
+        json_object_set_new(st, "schedulerObservingAffinityName", json_string(res->affinity_name));
+        changed = true;
+    }
+    int rc = 0;
+    if (changed) {
+        if (res->outcome == FL_SCHED_SUCCESS)
+            json_object_set_new(st, "lastScheduledTime", json_string(now));
+        fl_client_error ce;
+        rc = fl_client_update_status(s->env.cp, gvr, meta(b, "namespace"), b, NULL, NULL, &ce);
+        if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
+            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(b, "name"),
+                   ce.message[0] ? ce.message : fl_strerror(rc));
+        if (rc == FL_ENOTFOUND)
+            rc = 0;
+    }
+    json_decref(b);
+    return rc;
+}
+
+static void filter_events(schedctl *s, const json_t *binding, const fl_sched_result *res)
+{
+    size_t n = res->nfiltered < MAX_FILTER_EVENTS ? res->nfiltered : MAX_FILTER_EVENTS;
+    for (size_t i = 0; i < n; i++)
+        fl_event(s->env.recorder, binding, "Normal", "ClusterFiltered", "cluster %s filtered out by %s: %s",
+                 res->filtered[i].cluster, res->filtered[i].plugin, res->filtered[i].reason);
+    if (res->nfiltered > n)
+        fl_event(s->env.recorder, binding, "Normal", "ClusterFiltered", "%zu more clusters filtered out",
+                 res->nfiltered - n);
+}
+
+static int reconcile(void *ctx, const char *key)
+{
+    schedctl *s = ctx;
+    bool cluster_scoped = key[0] == 'C';
+    const fl_gvr *gvr = cluster_scoped ? &CRBS : &RBS;
+    if (!fl_informer_has_synced(s->clusters) || !fl_informer_has_synced(cluster_scoped ? s->crbs : s->rbs))
+        return FL_ETIMEDOUT;
+    json_t *b = NULL;
+    fl_informer_get_key(cluster_scoped ? s->crbs : s->rbs, key + 2, &b);
+    if (!b)
+        return 0;
+    const json_t *spec = json_object_get(b, "spec");
+    int rc = 0;
+    fl_sched_result *res = NULL;
+    fl_sched_snapshot *snap = NULL;
+    char *err = NULL;
+    json_t *tref = NULL, *upd = NULL, *written = NULL;
+    if (meta(b, "deletionTimestamp") || !json_is_object(json_object_get(spec, "placement")) ||
+        json_is_true(json_object_get(json_object_get(spec, "suspension"), "scheduling")))
+        goto out;
+    snap = snapshot(s);
+    tref = template_ref(b);
+    if (fl_sched_run(snap, spec, json_object_get(b, "status"), NULL, &res, &err)) {
+        fl_event(s->env.recorder, b, "Warning", "ScheduleBindingFailed", "%s", err);
+        fl_event(s->env.recorder, tref, "Warning", "ScheduleBindingFailed", "%s", err);
+        fl_sched_result fake = {.outcome = FL_SCHED_ERROR, .reason = "SchedulerError", .message = err};
+        rc = write_status(s, gvr, b, &fake);
+        goto out;
+    }
+    const json_t *cur = json_object_get(spec, "clusters");
+    json_t *want = targets_json(res);
+    bool change = res->update_clusters && !json_equal(want, cur ? cur : json_array());
+    if (res->update_clusters && !cur && json_array_size(want) == 0)
+        change = false;
+    const json_t *status_src = b;
+    if (change) {
+        upd = json_deep_copy(b);
+        json_object_set_new(json_object_get(upd, "spec"), "clusters", want);
+        want = NULL;
+        fl_client_error ce;
+        rc = fl_client_update(s->env.cp, gvr, meta(b, "namespace"), upd, NULL, &written, &ce);
+        if (rc) {
+            if (rc == FL_ECONFLICT || rc == FL_ENOTFOUND)
+                rc = rc == FL_ENOTFOUND ? 0 : rc;
+            else
+                fl_log(FL_LOG_WARN, LOG, "writing the decision for %s %s: %s", gvr->resource, meta(b, "name"),
+                       ce.message[0] ? ce.message : fl_strerror(rc));
+            goto out;
+        }
+        status_src = written;
+        char *d = describe_targets(res);
+        fl_event(s->env.recorder, b, "Normal", "ScheduleBindingSucceed",
+                 "Binding has been scheduled successfully. Result: {%s}", d);
+        fl_event(s->env.recorder, tref, "Normal", "ScheduleBindingSucceed",
+                 "Binding has been scheduled successfully. Result: {%s}", d);
+        free(d);
+        if (res->nfiltered)
+            filter_events(s, b, res);
+    } else if (res->outcome != FL_SCHED_SUCCESS) {
+        fl_event(s->env.recorder, b, "Warning", "ScheduleBindingFailed", "%s", res->message);
+        fl_event(s->env.recorder, tref, "Warning", "ScheduleBindingFailed", "%s", res->message);
+        filter_events(s, b, res);
+    }
+    json_decref(want);
+    rc = write_status(s, gvr, status_src, res);
+out:
+    fl_sched_result_free(res);
+    fl_sched_snapshot_free(snap);
+    free(err);
+    json_decref(tref);
+    json_decref(upd);
+    json_decref(written);
+    json_decref(b);
+    return rc;
+}
+
+/* ---- lifecycle ---- */
+
+static int schedctl_start(const fl_ctrl_env *env, void **state)
+{
+    schedctl *s = fl_calloc(1, sizeof *s);
+    s->env = *env;
+    s->q = fl_workqueue_new(NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
+    s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
+    s->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
+    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .ctx = s};
+    fl_informer_add_handlers(s->rbs, &bh);
+    fl_informer_add_handlers(s->crbs, &bh);
+    fl_informer_handlers ch = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_added,
+                               .ctx = s};
+    fl_informer_add_handlers(s->clusters, &ch);
+    s->workers = fl_ctrl_workers_start(s->q, SCHED_WORKERS, reconcile, s);
+    *state = s;
+    return 0;
+}
+
+static void schedctl_stop(void *state)
+{
+    schedctl *s = state;
+    fl_ctrl_workers_join(s->workers);
+    fl_workqueue_free(s->q);
+    fl_sched_snapshot_free(s->snap);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+const fl_controller fl_scheduler_controller = {"scheduler", schedctl_start, schedctl_stop};

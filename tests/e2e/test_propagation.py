@@ -1,0 +1,243 @@
+"""Propagation end to end on `flotilla up`, with kubectl only: policies, the detector, the
+scheduler, bindings, Works, overrides, dependencies and status coming back to the template.
+
+One fleet (a control plane and three simulated members) serves the whole module; each test
+uses its own object names and cleans up after itself.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import BIN, KUBECTL, free_port, wait_for
+
+
+class Fleet:
+    def __init__(self, d):
+        self.dir = d
+        self.kubeconfig = os.path.join(d, "kubeconfig")
+
+    def kubectl(self, *args, member=None, input=None, check=True, timeout=60):
+        kc = os.path.join(self.dir, "members", f"{member}.kubeconfig") if member else self.kubeconfig
+        r = subprocess.run([KUBECTL, "--kubeconfig", kc, *args], input=input, capture_output=True, text=True,
+                           timeout=timeout)
+        if check:
+            assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
+        return r
+
+    def apply(self, manifest):
+        docs = manifest if isinstance(manifest, list) else [manifest]
+        # a YAML stream of JSON documents (a leading "{" would make kubectl read one JSON value)
+        return self.kubectl("apply", "-f", "-", input="".join("---\n" + json.dumps(d) + "\n" for d in docs))
+
+    def get(self, *args, member=None):
+        r = self.kubectl("get", *args, "-o", "json", member=member, check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    d = tempfile.mkdtemp(prefix="flotilla-prop-")
+    p = subprocess.Popen([BIN, "up", "--data-dir", d, "--members", "3", "--listen", f"127.0.0.1:{free_port()}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if "Flotilla is up" not in line:
+        p.kill()
+        raise RuntimeError(f"flotilla up failed: {line} {p.stderr.read()}")
+    yield Fleet(d)
+    p.send_signal(signal.SIGINT)
+    rc = p.wait(timeout=60)
+    log = open(os.path.join(d, "server.log")).read()
+    shutil.rmtree(d, ignore_errors=True)
+    assert rc == 0, f"flotilla up exited with {rc}; server log tail:\n{log[-3000:]}"
+
+
+def deployment(name, replicas, image="nginx:1.25", volumes=None):
+    pod = {"containers": [{"name": "app", "image": image,
+                           "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
+    if volumes:
+        pod["volumes"] = volumes
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}}
+
+
+def weighted_policy(name, target, weights, **extra):
+    spec = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": target}],
+            "placement": {"clusterAffinity": {"clusterNames": sorted(weights)},
+                          "replicaScheduling": {
+                              "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                              "weightPreference": {"staticWeightList": [
+                                  {"targetCluster": {"clusterNames": [c]}, "weight": w}
+                                  for c, w in sorted(weights.items())]}}}}
+    spec.update(extra)
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def member_replicas(fleet, name, member):
+    d = fleet.get("deploy", name, member=member)
+    return d["spec"]["replicas"] if d else None
+
+
+def test_divided_weights_overrides_status_and_deletion(fleet):
+    """The issue's acceptance: 6 replicas at 1:2 with an image override for member1, 6/6 on
+    the control plane, 1:1 moves exactly one replica, deletion reaches every member."""
+    fleet.apply([
+        deployment("web", 6),
+        weighted_policy("web", "web", {"member1": 1, "member2": 2}),
+        {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
+         "metadata": {"name": "web-registry", "namespace": "default"},
+         "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+                  "overrideRules": [{"targetCluster": {"clusterNames": ["member1"]},
+                                     "overriders": {"imageOverrider": [
+                                         {"component": "Registry", "operator": "replace",
+                                          "value": "registry.example.io"}]}}]}},
+    ])
+    wait_for(lambda: member_replicas(fleet, "web", "member1") == 2 and member_replicas(fleet, "web", "member2") == 4,
+             timeout=30, what="2 replicas in member1 and 4 in member2")
+    m1 = fleet.get("deploy", "web", member="member1")
+    m2 = fleet.get("deploy", "web", member="member2")
+    assert m1["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example.io/nginx:1.25"
+    assert m2["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.25"
+    assert fleet.get("deploy", "web", member="member3") is None
+
+    # the control plane tells the truth about the fleet, as kubectl reads it
+    fleet.kubectl("rollout", "status", "deployment/web", "--timeout=60s", timeout=90)
+    fleet.kubectl("wait", "--for=condition=Available", "deployment/web", "--timeout=60s", timeout=90)
+    top = fleet.get("deploy", "web")
+    assert top["status"]["readyReplicas"] == 6 and top["status"]["availableReplicas"] == 6
+    rb = fleet.get("rb", "web-deployment")
+    assert {i["clusterName"] for i in rb["status"]["aggregatedStatus"]} == {"member1", "member2"}
+    assert all(i["applied"] for i in rb["status"]["aggregatedStatus"])
+    full = [c for c in rb["status"]["conditions"] if c["type"] == "FullyApplied"][0]
+    assert full["status"] == "True"
+    sched = [c for c in rb["status"]["conditions"] if c["type"] == "Scheduled"][0]
+    assert sched["status"] == "True" and sched["reason"] == "Success"
+
+    # 1:2 -> 1:1 moves exactly one replica
+    fleet.kubectl("patch", "pp", "web", "--type=json", "-p", json.dumps([
+        {"op": "replace", "path": "/spec/placement/replicaScheduling/weightPreference/staticWeightList/1/weight",
+         "value": 1}]))
+    wait_for(lambda: member_replicas(fleet, "web", "member1") == 3 and member_replicas(fleet, "web", "member2") == 3,
+             timeout=30, what="3 and 3 replicas")
+
+    # events say why
+    events = fleet.get("events")["items"]
+    reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in events if e["involvedObject"]["name"] in
+               ("web", "web-deployment")}
+    assert ("Deployment", "ApplyPolicySucceed") in reasons, reasons
+    assert ("ResourceBinding", "ScheduleBindingSucceed") in reasons, reasons
+    filtered = [e["message"] for e in events if e["reason"] == "ClusterFiltered" and
+                e["involvedObject"]["name"] == "web-deployment"]
+    assert any("member3" in m and "ClusterAffinity" in m for m in filtered), filtered
+
+    fleet.kubectl("delete", "deploy", "web")
+    wait_for(lambda: all(fleet.get("deploy", "web", member=m) is None for m in ("member1", "member2")),
+             timeout=30, what="web gone from every member")
+    wait_for(lambda: fleet.get("rb", "web-deployment") is None, timeout=15, what="the binding gone")
+    works = fleet.get("works", "-A")["items"]
+    assert not [w for w in works if w["metadata"]["name"].startswith("web-")], works
+    fleet.kubectl("delete", "pp", "web")
+    fleet.kubectl("delete", "op", "web-registry")
+
+
+def test_policy_deletion_releases_the_template_but_keeps_it_in_members(fleet):
+    fleet.apply([deployment("keep", 2), weighted_policy("keep", "keep", {"member1": 1})])
+    wait_for(lambda: member_replicas(fleet, "keep", "member1") == 2, timeout=30, what="keep in member1")
+    d = fleet.get("deploy", "keep")
+    assert d["metadata"]["labels"].get("propagationpolicy.karmada.io/permanent-id")
+    assert d["metadata"]["annotations"]["propagationpolicy.karmada.io/name"] == "keep"
+    fleet.kubectl("delete", "pp", "keep")
+    wait_for(lambda: "propagationpolicy.karmada.io/permanent-id" not in
+             fleet.get("deploy", "keep")["metadata"].get("labels", {}), timeout=15, what="the claim removed")
+    rb = fleet.get("rb", "keep-deployment")
+    assert rb is not None and "propagationpolicy.karmada.io/permanent-id" not in rb["metadata"].get("labels", {})
+    assert member_replicas(fleet, "keep", "member1") == 2
+    fleet.kubectl("delete", "deploy", "keep")
+    wait_for(lambda: fleet.get("deploy", "keep", member="member1") is None, timeout=30, what="keep gone")
+
+
+def test_higher_priority_policy_wins_and_unschedulable_placement_says_why(fleet):
+    low = weighted_policy("prio-low", "prio", {"member1": 1})
+    high = weighted_policy("prio-high", "prio", {"member2": 1}, priority=10)
+    fleet.apply([low, high, deployment("prio", 1)])
+    wait_for(lambda: member_replicas(fleet, "prio", "member2") == 1, timeout=30, what="prio in member2")
+    assert fleet.get("deploy", "prio")["metadata"]["annotations"]["propagationpolicy.karmada.io/name"] == "prio-high"
+    assert fleet.get("deploy", "prio", member="member1") is None
+
+    # a placement no cluster satisfies: Scheduled=False with Karmada's reason
+    fleet.apply([deployment("nofit", 1), weighted_policy("nofit", "nofit", {"member9": 1})])
+
+    def cond():
+        rb = fleet.get("rb", "nofit-deployment")
+        c = [c for c in (rb or {}).get("status", {}).get("conditions", []) if c["type"] == "Scheduled"]
+        return c[0] if c else None
+    c = wait_for(cond, timeout=20, what="a Scheduled condition")
+    assert c["status"] == "False" and c["reason"] == "NoClusterFit", c
+    for name in ("prio", "nofit"):
+        fleet.kubectl("delete", "deploy", name)
+    for name in ("prio-low", "prio-high", "nofit"):
+        fleet.kubectl("delete", "pp", name)
+
+
+def test_propagate_deps_sends_a_mounted_configmap_along(fleet):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deps-conf", "namespace": "default"},
+          "data": {"k": "v"}}
+    dep = deployment("deps", 2, volumes=[{"name": "conf", "configMap": {"name": "deps-conf"}}])
+    fleet.apply([cm, dep, weighted_policy("deps", "deps", {"member2": 1, "member3": 1}, propagateDeps=True)])
+    wait_for(lambda: all(fleet.get("cm", "deps-conf", member=m) for m in ("member2", "member3")), timeout=30,
+             what="the ConfigMap in member2 and member3")
+    assert fleet.get("cm", "deps-conf", member="member1") is None
+    rb = fleet.get("rb", "deps-conf-configmap")
+    assert rb["spec"]["requiredBy"][0]["name"] == "deps-deployment", rb["spec"]
+    assert sorted(c["name"] for c in rb["spec"]["requiredBy"][0]["clusters"]) == ["member2", "member3"]
+    # a change of the ConfigMap follows too
+    fleet.kubectl("patch", "cm", "deps-conf", "-p", '{"data":{"k":"v2"}}')
+    wait_for(lambda: (fleet.get("cm", "deps-conf", member="member3") or {}).get("data", {}).get("k") == "v2",
+             timeout=30, what="the new data in member3")
+    # the workload stops referring to it: it leaves the members
+    fleet.kubectl("patch", "deploy", "deps", "--type=json", "-p",
+                  '[{"op":"remove","path":"/spec/template/spec/volumes"}]')
+    wait_for(lambda: all(fleet.get("cm", "deps-conf", member=m) is None for m in ("member2", "member3")),
+             timeout=30, what="the ConfigMap gone from the members")
+    wait_for(lambda: fleet.get("rb", "deps-conf-configmap") is None, timeout=15, what="the attached binding gone")
+    fleet.kubectl("delete", "deploy", "deps")
+    fleet.kubectl("delete", "cm", "deps-conf")
+    fleet.kubectl("delete", "pp", "deps")
+
+
+def test_crd_and_its_custom_resources_propagate_with_cluster_policy(fleet):
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "gadgets.example.io"},
+           "spec": {"group": "example.io", "scope": "Namespaced",
+                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    cpp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+           "metadata": {"name": "gadgets"},
+           "spec": {"resourceSelectors": [
+               {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "name": "gadgets.example.io"},
+               {"apiVersion": "example.io/v1", "kind": "Gadget"}],
+               "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
+                             "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
+    fleet.apply([crd, cpp])
+    wait_for(lambda: all(fleet.get("crd", "gadgets.example.io", member=m) for m in ("member1", "member2", "member3")),
+             timeout=30, what="the CRD in every member")
+    assert fleet.get("crb", "gadgets.example.io-customresourcedefinition") is not None
+    gadget = {"apiVersion": "example.io/v1", "kind": "Gadget", "metadata": {"name": "g1", "namespace": "default"},
+              "spec": {"size": 3}}
+    wait_for(lambda: fleet.kubectl("apply", "-f", "-", input=json.dumps(gadget), check=False).returncode == 0,
+             timeout=15, what="the Gadget kind served on the control plane")
+    wait_for(lambda: all((fleet.get("gadget", "g1", member=m) or {}).get("spec", {}).get("size") == 3
+                         for m in ("member1", "member2", "member3")), timeout=30, what="g1 in every member")
+    fleet.kubectl("delete", "gadget", "g1")
+    wait_for(lambda: all(fleet.get("gadget", "g1", member=m) is None for m in ("member1", "member2", "member3")),
+             timeout=30, what="g1 gone from every member")
