@@ -44,7 +44,6 @@
 #include <strings.h>
 
 #include "controllers/members.h"
-#include "interp/retain.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -60,6 +59,7 @@ static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
 struct fl_exec {
     fl_client *cp;
     fl_exec_ops ops;
+    fl_interp *interp, *own_interp;
     int want_workers;
     fl_informer *works;
     fl_workqueue *q;
@@ -351,7 +351,14 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         goto done;
     }
     for (int attempt = 0;; attempt++) {
-        json_t *merged = fl_retain(t->group, t->kind, desired, existing);
+        json_t *merged = NULL;
+        char *rerr = NULL;
+        rc = fl_interp_retain(x->interp, desired, existing, &merged, &rerr);
+        if (rc) {
+            *emsg = fl_asprintf("manifest %d: %s: retain: %s", i, what, rerr ? rerr : fl_strerror(rc));
+            free(rerr);
+            goto done;
+        }
         if (subset(merged, existing)) {
             *observed = json_incref(existing);
             rc = 0;
@@ -454,7 +461,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         int r = apply_manifest(x, cluster, mc, work, (int)i, json_array_get(manifests, i), &t, &observed, &emsg);
         if (r == 0) {
             ok++;
-            json_array_append_new(statuses, fl_ws_manifest_status((int)i, t.api_version, t.kind, t.resource, t.ns,
+            json_array_append_new(statuses, fl_ws_manifest_status(x->interp, (int)i, t.api_version, t.kind, t.resource, t.ns,
                                                                    t.name, observed));
         } else {
             /* what we last knew of this manifest stays until we know better */
@@ -708,6 +715,9 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->cp = cfg->cp;
     x->ops = cfg->ops;
     x->want_workers = cfg->workers > 0 ? cfg->workers : EXEC_WORKERS;
+    x->interp = cfg->interp;
+    if (!x->interp)
+        x->interp = x->own_interp = fl_interp_new();
     if (x->want_workers > EXEC_MAX_WORKERS)
         x->want_workers = EXEC_MAX_WORKERS;
     x->q = fl_workqueue_new(NULL);
@@ -763,6 +773,7 @@ void fl_exec_free(fl_exec *x)
     fl_informer_free(x->works);
     fl_workqueue_free(x->q);
     fl_client_cancel_free(x->stop);
+    fl_interp_free(x->own_interp);
     free(x);
 }
 
@@ -830,7 +841,9 @@ static int push_start(const fl_ctrl_env *env, void **state)
     push *p = fl_calloc(1, sizeof *p);
     *state = NULL;
     p->members = env->members;
-    fl_exec_config ec = {.cp = env->cp, .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
+    fl_exec_config ec = {.cp = env->cp,
+                         .interp = env->interp,
+                         .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,
         .resource = CLUSTERS,

@@ -22,6 +22,7 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/controller.h"
+#include "interp/interp.h"
 
 /* The push controller `flotilla server` runs (listed in controllers.c): Works of
  * clusters whose syncMode is not Pull, members reached through fl_members. */
@@ -57,6 +58,7 @@ typedef struct fl_exec_config {
     fl_client *cp;       /* the control plane (borrowed; outlives the engine) */
     const char *ns;      /* watch Works only in this namespace (the agent's own); NULL = all */
     int workers;         /* 0 = 4 */
+    fl_interp *interp;   /* retain, reflect status, health (borrowed); NULL: the engine's own */
     fl_exec_ops ops;
 } fl_exec_config;
 
@@ -118,14 +120,12 @@ size_t fl_ws_watches_count(fl_ws_watches *w);
 
 /* ---- status (workstatus.c) ---- */
 
-/* "Healthy", "Unhealthy" or "Unknown" for a member object by the native rules
- * (docs/internals/execution.md). Static string. */
-const char *fl_ws_health(const char *group, const char *kind, const json_t *obj);
 /* One status.manifestStatuses entry for manifest `ordinal`, whose member object is obj:
- * {identifier{ordinal, group, version, kind, resource, namespace, name}, status, health}.
- * New reference. */
-json_t *fl_ws_manifest_status(int ordinal, const char *api_version, const char *kind, const char *resource,
-                              const char *ns, const char *name, const json_t *obj);
+ * {identifier{ordinal, group, version, kind, resource, namespace, name}, status, health},
+ * status and health ("Healthy", "Unhealthy", "Unknown") as the interpreter ip reflects
+ * them. New reference. */
+json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
+                              const char *resource, const char *ns, const char *name, const json_t *obj);
 /* Set work's Applied condition (status "True"/"False" from applied, reason, message,
  * observedGeneration; lastTransitionTime kept unless the status flips) and its
  * manifestStatuses (statuses, stolen; NULL or empty removes them), and write the status

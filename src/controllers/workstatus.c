@@ -20,8 +20,8 @@
  * the mutex, so there is no lock order to get wrong).
  *
  * Status. fl_ws_manifest_status() builds the Work's status.manifestStatuses entry for one
- * member object: its identifier, its whole .status (the interpreter's reflect-status will
- * narrow this later) and its health by the native rules in fl_ws_health().
+ * member object: its identifier, and the status and health the resource interpreter
+ * reflects for its kind (interp/interp.h; the whole .status for kinds without a rule).
  * fl_ws_write_status() puts those entries and the Applied condition on the Work, with one
  * status write and only when something changed, so re-queuing a Work whose member is
  * quiet writes nothing. */
@@ -292,121 +292,8 @@ void fl_ws_watches_free(fl_ws_watches *w)
     free(w);
 }
 
-/* ---- health ---- */
-
-static int64_t int_at(const json_t *o, const char *a, const char *b, int64_t dflt)
-{
-    json_t *v = json_object_get(json_object_get(o, a), b);
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
-static bool condition_true(const json_t *obj, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *s = json_string_value(json_object_get(c, "status"));
-        if (t && s && !strcmp(t, type) && !strcmp(s, "True"))
-            return true;
-    }
-    return false;
-}
-
-/* The controller has seen the current spec. */
-static bool observed_current(const json_t *obj)
-{
-    return int_at(obj, "status", "observedGeneration", 0) >= int_at(obj, "metadata", "generation", 0);
-}
-
-/* Deployment, StatefulSet: every replica updated and available. */
-static bool rolled_out(const json_t *obj)
-{
-    int64_t want = int_at(obj, "spec", "replicas", 1);
-    int64_t updated = int_at(obj, "status", "updatedReplicas", 0);
-    return observed_current(obj) && updated == want && int_at(obj, "status", "availableReplicas", 0) == updated;
-}
-
-static bool replicaset_healthy(const json_t *obj)
-{
-    return observed_current(obj) && int_at(obj, "status", "availableReplicas", 0) >= int_at(obj, "spec", "replicas", 1);
-}
-
-static bool daemonset_healthy(const json_t *obj)
-{
-    int64_t updated = int_at(obj, "status", "updatedNumberScheduled", 0);
-    return observed_current(obj) && updated >= int_at(obj, "status", "desiredNumberScheduled", 0) &&
-           int_at(obj, "status", "numberAvailable", 0) >= updated;
-}
-
-static bool job_healthy(const json_t *obj)
-{
-    return condition_true(obj, "Complete");
-}
-
-static bool pod_healthy(const json_t *obj)
-{
-    const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
-    return phase && (!strcmp(phase, "Running") || !strcmp(phase, "Succeeded"));
-}
-
-static bool pvc_healthy(const json_t *obj)
-{
-    const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
-    return phase && !strcmp(phase, "Bound");
-}
-
-/* A LoadBalancer Service is healthy once it has an address; other Services at once. */
-static bool service_healthy(const json_t *obj)
-{
-    const char *type = json_string_value(json_object_get(json_object_get(obj, "spec"), "type"));
-    if (!type || strcmp(type, "LoadBalancer"))
-        return true;
-    size_t i;
-    json_t *ing;
-    json_t *lb = json_object_get(json_object_get(obj, "status"), "loadBalancer");
-    json_array_foreach(json_object_get(lb, "ingress"), i, ing) {
-        const char *ip = json_string_value(json_object_get(ing, "ip"));
-        const char *host = json_string_value(json_object_get(ing, "hostname"));
-        if ((ip && *ip) || (host && *host))
-            return true;
-    }
-    return false;
-}
-
-static const struct health_rule {
-    const char *group, *kind;
-    bool (*healthy)(const json_t *obj);
-} health_rules[] = {
-    {"apps", "Deployment", rolled_out},
-    {"apps", "StatefulSet", rolled_out},
-    {"apps", "ReplicaSet", replicaset_healthy},
-    {"apps", "DaemonSet", daemonset_healthy},
-    {"batch", "Job", job_healthy},
-    {"", "Pod", pod_healthy},
-    {"", "PersistentVolumeClaim", pvc_healthy},
-    {"", "Service", service_healthy},
-    {NULL, NULL, NULL},
-};
-
-const char *fl_ws_health(const char *group, const char *kind, const json_t *obj)
-{
-    if (!json_is_object(obj))
-        return "Unknown";
-    for (const struct health_rule *r = health_rules; r->kind; r++)
-        if (!strcmp(r->group, group ? group : "") && kind && !strcmp(r->kind, kind)) {
-            if (!strcmp(kind, "Pod")) {
-                const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
-                if (phase && !strcmp(phase, "Unknown"))
-                    return "Unknown"; /* the member lost contact with the node */
-            }
-            return r->healthy(obj) ? "Healthy" : "Unhealthy";
-        }
-    return "Healthy"; /* no rule: present is healthy, as Karmada's default */
-}
-
-json_t *fl_ws_manifest_status(int ordinal, const char *api_version, const char *kind, const char *resource,
-                              const char *ns, const char *name, const json_t *obj)
+json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
+                              const char *resource, const char *ns, const char *name, const json_t *obj)
 {
     const char *slash = strchr(api_version, '/');
     char *group = slash ? fl_strndup(api_version, (size_t)(slash - api_version)) : fl_strdup("");
@@ -417,10 +304,28 @@ json_t *fl_ws_manifest_status(int ordinal, const char *api_version, const char *
     if (ns && *ns)
         json_object_set_new(id, "namespace", json_string(ns));
     json_t *ms = json_pack("{s:o}", "identifier", id);
-    json_t *st = json_object_get(obj, "status");
+    /* the interpreter says what of the member's status the binding sees, and its health */
+    json_t *st = NULL;
+    char *err = NULL;
+    if (json_is_object(obj) && fl_interp_reflect_status(ip, obj, &st, &err) == FL_EUNSUPPORTED) {
+        json_t *whole = json_object_get(obj, "status");
+        st = json_is_object(whole) && json_object_size(whole) ? json_deep_copy(whole) : NULL;
+    }
+    free(err);
+    err = NULL;
     if (json_is_object(st) && json_object_size(st))
-        json_object_set_new(ms, "status", json_deep_copy(st));
-    json_object_set_new(ms, "health", json_string(fl_ws_health(group, kind, obj)));
+        json_object_set_new(ms, "status", st);
+    else
+        json_decref(st);
+    enum fl_health h = FL_HEALTH_UNKNOWN;
+    int hrc = json_is_object(obj) ? fl_interp_health(ip, obj, &h, &err) : FL_EINVAL;
+    free(err);
+    /* no health rule for the kind: present is healthy, as Karmada's default */
+    const char *health = hrc == FL_EUNSUPPORTED     ? "Healthy"
+                         : h == FL_HEALTH_HEALTHY   ? "Healthy"
+                         : h == FL_HEALTH_UNHEALTHY ? "Unhealthy"
+                                                    : "Unknown";
+    json_object_set_new(ms, "health", json_string(health));
     free(group);
     return ms;
 }
