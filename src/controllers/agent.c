@@ -167,6 +167,7 @@ static void engine_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
     fl_agent *a = ctx;
     if (strcmp(cluster, a->name))
         return; /* not ours (the informer only sees our namespace anyway) */
+    out->present = true; /* our own cluster: a Push controller, if any, cleans its own */
     pthread_mutex_lock(&a->mu);
     cluster_mode(a->cluster, &out->deliver, &out->deleting);
     pthread_mutex_unlock(&a->mu);

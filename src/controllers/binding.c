@@ -432,9 +432,12 @@ static int build_work(render *r, int i, json_t **out, char **err)
         json_object_set_new(wspec, "suspendDispatching", json_true());
     if (json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")))
         json_object_set_new(wspec, "preserveResourcesOnDeletion", json_true());
-    *out = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:o}, s:o}", "apiVersion", WORKS.api_version, "kind", "Work",
-                     "metadata", "name", r->wname, "namespace", wns, "labels", id_label,
-                     r->binding_id ? r->binding_id : "", "annotations", wanns, "spec", wspec);
+    /* created with the execution finalizer, as Karmada does: the executor starts applying at
+     * once instead of first writing the finalizer itself */
+    *out = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:o, s:[s]}, s:o}", "apiVersion", WORKS.api_version, "kind",
+                     "Work", "metadata", "name", r->wname, "namespace", wns, "labels", id_label,
+                     r->binding_id ? r->binding_id : "", "annotations", wanns, "finalizers", EXEC_FINALIZER, "spec",
+                     wspec);
     free(wns);
     return 0;
 }

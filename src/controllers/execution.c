@@ -574,8 +574,10 @@ static int reconcile(exec *x, const char *key)
     bool deleting = meta(work, "deletionTimestamp") != NULL;
     bool ours = has_finalizer(work);
     if (!cl.deliver) {
-        /* not ours to deliver: absent cluster (it may join later), or the other mode's */
-        if (deleting && ours)
+        /* not ours to deliver: the other mode's (its engine cleans up and takes the
+         * finalizer off), or an absent cluster (it may join later; a deleted Work of a
+         * cluster nobody delivers to must not hang on the finalizer) */
+        if (deleting && ours && !cl.present)
             rc = set_finalizer(x, work, false, NULL);
         goto out;
     }
@@ -792,6 +794,7 @@ static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
     json_t *cl = NULL;
     fl_informer_get(p->clusters, NULL, cluster, &cl);
     const char *mode = jstr(jobj(cl, "spec"), "syncMode");
+    out->present = cl != NULL;
     out->deliver = cl && !(mode && !strcmp(mode, "Pull"));
     out->deleting = cl && meta(cl, "deletionTimestamp");
     json_decref(cl);

@@ -36,8 +36,10 @@ typedef struct fl_exec fl_exec;
 
 /* What the engine needs to know about a Work's cluster. */
 typedef struct fl_exec_cluster {
-    bool deliver;   /* this engine delivers the cluster's Works (else: left alone; on deletion
-                     * only our finalizer is taken off) */
+    bool deliver;   /* this engine delivers the cluster's Works (else: left alone) */
+    bool present;   /* the Cluster exists: when it does not, nobody will deliver, so a deleted
+                     * Work only loses the execution finalizer (which another engine, the
+                     * cluster's agent or push controller, otherwise removes itself) */
     bool deleting;  /* the Cluster is being deleted: a member that cannot be reached no longer
                      * holds a deleted Work */
 } fl_exec_cluster;
