@@ -96,23 +96,11 @@ static json_t *ensure_obj(json_t *o, const char *k)
     return v;
 }
 
-/* The binding a Work belongs to, as a queue key (heap), or NULL. */
-static char *work_binding_key(const json_t *work)
-{
-    const json_t *anns = json_object_get(json_object_get(work, "metadata"), "annotations");
-    const char *ns = jstr(anns, RB_NS_ANNOTATION), *name = jstr(anns, RB_NAME_ANNOTATION);
-    if (ns && name)
-        return fl_asprintf("R|%s/%s", ns, name);
-    if ((name = jstr(anns, CRB_NAME_ANNOTATION)))
-        return fl_asprintf("C|%s", name);
-    return NULL;
-}
-
 /* ---- the Work index ---- */
 
 static void index_put(bindctl *b, const json_t *work, bool present)
 {
-    char *bk = work_binding_key(work), *wk = fl_informer_key(work);
+    char *bk = fl_names_work_binding_key(work), *wk = fl_informer_key(work);
     if (bk && wk) {
         pthread_mutex_lock(&b->mu);
         json_t *set = json_object_get(b->index, bk);
@@ -149,14 +137,10 @@ static json_t *index_get(bindctl *b, const char *bk)
 
 static void binding_key_event(bindctl *b, const json_t *obj)
 {
-    char *k = fl_informer_key(obj);
-    if (!k)
-        return;
-    const char *kind = jstr(obj, "kind");
-    char *key = fl_asprintf("%c|%s", kind && !strcmp(kind, "ClusterResourceBinding") ? 'C' : 'R', k);
-    fl_workqueue_add(b->q, key);
+    char *key = fl_names_binding_key(obj);
+    if (key)
+        fl_workqueue_add(b->q, key);
     free(key);
-    free(k);
 }
 
 static void binding_added(void *ctx, json_t *obj)
@@ -178,7 +162,7 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 
 static void work_event(bindctl *b, const json_t *work)
 {
-    char *bk = work_binding_key(work);
+    char *bk = fl_names_work_binding_key(work);
     if (bk)
         fl_workqueue_add(b->q, bk);
     free(bk);
@@ -213,11 +197,9 @@ static void tmpl_event(void *ctx, const fl_template_kind *k, json_t *obj)
     const char *name = meta(obj, "name");
     if (!name)
         return;
-    char *bname = fl_names_binding(k->kind, name);
-    char *key = k->namespaced ? fl_asprintf("R|%s/%s", meta(obj, "namespace"), bname) : fl_asprintf("C|%s", bname);
+    char *key = fl_names_template_binding_key(k->kind, k->namespaced, meta(obj, "namespace"), name);
     fl_workqueue_add(b->q, key);
     free(key);
-    free(bname);
 }
 
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)

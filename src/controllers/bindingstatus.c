@@ -34,9 +34,6 @@
 #define LOG "binding-status"
 #define STATUS_WORKERS 4
 
-#define RB_NS_ANNOTATION "resourcebinding.karmada.io/namespace"
-#define RB_NAME_ANNOTATION "resourcebinding.karmada.io/name"
-#define CRB_NAME_ANNOTATION "clusterresourcebinding.karmada.io/name"
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
@@ -62,14 +59,10 @@ static const char *meta(const json_t *o, const char *k)
 
 static void enqueue_binding(statusctl *s, const json_t *b)
 {
-    char *k = fl_informer_key(b);
-    if (!k)
-        return;
-    const char *kind = jstr(b, "kind");
-    char *key = fl_asprintf("%c|%s", kind && !strcmp(kind, "ClusterResourceBinding") ? 'C' : 'R', k);
-    fl_workqueue_add(s->q, key);
+    char *key = fl_names_binding_key(b);
+    if (key)
+        fl_workqueue_add(s->q, key);
     free(key);
-    free(k);
 }
 
 static void binding_added(void *ctx, json_t *obj)
@@ -85,11 +78,7 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 
 static void work_event(statusctl *s, const json_t *work)
 {
-    const json_t *anns = json_object_get(json_object_get(work, "metadata"), "annotations");
-    const char *ns = jstr(anns, RB_NS_ANNOTATION), *name = jstr(anns, RB_NAME_ANNOTATION);
-    char *key = ns && name ? fl_asprintf("R|%s/%s", ns, name)
-                           : jstr(anns, CRB_NAME_ANNOTATION) ? fl_asprintf("C|%s", jstr(anns, CRB_NAME_ANNOTATION))
-                                                             : NULL;
+    char *key = fl_names_work_binding_key(work);
     if (key)
         fl_workqueue_add(s->q, key);
     free(key);
@@ -112,11 +101,10 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     json_t *ng = json_object_get(json_object_get(new_obj, "metadata"), "generation");
     if (json_equal(og, ng))
         return;
-    char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
-    char *key = k->namespaced ? fl_asprintf("R|%s/%s", meta(new_obj, "namespace"), bname) : fl_asprintf("C|%s", bname);
+    char *key =
+        fl_names_template_binding_key(k->kind, k->namespaced, meta(new_obj, "namespace"), meta(new_obj, "name"));
     fl_workqueue_add(((statusctl *)ctx)->q, key);
     free(key);
-    free(bname);
 }
 
 /* ---- aggregation ---- */

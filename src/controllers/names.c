@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/mem.h"
 
@@ -45,4 +46,40 @@ char *fl_names_work(const char *kind, const char *ns, const char *name)
 char *fl_names_execution_space(const char *cluster)
 {
     return fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, cluster);
+}
+
+static const char *str_at(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+char *fl_names_binding_key(const json_t *binding)
+{
+    const json_t *md = json_object_get(binding, "metadata");
+    const char *name = str_at(md, "name"), *ns = str_at(md, "namespace"), *kind = str_at(binding, "kind");
+    if (!name)
+        return NULL;
+    if (kind && !strcmp(kind, "ClusterResourceBinding"))
+        return fl_asprintf("C|%s", name);
+    return fl_asprintf("R|%s/%s", ns ? ns : "", name);
+}
+
+char *fl_names_template_binding_key(const char *kind, bool namespaced, const char *ns, const char *name)
+{
+    char *b = fl_names_binding(kind, name);
+    char *key = namespaced ? fl_asprintf("R|%s/%s", ns ? ns : "", b) : fl_asprintf("C|%s", b);
+    free(b);
+    return key;
+}
+
+char *fl_names_work_binding_key(const json_t *work)
+{
+    const json_t *anns = json_object_get(json_object_get(work, "metadata"), "annotations");
+    const char *ns = str_at(anns, "resourcebinding.karmada.io/namespace");
+    const char *name = str_at(anns, "resourcebinding.karmada.io/name");
+    if (ns && name)
+        return fl_asprintf("R|%s/%s", ns, name);
+    if ((name = str_at(anns, "clusterresourcebinding.karmada.io/name")))
+        return fl_asprintf("C|%s", name);
+    return NULL;
 }

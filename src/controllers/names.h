@@ -6,6 +6,9 @@
 #ifndef FL_NAMES_H
 #define FL_NAMES_H
 
+#include <jansson.h>
+#include <stdbool.h>
+
 #define FL_EXECUTION_SPACE_PREFIX "karmada-es-"
 
 /* "<name>-<kind>" lowercased, ':' (RBAC names) as '.': the ResourceBinding or
@@ -19,5 +22,14 @@ char *fl_names_work(const char *kind, const char *ns, const char *name);
 
 /* "karmada-es-<cluster>". */
 char *fl_names_execution_space(const char *cluster);
+
+/* Queue keys of the controllers that reconcile bindings (scheduler, binding, binding-status):
+ * "R|ns/name" for a ResourceBinding, "C|name" for a ClusterResourceBinding. */
+/* ... of a binding object; NULL without a name. */
+char *fl_names_binding_key(const json_t *binding);
+/* ... of the binding of a template of kind (namespaced or not) named ns/name. */
+char *fl_names_template_binding_key(const char *kind, bool namespaced, const char *ns, const char *name);
+/* ... of the binding a Work belongs to, from the Work's annotations; NULL when it names none. */
+char *fl_names_work_binding_key(const json_t *work);
 
 #endif

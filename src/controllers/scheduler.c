@@ -30,6 +30,7 @@
 
 #include "controllers/controller.h"
 #include "controllers/events.h"
+#include "controllers/names.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -95,14 +96,10 @@ static void snapshot_stale(schedctl *s)
 
 static void enqueue_binding(schedctl *s, const json_t *b)
 {
-    char *k = fl_informer_key(b);
-    if (!k)
-        return;
-    const char *kind = jstr(b, "kind");
-    char *key = fl_asprintf("%c|%s", kind && !strcmp(kind, "ClusterResourceBinding") ? 'C' : 'R', k);
-    fl_workqueue_add(s->q, key);
+    char *key = fl_names_binding_key(b);
+    if (key)
+        fl_workqueue_add(s->q, key);
     free(key);
-    free(k);
 }
 
 static void binding_added(void *ctx, json_t *obj)
