@@ -9,10 +9,12 @@
  * no policy names are never watched, so they cost nothing).
  *
  * Queue keys:
- *   "T|apiVersion|kind|ns|name"  a template changed (or a policy may concern it);
- *   "L|apiVersion|kind|ns|name"  the same, caused by a policy change: a template claimed by a
- *                                policy with activationPreference Lazy keeps its binding as
- *                                it is until the template itself changes;
+ *   "T|apiVersion|kind|ns|name"  a template to decide on. Whether it was queued because the
+ *                                template itself changed (or its binding was taken away) or
+ *                                only because a policy changed is remembered beside the queue:
+ *                                a policy with activationPreference Lazy claims templates but
+ *                                builds or changes their bindings only on the template's own
+ *                                changes;
  *   "P|ns/name", "C|name"        a PropagationPolicy / ClusterPropagationPolicy changed:
  *                                watch the kinds it names and queue the templates it selects
  *                                or has claimed.
@@ -29,6 +31,7 @@
  *      interpreter reads from the template.
  * Every write compares with the cached object first, so a reconcile that changes nothing
  * writes nothing. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +67,11 @@ typedef struct detector {
     fl_informer *pps, *cpps, *rbs, *crbs;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
+    /* Template keys queued because the template itself changed (or its binding was taken
+     * away), as opposed to only a policy: a Lazy policy acts on the former only. One key
+     * per template in the queue, so one template is never reconciled twice at once. */
+    pthread_mutex_t mu;
+    json_t *user_changed;
 } detector;
 
 /* ---- small helpers ---- */
@@ -115,9 +123,31 @@ static bool reserved_group(const char *api_version)
     return n >= 11 && !strncmp(slash - 11, ".karmada.io", 11);
 }
 
-static char *template_key(char tag, const char *api_version, const char *kind, const char *ns, const char *name)
+static char *template_key(const char *api_version, const char *kind, const char *ns, const char *name)
 {
-    return fl_asprintf("%c|%s|%s|%s|%s", tag, api_version, kind, ns ? ns : "", name);
+    return fl_asprintf("T|%s|%s|%s|%s", api_version, kind, ns ? ns : "", name);
+}
+
+/* Queue a template; user: because it (or its binding) changed, not only a policy. */
+static void queue_template(detector *d, char *key, bool user)
+{
+    if (user) {
+        pthread_mutex_lock(&d->mu);
+        json_object_set_new(d->user_changed, key, json_true());
+        pthread_mutex_unlock(&d->mu);
+    }
+    fl_workqueue_add(d->q, key);
+}
+
+/* Whether key was queued for a change of its own (and forget it). */
+static bool take_user_changed(detector *d, const char *key)
+{
+    pthread_mutex_lock(&d->mu);
+    bool user = json_object_get(d->user_changed, key) != NULL;
+    if (user)
+        json_object_del(d->user_changed, key);
+    pthread_mutex_unlock(&d->mu);
+    return user;
 }
 
 /* Split "X|a|b|c|d" into its four fields (in place in a copy the caller frees). */
@@ -143,19 +173,51 @@ static bool split_template_key(char *s, char **av, char **kind, char **ns, char 
 
 /* ---- handlers ---- */
 
-static void enqueue_template(detector *d, char tag, const fl_template_kind *k, const json_t *obj)
+static void enqueue_template(detector *d, bool user, const fl_template_kind *k, const json_t *obj)
 {
     const char *ns = meta(obj, "namespace"), *name = meta(obj, "name");
     if (!name || reserved_namespace(ns))
         return;
-    char *key = template_key(tag, k->api_version, k->kind, ns, name);
-    fl_workqueue_add(d->q, key);
+    char *key = template_key(k->api_version, k->kind, ns, name);
+    queue_template(d, key, user);
     free(key);
 }
 
+/* A new template is a change of its own; one that was there before its kind was watched
+ * (the first list, when a policy first names the kind, or after a restart) is not. */
 static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
 {
-    enqueue_template(ctx, 'T', k, obj);
+    detector *d = ctx;
+    enqueue_template(d, fl_templates_listed(d->env.templates, k), k, obj);
+}
+
+/* Did only the claim (our own labels and annotations) change between old and new? Then the
+ * update is our claim coming back, not a change of the user's. */
+static bool only_claim_changed(const json_t *old_obj, const json_t *new_obj)
+{
+    static const char *const labels[] = {PP_ID_LABEL, CPP_ID_LABEL};
+    static const char *const anns[] = {PP_NS_ANNOTATION, PP_NAME_ANNOTATION, CPP_NAME_ANNOTATION};
+    json_t *a = json_deep_copy(old_obj), *b = json_deep_copy(new_obj);
+    json_t *objs[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        json_t *md = json_object_get(objs[i], "metadata");
+        for (size_t j = 0; j < 2; j++)
+            json_object_del(json_object_get(md, "labels"), labels[j]);
+        for (size_t j = 0; j < 3; j++)
+            json_object_del(json_object_get(md, "annotations"), anns[j]);
+        /* a map that held only the claim is the same as no map */
+        if (!json_object_size(json_object_get(md, "labels")))
+            json_object_del(md, "labels");
+        if (!json_object_size(json_object_get(md, "annotations")))
+            json_object_del(md, "annotations");
+        json_object_del(md, "resourceVersion");
+        json_object_del(md, "managedFields");
+        json_object_del(objs[i], "status");
+    }
+    bool only = json_equal(a, b);
+    json_decref(a);
+    json_decref(b);
+    return only;
 }
 
 /* Status-only changes (our own aggregation writes most of them) cannot change the match
@@ -170,12 +232,12 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     /* kinds without generation (ConfigMap, Secret) change their data without it moving */
     if (same && json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
-    enqueue_template(ctx, 'T', k, new_obj);
+    enqueue_template(ctx, !only_claim_changed(old_obj, new_obj), k, new_obj);
 }
 
 static void tmpl_deleted(void *ctx, const fl_template_kind *k, json_t *obj)
 {
-    enqueue_template(ctx, 'T', k, obj);
+    enqueue_template(ctx, true, k, obj);
 }
 
 static void policy_event(detector *d, const json_t *obj)
@@ -184,7 +246,7 @@ static void policy_event(detector *d, const json_t *obj)
     if (!k)
         return;
     char *key = fl_asprintf("%c|%s", is_cpp(obj) ? 'C' : 'P', k);
-    fl_workqueue_add(d->q, key);
+    fl_workqueue_add(d->q, key); /* policy keys never meet template keys ("T|") */
     free(key);
     free(k);
 }
@@ -207,16 +269,16 @@ static void policy_deleted(void *ctx, json_t *obj)
 
 /* A binding deleted or changed by someone else: its template decides again (a binding deleted
  * while its template lives is re-created, as Karmada does). */
-static void binding_event(detector *d, const json_t *b)
+static void binding_event(detector *d, const json_t *b, bool user)
 {
     const json_t *r = json_object_get(json_object_get(b, "spec"), "resource");
     const char *av = jstr(r, "apiVersion"), *kind = jstr(r, "kind"), *name = jstr(r, "name");
-    if (!av || !kind || !name || json_object_get(json_object_get(b, "spec"), "requiredBy"))
+    if (!av || !kind || !name)
         return;
     if (!label(b, PP_ID_LABEL) && !label(b, CPP_ID_LABEL))
         return; /* not a binding the detector made (an attached dependency binding) */
-    char *key = template_key('T', av, kind, jstr(r, "namespace"), name);
-    fl_workqueue_add(d->q, key);
+    char *key = template_key(av, kind, jstr(r, "namespace"), name);
+    queue_template(d, key, user);
     free(key);
 }
 
@@ -231,12 +293,12 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     json_decref(os);
     json_decref(ns);
     if (!same)
-        binding_event(ctx, new_obj);
+        binding_event(ctx, new_obj, true);
 }
 
 static void binding_deleted(void *ctx, json_t *obj)
 {
-    binding_event(ctx, obj);
+    binding_event(ctx, obj, true);
 }
 
 /* ---- policy reconcile ---- */
@@ -276,7 +338,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
                 fl_policy_match_level lvl = FL_POLICY_MATCH_NONE;
                 char *err = NULL;
                 if (fl_policy_selector_level(sel, obj, pns, &lvl, &err) == 0 && lvl != FL_POLICY_MATCH_NONE)
-                    enqueue_template(d, 'L', k, obj);
+                    enqueue_template(d, false, k, obj);
                 free(err);
             }
             json_decref(all);
@@ -299,7 +361,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
                 if (!ns || (size_t)(slash - key) != strlen(ns) || strncmp(ns, key, strlen(ns)))
                     continue;
             }
-            binding_event(d, bind);
+            binding_event(d, bind, false);
         }
         json_decref(all);
     }
@@ -328,6 +390,32 @@ static json_t *claiming_policy(detector *d, const json_t *tmpl)
         p = NULL;
     }
     return p;
+}
+
+/* The best policy among those that may preempt claimer for tmpl (borrowed from policies), or
+ * NULL: none asks for it or none may. */
+static const json_t *preemptor(const json_t *tmpl, const json_t *policies, const json_t *claimer)
+{
+    json_t *able = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(policies, i, p) {
+        if (policy_id(p) && policy_id(claimer) && !strcmp(policy_id(p), policy_id(claimer)))
+            continue;
+        bool may = false;
+        char *err = NULL;
+        if (fl_policy_may_preempt(p, claimer, tmpl, &may, &err) == 0 && may)
+            json_array_append(able, p);
+        free(err);
+    }
+    const json_t *best = NULL;
+    char *err = NULL;
+    if (json_array_size(able) && fl_policy_select(tmpl, able, &best, NULL, &err) != 0)
+        best = NULL;
+    free(err);
+    /* best points into able, whose elements are policies' (shared, not copied) */
+    json_decref(able);
+    return best;
 }
 
 /* The claim labels and annotations as a merge patch for metadata: those of policy (NULL: none). */
@@ -470,7 +558,7 @@ static int delete_binding(detector *d, const fl_gvr *gvr, const char *ns, const 
 static int reconcile_template(detector *d, const char *key)
 {
     char *copy = fl_strdup(key), *av, *kind, *ns, *name;
-    bool lazy_cause = key[0] == 'L';
+    bool lazy_cause = !take_user_changed(d, key);
     int rc = 0;
     json_t *tmpl = NULL, *chosen = NULL, *existing = NULL, *policies = NULL, *binding = NULL;
     char *bname = NULL, *err = NULL;
@@ -521,21 +609,22 @@ static int reconcile_template(detector *d, const char *key)
         char *e2 = NULL;
         fl_policy_match_level_of(claimer, tmpl, &lvl, &e2);
         free(e2);
-        bool may = false;
+        const json_t *pre = NULL;
         if (lvl == FL_POLICY_MATCH_NONE) {
             chosen = best ? json_incref((json_t *)best) : NULL;
             json_decref(claimer);
-        } else if (best && best != claimer && strcmp(policy_id(best) ? policy_id(best) : "", policy_id(claimer)) &&
-                   fl_policy_may_preempt(best, claimer, tmpl, &may, &e2) == 0 && may) {
-            fl_event(d->env.recorder, tmpl, "Normal", "PreemptPolicySucceed",
-                     "%s %s%s%s preempted %s %s%s%s", jstr(best, "kind"), meta(best, "namespace") ? meta(best, "namespace") : "",
-                     meta(best, "namespace") ? "/" : "", meta(best, "name"), jstr(claimer, "kind"),
-                     meta(claimer, "namespace") ? meta(claimer, "namespace") : "", meta(claimer, "namespace") ? "/" : "",
-                     meta(claimer, "name"));
-            chosen = json_incref((json_t *)best);
+        } else if ((pre = preemptor(tmpl, policies, claimer))) {
+            /* preemption acts for the policies that ask for it: the best of those that may
+             * take the template from its claimer, even when a better policy exists that
+             * does not preempt */
+            fl_event(d->env.recorder, tmpl, "Normal", "PreemptPolicySucceed", "%s %s%s%s preempted %s %s%s%s",
+                     jstr(pre, "kind"), meta(pre, "namespace") ? meta(pre, "namespace") : "",
+                     meta(pre, "namespace") ? "/" : "", meta(pre, "name"), jstr(claimer, "kind"),
+                     meta(claimer, "namespace") ? meta(claimer, "namespace") : "",
+                     meta(claimer, "namespace") ? "/" : "", meta(claimer, "name"));
+            chosen = json_incref((json_t *)pre);
             json_decref(claimer);
         } else {
-            free(e2);
             chosen = claimer;
         }
     } else if (best) {
@@ -564,11 +653,11 @@ static int reconcile_template(detector *d, const char *key)
         goto out;
     }
 
-    /* Lazy: a policy change alone does not touch a template this policy already claims */
+    /* Lazy: on a policy change alone, claim the template but build or change nothing else;
+     * its next own change applies the policy */
     const char *act = jstr(json_object_get(chosen, "spec"), "activationPreference");
+    bool lazy = lazy_cause && act && !strcmp(act, "Lazy");
     json_t *patch = claim_patch(tmpl, chosen);
-    if (lazy_cause && act && !strcmp(act, "Lazy") && !patch && existing)
-        goto out;
 
     /* 4. claim the template */
     if (patch) {
@@ -585,6 +674,8 @@ static int reconcile_template(detector *d, const char *key)
         json_decref(tmpl);
         tmpl = claimed;
     }
+    if (lazy)
+        goto out;
 
     /* ... and its binding */
     bool create = !existing || (existing && !binding_is_for(existing, av, kind, name));
@@ -712,6 +803,8 @@ static int detector_start(const fl_ctrl_env *env, void **state)
     detector *d = fl_calloc(1, sizeof *d);
     d->env = *env;
     d->q = fl_workqueue_new(NULL);
+    pthread_mutex_init(&d->mu, NULL);
+    d->user_changed = json_object();
     d->pps = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "propagationpolicies");
     d->cpps = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusterpropagationpolicies");
     d->rbs = fl_ctrl_informer(env, RB_API, "resourcebindings");
@@ -735,6 +828,8 @@ static void detector_stop(void *state)
     detector *d = state;
     fl_ctrl_workers_join(d->workers);
     fl_workqueue_free(d->q);
+    json_decref(d->user_changed);
+    pthread_mutex_destroy(&d->mu);
     free(d);
 }
 

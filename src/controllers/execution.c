@@ -524,11 +524,28 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work)
         if (r == 0 && owner_of(obj, work) == OWNER_US) {
             char *what = describe(&t);
             if (json_is_true(preserve)) {
-                char *patch = fl_asprintf("{\"metadata\":{\"labels\":{\"%s\":null},"
-                                          "\"annotations\":{\"%s\":null,\"%s\":null}}}",
-                                          FL_MANAGED_LABEL, FL_WORK_NAME_ANNOTATION, FL_WORK_NAMESPACE_ANNOTATION);
-                r = fl_client_patch(mc, &t.gvr, t.ns, t.name, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL, &ce);
-                free(patch);
+                /* the object becomes the member's own: none of the control plane's marks
+                 * stay (Karmada's claim cleanup; the conflict-resolution annotation stays) */
+                static const char patch[] =
+                    "{\"metadata\":{\"labels\":{\"" FL_MANAGED_LABEL "\":null,"
+                    "\"resourcebinding.karmada.io/permanent-id\":null,"
+                    "\"clusterresourcebinding.karmada.io/permanent-id\":null,"
+                    "\"work.karmada.io/permanent-id\":null,"
+                    "\"propagationpolicy.karmada.io/permanent-id\":null,"
+                    "\"clusterpropagationpolicy.karmada.io/permanent-id\":null},"
+                    "\"annotations\":{\"" FL_WORK_NAME_ANNOTATION "\":null,\"" FL_WORK_NAMESPACE_ANNOTATION "\":null,"
+                    "\"resourcetemplate.karmada.io/managed-annotations\":null,"
+                    "\"resourcetemplate.karmada.io/managed-labels\":null,"
+                    "\"resourcetemplate.karmada.io/uid\":null,"
+                    "\"resourcetemplate.karmada.io/generation\":null,"
+                    "\"resourcebinding.karmada.io/namespace\":null,"
+                    "\"resourcebinding.karmada.io/name\":null,"
+                    "\"clusterresourcebinding.karmada.io/name\":null,"
+                    "\"propagationpolicy.karmada.io/namespace\":null,"
+                    "\"propagationpolicy.karmada.io/name\":null,"
+                    "\"clusterpropagationpolicy.karmada.io/name\":null}}}";
+                r = fl_client_patch(mc, &t.gvr, t.ns, t.name, FL_PATCH_MERGE, patch, sizeof patch - 1, NULL, NULL,
+                                    &ce);
                 if (r == 0)
                     fl_log(FL_LOG_INFO, "execution",
                            "released %s in cluster %s (Work %s/%s deleted, resources preserved)",

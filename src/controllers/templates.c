@@ -213,3 +213,13 @@ json_t *fl_templates_list(fl_templates *t, const char *api_version, const char *
     kind_entry *e = find(t, api_version, kind);
     return e ? fl_informer_list(e->inf, e->k.namespaced ? ns : NULL) : json_array();
 }
+
+bool fl_templates_listed(fl_templates *t, const fl_template_kind *k)
+{
+    pthread_mutex_lock(&t->mu);
+    kind_entry *e = t->kinds;
+    while (e && &e->k != k)
+        e = e->next;
+    pthread_mutex_unlock(&t->mu);
+    return e && fl_informer_has_synced(e->inf);
+}

@@ -61,6 +61,10 @@ void fl_templates_subscribe(fl_templates *t, const fl_template_handlers *h);
 int fl_templates_watch(fl_templates *t, const char *api_version, const char *kind, int wait_ms,
                        const fl_template_kind **k);
 
+/* Whether kind k (as handed to handlers) has finished its first list. Handlers use it to tell
+ * the adds of a first list (objects that were there before anyone watched) from new objects. */
+bool fl_templates_listed(fl_templates *t, const fl_template_kind *k);
+
 /* The cached template, a new reference (read-only). FL_ENOTFOUND when the kind is not
  * watched or the object is absent; *synced (may be NULL) says whether the kind's cache has
  * listed, i.e. whether "absent" can be trusted. */
