@@ -671,8 +671,11 @@ static int reconcile(void *ctx, const char *key)
         }
         if (!keep) {
             int d = delete_work(b, s);
-            if (d == 0)
+            if (d == 0) {
                 fl_log(FL_LOG_INFO, LOG, "removed Work %s: its cluster is no longer a target", s);
+                fl_event(b->env.recorder, binding, "Normal", "WorkRemoved",
+                         "Removed Work %s: its cluster is no longer a target", s);
+            }
             else if (!rc)
                 rc = d;
         }

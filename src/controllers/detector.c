@@ -642,6 +642,8 @@ static int reconcile_template(detector *d, const char *key)
                 goto out;
             fl_log(FL_LOG_INFO, LOG, "%s %s%s%s: no policy selects it any more; released", kind, ns, *ns ? "/" : "",
                    name);
+            fl_event(d->env.recorder, tmpl, "Normal", "PolicyReleased",
+                     "No propagation policy selects it any more: released (what was delivered stays)");
         }
         if (existing) {
             patch = claim_patch(existing, NULL);
