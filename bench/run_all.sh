@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every Flotilla benchmark at its documented size, one after another, output kept in a file.
 # About 6 minutes on the 2-core machine (the budget is 10). Each benchmark starts and stops
-# its own server on a loopback port, so nothing else needs to be running.
+# its own server on a loopback port (sched runs the scheduler core in process), so nothing
+# else needs to be running.
 #   bench/run_all.sh                  # builds into ./build, writes build/bench-results-*.txt
 #   BUILD=/tmp/b bench/run_all.sh     # another build directory
 # Exit status: 0 if every benchmark ran cleanly (targets met or not), 1 if any reported a
@@ -10,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
-ninja -C "$BUILD" flotilla api_throughput watch_fanout memory members_scale || exit 1
+ninja -C "$BUILD" flotilla api_throughput watch_fanout memory members_scale sched || exit 1
 OUT=${OUT:-$BUILD/bench-results-$(date +%Y%m%d-%H%M%S).txt}
 B=$BUILD/bench
 failed=0
@@ -38,6 +39,7 @@ exec > >(tee "$OUT") 2>&1
     run "$B/memory" --objects 100000 --watchers 100
     run "$B/members_scale" --clusters 1000 --work 100,1000
     run "$B/members_scale" --clusters 100 --work 100,100 --pull
+    run "$B/sched" --decisions 20000
     echo
     echo "# done: $([ $failed -eq 0 ] && echo 'every benchmark ran cleanly' || echo 'SOME BENCHMARK REPORTED A PROBLEM')"
 }

@@ -215,10 +215,12 @@ static int64_t meta_rev(const json_t *obj)
 
 /* Custom resources: drop the fields their structural schema does not declare, answer per
  * ?fieldValidation= (Strict: 400 naming them; Warn, the default: Warning headers), then fill
- * schema defaults. Returns -1 after responding. No-op for built-in kinds. */
+ * schema defaults. Returns -1 after responding. Built-in kinds only get the defaults Karmada's
+ * own CRDs declare (fl_default_karmada). */
 static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj)
 {
     const fl_kind *k = t->kind;
+    fl_default_karmada(k, obj);
     if (!k->dynamic)
         return 0;
     json_t *unknown = json_array();

@@ -41,6 +41,14 @@ void fl_cause_add(json_t *causes, const char *reason, const char *field, const c
 
 
 
+/* Defaults that Karmada's CRD schemas and admission fill in for its policy kinds
+ * (PropagationPolicy / ClusterPropagationPolicy: priority 0, preemption Never,
+ * conflictResolution Abort, schedulerName default-scheduler, replicaSchedulingType Divided,
+ * failover purgeMode Gracefully and tolerationSeconds 300, and a PropagationPolicy's
+ * selectors' empty namespace = its own). Applied on every write, before validation, so
+ * `kubectl get pp` and the bindings show what takes effect. Other kinds: no-op. */
+void fl_default_karmada(const fl_kind *k, json_t *obj);
+
 /* Kind-specific validators wired into the kind table (fl_kind.validate). Each appends
  * causes with field paths from the object root ("spec.placement.clusterAffinity"). */
 void fl_validate_propagation_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);

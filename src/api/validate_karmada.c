@@ -802,3 +802,51 @@ void fl_validate_interpreter_customization(const fl_kind *k, const json_t *obj, 
             fl_v_invalid(causes, p, lua, "must be a string");
     }
 }
+
+/* ---- defaults ---- */
+
+static json_t *obj_field(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_object(v) ? v : NULL;
+}
+
+static void default_str(json_t *o, const char *key, const char *value)
+{
+    if (json_is_object(o) && !json_object_get(o, key))
+        json_object_set_new(o, key, json_string(value));
+}
+
+void fl_default_karmada(const fl_kind *k, json_t *obj)
+{
+    if (strcmp(k->group, "policy.karmada.io") ||
+        (strcmp(k->kind, "PropagationPolicy") && strcmp(k->kind, "ClusterPropagationPolicy")))
+        return;
+    json_t *spec = obj_field(obj, "spec");
+    if (!spec)
+        return; /* validation says what is missing */
+    if (!json_object_get(spec, "priority"))
+        json_object_set_new(spec, "priority", json_integer(0));
+    default_str(spec, "preemption", "Never");
+    default_str(spec, "conflictResolution", "Abort");
+    default_str(spec, "schedulerName", "default-scheduler");
+    default_str(obj_field(obj_field(spec, "placement"), "replicaScheduling"), "replicaSchedulingType", "Divided");
+    json_t *fo = obj_field(spec, "failover");
+    json_t *app = obj_field(fo, "application");
+    default_str(app, "purgeMode", "Gracefully");
+    json_t *dc = obj_field(app, "decisionConditions");
+    if (dc && !json_object_get(dc, "tolerationSeconds"))
+        json_object_set_new(dc, "tolerationSeconds", json_integer(300));
+    default_str(obj_field(fo, "cluster"), "purgeMode", "Gracefully");
+    /* a PropagationPolicy selects in its own namespace: say so in its selectors */
+    const char *ns = json_string_value(json_object_get(obj_field(obj, "metadata"), "namespace"));
+    if (!strcmp(k->kind, "PropagationPolicy") && ns && *ns) {
+        size_t i;
+        json_t *sel;
+        json_array_foreach(json_object_get(spec, "resourceSelectors"), i, sel) {
+            json_t *sns = json_object_get(sel, "namespace");
+            if (json_is_object(sel) && (!sns || (json_is_string(sns) && !*json_string_value(sns))))
+                json_object_set_new(sel, "namespace", json_string(ns));
+        }
+    }
+}

@@ -212,7 +212,25 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
                                                 json_object_get(json_object_get(new_obj, "metadata"), "generation"));
     json_decref(a);
     json_decref(c);
-    if (!same)
+    if (same)
+        return;
+    /* Edits reach members while a policy holds the template, or while workloads depend on it
+     * (an attached binding); a released template's binding keeps what it delivered, as
+     * Karmada's does, until the binding itself changes. */
+    const json_t *labels = json_object_get(json_object_get(new_obj, "metadata"), "labels");
+    bool claimed = jstr(labels, "propagationpolicy.karmada.io/permanent-id") ||
+                   jstr(labels, "clusterpropagationpolicy.karmada.io/permanent-id");
+    if (!claimed) {
+        bindctl *b = ctx;
+        char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
+        json_t *binding = NULL;
+        fl_informer_get(k->namespaced ? b->rbs : b->crbs, k->namespaced ? meta(new_obj, "namespace") : NULL, bname,
+                        &binding);
+        free(bname);
+        claimed = json_array_size(json_object_get(json_object_get(binding, "spec"), "requiredBy")) > 0;
+        json_decref(binding);
+    }
+    if (claimed)
         tmpl_event(ctx, k, new_obj);
 }
 
@@ -289,8 +307,7 @@ static char *managed_keys(const json_t *map, const char *const *extra, size_t ne
 
 typedef struct target {
     const char *cluster;
-    int64_t replicas;
-    bool has_replicas;
+    int64_t replicas; /* 0 when the binding leaves it out (Karmada omits zero) */
 } target;
 
 typedef struct render {
@@ -301,7 +318,7 @@ typedef struct render {
     target *targets;
     int n;
     char *wname;
-    bool divided;
+    bool workload; /* the binding has replicas or replica requirements */
     /* results, per target */
     int *rc;
     char **err;
@@ -318,7 +335,9 @@ static int build_work(render *r, int i, json_t **out, char **err)
     int rc = 0;
     fl_interp *ip = r->b->env.interp;
     const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
-    if (r->divided && t->has_replicas && fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA)) {
+    /* a workload's replicas are its cluster's share (Duplicated: all of them), as Karmada
+     * revises every workload's */
+    if (r->workload && fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA)) {
         json_t *revised = NULL;
         rc = fl_interp_revise_replica(ip, m, t->replicas, &revised, err);
         if (rc) {
@@ -552,8 +571,7 @@ static target *targets_of(const json_t *spec, int *n)
         const char *name = jstr(c, "name");
         if (!name)
             continue;
-        json_t *rep = json_object_get(c, "replicas");
-        t[k++] = (target){name, json_integer_value(rep), json_is_integer(rep)};
+        t[k++] = (target){name, json_integer_value(json_object_get(c, "replicas"))};
     }
     json_array_foreach(rb, i, e) {
         json_array_foreach(json_object_get(e, "clusters"), j, c) {
@@ -562,7 +580,7 @@ static target *targets_of(const json_t *spec, int *n)
             for (int x = 0; x < k && !dup; x++)
                 dup = !strcmp(t[x].cluster, name);
             if (!dup)
-                t[k++] = (target){name, 0, false};
+                t[k++] = (target){name, 0};
         }
     }
     *n = k;
@@ -623,8 +641,6 @@ static int reconcile(void *ctx, const char *key)
     }
     targets = targets_of(spec, &n);
     policies = override_policies(b, k->namespaced ? rns : NULL);
-    const char *strategy =
-        jstr(json_object_get(json_object_get(spec, "placement"), "replicaScheduling"), "replicaSchedulingType");
     r = (render){.b = b,
                  .binding = binding,
                  .tmpl = tmpl,
@@ -635,7 +651,8 @@ static int reconcile(void *ctx, const char *key)
                  .targets = targets,
                  .n = n,
                  .wname = fl_names_work(kind, rns, rname),
-                 .divided = strategy && !strcmp(strategy, "Divided"),
+                 .workload = json_integer_value(json_object_get(spec, "replicas")) > 0 ||
+                             json_is_object(json_object_get(spec, "replicaRequirements")),
                  .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int)),
                  .err = fl_calloc((size_t)(n ? n : 1), sizeof(char *)),
                  .wrote = fl_calloc((size_t)(n ? n : 1), sizeof(bool))};

@@ -174,8 +174,10 @@ static json_t *targets_json(const fl_sched_result *res)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < res->ntargets; i++)
-        json_array_append_new(a, json_pack("{s:s, s:i}", "name", res->targets[i].name, "replicas",
-                                           (int)res->targets[i].replicas));
+        json_array_append_new(a, res->targets[i].replicas
+                                     ? json_pack("{s:s, s:i}", "name", res->targets[i].name, "replicas",
+                                                 (int)res->targets[i].replicas)
+                                     : json_pack("{s:s}", "name", res->targets[i].name)); /* omitempty */
     return a;
 }
 

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -159,6 +160,10 @@ def test_policy_deletion_releases_the_template_but_keeps_it_in_members(fleet):
     rb = fleet.get("rb", "keep-deployment")
     assert rb is not None and "propagationpolicy.karmada.io/permanent-id" not in rb["metadata"].get("labels", {})
     assert member_replicas(fleet, "keep", "member1") == 2
+    # released: the template's own edits no longer reach the members
+    fleet.kubectl("scale", "deploy", "keep", "--replicas=5")
+    time.sleep(2)
+    assert member_replicas(fleet, "keep", "member1") == 2
     fleet.kubectl("delete", "deploy", "keep")
     wait_for(lambda: fleet.get("deploy", "keep", member="member1") is None, timeout=30, what="keep gone")
 
@@ -241,3 +246,26 @@ def test_crd_and_its_custom_resources_propagate_with_cluster_policy(fleet):
     fleet.kubectl("delete", "gadget", "g1")
     wait_for(lambda: all(fleet.get("gadget", "g1", member=m) is None for m in ("member1", "member2", "member3")),
              timeout=30, what="g1 gone from every member")
+
+
+def test_policy_defaults_are_written_and_zero_replicas_are_omitted(fleet):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plain", "namespace": "default"},
+          "data": {"a": "b"}}
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "plain", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "plain"}],
+                   "placement": {"clusterAffinity": {"clusterNames": ["member1"]},
+                                 "replicaScheduling": {}}}}
+    fleet.apply([cm, pp])
+    spec = fleet.get("pp", "plain")["spec"]
+    # what Karmada's CRD defaults and admission fill in
+    assert spec["priority"] == 0 and spec["preemption"] == "Never"
+    assert spec["conflictResolution"] == "Abort" and spec["schedulerName"] == "default-scheduler"
+    assert spec["placement"]["replicaScheduling"]["replicaSchedulingType"] == "Divided"
+    assert spec["resourceSelectors"][0]["namespace"] == "default"
+    wait_for(lambda: fleet.get("cm", "plain", member="member1"), timeout=30, what="plain in member1")
+    rb = fleet.get("rb", "plain-configmap")
+    assert rb["spec"]["clusters"] == [{"name": "member1"}], rb["spec"]["clusters"]  # no replicas for a ConfigMap
+    assert rb["spec"]["conflictResolution"] == "Abort"
+    fleet.kubectl("delete", "cm", "plain")
+    fleet.kubectl("delete", "pp", "plain")
