@@ -9,12 +9,14 @@ extern const fl_controller fl_scheduler_controller;
 extern const fl_controller fl_binding_controller;
 extern const fl_controller fl_binding_status_controller;
 extern const fl_controller fl_dependencies_controller;
+extern const fl_controller fl_namespace_sync_controller;
 
 const fl_controller *const fl_server_controllers[] = {
     &fl_detector_controller,
     &fl_scheduler_controller,
     &fl_binding_controller,
     &fl_dependencies_controller,
+    &fl_namespace_sync_controller,
     &fl_execution_controller,
     &fl_binding_status_controller,
     &fl_cluster_status_controller,

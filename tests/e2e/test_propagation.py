@@ -269,3 +269,24 @@ def test_policy_defaults_are_written_and_zero_replicas_are_omitted(fleet):
     assert rb["spec"]["conflictResolution"] == "Abort"
     fleet.kubectl("delete", "cm", "plain")
     fleet.kubectl("delete", "pp", "plain")
+
+
+def test_namespaces_exist_in_every_member_unless_skipped(fleet):
+    fleet.kubectl("create", "namespace", "team-a")
+    fleet.kubectl("create", "namespace", "team-quiet")
+    fleet.kubectl("label", "namespace", "team-quiet", "namespace.karmada.io/skip-auto-propagation=true")
+    wait_for(lambda: all(fleet.get("ns", "team-a", member=m) for m in ("member1", "member2", "member3")),
+             timeout=30, what="team-a in every member")
+    assert all(fleet.get("ns", "team-quiet", member=m) is None for m in ("member1", "member2", "member3"))
+    # a workload propagated into it lands there
+    d = deployment("in-team", 1)
+    d["metadata"]["namespace"] = "team-a"
+    pp = weighted_policy("in-team", "in-team", {"member2": 1})
+    pp["metadata"]["namespace"] = "team-a"
+    fleet.apply([d, pp])
+    wait_for(lambda: (fleet.get("deploy", "in-team", "-n", "team-a", member="member2") or {}).get("status", {})
+             .get("readyReplicas") == 1, timeout=30, what="in-team ready in member2")
+    fleet.kubectl("delete", "namespace", "team-a", timeout=120)
+    wait_for(lambda: all(fleet.get("ns", "team-a", member=m) is None for m in ("member1", "member2", "member3")),
+             timeout=60, what="team-a gone from every member")
+    fleet.kubectl("delete", "namespace", "team-quiet")
