@@ -295,9 +295,8 @@ static int reconcile(void *ctx, const char *key)
     }
     const json_t *cur = json_object_get(spec, "clusters");
     json_t *want = targets_json(res);
-    bool change = res->update_clusters && !json_equal(want, cur ? cur : json_array());
-    if (res->update_clusters && !cur && json_array_size(want) == 0)
-        change = false;
+    /* no spec.clusters and no targets is no change */
+    bool change = res->update_clusters && (cur ? !json_equal(want, cur) : json_array_size(want) > 0);
     const json_t *status_src = b;
     if (change) {
         upd = json_deep_copy(b);

@@ -53,6 +53,11 @@ def fleet():
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=60)
     log = open(os.path.join(d, "server.log")).read()
+    members_log = open(os.path.join(d, "members.log")).read() if os.path.exists(os.path.join(d, "members.log")) else ""
+    # the server and members run under ASan+UBSan in CI: any report fails the module
+    for name, text in (("server", log), ("members", members_log)):
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert marker not in text, f"{name} log has a sanitizer report:\n{text[text.find(marker) - 200:][:4000]}"
     shutil.rmtree(d, ignore_errors=True)
     assert rc == 0, f"flotilla up exited with {rc}; server log tail:\n{log[-3000:]}"
 
