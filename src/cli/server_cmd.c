@@ -207,7 +207,11 @@ int fl_cmd_server(int argc, char **argv)
     fl_client *cp = NULL;
     fl_ctrl_manager *ctrl = NULL;
     if (fl_kubeconfig_load(kc, NULL, &kcfg, &err) == 0 &&
-        fl_client_new(&kcfg, &(fl_client_options){.user_agent = "flotilla-controller-manager"}, &cp, &err) == 0) {
+        /* the controllers run dozens of requests at once (worker pools, parallel Work
+         * writes): keep as many idle connections, or every surplus one is a new TLS
+         * handshake with ourselves */
+        fl_client_new(&kcfg, &(fl_client_options){.user_agent = "flotilla-controller-manager", .max_idle = 128}, &cp,
+                      &err) == 0) {
         fl_ctrl_env env = {.cp = cp, .data_dir = data_dir, .stopping = &api.stopping};
         fl_ctrl_manager_start(&env, fl_server_controllers, &ctrl);
     } else {

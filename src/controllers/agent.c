@@ -26,6 +26,7 @@
 
 #include "controllers/cluster.h"
 #include "controllers/execution.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -315,7 +316,7 @@ static void report_status(fl_agent *a)
         if (have)
             fl_cluster_set_collected(status, &col, now);
         json_t *out = NULL;
-        if (!json_equal(json_object_get(base, "status"), status)) {
+        if (!fl_json_same(json_object_get(base, "status"), status)) {
             rc = cp_request(a, "PUT", &CLUSTERS, NULL, a->name, "status", d, &out, &ce);
             if (rc == 0)
                 set_cluster(a, out);

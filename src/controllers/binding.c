@@ -151,10 +151,10 @@ static void binding_added(void *ctx, json_t *obj)
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* status writes (the aggregation's) change nothing here */
-    if (json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
-        json_equal(json_object_get(json_object_get(old_obj, "metadata"), "deletionTimestamp"),
+    if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
+        fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "deletionTimestamp"),
                    json_object_get(json_object_get(new_obj, "metadata"), "deletionTimestamp")) &&
-        json_equal(json_object_get(json_object_get(old_obj, "metadata"), "finalizers"),
+        fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "finalizers"),
                    json_object_get(json_object_get(new_obj, "metadata"), "finalizers")))
         return;
     binding_key_event(ctx, new_obj);
@@ -178,8 +178,8 @@ static void work_added(void *ctx, json_t *obj)
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     index_put(ctx, new_obj, true);
-    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
-        !json_equal(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
+        !fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
                     json_object_get(json_object_get(new_obj, "metadata"), "labels")))
         work_event(ctx, new_obj);
 }
@@ -208,7 +208,7 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     json_t *a = json_deep_copy(old_obj), *c = json_deep_copy(new_obj);
     fl_prune(a);
     fl_prune(c);
-    bool same = json_equal(a, c) && json_equal(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
+    bool same = fl_json_same(a, c) && fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
                                                 json_object_get(json_object_get(new_obj, "metadata"), "generation"));
     json_decref(a);
     json_decref(c);
@@ -256,18 +256,18 @@ static void policy_added(void *ctx, json_t *obj)
 
 static void policy_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         requeue_all(ctx);
 }
 
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     json_t *os = json_object_get(old_obj, "spec"), *ns = json_object_get(new_obj, "spec");
-    if (!json_equal(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+    if (!fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
                     json_object_get(json_object_get(new_obj, "metadata"), "labels")) ||
-        !json_equal(json_object_get(os, "provider"), json_object_get(ns, "provider")) ||
-        !json_equal(json_object_get(os, "region"), json_object_get(ns, "region")) ||
-        !json_equal(json_object_get(os, "zone"), json_object_get(ns, "zone")))
+        !fl_json_same(json_object_get(os, "provider"), json_object_get(ns, "provider")) ||
+        !fl_json_same(json_object_get(os, "region"), json_object_get(ns, "region")) ||
+        !fl_json_same(json_object_get(os, "zone"), json_object_get(ns, "zone")))
         requeue_all(ctx);
 }
 
@@ -480,7 +480,7 @@ static void write_target(void *ctx, int i)
         for (size_t j = 0; j < 2; j++)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
-        if (!json_equal(upd, have)) {
+        if (!fl_json_same(upd, have)) {
             rc = fl_client_update(r->b->env.cp, &WORKS, wns, upd, NULL, NULL, &ce);
             r->wrote[i] = rc == 0;
         }

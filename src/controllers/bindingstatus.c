@@ -25,6 +25,7 @@
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -72,7 +73,7 @@ static void binding_added(void *ctx, json_t *obj)
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         enqueue_binding(ctx, new_obj);
 }
 
@@ -91,7 +92,7 @@ static void work_added(void *ctx, json_t *obj)
 
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    if (!json_equal(json_object_get(old_obj, "status"), json_object_get(new_obj, "status")))
+    if (!fl_json_same(json_object_get(old_obj, "status"), json_object_get(new_obj, "status")))
         work_event(ctx, new_obj);
 }
 
@@ -99,7 +100,7 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
 {
     json_t *og = json_object_get(json_object_get(old_obj, "metadata"), "generation");
     json_t *ng = json_object_get(json_object_get(new_obj, "metadata"), "generation");
-    if (json_equal(og, ng))
+    if (fl_json_same(og, ng))
         return;
     char *key =
         fl_names_template_binding_key(k->kind, k->namespaced, meta(new_obj, "namespace"), meta(new_obj, "name"));
@@ -194,7 +195,7 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         rc = 0; /* until the template or its members change */
         goto done;
     }
-    if (json_equal(json_object_get(out, "status"), json_object_get(tmpl, "status")))
+    if (fl_json_same(json_object_get(out, "status"), json_object_get(tmpl, "status")))
         goto done;
     fl_gvr gvr = {av, k->resource};
     fl_client_error ce;
@@ -272,7 +273,7 @@ static int reconcile(void *ctx, const char *key)
         st = json_object();
         json_object_set_new(nb, "status", st);
     }
-    bool change = !json_equal(json_object_get(st, "aggregatedStatus"), items);
+    bool change = !fl_json_same(json_object_get(st, "aggregatedStatus"), items);
     if (change)
         json_object_set(st, "aggregatedStatus", items);
     if (n)

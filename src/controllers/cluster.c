@@ -36,6 +36,7 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/members.h"
+#include "core/json.h"
 #include "core/quantity.h"
 #include "core/timefmt.h"
 #include "core/err.h"
@@ -717,7 +718,7 @@ static json_t *decide(cstatus *st, const json_t *base, const observation *ob, in
 
 static bool same_member(const json_t *a, const json_t *b, const char *key)
 {
-    return json_equal(json_object_get(a, key), json_object_get(b, key));
+    return fl_json_same(json_object_get(a, key), json_object_get(b, key));
 }
 
 static bool meta_changed(const json_t *base, const json_t *d)
@@ -903,7 +904,7 @@ static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     const char *a = ready_status(old_obj), *b = ready_status(new_obj);
     bool ready_moved = (!a) != (!b) || (a && b && strcmp(a, b));
-    if (ready_moved || !json_equal(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
+    if (ready_moved || !fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
                                    json_object_get(json_object_get(new_obj, "metadata"), "generation")))
         enqueue(ctx, new_obj);
 }

@@ -23,6 +23,7 @@
  *
  * Queue keys: "ns/name" of the dependent ResourceBinding (dependencies of cluster-scoped
  * templates are not followed, as in Karmada). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -50,6 +52,12 @@ typedef struct depsctl {
     fl_informer *rbs;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
+    /* "ns/name" of every binding some attached binding's requiredBy names (kept from the
+     * binding events; entries that went stale only cost one scan). A binding that does not
+     * propagate dependencies and is not in here has nothing to do: no scan of its
+     * namespace's bindings, which made every binding write O(n). */
+    pthread_mutex_t mu;
+    json_t *dependents;
 } depsctl;
 
 static const char *jstr(const json_t *o, const char *k)
@@ -62,9 +70,30 @@ static const char *meta(const json_t *o, const char *k)
     return jstr(json_object_get(o, "metadata"), k);
 }
 
+/* Remember the dependents an attached binding names. */
+static void note_dependents(depsctl *d, const json_t *obj)
+{
+    const json_t *rb = json_object_get(json_object_get(obj, "spec"), "requiredBy");
+    if (!json_array_size(rb))
+        return;
+    pthread_mutex_lock(&d->mu);
+    size_t i;
+    json_t *e;
+    json_array_foreach(rb, i, e) {
+        const char *ns = jstr(e, "namespace"), *name = jstr(e, "name");
+        if (ns && name) {
+            char *k = fl_asprintf("%s/%s", ns, name);
+            json_object_set_new(d->dependents, k, json_true());
+            free(k);
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
 static void binding_event(void *ctx, json_t *obj)
 {
     depsctl *d = ctx;
+    note_dependents(d, obj);
     char *k = fl_informer_key(obj);
     if (k)
         fl_workqueue_add(d->q, k);
@@ -73,10 +102,11 @@ static void binding_event(void *ctx, json_t *obj)
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
+    note_dependents(ctx, new_obj);
     const json_t *os = json_object_get(old_obj, "spec"), *ns = json_object_get(new_obj, "spec");
-    if (json_equal(json_object_get(os, "clusters"), json_object_get(ns, "clusters")) &&
-        json_equal(json_object_get(os, "propagateDeps"), json_object_get(ns, "propagateDeps")) &&
-        json_equal(json_object_get(os, "resource"), json_object_get(ns, "resource")))
+    if (fl_json_same(json_object_get(os, "clusters"), json_object_get(ns, "clusters")) &&
+        fl_json_same(json_object_get(os, "propagateDeps"), json_object_get(ns, "propagateDeps")) &&
+        fl_json_same(json_object_get(os, "resource"), json_object_get(ns, "resource")))
         return;
     binding_event(ctx, new_obj);
 }
@@ -85,7 +115,7 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
 {
     depsctl *d = ctx;
-    if (!k->namespaced || json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (!k->namespaced || fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
     char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
     char *key = fl_asprintf("%s/%s", meta(new_obj, "namespace"), bname);
@@ -124,7 +154,7 @@ static bool set_snapshot(json_t *attached, const char *ns, const char *name, jso
             json_array_remove(rb, i);
             return true;
         }
-        if (json_equal(json_object_get(e, "clusters"), clusters))
+        if (fl_json_same(json_object_get(e, "clusters"), clusters))
             return false;
         json_object_set(e, "clusters", clusters);
         return true;
@@ -182,10 +212,22 @@ static int reconcile(void *ctx, const char *key)
         return 0;
     }
     *name++ = 0;
-    json_t *b = NULL, *want = json_array(), *tmpl = NULL, *deps = NULL;
+    json_t *b = NULL;
+    fl_informer_get(d->rbs, ns, name, &b);
+    bool propagates = b && json_is_true(json_object_get(json_object_get(b, "spec"), "propagateDeps"));
+    pthread_mutex_lock(&d->mu);
+    bool dependent = json_object_get(d->dependents, key) != NULL;
+    if (dependent && !propagates)
+        json_object_del(d->dependents, key); /* this pass removes its snapshots */
+    pthread_mutex_unlock(&d->mu);
+    if (!propagates && !dependent) {
+        json_decref(b);
+        free(ns);
+        return 0;
+    }
+    json_t *want = json_array(), *tmpl = NULL, *deps = NULL;
     int rc = 0;
     bool retry = false;
-    fl_informer_get(d->rbs, ns, name, &b);
     const json_t *spec = json_object_get(b, "spec");
     bool follow = b && !meta(b, "deletionTimestamp") && json_is_true(json_object_get(spec, "propagateDeps")) &&
                   json_array_size(json_object_get(spec, "clusters"));
@@ -302,6 +344,8 @@ static int depsctl_start(const fl_ctrl_env *env, void **state)
     depsctl *d = fl_calloc(1, sizeof *d);
     d->env = *env;
     d->q = fl_workqueue_new(NULL);
+    pthread_mutex_init(&d->mu, NULL);
+    d->dependents = json_object();
     d->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     fl_informer_handlers h = {.on_add = binding_event, .on_update = binding_updated, .on_delete = binding_event,
                               .ctx = d};
@@ -318,6 +362,8 @@ static void depsctl_stop(void *state)
     depsctl *d = state;
     fl_ctrl_workers_join(d->workers);
     fl_workqueue_free(d->q);
+    json_decref(d->dependents);
+    pthread_mutex_destroy(&d->mu);
     free(d);
 }
 

@@ -214,7 +214,7 @@ static bool only_claim_changed(const json_t *old_obj, const json_t *new_obj)
         json_object_del(md, "managedFields");
         json_object_del(objs[i], "status");
     }
-    bool only = json_equal(a, b);
+    bool only = fl_json_same(a, b);
     json_decref(a);
     json_decref(b);
     return only;
@@ -226,11 +226,11 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
 {
     json_t *om = json_object_get(old_obj, "metadata"), *nm = json_object_get(new_obj, "metadata");
     json_t *og = json_object_get(om, "generation"), *ng = json_object_get(nm, "generation");
-    bool same = og && ng && json_equal(og, ng) && json_equal(json_object_get(om, "labels"), json_object_get(nm, "labels")) &&
-                json_equal(json_object_get(om, "annotations"), json_object_get(nm, "annotations")) &&
-                json_equal(json_object_get(om, "deletionTimestamp"), json_object_get(nm, "deletionTimestamp"));
+    bool same = og && ng && fl_json_same(og, ng) && fl_json_same(json_object_get(om, "labels"), json_object_get(nm, "labels")) &&
+                fl_json_same(json_object_get(om, "annotations"), json_object_get(nm, "annotations")) &&
+                fl_json_same(json_object_get(om, "deletionTimestamp"), json_object_get(nm, "deletionTimestamp"));
     /* kinds without generation (ConfigMap, Secret) change their data without it moving */
-    if (same && json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (same && fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
     enqueue_template(ctx, !only_claim_changed(old_obj, new_obj), k, new_obj);
 }
@@ -288,7 +288,7 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     json_t *os = json_deep_copy(json_object_get(old_obj, "spec")), *ns = json_deep_copy(json_object_get(new_obj, "spec"));
     json_object_del(os, "clusters");
     json_object_del(ns, "clusters");
-    bool same = json_equal(os, ns) && json_equal(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+    bool same = fl_json_same(os, ns) && fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
                                                  json_object_get(json_object_get(new_obj, "metadata"), "labels"));
     json_decref(os);
     json_decref(ns);
@@ -742,7 +742,7 @@ static int reconcile_template(detector *d, const char *key)
         json_t *now_rv = json_incref(json_object_get(res, "resourceVersion"));
         if (had)
             json_object_set(res, "resourceVersion", had);
-        bool same = json_equal(binding, existing);
+        bool same = fl_json_same(binding, existing);
         if (now_rv)
             json_object_set(res, "resourceVersion", now_rv);
         json_decref(now_rv);

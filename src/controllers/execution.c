@@ -44,6 +44,7 @@
 #include <strings.h>
 
 #include "controllers/members.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -150,7 +151,7 @@ static bool subset(const json_t *a, const json_t *b)
     }
     if (json_is_number(a) && json_is_number(b))
         return json_number_value(a) == json_number_value(b);
-    return b && json_equal(a, b);
+    return b && fl_json_same(a, b);
 }
 
 static bool has_finalizer(const json_t *work)
@@ -666,10 +667,10 @@ static void work_added(void *ctx, json_t *obj)
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     const json_t *om = json_object_get(old_obj, "metadata"), *nm = json_object_get(new_obj, "metadata");
-    if (json_equal(json_object_get(om, "generation"), json_object_get(nm, "generation")) &&
+    if (fl_json_same(json_object_get(om, "generation"), json_object_get(nm, "generation")) &&
         !json_object_get(om, "deletionTimestamp") == !json_object_get(nm, "deletionTimestamp") &&
-        json_equal(json_object_get(om, "annotations"), json_object_get(nm, "annotations")) &&
-        json_equal(json_object_get(om, "labels"), json_object_get(nm, "labels")))
+        fl_json_same(json_object_get(om, "annotations"), json_object_get(nm, "annotations")) &&
+        fl_json_same(json_object_get(om, "labels"), json_object_get(nm, "labels")))
         return;
     enqueue_work(ctx, new_obj);
 }
@@ -833,7 +834,7 @@ static void cluster_added(void *ctx, json_t *obj)
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* status writes (health probes) change nothing for delivery */
-    if (json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
+    if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
         !meta(new_obj, "deletionTimestamp") == !meta(old_obj, "deletionTimestamp"))
         return;
     cluster_added(ctx, new_obj);

@@ -25,6 +25,7 @@
 #include "controllers/controller.h"
 #include "controllers/events.h"
 #include "controllers/names.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -77,8 +78,8 @@ static void ns_event(void *ctx, json_t *obj)
 static void ns_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* the namespace controller's status writes change nothing for members */
-    if (json_equal(json_object_get(old_obj, "metadata"), json_object_get(new_obj, "metadata")) &&
-        json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (fl_json_same(json_object_get(old_obj, "metadata"), json_object_get(new_obj, "metadata")) &&
+        fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
     ns_event(ctx, new_obj);
 }
@@ -101,9 +102,9 @@ static void cluster_set_changed(void *ctx, json_t *obj)
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* labels and location matter to ClusterOverridePolicies; deletion to the Works */
-    if (!json_equal(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+    if (!fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
                     json_object_get(json_object_get(new_obj, "metadata"), "labels")) ||
-        !json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        !fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         requeue_all(ctx);
 }
 
@@ -115,7 +116,7 @@ static void cop_event(void *ctx, json_t *obj)
 
 static void cop_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         requeue_all(ctx);
 }
 
@@ -129,7 +130,7 @@ static void work_event(void *ctx, json_t *obj)
 
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         work_event(ctx, new_obj);
 }
 
@@ -182,7 +183,7 @@ static void sync_one(void *ctx, int i)
         json_t *upd = json_deep_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
         json_object_set(json_object_get(upd, "metadata"), "annotations", anns);
-        if (!json_equal(upd, have))
+        if (!fl_json_same(upd, have))
             rc = fl_client_update(j->c->env.cp, &WORKS, wns, upd, NULL, NULL, &ce);
         json_decref(upd);
     }

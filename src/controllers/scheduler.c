@@ -31,6 +31,7 @@
 #include "controllers/controller.h"
 #include "controllers/events.h"
 #include "controllers/names.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -110,7 +111,7 @@ static void binding_added(void *ctx, json_t *obj)
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* our own status writes, and others', do not call for a decision */
-    if (!json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         enqueue_binding(ctx, new_obj);
 }
 
@@ -149,10 +150,10 @@ static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     snapshot_stale(s); /* resource summaries feed dynamic weights of the next decision */
     const json_t *om = json_object_get(old_obj, "metadata"), *nm = json_object_get(new_obj, "metadata");
     bool placement_relevant =
-        !json_equal(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
-        !json_equal(json_object_get(om, "labels"), json_object_get(nm, "labels")) ||
-        !json_equal(json_object_get(om, "deletionTimestamp"), json_object_get(nm, "deletionTimestamp")) ||
-        !json_equal(json_object_get(json_object_get(old_obj, "status"), "apiEnablements"),
+        !fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
+        !fl_json_same(json_object_get(om, "labels"), json_object_get(nm, "labels")) ||
+        !fl_json_same(json_object_get(om, "deletionTimestamp"), json_object_get(nm, "deletionTimestamp")) ||
+        !fl_json_same(json_object_get(json_object_get(old_obj, "status"), "apiEnablements"),
                     json_object_get(json_object_get(new_obj, "status"), "apiEnablements")) ||
         ready(old_obj) != ready(new_obj);
     if (placement_relevant)
@@ -228,7 +229,7 @@ static int write_status(schedctl *s, const fl_gvr *gvr, const json_t *binding, c
     json_object_set_new(cond, "reason", json_string(res->reason));
     json_object_set_new(cond, "message", json_string(res->message));
     json_t *gen = json_object_get(json_object_get(b, "metadata"), "generation");
-    if (!json_equal(json_object_get(st, "schedulerObservedGeneration"), gen)) {
+    if (!fl_json_same(json_object_get(st, "schedulerObservedGeneration"), gen)) {
         json_object_set(st, "schedulerObservedGeneration", gen);
         changed = true;
     }
@@ -296,7 +297,7 @@ static int reconcile(void *ctx, const char *key)
     const json_t *cur = json_object_get(spec, "clusters");
     json_t *want = targets_json(res);
     /* no spec.clusters and no targets is no change */
-    bool change = res->update_clusters && (cur ? !json_equal(want, cur) : json_array_size(want) > 0);
+    bool change = res->update_clusters && (cur ? !fl_json_same(want, cur) : json_array_size(want) > 0);
     const json_t *status_src = b;
     if (change) {
         upd = json_deep_copy(b);

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -405,7 +406,7 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
     }
 
     int rc = 0;
-    if (!old || !json_equal(st, old)) {
+    if (!old || !fl_json_same(st, old)) {
         json_t *copy = json_deep_copy(work);
         json_object_set(copy, "status", st);
         fl_client_error ce = {0};

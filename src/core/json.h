@@ -11,6 +11,7 @@
 #define FL_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Decode one JSON document (any value) from buf. Returns 0 and *out (new reference), or
@@ -22,6 +23,15 @@ int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out, char 
 
 /* Decode without an error message: the value (new reference) or NULL. */
 json_t *fl_json_load(const char *buf, size_t len);
+
+/* Do a and b hold the same JSON? Unlike jansson's json_equal, which answers "different"
+ * whenever either side is NULL, two absent values are the same: comparing an optional
+ * field of an old and a new object (annotations, deletionTimestamp) must not see a change
+ * where both lack it. */
+static inline bool fl_json_same(const json_t *a, const json_t *b)
+{
+    return a == b || (a && b && json_equal(a, b));
+}
 
 /* Encode v; returns a malloc'd NUL-terminated string (never NULL) and its length in *len
  * (len may be NULL). */

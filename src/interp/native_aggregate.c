@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "core/err.h"
 #include "core/mem.h"
 
@@ -403,7 +404,7 @@ static int merge_lb_ingress(const json_t *items, json_t **out, char **err)
                 json_t *have = json_object_get(same, "ports"), *q;
                 size_t m;
                 bool dup = false;
-                json_array_foreach(have, m, q) if (json_equal(q, (json_t *)p)) dup = true;
+                json_array_foreach(have, m, q) if (fl_json_same(q, (json_t *)p)) dup = true;
                 if (dup)
                     continue;
                 if (!have) {

@@ -6,6 +6,7 @@
  * status) apply to every kind; the kind rules follow the table at the bottom, which is
  * the one place that says which built-in kind keeps what. */
 #include "interp/retain.h"
+#include "core/json.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -92,7 +93,7 @@ static void retain_metadata(json_t *out, const json_t *observed)
         json_t *d, *o;
         json_array_foreach(dfin, i, d) {
             bool have = false;
-            json_array_foreach(merged, j, o) if (json_equal(o, d)) have = true;
+            json_array_foreach(merged, j, o) if (fl_json_same(o, d)) have = true;
             if (!have)
                 json_array_append(merged, d);
         }
@@ -156,7 +157,7 @@ static void retain_service(json_t *out, const json_t *observed)
         json_array_foreach(oports, j, op) {
             const char *oname = str_at(op, "name");
             bool same = name && oname ? !strcmp(name, oname)
-                                      : json_equal(json_object_get(p, "port"), json_object_get(op, "port"));
+                                      : fl_json_same(json_object_get(p, "port"), json_object_get(op, "port"));
             if (same) {
                 keep(p, op, "nodePort", false);
                 break;
@@ -266,7 +267,7 @@ static void retain_service_account(json_t *out, const json_t *observed)
     json_t *o, *d;
     json_array_foreach(osec, i, o) {
         bool have = false;
-        json_array_foreach(sec, j, d) if (json_equal(d, o)) have = true;
+        json_array_foreach(sec, j, d) if (fl_json_same(d, o)) have = true;
         if (!have)
             json_array_append_new(sec, json_deep_copy(o));
     }

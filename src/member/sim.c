@@ -386,7 +386,7 @@ static int api_call(fl_api *api, const char *method, const char *path, const cha
  * Keys of cur missing from want are deleted with null; arrays are replaced whole. */
 static json_t *merge_diff(const json_t *cur, const json_t *want)
 {
-    if (cur && json_equal((json_t *)cur, (json_t *)want))
+    if (cur && fl_json_same((json_t *)cur, (json_t *)want))
         return NULL;
     if (!json_is_object(cur) || !json_is_object(want))
         return json_deep_copy(want);
