@@ -1,0 +1,96 @@
+/* test_parallel.c - unit tests for fl_ctrl_parallel (src/controllers/manager.c): every item
+ * runs exactly once, concurrent callers share the pool without mixing their batches, and a
+ * call returns only when all its items are done. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "controllers/controller.h"
+#include "core/mem.h"
+#include "testutil.h"
+
+#define ITEMS 500
+
+typedef struct counts {
+    atomic_int hits[ITEMS];
+    atomic_int running, peak;
+} counts;
+
+static void count_item(void *ctx, int i)
+{
+    counts *c = ctx;
+    int now = atomic_fetch_add(&c->running, 1) + 1;
+    for (int p = atomic_load(&c->peak); now > p && !atomic_compare_exchange_weak(&c->peak, &p, now);)
+        ;
+    atomic_fetch_add(&c->hits[i], 1);
+    if (i % 50 == 0)
+        sleep_ms(1); /* some items take a while, so others overlap them */
+    atomic_fetch_sub(&c->running, 1);
+}
+
+static void test_every_item_runs_once_before_the_call_returns(void **state)
+{
+    (void)state;
+    counts *c = fl_calloc(1, sizeof *c);
+    fl_ctrl_parallel(ITEMS, 8, count_item, c);
+    for (int i = 0; i < ITEMS; i++)
+        assert_int_equal(atomic_load(&c->hits[i]), 1);
+    assert_int_equal(atomic_load(&c->running), 0);
+    assert_true(atomic_load(&c->peak) <= 8);
+    free(c);
+}
+
+static void test_one_thread_or_one_item_runs_inline(void **state)
+{
+    (void)state;
+    counts *c = fl_calloc(1, sizeof *c);
+    fl_ctrl_parallel(ITEMS, 1, count_item, c);
+    fl_ctrl_parallel(1, 8, count_item, c);
+    fl_ctrl_parallel(0, 8, count_item, c);
+    assert_int_equal(atomic_load(&c->hits[0]), 2);
+    assert_int_equal(atomic_load(&c->hits[1]), 1);
+    assert_int_equal(atomic_load(&c->peak), 1);
+    free(c);
+}
+
+static void *caller(void *arg)
+{
+    fl_ctrl_parallel(ITEMS, 4, count_item, arg);
+    return NULL;
+}
+
+static void test_concurrent_callers_keep_their_batches_apart(void **state)
+{
+    (void)state;
+    counts *c[6];
+    pthread_t t[6];
+    for (int k = 0; k < 6; k++) {
+        c[k] = fl_calloc(1, sizeof *c[k]);
+        assert_int_equal(pthread_create(&t[k], NULL, caller, c[k]), 0);
+    }
+    for (int k = 0; k < 6; k++) {
+        pthread_join(t[k], NULL);
+        for (int i = 0; i < ITEMS; i++)
+            assert_int_equal(atomic_load(&c[k]->hits[i]), 1);
+        assert_true(atomic_load(&c[k]->peak) <= 4);
+        free(c[k]);
+    }
+}
+
+int main(void)
+{
+    fl_mem_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_item_runs_once_before_the_call_returns),
+        cmocka_unit_test(test_one_thread_or_one_item_runs_inline),
+        cmocka_unit_test(test_concurrent_callers_keep_their_batches_apart),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
