@@ -22,6 +22,7 @@
 
 #include "client/workqueue.h"
 #include "core/err.h"
+#include "core/hash.h"
 #include "core/mem.h"
 
 typedef struct wq_item {
@@ -59,17 +60,9 @@ static int64_t now_ms(void)
 
 /* ---- hash table ---- */
 
-static uint64_t hash_key(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
 static wq_item *find(fl_workqueue *q, const char *key)
 {
-    for (wq_item *it = q->buckets[hash_key(key) & (q->nbuckets - 1)]; it; it = it->hnext)
+    for (wq_item *it = q->buckets[fl_hash_str(key) & (q->nbuckets - 1)]; it; it = it->hnext)
         if (!strcmp(it->key, key))
             return it;
     return NULL;
@@ -82,7 +75,7 @@ static void grow(fl_workqueue *q)
     for (size_t i = 0; i < q->nbuckets; i++)
         for (wq_item *it = q->buckets[i], *next; it; it = next) {
             next = it->hnext;
-            size_t j = hash_key(it->key) & (n - 1);
+            size_t j = fl_hash_str(it->key) & (n - 1);
             it->hnext = b[j];
             b[j] = it;
         }
@@ -102,7 +95,7 @@ static wq_item *find_or_make(fl_workqueue *q, const char *key)
     it = fl_calloc(1, sizeof *it + n + 1);
     memcpy(it->key, key, n + 1);
     it->heap_idx = -1;
-    size_t j = hash_key(key) & (q->nbuckets - 1);
+    size_t j = fl_hash_str(key) & (q->nbuckets - 1);
     it->hnext = q->buckets[j];
     q->buckets[j] = it;
     q->nitems++;
@@ -114,7 +107,7 @@ static void maybe_release(fl_workqueue *q, wq_item *it)
 {
     if (it->dirty || it->processing || it->heap_idx >= 0 || it->failures)
         return;
-    for (wq_item **pp = &q->buckets[hash_key(it->key) & (q->nbuckets - 1)]; *pp; pp = &(*pp)->hnext)
+    for (wq_item **pp = &q->buckets[fl_hash_str(it->key) & (q->nbuckets - 1)]; *pp; pp = &(*pp)->hnext)
         if (*pp == it) {
             *pp = it->hnext;
             break;

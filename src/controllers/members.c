@@ -31,6 +31,7 @@
 #include "client/informer.h"
 #include "core/base64.h"
 #include "core/err.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -68,10 +69,7 @@ struct fl_members {
 
 static size_t hash_name(const char *s, size_t nbuckets)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return (size_t)(h & (nbuckets - 1));
+    return (size_t)(fl_hash_str(s) & (nbuckets - 1));
 }
 
 static member_entry **find_slot(fl_members *m, const char *name)

@@ -35,6 +35,7 @@
 
 #include "core/json.h"
 #include "core/err.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -96,14 +97,6 @@ static void on_delete(void *ctx, json_t *obj)
 
 /* ---- registry ---- */
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
 char *fl_ws_use_key(const char *cluster, const char *api_version, const char *kind)
 {
     return fl_asprintf("%s\n%s\n%s", cluster, api_version, kind);
@@ -129,7 +122,7 @@ static void watch_free(fl_ws_watch *wt)
 /* Take wt out of the table (mutex held). Returns true when that dropped the last reference. */
 static bool unlist_locked(fl_ws_watches *w, fl_ws_watch *wt)
 {
-    fl_ws_watch **pp = &w->buckets[hash_str(wt->key) & (w->nbuckets - 1)];
+    fl_ws_watch **pp = &w->buckets[fl_hash_str(wt->key) & (w->nbuckets - 1)];
     while (*pp && *pp != wt)
         pp = &(*pp)->next;
     if (*pp) {
@@ -148,7 +141,7 @@ static void grow_locked(fl_ws_watches *w)
     for (size_t i = 0; i < w->nbuckets; i++)
         for (fl_ws_watch *wt = w->buckets[i], *next; wt; wt = next) {
             next = wt->next;
-            size_t h = hash_str(wt->key) & (n - 1);
+            size_t h = fl_hash_str(wt->key) & (n - 1);
             wt->next = b[h];
             b[h] = wt;
         }
@@ -170,7 +163,7 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
         free(key);
         return FL_ECLOSED;
     }
-    size_t h = hash_str(key) & (w->nbuckets - 1);
+    size_t h = fl_hash_str(key) & (w->nbuckets - 1);
     for (wt = w->buckets[h]; wt; wt = wt->next)
         if (!strcmp(wt->key, key))
             break;
@@ -199,7 +192,7 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
         wt->listed = true;
         if (++w->count > w->nbuckets)
             grow_locked(w);
-        h = hash_str(wt->key) & (w->nbuckets - 1);
+        h = fl_hash_str(wt->key) & (w->nbuckets - 1);
         wt->next = w->buckets[h];
         w->buckets[h] = wt;
         fresh = true;
