@@ -135,17 +135,9 @@ static json_t *index_get(bindctl *b, const char *bk)
 
 /* ---- handlers ---- */
 
-static void binding_key_event(bindctl *b, const json_t *obj)
-{
-    char *key = fl_names_binding_key(obj);
-    if (key)
-        fl_workqueue_add(b->q, key);
-    free(key);
-}
-
 static void binding_added(void *ctx, json_t *obj)
 {
-    binding_key_event(ctx, obj);
+    fl_ctrl_queue_binding(((bindctl *)ctx)->q, obj);
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -157,7 +149,7 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "finalizers"),
                    json_object_get(json_object_get(new_obj, "metadata"), "finalizers")))
         return;
-    binding_key_event(ctx, new_obj);
+    fl_ctrl_queue_binding(((bindctl *)ctx)->q, new_obj);
 }
 
 static void work_event(bindctl *b, const json_t *work)
@@ -239,13 +231,7 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
  * where nothing changed. */
 static void requeue_all(bindctl *b)
 {
-    for (int i = 0; i < 2; i++) {
-        json_t *all = fl_informer_list(i ? b->crbs : b->rbs, NULL);
-        size_t j;
-        json_t *o;
-        json_array_foreach(all, j, o) binding_key_event(b, o);
-        json_decref(all);
-    }
+    fl_ctrl_queue_bindings(b->q, b->rbs, b->crbs);
 }
 
 static void policy_added(void *ctx, json_t *obj)

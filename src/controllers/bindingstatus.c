@@ -58,23 +58,15 @@ static const char *meta(const json_t *o, const char *k)
 
 /* ---- handlers ---- */
 
-static void enqueue_binding(statusctl *s, const json_t *b)
-{
-    char *key = fl_names_binding_key(b);
-    if (key)
-        fl_workqueue_add(s->q, key);
-    free(key);
-}
-
 static void binding_added(void *ctx, json_t *obj)
 {
-    enqueue_binding(ctx, obj);
+    fl_ctrl_queue_binding(((statusctl *)ctx)->q, obj);
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
-        enqueue_binding(ctx, new_obj);
+        fl_ctrl_queue_binding(((statusctl *)ctx)->q, new_obj);
 }
 
 static void work_event(statusctl *s, const json_t *work)

@@ -68,6 +68,14 @@ fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(
 /* Shut q down (if not yet), join the workers, free. NULL-safe. */
 void fl_ctrl_workers_join(fl_ctrl_workers *w);
 
+/* Queue a ResourceBinding or ClusterResourceBinding in q under its key
+ * (fl_names_binding_key: "R|ns/name", "C|name"), for the controllers that reconcile
+ * bindings. Any thread. */
+void fl_ctrl_queue_binding(fl_workqueue *q, const json_t *binding);
+/* Queue every binding the two informers (ResourceBindings, ClusterResourceBindings) hold:
+ * for events that may concern any of them (a cluster or an override policy changed). */
+void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs);
+
 /* Call fn(ctx, i) for i in [0, n) on up to max_threads threads (the caller's among them)
  * and return when all are done. For a reconcile that writes many independent objects
  * (a binding's Works): concurrent writes share the store's group commits, so 100 Works

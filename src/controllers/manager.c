@@ -11,6 +11,7 @@
 #include "client/workqueue.h"
 #include "controllers/events.h"
 #include "controllers/members.h"
+#include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -111,6 +112,28 @@ void fl_ctrl_manager_stop(fl_ctrl_manager *m)
     free(m->ctrl);
     free(m->state);
     free(m);
+}
+
+/* ---- binding keys ---- */
+
+void fl_ctrl_queue_binding(fl_workqueue *q, const json_t *binding)
+{
+    char *key = fl_names_binding_key(binding);
+    if (key)
+        fl_workqueue_add(q, key);
+    free(key);
+}
+
+void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs)
+{
+    fl_informer *infs[2] = {rbs, crbs};
+    for (int i = 0; i < 2; i++) {
+        json_t *all = fl_informer_list(infs[i], NULL);
+        size_t j;
+        json_t *o;
+        json_array_foreach(all, j, o) fl_ctrl_queue_binding(q, o);
+        json_decref(all);
+    }
 }
 
 /* ---- worker pools ---- */

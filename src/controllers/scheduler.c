@@ -95,35 +95,21 @@ static void snapshot_stale(schedctl *s)
 
 /* ---- handlers ---- */
 
-static void enqueue_binding(schedctl *s, const json_t *b)
-{
-    char *key = fl_names_binding_key(b);
-    if (key)
-        fl_workqueue_add(s->q, key);
-    free(key);
-}
-
 static void binding_added(void *ctx, json_t *obj)
 {
-    enqueue_binding(ctx, obj);
+    fl_ctrl_queue_binding(((schedctl *)ctx)->q, obj);
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* our own status writes, and others', do not call for a decision */
     if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
-        enqueue_binding(ctx, new_obj);
+        fl_ctrl_queue_binding(((schedctl *)ctx)->q, new_obj);
 }
 
 static void requeue_all(schedctl *s)
 {
-    for (int i = 0; i < 2; i++) {
-        json_t *all = fl_informer_list(i ? s->crbs : s->rbs, NULL);
-        size_t j;
-        json_t *o;
-        json_array_foreach(all, j, o) enqueue_binding(s, o);
-        json_decref(all);
-    }
+    fl_ctrl_queue_bindings(s->q, s->rbs, s->crbs);
 }
 
 static void cluster_added(void *ctx, json_t *obj)
