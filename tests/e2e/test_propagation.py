@@ -5,61 +5,9 @@ One fleet (a control plane and three simulated members) serves the whole module;
 uses its own object names and cleans up after itself.
 """
 import json
-import os
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
 
-import pytest
-
-from conftest import BIN, KUBECTL, free_port, wait_for
-
-
-class Fleet:
-    def __init__(self, d):
-        self.dir = d
-        self.kubeconfig = os.path.join(d, "kubeconfig")
-
-    def kubectl(self, *args, member=None, input=None, check=True, timeout=60):
-        kc = os.path.join(self.dir, "members", f"{member}.kubeconfig") if member else self.kubeconfig
-        r = subprocess.run([KUBECTL, "--kubeconfig", kc, *args], input=input, capture_output=True, text=True,
-                           timeout=timeout)
-        if check:
-            assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-        return r
-
-    def apply(self, manifest):
-        docs = manifest if isinstance(manifest, list) else [manifest]
-        # a YAML stream of JSON documents (a leading "{" would make kubectl read one JSON value)
-        return self.kubectl("apply", "-f", "-", input="".join("---\n" + json.dumps(d) + "\n" for d in docs))
-
-    def get(self, *args, member=None):
-        r = self.kubectl("get", *args, "-o", "json", member=member, check=False)
-        return json.loads(r.stdout) if r.returncode == 0 else None
-
-
-@pytest.fixture(scope="module")
-def fleet():
-    d = tempfile.mkdtemp(prefix="flotilla-prop-")
-    p = subprocess.Popen([BIN, "up", "--data-dir", d, "--members", "3", "--listen", f"127.0.0.1:{free_port()}"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    if "Flotilla is up" not in line:
-        p.kill()
-        raise RuntimeError(f"flotilla up failed: {line} {p.stderr.read()}")
-    yield Fleet(d)
-    p.send_signal(signal.SIGINT)
-    rc = p.wait(timeout=60)
-    log = open(os.path.join(d, "server.log")).read()
-    members_log = open(os.path.join(d, "members.log")).read() if os.path.exists(os.path.join(d, "members.log")) else ""
-    # the server and members run under ASan+UBSan in CI: any report fails the module
-    for name, text in (("server", log), ("members", members_log)):
-        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
-            assert marker not in text, f"{name} log has a sanitizer report:\n{text[text.find(marker) - 200:][:4000]}"
-    shutil.rmtree(d, ignore_errors=True)
-    assert rc == 0, f"flotilla up exited with {rc}; server log tail:\n{log[-3000:]}"
+from conftest import wait_for
 
 
 def deployment(name, replicas, image="nginx:1.25", volumes=None):
