@@ -459,3 +459,106 @@ int fb_parse_list(const char *s, int *out, int max)
     }
     return n;
 }
+
+/* ---- member hosts and their credentials (members_scale, propagation) ---- */
+
+char *fb_b64(const char *s, size_t n)
+{
+    static const char tb[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = malloc((n + 2) / 3 * 4 + 1), *p = o;
+    if (!o)
+        abort();
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)(unsigned char)s[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)(unsigned char)s[i + 1] << 8;
+        if (i + 2 < n)
+            v |= (unsigned char)s[i + 2];
+        *p++ = tb[(v >> 18) & 63];
+        *p++ = tb[(v >> 12) & 63];
+        *p++ = i + 1 < n ? tb[(v >> 6) & 63] : '=';
+        *p++ = i + 2 < n ? tb[v & 63] : '=';
+    }
+    *p = 0;
+    return o;
+}
+
+/* The bearer token in a kubeconfig file (heap), or NULL. */
+char *fb_kubeconfig_token(const char *path)
+{
+    char *kc = fb_slurp(path);
+    const char *t = kc ? strstr(kc, "token: ") : NULL;
+    char *out = NULL;
+    if (t) {
+        t += 7;
+        if (*t == '"')
+            t++;
+        out = strndup(t, strcspn(t, "\"\r\n"));
+    }
+    free(kc);
+    return out;
+}
+
+int fb_member_start(const char *flotilla, const char *dir, int clusters, fb_member_host *m)
+{
+    memset(m, 0, sizeof *m);
+    mkdir(dir, 0700);
+    char n[16], logpath[600];
+    snprintf(n, sizeof n, "%d", clusters);
+    snprintf(logpath, sizeof logpath, "%s/member.log", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(flotilla, flotilla, "member", "--data-dir", dir, "--clusters", n, (char *)NULL);
+        _exit(127);
+    }
+    m->pid = pid;
+    /* it prints "... at https://HOST:PORT/clusters/member1" once it serves */
+    for (int64_t deadline = fb_now_ns() + 120 * 1000000000LL; fb_now_ns() < deadline;) {
+        char *log = fb_slurp(logpath);
+        const char *at = log ? strstr(log, " at ") : NULL;
+        const char *end = at ? strstr(at, "/clusters/") : NULL;
+        if (at && end && (size_t)(end - at - 4) < sizeof m->url) {
+            memcpy(m->url, at + 4, (size_t)(end - at - 4));
+            m->url[end - at - 4] = 0;
+            free(log);
+            return 0;
+        }
+        free(log);
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            fprintf(stderr, "SERVER PROBLEM: flotilla member exited during start-up\n");
+            m->pid = 0;
+            return -1;
+        }
+        usleep(50000);
+    }
+    fprintf(stderr, "flotilla member did not start in 120 s\n");
+    return -1;
+}
+
+void fb_member_stop(fb_member_host *m)
+{
+    if (m->pid <= 0)
+        return;
+    kill(m->pid, SIGTERM);
+    int st;
+    int64_t deadline = fb_now_ns() + 15 * 1000000000LL;
+    while (waitpid(m->pid, &st, WNOHANG) == 0) {
+        if (fb_now_ns() > deadline) {
+            fprintf(stderr, "flotilla member did not stop within 15 s of SIGTERM; killing\n");
+            kill(m->pid, SIGKILL);
+            waitpid(m->pid, &st, 0);
+            break;
+        }
+        usleep(20000);
+    }
+    m->pid = 0;
+}

@@ -106,4 +106,22 @@ double fb_pct_sorted_ms(const int64_t *v, size_t n, double p);
 /* Parse "1,16,64" into up to `max` ints; returns the count. */
 int fb_parse_list(const char *s, int *out, int max);
 
+/* ---- member hosts ---- */
+
+/* A running `flotilla member`: its pid and its base URL ("https://127.0.0.1:PORT"). */
+typedef struct fb_member_host {
+    pid_t pid;
+    char url[160];
+} fb_member_host;
+
+/* Start `flotilla member --clusters N` in dir (log in dir/member.log) and wait (120 s) until
+ * it serves. 0, or -1 with a message on stderr. */
+int fb_member_start(const char *flotilla, const char *dir, int clusters, fb_member_host *m);
+/* SIGTERM, then SIGKILL after 15 s; reaps it. */
+void fb_member_stop(fb_member_host *m);
+/* Standard base64 of n bytes (heap). */
+char *fb_b64(const char *s, size_t n);
+/* The bearer token in a kubeconfig file (heap), or NULL. */
+char *fb_kubeconfig_token(const char *path);
+
 #endif

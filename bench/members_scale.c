@@ -23,98 +23,11 @@
 
 #include "bench_common.h"
 
-typedef struct member_host {
-    pid_t pid;
-    char dir[512];
-    char url[160];
-} member_host;
 
 
-static int member_start(const char *flotilla, const char *dir, int clusters, member_host *m)
-{
-    memset(m, 0, sizeof *m);
-    snprintf(m->dir, sizeof m->dir, "%s", dir);
-    mkdir(dir, 0700);
-    char n[16], logpath[600];
-    snprintf(n, sizeof n, "%d", clusters);
-    snprintf(logpath, sizeof logpath, "%s/member.log", dir);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execl(flotilla, flotilla, "member", "--data-dir", dir, "--clusters", n, (char *)NULL);
-        _exit(127);
-    }
-    m->pid = pid;
-    for (int64_t deadline = fb_now_ns() + 120LL * 1000000000LL; fb_now_ns() < deadline;) {
-        char *log = fb_slurp(logpath);
-        const char *at = log ? strstr(log, " at ") : NULL;
-        const char *end = at ? strstr(at, "/clusters/") : NULL;
-        if (at && end && (size_t)(end - at - 4) < sizeof m->url) {
-            memcpy(m->url, at + 4, (size_t)(end - at - 4));
-            m->url[end - at - 4] = 0;
-            free(log);
-            return 0;
-        }
-        free(log);
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            fprintf(stderr, "SERVER PROBLEM: flotilla member exited during start-up\n");
-            return -1;
-        }
-        usleep(50000);
-    }
-    fprintf(stderr, "flotilla member did not start in 120 s\n");
-    return -1;
-}
 
-static void member_stop(member_host *m)
-{
-    if (m->pid <= 0)
-        return;
-    kill(m->pid, SIGTERM);
-    int st;
-    waitpid(m->pid, &st, 0);
-    m->pid = 0;
-}
 
-/* The bearer token in a kubeconfig file (heap), or NULL. */
-static char *kubeconfig_token(const char *path)
-{
-    char *kc = fb_slurp(path);
-    const char *t = kc ? strstr(kc, "token: ") : NULL;
-    char *out = NULL;
-    if (t) {
-        t += 7;
-        if (*t == '"')
-            t++;
-        size_t n = strcspn(t, "\"\r\n");
-        out = strndup(t, n);
-    }
-    free(kc);
-    return out;
-}
 
-static char *b64(const char *s, size_t n)
-{
-    static const char tb[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1), *p = o;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned char)s[i] << 16;
-        if (i + 1 < n) v |= (unsigned char)s[i + 1] << 8;
-        if (i + 2 < n) v |= (unsigned char)s[i + 2];
-        *p++ = tb[(v >> 18) & 63];
-        *p++ = tb[(v >> 12) & 63];
-        *p++ = i + 1 < n ? tb[(v >> 6) & 63] : '=';
-        *p++ = i + 2 < n ? tb[v & 63] : '=';
-    }
-    *p = 0;
-    return o;
-}
 
 /* One member's ConfigMap watch: the first event naming this round's ConfigMap sets its
  * latency. Events are newline-delimited; the needle is searched across the buffered tail. */
@@ -192,20 +105,20 @@ int main(int argc, char **argv)
     int problems = 0;
 
     /* baseline: a member host with one cluster */
-    member_host one;
-    if (member_start(flotilla, m1dir, 1, &one))
+    fb_member_host one;
+    if (fb_member_start(flotilla, m1dir, 1, &one))
         return 1;
     usleep(300000);
     long rss_one = fb_proc_kib(one.pid, "VmRSS");
-    member_stop(&one);
+    fb_member_stop(&one);
 
     fb_server s;
     if (fb_server_start(flotilla, sdir, NULL, &s))
         return 1;
     long rss_server_idle = fb_proc_kib(s.pid, "VmRSS");
-    member_host mh;
+    fb_member_host mh;
     int64_t t0 = fb_now_ns();
-    if (member_start(flotilla, mndir, clusters, &mh)) {
+    if (fb_member_start(flotilla, mndir, clusters, &mh)) {
         fb_server_stop(&s);
         return 1;
     }
@@ -223,7 +136,7 @@ int main(int argc, char **argv)
     char ca_path[700];
     snprintf(ca_path, sizeof ca_path, "%s/pki/ca.crt", mndir);
     char *ca = fb_slurp(ca_path);
-    char *ca64 = b64(ca, strlen(ca));
+    char *ca64 = fb_b64(ca, strlen(ca));
     const char *ns = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-cluster\"}}";
     fb_request(c, &s, "POST", "/api/v1/namespaces", ns, strlen(ns), &out);
     int64_t j0 = fb_now_ns();
@@ -251,8 +164,8 @@ int main(int argc, char **argv)
     for (int i = 1; !pull && i <= clusters; i++) {
         char kc[700], body[8192];
         snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i);
-        char *tok = kubeconfig_token(kc);
-        char *tok64 = tok ? b64(tok, strlen(tok)) : strdup("");
+        char *tok = fb_kubeconfig_token(kc);
+        char *tok64 = tok ? fb_b64(tok, strlen(tok)) : strdup("");
         snprintf(body, sizeof body,
                  "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"member%d\",\"namespace\":"
                  "\"karmada-cluster\"},\"data\":{\"token\":\"%s\",\"caBundle\":\"%s\"}}",
@@ -314,7 +227,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < k; i++) {
             char kc[700], path[256];
             snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i + 1);
-            char *tok = kubeconfig_token(kc);
+            char *tok = fb_kubeconfig_token(kc);
             snprintf(mem.auth, sizeof mem.auth, "Authorization: Bearer %s", tok ? tok : "");
             free(tok);
             ws[i].headers = fb_headers(&mem);
@@ -406,7 +319,7 @@ int main(int argc, char **argv)
         waitpid(agents[i], NULL, 0);
     }
     free(agents);
-    member_stop(&mh);
+    fb_member_stop(&mh);
     if (fb_server_stop(&s) != 0)
         problems++;
     if (!keep) {

@@ -86,42 +86,7 @@ static void breset(fb_buf *b)
         b->p[0] = 0;
 }
 
-static char *b64(const char *s, size_t n)
-{
-    static const char tb[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *o = malloc((n + 2) / 3 * 4 + 1), *p = o;
-    if (!o)
-        abort();
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)(unsigned char)s[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)(unsigned char)s[i + 1] << 8;
-        if (i + 2 < n)
-            v |= (unsigned char)s[i + 2];
-        *p++ = tb[(v >> 18) & 63];
-        *p++ = tb[(v >> 12) & 63];
-        *p++ = i + 1 < n ? tb[(v >> 6) & 63] : '=';
-        *p++ = i + 2 < n ? tb[v & 63] : '=';
-    }
-    *p = 0;
-    return o;
-}
 
-/* The bearer token in a kubeconfig file (heap), or NULL. */
-static char *kubeconfig_token(const char *path)
-{
-    char *kc = fb_slurp(path);
-    const char *t = kc ? strstr(kc, "token: ") : NULL;
-    char *out = NULL;
-    if (t) {
-        t += 7;
-        if (*t == '"')
-            t++;
-        out = strndup(t, strcspn(t, "\"\r\n"));
-    }
-    free(kc);
-    return out;
-}
 
 static double since_s(int64_t t0)
 {
@@ -140,74 +105,8 @@ static void print_load(const char *when)
 
 /* ---- the member host (as members_scale.c starts it) ------------------------------------- */
 
-typedef struct member_host {
-    pid_t pid;
-    char url[160];
-} member_host;
 
-static int member_start(const char *flotilla, const char *dir, int clusters, member_host *m)
-{
-    memset(m, 0, sizeof *m);
-    mkdir(dir, 0700);
-    char n[16], logpath[600];
-    snprintf(n, sizeof n, "%d", clusters);
-    snprintf(logpath, sizeof logpath, "%s/member.log", dir);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execl(flotilla, flotilla, "member", "--data-dir", dir, "--clusters", n, (char *)NULL);
-        _exit(127);
-    }
-    m->pid = pid;
-    /* it prints "... at https://HOST:PORT/clusters/member1" once it serves */
-    for (int64_t deadline = fb_now_ns() + 120 * NS_PER_S; fb_now_ns() < deadline;) {
-        char *log = fb_slurp(logpath);
-        const char *at = log ? strstr(log, " at ") : NULL;
-        const char *end = at ? strstr(at, "/clusters/") : NULL;
-        if (at && end && (size_t)(end - at - 4) < sizeof m->url) {
-            memcpy(m->url, at + 4, (size_t)(end - at - 4));
-            m->url[end - at - 4] = 0;
-            free(log);
-            return 0;
-        }
-        free(log);
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            fprintf(stderr, "SERVER PROBLEM: flotilla member exited during start-up\n");
-            m->pid = 0;
-            return -1;
-        }
-        usleep(50000);
-    }
-    fprintf(stderr, "flotilla member did not start in 120 s\n");
-    return -1;
-}
 
-static void member_stop(member_host *m)
-{
-    if (m->pid <= 0)
-        return;
-    kill(m->pid, SIGTERM);
-    int st;
-    int64_t deadline = fb_now_ns() + 15 * NS_PER_S;
-    while (waitpid(m->pid, &st, WNOHANG) == 0) {
-        if (fb_now_ns() > deadline) {
-            fprintf(stderr, "flotilla member did not stop within 15 s of SIGTERM; killing\n");
-            kill(m->pid, SIGKILL);
-            waitpid(m->pid, &st, 0);
-            break;
-        }
-        usleep(20000);
-    }
-    m->pid = 0;
-}
 
 /* ---- arrivals in the members ---------------------------------------------------------
  * A tracker names what a phase expects: objects called PREFIX<index> (index < nitems) in
@@ -345,7 +244,7 @@ typedef struct fleet {
     const char *flotilla;
     char root[512], sdir[600], mdir[600];
     fb_server s;
-    member_host mh;
+    fb_member_host mh;
     int hosted, joined;
     bool configmaps;
     char *ca64;
@@ -971,7 +870,7 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int hos
     snprintf(f->mdir, sizeof f->mdir, "%s/members", root);
     if (fb_server_start(flotilla, f->sdir, NULL, &f->s))
         return -1;
-    if (member_start(flotilla, f->mdir, hosted, &f->mh)) {
+    if (fb_member_start(flotilla, f->mdir, hosted, &f->mh)) {
         fb_server_stop(&f->s);
         return -1;
     }
@@ -980,7 +879,7 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int hos
     char ca_path[700];
     snprintf(ca_path, sizeof ca_path, "%s/pki/ca.crt", f->mdir);
     char *ca = fb_slurp(ca_path);
-    f->ca64 = ca ? b64(ca, strlen(ca)) : strdup("");
+    f->ca64 = ca ? fb_b64(ca, strlen(ca)) : strdup("");
     free(ca);
     f->tokens = calloc((size_t)hosted, sizeof *f->tokens);
     f->nw = hosted * (configmaps ? 2 : 1) + (stages ? 2 : 0);
@@ -991,7 +890,7 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int hos
     for (int i = 0; i < hosted; i++) {
         char kc[700];
         snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", f->mdir, i + 1);
-        f->tokens[i] = kubeconfig_token(kc);
+        f->tokens[i] = fb_kubeconfig_token(kc);
         if (!f->tokens[i])
             f->tokens[i] = strdup("");
         snprintf(mem.auth, sizeof mem.auth, "Authorization: Bearer %s", f->tokens[i]);
@@ -1040,7 +939,7 @@ static double fleet_join(fleet *f, int n)
     int64_t t0 = fb_now_ns();
     fb_buf body = {0};
     for (int i = f->joined + 1; i <= n && i <= f->hosted; i++) {
-        char *tok64 = b64(f->tokens[i - 1], strlen(f->tokens[i - 1]));
+        char *tok64 = fb_b64(f->tokens[i - 1], strlen(f->tokens[i - 1]));
         breset(&body);
         bprintf(&body,
                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"member%d\",\"namespace\":"
@@ -1106,7 +1005,7 @@ static void fleet_stop(fleet *f, bool keep)
         free(f->w[i].buf.p);
     }
     free(f->w);
-    member_stop(&f->mh);
+    fb_member_stop(&f->mh);
     if (f->s.pid > 0 && fb_server_stop(&f->s) != 0)
         problems++;
     for (int i = 0; f->tokens && i < f->hosted; i++)
