@@ -951,6 +951,7 @@ static const fl_field cluster_fields[] = {
     F("spec.zones", FL_F_ARRAY),
     FS("spec.taints", FL_F_ARRAY, taint_fields),
     FS("spec.resourceModels", FL_F_ARRAY, opaque_fields),
+    F("spec.suspendDispatching", FL_F_BOOL), /* ours: pause all delivery to the cluster */
     F("status", FL_F_OBJECT),
     F("status.kubernetesVersion", FL_F_STRING),
     FS("status.apiEnablements", FL_F_ARRAY, opaque_fields),

@@ -19,4 +19,8 @@ int fl_cmd_member(int argc, char **argv);
 int fl_cmd_up(int argc, char **argv);
 int fl_cmd_agent(int argc, char **argv);
 
+/* `flotilla ctl suspend|resume ...` (suspend_cmd.c); argv holds what follows "ctl", flags
+ * included, the verb itself excluded. */
+int fl_ctl_suspend(bool suspend, int argc, char **argv);
+
 #endif

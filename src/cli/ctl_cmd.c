@@ -3,6 +3,7 @@
  *   flotilla ctl [--kubeconfig F] [--context C] join NAME --cluster-kubeconfig F [--cluster-context C]
  *   flotilla ctl [--kubeconfig F] [--context C] unjoin NAME
  *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
+ *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *
  * As with karmadactl, --kubeconfig/--context name the control plane (kubectl's rules:
  * $KUBECONFIG, then ~/.kube/config, when absent) and the member's kubeconfig is given
@@ -57,6 +58,10 @@ static void usage(FILE *f)
                "  fault NAME --members-kubeconfig FILE --set down|slow=MS|partition|clear\n"
                "                 inject a fault into a simulated member (FILE: the member host's\n"
                "                 admin.kubeconfig, written by `flotilla member`)\n"
+               "  suspend|resume (policy|clusterpolicy|binding|clusterbinding|work|cluster) NAME [-n NS]\n"
+               "                 [--clusters a,b] [--wait] [--timeout DURATION]\n"
+               "                 stop or restart delivery; --wait until the executors acknowledge\n"
+               "                 (see 'flotilla ctl suspend --help')\n"
                "\n"
                "Options:\n"
                "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
@@ -115,7 +120,7 @@ static int parse(int argc, char **argv, ctl_opts *o, bool *help)
         pos[npos++] = a;
     }
     if (npos == 0)
-        return usage_error("%s", "a command is required (join, unjoin or fault)");
+        return usage_error("%s", "a command is required (join, unjoin, fault, suspend or resume)");
     o->verb = pos[0];
     if (strcmp(o->verb, "join") && strcmp(o->verb, "unjoin") && strcmp(o->verb, "fault"))
         return usage_error("unknown command \"%s\"", o->verb);
@@ -441,8 +446,36 @@ static int cmd_fault(const ctl_opts *o)
     return 0;
 }
 
+/* The first argument that is not a flag (or a flag's value), or -1. */
+static int verb_index(int argc, char **argv)
+{
+    static const char *const with_value[] = {"--kubeconfig", "--context", "--cluster-kubeconfig", "--cluster-context",
+                                             "--members-kubeconfig", "--set", "-n", "--namespace", "--clusters",
+                                             "--timeout", NULL};
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] != '-')
+            return i;
+        for (int k = 0; with_value[k]; k++)
+            if (!strcmp(argv[i], with_value[k]))
+                i++;
+    }
+    return -1;
+}
+
 int fl_cmd_ctl(int argc, char **argv)
 {
+    /* suspend and resume have options of their own: hand them everything but the verb */
+    int v = verb_index(argc, argv);
+    if (v > 0 && (!strcmp(argv[v], "suspend") || !strcmp(argv[v], "resume"))) {
+        char **rest = fl_calloc((size_t)argc, sizeof *rest);
+        int n = 0;
+        for (int i = 1; i < argc; i++)
+            if (i != v)
+                rest[n++] = argv[i];
+        int rc = fl_ctl_suspend(!strcmp(argv[v], "suspend"), n, rest);
+        free(rest);
+        return rc;
+    }
     ctl_opts o;
     memset(&o, 0, sizeof o);
     bool help = false;

@@ -25,7 +25,10 @@
 #include <time.h>
 
 #include "controllers/cluster.h"
+#include "controllers/events.h"
 #include "controllers/execution.h"
+#include "controllers/dispatching.h"
+#include "core/condition.h"
 #include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -48,6 +51,8 @@ struct fl_agent {
 
     pthread_mutex_t mu;
     json_t *cluster;           /* the Cluster as last read; NULL when absent (under mu) */
+    fl_informer *watch;        /* our own Cluster: a pause or a mode change is seen at once */
+    fl_recorder *recorder;     /* events on our Works */
 
     /* the status loop's own */
     int64_t last_discovery_ms; /* monotonic; 0 = discover on the next healthy pass */
@@ -140,17 +145,47 @@ static void cluster_mode(const json_t *cl, bool *deliver, bool *deleting)
     *deleting = cl && jstr(json_object_get(cl, "metadata"), "deletionTimestamp");
 }
 
+/* metadata.resourceVersion as a number (the store's revision); 0 when absent. */
+static long long resource_version(const json_t *obj)
+{
+    const char *rv = jstr(json_object_get(obj, "metadata"), "resourceVersion");
+    return rv ? strtoll(rv, NULL, 10) : 0;
+}
+
+/* The engine's view of the Cluster (*out zeroed by the caller). Caller holds mu. */
+static void engine_view(const json_t *cl, fl_exec_cluster *out)
+{
+    cluster_mode(cl, &out->deliver, &out->deleting);
+    out->paused = json_is_true(json_object_get(json_object_get(cl, "spec"), "suspendDispatching"));
+    out->generation = (long long)json_integer_value(json_object_get(json_object_get(cl, "metadata"), "generation"));
+    out->pause_reported = fl_condition_find(json_object_get(json_object_get(cl, "status"), "conditions"),
+                                            FL_PAUSED_CONDITION) != NULL;
+}
+
 /* Remember the Cluster (new reference stolen; NULL = gone); re-queue the Works when that
  * changes what the engine should do. */
 static void set_cluster(fl_agent *a, json_t *cl)
 {
     bool d0, x0, d1, x1;
+    fl_exec_cluster v0 = {0}, v1 = {0};
     pthread_mutex_lock(&a->mu);
+    if (cl && a->cluster && resource_version(cl) < resource_version(a->cluster)) {
+        /* a read that started before the watch's newer event: keep the newer */
+        pthread_mutex_unlock(&a->mu);
+        json_decref(cl);
+        return;
+    }
     cluster_mode(a->cluster, &d0, &x0);
+    engine_view(a->cluster, &v0);
     json_decref(a->cluster);
     a->cluster = cl;
     cluster_mode(cl, &d1, &x1);
+    engine_view(cl, &v1);
     pthread_mutex_unlock(&a->mu);
+    if (v0.paused != v1.paused || (v1.paused && v0.generation != v1.generation)) {
+        fl_log(FL_LOG_INFO, LOG, "Cluster %s: delivery %s", a->name, v1.paused ? "paused" : "resumed");
+        fl_exec_requeue_cluster(a->engine, a->name);
+    }
     if (d0 != d1 || x0 != x1) {
         if (!cl)
             fl_log(FL_LOG_WARN, LOG, "Cluster %s is gone from the control plane: its Works are left alone", a->name);
@@ -170,7 +205,7 @@ static void engine_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
         return; /* not ours (the informer only sees our namespace anyway) */
     out->present = true; /* our own cluster: a Push controller, if any, cleans its own */
     pthread_mutex_lock(&a->mu);
-    cluster_mode(a->cluster, &out->deliver, &out->deleting);
+    engine_view(a->cluster, out);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -179,6 +214,25 @@ static int engine_member(void *ctx, const char *cluster, fl_client **out, char *
     fl_agent *a = ctx;
     *out = a->member;
     return 0;
+}
+
+/* The watch on our Cluster: a pause (or resume) reaches the engine at once rather than at
+ * the next status pass. */
+static void watch_added(void *ctx, json_t *obj)
+{
+    set_cluster(ctx, json_incref(obj));
+}
+
+static void watch_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    (void)old_obj;
+    set_cluster(ctx, json_incref(new_obj));
+}
+
+static void watch_deleted(void *ctx, json_t *obj)
+{
+    (void)obj;
+    set_cluster(ctx, NULL);
 }
 
 /* ---- the lease ---- */
@@ -357,6 +411,10 @@ static void *status_main(void *arg)
     int rc = fl_exec_start(a->engine);
     if (rc)
         fl_log(FL_LOG_ERROR, LOG, "Work delivery did not start: %s", fl_strerror(rc));
+    rc = fl_informer_start(a->watch);
+    if (rc)
+        fl_log(FL_LOG_WARN, LOG, "watching Cluster %s: %s (changes are seen at each status pass)", a->name,
+               fl_strerror(rc));
     do
         report_status(a);
     while (!fl_client_cancel_sleep(a->stop, (int)a->status_ms));
@@ -374,7 +432,11 @@ void fl_agent_stop(fl_agent *a)
         pthread_join(a->lease_th, NULL);
     if (a->status_started)
         pthread_join(a->status_th, NULL);
+    if (a->watch)
+        fl_informer_stop(a->watch); /* its handlers touch the engine */
     fl_exec_free(a->engine);
+    fl_informer_free(a->watch);
+    fl_recorder_free(a->recorder);
     json_decref(a->cluster);
     json_decref(a->lease);
     fl_client_cancel_free(a->stop);
@@ -402,7 +464,9 @@ int fl_agent_start(const fl_agent_config *cfg, fl_agent **out)
     pthread_mutex_init(&a->mu, NULL);
 
     char *ns = fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, a->name);
+    a->recorder = fl_recorder_new(cfg->cp, "flotilla-agent");
     fl_exec_config ec = {
+        .recorder = a->recorder,
         .cp = cfg->cp,
         .ns = ns,
         .workers = cfg->workers > 0 ? cfg->workers : 2,
@@ -410,6 +474,17 @@ int fl_agent_start(const fl_agent_config *cfg, fl_agent **out)
     };
     int rc = fl_exec_new(&ec, &a->engine);
     free(ns);
+    char *fs = fl_asprintf("metadata.name=%s", a->name);
+    fl_informer_config wc = {
+        .client = cfg->cp,
+        .resource = CLUSTERS,
+        .field_selector = fs,
+        .handlers = {.on_add = watch_added, .on_update = watch_updated, .on_delete = watch_deleted, .ctx = a},
+        .transform = fl_informer_drop_managed_fields,
+    };
+    if (!rc)
+        rc = fl_informer_new(&wc, &a->watch);
+    free(fs);
     /* the lease first: it is what the server judges the cluster by; the status thread
      * reads the Cluster, then starts delivery */
     if (!rc)

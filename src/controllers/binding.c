@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "controllers/controller.h"
+#include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
@@ -408,14 +409,8 @@ static int build_work(render *r, int i, json_t **out, char **err)
     free(cov);
     free(ov);
     json_t *wspec = json_pack("{s:{s:[o]}}", "workload", "manifests", m);
-    /* suspension (issue 6 builds the acknowledgement): whole binding, or some clusters */
-    const json_t *susp = json_object_get(bspec, "suspension");
-    bool suspend = json_is_true(json_object_get(susp, "dispatching"));
-    const json_t *on = json_object_get(json_object_get(susp, "dispatchingOnClusters"), "clusterNames");
-    size_t k;
-    json_t *cn;
-    json_array_foreach(on, k, cn) suspend |= json_string_value(cn) && !strcmp(json_string_value(cn), t->cluster);
-    if (suspend)
+    /* suspension (dispatching.h): the whole binding, or some clusters */
+    if (fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster))
         json_object_set_new(wspec, "suspendDispatching", json_true());
     if (json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")))
         json_object_set_new(wspec, "preserveResourcesOnDeletion", json_true());
@@ -573,6 +568,37 @@ static target *targets_of(const json_t *spec, int *n)
     return t;
 }
 
+/* An orphan Work (key "karmada-es-<cluster>/<name>") whose cluster the binding suspends stays
+ * until the suspension ends: removing it would delete the objects in the member, and while
+ * suspended nothing reaches the member. A kept Work is marked suspended if it was not (the
+ * suspension and the unscheduling came together). Returns whether the Work is kept. */
+static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey, int *rc)
+{
+    size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
+    const char *slash = strchr(wkey, '/');
+    if (strncmp(wkey, FL_EXECUTION_SPACE_PREFIX, pl) || !slash)
+        return false;
+    char *cluster = fl_strndup(wkey + pl, (size_t)(slash - wkey - pl));
+    bool keep = fl_dispatch_suspended(json_object_get(json_object_get(binding, "spec"), "suspension"), cluster);
+    free(cluster);
+    if (!keep)
+        return false;
+    json_t *work = NULL;
+    fl_informer_get_key(b->works, wkey, &work);
+    if (work && !json_is_true(json_object_get(json_object_get(work, "spec"), "suspendDispatching"))) {
+        static const char patch[] = "{\"spec\":{\"suspendDispatching\":true}}";
+        char *ns = fl_strndup(wkey, (size_t)(slash - wkey));
+        fl_client_error ce = {0};
+        int p = fl_client_patch(b->env.cp, &WORKS, ns, slash + 1, FL_PATCH_MERGE, patch, sizeof patch - 1, NULL, NULL,
+                                &ce);
+        if (p && p != FL_ENOTFOUND && !*rc)
+            *rc = p;
+        free(ns);
+    }
+    json_decref(work);
+    return true;
+}
+
 static int reconcile(void *ctx, const char *key)
 {
     bindctl *b = ctx;
@@ -672,6 +698,8 @@ static int reconcile(void *ctx, const char *key)
             keep = !strncmp(s, FL_EXECUTION_SPACE_PREFIX, strlen(FL_EXECUTION_SPACE_PREFIX)) && !strncmp(s + strlen(FL_EXECUTION_SPACE_PREFIX), targets[t].cluster, cl) &&
                    s[strlen(FL_EXECUTION_SPACE_PREFIX) + cl] == '/' && !strcmp(s + strlen(FL_EXECUTION_SPACE_PREFIX) + cl + 1, r.wname);
         }
+        if (!keep && orphan_suspended(b, binding, s, &rc))
+            continue;
         if (!keep) {
             int d = delete_work(b, s);
             if (d == 0) {

@@ -22,9 +22,11 @@
 #include <string.h>
 
 #include "controllers/controller.h"
+#include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
+#include "core/condition.h"
 #include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -163,7 +165,7 @@ static bool set_condition(json_t *status, const char *type, bool ok, const char 
 }
 
 /* The template's status from the items, written when it changed. */
-static int aggregate_template(statusctl *s, const json_t *binding, const json_t *items)
+static int aggregate_template(statusctl *s, const json_t *binding, const json_t *items, const json_t *dispatching)
 {
     const json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
     const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind"), *name = jstr(res, "name");
@@ -187,6 +189,33 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         rc = 0; /* until the template or its members change */
         goto done;
     }
+    /* the roll-up of the suspension acknowledgements, for a tool that waits on the template */
+    if (dispatching && json_is_object(json_object_get(out, "status"))) {
+        json_t *conds = json_object_get(json_object_get(out, "status"), "conditions");
+        if (!json_is_array(conds)) {
+            conds = json_array();
+            json_object_set_new(json_object_get(out, "status"), "conditions", conds);
+        }
+        json_t *old = fl_condition_find(json_object_get(json_object_get(tmpl, "status"), "conditions"),
+                                        FL_DISPATCHING_CONDITION);
+        json_t *c = json_deep_copy(dispatching);
+        json_object_del(c, "observedGeneration"); /* the binding's generation, not the template's */
+        /* lastTransitionTime stays while the status does */
+        if (old && fl_json_same(json_object_get(old, "status"), json_object_get(c, "status")) &&
+            json_object_get(old, "lastTransitionTime"))
+            json_object_set(c, "lastTransitionTime", json_object_get(old, "lastTransitionTime"));
+        json_t *at = fl_condition_find(conds, FL_DISPATCHING_CONDITION);
+        if (at)
+            json_object_update(at, c);
+        else
+            json_array_append(conds, c);
+        if (!fl_json_same(json_object_get(old, "reason"), json_object_get(c, "reason")) &&
+            strcmp(jstr(c, "reason"), FL_DISPATCHING_REASON_PENDING))
+            fl_event(s->env.recorder, tmpl, "Normal",
+                     strcmp(jstr(c, "reason"), FL_DISPATCHING_REASON) ? "DispatchingSuspended" : "DispatchingResumed",
+                     "%s", jstr(c, "message"));
+        json_decref(c);
+    }
     if (fl_json_same(json_object_get(out, "status"), json_object_get(tmpl, "status")))
         goto done;
     fl_gvr gvr = {av, k->resource};
@@ -207,6 +236,34 @@ done:
     json_decref(out);
     json_decref(tmpl);
     return rc;
+}
+
+/* The Dispatching roll-up (dispatching.h) on the binding's status st: how many target
+ * clusters acknowledged what the binding's suspension asks. Only on bindings that are or
+ * were suspended (a binding never suspended carries no such condition, and costs no write).
+ * Returns the condition (new reference) for the template, or NULL. */
+static json_t *rollup(statusctl *s, const json_t *b, json_t *st, const json_t *works, bool *change)
+{
+    const json_t *susp = json_object_get(json_object_get(b, "spec"), "suspension");
+    json_t *old = fl_condition_find(json_object_get(st, "conditions"), FL_DISPATCHING_CONDITION);
+    if (!fl_dispatch_any(susp) && !old)
+        return NULL;
+    char *was = old ? fl_strdup(jstr(old, "reason")) : NULL;
+    fl_dispatch_rollup r;
+    fl_dispatch_rollup_of(b, works, &r);
+    const char *cs, *reason;
+    char *msg;
+    fl_dispatch_rollup_condition(&r, &cs, &reason, &msg);
+    json_t *gen = json_object_get(json_object_get(b, "metadata"), "generation");
+    *change |= fl_condition_set(st, FL_DISPATCHING_CONDITION, cs, reason, msg,
+                                json_is_integer(gen) ? json_integer_value(gen) : -1, fl_time_now_ms());
+    if ((!was || strcmp(was, reason)) && strcmp(reason, FL_DISPATCHING_REASON_PENDING))
+        fl_event(s->env.recorder, b, "Normal",
+                 strcmp(reason, FL_DISPATCHING_REASON) ? "DispatchingSuspended" : "DispatchingResumed", "%s", msg);
+    free(was);
+    free(msg);
+    fl_dispatch_rollup_close(&r);
+    return json_deep_copy(fl_condition_find(json_object_get(st, "conditions"), FL_DISPATCHING_CONDITION));
 }
 
 static int reconcile(void *ctx, const char *key)
@@ -244,12 +301,15 @@ static int reconcile(void *ctx, const char *key)
                 json_array_append_new(names, json_string(nm));
         }
     }
+    json_t *works = json_object(); /* cluster -> its Work, for the suspension roll-up */
     json_array_foreach(names, i, c) {
         const char *cluster = json_string_value(c);
         char *wns = fl_names_execution_space(cluster);
         json_t *work = NULL;
         fl_informer_get(s->works, wns, wname, &work);
         free(wns);
+        if (work)
+            json_object_set(works, cluster, work);
         json_t *it = item_for(cluster, work);
         applied += json_is_true(json_object_get(it, "applied"));
         n++;
@@ -273,6 +333,8 @@ static int reconcile(void *ctx, const char *key)
                                                "All works have been successfully applied")
                                : set_condition(st, "FullyApplied", false, "FullyAppliedFailed",
                                                "Failed to apply all works, see status.aggregatedStatus for details");
+    json_t *dispatching = rollup(s, b, st, works, &change);
+    json_decref(works);
     int rc = 0;
     if (change) {
         fl_client_error ce;
@@ -284,7 +346,8 @@ static int reconcile(void *ctx, const char *key)
                    ce.message[0] ? ce.message : fl_strerror(rc));
     }
     if (rc == 0)
-        rc = aggregate_template(s, b, items);
+        rc = aggregate_template(s, b, items, dispatching);
+    json_decref(dispatching);
     json_decref(nb);
     json_decref(items);
     json_decref(b);

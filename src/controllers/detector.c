@@ -523,7 +523,19 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
     char *want = psusp && !json_is_null(psusp) ? fl_json_dumps(psusp, NULL) : fl_strdup("");
     const char *last = jstr(annotations, SUSPENSION_ANNOTATION);
     if (!last || strcmp(last, want)) {
+        /* suspension.scheduling is the binding's own (users or admission set it; a policy has
+         * none): it survives the copy */
+        json_t *sched = json_incref(json_object_get(json_object_get(spec, "suspension"), "scheduling"));
         copy_field(spec, ps, "suspension");
+        if (sched) {
+            json_t *bs = json_object_get(spec, "suspension");
+            if (!json_is_object(bs)) {
+                bs = json_object();
+                json_object_set_new(spec, "suspension", bs);
+            }
+            json_object_set(bs, "scheduling", sched);
+            json_decref(sched);
+        }
         json_object_set_new(annotations, SUSPENSION_ANNOTATION, json_string(want));
     }
     free(want);

@@ -43,11 +43,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "controllers/dispatching.h"
+#include "controllers/events.h"
 #include "controllers/members.h"
+#include "core/condition.h"
 #include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 #define EXEC_WORKERS 8
 #define EXEC_RESYNC_MS 30000
@@ -61,6 +65,7 @@ struct fl_exec {
     fl_client *cp;
     fl_exec_ops ops;
     fl_interp *interp, *own_interp;
+    fl_recorder *recorder;
     int want_workers;
     fl_informer *works;
     fl_workqueue *q;
@@ -71,8 +76,16 @@ struct fl_exec {
     bool resync_started, started;
     fl_client_cancel *stop;
     atomic_bool quit;
+    /* delivery in flight per cluster, for the Paused acknowledgement: under mu, a worker
+     * checks the cluster is not paused and counts itself in, in one step, so once a pause
+     * is visible and the count is zero nothing can be applying to that member */
+    pthread_mutex_t mu;
+    json_t *inflight;  /* cluster -> number of workers applying or removing */
+    json_t *want_ack;  /* clusters whose Paused acknowledgement waits for inflight to drain */
 };
 typedef struct fl_exec exec;
+
+#define CLUSTER_KEY_PREFIX '@' /* queue key of a cluster's Paused acknowledgement: "@name" */
 
 /* ---- small helpers ---- */
 
@@ -401,6 +414,26 @@ done:
     return rc;
 }
 
+/* ---- the Work's status ---- */
+
+/* fl_ws_write_status, and a WorkDispatching event on the Work when its Dispatching
+ * condition flips (suspended, paused, resumed), as Karmada records it. */
+static int write_status(exec *x, const json_t *work, bool applied, const char *reason, const char *message,
+                        const char *stopped, json_t *statuses)
+{
+    const json_t *c = fl_condition_find(json_object_get(jobj(work, "status"), "conditions"), FL_DISPATCHING_CONDITION);
+    const char *was = c ? jstr(c, "reason") : NULL;
+    const char *now = stopped ? stopped : FL_DISPATCHING_REASON;
+    int rc = fl_ws_write_status(x->cp, work, applied, reason, message, stopped, statuses);
+    if (rc == 0 && x->recorder && (was ? strcmp(was, now) != 0 : stopped != NULL))
+        fl_event(x->recorder, work, "Normal", "WorkDispatching", "%s",
+                 !stopped ? "Work is being dispatched to the member cluster."
+                 : !strcmp(stopped, FL_DISPATCHING_REASON_CLUSTER_PAUSED)
+                     ? "The Work's cluster is paused: nothing is being applied to it."
+                     : "Work dispatching is suspended: nothing is being applied to the cluster.");
+    return rc;
+}
+
 /* ---- reconcile ---- */
 
 /* Append "; part" (or "part") to *acc. */
@@ -445,7 +478,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
                                 json_array_size(json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests")),
                                 errs);
         json_t *kept = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
-        fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, kept);
+        write_status(x, work, false, "AppliedFailed", msg, NULL, kept);
         free(msg);
         free(errs);
         return rc;
@@ -482,11 +515,11 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     if (first_err) {
         char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
-        src = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, statuses);
+        src = write_status(x, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
     } else {
-        src = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
-                                 statuses);
+        src = write_status(x, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
+                                 NULL, statuses);
     }
     free(errs);
     return first_err ? first_err : src;
@@ -577,8 +610,133 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work)
     return first_err;
 }
 
+/* ---- suspension: nothing reaches the member, status collection goes on ---- */
+
+/* The Work is suspended or its cluster paused: report what the member watches already know
+ * of its manifests (no request to the member) and acknowledge with the Dispatching
+ * condition. Called with no apply of this Work in flight (the queue runs one reconcile
+ * per key at a time), which is what makes the acknowledgement true. */
+static int report_stopped(exec *x, const char *cluster, const json_t *work, const char *reason)
+{
+    fl_client *mc = NULL;
+    char *emsg = NULL;
+    json_t *statuses = NULL;
+    if (member_client(x, cluster, &mc, &emsg) == 0) {
+        statuses = json_array();
+        json_t *manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
+        size_t i;
+        json_t *m;
+        json_array_foreach(manifests, i, m) {
+            target t;
+            fl_ws_watch *wt = NULL;
+            json_t *observed = NULL;
+            if (target_init(mc, cluster, (int)i, m, &t, &emsg) == 0 &&
+                fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0) {
+                fl_informer_get(fl_ws_watch_informer(wt), t.ns, t.name, &observed);
+                fl_ws_watch_put(x->watches, wt);
+            }
+            if (observed)
+                json_array_append_new(statuses, fl_ws_manifest_status(x->interp, (int)i, t.api_version, t.kind,
+                                                                       t.resource, t.ns, t.name, observed));
+            json_decref(observed);
+            free(emsg);
+            emsg = NULL;
+            target_close(&t);
+        }
+    } else {
+        /* the member cannot be reached: what we last knew stays */
+        statuses = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
+    }
+    free(emsg);
+    return write_status(x, work, false, NULL, NULL, reason, statuses);
+}
+
+/* Count a worker in as delivering to cluster, unless the cluster is paused (false). */
+static bool delivery_begin(exec *x, const char *cluster)
+{
+    fl_exec_cluster cl = {0};
+    pthread_mutex_lock(&x->mu);
+    x->ops.cluster(x->ops.ctx, cluster, &cl);
+    if (!cl.paused) {
+        json_t *n = json_object_get(x->inflight, cluster);
+        json_object_set_new(x->inflight, cluster, json_integer(json_integer_value(n) + 1));
+    }
+    pthread_mutex_unlock(&x->mu);
+    return !cl.paused;
+}
+
+/* Count the worker out; the last one out queues a Paused acknowledgement that waited. */
+static void delivery_end(exec *x, const char *cluster)
+{
+    bool ack = false;
+    pthread_mutex_lock(&x->mu);
+    json_int_t n = json_integer_value(json_object_get(x->inflight, cluster)) - 1;
+    if (n > 0) {
+        json_object_set_new(x->inflight, cluster, json_integer(n));
+    } else {
+        json_object_del(x->inflight, cluster);
+        ack = json_object_get(x->want_ack, cluster) != NULL;
+        json_object_del(x->want_ack, cluster);
+    }
+    pthread_mutex_unlock(&x->mu);
+    if (ack) {
+        char *key = fl_asprintf("%c%s", CLUSTER_KEY_PREFIX, cluster);
+        fl_workqueue_add(x->q, key);
+        free(key);
+    }
+}
+
+/* Write the Cluster's Paused condition: True once nothing is being delivered to a paused
+ * cluster, False once delivery is back (only when a Paused condition was there). */
+static int write_paused(exec *x, const char *cluster, bool paused, long long generation)
+{
+    json_t *cl = NULL;
+    fl_client_error ce = {0};
+    int rc = fl_client_get(x->cp, &CLUSTERS, NULL, cluster, &cl, &ce);
+    if (rc)
+        return rc == FL_ENOTFOUND ? 0 : rc;
+    json_t *st = jensure(cl, "status");
+    if (!paused && !fl_condition_find(json_object_get(st, "conditions"), FL_PAUSED_CONDITION))
+        goto out;
+    char *msg = paused ? fl_asprintf("Delivery to cluster %s is paused: no Work is being applied to it.", cluster)
+                       : fl_asprintf("Delivery to cluster %s is running.", cluster);
+    bool changed = fl_condition_set(st, FL_PAUSED_CONDITION, paused ? "True" : "False",
+                                    paused ? "Paused" : FL_DISPATCHING_REASON, msg, generation, fl_time_now_ms());
+    free(msg);
+    if (changed) {
+        rc = fl_client_update_status(x->cp, &CLUSTERS, NULL, cl, NULL, NULL, &ce);
+        if (rc && rc != FL_ECONFLICT)
+            fl_log(FL_LOG_WARN, "execution", "Cluster %s: writing the Paused condition: %s", cluster,
+                   ce.message[0] ? ce.message : fl_strerror(rc));
+        if (rc == 0)
+            fl_log(FL_LOG_INFO, "execution", "Cluster %s: delivery %s (generation %lld)", cluster,
+                   paused ? "paused" : "resumed", generation);
+    }
+out:
+    json_decref(cl);
+    return rc;
+}
+
+/* The cluster's Paused acknowledgement: written now, or, while workers are still
+ * delivering to it, by the last of them to finish (delivery_end). */
+static int reconcile_cluster(exec *x, const char *cluster)
+{
+    fl_exec_cluster cl = {0};
+    pthread_mutex_lock(&x->mu);
+    x->ops.cluster(x->ops.ctx, cluster, &cl);
+    bool wait = cl.paused && json_object_get(x->inflight, cluster);
+    if (wait)
+        json_object_set_new(x->want_ack, cluster, json_true());
+    pthread_mutex_unlock(&x->mu);
+    if (wait || !cl.present || !cl.deliver || cl.deleting || (!cl.paused && !cl.pause_reported))
+        return 0;
+    return write_paused(x, cluster, cl.paused, cl.generation);
+}
+
 static int reconcile(exec *x, const char *key)
 {
+    if (key[0] == CLUSTER_KEY_PREFIX)
+        return reconcile_cluster(x, key + 1);
     json_t *work = NULL;
     if (fl_informer_get_key(x->works, key, &work))
         return 0; /* gone: the member watches go at the next sweep */
@@ -599,12 +757,33 @@ static int reconcile(exec *x, const char *key)
             rc = set_finalizer(x, work, false, NULL);
         goto out;
     }
+    bool suspended = json_is_true(json_object_get(jobj(work, "spec"), "suspendDispatching"));
     if (deleting) {
         if (!ours)
             goto out;
+        if (cl.deleting) {
+            /* an unjoining cluster: clean up what can be reached, and never hold its Works
+             * forever (a suspended or paused Work's objects stay: nothing may touch them) */
+            if (!suspended && delivery_begin(x, cluster)) {
+                remove_manifests(x, cluster, work);
+                delivery_end(x, cluster);
+            }
+            rc = set_finalizer(x, work, false, NULL);
+            goto out;
+        }
+        /* suspended: the member keeps what was delivered, and the Work waits (terminating)
+         * until it is resumed; then the objects go and so does the Work */
+        if (suspended) {
+            rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_SUSPENDED);
+            goto out;
+        }
+        if (!delivery_begin(x, cluster)) {
+            rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_CLUSTER_PAUSED);
+            goto out;
+        }
         rc = remove_manifests(x, cluster, work);
-        /* an unjoining cluster that cannot be reached must not hold its Works forever */
-        if (rc && !cl.deleting)
+        delivery_end(x, cluster);
+        if (rc)
             goto out;
         rc = set_finalizer(x, work, false, NULL);
         goto out;
@@ -617,9 +796,16 @@ static int reconcile(exec *x, const char *key)
         json_decref(work);
         work = updated;
     }
-    if (json_is_true(json_object_get(jobj(work, "spec"), "suspendDispatching")))
-        goto out; /* suspended: nothing reaches the member (acknowledgement: issue 6) */
+    if (suspended) {
+        rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_SUSPENDED);
+        goto out;
+    }
+    if (!delivery_begin(x, cluster)) {
+        rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_CLUSTER_PAUSED);
+        goto out;
+    }
     rc = apply_work(x, cluster, work);
+    delivery_end(x, cluster);
 out:
     free(cluster);
     json_decref(work);
@@ -686,6 +872,9 @@ void fl_exec_requeue_cluster(fl_exec *x, const char *name)
     json_array_foreach(list, i, w) enqueue_work(x, w);
     json_decref(list);
     free(ns);
+    char *key = fl_asprintf("%c%s", CLUSTER_KEY_PREFIX, name);
+    fl_workqueue_add(x->q, key);
+    free(key);
 }
 
 /* ---- resync ---- */
@@ -736,6 +925,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->ops = cfg->ops;
     x->want_workers = cfg->workers > 0 ? cfg->workers : EXEC_WORKERS;
     x->interp = cfg->interp;
+    x->recorder = cfg->recorder;
     if (!x->interp)
         x->interp = x->own_interp = fl_interp_new();
     if (x->want_workers > EXEC_MAX_WORKERS)
@@ -744,6 +934,9 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->stop = fl_client_cancel_new();
     x->watches = fl_ws_watches_new(x->q);
     atomic_init(&x->quit, false);
+    pthread_mutex_init(&x->mu, NULL);
+    x->inflight = json_object();
+    x->want_ack = json_object();
     fl_informer_config wc = {
         .client = cfg->cp,
         .resource = WORKS,
@@ -794,6 +987,9 @@ void fl_exec_free(fl_exec *x)
     fl_workqueue_free(x->q);
     fl_client_cancel_free(x->stop);
     fl_interp_free(x->own_interp);
+    json_decref(x->inflight);
+    json_decref(x->want_ack);
+    pthread_mutex_destroy(&x->mu);
     free(x);
 }
 
@@ -815,6 +1011,10 @@ static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
     out->present = cl != NULL;
     out->deliver = cl && !(mode && !strcmp(mode, "Pull"));
     out->deleting = cl && meta(cl, "deletionTimestamp");
+    out->paused = cl && json_is_true(json_object_get(jobj(cl, "spec"), "suspendDispatching"));
+    out->pause_reported = cl && fl_condition_find(json_object_get(jobj(cl, "status"), "conditions"),
+                                                  FL_PAUSED_CONDITION) != NULL;
+    out->generation = cl ? (long long)json_integer_value(json_object_get(jobj(cl, "metadata"), "generation")) : 0;
     json_decref(cl);
 }
 
@@ -845,6 +1045,20 @@ static void cluster_deleted(void *ctx, json_t *obj)
     cluster_added(ctx, obj);
 }
 
+/* The Cluster cache keeps no status (health probes rewrite it all the time) but the Paused
+ * condition, so that a resume made while the server was down is acknowledged on restart. */
+static void keep_paused_only(json_t *obj)
+{
+    fl_informer_drop_managed_fields(obj);
+    json_t *st = json_object_get(obj, "status");
+    json_t *c = fl_condition_find(json_object_get(st, "conditions"), FL_PAUSED_CONDITION);
+    json_t *kept = c ? json_pack("{s:[O]}", "conditions", c) : NULL;
+    if (kept)
+        json_object_set_new(obj, "status", kept);
+    else
+        json_object_del(obj, "status");
+}
+
 static void push_stop(void *state)
 {
     push *p = state;
@@ -864,12 +1078,13 @@ static int push_start(const fl_ctrl_env *env, void **state)
     p->members = env->members;
     fl_exec_config ec = {.cp = env->cp,
                          .interp = env->interp,
+                         .recorder = env->recorder,
                          .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,
         .resource = CLUSTERS,
         .handlers = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_deleted, .ctx = p},
-        .transform = fl_informer_drop_status, /* delivery reads spec.syncMode and deletion only */
+        .transform = keep_paused_only, /* delivery reads spec, deletion and the Paused condition */
     };
     int rc = fl_exec_new(&ec, &p->engine);
     if (!rc)

@@ -22,6 +22,7 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/controller.h"
+#include "controllers/events.h"
 #include "interp/interp.h"
 
 /* The push controller `flotilla server` runs (listed in controllers.c): Works of
@@ -42,6 +43,9 @@ typedef struct fl_exec_cluster {
                      * cluster's agent or push controller, otherwise removes itself) */
     bool deleting;  /* the Cluster is being deleted: a member that cannot be reached no longer
                      * holds a deleted Work */
+    bool paused;    /* the Cluster's spec.suspendDispatching: nothing reaches the member */
+    long long generation; /* the Cluster's metadata.generation (what a Paused ack names) */
+    bool pause_reported;  /* the Cluster has a Paused condition (a resume must then be reported) */
 } fl_exec_cluster;
 
 /* Both called from the engine's workers and resync thread, concurrently: thread-safe,
@@ -61,6 +65,7 @@ typedef struct fl_exec_config {
     const char *ns;      /* watch Works only in this namespace (the agent's own); NULL = all */
     int workers;         /* 0 = 4 */
     fl_interp *interp;   /* retain, reflect status, health (borrowed); NULL: the engine's own */
+    fl_recorder *recorder; /* events on Works (borrowed); NULL: none */
     fl_exec_ops ops;
 } fl_exec_config;
 
@@ -69,8 +74,9 @@ typedef struct fl_exec_config {
 int fl_exec_new(const fl_exec_config *cfg, fl_exec **out);
 /* Start the Work informer, the workers and the 30 s resync. */
 int fl_exec_start(fl_exec *e);
-/* Re-queue every Work of a cluster (its Cluster appeared, changed mode or is going).
- * Any thread, including informer handlers; NULL-safe. */
+/* Re-queue every Work of a cluster (its Cluster appeared, changed mode, was paused or
+ * resumed, or is going), and the cluster's own Paused acknowledgement. Any thread,
+ * including informer handlers; NULL-safe. */
 void fl_exec_requeue_cluster(fl_exec *e, const char *cluster);
 /* Stop promptly (watches, queue, workers; in-flight member requests finish) and free.
  * The ops are not called after it returns. NULL-safe. */
@@ -129,11 +135,14 @@ size_t fl_ws_watches_count(fl_ws_watches *w);
 json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
                               const char *resource, const char *ns, const char *name, const json_t *obj);
 /* Set work's Applied condition (status "True"/"False" from applied, reason, message,
- * observedGeneration; lastTransitionTime kept unless the status flips) and its
+ * observedGeneration; lastTransitionTime kept unless the status flips; reason NULL leaves
+ * Applied as it is), its Dispatching condition (stopped NULL: True/Dispatching; else
+ * False with that reason; observedGeneration the Work's generation: the acknowledgement
+ * of dispatching.h, so call this only once no apply of this Work is in flight) and its
  * manifestStatuses (statuses, stolen; NULL or empty removes them), and write the status
  * through cp only when that changes what the Work has. Returns 0 or the write's FL_E*
  * code (FL_ECONFLICT when the Work moved on: retry). */
 int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
-                       json_t *statuses);
+                       const char *stopped, json_t *statuses);
 
 #endif

@@ -33,11 +33,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "controllers/dispatching.h"
+#include "core/condition.h"
 #include "core/json.h"
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 struct fl_ws_watch {
     fl_ws_watch *next;         /* hash chain */
@@ -344,53 +347,25 @@ static const char *work_meta(const json_t *work, const char *key)
     return str_of(json_object_get(work, "metadata"), key);
 }
 
-static void now_rfc3339(char *buf, size_t cap)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
-                       json_t *statuses)
+                       const char *stopped, json_t *statuses)
 {
     json_t *old = status_of(work);
     json_t *st = old ? json_deep_copy(old) : json_object();
-    json_t *conds = json_object_get(st, "conditions");
-    if (!json_is_array(conds)) {
-        conds = json_array();
-        json_object_set_new(st, "conditions", conds);
-    }
-    const char *status = applied ? "True" : "False";
-    json_t *prev = NULL;
-    size_t i, at = json_array_size(conds);
-    json_t *c;
-    json_array_foreach(conds, i, c) {
-        const char *t = str_of(c, "type");
-        if (t && !strcmp(t, "Applied")) {
-            prev = c;
-            at = i;
-            break;
-        }
-    }
-    /* lastTransitionTime moves only when the status does, as metav1.Condition wants */
-    char now[32];
-    const char *prev_status = prev ? str_of(prev, "status") : NULL;
-    const char *ltt = prev_status && !strcmp(prev_status, status) ? str_of(prev, "lastTransitionTime") : NULL;
-    if (!ltt) {
-        now_rfc3339(now, sizeof now);
-        ltt = now;
-    }
     json_t *gen = json_object_get(json_object_get(work, "metadata"), "generation");
-    json_t *cond = json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "Applied", "status", status, "reason", reason,
-                             "message", message, "lastTransitionTime", ltt);
-    if (json_is_integer(gen))
-        json_object_set(cond, "observedGeneration", gen);
-    if (at < json_array_size(conds))
-        json_array_set_new(conds, at, cond);
+    int64_t g = json_is_integer(gen) ? json_integer_value(gen) : -1;
+    int64_t now = fl_time_now_ms();
+    if (reason)
+        fl_condition_set(st, "Applied", applied ? "True" : "False", reason, message, g, now);
+    if (stopped)
+        fl_condition_set(st, FL_DISPATCHING_CONDITION, "False", stopped,
+                         !strcmp(stopped, FL_DISPATCHING_REASON_CLUSTER_PAUSED)
+                             ? "The Work's cluster is paused: nothing is being applied to it."
+                             : "Work dispatching is suspended: nothing is being applied to the cluster.",
+                         g, now);
     else
-        json_array_append_new(conds, cond);
+        fl_condition_set(st, FL_DISPATCHING_CONDITION, "True", FL_DISPATCHING_REASON,
+                         "Work is being dispatched to the member cluster.", g, now);
     if (statuses && json_array_size(statuses))
         json_object_set_new(st, "manifestStatuses", statuses);
     else {
