@@ -59,6 +59,8 @@
 #define WORK_NAME_ANNOTATION "work.karmada.io/name"
 #define WORK_NS_ANNOTATION "work.karmada.io/namespace"
 #define CONFLICT_ANNOTATION "work.karmada.io/conflict-resolution"
+/* ours: the suspension the binding asked for this Work when we last wrote it */
+#define WORK_SUSPENSION_ANNOTATION "flotilla.io/binding-suspension"
 #define MANAGED_LABELS_ANNOTATION "resourcetemplate.karmada.io/managed-labels"
 #define MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
 
@@ -409,9 +411,13 @@ static int build_work(render *r, int i, json_t **out, char **err)
     free(cov);
     free(ov);
     json_t *wspec = json_pack("{s:{s:[o]}}", "workload", "manifests", m);
-    /* suspension (dispatching.h): the whole binding, or some clusters */
-    if (fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster))
+    /* suspension (dispatching.h): the whole binding, or some clusters; the annotation
+     * remembers what the binding asked, so a user's own suspension of the Work stays until
+     * that changes (keep_users_suspension) */
+    bool suspend = fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster);
+    if (suspend)
         json_object_set_new(wspec, "suspendDispatching", json_true());
+    json_object_set_new(wanns, WORK_SUSPENSION_ANNOTATION, json_string(suspend ? "true" : "false"));
     if (json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")))
         json_object_set_new(wspec, "preserveResourcesOnDeletion", json_true());
     /* created with the execution finalizer, as Karmada does: the executor starts applying at
@@ -422,6 +428,24 @@ static int build_work(render *r, int i, json_t **out, char **err)
                      wspec);
     free(wns);
     return 0;
+}
+
+/* A user may suspend (or resume) one Work directly: while the binding's own suspension of
+ * that cluster is what we last wrote (the annotation), the Work's suspendDispatching is left
+ * as the user set it; a change of the binding's suspension wins. */
+static void keep_users_suspension(const json_t *have, const json_t *want, json_t *upd)
+{
+    const json_t *hann = json_object_get(json_object_get(have, "metadata"), "annotations");
+    const json_t *uann = json_object_get(json_object_get(want, "metadata"), "annotations");
+    const char *last = jstr(hann, WORK_SUSPENSION_ANNOTATION), *now = jstr(uann, WORK_SUSPENSION_ANNOTATION);
+    if (!last || !now || strcmp(last, now))
+        return;
+    json_t *hv = json_object_get(json_object_get(have, "spec"), "suspendDispatching");
+    json_t *uspec = json_object_get(upd, "spec");
+    if (json_is_true(hv))
+        json_object_set_new(uspec, "suspendDispatching", json_true());
+    else
+        json_object_del(uspec, "suspendDispatching");
 }
 
 /* Create or update target i's Work (one thread of fl_ctrl_parallel). */
@@ -449,6 +473,7 @@ static void write_target(void *ctx, int i)
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
         json_t *upd = json_deep_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
+        keep_users_suspension(have, want, upd);
         json_t *md = ensure_obj(upd, "metadata");
         const char *key;
         json_t *v;
@@ -581,22 +606,30 @@ static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey
     char *cluster = fl_strndup(wkey + pl, (size_t)(slash - wkey - pl));
     bool keep = fl_dispatch_suspended(json_object_get(json_object_get(binding, "spec"), "suspension"), cluster);
     free(cluster);
-    if (!keep)
-        return false;
     json_t *work = NULL;
     fl_informer_get_key(b->works, wkey, &work);
-    if (work && !json_is_true(json_object_get(json_object_get(work, "spec"), "suspendDispatching"))) {
-        static const char patch[] = "{\"spec\":{\"suspendDispatching\":true}}";
+    bool suspended = json_is_true(json_object_get(json_object_get(work, "spec"), "suspendDispatching"));
+    const char *ours = jstr(json_object_get(json_object_get(work, "metadata"), "annotations"), WORK_SUSPENSION_ANNOTATION);
+    /* kept: make sure it is suspended; going: lift the suspension we put there (a user's own
+     * stays, and the deletion then waits for the user's resume) */
+    const char *patch = NULL;
+    if (work && keep && !suspended)
+        patch = "{\"spec\":{\"suspendDispatching\":true},\"metadata\":{\"annotations\":{\"" WORK_SUSPENSION_ANNOTATION
+                "\":\"true\"}}}";
+    else if (work && !keep && suspended && ours && !strcmp(ours, "true"))
+        patch = "{\"spec\":{\"suspendDispatching\":null},\"metadata\":{\"annotations\":{\"" WORK_SUSPENSION_ANNOTATION
+                "\":\"false\"}}}";
+    if (patch) {
         char *ns = fl_strndup(wkey, (size_t)(slash - wkey));
         fl_client_error ce = {0};
-        int p = fl_client_patch(b->env.cp, &WORKS, ns, slash + 1, FL_PATCH_MERGE, patch, sizeof patch - 1, NULL, NULL,
+        int p = fl_client_patch(b->env.cp, &WORKS, ns, slash + 1, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL,
                                 &ce);
         if (p && p != FL_ENOTFOUND && !*rc)
             *rc = p;
         free(ns);
     }
     json_decref(work);
-    return true;
+    return keep;
 }
 
 static int reconcile(void *ctx, const char *key)

@@ -6,6 +6,7 @@ wrote, the official Python client, or plain HTTPS with curl. FLOTILLA_BIN picks 
 (test.sh points it at the ASan+UBSan build).
 """
 import http.client
+import contextlib
 import json
 import os
 import queue
@@ -379,6 +380,11 @@ class Fleet:
             assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
         return r
 
+    def ctl(self, *args, timeout=60):
+        """`flotilla ctl ARGS` against the control plane; the CompletedProcess."""
+        return subprocess.run([BIN, "ctl", "--kubeconfig", self.kubeconfig, *args], capture_output=True, text=True,
+                              timeout=timeout)
+
     def apply(self, manifest, member=None):
         docs = manifest if isinstance(manifest, list) else [manifest]
         # a YAML stream of JSON documents (a leading "{" would make kubectl read one JSON value)
@@ -407,13 +413,16 @@ class Fleet:
         return "\n".join(lines[-n:])
 
 
-@pytest.fixture(scope="module")
-def fleet():
-    """One `flotilla up` with three members per test module; it must stop cleanly, and any
-    sanitizer report in the server's or members' logs fails the module."""
+@contextlib.contextmanager
+def running_fleet(members=3, pull=0):
+    """`flotilla up` with `members` members, the last `pull` of them in pull mode with their
+    agents. It must stop cleanly, and any sanitizer report in the server's or members' logs
+    fails the caller."""
     d = tempfile.mkdtemp(prefix="flotilla-fleet-")
-    p = subprocess.Popen([BIN, "up", "--data-dir", d, "--members", "3", "--listen", f"127.0.0.1:{free_port()}"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [BIN, "up", "--data-dir", d, "--members", str(members), "--listen", f"127.0.0.1:{free_port()}"]
+    if pull:
+        args += ["--pull", str(pull)]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if "Flotilla is up" not in line:
         p.kill()
@@ -422,10 +431,20 @@ def fleet():
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=60)
     log = open(os.path.join(d, "server.log")).read()
-    members_log = open(os.path.join(d, "members.log")).read() if os.path.exists(os.path.join(d, "members.log")) else ""
-    # the server and members run under ASan+UBSan in CI: any report fails the module
-    for name, text in (("server", log), ("members", members_log)):
+    logs = [("server", log)]
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".log") and name != "server.log":
+            logs.append((name, open(os.path.join(d, name), errors="replace").read()))
+    # the server, members and agents run under ASan+UBSan in CI: any report fails the module
+    for name, text in logs:
         for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
             assert marker not in text, f"{name} log has a sanitizer report:\n{text[text.find(marker) - 200:][:4000]}"
     shutil.rmtree(d, ignore_errors=True)
     assert rc == 0, f"flotilla up exited with {rc}; server log tail:\n{log[-3000:]}"
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    """One `flotilla up` with three members per test module."""
+    with running_fleet() as f:
+        yield f
