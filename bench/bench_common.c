@@ -562,3 +562,99 @@ void fb_member_stop(fb_member_host *m)
     }
     m->pid = 0;
 }
+
+/* ---- joining members ---- */
+
+int fb_join(const char *flotilla, CURL *c, const fb_server *s, const fb_member_host *mh, const char *members_dir, int clusters, bool pull,
+            const char *logdir, pid_t **agents)
+{
+    int problems = 0;
+    *agents = NULL;
+    fb_buf out = {0};
+    if (pull) {
+        *agents = calloc((size_t)clusters, sizeof **agents);
+        for (int i = 1; i <= clusters; i++) {
+            char kc[700], bkc[700], name[32], logp[700];
+            snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", members_dir, i);
+            snprintf(bkc, sizeof bkc, "%s/bootstrap-kubeconfig", s->dir);
+            snprintf(name, sizeof name, "member%d", i);
+            snprintf(logp, sizeof logp, "%s/agent-%d.log", logdir, i);
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0) {
+                int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                if (fd >= 0) {
+                    dup2(fd, 1);
+                    dup2(fd, 2);
+                }
+                execl(flotilla, flotilla, "agent", "--server-kubeconfig", bkc,
+                      "--member-kubeconfig", kc, "--cluster-name", name, (char *)NULL);
+                _exit(127);
+            }
+            (*agents)[i - 1] = pid;
+        }
+        return 0;
+    }
+    char ca_path[700];
+    snprintf(ca_path, sizeof ca_path, "%s/pki/ca.crt", members_dir);
+    char *ca = fb_slurp(ca_path);
+    char *ca64 = ca ? fb_b64(ca, strlen(ca)) : strdup("");
+    const char *ns = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-cluster\"}}";
+    fb_request(c, s, "POST", "/api/v1/namespaces", ns, strlen(ns), &out);
+    for (int i = 1; i <= clusters; i++) {
+        char kc[700], body[8192];
+        snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", members_dir, i);
+        char *tok = fb_kubeconfig_token(kc);
+        char *tok64 = tok ? fb_b64(tok, strlen(tok)) : strdup("");
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"member%d\",\"namespace\":"
+                 "\"karmada-cluster\"},\"data\":{\"token\":\"%s\",\"caBundle\":\"%s\"}}",
+                 i, tok64, ca64);
+        long code = fb_request(c, s, "POST", "/api/v1/namespaces/karmada-cluster/secrets", body, strlen(body), &out);
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"cluster.karmada.io/v1alpha1\",\"kind\":\"Cluster\",\"metadata\":{\"name\":"
+                 "\"member%d\"},\"spec\":{\"syncMode\":\"Push\",\"apiEndpoint\":\"%s/clusters/member%d\","
+                 "\"secretRef\":{\"namespace\":\"karmada-cluster\",\"name\":\"member%d\"}}}",
+                 i, mh->url, i, i);
+        long code2 = fb_request(c, s, "POST", "/apis/cluster.karmada.io/v1alpha1/clusters", body, strlen(body), &out);
+        if (code != 201 || code2 != 201) {
+            fprintf(stderr, "SERVER PROBLEM: join member%d: HTTP %ld/%ld %.200s\n", i, code, code2, out.p);
+            problems++;
+        }
+        free(tok);
+        free(tok64);
+    }
+    free(ca);
+    free(ca64);
+    free(out.p);
+    return problems;
+}
+
+void fb_agents_stop(pid_t *agents, int n)
+{
+    for (int i = 0; agents && i < n; i++) {
+        kill(agents[i], SIGTERM);
+        waitpid(agents[i], NULL, 0);
+    }
+    free(agents);
+}
+
+int fb_wait_ready(CURL *c, const fb_server *s, int clusters, int timeout_s)
+{
+    fb_buf out = {0};
+    int ready = 0;
+    int64_t deadline = fb_now_ns() + (int64_t)timeout_s * 1000000000LL;
+    for (;;) {
+        ready = -1;
+        if (fb_request(c, s, "GET", "/apis/cluster.karmada.io/v1alpha1/clusters", NULL, 0, &out) == 200) {
+            ready = 0;
+            for (const char *p = out.p; (p = strstr(p, "\"type\":\"Ready\",\"status\":\"True\"")); p++)
+                ready++;
+        }
+        if (ready >= clusters || fb_now_ns() >= deadline)
+            break;
+        usleep(200000);
+    }
+    free(out.p);
+    return ready;
+}

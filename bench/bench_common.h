@@ -124,4 +124,16 @@ char *fb_b64(const char *s, size_t n);
 /* The bearer token in a kubeconfig file (heap), or NULL. */
 char *fb_kubeconfig_token(const char *path);
 
+/* Join clusters member1..memberN of member host mh (flotilla: the binary agents run) (started in members_dir) to the server:
+ * Push mode writes a Secret (token, CA) and a Cluster for each, as `flotilla ctl join`
+ * does; pull mode starts one `flotilla agent` per member (log in logdir/agent-I.log) that
+ * registers with the server's bootstrap kubeconfig. *agents (heap, N pids; NULL in push
+ * mode) is for fb_agents_stop. Returns the number of joins that failed (messages printed). */
+int fb_join(const char *flotilla, CURL *c, const fb_server *s, const fb_member_host *mh, const char *members_dir, int clusters, bool pull,
+            const char *logdir, pid_t **agents);
+/* SIGTERM every agent, reap it, free the array. NULL-safe. */
+void fb_agents_stop(pid_t *agents, int n);
+/* Wait (at most timeout_s) until `clusters` Clusters are Ready; the number Ready at the end. */
+int fb_wait_ready(CURL *c, const fb_server *s, int clusters, int timeout_s);
+
 #endif

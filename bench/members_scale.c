@@ -64,16 +64,6 @@ static size_t watch_write(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static int count_ready(CURL *c, const fb_server *s, fb_buf *out)
-{
-    if (fb_request(c, s, "GET", "/apis/cluster.karmada.io/v1alpha1/clusters", NULL, 0, out) != 200)
-        return -1;
-    int n = 0;
-    for (const char *p = out->p; (p = strstr(p, "\"type\":\"Ready\",\"status\":\"True\"")); p++)
-        n++;
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     int clusters = 1000, work[4] = {100, 1000}, nwork = 2;
@@ -135,62 +125,14 @@ int main(int argc, char **argv)
     fb_buf out = {0};
     char ca_path[700];
     snprintf(ca_path, sizeof ca_path, "%s/pki/ca.crt", mndir);
-    char *ca = fb_slurp(ca_path);
-    char *ca64 = fb_b64(ca, strlen(ca));
-    const char *ns = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-cluster\"}}";
-    fb_request(c, &s, "POST", "/api/v1/namespaces", ns, strlen(ns), &out);
     int64_t j0 = fb_now_ns();
-    pid_t *agents = calloc((size_t)clusters, sizeof *agents);
-    for (int i = 1; pull && i <= clusters; i++) {
-        char kc[700], bkc[700], name[32], logp[700];
-        snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i);
-        snprintf(bkc, sizeof bkc, "%s/bootstrap-kubeconfig", sdir);
-        snprintf(name, sizeof name, "member%d", i);
-        snprintf(logp, sizeof logp, "%s/agent-%d.log", root, i);
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd >= 0) {
-                dup2(fd, 1);
-                dup2(fd, 2);
-            }
-            execl(flotilla, flotilla, "agent", "--server-kubeconfig", bkc, "--member-kubeconfig", kc, "--cluster-name",
-                  name, (char *)NULL);
-            _exit(127);
-        }
-        agents[i - 1] = pid;
-    }
-    for (int i = 1; !pull && i <= clusters; i++) {
-        char kc[700], body[8192];
-        snprintf(kc, sizeof kc, "%s/member%d.kubeconfig", mndir, i);
-        char *tok = fb_kubeconfig_token(kc);
-        char *tok64 = tok ? fb_b64(tok, strlen(tok)) : strdup("");
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"member%d\",\"namespace\":"
-                 "\"karmada-cluster\"},\"data\":{\"token\":\"%s\",\"caBundle\":\"%s\"}}",
-                 i, tok64, ca64);
-        long code = fb_request(c, &s, "POST", "/api/v1/namespaces/karmada-cluster/secrets", body, strlen(body), &out);
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"cluster.karmada.io/v1alpha1\",\"kind\":\"Cluster\",\"metadata\":{\"name\":"
-                 "\"member%d\"},\"spec\":{\"syncMode\":\"Push\",\"apiEndpoint\":\"%s/clusters/member%d\","
-                 "\"secretRef\":{\"namespace\":\"karmada-cluster\",\"name\":\"member%d\"}}}",
-                 i, mh.url, i, i);
-        long code2 = fb_request(c, &s, "POST", "/apis/cluster.karmada.io/v1alpha1/clusters", body, strlen(body), &out);
-        if (code != 201 || code2 != 201) {
-            fprintf(stderr, "SERVER PROBLEM: join member%d: HTTP %ld/%ld %.200s\n", i, code, code2, out.p);
-            problems++;
-        }
-        free(tok);
-        free(tok64);
-    }
+    pid_t *agents = NULL;
+    problems += fb_join(flotilla, c, &s, &mh, mndir, clusters, pull, root, &agents);
     double written_s = (fb_now_ns() - j0) / 1e9;
     if (pull)
         printf("pull: %d agents started in %.2f s\n", clusters, written_s);
-    int ready = 0;
-    int64_t deadline = fb_now_ns() + (problems ? 5LL : 300LL) * 1000000000LL;
-    while (fb_now_ns() < deadline && (ready = count_ready(c, &s, &out)) < clusters)
-        usleep(200000);
+    int ready = fb_wait_ready(c, &s, clusters, problems ? 5 : 300);
+    int64_t deadline;
     double join_s = (fb_now_ns() - j0) / 1e9;
     long rss_server = fb_proc_kib(s.pid, "VmRSS");
     if (pull) {
@@ -309,16 +251,10 @@ int main(int argc, char **argv)
     printf("target server RSS <= 256 MiB with %d clusters joined: %.1f MiB -> %s (%.1f MiB once each member "
            "has a Work: member watches and their connections)\n",
            clusters, rss_server / 1024.0, rss_server <= 256 * 1024 ? "met" : "NOT met", rss_server_end / 1024.0);
-    free(ca);
-    free(ca64);
     free(out.p);
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
-    for (int i = 0; pull && i < clusters; i++) {
-        kill(agents[i], SIGTERM);
-        waitpid(agents[i], NULL, 0);
-    }
-    free(agents);
+    fb_agents_stop(agents, clusters);
     fb_member_stop(&mh);
     if (fb_server_stop(&s) != 0)
         problems++;

@@ -1,0 +1,363 @@
+/* suspend.c - from `flotilla ctl suspend --wait` to acknowledged, on many clusters.
+ *
+ *   suspend [--clusters 100] [--rounds 20] [--pull] [--flotilla PATH] [--keep]
+ *
+ * Starts `flotilla server` and `flotilla member --clusters N`, joins them (Push, or with
+ * --pull one `flotilla agent` each), and propagates one Deployment to all of them
+ * (Duplicated). Then, alternately, suspends and resumes the policy, each round with the real
+ * CLI as a user runs it: `flotilla ctl suspend|resume policy bench --wait`. Measured:
+ *   - the CLI's wall time per round: the policy written, copied to the binding, the N Works
+ *     rewritten, each acknowledged by its executor, seen by the CLI (P50/P99 over rounds);
+ *   - per cluster, from the CLI's start to the moment a watch on Works sees that cluster's
+ *     Work acknowledge (Dispatching condition at the Work's generation; P50/P99 over
+ *     clusters x rounds).
+ * Baseline, same run: the same CLI without --wait (process start, kubeconfig, TLS, one read
+ * and one write), so the ratio is what waiting for the acknowledgement costs on top.
+ * Target (issue 6): P99 <= 200 ms at 100 clusters, push and pull. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+/* ---- the Work watch: per-cluster acknowledgement times of the current round ---- */
+
+typedef struct acks {
+    pthread_mutex_t mu;
+    int clusters;
+    bool want;            /* this round asks for suspension */
+    int64_t start_ns;     /* this round's CLI start; 0 between rounds */
+    int64_t *at;          /* per cluster: when acknowledged this round (0: not yet) */
+    int64_t *written;     /* per cluster: when its Work first carried this round's spec */
+    int count;
+    fb_buf line;
+    bool stop;
+} acks;
+
+/* Does this Work acknowledge `want` at its generation? (dispatching.h's rule) */
+static bool acked(const json_t *w, bool want)
+{
+    json_t *spec = json_object_get(w, "spec");
+    if (json_is_true(json_object_get(spec, "suspendDispatching")) != want)
+        return false;
+    json_int_t gen = json_integer_value(json_object_get(json_object_get(w, "metadata"), "generation"));
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(w, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (!t || strcmp(t, "Dispatching"))
+            continue;
+        const char *st = json_string_value(json_object_get(c, "status"));
+        return json_integer_value(json_object_get(c, "observedGeneration")) == gen && st &&
+               !strcmp(st, want ? "False" : "True");
+    }
+    return false;
+}
+
+static void on_event(acks *a, const char *text)
+{
+    json_t *ev = json_loads(text, 0, NULL);
+    json_t *w = json_object_get(ev, "object");
+    const char *ns = json_string_value(json_object_get(json_object_get(w, "metadata"), "namespace"));
+    int idx = ns && !strncmp(ns, "karmada-es-member", 17) ? atoi(ns + 17) - 1 : -1;
+    int64_t now = fb_now_ns();
+    pthread_mutex_lock(&a->mu);
+    if (idx >= 0 && idx < a->clusters && a->start_ns && !a->written[idx] &&
+        json_is_true(json_object_get(json_object_get(w, "spec"), "suspendDispatching")) == a->want)
+        a->written[idx] = now;
+    if (idx >= 0 && idx < a->clusters && a->start_ns && !a->at[idx] && acked(w, a->want)) {
+        a->at[idx] = now;
+        a->count++;
+    }
+    pthread_mutex_unlock(&a->mu);
+    json_decref(ev);
+}
+
+static size_t watch_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    acks *a = userdata;
+    size_t n = size * nmemb;
+    fb_buf_write(ptr, size, nmemb, &a->line);
+    char *nl;
+    while (a->line.p && (nl = memchr(a->line.p, '\n', a->line.n))) {
+        *nl = 0;
+        on_event(a, a->line.p);
+        size_t rest = a->line.n - (size_t)(nl + 1 - a->line.p);
+        memmove(a->line.p, nl + 1, rest);
+        a->line.n = rest;
+        a->line.p[rest] = 0;
+    }
+    return n;
+}
+
+static int watch_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    acks *a = userdata;
+    pthread_mutex_lock(&a->mu);
+    bool stop = a->stop;
+    pthread_mutex_unlock(&a->mu);
+    return stop;
+}
+
+typedef struct watch_arg {
+    const fb_server *s;
+    acks *a;
+} watch_arg;
+
+static void *watch_main(void *arg)
+{
+    watch_arg *wa = arg;
+    struct curl_slist *h = fb_headers(wa->s);
+    CURL *c = fb_curl_new(wa->s, h);
+    char url[400];
+    snprintf(url, sizeof url, "%s/apis/work.karmada.io/v1alpha1/works?watch=1&timeoutSeconds=3600", wa->s->url);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 0L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, watch_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, wa->a);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, watch_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, wa->a);
+    curl_easy_perform(c);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+/* ---- the CLI ---- */
+
+/* Run `flotilla ctl --kubeconfig KC VERB policy bench [--wait]`; its exit code, or -1. */
+static int run_ctl(const char *flotilla, const char *kc, const char *verb, bool wait)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        char *args[] = {(char *)flotilla, "ctl", "--kubeconfig", (char *)kc, (char *)verb, "policy", "bench",
+                        "--timeout", "60s", wait ? "--wait" : NULL, NULL};
+        execv(flotilla, args);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Wait (at most 60 s) until every cluster acknowledged the current round. */
+static bool wait_round(acks *a)
+{
+    int64_t deadline = fb_now_ns() + 60LL * 1000000000LL;
+    for (;;) {
+        pthread_mutex_lock(&a->mu);
+        int n = a->count;
+        pthread_mutex_unlock(&a->mu);
+        if (n >= a->clusters)
+            return true;
+        if (fb_now_ns() > deadline)
+            return false;
+        usleep(2000);
+    }
+}
+
+static void begin_round(acks *a, bool want, int64_t t0)
+{
+    pthread_mutex_lock(&a->mu);
+    a->want = want;
+    a->start_ns = t0;
+    a->count = 0;
+    memset(a->at, 0, (size_t)a->clusters * sizeof *a->at);
+    memset(a->written, 0, (size_t)a->clusters * sizeof *a->written);
+    pthread_mutex_unlock(&a->mu);
+}
+
+int main(int argc, char **argv)
+{
+    int clusters = 100, rounds = 20;
+    bool pull = false, keep = false;
+    const char *flotilla_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--clusters") && i + 1 < argc)
+            clusters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pull"))
+            pull = true;
+        else if (!strcmp(argv[i], "--keep"))
+            keep = true;
+        else if (!strcmp(argv[i], "--flotilla") && i + 1 < argc)
+            flotilla_arg = argv[++i];
+        else {
+            fprintf(stderr, "usage: suspend [--clusters N] [--rounds R] [--pull] [--flotilla PATH] [--keep]\n");
+            return 2;
+        }
+    }
+    if (clusters < 1 || rounds < 2)
+        return 2;
+    fb_raise_nofile();
+    const char *flotilla = fb_flotilla_path(flotilla_arg);
+    char *root = fb_mkdtemp(NULL, "fl-bench-suspend");
+    char sdir[600], mdir[600], kc[700];
+    snprintf(sdir, sizeof sdir, "%s/server", root);
+    snprintf(mdir, sizeof mdir, "%s/members", root);
+    snprintf(kc, sizeof kc, "%s/kubeconfig", sdir);
+    int problems = 0;
+
+    fb_server s;
+    if (fb_server_start(flotilla, sdir, NULL, &s))
+        return 1;
+    fb_member_host mh;
+    if (fb_member_start(flotilla, mdir, clusters, &mh)) {
+        fb_server_stop(&s);
+        return 1;
+    }
+    struct curl_slist *h = fb_headers(&s);
+    CURL *c = fb_curl_new(&s, h);
+    fb_buf out = {0};
+    pid_t *agents = NULL;
+    problems += fb_join(flotilla, c, &s, &mh, mdir, clusters, pull, root, &agents);
+    int ready = fb_wait_ready(c, &s, clusters, 300);
+    printf("%d clusters (%s) Ready: %d\n", clusters, pull ? "pull, one agent each" : "push", ready);
+    if (ready < clusters)
+        problems++;
+
+    /* one Deployment, Duplicated to every cluster */
+    const char *deploy =
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"bench\",\"namespace\":\"default\"},"
+        "\"spec\":{\"replicas\":1,\"selector\":{\"matchLabels\":{\"app\":\"bench\"}},\"template\":{\"metadata\":"
+        "{\"labels\":{\"app\":\"bench\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"nginx\"}]}}}}";
+    const char *pp =
+        "{\"apiVersion\":\"policy.karmada.io/v1alpha1\",\"kind\":\"PropagationPolicy\",\"metadata\":{\"name\":\"bench\","
+        "\"namespace\":\"default\"},\"spec\":{\"resourceSelectors\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+        "\"name\":\"bench\"}],\"placement\":{\"clusterAffinity\":{\"labelSelector\":{}},\"replicaScheduling\":"
+        "{\"replicaSchedulingType\":\"Duplicated\"}}}}";
+    if (fb_request(c, &s, "POST", "/apis/apps/v1/namespaces/default/deployments", deploy, strlen(deploy), &out) != 201 ||
+        fb_request(c, &s, "POST", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies", pp,
+                   strlen(pp), &out) != 201) {
+        fprintf(stderr, "SERVER PROBLEM: creating the Deployment and its policy: %.300s\n", out.p);
+        problems++;
+    }
+
+    acks a = {.clusters = clusters, .at = calloc((size_t)clusters, sizeof(int64_t)),
+              .written = calloc((size_t)clusters, sizeof(int64_t))};
+    pthread_mutex_init(&a.mu, NULL);
+    watch_arg wa = {&s, &a};
+    pthread_t wt;
+    pthread_create(&wt, NULL, watch_main, &wa);
+    /* delivered and acknowledged as dispatching everywhere before the first round */
+    begin_round(&a, false, fb_now_ns());
+    if (!wait_round(&a)) {
+        fprintf(stderr, "SERVER PROBLEM: the Deployment was not delivered to all %d clusters (%d)\n", clusters, a.count);
+        problems++;
+    }
+
+    /* baseline: the CLI without --wait (each round then waits for the acknowledgement itself) */
+    int nb = rounds < 10 ? rounds : 10;
+    int64_t *base = calloc((size_t)nb, sizeof *base);
+    int64_t *base_per = calloc((size_t)nb * (size_t)clusters, sizeof *base_per);
+    size_t nbase_per = 0;
+    for (int r = 0; r < nb && !problems; r++) {
+        bool want = r % 2 == 0;
+        int64_t t0 = fb_now_ns();
+        begin_round(&a, want, t0);
+        if (run_ctl(flotilla, kc, want ? "suspend" : "resume", false) != 0)
+            problems++;
+        base[r] = fb_now_ns() - t0;
+        if (!wait_round(&a))
+            problems++;
+        pthread_mutex_lock(&a.mu);
+        for (int i = 0; i < clusters; i++)
+            base_per[nbase_per++] = a.at[i] - t0;
+        pthread_mutex_unlock(&a.mu);
+    }
+    /* the measurement: --wait */
+    int64_t *cli = calloc((size_t)rounds, sizeof *cli);
+    int64_t *per = calloc((size_t)rounds * (size_t)clusters, sizeof *per);
+    int64_t *wr = calloc((size_t)rounds * (size_t)clusters, sizeof *wr);
+    int64_t *ex = calloc((size_t)rounds * (size_t)clusters, sizeof *ex);
+    size_t nper = 0;
+    for (int r = 0; r < rounds && !problems; r++) {
+        bool want = r % 2 == 0;
+        int64_t t0 = fb_now_ns();
+        begin_round(&a, want, t0);
+        int rc = run_ctl(flotilla, kc, want ? "suspend" : "resume", true);
+        cli[r] = fb_now_ns() - t0;
+        pthread_mutex_lock(&a.mu);
+        int seen = a.count;
+        pthread_mutex_unlock(&a.mu);
+        if (rc != 0) {
+            fprintf(stderr, "PROBLEM: round %d: the CLI exited %d\n", r, rc);
+            problems++;
+        }
+        /* the CLI returned: every cluster must have acknowledged by now (the watch may lag a
+         * little behind the CLI's own read) */
+        if (!wait_round(&a) || seen < 0)
+            problems++;
+        pthread_mutex_lock(&a.mu);
+        for (int i = 0; i < clusters; i++) {
+            wr[nper] = (a.written[i] ? a.written[i] : a.at[i]) - t0;
+            ex[nper] = a.at[i] - (a.written[i] ? a.written[i] : a.at[i]);
+            per[nper++] = a.at[i] - t0;
+        }
+        pthread_mutex_unlock(&a.mu);
+    }
+    pthread_mutex_lock(&a.mu);
+    a.stop = true;
+    pthread_mutex_unlock(&a.mu);
+    pthread_join(wt, NULL);
+
+    double b50 = fb_pct_ms(base, (size_t)nb, 50), b99 = fb_pct_sorted_ms(base, (size_t)nb, 99);
+    double c50 = fb_pct_ms(cli, (size_t)rounds, 50), c99 = fb_pct_sorted_ms(cli, (size_t)rounds, 99),
+           cmax = fb_pct_sorted_ms(cli, (size_t)rounds, 100);
+    double p50 = fb_pct_ms(per, nper, 50), p99 = fb_pct_sorted_ms(per, nper, 99);
+    double bp50 = fb_pct_ms(base_per, nbase_per, 50), bp99 = fb_pct_sorted_ms(base_per, nbase_per, 99);
+    printf("baseline `ctl suspend|resume policy` without --wait, %d rounds: P50 %.1f ms  P99 %.1f ms; "
+           "per cluster, CLI start -> acknowledged with no CLI waiting: P50 %.1f ms  P99 %.1f ms\n",
+           nb, b50, b99, bp50, bp99);
+    printf("`ctl suspend|resume policy --wait` on %d clusters (%s), %d rounds: P50 %.1f ms  P99 %.1f ms  max %.1f ms"
+           "  (x%.1f the baseline P50)\n",
+           clusters, pull ? "pull" : "push", rounds, c50, c99, cmax, b50 > 0 ? c50 / b50 : 0);
+    printf("per cluster, CLI start -> its Work acknowledged (%zu samples): P50 %.1f ms  P99 %.1f ms\n", nper, p50, p99);
+    double w50 = fb_pct_ms(wr, nper, 50), w99 = fb_pct_sorted_ms(wr, nper, 99);
+    double e50 = fb_pct_ms(ex, nper, 50), e99 = fb_pct_sorted_ms(ex, nper, 99);
+    printf("  of which CLI start -> the Work rewritten: P50 %.1f ms  P99 %.1f ms; Work rewritten -> acknowledged: "
+           "P50 %.1f ms  P99 %.1f ms\n", w50, w99, e50, e99);
+    printf("target P99 <= 200 ms: %s\n", problems ? "NOT MEASURED (problems above)" : c99 <= 200 ? "met" : "NOT met");
+
+    free(base);
+    free(base_per);
+    free(cli);
+    free(per);
+    free(wr);
+    free(ex);
+    free(a.at);
+    free(a.written);
+    free(a.line.p);
+    free(out.p);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    fb_agents_stop(agents, clusters);
+    fb_member_stop(&mh);
+    if (fb_server_stop(&s) != 0)
+        problems++;
+    if (!keep) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", root);
+    } else {
+        printf("kept %s\n", root);
+    }
+    return problems ? 1 : 0;
+}
