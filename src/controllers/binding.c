@@ -35,6 +35,7 @@
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/err.h"
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -75,6 +76,7 @@ typedef struct bindctl {
     fl_ctrl_workers *workers;
     pthread_mutex_t mu;
     json_t *index; /* binding key ("R|ns/name" / "C|name") -> {work key: true} */
+    json_t *echo;  /* work key -> content_digest() of what we last wrote to it (under mu) */
 } bindctl;
 
 /* ---- small helpers ---- */
@@ -136,6 +138,61 @@ static json_t *index_get(bindctl *b, const char *bk)
     return out;
 }
 
+/* ---- our own writes coming back ---- */
+
+/* A digest of what we write in a Work (spec, labels, annotations): key order does not
+ * matter, so the object we sent and the one the watch brings back digest the same. */
+static uint64_t content_digest(const json_t *work)
+{
+    const json_t *md = json_object_get(work, "metadata");
+    json_t *c = json_pack("{s:O?, s:O?, s:O?}", "spec", json_object_get(work, "spec"), "labels",
+                          json_object_get(md, "labels"), "annotations", json_object_get(md, "annotations"));
+    char *text = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    uint64_t h = text ? fl_hash_str(text) : 0;
+    free(text);
+    json_decref(c);
+    return h;
+}
+
+/* Record what we are about to write to a Work (before the request: its watch event may
+ * come back before the answer does). */
+static void remember_echo(bindctl *b, const char *wk, const json_t *work)
+{
+    uint64_t h = content_digest(work);
+    pthread_mutex_lock(&b->mu);
+    json_object_set_new(b->echo, wk, json_integer((json_int_t)h));
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Is this Work, as an event brings it, exactly what we last wrote? Then there is nothing
+ * to put right, and re-rendering the binding (100 Works for a template sent to 100
+ * clusters, once per Work it just wrote) would be wasted. */
+static bool is_echo(bindctl *b, const json_t *work)
+{
+    char *wk = fl_informer_key(work);
+    bool echo = false;
+    if (wk) {
+        uint64_t h = content_digest(work);
+        pthread_mutex_lock(&b->mu);
+        json_t *mine = json_object_get(b->echo, wk);
+        echo = mine && (uint64_t)json_integer_value(mine) == h;
+        pthread_mutex_unlock(&b->mu);
+    }
+    free(wk);
+    return echo;
+}
+
+static void forget_echo(bindctl *b, const json_t *work)
+{
+    char *wk = fl_informer_key(work);
+    if (wk) {
+        pthread_mutex_lock(&b->mu);
+        json_object_del(b->echo, wk);
+        pthread_mutex_unlock(&b->mu);
+    }
+    free(wk);
+}
+
 /* ---- handlers ---- */
 
 static void binding_added(void *ctx, json_t *obj)
@@ -173,6 +230,8 @@ static void work_added(void *ctx, json_t *obj)
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     index_put(ctx, new_obj, true);
+    if (is_echo(ctx, new_obj))
+        return;
     if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
         !fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
                     json_object_get(json_object_get(new_obj, "metadata"), "labels")))
@@ -182,6 +241,7 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 static void work_deleted(void *ctx, json_t *obj)
 {
     index_put(ctx, obj, false);
+    forget_echo(ctx, obj);
     work_event(ctx, obj);
 }
 
@@ -463,6 +523,9 @@ static void write_target(void *ctx, int i)
     memset(&ce, 0, sizeof ce);
     int rc = 0;
     if (!have) {
+        char *wk = fl_asprintf("%s/%s", wns, r->wname);
+        remember_echo(r->b, wk, want);
+        free(wk);
         rc = fl_client_create(r->b->env.cp, &WORKS, wns, want, NULL, NULL, &ce);
         if (rc == FL_EEXIST)
             rc = FL_ECONFLICT; /* the cache is behind: its event brings us back */
@@ -487,6 +550,9 @@ static void write_target(void *ctx, int i)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
         if (!fl_json_same(upd, have)) {
+            char *wk = fl_asprintf("%s/%s", wns, r->wname);
+            remember_echo(r->b, wk, upd);
+            free(wk);
             rc = fl_client_update(r->b->env.cp, &WORKS, wns, upd, NULL, NULL, &ce);
             r->wrote[i] = rc == 0;
         }
@@ -768,6 +834,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->q = fl_workqueue_new(NULL);
     pthread_mutex_init(&b->mu, NULL);
     b->index = json_object();
+    b->echo = json_object();
     b->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     b->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
     b->works = fl_ctrl_informer(env, WORKS.api_version, WORKS.resource);
@@ -799,6 +866,7 @@ static void bindctl_stop(void *state)
     fl_ctrl_workers_join(b->workers);
     fl_workqueue_free(b->q);
     json_decref(b->index);
+    json_decref(b->echo);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }
