@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/interpret_cmd.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"
 #include "core/base64.h"
@@ -62,6 +63,9 @@ static void usage(FILE *f)
                "                 [--clusters a,b] [--wait] [--timeout DURATION]\n"
                "                 stop or restart delivery; --wait until the executors acknowledge\n"
                "                 (see 'flotilla ctl suspend --help')\n"
+               "  interpret -f CUSTOMIZATION (--check | --operation OP ...)\n"
+               "                 run a ResourceInterpreterCustomization's Lua offline\n"
+               "                 (see 'flotilla ctl interpret --help')\n"
                "\n"
                "Options:\n"
                "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
@@ -466,6 +470,8 @@ int fl_cmd_ctl(int argc, char **argv)
 {
     /* suspend and resume have options of their own: hand them everything but the verb */
     int v = verb_index(argc, argv);
+    if (v == 1 && !strcmp(argv[v], "interpret")) /* offline: no control plane, flags of its own */
+        return fl_ctl_interpret(argc - 1, argv + 1);
     if (v > 0 && (!strcmp(argv[v], "suspend") || !strcmp(argv[v], "resume"))) {
         char **rest = fl_calloc((size_t)argc, sizeof *rest);
         int n = 0;

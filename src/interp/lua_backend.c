@@ -1,0 +1,986 @@
+/* lua_backend.c - the interpreter backend made of ResourceInterpreterCustomizations:
+ * parsing them, checking their scripts, answering has() and running each operation
+ * through the state pool (contract in lua.h, design in docs/internals/lua.md).
+ *
+ * The set of customizations is an immutable `ruleset`: the customizations sorted by
+ * name, and a hash table from (apiVersion, kind) to a mask of operations and, per
+ * operation, the customization that answers it (the first by name; for dependencies,
+ * all of them in name order). Operations read the current ruleset under the registry's
+ * read lock; set and delete build a new ruleset outside any lock (checking scripts
+ * there too, which takes a scratch Lua state), then swap the pointer under
+ * fl_interp_edit(), after which no call can still see the old one, so it is freed at
+ * once. Customizations are shared between consecutive rulesets and counted; the
+ * counts only change under the backend's writer mutex.
+ *
+ * Each (customization version, operation) gets a fresh script id when parsed, which is
+ * what states cache compiled functions under: a replaced customization's new scripts
+ * are compiled on first use, and the old ones are never asked for again (the pool is
+ * told to forget them). */
+#include "interp/lua.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/json.h"
+#include "core/mem.h"
+#include "core/quantity.h"
+#include "core/selector.h"
+
+#define NOPS FL_INTERP_OP_COUNT
+
+/* Rule and function names per operation; `order` is the order of the rules in
+ * Karmada's CustomizationRules, which reports follow. */
+static const struct {
+    const char *rule, *function;
+} names[NOPS] = {
+    [FL_INTERP_RETAIN] = {"retention", "Retain"},
+    [FL_INTERP_REPLICA] = {"replicaResource", "GetReplicas"},
+    [FL_INTERP_REVISE_REPLICA] = {"replicaRevision", "ReviseReplica"},
+    [FL_INTERP_REFLECT_STATUS] = {"statusReflection", "ReflectStatus"},
+    [FL_INTERP_AGGREGATE_STATUS] = {"statusAggregation", "AggregateStatus"},
+    [FL_INTERP_HEALTH] = {"healthInterpretation", "InterpretHealth"},
+    [FL_INTERP_DEPENDENCY] = {"dependencyInterpretation", "GetDependencies"},
+};
+static const enum fl_interp_op order[NOPS] = {
+    FL_INTERP_RETAIN,         FL_INTERP_REPLICA, FL_INTERP_REVISE_REPLICA, FL_INTERP_REFLECT_STATUS,
+    FL_INTERP_AGGREGATE_STATUS, FL_INTERP_HEALTH, FL_INTERP_DEPENDENCY,
+};
+
+const char *fl_lua_rule_name(enum fl_interp_op op)
+{
+    return (unsigned)op < NOPS ? names[op].rule : "";
+}
+
+const char *fl_lua_function_name(enum fl_interp_op op)
+{
+    return (unsigned)op < NOPS ? names[op].function : "";
+}
+
+/* ---- customizations ---- */
+
+/* One customization as parsed; immutable once built. */
+struct custom {
+    char *name, *av, *kind;
+    fl_lua_script script[NOPS]; /* source NULL: no script for that operation */
+    unsigned refs;              /* rulesets holding it (writer mutex) */
+};
+
+static void custom_free(struct custom *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < NOPS; i++)
+        free((char *)c->script[i].source);
+    free(c->name);
+    free(c->av);
+    free(c->kind);
+    free(c);
+}
+
+/* A non-empty string at o[key], or NULL. */
+static const char *nonempty(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s && *s ? s : NULL;
+}
+
+/* Parse ric into *out (scripts not compiled). FL_EINVAL with *err naming the field. */
+static int custom_parse(const json_t *ric, struct custom **out, char **err)
+{
+    *out = NULL;
+    if (!json_is_object(ric)) {
+        *err = fl_strdup("ResourceInterpreterCustomization must be a JSON object");
+        return FL_EINVAL;
+    }
+    const char *name = nonempty(json_object_get(ric, "metadata"), "name");
+    if (!name) {
+        *err = fl_strdup("ResourceInterpreterCustomization: metadata.name: must be a non-empty string");
+        return FL_EINVAL;
+    }
+    const json_t *spec = json_object_get(ric, "spec"), *target = json_object_get(spec, "target");
+    const char *av = nonempty(target, "apiVersion"), *kind = nonempty(target, "kind");
+    if (!json_is_object(spec) || !json_is_object(target) || !av || !kind) {
+        *err = fl_asprintf("customization \"%s\": spec.target.%s: must be a non-empty string", name,
+                           av ? "kind" : "apiVersion");
+        return FL_EINVAL;
+    }
+    const json_t *cz = json_object_get(spec, "customizations");
+    if (cz && !json_is_null(cz) && !json_is_object(cz)) {
+        *err = fl_asprintf("customization \"%s\": spec.customizations: must be an object", name);
+        return FL_EINVAL;
+    }
+    struct custom *c = fl_calloc(1, sizeof *c);
+    for (int op = 0; op < NOPS; op++) {
+        const json_t *rule = json_object_get(cz, names[op].rule), *src;
+        if (!rule || json_is_null(rule))
+            continue;
+        src = json_object_get(rule, "luaScript");
+        if (!json_is_object(rule) || (src && !json_is_null(src) && !json_is_string(src))) {
+            *err = fl_asprintf("customization \"%s\": spec.customizations.%s%s: must be %s", name, names[op].rule,
+                               json_is_object(rule) ? ".luaScript" : "",
+                               json_is_object(rule) ? "a string" : "an object");
+            custom_free(c);
+            return FL_EINVAL;
+        }
+        /* an empty script is no script, as in Karmada */
+        if (!json_string_length(src))
+            continue;
+        c->script[op] = (fl_lua_script){
+            .id = fl_lua_script_id(),
+            .chunkname = names[op].rule,
+            .source = fl_strndup(json_string_value(src), json_string_length(src)),
+            .len = json_string_length(src),
+            .function = names[op].function,
+        };
+    }
+    c->name = fl_strdup(name);
+    c->av = fl_strdup(av);
+    c->kind = fl_strdup(kind);
+    *out = c;
+    return 0;
+}
+
+/* Check every script of c; errs[op] per operation. 0 or FL_EINVAL. */
+static int custom_check(const struct custom *c, const fl_lua_limits *lim, char *errs[NOPS])
+{
+    fl_lua_script s[NOPS];
+    char *e[NOPS];
+    int idx[NOPS], n = 0;
+    for (int op = 0; op < NOPS; op++) {
+        errs[op] = NULL;
+        if (c->script[op].source) {
+            idx[n] = op;
+            s[n++] = c->script[op];
+        }
+    }
+    int rc = fl_lua_check_scripts(s, (size_t)n, lim, e);
+    for (int i = 0; i < n; i++)
+        errs[idx[i]] = e[i];
+    return rc;
+}
+
+/* ---- rulesets ---- */
+
+struct target {
+    uint64_t hash;
+    const char *av, *kind; /* borrowed from a customization */
+    unsigned mask;
+    struct custom *first[NOPS];
+    struct custom **deps; /* every customization with a dependency script, name order */
+    size_t ndeps;
+};
+
+struct ruleset {
+    struct custom **v; /* sorted by name */
+    size_t n;
+    struct target *tab; /* open addressing, cap a power of two (0: empty) */
+    size_t cap;
+};
+
+static uint64_t target_hash(const char *av, const char *kind)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *av; av++)
+        h = (h ^ (unsigned char)*av) * 1099511628211ULL;
+    h = (h ^ 0xffu) * 1099511628211ULL; /* no byte of a string: "a"+"bc" differs from "ab"+"c" */
+    for (; *kind; kind++)
+        h = (h ^ (unsigned char)*kind) * 1099511628211ULL;
+    return h;
+}
+
+static struct target *target_find(const struct ruleset *rs, const char *av, const char *kind, bool add)
+{
+    if (!rs || !rs->cap)
+        return NULL;
+    uint64_t h = target_hash(av, kind);
+    for (size_t i = h & (rs->cap - 1);; i = (i + 1) & (rs->cap - 1)) {
+        struct target *t = &rs->tab[i];
+        if (!t->av) {
+            if (!add)
+                return NULL;
+            t->hash = h;
+            t->av = av;
+            t->kind = kind;
+            return t;
+        }
+        if (t->hash == h && !strcmp(t->av, av) && !strcmp(t->kind, kind))
+            return t;
+    }
+}
+
+static struct ruleset *ruleset_build(struct custom **v, size_t n)
+{
+    struct ruleset *rs = fl_calloc(1, sizeof *rs);
+    rs->v = v;
+    rs->n = n;
+    if (!n)
+        return rs;
+    for (rs->cap = 8; rs->cap < 2 * n; rs->cap *= 2)
+        ;
+    rs->tab = fl_calloc(rs->cap, sizeof *rs->tab);
+    for (size_t i = 0; i < n; i++) {
+        struct custom *c = v[i];
+        c->refs++;
+        struct target *t = target_find(rs, c->av, c->kind, true);
+        for (int op = 0; op < NOPS; op++) {
+            if (!c->script[op].source)
+                continue;
+            t->mask |= 1u << op;
+            if (op == FL_INTERP_DEPENDENCY) {
+                t->deps = fl_realloc(t->deps, (t->ndeps + 1) * sizeof *t->deps);
+                t->deps[t->ndeps++] = c;
+            } else if (!t->first[op]) {
+                t->first[op] = c;
+            }
+        }
+    }
+    return rs;
+}
+
+/* Drop rs and its holds on customizations (writer mutex held). */
+static void ruleset_free(struct ruleset *rs)
+{
+    if (!rs)
+        return;
+    for (size_t i = 0; i < rs->n; i++)
+        if (--rs->v[i]->refs == 0)
+            custom_free(rs->v[i]);
+    for (size_t i = 0; i < rs->cap; i++)
+        free(rs->tab[i].deps);
+    free(rs->tab);
+    free(rs->v);
+    free(rs);
+}
+
+/* ---- the backend ---- */
+
+struct fl_lua_backend {
+    char *name;
+    fl_lua_limits lim;
+    fl_lua_pool *pool;
+    pthread_mutex_t wmu; /* serialises set/delete/attach */
+    fl_interp *ip;       /* attached registry, or NULL */
+    fl_interp_backend vt; /* fl_lua_backend_vtable with this backend's name */
+    struct ruleset *cur; /* read by calls under the registry's read lock */
+};
+
+fl_lua_backend *fl_lua_backend_new(const char *name, const fl_lua_limits *limits)
+{
+    fl_lua_backend *b = fl_calloc(1, sizeof *b);
+    b->name = fl_strdup(name ? name : "lua");
+    b->vt = fl_lua_backend_vtable;
+    b->vt.name = b->name;
+    if (limits)
+        b->lim = *limits;
+    b->pool = fl_lua_pool_new(limits);
+    pthread_mutex_init(&b->wmu, NULL);
+    b->cur = ruleset_build(NULL, 0);
+    return b;
+}
+
+void fl_lua_backend_free(fl_lua_backend *b)
+{
+    if (!b)
+        return;
+    ruleset_free(b->cur);
+    fl_lua_pool_free(b->pool);
+    pthread_mutex_destroy(&b->wmu);
+    free(b->name);
+    free(b);
+}
+
+void fl_lua_backend_attach(fl_lua_backend *b, fl_interp *ip)
+{
+    pthread_mutex_lock(&b->wmu);
+    if (!b->ip) {
+        b->ip = ip;
+        fl_interp_add_backend(ip, &b->vt, b);
+    }
+    pthread_mutex_unlock(&b->wmu);
+}
+
+void fl_lua_backend_detach(fl_lua_backend *b)
+{
+    pthread_mutex_lock(&b->wmu);
+    if (b->ip)
+        fl_interp_remove_backend(b->ip, &b->vt, b);
+    b->ip = NULL;
+    pthread_mutex_unlock(&b->wmu);
+}
+
+struct swap {
+    fl_lua_backend *b;
+    struct ruleset *next, *old;
+};
+
+static void swap_fn(void *arg)
+{
+    struct swap *s = arg;
+    s->old = s->b->cur;
+    s->b->cur = s->next;
+}
+
+/* Install v[0..n) as the set (writer mutex held); frees the old one. */
+static void install(fl_lua_backend *b, struct custom **v, size_t n)
+{
+    struct swap s = {b, ruleset_build(v, n), NULL};
+    if (b->ip)
+        fl_interp_edit(b->ip, swap_fn, &s);
+    else
+        swap_fn(&s);
+    ruleset_free(s.old);
+    fl_lua_pool_forget(b->pool);
+}
+
+int fl_lua_backend_set(fl_lua_backend *b, const json_t *ric, char **err)
+{
+    struct custom *c;
+    char *errs[NOPS], *e = NULL;
+    if (err)
+        *err = NULL;
+    int rc = custom_parse(ric, &c, &e);
+    if (rc)
+        goto out;
+    if (custom_check(c, &b->lim, errs)) {
+        rc = FL_EINVAL;
+        for (int i = 0; i < NOPS; i++) {
+            int op = order[i];
+            if (errs[op] && !e)
+                e = fl_asprintf("customization \"%s\": %s: %s", c->name, names[op].rule, errs[op]);
+            free(errs[op]);
+        }
+        custom_free(c);
+        goto out;
+    }
+    pthread_mutex_lock(&b->wmu);
+    struct ruleset *cur = b->cur;
+    struct custom **v = fl_malloc((cur->n + 1) * sizeof *v);
+    size_t n = 0;
+    bool placed = false;
+    for (size_t i = 0; i < cur->n; i++) {
+        int cmp = strcmp(cur->v[i]->name, c->name);
+        if (!placed && cmp >= 0) {
+            v[n++] = c;
+            placed = true;
+        }
+        if (cmp != 0)
+            v[n++] = cur->v[i];
+    }
+    if (!placed)
+        v[n++] = c;
+    install(b, v, n);
+    pthread_mutex_unlock(&b->wmu);
+out:
+    if (err)
+        *err = e;
+    else
+        free(e);
+    return rc;
+}
+
+int fl_lua_backend_delete(fl_lua_backend *b, const char *name)
+{
+    pthread_mutex_lock(&b->wmu);
+    struct ruleset *cur = b->cur;
+    struct custom **v = fl_malloc((cur->n ? cur->n : 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < cur->n; i++)
+        if (strcmp(cur->v[i]->name, name))
+            v[n++] = cur->v[i];
+    if (n == cur->n) {
+        free(v);
+        pthread_mutex_unlock(&b->wmu);
+        return FL_ENOTFOUND;
+    }
+    install(b, v, n);
+    pthread_mutex_unlock(&b->wmu);
+    return 0;
+}
+
+size_t fl_lua_backend_count(fl_lua_backend *b)
+{
+    pthread_mutex_lock(&b->wmu);
+    size_t n = b->cur->n;
+    pthread_mutex_unlock(&b->wmu);
+    return n;
+}
+
+void fl_lua_backend_stats(fl_lua_backend *b, unsigned *states, size_t *idle_bytes)
+{
+    fl_lua_pool_stats(b->pool, states, idle_bytes);
+}
+
+/* ---- validating what scripts return ---- */
+
+static const char *type_of(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) == LUA_TNUMBER)
+        return lua_isinteger(L, idx) ? "an integer" : "a number";
+    static const char *const words[] = {"nil", "a boolean", "a light userdata", "a number", "a string",
+                                        "a table", "a function", "a userdata", "a thread"};
+    int t = lua_type(L, idx);
+    return t >= 0 && t < 9 ? words[t] : "nothing";
+}
+
+/* A quantity value (string or number) as its canonical string, in place. */
+static int canonical_quantity(json_t *list, const char *key, json_t *v, char **err)
+{
+    char num[64], out[64];
+    const char *text = json_string_value(v);
+    if (json_is_integer(v)) {
+        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+        text = num;
+    } else if (json_is_real(v)) {
+        snprintf(num, sizeof num, "%.15g", json_real_value(v));
+        text = num;
+    }
+    fl_quantity q;
+    if (!text || fl_quantity_parse(text, &q)) {
+        *err = text ? fl_asprintf("requirement.resourceRequest.%s: invalid quantity \"%s\"", key, text)
+                    : fl_asprintf("requirement.resourceRequest.%s: must be a quantity", key);
+        return FL_EINVAL;
+    }
+    fl_quantity_format(&q, out, sizeof out);
+    json_object_set_new(list, key, json_string(out));
+    return 0;
+}
+
+/* GetReplicas' requirement: a ReplicaRequirements object, quantities made canonical. */
+static int check_requirements(json_t *req, char **err)
+{
+    static const struct {
+        const char *key;
+        json_type type;
+        const char *word;
+    } fields[] = {
+        {"nodeClaim", JSON_OBJECT, "an object"},
+        {"resourceRequest", JSON_OBJECT, "an object"},
+        {"namespace", JSON_STRING, "a string"},
+        {"priorityClassName", JSON_STRING, "a string"},
+    };
+    if (!json_is_object(req)) {
+        *err = fl_strdup("requirement: must be a table of ReplicaRequirements");
+        return FL_EINVAL;
+    }
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        json_t *v = json_object_get(req, fields[i].key);
+        if (v && !json_is_null(v) && json_typeof(v) != fields[i].type) {
+            *err = fl_asprintf("requirement.%s: must be %s", fields[i].key, fields[i].word);
+            return FL_EINVAL;
+        }
+    }
+    static const struct {
+        const char *key;
+        json_type type;
+        const char *word;
+    } claim_fields[] = {
+        {"nodeSelector", JSON_OBJECT, "an object"},
+        {"tolerations", JSON_ARRAY, "an array"},
+        {"hardNodeAffinity", JSON_OBJECT, "an object"},
+    };
+    json_t *claim = json_object_get(req, "nodeClaim");
+    for (size_t i = 0; claim && i < sizeof claim_fields / sizeof claim_fields[0]; i++) {
+        json_t *v = json_object_get(claim, claim_fields[i].key);
+        if (v && !json_is_null(v) && json_typeof(v) != claim_fields[i].type) {
+            *err = fl_asprintf("requirement.nodeClaim.%s: must be %s", claim_fields[i].key, claim_fields[i].word);
+            return FL_EINVAL;
+        }
+    }
+    json_t *list = json_object_get(req, "resourceRequest");
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(list, tmp, key, v) {
+        int rc = canonical_quantity(list, key, v, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* One dependency reference, element i. */
+static int check_dependency(const json_t *d, size_t i, char **err)
+{
+    if (!json_is_object(d)) {
+        *err = fl_asprintf("dependencies[%zu]: must be a table {apiVersion, kind, namespace, name}", i);
+        return FL_EINVAL;
+    }
+    static const char *const need[] = {"apiVersion", "kind"};
+    for (int k = 0; k < 2; k++)
+        if (!nonempty(d, need[k])) {
+            *err = fl_asprintf("dependencies[%zu].%s: must be a non-empty string", i, need[k]);
+            return FL_EINVAL;
+        }
+    static const char *const opt[] = {"namespace", "name"};
+    for (int k = 0; k < 2; k++) {
+        const json_t *v = json_object_get(d, opt[k]);
+        if (v && !json_is_string(v)) {
+            *err = fl_asprintf("dependencies[%zu].%s: must be a string", i, opt[k]);
+            return FL_EINVAL;
+        }
+    }
+    const json_t *sel = json_object_get(d, "labelSelector");
+    if (sel) {
+        fl_labelsel *ls = NULL;
+        char *e = NULL;
+        if (!json_is_object(sel) || fl_labelsel_from_json(sel, &ls, &e)) {
+            *err = fl_asprintf("dependencies[%zu].labelSelector: %s", i, e ? e : "must be a label selector object");
+            free(e);
+            return FL_EINVAL;
+        }
+        fl_labelsel_free(ls);
+    }
+    if (!nonempty(d, "name") && !sel) {
+        *err = fl_asprintf("dependencies[%zu]: needs a name or a labelSelector", i);
+        return FL_EINVAL;
+    }
+    return 0;
+}
+
+static int cmp_ref(const void *pa, const void *pb)
+{
+    static const char *const keys[] = {"apiVersion", "kind", "namespace", "name"};
+    const json_t *a = *(const json_t *const *)pa, *b = *(const json_t *const *)pb;
+    for (size_t i = 0; i < 4; i++) {
+        const char *x = json_string_value(json_object_get(a, keys[i]));
+        const char *y = json_string_value(json_object_get(b, keys[i]));
+        int c = strcmp(x ? x : "", y ? y : "");
+        if (c)
+            return c;
+    }
+    /* same name: order by selector text so equal references end up side by side */
+    char *x = fl_json_dumps(json_object_get(a, "labelSelector"), NULL);
+    char *y = fl_json_dumps(json_object_get(b, "labelSelector"), NULL);
+    int c = strcmp(x, y);
+    free(x);
+    free(y);
+    return c;
+}
+
+/* arr sorted by (apiVersion, kind, namespace, name) without duplicates (new array). */
+static json_t *sorted_unique(json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    json_t **v = fl_malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(arr, i);
+    qsort(v, n, sizeof *v, cmp_ref);
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++)
+        if (!i || !json_equal(v[i - 1], v[i]))
+            json_array_append(out, v[i]);
+    free(v);
+    return out;
+}
+
+/* ---- one call ---- */
+
+struct opcall {
+    enum fl_interp_op op;
+    const fl_lua_args *in;
+    fl_lua_result *out;
+};
+
+static int push_arg(lua_State *L, const json_t *v, const char *what, char **err)
+{
+    char *e = NULL;
+    int rc = fl_lua_push_json(L, v, &e);
+    if (rc) {
+        *err = fl_asprintf("%s: %s", what, e ? e : "cannot be converted");
+        free(e);
+    }
+    return rc;
+}
+
+static int op_push(lua_State *L, void *arg, char **err)
+{
+    struct opcall *oc = arg;
+    const fl_lua_args *in = oc->in;
+    int rc;
+    if ((rc = push_arg(L, in->obj, oc->op == FL_INTERP_REFLECT_STATUS || oc->op == FL_INTERP_HEALTH ? "observedObj"
+                                                                                                   : "desiredObj",
+                       err)))
+        return rc;
+    switch (oc->op) {
+    case FL_INTERP_RETAIN:
+        if ((rc = push_arg(L, in->observed, "observedObj", err)))
+            return rc;
+        return 2;
+    case FL_INTERP_REVISE_REPLICA: lua_pushinteger(L, (lua_Integer)in->replicas); return 2;
+    case FL_INTERP_AGGREGATE_STATUS:
+        /* no items is nil, as Karmada passes its empty list */
+        if (!json_array_size(in->items))
+            lua_pushnil(L);
+        else if ((rc = push_arg(L, in->items, "statusItems", err)))
+            return rc;
+        return 2;
+    default: return 1;
+    }
+}
+
+/* The table at idx as the object an operation returns. */
+static int object_result(lua_State *L, int idx, const char *what, json_t **out, char **err)
+{
+    *out = NULL;
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        *err = fl_asprintf("%s: must be a table (the object), got %s", what, type_of(L, idx));
+        return FL_EINVAL;
+    }
+    int rc = fl_lua_to_json(L, idx, what, out, err);
+    if (!rc && !json_is_object(*out)) {
+        *err = fl_asprintf("%s: must be an object, got an array", what);
+        json_decref(*out);
+        *out = NULL;
+        rc = FL_EINVAL;
+    }
+    return rc;
+}
+
+static int op_collect(lua_State *L, int base, void *arg, char **err)
+{
+    struct opcall *oc = arg;
+    fl_lua_result *r = oc->out;
+    int rc;
+    switch (oc->op) {
+    case FL_INTERP_HEALTH:
+        if (lua_type(L, base) != LUA_TBOOLEAN) {
+            *err = fl_asprintf("return value: must be a boolean, got %s", type_of(L, base));
+            return FL_EINVAL;
+        }
+        r->health = lua_toboolean(L, base) ? FL_HEALTH_HEALTHY : FL_HEALTH_UNHEALTHY;
+        return 0;
+    case FL_INTERP_REPLICA: {
+        lua_Integer n = 0;
+        bool ok = false;
+        if (lua_isinteger(L, base)) {
+            n = lua_tointeger(L, base);
+            ok = true;
+        } else if (lua_type(L, base) == LUA_TNUMBER) {
+            lua_Number d = lua_tonumber(L, base);
+            ok = d == floor(d) && d >= 0 && d <= INT32_MAX;
+            n = ok ? (lua_Integer)d : 0;
+        }
+        if (!ok || n < 0 || n > INT32_MAX) {
+            if (lua_type(L, base) == LUA_TNUMBER)
+                *err = fl_asprintf("replica: must be a non-negative integer, got %.14g", (double)lua_tonumber(L, base));
+            else
+                *err = fl_asprintf("replica: must be a non-negative integer, got %s", type_of(L, base));
+            return FL_EINVAL;
+        }
+        r->replicas = n;
+        if (lua_isnil(L, base + 1))
+            return 0;
+        if (lua_type(L, base + 1) != LUA_TTABLE) {
+            *err = fl_asprintf("requirement: must be a table or nil, got %s", type_of(L, base + 1));
+            return FL_EINVAL;
+        }
+        if ((rc = fl_lua_to_json(L, base + 1, "requirement", &r->requirements, err)) ||
+            (rc = check_requirements(r->requirements, err)))
+            return rc;
+        if (!json_object_size(r->requirements)) { /* {} states nothing: none */
+            json_decref(r->requirements);
+            r->requirements = NULL;
+        }
+        return 0;
+    }
+    case FL_INTERP_REFLECT_STATUS:
+        if (lua_isnil(L, base))
+            return 0;
+        return object_result(L, base, "status", &r->obj, err);
+    case FL_INTERP_DEPENDENCY: {
+        if (lua_isnil(L, base)) {
+            r->obj = json_array();
+            return 0;
+        }
+        if (lua_type(L, base) != LUA_TTABLE) {
+            *err = fl_asprintf("dependencies: must be an array of references, got %s", type_of(L, base));
+            return FL_EINVAL;
+        }
+        if ((rc = fl_lua_to_json(L, base, "dependencies", &r->obj, err)))
+            return rc;
+        if (json_is_object(r->obj) && !json_object_size(r->obj)) { /* a bare {}: none */
+            json_decref(r->obj);
+            r->obj = json_array();
+        }
+        if (!json_is_array(r->obj)) {
+            *err = fl_strdup("dependencies: must be an array of references, got a table with string keys");
+            return FL_EINVAL;
+        }
+        size_t i;
+        json_t *d;
+        json_array_foreach(r->obj, i, d) {
+            if ((rc = check_dependency(d, i, err)))
+                return rc;
+        }
+        return 0;
+    }
+    default: return object_result(L, base, "return value", &r->obj, err);
+    }
+}
+
+void fl_lua_result_clear(fl_lua_result *r)
+{
+    json_decref(r->obj);
+    json_decref(r->requirements);
+    memset(r, 0, sizeof *r);
+}
+
+/* Run op of customization c on pool; messages are prefixed with the customization and
+ * the function. *res cleared on failure. */
+static int run_one(fl_lua_pool *pool, const struct custom *c, enum fl_interp_op op, const fl_lua_args *in,
+                   fl_lua_result *res, char **err)
+{
+    struct opcall oc = {op, in, res};
+    fl_lua_call call = {op == FL_INTERP_REPLICA ? 2 : 1, op_push, op_collect, &oc};
+    char *e = NULL;
+    memset(res, 0, sizeof *res);
+    int rc = fl_lua_pool_call(pool, &c->script[op], &call, &e);
+    if (rc) {
+        fl_lua_result_clear(res);
+        if (err)
+            *err = fl_asprintf("customization \"%s\": %s: %s", c->name, names[op].function, e ? e : fl_strerror(rc));
+    }
+    free(e);
+    return rc;
+}
+
+/* Dependencies from every customization in v (name order), merged. */
+static int run_deps(fl_lua_pool *pool, struct custom *const *v, size_t n, const fl_lua_args *in, json_t **deps,
+                    char **err)
+{
+    json_t *all = json_array();
+    *deps = NULL;
+    for (size_t i = 0; i < n; i++) {
+        fl_lua_result r;
+        int rc = run_one(pool, v[i], FL_INTERP_DEPENDENCY, in, &r, err);
+        if (rc) {
+            json_decref(all);
+            return rc;
+        }
+        json_array_extend(all, r.obj);
+        fl_lua_result_clear(&r);
+    }
+    *deps = sorted_unique(all);
+    json_decref(all);
+    return 0;
+}
+
+/* ---- the vtable ---- */
+
+static const struct target *target_of(void *self, const json_t *obj)
+{
+    fl_lua_backend *b = self;
+    const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    return av && kind ? target_find(b->cur, av, kind, false) : NULL;
+}
+
+static bool vt_has(void *self, const char *av, const char *kind, enum fl_interp_op op)
+{
+    fl_lua_backend *b = self;
+    const struct target *t = target_find(b->cur, av, kind, false);
+    return t && (t->mask & (1u << op));
+}
+
+/* The customization answering op for obj, or NULL (then the operation declines). */
+static struct custom *answering(void *self, const json_t *obj, enum fl_interp_op op)
+{
+    const struct target *t = target_of(self, obj);
+    return t ? t->first[op] : NULL;
+}
+
+static int vt_get_replicas(void *self, const json_t *obj, int64_t *replicas, json_t **requirements, char **err)
+{
+    struct custom *c = answering(self, obj, FL_INTERP_REPLICA);
+    fl_lua_args in = {.obj = obj};
+    fl_lua_result r;
+    *replicas = 0;
+    *requirements = NULL;
+    if (!c)
+        return FL_EUNSUPPORTED;
+    int rc = run_one(((fl_lua_backend *)self)->pool, c, FL_INTERP_REPLICA, &in, &r, err);
+    if (!rc) {
+        *replicas = r.replicas;
+        *requirements = r.requirements;
+    }
+    return rc;
+}
+
+/* The operations that answer with one object in r.obj. */
+static int one_object(void *self, enum fl_interp_op op, const fl_lua_args *in, json_t **out, char **err)
+{
+    struct custom *c = answering(self, in->obj, op);
+    fl_lua_result r;
+    *out = NULL;
+    if (!c)
+        return FL_EUNSUPPORTED;
+    int rc = run_one(((fl_lua_backend *)self)->pool, c, op, in, &r, err);
+    if (!rc)
+        *out = r.obj;
+    return rc;
+}
+
+static int vt_revise_replica(void *self, const json_t *obj, int64_t replicas, json_t **out, char **err)
+{
+    fl_lua_args in = {.obj = obj, .replicas = replicas};
+    return one_object(self, FL_INTERP_REVISE_REPLICA, &in, out, err);
+}
+
+static int vt_retain(void *self, const json_t *desired, const json_t *observed, json_t **out, char **err)
+{
+    fl_lua_args in = {.obj = desired, .observed = observed};
+    return one_object(self, FL_INTERP_RETAIN, &in, out, err);
+}
+
+static int vt_reflect_status(void *self, const json_t *observed, json_t **status, char **err)
+{
+    fl_lua_args in = {.obj = observed};
+    return one_object(self, FL_INTERP_REFLECT_STATUS, &in, status, err);
+}
+
+static int vt_aggregate_status(void *self, const json_t *obj, const json_t *items, json_t **out, char **err)
+{
+    fl_lua_args in = {.obj = obj, .items = items};
+    return one_object(self, FL_INTERP_AGGREGATE_STATUS, &in, out, err);
+}
+
+static int vt_health(void *self, const json_t *observed, enum fl_health *health, char **err)
+{
+    struct custom *c = answering(self, observed, FL_INTERP_HEALTH);
+    fl_lua_args in = {.obj = observed};
+    fl_lua_result r;
+    *health = FL_HEALTH_UNKNOWN;
+    if (!c)
+        return FL_EUNSUPPORTED;
+    int rc = run_one(((fl_lua_backend *)self)->pool, c, FL_INTERP_HEALTH, &in, &r, err);
+    if (!rc)
+        *health = r.health;
+    return rc;
+}
+
+static int vt_get_dependencies(void *self, const json_t *obj, json_t **deps, char **err)
+{
+    const struct target *t = target_of(self, obj);
+    fl_lua_args in = {.obj = obj};
+    *deps = NULL;
+    if (!t || !t->ndeps)
+        return FL_EUNSUPPORTED;
+    return run_deps(((fl_lua_backend *)self)->pool, t->deps, t->ndeps, &in, deps, err);
+}
+
+const fl_interp_backend fl_lua_backend_vtable = {
+    .name = "lua",
+    .has = vt_has,
+    .get_replicas = vt_get_replicas,
+    .revise_replica = vt_revise_replica,
+    .retain = vt_retain,
+    .reflect_status = vt_reflect_status,
+    .aggregate_status = vt_aggregate_status,
+    .health = vt_health,
+    .get_dependencies = vt_get_dependencies,
+};
+
+/* ---- offline ---- */
+
+/* The line number in a Lua message ("[string \"x\"]:12: ..."), or 0. */
+static long line_of(const char *msg)
+{
+    const char *p = strstr(msg, "\"]:");
+    if (!p)
+        return 0;
+    char *end;
+    long n = strtol(p + 3, &end, 10);
+    return end > p + 3 && *end == ':' ? n : 0;
+}
+
+int fl_lua_backend_check(const json_t *ric, json_t **report, char **err)
+{
+    struct custom *c;
+    char *errs[NOPS], *first = NULL;
+    *report = NULL;
+    if (err)
+        *err = NULL;
+    int rc = custom_parse(ric, &c, &first);
+    if (rc)
+        goto out;
+    rc = custom_check(c, NULL, errs);
+    json_t *rules = json_array();
+    for (int i = 0; i < NOPS; i++) {
+        int op = order[i];
+        json_t *r = json_pack("{s:s, s:s, s:s}", "rule", names[op].rule, "operation", fl_interp_op_name(op),
+                              "function", names[op].function);
+        const char *status = !c->script[op].source ? "UNSET" : errs[op] ? "ERROR" : "PASS";
+        json_object_set_new(r, "status", json_string(status));
+        if (errs[op]) {
+            long line = line_of(errs[op]);
+            if (line > 0)
+                json_object_set_new(r, "line", json_integer(line));
+            json_object_set_new(r, "message", json_string(errs[op]));
+            if (!first)
+                first = fl_asprintf("customization \"%s\": %s: %s", c->name, names[op].rule, errs[op]);
+            free(errs[op]);
+        }
+        json_array_append_new(rules, r);
+    }
+    *report = json_pack("{s:s, s:{s:s, s:s}, s:o}", "name", c->name, "target", "apiVersion", c->av, "kind", c->kind,
+                        "rules", rules);
+    custom_free(c);
+out:
+    if (err)
+        *err = first;
+    else
+        free(first);
+    return rc;
+}
+
+int fl_lua_run(const json_t *ric, enum fl_interp_op op, const fl_lua_args *args, const fl_lua_limits *limits,
+               fl_lua_result *res, char **err)
+{
+    struct custom *c;
+    char *e = NULL;
+    memset(res, 0, sizeof *res);
+    if (err)
+        *err = NULL;
+    if ((unsigned)op >= NOPS) {
+        if (err)
+            *err = fl_strdup("unknown interpreter operation");
+        return FL_EINVAL;
+    }
+    if (!args || !json_is_object(args->obj)) {
+        if (err)
+            *err = fl_asprintf("%s: the object must be a JSON object", names[op].function);
+        return FL_EINVAL;
+    }
+    int rc = custom_parse(ric, &c, &e);
+    if (rc) {
+        if (err)
+            *err = e;
+        else
+            free(e);
+        return rc;
+    }
+    if (!c->script[op].source) {
+        if (err)
+            *err = fl_asprintf("customization \"%s\" has no %s script (spec.customizations.%s.luaScript)", c->name,
+                               names[op].function, names[op].rule);
+        custom_free(c);
+        return FL_EUNSUPPORTED;
+    }
+    fl_lua_limits lim = limits ? *limits : (fl_lua_limits){0};
+    lim.states = 1;
+    fl_lua_pool *pool = fl_lua_pool_new(&lim);
+    if (op == FL_INTERP_DEPENDENCY) {
+        rc = run_deps(pool, &c, 1, args, &res->obj, err);
+    } else {
+        rc = run_one(pool, c, op, args, res, err);
+    }
+    fl_lua_pool_free(pool);
+    custom_free(c);
+    return rc;
+}
