@@ -318,13 +318,36 @@ static bool content_changed(const fl_kind *k, const json_t *old, const json_t *n
 
 static bool same_ignoring_rv(const json_t *a, const json_t *b)
 {
-    json_t *ac = json_deep_copy(a), *bc = json_deep_copy(b);
-    json_object_del(fl_obj_meta(ac), "resourceVersion");
-    json_object_del(fl_obj_meta(bc), "resourceVersion");
-    bool eq = json_equal(ac, bc);
-    json_decref(ac);
-    json_decref(bc);
-    return eq;
+    /* without copying either object (an update compares two whole objects): every member
+     * but metadata compared as it is, metadata member by member without resourceVersion */
+    if (json_object_size(a) != json_object_size(b))
+        return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)a, k, v) {
+        json_t *w = json_object_get(b, k);
+        if (!w)
+            return false;
+        if (strcmp(k, "metadata") || !json_is_object(v) || !json_is_object(w)) {
+            if (!json_equal(v, w))
+                return false;
+            continue;
+        }
+        size_t na = json_object_size(v) - (json_object_get(v, "resourceVersion") != NULL);
+        size_t nb = json_object_size(w) - (json_object_get(w, "resourceVersion") != NULL);
+        if (na != nb)
+            return false;
+        const char *mk;
+        json_t *mv;
+        json_object_foreach(v, mk, mv) {
+            if (!strcmp(mk, "resourceVersion"))
+                continue;
+            json_t *mw = json_object_get(w, mk);
+            if (!mw || !json_equal(mv, mw))
+                return false;
+        }
+    }
+    return true;
 }
 
 /* ---- namespaces ---- */

@@ -68,6 +68,7 @@ struct fl_exec {
     fl_recorder *recorder;
     int want_workers;
     fl_informer *works;
+    bool works_borrowed;  /* the server's shared Work informer: not ours to start or stop */
     fl_workqueue *q;
     fl_ws_watches *watches;
     pthread_t workers[EXEC_MAX_WORKERS];
@@ -937,14 +938,22 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     pthread_mutex_init(&x->mu, NULL);
     x->inflight = json_object();
     x->want_ack = json_object();
+    fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .ctx = x};
     fl_informer_config wc = {
         .client = cfg->cp,
         .resource = WORKS,
         .ns = cfg->ns,
-        .handlers = {.on_add = work_added, .on_update = work_updated, .ctx = x},
+        .handlers = wh,
         .transform = fl_informer_drop_managed_fields,
     };
-    int rc = fl_informer_new(&wc, &x->works);
+    int rc;
+    if (cfg->works) {
+        x->works = cfg->works;
+        x->works_borrowed = true;
+        rc = fl_informer_add_handlers(x->works, &wh);
+    } else {
+        rc = fl_informer_new(&wc, &x->works);
+    }
     if (rc) {
         fl_exec_free(x);
         return rc;
@@ -958,7 +967,7 @@ int fl_exec_start(fl_exec *x)
     if (x->started)
         return FL_EINVAL;
     x->started = true;
-    int rc = fl_informer_start(x->works);
+    int rc = x->works_borrowed ? 0 : fl_informer_start(x->works);
     if (rc)
         return rc;
     for (int i = 0; i < x->want_workers; i++)
@@ -976,14 +985,15 @@ void fl_exec_free(fl_exec *x)
     fl_client_cancel_fire(x->stop);
     if (x->resync_started)
         pthread_join(x->resync, NULL);
-    if (x->works)
+    if (x->works && !x->works_borrowed)
         fl_informer_stop(x->works);
     fl_workqueue_shut_down(x->q);
     fl_ws_watches_close(x->watches); /* wakes workers waiting for a member's first list */
     for (int i = 0; i < x->nworkers; i++)
         pthread_join(x->workers[i], NULL);
     fl_ws_watches_free(x->watches);
-    fl_informer_free(x->works);
+    if (!x->works_borrowed)
+        fl_informer_free(x->works);
     fl_workqueue_free(x->q);
     fl_client_cancel_free(x->stop);
     fl_interp_free(x->own_interp);
@@ -1079,6 +1089,8 @@ static int push_start(const fl_ctrl_env *env, void **state)
     fl_exec_config ec = {.cp = env->cp,
                          .interp = env->interp,
                          .recorder = env->recorder,
+                         /* the Works the binding and status controllers cache too: once */
+                         .works = fl_ctrl_informer(env, WORKS.api_version, WORKS.resource),
                          .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,

@@ -66,6 +66,9 @@ typedef struct fl_exec_config {
     int workers;         /* 0 = 4 */
     fl_interp *interp;   /* retain, reflect status, health (borrowed); NULL: the engine's own */
     fl_recorder *recorder; /* events on Works (borrowed); NULL: none */
+    fl_informer *works;  /* a shared Work informer (borrowed, not started yet: the engine adds
+                          * its handlers; the owner starts it, and stops it before
+                          * fl_exec_free); NULL: the engine watches Works itself (in ns) */
     fl_exec_ops ops;
 } fl_exec_config;
 
