@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "api/kinds.h"
+#include "client/client.h"
 #include "store/store.h"
 
 typedef struct fl_api {
@@ -73,6 +74,18 @@ const char *fl_req_query(const fl_req *req, const char *key);
  * is ready or the stream ends. Returns bytes written (>0), 0 at end of stream. */
 size_t fl_api_stream_read(fl_api_stream *s, char *buf, size_t cap);
 void fl_api_stream_free(fl_api_stream *s);
+/* Make a blocked fl_api_stream_read return 0 soon, and every later one at once. Any
+ * thread, while the stream is not freed. */
+void fl_api_stream_cancel(fl_api_stream *s);
+
+/* ---- in process (local.c) ---- */
+
+/* fl_client_local.serve for an fl_api (ctx): one request as http.c would hand it over. */
+void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
+                        const char *user_agent, const char *body, size_t body_len, fl_client_local_resp *out);
+/* A client of api through fl_api_local_serve (see fl_client_new_local): what the server's
+ * controllers use. api must outlive it. Free with fl_client_free. */
+fl_client *fl_api_local_client(fl_api *api, const char *user_agent);
 
 /* Create namespace `name` if it does not exist (through the API, as a client would).
  * Returns 0 when it exists afterwards. */

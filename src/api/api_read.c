@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -353,6 +354,7 @@ struct fl_api_stream {
     buf pending;
     size_t pending_off;
     bool done;
+    atomic_bool cancelled;     /* fl_api_stream_cancel: end at the next look */
     double last_activity;      /* monotonic seconds of the last event sent (for bookmarks) */
     /* keys currently matching a filtered watch: to turn updates that stop matching into
      * DELETED and ones that start matching into ADDED, as the Kubernetes watch cache does */
@@ -605,7 +607,7 @@ size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
                 s->pending.len = s->pending_off = 0;
             return n;
         }
-        if (s->done || s->api->stopping || !s->w)
+        if (s->done || s->api->stopping || !s->w || atomic_load(&s->cancelled))
             return 0;
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -638,6 +640,13 @@ size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
         }
         return 0; /* closed */
     }
+}
+
+void fl_api_stream_cancel(fl_api_stream *s)
+{
+    atomic_store(&s->cancelled, true);
+    if (s->w)
+        fl_watch_cancel(s->w);
 }
 
 void fl_api_stream_free(fl_api_stream *s)

@@ -201,25 +201,12 @@ int fl_cmd_server(int argc, char **argv)
     free(bkc);
     fl_log(FL_LOG_INFO, "server", "serving on %s (store rev %lld, %d CRDs, %d agent tokens); kubeconfig: %s", url,
            (long long)fl_store_rev(store), ncrd, nagents, kc);
-    /* controllers talk to this server as clients do, through its own kubeconfig */
-    fl_kubeconfig kcfg;
-    memset(&kcfg, 0, sizeof kcfg);
-    fl_client *cp = NULL;
+    /* Controllers are clients of this API like any other, with the same requests, answers
+     * and watches, but in process (fl_api_local_client): no TLS, TCP or HTTP in between. */
+    fl_client *cp = fl_api_local_client(&api, "flotilla-controller-manager");
     fl_ctrl_manager *ctrl = NULL;
-    if (fl_kubeconfig_load(kc, NULL, &kcfg, &err) == 0 &&
-        /* the controllers run dozens of requests at once (worker pools, parallel Work
-         * writes): keep as many idle connections, or every surplus one is a new TLS
-         * handshake with ourselves */
-        fl_client_new(&kcfg, &(fl_client_options){.user_agent = "flotilla-controller-manager", .max_idle = 128}, &cp,
-                      &err) == 0) {
-        fl_ctrl_env env = {.cp = cp, .data_dir = data_dir, .stopping = &api.stopping};
-        fl_ctrl_manager_start(&env, fl_server_controllers, &ctrl);
-    } else {
-        fl_log(FL_LOG_ERROR, "server", "controllers not started: %s", err ? err : "no client");
-        free(err);
-        err = NULL;
-    }
-    fl_kubeconfig_close(&kcfg);
+    fl_ctrl_env env = {.cp = cp, .data_dir = data_dir, .stopping = &api.stopping};
+    fl_ctrl_manager_start(&env, fl_server_controllers, &ctrl);
     printf("flotilla server listening on %s\nkubeconfig: %s\n", url, kc);
     fflush(stdout);
     free(kc);

@@ -103,7 +103,9 @@ static void copy_str(char *dst, size_t cap, const char *src)
 
 /* A multi handle registered with a token while its transfer runs (lives on that stack). */
 typedef struct cancel_reg {
-    CURLM *multi;
+    CURLM *multi;                 /* a curl transfer's, or NULL */
+    void (*wake)(void *arg);      /* a local stream's: wake its blocked read */
+    void *arg;
     struct cancel_reg *next;
 } cancel_reg;
 
@@ -130,8 +132,12 @@ void fl_client_cancel_fire(fl_client_cancel *k)
 {
     pthread_mutex_lock(&k->mu);
     atomic_store(&k->fired, true);
-    for (cancel_reg *r = k->regs; r; r = r->next)
-        curl_multi_wakeup(r->multi);
+    for (cancel_reg *r = k->regs; r; r = r->next) {
+        if (r->multi)
+            curl_multi_wakeup(r->multi);
+        else if (r->wake)
+            r->wake(r->arg);
+    }
     pthread_cond_broadcast(&k->cond);
     pthread_mutex_unlock(&k->mu);
 }
@@ -202,6 +208,7 @@ typedef struct slot {
 } slot;
 
 struct fl_client {
+    fl_client_local local;  /* local.serve set: the in-process transport */
     char *server;
     char *ca_pem, *cert_pem, *key_pem;
     char *auth_header;   /* "Authorization: Bearer ..." or NULL */
@@ -309,6 +316,24 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
     c->disc = json_object();
     *out = c;
     return 0;
+}
+
+fl_client *fl_client_new_local(const fl_client_local *srv, const fl_client_options *opts)
+{
+    fl_client_options o = opts ? *opts : (fl_client_options){0};
+    fl_client *c = fl_calloc(1, sizeof *c);
+    c->local = *srv;
+    c->server = fl_strdup("local");
+    c->user_agent = fl_strdup(o.user_agent ? o.user_agent : "flotilla");
+    c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 30000;
+    c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
+    c->max_idle = o.max_idle > 0 ? o.max_idle : 16;
+    pthread_mutex_init(&c->pool_mu, NULL);
+    pthread_mutex_init(&c->disc_mu, NULL);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&c->share_mu[i], NULL);
+    c->disc = json_object();
+    return c;
 }
 
 static void slot_destroy(slot *s)
@@ -490,19 +515,17 @@ static int deliver_line(xfer *x, const char *line, size_t n)
     return rc;
 }
 
-static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+/* Append n response bytes; for a watch answered 200, deliver its complete lines. Returns
+ * false when the transfer must end (too big, or the watch was stopped). */
+static bool feed(xfer *x, const char *p, size_t n)
 {
-    xfer *x = ud;
-    size_t n = size * nmemb;
-    if (!x->code)
-        curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
     if (x->body.len + n > MAX_BODY) {
         x->toobig = true;
-        return 0;
+        return false;
     }
     sb_add(&x->body, p, n);
     if (!x->watch || x->code != 200)
-        return n;
+        return true;
     /* cut complete lines off the front and deliver them */
     for (;;) {
         char *start = x->body.p + x->scan;
@@ -512,7 +535,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         deliver_line(x, start, (size_t)(nl - start));
         x->scan = (size_t)(nl - x->body.p) + 1;
         if (x->stopped)
-            return 0;
+            return false;
     }
     if (x->scan > 0 && x->scan * 2 >= x->body.len) {
         memmove(x->body.p, x->body.p + x->scan, x->body.len - x->scan);
@@ -520,7 +543,16 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         x->body.p[x->body.len] = 0;
         x->scan = 0;
     }
-    return n;
+    return true;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (!x->code)
+        curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
+    return feed(x, p, n) ? n : 0;
 }
 
 /* Drive the slot's multi handle until the transfer ends or cancel fires. */
@@ -640,6 +672,48 @@ static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs,
 
 /* Run a request; *out gets the parsed body on success. Watch transfers go through the
  * same path with x prepared by the caller. */
+/* The in-process transport: one request handed to c->local; a watch's stream is pulled
+ * until it ends, cancel fires, or the callback stops it. Sets x->code and fills x->body
+ * (or delivers the watch's lines) as the curl path does. */
+static CURLcode run_local(fl_client *c, const req *r, xfer *x, fl_client_cancel *cancel, bool *cancelled)
+{
+    *cancelled = false;
+    if (fl_client_cancel_fired(cancel)) {
+        *cancelled = true;
+        return CURLE_ABORTED_BY_CALLBACK;
+    }
+    fl_client_local_resp resp = {0};
+    c->local.serve(c->local.ctx, r->method, r->path, r->content_type, c->user_agent, r->body, r->body_len, &resp);
+    x->code = resp.code;
+    if (resp.body) {
+        feed(x, resp.body, resp.len);
+        free(resp.body);
+    }
+    if (!resp.stream)
+        return CURLE_OK;
+    cancel_reg reg = {.wake = c->local.stream_cancel, .arg = resp.stream};
+    if (cancel)
+        cancel_register(cancel, &reg);
+    char buf[16384];
+    for (;;) {
+        if (fl_client_cancel_fired(cancel)) {
+            *cancelled = true;
+            break;
+        }
+        size_t n = c->local.stream_read(resp.stream, buf, sizeof buf);
+        if (n == 0) {
+            *cancelled = fl_client_cancel_fired(cancel);
+            break;
+        }
+        if (!feed(x, buf, n))
+            break;
+    }
+    if (cancel)
+        cancel_unregister(cancel, &reg);
+    c->local.stream_free(resp.stream);
+    return *cancelled ? CURLE_ABORTED_BY_CALLBACK : CURLE_OK;
+}
+
 static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x, json_t **out,
                    fl_client_error *err)
 {
@@ -649,19 +723,24 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
         memset(err, 0, sizeof *err);
     int rc = 0;
     for (int attempt = 0;; attempt++) {
-        x->s = slot_get(c);
         x->err = err;
-        struct curl_slist *hdrs = NULL;
-        setup(c, x->s->easy, r, &hdrs, x);
         bool cancelled = false;
-        CURLcode res = run(x, cancel, &cancelled);
-        if (!x->code)
-            curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
+        CURLcode res;
         curl_off_t retry_after = 0;
-        curl_easy_getinfo(x->s->easy, CURLINFO_RETRY_AFTER, &retry_after);
-        curl_slist_free_all(hdrs);
-        slot_put(c, x->s);
-        x->s = NULL;
+        if (c->local.serve) {
+            res = run_local(c, r, x, cancel, &cancelled);
+        } else {
+            x->s = slot_get(c);
+            struct curl_slist *hdrs = NULL;
+            setup(c, x->s->easy, r, &hdrs, x);
+            res = run(x, cancel, &cancelled);
+            if (!x->code)
+                curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
+            curl_easy_getinfo(x->s->easy, CURLINFO_RETRY_AFTER, &retry_after);
+            curl_slist_free_all(hdrs);
+            slot_put(c, x->s);
+            x->s = NULL;
+        }
 
         if (cancelled) {
             fill_err(err, x->code, "", "", "cancelled");

@@ -116,6 +116,17 @@ static int setup(void **state)
     return 0;
 }
 
+/* The same fixture with the controllers' in-process transport (fl_api_local_client) as
+ * the client under test: every behaviour the wire tests pin must hold without the wire. */
+static int setup_local(void **state)
+{
+    setup(state);
+    fixture *f = *state;
+    fl_client_free(f->c);
+    f->c = fl_api_local_client(&f->api, "client-test/1.0");
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture *f = *state;
@@ -1283,5 +1294,31 @@ int main(void)
         T(test_informer_stops_promptly_while_the_server_is_down),
     };
 #undef T
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* through the in-process transport: every test that uses only f->c */
+#define L(name) cmocka_unit_test_setup_teardown(name, setup_local, teardown)
+    const struct CMUnitTest local[] = {
+        L(test_create_get_update_delete_round_trip),
+        L(test_update_status_changes_only_status),
+        L(test_errors_map_to_codes_with_the_status_message),
+        L(test_list_pages_with_continue_at_one_snapshot),
+        L(test_list_filters_by_label_and_field_selectors),
+        L(test_continue_token_expires_after_compaction),
+        L(test_patch_types_merge_json_strategic_and_apply),
+        L(test_delete_honours_preconditions_dry_run_and_propagation),
+        L(test_one_client_serves_many_threads),
+        /* (not test_resolve_finds_kinds_through_discovery_including_new_crds: the kinds
+         * registry is process-wide, and the run over HTTP has already registered its CRD) */
+        L(test_resolve_uses_learned_discovery_without_asking),
+        L(test_watch_delivers_changes_in_order_and_stops_on_cancel),
+        L(test_watch_without_resource_version_starts_with_current_objects),
+        L(test_watch_gets_bookmarks_and_ends_at_the_server_timeout),
+        L(test_watch_from_a_compacted_revision_is_expired),
+        L(test_cancel_before_the_watch_starts_returns_at_once),
+        L(test_informer_syncs_then_sees_adds_updates_and_deletes),
+        L(test_informer_relists_after_its_watch_expires_without_spurious_events),
+    };
+#undef L
+    int failed = cmocka_run_group_tests_name("over HTTP", tests, NULL, NULL);
+    failed += cmocka_run_group_tests_name("in process", local, NULL, NULL);
+    return failed;
 }
