@@ -658,3 +658,15 @@ int fb_wait_ready(CURL *c, const fb_server *s, int clusters, int timeout_s)
     free(out.p);
     return ready;
 }
+
+void fb_scratch_done(const char *dir, bool keep)
+{
+    if (keep) {
+        printf("data kept in %s\n", dir);
+        return;
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}

@@ -50,6 +50,10 @@ char *fb_slurp(const char *path);
 /* A fresh directory under `parent` (or $TMPDIR, or /tmp). Caller frees. Exits on failure. */
 char *fb_mkdtemp(const char *parent, const char *prefix);
 
+/* The end of a run: remove dir (a benchmark's scratch tree) unless keep, in which case say
+ * where it is. A failure to remove is reported, not fatal. */
+void fb_scratch_done(const char *dir, bool keep);
+
 /* Raise RLIMIT_NOFILE's soft limit to the hard limit (children inherit it). Returns the new limit. */
 long fb_raise_nofile(void);
 

@@ -258,12 +258,7 @@ int main(int argc, char **argv)
     fb_member_stop(&mh);
     if (fb_server_stop(&s) != 0)
         problems++;
-    if (!keep) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", root);
-    }
+    fb_scratch_done(root, keep);
     free(root);
     return problems ? 1 : 0;
 }

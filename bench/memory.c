@@ -345,12 +345,7 @@ int main(int argc, char **argv)
     curl_slist_free_all(h);
     if (fb_server_stop(&s) != 0)
         status = 1;
-    if (!keep) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
-    }
+    fb_scratch_done(dir, keep);
     free(dir);
     curl_global_cleanup();
     return status;

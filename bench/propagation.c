@@ -1017,12 +1017,7 @@ static void fleet_stop(fleet *f, bool keep)
         curl_easy_cleanup(f->c);
     curl_slist_free_all(f->h);
     pthread_mutex_destroy(&f->mu);
-    if (!keep) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->root);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", f->root);
-    }
+    fb_scratch_done(f->root, keep);
 }
 
 /* ---- results ------------------------------------------------------------------------- */
@@ -1700,14 +1695,7 @@ int main(int argc, char **argv)
                res.r_objects, res.r_objects, res.r_clusters, res.r_reconciled ? "" : "not within the deadline, > ",
                res.r_full_s > 0 ? res.r_full_s : 0, res.r_ready_s,
                res.r_ready_s > 0 ? res.r_full_s / res.r_ready_s : 0);
-    if (!keep) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", root);
-    } else {
-        printf("data kept in %s\n", root);
-    }
+    fb_scratch_done(root, keep);
     free(root);
     curl_global_cleanup();
     return problems ? 1 : 0;

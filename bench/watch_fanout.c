@@ -542,12 +542,7 @@ int main(int argc, char **argv)
     printf("target delivery P99 <= 50 ms at %d watchers: %.2f ms -> %s; all events delivered: %s\n", nwatchers,
            fan.p99, fan.p99 <= 50 ? "met" : "NOT met", fan.ok && base.ok ? "yes" : "NO");
     int st = fb_server_stop(&s);
-    if (!keep) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
-    }
+    fb_scratch_done(dir, keep);
     free(dir);
     curl_global_cleanup();
     return (fan.ok && base.ok && st == 0) ? 0 : 1;
