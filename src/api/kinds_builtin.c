@@ -1048,6 +1048,33 @@ static const fl_field ric_fields[] = {
     FEND,
 };
 
+static const fl_field riwc_rule_fields[] = {
+    FR("operations", FL_F_ARRAY), FR("apiGroups", FL_F_ARRAY), FR("apiVersions", FL_F_ARRAY),
+    FR("kinds", FL_F_ARRAY), FEND,
+};
+
+static const fl_field riwc_webhook_fields[] = {
+    FR("name", FL_F_STRING),
+    FR("clientConfig", FL_F_OBJECT),
+    F("clientConfig.url", FL_F_STRING),
+    F("clientConfig.service", FL_F_OBJECT),
+    FR("clientConfig.service.namespace", FL_F_STRING),
+    FR("clientConfig.service.name", FL_F_STRING),
+    F("clientConfig.service.path", FL_F_STRING),
+    F("clientConfig.service.port", FL_F_INT),
+    F("clientConfig.caBundle", FL_F_STRING),
+    FS("rules", FL_F_ARRAY, riwc_rule_fields),
+    F("timeoutSeconds", FL_F_INT),
+    FR("interpreterContextVersions", FL_F_ARRAY),
+    FEND,
+};
+
+static const fl_field riwc_fields[] = {
+    TYPEMETA, META,
+    FSR("webhooks", FL_F_ARRAY, riwc_webhook_fields),
+    FEND,
+};
+
 /* ------------------------------------------------------------------ */
 /* Row helpers                                                         */
 /* ------------------------------------------------------------------ */
@@ -2045,6 +2072,11 @@ fl_kind fl_kinds__builtin[] = {
       .singular = "resourceinterpretercustomization", .namespaced = CLUSTER, .short_names = {"ric"},
       .categories = {"karmada-io"}, .fields = ric_fields, .columns = ric_columns,
       .validate = fl_validate_interpreter_customization },
+    { .group = "config.karmada.io", .version = "v1alpha1", .kind = "ResourceInterpreterWebhookConfiguration",
+      .list_kind = "ResourceInterpreterWebhookConfigurationList",
+      .resource = "resourceinterpreterwebhookconfigurations",
+      .singular = "resourceinterpreterwebhookconfiguration", .namespaced = CLUSTER, .categories = {"karmada-io"},
+      .fields = riwc_fields, .columns = no_columns },
 };
 
 const size_t fl_kinds__builtin_count = sizeof(fl_kinds__builtin) / sizeof(fl_kinds__builtin[0]);
