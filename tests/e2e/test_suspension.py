@@ -211,9 +211,18 @@ def test_status_collection_goes_on_while_suspended(fleet):
         return ms and ms[0].get("status", {}).get("readyReplicas") == 5
     wait_for(reported, timeout=20, what="the Work to report 5 ready replicas")
     assert fleet.get("deploy", "stat", member="member2")["spec"]["replicas"] == 5
+    # the binding re-renders the Work for a template change: the user's suspension stays
+    set_image(fleet, "stat", "nginx:1.31")
+    wait_for(lambda: work_of(fleet, "stat", "member2")["spec"]["workload"]["manifests"][0]["spec"]["template"]["spec"]
+             ["containers"][0]["image"] == "nginx:1.31", timeout=20, what="the Work to carry the new image")
+    w = work_of(fleet, "stat", "member2")
+    assert w["spec"].get("suspendDispatching") is True, "the binding controller undid the user's suspension"
+    time.sleep(1.0)
+    assert image_in(fleet, "stat", "member2") == "nginx:1.25"
     w = work_of(fleet, "stat", "member2")
     assert fleet.ctl("resume", "work", w["metadata"]["name"], "-n", "karmada-es-member2", "--wait").returncode == 0
-    assert fleet.get("deploy", "stat", member="member2")["spec"]["replicas"] == 2  # resumed: desired state again
+    d = fleet.get("deploy", "stat", member="member2")  # resumed: the desired state again
+    assert d["spec"]["replicas"] == 2 and d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.31"
     cleanup(fleet, "stat")
 
 
@@ -267,6 +276,23 @@ def test_pausing_a_cluster(fleet):
     cl = fleet.get("cluster", "member2")
     assert condition(cl, "Paused")["status"] == "False"
     cleanup(fleet, "pause")
+
+
+def test_pausing_a_pull_cluster_is_acknowledged_by_its_agent(fleet):
+    start(fleet, "ppause", ["member3"])
+    r = fleet.ctl("suspend", "cluster", "member3", "--wait", "--timeout", "20s")
+    assert r.returncode == 0, r.stderr
+    cl = fleet.get("cluster", "member3")
+    c = condition(cl, "Paused")
+    assert (c["status"], c["observedGeneration"]) == ("True", cl["metadata"]["generation"]), c
+    set_image(fleet, "ppause", "nginx:1.30")
+    wait_for(lambda: condition(work_of(fleet, "ppause", "member3"), "Dispatching")["reason"] == "ClusterPaused",
+             timeout=20, what="the agent to acknowledge the new generation as paused")
+    assert image_in(fleet, "ppause", "member3") == "nginx:1.25"
+    r = fleet.ctl("resume", "cluster", "member3", "--wait", "--timeout", "20s")
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: image_in(fleet, "ppause", "member3") == "nginx:1.30", timeout=20, what="member3 to update")
+    cleanup(fleet, "ppause")
 
 
 @pytest.mark.parametrize("args,needle", [
