@@ -37,7 +37,11 @@
 #include "core/mem.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
+/* --wait looks again every POLL_MS at first (an acknowledgement usually comes within a few
+ * hundred ms), then backs off to POLL_MAX_MS: each look lists the Works concerned, which at
+ * a thousand clusters is megabytes the server sends and we parse */
 #define POLL_MS 20
+#define POLL_MAX_MS 500
 
 /* The targets, as kubectl would name their resources. */
 typedef struct target_kind {
@@ -548,7 +552,8 @@ static int wait_ack(const opts *o, fl_client *cp)
         } else {
             free(names);
         }
-        sleep_ms(POLL_MS);
+        int64_t waited = now_ms() - start;
+        sleep_ms(waited < 500 ? POLL_MS : waited < 2000 ? 100 : POLL_MAX_MS);
     }
 }
 
