@@ -7,7 +7,8 @@
  * dependency's attached binding) the template becomes a manifest:
  *   1. a copy of the template, pruned of what its API server owns (interp/prune.h);
  *   2. replicas revised to the cluster's share (interpreter ReviseReplica), when the binding
- *      divides replicas;
+ *      divides replicas (a customization changed for the kind renders its bindings again;
+ *      a failing one is a SyncWorkFailed event carrying the interpreter's message);
  *   3. OverridePolicy / ClusterOverridePolicy rules for that cluster (policy/override.h);
  *   4. Karmada's bookkeeping: the binding's permanent ID label, the template's uid and
  *      generation, the Work's name and namespace, the conflict resolution, and the lists of
@@ -318,6 +319,14 @@ static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         !fl_json_same(json_object_get(os, "region"), json_object_get(ns, "region")) ||
         !fl_json_same(json_object_get(os, "zone"), json_object_get(ns, "zone")))
         requeue_all(ctx);
+}
+
+/* A customization or webhook for a kind changed: its bindings render again (ReviseReplica
+ * may answer differently); Works that come out the same are not written. */
+static void interp_changed(void *ctx, const char *api_version, const char *kind)
+{
+    bindctl *b = ctx;
+    fl_ctrl_queue_bindings_of(b->q, b->rbs, b->crbs, api_version, kind);
 }
 
 /* ---- rendering ---- */
@@ -855,6 +864,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(b->clusters, &ch);
     fl_template_handlers th = {.on_add = tmpl_event, .on_update = tmpl_updated, .ctx = b};
     fl_templates_subscribe(env->templates, &th);
+    fl_ctrl_on_interp_change(env, interp_changed, b);
     b->workers = fl_ctrl_workers_start(b->q, BINDING_WORKERS, reconcile, b);
     *state = b;
     return 0;

@@ -13,7 +13,9 @@
  * waits for the whole fleet).
  *
  * Writes happen only on change (binding status, then the template's status subresource), so
- * a quiet fleet writes nothing. A template changing generation re-runs the aggregation, which
+ * a quiet fleet writes nothing. A customization changed for the kind aggregates its bindings
+ * again; one that fails leaves the template's status as it was, with an AggregateStatusFailed
+ * event on the template and the binding. A template changing generation re-runs the aggregation, which
  * is how observedGeneration falls behind at once when the user changes the spec.
  *
  * Queue keys: "R|ns/name", "C|name". */
@@ -102,6 +104,13 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     free(key);
 }
 
+/* A customization or webhook for a kind changed: its bindings aggregate again. */
+static void interp_changed(void *ctx, const char *api_version, const char *kind)
+{
+    statusctl *s = ctx;
+    fl_ctrl_queue_bindings_of(s->q, s->rbs, s->crbs, api_version, kind);
+}
+
 /* ---- aggregation ---- */
 
 static const json_t *condition(const json_t *obj, const char *type)
@@ -185,8 +194,14 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         goto done; /* a re-created template the detector has not rebound yet */
     rc = fl_interp_aggregate_status(s->env.interp, tmpl, items, &out, &err);
     if (rc) {
+        /* the template keeps the status it had; the message is the interpreter's (the
+         * customization and the script line): on the template, as Karmada reports it, and on
+         * the binding */
+        fl_log(FL_LOG_DEBUG, LOG, "%s %s%s%s: %s", kind, ns ? ns : "", ns ? "/" : "", name,
+               err ? err : fl_strerror(rc)); /* every Work status change repeats it: events report */
         fl_event(s->env.recorder, tmpl, "Warning", "AggregateStatusFailed", "%s", err ? err : fl_strerror(rc));
-        rc = 0; /* until the template or its members change */
+        fl_event(s->env.recorder, binding, "Warning", "AggregateStatusFailed", "%s", err ? err : fl_strerror(rc));
+        rc = 0; /* until the template, its members or the customization change */
         goto done;
     }
     /* the roll-up of the suspension acknowledgements, for a tool that waits on the template */
@@ -371,6 +386,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(s->works, &wh);
     fl_template_handlers th = {.on_update = tmpl_updated, .ctx = s};
     fl_templates_subscribe(env->templates, &th);
+    fl_ctrl_on_interp_change(env, interp_changed, s);
     s->workers = fl_ctrl_workers_start(s->q, STATUS_WORKERS, reconcile, s);
     *state = s;
     return 0;

@@ -76,6 +76,42 @@ void fl_ctrl_queue_binding(fl_workqueue *q, const json_t *binding);
  * for events that may concern any of them (a cluster or an override policy changed). */
 void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs);
 
+/* ---- interpreter changes ----
+ *
+ * Several controllers keep what the resource interpreter answered for a kind in objects
+ * (replicas on the binding, revised replicas in Works, reflected status and health in Work
+ * status, the template's aggregated status, attached dependency bindings, retained fields
+ * in members). When a ResourceInterpreterCustomization or an interpreter webhook for a kind
+ * is added, changed or deleted, the customizations controller calls
+ * fl_ctrl_interp_changed(apiVersion, kind) and every subscriber requeues what it derived
+ * for that kind; the reconciles compare with their caches, so what the change does not
+ * affect costs reads only. */
+
+/* A subscriber: requeue the keys derived from objects of (api_version, kind); either may
+ * be NULL, meaning any (a webhook whose rules use "*"). Runs on the notifying thread with
+ * the manager's subscriber lock held: it must be quick (list caches, add to a queue) and
+ * must not call fl_ctrl_interp_changed. */
+typedef void (*fl_ctrl_interp_fn)(void *ctx, const char *api_version, const char *kind);
+
+/* Subscribe fn(ctx, ...) until the manager stops. From a controller's start(). */
+void fl_ctrl_on_interp_change(const fl_ctrl_env *env, fl_ctrl_interp_fn fn, void *ctx);
+
+/* Tell every subscriber that the interpreter's answers for (api_version, kind) (NULL:
+ * any) may have changed. Any thread; a no-op once the manager has begun stopping, so no
+ * subscriber runs into a controller that is going away. */
+void fl_ctrl_interp_changed(const fl_ctrl_env *env, const char *api_version, const char *kind);
+
+/* Whether an object of (api_version, kind) is concerned by a change of (want_av,
+ * want_kind) as passed to subscribers (NULL matches anything; a NULL api_version or kind
+ * of the object matches nothing). */
+bool fl_ctrl_interp_matches(const char *want_av, const char *want_kind, const char *api_version, const char *kind);
+
+/* Queue in q, as fl_ctrl_queue_binding does, every binding of the two informers whose
+ * spec.resource matches (api_version, kind) (fl_ctrl_interp_matches): the subscriber of a
+ * controller whose queue holds binding keys. */
+void fl_ctrl_queue_bindings_of(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs, const char *api_version,
+                               const char *kind);
+
 /* Call fn(ctx, i) for i in [0, n) on up to max_threads threads (the caller's among them)
  * and return when all are done. For a reconcile that writes many independent objects
  * (a binding's Works): concurrent writes share the store's group commits, so 100 Works

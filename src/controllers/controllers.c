@@ -1,9 +1,13 @@
-/* controllers.c - the list of controllers `flotilla server` runs, in start order: the data
- * path from templates to members (DESIGN.md), then the clusters' health. */
+/* controllers.c - the list of controllers `flotilla server` runs, in start order: the
+ * interpreter's customizations first (every controller after them asks the interpreter, and
+ * must not answer with rules the user has replaced), then the data path from templates to
+ * members (DESIGN.md), then the clusters' health. Stopped in reverse order, so the
+ * customizations go last, once nothing calls the interpreter any more. */
 #include "controllers/cluster.h"
 #include "controllers/controller.h"
 #include "controllers/execution.h"
 
+extern const fl_controller fl_customizations_controller;
 extern const fl_controller fl_detector_controller;
 extern const fl_controller fl_scheduler_controller;
 extern const fl_controller fl_binding_controller;
@@ -12,6 +16,7 @@ extern const fl_controller fl_dependencies_controller;
 extern const fl_controller fl_namespace_sync_controller;
 
 const fl_controller *const fl_server_controllers[] = {
+    &fl_customizations_controller,
     &fl_detector_controller,
     &fl_scheduler_controller,
     &fl_binding_controller,

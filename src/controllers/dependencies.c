@@ -18,8 +18,8 @@
  * A dependency that does not exist yet is looked for again every few seconds; workloads
  * usually come up before or with their ConfigMaps, not long after.
  *
- * It runs again when a dependent binding's clusters change, and when its template's spec
- * changes (a volume added or removed).
+ * It runs again when a dependent binding's clusters change, when its template's spec
+ * changes (a volume added or removed), and when a customization for its kind changes.
  *
  * Queue keys: "ns/name" of the dependent ResourceBinding (dependencies of cluster-scoped
  * templates are not followed, as in Karmada). */
@@ -122,6 +122,27 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     fl_workqueue_add(d->q, key);
     free(key);
     free(bname);
+}
+
+/* A customization or webhook for a kind changed: bindings of that kind that propagate
+ * their dependencies look again at what their templates refer to. */
+static void interp_changed(void *ctx, const char *api_version, const char *kind)
+{
+    depsctl *d = ctx;
+    json_t *all = fl_informer_list(d->rbs, NULL);
+    size_t i;
+    json_t *b;
+    json_array_foreach(all, i, b) {
+        const json_t *spec = json_object_get(b, "spec"), *res = json_object_get(spec, "resource");
+        if (!json_is_true(json_object_get(spec, "propagateDeps")) ||
+            !fl_ctrl_interp_matches(api_version, kind, jstr(res, "apiVersion"), jstr(res, "kind")))
+            continue;
+        char *k = fl_informer_key(b);
+        if (k)
+            fl_workqueue_add(d->q, k);
+        free(k);
+    }
+    json_decref(all);
 }
 
 /* The clusters part of a requiredBy snapshot: [{name}] from the dependent's spec.clusters
@@ -240,9 +261,13 @@ static int reconcile(void *ctx, const char *key)
             fl_templates_get(d->env.templates, av, kind, jstr(res, "namespace"), jstr(res, "name"), &tmpl, NULL) == 0) {
             char *err = NULL;
             if (fl_interp_get_dependencies(d->env.interp, tmpl, &deps, &err)) {
+                /* the interpreter's message (customization, script line), on the binding and
+                 * on the template (where Karmada reports it) */
+                fl_log(FL_LOG_WARN, LOG, "%s/%s: %s", ns, name, err ? err : "");
                 fl_event(d->env.recorder, b, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
+                fl_event(d->env.recorder, tmpl, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
                 free(err);
-                goto out; /* keep what is attached until the template is readable again */
+                goto out; /* keep what is attached until the template or customization changes */
             }
         }
     }
@@ -352,6 +377,7 @@ static int depsctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(d->rbs, &h);
     fl_template_handlers th = {.on_update = tmpl_updated, .ctx = d};
     fl_templates_subscribe(env->templates, &th);
+    fl_ctrl_on_interp_change(env, interp_changed, d);
     d->workers = fl_ctrl_workers_start(d->q, DEPS_WORKERS, reconcile, d);
     *state = d;
     return 0;

@@ -6,7 +6,8 @@
  *
  * What it watches: both policy kinds (shared informers), the bindings (shared informers), and
  * the templates of every kind some policy names in its resourceSelectors (templates.h; kinds
- * no policy names are never watched, so they cost nothing).
+ * no policy names are never watched, so they cost nothing), and interpreter changes
+ * (controller.h: a customization for a kind re-runs that kind's templates).
  *
  * Queue keys:
  *   "T|apiVersion|kind|ns|name"  a template to decide on. Whether it was queued because the
@@ -299,6 +300,43 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 static void binding_deleted(void *ctx, json_t *obj)
 {
     binding_event(ctx, obj, true);
+}
+
+/* The interpreter's answers for a kind changed (a customization or webhook was added,
+ * changed or deleted): its templates decide again, so that their bindings carry the new
+ * replicas and requirements, and a template whose GetReplicas failed gets its binding.
+ * Queued as a policy change is, not as a change of the template's own: a template under a
+ * Lazy policy keeps its binding until the template itself changes. A change for any
+ * apiVersion or kind (a webhook rule with "*") reaches the templates that have bindings. */
+static void interp_changed(void *ctx, const char *api_version, const char *kind)
+{
+    detector *d = ctx;
+    if (api_version && kind) {
+        json_t *all = fl_templates_list(d->env.templates, api_version, kind, NULL); /* empty: not watched */
+        size_t i;
+        json_t *obj;
+        json_array_foreach(all, i, obj) {
+            const char *ns = meta(obj, "namespace"), *name = meta(obj, "name");
+            if (!name || reserved_namespace(ns))
+                continue;
+            char *key = template_key(api_version, kind, ns, name);
+            queue_template(d, key, false);
+            free(key);
+        }
+        json_decref(all);
+        return;
+    }
+    for (int b = 0; b < 2; b++) {
+        json_t *all = fl_informer_list(b ? d->crbs : d->rbs, NULL);
+        size_t i;
+        json_t *bind;
+        json_array_foreach(all, i, bind) {
+            const json_t *r = json_object_get(json_object_get(bind, "spec"), "resource");
+            if (fl_ctrl_interp_matches(api_version, kind, jstr(r, "apiVersion"), jstr(r, "kind")))
+                binding_event(d, bind, false);
+        }
+        json_decref(all);
+    }
 }
 
 /* ---- policy reconcile ---- */
@@ -742,8 +780,13 @@ static int reconcile_template(detector *d, const char *key)
     json_t *spec = json_object_get(binding, "spec");
     rc = fill_binding_spec(d, spec, anns, tmpl, chosen, &err);
     if (rc) {
+        /* on the template, as Karmada reports it, and on the binding, which keeps the
+         * replicas it had; the message is the interpreter's (customization, script line) */
+        fl_log(FL_LOG_WARN, LOG, "%s %s%s%s: %s", kind, ns, *ns ? "/" : "", name, err ? err : fl_strerror(rc));
         fl_event(d->env.recorder, tmpl, "Warning", "GetReplicasFailed", "%s", err ? err : fl_strerror(rc));
-        rc = 0; /* the template must change before this can succeed */
+        if (!create)
+            fl_event(d->env.recorder, existing, "Warning", "GetReplicasFailed", "%s", err ? err : fl_strerror(rc));
+        rc = 0; /* the template or the customization must change first (both requeue us) */
         goto out;
     }
     if (!create) {
@@ -832,6 +875,7 @@ static int detector_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(d->crbs, &bh);
     fl_template_handlers th = {.on_add = tmpl_added, .on_update = tmpl_updated, .on_delete = tmpl_deleted, .ctx = d};
     fl_templates_subscribe(env->templates, &th);
+    fl_ctrl_on_interp_change(env, interp_changed, d);
     d->workers = fl_ctrl_workers_start(d->q, DETECTOR_WORKERS, reconcile, d);
     *state = d;
     return 0;

@@ -21,7 +21,9 @@
  * re-queue the owning Work: a deleted object comes back, a status change is reported).
  * A reconcile is idempotent: an object that already matches its manifest is not
  * written, and the status is written only when it changed, so re-queuing a Work costs
- * memory reads only. Failures are retried with the queue's per-key back-off, and a
+ * memory reads only. That is what lets a changed interpreter customization re-queue every
+ * Work of its kind (fl_exec_requeue_kind): only the Works whose retain, status or health
+ * really change are written. Failures are retried with the queue's per-key back-off, and a
  * resync every 30 s re-queues every Work as a safety net and stops the member watches
  * no Work needs any more.
  *
@@ -66,6 +68,7 @@ struct fl_exec {
     fl_exec_ops ops;
     fl_interp *interp, *own_interp;
     fl_recorder *recorder;
+    fl_informer *rbs, *crbs; /* optional: to report interpreter failures on bindings */
     int want_workers;
     fl_informer *works;
     bool works_borrowed;  /* the server's shared Work informer: not ours to start or stop */
@@ -251,6 +254,54 @@ static void mark(json_t *obj, const json_t *work)
     json_object_set_new(ann, FL_WORK_NAMESPACE_ANNOTATION, json_string(meta(work, "namespace")));
 }
 
+/* ---- interpreter failures ----
+ *
+ * A rule that fails on a member object (a customization's script that errs or runs out of
+ * its budget, a webhook that does not answer) is reported where Karmada reports it, on the
+ * Work (reasons SyncFailed for retain, ReflectStatusFailed, InterpretHealthFailed), and on
+ * the Work's binding, where users look first; the message is the interpreter's, naming the
+ * customization and the script line. The recorder folds a repeat of the same message into
+ * the existing Event's count, so a Work re-queued while the rule keeps failing does not
+ * flood. A kind without a rule is not a failure and reports nothing. */
+
+static void interp_failed(exec *x, const json_t *work, const char *cluster, const char *reason, const char *msg)
+{
+    /* debug only: the events are the report, and a failing rule fails on every re-queue */
+    fl_log(FL_LOG_DEBUG, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
+    fl_event(x->recorder, work, "Warning", reason, "%s", msg);
+    const char *bns = meta_map(work, "annotations", "resourcebinding.karmada.io/namespace");
+    const char *rb = meta_map(work, "annotations", "resourcebinding.karmada.io/name");
+    const char *crb = meta_map(work, "annotations", "clusterresourcebinding.karmada.io/name");
+    json_t *binding = NULL;
+    if (bns && rb && x->rbs)
+        fl_informer_get(x->rbs, bns, rb, &binding);
+    else if (crb && x->crbs)
+        fl_informer_get(x->crbs, NULL, crb, &binding);
+    if (binding)
+        fl_event(x->recorder, binding, "Warning", reason, "cluster %s: %s", cluster, msg);
+    json_decref(binding);
+}
+
+/* Report what fl_ws_manifest_status could not interpret about target t (frees both). */
+static void report_interp(exec *x, const json_t *work, const char *cluster, const char *kind, const char *ns,
+                          const char *name, char *reflect_err, char *health_err)
+{
+    if (reflect_err) {
+        char *msg = fl_asprintf("Reflect status for object(%s/%s/%s) failed, err: %s", kind, ns ? ns : "", name,
+                                reflect_err);
+        interp_failed(x, work, cluster, "ReflectStatusFailed", msg);
+        free(msg);
+    }
+    if (health_err) {
+        char *msg = fl_asprintf("Interpret health of object(%s/%s/%s) failed, err: %s", kind, ns ? ns : "", name,
+                                health_err);
+        interp_failed(x, work, cluster, "InterpretHealthFailed", msg);
+        free(msg);
+    }
+    free(reflect_err);
+    free(health_err);
+}
+
 /* ---- one manifest ---- */
 
 /* What a manifest addresses in its member. */
@@ -370,7 +421,12 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         char *rerr = NULL;
         rc = fl_interp_retain(x->interp, desired, existing, &merged, &rerr);
         if (rc) {
+            /* the member's object is left as it is until the rule works again */
             *emsg = fl_asprintf("manifest %d: %s: retain: %s", i, what, rerr ? rerr : fl_strerror(rc));
+            char *msg = fl_asprintf("Failed to sync %s to cluster %s: retain: %s", what, cluster,
+                                    rerr ? rerr : fl_strerror(rc));
+            interp_failed(x, work, cluster, "SyncFailed", msg);
+            free(msg);
             free(rerr);
             goto done;
         }
@@ -496,8 +552,12 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         int r = apply_manifest(x, cluster, mc, work, (int)i, json_array_get(manifests, i), &t, &observed, &emsg);
         if (r == 0) {
             ok++;
-            json_array_append_new(statuses, fl_ws_manifest_status(x->interp, (int)i, t.api_version, t.kind, t.resource, t.ns,
-                                                                   t.name, observed));
+            json_t *prev = previous_entry(work, (int)i);
+            char *rerr = NULL, *herr = NULL;
+            json_array_append_new(statuses, fl_ws_manifest_status(x->interp, (int)i, t.api_version, t.kind, t.resource,
+                                                                   t.ns, t.name, observed, prev, &rerr, &herr));
+            json_decref(prev);
+            report_interp(x, work, cluster, t.kind, t.ns, t.name, rerr, herr);
         } else {
             /* what we last knew of this manifest stays until we know better */
             json_t *prev = previous_entry(work, (int)i);
@@ -636,9 +696,15 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
                 fl_informer_get(fl_ws_watch_informer(wt), t.ns, t.name, &observed);
                 fl_ws_watch_put(x->watches, wt);
             }
-            if (observed)
+            if (observed) {
+                json_t *prev = previous_entry(work, (int)i);
+                char *rerr = NULL, *herr = NULL;
                 json_array_append_new(statuses, fl_ws_manifest_status(x->interp, (int)i, t.api_version, t.kind,
-                                                                       t.resource, t.ns, t.name, observed));
+                                                                       t.resource, t.ns, t.name, observed, prev,
+                                                                       &rerr, &herr));
+                json_decref(prev);
+                report_interp(x, work, cluster, t.kind, t.ns, t.name, rerr, herr);
+            }
             json_decref(observed);
             free(emsg);
             emsg = NULL;
@@ -878,6 +944,24 @@ void fl_exec_requeue_cluster(fl_exec *x, const char *name)
     free(key);
 }
 
+void fl_exec_requeue_kind(fl_exec *x, const char *api_version, const char *kind)
+{
+    if (!x)
+        return;
+    json_t *all = fl_informer_list(x->works, NULL);
+    size_t i, j;
+    json_t *w, *m;
+    json_array_foreach(all, i, w) {
+        json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
+            if (fl_ctrl_interp_matches(api_version, kind, jstr(m, "apiVersion"), jstr(m, "kind"))) {
+                enqueue_work(x, w);
+                break;
+            }
+        }
+    }
+    json_decref(all);
+}
+
 /* ---- resync ---- */
 
 /* Every EXEC_RESYNC_MS: re-queue every Work, and stop the member watches that no Work of
@@ -927,6 +1011,8 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->want_workers = cfg->workers > 0 ? cfg->workers : EXEC_WORKERS;
     x->interp = cfg->interp;
     x->recorder = cfg->recorder;
+    x->rbs = cfg->rbs;
+    x->crbs = cfg->crbs;
     if (!x->interp)
         x->interp = x->own_interp = fl_interp_new();
     if (x->want_workers > EXEC_MAX_WORKERS)
@@ -1081,6 +1167,14 @@ static void push_stop(void *state)
     free(p);
 }
 
+/* A customization or webhook for a kind changed: Works carrying that kind apply again
+ * (retain) and report their status and health anew. */
+static void push_interp_changed(void *ctx, const char *api_version, const char *kind)
+{
+    push *p = ctx;
+    fl_exec_requeue_kind(p->engine, api_version, kind);
+}
+
 static int push_start(const fl_ctrl_env *env, void **state)
 {
     push *p = fl_calloc(1, sizeof *p);
@@ -1091,6 +1185,8 @@ static int push_start(const fl_ctrl_env *env, void **state)
                          .recorder = env->recorder,
                          /* the Works the binding and status controllers cache too: once */
                          .works = fl_ctrl_informer(env, WORKS.api_version, WORKS.resource),
+                         .rbs = fl_ctrl_informer(env, "work.karmada.io/v1alpha2", "resourcebindings"),
+                         .crbs = fl_ctrl_informer(env, "work.karmada.io/v1alpha2", "clusterresourcebindings"),
                          .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,
@@ -1113,6 +1209,7 @@ static int push_start(const fl_ctrl_env *env, void **state)
         push_stop(p);
         return rc;
     }
+    fl_ctrl_on_interp_change(env, push_interp_changed, p);
     *state = p;
     return 0;
 }

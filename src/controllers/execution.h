@@ -69,6 +69,9 @@ typedef struct fl_exec_config {
     fl_informer *works;  /* a shared Work informer (borrowed, not started yet: the engine adds
                           * its handlers; the owner starts it, and stops it before
                           * fl_exec_free); NULL: the engine watches Works itself (in ns) */
+    fl_informer *rbs, *crbs; /* optional (borrowed): the bindings, so that an interpreter
+                          * failure is reported on the Work's binding too, not only on the
+                          * Work; NULL: on the Work only */
     fl_exec_ops ops;
 } fl_exec_config;
 
@@ -81,6 +84,10 @@ int fl_exec_start(fl_exec *e);
  * resumed, or is going), and the cluster's own Paused acknowledgement. Any thread,
  * including informer handlers; NULL-safe. */
 void fl_exec_requeue_cluster(fl_exec *e, const char *cluster);
+/* Re-queue every Work with a manifest of (api_version, kind) (NULL: any; see
+ * fl_ctrl_interp_matches): the interpreter's rules for that kind changed, so retain,
+ * reflected status and health are worked out again. Any thread; NULL-safe. */
+void fl_exec_requeue_kind(fl_exec *e, const char *api_version, const char *kind);
 /* Stop promptly (watches, queue, workers; in-flight member requests finish) and free.
  * The ops are not called after it returns. NULL-safe. */
 void fl_exec_free(fl_exec *e);
@@ -134,9 +141,15 @@ size_t fl_ws_watches_count(fl_ws_watches *w);
 /* One status.manifestStatuses entry for manifest `ordinal`, whose member object is obj:
  * {identifier{ordinal, group, version, kind, resource, namespace, name}, status, health},
  * status and health ("Healthy", "Unhealthy", "Unknown") as the interpreter ip reflects
- * them. New reference. */
+ * them. New reference. prev (may be NULL) is the entry the Work had for this ordinal:
+ * when the interpreter fails to reflect the status, prev's status (if for the same
+ * object) stays, and *reflect_err gets the interpreter's message; when health fails, it is
+ * "Unknown" and *health_err gets the message. Both heap, the caller frees; NULL when the
+ * step succeeded or the kind has no rule for it (not an error); either pointer may be
+ * NULL. */
 json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
-                              const char *resource, const char *ns, const char *name, const json_t *obj);
+                              const char *resource, const char *ns, const char *name, const json_t *obj,
+                              const json_t *prev, char **reflect_err, char **health_err);
 /* Set work's Applied condition (status "True"/"False" from applied, reason, message,
  * observedGeneration; lastTransitionTime kept unless the status flips; reason NULL leaves
  * Applied as it is), its Dispatching condition (stopped NULL: True/Dispatching; else

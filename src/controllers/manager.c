@@ -1,6 +1,7 @@
 /* manager.c - starts and stops the controllers of a process, and owns what they share
  * (see controller.h): member clients, template informers, the interpreter, the event
- * recorder, shared informers, and the worker-pool loop every controller runs. */
+ * recorder, shared informers, the subscribers to interpreter changes, and the
+ * worker-pool loop every controller runs. */
 #include "controllers/controller.h"
 
 #include <pthread.h>
@@ -18,6 +19,12 @@
 #include "core/mem.h"
 #include "interp/interp.h"
 
+typedef struct interp_sub {
+    struct interp_sub *next;
+    fl_ctrl_interp_fn fn;
+    void *ctx;
+} interp_sub;
+
 typedef struct shared_informer {
     struct shared_informer *next;
     char *api_version, *resource;
@@ -31,6 +38,11 @@ struct fl_ctrl_manager {
     void **state;
     shared_informer *shared;
     bool started;
+    /* Subscribers to interpreter changes. Notifications run under subs_mu, so once
+     * subs_closed is set (first thing in stop) none is running and none will start. */
+    pthread_mutex_t subs_mu;
+    interp_sub *subs;
+    bool subs_closed;
 };
 
 fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, const char *resource)
@@ -64,6 +76,7 @@ int fl_ctrl_manager_start(const fl_ctrl_env *env, const fl_controller *const *li
     m->env.interp = fl_interp_new();
     m->env.recorder = fl_recorder_new(env->cp, "flotilla-controller-manager");
     m->env.manager = m;
+    pthread_mutex_init(&m->subs_mu, NULL);
     size_t n = 0;
     while (list && list[n])
         n++;
@@ -92,6 +105,10 @@ void fl_ctrl_manager_stop(fl_ctrl_manager *m)
 {
     if (!m)
         return;
+    /* no notification may run into a controller that is going away */
+    pthread_mutex_lock(&m->subs_mu);
+    m->subs_closed = true;
+    pthread_mutex_unlock(&m->subs_mu);
     /* no handler may run into a controller that is going away: informers stop first */
     fl_templates_stop(m->env.templates);
     for (shared_informer *s = m->shared; s; s = s->next)
@@ -109,6 +126,11 @@ void fl_ctrl_manager_stop(fl_ctrl_manager *m)
     fl_recorder_free(m->env.recorder);
     fl_members_free(m->env.members);
     fl_interp_free(m->env.interp);
+    for (interp_sub *s = m->subs, *next; s; s = next) {
+        next = s->next;
+        free(s);
+    }
+    pthread_mutex_destroy(&m->subs_mu);
     free(m->ctrl);
     free(m->state);
     free(m);
@@ -132,6 +154,61 @@ void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs
         size_t j;
         json_t *o;
         json_array_foreach(all, j, o) fl_ctrl_queue_binding(q, o);
+        json_decref(all);
+    }
+}
+
+/* ---- interpreter changes ---- */
+
+void fl_ctrl_on_interp_change(const fl_ctrl_env *env, fl_ctrl_interp_fn fn, void *ctx)
+{
+    fl_ctrl_manager *m = env->manager;
+    interp_sub *s = fl_calloc(1, sizeof *s);
+    s->fn = fn;
+    s->ctx = ctx;
+    pthread_mutex_lock(&m->subs_mu);
+    /* appended: subscribers run in start order, the detector's requeue before the others' */
+    interp_sub **pp = &m->subs;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = s;
+    pthread_mutex_unlock(&m->subs_mu);
+}
+
+void fl_ctrl_interp_changed(const fl_ctrl_env *env, const char *api_version, const char *kind)
+{
+    fl_ctrl_manager *m = env->manager;
+    pthread_mutex_lock(&m->subs_mu);
+    if (!m->subs_closed) {
+        fl_log(FL_LOG_DEBUG, "controllers", "interpreter changed for %s %s: re-running what depends on it",
+               api_version ? api_version : "*", kind ? kind : "*");
+        for (interp_sub *s = m->subs; s; s = s->next)
+            s->fn(s->ctx, api_version, kind);
+    }
+    pthread_mutex_unlock(&m->subs_mu);
+}
+
+bool fl_ctrl_interp_matches(const char *want_av, const char *want_kind, const char *api_version, const char *kind)
+{
+    if (!api_version || !kind)
+        return false;
+    return (!want_av || !strcmp(want_av, api_version)) && (!want_kind || !strcmp(want_kind, kind));
+}
+
+void fl_ctrl_queue_bindings_of(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs, const char *api_version,
+                               const char *kind)
+{
+    fl_informer *infs[2] = {rbs, crbs};
+    for (int i = 0; i < 2; i++) {
+        json_t *all = fl_informer_list(infs[i], NULL);
+        size_t j;
+        json_t *o;
+        json_array_foreach(all, j, o) {
+            const json_t *res = json_object_get(json_object_get(o, "spec"), "resource");
+            if (fl_ctrl_interp_matches(api_version, kind, json_string_value(json_object_get(res, "apiVersion")),
+                                       json_string_value(json_object_get(res, "kind"))))
+                fl_ctrl_queue_binding(q, o);
+        }
         json_decref(all);
     }
 }

@@ -22,6 +22,10 @@
  * Status. fl_ws_manifest_status() builds the Work's status.manifestStatuses entry for one
  * member object: its identifier, and the status and health the resource interpreter
  * reflects for its kind (interp/interp.h; the whole .status for kinds without a rule).
+ * When a rule fails (a customization's script errs or runs out of budget), the entry keeps
+ * the status reported before and says health Unknown, and the error goes back to the
+ * caller, which reports it (events on the Work and its binding); a kind without a rule is
+ * not an error.
  * fl_ws_write_status() puts those entries and the Applied condition on the Work, with one
  * status write and only when something changed, so re-queuing a Work whose member is
  * quiet writes nothing. */
@@ -289,9 +293,26 @@ void fl_ws_watches_free(fl_ws_watches *w)
     free(w);
 }
 
-json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
-                              const char *resource, const char *ns, const char *name, const json_t *obj)
+/* Whether a previous manifestStatuses entry describes the same object (its status may
+ * stand in for one that cannot be reflected now). */
+static bool same_object(const json_t *prev, const json_t *id)
 {
+    const json_t *pid = json_object_get(prev, "identifier");
+    static const char *const keys[] = {"group", "version", "kind", "namespace", "name"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (!fl_json_same(json_object_get(pid, keys[i]), json_object_get(id, keys[i])))
+            return false;
+    return pid != NULL;
+}
+
+json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
+                              const char *resource, const char *ns, const char *name, const json_t *obj,
+                              const json_t *prev, char **reflect_err, char **health_err)
+{
+    if (reflect_err)
+        *reflect_err = NULL;
+    if (health_err)
+        *health_err = NULL;
     const char *slash = strchr(api_version, '/');
     char *group = slash ? fl_strndup(api_version, (size_t)(slash - api_version)) : fl_strdup("");
     json_t *id = json_pack("{s:i, s:s, s:s, s:s, s:s}", "ordinal", ordinal, "version", slash ? slash + 1 : api_version,
@@ -304,9 +325,20 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
     /* the interpreter says what of the member's status the binding sees, and its health */
     json_t *st = NULL;
     char *err = NULL;
-    if (json_is_object(obj) && fl_interp_reflect_status(ip, obj, &st, &err) == FL_EUNSUPPORTED) {
+    int rrc = json_is_object(obj) ? fl_interp_reflect_status(ip, obj, &st, &err) : FL_EINVAL;
+    if (rrc == FL_EUNSUPPORTED) {
         json_t *whole = json_object_get(obj, "status");
         st = json_is_object(whole) && json_object_size(whole) ? json_deep_copy(whole) : NULL;
+    } else if (rrc) {
+        /* a failing rule (a customization's script): what was reported last stays, and the
+         * caller says why */
+        const json_t *pst = same_object(prev, id) ? json_object_get(prev, "status") : NULL;
+        st = json_is_object(pst) ? json_deep_copy(pst) : NULL;
+        if (reflect_err)
+            *reflect_err = err ? err : fl_strdup(fl_strerror(rrc));
+        else
+            free(err);
+        err = NULL;
     }
     free(err);
     err = NULL;
@@ -316,8 +348,12 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
         json_decref(st);
     enum fl_health h = FL_HEALTH_UNKNOWN;
     int hrc = json_is_object(obj) ? fl_interp_health(ip, obj, &h, &err) : FL_EINVAL;
-    free(err);
-    /* no health rule for the kind: present is healthy, as Karmada's default */
+    if (hrc && hrc != FL_EUNSUPPORTED && health_err)
+        *health_err = err ? err : fl_strdup(fl_strerror(hrc));
+    else
+        free(err);
+    /* no health rule for the kind: present is healthy, as Karmada's default; a failing rule
+     * is Unknown */
     const char *health = hrc == FL_EUNSUPPORTED     ? "Healthy"
                          : h == FL_HEALTH_HEALTHY   ? "Healthy"
                          : h == FL_HEALTH_UNHEALTHY ? "Unhealthy"
