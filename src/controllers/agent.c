@@ -26,6 +26,8 @@
 
 #include "controllers/cluster.h"
 #include "controllers/events.h"
+#include "interp/bundled.h"
+#include "interp/lua.h"
 #include "controllers/execution.h"
 #include "controllers/dispatching.h"
 #include "core/condition.h"
@@ -53,6 +55,8 @@ struct fl_agent {
     json_t *cluster;           /* the Cluster as last read; NULL when absent (under mu) */
     fl_informer *watch;        /* our own Cluster: a pause or a mode change is seen at once */
     fl_recorder *recorder;     /* events on our Works */
+    fl_interp *interp;         /* native rules and the bundled customizations */
+    fl_lua_backend *bundled;
 
     /* the status loop's own */
     int64_t last_discovery_ms; /* monotonic; 0 = discover on the next healthy pass */
@@ -437,6 +441,8 @@ void fl_agent_stop(fl_agent *a)
     fl_exec_free(a->engine);
     fl_informer_free(a->watch);
     fl_recorder_free(a->recorder);
+    fl_interp_free(a->interp);
+    fl_lua_backend_free(a->bundled);
     json_decref(a->cluster);
     json_decref(a->lease);
     fl_client_cancel_free(a->stop);
@@ -465,8 +471,20 @@ int fl_agent_start(const fl_agent_config *cfg, fl_agent **out)
 
     char *ns = fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, a->name);
     a->recorder = fl_recorder_new(cfg->cp, "flotilla-agent");
+    /* Retain, status and health for the custom kinds Flotilla knows (an Argo Workflow's
+     * member-owned fields, a CloneSet's status): the bundled customizations, as the server
+     * has them. Users' own customizations are the control plane's objects, which an agent's
+     * credentials do not reach: in Pull mode they do not apply (docs/interpreter.md). */
+    a->interp = fl_interp_new();
+    a->bundled = fl_lua_backend_new("bundled", NULL);
+    char *berr = NULL;
+    if (fl_bundled_load(a->bundled, &berr))
+        fl_log(FL_LOG_WARN, LOG, "bundled customizations: %s", berr ? berr : "not loaded");
+    free(berr);
+    fl_lua_backend_attach(a->bundled, a->interp);
     fl_exec_config ec = {
         .recorder = a->recorder,
+        .interp = a->interp,
         .cp = cfg->cp,
         .ns = ns,
         .workers = cfg->workers > 0 ? cfg->workers : 2,

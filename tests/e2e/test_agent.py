@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from conftest import BIN, Server, ensure_namespace, wait_for
+from conftest import BIN, Server, crd_manifest, ensure_namespace, wait_for
 
 INTERVAL_MS = 200       # the server's cluster status controller
 FAILURE_MS = 2000       # lease age that makes a Pull cluster Unknown
@@ -324,6 +324,40 @@ def test_work_update_reaches_the_member(fleet):
     gen = get(cp, f"{WORKS}/w1")["metadata"]["generation"]
     wait_for(lambda: (condition(get(cp, f"{WORKS}/w1"), "Applied") or {}).get("observedGeneration") == gen,
              timeout=WAIT, what="Applied to follow the Work's generation")
+
+
+def test_bundled_retain_keeps_what_the_members_controller_owns(fleet):
+    """The agent has the bundled customizations: an Argo Workflow's spec.suspend and status,
+    written in the member by its workflow controller, survive the Work's next update."""
+    cp, member, _ = fleet
+    crd = crd_manifest("argoproj.io", "Workflow", "workflows", status=False)
+    crd["spec"]["versions"][0]["name"] = "v1alpha1"
+    code, body = member.curl("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert code in (201, 409), body
+    path = "/apis/argoproj.io/v1alpha1/namespaces/default/workflows"
+    wait_for(lambda: member.curl("GET", path)[0] == 200, timeout=WAIT, what="the member to serve Workflows")
+    wf = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+          "metadata": {"name": "wf1", "namespace": "default"},
+          "spec": {"entrypoint": "main", "suspend": True, "templates": [{"name": "main"}]}}
+    create_work(cp, "wf", [wf])
+    wait_applied(cp, "wf")
+    # the member's workflow controller: resumed, running
+    obj = member.get(f"{path}/wf1")
+    del obj["spec"]["suspend"]
+    obj["status"] = {"phase": "Running"}
+    code, body = member.curl("PUT", f"{path}/wf1", obj)
+    assert code == 200, body
+    # the Work changes: the agent updates the member's copy, keeping what the member owns
+    code, body = cp.curl("PATCH", f"{WORKS}/wf", [
+        {"op": "add", "path": "/spec/workload/manifests/0/metadata/labels", "value": {"rev": "2"}}],
+        content_type="application/json-patch+json")
+    assert code == 200, body
+    got = wait_for(lambda: (o := member.get(f"{path}/wf1")) and o["metadata"].get("labels", {}).get("rev") == "2" and o,
+                   timeout=WAIT, what="the Work's update in the member")
+    assert "suspend" not in got["spec"], got["spec"]
+    assert got["status"] == {"phase": "Running"}, got.get("status")
+    code, _ = cp.curl("DELETE", f"{WORKS}/wf")
+    assert code == 200
 
 
 def test_suspended_work_is_not_dispatched(fleet):
