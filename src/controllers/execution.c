@@ -800,6 +800,23 @@ static int reconcile_cluster(exec *x, const char *cluster)
     return write_paused(x, cluster, cl.paused, cl.generation);
 }
 
+/* Run fn (apply_work or remove_manifests: the only two that touch the member) for the Work,
+ * unless it is suspended or its cluster paused: then acknowledge that instead. *ran says
+ * whether fn ran; the result is fn's, or the acknowledgement's write. */
+static int deliver(exec *x, const char *cluster, const json_t *work, bool suspended,
+                   int (*fn)(exec *, const char *, const json_t *), bool *ran)
+{
+    *ran = false;
+    if (suspended)
+        return report_stopped(x, cluster, work, FL_DISPATCHING_REASON_SUSPENDED);
+    if (!delivery_begin(x, cluster))
+        return report_stopped(x, cluster, work, FL_DISPATCHING_REASON_CLUSTER_PAUSED);
+    int rc = fn(x, cluster, work);
+    delivery_end(x, cluster);
+    *ran = true;
+    return rc;
+}
+
 static int reconcile(exec *x, const char *key)
 {
     if (key[0] == CLUSTER_KEY_PREFIX)
@@ -840,19 +857,10 @@ static int reconcile(exec *x, const char *key)
         }
         /* suspended: the member keeps what was delivered, and the Work waits (terminating)
          * until it is resumed; then the objects go and so does the Work */
-        if (suspended) {
-            rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_SUSPENDED);
-            goto out;
-        }
-        if (!delivery_begin(x, cluster)) {
-            rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_CLUSTER_PAUSED);
-            goto out;
-        }
-        rc = remove_manifests(x, cluster, work);
-        delivery_end(x, cluster);
-        if (rc)
-            goto out;
-        rc = set_finalizer(x, work, false, NULL);
+        bool removed = false;
+        rc = deliver(x, cluster, work, suspended, remove_manifests, &removed);
+        if (rc == 0 && removed)
+            rc = set_finalizer(x, work, false, NULL);
         goto out;
     }
     if (!ours) {
@@ -863,16 +871,8 @@ static int reconcile(exec *x, const char *key)
         json_decref(work);
         work = updated;
     }
-    if (suspended) {
-        rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_SUSPENDED);
-        goto out;
-    }
-    if (!delivery_begin(x, cluster)) {
-        rc = report_stopped(x, cluster, work, FL_DISPATCHING_REASON_CLUSTER_PAUSED);
-        goto out;
-    }
-    rc = apply_work(x, cluster, work);
-    delivery_end(x, cluster);
+    bool applied = false;
+    rc = deliver(x, cluster, work, suspended, apply_work, &applied);
 out:
     free(cluster);
     json_decref(work);
