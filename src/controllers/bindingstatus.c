@@ -115,11 +115,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
 
 static const json_t *condition(const json_t *obj, const char *type)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c) if (
-        jstr(c, "type") && !strcmp(jstr(c, "type"), type)) return c;
-    return NULL;
+    return fl_condition_find(json_object_get(json_object_get(obj, "status"), "conditions"), type);
 }
 
 /* One AggregatedStatusItem for cluster from its Work (NULL: not there yet). */
@@ -138,39 +134,6 @@ static json_t *item_for(const char *cluster, const json_t *work)
     const char *health = jstr(ms, "health");
     json_object_set_new(it, "health", json_string(health ? health : "Unknown"));
     return it;
-}
-
-/* Set condition type on status (a conditions array inside), keeping lastTransitionTime when
- * the status did not flip. Returns whether anything changed. */
-static bool set_condition(json_t *status, const char *type, bool ok, const char *reason, const char *message)
-{
-    json_t *conds = json_object_get(status, "conditions");
-    if (!json_is_array(conds)) {
-        conds = json_array();
-        json_object_set_new(status, "conditions", conds);
-    }
-    json_t *c = NULL;
-    size_t i;
-    json_t *e;
-    json_array_foreach(conds, i, e) if (jstr(e, "type") && !strcmp(jstr(e, "type"), type)) c = e;
-    const char *want = ok ? "True" : "False";
-    if (c && jstr(c, "status") && !strcmp(jstr(c, "status"), want) && jstr(c, "reason") &&
-        !strcmp(jstr(c, "reason"), reason) && jstr(c, "message") && !strcmp(jstr(c, "message"), message))
-        return false;
-    if (!c) {
-        c = json_object();
-        json_array_append_new(conds, c);
-    }
-    if (!jstr(c, "status") || strcmp(jstr(c, "status"), want)) {
-        char now[FL_TIME_BUF];
-        fl_time_format(fl_time_now_ms(), false, now);
-        json_object_set_new(c, "lastTransitionTime", json_string(now));
-    }
-    json_object_set_new(c, "type", json_string(type));
-    json_object_set_new(c, "status", json_string(want));
-    json_object_set_new(c, "reason", json_string(reason));
-    json_object_set_new(c, "message", json_string(message));
-    return true;
 }
 
 /* The template's status from the items, written when it changed. */
@@ -344,10 +307,11 @@ static int reconcile(void *ctx, const char *key)
     if (change)
         json_object_set(st, "aggregatedStatus", items);
     if (n)
-        change |= applied == n ? set_condition(st, "FullyApplied", true, "FullyAppliedSuccess",
-                                               "All works have been successfully applied")
-                               : set_condition(st, "FullyApplied", false, "FullyAppliedFailed",
-                                               "Failed to apply all works, see status.aggregatedStatus for details");
+        change |= applied == n ? fl_condition_set(st, "FullyApplied", "True", "FullyAppliedSuccess",
+                                                  "All works have been successfully applied", -1, fl_time_now_ms())
+                               : fl_condition_set(st, "FullyApplied", "False", "FullyAppliedFailed",
+                                                  "Failed to apply all works, see status.aggregatedStatus for details",
+                                                  -1, fl_time_now_ms());
     json_t *dispatching = rollup(s, b, st, works, &change);
     json_decref(works);
     int rc = 0;

@@ -36,6 +36,7 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/members.h"
+#include "core/condition.h"
 #include "core/json.h"
 #include "core/quantity.h"
 #include "core/timefmt.h"
@@ -137,54 +138,16 @@ static json_t *child_obj(json_t *o, const char *key)
     return c;
 }
 
-static json_t *find_condition(const json_t *conds, const char *type)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c) {
-        const char *t = jstr(c, "type");
-        if (t && !strcmp(t, type))
-            return c;
-    }
-    return NULL;
-}
-
 static const char *ready_status(const json_t *cluster)
 {
-    json_t *c = find_condition(json_object_get(json_object_get(cluster, "status"), "conditions"), "Ready");
+    json_t *c = fl_condition_find(json_object_get(json_object_get(cluster, "status"), "conditions"), "Ready");
     return c ? jstr(c, "status") : NULL;
 }
 
 void fl_cluster_set_condition(json_t *status, const char *type, const char *cstatus_, const char *reason,
                               const char *message, int64_t now)
 {
-    json_t *conds = json_object_get(status, "conditions");
-    if (!json_is_array(conds)) {
-        conds = json_array();
-        json_object_set_new(status, "conditions", conds);
-    }
-    char ts[40];
-    fl_time_format(now, false, ts);
-    json_t *c = find_condition(conds, type);
-    if (!c) {
-        c = json_object();
-        json_object_set_new(c, "type", json_string(type));
-        json_object_set_new(c, "status", json_string(cstatus_));
-        json_object_set_new(c, "lastTransitionTime", json_string(ts));
-        json_object_set_new(c, "reason", json_string(reason));
-        json_object_set_new(c, "message", json_string(message));
-        json_array_append_new(conds, c);
-        return;
-    }
-    const char *old = jstr(c, "status");
-    if (!old || strcmp(old, cstatus_)) {
-        json_object_set_new(c, "status", json_string(cstatus_));
-        json_object_set_new(c, "lastTransitionTime", json_string(ts));
-    } else if (!json_object_get(c, "lastTransitionTime")) {
-        json_object_set_new(c, "lastTransitionTime", json_string(ts));
-    }
-    json_object_set_new(c, "reason", json_string(reason));
-    json_object_set_new(c, "message", json_string(message));
+    fl_condition_set(status, type, cstatus_, reason, message, -1, now);
 }
 
 /* ---- per-cluster memory (not state that matters: losing it costs one discovery) ---- */
@@ -486,7 +449,7 @@ static void pod_request(const json_t *pod, reslist *out)
 
 static bool node_ready(const json_t *node)
 {
-    json_t *c = find_condition(json_object_get(json_object_get(node, "status"), "conditions"), "Ready");
+    json_t *c = fl_condition_find(json_object_get(json_object_get(node, "status"), "conditions"), "Ready");
     const char *s = c ? jstr(c, "status") : NULL;
     return s && !strcmp(s, "True");
 }

@@ -31,6 +31,7 @@
 #include "controllers/controller.h"
 #include "controllers/events.h"
 #include "controllers/names.h"
+#include "core/condition.h"
 #include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -189,31 +190,11 @@ static int write_status(schedctl *s, const fl_gvr *gvr, const json_t *binding, c
         st = json_object();
         json_object_set_new(b, "status", st);
     }
-    json_t *conds = json_object_get(st, "conditions");
-    if (!json_is_array(conds)) {
-        conds = json_array();
-        json_object_set_new(st, "conditions", conds);
-    }
     const char *status = res->outcome == FL_SCHED_SUCCESS ? "True" : "False";
-    json_t *cond = NULL;
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c) if (jstr(c, "type") && !strcmp(jstr(c, "type"), "Scheduled")) cond = c;
+    int64_t now_ms = fl_time_now_ms();
     char now[FL_TIME_BUF];
-    fl_time_format(fl_time_now_ms(), false, now);
-    bool changed = !cond || strcmp(jstr(cond, "status") ? jstr(cond, "status") : "", status) ||
-                   strcmp(jstr(cond, "reason") ? jstr(cond, "reason") : "", res->reason) ||
-                   strcmp(jstr(cond, "message") ? jstr(cond, "message") : "", res->message);
-    if (!cond) {
-        cond = json_object();
-        json_array_append_new(conds, cond);
-    }
-    if (!jstr(cond, "status") || strcmp(jstr(cond, "status"), status))
-        json_object_set_new(cond, "lastTransitionTime", json_string(now));
-    json_object_set_new(cond, "type", json_string("Scheduled"));
-    json_object_set_new(cond, "status", json_string(status));
-    json_object_set_new(cond, "reason", json_string(res->reason));
-    json_object_set_new(cond, "message", json_string(res->message));
+    fl_time_format(now_ms, false, now);
+    bool changed = fl_condition_set(st, "Scheduled", status, res->reason, res->message, -1, now_ms);
     json_t *gen = json_object_get(json_object_get(b, "metadata"), "generation");
     if (!fl_json_same(json_object_get(st, "schedulerObservedGeneration"), gen)) {
         json_object_set(st, "schedulerObservedGeneration", gen);
