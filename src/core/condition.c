@@ -38,9 +38,8 @@ bool fl_condition_set(json_t *status, const char *type, const char *cstatus, con
     if (c && same_str(c, "status", cstatus) && same_str(c, "reason", reason) && same_str(c, "message", message) &&
         same_gen && str(c, "lastTransitionTime"))
         return false;
-    if (!c) {
-        c = json_object();
-        json_object_set_new(c, "type", json_string(type));
+    if (!c) { /* type and status first, in the order Kubernetes writes them */
+        c = json_pack("{s:s, s:s}", "type", type, "status", cstatus);
         json_array_append_new(conds, c);
     }
     if (!same_str(c, "status", cstatus) || !str(c, "lastTransitionTime")) {
