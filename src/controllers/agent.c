@@ -476,12 +476,7 @@ int fl_agent_start(const fl_agent_config *cfg, fl_agent **out)
      * has them. Users' own customizations are the control plane's objects, which an agent's
      * credentials do not reach: in Pull mode they do not apply (docs/interpreter.md). */
     a->interp = fl_interp_new();
-    a->bundled = fl_lua_backend_new("bundled", NULL);
-    char *berr = NULL;
-    if (fl_bundled_load(a->bundled, &berr))
-        fl_log(FL_LOG_WARN, LOG, "bundled customizations: %s", berr ? berr : "not loaded");
-    free(berr);
-    fl_lua_backend_attach(a->bundled, a->interp);
+    a->bundled = fl_bundled_attach(a->interp, LOG);
     fl_exec_config ec = {
         .recorder = a->recorder,
         .interp = a->interp,

@@ -334,13 +334,7 @@ static int custctl_start(const fl_ctrl_env *env, void **state)
     c->q = fl_workqueue_new(NULL);
 
     /* bundled → webhook → users', each ahead of the one before: users' are asked first */
-    c->bundled = fl_lua_backend_new("bundled", NULL);
-    char *err = NULL;
-    if (fl_bundled_load(c->bundled, &err))
-        fl_log(FL_LOG_ERROR, LOG, "bundled customizations: %s (the others are in force)", err ? err : "?");
-    free(err);
-    fl_lua_backend_attach(c->bundled, env->interp);
-    fl_log(FL_LOG_INFO, LOG, "%zu bundled customizations in force", fl_lua_backend_count(c->bundled));
+    c->bundled = fl_bundled_attach(env->interp, LOG);
     c->webhooks = fl_webhook_backend_new(NULL);
     fl_webhook_backend_attach(c->webhooks, env->interp);
     c->users = fl_lua_backend_new("customization", NULL);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "core/yaml.h"
 #include "interp/bundled_files.h"
@@ -105,4 +106,16 @@ int fl_bundled_load(fl_lua_backend *b, char **err)
         }
     }
     return 0;
+}
+
+fl_lua_backend *fl_bundled_attach(fl_interp *ip, const char *component)
+{
+    fl_lua_backend *b = fl_lua_backend_new("bundled", NULL);
+    char *err = NULL;
+    if (fl_bundled_load(b, &err))
+        fl_log(FL_LOG_ERROR, component, "bundled customizations: %s (the others are in force)", err ? err : "?");
+    free(err);
+    fl_lua_backend_attach(b, ip);
+    fl_log(FL_LOG_INFO, component, "%zu bundled customizations in force", fl_lua_backend_count(b));
+    return b;
 }

@@ -44,4 +44,9 @@ int fl_bundled_list(json_t **list, char **err);
  * before the users' customization backend so that users' customizations win. */
 int fl_bundled_load(fl_lua_backend *b, char **err);
 
+/* A "bundled" backend with every bundled customization loaded and attached to ip (the
+ * server's and the agent's registries alike). A customization that fails to load is logged
+ * under `component` and the others stay in force. Free it after fl_interp_free(ip). */
+fl_lua_backend *fl_bundled_attach(fl_interp *ip, const char *component);
+
 #endif
