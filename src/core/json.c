@@ -501,3 +501,16 @@ json_t *fl_json_load(const char *buf, size_t len)
         return NULL;
     return v;
 }
+
+const char *fl_json_scalar_text(const json_t *v, char *buf, size_t cap)
+{
+    if (json_is_integer(v)) {
+        snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+        return buf;
+    }
+    if (json_is_real(v)) {
+        snprintf(buf, cap, "%.15g", json_real_value(v));
+        return buf;
+    }
+    return json_string_value(v);
+}

@@ -33,6 +33,11 @@ static inline bool fl_json_same(const json_t *a, const json_t *b)
     return a == b || (a && b && json_equal(a, b));
 }
 
+/* The text of a JSON string, or of a number as it would be written ("1", "0.5"): how a
+ * Kubernetes quantity arrives (YAML turns `cpu: 1` into a number). buf (at least 64 bytes)
+ * holds a number's text; NULL for anything else. */
+const char *fl_json_scalar_text(const json_t *v, char *buf, size_t cap);
+
 /* Encode v; returns a malloc'd NUL-terminated string (never NULL) and its length in *len
  * (len may be NULL). */
 char *fl_json_dumps(const json_t *v, size_t *len);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "interp/native.h"
 #include "interp/retain.h"
@@ -371,4 +372,42 @@ int fl_interp_get_dependencies(fl_interp *ip, const json_t *obj, json_t **deps, 
         return rc;
     DISPATCH(ip, c, rc, err, e->b->get_dependencies(e->self, obj, deps, &berr), clear_json(deps));
     return rc;
+}
+
+static int cmp_ref(const void *pa, const void *pb)
+{
+    static const char *const keys[] = {"apiVersion", "kind", "namespace", "name"};
+    const json_t *a = *(const json_t *const *)pa, *b = *(const json_t *const *)pb;
+    for (size_t i = 0; i < 4; i++) {
+        const char *x = json_string_value(json_object_get(a, keys[i]));
+        const char *y = json_string_value(json_object_get(b, keys[i]));
+        int c = strcmp(x ? x : "", y ? y : "");
+        if (c)
+            return c;
+    }
+    /* same name: by selector text, so that equal references end up side by side */
+    const json_t *sa = json_object_get(a, "labelSelector"), *sb = json_object_get(b, "labelSelector");
+    if (!sa && !sb)
+        return 0;
+    char *x = fl_json_dumps(sa, NULL);
+    char *y = fl_json_dumps(sb, NULL);
+    int c = strcmp(x, y);
+    free(x);
+    free(y);
+    return c;
+}
+
+json_t *fl_interp_deps_sorted(const json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    json_t **v = fl_malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(arr, i);
+    qsort(v, n, sizeof *v, cmp_ref);
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++)
+        if (!i || !json_equal(v[i - 1], v[i]))
+            json_array_append(out, v[i]);
+    free(v);
+    return out;
 }

@@ -136,4 +136,9 @@ int fl_interp_health(fl_interp *ip, const json_t *observed, enum fl_health *heal
  * namespace, name}, sorted and without duplicates (possibly empty). */
 int fl_interp_get_dependencies(fl_interp *ip, const json_t *obj, json_t **deps, char **err);
 
+/* The order of that array, for backends to build it: arr's references sorted by
+ * (apiVersion, kind, namespace, name, then labelSelector), equal ones once (a new array
+ * sharing arr's elements). */
+json_t *fl_interp_deps_sorted(const json_t *arr);
+
 #endif

@@ -432,14 +432,7 @@ static const char *type_of(lua_State *L, int idx)
 static int canonical_quantity(json_t *list, const char *key, json_t *v, char **err)
 {
     char num[64], out[64];
-    const char *text = json_string_value(v);
-    if (json_is_integer(v)) {
-        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-        text = num;
-    } else if (json_is_real(v)) {
-        snprintf(num, sizeof num, "%.15g", json_real_value(v));
-        text = num;
-    }
+    const char *text = fl_json_scalar_text(v, num, sizeof num);
     fl_quantity q;
     if (!text || fl_quantity_parse(text, &q)) {
         *err = text ? fl_asprintf("requirement.resourceRequest.%s: invalid quantity \"%s\"", key, text)
@@ -541,42 +534,6 @@ static int check_dependency(const json_t *d, size_t i, char **err)
         return FL_EINVAL;
     }
     return 0;
-}
-
-static int cmp_ref(const void *pa, const void *pb)
-{
-    static const char *const keys[] = {"apiVersion", "kind", "namespace", "name"};
-    const json_t *a = *(const json_t *const *)pa, *b = *(const json_t *const *)pb;
-    for (size_t i = 0; i < 4; i++) {
-        const char *x = json_string_value(json_object_get(a, keys[i]));
-        const char *y = json_string_value(json_object_get(b, keys[i]));
-        int c = strcmp(x ? x : "", y ? y : "");
-        if (c)
-            return c;
-    }
-    /* same name: order by selector text so equal references end up side by side */
-    char *x = fl_json_dumps(json_object_get(a, "labelSelector"), NULL);
-    char *y = fl_json_dumps(json_object_get(b, "labelSelector"), NULL);
-    int c = strcmp(x, y);
-    free(x);
-    free(y);
-    return c;
-}
-
-/* arr sorted by (apiVersion, kind, namespace, name) without duplicates (new array). */
-static json_t *sorted_unique(json_t *arr)
-{
-    size_t n = json_array_size(arr);
-    json_t **v = fl_malloc((n ? n : 1) * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = json_array_get(arr, i);
-    qsort(v, n, sizeof *v, cmp_ref);
-    json_t *out = json_array();
-    for (size_t i = 0; i < n; i++)
-        if (!i || !json_equal(v[i - 1], v[i]))
-            json_array_append(out, v[i]);
-    free(v);
-    return out;
 }
 
 /* ---- one call ---- */
@@ -766,7 +723,7 @@ static int run_deps(fl_lua_pool *pool, struct custom *const *v, size_t n, const 
         json_array_extend(all, r.obj);
         fl_lua_result_clear(&r);
     }
-    *deps = sorted_unique(all);
+    *deps = fl_interp_deps_sorted(all);
     json_decref(all);
     return 0;
 }

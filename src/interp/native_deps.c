@@ -192,33 +192,10 @@ static int pod_spec(const json_t *obj, const char *spec_path, struct deps *d, ch
     return 0;
 }
 
-static int cmp_ref(const void *pa, const void *pb)
-{
-    static const char *const keys[] = {"apiVersion", "kind", "namespace", "name"};
-    const json_t *a = *(const json_t *const *)pa, *b = *(const json_t *const *)pb;
-    for (size_t i = 0; i < 4; i++) {
-        const char *x = json_string_value(json_object_get(a, keys[i]));
-        const char *y = json_string_value(json_object_get(b, keys[i]));
-        int c = strcmp(x ? x : "", y ? y : "");
-        if (c)
-            return c;
-    }
-    return 0;
-}
-
 /* d's references sorted and de-duplicated, as the result (d->arr is consumed). */
 static json_t *finish(struct deps *d)
 {
-    size_t n = json_array_size(d->arr);
-    json_t **v = fl_malloc((n ? n : 1) * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = json_array_get(d->arr, i);
-    qsort(v, n, sizeof *v, cmp_ref);
-    json_t *out = json_array();
-    for (size_t i = 0; i < n; i++)
-        if (!i || cmp_ref(&v[i - 1], &v[i]))
-            json_array_append(out, v[i]);
-    free(v);
+    json_t *out = fl_interp_deps_sorted(d->arr);
     json_decref(d->arr);
     return out;
 }

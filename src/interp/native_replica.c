@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "core/quantity.h"
 
@@ -75,14 +76,7 @@ static struct res *res_slot(struct res_list *l, const char *name)
 static int quantity_in_units(const char *name, const json_t *v, const char *path, fl_quantity_nano *out, char **err)
 {
     char num[64];
-    const char *text = json_string_value(v);
-    if (json_is_integer(v)) {
-        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-        text = num;
-    } else if (json_is_real(v)) {
-        snprintf(num, sizeof num, "%.15g", json_real_value(v));
-        text = num;
-    }
+    const char *text = fl_json_scalar_text(v, num, sizeof num);
     fl_quantity q;
     if (!text || fl_quantity_parse(text, &q)) {
         *err = text ? fl_asprintf("%s: invalid quantity \"%s\"", path, text)

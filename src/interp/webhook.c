@@ -1336,14 +1336,7 @@ static int apply_response_patch(const struct hook *h, enum fl_interp_op op, cons
 static int canonical_quantity(json_t *list, const char *key, json_t *v, char **why)
 {
     char num[64], out[64];
-    const char *text = json_string_value(v);
-    if (json_is_integer(v)) {
-        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-        text = num;
-    } else if (json_is_real(v)) {
-        snprintf(num, sizeof num, "%.15g", json_real_value(v));
-        text = num;
-    }
+    const char *text = fl_json_scalar_text(v, num, sizeof num);
     fl_quantity q;
     if (!text || fl_quantity_parse(text, &q)) {
         char *t = text ? one_line(text, strlen(text), 64) : NULL;
@@ -1444,43 +1437,6 @@ static int check_dependency(const json_t *d, size_t i, char **why)
         return FL_EINVAL;
     }
     return 0;
-}
-
-static int cmp_ref(const void *pa, const void *pb)
-{
-    static const char *const keys[] = {"apiVersion", "kind", "namespace", "name"};
-    const json_t *a = *(const json_t *const *)pa, *b = *(const json_t *const *)pb;
-    for (size_t i = 0; i < 4; i++) {
-        const char *x = json_string_value(json_object_get(a, keys[i]));
-        const char *y = json_string_value(json_object_get(b, keys[i]));
-        int c = strcmp(x ? x : "", y ? y : "");
-        if (c)
-            return c;
-    }
-    /* same name: by selector text, so that equal references end up side by side */
-    char *x = fl_json_dumps(json_object_get(a, "labelSelector"), NULL);
-    char *y = fl_json_dumps(json_object_get(b, "labelSelector"), NULL);
-    int c = strcmp(x, y);
-    free(x);
-    free(y);
-    return c;
-}
-
-/* arr sorted by (apiVersion, kind, namespace, name), duplicates dropped (new array): the
- * registry's contract for dependencies. */
-static json_t *sorted_unique(const json_t *arr)
-{
-    size_t n = json_array_size(arr);
-    json_t **v = fl_malloc((n ? n : 1) * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = json_array_get(arr, i);
-    qsort(v, n, sizeof *v, cmp_ref);
-    json_t *out = json_array();
-    for (size_t i = 0; i < n; i++)
-        if (!i || !json_equal(v[i - 1], v[i]))
-            json_array_append(out, v[i]);
-    free(v);
-    return out;
 }
 
 /* ---- the vtable ---- */
@@ -1646,7 +1602,7 @@ static int vt_get_dependencies(void *self, const json_t *obj, json_t **deps, cha
             goto out;
         }
     }
-    *deps = sorted_unique(v);
+    *deps = fl_interp_deps_sorted(v);
 out:
     json_decref(ctx);
     return rc;
