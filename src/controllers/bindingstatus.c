@@ -168,31 +168,27 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         goto done;
     }
     /* the roll-up of the suspension acknowledgements, for a tool that waits on the template */
-    if (dispatching && json_is_object(json_object_get(out, "status"))) {
-        json_t *conds = json_object_get(json_object_get(out, "status"), "conditions");
-        if (!json_is_array(conds)) {
-            conds = json_array();
-            json_object_set_new(json_object_get(out, "status"), "conditions", conds);
-        }
+    json_t *ost = json_object_get(out, "status");
+    if (dispatching && json_is_object(ost)) {
         json_t *old = fl_condition_find(json_object_get(json_object_get(tmpl, "status"), "conditions"),
                                         FL_DISPATCHING_CONDITION);
-        json_t *c = json_deep_copy(dispatching);
-        json_object_del(c, "observedGeneration"); /* the binding's generation, not the template's */
-        /* lastTransitionTime stays while the status does */
-        if (old && fl_json_same(json_object_get(old, "status"), json_object_get(c, "status")) &&
-            json_object_get(old, "lastTransitionTime"))
-            json_object_set(c, "lastTransitionTime", json_object_get(old, "lastTransitionTime"));
-        json_t *at = fl_condition_find(conds, FL_DISPATCHING_CONDITION);
-        if (at)
-            json_object_update(at, c);
-        else
-            json_array_append(conds, c);
-        if (!fl_json_same(json_object_get(old, "reason"), json_object_get(c, "reason")) &&
-            strcmp(jstr(c, "reason"), FL_DISPATCHING_REASON_PENDING))
+        json_t *conds = json_object_get(ost, "conditions");
+        if (!json_is_array(conds)) {
+            conds = json_array();
+            json_object_set_new(ost, "conditions", conds);
+        }
+        /* from what the template has, so that its transition time stays while the status does */
+        if (old && !fl_condition_find(conds, FL_DISPATCHING_CONDITION))
+            json_array_append_new(conds, json_deep_copy(old));
+        const char *reason = jstr(dispatching, "reason");
+        /* no observedGeneration: the binding's generation is not the template's */
+        fl_condition_set(ost, FL_DISPATCHING_CONDITION, jstr(dispatching, "status"), reason,
+                         jstr(dispatching, "message"), -1, fl_time_now_ms());
+        if (!fl_json_same(json_object_get(old, "reason"), json_object_get(dispatching, "reason")) &&
+            strcmp(reason, FL_DISPATCHING_REASON_PENDING))
             fl_event(s->env.recorder, tmpl, "Normal",
-                     strcmp(jstr(c, "reason"), FL_DISPATCHING_REASON) ? "DispatchingSuspended" : "DispatchingResumed",
-                     "%s", jstr(c, "message"));
-        json_decref(c);
+                     strcmp(reason, FL_DISPATCHING_REASON) ? "DispatchingSuspended" : "DispatchingResumed", "%s",
+                     jstr(dispatching, "message"));
     }
     if (fl_json_same(json_object_get(out, "status"), json_object_get(tmpl, "status")))
         goto done;
