@@ -525,6 +525,20 @@ static int member_client(exec *x, const char *cluster, fl_client **mc, char **em
     return rc;
 }
 
+/* Manifest i's manifestStatuses entry from its member object observed, the interpreter's
+ * failures (reflecting status, health) reported on the Work and its binding. */
+static json_t *manifest_entry(exec *x, const json_t *work, const char *cluster, int i, const target *t,
+                              const json_t *observed)
+{
+    json_t *prev = previous_entry(work, i);
+    char *rerr = NULL, *herr = NULL;
+    json_t *e = fl_ws_manifest_status(x->interp, i, t->api_version, t->kind, t->resource, t->ns, t->name, observed,
+                                      prev, &rerr, &herr);
+    json_decref(prev);
+    report_interp(x, work, cluster, t->kind, t->ns, t->name, rerr, herr);
+    return e;
+}
+
 static int apply_work(exec *x, const char *cluster, const json_t *work)
 {
     fl_client *mc = NULL;
@@ -552,12 +566,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         int r = apply_manifest(x, cluster, mc, work, (int)i, json_array_get(manifests, i), &t, &observed, &emsg);
         if (r == 0) {
             ok++;
-            json_t *prev = previous_entry(work, (int)i);
-            char *rerr = NULL, *herr = NULL;
-            json_array_append_new(statuses, fl_ws_manifest_status(x->interp, (int)i, t.api_version, t.kind, t.resource,
-                                                                   t.ns, t.name, observed, prev, &rerr, &herr));
-            json_decref(prev);
-            report_interp(x, work, cluster, t.kind, t.ns, t.name, rerr, herr);
+            json_array_append_new(statuses, manifest_entry(x, work, cluster, (int)i, &t, observed));
         } else {
             /* what we last knew of this manifest stays until we know better */
             json_t *prev = previous_entry(work, (int)i);
@@ -696,15 +705,8 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
                 fl_informer_get(fl_ws_watch_informer(wt), t.ns, t.name, &observed);
                 fl_ws_watch_put(x->watches, wt);
             }
-            if (observed) {
-                json_t *prev = previous_entry(work, (int)i);
-                char *rerr = NULL, *herr = NULL;
-                json_array_append_new(statuses, fl_ws_manifest_status(x->interp, (int)i, t.api_version, t.kind,
-                                                                       t.resource, t.ns, t.name, observed, prev,
-                                                                       &rerr, &herr));
-                json_decref(prev);
-                report_interp(x, work, cluster, t.kind, t.ns, t.name, rerr, herr);
-            }
+            if (observed)
+                json_array_append_new(statuses, manifest_entry(x, work, cluster, (int)i, &t, observed));
             json_decref(observed);
             free(emsg);
             emsg = NULL;
