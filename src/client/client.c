@@ -256,6 +256,25 @@ static char *dup_or_null(const char *s)
     return s ? fl_strdup(s) : NULL;
 }
 
+/* What every client has, whatever its transport: options with their defaults, locks, the
+ * discovery cache. */
+static fl_client *client_alloc(const char *server, const fl_client_options *opts)
+{
+    fl_client_options o = opts ? *opts : (fl_client_options){0};
+    fl_client *c = fl_calloc(1, sizeof *c);
+    c->server = fl_strdup(server);
+    c->user_agent = fl_strdup(o.user_agent ? o.user_agent : "flotilla");
+    c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 30000;
+    c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
+    c->max_idle = o.max_idle > 0 ? o.max_idle : 16;
+    pthread_mutex_init(&c->pool_mu, NULL);
+    pthread_mutex_init(&c->disc_mu, NULL);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&c->share_mu[i], NULL);
+    c->disc = json_object();
+    return c;
+}
+
 int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_client **out, char **err)
 {
     *out = NULL;
@@ -272,9 +291,7 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
         return FL_EINVAL;
     }
     pthread_once(&curl_once, curl_start);
-    fl_client_options o = opts ? *opts : (fl_client_options){0};
-    fl_client *c = fl_calloc(1, sizeof *c);
-    c->server = fl_strdup(kc->server);
+    fl_client *c = client_alloc(kc->server, opts);
     c->ca_pem = dup_or_null(kc->ca_pem);
     c->cert_pem = dup_or_null(kc->client_cert_pem);
     c->key_pem = dup_or_null(kc->client_key_pem);
@@ -282,10 +299,6 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
     c->username = dup_or_null(kc->username);
     c->password = dup_or_null(kc->password);
     c->insecure = kc->insecure;
-    c->user_agent = fl_strdup(o.user_agent ? o.user_agent : "flotilla");
-    c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 30000;
-    c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
-    c->max_idle = o.max_idle > 0 ? o.max_idle : 16;
     if (kc->tls_server_name)
         fl_log(FL_LOG_WARN, "client", "%s: tls-server-name is not supported; verifying the server URL's host",
                kc->origin ? kc->origin : "kubeconfig");
@@ -301,10 +314,6 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
     else
         c->noproxy = fl_strdup("localhost,127.0.0.1,::1");
 
-    pthread_mutex_init(&c->pool_mu, NULL);
-    pthread_mutex_init(&c->disc_mu, NULL);
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-        pthread_mutex_init(&c->share_mu[i], NULL);
     c->share = curl_share_init();
     if (c->share) {
         curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
@@ -313,26 +322,14 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
         curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
         curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     }
-    c->disc = json_object();
     *out = c;
     return 0;
 }
 
 fl_client *fl_client_new_local(const fl_client_local *srv, const fl_client_options *opts)
 {
-    fl_client_options o = opts ? *opts : (fl_client_options){0};
-    fl_client *c = fl_calloc(1, sizeof *c);
+    fl_client *c = client_alloc("local", opts);
     c->local = *srv;
-    c->server = fl_strdup("local");
-    c->user_agent = fl_strdup(o.user_agent ? o.user_agent : "flotilla");
-    c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 30000;
-    c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
-    c->max_idle = o.max_idle > 0 ? o.max_idle : 16;
-    pthread_mutex_init(&c->pool_mu, NULL);
-    pthread_mutex_init(&c->disc_mu, NULL);
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-        pthread_mutex_init(&c->share_mu[i], NULL);
-    c->disc = json_object();
     return c;
 }
 
