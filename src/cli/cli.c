@@ -2,7 +2,13 @@
 #include "cli/cli.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "client/client.h"
+#include "client/kubeconfig.h"
+#include "core/err.h"
 
 void fl_cli_block_signals(sigset_t *sigs)
 {
@@ -16,4 +22,21 @@ void fl_cli_block_signals(sigset_t *sigs)
 bool fl_cli_is_loopback(const char *listen)
 {
     return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) || !strncmp(listen, "localhost:", 10);
+}
+
+int fl_cli_control_plane(const char *kubeconfig, const char *context, const char *verb, fl_client **out)
+{
+    fl_kubeconfig kc;
+    char *err = NULL;
+    *out = NULL;
+    int rc = fl_kubeconfig_load(kubeconfig, context, &kc, &err);
+    if (rc == 0)
+        rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 30000}, out, &err);
+    fl_kubeconfig_close(&kc);
+    if (rc) {
+        fprintf(stderr, "flotilla ctl %s: control plane kubeconfig: %s\n", verb, err ? err : fl_strerror(rc));
+        free(err);
+        return 1;
+    }
+    return 0;
 }

@@ -12,6 +12,12 @@ void fl_cli_block_signals(sigset_t *sigs);
 /* Is a --listen ADDR:PORT a loopback address (where plain HTTP is allowed)? */
 bool fl_cli_is_loopback(const char *listen);
 
+/* A client for the control plane named by --kubeconfig/--context (NULL: kubectl's rules,
+ * $KUBECONFIG then ~/.kube/config), for `flotilla ctl VERB`. Returns 0, or 1 after printing
+ * one line "flotilla ctl VERB: control plane kubeconfig: ..." on stderr. */
+struct fl_client;
+int fl_cli_control_plane(const char *kubeconfig, const char *context, const char *verb, struct fl_client **out);
+
 /* Each returns the process exit code: 0 ok, 1 failure, 2 usage error. */
 int fl_cmd_server(int argc, char **argv);
 int fl_cmd_ctl(int argc, char **argv);

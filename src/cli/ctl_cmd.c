@@ -174,24 +174,6 @@ static const char *errmsg(const fl_client_error *ce, int rc)
     return ce->message[0] ? ce->message : fl_strerror(rc);
 }
 
-/* A client for the control plane named by --kubeconfig/--context (or kubectl's defaults). */
-static int control_plane(const ctl_opts *o, fl_client **out)
-{
-    fl_kubeconfig kc;
-    char *err = NULL;
-    *out = NULL;
-    int rc = fl_kubeconfig_load(o->kubeconfig, o->context, &kc, &err);
-    if (rc == 0)
-        rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 30000}, out, &err);
-    fl_kubeconfig_close(&kc);
-    if (rc) {
-        fail(o->verb, "control plane kubeconfig: %s", err ? err : fl_strerror(rc));
-        free(err);
-        return 1;
-    }
-    return 0;
-}
-
 /* Create obj, or when it exists, let merge() bring the stored one up to date and update
  * it (retrying lost races). What is stored is left in *out (may be NULL). */
 typedef int (*merge_fn)(json_t *stored, const json_t *want, const ctl_opts *o);
@@ -293,7 +275,7 @@ static int cmd_join(const ctl_opts *o)
         goto out;
     }
 
-    if (control_plane(o, &cp))
+    if (fl_cli_control_plane(o->kubeconfig, o->context, o->verb, &cp))
         goto out;
     ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
                    CLUSTER_NAMESPACE);
@@ -348,7 +330,7 @@ static void sleep_ms(int ms)
 static int cmd_unjoin(const ctl_opts *o)
 {
     fl_client *cp = NULL;
-    if (control_plane(o, &cp))
+    if (fl_cli_control_plane(o->kubeconfig, o->context, o->verb, &cp))
         return 1;
     int ret = 1;
     fl_client_error ce;

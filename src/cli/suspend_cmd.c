@@ -571,16 +571,8 @@ int fl_ctl_suspend(bool suspend, int argc, char **argv)
         json_decref(o.names);
         return rc;
     }
-    fl_kubeconfig kc;
-    char *err = NULL;
     fl_client *cp = NULL;
-    rc = fl_kubeconfig_load(o.kubeconfig, o.context, &kc, &err);
-    if (rc == 0)
-        rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 30000}, &cp, &err);
-    fl_kubeconfig_close(&kc);
-    if (rc) {
-        fail(&o, "control plane kubeconfig: %s", err ? err : fl_strerror(rc));
-        free(err);
+    if (fl_cli_control_plane(o.kubeconfig, o.context, o.verb, &cp)) {
         json_decref(o.names);
         return 1;
     }
