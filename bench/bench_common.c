@@ -670,3 +670,71 @@ void fb_scratch_done(const char *dir, bool keep)
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
 }
+
+fb_reqsnap fb_snap_requests(const fb_server *srv)
+{
+    fb_reqsnap s = {0};
+    struct curl_slist *h = fb_headers(srv);
+    CURL *c = fb_curl_new(srv, h);
+    fb_buf b = {0};
+    if (fb_request(c, srv, "GET", "/metrics", NULL, 0, &b) != 200)
+        goto out;
+    const char *pre = "flotilla_apiserver_request_total{";
+    for (const char *line = b.p; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, pre, strlen(pre)))
+            continue;
+        char verb[16], res[64], code[8];
+        if (sscanf(line + strlen(pre), "verb=\"%15[^\"]\",resource=\"%63[^\"]\",code=\"%7[^\"]\"", verb, res, code) != 3)
+            continue;
+        if (!strcmp(verb, "GET") || !strcmp(verb, "LIST") || !strcmp(verb, "WATCH"))
+            continue;
+        s.e = realloc(s.e, (size_t)(s.n + 1) * sizeof *s.e);
+        if (!s.e)
+            abort();
+        snprintf(s.e[s.n].key, sizeof s.e[s.n].key, "%s %s %s", verb, res, code);
+        s.e[s.n].v = strtod(strchr(line, '}') + 1, NULL);
+        s.n++;
+    }
+out:
+    free(b.p);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return s;
+}
+
+static int cmp_req_desc(const void *a, const void *b)
+{
+    double x = ((const fb_reqcount *)a)->v, y = ((const fb_reqcount *)b)->v;
+    return (x < y) - (x > y);
+}
+
+void fb_print_writes(const fb_reqsnap *before, const fb_reqsnap *after, double per, const char *unit)
+{
+    fb_reqcount *d = calloc((size_t)after->n + 1, sizeof *d);
+    int nd = 0;
+    double total = 0;
+    for (int i = 0; i < after->n; i++) {
+        double v = after->e[i].v;
+        for (int j = 0; j < before->n; j++)
+            if (!strcmp(before->e[j].key, after->e[i].key))
+                v -= before->e[j].v;
+        if (v > 0) {
+            d[nd] = after->e[i];
+            d[nd++].v = v;
+            total += v;
+        }
+    }
+    qsort(d, (size_t)nd, sizeof *d, cmp_req_desc);
+    printf("  writes to the control plane: %.0f (%.1f per %s):", total, total / per, unit);
+    for (int i = 0; i < nd; i++)
+        printf("%s %s %.0f (%.2f)", i ? ";" : "", d[i].key, d[i].v, d[i].v / per);
+    printf("\n");
+    free(d);
+}
+
+void fb_snap_free(fb_reqsnap *s)
+{
+    free(s->e);
+    s->e = NULL;
+    s->n = 0;
+}

@@ -140,4 +140,22 @@ void fb_agents_stop(pid_t *agents, int n);
 /* Wait (at most timeout_s) until `clusters` Clusters are Ready; the number Ready at the end. */
 int fb_wait_ready(CURL *c, const fb_server *s, int clusters, int timeout_s);
 
+/* Write requests per (verb, resource, code) from the server's /metrics: snapshots to diff. */
+typedef struct fb_reqcount {
+    char key[120];
+    double v;
+} fb_reqcount;
+
+typedef struct fb_reqsnap {
+    fb_reqcount *e;
+    int n;
+} fb_reqsnap;
+
+fb_reqsnap fb_snap_requests(const fb_server *s);
+
+/* Print the writes made between two snapshots, largest first, per `per` units. */
+void fb_print_writes(const fb_reqsnap *before, const fb_reqsnap *after, double per, const char *unit);
+
+void fb_snap_free(fb_reqsnap *s);
+
 #endif

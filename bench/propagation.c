@@ -508,83 +508,6 @@ static const char *quiet_str(double q)
     return b;
 }
 
-/* Write requests per (verb, resource, code) from /metrics: a snapshot to diff. */
-typedef struct reqcount {
-    char key[120];
-    double v;
-} reqcount;
-
-typedef struct reqsnap {
-    reqcount *e;
-    int n;
-} reqsnap;
-
-static reqsnap snap_requests(fleet *f)
-{
-    reqsnap s = {0};
-    fb_buf b = {0};
-    if (!fleet_metrics(f, &b)) {
-        free(b.p);
-        return s;
-    }
-    const char *pre = "flotilla_apiserver_request_total{";
-    for (const char *line = b.p; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, pre, strlen(pre)))
-            continue;
-        char verb[16], res[64], code[8];
-        if (sscanf(line + strlen(pre), "verb=\"%15[^\"]\",resource=\"%63[^\"]\",code=\"%7[^\"]\"", verb, res, code) != 3)
-            continue;
-        if (!strcmp(verb, "GET") || !strcmp(verb, "LIST") || !strcmp(verb, "WATCH"))
-            continue;
-        s.e = realloc(s.e, (size_t)(s.n + 1) * sizeof *s.e);
-        if (!s.e)
-            abort();
-        snprintf(s.e[s.n].key, sizeof s.e[s.n].key, "%s %s %s", verb, res, code);
-        s.e[s.n].v = strtod(strchr(line, '}') + 1, NULL);
-        s.n++;
-    }
-    free(b.p);
-    return s;
-}
-
-static int cmp_req_desc(const void *a, const void *b)
-{
-    double x = ((const reqcount *)a)->v, y = ((const reqcount *)b)->v;
-    return (x < y) - (x > y);
-}
-
-/* Print the writes made between two snapshots, largest first, per `per` units. */
-static void print_writes(const reqsnap *before, const reqsnap *after, double per, const char *unit)
-{
-    reqcount *d = calloc((size_t)after->n + 1, sizeof *d);
-    int nd = 0;
-    double total = 0;
-    for (int i = 0; i < after->n; i++) {
-        double v = after->e[i].v;
-        for (int j = 0; j < before->n; j++)
-            if (!strcmp(before->e[j].key, after->e[i].key))
-                v -= before->e[j].v;
-        if (v > 0) {
-            d[nd] = after->e[i];
-            d[nd++].v = v;
-            total += v;
-        }
-    }
-    qsort(d, (size_t)nd, sizeof *d, cmp_req_desc);
-    printf("  writes to the control plane: %.0f (%.1f per %s):", total, total / per, unit);
-    for (int i = 0; i < nd; i++)
-        printf("%s %s %.0f (%.2f)", i ? ";" : "", d[i].key, d[i].v, d[i].v / per);
-    printf("\n");
-    free(d);
-}
-
-static void snap_free(reqsnap *s)
-{
-    free(s->e);
-    s->e = NULL;
-    s->n = 0;
-}
-
 /* ---- bodies ------------------------------------------------------------------------- */
 
 static void deployment_json(fb_buf *b, const char *name, const char *label, int replicas)
@@ -1159,10 +1082,10 @@ static int phase_e2e(fleet *f, int n, int k, int gap_ms, e2e_result *r)
     printf("  | path | P50 ms | P99 ms | max ms | P99 / baseline P99 | first (cold) ms | missing | server CPU "
            "cores (ms per item) | member host CPU cores |\n  |---|---|---|---|---|---|---|---|---|\n");
     int64_t *lat = calloc((size_t)k, sizeof *lat);
-    reqsnap snaps[4] = {{0}};
+    fb_reqsnap snaps[4] = {{0}};
     fb_buf stages_out[3] = {{0}};
     for (int kind = 0; kind < 3; kind++) {
-        snaps[kind] = snap_requests(f);
+        snaps[kind] = fb_snap_requests(&f->s);
         double cpu0 = fb_proc_cpu_s(f->s.pid), mcpu0 = fb_proc_cpu_s(f->mh.pid);
         int64_t round0 = fb_now_ns();
         for (int item = 1; item <= k; item++) {
@@ -1196,7 +1119,7 @@ static int phase_e2e(fleet *f, int n, int k, int gap_ms, e2e_result *r)
             stage_report(f, t, kind, start + kind * (k + 1), k, &stages_out[kind]);
         fflush(stdout);
     }
-    snaps[3] = snap_requests(f);
+    snaps[3] = fb_snap_requests(&f->s);
 #undef E2E_CREATE
     tracker cnt = tracker_counts(f);
     fleet_track(f, NULL);
@@ -1211,7 +1134,7 @@ static int phase_e2e(fleet *f, int n, int k, int gap_ms, e2e_result *r)
            got, want, cnt.added_again, cnt.deleted, cnt.modified, cnt.bad_replicas);
     for (int kind = 0; kind < 3; kind++) {
         printf("  %s round:\n", KIND_NAME[kind]);
-        print_writes(&snaps[kind], &snaps[kind + 1], k, kind ? "Deployment" : "item (n Works)");
+        fb_print_writes(&snaps[kind], &snaps[kind + 1], k, kind ? "Deployment" : "item (n Works)");
     }
     double p99u = r->p99[1] > r->p99[2] ? r->p99[1] : r->p99[2];
     printf("  target P99 <= 100 ms%s: Duplicated %.1f ms, Divided %.1f ms -> %s\n",
@@ -1223,7 +1146,7 @@ static int phase_e2e(fleet *f, int n, int k, int gap_ms, e2e_result *r)
         problems++;
     }
     for (int i = 0; i < 4; i++)
-        snap_free(&snaps[i]);
+        fb_snap_free(&snaps[i]);
     for (int i = 0; i < 3; i++)
         free(stages_out[i].p);
     workpost_close(&wp);
@@ -1263,7 +1186,7 @@ static int phase_memory(const char *flotilla, const char *root, int m, int n, in
     tracker *t = tracker_new(m, n);
     tracker_prefix(t, "m-", NULL);
     fleet_track(&f, t);
-    reqsnap before = snap_requests(&f);
+    fb_reqsnap before = fb_snap_requests(&f.s);
     double cpu0 = fb_proc_cpu_s(f.s.pid);
     int64_t t0 = fb_now_ns();
     create_policy(&f, "mem", "mem", n, false, NULL);
@@ -1272,7 +1195,7 @@ static int phase_memory(const char *flotilla, const char *root, int m, int n, in
     res->mem_prop_s = since_s(t0);
     double q2 = wait_quiet(&f, 1000, 90);
     double cpu = fb_proc_cpu_s(f.s.pid) - cpu0;
-    reqsnap after = snap_requests(&f);
+    fb_reqsnap after = fb_snap_requests(&f.s);
     res->mem_rss_prop = fb_proc_kib(f.s.pid, "VmRSS") / 1024.0;
     res->mem_hwm = fb_proc_kib(f.s.pid, "VmHWM") / 1024.0;
     res->mem_done = true;
@@ -1284,7 +1207,7 @@ static int phase_memory(const char *flotilla, const char *root, int m, int n, in
     printf("  policy created: %ld/%ld member objects arrived after %.1f s (%.0f per s); store quiet %s later; "
            "server CPU %.1f s\n",
            got, want, res->mem_prop_s, got / res->mem_prop_s, quiet_str(q2), cpu);
-    print_writes(&before, &after, m, "Deployment");
+    fb_print_writes(&before, &after, m, "Deployment");
     printf("  propagated: RSS %.1f MiB (peak %.1f MiB), store keys %.0f; %.2f x the baseline; %.1f KiB per "
            "propagated Deployment above it\n",
            res->mem_rss_prop, res->mem_hwm, keys, res->mem_rss_prop / res->mem_rss_base,
@@ -1302,8 +1225,8 @@ static int phase_memory(const char *flotilla, const char *root, int m, int n, in
                 cnt.added_again, cnt.deleted);
         problems++;
     }
-    snap_free(&before);
-    snap_free(&after);
+    fb_snap_free(&before);
+    fb_snap_free(&after);
     fleet_stop(&f, keep);
     tracker_free(t);
     return 0;
@@ -1335,7 +1258,7 @@ static int phase_burst(const char *flotilla, const char *root, int m, int n, int
     tracker_prefix(t, "x-", NULL);
     fleet_track(&f, t);
     int64_t *ack = calloc((size_t)m, sizeof *ack);
-    reqsnap before = snap_requests(&f);
+    fb_reqsnap before = fb_snap_requests(&f.s);
     double cpu0 = fb_proc_cpu_s(f.s.pid);
     int64_t t0 = fb_now_ns();
     deploy_gen g = {.prefix = "x-", .label = "burst", .replicas = 1};
@@ -1346,7 +1269,7 @@ static int phase_burst(const char *flotilla, const char *root, int m, int n, int
     /* informative only (status writes trail the deliveries); bounded short to keep the run short */
     double q2 = wait_quiet(&f, 1000, 20);
     double cpu = fb_proc_cpu_s(f.s.pid) - cpu0;
-    reqsnap after = snap_requests(&f);
+    fb_reqsnap after = fb_snap_requests(&f.s);
     tracker cnt = tracker_counts(&f);
     fleet_track(&f, NULL);
     int64_t *lat = calloc((size_t)m, sizeof *lat), first = INT64_MAX;
@@ -1370,7 +1293,7 @@ static int phase_burst(const char *flotilla, const char *root, int m, int n, int
     printf("  per Deployment (last member's ADDED - its create ack): P50 %.0f ms, P99 %.0f ms; store quiet %s "
            "after; server CPU %.1f s\n",
            res->burst_p50, res->burst_p99, quiet_str(q2), cpu);
-    print_writes(&before, &after, m, "Deployment");
+    fb_print_writes(&before, &after, m, "Deployment");
     printf("  target all present <= 5 s: %.2f s -> %s\n", res->burst_all_s,
            got == want && res->burst_all_s <= 5 ? "met" : "NOT met");
     if (got < want || cnt.added_again || cnt.deleted) {
@@ -1378,8 +1301,8 @@ static int phase_burst(const char *flotilla, const char *root, int m, int n, int
                 cnt.added_again, cnt.deleted);
         problems++;
     }
-    snap_free(&before);
-    snap_free(&after);
+    fb_snap_free(&before);
+    fb_snap_free(&after);
     free(lat);
     free(ack);
     fleet_stop(&f, keep);
@@ -1527,7 +1450,7 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
     res->r_modified = c1.modified - c0.modified;
     res->r_writes = rev - rev_ready;
     res->restart_done = true;
-    reqsnap none = {0}, after = snap_requests(&f);
+    fb_reqsnap none = {0}, after = fb_snap_requests(&f.s);
     printf("  before the kill: store revision %lld, store.db %.1f MiB, server RSS %.1f MiB\n", rev_before, db_mib,
            rss_before);
     printf("  restart (kill -9, start on the same data dir), times from the new process's start:\n");
@@ -1544,7 +1467,7 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
            (full ? res->r_full_s : since_s(r0)) / res->r_ready_s);
     printf("    members: %ld objects re-created, %ld deleted, %ld modified after the restart; server RSS %.1f MiB\n",
            res->r_added_again, res->r_deleted, res->r_modified, res->r_rss);
-    print_writes(&none, &after, 2.0 * d, "object held (since the restart)");
+    fb_print_writes(&none, &after, 2.0 * d, "object held (since the restart)");
     printf("  target fully reconciled <= 10 s%s: %.2f s -> %s\n",
            d >= 30000 ? "" : " (set at 30,000 + 30,000; this run is smaller)", res->r_full_s,
            full && res->r_full_s <= 10 ? "met" : "NOT met");
@@ -1553,7 +1476,7 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
                 res->r_deleted, full ? "reconciled" : "not reconciled within the deadline");
         problems++;
     }
-    snap_free(&after);
+    fb_snap_free(&after);
     fleet_stop(&f, keep);
     tracker_free(t);
     return 0;

@@ -287,6 +287,7 @@ int main(int argc, char **argv)
     int64_t *wr = calloc((size_t)rounds * (size_t)clusters, sizeof *wr);
     int64_t *ex = calloc((size_t)rounds * (size_t)clusters, sizeof *ex);
     size_t nper = 0;
+    fb_reqsnap wbefore = fb_snap_requests(&s);
     for (int r = 0; r < rounds && !problems; r++) {
         bool want = r % 2 == 0;
         int64_t t0 = fb_now_ns();
@@ -312,6 +313,7 @@ int main(int argc, char **argv)
         }
         pthread_mutex_unlock(&a.mu);
     }
+    fb_reqsnap wafter = fb_snap_requests(&s);
     pthread_mutex_lock(&a.mu);
     a.stop = true;
     pthread_mutex_unlock(&a.mu);
@@ -333,6 +335,9 @@ int main(int argc, char **argv)
     double e50 = fb_pct_ms(ex, nper, 50), e99 = fb_pct_sorted_ms(ex, nper, 99);
     printf("  of which CLI start -> the Work rewritten: P50 %.1f ms  P99 %.1f ms; Work rewritten -> acknowledged: "
            "P50 %.1f ms  P99 %.1f ms\n", w50, w99, e50, e99);
+    fb_print_writes(&wbefore, &wafter, rounds, "round");
+    fb_snap_free(&wbefore);
+    fb_snap_free(&wafter);
     printf("target P99 <= 200 ms: %s\n", problems ? "NOT MEASURED (problems above)" : c99 <= 200 ? "met" : "NOT met");
 
     free(base);

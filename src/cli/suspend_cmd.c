@@ -18,6 +18,7 @@
  * Works; for a Cluster, its Paused condition at its current generation. While waiting it
  * prints, on stderr, which clusters have not acknowledged yet; at the timeout it exits 1
  * naming them. Exit codes: 0 done, 1 failure, 2 usage. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,6 +30,7 @@
 
 #include "cli/cli.h"
 #include "client/client.h"
+#include "client/informer.h"
 #include "client/kubeconfig.h"
 #include "controllers/dispatching.h"
 #include "core/condition.h"
@@ -37,11 +39,10 @@
 #include "core/mem.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
-/* --wait looks again every POLL_MS at first (an acknowledgement usually comes within a few
- * hundred ms), then backs off to POLL_MAX_MS: each look lists the Works concerned, which at
- * a thousand clusters is megabytes the server sends and we parse */
-#define POLL_MS 20
-#define POLL_MAX_MS 500
+/* --wait looks again at each change its informers see; without one, after this long (to
+ * print progress) */
+#define PROGRESS_MS 1000
+#define LIST_WAIT_MS 5000
 
 /* The targets, as kubectl would name their resources. */
 typedef struct target_kind {
@@ -232,12 +233,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static const char *obj_ns(const opts *o)
 {
     return o->kind->namespaced ? o->ns : NULL;
@@ -361,32 +356,144 @@ static json_t *dispatch_part(const json_t *susp)
     return d;
 }
 
-/* Add the clusters of binding b that have not acknowledged to pending (a set), checking the
- * Works of the binding. 0, or an FL_E* code from the API. */
-static int binding_pending(fl_client *cp, const json_t *b, bool cluster_scoped, json_t *pending, fl_client_error *ce)
+/* ---- the wait ----
+ *
+ * --wait reads from informers (list + watch) on what it looks at, so it is woken by each
+ * change instead of polling: the target object, a policy's bindings, and each binding's
+ * Works. An informer that has not listed yet counts its clusters as not acknowledged. */
+
+typedef struct watched {
+    char *key;                 /* resource|ns|labels|fields */
+    fl_informer *inf;
+} watched;
+
+typedef struct watcher {
+    fl_client *cp;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t changes;          /* events seen by any informer */
+    size_t n;
+    watched *w;
+} watcher;
+
+static void changed(void *ctx)
 {
-    const char *id = label(b, cluster_scoped ? "clusterresourcebinding.karmada.io/permanent-id"
-                                             : "resourcebinding.karmada.io/permanent-id");
+    watcher *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->changes++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void on_add(void *ctx, json_t *obj)
+{
+    (void)obj;
+    changed(ctx);
+}
+
+static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    (void)old_obj;
+    (void)new_obj;
+    changed(ctx);
+}
+
+/* The informer on r in ns (NULL: all) with these selectors (NULL: none), started on first use. */
+static fl_informer *watch_of(watcher *w, const fl_gvr *r, const char *ns, const char *labels, const char *fields)
+{
+    char *key = fl_asprintf("%s|%s|%s|%s", r->resource, ns ? ns : "", labels ? labels : "", fields ? fields : "");
+    for (size_t i = 0; i < w->n; i++)
+        if (!strcmp(w->w[i].key, key)) {
+            free(key);
+            return w->w[i].inf;
+        }
+    fl_informer_config cfg = {
+        .client = w->cp,
+        .resource = *r,
+        .ns = ns,
+        .label_selector = labels,
+        .field_selector = fields,
+        .backoff_min_ms = 50,
+        .backoff_max_ms = 1000,
+        .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_add, .ctx = w},
+        .transform = fl_informer_drop_managed_fields,
+    };
+    fl_informer *inf = NULL;
+    fl_informer_new(&cfg, &inf);
+    fl_informer_start(inf);
+    /* its first list wakes nobody when it is empty: wait for it here (one that cannot list
+     * yet keeps counting as not acknowledged, and its list, when it comes, wakes the wait) */
+    fl_informer_wait_synced(inf, LIST_WAIT_MS);
+    w->w = fl_realloc(w->w, (w->n + 1) * sizeof *w->w);
+    w->w[w->n++] = (watched){key, inf};
+    return inf;
+}
+
+/* The one object named name in ns, from its own informer: a new reference, NULL while the
+ * informer has not listed; *gone when it listed and the object is not there. */
+static json_t *watched_object(watcher *w, const fl_gvr *r, const char *ns, const char *name, bool *gone)
+{
+    char *fields = fl_asprintf("metadata.name=%s", name);
+    fl_informer *inf = watch_of(w, r, ns, NULL, fields);
+    free(fields);
+    *gone = false;
+    if (!fl_informer_has_synced(inf))
+        return NULL;
+    json_t *obj = NULL;
+    if (fl_informer_get(inf, ns, name, &obj))
+        *gone = true;
+    return obj;
+}
+
+static void watcher_close(watcher *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        fl_informer_free(w->w[i].inf);
+        free(w->w[i].key);
+    }
+    free(w->w);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+}
+
+static void pend_all(const json_t *binding, json_t *pending)
+{
+    size_t j;
+    json_t *t;
+    json_array_foreach(json_object_get(json_object_get(binding, "spec"), "clusters"), j, t) {
+        const char *n = json_string_value(json_object_get(t, "name"));
+        if (n)
+            json_object_set_new(pending, n, json_true());
+    }
+}
+
+/* Add the clusters of binding b that have not acknowledged to pending (a set), checking the
+ * Works of the binding. */
+static void binding_pending(watcher *w, const json_t *b, bool cluster_scoped, json_t *pending)
+{
+    const char *key = cluster_scoped ? "clusterresourcebinding.karmada.io/permanent-id"
+                                     : "resourcebinding.karmada.io/permanent-id";
+    const char *id = label(b, key);
     json_t *works = json_object();
     if (id) {
-        char *sel = fl_asprintf("%s=%s", cluster_scoped ? "clusterresourcebinding.karmada.io/permanent-id"
-                                                        : "resourcebinding.karmada.io/permanent-id", id);
-        fl_list_result l = {0};
-        int rc = fl_client_list(cp, &WORKS, NULL, &(fl_list_opts){.label_selector = sel}, &l, ce);
+        char *sel = fl_asprintf("%s=%s", key, id);
+        fl_informer *inf = watch_of(w, &WORKS, NULL, sel, NULL);
         free(sel);
-        if (rc) {
+        if (!fl_informer_has_synced(inf)) {
+            pend_all(b, pending);
             json_decref(works);
-            return rc;
+            return;
         }
+        json_t *items = fl_informer_list(inf, NULL);
         size_t i;
-        json_t *w;
+        json_t *wk;
         size_t pl = strlen("karmada-es-");
-        json_array_foreach(l.items, i, w) {
-            const char *ns = json_string_value(json_object_get(json_object_get(w, "metadata"), "namespace"));
+        json_array_foreach(items, i, wk) {
+            const char *ns = json_string_value(json_object_get(json_object_get(wk, "metadata"), "namespace"));
             if (ns && !strncmp(ns, "karmada-es-", pl))
-                json_object_set(works, ns + pl, w);
+                json_object_set(works, ns + pl, wk);
         }
-        fl_list_result_close(&l);
+        json_decref(items);
     }
     fl_dispatch_rollup r;
     fl_dispatch_rollup_of(b, works, &r);
@@ -395,18 +502,22 @@ static int binding_pending(fl_client *cp, const json_t *b, bool cluster_scoped, 
     json_array_foreach(r.pending, i, n) json_object_set_new(pending, json_string_value(n), json_true());
     fl_dispatch_rollup_close(&r);
     json_decref(works);
-    return 0;
 }
 
 /* One look at the world: the clusters that have not acknowledged (a set, into pending);
- * *targets the number of clusters considered. 0, or an FL_E* code with ce. */
-static int look(const opts *o, fl_client *cp, json_t *pending, int *targets, fl_client_error *ce)
+ * *targets the number of clusters considered. 0, or 1 when the target is gone. */
+static int look(const opts *o, watcher *w, json_t *pending, int *targets)
 {
-    json_t *obj = NULL;
     *targets = 0;
-    int rc = fl_client_get(cp, &o->kind->gvr, obj_ns(o), o->name, &obj, ce);
-    if (rc)
-        return rc;
+    bool gone = false;
+    json_t *obj = watched_object(w, &o->kind->gvr, obj_ns(o), o->name, &gone);
+    if (gone)
+        return 1;
+    if (!obj) { /* not listed yet */
+        json_object_set_new(pending, o->kind->what == T_CLUSTER || o->kind->what == T_WORK ? o->name : "(not listed yet)",
+                            json_true());
+        return 0;
+    }
     const json_t *md = json_object_get(obj, "metadata");
     int64_t gen = json_integer_value(json_object_get(md, "generation"));
     switch (o->kind->what) {
@@ -434,7 +545,7 @@ static int look(const opts *o, fl_client *cp, json_t *pending, int *targets, fl_
     case T_BINDING: {
         const json_t *spec = json_object_get(obj, "spec");
         *targets = (int)json_array_size(json_object_get(spec, "clusters"));
-        rc = binding_pending(cp, obj, !o->kind->namespaced, pending, ce);
+        binding_pending(w, obj, !o->kind->namespaced, pending);
         break;
     }
     case T_POLICY: {
@@ -447,33 +558,28 @@ static int look(const opts *o, fl_client *cp, json_t *pending, int *targets, fl_
         char *sel = fl_asprintf("%s=%s", cpp ? "clusterpropagationpolicy.karmada.io/permanent-id"
                                               : "propagationpolicy.karmada.io/permanent-id", id);
         json_t *want = dispatch_part(json_object_get(json_object_get(obj, "spec"), "suspension"));
-        for (int pass = 0; pass < (cpp ? 2 : 1) && !rc; pass++) {
+        for (int pass = 0; pass < (cpp ? 2 : 1); pass++) {
             bool crb = pass == 1;
-            fl_list_result l = {0};
-            rc = fl_client_list(cp, crb ? &CRBS : &RBS, cpp ? NULL : o->ns, &(fl_list_opts){.label_selector = sel},
-                                &l, ce);
+            fl_informer *inf = watch_of(w, crb ? &CRBS : &RBS, cpp ? NULL : o->ns, sel, NULL);
+            if (!fl_informer_has_synced(inf)) {
+                json_object_set_new(pending, "(not listed yet)", json_true());
+                continue;
+            }
+            json_t *items = fl_informer_list(inf, NULL);
             size_t i;
             json_t *b;
-            json_array_foreach(l.items, i, b) {
-                if (rc)
-                    break;
+            json_array_foreach(items, i, b) {
                 const json_t *bspec = json_object_get(b, "spec");
                 *targets += (int)json_array_size(json_object_get(bspec, "clusters"));
                 json_t *have = dispatch_part(json_object_get(bspec, "suspension"));
                 bool copied = fl_json_same(have, want);
                 json_decref(have);
-                if (!copied) { /* the detector has not copied the suspension yet: all its clusters wait */
-                    size_t j;
-                    json_t *t;
-                    json_array_foreach(json_object_get(bspec, "clusters"), j, t) if (json_string_value(
-                        json_object_get(t, "name"))) json_object_set_new(pending,
-                                                                          json_string_value(json_object_get(t, "name")),
-                                                                          json_true());
-                    continue;
-                }
-                rc = binding_pending(cp, b, crb, pending, ce);
+                if (!copied) /* the detector has not copied the suspension yet: all its clusters wait */
+                    pend_all(b, pending);
+                else
+                    binding_pending(w, b, crb, pending);
             }
-            fl_list_result_close(&l);
+            json_decref(items);
         }
         json_decref(want);
         free(sel);
@@ -481,7 +587,7 @@ static int look(const opts *o, fl_client *cp, json_t *pending, int *targets, fl_
     }
     }
     json_decref(obj);
-    return rc;
+    return 0;
 }
 
 /* "a, b, c" from a set, sorted */
@@ -510,19 +616,24 @@ static char *set_names(const json_t *set)
 
 static int wait_ack(const opts *o, fl_client *cp)
 {
+    watcher w = {.cp = cp};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
     int64_t start = now_ms(), last_print = 0;
     char *last = NULL;
+    int rc;
     for (;;) {
+        pthread_mutex_lock(&w.mu);
+        uint64_t seen = w.changes;
+        pthread_mutex_unlock(&w.mu);
         json_t *pending = json_object();
         int targets = 0;
-        fl_client_error ce = {0};
-        int rc = look(o, cp, pending, &targets, &ce);
-        int64_t t = now_ms();
-        if (rc) {
+        if (look(o, &w, pending, &targets)) {
             json_decref(pending);
-            free(last);
-            return fail(o, "waiting: %s", errmsg(&ce, rc));
+            rc = fail(o, "waiting: %s %s is gone", o->kind->qualified, o->name);
+            break;
         }
+        int64_t t = now_ms();
         char *names = set_names(pending);
         int np = (int)json_object_size(pending);
         json_decref(pending);
@@ -530,15 +641,15 @@ static int wait_ack(const opts *o, fl_client *cp)
             printf("%s %s %s: acknowledged by %d cluster%s in %.3fs\n", o->kind->qualified, o->name,
                    o->suspend ? "suspended" : "resumed", targets, targets == 1 ? "" : "s", (double)(t - start) / 1000);
             free(names);
-            free(last);
-            return 0;
+            rc = 0;
+            break;
         }
         if (t - start >= o->timeout_ms) {
             fail(o, "timed out after %.1fs: not acknowledged by %d of %d cluster%s: %s", (double)o->timeout_ms / 1000,
                  np, targets, targets == 1 ? "" : "s", names);
             free(names);
-            free(last);
-            return 1;
+            rc = 1;
+            break;
         }
         /* progress: when the waiting set changes, and every few seconds */
         if (!last || strcmp(last, names) || t - last_print >= 5000) {
@@ -552,9 +663,23 @@ static int wait_ack(const opts *o, fl_client *cp)
         } else {
             free(names);
         }
-        int64_t waited = now_ms() - start;
-        sleep_ms(waited < 500 ? POLL_MS : waited < 2000 ? 100 : POLL_MAX_MS);
+        /* until an informer sees a change, the timeout, or a progress line is due */
+        int64_t until = start + o->timeout_ms;
+        if (until > t + PROGRESS_MS)
+            until = t + PROGRESS_MS;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (until - t) * 1000000LL;
+        ts.tv_sec += (time_t)(ns / 1000000000LL);
+        ts.tv_nsec = (long)(ns % 1000000000LL);
+        pthread_mutex_lock(&w.mu);
+        while (w.changes == seen && pthread_cond_timedwait(&w.cv, &w.mu, &ts) == 0)
+            ;
+        pthread_mutex_unlock(&w.mu);
     }
+    free(last);
+    watcher_close(&w);
+    return rc;
 }
 
 int fl_ctl_suspend(bool suspend, int argc, char **argv)
