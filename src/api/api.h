@@ -51,10 +51,15 @@ typedef struct fl_req {
                                 * a trusted caller (in-process, or authentication off): not authorized */
     const char *body;          /* request body (NUL-terminated), may be NULL */
     size_t body_len;
+    const json_t *body_obj;    /* in process, a create or update: the body as an object instead
+                                * (borrowed, read-only; fl_req_body_object copies it) */
+    bool want_obj;             /* in process: answer a create or update with resp_obj */
     /* output */
     int code;                  /* HTTP status */
     char *resp;                /* heap body (caller frees) */
     size_t resp_len;
+    json_t *resp_obj;          /* with want_obj, a successful create or update: the object as
+                                * stored, instead of resp (a reference the caller owns) */
     const char *resp_type;     /* static content type */
     const char *retry_after;   /* static; set for 429 */
     char *warnings;            /* heap, may be NULL: one Warning header per line */
@@ -82,7 +87,8 @@ void fl_api_stream_cancel(fl_api_stream *s);
 
 /* fl_client_local.serve for an fl_api (ctx): one request as http.c would hand it over. */
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
-                        const char *user_agent, const char *body, size_t body_len, fl_client_local_resp *out);
+                        const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
+                        bool want_obj, fl_client_local_resp *out);
 /* A client of api through fl_api_local_serve (see fl_client_new_local): what the server's
  * controllers use. api must outlive it. Free with fl_client_free. */
 fl_client *fl_api_local_client(fl_api *api, const char *user_agent);

@@ -43,6 +43,8 @@ static bool is_yaml(const char *ct)
 
 json_t *fl_req_body_object(fl_req *r, const fl_target *t)
 {
+    if (json_is_object(r->body_obj))
+        return json_deep_copy(r->body_obj);
     if (!r->body || !r->body_len) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "the request body is empty; expected a %s object",
                        t->kind->kind);
@@ -201,9 +203,84 @@ static int store_put(fl_api *api, int type, const char *key, int64_t prev_rev, j
     return store_put_blob(api, type, key, prev_rev, obj, NULL);
 }
 
-static void resp_blob(fl_req *r, int code, fl_blob *b)
+/* ---- the objects last written, decoded ----
+ * An update starts from the stored object, and decoding its bytes was a sixth of what a
+ * write cost. That object was usually written moments before by this process (a controller
+ * writes a Work, then its executor the Work's status), so the objects last written are kept
+ * decoded, each with the stored blob it was rendered to. The store hands out the blob it
+ * holds for a key, and a slot holds a reference to its blob (the address is never reused
+ * meanwhile): a stored value that is the slot's blob is the slot's object, exactly. Objects
+ * in here are read-only. A small fixed table: a slot is replaced by the next key hashing to it. */
+#define RECENT_SLOTS 512
+
+typedef struct recent_slot {
+    fl_blob *blob;
+    json_t *obj;
+} recent_slot;
+
+static pthread_mutex_t recent_mu = PTHREAD_MUTEX_INITIALIZER;
+static recent_slot recent[RECENT_SLOTS];
+
+static size_t recent_index(const char *key)
 {
-    fl_resp_raw(r, code, b->data, b->len);
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h % RECENT_SLOTS;
+}
+
+/* The decoded object stored as b under key (a new reference, read-only), or NULL. */
+static json_t *recent_get(const char *key, const fl_blob *b)
+{
+    recent_slot *s = &recent[recent_index(key)];
+    json_t *obj = NULL;
+    pthread_mutex_lock(&recent_mu);
+    if (s->blob == b)
+        obj = json_incref(s->obj);
+    pthread_mutex_unlock(&recent_mu);
+    return obj;
+}
+
+/* Remember obj (no longer to be changed by anyone) as what b, stored under key, decodes to. */
+static void recent_put(const char *key, fl_blob *b, json_t *obj)
+{
+    recent_slot *s = &recent[recent_index(key)];
+    recent_slot old;
+    pthread_mutex_lock(&recent_mu);
+    old = *s;
+    s->blob = fl_blob_ref(b);
+    s->obj = json_incref(obj);
+    pthread_mutex_unlock(&recent_mu);
+    fl_blob_unref(old.blob);
+    json_decref(old.obj);
+}
+
+/* Answer with what was stored: the bytes b, or for an in-process caller that asked, obj
+ * itself (which carries what the bytes say, resourceVersion included); an in-process
+ * caller that did not ask gets no body. Unless the caller takes obj, it is remembered as
+ * what b decodes to (key NULL: not, the object is gone). */
+static void resp_stored(fl_req *r, const char *key, int code, fl_blob *b, json_t *obj)
+{
+    if (key && !r->want_obj)
+        recent_put(key, b, obj); /* the caller does not get obj: nobody changes it now */
+    if (r->body_obj && !r->want_obj) {
+        /* an in-process caller that does not read the answer */
+        free(r->resp);
+        r->resp = NULL;
+        r->resp_len = 0;
+        r->code = code;
+        r->resp_type = "application/json";
+    } else if (r->want_obj) {
+        free(r->resp);
+        r->resp = NULL;
+        r->resp_len = 0;
+        json_decref(r->resp_obj);
+        r->code = code;
+        r->resp_obj = json_incref(obj);
+        r->resp_type = "application/json";
+    } else {
+        fl_resp_raw(r, code, b->data, b->len);
+    }
     fl_blob_unref(b);
 }
 
@@ -647,7 +724,7 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
         goto out;
     }
     track_owned(NULL, obj);
-    resp_blob(r, 201, stored);
+    resp_stored(r, key, 201, stored, obj);
 out:
     free(key);
     json_decref(obj);
@@ -661,6 +738,7 @@ out:
 typedef json_t *(*mutate_fn)(void *ctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned_rv);
 
 static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj);
+static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned);
 static void apply_patch(fl_api *api, fl_req *r, const fl_target *t);
 static int delete_dependents(fl_api *api, const fl_kind *k, const json_t *owner, const char *policy);
 
@@ -722,10 +800,11 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
         else
             json_object_del(meta, keep[i]);
     }
+    /* (copies: cur may be a shared, read-only object, and out will be changed) */
     if (k->has_status) {
         json_t *st = json_object_get(cur, "status");
         if (st)
-            json_object_set(out, "status", st);
+            json_object_set_new(out, "status", json_deep_copy(st));
         else
             json_object_del(out, "status");
     }
@@ -733,8 +812,8 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
         /* spec.finalizers change only through /finalize */
         json_t *spec = json_object_get(cur, "spec");
         if (spec)
-            json_object_set(out, "spec", spec);
-        json_object_set(out, "status", json_object_get(cur, "status"));
+            json_object_set_new(out, "spec", json_deep_copy(spec));
+        json_object_set_new(out, "status", json_deep_copy(json_object_get(cur, "status")));
     }
     if (content_changed(k, cur, out)) {
         json_int_t g = json_integer_value(json_object_get(cmeta, "generation"));
@@ -758,7 +837,9 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_store_error(r, rc, t);
             break;
         }
-        json_t *cur = fl_json_load(kv.value->data, kv.value->len);
+        json_t *cur = recent_get(key, kv.value);
+        if (!cur)
+            cur = fl_json_load(kv.value->data, kv.value->len);
         fl_blob_unref(kv.value);
         if (!cur) {
             fl_resp_store_error(r, FL_EIO, t);
@@ -787,7 +868,9 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
         }
         if (fn != mutate_apply_fn)
             record_update(r, k, cur, obj);
-        if (check_object(r, t, obj, cur, true)) {
+        /* a PUT's body had its types checked on arrival, and what the merge takes from the
+         * stored object was checked when that was written */
+        if (check_object(r, t, obj, cur, fn != mutate_put)) {
             json_decref(cur);
             json_decref(obj);
             break;
@@ -844,7 +927,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_json(r, 200, fl_scale_view(k, obj));
             fl_blob_unref(stored);
         } else {
-            resp_blob(r, 200, stored);
+            resp_stored(r, finalized ? NULL : key, 200, stored, obj);
         }
         json_decref(obj);
         free(key);
@@ -858,13 +941,18 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
 /* ---- PUT ---- */
 
 typedef struct put_ctx {
-    json_t *body;
+    json_t *own;    /* the request's object, ours to change: the first attempt takes it */
 } put_ctx;
 
 static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned)
 {
     put_ctx *c = vctx;
-    json_t *in = json_deep_copy(c->body);
+    /* the object to change: the body decoded on arrival, then (a retry after a lost race,
+     * or a scale) decoded again */
+    json_t *in = c->own ? c->own : fl_req_body_object(r, t);
+    c->own = NULL;
+    if (!in)
+        return NULL;
     const char *name = fl_obj_str(in, "metadata", "name");
     if (name && strcmp(name, t->name)) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "the name of the object (%s) does not match the name on the URL (%s)",
@@ -898,16 +986,17 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
 {
     if (check_field_validation_mode(r, t, "UpdateOptions"))
         return;
-    json_t *body = fl_req_body_object(r, t);
+    /* an in-process caller's object is read in place; one decoded from bytes is ours to
+     * change once (kept unchanged until then, for retries to copy) */
+    json_t *body = json_is_object(r->body_obj) ? json_incref((json_t *)r->body_obj) : fl_req_body_object(r, t);
     if (!body)
         return;
+    put_ctx c = {NULL};
     if (!strcmp(t->sub, "scale")) {
-        if (!json_is_integer(json_object_get(json_object_get(body, "spec"), "replicas"))) {
+        if (!json_is_integer(json_object_get(json_object_get(body, "spec"), "replicas")))
             fl_resp_status(r, 400, "BadRequest", t, NULL, "spec.replicas: expected integer");
-        } else {
-            put_ctx c = {body};
+        else
             guaranteed_update(api, r, t, mutate_put, &c);
-        }
         json_decref(body);
         return;
     }
@@ -917,8 +1006,9 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
             fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
             free(msg);
         } else {
-            put_ctx c = {body};
+            c.own = r->body_obj ? json_deep_copy(body) : json_incref(body);
             guaranteed_update(api, r, t, mutate_put, &c);
+            json_decref(c.own);
         }
     }
     json_decref(body);
@@ -1373,7 +1463,9 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
         rc = fl_store_get(api->store, key, &kv);
         if (rc)
             break;
-        json_t *cur = fl_json_load(kv.value->data, kv.value->len);
+        json_t *cur = recent_get(key, kv.value);
+        if (!cur)
+            cur = fl_json_load(kv.value->data, kv.value->len);
         fl_blob_unref(kv.value);
         if (!cur) {
             rc = FL_EIO;

@@ -65,7 +65,8 @@ static double now_s(void)
 }
 
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
-                        const char *user_agent, const char *body, size_t body_len, fl_client_local_resp *out)
+                        const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
+                        bool want_obj, fl_client_local_resp *out)
 {
     double t0 = now_s();
     memset(out, 0, sizeof *out);
@@ -82,6 +83,8 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     char *b = body ? fl_strndup(body, body_len) : NULL;
     r.body = b;
     r.body_len = body_len;
+    r.body_obj = body_obj;
+    r.want_obj = want_obj;
     if (qm)
         parse_query(&r, qm + 1);
     fl_api_handle(api, &r);
@@ -95,6 +98,7 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     out->code = r.code;
     out->body = r.resp;
     out->len = r.resp_len;
+    out->obj = r.resp_obj;
     out->stream = r.stream;
     fl_metrics_request(r.verb ? r.verb : method, r.resource, r.code, now_s() - t0);
     free(p);

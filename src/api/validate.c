@@ -425,19 +425,28 @@ typedef struct pathbuf {
     size_t n;
 } pathbuf;
 
-static size_t path_push(pathbuf *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static size_t path_push(pathbuf *p, const char *fmt, ...)
+/* Append pre, s and post (any may be ""), truncating at the buffer's end; returns the
+ * length to pop back to. Plain copies: every field of every object written passes here. */
+static size_t path_add(pathbuf *p, const char *pre, const char *s, const char *post)
 {
     size_t saved = p->n;
-    if (p->n < sizeof p->s - 1) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(p->s + p->n, sizeof p->s - p->n, fmt, ap);
-        va_end(ap);
-        if (w > 0)
-            p->n = p->n + (size_t)w < sizeof p->s ? p->n + (size_t)w : sizeof p->s - 1;
+    const char *parts[3] = {pre, s, post};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(parts[i]);
+        if (n > sizeof p->s - 1 - p->n)
+            n = sizeof p->s - 1 - p->n;
+        memcpy(p->s + p->n, parts[i], n);
+        p->n += n;
     }
+    p->s[p->n] = '\0';
     return saved;
+}
+
+static size_t path_index(pathbuf *p, size_t i)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%zu", i);
+    return path_add(p, "[", num, "]");
 }
 
 static void path_pop(pathbuf *p, size_t saved)
@@ -451,8 +460,8 @@ static void path_pop(pathbuf *p, size_t saved)
 static size_t path_key(pathbuf *p, const char *key, bool map_key)
 {
     if (map_key)
-        return path_push(p, "[%s]", key);
-    return path_push(p, "%s%s", p->n ? "." : "", key);
+        return path_add(p, "[", key, "]");
+    return path_add(p, p->n ? "." : "", key, "");
 }
 
 static const char *json_type_name(const json_t *v)
@@ -560,7 +569,7 @@ static int walk_field(const fl_field *f, const json_t *v, const char *rest, path
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
-            size_t s = path_push(p, "[%zu]", i);
+            size_t s = path_index(p, i);
             int rc = walk_field(f, e, rest, p, msg);
             path_pop(p, s);
             if (rc)
@@ -633,7 +642,8 @@ static int check_string_list(const json_t *obj, const char *key, pathbuf *p, cha
     json_t *e;
     json_array_foreach(list, i, e) {
         if (!json_is_string(e)) {
-            size_t s = path_push(p, "metadata.%s[%zu]", key, i);
+            size_t s = path_add(p, "metadata.", key, "");
+            path_index(p, i);
             int rc = type_error(msg, p, "string", e);
             path_pop(p, s);
             return rc;
@@ -695,7 +705,7 @@ static int walk_schema(const json_t *schema, const json_t *v, pathbuf *p, char *
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
-            size_t s = path_push(p, "[%zu]", i);
+            size_t s = path_index(p, i);
             int rc = walk_schema(items, e, p, msg, depth + 1);
             path_pop(p, s);
             if (rc)

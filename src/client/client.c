@@ -429,6 +429,7 @@ typedef struct xfer {
     bool stopped;       /* fn or an ERROR event ended the stream */
     int watch_rc;
     fl_client_error *err;
+    json_t *obj;        /* in process: the answer as an object (owned), instead of body */
 } xfer;
 
 static void fill_err(fl_client_error *err, long http, const char *reason, const char *field, const char *msg)
@@ -599,6 +600,8 @@ typedef struct req {
     const char *content_type;
     const char *body;
     size_t body_len;
+    const json_t *body_obj; /* instead of body, for the in-process transport (borrowed) */
+    bool want_obj;      /* in process: take the answer as an object when the server has one */
     bool watch;
     int timeout_ms;     /* 0 = none */
 } req;
@@ -680,8 +683,10 @@ static CURLcode run_local(fl_client *c, const req *r, xfer *x, fl_client_cancel 
         return CURLE_ABORTED_BY_CALLBACK;
     }
     fl_client_local_resp resp = {0};
-    c->local.serve(c->local.ctx, r->method, r->path, r->content_type, c->user_agent, r->body, r->body_len, &resp);
+    c->local.serve(c->local.ctx, r->method, r->path, r->content_type, c->user_agent, r->body, r->body_len,
+                   r->body_obj, r->want_obj, &resp);
     x->code = resp.code;
+    x->obj = resp.obj;
     if (resp.body) {
         feed(x, resp.body, resp.len);
         free(resp.body);
@@ -755,7 +760,10 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
             rc = res == CURLE_OPERATION_TIMEDOUT ? FL_ETIMEDOUT : FL_EIO;
         } else if (x->code >= 200 && x->code < 300) {
             rc = 0;
-            if (out && x->body.len && !x->watch) {
+            if (out && x->obj) {
+                *out = x->obj;
+                x->obj = NULL;
+            } else if (out && x->body.len && !x->watch) {
                 json_error_t je;
                 *out = json_loadb(x->body.p, x->body.len, JSON_DECODE_ANY, &je);
                 if (!*out) {
@@ -780,6 +788,8 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
                 else
                     nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}, NULL);
                 if (!stop) {
+                    json_decref(x->obj);
+                    x->obj = NULL;
                     x->body.len = 0;
                     x->code = 0;
                     x->scan = 0;
@@ -791,6 +801,8 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
     }
     free(x->body.p);
     x->body = (sbuf){0};
+    json_decref(x->obj);
+    x->obj = NULL;
     return rc;
 }
 
@@ -964,6 +976,13 @@ static void write_query(sbuf *p, const char *field_manager, bool dry_run)
 static int send_obj(fl_client *c, const char *method, const char *path, const json_t *obj, json_t **out,
                     fl_client_error *err)
 {
+    if (c->local.serve && json_is_object(obj)) {
+        /* in process: the object itself, and the answer as one */
+        req r = {.method = method, .path = path, .content_type = "application/json", .body_obj = obj,
+                 .want_obj = out != NULL, .timeout_ms = c->timeout_ms};
+        xfer x = {0};
+        return perform(c, &r, NULL, &x, out, err);
+    }
     char *body = json_dumps(obj, JSON_COMPACT);
     if (!body) {
         if (out)

@@ -81,14 +81,20 @@ typedef struct fl_client_local_resp {
     int code;           /* HTTP status */
     char *body;         /* heap (the client frees it), or NULL; for a watch answered 200: NULL */
     size_t len;
+    json_t *obj;        /* asked for with want_obj: the answer as an object (the client owns the
+                         * reference), instead of body; NULL when the server answered in bytes */
     void *stream;       /* a watch answered 200: pull its bytes with stream_read */
 } fl_client_local_resp;
 
 typedef struct fl_client_local {
     /* Serve one request: path with its query string as on the wire ("/api/v1/...?a=b"),
-     * content_type and user_agent may be NULL. Fills *out. Many threads at once. */
+     * content_type and user_agent may be NULL. The body comes as bytes, or (a create or an
+     * update) as body_obj, borrowed and read-only: no encoding and decoding in between.
+     * want_obj: the caller wants the answer as an object (out->obj) where the server has
+     * one. Fills *out. Many threads at once. */
     void (*serve)(void *ctx, const char *method, const char *path, const char *content_type,
-                  const char *user_agent, const char *body, size_t body_len, fl_client_local_resp *out);
+                  const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
+                  bool want_obj, fl_client_local_resp *out);
     /* Block until the stream has bytes (copied into buf, at most cap; returns how many) or
      * ends (0). */
     size_t (*stream_read)(void *stream, char *buf, size_t cap);

@@ -8,12 +8,16 @@
  * small open hash that forgets its oldest entries first (a ring of insertion order). */
 #include "controllers/events.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/err.h"
 #include "core/log.h"
@@ -21,6 +25,7 @@
 #include "core/timefmt.h"
 
 #define REPEAT_WINDOW_MS (10 * 60 * 1000)
+#define WRITER_NICE 10
 
 static const fl_gvr EVENTS = {"v1", "events"};
 
@@ -130,6 +135,11 @@ static void *writer(void *arg)
 {
     fl_recorder *r = arg;
     int64_t drain_until = 0;
+    /* Events are best effort: on a busy machine the work they report goes first. The
+     * in-process client serves a request on the calling thread, so this thread's nice
+     * value covers the server's handling of the write too (all but the store's commit). */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WRITER_NICE) != 0)
+        fl_log(FL_LOG_DEBUG, "events", "could not lower the writer's priority: %s", strerror(errno));
     for (;;) {
         pthread_mutex_lock(&r->mu);
         while (!r->head && !r->closing)
