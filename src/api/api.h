@@ -53,7 +53,8 @@ typedef struct fl_req {
     size_t body_len;
     const json_t *body_obj;    /* in process, a create or update: the body as an object instead
                                 * (borrowed, read-only; fl_req_body_object copies it) */
-    bool want_obj;             /* in process: answer a create or update with resp_obj */
+    bool want_obj;             /* in process: answer a create or update with resp_obj, and a
+                                * watch with objects (fl_api_stream_next) */
     /* output */
     int code;                  /* HTTP status */
     char *resp;                /* heap body (caller frees) */
@@ -78,6 +79,10 @@ const char *fl_req_query(const fl_req *req, const char *key);
 /* Pull the next chunk of a watch stream into buf (at most cap bytes). Blocks until data
  * is ready or the stream ends. Returns bytes written (>0), 0 at end of stream. */
 size_t fl_api_stream_read(fl_api_stream *s, char *buf, size_t cap);
+/* The same for a watch asked with want_obj (in process): the next event as its type
+ * ("ADDED", ... "ERROR"; static) and object (a new reference: the top level and metadata are
+ * the caller's to change, everything below is shared and read-only). 1, or 0 at the end. */
+int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj);
 void fl_api_stream_free(fl_api_stream *s);
 /* Make a blocked fl_api_stream_read return 0 soon, and every later one at once. Any
  * thread, while the stream is not freed. */

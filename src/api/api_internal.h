@@ -57,6 +57,10 @@ const char *fl_scale_spec_path(const fl_kind *k);
 void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_list(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t);
+
+/* The object a stored value b (under key) decodes to: a new reference, read-only (it may be
+ * the one the API last wrote there, shared); NULL when the bytes are not JSON. */
+json_t *fl_api_decoded(const char *key, const fl_blob *b);
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_update(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t);

@@ -123,7 +123,7 @@ static bool filter_match(const filter *f, const char *key, const fl_blob *v, jso
         return true;
     json_t *obj = *parsed;
     if (!obj) {
-        obj = fl_json_load(v->data, v->len);
+        obj = fl_api_decoded(key, v);
         *parsed = obj;
     }
     if (!obj)
@@ -354,6 +354,12 @@ struct fl_api_stream {
     buf pending;
     size_t pending_off;
     bool done;
+    bool objects;              /* want_obj: events go to evq as objects, not to pending */
+    struct {
+        const char *type;
+        json_t *obj;
+    } *evq;
+    size_t nq, capq, qoff;
     atomic_bool cancelled;     /* fl_api_stream_cancel: end at the next look */
     double last_activity;      /* monotonic seconds of the last event sent (for bookmarks) */
     /* keys currently matching a filtered watch: to turn updates that stop matching into
@@ -369,8 +375,40 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void emit(fl_api_stream *s, const char *type, const char *data, size_t len)
+/* An event's object for an in-process watcher: its own top level and metadata (which an
+ * informer's transform may trim), the rest shared with obj. */
+static json_t *event_view(const json_t *obj)
 {
+    json_t *v = json_object();
+    json_object_update(v, (json_t *)obj);
+    json_t *md = json_object_get(obj, "metadata");
+    if (json_is_object(md)) {
+        json_t *m = json_object();
+        json_object_update(m, md);
+        json_object_set_new(v, "metadata", m);
+    }
+    return v;
+}
+
+/* Queue one event: type, and the object as bytes (data, len), stored as blob under key when
+ * it is a stored value (key and blob NULL for bookmarks and errors). */
+static void emit(fl_api_stream *s, const char *type, const char *key, const fl_blob *blob, const char *data,
+                 size_t len)
+{
+    if (s->objects) {
+        json_t *obj = blob ? fl_api_decoded(key, blob) : fl_json_load(data, len);
+        if (!obj)
+            return;
+        if (s->nq == s->capq) {
+            s->capq = s->capq ? s->capq * 2 : 16;
+            s->evq = fl_realloc(s->evq, s->capq * sizeof *s->evq);
+        }
+        s->evq[s->nq].type = type;
+        s->evq[s->nq].obj = event_view(obj);
+        s->nq++;
+        json_decref(obj);
+        return;
+    }
     buf_adds(&s->pending, "{\"type\":\"");
     buf_adds(&s->pending, type);
     buf_adds(&s->pending, "\",\"object\":");
@@ -396,7 +434,7 @@ static void emit_bookmark(fl_api_stream *s, int64_t rev, bool initial_end)
     char *o = fl_asprintf("{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"%s}}",
                           s->kind->kind, s->kind->api_version, (long long)rev,
                           initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
-    emit(s, "BOOKMARK", o, strlen(o));
+    emit(s, "BOOKMARK", NULL, NULL, o, strlen(o));
     free(o);
 }
 
@@ -406,7 +444,7 @@ static void emit_expired(fl_api_stream *s, const char *msg)
                            "status", "Failure", "message", msg, "reason", "Expired", "code", 410);
     char *txt = fl_json_dumps(st, NULL);
     json_decref(st);
-    emit(s, "ERROR", txt, strlen(txt));
+    emit(s, "ERROR", NULL, NULL, txt, strlen(txt));
     free(txt);
     s->done = true;
 }
@@ -448,7 +486,7 @@ static bool initial_cb(void *vctx, const char *key, const fl_kv *kv)
     json_t *parsed = NULL;
     if (filter_match(&s->f, key, kv->value, &parsed)) {
         if (ic->emit)
-            emit(s, "ADDED", kv->value->data, kv->value->len);
+            emit(s, "ADDED", key, kv->value, kv->value->data, kv->value->len);
         if (filter_active(&s->f))
             seen_add(s, key);
     }
@@ -469,23 +507,23 @@ static void relay(fl_api_stream *s, const fl_event *ev)
         if (match) {
             const char *type =
                 ev->type == FL_EV_DELETE ? "DELETED" : ev->type == FL_EV_PUT_CREATE ? "ADDED" : "MODIFIED";
-            emit(s, type, ev->value->data, ev->value->len);
+            emit(s, type, ev->key, ev->value, ev->value->data, ev->value->len);
         }
         return;
     }
     ssize_t at = seen_find(s, ev->key);
     if (ev->type == FL_EV_DELETE) {
         if (match || at >= 0)
-            emit(s, "DELETED", ev->value->data, ev->value->len);
+            emit(s, "DELETED", ev->key, ev->value, ev->value->data, ev->value->len);
         if (at >= 0)
             seen_del(s, at);
         return;
     }
     if (match) {
-        emit(s, at >= 0 ? "MODIFIED" : "ADDED", ev->value->data, ev->value->len);
+        emit(s, at >= 0 ? "MODIFIED" : "ADDED", ev->key, ev->value, ev->value->data, ev->value->len);
         seen_add(s, ev->key);
     } else if (at >= 0) {
-        emit(s, "DELETED", ev->value->data, ev->value->len);
+        emit(s, "DELETED", ev->key, ev->value, ev->value->data, ev->value->len);
         seen_del(s, at);
     }
 }
@@ -500,6 +538,7 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
         return;
     }
     s->table = fl_req_wants_table(r);
+    s->objects = r->want_obj && !s->table;
     const char *bm = fl_req_query(r, "allowWatchBookmarks");
     s->bookmarks = fl_query_true(bm);
     const char *to = fl_req_query(r, "timeoutSeconds");
@@ -594,6 +633,44 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
     r->stream = s;
 }
 
+/* Wait for the next store event (or the time for a bookmark) and relay it. false when the
+ * stream has ended. */
+static bool stream_pull(fl_api_stream *s)
+{
+    if (s->done || s->api->stopping || !s->w || atomic_load(&s->cancelled))
+        return false;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double left = (double)(s->deadline.tv_sec - now.tv_sec) + (s->deadline.tv_nsec - now.tv_nsec) / 1e9;
+    if (left <= 0)
+        return false;
+    int wait_ms = (int)(left * 1000) + 1;
+    int bmi = s->api->bookmark_interval_ms > 0 ? s->api->bookmark_interval_ms : 60000;
+    if (wait_ms > bmi)
+        wait_ms = bmi;
+    if (wait_ms > 1000)
+        wait_ms = 1000;  /* wake at least once a second to notice shutdown */
+    fl_event *ev = NULL;
+    int rc = fl_watch_next(s->w, &ev, wait_ms);
+    if (rc == 0) {
+        relay(s, ev);
+        return true;
+    }
+    if (rc == FL_ETIMEDOUT) {
+        if (s->bookmarks && now_s() - s->last_activity >= bmi / 1000.0) {
+            s->last_activity = now_s();
+            int64_t head = fl_store_rev(s->api->store);
+            emit_bookmark(s, head > s->last_rev ? head : s->last_rev, false);
+        }
+        return true;
+    }
+    if (rc == FL_EEXPIRED) {
+        emit_expired(s, "watch fell too far behind; re-list and watch again");
+        return true;
+    }
+    return false; /* closed */
+}
+
 size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
 {
     for (;;) {
@@ -607,38 +684,23 @@ size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
                 s->pending.len = s->pending_off = 0;
             return n;
         }
-        if (s->done || s->api->stopping || !s->w || atomic_load(&s->cancelled))
+        if (!stream_pull(s))
             return 0;
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double left = (double)(s->deadline.tv_sec - now.tv_sec) + (s->deadline.tv_nsec - now.tv_nsec) / 1e9;
-        if (left <= 0)
+    }
+}
+
+int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj)
+{
+    for (;;) {
+        if (s->qoff < s->nq) {
+            *type = s->evq[s->qoff].type;
+            *obj = s->evq[s->qoff].obj;
+            if (++s->qoff == s->nq)
+                s->nq = s->qoff = 0;
+            return 1;
+        }
+        if (!stream_pull(s))
             return 0;
-        int wait_ms = (int)(left * 1000) + 1;
-        int bmi = s->api->bookmark_interval_ms > 0 ? s->api->bookmark_interval_ms : 60000;
-        if (wait_ms > bmi)
-            wait_ms = bmi;
-        if (wait_ms > 1000)
-            wait_ms = 1000;  /* wake at least once a second to notice shutdown */
-        fl_event *ev = NULL;
-        int rc = fl_watch_next(s->w, &ev, wait_ms);
-        if (rc == 0) {
-            relay(s, ev);
-            continue;
-        }
-        if (rc == FL_ETIMEDOUT) {
-            if (s->bookmarks && now_s() - s->last_activity >= bmi / 1000.0) {
-                s->last_activity = now_s();
-                int64_t head = fl_store_rev(s->api->store);
-                emit_bookmark(s, head > s->last_rev ? head : s->last_rev, false);
-            }
-            continue;
-        }
-        if (rc == FL_EEXPIRED) {
-            emit_expired(s, "watch fell too far behind; re-list and watch again");
-            continue;
-        }
-        return 0; /* closed */
     }
 }
 
@@ -656,6 +718,9 @@ void fl_api_stream_free(fl_api_stream *s)
     fl_watch_free(s->w);
     filter_close(&s->f);
     free(s->pending.p);
+    for (size_t i = s->qoff; i < s->nq; i++)
+        json_decref(s->evq[i].obj);
+    free(s->evq);
     for (size_t i = 0; i < s->nseen; i++)
         free(s->seen[i]);
     free(s->seen);

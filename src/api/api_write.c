@@ -241,6 +241,12 @@ static json_t *recent_get(const char *key, const fl_blob *b)
     return obj;
 }
 
+json_t *fl_api_decoded(const char *key, const fl_blob *b)
+{
+    json_t *obj = recent_get(key, b);
+    return obj ? obj : fl_json_load(b->data, b->len);
+}
+
 /* Remember obj (no longer to be changed by anyone) as what b, stored under key, decodes to. */
 static void recent_put(const char *key, fl_blob *b, json_t *obj)
 {
@@ -837,9 +843,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_store_error(r, rc, t);
             break;
         }
-        json_t *cur = recent_get(key, kv.value);
-        if (!cur)
-            cur = fl_json_load(kv.value->data, kv.value->len);
+        json_t *cur = fl_api_decoded(key, kv.value);
         fl_blob_unref(kv.value);
         if (!cur) {
             fl_resp_store_error(r, FL_EIO, t);

@@ -109,6 +109,11 @@ static size_t stream_read(void *s, char *buf, size_t cap)
     return fl_api_stream_read(s, buf, cap);
 }
 
+static int stream_next(void *s, const char **type, json_t **obj)
+{
+    return fl_api_stream_next(s, type, obj);
+}
+
 static void stream_cancel(void *s)
 {
     fl_api_stream_cancel(s);
@@ -123,6 +128,7 @@ fl_client *fl_api_local_client(fl_api *api, const char *user_agent)
 {
     fl_client_local srv = {.serve = fl_api_local_serve,
                            .stream_read = stream_read,
+                           .stream_next = stream_next,
                            .stream_cancel = stream_cancel,
                            .stream_free = stream_free,
                            .ctx = api};

@@ -478,19 +478,13 @@ static int status_error(long code, const json_t *st, const char *raw, size_t raw
     return map_http(code, reason);
 }
 
-static int deliver_line(xfer *x, const char *line, size_t n)
+/* Hand one watch event to the callback (or end the watch on an ERROR event). ev_ok: the
+ * event was well-formed JSON. */
+static int deliver_event(xfer *x, const char *type, json_t *obj, bool ev_ok)
 {
-    while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
-        n--;
-    if (!n)
-        return 0;
-    json_error_t je;
-    json_t *ev = json_loadb(line, n, 0, &je);
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    json_t *obj = json_object_get(ev, "object");
     int rc = 0;
     if (!type || !json_is_object(obj)) {
-        fill_err(x->err, x->code, "", "", ev ? "watch event without type or object" : "malformed watch event");
+        fill_err(x->err, x->code, "", "", ev_ok ? "watch event without type or object" : "malformed watch event");
         rc = FL_EIO;
     } else if (!strcmp(type, "ERROR")) {
         long code = (long)json_integer_value(json_object_get(obj, "code"));
@@ -505,11 +499,24 @@ static int deliver_line(xfer *x, const char *line, size_t n)
             x->watch_rc = 0;
         }
     }
-    json_decref(ev);
     if (rc) {
         x->stopped = true;
         x->watch_rc = rc;
     }
+    return rc;
+}
+
+static int deliver_line(xfer *x, const char *line, size_t n)
+{
+    while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
+        n--;
+    if (!n)
+        return 0;
+    json_error_t je;
+    json_t *ev = json_loadb(line, n, 0, &je);
+    int rc = deliver_event(x, json_string_value(json_object_get(ev, "type")), json_object_get(ev, "object"),
+                           ev != NULL);
+    json_decref(ev);
     return rc;
 }
 
@@ -696,13 +703,28 @@ static CURLcode run_local(fl_client *c, const req *r, xfer *x, fl_client_cancel 
     cancel_reg reg = {.wake = c->local.stream_cancel, .arg = resp.stream};
     if (cancel)
         cancel_register(cancel, &reg);
-    char buf[16384];
+    bool objects = r->want_obj && c->local.stream_next && x->code == 200;
+    char *buf = objects ? NULL : fl_malloc(16384);
     for (;;) {
         if (fl_client_cancel_fired(cancel)) {
             *cancelled = true;
             break;
         }
-        size_t n = c->local.stream_read(resp.stream, buf, sizeof buf);
+        if (objects) {
+            /* events as objects: no encoding and decoding in between */
+            const char *type = NULL;
+            json_t *obj = NULL;
+            if (!c->local.stream_next(resp.stream, &type, &obj)) {
+                *cancelled = fl_client_cancel_fired(cancel);
+                break;
+            }
+            deliver_event(x, type, obj, true);
+            json_decref(obj);
+            if (x->stopped)
+                break;
+            continue;
+        }
+        size_t n = c->local.stream_read(resp.stream, buf, 16384);
         if (n == 0) {
             *cancelled = fl_client_cancel_fired(cancel);
             break;
@@ -710,6 +732,7 @@ static CURLcode run_local(fl_client *c, const req *r, xfer *x, fl_client_cancel 
         if (!feed(x, buf, n))
             break;
     }
+    free(buf);
     if (cancel)
         cancel_unregister(cancel, &reg);
     c->local.stream_free(resp.stream);
@@ -1127,7 +1150,7 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
         snprintf(to, sizeof to, "%d", o.timeout_seconds);
     sb_query(&p, "timeoutSeconds", to);
     /* the server ends the stream at timeoutSeconds; give it slack before giving up on it */
-    req rq = {.method = "GET", .path = p.p, .watch = true,
+    req rq = {.method = "GET", .path = p.p, .watch = true, .want_obj = c->local.stream_next != NULL,
               .timeout_ms = o.timeout_seconds > 0 ? (o.timeout_seconds + 30) * 1000 : 0};
     xfer x = {.watch = true, .fn = fn, .ctx = ctx};
     int rc = perform(c, &rq, cancel, &x, NULL, err);

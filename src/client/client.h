@@ -98,6 +98,10 @@ typedef struct fl_client_local {
     /* Block until the stream has bytes (copied into buf, at most cap; returns how many) or
      * ends (0). */
     size_t (*stream_read)(void *stream, char *buf, size_t cap);
+    /* Optional, for a watch served with want_obj: block until the next event (its type,
+     * and its object: a new reference whose top level and metadata the caller may change,
+     * the rest read-only) and return 1, or 0 at the end. */
+    int (*stream_next)(void *stream, const char **type, json_t **obj);
     /* Make a blocked or later stream_read return 0 soon. Any thread, while not freed. */
     void (*stream_cancel)(void *stream);
     void (*stream_free)(void *stream);

@@ -421,6 +421,64 @@ static void test_update_status_changes_only_status(void **state)
     json_decref(out);
 }
 
+/* A watch callback that changes what it may (the event object's top level and metadata)
+ * and stops after the first event, noting data.k as it arrived. */
+static bool trim_and_stop(void *ctx, int type, json_t *obj)
+{
+    char *seen = ctx;
+    snprintf(seen, 32, "%s", data_k(obj) ? data_k(obj) : "");
+    json_object_del(obj, "data");
+    json_object_set_new(json_object_get(obj, "metadata"), "labels", json_pack("{s:s}", "trimmed", "yes"));
+    json_object_del(json_object_get(obj, "metadata"), "managedFields");
+    return false;
+}
+
+/* What a caller does with what it sent or got does not reach what is stored, on either
+ * transport (in process, the objects themselves cross without being encoded). */
+static void test_objects_sent_and_received_stay_the_callers(void **state)
+{
+    fixture *f = *state;
+    json_t *obj = configmap("own", "one"), *created = NULL, *got = NULL;
+    fl_client_error err;
+    assert_int_equal(fl_client_create(f->c, &CM, "default", obj, NULL, &created, &err), 0);
+    /* the object sent is not changed by the server (no uid, resourceVersion or managedFields) */
+    assert_null(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    assert_null(json_object_get(json_object_get(obj, "metadata"), "managedFields"));
+    json_object_set_new(json_object_get(created, "data"), "k", json_string("changed by the caller"));
+    json_object_del(created, "metadata");
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "own", &got, &err), 0);
+    assert_string_equal(data_k(got), "one");
+
+    /* an update whose answer is not asked for, then a watch from before it: its event is
+     * the caller's to trim, and the next update starts from what is stored */
+    fl_list_result l;
+    assert_int_equal(fl_client_list(f->c, &CM, "default", NULL, &l, NULL), 0);
+    json_object_set_new(json_object_get(got, "data"), "k", json_string("two"));
+    assert_int_equal(fl_client_update(f->c, &CM, "default", got, NULL, NULL, &err), 0);
+    assert_string_equal(data_k(got), "two");
+    char seen[32] = "";
+    fl_watch_opts o = {.resource_version = l.resource_version};
+    assert_int_equal(fl_client_watch(f->c, &CM, "default", &o, trim_and_stop, seen, NULL, &err), 0);
+    assert_string_equal(seen, "two");
+    json_t *again = NULL;
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "own", &again, &err), 0);
+    assert_string_equal(data_k(again), "two");
+    assert_null(json_object_get(json_object_get(again, "metadata"), "labels"));
+    assert_non_null(json_object_get(json_object_get(again, "metadata"), "managedFields"));
+    json_t *patched = NULL;
+    const char *mp = "{\"data\":{\"x\":\"y\"}}";
+    assert_int_equal(fl_client_patch(f->c, &CM, "default", "own", FL_PATCH_MERGE, mp, strlen(mp), NULL, &patched, &err),
+                     0);
+    assert_string_equal(data_k(patched), "two");
+    assert_null(json_object_get(json_object_get(patched, "metadata"), "labels"));
+    fl_list_result_close(&l);
+    json_decref(obj);
+    json_decref(created);
+    json_decref(got);
+    json_decref(again);
+    json_decref(patched);
+}
+
 static void test_errors_map_to_codes_with_the_status_message(void **state)
 {
     fixture *f = *state;
@@ -1273,6 +1331,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_create_get_update_delete_round_trip),
         T(test_update_status_changes_only_status),
+        T(test_objects_sent_and_received_stay_the_callers),
         T(test_errors_map_to_codes_with_the_status_message),
         T(test_list_pages_with_continue_at_one_snapshot),
         T(test_list_filters_by_label_and_field_selectors),
@@ -1299,6 +1358,7 @@ int main(void)
     const struct CMUnitTest local[] = {
         L(test_create_get_update_delete_round_trip),
         L(test_update_status_changes_only_status),
+        L(test_objects_sent_and_received_stay_the_callers),
         L(test_errors_map_to_codes_with_the_status_message),
         L(test_list_pages_with_continue_at_one_snapshot),
         L(test_list_filters_by_label_and_field_selectors),
