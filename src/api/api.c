@@ -38,8 +38,8 @@ void fl_resp_raw(fl_req *r, int code, const char *data, size_t len)
 {
     free(r->resp);
     r->code = code;
-    r->resp = fl_strndup(data, len);
-    r->resp_len = len;
+    r->resp = r->discard && code < 300 ? NULL : fl_strndup(data, len);
+    r->resp_len = r->resp ? len : 0;
     r->resp_type = "application/json";
 }
 
@@ -84,7 +84,7 @@ void fl_resp_json(fl_req *r, int code, json_t *obj)
         code = 500;
     }
     size_t len = 0;
-    char *s = fl_json_dumps(obj, &len);
+    char *s = r->discard && code < 300 ? NULL : fl_json_dumps(obj, &len);
     json_decref(obj);
     free(r->resp);
     r->code = code;

@@ -55,6 +55,7 @@ typedef struct fl_req {
                                 * (borrowed, read-only; fl_req_body_object copies it) */
     bool want_obj;             /* in process: answer a create or update with resp_obj, and a
                                 * watch with objects (fl_api_stream_next) */
+    bool discard;              /* in process: the caller does not read a successful answer */
     /* output */
     int code;                  /* HTTP status */
     char *resp;                /* heap body (caller frees) */

@@ -262,21 +262,13 @@ static void recent_put(const char *key, fl_blob *b, json_t *obj)
 }
 
 /* Answer with what was stored: the bytes b, or for an in-process caller that asked, obj
- * itself (which carries what the bytes say, resourceVersion included); an in-process
- * caller that did not ask gets no body. Unless the caller takes obj, it is remembered as
+ * itself (which carries what the bytes say, resourceVersion included). Unless the caller takes obj, it is remembered as
  * what b decodes to (key NULL: not, the object is gone). */
 static void resp_stored(fl_req *r, const char *key, int code, fl_blob *b, json_t *obj)
 {
     if (key && !r->want_obj)
         recent_put(key, b, obj); /* the caller does not get obj: nobody changes it now */
-    if (r->body_obj && !r->want_obj) {
-        /* an in-process caller that does not read the answer */
-        free(r->resp);
-        r->resp = NULL;
-        r->resp_len = 0;
-        r->code = code;
-        r->resp_type = "application/json";
-    } else if (r->want_obj) {
+    if (r->want_obj) {
         free(r->resp);
         r->resp = NULL;
         r->resp_len = 0;
@@ -749,12 +741,26 @@ static void apply_patch(fl_api *api, fl_req *r, const fl_target *t);
 static int delete_dependents(fl_api *api, const fl_kind *k, const json_t *owner, const char *policy);
 
 /* Server-owned and subresource rules that turn a client's object into what is stored. */
-static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *in)
+/* share: out may share what it takes unchanged from cur (read-only, as cur is), because
+ * nobody will be handed out to change. */
+static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *in, bool share)
 {
     const fl_kind *k = t->kind;
     json_t *out;
     if (!strcmp(t->sub, "status")) {
-        out = json_deep_copy(cur);
+        if (share && !k->dynamic) {
+            /* all but the status stays: share it, with a metadata of out's own (the write
+             * changes managedFields, resourceVersion, generation there); nothing else is
+             * changed after this for a built-in kind (its defaults only fill what is absent,
+             * and the stored object has them) */
+            out = json_object();
+            json_object_update(out, (json_t *)cur);
+            json_t *m = json_object();
+            json_object_update(m, json_object_get(cur, "metadata"));
+            json_object_set_new(out, "metadata", m);
+        } else {
+            out = json_deep_copy(cur);
+        }
         json_t *st = json_object_get(in, "status");
         if (st)
             json_object_set(out, "status", st);
@@ -864,7 +870,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_store_error(r, FL_ECONFLICT, t);
             break;
         }
-        json_t *obj = merge_for_update(t, cur, in);
+        json_t *obj = merge_for_update(t, cur, in, !r->want_obj);
         if (crd_schema_apply(r, t, obj)) {
             json_decref(cur);
             json_decref(obj);

@@ -85,6 +85,7 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     r.body_len = body_len;
     r.body_obj = body_obj;
     r.want_obj = want_obj;
+    r.discard = !want_obj;
     if (qm)
         parse_query(&r, qm + 1);
     fl_api_handle(api, &r);

@@ -608,7 +608,7 @@ typedef struct req {
     const char *body;
     size_t body_len;
     const json_t *body_obj; /* instead of body, for the in-process transport (borrowed) */
-    bool want_obj;      /* in process: take the answer as an object when the server has one */
+    bool want_obj;      /* a watch, in process: take its events as objects */
     bool watch;
     int timeout_ms;     /* 0 = none */
 } req;
@@ -682,7 +682,8 @@ static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs,
 /* The in-process transport: one request handed to c->local; a watch's stream is pulled
  * until it ends, cancel fires, or the callback stops it. Sets x->code and fills x->body
  * (or delivers the watch's lines) as the curl path does. */
-static CURLcode run_local(fl_client *c, const req *r, xfer *x, fl_client_cancel *cancel, bool *cancelled)
+static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl_client_cancel *cancel,
+                          bool *cancelled)
 {
     *cancelled = false;
     if (fl_client_cancel_fired(cancel)) {
@@ -691,7 +692,7 @@ static CURLcode run_local(fl_client *c, const req *r, xfer *x, fl_client_cancel 
     }
     fl_client_local_resp resp = {0};
     c->local.serve(c->local.ctx, r->method, r->path, r->content_type, c->user_agent, r->body, r->body_len,
-                   r->body_obj, r->want_obj, &resp);
+                   r->body_obj, want_obj, &resp);
     x->code = resp.code;
     x->obj = resp.obj;
     if (resp.body) {
@@ -703,7 +704,7 @@ static CURLcode run_local(fl_client *c, const req *r, xfer *x, fl_client_cancel 
     cancel_reg reg = {.wake = c->local.stream_cancel, .arg = resp.stream};
     if (cancel)
         cancel_register(cancel, &reg);
-    bool objects = r->want_obj && c->local.stream_next && x->code == 200;
+    bool objects = want_obj && c->local.stream_next && x->code == 200;
     char *buf = objects ? NULL : fl_malloc(16384);
     for (;;) {
         if (fl_client_cancel_fired(cancel)) {
@@ -753,7 +754,8 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
         CURLcode res;
         curl_off_t retry_after = 0;
         if (c->local.serve) {
-            res = run_local(c, r, x, cancel, &cancelled);
+            /* the answer as an object, or (nobody reads it) no body at all */
+            res = run_local(c, r, r->watch ? r->want_obj : out != NULL, x, cancel, &cancelled);
         } else {
             x->s = slot_get(c);
             struct curl_slist *hdrs = NULL;
@@ -1002,7 +1004,7 @@ static int send_obj(fl_client *c, const char *method, const char *path, const js
     if (c->local.serve && json_is_object(obj)) {
         /* in process: the object itself, and the answer as one */
         req r = {.method = method, .path = path, .content_type = "application/json", .body_obj = obj,
-                 .want_obj = out != NULL, .timeout_ms = c->timeout_ms};
+                 .timeout_ms = c->timeout_ms};
         xfer x = {0};
         return perform(c, &r, NULL, &x, out, err);
     }

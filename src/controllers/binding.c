@@ -231,11 +231,13 @@ static void work_added(void *ctx, json_t *obj)
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     index_put(ctx, new_obj, true);
-    if (is_echo(ctx, new_obj))
+    /* most updates are status writes: compare first, then (the costlier digest) ask whether
+     * the change is our own write coming back */
+    if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
+        fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
+                     json_object_get(json_object_get(new_obj, "metadata"), "labels")))
         return;
-    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
-        !fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
-                    json_object_get(json_object_get(new_obj, "metadata"), "labels")))
+    if (!is_echo(ctx, new_obj))
         work_event(ctx, new_obj);
 }
 
