@@ -288,6 +288,7 @@ int main(int argc, char **argv)
     int64_t *ex = calloc((size_t)rounds * (size_t)clusters, sizeof *ex);
     size_t nper = 0;
     fb_reqsnap wbefore = fb_snap_requests(&s);
+    double cpu0 = fb_proc_cpu_s(s.pid);
     for (int r = 0; r < rounds && !problems; r++) {
         bool want = r % 2 == 0;
         int64_t t0 = fb_now_ns();
@@ -313,6 +314,7 @@ int main(int argc, char **argv)
         }
         pthread_mutex_unlock(&a.mu);
     }
+    double cpu1 = fb_proc_cpu_s(s.pid);
     fb_reqsnap wafter = fb_snap_requests(&s);
     pthread_mutex_lock(&a.mu);
     a.stop = true;
@@ -336,6 +338,8 @@ int main(int argc, char **argv)
     printf("  of which CLI start -> the Work rewritten: P50 %.1f ms  P99 %.1f ms; Work rewritten -> acknowledged: "
            "P50 %.1f ms  P99 %.1f ms\n", w50, w99, e50, e99);
     fb_print_writes(&wbefore, &wafter, rounds, "round");
+    printf("  server CPU: %.1f ms per round (user + system, over the --wait rounds)\n",
+           cpu0 >= 0 && cpu1 >= 0 ? (cpu1 - cpu0) * 1000 / rounds : -1);
     fb_snap_free(&wbefore);
     fb_snap_free(&wafter);
     printf("target P99 <= 200 ms: %s\n", problems ? "NOT MEASURED (problems above)" : c99 <= 200 ? "met" : "NOT met");
