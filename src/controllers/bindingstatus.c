@@ -73,11 +73,17 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         fl_ctrl_queue_binding(((statusctl *)ctx)->q, new_obj);
 }
 
+/* A Work's status changed: aggregate its binding a little later, so that the changes of
+ * a binding's Works that come together (a delivery to many clusters, each Work's status
+ * written as it applies, then as the member reports) make one aggregation and one write of
+ * the binding's and the template's status instead of one each. */
+#define WORK_STATUS_DELAY_MS 100
+
 static void work_event(statusctl *s, const json_t *work)
 {
     char *key = fl_names_work_binding_key(work);
     if (key)
-        fl_workqueue_add(s->q, key);
+        fl_workqueue_add_after(s->q, key, WORK_STATUS_DELAY_MS);
     free(key);
 }
 
