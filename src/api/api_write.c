@@ -262,8 +262,8 @@ static void recent_put(const char *key, fl_blob *b, json_t *obj)
 }
 
 /* Answer with what was stored: the bytes b, or for an in-process caller that asked, obj
- * itself (which carries what the bytes say, resourceVersion included). Unless the caller takes obj, it is remembered as
- * what b decodes to (key NULL: not, the object is gone). */
+ * itself (which carries what the bytes say, resourceVersion included). Unless the caller
+ * takes obj, it is remembered as what b decodes to (key NULL: not, the object is gone). */
 static void resp_stored(fl_req *r, const char *key, int code, fl_blob *b, json_t *obj)
 {
     if (key && !r->want_obj)
@@ -740,9 +740,9 @@ static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_
 static void apply_patch(fl_api *api, fl_req *r, const fl_target *t);
 static int delete_dependents(fl_api *api, const fl_kind *k, const json_t *owner, const char *policy);
 
-/* Server-owned and subresource rules that turn a client's object into what is stored. */
-/* share: out may share what it takes unchanged from cur (read-only, as cur is), because
- * nobody will be handed out to change. */
+/* Server-owned and subresource rules that turn a client's object into what is stored.
+ * share: out may share what it takes unchanged from cur (read-only, as cur is): out will be
+ * handed to nobody who changes it. */
 static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *in, bool share)
 {
     const fl_kind *k = t->kind;
