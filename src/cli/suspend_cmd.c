@@ -385,7 +385,7 @@ static void changed(void *ctx)
     pthread_mutex_unlock(&w->mu);
 }
 
-static void on_add(void *ctx, json_t *obj)
+static void on_object(void *ctx, json_t *obj)
 {
     (void)obj;
     changed(ctx);
@@ -415,7 +415,7 @@ static fl_informer *watch_of(watcher *w, const fl_gvr *r, const char *ns, const 
         .field_selector = fields,
         .backoff_min_ms = 50,
         .backoff_max_ms = 1000,
-        .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_add, .ctx = w},
+        .handlers = {.on_add = on_object, .on_update = on_update, .on_delete = on_object, .ctx = w},
         .transform = fl_informer_drop_managed_fields,
     };
     fl_informer *inf = NULL;

@@ -118,6 +118,27 @@ void fl_interp_edit(fl_interp *ip, void (*fn)(void *arg), void *arg)
     pthread_rwlock_unlock(&ip->lock);
 }
 
+struct swap {
+    void *slot, *next, *old;
+};
+
+static void swap_fn(void *arg)
+{
+    struct swap *s = arg;
+    memcpy(&s->old, s->slot, sizeof s->old);
+    memcpy(s->slot, &s->next, sizeof s->next);
+}
+
+void *fl_interp_swap(fl_interp *ip, void *slot, void *next)
+{
+    struct swap s = {slot, next, NULL};
+    if (ip)
+        fl_interp_edit(ip, swap_fn, &s);
+    else
+        swap_fn(&s);
+    return s.old;
+}
+
 /* The operation's slot in b, as a presence test (the types differ per operation). */
 static bool has_slot(const fl_interp_backend *b, enum fl_interp_op op)
 {

@@ -95,6 +95,12 @@ int fl_interp_remove_backend(fl_interp *ip, const fl_interp_backend *b, void *se
  * and the operation it leads to always see the same set. fn must not call fl_interp_*. */
 void fl_interp_edit(fl_interp *ip, void (*fn)(void *arg), void *arg);
 
+/* What a backend's edit usually is: replace the pointer at slot (a backend's current rules,
+ * which its hooks read) with next, under fl_interp_edit, or at once when ip is NULL (not
+ * attached). Returns the pointer it replaced, which no call can still be using. slot points
+ * to an object pointer of any type. */
+void *fl_interp_swap(fl_interp *ip, void *slot, void *next);
+
 /* True when some backend has a hook for (api_version, kind, op). A hint only: hooks can
  * change right after it returns; the operations re-check. */
 bool fl_interp_has(fl_interp *ip, const char *api_version, const char *kind, enum fl_interp_op op);

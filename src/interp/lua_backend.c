@@ -314,27 +314,11 @@ void fl_lua_backend_detach(fl_lua_backend *b)
     pthread_mutex_unlock(&b->wmu);
 }
 
-struct swap {
-    fl_lua_backend *b;
-    struct ruleset *next, *old;
-};
-
-static void swap_fn(void *arg)
-{
-    struct swap *s = arg;
-    s->old = s->b->cur;
-    s->b->cur = s->next;
-}
-
 /* Install v[0..n) as the set (writer mutex held); frees the old one. */
 static void install(fl_lua_backend *b, struct custom **v, size_t n)
 {
-    struct swap s = {b, ruleset_build(v, n), NULL};
-    if (b->ip)
-        fl_interp_edit(b->ip, swap_fn, &s);
-    else
-        swap_fn(&s);
-    ruleset_free(s.old);
+    struct ruleset *old = fl_interp_swap(b->ip, &b->cur, ruleset_build(v, n));
+    ruleset_free(old);
     fl_lua_pool_forget(b->pool);
 }
 

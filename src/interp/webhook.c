@@ -917,28 +917,12 @@ void fl_webhook_backend_detach(fl_webhook_backend *b)
     pthread_mutex_unlock(&b->wmu);
 }
 
-struct swap {
-    fl_webhook_backend *b;
-    struct ruleset *next, *old;
-};
-
-static void swap_fn(void *arg)
-{
-    struct swap *s = arg;
-    s->old = s->b->cur;
-    s->b->cur = s->next;
-}
-
 /* Install v[0..n) as the set (writer mutex held); frees the old one once no call can see
  * it (after fl_interp_edit returns). */
 static void install(fl_webhook_backend *b, struct config **v, size_t n)
 {
-    struct swap s = {b, ruleset_build(v, n), NULL};
-    if (b->ip)
-        fl_interp_edit(b->ip, swap_fn, &s);
-    else
-        swap_fn(&s);
-    ruleset_free(b, s.old);
+    struct ruleset *old = fl_interp_swap(b->ip, &b->cur, ruleset_build(v, n));
+    ruleset_free(b, old);
 }
 
 int fl_webhook_backend_set(fl_webhook_backend *b, const json_t *config, char **err)
