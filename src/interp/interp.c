@@ -129,6 +129,56 @@ static void swap_fn(void *arg)
     memcpy(s->slot, &s->next, sizeof s->next);
 }
 
+/* Pointer i of an array of object pointers, and writing one (copies: the arrays' element
+ * type is the backend's own). */
+static void *named_at(const void *arr, size_t i)
+{
+    void *p;
+    memcpy(&p, (const char *)arr + i * sizeof p, sizeof p);
+    return p;
+}
+
+static void named_set(void *arr, size_t i, void *p)
+{
+    memcpy((char *)arr + i * sizeof p, &p, sizeof p);
+}
+
+/* An item's name: its first member (a struct pointer converted points to it). */
+static const char *named_name(const void *item)
+{
+    return *(char *const *)item;
+}
+
+size_t fl_interp_named_put(void *out, const void *cur, size_t n, void *item)
+{
+    size_t k = 0;
+    bool placed = false;
+    for (size_t i = 0; i < n; i++) {
+        void *e = named_at(cur, i);
+        int cmp = strcmp(named_name(e), named_name(item));
+        if (!placed && cmp >= 0) {
+            named_set(out, k++, item);
+            placed = true;
+        }
+        if (cmp != 0)
+            named_set(out, k++, e);
+    }
+    if (!placed)
+        named_set(out, k++, item);
+    return k;
+}
+
+size_t fl_interp_named_drop(void *out, const void *cur, size_t n, const char *name)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        void *e = named_at(cur, i);
+        if (strcmp(named_name(e), name))
+            named_set(out, k++, e);
+    }
+    return k;
+}
+
 void *fl_interp_swap(fl_interp *ip, void *slot, void *next)
 {
     struct swap s = {slot, next, NULL};

@@ -101,6 +101,14 @@ void fl_interp_edit(fl_interp *ip, void (*fn)(void *arg), void *arg);
  * to an object pointer of any type. */
 void *fl_interp_swap(fl_interp *ip, void *slot, void *next);
 
+/* A backend's named rules (Lua customizations, webhook configurations) are arrays of pointers
+ * to structs whose first member is their name (char *), sorted by name and copied on write.
+ * fl_interp_named_put writes into out (room for n + 1 pointers) cur[0..n) with item in its
+ * place, replacing the item of the same name; fl_interp_named_drop writes cur[0..n) without
+ * the item called name. Both return how many they wrote (drop: n when there was none). */
+size_t fl_interp_named_put(void *out, const void *cur, size_t n, void *item);
+size_t fl_interp_named_drop(void *out, const void *cur, size_t n, const char *name);
+
 /* True when some backend has a hook for (api_version, kind, op). A hint only: hooks can
  * change right after it returns; the operations re-check. */
 bool fl_interp_has(fl_interp *ip, const char *api_version, const char *kind, enum fl_interp_op op);

@@ -66,6 +66,7 @@ const char *fl_lua_function_name(enum fl_interp_op op)
 
 /* One customization as parsed; immutable once built. */
 struct custom {
+    /* name first: the set is kept with fl_interp_named_put/drop */
     char *name, *av, *kind;
     fl_lua_script script[NOPS]; /* source NULL: no script for that operation */
     unsigned refs;              /* rulesets holding it (writer mutex) */
@@ -345,20 +346,7 @@ int fl_lua_backend_set(fl_lua_backend *b, const json_t *ric, char **err)
     pthread_mutex_lock(&b->wmu);
     struct ruleset *cur = b->cur;
     struct custom **v = fl_malloc((cur->n + 1) * sizeof *v);
-    size_t n = 0;
-    bool placed = false;
-    for (size_t i = 0; i < cur->n; i++) {
-        int cmp = strcmp(cur->v[i]->name, c->name);
-        if (!placed && cmp >= 0) {
-            v[n++] = c;
-            placed = true;
-        }
-        if (cmp != 0)
-            v[n++] = cur->v[i];
-    }
-    if (!placed)
-        v[n++] = c;
-    install(b, v, n);
+    install(b, v, fl_interp_named_put(v, cur->v, cur->n, c));
     pthread_mutex_unlock(&b->wmu);
 out:
     if (err)
@@ -373,10 +361,7 @@ int fl_lua_backend_delete(fl_lua_backend *b, const char *name)
     pthread_mutex_lock(&b->wmu);
     struct ruleset *cur = b->cur;
     struct custom **v = fl_malloc((cur->n ? cur->n : 1) * sizeof *v);
-    size_t n = 0;
-    for (size_t i = 0; i < cur->n; i++)
-        if (strcmp(cur->v[i]->name, name))
-            v[n++] = cur->v[i];
+    size_t n = fl_interp_named_drop(v, cur->v, cur->n, name);
     if (n == cur->n) {
         free(v);
         pthread_mutex_unlock(&b->wmu);

@@ -80,6 +80,7 @@ struct hook {
 };
 
 struct config {
+    /* name first: the set is kept with fl_interp_named_put/drop */
     char *name;
     struct hook **hooks;
     size_t n;
@@ -944,20 +945,7 @@ int fl_webhook_backend_set(fl_webhook_backend *b, const json_t *config, char **e
     pthread_mutex_lock(&b->wmu);
     struct ruleset *cur = b->cur;
     struct config **v = fl_malloc((cur->n + 1) * sizeof *v);
-    size_t n = 0;
-    bool placed = false;
-    for (size_t i = 0; i < cur->n; i++) {
-        int cmp = strcmp(cur->v[i]->name, c->name);
-        if (!placed && cmp >= 0) {
-            v[n++] = c;
-            placed = true;
-        }
-        if (cmp != 0)
-            v[n++] = cur->v[i];
-    }
-    if (!placed)
-        v[n++] = c;
-    install(b, v, n);
+    install(b, v, fl_interp_named_put(v, cur->v, cur->n, c));
     pthread_mutex_unlock(&b->wmu);
     return 0;
 }
@@ -967,10 +955,7 @@ int fl_webhook_backend_delete(fl_webhook_backend *b, const char *name)
     pthread_mutex_lock(&b->wmu);
     struct ruleset *cur = b->cur;
     struct config **v = fl_malloc((cur->n ? cur->n : 1) * sizeof *v);
-    size_t n = 0;
-    for (size_t i = 0; i < cur->n; i++)
-        if (strcmp(cur->v[i]->name, name))
-            v[n++] = cur->v[i];
+    size_t n = fl_interp_named_drop(v, cur->v, cur->n, name);
     if (n == cur->n) {
         free(v);
         pthread_mutex_unlock(&b->wmu);
