@@ -36,7 +36,6 @@
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/err.h"
-#include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -146,13 +145,8 @@ static json_t *index_get(bindctl *b, const char *bk)
 static uint64_t content_digest(const json_t *work)
 {
     const json_t *md = json_object_get(work, "metadata");
-    json_t *c = json_pack("{s:O?, s:O?, s:O?}", "spec", json_object_get(work, "spec"), "labels",
-                          json_object_get(md, "labels"), "annotations", json_object_get(md, "annotations"));
-    char *text = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
-    uint64_t h = text ? fl_hash_str(text) : 0;
-    free(text);
-    json_decref(c);
-    return h;
+    return fl_json_hash(json_object_get(work, "spec")) * 31 +
+           fl_json_hash(json_object_get(md, "labels")) * 7 + fl_json_hash(json_object_get(md, "annotations"));
 }
 
 /* Record what we are about to write to a Work (before the request: its watch event may
@@ -501,6 +495,16 @@ static int build_work(render *r, int i, json_t **out, char **err)
     return 0;
 }
 
+/* An object of o's members (shared, read-only as o's are), to set members of its own in;
+ * an empty one for NULL. */
+static json_t *shallow_copy(const json_t *o)
+{
+    json_t *c = json_object();
+    if (json_is_object(o))
+        json_object_update(c, (json_t *)o);
+    return c;
+}
+
 /* A user may suspend (or resume) one Work directly: while the binding's own suspension of
  * that cluster is what we last wrote (the annotation), the Work's suspendDispatching is left
  * as the user set it; a change of the binding's suspension wins. */
@@ -545,10 +549,15 @@ static void write_target(void *ctx, int i)
         rc = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
     } else {
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
-        json_t *upd = json_deep_copy(have);
+        json_t *upd = shallow_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
         keep_users_suspension(have, want, upd);
-        json_t *md = ensure_obj(upd, "metadata");
+        json_t *md = shallow_copy(json_object_get(have, "metadata"));
+        json_object_set_new(upd, "metadata", md);
+        static const char *const ours[] = {"labels", "annotations"}; /* set below: of upd's own */
+        for (size_t j = 0; j < 2; j++)
+            if (json_object_get(md, ours[j]))
+                json_object_set_new(md, ours[j], shallow_copy(json_object_get(md, ours[j])));
         const char *key;
         json_t *v;
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "labels"), key, v)

@@ -502,6 +502,60 @@ json_t *fl_json_load(const char *buf, size_t len)
     return v;
 }
 
+/* splitmix64's finalizer: spreads every input bit over the output */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+uint64_t fl_json_hash(const json_t *v)
+{
+    if (!v)
+        return 0;
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)json_typeof(v);
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        /* members in any order: a sum of each member's digest */
+        uint64_t sum = 0;
+        const char *key;
+        size_t klen;
+        json_t *m;
+        json_object_keylen_foreach((json_t *)v, key, klen, m)
+            sum += mix64(hash_bytes(key, klen, h) + 0x9e3779b97f4a7c15ULL * fl_json_hash(m));
+        return mix64(h + sum + json_object_size(v));
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) h = mix64(h ^ fl_json_hash(m));
+        return mix64(h + json_array_size(v));
+    }
+    case JSON_STRING:
+        return mix64(hash_bytes(json_string_value(v), json_string_length(v), h));
+    case JSON_INTEGER:
+        return mix64(h ^ (uint64_t)json_integer_value(v));
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        return mix64(h ^ bits);
+    }
+    default: /* true, false, null: the type says it all */
+        return mix64(h);
+    }
+}
+
 const char *fl_json_scalar_text(const json_t *v, char *buf, size_t cap)
 {
     if (json_is_integer(v)) {

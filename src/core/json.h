@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Decode one JSON document (any value) from buf. Returns 0 and *out (new reference), or
  * FL_EINVAL with *err (heap, may be NULL) in jansson's words "line L, column C: text".
@@ -32,6 +33,11 @@ static inline bool fl_json_same(const json_t *a, const json_t *b)
 {
     return a == b || (a && b && json_equal(a, b));
 }
+
+/* A digest of v's content: the same for values fl_json_same calls the same (objects in any
+ * key order), and different, but for hash collisions, otherwise. NULL digests as 0.
+ * Walks v once and allocates nothing. */
+uint64_t fl_json_hash(const json_t *v);
 
 /* The text of a JSON string, or of a number as it would be written ("1", "0.5"): how a
  * Kubernetes quantity arrives (YAML turns `cpu: 1` into a number). buf (at least 64 bytes)

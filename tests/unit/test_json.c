@@ -115,6 +115,42 @@ static void rejects_what_jansson_rejects(void **state)
     decodes_like_jansson("", 0);
 }
 
+static uint64_t hash_of(const char *text)
+{
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    assert_non_null(v);
+    uint64_t h = fl_json_hash(v);
+    json_decref(v);
+    return h;
+}
+
+/* The binding controller tells its own writes from others' by this digest: equal content
+ * must digest the same whatever the key order, and any change must show. */
+static void hashes_content_not_key_order(void **state)
+{
+    (void)state;
+    const char *base = "{\"spec\":{\"a\":1,\"b\":[\"x\",{\"c\":true}]},\"n\":null,\"r\":0.5}";
+    uint64_t h = hash_of(base);
+    assert_int_equal(h, hash_of("{\"r\":0.5,\"n\":null,\"spec\":{\"b\":[\"x\",{\"c\":true}],\"a\":1}}"));
+    static const char *const changed[] = {
+        "{\"spec\":{\"a\":2,\"b\":[\"x\",{\"c\":true}]},\"n\":null,\"r\":0.5}",      /* a number */
+        "{\"spec\":{\"a\":1,\"b\":[{\"c\":true},\"x\"]},\"n\":null,\"r\":0.5}",      /* array order */
+        "{\"spec\":{\"a\":1,\"b\":[\"x\",{\"c\":false}]},\"n\":null,\"r\":0.5}",     /* a literal */
+        "{\"spec\":{\"a\":1,\"b\":[\"x\",{\"c\":true}]},\"n\":null}",                /* a member gone */
+        "{\"spec\":{\"a\":1,\"b\":[\"x\",{\"c\":true}]},\"n\":null,\"r\":0.5,\"s\":{}}", /* one added */
+        "{\"spec\":{\"a\":1,\"b\":[\"x\",{\"d\":true}]},\"n\":null,\"r\":0.5}",      /* a key renamed */
+        "{\"spec\":{\"a\":\"1\",\"b\":[\"x\",{\"c\":true}]},\"n\":null,\"r\":0.5}",  /* a type */
+        "{\"spec\":{\"a\":1,\"b\":[\"x\",{\"c\":true}]},\"n\":null,\"r\":0.25}",     /* a real */
+    };
+    for (size_t i = 0; i < sizeof changed / sizeof *changed; i++)
+        assert_true(hash_of(changed[i]) != h);
+    /* values moved between keys, and strings split differently, do not cancel out */
+    assert_true(hash_of("{\"a\":1,\"b\":2}") != hash_of("{\"a\":2,\"b\":1}"));
+    assert_true(hash_of("[\"ab\",\"c\"]") != hash_of("[\"a\",\"bc\"]"));
+    assert_true(hash_of("{}") != hash_of("[]"));
+    assert_int_equal(fl_json_hash(NULL), 0);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -125,6 +161,7 @@ int main(void)
         cmocka_unit_test(keeps_nul_bytes_inside_strings),
         cmocka_unit_test(decodes_valid_documents_like_jansson),
         cmocka_unit_test(rejects_what_jansson_rejects),
+        cmocka_unit_test(hashes_content_not_key_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
