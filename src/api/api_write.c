@@ -934,6 +934,28 @@ static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_
     return in;
 }
 
+/* What a /status PUT takes from an in-process caller's object, copied so that the caller's
+ * stays unchanged: the status, and the metadata the name and precondition are read from
+ * (its values shared: only the copy's own members are set). The rest (a Work's manifests)
+ * the merge takes from the stored object, so it is not copied. */
+static json_t *status_body_copy(const json_t *body)
+{
+    json_t *in = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)body, key, v) {
+        if (!strcmp(key, "status"))
+            json_object_set_new(in, key, json_deep_copy(v));
+        else if (!strcmp(key, "metadata") && json_is_object(v)) {
+            json_t *m = json_object();
+            json_object_update(m, v);
+            json_object_set_new(in, key, m);
+        } else if (!strcmp(key, "apiVersion") || !strcmp(key, "kind"))
+            json_object_set(in, key, v);
+    }
+    return in;
+}
+
 void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
 {
     if (check_field_validation_mode(r, t, "UpdateOptions"))
@@ -958,7 +980,10 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
             fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
             free(msg);
         } else {
-            c.own = r->body_obj ? json_deep_copy(body) : json_incref(body);
+            if (!r->body_obj)
+                c.own = json_incref(body);
+            else
+                c.own = !strcmp(t->sub, "status") ? status_body_copy(body) : json_deep_copy(body);
             guaranteed_update(api, r, t, mutate_put, &c);
             json_decref(c.own);
         }

@@ -936,6 +936,8 @@ static void cmp_leaf(const walk *w, const json_t *l, const json_t *r, diff *d)
 /* l or r may be NULL (absent on that side), never both. */
 static void cmp_val(walk *w, const json_t *l, const json_t *r, diff *d)
 {
+    if (l == r)
+        return; /* one value shared by both versions (the write kept it): nothing changed */
     int cls = vclass(r ? r : l);
     if (l && r && vclass(l) != vclass(r))
         cls = C_SCALAR;

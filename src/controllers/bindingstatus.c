@@ -136,7 +136,7 @@ static json_t *item_for(const char *cluster, const json_t *work)
     const json_t *ms = json_array_get(json_object_get(json_object_get(work, "status"), "manifestStatuses"), 0);
     const json_t *st = json_object_get(ms, "status");
     if (json_is_object(st))
-        json_object_set_new(it, "status", json_deep_copy(st));
+        json_object_set(it, "status", (json_t *)st); /* shared, read-only as the Work is */
     const char *health = jstr(ms, "health");
     json_object_set_new(it, "health", json_string(health ? health : "Unknown"));
     return it;
@@ -299,12 +299,18 @@ static int reconcile(void *ctx, const char *key)
     json_decref(names);
     free(wname);
 
-    json_t *nb = json_deep_copy(b);
-    json_t *st = json_object_get(nb, "status");
-    if (!json_is_object(st)) {
-        st = json_object();
-        json_object_set_new(nb, "status", st);
+    /* the binding as it will be written: of its own only what changes (the status, its
+     * conditions); the rest is shared with the informer's read-only copy */
+    json_t *nb = json_object(), *st = json_object();
+    json_object_update(nb, b);
+    const json_t *ost = json_object_get(b, "status");
+    if (json_is_object(ost)) {
+        json_object_update(st, (json_t *)ost);
+        json_object_set_new(st, "conditions", json_deep_copy(json_object_get(ost, "conditions")));
+        if (!json_is_array(json_object_get(st, "conditions")))
+            json_object_del(st, "conditions");
     }
+    json_object_set_new(nb, "status", st);
     bool change = !fl_json_same(json_object_get(st, "aggregatedStatus"), items);
     if (change)
         json_object_set(st, "aggregatedStatus", items);

@@ -411,8 +411,14 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
 
     int rc = 0;
     if (!old || !fl_json_same(st, old)) {
-        json_t *copy = json_deep_copy(work);
-        json_object_set(copy, "status", st);
+        /* a status write carries what the server reads of it: the name, the precondition
+         * and the status (not the manifests, which it keeps from the stored Work) */
+        const json_t *md = json_object_get(work, "metadata");
+        json_t *copy = json_pack("{s:O*, s:O*, s:{s:O*, s:O*, s:O*, s:O*}, s:O}", "apiVersion",
+                                 json_object_get(work, "apiVersion"), "kind", json_object_get(work, "kind"),
+                                 "metadata", "name", json_object_get(md, "name"), "namespace",
+                                 json_object_get(md, "namespace"), "uid", json_object_get(md, "uid"),
+                                 "resourceVersion", json_object_get(md, "resourceVersion"), "status", st);
         fl_client_error ce = {0};
         rc = fl_client_update_status(cp, &WORKS, work_meta(work, "namespace"), copy, NULL, NULL, &ce);
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
