@@ -43,6 +43,7 @@
  * print progress) */
 #define PROGRESS_MS 1000
 #define LIST_WAIT_MS 5000
+#define GATHER_MS 3 /* after a change, before looking again */
 
 /* The targets, as kubectl would name their resources. */
 typedef struct target_kind {
@@ -398,6 +399,12 @@ static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
     changed(ctx);
 }
 
+/* What the wait does not read, left out when decoding (a Work's manifests and their
+ * statuses are most of its bytes; a binding's per-cluster statuses most of its). */
+static const char *const SKIP_WORK[] = {"metadata.managedFields", "spec.workload", "status.manifestStatuses", NULL};
+static const char *const SKIP_BINDING[] = {"metadata.managedFields", "status.aggregatedStatus", NULL};
+static const char *const SKIP_OTHER[] = {"metadata.managedFields", NULL};
+
 /* The informer on r in ns (NULL: all) with these selectors (NULL: none), started on first use. */
 static fl_informer *watch_of(watcher *w, const fl_gvr *r, const char *ns, const char *labels, const char *fields)
 {
@@ -416,7 +423,7 @@ static fl_informer *watch_of(watcher *w, const fl_gvr *r, const char *ns, const 
         .backoff_min_ms = 50,
         .backoff_max_ms = 1000,
         .handlers = {.on_add = on_object, .on_update = on_update, .on_delete = on_object, .ctx = w},
-        .transform = fl_informer_drop_managed_fields,
+        .skip_fields = r == &WORKS ? SKIP_WORK : r == &RBS || r == &CRBS ? SKIP_BINDING : SKIP_OTHER,
     };
     fl_informer *inf = NULL;
     fl_informer_new(&cfg, &inf);
@@ -675,7 +682,12 @@ static int wait_ack(const opts *o, fl_client *cp)
         pthread_mutex_lock(&w.mu);
         while (w.changes == seen && pthread_cond_timedwait(&w.cv, &w.mu, &ts) == 0)
             ;
+        bool woken = w.changes != seen;
         pthread_mutex_unlock(&w.mu);
+        /* acknowledgements come in bursts (one per cluster): let the burst gather before
+         * looking over every target again */
+        if (woken)
+            nanosleep(&(struct timespec){.tv_nsec = GATHER_MS * 1000000L}, NULL);
     }
     free(last);
     watcher_close(&w);

@@ -29,6 +29,7 @@
 
 #include "client/client.h"
 #include "core/err.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -430,6 +431,7 @@ typedef struct xfer {
     int watch_rc;
     fl_client_error *err;
     json_t *obj;        /* in process: the answer as an object (owned), instead of body */
+    const char *const *skip; /* over HTTP: paths left out when decoding (fl_json_load_skipping) */
 } xfer;
 
 static void fill_err(fl_client_error *err, long http, const char *reason, const char *field, const char *msg)
@@ -512,8 +514,7 @@ static int deliver_line(xfer *x, const char *line, size_t n)
         n--;
     if (!n)
         return 0;
-    json_error_t je;
-    json_t *ev = json_loadb(line, n, 0, &je);
+    json_t *ev = x->skip ? fl_json_load_skipping(line, n, x->skip) : fl_json_load(line, n);
     int rc = deliver_event(x, json_string_value(json_object_get(ev, "type")), json_object_get(ev, "object"),
                            ev != NULL);
     json_decref(ev);
@@ -789,18 +790,21 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
                 *out = x->obj;
                 x->obj = NULL;
             } else if (out && x->body.len && !x->watch) {
-                json_error_t je;
-                *out = json_loadb(x->body.p, x->body.len, JSON_DECODE_ANY, &je);
-                if (!*out) {
+                char *je = NULL;
+                if (x->skip && (*out = fl_json_load_skipping(x->body.p, x->body.len, x->skip))) {
+                    /* decoded without the parts the caller does not want */
+                } else if (fl_json_loadb(x->body.p, x->body.len, 0, out, &je)) {
                     char msg[512];
-                    snprintf(msg, sizeof msg, "%s %s: malformed JSON in the answer: %s", r->method, r->path, je.text);
+                    snprintf(msg, sizeof msg, "%s %s: malformed JSON in the answer: %s", r->method, r->path,
+                             je ? je : "invalid");
                     fill_err(err, x->code, "", "", msg);
+                    free(je);
+                    *out = NULL;
                     rc = FL_EIO;
                 }
             }
         } else {
-            json_error_t je;
-            json_t *st = x->body.len ? json_loadb(x->body.p, x->body.len, 0, &je) : NULL;
+            json_t *st = x->body.len ? fl_json_load(x->body.p, x->body.len) : NULL;
             rc = status_error(x->code, st, x->body.p, x->body.len, err);
             json_decref(st);
             if (x->code == 429 && attempt < RETRIES_429) {
@@ -842,6 +846,28 @@ int fl_client_request(fl_client *c, const char *method, const char *path, const 
 }
 
 /* ---------- paths ---------- */
+
+/* fields (paths within an object, NULL-terminated) under prefix, the place of each object in
+ * an answer ("items.[]." in a list, "object." in a watch event); NULL when there are none. */
+static char **skip_paths(const char *prefix, const char *const *fields)
+{
+    size_t n = 0;
+    while (fields && fields[n])
+        n++;
+    if (!n)
+        return NULL;
+    char **out = fl_calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        out[i] = fl_asprintf("%s%s", prefix, fields[i]);
+    return out;
+}
+
+static void skip_paths_free(char **paths)
+{
+    for (size_t i = 0; paths && paths[i]; i++)
+        free(paths[i]);
+    free(paths);
+}
 
 static void sb_path(sbuf *b, const fl_gvr *r, const char *ns, const char *name, const char *sub)
 {
@@ -928,7 +954,11 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
     }
     sb_query(&p, "continue", cont);
     json_t *body = NULL;
-    int rc = fl_client_request(c, "GET", p.p, NULL, NULL, 0, cancel, &body, err);
+    char **skip = skip_paths("items.[].", o ? o->skip_fields : NULL);
+    req rq = {.method = "GET", .path = p.p, .timeout_ms = c->timeout_ms};
+    xfer x = {.skip = (const char *const *)skip};
+    int rc = perform(c, &rq, cancel, &x, &body, err);
+    skip_paths_free(skip);
     free(p.p);
     if (rc)
         return rc;
@@ -1154,8 +1184,10 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
     /* the server ends the stream at timeoutSeconds; give it slack before giving up on it */
     req rq = {.method = "GET", .path = p.p, .watch = true, .want_obj = c->local.stream_next != NULL,
               .timeout_ms = o.timeout_seconds > 0 ? (o.timeout_seconds + 30) * 1000 : 0};
-    xfer x = {.watch = true, .fn = fn, .ctx = ctx};
+    char **skip = skip_paths("object.", o.skip_fields);
+    xfer x = {.watch = true, .fn = fn, .ctx = ctx, .skip = (const char *const *)skip};
     int rc = perform(c, &rq, cancel, &x, NULL, err);
+    skip_paths_free(skip);
     free(p.p);
     return rc;
 }

@@ -155,6 +155,10 @@ typedef struct fl_list_opts {
     int64_t limit;                 /* page size; 0 = no paging */
     const char *continue_token;    /* from the previous page */
     const char *resource_version;  /* NULL = most recent; "0" = any (served from the cache) */
+    const char *const *skip_fields; /* optional, NULL-terminated: members of each item left out
+                                     * when decoding ("spec.workload"; "[]" for any element of
+                                     * an array), for a caller that needs part of each object.
+                                     * Over HTTP only: in process, objects come whole */
 } fl_list_opts;
 
 typedef struct fl_list_result {
@@ -234,6 +238,7 @@ typedef struct fl_watch_opts {
     bool allow_bookmarks;
     bool send_initial_events;      /* initial ADDEDs end with a BOOKMARK (resourceVersionMatch=NotOlderThan) */
     int timeout_seconds;           /* the server ends the watch after this; 0 = never */
+    const char *const *skip_fields; /* as fl_list_opts's, for each event's object */
 } fl_watch_opts;
 
 /* Called once per event on the watching thread, in the server's order. object is

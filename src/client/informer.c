@@ -31,6 +31,7 @@ struct fl_informer {
     char *api_version, *resource, *ns, *label, *field;
     int64_t page;
     void (*transform)(json_t *obj);
+    const char *const *skip; /* borrowed from the config */
     int backoff_min, backoff_max, watch_timeout;
     fl_informer_handlers *handlers;
     size_t nhandlers;
@@ -81,6 +82,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->field = dup_opt(cfg->field_selector);
     inf->page = cfg->page_size > 0 ? cfg->page_size : 500;
     inf->transform = cfg->transform;
+    inf->skip = cfg->skip_fields;
     inf->backoff_min = cfg->backoff_min_ms > 0 ? cfg->backoff_min_ms : 200;
     inf->backoff_max = cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : 30000;
     if (inf->backoff_max < inf->backoff_min)
@@ -159,7 +161,8 @@ static void mark_synced(fl_informer *inf)
 static int relist(fl_informer *inf)
 {
     fl_gvr r = {inf->api_version, inf->resource};
-    fl_list_opts o = {.label_selector = inf->label, .field_selector = inf->field, .limit = inf->page};
+    fl_list_opts o = {.label_selector = inf->label, .field_selector = inf->field, .limit = inf->page,
+                      .skip_fields = inf->skip};
     fl_list_result l;
     fl_client_error err;
     int rc = fl_client_list_all(inf->client, &r, inf->ns, &o, inf->cancel, &l, &err);
@@ -287,7 +290,7 @@ static void *informer_main(void *arg)
         char rv[64];
         fl_informer_last_rv(inf, rv, sizeof rv);
         fl_watch_opts o = {.resource_version = rv, .label_selector = inf->label, .field_selector = inf->field,
-                           .allow_bookmarks = true,
+                           .allow_bookmarks = true, .skip_fields = inf->skip,
                            .timeout_seconds = inf->watch_timeout > 0 ? inf->watch_timeout
                                                                      : 300 + (int)(rand_r(&inf->rng) % 300)};
         fl_client_error err;

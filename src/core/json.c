@@ -156,10 +156,18 @@ char *fl_json_dumps(const json_t *v, size_t *len)
 
 /* ---- decoding ---- */
 
+#define SKIP_MAX_DEPTH 16 /* paths to skip are matched this deep at most */
+
 typedef struct in {
     const char *p, *end;
     size_t flags;
     int depth;
+    /* fl_json_load_skipping: the paths to leave out, and where the parser is (object keys,
+     * "[]" for an array's element), down to SKIP_MAX_DEPTH */
+    const char *const *skip;
+    const char *at[SKIP_MAX_DEPTH];
+    size_t atn[SKIP_MAX_DEPTH];
+    int nat;
 } in;
 
 #define FL_JSON_MAX_DEPTH 2048 /* as jansson's JSON_PARSER_MAX_DEPTH */
@@ -348,6 +356,59 @@ static json_t *parse_number(in *s)
     return json_integer(neg ? -v : v);
 }
 
+/* Is the member key (at the parser's place) one of the paths to skip? */
+static bool skipped(const in *s, const char *key, size_t kn)
+{
+    for (const char *const *p = s->skip; *p; p++) {
+        const char *seg = *p;
+        int i = 0;
+        for (;; i++) {
+            const char *dot = strchr(seg, '.');
+            size_t n = dot ? (size_t)(dot - seg) : strlen(seg);
+            const char *want = i < s->nat ? s->at[i] : key;
+            size_t wn = i < s->nat ? s->atn[i] : kn;
+            if (n != wn || memcmp(seg, want, n))
+                break;
+            if (i == s->nat)
+                return !dot; /* the key is the path's last segment */
+            if (!dot)
+                break;
+            seg = dot + 1;
+        }
+    }
+    return false;
+}
+
+/* Step over one value without building it: strings to their closing quote, containers to
+ * their matching bracket. Checks only that much of its syntax. 0, or -1 at the end. */
+static int skip_value(in *s)
+{
+    skip_ws(s);
+    int depth = 0;
+    while (s->p < s->end) {
+        char c = *s->p++;
+        if (c == '"') {
+            while (s->p < s->end && *s->p != '"')
+                s->p += *s->p == '\\' ? 2 : 1;
+            if (s->p >= s->end)
+                return -1;
+            s->p++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (--depth < 0)
+                return -1;
+        } else if (depth == 0) {
+            /* a number or a literal: up to what ends it */
+            while (s->p < s->end && !strchr(",}] \t\r\n", *s->p))
+                s->p++;
+        }
+        if (depth == 0)
+            return 0;
+    }
+    return -1;
+}
+
 static json_t *parse_value(in *s, out *scratch)
 {
     skip_ws(s);
@@ -382,7 +443,21 @@ static json_t *parse_value(in *s, out *scratch)
             json_t *v = NULL;
             if (s->p < s->end && *s->p == ':') {
                 s->p++;
+                if (s->skip && s->nat < SKIP_MAX_DEPTH && skipped(s, key, kn)) {
+                    if (key != kbuf)
+                        free(key);
+                    if (skip_value(s))
+                        goto bad_obj;
+                    goto next_member;
+                }
+                bool track = s->skip && s->nat < SKIP_MAX_DEPTH;
+                if (track) {
+                    s->at[s->nat] = key;
+                    s->atn[s->nat++] = kn;
+                }
                 v = parse_value(s, scratch);
+                if (track)
+                    s->nat--;
             }
             int dup = v && (s->flags & JSON_REJECT_DUPLICATES) && json_object_get(obj, key);
             if (!v || dup || json_object_setn_new_nocheck(obj, key, kn, v)) {
@@ -394,6 +469,7 @@ static json_t *parse_value(in *s, out *scratch)
             }
             if (key != kbuf)
                 free(key);
+        next_member:
             skip_ws(s);
             if (s->p < s->end && *s->p == ',') {
                 s->p++;
@@ -421,6 +497,11 @@ static json_t *parse_value(in *s, out *scratch)
             s->depth--;
             return arr;
         }
+        bool track = s->skip && s->nat < SKIP_MAX_DEPTH;
+        if (track) {
+            s->at[s->nat] = "[]";
+            s->atn[s->nat++] = 2;
+        }
         for (;;) {
             json_t *v = parse_value(s, scratch);
             if (!v || json_array_append_new(arr, v))
@@ -433,11 +514,15 @@ static json_t *parse_value(in *s, out *scratch)
             if (s->p < s->end && *s->p == ']') {
                 s->p++;
                 s->depth--;
+                if (track)
+                    s->nat--;
                 return arr;
             }
             goto bad_arr;
         }
     bad_arr:
+        if (track)
+            s->nat--;
         json_decref(arr);
         return NULL;
     }
@@ -492,6 +577,22 @@ int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out_v, cha
     if (err)
         *err = fl_asprintf("line %d, column %d: %s", je.line, je.column, je.text);
     return FL_EINVAL;
+}
+
+json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *skip)
+{
+    in s = {.p = buf, .end = buf + len, .skip = skip && *skip ? skip : NULL};
+    out scratch = {0};
+    json_t *v = parse_value(&s, &scratch);
+    free(scratch.p);
+    if (v) {
+        skip_ws(&s);
+        if (s.p == s.end)
+            return v;
+        json_decref(v);
+    }
+    /* what this parser does not take, whole: jansson's answer */
+    return s.skip ? fl_json_load(buf, len) : NULL;
 }
 
 json_t *fl_json_load(const char *buf, size_t len)

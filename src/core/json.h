@@ -25,6 +25,13 @@ int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out, char 
 /* Decode without an error message: the value (new reference) or NULL. */
 json_t *fl_json_load(const char *buf, size_t len);
 
+/* Decode leaving out the members at the paths in skip (NULL-terminated): dot-separated
+ * object keys, "[]" for any element of an array ("items.[].spec.workload"). Skipped values
+ * are stepped over without being built (their syntax checked only for balance), which is
+ * what makes this cheaper than decoding and then deleting. The value or NULL. For answers
+ * from a server, where the caller needs part of each object. */
+json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *skip);
+
 /* Do a and b hold the same JSON? Unlike jansson's json_equal, which answers "different"
  * whenever either side is NULL, two absent values are the same: comparing an optional
  * field of an old and a new object (annotations, deletionTimestamp) must not see a change

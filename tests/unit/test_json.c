@@ -151,6 +151,42 @@ static void hashes_content_not_key_order(void **state)
     assert_int_equal(fl_json_hash(NULL), 0);
 }
 
+/* A client that needs part of each object decodes without the rest: the members at the
+ * paths are absent, everything else is as a full decode gives it. */
+static void decodes_leaving_out_paths(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"w\",\"managedFields\":[{\"f\":\"x]}\\\"\"}]},"
+        "\"spec\":{\"workload\":{\"manifests\":[{\"a\":[1,2,{\"b\":null}],\"s\":\"}{\"}]},\"suspendDispatching\":true},"
+        "\"status\":{\"conditions\":[{\"type\":\"Dispatching\"}],\"manifestStatuses\":-1.5e3}},\"workload\":7}";
+    static const char *const skip[] = {"object.spec.workload", "object.status.manifestStatuses",
+                                       "object.metadata.managedFields", NULL};
+    json_t *got = fl_json_load_skipping(text, strlen(text), skip);
+    json_t *want = json_loads("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"w\"},"
+                              "\"spec\":{\"suspendDispatching\":true},\"status\":{\"conditions\":[{\"type\":"
+                              "\"Dispatching\"}]}},\"workload\":7}", 0, NULL);
+    assert_non_null(got);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+
+    /* "[]" stands for every element of an array */
+    const char *list = "{\"items\":[{\"spec\":{\"big\":[[[]]],\"keep\":1}},{\"spec\":{\"big\":\"x\"}}],\"spec\":{\"big\":2}}";
+    static const char *const items[] = {"items.[].spec.big", NULL};
+    got = fl_json_load_skipping(list, strlen(list), items);
+    want = json_loads("{\"items\":[{\"spec\":{\"keep\":1}},{\"spec\":{}}],\"spec\":{\"big\":2}}", 0, NULL);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+
+    /* broken input stays broken, whether the break is in a skipped part or not */
+    static const char *const broken[] = {"{\"items\":[{\"spec\":{\"big\":[1,2}}]}", "{\"items\":[{\"spec\":{\"big\":\"x}}]}",
+                                         "{\"items\":[{\"spec\":{\"big\":"};
+    for (size_t i = 0; i < 3; i++)
+        assert_null(fl_json_load_skipping(broken[i], strlen(broken[i]), items));
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -162,6 +198,7 @@ int main(void)
         cmocka_unit_test(decodes_valid_documents_like_jansson),
         cmocka_unit_test(rejects_what_jansson_rejects),
         cmocka_unit_test(hashes_content_not_key_order),
+        cmocka_unit_test(decodes_leaving_out_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
