@@ -173,6 +173,7 @@ static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, 
 
 typedef struct render_ctx {
     json_t *obj;
+    const char *keep; /* the key to remember obj under as what its bytes decode to, or NULL */
 } render_ctx;
 
 static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
@@ -184,12 +185,24 @@ static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len
     return fl_json_dumps(c->obj, len);
 }
 
-/* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
- * not NULL) a reference to the bytes now stored, which answer the request as they are. */
-static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj, fl_blob **stored)
+/* Kept as soon as its bytes exist, so that the watchers the commit wakes find it decoded. */
+static void keep_rendered(void *vctx, fl_blob *value)
 {
-    render_ctx rc = {obj};
-    fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .render = render_obj, .ctx = &rc};
+    render_ctx *c = vctx;
+    if (c->keep)
+        fl_api_decoded_keep(c->keep, value, c->obj);
+}
+
+/* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
+ * not NULL) a reference to the bytes now stored, which answer the request as they are.
+ * keep: obj is remembered as what those bytes decode to (fl_api_decoded): nobody changes
+ * obj after this call. */
+static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj, fl_blob **stored,
+                          bool keep)
+{
+    render_ctx rc = {obj, keep ? key : NULL};
+    fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .render = render_obj, .ctx = &rc,
+                      .rendered = keep_rendered};
     int err = fl_store_write(api->store, &op);
     if (stored)
         *stored = err == 0 ? op.value : NULL;
@@ -200,16 +213,13 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
 
 static int store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj)
 {
-    return store_put_blob(api, type, key, prev_rev, obj, NULL);
+    return store_put_blob(api, type, key, prev_rev, obj, NULL, false);
 }
 
 /* Answer with what was stored: the bytes b, or for an in-process caller that asked, obj
- * itself (which carries what the bytes say, resourceVersion included). Unless the caller
- * takes obj, it is remembered as what b decodes to (key NULL: not, the object is gone). */
-static void resp_stored(fl_req *r, const char *key, int code, fl_blob *b, json_t *obj)
+ * itself (which carries what the bytes say, resourceVersion included). */
+static void resp_stored(fl_req *r, int code, fl_blob *b, json_t *obj)
 {
-    if (key && !r->want_obj)
-        fl_api_decoded_keep(key, b, obj); /* the caller does not get obj: nobody changes it now */
     if (r->want_obj) {
         free(r->resp);
         r->resp = NULL;
@@ -646,7 +656,8 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     int rc;
     fl_blob *stored = NULL;
     for (int attempt = 0;; attempt++) {
-        rc = store_put_blob(api, FL_STORE_CREATE, key, 0, obj, &stored);
+        /* remembered decoded unless the caller takes obj (and may change it) */
+        rc = store_put_blob(api, FL_STORE_CREATE, key, 0, obj, &stored, !r->want_obj);
         if (rc != FL_EEXIST || !generated || attempt == 5)
             break;
         /* generated name collided: draw another suffix, as the apiserver's callers would retry */
@@ -664,7 +675,7 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
         goto out;
     }
     track_owned(NULL, obj);
-    resp_stored(r, key, 201, stored, obj);
+    resp_stored(r, 201, stored, obj);
 out:
     free(key);
     json_decref(obj);
@@ -859,7 +870,8 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             }
         }
         fl_blob *stored = NULL;
-        rc = store_put_blob(api, finalized ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj, &stored);
+        rc = store_put_blob(api, finalized ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj, &stored,
+                            !finalized && !scale && !r->want_obj);
         if (rc == FL_ECONFLICT && !pinned) {
             json_decref(cur);
             json_decref(obj);
@@ -879,7 +891,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_json(r, 200, fl_scale_view(k, obj));
             fl_blob_unref(stored);
         } else {
-            resp_stored(r, finalized ? NULL : key, 200, stored, obj);
+            resp_stored(r, 200, stored, obj);
         }
         json_decref(obj);
         free(key);

@@ -13,7 +13,7 @@
 #include "api/api_internal.h"
 #include "core/json.h"
 
-#define RECENT_SLOTS 512
+#define RECENT_SLOTS 2048
 
 typedef struct recent_slot {
     fl_blob *blob;

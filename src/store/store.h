@@ -125,6 +125,10 @@ typedef struct fl_store_op {
     int64_t prev_rev;         /* UPDATE/DELETE: required current revision, 0 = any */
     fl_store_render_fn render;
     void *ctx;
+    /* Optional: told the value rendered for this op as soon as it exists, before the commit
+     * makes it visible to anyone (on the store's writer thread; ctx as render's). The op may
+     * still fail after this: then the value is never stored. */
+    void (*rendered)(void *ctx, fl_blob *value);
     /* results */
     int64_t rev;              /* revision written (on success) */
     fl_blob *value;           /* on success: reference to the value now stored (caller unrefs);

@@ -187,6 +187,8 @@ int fl_store_memory_write(fl_store *s, fl_store_op *op)
     }
     fl_blob *value = fl_blob_new(bytes, len);
     free(bytes);
+    if (op->rendered)
+        op->rendered(op->ctx, value);
 
     hist_make_room(s);
     struct fl_store_hist_rec *r = hist_at(&s->hist, rev);

@@ -131,6 +131,8 @@ static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
         return FL_EINVAL;
     fl_blob *value = fl_blob_new(bytes, len);
     free(bytes);
+    if (op->rendered)
+        op->rendered(op->ctx, value);
     int64_t create_rev = op->type == FL_STORE_CREATE ? rev : cur.create_rev;
 
     sqlite3_stmt *st = s->ins;
