@@ -1026,7 +1026,8 @@ static void diff_free(diff *d)
 
 typedef struct mf_entry {
     char *manager, *operation, *api_version, *time, *subresource;
-    json_t *set; /* internal form */
+    json_t *set; /* internal form; NULL while only raw is known (mf_set decodes it) */
+    json_t *raw; /* the FieldsV1 as stored, while set is NULL */
 } mf_entry;
 
 typedef struct mf_list {
@@ -1051,9 +1052,12 @@ static void mf_add(mf_list *l, const char *manager, const char *op, const char *
     e->time = fl_strdup(time ? time : "");
     e->subresource = fl_strdup("");
     e->set = set;
+    e->raw = NULL;
 }
 
-static void mf_decode(const json_t *arr, mf_list *l)
+/* lazy: each entry's set is decoded only when mf_set asks for it (an entry a write does not
+ * touch is stored again as it was) */
+static void mf_decode(const json_t *arr, mf_list *l, bool lazy)
 {
     l->e = NULL;
     l->n = 0;
@@ -1069,8 +1073,57 @@ static void mf_decode(const json_t *arr, mf_list *l)
         e->api_version = jstr_dup(o, "apiVersion");
         e->time = jstr_dup(o, "time");
         e->subresource = jstr_dup(o, "subresource");
-        e->set = fields_decode(json_object_get(o, "fieldsV1"));
+        json_t *f = json_object_get(o, "fieldsV1");
+        e->set = lazy ? NULL : fields_decode(f);
+        e->raw = lazy ? json_incref(f) : NULL;
     }
+}
+
+static json_t *mf_set(mf_entry *e)
+{
+    if (!e->set) {
+        e->set = fields_decode(e->raw);
+        json_decref(e->raw);
+        e->raw = NULL;
+    }
+    return e->set;
+}
+
+/* Is the FieldsV1 f (a node of it) itself a member (as fields_decode reads it)? */
+static bool raw_member(const json_t *f)
+{
+    return json_is_object(f) && (json_object_size(f) == 0 || json_object_get(f, "."));
+}
+
+/* Does the FieldsV1 f share a member with set s (internal form)? */
+static bool raw_intersects(const json_t *f, const json_t *s)
+{
+    if (set_member(s) && raw_member(f))
+        return true;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v) {
+        if (strcmp(key, ".")) {
+            const json_t *fc = json_is_object(f) ? json_object_get(f, key) : NULL;
+            if (fc && raw_intersects(fc, v))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Is every member of set s (internal form) a member of the FieldsV1 f? */
+static bool raw_contains(const json_t *f, const json_t *s)
+{
+    if (set_member(s) && !raw_member(f))
+        return false;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v) {
+        if (strcmp(key, ".") && !raw_contains(json_is_object(f) ? json_object_get(f, key) : NULL, v))
+            return false;
+    }
+    return true;
 }
 
 static void mf_free(mf_list *l)
@@ -1083,6 +1136,7 @@ static void mf_free(mf_list *l)
         free(e->time);
         free(e->subresource);
         json_decref(e->set);
+        json_decref(e->raw);
     }
     free(l->e);
     l->e = NULL;
@@ -1119,7 +1173,7 @@ static void mf_store(mf_list *l, json_t *obj)
     json_t *arr = json_array();
     for (size_t i = 0; i < l->n; i++) {
         const mf_entry *e = &l->e[i];
-        if (set_empty(e->set))
+        if (e->set ? set_empty(e->set) : !json_is_object(e->raw))
             continue;
         json_t *o = json_object();
         json_object_set_new(o, "manager", json_string(e->manager));
@@ -1129,7 +1183,7 @@ static void mf_store(mf_list *l, json_t *obj)
         if (e->time[0])
             json_object_set_new(o, "time", json_string(e->time));
         json_object_set_new(o, "fieldsType", json_string("FieldsV1"));
-        json_object_set_new(o, "fieldsV1", fields_encode(e->set));
+        json_object_set_new(o, "fieldsV1", e->set ? fields_encode(e->set) : json_incref(e->raw));
         if (e->subresource[0])
             json_object_set_new(o, "subresource", json_string(e->subresource));
         json_array_append_new(arr, o);
@@ -1260,7 +1314,7 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
         goto fail_walk;
 
     /* 3. drop what it stopped applying and nobody else owns */
-    mf_decode(json_object_get(json_object_get(cur, "metadata"), "managedFields"), &mf);
+    mf_decode(json_object_get(json_object_get(cur, "metadata"), "managedFields"), &mf, false);
     ssize_t self = mf_find(&mf, manager, "Apply", NULL);
     owned = json_deep_copy(newset);
     for (size_t i = 0; i < mf.n; i++)
@@ -1362,9 +1416,9 @@ void fl_managed_fields_update(const fl_kind *k, const json_t *old, json_t *obj, 
 
     const json_t *given = json_object_get(json_object_get(obj, "metadata"), "managedFields");
     if (json_is_array(given) && json_array_size(given))
-        mf_decode(given, &mf);
+        mf_decode(given, &mf, true);
     else if (!json_is_array(given))
-        mf_decode(json_object_get(json_object_get(old, "metadata"), "managedFields"), &mf);
+        mf_decode(json_object_get(json_object_get(old, "metadata"), "managedFields"), &mf, true);
     /* else: an explicit [] resets ownership */
 
     /* On create, compare against an empty object whose metadata/spec/status exist,
@@ -1378,19 +1432,26 @@ void fl_managed_fields_update(const fl_kind *k, const json_t *old, json_t *obj, 
     diff_compute(k, old, obj, &d);
     json_t *changed = json_deep_copy(d.added);
     set_union(changed, d.modified);
+    const char *av = kind_api_version(k, obj);
+    ssize_t self = set_empty(changed) ? -1 : mf_find(&mf, manager, "Update", av);
     for (size_t i = 0; i < mf.n; i++) {
-        set_subtract(mf.e[i].set, changed);
-        set_subtract(mf.e[i].set, d.removed);
+        mf_entry *e = &mf.e[i];
+        /* an entry that owns none of what changed keeps its fields as stored; so does the
+         * writer's own when it already owns all that changed */
+        if (!e->set && !raw_intersects(e->raw, d.removed) &&
+            ((ssize_t)i == self ? raw_contains(e->raw, changed) : !raw_intersects(e->raw, changed)))
+            continue;
+        set_subtract(mf_set(e), changed);
+        set_subtract(mf_set(e), d.removed);
+        if ((ssize_t)i == self)
+            set_union(e->set, changed);
     }
     if (!set_empty(changed)) {
-        const char *av = kind_api_version(k, obj);
         const char *t = now_or_clock(now, tbuf, sizeof(tbuf));
-        ssize_t self = mf_find(&mf, manager, "Update", av);
         if (self < 0) {
             mf_add(&mf, manager, "Update", av, t, changed);
             changed = NULL;
         } else {
-            set_union(mf.e[self].set, changed);
             free(mf.e[self].time);
             mf.e[self].time = fl_strdup(t);
         }

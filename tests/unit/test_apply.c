@@ -348,6 +348,44 @@ static void update_by_another_manager_moves_ownership(void **state)
     json_decref(o);
 }
 
+/* Writes that touch one manager's fields leave every other entry as it was stored; the
+ * writer's own entry keeps its fields and takes the new time when it already owned all that
+ * changed, and grows when it did not. */
+static void update_keeps_untouched_entries_and_refreshes_the_writers(void **state)
+{
+    json_t *o = J("{'apiVersion':'apps/v1','kind':'Deployment','metadata':{'name':'web'},"
+                  "'spec':{'replicas':1,'paused':false},'status':{'replicas':1}}");
+    fl_managed_fields_update(&deploy_kind, NULL, o, "ctl", T0);
+    json_t *old = json_deep_copy(o);
+    json_object_set_new(json_object_get(o, "status"), "replicas", json_integer(2));
+    json_object_set_new(json_object_get(o, "status"), "readyReplicas", json_integer(2));
+    fl_managed_fields_update(&deploy_kind, old, o, "status-writer", T1);
+    json_t *ctl_before = json_deep_copy(entry(o, "ctl", "Update"));
+    assert_fields(o, "status-writer", "Update", "{'f:status':{'f:readyReplicas':{},'f:replicas':{}}}");
+
+    /* the status writer again, on fields it owns: ctl's entry unchanged, its own re-timed */
+    json_decref(old);
+    old = json_deep_copy(o);
+    json_object_set_new(json_object_get(o, "status"), "replicas", json_integer(3));
+    fl_managed_fields_update(&deploy_kind, old, o, "status-writer", T2);
+    assert_true(json_equal(entry(o, "ctl", "Update"), ctl_before));
+    assert_fields(o, "status-writer", "Update", "{'f:status':{'f:readyReplicas':{},'f:replicas':{}}}");
+    assert_string_equal(json_string_value(json_object_get(entry(o, "status-writer", "Update"), "time")), T2);
+
+    /* a field it did not own: its set grows, ctl's loses it */
+    json_decref(old);
+    old = json_deep_copy(o);
+    json_object_set_new(json_object_get(o, "spec"), "paused", json_true());
+    fl_managed_fields_update(&deploy_kind, old, o, "status-writer", T2);
+    assert_fields(o, "status-writer", "Update",
+                  "{'f:spec':{'f:paused':{}},'f:status':{'f:readyReplicas':{},'f:replicas':{}}}");
+    assert_null(jget(entry(o, "ctl", "Update"), "fieldsV1.f:spec.f:paused"));
+    assert_non_null(jget(entry(o, "ctl", "Update"), "fieldsV1.f:spec.f:replicas"));
+    json_decref(ctl_before);
+    json_decref(old);
+    json_decref(o);
+}
+
 static void update_records_changed_fields_with_map_markers(void **state)
 {
     /* kubectl create: maps, lists and list elements that appear are owned as such
@@ -606,6 +644,7 @@ int main(void)
         cmocka_unit_test(no_conflict_when_values_equal_shared_ownership),
         cmocka_unit_test(force_takes_ownership),
         cmocka_unit_test(update_by_another_manager_moves_ownership),
+        cmocka_unit_test(update_keeps_untouched_entries_and_refreshes_the_writers),
         cmocka_unit_test(update_records_changed_fields_with_map_markers),
         cmocka_unit_test(assoc_list_merges_by_key_keeping_other_managers_elements),
         cmocka_unit_test(assoc_list_element_missing_key_is_invalid),
