@@ -1038,13 +1038,14 @@ static int send_obj(fl_client *c, const char *method, const char *path, const js
         xfer x = {0};
         return perform(c, &r, NULL, &x, out, err);
     }
-    char *body = json_dumps(obj, JSON_COMPACT);
-    if (!body) {
+    if (!obj) {
         if (out)
             *out = NULL;
         return bad_arg(err, "the object cannot be encoded as JSON");
     }
-    int rc = fl_client_request(c, method, path, "application/json", body, strlen(body), NULL, out, err);
+    size_t len = 0;
+    char *body = fl_json_dumps(obj, &len);
+    int rc = fl_client_request(c, method, path, "application/json", body, len, NULL, out, err);
     free(body);
     return rc;
 }
