@@ -53,6 +53,9 @@ typedef struct fl_req {
     size_t body_len;
     const json_t *body_obj;    /* in process, a create or update: the body as an object instead
                                 * (borrowed, read-only; fl_req_body_object copies it) */
+    bool body_given;           /* body_obj is the server's to keep and change: the caller will
+                                * not look at it again (an update that pins a resourceVersion
+                                * takes it as it is, uncopied) */
     bool want_obj;             /* in process: answer a create or update with resp_obj, and a
                                 * watch with objects (fl_api_stream_next) */
     bool discard;              /* in process: the caller does not read a successful answer */
@@ -94,7 +97,7 @@ void fl_api_stream_cancel(fl_api_stream *s);
 /* fl_client_local.serve for an fl_api (ctx): one request as http.c would hand it over. */
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
                         const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
-                        bool want_obj, fl_client_local_resp *out);
+                        bool body_given, bool want_obj, fl_client_local_resp *out);
 /* A client of api through fl_api_local_serve (see fl_client_new_local): what the server's
  * controllers use. api must outlive it. Free with fl_client_free. */
 fl_client *fl_api_local_client(fl_api *api, const char *user_agent);

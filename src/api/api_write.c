@@ -992,7 +992,10 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
             fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
             free(msg);
         } else {
-            if (!r->body_obj)
+            /* a body given to a write that cannot be retried (it pins a resourceVersion) is
+             * taken as it is; one that may be retried stays unchanged, for the retry */
+            const char *rv = fl_obj_str(body, "metadata", "resourceVersion");
+            if (!r->body_obj || (r->body_given && rv && rv[0]))
                 c.own = json_incref(body);
             else
                 c.own = !strcmp(t->sub, "status") ? status_body_copy(body) : json_deep_copy(body);
@@ -1233,7 +1236,8 @@ void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
         return;
     }
     json_error_t je;
-    c.patch = r->body ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (r->body && fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &c.patch, NULL) != 0)
+        c.patch = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je); /* fails: its words */
     if (!c.patch) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding patch: %s",
                        r->body ? je.text : "empty body");

@@ -66,7 +66,7 @@ static double now_s(void)
 
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
                         const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
-                        bool want_obj, fl_client_local_resp *out)
+                        bool body_given, bool want_obj, fl_client_local_resp *out)
 {
     double t0 = now_s();
     memset(out, 0, sizeof *out);
@@ -84,6 +84,7 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     r.body = b;
     r.body_len = body_len;
     r.body_obj = body_obj;
+    r.body_given = body_given;
     r.want_obj = want_obj;
     r.discard = !want_obj;
     if (qm)

@@ -609,6 +609,7 @@ typedef struct req {
     const char *body;
     size_t body_len;
     const json_t *body_obj; /* instead of body, for the in-process transport (borrowed) */
+    bool body_given;    /* body_obj handed over: the transport takes the reference */
     bool want_obj;      /* a watch, in process: take its events as objects */
     bool watch;
     int timeout_ms;     /* 0 = none */
@@ -693,7 +694,7 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
     }
     fl_client_local_resp resp = {0};
     c->local.serve(c->local.ctx, r->method, r->path, r->content_type, c->user_agent, r->body, r->body_len,
-                   r->body_obj, want_obj, &resp);
+                   r->body_obj, r->body_given, want_obj, &resp);
     x->code = resp.code;
     x->obj = resp.obj;
     if (resp.body) {
@@ -1028,13 +1029,14 @@ static void write_query(sbuf *p, const char *field_manager, bool dry_run)
         sb_query(p, "dryRun", "All");
 }
 
-static int send_obj(fl_client *c, const char *method, const char *path, const json_t *obj, json_t **out,
-                    fl_client_error *err)
+/* given: the caller will not look at obj again (fl_client_update_given) */
+static int send_obj(fl_client *c, const char *method, const char *path, const json_t *obj, bool given,
+                    json_t **out, fl_client_error *err)
 {
     if (c->local.serve && json_is_object(obj)) {
         /* in process: the object itself, and the answer as one */
         req r = {.method = method, .path = path, .content_type = "application/json", .body_obj = obj,
-                 .timeout_ms = c->timeout_ms};
+                 .body_given = given, .timeout_ms = c->timeout_ms};
         xfer x = {0};
         return perform(c, &r, NULL, &x, out, err);
     }
@@ -1057,12 +1059,12 @@ int fl_client_create(fl_client *c, const fl_gvr *r, const char *ns, const json_t
     sb_path(&p, r, ns, NULL, NULL);
     if (opts)
         write_query(&p, opts->field_manager, opts->dry_run);
-    int rc = send_obj(c, "POST", p.p, obj, out, err);
+    int rc = send_obj(c, "POST", p.p, obj, false, out, err);
     free(p.p);
     return rc;
 }
 
-static int put_obj(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj, const char *sub,
+static int put_obj(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj, const char *sub, bool given,
                    const fl_write_opts *opts, json_t **out, fl_client_error *err)
 {
     const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
@@ -1075,7 +1077,7 @@ static int put_obj(fl_client *c, const fl_gvr *r, const char *ns, const json_t *
     sb_path(&p, r, ns, name, sub);
     if (opts)
         write_query(&p, opts->field_manager, opts->dry_run);
-    int rc = send_obj(c, "PUT", p.p, obj, out, err);
+    int rc = send_obj(c, "PUT", p.p, obj, given, out, err);
     free(p.p);
     return rc;
 }
@@ -1083,13 +1085,21 @@ static int put_obj(fl_client *c, const fl_gvr *r, const char *ns, const json_t *
 int fl_client_update(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
                      const fl_write_opts *opts, json_t **out, fl_client_error *err)
 {
-    return put_obj(c, r, ns, obj, NULL, opts, out, err);
+    return put_obj(c, r, ns, obj, NULL, false, opts, out, err);
+}
+
+int fl_client_update_given(fl_client *c, const fl_gvr *r, const char *ns, json_t *obj,
+                           const fl_write_opts *opts, json_t **out, fl_client_error *err)
+{
+    int rc = put_obj(c, r, ns, obj, NULL, true, opts, out, err);
+    json_decref(obj);
+    return rc;
 }
 
 int fl_client_update_status(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
                             const fl_write_opts *opts, json_t **out, fl_client_error *err)
 {
-    return put_obj(c, r, ns, obj, "status", opts, out, err);
+    return put_obj(c, r, ns, obj, "status", false, opts, out, err);
 }
 
 int fl_client_patch(fl_client *c, const fl_gvr *r, const char *ns, const char *name, int type,

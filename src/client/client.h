@@ -89,12 +89,14 @@ typedef struct fl_client_local_resp {
 typedef struct fl_client_local {
     /* Serve one request: path with its query string as on the wire ("/api/v1/...?a=b"),
      * content_type and user_agent may be NULL. The body comes as bytes, or (a create or an
-     * update) as body_obj, borrowed and read-only: no encoding and decoding in between.
+     * update) as body_obj, borrowed and read-only: no encoding and decoding in between;
+     * or, body_given, handed over: serve may keep (with a reference of its own) and change
+     * the object and everything in it, and the caller will not look at it again.
      * want_obj: the caller wants the answer as an object (out->obj) where the server has
      * one. Fills *out. Many threads at once. */
     void (*serve)(void *ctx, const char *method, const char *path, const char *content_type,
                   const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
-                  bool want_obj, fl_client_local_resp *out);
+                  bool body_given, bool want_obj, fl_client_local_resp *out);
     /* Block until the stream has bytes (copied into buf, at most cap; returns how many) or
      * ends (0). */
     size_t (*stream_read)(void *stream, char *buf, size_t cap);
@@ -190,6 +192,12 @@ int fl_client_create(fl_client *c, const fl_gvr *r, const char *ns, const json_t
  * precondition (FL_ECONFLICT when stale). */
 int fl_client_update(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
                      const fl_write_opts *opts, json_t **out, fl_client_error *err);
+/* fl_client_update handing obj over: the call takes the caller's reference, and the caller
+ * must not read or change obj, or anything in it, afterwards. What obj shares with other
+ * objects must be read-only for everyone (an informer's objects are). In process the server
+ * then stores obj as it is instead of copying it (when it pins a resourceVersion). */
+int fl_client_update_given(fl_client *c, const fl_gvr *r, const char *ns, json_t *obj,
+                           const fl_write_opts *opts, json_t **out, fl_client_error *err);
 /* The same on the /status subresource. */
 int fl_client_update_status(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
                             const fl_write_opts *opts, json_t **out, fl_client_error *err);

@@ -573,10 +573,13 @@ static void write_target(void *ctx, int i)
             char *wk = fl_asprintf("%s/%s", wns, r->wname);
             remember_echo(r->b, wk, upd);
             free(wk);
-            rc = fl_client_update(r->b->env.cp, &WORKS, wns, upd, NULL, NULL, &ce);
+            /* handed over: the server stores upd as it is (what upd shares with the
+             * informer's copy it replaces, never changes) */
+            rc = fl_client_update_given(r->b->env.cp, &WORKS, wns, upd, NULL, NULL, &ce);
             r->wrote[i] = rc == 0;
+        } else {
+            json_decref(upd);
         }
-        json_decref(upd);
     }
     if (rc && rc != FL_ECONFLICT)
         r->err[i] = fl_asprintf("writing Work %s/%s: %s", wns, r->wname, ce.message[0] ? ce.message : fl_strerror(rc));

@@ -479,6 +479,32 @@ static void test_objects_sent_and_received_stay_the_callers(void **state)
     json_decref(patched);
 }
 
+/* An update that hands its object over: stored as sent (in process, without a copy), the
+ * next read sees it, a stale precondition still conflicts, and nothing leaks (ASan). */
+static void test_update_given_stores_the_object_handed_over(void **state)
+{
+    fixture *f = *state;
+    fl_client_error err;
+    json_t *got = NULL;
+    create_cm(f, "default", "given", "one");
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "given", &got, &err), 0);
+    json_t *stale = json_deep_copy(got);
+    json_object_set_new(json_object_get(got, "data"), "k", json_string("two"));
+    json_t *out = NULL;
+    assert_int_equal(fl_client_update_given(f->c, &CM, "default", got, NULL, &out, &err), 0); /* takes got */
+    assert_string_equal(data_k(out), "two");
+    json_decref(out);
+    json_t *again = NULL;
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "given", &again, &err), 0);
+    assert_string_equal(data_k(again), "two");
+    json_object_set_new(json_object_get(stale, "data"), "k", json_string("three"));
+    assert_int_equal(fl_client_update_given(f->c, &CM, "default", stale, NULL, NULL, &err), FL_ECONFLICT);
+    json_decref(again);
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "given", &again, &err), 0);
+    assert_string_equal(data_k(again), "two");
+    json_decref(again);
+}
+
 static void test_errors_map_to_codes_with_the_status_message(void **state)
 {
     fixture *f = *state;
@@ -1332,6 +1358,7 @@ int main(void)
         T(test_create_get_update_delete_round_trip),
         T(test_update_status_changes_only_status),
         T(test_objects_sent_and_received_stay_the_callers),
+        T(test_update_given_stores_the_object_handed_over),
         T(test_errors_map_to_codes_with_the_status_message),
         T(test_list_pages_with_continue_at_one_snapshot),
         T(test_list_filters_by_label_and_field_selectors),
@@ -1359,6 +1386,7 @@ int main(void)
         L(test_create_get_update_delete_round_trip),
         L(test_update_status_changes_only_status),
         L(test_objects_sent_and_received_stay_the_callers),
+        L(test_update_given_stores_the_object_handed_over),
         L(test_errors_map_to_codes_with_the_status_message),
         L(test_list_pages_with_continue_at_one_snapshot),
         L(test_list_filters_by_label_and_field_selectors),
