@@ -160,10 +160,10 @@ static int run_ctl(const char *flotilla, const char *kc, const char *verb, bool 
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* CPU seconds used so far by the member host and the agents (NULL in push mode). */
-static double others_cpu_s(const fb_member_host *mh, const pid_t *agents, int n)
+/* CPU seconds used so far by the agents (none in push mode). */
+static double agents_cpu_s(const pid_t *agents, int n)
 {
-    double t = fb_proc_cpu_s(mh->pid);
+    double t = 0;
     for (int i = 0; agents && i < n; i++) {
         double a = fb_proc_cpu_s(agents[i]);
         t += a > 0 ? a : 0;
@@ -305,7 +305,8 @@ int main(int argc, char **argv)
     int64_t *ex = calloc((size_t)rounds * (size_t)clusters, sizeof *ex);
     size_t nper = 0;
     fb_reqsnap wbefore = fb_snap_requests(&s);
-    double cpu0 = fb_proc_cpu_s(s.pid), others0 = others_cpu_s(&mh, agents, clusters), cli_cpu = 0;
+    double cpu0 = fb_proc_cpu_s(s.pid), member0 = fb_proc_cpu_s(mh.pid), agents0 = agents_cpu_s(agents, clusters);
+    double cli_cpu = 0;
     for (int r = 0; r < rounds && !problems; r++) {
         bool want = r % 2 == 0;
         int64_t t0 = fb_now_ns();
@@ -331,7 +332,7 @@ int main(int argc, char **argv)
         }
         pthread_mutex_unlock(&a.mu);
     }
-    double cpu1 = fb_proc_cpu_s(s.pid), others1 = others_cpu_s(&mh, agents, clusters);
+    double cpu1 = fb_proc_cpu_s(s.pid), member1 = fb_proc_cpu_s(mh.pid), agents1 = agents_cpu_s(agents, clusters);
     fb_reqsnap wafter = fb_snap_requests(&s);
     pthread_mutex_lock(&a.mu);
     a.stop = true;
@@ -357,8 +358,8 @@ int main(int argc, char **argv)
     fb_print_writes(&wbefore, &wafter, rounds, "round");
     printf("  server CPU: %.1f ms per round (user + system, over the --wait rounds)\n",
            cpu0 >= 0 && cpu1 >= 0 ? (cpu1 - cpu0) * 1000 / rounds : -1);
-    printf("  CPU per round elsewhere: member host%s %.1f ms, the CLI %.1f ms (%.1f ms without --wait)\n",
-           pull ? " and agents" : "", (others1 - others0) * 1000 / rounds, cli_cpu * 1000 / rounds,
+    printf("  CPU per round elsewhere: member host %.1f ms, agents %.1f ms, the CLI %.1f ms (%.1f ms without --wait)\n",
+           (member1 - member0) * 1000 / rounds, (agents1 - agents0) * 1000 / rounds, cli_cpu * 1000 / rounds,
            nb ? base_cpu * 1000 / nb : 0);
     fb_snap_free(&wbefore);
     fb_snap_free(&wafter);

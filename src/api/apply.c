@@ -938,6 +938,12 @@ static void cmp_val(walk *w, const json_t *l, const json_t *r, diff *d)
 {
     if (l == r)
         return; /* one value shared by both versions (the write kept it): nothing changed */
+    /* near the top, where a subtree is big and usually unchanged (a Work's manifests while
+     * its suspension flips): one comparison, which stops at the first difference, instead of
+     * walking it field by field (deeper down that would compare the same values again and
+     * again) */
+    if (w->n >= 1 && w->n <= 2 && l && r && (json_is_object(l) || json_is_array(l)) && json_equal(l, r))
+        return;
     int cls = vclass(r ? r : l);
     if (l && r && vclass(l) != vclass(r))
         cls = C_SCALAR;

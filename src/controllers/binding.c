@@ -226,10 +226,14 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     index_put(ctx, new_obj, true);
     /* most updates are status writes: compare first, then (the costlier digest) ask whether
-     * the change is our own write coming back */
-    if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
-        fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
-                     json_object_get(json_object_get(new_obj, "metadata"), "labels")))
+     * the change is our own write coming back. The same generation is the same spec (a
+     * Work's status is a subresource: only spec changes move it). */
+    const json_t *om = json_object_get(old_obj, "metadata"), *nm = json_object_get(new_obj, "metadata");
+    const json_t *og = json_object_get(om, "generation"), *ng = json_object_get(nm, "generation");
+    bool same_spec = json_is_integer(og) && json_is_integer(ng)
+                         ? json_integer_value(og) == json_integer_value(ng)
+                         : fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec"));
+    if (same_spec && fl_json_same(json_object_get(om, "labels"), json_object_get(nm, "labels")))
         return;
     if (!is_echo(ctx, new_obj))
         work_event(ctx, new_obj);

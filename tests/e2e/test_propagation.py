@@ -121,6 +121,35 @@ def test_policy_deletion_releases_the_template_but_keeps_it_in_members(fleet):
     wait_for(lambda: fleet.get("deploy", "keep", member="member1") is None, timeout=30, what="keep gone")
 
 
+def test_a_work_edited_by_hand_is_put_back(fleet):
+    """The binding controller owns what it renders into a Work: a user's edit of the manifest
+    is undone (and its own writes coming back are not taken for edits)."""
+    fleet.apply([deployment("tamper", 2), weighted_policy("tamper", "tamper", {"member1": 1})])
+    wait_for(lambda: member_replicas(fleet, "tamper", "member1") == 2, timeout=30, what="tamper in member1")
+
+    def work():
+        works = fleet.get("works", "-n", "karmada-es-member1") or {"items": []}
+        for w in works["items"]:
+            m = w["spec"]["workload"]["manifests"][0]
+            if m["kind"] == "Deployment" and m["metadata"]["name"] == "tamper":
+                return w
+        return None
+
+    w = work()
+    assert w is not None
+    gen = w["metadata"]["generation"]
+    fleet.patch("work", w["metadata"]["name"], "-n", "karmada-es-member1", kind="json",
+                patch=[{"op": "replace", "path": "/spec/workload/manifests/0/spec/replicas", "value": 9}])
+    wait_for(lambda: work()["metadata"]["generation"] >= gen + 2 and
+             work()["spec"]["workload"]["manifests"][0]["spec"]["replicas"] == 2,
+             timeout=15, what="the Work's manifest put back to 2 replicas")
+    assert member_replicas(fleet, "tamper", "member1") in (2, 9)
+    wait_for(lambda: member_replicas(fleet, "tamper", "member1") == 2, timeout=15, what="member1 back at 2")
+    fleet.kubectl("delete", "deploy", "tamper")
+    fleet.delete("pp", "tamper")
+    wait_for(lambda: fleet.get("deploy", "tamper", member="member1") is None, timeout=30, what="tamper gone")
+
+
 def test_higher_priority_policy_wins_and_unschedulable_placement_says_why(fleet):
     low = weighted_policy("prio-low", "prio", {"member1": 1})
     high = weighted_policy("prio-high", "prio", {"member2": 1}, priority=10)
