@@ -765,11 +765,13 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
         else
             json_object_del(meta, keep[i]);
     }
-    /* (copies: cur may be a shared, read-only object, and out will be changed) */
+    /* cur may be a shared, read-only object, and out will be changed: its status is copied,
+     * or (built-in kinds, whose status nothing after this changes: see the /status case)
+     * shared when out goes to nobody who changes it */
     if (k->has_status) {
         json_t *st = json_object_get(cur, "status");
         if (st)
-            json_object_set_new(out, "status", json_deep_copy(st));
+            json_object_set_new(out, "status", share && !k->dynamic ? json_incref(st) : json_deep_copy(st));
         else
             json_object_del(out, "status");
     }
