@@ -1102,6 +1102,14 @@ int fl_client_update_status(fl_client *c, const fl_gvr *r, const char *ns, const
     return put_obj(c, r, ns, obj, "status", false, opts, out, err);
 }
 
+int fl_client_update_status_given(fl_client *c, const fl_gvr *r, const char *ns, json_t *obj,
+                                  const fl_write_opts *opts, json_t **out, fl_client_error *err)
+{
+    int rc = put_obj(c, r, ns, obj, "status", true, opts, out, err);
+    json_decref(obj);
+    return rc;
+}
+
 int fl_client_patch(fl_client *c, const fl_gvr *r, const char *ns, const char *name, int type,
                     const char *patch, size_t patch_len, const fl_patch_opts *opts, json_t **out,
                     fl_client_error *err)

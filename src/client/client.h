@@ -199,6 +199,9 @@ int fl_client_update(fl_client *c, const fl_gvr *r, const char *ns, const json_t
 int fl_client_update_given(fl_client *c, const fl_gvr *r, const char *ns, json_t *obj,
                            const fl_write_opts *opts, json_t **out, fl_client_error *err);
 /* The same on the /status subresource. */
+int fl_client_update_status_given(fl_client *c, const fl_gvr *r, const char *ns, json_t *obj,
+                                  const fl_write_opts *opts, json_t **out, fl_client_error *err);
+/* fl_client_update on the /status subresource. */
 int fl_client_update_status(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
                             const fl_write_opts *opts, json_t **out, fl_client_error *err);
 

@@ -325,11 +325,13 @@ static int reconcile(void *ctx, const char *key)
     int rc = 0;
     if (change) {
         fl_client_error ce;
-        rc = fl_client_update_status(s->env.cp, gvr, meta(nb, "namespace"), nb, NULL, NULL, &ce);
+        /* handed over (the server keeps it uncopied); its metadata is b's */
+        rc = fl_client_update_status_given(s->env.cp, gvr, meta(b, "namespace"), nb, NULL, NULL, &ce);
+        nb = NULL;
         if (rc == FL_ENOTFOUND)
             rc = 0;
         else if (rc && rc != FL_ECONFLICT)
-            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(nb, "name"),
+            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(b, "name"),
                    ce.message[0] ? ce.message : fl_strerror(rc));
     }
     if (rc == 0)
