@@ -900,6 +900,8 @@ static void *worker(void *arg)
 
 /* ---- informer handlers ---- */
 
+static const char *const SKIP_MANAGED_FIELDS[] = {"metadata.managedFields", NULL};
+
 static void enqueue_work(exec *x, const json_t *work)
 {
     if (!work_cluster(work))
@@ -1032,7 +1034,8 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
         .resource = WORKS,
         .ns = cfg->ns,
         .handlers = wh,
-        .transform = fl_informer_drop_managed_fields,
+        .transform = fl_informer_drop_managed_fields, /* in process */
+        .skip_fields = SKIP_MANAGED_FIELDS,           /* over HTTP (an agent): not even decoded */
     };
     int rc;
     if (cfg->works) {
