@@ -995,11 +995,18 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
             free(msg);
         } else {
             /* a body given to a write that cannot be retried (it pins a resourceVersion) is
-             * taken as it is; one that may be retried stays unchanged, for the retry */
+             * taken as it is but for its metadata, which the write changes and the caller may
+             * share (what is below is shared read-only, and nothing changes it for a built-in
+             * kind other than a Secret); one that may be retried stays unchanged, for the retry */
             const char *rv = fl_obj_str(body, "metadata", "resourceVersion");
-            if (!r->body_obj || (r->body_given && rv && rv[0]))
+            if (!r->body_obj) {
                 c.own = json_incref(body);
-            else
+            } else if (r->body_given && rv && rv[0] && !t->kind->dynamic && strcmp(t->kind->kind, "Secret")) {
+                c.own = json_incref(body);
+                json_t *m = json_object();
+                json_object_update(m, json_object_get(body, "metadata"));
+                json_object_set_new(c.own, "metadata", m);
+            } else
                 c.own = !strcmp(t->sub, "status") ? status_body_copy(body) : json_deep_copy(body);
             guaranteed_update(api, r, t, mutate_put, &c);
             json_decref(c.own);

@@ -490,9 +490,19 @@ static void test_update_given_stores_the_object_handed_over(void **state)
     assert_int_equal(fl_client_get(f->c, &CM, "default", "given", &got, &err), 0);
     json_t *stale = json_deep_copy(got);
     json_object_set_new(json_object_get(got, "data"), "k", json_string("two"));
+    /* what the object handed over shares with others stays as it was (here its metadata) */
+    json_t *other = json_pack("{s:O}", "metadata", json_object_get(got, "metadata"));
+    json_t *before = json_deep_copy(json_object_get(other, "metadata"));
+    char *rv = fl_strdup(json_string_value(json_object_get(before, "resourceVersion")));
     json_t *out = NULL;
     assert_int_equal(fl_client_update_given(f->c, &CM, "default", got, NULL, &out, &err), 0); /* takes got */
     assert_string_equal(data_k(out), "two");
+    assert_string_not_equal(json_string_value(json_object_get(json_object_get(out, "metadata"), "resourceVersion")), rv);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(other, "metadata"), "resourceVersion")), rv);
+    assert_true(json_equal(json_object_get(other, "metadata"), before));
+    json_decref(before);
+    free(rv);
+    json_decref(other);
     json_decref(out);
     json_t *again = NULL;
     assert_int_equal(fl_client_get(f->c, &CM, "default", "given", &again, &err), 0);
