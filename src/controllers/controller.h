@@ -61,7 +61,8 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
 
 /* Run n worker threads over q, each calling reconcile(ctx, key) for the keys it takes:
  * 0 forgets the key's back-off; any other return requeues it with the queue's rate-limited
- * back-off. Workers exit when q is shut down; fl_ctrl_workers_join waits for them. */
+ * back-off. Workers exit when q is shut down, leaving what is still queued (the next start
+ * reconciles everything); fl_ctrl_workers_join waits for them. */
 typedef struct fl_ctrl_workers fl_ctrl_workers;
 fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
                                        void *ctx);

@@ -228,10 +228,14 @@ static void *worker_main(void *arg)
     fl_ctrl_workers *w = arg;
     char *key;
     while (fl_workqueue_get(w->q, -1, &key) == 0) {
-        if (w->reconcile(w->ctx, key) == 0)
-            fl_workqueue_forget(w->q, key);
-        else
-            fl_workqueue_add_rate_limited(w->q, key);
+        /* stopping: what is still queued is not worked off (the store is the truth; the next
+         * start reconciles everything), or a backlog of thousands would hold the stop up */
+        if (!fl_workqueue_shutting_down(w->q)) {
+            if (w->reconcile(w->ctx, key) == 0)
+                fl_workqueue_forget(w->q, key);
+            else
+                fl_workqueue_add_rate_limited(w->q, key);
+        }
         fl_workqueue_done(w->q, key);
         free(key);
     }

@@ -10,8 +10,10 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "client/workqueue.h"
 #include "controllers/controller.h"
 #include "core/mem.h"
 #include "testutil.h"
@@ -84,6 +86,39 @@ static void test_concurrent_callers_keep_their_batches_apart(void **state)
     }
 }
 
+static atomic_int reconciled;
+
+static int slow_reconcile(void *ctx, const char *key)
+{
+    (void)ctx;
+    (void)key;
+    atomic_fetch_add(&reconciled, 1);
+    sleep_ms(5);
+    return 0;
+}
+
+/* A stopping server must not work off its controllers' backlog first: once the queue is shut
+ * down, the workers finish what they hold and leave the rest (the store is the truth, the
+ * next start reconciles everything). */
+static void test_workers_stop_without_working_off_the_backlog(void **state)
+{
+    (void)state;
+    fl_workqueue *q = fl_workqueue_new(&(fl_workqueue_config){0});
+    char key[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "ns/item-%d", i);
+        fl_workqueue_add(q, key);
+    }
+    atomic_store(&reconciled, 0);
+    fl_ctrl_workers *w = fl_ctrl_workers_start(q, 2, slow_reconcile, NULL);
+    sleep_ms(20);
+    fl_ctrl_workers_join(w); /* 1000 x 5 ms on 2 workers would be 2.5 s */
+    int n = atomic_load(&reconciled);
+    assert_true(n > 0);
+    assert_true(n < 100);
+    fl_workqueue_free(q);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -91,6 +126,7 @@ int main(void)
         cmocka_unit_test(test_every_item_runs_once_before_the_call_returns),
         cmocka_unit_test(test_one_thread_or_one_item_runs_inline),
         cmocka_unit_test(test_concurrent_callers_keep_their_batches_apart),
+        cmocka_unit_test(test_workers_stop_without_working_off_the_backlog),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
