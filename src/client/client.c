@@ -609,7 +609,7 @@ typedef struct req {
     const char *body;
     size_t body_len;
     const json_t *body_obj; /* instead of body, for the in-process transport (borrowed) */
-    bool body_given;    /* body_obj handed over: the transport takes the reference */
+    bool body_given;    /* body_obj handed over: the server may keep and change it */
     bool want_obj;      /* a watch, in process: take its events as objects */
     bool watch;
     int timeout_ms;     /* 0 = none */
