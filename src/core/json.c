@@ -579,6 +579,31 @@ int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out_v, cha
     return FL_EINVAL;
 }
 
+/* Delete the members at path (as fl_json_load_skipping reads it) from v. */
+static void drop_path(json_t *v, const char *path)
+{
+    const char *dot = strchr(path, '.');
+    size_t n = dot ? (size_t)(dot - path) : strlen(path);
+    if (n == 2 && !memcmp(path, "[]", 2)) {
+        size_t i;
+        json_t *e;
+        if (dot)
+            json_array_foreach(v, i, e) drop_path(e, dot + 1);
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    char key[256];
+    if (n >= sizeof key)
+        return;
+    memcpy(key, path, n);
+    key[n] = 0;
+    if (dot)
+        drop_path(json_object_get(v, key), dot + 1);
+    else
+        json_object_del(v, key);
+}
+
 json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *skip)
 {
     in s = {.p = buf, .end = buf + len, .skip = skip && *skip ? skip : NULL};
@@ -591,8 +616,13 @@ json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *sk
             return v;
         json_decref(v);
     }
-    /* what this parser does not take, whole: jansson's answer */
-    return s.skip ? fl_json_load(buf, len) : NULL;
+    if (!s.skip)
+        return NULL;
+    /* what this parser does not take: jansson's answer, then the paths deleted */
+    v = fl_json_load(buf, len);
+    for (const char *const *p = skip; v && *p; p++)
+        drop_path(v, *p);
+    return v;
 }
 
 json_t *fl_json_load(const char *buf, size_t len)
