@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,6 +32,8 @@ typedef struct buf {
 
 static void buf_add(buf *b, const char *s, size_t n)
 {
+    if (n > SIZE_MAX / 4)
+        abort(); /* never (a length of something in memory); says so to gcc -O3's bounds check */
     if (b->len + n + 1 > b->cap) {
         size_t c = b->cap ? b->cap * 2 : 4096;
         while (c < b->len + n + 1)

@@ -399,7 +399,7 @@ static int req_string(const json_t *item, const char *where, const char *field, 
 static int req_enum(const json_t *item, const char *where, const char *field, const char *const *allowed,
                     const char *allowed_text, char **err)
 {
-    const char *s;
+    const char *s = NULL;
     int rc = req_string(item, where, field, &s, err);
     if (rc == 0 && !one_of(s, allowed))
         rc = errf(err, "%s.%s: Unsupported value: \"%s\": supported values: %s", where, field, s, allowed_text);
@@ -408,7 +408,7 @@ static int req_enum(const json_t *item, const char *where, const char *field, co
 
 static int req_pointer(const json_t *item, const char *where, const char *field, char **err)
 {
-    const char *s;
+    const char *s = NULL;
     int rc = req_string(item, where, field, &s, err);
     if (rc == 0 && *s && *s != '/')
         rc = errf(err, "%s.%s: Invalid value: \"%s\": JSON pointer must be empty or start with a \"/\"", where, field,
