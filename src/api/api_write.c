@@ -706,11 +706,8 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
              * changes managedFields, resourceVersion, generation there); nothing else is
              * changed after this for a built-in kind (its defaults only fill what is absent,
              * and the stored object has them) */
-            out = json_object();
-            json_object_update(out, (json_t *)cur);
-            json_t *m = json_object();
-            json_object_update(m, json_object_get(cur, "metadata"));
-            json_object_set_new(out, "metadata", m);
+            out = fl_json_shallow_copy(cur);
+            json_object_set_new(out, "metadata", fl_json_shallow_copy(json_object_get(cur, "metadata")));
         } else {
             out = json_deep_copy(cur);
         }
@@ -960,11 +957,9 @@ static json_t *status_body_copy(const json_t *body)
     json_object_foreach((json_t *)body, key, v) {
         if (!strcmp(key, "status"))
             json_object_set_new(in, key, json_deep_copy(v));
-        else if (!strcmp(key, "metadata") && json_is_object(v)) {
-            json_t *m = json_object();
-            json_object_update(m, v);
-            json_object_set_new(in, key, m);
-        } else if (!strcmp(key, "apiVersion") || !strcmp(key, "kind"))
+        else if (!strcmp(key, "metadata") && json_is_object(v))
+            json_object_set_new(in, key, fl_json_shallow_copy(v));
+        else if (!strcmp(key, "apiVersion") || !strcmp(key, "kind"))
             json_object_set(in, key, v);
     }
     return in;
@@ -1003,9 +998,7 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
                 c.own = json_incref(body);
             } else if (r->body_given && rv && rv[0] && !t->kind->dynamic && strcmp(t->kind->kind, "Secret")) {
                 c.own = json_incref(body);
-                json_t *m = json_object();
-                json_object_update(m, json_object_get(body, "metadata"));
-                json_object_set_new(c.own, "metadata", m);
+                json_object_set_new(c.own, "metadata", fl_json_shallow_copy(json_object_get(body, "metadata")));
             } else
                 c.own = !strcmp(t->sub, "status") ? status_body_copy(body) : json_deep_copy(body);
             guaranteed_update(api, r, t, mutate_put, &c);

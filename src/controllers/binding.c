@@ -499,16 +499,6 @@ static int build_work(render *r, int i, json_t **out, char **err)
     return 0;
 }
 
-/* An object of o's members (shared, read-only as o's are), to set members of its own in;
- * an empty one for NULL. */
-static json_t *shallow_copy(const json_t *o)
-{
-    json_t *c = json_object();
-    if (json_is_object(o))
-        json_object_update(c, (json_t *)o);
-    return c;
-}
-
 /* A user may suspend (or resume) one Work directly: while the binding's own suspension of
  * that cluster is what we last wrote (the annotation), the Work's suspendDispatching is left
  * as the user set it; a change of the binding's suspension wins. */
@@ -553,15 +543,15 @@ static void write_target(void *ctx, int i)
         rc = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
     } else {
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
-        json_t *upd = shallow_copy(have);
+        json_t *upd = fl_json_shallow_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
         keep_users_suspension(have, want, upd);
-        json_t *md = shallow_copy(json_object_get(have, "metadata"));
+        json_t *md = fl_json_shallow_copy(json_object_get(have, "metadata"));
         json_object_set_new(upd, "metadata", md);
         static const char *const ours[] = {"labels", "annotations"}; /* set below: of upd's own */
         for (size_t j = 0; j < 2; j++)
             if (json_object_get(md, ours[j]))
-                json_object_set_new(md, ours[j], shallow_copy(json_object_get(md, ours[j])));
+                json_object_set_new(md, ours[j], fl_json_shallow_copy(json_object_get(md, ours[j])));
         const char *key;
         json_t *v;
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "labels"), key, v)

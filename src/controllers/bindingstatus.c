@@ -301,11 +301,10 @@ static int reconcile(void *ctx, const char *key)
 
     /* the binding as it will be written: of its own only what changes (the status, its
      * conditions); the rest is shared with the informer's read-only copy */
-    json_t *nb = json_object(), *st = json_object();
-    json_object_update(nb, b);
+    json_t *nb = fl_json_shallow_copy(b);
     const json_t *ost = json_object_get(b, "status");
+    json_t *st = fl_json_shallow_copy(ost);
     if (json_is_object(ost)) {
-        json_object_update(st, (json_t *)ost);
         json_object_set_new(st, "conditions", json_deep_copy(json_object_get(ost, "conditions")));
         if (!json_is_array(json_object_get(st, "conditions")))
             json_object_del(st, "conditions");

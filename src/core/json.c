@@ -633,6 +633,11 @@ json_t *fl_json_load(const char *buf, size_t len)
     return v;
 }
 
+json_t *fl_json_shallow_copy(const json_t *o)
+{
+    return json_is_object(o) ? json_copy((json_t *)o) : json_object();
+}
+
 /* splitmix64's finalizer: spreads every input bit over the output */
 static uint64_t mix64(uint64_t x)
 {

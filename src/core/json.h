@@ -32,6 +32,11 @@ json_t *fl_json_load(const char *buf, size_t len);
  * from a server, where the caller needs part of each object. */
 json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *skip);
 
+/* A new object holding o's members (jansson's json_copy: the members are shared, so
+ * read-only as o's are; the new object is the caller's to set members in); an empty object
+ * when o is not an object. */
+json_t *fl_json_shallow_copy(const json_t *o);
+
 /* Do a and b hold the same JSON? Unlike jansson's json_equal, which answers "different"
  * whenever either side is NULL, two absent values are the same: comparing an optional
  * field of an old and a new object (annotations, deletionTimestamp) must not see a change
