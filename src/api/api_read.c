@@ -498,7 +498,7 @@ static bool initial_cb(void *vctx, const char *key, const fl_kv *kv)
 }
 
 /* Turn one store event into zero or one watch event. */
-static void relay(fl_api_stream *s, const fl_event *ev)
+static void relay(fl_api_stream *s, const fl_watch_event *ev)
 {
     s->last_rev = ev->rev;
     s->last_activity = now_s();
@@ -653,7 +653,7 @@ static bool stream_pull(fl_api_stream *s)
         wait_ms = bmi;
     if (wait_ms > 1000)
         wait_ms = 1000;  /* wake at least once a second to notice shutdown */
-    fl_event *ev = NULL;
+    fl_watch_event *ev = NULL;
     int rc = fl_watch_next(s->w, &ev, wait_ms);
     if (rc == 0) {
         relay(s, ev);

@@ -4,13 +4,15 @@
  * it on a queue; the writer thread takes them one by one. Recent events are remembered by
  * (object uid or namespace/name, type, reason, message) with the name and count of the
  * Event that was written, so a repeat becomes a merge patch of count and lastTimestamp; a
- * repeat whose Event is gone (or whose patch fails) writes a new one. The memory is a
- * small open hash that forgets its oldest entries first (a ring of insertion order). */
+ * repeat whose Event is gone (or whose patch fails) writes a new one. The memory is a ring
+ * of insertion order that forgets its oldest entries first, indexed by a chained hash of
+ * the fingerprints (a lookup per event, so it must not walk the ring). */
 #include "controllers/events.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,11 @@ typedef struct recent {
     char *ns, *name;         /* the Event written */
     int64_t count;
     int64_t last_ms;
+    uint32_t hash;           /* of fingerprint */
+    int chain;               /* next ring index in the same bucket; -1: none */
 } recent;
+
+#define RECENT_BUCKETS (FL_EVENTS_RECENT_MAX * 2)
 
 struct fl_recorder {
     fl_client *cp;
@@ -55,6 +61,7 @@ struct fl_recorder {
     bool closing;
     pthread_t thread;
     recent ring[FL_EVENTS_RECENT_MAX]; /* writer thread only */
+    int bucket[RECENT_BUCKETS];        /* first ring index of each chain; -1: empty */
     size_t ring_next;
     unsigned long seq;
 };
@@ -66,24 +73,40 @@ static const char *jstr(const json_t *o, const char *k)
 
 /* ---- memory of recent events (writer thread only) ---- */
 
-static recent *recent_find(fl_recorder *r, const char *fp, int64_t now)
+static uint32_t fp_hash(const char *s)
 {
-    for (size_t i = 0; i < FL_EVENTS_RECENT_MAX; i++) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static recent *recent_find(fl_recorder *r, const char *fp, uint32_t h, int64_t now)
+{
+    for (int i = r->bucket[h % RECENT_BUCKETS]; i >= 0; i = r->ring[i].chain) {
         recent *e = &r->ring[i];
-        if (e->fingerprint && !strcmp(e->fingerprint, fp))
+        if (e->hash == h && !strcmp(e->fingerprint, fp))
             return now - e->last_ms <= REPEAT_WINDOW_MS ? e : NULL;
     }
     return NULL;
 }
 
-static void recent_put(fl_recorder *r, const char *fp, const char *ns, const char *name, int64_t now)
+static void recent_put(fl_recorder *r, const char *fp, uint32_t h, const char *ns, const char *name, int64_t now)
 {
-    recent *e = &r->ring[r->ring_next];
+    int slot = (int)r->ring_next;
+    recent *e = &r->ring[slot];
     r->ring_next = (r->ring_next + 1) % FL_EVENTS_RECENT_MAX;
+    if (e->fingerprint) { /* forget the oldest: unlink it from its chain */
+        int *link = &r->bucket[e->hash % RECENT_BUCKETS];
+        while (*link != slot)
+            link = &r->ring[*link].chain;
+        *link = e->chain;
+    }
     free(e->fingerprint);
     free(e->ns);
     free(e->name);
-    *e = (recent){fl_strdup(fp), fl_strdup(ns), fl_strdup(name), 1, now};
+    *e = (recent){fl_strdup(fp), fl_strdup(ns), fl_strdup(name), 1, now, h, r->bucket[h % RECENT_BUCKETS]};
+    r->bucket[h % RECENT_BUCKETS] = slot;
 }
 
 /* ---- writer ---- */
@@ -94,7 +117,8 @@ static void write_one(fl_recorder *r, pending *p)
     char ts[FL_TIME_BUF];
     fl_time_format(now, false, ts);
     fl_client_error ce;
-    recent *seen = recent_find(r, p->fingerprint, now);
+    uint32_t h = fp_hash(p->fingerprint);
+    recent *seen = recent_find(r, p->fingerprint, h, now);
     if (seen) {
         char patch[160];
         int n = snprintf(patch, sizeof patch, "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", (long long)seen->count + 1,
@@ -117,7 +141,7 @@ static void write_one(fl_recorder *r, pending *p)
     json_object_set_new(p->event, "lastTimestamp", json_string(ts));
     int rc = fl_client_create(r->cp, &EVENTS, p->ns, p->event, NULL, NULL, &ce);
     if (rc == 0)
-        recent_put(r, p->fingerprint, p->ns, name, now);
+        recent_put(r, p->fingerprint, h, p->ns, name, now);
     else
         fl_log(FL_LOG_DEBUG, "events", "event %s/%s not written: %s", p->ns, name,
                ce.message[0] ? ce.message : fl_strerror(rc));
@@ -177,6 +201,8 @@ fl_recorder *fl_recorder_new(fl_client *cp, const char *component)
     r->component = fl_strdup(component);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
+    for (size_t i = 0; i < RECENT_BUCKETS; i++)
+        r->bucket[i] = -1;
     if (pthread_create(&r->thread, NULL, writer, r) != 0) {
         fl_log(FL_LOG_ERROR, "events", "cannot start the writer thread");
         abort();

@@ -1250,7 +1250,7 @@ static void cluster_drain(sim_cluster *c, keyvec *dirty)
 {
     bool nodes_changed = false;
     for (int i = 0; i < DRAIN_MAX; i++) {
-        fl_event *ev;
+        fl_watch_event *ev;
         int rc = fl_watch_next(c->w, &ev, 0);
         if (rc == FL_ETIMEDOUT)
             break;

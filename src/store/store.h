@@ -151,12 +151,12 @@ int64_t fl_store_compact(fl_store *s);
 
 enum fl_event_type { FL_EV_PUT_CREATE = 1, FL_EV_PUT_UPDATE = 2, FL_EV_DELETE = 3 };
 
-typedef struct fl_event {
+typedef struct fl_watch_event {
     int type;          /* enum fl_event_type */
     const char *key;   /* valid while the event is held */
     int64_t rev;
     fl_blob *value;    /* the new value; for DELETE the final value (borrowed from the event) */
-} fl_event;
+} fl_watch_event;
 
 typedef struct fl_watch fl_watch;
 
@@ -169,7 +169,7 @@ int fl_store_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch *
  * event valid until the next call to fl_watch_next or fl_watch_free.
  * Returns 0, FL_ETIMEDOUT, FL_ECLOSED (store closing or watch cancelled), or FL_EEXPIRED
  * (the watcher fell so far behind that its backlog overflowed; it must re-list). */
-int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms);
+int fl_watch_next(fl_watch *w, fl_watch_event **ev, int timeout_ms);
 /* Wake a blocked fl_watch_next, making it return FL_ECLOSED. Any thread. */
 void fl_watch_cancel(fl_watch *w);
 /* Stop and free. NULL-safe. Not concurrently with fl_watch_next on the same watch. */

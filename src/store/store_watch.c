@@ -398,7 +398,7 @@ static int flags_rc(int flags)
     return 0;
 }
 
-int fl_watch_next(fl_watch *w, fl_event **ev, int timeout_ms)
+int fl_watch_next(fl_watch *w, fl_watch_event **ev, int timeout_ms)
 {
     *ev = NULL;
     fl_watch_event_unref(w->cur);

@@ -17,9 +17,9 @@
 
 #include "store/store.h"
 
-/* A reference-counted event: the public fl_event plus its count and the key bytes. */
+/* A reference-counted event: the public fl_watch_event plus its count and the key bytes. */
 typedef struct fl_store_event {
-    fl_event ev;
+    fl_watch_event ev;
     int refs; /* atomic */
     char key[];
 } fl_store_event;

@@ -221,7 +221,7 @@ static void list_keys(fl_store *s, const char *prefix, const char *after, int64_
 /* Reads the next event and checks it; returns its revision. */
 static int64_t expect_event(fl_watch *w, int type, const char *key, const char *value_prefix)
 {
-    fl_event *ev = NULL;
+    fl_watch_event *ev = NULL;
     assert_int_equal(fl_watch_next(w, &ev, 5000), 0);
     assert_non_null(ev);
     assert_int_equal(ev->type, type);
@@ -236,7 +236,7 @@ static int64_t expect_event(fl_watch *w, int type, const char *key, const char *
 
 static void expect_no_event(fl_watch *w)
 {
-    fl_event *ev = NULL;
+    fl_watch_event *ev = NULL;
     assert_int_equal(fl_watch_next(w, &ev, 50), FL_ETIMEDOUT);
     assert_null(ev);
 }
@@ -601,7 +601,7 @@ static void test_watch_older_than_ring_replays_from_log(void **state)
     assert_int_equal(fl_store_watch(s, "/w/", 0, &w), 0);
     int64_t last = 0;
     size_t n = 0, creates = 0;
-    fl_event *ev;
+    fl_watch_event *ev;
     while (fl_watch_next(w, &ev, 200) == 0) {
         assert_true(ev->rev > last); /* in order, no duplicates */
         assert_true(strncmp(ev->key, "/w/", 3) == 0);
@@ -654,7 +654,7 @@ typedef struct waiter {
 static void *waiter_main(void *arg)
 {
     waiter *wt = arg;
-    fl_event *ev;
+    fl_watch_event *ev;
     wt->rc = fl_watch_next(wt->w, &ev, -1);
     return NULL;
 }
@@ -670,7 +670,7 @@ static void test_watch_cancel_wakes_blocked_next_with_eclosed(void **state)
     fl_watch_cancel(wt.w);
     pthread_join(t, NULL);
     assert_int_equal(wt.rc, FL_ECLOSED);
-    fl_event *ev;
+    fl_watch_event *ev;
     assert_int_equal(fl_watch_next(wt.w, &ev, 0), FL_ECLOSED);
     fl_watch_free(wt.w);
 }
@@ -689,7 +689,7 @@ static void test_store_free_ends_open_watches(void **state)
     f->s = NULL;
     pthread_join(t, NULL);
     assert_int_equal(wt.rc, FL_ECLOSED);
-    fl_event *ev;
+    fl_watch_event *ev;
     assert_int_equal(fl_watch_next(idle, &ev, 0), FL_ECLOSED);
     /* Watches outlive the store safely. */
     fl_watch_free(wt.w);
@@ -730,7 +730,7 @@ static void test_compaction_expires_old_watch_and_list(void **state)
     collect c;
     list_keys(s, "/c/", NULL, old_snap, 0, &c, NULL, FL_EEXPIRED);
     /* The watch opened earlier needs compacted history: it expires on replay. */
-    fl_event *ev;
+    fl_watch_event *ev;
     assert_int_equal(fl_watch_next(w_old, &ev, 100), FL_EEXPIRED);
     fl_watch_free(w_old);
 
@@ -880,7 +880,7 @@ static void test_concurrent_writers_get_unique_revisions_and_watchers_see_each_o
     assert_int_equal(fl_store_rev(s), WRITERS * PER_WRITER);
 
     /* Every event exactly once, in revision order, with per-key values in write order. */
-    fl_event *ev;
+    fl_watch_event *ev;
     int64_t last = 0;
     size_t seen = 0;
     while (fl_watch_next(all, &ev, 200) == 0) {
@@ -938,7 +938,7 @@ static void *live_watch_main(void *arg)
     if (fl_store_watch(lw->s, "/cw/", lw->from, &w) != 0)
         return NULL;
     int64_t last = lw->from;
-    fl_event *ev;
+    fl_watch_event *ev;
     lw->ordered = true;
     while (lw->got < lw->want && fl_watch_next(w, &ev, 2000) == 0) {
         if (ev->rev != last + 1)
@@ -1084,7 +1084,7 @@ static void test_watch_below_ring_reads_log_then_ring_without_gap(void **state)
     assert_int_equal(fl_watch_hub_open(h, "/h/1", 95, &w1), 0); /* served from the ring alone */
     publish_range(h, 101, 110);
     log.upto = 110;
-    fl_event *ev;
+    fl_watch_event *ev;
     for (int64_t r = 11; r <= 110; r++) {
         assert_int_equal(fl_watch_next(w, &ev, 1000), 0);
         assert_int_equal(ev->rev, r);
@@ -1112,7 +1112,7 @@ static void test_watch_backlog_overflow_expires_the_watch(void **state)
     fl_watch *slow = NULL, *fast = NULL;
     assert_int_equal(fl_watch_hub_open(h, "/h/", 0, &slow), 0);
     assert_int_equal(fl_watch_hub_open(h, "/h/", 0, &fast), 0);
-    fl_event *ev;
+    fl_watch_event *ev;
     for (int64_t r = 1; r <= 25; r++) {
         publish_range(h, r, r);
         assert_int_equal(fl_watch_next(fast, &ev, 0), 0); /* keeps up: never expires */
@@ -1411,7 +1411,7 @@ static void test_memory_watch_from_revision_in_history_and_expired_below_it(void
         put_upd(s, "/x/a", "o");
     int64_t head = fl_store_rev(s);
     assert_int_equal(fl_store_compact_rev(s), head - 8);
-    fl_event *ev;
+    fl_watch_event *ev;
     for (int64_t r = 1; r <= head; r++) {
         assert_int_equal(fl_watch_next(early, &ev, 1000), 0);
         assert_int_equal(ev->rev, r);
@@ -1520,7 +1520,7 @@ static void test_memory_lists_and_watches_at_every_revision_match_sqlite(void **
         fl_watch *wm = NULL, *ws = NULL;
         assert_int_equal(fl_store_watch(p.mem, "/m/a/", at, &wm), 0);
         assert_int_equal(fl_store_watch(p.sql, "/m/a/", at, &ws), 0);
-        fl_event *em, *es;
+        fl_watch_event *em, *es;
         for (;;) {
             int rm = fl_watch_next(wm, &em, 0);
             int rs = fl_watch_next(ws, &es, rm == 0 ? 1000 : 50);

@@ -1,0 +1,145 @@
+/* test_events.c - the event recorder (src/controllers/events.c) against an in-process API
+ * server (a SQLite store in a temporary directory, the controllers' in-process client):
+ * a repeat becomes a count on the Event already written, and the memory of recent events
+ * forgets its oldest entries first, so a repeat of a forgotten event writes a new Event
+ * while a repeat of a remembered one still counts. Every wait is bounded. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "client/client.h"
+#include "controllers/events.h"
+#include "core/mem.h"
+#include "store/store.h"
+
+#include "testapi.h"
+#include "testutil.h"
+
+static const fl_gvr EVENTS = {"v1", "events"};
+
+typedef struct fixture {
+    char dir[64];
+    fl_store *store;
+    fl_api api;
+    fl_client *c;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = fl_calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/fl-events-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    char *db = fl_asprintf("%s/store.db", f->dir);
+    fl_store_config sc = {.path = db, .compact_interval_ms = -1};
+    assert_int_equal(fl_store_open(&sc, &f->store), 0);
+    free(db);
+    f->api.store = f->store;
+    f->api.bookmark_interval_ms = 60000;
+    fl_api_load_crds(&f->api);
+    assert_int_equal(test_api_request(&f->api, "POST", "/api/v1/namespaces", NULL,
+                                      "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"default\"}}"),
+                     201);
+    f->c = fl_api_local_client(&f->api, "events-test/1.0");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    fl_client_free(f->c);
+    fl_store_free(f->store);
+    char *cmd = fl_asprintf("rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    free(cmd);
+    free(f);
+    return 0;
+}
+
+static json_t *object(const char *name)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name",
+                     name, "namespace", "default", "uid", name);
+}
+
+/* The counts of the Events about object name, in the order listed; returns how many. */
+static int counts_of(fixture *f, const char *name, int *counts, int max)
+{
+    char sel[128];
+    snprintf(sel, sizeof sel, "involvedObject.name=%s", name);
+    fl_list_opts lo = {.field_selector = sel};
+    fl_list_result list;
+    fl_client_error ce;
+    if (fl_client_list(f->c, &EVENTS, "default", &lo, &list, &ce) != 0)
+        return -1;
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(list.items, i, e) if (n < max) counts[n++] = (int)json_integer_value(json_object_get(e, "count"));
+    fl_list_result_close(&list);
+    return n;
+}
+
+/* Whether object name has exactly the Events with counts want[0..n). */
+static bool has_counts(fixture *f, const char *name, const int *want, int n)
+{
+    int got[8];
+    if (counts_of(f, name, got, 8) != n)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (got[i] != want[i])
+            return false;
+    return true;
+}
+
+static void test_repeats_count_until_forgotten(void **state)
+{
+    fixture *f = *state;
+    fl_recorder *r = fl_recorder_new(f->c, "events-test");
+    json_t *a = object("a");
+    fl_event(r, a, "Normal", "Tested", "the same %s", "message");
+    fl_event(r, a, "Normal", "Tested", "the same %s", "message");
+    WAIT_UNTIL(has_counts(f, "a", (int[]){2}, 1), 30000);
+    /* another message is another Event */
+    fl_event(r, a, "Normal", "Tested", "another message");
+    WAIT_UNTIL(has_counts(f, "a", (int[]){2, 1}, 2), 30000);
+
+    /* as many other events as the memory holds: "a"'s are the oldest, and forgotten */
+    char name[32];
+    for (int i = 0; i < FL_EVENTS_RECENT_MAX; i++) {
+        snprintf(name, sizeof name, "o%d", i);
+        json_t *o = object(name);
+        fl_event(r, o, "Normal", "Tested", "event %d", i);
+        json_decref(o);
+    }
+    snprintf(name, sizeof name, "o%d", FL_EVENTS_RECENT_MAX - 1);
+    WAIT_UNTIL(has_counts(f, name, (int[]){1}, 1), 120000);
+    /* the newest is remembered: its repeat counts */
+    json_t *last = object(name);
+    fl_event(r, last, "Normal", "Tested", "event %d", FL_EVENTS_RECENT_MAX - 1);
+    WAIT_UNTIL(has_counts(f, name, (int[]){2}, 1), 30000);
+    /* the oldest is not: its repeat is a new Event */
+    fl_event(r, a, "Normal", "Tested", "the same message");
+    WAIT_UNTIL(counts_of(f, "a", (int[8]){0}, 8) == 3, 30000);
+    json_decref(last);
+    json_decref(a);
+    fl_recorder_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_repeats_count_until_forgotten, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
