@@ -94,8 +94,14 @@ static void work_added(void *ctx, json_t *obj)
 
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    if (!fl_json_same(json_object_get(old_obj, "status"), json_object_get(new_obj, "status")))
-        work_event(ctx, new_obj);
+    statusctl *s = ctx;
+    if (fl_json_same(json_object_get(old_obj, "status"), json_object_get(new_obj, "status")))
+        return;
+    /* the executor acknowledged a suspension, a pause or a resume */
+    const char *msg = fl_dispatch_event_message(old_obj, new_obj);
+    if (msg && s->env.recorder)
+        fl_event(s->env.recorder, new_obj, "Normal", "WorkDispatching", "%s", msg);
+    work_event(s, new_obj);
 }
 
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)

@@ -54,6 +54,27 @@ bool fl_dispatch_work_acked(const json_t *work, bool want_suspended)
     return want_suspended ? a == FL_DISPATCH_STOPPED : a == FL_DISPATCH_RUNNING;
 }
 
+static const char *dispatching_reason(const json_t *work)
+{
+    const json_t *c = fl_condition_find(json_object_get(json_object_get(work, "status"), "conditions"),
+                                        FL_DISPATCHING_CONDITION);
+    return c ? json_string_value(json_object_get(c, "reason")) : NULL;
+}
+
+const char *fl_dispatch_event_message(const json_t *old_work, const json_t *new_work)
+{
+    const char *was = dispatching_reason(old_work), *now = dispatching_reason(new_work);
+    if (!now || (was ? !strcmp(was, now) : !strcmp(now, FL_DISPATCHING_REASON)))
+        return NULL;
+    if (!strcmp(now, FL_DISPATCHING_REASON))
+        return "Work is being dispatched to the member cluster.";
+    if (!strcmp(now, FL_DISPATCHING_REASON_CLUSTER_PAUSED))
+        return "The Work's cluster is paused: nothing is being applied to it.";
+    if (!strcmp(now, FL_DISPATCHING_REASON_SUSPENDED))
+        return "Work dispatching is suspended: nothing is being applied to the cluster.";
+    return NULL;
+}
+
 void fl_dispatch_rollup_of(const json_t *binding, const json_t *works, fl_dispatch_rollup *r)
 {
     memset(r, 0, sizeof *r);

@@ -46,6 +46,13 @@ enum fl_dispatch_ack fl_dispatch_work_ack(const json_t *work);
  * that generation matches (a Work of a paused cluster counts as stopped). */
 bool fl_dispatch_work_acked(const json_t *work, bool want_suspended);
 
+/* The WorkDispatching event the control plane records on a Work when its executor's
+ * acknowledgement changes from old_work to new_work (the Dispatching condition's reason
+ * differs, or it first appears stopped): the event's message, or NULL when there is none
+ * to record. Recording it from the observed change, not in the executor, costs an agent no
+ * request of its own. */
+const char *fl_dispatch_event_message(const json_t *old_work, const json_t *new_work);
+
 /* The roll-up over a binding's target clusters. */
 typedef struct fl_dispatch_rollup {
     int targets;       /* target clusters */

@@ -471,26 +471,6 @@ done:
     return rc;
 }
 
-/* ---- the Work's status ---- */
-
-/* fl_ws_write_status, and a WorkDispatching event on the Work when its Dispatching
- * condition flips (suspended, paused, resumed), as Karmada records it. */
-static int write_status(exec *x, const json_t *work, bool applied, const char *reason, const char *message,
-                        const char *stopped, json_t *statuses)
-{
-    const json_t *c = fl_condition_find(json_object_get(jobj(work, "status"), "conditions"), FL_DISPATCHING_CONDITION);
-    const char *was = c ? jstr(c, "reason") : NULL;
-    const char *now = stopped ? stopped : FL_DISPATCHING_REASON;
-    int rc = fl_ws_write_status(x->cp, work, applied, reason, message, stopped, statuses);
-    if (rc == 0 && x->recorder && (was ? strcmp(was, now) != 0 : stopped != NULL))
-        fl_event(x->recorder, work, "Normal", "WorkDispatching", "%s",
-                 !stopped ? "Work is being dispatched to the member cluster."
-                 : !strcmp(stopped, FL_DISPATCHING_REASON_CLUSTER_PAUSED)
-                     ? "The Work's cluster is paused: nothing is being applied to it."
-                     : "Work dispatching is suspended: nothing is being applied to the cluster.");
-    return rc;
-}
-
 /* ---- reconcile ---- */
 
 /* Append "; part" (or "part") to *acc. */
@@ -549,7 +529,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
                                 json_array_size(json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests")),
                                 errs);
         json_t *kept = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
-        write_status(x, work, false, "AppliedFailed", msg, NULL, kept);
+        fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, kept);
         free(msg);
         free(errs);
         return rc;
@@ -585,10 +565,10 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     if (first_err) {
         char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
-        src = write_status(x, work, false, "AppliedFailed", msg, NULL, statuses);
+        src = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
     } else {
-        src = write_status(x, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
+        src = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
                                  NULL, statuses);
     }
     free(errs);
@@ -717,7 +697,7 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
         statuses = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
     }
     free(emsg);
-    return write_status(x, work, false, NULL, NULL, reason, statuses);
+    return fl_ws_write_status(x->cp, work, false, NULL, NULL, reason, statuses);
 }
 
 /* Count a worker in as delivering to cluster, unless the cluster is paused (false). */

@@ -198,6 +198,45 @@ static void test_rollup_message_lists_at_most_five_names(void **state)
     json_decref(b);
 }
 
+static json_t *work_with(const char *reason)
+{
+    json_t *w = js("{\"metadata\":{\"generation\":2},\"status\":{\"conditions\":[]}}");
+    if (reason)
+        fl_condition_set(json_object_get(w, "status"), "Dispatching", strcmp(reason, "Dispatching") ? "False" : "True",
+                         reason, "m", 2, 0);
+    return w;
+}
+
+/* The WorkDispatching event: on each change of the acknowledged state, not on repeats,
+ * and not for the first acknowledgement of a Work that simply runs. */
+static void test_event_on_each_change_of_the_acknowledgement(void **state)
+{
+    (void)state;
+    json_t *none = work_with(NULL), *run = work_with("Dispatching"), *sus = work_with("SuspendDispatching"),
+           *paused = work_with("ClusterPaused"), *odd = work_with("Something");
+    assert_null(fl_dispatch_event_message(none, none));
+    assert_null(fl_dispatch_event_message(none, run));
+    assert_null(fl_dispatch_event_message(run, run));
+    assert_null(fl_dispatch_event_message(sus, sus));
+    assert_null(fl_dispatch_event_message(run, odd));
+    assert_string_equal(fl_dispatch_event_message(none, sus),
+                        "Work dispatching is suspended: nothing is being applied to the cluster.");
+    assert_string_equal(fl_dispatch_event_message(run, sus),
+                        "Work dispatching is suspended: nothing is being applied to the cluster.");
+    assert_string_equal(fl_dispatch_event_message(sus, run), "Work is being dispatched to the member cluster.");
+    assert_string_equal(fl_dispatch_event_message(run, paused),
+                        "The Work's cluster is paused: nothing is being applied to it.");
+    assert_string_equal(fl_dispatch_event_message(paused, sus),
+                        "Work dispatching is suspended: nothing is being applied to the cluster.");
+    /* a condition that went away says nothing */
+    assert_null(fl_dispatch_event_message(sus, none));
+    json_decref(none);
+    json_decref(run);
+    json_decref(sus);
+    json_decref(paused);
+    json_decref(odd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_work_ack_needs_the_current_generation),
         cmocka_unit_test(test_rollup_counts_and_names_the_pending_clusters),
         cmocka_unit_test(test_rollup_message_lists_at_most_five_names),
+        cmocka_unit_test(test_event_on_each_change_of_the_acknowledgement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
