@@ -184,12 +184,14 @@ static char *describe_targets(const fl_sched_result *res)
 /* Write status: the Scheduled condition and the observed generation. */
 static int write_status(schedctl *s, const fl_gvr *gvr, const json_t *binding, const fl_sched_result *res)
 {
-    json_t *b = json_deep_copy(binding);
-    json_t *st = json_object_get(b, "status");
-    if (!json_is_object(st)) {
-        st = json_object();
-        json_object_set_new(b, "status", st);
-    }
+    /* the binding as it will be written: of its own only its status's top level and the
+     * conditions (what changes); the rest, aggregatedStatus included, is shared read-only */
+    json_t *b = fl_json_shallow_copy(binding);
+    const json_t *ost = json_object_get(binding, "status");
+    json_t *st = json_is_object(ost) ? fl_json_shallow_copy(ost) : json_object();
+    json_object_set_new(b, "status", st);
+    if (json_is_array(json_object_get(st, "conditions")))
+        json_object_set_new(st, "conditions", json_deep_copy(json_object_get(st, "conditions")));
     const char *status = res->outcome == FL_SCHED_SUCCESS ? "True" : "False";
     int64_t now_ms = fl_time_now_ms();
     char now[FL_TIME_BUF];
@@ -210,9 +212,11 @@ static int write_status(schedctl *s, const fl_gvr *gvr, const json_t *binding, c
         if (res->outcome == FL_SCHED_SUCCESS)
             json_object_set_new(st, "lastScheduledTime", json_string(now));
         fl_client_error ce;
-        rc = fl_client_update_status(s->env.cp, gvr, meta(b, "namespace"), b, NULL, NULL, &ce);
+        /* handed over (the server keeps it uncopied); its metadata is binding's */
+        rc = fl_client_update_status_given(s->env.cp, gvr, meta(binding, "namespace"), b, NULL, NULL, &ce);
+        b = NULL;
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
-            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(b, "name"),
+            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(binding, "name"),
                    ce.message[0] ? ce.message : fl_strerror(rc));
         if (rc == FL_ENOTFOUND)
             rc = 0;
