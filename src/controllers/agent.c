@@ -352,7 +352,14 @@ static void report_status(fl_agent *a)
     int rc = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         json_t *base = NULL;
-        rc = cp_request(a, "GET", &CLUSTERS, NULL, a->name, NULL, NULL, &base, &ce);
+        /* first from the watch on our Cluster, when it runs: it is as fresh as a read, and a
+         * stale copy only costs a conflict and a read */
+        if (attempt == 0 && a->watch && fl_informer_has_synced(a->watch)) {
+            pthread_mutex_lock(&a->mu);
+            base = json_incref(a->cluster);
+            pthread_mutex_unlock(&a->mu);
+        }
+        rc = base ? 0 : cp_request(a, "GET", &CLUSTERS, NULL, a->name, NULL, NULL, &base, &ce);
         if (rc == FL_ENOTFOUND) {
             set_cluster(a, NULL);
             rc = 0;
