@@ -179,6 +179,13 @@ def test_pull_member_acknowledges_and_a_stopped_agent_times_out(fleet):
     c = condition(w3, "Dispatching")
     assert (c["status"], c["observedGeneration"]) == ("False", w3["metadata"]["generation"])
     assert fleet.ctl("resume", "policy", "pull", "--wait", "--timeout", "20s").returncode == 0
+    # the agent's acknowledgements show as WorkDispatching events on its Work (recorded by
+    # the control plane as it sees them), the suspension and the resume
+    wname = w3["metadata"]["name"]
+    wait_for(lambda: {m.split(":")[0] for k, n, m in events(fleet, "karmada-es-member3", "WorkDispatching")
+                  if (k, n) == ("Work", wname)} >= {"Work dispatching is suspended",
+                                                    "Work is being dispatched to the member cluster."},
+         timeout=20, what="WorkDispatching events on member3's Work")
 
     pid = agent_pid(fleet)
     os.kill(pid, signal.SIGSTOP)
