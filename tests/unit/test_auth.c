@@ -22,6 +22,8 @@
 #include "core/json.h"
 #include "core/mem.h"
 
+#include "testapi.h"
+
 #define ADMIN_TOKEN "a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0"
 #define BOOT_TOKEN "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 #define AGENT_M1 FL_AUTH_AGENT_PREFIX "m1"
@@ -158,13 +160,9 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = fl_calloc(1, sizeof *f);
-    fl_store_config sc = {.memory = true};
-    assert_int_equal(fl_store_open(&sc, &f->store), 0);
-    f->api.store = f->store;
-    f->api.bookmark_interval_ms = 60000;
+    f->store = test_api_open_memory(&f->api, "default");
     fl_auth_new(&f->api, ADMIN_TOKEN, BOOT_TOKEN, &f->auth);
     f->api.auth = f->auth;
-    assert_int_equal(fl_api_ensure_namespace(&f->api, "default"), 0);
     *state = f;
     return 0;
 }

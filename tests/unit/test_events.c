@@ -1,5 +1,5 @@
 /* test_events.c - the event recorder (src/controllers/events.c) against an in-process API
- * server (a SQLite store in a temporary directory, the controllers' in-process client):
+ * server (a memory store, the controllers' in-process client):
  * a repeat becomes a count on the Event already written, and the memory of recent events
  * forgets its oldest entries first, so a repeat of a forgotten event writes a new Event
  * while a repeat of a remembered one still counts. Every wait is bounded. */
@@ -13,13 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api/api.h"
 #include "client/client.h"
 #include "controllers/events.h"
 #include "core/mem.h"
-#include "store/store.h"
 
 #include "testapi.h"
 #include "testutil.h"
@@ -27,7 +25,6 @@
 static const fl_gvr EVENTS = {"v1", "events"};
 
 typedef struct fixture {
-    char dir[64];
     fl_store *store;
     fl_api api;
     fl_client *c;
@@ -36,18 +33,7 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = fl_calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/fl-events-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    char *db = fl_asprintf("%s/store.db", f->dir);
-    fl_store_config sc = {.path = db, .compact_interval_ms = -1};
-    assert_int_equal(fl_store_open(&sc, &f->store), 0);
-    free(db);
-    f->api.store = f->store;
-    f->api.bookmark_interval_ms = 60000;
-    fl_api_load_crds(&f->api);
-    assert_int_equal(test_api_request(&f->api, "POST", "/api/v1/namespaces", NULL,
-                                      "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"default\"}}"),
-                     201);
+    f->store = test_api_open_memory(&f->api, "default");
     f->c = fl_api_local_client(&f->api, "events-test/1.0");
     *state = f;
     return 0;
@@ -58,10 +44,6 @@ static int teardown(void **state)
     fixture *f = *state;
     fl_client_free(f->c);
     fl_store_free(f->store);
-    char *cmd = fl_asprintf("rm -rf '%s'", f->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", f->dir);
-    free(cmd);
     free(f);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "store/store.h"
 
 /* One request; returns the HTTP status. Failures (not 2xx) are printed to help the reader
  * of a failing test. ctype NULL with a body means application/json. */
@@ -27,6 +28,21 @@ static inline int test_api_request(fl_api *api, const char *method, const char *
     free(r.warnings);
     fl_api_stream_free(r.stream);
     return r.code;
+}
+
+/* An API over a fresh memory store, set up as the server sets up its own (idle watches get
+ * a bookmark a minute), with namespace ns (NULL: none) present. Returns the store, for
+ * fl_store_free once the API is done with. */
+static inline fl_store *test_api_open_memory(fl_api *api, const char *ns)
+{
+    fl_store *store = NULL;
+    fl_store_config sc = {.memory = true};
+    assert_int_equal(fl_store_open(&sc, &store), 0);
+    api->store = store;
+    api->bookmark_interval_ms = 60000;
+    if (ns)
+        assert_int_equal(fl_api_ensure_namespace(api, ns), 0);
+    return store;
 }
 
 #endif
