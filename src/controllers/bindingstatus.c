@@ -307,15 +307,8 @@ static int reconcile(void *ctx, const char *key)
 
     /* the binding as it will be written: of its own only what changes (the status, its
      * conditions); the rest is shared with the informer's read-only copy */
-    json_t *nb = fl_json_shallow_copy(b);
-    const json_t *ost = json_object_get(b, "status");
-    json_t *st = fl_json_shallow_copy(ost);
-    if (json_is_object(ost)) {
-        json_object_set_new(st, "conditions", json_deep_copy(json_object_get(ost, "conditions")));
-        if (!json_is_array(json_object_get(st, "conditions")))
-            json_object_del(st, "conditions");
-    }
-    json_object_set_new(nb, "status", st);
+    json_t *st;
+    json_t *nb = fl_ctrl_status_copy(b, &st);
     bool change = !fl_json_same(json_object_get(st, "aggregatedStatus"), items);
     if (change)
         json_object_set(st, "aggregatedStatus", items);

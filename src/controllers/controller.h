@@ -77,6 +77,12 @@ void fl_ctrl_queue_binding(fl_workqueue *q, const json_t *binding);
  * for events that may concern any of them (a cluster or an override policy changed). */
 void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs);
 
+/* A copy of obj (an informer's, read-only) to change the status of and hand over to
+ * fl_client_update_status_given: its own are only its top level, its status's top level and
+ * the status's conditions (what a status writer changes, fl_condition_set included); the
+ * rest is shared read-only with obj. *status is the copy's status object. */
+json_t *fl_ctrl_status_copy(const json_t *obj, json_t **status);
+
 /* ---- interpreter changes ----
  *
  * Several controllers keep what the resource interpreter answered for a kind in objects

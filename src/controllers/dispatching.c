@@ -67,11 +67,11 @@ const char *fl_dispatch_event_message(const json_t *old_work, const json_t *new_
     if (!now || (was ? !strcmp(was, now) : !strcmp(now, FL_DISPATCHING_REASON)))
         return NULL;
     if (!strcmp(now, FL_DISPATCHING_REASON))
-        return "Work is being dispatched to the member cluster.";
+        return FL_DISPATCHING_MSG_RUNNING;
     if (!strcmp(now, FL_DISPATCHING_REASON_CLUSTER_PAUSED))
-        return "The Work's cluster is paused: nothing is being applied to it.";
+        return FL_DISPATCHING_MSG_CLUSTER_PAUSED;
     if (!strcmp(now, FL_DISPATCHING_REASON_SUSPENDED))
-        return "Work dispatching is suspended: nothing is being applied to the cluster.";
+        return FL_DISPATCHING_MSG_SUSPENDED;
     return NULL;
 }
 

@@ -26,6 +26,11 @@
 #define FL_DISPATCHING_REASON_PENDING "Acknowledging"
 #define FL_PAUSED_CONDITION "Paused"
 
+/* The Work's Dispatching condition's messages, which its WorkDispatching events repeat. */
+#define FL_DISPATCHING_MSG_RUNNING "Work is being dispatched to the member cluster."
+#define FL_DISPATCHING_MSG_SUSPENDED "Work dispatching is suspended: nothing is being applied to the cluster."
+#define FL_DISPATCHING_MSG_CLUSTER_PAUSED "The Work's cluster is paused: nothing is being applied to it."
+
 /* Whether a suspension object (a policy's or binding's spec.suspension: {dispatching,
  * dispatchingOnClusters{clusterNames}}) suspends delivery to cluster. NULL: no. */
 bool fl_dispatch_suspended(const json_t *suspension, const char *cluster);

@@ -14,6 +14,7 @@
 #include "controllers/members.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
+#include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -388,4 +389,17 @@ void fl_ctrl_parallel(int n, int max_threads, void (*fn)(void *ctx, int i), void
         pthread_cond_wait(&b.finished, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
     pthread_cond_destroy(&b.finished);
+}
+
+json_t *fl_ctrl_status_copy(const json_t *obj, json_t **status)
+{
+    json_t *c = fl_json_shallow_copy(obj);
+    json_t *st = fl_json_shallow_copy(json_object_get(obj, "status"));
+    if (json_is_array(json_object_get(st, "conditions")))
+        json_object_set_new(st, "conditions", json_deep_copy(json_object_get(st, "conditions")));
+    else
+        json_object_del(st, "conditions");
+    json_object_set_new(c, "status", st);
+    *status = st;
+    return c;
 }

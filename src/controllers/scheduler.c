@@ -184,14 +184,9 @@ static char *describe_targets(const fl_sched_result *res)
 /* Write status: the Scheduled condition and the observed generation. */
 static int write_status(schedctl *s, const fl_gvr *gvr, const json_t *binding, const fl_sched_result *res)
 {
-    /* the binding as it will be written: of its own only its status's top level and the
-     * conditions (what changes); the rest, aggregatedStatus included, is shared read-only */
-    json_t *b = fl_json_shallow_copy(binding);
-    const json_t *ost = json_object_get(binding, "status");
-    json_t *st = json_is_object(ost) ? fl_json_shallow_copy(ost) : json_object();
-    json_object_set_new(b, "status", st);
-    if (json_is_array(json_object_get(st, "conditions")))
-        json_object_set_new(st, "conditions", json_deep_copy(json_object_get(st, "conditions")));
+    /* the binding as it will be written; aggregatedStatus and the rest shared read-only */
+    json_t *st;
+    json_t *b = fl_ctrl_status_copy(binding, &st);
     const char *status = res->outcome == FL_SCHED_SUCCESS ? "True" : "False";
     int64_t now_ms = fl_time_now_ms();
     char now[FL_TIME_BUF];

@@ -395,13 +395,12 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
         fl_condition_set(st, "Applied", applied ? "True" : "False", reason, message, g, now);
     if (stopped)
         fl_condition_set(st, FL_DISPATCHING_CONDITION, "False", stopped,
-                         !strcmp(stopped, FL_DISPATCHING_REASON_CLUSTER_PAUSED)
-                             ? "The Work's cluster is paused: nothing is being applied to it."
-                             : "Work dispatching is suspended: nothing is being applied to the cluster.",
+                         !strcmp(stopped, FL_DISPATCHING_REASON_CLUSTER_PAUSED) ? FL_DISPATCHING_MSG_CLUSTER_PAUSED
+                                                                                : FL_DISPATCHING_MSG_SUSPENDED,
                          g, now);
     else
         fl_condition_set(st, FL_DISPATCHING_CONDITION, "True", FL_DISPATCHING_REASON,
-                         "Work is being dispatched to the member cluster.", g, now);
+                         FL_DISPATCHING_MSG_RUNNING, g, now);
     if (statuses && json_array_size(statuses))
         json_object_set_new(st, "manifestStatuses", statuses);
     else {
