@@ -13,11 +13,14 @@
  *   work, cluster             spec.suspendDispatching (a cluster: all delivery to it)
  *
  * --wait reads the acknowledgements of dispatching.h: for a Work, its Dispatching condition
- * at its current generation; for a binding, that of every target cluster's Work; for a
+ * at its current generation; for a binding, its roll-up (the binding's own Dispatching
+ * condition at its generation, which says every target cluster's Work acknowledged); for a
  * policy, the bindings it claims (once each carries the policy's suspension) and their
- * Works; for a Cluster, its Paused condition at its current generation. While waiting it
- * prints, on stderr, which clusters have not acknowledged yet; at the timeout it exits 1
- * naming them. Exit codes: 0 done, 1 failure, 2 usage. */
+ * roll-ups; for a Cluster, its Paused condition at its current generation. One object per
+ * binding, however many clusters. After a second without the answer it reads the Works
+ * of the bindings still waiting as well, and from then on prints, on stderr, which clusters
+ * have not acknowledged yet; at the timeout it exits 1 naming them. Exit codes: 0 done,
+ * 1 failure, 2 usage. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -44,6 +47,9 @@
 #define PROGRESS_MS 1000
 #define LIST_WAIT_MS 5000
 #define GATHER_MS 3 /* after a change, before looking again */
+/* --wait reads a binding's roll-up first; when that has not said "acknowledged" after this
+ * long, it reads the binding's Works too, to name the clusters it still waits for */
+#define EXACT_AFTER_MS 1000
 
 /* The targets, as kubectl would name their resources. */
 typedef struct target_kind {
@@ -360,8 +366,9 @@ static json_t *dispatch_part(const json_t *susp)
 /* ---- the wait ----
  *
  * --wait reads from informers (list + watch) on what it looks at, so it is woken by each
- * change instead of polling: the target object, a policy's bindings, and each binding's
- * Works. An informer that has not listed yet counts its clusters as not acknowledged. */
+ * change instead of polling: the target object, a policy's bindings, and (once it needs the
+ * names) each binding's Works. An informer that has not listed yet counts its clusters as
+ * not acknowledged. */
 
 typedef struct watched {
     char *key;                 /* resource|ns|labels|fields */
@@ -373,6 +380,9 @@ typedef struct watcher {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t changes;          /* events seen by any informer */
+    bool exact;                /* read each Work of a binding not yet acknowledged, to name
+                                * the clusters that have not acknowledged (not only the
+                                * binding's roll-up) */
     size_t n;
     watched *w;
 } watcher;
@@ -474,10 +484,38 @@ static void pend_all(const json_t *binding, json_t *pending)
     }
 }
 
-/* Add the clusters of binding b that have not acknowledged to pending (a set), checking the
- * Works of the binding. */
+/* Whether binding b's own roll-up (the Dispatching condition the binding status controller
+ * writes, docs/suspension.md) says, for b's current generation, that every target cluster
+ * acknowledged what b asks. */
+static bool rollup_acked(const json_t *b)
+{
+    const json_t *c = fl_condition_find(json_object_get(json_object_get(b, "status"), "conditions"),
+                                        FL_DISPATCHING_CONDITION);
+    const char *reason = json_string_value(json_object_get(c, "reason"));
+    return reason && strcmp(reason, FL_DISPATCHING_REASON_PENDING) &&
+           json_integer_value(json_object_get(c, "observedGeneration")) ==
+               json_integer_value(json_object_get(json_object_get(b, "metadata"), "generation"));
+}
+
+/* Whether the binding status controller writes b a roll-up: b is or was suspended. */
+static bool has_rollup(const json_t *b)
+{
+    return fl_dispatch_any(json_object_get(json_object_get(b, "spec"), "suspension")) ||
+           fl_condition_find(json_object_get(json_object_get(b, "status"), "conditions"), FL_DISPATCHING_CONDITION);
+}
+
+/* Add the clusters of binding b that have not acknowledged to pending (a set). The binding's
+ * roll-up answers for all of them at once; until w->exact, a binding whose roll-up is still
+ * coming counts all its clusters as waiting. Otherwise, and for a binding without a roll-up,
+ * the Works of the binding are read one by one. */
 static void binding_pending(watcher *w, const json_t *b, bool cluster_scoped, json_t *pending)
 {
+    if (has_rollup(b) && rollup_acked(b))
+        return;
+    if (has_rollup(b) && !w->exact) {
+        pend_all(b, pending);
+        return;
+    }
     const char *key = cluster_scoped ? "clusterresourcebinding.karmada.io/permanent-id"
                                      : "resourcebinding.karmada.io/permanent-id";
     const char *id = label(b, key);
@@ -651,6 +689,12 @@ static int wait_ack(const opts *o, fl_client *cp)
             rc = 0;
             break;
         }
+        if (!w.exact && t - start >= (o->timeout_ms < EXACT_AFTER_MS ? o->timeout_ms : EXACT_AFTER_MS)) {
+            /* taking its time: find out which clusters it waits for */
+            w.exact = true;
+            free(names);
+            continue;
+        }
         if (t - start >= o->timeout_ms) {
             fail(o, "timed out after %.1fs: not acknowledged by %d of %d cluster%s: %s", (double)o->timeout_ms / 1000,
                  np, targets, targets == 1 ? "" : "s", names);
@@ -658,13 +702,11 @@ static int wait_ack(const opts *o, fl_client *cp)
             rc = 1;
             break;
         }
-        /* progress: when the waiting set changes, and every few seconds */
-        if (!last || strcmp(last, names) || t - last_print >= 5000) {
-            if (t - start >= 200 || (last && strcmp(last, names))) {
-                fprintf(stderr, "waiting for %d of %d cluster%s to acknowledge: %s\n", np, targets,
-                        targets == 1 ? "" : "s", names);
-                last_print = t;
-            }
+        /* progress, once the names are known: when the waiting set changes, and every few seconds */
+        if (w.exact && (!last || strcmp(last, names) || t - last_print >= 5000)) {
+            fprintf(stderr, "waiting for %d of %d cluster%s to acknowledge: %s\n", np, targets, targets == 1 ? "" : "s",
+                    names);
+            last_print = t;
             free(last);
             last = names;
         } else {
@@ -674,6 +716,8 @@ static int wait_ack(const opts *o, fl_client *cp)
         int64_t until = start + o->timeout_ms;
         if (until > t + PROGRESS_MS)
             until = t + PROGRESS_MS;
+        if (!w.exact && until > start + EXACT_AFTER_MS)
+            until = start + EXACT_AFTER_MS;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t ns = ts.tv_nsec + (until - t) * 1000000LL;

@@ -60,6 +60,11 @@ static const char *meta(const json_t *o, const char *k)
     return jstr(json_object_get(o, "metadata"), k);
 }
 
+static const json_t *condition(const json_t *obj, const char *type)
+{
+    return fl_condition_find(json_object_get(json_object_get(obj, "status"), "conditions"), type);
+}
+
 /* ---- handlers ---- */
 
 static void binding_added(void *ctx, json_t *obj)
@@ -92,6 +97,36 @@ static void work_added(void *ctx, json_t *obj)
     work_event(ctx, obj);
 }
 
+/* Whether every target cluster of the binding under key (a queue key) has acknowledged what
+ * the binding asks, as the caches have it now. The clusters are looked at from the last:
+ * acknowledgements come roughly in the order the Works were written, so an incomplete
+ * binding is usually seen as such at the first look. */
+static bool binding_acked(statusctl *s, const char *key)
+{
+    json_t *b = NULL;
+    fl_informer_get_key(key[0] == 'C' ? s->crbs : s->rbs, key + 2, &b);
+    const json_t *spec = json_object_get(b, "spec"), *res = json_object_get(spec, "resource");
+    const json_t *susp = json_object_get(spec, "suspension"), *clusters = json_object_get(spec, "clusters");
+    bool acked = b && json_array_size(clusters) > 0;
+    char *wname = acked ? fl_names_work(jstr(res, "kind") ? jstr(res, "kind") : "", jstr(res, "namespace"),
+                                        jstr(res, "name") ? jstr(res, "name") : "")
+                        : NULL;
+    for (size_t i = json_array_size(clusters); acked && i-- > 0;) {
+        const char *cluster = jstr(json_array_get(clusters, i), "name");
+        if (!cluster)
+            continue;
+        char *wns = fl_names_execution_space(cluster);
+        json_t *work = NULL;
+        fl_informer_get(s->works, wns, wname, &work);
+        acked = fl_dispatch_work_acked(work, fl_dispatch_suspended(susp, cluster));
+        json_decref(work);
+        free(wns);
+    }
+    free(wname);
+    json_decref(b);
+    return acked;
+}
+
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     statusctl *s = ctx;
@@ -101,7 +136,16 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     const char *msg = fl_dispatch_event_message(old_obj, new_obj);
     if (msg && s->env.recorder)
         fl_event(s->env.recorder, new_obj, "Normal", "WorkDispatching", "%s", msg);
-    work_event(s, new_obj);
+    const json_t *was = condition(old_obj, FL_DISPATCHING_CONDITION), *now = condition(new_obj, FL_DISPATCHING_CONDITION);
+    char *key = NULL;
+    /* the acknowledgement that completes a binding's roll-up is written at once, not with the
+     * gathered status changes: a tool waits on it (docs/suspension.md) */
+    if (now && fl_dispatch_work_ack(new_obj) != FL_DISPATCH_PENDING && !fl_json_same(was, now) &&
+        (key = fl_names_work_binding_key(new_obj)) && binding_acked(s, key))
+        fl_workqueue_add(s->q, key);
+    else
+        work_event(s, new_obj);
+    free(key);
 }
 
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
@@ -124,11 +168,6 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
 }
 
 /* ---- aggregation ---- */
-
-static const json_t *condition(const json_t *obj, const char *type)
-{
-    return fl_condition_find(json_object_get(json_object_get(obj, "status"), "conditions"), type);
-}
 
 /* One AggregatedStatusItem for cluster from its Work (NULL: not there yet). */
 static json_t *item_for(const char *cluster, const json_t *work)

@@ -18,6 +18,7 @@ with its agent. Everything goes through kubectl and `flotilla ctl suspend|resume
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -204,6 +205,40 @@ def test_pull_member_acknowledges_and_a_stopped_agent_times_out(fleet):
     r = fleet.ctl("suspend", "policy", "pull", "--wait", "--timeout", "20s")
     assert r.returncode == 0, r.stderr
     cleanup(fleet, "pull")
+
+
+def work_reads(fleet):
+    """How many requests have read Works (get, list or watch) so far, from /metrics."""
+    text = fleet.kubectl("get", "--raw", "/metrics").stdout
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("flotilla_apiserver_request_total{") and 'resource="works"' in line
+               and re.search(r'verb="(GET|LIST|WATCH)"', line))
+
+
+def test_waiting_on_a_policy_reads_the_bindings_roll_up(fleet):
+    """--wait answers from the binding's roll-up, which the control plane writes as soon as the
+    last cluster acknowledged: a quick wait reads no Work (only a slow one reads them, to name
+    the clusters it waits for)."""
+    start(fleet, "roll", ["member1", "member3"])
+    quick = 0
+    for verb, reason in [("suspend", "SuspendDispatching"), ("resume", "Dispatching")] * 2:
+        before = work_reads(fleet)
+        r = fleet.ctl(verb, "policy", "roll", "--wait", "--timeout", "20s")
+        after = work_reads(fleet)
+        assert r.returncode == 0, r.stderr
+        took = float(re.search(r"acknowledged by 2 clusters in ([0-9.]+)s", r.stdout).group(1))
+        b = binding(fleet, "roll")
+        c = condition(b, "Dispatching")
+        assert (c["reason"], c["observedGeneration"]) == (reason, b["metadata"]["generation"]), c
+        for m in ["member1", "member3"]:
+            w = work_of(fleet, "roll", m)
+            wc = condition(w, "Dispatching")
+            assert (wc["reason"], wc["observedGeneration"]) == (reason, w["metadata"]["generation"]), (m, wc)
+        if took < 0.9:  # it never needed the Works' names
+            quick += 1
+            assert after == before, r.stdout
+    assert quick, "no --wait finished within 0.9s"
+    cleanup(fleet, "roll")
 
 
 def test_status_collection_goes_on_while_suspended(fleet):
