@@ -159,6 +159,7 @@ static void *writer(void *arg)
 {
     fl_recorder *r = arg;
     int64_t drain_until = 0;
+    pthread_setname_np(pthread_self(), "fl-events");
     /* Events are best effort: on a busy machine the work they report goes first. The
      * in-process client serves a request on the calling thread, so this thread's nice
      * value covers the server's handling of the write too (all but the store's commit). */

@@ -257,6 +257,7 @@ void *fl_store_sqlite_writer_main(void *arg)
 {
     fl_store *s = arg;
     struct batch *b = fl_malloc(sizeof(*b));
+    pthread_setname_np(pthread_self(), "fl-store");
     bool job = false;
     uint64_t job_gen = 0;
     int64_t job_target = 0;

@@ -2,7 +2,8 @@
  * server (a memory store, the controllers' in-process client):
  * a repeat becomes a count on the Event already written, and the memory of recent events
  * forgets its oldest entries first, so a repeat of a forgotten event writes a new Event
- * while a repeat of a remembered one still counts. Every wait is bounded. */
+ * while a repeat of a remembered one still counts; a burst adds up exactly. Every wait is
+ * bounded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,10 +119,35 @@ static void test_repeats_count_until_forgotten(void **state)
     fl_recorder_free(r);
 }
 
+/* Events come faster than they are written: whatever the recorder does with the backlog,
+ * one Event per distinct event, with a count of every time it was recorded. */
+static void test_a_burst_loses_and_duplicates_nothing(void **state)
+{
+    fixture *f = *state;
+    fl_recorder *r = fl_recorder_new(f->c, "events-test");
+    json_t *hot = object("hot");
+    char name[32];
+    for (int i = 0; i < 300; i++) {
+        fl_event(r, hot, "Normal", "Tested", "again");
+        snprintf(name, sizeof name, "cold%d", i % 100);
+        json_t *o = object(name);
+        fl_event(r, o, "Normal", "Tested", "once per round %d", i / 100);
+        json_decref(o);
+    }
+    WAIT_UNTIL(has_counts(f, "hot", (int[]){300}, 1), 60000);
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "cold%d", i);
+        WAIT_UNTIL(has_counts(f, name, (int[]){1, 1, 1}, 3), 30000);
+    }
+    json_decref(hot);
+    fl_recorder_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_repeats_count_until_forgotten, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_burst_loses_and_duplicates_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
