@@ -6,7 +6,14 @@
  * Event that was written, so a repeat becomes a merge patch of count and lastTimestamp; a
  * repeat whose Event is gone (or whose patch fails) writes a new one. The memory is a ring
  * of insertion order that forgets its oldest entries first, indexed by a chained hash of
- * the fingerprints (a lookup per event, so it must not walk the ring). */
+ * the fingerprints (a lookup per event, so it must not walk the ring).
+ *
+ * Repeats coming fast are counted in memory and written together: a repeat is written at
+ * once when its Event's count was last written at least REPEAT_FLUSH_MS ago, otherwise when
+ * that interval has passed (with the count and time of the last occurrence). So a quiet
+ * object's repeat shows at once, and one that repeats every few milliseconds costs a write
+ * every two seconds instead of one per occurrence (Kubernetes' own events library goes
+ * further: it writes an event series' count every half hour). */
 #include "controllers/events.h"
 
 #include <errno.h>
@@ -27,6 +34,7 @@
 #include "core/timefmt.h"
 
 #define REPEAT_WINDOW_MS (10 * 60 * 1000)
+#define REPEAT_FLUSH_MS 2000
 #define WRITER_NICE 10
 
 static const fl_gvr EVENTS = {"v1", "events"};
@@ -41,8 +49,10 @@ typedef struct pending {
 typedef struct recent {
     char *fingerprint;       /* NULL: free slot */
     char *ns, *name;         /* the Event written */
-    int64_t count;
-    int64_t last_ms;
+    int64_t count;           /* occurrences so far */
+    int64_t last_ms;         /* of the last one */
+    int64_t written_ms;      /* when the count was last written */
+    bool unwritten;          /* count and last_ms are newer than the Event */
     uint32_t hash;           /* of fingerprint */
     int chain;               /* next ring index in the same bucket; -1: none */
 } recent;
@@ -64,6 +74,8 @@ struct fl_recorder {
     int bucket[RECENT_BUCKETS];        /* first ring index of each chain; -1: empty */
     size_t ring_next;
     unsigned long seq;
+    size_t nunwritten;                 /* entries with unwritten repeats */
+    int64_t flush_ms;                  /* the earliest time one of them is due */
 };
 
 static const char *jstr(const json_t *o, const char *k)
@@ -91,11 +103,15 @@ static recent *recent_find(fl_recorder *r, const char *fp, uint32_t h, int64_t n
     return NULL;
 }
 
+static int write_count(fl_recorder *r, recent *e, int64_t now);
+
 static void recent_put(fl_recorder *r, const char *fp, uint32_t h, const char *ns, const char *name, int64_t now)
 {
     int slot = (int)r->ring_next;
     recent *e = &r->ring[slot];
     r->ring_next = (r->ring_next + 1) % FL_EVENTS_RECENT_MAX;
+    if (e->unwritten) /* its last repeats first */
+        write_count(r, e, now);
     if (e->fingerprint) { /* forget the oldest: unlink it from its chain */
         int *link = &r->bucket[e->hash % RECENT_BUCKETS];
         while (*link != slot)
@@ -105,11 +121,49 @@ static void recent_put(fl_recorder *r, const char *fp, uint32_t h, const char *n
     free(e->fingerprint);
     free(e->ns);
     free(e->name);
-    *e = (recent){fl_strdup(fp), fl_strdup(ns), fl_strdup(name), 1, now, h, r->bucket[h % RECENT_BUCKETS]};
+    *e = (recent){.fingerprint = fl_strdup(fp), .ns = fl_strdup(ns), .name = fl_strdup(name), .count = 1,
+                  .last_ms = now, .written_ms = now, .hash = h, .chain = r->bucket[h % RECENT_BUCKETS]};
     r->bucket[h % RECENT_BUCKETS] = slot;
 }
 
 /* ---- writer ---- */
+
+/* Write e's count and last occurrence to its Event: 0, or the client's error (the Event is
+ * gone: expired or deleted). Either way its repeats are no longer unwritten. */
+static int write_count(fl_recorder *r, recent *e, int64_t now)
+{
+    char ts[FL_TIME_BUF];
+    fl_time_format(e->last_ms, false, ts);
+    char patch[160];
+    int n = snprintf(patch, sizeof patch, "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", (long long)e->count, ts);
+    fl_client_error ce;
+    int rc = fl_client_patch(r->cp, &EVENTS, e->ns, e->name, FL_PATCH_MERGE, patch, (size_t)n, NULL, NULL, &ce);
+    if (e->unwritten)
+        r->nunwritten--;
+    e->unwritten = false;
+    e->written_ms = now;
+    return rc;
+}
+
+/* Write the counts whose time has come (all of them when closing). */
+static void flush_due(fl_recorder *r, bool all)
+{
+    if (!r->nunwritten || (!all && fl_time_now_ms() < r->flush_ms))
+        return;
+    int64_t now = fl_time_now_ms(), next = INT64_MAX;
+    for (size_t i = 0; i < FL_EVENTS_RECENT_MAX && r->nunwritten; i++) {
+        recent *e = &r->ring[i];
+        if (!e->unwritten)
+            continue;
+        if (all || e->written_ms + REPEAT_FLUSH_MS <= now) {
+            if (write_count(r, e, now))
+                e->last_ms = 0; /* gone: its next repeat writes a new Event */
+        } else if (e->written_ms + REPEAT_FLUSH_MS < next) {
+            next = e->written_ms + REPEAT_FLUSH_MS;
+        }
+    }
+    r->flush_ms = next;
+}
 
 static void write_one(fl_recorder *r, pending *p)
 {
@@ -120,15 +174,19 @@ static void write_one(fl_recorder *r, pending *p)
     uint32_t h = fp_hash(p->fingerprint);
     recent *seen = recent_find(r, p->fingerprint, h, now);
     if (seen) {
-        char patch[160];
-        int n = snprintf(patch, sizeof patch, "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", (long long)seen->count + 1,
-                         ts);
-        if (fl_client_patch(r->cp, &EVENTS, seen->ns, seen->name, FL_PATCH_MERGE, patch, (size_t)n, NULL, NULL,
-                            &ce) == 0) {
-            seen->count++;
-            seen->last_ms = now;
+        seen->count++;
+        seen->last_ms = now;
+        if (seen->unwritten)
+            return; /* already waiting for its write */
+        if (now - seen->written_ms < REPEAT_FLUSH_MS) {
+            seen->unwritten = true;
+            r->nunwritten++;
+            if (r->nunwritten == 1 || seen->written_ms + REPEAT_FLUSH_MS < r->flush_ms)
+                r->flush_ms = seen->written_ms + REPEAT_FLUSH_MS;
             return;
         }
+        if (write_count(r, seen, now) == 0)
+            return;
         /* gone (expired, deleted): write a new one below */
     }
     char name[300];
@@ -167,8 +225,16 @@ static void *writer(void *arg)
         fl_log(FL_LOG_DEBUG, "events", "could not lower the writer's priority: %s", strerror(errno));
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        while (!r->head && !r->closing)
-            pthread_cond_wait(&r->cv, &r->mu);
+        /* nunwritten and flush_ms are this thread's own */
+        while (!r->head && !r->closing && (!r->nunwritten || fl_time_now_ms() < r->flush_ms)) {
+            if (!r->nunwritten) {
+                pthread_cond_wait(&r->cv, &r->mu);
+                continue;
+            }
+            struct timespec until = {.tv_sec = (time_t)(r->flush_ms / 1000),
+                                     .tv_nsec = (long)(r->flush_ms % 1000) * 1000000L};
+            pthread_cond_timedwait(&r->cv, &r->mu, &until);
+        }
         pending *p = r->head;
         if (p) {
             r->head = p->next;
@@ -178,8 +244,11 @@ static void *writer(void *arg)
         }
         bool closing = r->closing;
         pthread_mutex_unlock(&r->mu);
-        if (!p)
+        flush_due(r, closing && !p);
+        if (!p && closing)
             break;
+        if (!p)
+            continue;
         if (closing) {
             /* shutting down: write for at most a second more, then drop the rest */
             if (!drain_until)

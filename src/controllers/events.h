@@ -5,7 +5,9 @@
  * recorder queues the event and one thread of its own writes it: a new core/v1 Event, or, when
  * the same object already got the same type, reason and message within the last ten minutes,
  * the existing Event with its count raised and lastTimestamp moved (as client-go's recorder
- * does), so a reconcile that repeats itself does not flood the store.
+ * does), so a reconcile that repeats itself does not flood the store. Repeats coming faster
+ * than one per two seconds are counted in memory and written together, at most every two
+ * seconds per Event.
  *
  * Bounded: at most FL_EVENTS_QUEUE_MAX events wait (more are dropped, and the drop logged once a
  * minute), and the memory of recent events holds at most FL_EVENTS_RECENT_MAX entries.

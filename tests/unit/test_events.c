@@ -2,8 +2,8 @@
  * server (a memory store, the controllers' in-process client):
  * a repeat becomes a count on the Event already written, and the memory of recent events
  * forgets its oldest entries first, so a repeat of a forgotten event writes a new Event
- * while a repeat of a remembered one still counts; a burst adds up exactly. Every wait is
- * bounded. */
+ * while a repeat of a remembered one still counts; a burst adds up exactly; repeats coming
+ * fast are written together. Every wait is bounded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "client/client.h"
@@ -143,11 +144,38 @@ static void test_a_burst_loses_and_duplicates_nothing(void **state)
     fl_recorder_free(r);
 }
 
+/* Repeats coming fast are counted, not written one by one: a repeat goes to the store at
+ * most every two seconds, with the count of all of them. */
+static void test_fast_repeats_are_written_together(void **state)
+{
+    fixture *f = *state;
+    fl_recorder *r = fl_recorder_new(f->c, "events-test");
+    json_t *o = object("fast");
+    fl_event(r, o, "Normal", "Tested", "flapping");
+    WAIT_UNTIL(has_counts(f, "fast", (int[]){1}, 1), 30000);
+    int64_t rev0 = fl_store_rev(f->store), t0 = now_ms();
+    for (int i = 0; i < 200; i++)
+        fl_event(r, o, "Normal", "Tested", "flapping");
+    WAIT_UNTIL(has_counts(f, "fast", (int[]){201}, 1), 30000);
+    int64_t writes = fl_store_rev(f->store) - rev0, secs = (now_ms() - t0) / 1000;
+    /* one write per two seconds it took, give or take one: not 200 */
+    assert_true(writes >= 1 && writes <= secs / 2 + 2);
+    /* quiet for longer than that: the next repeat is one write */
+    usleep(2100 * 1000);
+    rev0 = fl_store_rev(f->store);
+    fl_event(r, o, "Normal", "Tested", "flapping");
+    WAIT_UNTIL(has_counts(f, "fast", (int[]){202}, 1), 30000);
+    assert_int_equal(fl_store_rev(f->store) - rev0, 1);
+    json_decref(o);
+    fl_recorder_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_repeats_count_until_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_burst_loses_and_duplicates_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fast_repeats_are_written_together, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
