@@ -145,15 +145,15 @@ static int write_count(fl_recorder *r, recent *e, int64_t now)
     return rc;
 }
 
-/* Write the counts whose time has come (all of them when closing). */
-static void flush_due(fl_recorder *r, bool all)
+/* Write the counts whose time has come; when closing, all of them until the deadline. */
+static void flush_due(fl_recorder *r, bool all, int64_t deadline)
 {
     if (!r->nunwritten || (!all && fl_time_now_ms() < r->flush_ms))
         return;
     int64_t now = fl_time_now_ms(), next = INT64_MAX;
     for (size_t i = 0; i < FL_EVENTS_RECENT_MAX && r->nunwritten; i++) {
         recent *e = &r->ring[i];
-        if (!e->unwritten)
+        if (!e->unwritten || (all && fl_time_now_ms() > deadline))
             continue;
         if (all || e->written_ms + REPEAT_FLUSH_MS <= now) {
             if (write_count(r, e, now))
@@ -244,15 +244,15 @@ static void *writer(void *arg)
         }
         bool closing = r->closing;
         pthread_mutex_unlock(&r->mu);
-        flush_due(r, closing && !p);
+        if (closing && !drain_until)
+            drain_until = fl_time_now_ms() + 1000;
+        flush_due(r, closing && !p, drain_until);
         if (!p && closing)
             break;
         if (!p)
             continue;
         if (closing) {
             /* shutting down: write for at most a second more, then drop the rest */
-            if (!drain_until)
-                drain_until = fl_time_now_ms() + 1000;
             if (fl_time_now_ms() > drain_until) {
                 pending_free(p);
                 continue;

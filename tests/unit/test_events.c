@@ -145,7 +145,8 @@ static void test_a_burst_loses_and_duplicates_nothing(void **state)
 }
 
 /* Repeats coming fast are counted, not written one by one: a repeat goes to the store at
- * most every two seconds, with the count of all of them. */
+ * most every two seconds, with the count of all of them, and what is still counted when
+ * the recorder stops is written then. */
 static void test_fast_repeats_are_written_together(void **state)
 {
     fixture *f = *state;
@@ -166,8 +167,12 @@ static void test_fast_repeats_are_written_together(void **state)
     fl_event(r, o, "Normal", "Tested", "flapping");
     WAIT_UNTIL(has_counts(f, "fast", (int[]){202}, 1), 30000);
     assert_int_equal(fl_store_rev(f->store) - rev0, 1);
-    json_decref(o);
+    /* repeats still counted in memory are written when the recorder stops */
+    for (int i = 0; i < 5; i++)
+        fl_event(r, o, "Normal", "Tested", "flapping");
     fl_recorder_free(r);
+    assert_true(has_counts(f, "fast", (int[]){207}, 1));
+    json_decref(o);
 }
 
 int main(void)
