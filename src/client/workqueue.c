@@ -203,10 +203,10 @@ static void add_locked(fl_workqueue *q, const char *key, int64_t delay_ms)
     }
     int64_t due = now_ms() + delay_ms;
     if (it->heap_idx >= 0) {
-        if (due < it->due_ms) { /* keep the earlier time */
-            it->due_ms = due;
-            sift_up(q, (size_t)it->heap_idx);
-        }
+        if (due >= it->due_ms)
+            return; /* keep the earlier time: nothing changes, nobody need wake */
+        it->due_ms = due;
+        sift_up(q, (size_t)it->heap_idx);
     } else {
         if (q->nheap == q->heap_cap) {
             q->heap_cap = q->heap_cap ? q->heap_cap * 2 : 16;
