@@ -865,6 +865,7 @@ static void *worker(void *arg)
 {
     exec *x = arg;
     char *key;
+    pthread_setname_np(pthread_self(), "fl-exec");
     while (fl_workqueue_get(x->q, -1, &key) == 0) {
         if (!atomic_load(&x->quit)) {
             if (reconcile(x, key) == 0)
@@ -884,7 +885,15 @@ static const char *const SKIP_MANAGED_FIELDS[] = {"metadata.managedFields", NULL
 
 static void enqueue_work(exec *x, const json_t *work)
 {
-    if (!work_cluster(work))
+    const char *cluster = work_cluster(work);
+    if (!cluster)
+        return;
+    /* a Work of a cluster that is there and that another engine delivers to (the other
+     * mode's) is left alone by reconcile: no need to wake a worker for it. A Cluster that
+     * changes mode re-queues its Works (fl_exec_requeue_cluster), and here they pass. */
+    fl_exec_cluster cl = {0};
+    x->ops.cluster(x->ops.ctx, cluster, &cl);
+    if (cl.present && !cl.deliver)
         return;
     char *key = fl_informer_key(work);
     if (key)
