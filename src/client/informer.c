@@ -17,6 +17,7 @@
  * One fl_client_cancel covers everything the thread blocks on (list, watch, back-off
  * sleep), so fl_informer_stop only has to fire it and join. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -274,6 +275,9 @@ static void *informer_main(void *arg)
 {
     fl_informer *inf = arg;
     fl_gvr r = {inf->api_version, inf->resource};
+    char tname[16];
+    snprintf(tname, sizeof tname, "inf-%s", inf->resource); /* names show in perf and top -H */
+    pthread_setname_np(pthread_self(), tname);
     int failures = 0;
     bool need_list = true;
     while (!fl_client_cancel_fired(inf->cancel)) {

@@ -228,6 +228,7 @@ static void *worker_main(void *arg)
 {
     fl_ctrl_workers *w = arg;
     char *key;
+    pthread_setname_np(pthread_self(), "fl-worker");
     while (fl_workqueue_get(w->q, -1, &key) == 0) {
         /* stopping: what is still queued is not worked off (the store is the truth; the next
          * start reconciles everything), or a backlog of thousands would hold the stop up */
@@ -326,6 +327,7 @@ static void finish_locked(batch *b)
 static void *pool_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "fl-pool");
     pthread_mutex_lock(&pool.mu);
     for (;;) {
         batch *b = pool.open;
