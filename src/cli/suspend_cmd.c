@@ -489,8 +489,7 @@ static void pend_all(const json_t *binding, json_t *pending)
  * acknowledged what b asks. */
 static bool rollup_acked(const json_t *b)
 {
-    const json_t *c = fl_condition_find(json_object_get(json_object_get(b, "status"), "conditions"),
-                                        FL_DISPATCHING_CONDITION);
+    const json_t *c = fl_condition_of(b, FL_DISPATCHING_CONDITION);
     const char *reason = json_string_value(json_object_get(c, "reason"));
     return reason && strcmp(reason, FL_DISPATCHING_REASON_PENDING) &&
            json_integer_value(json_object_get(c, "observedGeneration")) ==
@@ -501,7 +500,7 @@ static bool rollup_acked(const json_t *b)
 static bool has_rollup(const json_t *b)
 {
     return fl_dispatch_any(json_object_get(json_object_get(b, "spec"), "suspension")) ||
-           fl_condition_find(json_object_get(json_object_get(b, "status"), "conditions"), FL_DISPATCHING_CONDITION);
+           fl_condition_of(b, FL_DISPATCHING_CONDITION);
 }
 
 /* Add the clusters of binding b that have not acknowledged to pending (a set). The binding's
@@ -575,8 +574,7 @@ static int look(const opts *o, watcher *w, json_t *pending, int *targets)
         break;
     }
     case T_CLUSTER: {
-        const json_t *c = fl_condition_find(json_object_get(json_object_get(obj, "status"), "conditions"),
-                                            FL_PAUSED_CONDITION);
+        const json_t *c = fl_condition_of(obj, FL_PAUSED_CONDITION);
         const char *st = json_string_value(json_object_get(c, "status"));
         /* a cluster never paused has no Paused condition: nothing to resume */
         bool ok = (c && json_integer_value(json_object_get(c, "observedGeneration")) == gen && st &&

@@ -162,8 +162,7 @@ static void engine_view(const json_t *cl, fl_exec_cluster *out)
     cluster_mode(cl, &out->deliver, &out->deleting);
     out->paused = json_is_true(json_object_get(json_object_get(cl, "spec"), "suspendDispatching"));
     out->generation = (long long)json_integer_value(json_object_get(json_object_get(cl, "metadata"), "generation"));
-    out->pause_reported = fl_condition_find(json_object_get(json_object_get(cl, "status"), "conditions"),
-                                            FL_PAUSED_CONDITION) != NULL;
+    out->pause_reported = fl_condition_of(cl, FL_PAUSED_CONDITION) != NULL;
 }
 
 /* Remember the Cluster (new reference stolen; NULL = gone); re-queue the Works when that

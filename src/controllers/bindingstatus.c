@@ -60,11 +60,6 @@ static const char *meta(const json_t *o, const char *k)
     return jstr(json_object_get(o, "metadata"), k);
 }
 
-static const json_t *condition(const json_t *obj, const char *type)
-{
-    return fl_condition_find(json_object_get(json_object_get(obj, "status"), "conditions"), type);
-}
-
 /* ---- handlers ---- */
 
 static void binding_added(void *ctx, json_t *obj)
@@ -136,7 +131,8 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     const char *msg = fl_dispatch_event_message(old_obj, new_obj);
     if (msg && s->env.recorder)
         fl_event(s->env.recorder, new_obj, "Normal", "WorkDispatching", "%s", msg);
-    const json_t *was = condition(old_obj, FL_DISPATCHING_CONDITION), *now = condition(new_obj, FL_DISPATCHING_CONDITION);
+    const json_t *was = fl_condition_of(old_obj, FL_DISPATCHING_CONDITION);
+    const json_t *now = fl_condition_of(new_obj, FL_DISPATCHING_CONDITION);
     char *key = NULL;
     /* the acknowledgement that completes a binding's roll-up is written at once, not with the
      * gathered status changes: a tool waits on it (docs/suspension.md) */
@@ -173,7 +169,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
 static json_t *item_for(const char *cluster, const json_t *work)
 {
     json_t *it = json_pack("{s:s}", "clusterName", cluster);
-    const json_t *applied = condition(work, "Applied");
+    const json_t *applied = fl_condition_of(work, "Applied");
     bool ok = applied && jstr(applied, "status") && !strcmp(jstr(applied, "status"), "True");
     json_object_set_new(it, "applied", json_boolean(ok));
     if (!ok && applied && jstr(applied, "message"))
@@ -221,8 +217,7 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
     /* the roll-up of the suspension acknowledgements, for a tool that waits on the template */
     json_t *ost = json_object_get(out, "status");
     if (dispatching && json_is_object(ost)) {
-        json_t *old = fl_condition_find(json_object_get(json_object_get(tmpl, "status"), "conditions"),
-                                        FL_DISPATCHING_CONDITION);
+        json_t *old = fl_condition_of(tmpl, FL_DISPATCHING_CONDITION);
         json_t *conds = json_object_get(ost, "conditions");
         if (!json_is_array(conds)) {
             conds = json_array();

@@ -140,7 +140,7 @@ static json_t *child_obj(json_t *o, const char *key)
 
 static const char *ready_status(const json_t *cluster)
 {
-    json_t *c = fl_condition_find(json_object_get(json_object_get(cluster, "status"), "conditions"), "Ready");
+    json_t *c = fl_condition_of(cluster, "Ready");
     return c ? jstr(c, "status") : NULL;
 }
 
@@ -449,7 +449,7 @@ static void pod_request(const json_t *pod, reslist *out)
 
 static bool node_ready(const json_t *node)
 {
-    json_t *c = fl_condition_find(json_object_get(json_object_get(node, "status"), "conditions"), "Ready");
+    json_t *c = fl_condition_of(node, "Ready");
     const char *s = c ? jstr(c, "status") : NULL;
     return s && !strcmp(s, "True");
 }

@@ -30,8 +30,7 @@ bool fl_dispatch_any(const json_t *suspension)
 enum fl_dispatch_ack fl_dispatch_work_ack(const json_t *work)
 {
     const json_t *gen = json_object_get(json_object_get(work, "metadata"), "generation");
-    const json_t *c = fl_condition_find(json_object_get(json_object_get(work, "status"), "conditions"),
-                                        FL_DISPATCHING_CONDITION);
+    const json_t *c = fl_condition_of(work, FL_DISPATCHING_CONDITION);
     const json_t *og = json_object_get(c, "observedGeneration");
     if (!c || !json_is_integer(og) || !json_is_integer(gen) || json_integer_value(og) != json_integer_value(gen))
         return FL_DISPATCH_PENDING;
@@ -56,8 +55,7 @@ bool fl_dispatch_work_acked(const json_t *work, bool want_suspended)
 
 static const char *dispatching_reason(const json_t *work)
 {
-    const json_t *c = fl_condition_find(json_object_get(json_object_get(work, "status"), "conditions"),
-                                        FL_DISPATCHING_CONDITION);
+    const json_t *c = fl_condition_of(work, FL_DISPATCHING_CONDITION);
     return c ? json_string_value(json_object_get(c, "reason")) : NULL;
 }
 

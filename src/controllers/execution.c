@@ -1102,8 +1102,7 @@ static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
     out->deliver = cl && !(mode && !strcmp(mode, "Pull"));
     out->deleting = cl && meta(cl, "deletionTimestamp");
     out->paused = cl && json_is_true(json_object_get(jobj(cl, "spec"), "suspendDispatching"));
-    out->pause_reported = cl && fl_condition_find(json_object_get(jobj(cl, "status"), "conditions"),
-                                                  FL_PAUSED_CONDITION) != NULL;
+    out->pause_reported = cl && fl_condition_of(cl, FL_PAUSED_CONDITION) != NULL;
     out->generation = cl ? (long long)json_integer_value(json_object_get(jobj(cl, "metadata"), "generation")) : 0;
     json_decref(cl);
 }

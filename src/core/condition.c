@@ -24,6 +24,11 @@ json_t *fl_condition_find(const json_t *conds, const char *type)
     return NULL;
 }
 
+json_t *fl_condition_of(const json_t *obj, const char *type)
+{
+    return fl_condition_find(json_object_get(json_object_get(obj, "status"), "conditions"), type);
+}
+
 bool fl_condition_set(json_t *status, const char *type, const char *cstatus, const char *reason,
                       const char *message, int64_t generation, int64_t now_ms)
 {

@@ -18,6 +18,9 @@
 /* The entry of conds (an array; anything else: none) whose type is `type`; borrowed, or NULL. */
 json_t *fl_condition_find(const json_t *conds, const char *type);
 
+/* The condition `type` of an object (in its status.conditions); borrowed, or NULL. */
+json_t *fl_condition_of(const json_t *obj, const char *type);
+
 /* Set condition `type` in status.conditions (created when absent) to status/reason/message,
  * with observedGeneration when generation >= 0 (else the field is removed). The entry keeps
  * its place and its lastTransitionTime unless the status flips (a new entry gets now_ms).
