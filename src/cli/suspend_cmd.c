@@ -484,36 +484,19 @@ static void pend_all(const json_t *binding, json_t *pending)
     }
 }
 
-/* Whether binding b's own roll-up (the Dispatching condition the binding status controller
- * writes, docs/suspension.md) says, for b's current generation, that every target cluster
- * acknowledged what b asks. */
-static bool rollup_acked(const json_t *b)
-{
-    const json_t *c = fl_condition_of(b, FL_DISPATCHING_CONDITION);
-    const char *reason = json_string_value(json_object_get(c, "reason"));
-    return reason && strcmp(reason, FL_DISPATCHING_REASON_PENDING) &&
-           json_integer_value(json_object_get(c, "observedGeneration")) ==
-               json_integer_value(json_object_get(json_object_get(b, "metadata"), "generation"));
-}
-
-/* Whether the binding status controller writes b a roll-up: b is or was suspended. */
-static bool has_rollup(const json_t *b)
-{
-    return fl_dispatch_any(json_object_get(json_object_get(b, "spec"), "suspension")) ||
-           fl_condition_of(b, FL_DISPATCHING_CONDITION);
-}
-
 /* Add the clusters of binding b that have not acknowledged to pending (a set). The binding's
  * roll-up answers for all of them at once; until w->exact, a binding whose roll-up is still
  * coming counts all its clusters as waiting. Otherwise, and for a binding without a roll-up,
  * the Works of the binding are read one by one. */
 static void binding_pending(watcher *w, const json_t *b, bool cluster_scoped, json_t *pending)
 {
-    if (has_rollup(b) && rollup_acked(b))
-        return;
-    if (has_rollup(b) && !w->exact) {
-        pend_all(b, pending);
-        return;
+    if (fl_dispatch_has_rollup(b)) {
+        if (fl_dispatch_rollup_acked(b))
+            return;
+        if (!w->exact) {
+            pend_all(b, pending);
+            return;
+        }
     }
     const char *key = cluster_scoped ? "clusterresourcebinding.karmada.io/permanent-id"
                                      : "resourcebinding.karmada.io/permanent-id";

@@ -92,6 +92,16 @@ static void work_added(void *ctx, json_t *obj)
     work_event(ctx, obj);
 }
 
+/* The Work named wname of cluster, from the cache (a new reference), or NULL. */
+static json_t *work_of(statusctl *s, const char *wname, const char *cluster)
+{
+    char *wns = fl_names_execution_space(cluster);
+    json_t *work = NULL;
+    fl_informer_get(s->works, wns, wname, &work);
+    free(wns);
+    return work;
+}
+
 /* Whether every target cluster of the binding under key (a queue key) has acknowledged what
  * the binding asks, as the caches have it now. The clusters are looked at from the last:
  * acknowledgements come roughly in the order the Works were written, so an incomplete
@@ -110,12 +120,9 @@ static bool binding_acked(statusctl *s, const char *key)
         const char *cluster = jstr(json_array_get(clusters, i), "name");
         if (!cluster)
             continue;
-        char *wns = fl_names_execution_space(cluster);
-        json_t *work = NULL;
-        fl_informer_get(s->works, wns, wname, &work);
+        json_t *work = work_of(s, wname, cluster);
         acked = fl_dispatch_work_acked(work, fl_dispatch_suspended(susp, cluster));
         json_decref(work);
-        free(wns);
     }
     free(wname);
     json_decref(b);
@@ -264,10 +271,9 @@ done:
  * Returns the condition (new reference) for the template, or NULL. */
 static json_t *rollup(statusctl *s, const json_t *b, json_t *st, const json_t *works, bool *change)
 {
-    const json_t *susp = json_object_get(json_object_get(b, "spec"), "suspension");
-    json_t *old = fl_condition_find(json_object_get(st, "conditions"), FL_DISPATCHING_CONDITION);
-    if (!fl_dispatch_any(susp) && !old)
+    if (!fl_dispatch_has_rollup(b))
         return NULL;
+    json_t *old = fl_condition_find(json_object_get(st, "conditions"), FL_DISPATCHING_CONDITION);
     char *was = old ? fl_strdup(jstr(old, "reason")) : NULL;
     fl_dispatch_rollup r;
     fl_dispatch_rollup_of(b, works, &r);
@@ -324,10 +330,7 @@ static int reconcile(void *ctx, const char *key)
     json_t *works = json_object(); /* cluster -> its Work, for the suspension roll-up */
     json_array_foreach(names, i, c) {
         const char *cluster = json_string_value(c);
-        char *wns = fl_names_execution_space(cluster);
-        json_t *work = NULL;
-        fl_informer_get(s->works, wns, wname, &work);
-        free(wns);
+        json_t *work = work_of(s, wname, cluster);
         if (work)
             json_object_set(works, cluster, work);
         json_t *it = item_for(cluster, work);

@@ -95,6 +95,21 @@ void fl_dispatch_rollup_of(const json_t *binding, const json_t *works, fl_dispat
     }
 }
 
+bool fl_dispatch_has_rollup(const json_t *binding)
+{
+    return fl_dispatch_any(json_object_get(json_object_get(binding, "spec"), "suspension")) ||
+           fl_condition_of(binding, FL_DISPATCHING_CONDITION);
+}
+
+bool fl_dispatch_rollup_acked(const json_t *binding)
+{
+    const json_t *c = fl_condition_of(binding, FL_DISPATCHING_CONDITION);
+    const char *reason = json_string_value(json_object_get(c, "reason"));
+    return reason && strcmp(reason, FL_DISPATCHING_REASON_PENDING) &&
+           json_integer_value(json_object_get(c, "observedGeneration")) ==
+               json_integer_value(json_object_get(json_object_get(binding, "metadata"), "generation"));
+}
+
 void fl_dispatch_rollup_close(fl_dispatch_rollup *r)
 {
     json_decref(r->pending);

@@ -72,6 +72,14 @@ typedef struct fl_dispatch_rollup {
 void fl_dispatch_rollup_of(const json_t *binding, const json_t *works, fl_dispatch_rollup *r);
 void fl_dispatch_rollup_close(fl_dispatch_rollup *r);
 
+/* Whether a binding carries a roll-up (the binding status controller writes one): it is
+ * suspended, or it was (it has a Dispatching condition). */
+bool fl_dispatch_has_rollup(const json_t *binding);
+
+/* Whether the binding's roll-up says, for the binding's current generation, that every
+ * target cluster acknowledged what the binding asks. */
+bool fl_dispatch_rollup_acked(const json_t *binding);
+
 /* The binding-level Dispatching condition of a roll-up: *status "True"/"False"/"Unknown",
  * *reason, and *message (heap) saying how many clusters acknowledged and which not yet. */
 void fl_dispatch_rollup_condition(const fl_dispatch_rollup *r, const char **status, const char **reason,

@@ -237,6 +237,31 @@ static void test_event_on_each_change_of_the_acknowledgement(void **state)
     json_decref(odd);
 }
 
+/* A binding's own roll-up: there when it is or was suspended; an answer only at its current
+ * generation, and only once no cluster is pending. */
+static void test_binding_rollup_read_at_its_generation(void **state)
+{
+    (void)state;
+    json_t *never = js("{\"metadata\":{\"generation\":2},\"spec\":{}}");
+    assert_false(fl_dispatch_has_rollup(never));
+    assert_false(fl_dispatch_rollup_acked(never));
+    json_t *b = js("{\"metadata\":{\"generation\":3},\"spec\":{\"suspension\":{\"dispatching\":true}},"
+                   "\"status\":{\"conditions\":[{\"type\":\"Dispatching\",\"status\":\"False\","
+                   "\"reason\":\"SuspendDispatching\",\"observedGeneration\":2}]}}");
+    assert_true(fl_dispatch_has_rollup(b));
+    assert_false(fl_dispatch_rollup_acked(b)); /* written for generation 2 */
+    json_t *c = fl_condition_of(b, "Dispatching");
+    json_object_set_new(c, "observedGeneration", json_integer(3));
+    assert_true(fl_dispatch_rollup_acked(b));
+    json_object_set_new(c, "reason", json_string("Acknowledging"));
+    assert_false(fl_dispatch_rollup_acked(b));
+    /* resumed: no suspension left, but the condition says it was suspended */
+    json_object_del(json_object_get(b, "spec"), "suspension");
+    assert_true(fl_dispatch_has_rollup(b));
+    json_decref(never);
+    json_decref(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_rollup_counts_and_names_the_pending_clusters),
         cmocka_unit_test(test_rollup_message_lists_at_most_five_names),
         cmocka_unit_test(test_event_on_each_change_of_the_acknowledgement),
+        cmocka_unit_test(test_binding_rollup_read_at_its_generation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
