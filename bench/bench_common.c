@@ -2,6 +2,7 @@
  * shared by the benchmarks (see bench_common.h). */
 #include "bench_common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -278,6 +279,32 @@ long fb_proc_kib(pid_t pid, const char *field)
     }
     free(st);
     return v;
+}
+
+long fb_proc_ctxsw(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    long total = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char tpath[300];
+        snprintf(tpath, sizeof tpath, "/proc/%d/task/%s/status", (int)pid, e->d_name);
+        char *st = fb_slurp(tpath);
+        if (!st)
+            continue; /* the thread ended meanwhile */
+        for (char *line = st; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+            if (!strncmp(line, "voluntary_ctxt_switches:", 24) || !strncmp(line, "nonvoluntary_ctxt_switches:", 27))
+                total += strtol(strchr(line, ':') + 1, NULL, 10);
+        free(st);
+    }
+    closedir(d);
+    return total;
 }
 
 double fb_proc_cpu_s(pid_t pid)

@@ -74,6 +74,9 @@ long fb_proc_kib(pid_t pid, const char *field);
 
 /* CPU seconds (user + system) a process has used so far, from /proc/PID/stat, or -1. */
 double fb_proc_cpu_s(pid_t pid);
+/* Context switches (voluntary and not) of every live thread of pid so far, or -1. Threads
+ * that ended are not counted: compare long-lived processes only. */
+long fb_proc_ctxsw(pid_t pid);
 
 /* CPU seconds a thread of this process has used so far, or -1. */
 double fb_thread_cpu_s(pthread_t t);

@@ -170,7 +170,7 @@ static void *watch_main(void *arg)
 
 /* Run `flotilla ctl --kubeconfig KC VERB policy bench [--wait]`; its exit code, or -1. Adds
  * the CPU time it used to *cpu_s (when not NULL). */
-static int run_ctl(const char *flotilla, const char *kc, const char *verb, bool wait, double *cpu_s)
+static int run_ctl(const char *flotilla, const char *kc, const char *verb, bool wait, double *cpu_s, long *csw)
 {
     fflush(NULL);
     pid_t pid = fork();
@@ -191,6 +191,8 @@ static int run_ctl(const char *flotilla, const char *kc, const char *verb, bool 
         return -1;
     if (cpu_s)
         *cpu_s += (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    if (csw)
+        *csw += ru.ru_nvcsw + ru.ru_nivcsw;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -202,6 +204,17 @@ static double self_cpu_s(void)
         return 0;
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
            (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Context switches of the agents so far. */
+static long agents_ctxsw(const pid_t *agents, int n)
+{
+    long t = 0;
+    for (int i = 0; agents && i < n; i++) {
+        long c = fb_proc_ctxsw(agents[i]);
+        t += c > 0 ? c : 0;
+    }
+    return t;
 }
 
 /* CPU seconds used so far by the agents (none in push mode). */
@@ -332,7 +345,7 @@ int main(int argc, char **argv)
         bool want = r % 2 == 0;
         int64_t t0 = fb_now_ns();
         begin_round(&a, want, t0);
-        if (run_ctl(flotilla, kc, want ? "suspend" : "resume", false, &base_cpu) != 0)
+        if (run_ctl(flotilla, kc, want ? "suspend" : "resume", false, &base_cpu, NULL) != 0)
             problems++;
         base[r] = fb_now_ns() - t0;
         if (!wait_round(&a))
@@ -351,12 +364,13 @@ int main(int argc, char **argv)
     fb_reqsnap wbefore = fb_snap_requests(&s);
     double cpu0 = fb_proc_cpu_s(s.pid), member0 = fb_proc_cpu_s(mh.pid), agents0 = agents_cpu_s(agents, clusters);
     double self0 = self_cpu_s();
+    long csw0 = fb_proc_ctxsw(s.pid), acsw0 = agents_ctxsw(agents, clusters), cli_csw = 0;
     double cli_cpu = 0;
     for (int r = 0; r < rounds && !problems; r++) {
         bool want = r % 2 == 0;
         int64_t t0 = fb_now_ns();
         begin_round(&a, want, t0);
-        int rc = run_ctl(flotilla, kc, want ? "suspend" : "resume", true, &cli_cpu);
+        int rc = run_ctl(flotilla, kc, want ? "suspend" : "resume", true, &cli_cpu, &cli_csw);
         cli[r] = fb_now_ns() - t0;
         pthread_mutex_lock(&a.mu);
         int seen = a.count;
@@ -379,6 +393,7 @@ int main(int argc, char **argv)
     }
     double cpu1 = fb_proc_cpu_s(s.pid), member1 = fb_proc_cpu_s(mh.pid), agents1 = agents_cpu_s(agents, clusters);
     double self1 = self_cpu_s();
+    long csw1 = fb_proc_ctxsw(s.pid), acsw1 = agents_ctxsw(agents, clusters);
     fb_reqsnap wafter = fb_snap_requests(&s);
     pthread_mutex_lock(&a.mu);
     a.stop = true;
@@ -407,6 +422,9 @@ int main(int argc, char **argv)
     printf("  CPU per round elsewhere: member host %.1f ms, agents %.1f ms, the CLI %.1f ms (%.1f ms without --wait)\n",
            (member1 - member0) * 1000 / rounds, (agents1 - agents0) * 1000 / rounds, cli_cpu * 1000 / rounds,
            nb ? base_cpu * 1000 / nb : 0);
+    /* steadier than CPU time on a shared host: it counts hand-offs, not how long each took */
+    printf("  context switches per round: server %.0f, agents %.0f, the CLI %.0f\n",
+           (double)(csw1 - csw0) / rounds, (double)(acsw1 - acsw0) / rounds, (double)cli_csw / rounds);
     /* The physical limit: every process's CPU of a round, spread over every core, is as
      * short as a round can be on this machine. */
     double all_ms = ((cpu1 - cpu0) + (member1 - member0) + (agents1 - agents0) + cli_cpu + (self1 - self0)) * 1000 /

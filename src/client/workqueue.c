@@ -49,7 +49,31 @@ struct fl_workqueue {
 
     wq_item **heap;
     size_t nheap, heap_cap;
+
+    int wake;                /* owed to sleeping getters at unlock: WAKE_ONE or WAKE_ALL */
 };
+
+enum { WAKE_NONE, WAKE_ONE, WAKE_ALL };
+
+/* Getters are woken after the mutex is released, not while it is held: a getter woken
+ * under the lock would run straight into it, sleep again and need a second wake-up (two
+ * context switches instead of one per key, the waker often preempted in between). */
+static void owe(fl_workqueue *q, int how)
+{
+    if (how > q->wake)
+        q->wake = how;
+}
+
+static void unlock_and_wake(fl_workqueue *q)
+{
+    int how = q->wake;
+    q->wake = WAKE_NONE;
+    pthread_mutex_unlock(&q->mu);
+    if (how == WAKE_ONE)
+        pthread_cond_signal(&q->cond);
+    else if (how == WAKE_ALL)
+        pthread_cond_broadcast(&q->cond);
+}
 
 static int64_t now_ms(void)
 {
@@ -182,7 +206,7 @@ static void mark_dirty(fl_workqueue *q, wq_item *it)
         q->head = it;
     q->tail = it;
     q->nready++;
-    pthread_cond_signal(&q->cond);
+    owe(q, WAKE_ONE);
 }
 
 /* Move every due delayed item into the FIFO. */
@@ -217,7 +241,7 @@ static void add_locked(fl_workqueue *q, const char *key, int64_t delay_ms)
         sift_up(q, q->nheap - 1);
     }
     if (q->heap[0] == it) /* a new earliest time: sleeping getters must shorten their wait */
-        pthread_cond_broadcast(&q->cond);
+        owe(q, WAKE_ALL);
 }
 
 fl_workqueue *fl_workqueue_new(const fl_workqueue_config *cfg)
@@ -256,14 +280,14 @@ void fl_workqueue_add(fl_workqueue *q, const char *key)
 {
     pthread_mutex_lock(&q->mu);
     add_locked(q, key, 0);
-    pthread_mutex_unlock(&q->mu);
+    unlock_and_wake(q);
 }
 
 void fl_workqueue_add_after(fl_workqueue *q, const char *key, int64_t delay_ms)
 {
     pthread_mutex_lock(&q->mu);
     add_locked(q, key, delay_ms);
-    pthread_mutex_unlock(&q->mu);
+    unlock_and_wake(q);
 }
 
 int64_t fl_workqueue_add_rate_limited(fl_workqueue *q, const char *key)
@@ -279,7 +303,7 @@ int64_t fl_workqueue_add_rate_limited(fl_workqueue *q, const char *key)
             it->failures++;
         add_locked(q, key, delay);
     }
-    pthread_mutex_unlock(&q->mu);
+    unlock_and_wake(q);
     return delay;
 }
 
@@ -351,8 +375,8 @@ int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
     }
     /* more work may be ready than this getter took: keep the others going */
     if (rc == 0 && q->head)
-        pthread_cond_signal(&q->cond);
-    pthread_mutex_unlock(&q->mu);
+        owe(q, WAKE_ONE);
+    unlock_and_wake(q);
     return rc;
 }
 
@@ -368,7 +392,7 @@ void fl_workqueue_done(fl_workqueue *q, const char *key)
         }
         maybe_release(q, it);
     }
-    pthread_mutex_unlock(&q->mu);
+    unlock_and_wake(q);
 }
 
 void fl_workqueue_shut_down(fl_workqueue *q)
@@ -379,8 +403,8 @@ void fl_workqueue_shut_down(fl_workqueue *q)
         wq_item *it = heap_pop(q);
         maybe_release(q, it);
     }
-    pthread_cond_broadcast(&q->cond);
-    pthread_mutex_unlock(&q->mu);
+    owe(q, WAKE_ALL);
+    unlock_and_wake(q);
 }
 
 bool fl_workqueue_shutting_down(fl_workqueue *q)

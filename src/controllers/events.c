@@ -353,6 +353,6 @@ void fl_event(fl_recorder *r, const json_t *obj, const char *type, const char *r
         r->head = p;
     r->tail = p;
     r->queued++;
-    pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    pthread_cond_signal(&r->cv); /* after the unlock: the writer wakes into a free lock */
 }

@@ -380,7 +380,11 @@ void fl_ctrl_parallel(int n, int max_threads, void (*fn)(void *ctx, int i), void
     pthread_mutex_lock(&pool.mu);
     b.next = pool.open;
     pool.open = &b;
-    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.mu);
+    /* as many helpers as can help, woken outside the lock they would run into */
+    for (int k = n - 1 < b.max_helpers ? n - 1 : b.max_helpers; k > 0; k--)
+        pthread_cond_signal(&pool.work);
+    pthread_mutex_lock(&pool.mu);
     for (int i; (i = take_locked(&b)) >= 0;) {
         pthread_mutex_unlock(&pool.mu);
         fn(ctx, i);

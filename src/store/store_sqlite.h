@@ -12,6 +12,7 @@
 #define FL_STORE_SQLITE_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,8 +27,7 @@
 struct wreq {
     fl_store_op *op;
     int rc;
-    bool done;
-    pthread_cond_t cv;
+    sem_t done;     /* posted by the writer, without a lock, once rc (and op) are final */
     struct wreq *next;
 };
 

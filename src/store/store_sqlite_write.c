@@ -1,6 +1,6 @@
 /* store_sqlite_write.c - the SQLite backend's writer thread: group commit and compaction.
  *
- * fl_store_write() queues the caller's op and sleeps on a condvar on its stack.
+ * fl_store_write() queues the caller's op and sleeps on a semaphore on its stack.
  * The single writer thread takes everything queued (up to MAX_BATCH ops) and,
  * inside one transaction, checks each op against the in-memory state as already
  * changed by the ops before it in the batch, assigns it revision head+1, renders
@@ -36,20 +36,27 @@ int fl_store_write(fl_store *s, fl_store_op *op)
     if (s->memory)
         return fl_store_memory_write(s, op);
     struct wreq r = { .op = op, .rc = FL_ECLOSED };
-    pthread_cond_init(&r.cv, NULL);
+    sem_init(&r.done, 0, 0);
     pthread_mutex_lock(&s->q_mu);
-    if (!s->closing) {
-        if (s->q_tail)
+    bool queued = !s->closing, wake = false;
+    if (queued) {
+        if (s->q_tail) {
             s->q_tail->next = &r;
-        else
+        } else {
             s->q_head = &r;
+            wake = true; /* the writer sleeps only on an empty queue */
+        }
         s->q_tail = &r;
-        pthread_cond_signal(&s->q_cv);
-        while (!r.done)
-            pthread_cond_wait(&r.cv, &s->q_mu);
     }
     pthread_mutex_unlock(&s->q_mu);
-    pthread_cond_destroy(&r.cv);
+    /* Woken after the unlock: woken under it, the writer would run into the lock, sleep
+     * and need waking again. */
+    if (wake)
+        pthread_cond_signal(&s->q_cv);
+    if (queued)
+        while (sem_wait(&r.done) != 0)
+            ; /* EINTR */
+    sem_destroy(&r.done);
     return r.rc;
 }
 
@@ -211,7 +218,8 @@ static void run_batch(fl_store *s, struct batch *b, size_t n)
         pthread_rwlock_unlock(&s->lock);
         fl_watch_hub_publish(s->hub, b->ev, nev);
     }
-    pthread_mutex_lock(&s->q_mu);
+    /* No lock: each caller sleeps on its own semaphore and owns r once it is posted
+     * (sem_post may be the last touch of a semaphore its waiter then destroys). */
     for (size_t i = 0; i < n; i++) {
         struct wreq *r = b->reqs[i];
         r->rc = b->rc[i];
@@ -219,10 +227,8 @@ static void run_batch(fl_store *s, struct batch *b, size_t n)
             r->op->rev = b->rev[i];
             r->op->value = b->value[i]; /* the batch's reference passes to the caller */
         }
-        r->done = true;
-        pthread_cond_signal(&r->cv);
+        sem_post(&r->done);
     }
-    pthread_mutex_unlock(&s->q_mu);
 }
 
 /* One bounded compaction transaction towards target. Returns true when finished

@@ -261,9 +261,11 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
                 pushed = true;
             }
         }
-        if (pushed || (w->flags & W_EXPIRED))
-            pthread_cond_signal(&w->cv);
+        bool wake = pushed || (w->flags & W_EXPIRED);
         pthread_mutex_unlock(&w->mu);
+        /* after w->mu, which the woken reader takes first (h->mu, still held, keeps w alive) */
+        if (wake)
+            pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&h->mu);
     /* Normally the ring still holds a reference, so this frees nothing; only a
