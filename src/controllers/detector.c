@@ -192,16 +192,31 @@ static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
     enqueue_template(d, fl_templates_listed(d->env.templates, k), k, obj);
 }
 
+/* Replace parent[key], when it is an object, by a shallow copy of its own and return it (or
+ * NULL): what is changed in the copy's members is then this caller's, the rest shared. */
+static json_t *own_child(json_t *parent, const char *key)
+{
+    json_t *v = json_object_get(parent, key);
+    if (!json_is_object(v))
+        return NULL;
+    json_t *c = fl_json_shallow_copy(v);
+    json_object_set_new(parent, key, c);
+    return c;
+}
+
 /* Did only the claim (our own labels and annotations) change between old and new? Then the
  * update is our claim coming back, not a change of the user's. */
 static bool only_claim_changed(const json_t *old_obj, const json_t *new_obj)
 {
     static const char *const labels[] = {PP_ID_LABEL, CPP_ID_LABEL};
     static const char *const anns[] = {PP_NS_ANNOTATION, PP_NAME_ANNOTATION, CPP_NAME_ANNOTATION};
-    json_t *a = json_deep_copy(old_obj), *b = json_deep_copy(new_obj);
+    /* copies only of what is taken out below; the rest stays shared */
+    json_t *a = fl_json_shallow_copy(old_obj), *b = fl_json_shallow_copy(new_obj);
     json_t *objs[2] = {a, b};
     for (int i = 0; i < 2; i++) {
-        json_t *md = json_object_get(objs[i], "metadata");
+        json_t *md = own_child(objs[i], "metadata");
+        own_child(md, "labels");
+        own_child(md, "annotations");
         for (size_t j = 0; j < 2; j++)
             json_object_del(json_object_get(md, "labels"), labels[j]);
         for (size_t j = 0; j < 3; j++)
@@ -286,7 +301,8 @@ static void binding_event(detector *d, const json_t *b, bool user)
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* only spec changes by others matter; status and spec.clusters are other controllers' */
-    json_t *os = json_deep_copy(json_object_get(old_obj, "spec")), *ns = json_deep_copy(json_object_get(new_obj, "spec"));
+    json_t *os = fl_json_shallow_copy(json_object_get(old_obj, "spec")),
+           *ns = fl_json_shallow_copy(json_object_get(new_obj, "spec"));
     json_object_del(os, "clusters");
     json_object_del(ns, "clusters");
     bool same = fl_json_same(os, ns) && fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
@@ -738,8 +754,14 @@ static int reconcile_template(detector *d, const char *key)
     binding = create ? json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", RB_API, "kind",
                                  k->namespaced ? "ResourceBinding" : "ClusterResourceBinding", "metadata", "name",
                                  bname, "spec")
-                     : json_deep_copy(existing);
-    json_t *bmd = json_object_get(binding, "metadata");
+                     : fl_json_shallow_copy(existing);
+    /* of an existing binding, copies only of the maps changed below (members replaced, not
+     * changed in place); spec.clusters, the status and the managed fields stay shared */
+    own_child(binding, "spec");
+    json_t *bmd = own_child(binding, "metadata");
+    own_child(bmd, "labels");
+    own_child(bmd, "annotations");
+    bmd = json_object_get(binding, "metadata");
     if (create && bns)
         json_object_set_new(bmd, "namespace", json_string(bns));
     json_t *anns = json_object_get(bmd, "annotations");
@@ -812,8 +834,13 @@ static int reconcile_template(detector *d, const char *key)
                  "binding %s already exists for another resource", bname);
         goto out;
     }
-    rc = create ? fl_client_create(d->env.cp, &gvr, bns, binding, NULL, &written, &ce)
-                : fl_client_update(d->env.cp, &gvr, bns, binding, NULL, &written, &ce);
+    if (create) {
+        rc = fl_client_create(d->env.cp, &gvr, bns, binding, NULL, &written, &ce);
+    } else {
+        /* handed over: in process the server stores it without copying the whole binding */
+        rc = fl_client_update_given(d->env.cp, &gvr, bns, binding, NULL, NULL, &ce);
+        binding = NULL;
+    }
     if (rc == FL_ECONFLICT || rc == FL_EEXIST)
         goto out; /* our cache is behind: the event that brings it requeues us */
     if (rc) {
