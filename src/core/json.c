@@ -2,6 +2,7 @@
 #include "core/json.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +41,33 @@ static void putc1(out *o, char c)
 
 /* A string with jansson's escapes: \" \\ \b \f \n \r \t, \u00XX for other control bytes;
  * everything else (UTF-8 included) as is. Runs without escapes are copied at once. */
+/* Does any of the 8 bytes of w need an escape (a control byte, '"' or '\\')? The classic
+ * "has a byte below n" test, on w itself for bytes < 0x20 and on w with '"' and '\\'
+ * xor-ed out for the zero bytes that leaves; exact, so a word without one is skipped whole. */
+static bool word_needs_escape(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+    uint64_t ctl = (w - ones * 0x20) & ~w;
+    return ((ctl | ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash)) & highs) != 0;
+}
+
 static void put_string(out *o, const char *s, size_t n)
 {
     grow(o, n + 2);
     o->p[o->len++] = '"';
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
+        /* most strings have nothing to escape: 8 bytes per step while that holds */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (word_needs_escape(w))
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;

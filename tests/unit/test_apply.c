@@ -386,6 +386,38 @@ static void update_keeps_untouched_entries_and_refreshes_the_writers(void **stat
     json_decref(o);
 }
 
+/* An entry is stored again as it came only when it is exactly what would be written: one
+ * sent in another key order, with a stray member or an empty apiVersion comes out in
+ * upstream's form, and the writer's re-timed entry keeps its fields. */
+static void update_normalizes_entries_it_does_not_rebuild(void **state)
+{
+    json_t *old = J("{'apiVersion':'apps/v1','kind':'Deployment','metadata':{'name':'web'},'spec':{'replicas':1}}");
+    json_t *o = J("{'apiVersion':'apps/v1','kind':'Deployment','metadata':{'name':'web','managedFields':["
+                  "{'fieldsV1':{'f:spec':{'f:replicas':{}}},'fieldsType':'FieldsV1','manager':'a',"
+                  "'operation':'Update','apiVersion':'apps/v1','time':'" T0 "'},"
+                  "{'manager':'b','operation':'Update','apiVersion':'','time':'" T0 "','fieldsType':'FieldsV1',"
+                  "'fieldsV1':{'f:metadata':{'f:labels':{}}},'stray':1}]},'spec':{'replicas':2}}");
+    fl_managed_fields_update(&deploy_kind, old, o, "a", T1);
+    const json_t *a = entry(o, "a", "Update"), *b = entry(o, "b", "Update");
+    assert_non_null(a);
+    assert_non_null(b);
+    static const char *const want_a[] = {"manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1"};
+    size_t n = 0;
+    for (void *it = json_object_iter((json_t *)a); it; it = json_object_iter_next((json_t *)a, it), n++) {
+        assert_true(n < 6);
+        assert_string_equal(json_object_iter_key(it), want_a[n]);
+    }
+    assert_int_equal(n, 6);
+    assert_string_equal(json_string_value(json_object_get(a, "time")), T1);
+    assert_non_null(jget(a, "fieldsV1.f:spec.f:replicas"));
+    assert_null(json_object_get(b, "stray"));
+    assert_null(json_object_get(b, "apiVersion"));
+    assert_string_equal(json_string_value(json_object_get(b, "time")), T0);
+    assert_non_null(jget(b, "fieldsV1.f:metadata.f:labels"));
+    json_decref(old);
+    json_decref(o);
+}
+
 static void update_records_changed_fields_with_map_markers(void **state)
 {
     /* kubectl create: maps, lists and list elements that appear are owned as such
@@ -655,6 +687,7 @@ int main(void)
         cmocka_unit_test(noop_reapply_leaves_object_unchanged),
         cmocka_unit_test(crd_list_types_from_schema),
         cmocka_unit_test(default_manager_from_user_agent),
+        cmocka_unit_test(update_normalizes_entries_it_does_not_rebuild),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,39 @@ static void encodes_string_escapes_like_jansson(void **state)
     same_as_jansson("\"\"");
 }
 
+/* Strings are scanned 8 bytes at a time: every byte that needs an escape, and the bytes
+ * around the ones that do not (0x1f/0x20, '!'/'#' beside '"', '[' and ']' beside '\\',
+ * UTF-8), at every offset in strings of every length up to three words. */
+static void escapes_every_byte_at_every_offset(void **state)
+{
+    static const unsigned char probes[] = {0x00, 0x01, 0x08, 0x09, 0x0a, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b,
+                                           0x5c, 0x5d, 0x7f, 0x80, 0xa0, 0xc3, 0xff};
+    char buf[32];
+    for (size_t len = 1; len <= 24; len++)
+        for (size_t at = 0; at < len; at++)
+            for (size_t p = 0; p < sizeof probes; p++) {
+                memset(buf, 'a', len);
+                buf[at] = (char)probes[p];
+                json_t *v = json_stringn_nocheck(buf, len);
+                char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+                if (!want) {
+                    /* jansson refuses a lone byte >= 0x80 (not UTF-8); such bytes go out as they are */
+                    assert_true(probes[p] >= 0x80);
+                    want = malloc(len + 3);
+                    want[0] = '"';
+                    memcpy(want + 1, buf, len);
+                    memcpy(want + 1 + len, "\"", 2);
+                }
+                size_t n = 0;
+                char *got = fl_json_dumps(v, &n);
+                assert_int_equal(n, strlen(want));
+                assert_memory_equal(got, want, n);
+                free(want);
+                free(got);
+                json_decref(v);
+            }
+}
+
 static void encodes_numbers_and_literals_like_jansson(void **state)
 {
     same_as_jansson("[0,-1,9223372036854775807,-9223372036854775808,42]");
@@ -193,6 +226,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(encodes_objects_in_key_order_like_jansson),
         cmocka_unit_test(encodes_string_escapes_like_jansson),
+        cmocka_unit_test(escapes_every_byte_at_every_offset),
         cmocka_unit_test(encodes_numbers_and_literals_like_jansson),
         cmocka_unit_test(keeps_nul_bytes_inside_strings),
         cmocka_unit_test(decodes_valid_documents_like_jansson),
