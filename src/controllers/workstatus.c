@@ -387,7 +387,12 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
                        const char *stopped, json_t *statuses)
 {
     json_t *old = status_of(work);
-    json_t *st = old ? json_deep_copy(old) : json_object();
+    /* the conditions change in place below: a copy of their own; the rest is replaced or
+     * shared (manifestStatuses is replaced or dropped, other members are kept as they are) */
+    json_t *st = fl_json_shallow_copy(old);
+    json_t *conds = json_object_get(st, "conditions");
+    if (conds)
+        json_object_set_new(st, "conditions", json_deep_copy(conds));
     json_t *gen = json_object_get(json_object_get(work, "metadata"), "generation");
     int64_t g = json_is_integer(gen) ? json_integer_value(gen) : -1;
     int64_t now = fl_time_now_ms();
