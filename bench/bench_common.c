@@ -262,6 +262,16 @@ int fb_server_stop(fb_server *s)
     return status;
 }
 
+/* The number after "field:" in the text of a /proc status file, or -1. */
+static long status_field(const char *st, const char *field)
+{
+    size_t fl = strlen(field);
+    for (const char *line = st; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, field, fl) && line[fl] == ':')
+            return strtol(line + fl + 1, NULL, 10);
+    return -1;
+}
+
 long fb_proc_kib(pid_t pid, const char *field)
 {
     char path[64];
@@ -269,14 +279,7 @@ long fb_proc_kib(pid_t pid, const char *field)
     char *st = fb_slurp(path);
     if (!st)
         return -1;
-    long v = -1;
-    size_t fl = strlen(field);
-    for (char *line = st; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (!strncmp(line, field, fl) && line[fl] == ':') {
-            v = strtol(line + fl + 1, NULL, 10);
-            break;
-        }
-    }
+    long v = status_field(st, field);
     free(st);
     return v;
 }
@@ -298,9 +301,8 @@ long fb_proc_ctxsw(pid_t pid)
         char *st = fb_slurp(tpath);
         if (!st)
             continue; /* the thread ended meanwhile */
-        for (char *line = st; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-            if (!strncmp(line, "voluntary_ctxt_switches:", 24) || !strncmp(line, "nonvoluntary_ctxt_switches:", 27))
-                total += strtol(strchr(line, ':') + 1, NULL, 10);
+        long v = status_field(st, "voluntary_ctxt_switches"), nv = status_field(st, "nonvoluntary_ctxt_switches");
+        total += (v > 0 ? v : 0) + (nv > 0 ? nv : 0);
         free(st);
     }
     closedir(d);

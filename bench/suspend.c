@@ -206,25 +206,19 @@ static double self_cpu_s(void)
            (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-/* Context switches of the agents so far. */
-static long agents_ctxsw(const pid_t *agents, int n)
-{
-    long t = 0;
-    for (int i = 0; agents && i < n; i++) {
-        long c = fb_proc_ctxsw(agents[i]);
-        t += c > 0 ? c : 0;
-    }
-    return t;
-}
-
-/* CPU seconds used so far by the agents (none in push mode). */
-static double agents_cpu_s(const pid_t *agents, int n)
+/* CPU seconds used so far by the agents (none in push mode), and their context switches. */
+static double agents_cpu_s(const pid_t *agents, int n, long *ctxsw)
 {
     double t = 0;
+    long cs = 0;
     for (int i = 0; agents && i < n; i++) {
         double a = fb_proc_cpu_s(agents[i]);
         t += a > 0 ? a : 0;
+        long c = ctxsw ? fb_proc_ctxsw(agents[i]) : 0;
+        cs += c > 0 ? c : 0;
     }
+    if (ctxsw)
+        *ctxsw = cs;
     return t;
 }
 
@@ -337,9 +331,9 @@ int main(int argc, char **argv)
 
     /* at rest: what the fleet costs with nothing to do (leases, status passes, resyncs); it
      * lands on some rounds and not others, so it shows in the P99 more than in the P50 */
-    double rest_s = 3, rs0 = fb_proc_cpu_s(s.pid), ra0 = agents_cpu_s(agents, clusters);
+    double rest_s = 3, rs0 = fb_proc_cpu_s(s.pid), ra0 = agents_cpu_s(agents, clusters, NULL);
     usleep((useconds_t)(rest_s * 1e6));
-    double rs1 = fb_proc_cpu_s(s.pid), ra1 = agents_cpu_s(agents, clusters);
+    double rs1 = fb_proc_cpu_s(s.pid), ra1 = agents_cpu_s(agents, clusters, NULL);
     printf("at rest, %.0f s: server %.1f ms of CPU per second, agents %.1f ms per second\n", rest_s,
            (rs1 - rs0) * 1000 / rest_s, (ra1 - ra0) * 1000 / rest_s);
     /* baseline: the CLI without --wait (each round then waits for the acknowledgement itself) */
@@ -369,9 +363,9 @@ int main(int argc, char **argv)
     int64_t *ex = calloc((size_t)rounds * (size_t)clusters, sizeof *ex);
     size_t nper = 0;
     fb_reqsnap wbefore = fb_snap_requests(&s);
-    double cpu0 = fb_proc_cpu_s(s.pid), member0 = fb_proc_cpu_s(mh.pid), agents0 = agents_cpu_s(agents, clusters);
+    long csw0 = fb_proc_ctxsw(s.pid), acsw0 = 0, cli_csw = 0;
+    double cpu0 = fb_proc_cpu_s(s.pid), member0 = fb_proc_cpu_s(mh.pid), agents0 = agents_cpu_s(agents, clusters, &acsw0);
     double self0 = self_cpu_s();
-    long csw0 = fb_proc_ctxsw(s.pid), acsw0 = agents_ctxsw(agents, clusters), cli_csw = 0;
     double cli_cpu = 0;
     for (int r = 0; r < rounds && !problems; r++) {
         bool want = r % 2 == 0;
@@ -398,9 +392,9 @@ int main(int argc, char **argv)
         }
         pthread_mutex_unlock(&a.mu);
     }
-    double cpu1 = fb_proc_cpu_s(s.pid), member1 = fb_proc_cpu_s(mh.pid), agents1 = agents_cpu_s(agents, clusters);
+    long csw1 = fb_proc_ctxsw(s.pid), acsw1 = 0;
+    double cpu1 = fb_proc_cpu_s(s.pid), member1 = fb_proc_cpu_s(mh.pid), agents1 = agents_cpu_s(agents, clusters, &acsw1);
     double self1 = self_cpu_s();
-    long csw1 = fb_proc_ctxsw(s.pid), acsw1 = agents_ctxsw(agents, clusters);
     fb_reqsnap wafter = fb_snap_requests(&s);
     pthread_mutex_lock(&a.mu);
     a.stop = true;
