@@ -174,6 +174,9 @@ static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, 
 typedef struct render_ctx {
     json_t *obj;
     const char *keep; /* the key to remember obj under as what its bytes decode to, or NULL */
+    /* obj encoded up front with "" for its resourceVersion, which starts at pre_at */
+    char *pre;
+    size_t pre_len, pre_at;
 } render_ctx;
 
 static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
@@ -183,6 +186,23 @@ static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len
     snprintf(rv, sizeof rv, "%lld", (long long)rev);
     json_object_set_new(fl_obj_meta(c->obj), "resourceVersion", json_string(rv));
     return fl_json_dumps(c->obj, len);
+}
+
+/* On the store's writer thread: the text encoded before the write queued, with the
+ * revision put in where the placeholder's "" is; obj takes the revision too. */
+static fl_blob *render_pre(void *vctx, const fl_blob *cur, int64_t rev)
+{
+    (void)cur;
+    render_ctx *c = vctx;
+    char rv[32];
+    int n = snprintf(rv, sizeof rv, "%lld", (long long)rev);
+    fl_blob *b = fl_blob_alloc(c->pre_len + (size_t)n);
+    size_t head = c->pre_at + 1; /* through the opening quote */
+    memcpy(b->data, c->pre, head);
+    memcpy(b->data + head, rv, (size_t)n);
+    memcpy(b->data + head + (size_t)n, c->pre + head, c->pre_len - head);
+    json_object_set_new(fl_obj_meta(c->obj), "resourceVersion", json_string(rv));
+    return b;
 }
 
 /* Kept as soon as its bytes exist, so that the watchers the commit wakes find it decoded. */
@@ -196,14 +216,31 @@ static void keep_rendered(void *vctx, fl_blob *value)
 /* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
  * not NULL) a reference to the bytes now stored, which answer the request as they are.
  * keep: obj is remembered as what those bytes decode to (fl_api_decoded): nobody changes
- * obj after this call. */
+ * obj after this call. The encoding happens here, on the caller's thread, and the store's
+ * single writer only puts the revision in: every write waits for that thread. */
 static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj, fl_blob **stored,
                           bool keep)
 {
-    render_ctx rc = {obj, keep ? key : NULL};
-    fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .render = render_obj, .ctx = &rc,
-                      .rendered = keep_rendered};
+    render_ctx rc = {obj, keep ? key : NULL, NULL, 0, 0};
+    json_t *meta = fl_obj_meta(obj);
+    json_t *had = json_incref(json_object_get(meta, "resourceVersion")); /* obj keeps it on failure */
+    json_t *placeholder = json_string("");
+    json_object_set_new(meta, "resourceVersion", placeholder);
+    rc.pre = fl_json_dumps_mark(obj, placeholder, &rc.pre_len, &rc.pre_at);
+    fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .ctx = &rc, .rendered = keep_rendered};
+    if (rc.pre_at + 1 < rc.pre_len && !memcmp(rc.pre + rc.pre_at, "\"\"", 2))
+        op.render_blob = render_pre;
+    else
+        op.render = render_obj; /* cannot happen: the placeholder is in obj's metadata */
     int err = fl_store_write(api->store, &op);
+    free(rc.pre);
+    if (err) {
+        if (had)
+            json_object_set(meta, "resourceVersion", had);
+        else
+            json_object_del(meta, "resourceVersion");
+    }
+    json_decref(had);
     if (stored)
         *stored = err == 0 ? op.value : NULL;
     else if (err == 0)

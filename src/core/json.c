@@ -13,6 +13,8 @@
 typedef struct out {
     char *p;
     size_t len, cap;
+    const json_t *mark;  /* fl_json_dumps_mark: where this value's text begins goes in mark_at */
+    size_t mark_at;
 } out;
 
 static void grow(out *o, size_t need)
@@ -106,6 +108,8 @@ static void put_int(out *o, json_int_t v)
 
 static void encode(out *o, const json_t *v)
 {
+    if (v == o->mark)
+        o->mark_at = o->len;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         putc1(o, '{');
@@ -164,7 +168,12 @@ static void encode(out *o, const json_t *v)
 
 char *fl_json_dumps(const json_t *v, size_t *len)
 {
-    out o = {0};
+    return fl_json_dumps_mark(v, NULL, len, NULL);
+}
+
+char *fl_json_dumps_mark(const json_t *v, const json_t *mark, size_t *len, size_t *mark_at)
+{
+    out o = {.mark = mark, .mark_at = SIZE_MAX};
     grow(&o, 1024);
     if (v)
         encode(&o, v);
@@ -173,6 +182,8 @@ char *fl_json_dumps(const json_t *v, size_t *len)
     o.p[o.len] = 0;
     if (len)
         *len = o.len;
+    if (mark_at)
+        *mark_at = o.mark_at;
     return o.p;
 }
 

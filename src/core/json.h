@@ -59,5 +59,8 @@ const char *fl_json_scalar_text(const json_t *v, char *buf, size_t cap);
 /* Encode v; returns a malloc'd NUL-terminated string (never NULL) and its length in *len
  * (len may be NULL). */
 char *fl_json_dumps(const json_t *v, size_t *len);
+/* fl_json_dumps, and where mark (a value inside v, compared by address) begins in the text:
+ * *mark_at, or SIZE_MAX when mark is not in v. */
+char *fl_json_dumps_mark(const json_t *v, const json_t *mark, size_t *len, size_t *mark_at);
 
 #endif

@@ -2,7 +2,8 @@
  *
  * A blob is one allocation: the header and the bytes behind it. The count is
  * touched with __atomic builtins so any thread may ref or unref; the bytes are
- * never written after fl_blob_new returns, so readers need no lock. The final
+ * never written after fl_blob_new returns (or, for fl_blob_alloc, after its maker filled
+ * them and before it handed the blob to anyone), so readers need no lock. The final
  * unref synchronises with every earlier one (acq_rel) before the free. */
 #include "store/blob.h"
 
@@ -11,14 +12,20 @@
 
 #include "core/mem.h"
 
-fl_blob *fl_blob_new(const char *data, size_t len)
+fl_blob *fl_blob_alloc(size_t len)
 {
     fl_blob *b = fl_malloc(sizeof(*b) + len + 1);
     b->refs = 1;
     b->len = len;
+    b->data[len] = '\0';
+    return b;
+}
+
+fl_blob *fl_blob_new(const char *data, size_t len)
+{
+    fl_blob *b = fl_blob_alloc(len);
     if (len)
         memcpy(b->data, data, len);
-    b->data[len] = '\0';
     return b;
 }
 

@@ -16,6 +16,9 @@ typedef struct fl_blob {
 
 /* New blob holding a copy of len bytes; refcount 1. Never NULL (aborts on OOM). */
 fl_blob *fl_blob_new(const char *data, size_t len);
+/* New blob of len bytes for the caller to fill (data[len] is already 0) before anyone else
+ * sees it; refcount 1. Never NULL. */
+fl_blob *fl_blob_alloc(size_t len);
 fl_blob *fl_blob_ref(fl_blob *b);   /* +1, returns b; NULL-safe */
 void fl_blob_unref(fl_blob *b);     /* -1, frees at 0; NULL-safe */
 

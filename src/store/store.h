@@ -129,6 +129,10 @@ typedef struct fl_store_op {
      * makes it visible to anyone (on the store's writer thread; ctx as render's). The op may
      * still fail after this: then the value is never stored. */
     void (*rendered)(void *ctx, fl_blob *value);
+    /* Optional, instead of render: the value as a blob (refcount 1, the store takes it),
+     * or NULL for FL_EINVAL. Lets a caller encode before the writer thread and leave it
+     * only the revision to put in: the writer serializes every write. Same rules as render. */
+    fl_blob *(*render_blob)(void *ctx, const fl_blob *current, int64_t rev);
     /* results */
     int64_t rev;              /* revision written (on success) */
     fl_blob *value;           /* on success: reference to the value now stored (caller unrefs);

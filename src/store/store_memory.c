@@ -179,14 +179,11 @@ int fl_store_memory_write(fl_store *s, fl_store_op *op)
         }
     }
     int64_t rev = s->head + 1;
-    size_t len = 0;
-    char *bytes = op->render(op->ctx, n ? n->value : NULL, rev, &len);
-    if (!bytes) {
+    fl_blob *value = fl_store_render_value(op, n ? n->value : NULL, rev);
+    if (!value) {
         rc = FL_EINVAL;
         goto out;
     }
-    fl_blob *value = fl_blob_new(bytes, len);
-    free(bytes);
     if (op->rendered)
         op->rendered(op->ctx, value);
 

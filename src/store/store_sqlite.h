@@ -90,6 +90,10 @@ struct fl_store {
 
 /* sqlite3_exec that logs failures; returns 0 or FL_EIO. Any thread (own connection). */
 int fl_store_sqlite_exec(sqlite3 *db, const char *sql);
+
+/* op's value at revision rev over current (NULL when absent): its render_blob's, else its
+ * render's bytes in a blob; NULL when the op renders nothing (FL_EINVAL). */
+fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev);
 /* Thread bodies; arg is the fl_store. Started by fl_store_open, joined by fl_store_free. */
 void *fl_store_sqlite_writer_main(void *arg);
 void *fl_store_sqlite_timer_main(void *arg);

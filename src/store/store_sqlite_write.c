@@ -31,7 +31,7 @@ int fl_store_write(fl_store *s, fl_store_op *op)
 {
     op->rev = 0;
     op->value = NULL;
-    if (!op->key || !op->render || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
+    if (!op->key || (!op->render && !op->render_blob) || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
         return FL_EINVAL;
     if (s->memory)
         return fl_store_memory_write(s, op);
@@ -132,12 +132,9 @@ static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
             return FL_ECONFLICT;
     }
     int64_t rev = *head + 1;
-    size_t len = 0;
-    char *bytes = op->render(op->ctx, cur.present ? cur.value : NULL, rev, &len);
-    if (!bytes)
+    fl_blob *value = fl_store_render_value(op, cur.present ? cur.value : NULL, rev);
+    if (!value)
         return FL_EINVAL;
-    fl_blob *value = fl_blob_new(bytes, len);
-    free(bytes);
     if (op->rendered)
         op->rendered(op->ctx, value);
     int64_t create_rev = op->type == FL_STORE_CREATE ? rev : cur.create_rev;

@@ -77,6 +77,29 @@ static void escapes_every_byte_at_every_offset(void **state)
             }
 }
 
+/* fl_json_dumps_mark finds a value by address, not by content: the store's writer puts the
+ * revision where the resourceVersion placeholder begins, and a look-alike elsewhere (here a
+ * manifest's own empty resourceVersion, written first) must not be taken for it. */
+static void marks_where_a_value_begins(void **state)
+{
+    json_t *o = json_loads("{\"spec\":{\"metadata\":{\"resourceVersion\":\"\"}},\"metadata\":{\"name\":\"a\"}}", 0, NULL);
+    json_t *ph = json_string("");
+    json_object_set_new(json_object_get(o, "metadata"), "resourceVersion", ph);
+    size_t len = 0, at = 0;
+    char *text = fl_json_dumps_mark(o, ph, &len, &at);
+    const char *want = "{\"spec\":{\"metadata\":{\"resourceVersion\":\"\"}},\"metadata\":{\"name\":\"a\","
+                       "\"resourceVersion\":\"\"}}";
+    assert_string_equal(text, want);
+    assert_int_equal(at, strlen(want) - 4);
+    free(text);
+    json_t *other = json_string("");
+    text = fl_json_dumps_mark(o, other, &len, &at);
+    assert_int_equal(at, SIZE_MAX);
+    free(text);
+    json_decref(other);
+    json_decref(o);
+}
+
 static void encodes_numbers_and_literals_like_jansson(void **state)
 {
     same_as_jansson("[0,-1,9223372036854775807,-9223372036854775808,42]");
@@ -227,6 +250,7 @@ int main(void)
         cmocka_unit_test(encodes_objects_in_key_order_like_jansson),
         cmocka_unit_test(encodes_string_escapes_like_jansson),
         cmocka_unit_test(escapes_every_byte_at_every_offset),
+        cmocka_unit_test(marks_where_a_value_begins),
         cmocka_unit_test(encodes_numbers_and_literals_like_jansson),
         cmocka_unit_test(keeps_nul_bytes_inside_strings),
         cmocka_unit_test(decodes_valid_documents_like_jansson),
