@@ -4,9 +4,9 @@
  * per the verb (guaranteed_update re-reads and retries on a lost compare-and-swap
  * when the client did not pin a resourceVersion), set the server-owned metadata
  * (uid, creationTimestamp, generation, resourceVersion), type-check and validate,
- * then one fl_store_write. The resourceVersion is stamped into the object by the
- * store's render callback, once the revision is known, so stored bytes are served
- * as they are. Nothing is written unless every check passed. */
+ * then one fl_store_write. The object is encoded before the write queues; the store's
+ * writer puts the revision into the text and the object once it is known (render_pre),
+ * so stored bytes are served as they are. Nothing is written unless every check passed. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
