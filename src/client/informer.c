@@ -467,6 +467,8 @@ void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap)
     pthread_rwlock_unlock(&inf->lock);
 }
 
+const char *const fl_informer_skip_managed_fields[] = {"metadata.managedFields", NULL};
+
 void fl_informer_drop_managed_fields(json_t *obj)
 {
     json_object_del(json_object_get(obj, "metadata"), "managedFields");

@@ -63,6 +63,9 @@ typedef struct fl_informer_config {
 /* A transform that drops metadata.managedFields: controllers never read them, and they are
  * often half of a cached object. */
 void fl_informer_drop_managed_fields(json_t *obj);
+/* skip_fields that leaves metadata.managedFields out of what is decoded (over HTTP; in
+ * process, where objects arrive decoded, fl_informer_drop_managed_fields does it). */
+extern const char *const fl_informer_skip_managed_fields[];
 /* Drops managedFields and status too, for caches that only need spec and metadata (a
  * Cluster's status, with its API list, is most of it). */
 void fl_informer_drop_status(json_t *obj);

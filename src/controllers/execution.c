@@ -881,8 +881,6 @@ static void *worker(void *arg)
 
 /* ---- informer handlers ---- */
 
-static const char *const SKIP_MANAGED_FIELDS[] = {"metadata.managedFields", NULL};
-
 static void enqueue_work(exec *x, const json_t *work)
 {
     const char *cluster = work_cluster(work);
@@ -1024,7 +1022,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
         .ns = cfg->ns,
         .handlers = wh,
         .transform = fl_informer_drop_managed_fields, /* in process */
-        .skip_fields = SKIP_MANAGED_FIELDS,           /* over HTTP (an agent): not even decoded */
+        .skip_fields = fl_informer_skip_managed_fields, /* over HTTP (an agent): not even decoded */
     };
     int rc;
     if (cfg->works) {

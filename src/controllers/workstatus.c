@@ -191,7 +191,8 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
             .resource = {.api_version = api_version, .resource = resource},
             .label_selector = FL_MANAGED_LABEL "=true",
             .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = wt},
-            .transform = fl_informer_drop_managed_fields,
+            .transform = fl_informer_drop_managed_fields,      /* an in-process member */
+            .skip_fields = fl_informer_skip_managed_fields, /* over HTTP: not even decoded */
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);
