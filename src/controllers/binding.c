@@ -377,45 +377,111 @@ typedef struct render {
     int n;
     char *wname;
     bool workload; /* the binding has replicas or replica requirements */
+    /* With no override policy around, every target's manifest is the pruned, revised
+     * template: made once per distinct replica count (before the parallel writes) and
+     * shared read-only by the Works, each with a metadata of its own. NULL: per target. */
+    json_t **shared;
+    int *shared_rc;
+    char **shared_err;
     /* results, per target */
     int *rc;
     char **err;
     bool *wrote;
 } render;
 
+/* The template as a target's manifest starts, a new object: pruned and, for a workload,
+ * its replicas revised to the target's share (Duplicated: all of them), as Karmada revises
+ * every workload's. */
+static int base_manifest(const render *r, int64_t replicas, json_t **out, char **err)
+{
+    *out = NULL;
+    json_t *m = json_deep_copy(r->tmpl);
+    fl_prune(m);
+    fl_interp *ip = r->b->env.interp;
+    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
+    if (r->workload && fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA)) {
+        json_t *revised = NULL;
+        int rc = fl_interp_revise_replica(ip, m, replicas, &revised, err);
+        json_decref(m);
+        if (rc)
+            return rc;
+        m = revised;
+    }
+    *out = m;
+    return 0;
+}
+
+/* r->shared: one base manifest per distinct replica count, in target order. */
+static void share_manifests(render *r)
+{
+    r->shared = fl_calloc((size_t)r->n, sizeof *r->shared);
+    r->shared_rc = fl_calloc((size_t)r->n, sizeof *r->shared_rc);
+    r->shared_err = fl_calloc((size_t)r->n, sizeof *r->shared_err);
+    int *first = fl_calloc((size_t)r->n, sizeof *first); /* targets that made a base */
+    int nfirst = 0;
+    for (int i = 0; i < r->n; i++) {
+        int j = -1;
+        for (int k = 0; k < nfirst && j < 0; k++)
+            if (r->targets[first[k]].replicas == r->targets[i].replicas)
+                j = first[k];
+        if (j >= 0) {
+            r->shared[i] = json_incref(r->shared[j]);
+            r->shared_rc[i] = r->shared_rc[j];
+            r->shared_err[i] = r->shared_err[j] ? fl_strdup(r->shared_err[j]) : NULL;
+            continue;
+        }
+        r->shared_rc[i] = base_manifest(r, r->targets[i].replicas, &r->shared[i], &r->shared_err[i]);
+        first[nfirst++] = i;
+    }
+    free(first);
+}
+
+static void unshare_manifests(render *r)
+{
+    for (int i = 0; r->shared && i < r->n; i++) {
+        json_decref(r->shared[i]);
+        free(r->shared_err[i]);
+    }
+    free(r->shared);
+    free(r->shared_rc);
+    free(r->shared_err);
+}
+
 /* Build the Work for target i (a new object) or fail with *err. */
 static int build_work(render *r, int i, json_t **out, char **err)
 {
     *out = NULL;
     const target *t = &r->targets[i];
-    json_t *m = json_deep_copy(r->tmpl);
-    fl_prune(m);
+    json_t *m = NULL;
     int rc = 0;
-    fl_interp *ip = r->b->env.interp;
-    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
-    /* a workload's replicas are its cluster's share (Duplicated: all of them), as Karmada
-     * revises every workload's */
-    if (r->workload && fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA)) {
-        json_t *revised = NULL;
-        rc = fl_interp_revise_replica(ip, m, t->replicas, &revised, err);
+    if (r->shared) {
+        if (r->shared_rc[i]) {
+            *err = r->shared_err[i] ? fl_strdup(r->shared_err[i]) : NULL;
+            return r->shared_rc[i];
+        }
+        /* shared, read-only, but for the metadata changed below */
+        m = fl_json_shallow_copy(r->shared[i]);
+        json_t *bmd = json_object_get(r->shared[i], "metadata");
+        if (bmd)
+            json_object_set_new(m, "metadata", json_deep_copy(bmd));
+    } else {
+        rc = base_manifest(r, t->replicas, &m, err);
+        if (rc)
+            return rc;
+    }
+    json_t *applied = NULL;
+    if (!r->shared) {
+        json_t *cluster = NULL;
+        fl_informer_get(r->b->clusters, NULL, t->cluster, &cluster);
+        if (!cluster)
+            cluster = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "cluster.karmada.io/v1alpha1", "kind", "Cluster",
+                                "metadata", "name", t->cluster);
+        rc = fl_override_apply(m, cluster, r->policies, &applied, err);
+        json_decref(cluster);
         if (rc) {
             json_decref(m);
             return rc;
         }
-        json_decref(m);
-        m = revised;
-    }
-    json_t *cluster = NULL;
-    fl_informer_get(r->b->clusters, NULL, t->cluster, &cluster);
-    if (!cluster)
-        cluster = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "cluster.karmada.io/v1alpha1", "kind", "Cluster",
-                            "metadata", "name", t->cluster);
-    json_t *applied = NULL;
-    rc = fl_override_apply(m, cluster, r->policies, &applied, err);
-    json_decref(cluster);
-    if (rc) {
-        json_decref(m);
-        return rc;
     }
     char *cov = NULL, *ov = NULL;
     if (json_array_size(applied)) {
@@ -784,7 +850,10 @@ static int reconcile(void *ctx, const char *key)
                  .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int)),
                  .err = fl_calloc((size_t)(n ? n : 1), sizeof(char *)),
                  .wrote = fl_calloc((size_t)(n ? n : 1), sizeof(bool))};
+    if (n > 1 && json_array_size(policies) == 0)
+        share_manifests(&r);
     fl_ctrl_parallel(n, WRITE_THREADS, write_target, &r);
+    unshare_manifests(&r);
     int failed = 0, wrote = 0;
     for (int i = 0; i < n; i++) {
         wrote += r.wrote[i];
