@@ -1175,7 +1175,6 @@ static int mf_cmp(const void *a, const void *b)
     return strcmp(p->subresource, q->subresource);
 }
 
-/* Write entries with a non-empty set into obj's metadata.managedFields. */
 /* Is the string member key of o what mf_store writes for v ("" meaning: absent)? */
 static bool same_opt_str(const json_t *o, const char *key, const char *v)
 {
@@ -1215,6 +1214,7 @@ static json_t *mf_reuse(const mf_entry *e)
     return c;
 }
 
+/* Write entries with a non-empty set into obj's metadata.managedFields. */
 static void mf_store(mf_list *l, json_t *obj)
 {
     if (l->n > 1)

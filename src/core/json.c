@@ -41,8 +41,6 @@ static void putc1(out *o, char c)
     o->p[o->len++] = c;
 }
 
-/* A string with jansson's escapes: \" \\ \b \f \n \r \t, \u00XX for other control bytes;
- * everything else (UTF-8 included) as is. Runs without escapes are copied at once. */
 /* Does any of the 8 bytes of w need an escape (a control byte, '"' or '\\')? The classic
  * "has a byte below n" test, on w itself for bytes < 0x20 and on w with '"' and '\\'
  * xor-ed out for the zero bytes that leaves; exact, so a word without one is skipped whole. */
@@ -54,6 +52,8 @@ static bool word_needs_escape(uint64_t w)
     return ((ctl | ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash)) & highs) != 0;
 }
 
+/* A string with jansson's escapes: \" \\ \b \f \n \r \t, \u00XX for other control bytes;
+ * everything else (UTF-8 included) as is. Runs without escapes are copied at once. */
 static void put_string(out *o, const char *s, size_t n)
 {
     grow(o, n + 2);

@@ -47,19 +47,6 @@
 
 /* ---- SQLite helpers ---- */
 
-fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev)
-{
-    if (op->render_blob)
-        return op->render_blob(op->ctx, current, rev);
-    size_t len = 0;
-    char *bytes = op->render(op->ctx, current, rev, &len);
-    if (!bytes)
-        return NULL;
-    fl_blob *value = fl_blob_new(bytes, len);
-    free(bytes);
-    return value;
-}
-
 int fl_store_sqlite_exec(sqlite3 *db, const char *sql)
 {
     char *msg = NULL;
