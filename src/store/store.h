@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/blob.h"
+#include "core/blob.h"
 
 typedef struct fl_store fl_store;
 
@@ -43,8 +43,10 @@ typedef struct fl_store_config {
     bool memory;               /* true: memory only, nothing on disk, lost on fl_store_free (below) */
     size_t ring_events;        /* events of history kept in memory for watches; 0 = default
                                   (SQLite 65536, memory 1024) */
-    size_t ring_bytes;         /* memory store: cap on the bytes of old values its history keeps
-                                  alive (beyond the current state); 0 = no cap. SQLite ignores it */
+    size_t ring_bytes;         /* cap on the bytes of values the history in memory keeps alive:
+                                  SQLite: the ring's values, 0 = default (32 MiB; older events
+                                  are read from the log); memory store: the old values beyond
+                                  the current state, 0 = no cap */
 } fl_store_config;
 
 /* Memory stores (memory = true).

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/blob.h"
+#include "core/blob.h"
 #include "store/store.h"
 
 typedef struct fl_store_node {

@@ -133,7 +133,7 @@ int fl_store_memory_open(const fl_store_config *cfg, fl_store **out)
     pthread_rwlockattr_destroy(&ra);
     fl_store_cache_init(&s->cache);
     /* One ring slot: the history is handed over when a watch opens, never read from the ring. */
-    s->hub = fl_watch_hub_new(0, 1, WATCH_BACKLOG, replay_none, s);
+    s->hub = fl_watch_hub_new(0, 1, 0, WATCH_BACKLOG, replay_none, s);
     *out = s;
     return 0;
 }

@@ -43,6 +43,7 @@
 #define DEFAULT_WINDOW 100000
 #define DEFAULT_INTERVAL_MS 5000
 #define RING_SIZE 65536         /* events kept in memory for watches, unless configured */
+#define RING_BYTES (32u << 20)  /* and the bytes of their values: older ones come from the log */
 #define WATCH_BACKLOG 100000    /* queued events per watch before it expires */
 
 /* ---- SQLite helpers ---- */
@@ -269,8 +270,8 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
         rc = FL_EIO;
         goto fail;
     }
-    s->hub = fl_watch_hub_new(s->head, cfg->ring_events ? cfg->ring_events : RING_SIZE, WATCH_BACKLOG, replay_log,
-                              s);
+    s->hub = fl_watch_hub_new(s->head, cfg->ring_events ? cfg->ring_events : RING_SIZE,
+                              cfg->ring_bytes ? cfg->ring_bytes : RING_BYTES, WATCH_BACKLOG, replay_log, s);
     if (pthread_create(&s->writer, NULL, fl_store_sqlite_writer_main, s) != 0) {
         rc = FL_EIO;
         goto fail;

@@ -49,6 +49,8 @@ struct fl_watch_hub {
     fl_store_event **ring;     /* slot rev & ring_mask holds revision rev */
     size_t ring_mask;
     int64_t ring_lo;           /* the ring holds revisions (ring_lo, head] */
+    size_t ring_bytes;         /* bytes of the values of those events */
+    size_t ring_cap;           /* bound on ring_bytes; 0 = none */
     size_t backlog;
     fl_watch *watches;         /* doubly linked */
     size_t nwatch;
@@ -120,8 +122,8 @@ void fl_watch_event_unref(fl_store_event *e)
 
 /* ---- hub ---- */
 
-fl_watch_hub *fl_watch_hub_new(int64_t head, size_t ring_size, size_t backlog, fl_watch_replay_fn replay,
-                               void *replay_ctx)
+fl_watch_hub *fl_watch_hub_new(int64_t head, size_t ring_size, size_t ring_bytes, size_t backlog,
+                               fl_watch_replay_fn replay, void *replay_ctx)
 {
     size_t n = 1;
     while (n < ring_size)
@@ -134,6 +136,7 @@ fl_watch_hub *fl_watch_hub_new(int64_t head, size_t ring_size, size_t backlog, f
     h->ring = fl_calloc(n, sizeof(*h->ring));
     h->ring_mask = n - 1;
     h->ring_lo = head;
+    h->ring_cap = ring_bytes;
     h->backlog = backlog ? backlog : 1;
     h->replay = replay;
     h->replay_ctx = replay_ctx;
@@ -218,6 +221,24 @@ static void event_release(fl_store_event *e, int k)
     }
 }
 
+static size_t event_bytes(const fl_store_event *e)
+{
+    return e->ev.value ? e->ev.value->len : 0;
+}
+
+/* Take the events (ring_lo, rev] out of the ring; the ring then starts at rev. Under mu. */
+static void ring_drop_below(fl_watch_hub *h, int64_t rev)
+{
+    for (; h->ring_lo < rev; h->ring_lo++) {
+        fl_store_event **slot = &h->ring[(size_t)(h->ring_lo + 1) & h->ring_mask];
+        if (*slot) {
+            h->ring_bytes -= event_bytes(*slot);
+            fl_watch_event_unref(*slot);
+            *slot = NULL;
+        }
+    }
+}
+
 void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
 {
     if (n == 0)
@@ -239,18 +260,17 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
         if (e->ev.rev != h->head + 1) {
             /* Revisions are contiguous within a process; if that ever breaks, the
              * ring can no longer be indexed by revision, so start it afresh. */
-            for (size_t j = 0; j <= h->ring_mask; j++) {
-                fl_watch_event_unref(h->ring[j]);
-                h->ring[j] = NULL;
-            }
+            ring_drop_below(h, h->head);
             h->ring_lo = e->ev.rev - 1;
         }
-        size_t slot = (size_t)e->ev.rev & h->ring_mask;
-        fl_watch_event_unref(h->ring[slot]);
-        h->ring[slot] = e;
+        /* a full ring: the slot's event is the oldest, revision rev - ring size */
+        if (h->head - h->ring_lo == (int64_t)h->ring_mask + 1)
+            ring_drop_below(h, h->ring_lo + 1);
+        h->ring[(size_t)e->ev.rev & h->ring_mask] = e;
+        h->ring_bytes += event_bytes(e);
         h->head = e->ev.rev;
-        if (h->head - h->ring_lo > (int64_t)h->ring_mask + 1)
-            h->ring_lo = h->head - (int64_t)h->ring_mask - 1;
+        while (h->ring_cap && h->ring_bytes > h->ring_cap && h->ring_lo < h->head - 1)
+            ring_drop_below(h, h->ring_lo + 1);
     }
     for (fl_watch *w = h->watches; w; w = w->next) {
         pthread_mutex_lock(&w->mu);

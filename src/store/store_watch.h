@@ -39,9 +39,11 @@ typedef int (*fl_watch_replay_fn)(void *ctx, const char *prefix, int64_t from, i
 typedef struct fl_watch_hub fl_watch_hub;
 
 /* New hub whose history starts at revision head (nothing in the ring yet).
- * ring_size is rounded up to a power of two; backlog bounds each watch's queue. */
-fl_watch_hub *fl_watch_hub_new(int64_t head, size_t ring_size, size_t backlog, fl_watch_replay_fn replay,
-                               void *replay_ctx);
+ * ring_size is rounded up to a power of two; ring_bytes (0 = no cap) bounds the bytes of
+ * the values the ring keeps alive: past it the oldest events leave the ring early, and a
+ * watch from below the ring reads them from the log. backlog bounds each watch's queue. */
+fl_watch_hub *fl_watch_hub_new(int64_t head, size_t ring_size, size_t ring_bytes, size_t backlog,
+                               fl_watch_replay_fn replay, void *replay_ctx);
 /* Close every watch (their fl_watch_next returns FL_ECLOSED), wait for replay reads
  * in flight to finish, and drop the backend's reference. Watches still open keep
  * the hub's memory alive until fl_watch_free; they never call the replay callback

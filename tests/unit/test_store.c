@@ -1076,7 +1076,7 @@ static void publish_range(fl_watch_hub *h, int64_t from, int64_t to)
 static void test_watch_below_ring_reads_log_then_ring_without_gap(void **state)
 {
     fake_log log = { .upto = 100 };
-    fl_watch_hub *h = fl_watch_hub_new(0, 8, 1000, fake_replay, &log);
+    fl_watch_hub *h = fl_watch_hub_new(0, 8, 0, 1000, fake_replay, &log);
     publish_range(h, 1, 100); /* the ring keeps only 93..100 */
     fl_watch *w = NULL;
     assert_int_equal(fl_watch_hub_open(h, "/h/", 10, &w), 0);
@@ -1105,10 +1105,39 @@ static void test_watch_below_ring_reads_log_then_ring_without_gap(void **state)
     fl_watch_hub_free(h);
 }
 
+/* A byte cap on the ring: the oldest events leave it early, and a watch from below it
+ * reads them from the log, still without a gap. */
+static void test_ring_bytes_cap_sends_older_watches_to_the_log(void **state)
+{
+    fake_log log = { .upto = 100 };
+    fl_watch_hub *h = fl_watch_hub_new(0, 64, 20, 1000, fake_replay, &log); /* values "v@NN": 4 bytes */
+    publish_range(h, 1, 100); /* the cap keeps only 97..100 of the 64 the ring has room for */
+    fl_watch *inside = NULL, *below = NULL;
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 96, &inside), 0);
+    fl_watch_event *ev;
+    for (int64_t r = 97; r <= 100; r++) {
+        assert_int_equal(fl_watch_next(inside, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    assert_int_equal(log.calls, 0); /* served from the ring alone */
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 80, &below), 0); /* 80 is inside 64 events, not 20 bytes */
+    publish_range(h, 101, 103);
+    log.upto = 103;
+    for (int64_t r = 81; r <= 103; r++) {
+        assert_int_equal(fl_watch_next(below, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    assert_int_equal(fl_watch_next(below, &ev, 10), FL_ETIMEDOUT);
+    assert_true(log.calls >= 1);
+    fl_watch_free(inside);
+    fl_watch_free(below);
+    fl_watch_hub_free(h);
+}
+
 static void test_watch_backlog_overflow_expires_the_watch(void **state)
 {
     fake_log log = { 0 };
-    fl_watch_hub *h = fl_watch_hub_new(0, 16, 10, fake_replay, &log);
+    fl_watch_hub *h = fl_watch_hub_new(0, 16, 0, 10, fake_replay, &log);
     fl_watch *slow = NULL, *fast = NULL;
     assert_int_equal(fl_watch_hub_open(h, "/h/", 0, &slow), 0);
     assert_int_equal(fl_watch_hub_open(h, "/h/", 0, &fast), 0);
@@ -1678,6 +1707,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_batch_returns_eio_to_every_op_and_changes_nothing, setup,
                                         teardown),
         cmocka_unit_test(test_watch_below_ring_reads_log_then_ring_without_gap),
+        cmocka_unit_test(test_ring_bytes_cap_sends_older_watches_to_the_log),
         cmocka_unit_test(test_watch_backlog_overflow_expires_the_watch),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_values_revisions_and_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acknowledged_writes_survive_kill9, setup, teardown),

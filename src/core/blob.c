@@ -5,7 +5,7 @@
  * never written after fl_blob_new returns (or, for fl_blob_alloc, after its maker filled
  * them and before it handed the blob to anyone), so readers need no lock. The final
  * unref synchronises with every earlier one (acq_rel) before the free. */
-#include "store/blob.h"
+#include "core/blob.h"
 
 #include <stdlib.h>
 #include <string.h>
