@@ -84,9 +84,11 @@ const char *fl_req_query(const fl_req *req, const char *key);
  * is ready or the stream ends. Returns bytes written (>0), 0 at end of stream. */
 size_t fl_api_stream_read(fl_api_stream *s, char *buf, size_t cap);
 /* The same for a watch asked with want_obj (in process): the next event as its type
- * ("ADDED", ... "ERROR"; static) and object (a new reference: the top level and metadata are
- * the caller's to change, everything below is shared and read-only). 1, or 0 at the end. */
-int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj);
+ * ("ADDED", ... "ERROR"; static), object (a new reference: the top level and metadata are
+ * the caller's to change, everything below is shared and read-only) and the stored value
+ * it was decoded from (a new reference, or NULL for bookmarks and errors). 1, or 0 at the
+ * end. */
+int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj, fl_blob **text);
 void fl_api_stream_free(fl_api_stream *s);
 /* Make a blocked fl_api_stream_read return 0 soon, and every later one at once. Any
  * thread, while the stream is not freed. */

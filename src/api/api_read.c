@@ -126,7 +126,7 @@ static bool filter_match(const filter *f, const char *key, const fl_blob *v, jso
         return true;
     json_t *obj = *parsed;
     if (!obj) {
-        obj = fl_api_decoded(key, v);
+        obj = fl_api_decoded(v);
         *parsed = obj;
     }
     if (!obj)
@@ -361,6 +361,7 @@ struct fl_api_stream {
     struct {
         const char *type;
         json_t *obj;
+        fl_blob *text;         /* the stored value obj was decoded from, or NULL */
     } *evq;
     size_t nq, capq, qoff;
     atomic_bool cancelled;     /* fl_api_stream_cancel: end at the next look */
@@ -378,28 +379,13 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* An event's object for an in-process watcher: its own top level and metadata (which an
- * informer's transform may trim), the rest shared with obj. */
-static json_t *event_view(const json_t *obj)
-{
-    json_t *v = json_object();
-    json_object_update(v, (json_t *)obj);
-    json_t *md = json_object_get(obj, "metadata");
-    if (json_is_object(md)) {
-        json_t *m = json_object();
-        json_object_update(m, md);
-        json_object_set_new(v, "metadata", m);
-    }
-    return v;
-}
-
 /* Queue one event: type, and the object as bytes (data, len), stored as blob under key when
  * it is a stored value (key and blob NULL for bookmarks and errors). */
 static void emit(fl_api_stream *s, const char *type, const char *key, const fl_blob *blob, const char *data,
                  size_t len)
 {
     if (s->objects) {
-        json_t *obj = blob ? fl_api_decoded(key, blob) : fl_json_load(data, len);
+        json_t *obj = blob ? fl_api_decoded(blob) : fl_json_load(data, len);
         if (!obj)
             return;
         if (s->nq == s->capq) {
@@ -407,7 +393,9 @@ static void emit(fl_api_stream *s, const char *type, const char *key, const fl_b
             s->evq = fl_realloc(s->evq, s->capq * sizeof *s->evq);
         }
         s->evq[s->nq].type = type;
-        s->evq[s->nq].obj = event_view(obj);
+        /* the watcher's own top level and metadata (which an informer's transform may trim) */
+        s->evq[s->nq].obj = fl_json_meta_view(obj);
+        s->evq[s->nq].text = fl_blob_ref((fl_blob *)blob);
         s->nq++;
         json_decref(obj);
         return;
@@ -692,12 +680,13 @@ size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
     }
 }
 
-int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj)
+int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj, fl_blob **text)
 {
     for (;;) {
         if (s->qoff < s->nq) {
             *type = s->evq[s->qoff].type;
             *obj = s->evq[s->qoff].obj;
+            *text = s->evq[s->qoff].text;
             if (++s->qoff == s->nq)
                 s->nq = s->qoff = 0;
             return 1;
@@ -721,8 +710,10 @@ void fl_api_stream_free(fl_api_stream *s)
     fl_watch_free(s->w);
     filter_close(&s->f);
     free(s->pending.p);
-    for (size_t i = s->qoff; i < s->nq; i++)
+    for (size_t i = s->qoff; i < s->nq; i++) {
         json_decref(s->evq[i].obj);
+        fl_blob_unref(s->evq[i].text);
+    }
     free(s->evq);
     for (size_t i = 0; i < s->nseen; i++)
         free(s->seen[i]);

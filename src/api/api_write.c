@@ -173,7 +173,7 @@ static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, 
 
 typedef struct render_ctx {
     json_t *obj;
-    const char *keep; /* the key to remember obj under as what its bytes decode to, or NULL */
+    bool keep;        /* remember obj as what its bytes decode to (fl_api_decoded) */
     /* obj encoded up front with "" for its resourceVersion, which starts at pre_at */
     char *pre;
     size_t pre_len, pre_at;
@@ -210,7 +210,7 @@ static void keep_rendered(void *vctx, fl_blob *value)
 {
     render_ctx *c = vctx;
     if (c->keep)
-        fl_api_decoded_keep(c->keep, value, c->obj);
+        fl_api_decoded_keep(value, c->obj);
 }
 
 /* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
@@ -221,7 +221,7 @@ static void keep_rendered(void *vctx, fl_blob *value)
 static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj, fl_blob **stored,
                           bool keep)
 {
-    render_ctx rc = {obj, keep ? key : NULL, NULL, 0, 0};
+    render_ctx rc = {obj, keep, NULL, 0, 0};
     json_t *meta = fl_obj_meta(obj);
     json_t *had = json_incref(json_object_get(meta, "resourceVersion")); /* obj keeps it on failure */
     json_t *placeholder = json_string("");
@@ -838,7 +838,7 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_store_error(r, rc, t);
             break;
         }
-        json_t *cur = fl_api_decoded(key, kv.value);
+        json_t *cur = fl_api_decoded(kv.value);
         fl_blob_unref(kv.value);
         if (!cur) {
             fl_resp_store_error(r, FL_EIO, t);
@@ -1495,7 +1495,7 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
         rc = fl_store_get(api->store, key, &kv);
         if (rc)
             break;
-        json_t *cur = fl_api_decoded(key, kv.value); /* read-only */
+        json_t *cur = fl_api_decoded(kv.value); /* read-only */
         fl_blob_unref(kv.value);
         if (!cur) {
             rc = FL_EIO;

@@ -6,7 +6,9 @@
  * decoded, each with the stored blob it was rendered to. The store hands out the blob it
  * holds for a key, and a slot holds a reference to its blob (the address is never reused
  * meanwhile): a stored value that is the slot's blob is the slot's object, exactly. Objects
- * in here are read-only. A small fixed table: a slot is replaced by the next key hashing to it. */
+ * in here are read-only. A small fixed table: a slot is replaced by the next blob hashing to
+ * it. Slots go by the blob, not the key, so that a holder of a stored value that does not
+ * know its key (an in-process informer keeping Works as text) finds its decoding too. */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -23,18 +25,17 @@ typedef struct recent_slot {
 static pthread_mutex_t recent_mu = PTHREAD_MUTEX_INITIALIZER;
 static recent_slot recent[RECENT_SLOTS];
 
-static size_t recent_index(const char *key)
+/* Slots by the blob's address: every revision of a key is a blob of its own. */
+static size_t recent_index(const fl_blob *b)
 {
-    uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h % RECENT_SLOTS;
+    uint64_t h = (uint64_t)(uintptr_t)b * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) % RECENT_SLOTS;
 }
 
-/* The decoded object stored as b under key (a new reference, read-only), or NULL. */
-static json_t *recent_get(const char *key, const fl_blob *b)
+/* The decoded object stored as b (a new reference, read-only), or NULL. */
+static json_t *recent_get(const fl_blob *b)
 {
-    recent_slot *s = &recent[recent_index(key)];
+    recent_slot *s = &recent[recent_index(b)];
     json_t *obj = NULL;
     pthread_mutex_lock(&recent_mu);
     if (s->blob == b)
@@ -43,15 +44,15 @@ static json_t *recent_get(const char *key, const fl_blob *b)
     return obj;
 }
 
-json_t *fl_api_decoded(const char *key, const fl_blob *b)
+json_t *fl_api_decoded(const fl_blob *b)
 {
-    json_t *obj = recent_get(key, b);
+    json_t *obj = recent_get(b);
     return obj ? obj : fl_json_load(b->data, b->len);
 }
 
-void fl_api_decoded_keep(const char *key, fl_blob *b, json_t *obj)
+void fl_api_decoded_keep(fl_blob *b, json_t *obj)
 {
-    recent_slot *s = &recent[recent_index(key)];
+    recent_slot *s = &recent[recent_index(b)];
     recent_slot old;
     pthread_mutex_lock(&recent_mu);
     old = *s;

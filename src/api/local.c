@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "api/api_internal.h"
 #include "api/metrics.h"
 #include "core/mem.h"
 
@@ -111,9 +112,14 @@ static size_t stream_read(void *s, char *buf, size_t cap)
     return fl_api_stream_read(s, buf, cap);
 }
 
-static int stream_next(void *s, const char **type, json_t **obj)
+static int stream_next(void *s, const char **type, json_t **obj, fl_blob **text)
 {
-    return fl_api_stream_next(s, type, obj);
+    return fl_api_stream_next(s, type, obj, text);
+}
+
+static json_t *decode_text(void *ctx, fl_blob *text)
+{
+    return fl_api_decoded(text);
 }
 
 static void stream_cancel(void *s)
@@ -131,6 +137,7 @@ fl_client *fl_api_local_client(fl_api *api, const char *user_agent)
     fl_client_local srv = {.serve = fl_api_local_serve,
                            .stream_read = stream_read,
                            .stream_next = stream_next,
+                           .decode = decode_text,
                            .stream_cancel = stream_cancel,
                            .stream_free = stream_free,
                            .ctx = api};

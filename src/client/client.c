@@ -482,7 +482,7 @@ static int status_error(long code, const json_t *st, const char *raw, size_t raw
 
 /* Hand one watch event to the callback (or end the watch on an ERROR event). ev_ok: the
  * event was well-formed JSON. */
-static int deliver_event(xfer *x, const char *type, json_t *obj, bool ev_ok)
+static int deliver_event(xfer *x, const char *type, json_t *obj, fl_blob *text, bool ev_ok)
 {
     int rc = 0;
     if (!type || !json_is_object(obj)) {
@@ -496,7 +496,7 @@ static int deliver_event(xfer *x, const char *type, json_t *obj, bool ev_ok)
     } else {
         int t = !strcmp(type, "ADDED") ? FL_WATCH_ADDED : !strcmp(type, "MODIFIED") ? FL_WATCH_MODIFIED
               : !strcmp(type, "DELETED") ? FL_WATCH_DELETED : !strcmp(type, "BOOKMARK") ? FL_WATCH_BOOKMARK : 0;
-        if (t && !x->fn(x->ctx, t, obj)) {
+        if (t && !x->fn(x->ctx, t, obj, text)) {
             x->stopped = true;
             x->watch_rc = 0;
         }
@@ -515,7 +515,7 @@ static int deliver_line(xfer *x, const char *line, size_t n)
     if (!n)
         return 0;
     json_t *ev = x->skip ? fl_json_load_skipping(line, n, x->skip) : fl_json_load(line, n);
-    int rc = deliver_event(x, json_string_value(json_object_get(ev, "type")), json_object_get(ev, "object"),
+    int rc = deliver_event(x, json_string_value(json_object_get(ev, "type")), json_object_get(ev, "object"), NULL,
                            ev != NULL);
     json_decref(ev);
     return rc;
@@ -717,12 +717,14 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
             /* events as objects: no encoding and decoding in between */
             const char *type = NULL;
             json_t *obj = NULL;
-            if (!c->local.stream_next(resp.stream, &type, &obj)) {
+            fl_blob *text = NULL;
+            if (!c->local.stream_next(resp.stream, &type, &obj, &text)) {
                 *cancelled = fl_client_cancel_fired(cancel);
                 break;
             }
-            deliver_event(x, type, obj, true);
+            deliver_event(x, type, obj, text, true);
             json_decref(obj);
+            fl_blob_unref(text);
             if (x->stopped)
                 break;
             continue;
@@ -895,6 +897,13 @@ char *fl_client_path(const fl_gvr *r, const char *ns, const char *name, const ch
     sbuf b = {0};
     sb_path(&b, r, ns, name, sub);
     return b.p;
+}
+
+json_t *fl_client_decode_text(fl_client *c, fl_blob *text)
+{
+    if (c->local.decode)
+        return c->local.decode(c->local.ctx, text);
+    return fl_json_load(text->data, text->len);
 }
 
 const char *fl_client_object_rv(const json_t *obj)

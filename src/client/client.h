@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "client/kubeconfig.h"
+#include "core/blob.h"
 
 typedef struct fl_client fl_client;
 
@@ -101,9 +102,13 @@ typedef struct fl_client_local {
      * ends (0). */
     size_t (*stream_read)(void *stream, char *buf, size_t cap);
     /* Optional, for a watch served with want_obj: block until the next event (its type,
-     * and its object: a new reference whose top level and metadata the caller may change,
-     * the rest read-only) and return 1, or 0 at the end. */
-    int (*stream_next)(void *stream, const char **type, json_t **obj);
+     * its object: a new reference whose top level and metadata the caller may change, the
+     * rest read-only; and the stored bytes it was decoded from: a new reference or NULL) and
+     * return 1, or 0 at the end. */
+    int (*stream_next)(void *stream, const char **type, json_t **obj, fl_blob **text);
+    /* Optional: the object stored bytes from stream_next decode to (a new reference,
+     * read-only, perhaps shared with the server), or NULL. */
+    json_t *(*decode)(void *ctx, fl_blob *text);
     /* Make a blocked or later stream_read return 0 soon. Any thread, while not freed. */
     void (*stream_cancel)(void *stream);
     void (*stream_free)(void *stream);
@@ -253,8 +258,11 @@ typedef struct fl_watch_opts {
 } fl_watch_opts;
 
 /* Called once per event on the watching thread, in the server's order. object is
- * borrowed (json_incref it to keep it). Return false to end the watch. */
-typedef bool (*fl_watch_fn)(void *ctx, int type, json_t *object);
+ * borrowed (json_incref it to keep it). In process, text is the stored value object was
+ * decoded from (borrowed; fl_blob_ref to keep it; fl_client_decode_text decodes it again),
+ * whole: skip_fields and any change made to object are not in it; over HTTP it is NULL.
+ * Return false to end the watch. */
+typedef bool (*fl_watch_fn)(void *ctx, int type, json_t *object, fl_blob *text);
 
 /* Watch until the stream ends. Blocks the calling thread. Returns
  *   0            the server ended the stream (timeout_seconds) or fn returned false
@@ -265,6 +273,10 @@ typedef bool (*fl_watch_fn)(void *ctx, int type, json_t *object);
  * ERROR events are not passed to fn: they end the watch with their mapped code. */
 int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watch_opts *opts, fl_watch_fn fn,
                     void *ctx, fl_client_cancel *cancel, fl_client_error *err);
+
+/* The object text from a watch callback decodes to: a new reference, read-only (it may be
+ * shared with the server in process), or NULL if it is not JSON. Any thread. */
+json_t *fl_client_decode_text(fl_client *c, fl_blob *text);
 
 /* ---- discovery ---- */
 

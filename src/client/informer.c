@@ -2,10 +2,18 @@
  *
  * One thread per informer runs the reflector loop: list, then watch from the list's
  * resourceVersion until the stream ends, then either watch again (clean end) or
- * list again (410 Expired, broken stream). The cache is a jansson object from key to
- * object behind a rwlock; only the informer's thread writes it, so it may read the
- * cache without the lock, and takes the write lock only for the moment of a change.
- * Handlers are called after the lock is released, so they can read the cache.
+ * list again (410 Expired, broken stream). The cache is a hash table from key to entry
+ * behind a rwlock; only the informer's thread writes it, so it may read the cache
+ * without the lock, and takes the write lock only for the moment of a change. Handlers
+ * are called after the lock is released, so they can read the cache.
+ *
+ * An entry holds the object, or in a compact informer its JSON text. A decoded object
+ * costs about seven times its text in jansson's nodes, and a control plane caches tens of
+ * thousands of Works and member objects, so a compact informer keeps only the text and
+ * decodes on demand. Texts are reference-counted blobs, so a reader takes one under the
+ * lock and decodes it after. A small table of hot slots, one per key hash, keeps the
+ * decoding of the text last written or read there (with a reference to that text, whose
+ * address is its identity), so the objects a controller is busy with decode once.
  *
  * A re-list builds a new map from the list, swaps it in whole, and then walks both
  * maps to tell handlers what changed: present only in the new one = add, present in
@@ -23,9 +31,34 @@
 #include <time.h>
 
 #include "client/informer.h"
+#include "core/blob.h"
 #include "core/err.h"
+#include "core/hash.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
+
+/* One cached object: obj, or (compact) its text. */
+typedef struct centry {
+    struct centry *next; /* hash chain */
+    json_t *obj;
+    fl_blob *text;
+    bool stored;         /* text is the server's stored value (in process), not our encoding */
+    char *rv;
+    char key[];
+} centry;
+
+typedef struct cmap {
+    centry **b;
+    size_t nb, n;
+} cmap;
+
+typedef struct hot_slot {
+    fl_blob *text; /* a reference: the address is never reused while the slot holds it */
+    json_t *obj;   /* text, decoded */
+} hot_slot;
+
+#define HOT_DEFAULT 512
 
 struct fl_informer {
     fl_client *client;
@@ -43,8 +76,13 @@ struct fl_informer {
     bool started, joined;
 
     pthread_rwlock_t lock;       /* cache and rv */
-    json_t *cache;               /* key -> object */
+    cmap cache;
     char rv[64];
+
+    bool compact;
+    pthread_mutex_t hot_mu;
+    hot_slot *hot;               /* compact: decoded objects by key hash */
+    size_t nhot;
 
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cond;    /* CLOCK_MONOTONIC */
@@ -53,6 +91,171 @@ struct fl_informer {
     unsigned rng;                /* jitter; used only by the informer's thread */
     size_t events;               /* events applied by the current watch */
 };
+
+/* ---- the cache ---- */
+
+static centry **cmap_slot(cmap *m, const char *key)
+{
+    centry **p = &m->b[fl_hash_str(key) & (m->nb - 1)];
+    while (*p && strcmp((*p)->key, key))
+        p = &(*p)->next;
+    return p;
+}
+
+static centry *cmap_get(cmap *m, const char *key)
+{
+    return m->nb ? *cmap_slot(m, key) : NULL;
+}
+
+static void cmap_grow(cmap *m)
+{
+    size_t nb = m->nb ? m->nb * 2 : 64;
+    centry **b = fl_calloc(nb, sizeof *b);
+    for (size_t i = 0; i < m->nb; i++)
+        for (centry *e = m->b[i], *next; e; e = next) {
+            next = e->next;
+            centry **h = &b[fl_hash_str(e->key) & (nb - 1)];
+            e->next = *h;
+            *h = e;
+        }
+    free(m->b);
+    m->b = b;
+    m->nb = nb;
+}
+
+/* Put e in place of the entry with its key; returns that entry (now unlinked) or NULL. */
+static centry *cmap_put(cmap *m, centry *e)
+{
+    if (m->n + 1 > m->nb)
+        cmap_grow(m);
+    centry **p = cmap_slot(m, e->key), *old = *p;
+    e->next = old ? old->next : NULL;
+    *p = e;
+    if (!old)
+        m->n++;
+    return old;
+}
+
+static centry *cmap_take(cmap *m, const char *key)
+{
+    if (!m->nb)
+        return NULL;
+    centry **p = cmap_slot(m, key), *old = *p;
+    if (old) {
+        *p = old->next;
+        m->n--;
+    }
+    return old;
+}
+
+static void centry_free(centry *e)
+{
+    if (!e)
+        return;
+    json_decref(e->obj);
+    fl_blob_unref(e->text);
+    free(e->rv);
+    free(e);
+}
+
+static void cmap_clear(cmap *m)
+{
+    for (size_t i = 0; i < m->nb; i++)
+        for (centry *e = m->b[i], *next; e; e = next) {
+            next = e->next;
+            centry_free(e);
+        }
+    free(m->b);
+    memset(m, 0, sizeof *m);
+}
+
+/* The entry for obj under key: the object itself, or its text: stored, the server's bytes
+ * obj was decoded from (in process; shared, so it costs nothing), else our encoding. */
+static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored)
+{
+    size_t kl = strlen(key);
+    centry *e = fl_malloc(sizeof *e + kl + 1);
+    memcpy(e->key, key, kl + 1);
+    e->next = NULL;
+    e->rv = fl_strdup(fl_client_object_rv(obj));
+    e->obj = NULL;
+    e->text = NULL;
+    e->stored = inf->compact && stored;
+    if (e->stored) {
+        e->text = fl_blob_ref(stored);
+    } else if (inf->compact) {
+        size_t len;
+        char *t = fl_json_dumps(obj, &len);
+        e->text = fl_blob_new(t, len);
+        free(t);
+    } else {
+        e->obj = json_incref(obj);
+    }
+    return e;
+}
+
+/* What a reader takes out of an entry under the lock: the object or a text reference. */
+typedef struct cref {
+    json_t *obj;
+    fl_blob *text;
+    bool stored;
+} cref;
+
+static cref centry_ref(const centry *e)
+{
+    return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored};
+}
+
+static hot_slot *hot_of(fl_informer *inf, const char *key)
+{
+    return &inf->hot[fl_hash_str(key) % inf->nhot];
+}
+
+/* The hot slot of key now holds obj, the decoding of text (NULL, NULL: nothing). */
+static void hot_set(fl_informer *inf, const char *key, fl_blob *text, json_t *obj)
+{
+    hot_slot *h = hot_of(inf, key);
+    pthread_mutex_lock(&inf->hot_mu);
+    hot_slot old = *h;
+    h->text = fl_blob_ref(text);
+    h->obj = json_incref(obj);
+    pthread_mutex_unlock(&inf->hot_mu);
+    fl_blob_unref(old.text);
+    json_decref(old.obj);
+}
+
+/* A stored value as the cache holds it: decoded (by the server, which may still have it
+ * decoded) into a view whose top level and metadata are ours, then transformed. */
+static json_t *stored_obj(fl_informer *inf, fl_blob *text)
+{
+    json_t *whole = fl_client_decode_text(inf->client, text);
+    if (!whole)
+        return NULL;
+    json_t *obj = fl_json_meta_view(whole);
+    json_decref(whole);
+    if (inf->transform)
+        inf->transform(obj);
+    return obj;
+}
+
+/* The object of a reference taken from an entry under key (a new reference, or NULL if it
+ * cannot be decoded); consumes the reference. No lock held: decoding takes its time. */
+static json_t *cref_obj(fl_informer *inf, const char *key, cref r)
+{
+    if (!r.text)
+        return r.obj;
+    hot_slot *h = hot_of(inf, key);
+    pthread_mutex_lock(&inf->hot_mu);
+    json_t *obj = h->text == r.text ? json_incref(h->obj) : NULL;
+    pthread_mutex_unlock(&inf->hot_mu);
+    if (!obj) {
+        obj = r.stored ? stored_obj(inf, r.text) : fl_json_load(r.text->data, r.text->len);
+        if (obj)
+            hot_set(inf, key, r.text, obj);
+    }
+    fl_blob_unref(r.text);
+    return obj;
+}
 
 static char *dup_opt(const char *s)
 {
@@ -98,7 +301,12 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&inf->sync_cond, &ca);
     pthread_condattr_destroy(&ca);
-    inf->cache = json_object();
+    inf->compact = cfg->compact;
+    pthread_mutex_init(&inf->hot_mu, NULL);
+    if (inf->compact) {
+        inf->nhot = cfg->hot_objects ? cfg->hot_objects : HOT_DEFAULT;
+        inf->hot = fl_calloc(inf->nhot, sizeof *inf->hot);
+    }
     inf->rng = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
     if (cfg->handlers.on_add || cfg->handlers.on_update || cfg->handlers.on_delete)
         fl_informer_add_handlers(inf, &cfg->handlers);
@@ -158,6 +366,12 @@ static void mark_synced(fl_informer *inf)
     pthread_mutex_unlock(&inf->sync_mu);
 }
 
+/* The object an entry the cache no longer holds had (a new reference), for handlers. */
+static json_t *gone_obj(fl_informer *inf, const centry *e)
+{
+    return cref_obj(inf, e->key, centry_ref(e));
+}
+
 /* LIST everything and replace the cache, telling handlers the difference. */
 static int relist(fl_informer *inf)
 {
@@ -172,7 +386,7 @@ static int relist(fl_informer *inf)
             fl_log(FL_LOG_WARN, "informer", "%s: list failed: %s", inf->resource, err.message);
         return rc;
     }
-    json_t *fresh = json_object();
+    cmap fresh = {0};
     size_t i;
     json_t *item;
     json_array_foreach(l.items, i, item) {
@@ -180,11 +394,11 @@ static int relist(fl_informer *inf)
             inf->transform(item);
         char *key = fl_informer_key(item);
         if (key)
-            json_object_set(fresh, key, item);
+            centry_free(cmap_put(&fresh, centry_new(inf, key, item, NULL)));
         free(key);
     }
     pthread_rwlock_wrlock(&inf->lock);
-    json_t *old = inf->cache;
+    cmap old = inf->cache;
     inf->cache = fresh;
     set_rv_locked(inf, l.resource_version);
     pthread_rwlock_unlock(&inf->lock);
@@ -194,20 +408,26 @@ static int relist(fl_informer *inf)
         char *key = fl_informer_key(item);
         if (!key)
             continue;
-        json_t *prev = json_object_get(old, key);
-        if (!prev)
+        centry *prev = cmap_get(&old, key);
+        if (!prev) {
             emit_add(inf, item);
-        else if (strcmp(fl_client_object_rv(prev), fl_client_object_rv(item)) != 0)
-            emit_update(inf, prev, item);
+        } else if (strcmp(prev->rv, fl_client_object_rv(item)) != 0) {
+            json_t *p = gone_obj(inf, prev);
+            emit_update(inf, p, item);
+            json_decref(p);
+        }
+        if (inf->compact)
+            hot_set(inf, key, cmap_get(&inf->cache, key)->text, item);
         free(key);
     }
-    const char *key;
-    json_t *prev;
-    json_object_foreach(old, key, prev) {
-        if (!json_object_get(fresh, key))
-            emit_delete(inf, prev);
-    }
-    json_decref(old);
+    for (size_t b = 0; b < old.nb; b++)
+        for (centry *e = old.b[b]; e; e = e->next)
+            if (!cmap_get(&inf->cache, e->key)) {
+                json_t *p = gone_obj(inf, e);
+                emit_delete(inf, p);
+                json_decref(p);
+            }
+    cmap_clear(&old);
     fl_list_result_close(&l);
     if (!fl_informer_has_synced(inf))
         mark_synced(inf);
@@ -215,7 +435,7 @@ static int relist(fl_informer *inf)
 }
 
 /* Apply one watch event to the cache, then tell the handlers. */
-static bool on_event(void *ctx, int type, json_t *obj)
+static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
 {
     fl_informer *inf = ctx;
     const char *rv = fl_client_object_rv(obj);
@@ -228,18 +448,18 @@ static bool on_event(void *ctx, int type, json_t *obj)
     if (inf->transform)
         inf->transform(obj);
     char *key = fl_informer_key(obj);
-    json_t *prev = key ? json_object_get(inf->cache, key) : NULL; /* only this thread writes the cache */
-    json_incref(prev);
+    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, obj, text) : NULL, *taken = NULL;
     pthread_rwlock_wrlock(&inf->lock);
-    if (key) {
-        if (type == FL_WATCH_DELETED)
-            json_object_del(inf->cache, key);
-        else
-            json_object_set(inf->cache, key, obj);
-    }
+    if (key)
+        taken = e ? cmap_put(&inf->cache, e) : cmap_take(&inf->cache, key);
     set_rv_locked(inf, rv);
     pthread_rwlock_unlock(&inf->lock);
     inf->events++;
+    /* the previous object before the hot slot moves on to the new one */
+    json_t *prev = taken ? gone_obj(inf, taken) : NULL;
+    if (key && inf->compact)
+        hot_set(inf, key, e ? e->text : NULL, e ? obj : NULL);
+    centry_free(taken);
 
     if (key) {
         if (type == FL_WATCH_DELETED) {
@@ -373,7 +593,13 @@ void fl_informer_free(fl_informer *inf)
     if (!inf)
         return;
     fl_informer_stop(inf);
-    json_decref(inf->cache);
+    cmap_clear(&inf->cache);
+    for (size_t i = 0; i < inf->nhot; i++) {
+        fl_blob_unref(inf->hot[i].text);
+        json_decref(inf->hot[i].obj);
+    }
+    free(inf->hot);
+    pthread_mutex_destroy(&inf->hot_mu);
     fl_client_cancel_free(inf->cancel);
     pthread_cond_destroy(&inf->sync_cond);
     pthread_mutex_destroy(&inf->sync_mu);
@@ -420,8 +646,10 @@ int fl_informer_wait_synced(fl_informer *inf, int timeout_ms)
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
 {
     pthread_rwlock_rdlock(&inf->lock);
-    *out = json_incref(json_object_get(inf->cache, key));
+    centry *e = cmap_get(&inf->cache, key);
+    cref r = e ? centry_ref(e) : (cref){0};
     pthread_rwlock_unlock(&inf->lock);
+    *out = e ? cref_obj(inf, key, r) : NULL;
     return *out ? 0 : FL_ENOTFOUND;
 }
 
@@ -433,31 +661,63 @@ int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t *
     return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
+typedef struct listed {
+    char *key;
+    cref r;
+} listed;
+
+static int cmp_listed(const void *a, const void *b)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    return strcmp(((const listed *)a)->key, ((const listed *)b)->key);
+}
+
+/* References to the cached objects (only namespace ns when not NULL), in key order. */
+static listed *take_all(fl_informer *inf, const char *ns, size_t *n)
+{
+    size_t nslen = ns ? strlen(ns) : 0;
+    pthread_rwlock_rdlock(&inf->lock);
+    listed *all = fl_malloc((inf->cache.n ? inf->cache.n : 1) * sizeof *all);
+    size_t k = 0;
+    for (size_t b = 0; b < inf->cache.nb; b++)
+        for (centry *e = inf->cache.b[b]; e; e = e->next) {
+            if (ns && (strncmp(e->key, ns, nslen) != 0 || e->key[nslen] != '/'))
+                continue;
+            all[k].key = fl_strdup(e->key);
+            all[k++].r = centry_ref(e);
+        }
+    pthread_rwlock_unlock(&inf->lock);
+    qsort(all, k, sizeof *all, cmp_listed);
+    *n = k;
+    return all;
 }
 
 json_t *fl_informer_list(fl_informer *inf, const char *ns)
 {
-    size_t nslen = ns ? strlen(ns) : 0;
-    pthread_rwlock_rdlock(&inf->lock);
-    size_t n = json_object_size(inf->cache), k = 0;
-    const char **keys = fl_malloc((n ? n : 1) * sizeof *keys);
-    const char *key;
-    json_t *v;
-    json_object_foreach(inf->cache, key, v) {
-        if (ns && (strncmp(key, ns, nslen) != 0 || key[nslen] != '/'))
-            continue;
-        keys[k++] = key;
-    }
-    qsort(keys, k, sizeof *keys, cmp_str);
+    size_t n;
+    listed *all = take_all(inf, ns, &n);
     json_t *arr = json_array();
-    for (size_t i = 0; i < k; i++)
-        json_array_append(arr, json_object_get(inf->cache, keys[i]));
-    pthread_rwlock_unlock(&inf->lock);
-    free(keys);
+    for (size_t i = 0; i < n; i++) {
+        json_t *obj = cref_obj(inf, all[i].key, all[i].r);
+        if (obj)
+            json_array_append_new(arr, obj);
+        free(all[i].key);
+    }
+    free(all);
     return arr;
+}
+
+void fl_informer_each(fl_informer *inf, const char *ns, void (*fn)(void *ctx, json_t *obj), void *ctx)
+{
+    size_t n;
+    listed *all = take_all(inf, ns, &n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *obj = cref_obj(inf, all[i].key, all[i].r);
+        if (obj)
+            fn(ctx, obj);
+        json_decref(obj);
+        free(all[i].key);
+    }
+    free(all);
 }
 
 void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap)

@@ -58,6 +58,13 @@ typedef struct fl_informer_config {
      * not even decoded (fl_list_opts.skip_fields), for an informer that reads part of big
      * objects over HTTP. Cheaper than a transform, which runs after the decoding. */
     const char *const *skip_fields;
+    /* Keep each object as its JSON text and decode it when asked for (get, list, a handler's
+     * old object), keeping only the hot_objects (0 = 512) last used decoded, one per key hash.
+     * A decoded object costs about seven times its text: for caches of many big objects
+     * (Works, member objects). Objects handed out are then fresh decodings or shared hot ones,
+     * read-only as ever; a list decodes what is not hot. */
+    bool compact;
+    size_t hot_objects;
 } fl_informer_config;
 
 /* A transform that drops metadata.managedFields: controllers never read them, and they are
@@ -96,6 +103,11 @@ int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
 /* All cached objects (only namespace ns when not NULL), in key order: a new array
  * the caller decrefs; its elements are shared and read-only. */
 json_t *fl_informer_list(fl_informer *inf, const char *ns);
+/* fn(ctx, obj) for every cached object (only namespace ns when not NULL), in key order, as
+ * fl_informer_list would list them (the cache as it was when the walk began), but with
+ * one at a time decoded (obj is borrowed and read-only): for walks over a compact
+ * informer's whole cache, which a list would hold decoded all at once. */
+void fl_informer_each(fl_informer *inf, const char *ns, void (*fn)(void *ctx, json_t *obj), void *ctx);
 /* The last resourceVersion the informer has seen (list, event or bookmark); "" before. */
 void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap);
 

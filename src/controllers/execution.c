@@ -919,41 +919,78 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     enqueue_work(ctx, new_obj);
 }
 
+static void requeue_one(void *ctx, json_t *work)
+{
+    enqueue_work(ctx, work);
+}
+
 void fl_exec_requeue_cluster(fl_exec *x, const char *name)
 {
     if (!x || !name)
         return;
     char *ns = fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, name);
-    json_t *list = fl_informer_list(x->works, ns);
-    size_t i;
-    json_t *w;
-    json_array_foreach(list, i, w) enqueue_work(x, w);
-    json_decref(list);
+    fl_informer_each(x->works, ns, requeue_one, x);
     free(ns);
     char *key = fl_asprintf("%c%s", CLUSTER_KEY_PREFIX, name);
     fl_workqueue_add(x->q, key);
     free(key);
 }
 
+typedef struct kind_walk {
+    exec *x;
+    const char *api_version, *kind;
+} kind_walk;
+
+static void requeue_if_kind(void *ctx, json_t *w)
+{
+    kind_walk *k = ctx;
+    size_t j;
+    json_t *m;
+    json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
+        if (fl_ctrl_interp_matches(k->api_version, k->kind, jstr(m, "apiVersion"), jstr(m, "kind"))) {
+            enqueue_work(k->x, w);
+            return;
+        }
+    }
+}
+
 void fl_exec_requeue_kind(fl_exec *x, const char *api_version, const char *kind)
 {
     if (!x)
         return;
-    json_t *all = fl_informer_list(x->works, NULL);
-    size_t i, j;
-    json_t *w, *m;
-    json_array_foreach(all, i, w) {
-        json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
-            if (fl_ctrl_interp_matches(api_version, kind, jstr(m, "apiVersion"), jstr(m, "kind"))) {
-                enqueue_work(x, w);
-                break;
-            }
-        }
-    }
-    json_decref(all);
+    kind_walk k = {x, api_version, kind};
+    fl_informer_each(x->works, NULL, requeue_if_kind, &k);
 }
 
 /* ---- resync ---- */
+
+typedef struct resync_walk {
+    exec *x;
+    json_t *in_use; /* fl_ws_use_key -> true */
+} resync_walk;
+
+static void resync_one(void *ctx, json_t *w)
+{
+    resync_walk *r = ctx;
+    const char *cluster = work_cluster(w);
+    if (!cluster)
+        return;
+    enqueue_work(r->x, w);
+    fl_exec_cluster cl = {0};
+    r->x->ops.cluster(r->x->ops.ctx, cluster, &cl);
+    if (!cl.deliver)
+        return;
+    size_t j;
+    json_t *m;
+    json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
+        const char *av = jstr(m, "apiVersion"), *kind = jstr(m, "kind");
+        if (av && kind) {
+            char *k = fl_ws_use_key(cluster, av, kind);
+            json_object_set_new(r->in_use, k, json_true());
+            free(k);
+        }
+    }
+}
 
 /* Every EXEC_RESYNC_MS: re-queue every Work, and stop the member watches that no Work of
  * a push cluster needs. */
@@ -961,30 +998,10 @@ static void *resync_loop(void *arg)
 {
     exec *x = arg;
     while (!fl_client_cancel_sleep(x->stop, EXEC_RESYNC_MS)) {
-        json_t *all = fl_informer_list(x->works, NULL);
-        json_t *in_use = json_object();
-        size_t i, j;
-        json_t *w, *m;
-        json_array_foreach(all, i, w) {
-            const char *cluster = work_cluster(w);
-            if (!cluster)
-                continue;
-            enqueue_work(x, w);
-            fl_exec_cluster cl = {0};
-            x->ops.cluster(x->ops.ctx, cluster, &cl);
-            if (cl.deliver)
-                json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
-                    const char *av = jstr(m, "apiVersion"), *kind = jstr(m, "kind");
-                    if (av && kind) {
-                        char *k = fl_ws_use_key(cluster, av, kind);
-                        json_object_set_new(in_use, k, json_true());
-                        free(k);
-                    }
-                }
-        }
-        fl_ws_watches_sweep(x->watches, in_use);
-        json_decref(in_use);
-        json_decref(all);
+        resync_walk r = {x, json_object()};
+        fl_informer_each(x->works, NULL, resync_one, &r);
+        fl_ws_watches_sweep(x->watches, r.in_use);
+        json_decref(r.in_use);
     }
     return NULL;
 }

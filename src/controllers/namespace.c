@@ -201,35 +201,42 @@ out:
     json_decref(have);
 }
 
+typedef struct remove_walk {
+    nsctl *c;
+    const char *name;
+    const json_t *keep;
+    int rc;
+} remove_walk;
+
+static void remove_if_ours(void *ctx, json_t *w)
+{
+    remove_walk *r = ctx;
+    const char *sync = jstr(json_object_get(json_object_get(w, "metadata"), "labels"), SYNC_LABEL);
+    if (!sync || strcmp(sync, r->name) || meta(w, "deletionTimestamp"))
+        return;
+    const char *wns = meta(w, "namespace");
+    bool kept = false;
+    size_t j;
+    json_t *cl;
+    json_array_foreach(r->keep, j, cl) {
+        char *es = fl_names_execution_space(meta(cl, "name"));
+        kept |= !strcmp(es, wns);
+        free(es);
+    }
+    if (kept)
+        return;
+    fl_client_error ce;
+    int rc = fl_client_delete(r->c->env.cp, &WORKS, wns, meta(w, "name"), NULL, NULL, &ce);
+    if (rc && rc != FL_ENOTFOUND && !r->rc)
+        r->rc = rc;
+}
+
 /* Our Works of namespace name in clusters not in keep (NULL: all of them) are deleted. */
 static int remove_works(nsctl *c, const char *name, const json_t *keep)
 {
-    int rc = 0;
-    json_t *all = fl_informer_list(c->works, NULL);
-    size_t i;
-    json_t *w;
-    json_array_foreach(all, i, w) {
-        const char *sync = jstr(json_object_get(json_object_get(w, "metadata"), "labels"), SYNC_LABEL);
-        if (!sync || strcmp(sync, name) || meta(w, "deletionTimestamp"))
-            continue;
-        const char *wns = meta(w, "namespace");
-        bool kept = false;
-        size_t j;
-        json_t *cl;
-        json_array_foreach(keep, j, cl) {
-            char *es = fl_names_execution_space(meta(cl, "name"));
-            kept |= !strcmp(es, wns);
-            free(es);
-        }
-        if (kept)
-            continue;
-        fl_client_error ce;
-        int r = fl_client_delete(c->env.cp, &WORKS, wns, meta(w, "name"), NULL, NULL, &ce);
-        if (r && r != FL_ENOTFOUND && !rc)
-            rc = r;
-    }
-    json_decref(all);
-    return rc;
+    remove_walk r = {c, name, keep, 0};
+    fl_informer_each(c->works, NULL, remove_if_ours, &r);
+    return r.rc;
 }
 
 static int reconcile(void *ctx, const char *name)

@@ -193,6 +193,8 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
             .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = wt},
             .transform = fl_informer_drop_managed_fields,      /* an in-process member */
             .skip_fields = fl_informer_skip_managed_fields, /* over HTTP: not even decoded */
+            .compact = true, /* one per member object of every Work: kept as text, */
+            .hot_objects = 64, /* and a watch per cluster and kind */
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);

@@ -2,7 +2,8 @@
  *
  * Object values flow from the store's cache to list responses and to every
  * watcher without copying: the store hands out a reference, each reader drops
- * it when done. The bytes are NUL-terminated for convenience (data[len] == 0). */
+ * it when done; a compact informer keeps its objects' texts in them. The bytes are
+ * NUL-terminated for convenience (data[len] == 0). */
 #ifndef FL_BLOB_H
 #define FL_BLOB_H
 

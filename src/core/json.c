@@ -671,6 +671,15 @@ json_t *fl_json_shallow_copy(const json_t *o)
     return json_is_object(o) ? json_copy((json_t *)o) : json_object();
 }
 
+json_t *fl_json_meta_view(const json_t *obj)
+{
+    json_t *v = fl_json_shallow_copy(obj);
+    json_t *md = json_object_get(obj, "metadata");
+    if (json_is_object(md))
+        json_object_set_new(v, "metadata", fl_json_shallow_copy(md));
+    return v;
+}
+
 /* splitmix64's finalizer: spreads every input bit over the output */
 static uint64_t mix64(uint64_t x)
 {

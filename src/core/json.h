@@ -36,6 +36,9 @@ json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *sk
  * read-only as o's are; the new object is the caller's to set members in); an empty object
  * when o is not an object. */
 json_t *fl_json_shallow_copy(const json_t *o);
+/* fl_json_shallow_copy of an object whose metadata (when an object) is a shallow copy too:
+ * the top level and metadata are the caller's to change, everything below stays shared. */
+json_t *fl_json_meta_view(const json_t *obj);
 
 /* Do a and b hold the same JSON? Unlike jansson's json_equal, which answers "different"
  * whenever either side is NULL, two absent values are the same: comparing an optional

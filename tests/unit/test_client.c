@@ -37,6 +37,7 @@
 #include "client/informer.h"
 #include "client/kubeconfig.h"
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "store/store.h"
 
@@ -55,6 +56,7 @@ typedef struct fixture {
     fl_http *http;
     int port;
     fl_client *c;
+    bool local;        /* c is the in-process transport */
 } fixture;
 
 static int api_call(fixture *f, const char *method, const char *path, const char *body)
@@ -92,6 +94,10 @@ static fl_client *client_for(fixture *f, const char *token)
     return client_at(f->port, token);
 }
 
+/* Set by the setups of the compact runs: informers keep texts, with one hot slot for all
+ * keys, so that nearly every object handed out is decoded from its text. */
+static bool compact_informers;
+
 static int setup(void **state)
 {
     fixture *f = fl_calloc(1, sizeof *f);
@@ -124,11 +130,25 @@ static int setup_local(void **state)
     fixture *f = *state;
     fl_client_free(f->c);
     f->c = fl_api_local_client(&f->api, "client-test/1.0");
+    f->local = true;
     return 0;
+}
+
+static int setup_compact(void **state)
+{
+    compact_informers = true;
+    return setup(state);
+}
+
+static int setup_local_compact(void **state)
+{
+    compact_informers = true;
+    return setup_local(state);
 }
 
 static int teardown(void **state)
 {
+    compact_informers = false;
     fixture *f = *state;
     fl_client_free(f->c);
     fl_http_stop(f->http);
@@ -423,13 +443,20 @@ static void test_update_status_changes_only_status(void **state)
 
 /* A watch callback that changes what it may (the event object's top level and metadata)
  * and stops after the first event, noting data.k as it arrived. */
-static bool trim_and_stop(void *ctx, int type, json_t *obj)
+static bool trim_and_stop(void *ctx, int type, json_t *obj, fl_blob *text)
 {
     char *seen = ctx;
     snprintf(seen, 32, "%s", data_k(obj) ? data_k(obj) : "");
     json_object_del(obj, "data");
     json_object_set_new(json_object_get(obj, "metadata"), "labels", json_pack("{s:s}", "trimmed", "yes"));
     json_object_del(json_object_get(obj, "metadata"), "managedFields");
+    if (text) { /* in process: the stored bytes, whole, with none of that trimming */
+        json_t *whole = fl_json_load(text->data, text->len);
+        size_t n = strlen(seen);
+        snprintf(seen + n, 32 - n, "|%s%s", data_k(whole) ? data_k(whole) : "",
+                 json_object_get(json_object_get(whole, "metadata"), "managedFields") ? "+mf" : "");
+        json_decref(whole);
+    }
     return false;
 }
 
@@ -459,7 +486,7 @@ static void test_objects_sent_and_received_stay_the_callers(void **state)
     char seen[32] = "";
     fl_watch_opts o = {.resource_version = l.resource_version};
     assert_int_equal(fl_client_watch(f->c, &CM, "default", &o, trim_and_stop, seen, NULL, &err), 0);
-    assert_string_equal(seen, "two");
+    assert_string_equal(seen, f->local ? "two|two+mf" : "two");
     json_t *again = NULL;
     assert_int_equal(fl_client_get(f->c, &CM, "default", "own", &again, &err), 0);
     assert_string_equal(data_k(again), "two");
@@ -967,7 +994,7 @@ typedef struct watcher {
     int64_t ended_ms;
 } watcher;
 
-static bool watch_fn(void *ctx, int type, json_t *obj)
+static bool watch_fn(void *ctx, int type, json_t *obj, fl_blob *text)
 {
     watcher *w = ctx;
     static const char *names[] = {"?", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
@@ -1167,13 +1194,22 @@ static void on_delete(void *ctx, json_t *obj)
     free(key);
 }
 
+static void append_key_data(void *ctx, json_t *obj)
+{
+    char *kd = key_rv_data(obj);
+    json_array_append_new(ctx, json_string(kd));
+    free(kd);
+}
+
 static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s)
 {
     rec_init(&l->r);
     atomic_store(&l->cache_misses, 0);
     fl_informer_config cfg = {.client = c, .resource = CM, .ns = ns, .page_size = 2, .backoff_min_ms = 20,
                               .backoff_max_ms = 200, .watch_timeout_s = watch_timeout_s,
-                              .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = l}};
+                              .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = l},
+                              .transform = fl_informer_drop_managed_fields,
+                              .compact = compact_informers, .hot_objects = 1};
     fl_informer *inf = NULL;
     assert_int_equal(fl_informer_new(&cfg, &inf), 0);
     l->inf = inf;
@@ -1226,10 +1262,24 @@ static void test_informer_syncs_then_sees_adds_updates_and_deletes(void **state)
     json_t *all = fl_informer_list(inf, NULL), *def = fl_informer_list(inf, "default"), *one = NULL;
     assert_int_equal(json_array_size(all), 4);
     assert_int_equal(json_array_size(def), 3);
+    json_t *walked = json_array(); /* the walk sees what the list holds, in the same order */
+    fl_informer_each(inf, NULL, append_key_data, walked);
+    assert_int_equal(json_array_size(walked), 4);
+    for (size_t i = 0; i < 4; i++) {
+        char *kd = key_rv_data(json_array_get(all, i));
+        assert_string_equal(json_string_value(json_array_get(walked, i)), kd);
+        free(kd);
+    }
+    json_array_clear(walked);
+    fl_informer_each(inf, "default", append_key_data, walked);
+    assert_int_equal(json_array_size(walked), 3);
+    json_decref(walked);
     json_decref(all);
     json_decref(def);
     assert_int_equal(fl_informer_get(inf, "other", "x", &one), 0);
     assert_string_equal(data_k(one), "1");
+    assert_non_null(json_object_get(one, "data"));
+    assert_null(json_object_get(json_object_get(one, "metadata"), "managedFields")); /* transformed */
     json_decref(one);
     assert_int_equal(fl_informer_get(inf, "default", "x", &one), FL_ENOTFOUND);
     assert_null(one);
@@ -1416,7 +1466,18 @@ int main(void)
         L(test_informer_relists_after_its_watch_expires_without_spurious_events),
     };
 #undef L
+    /* compact informers (texts, decoded on demand), over HTTP and in process */
+#define C(name, set_up) cmocka_unit_test_setup_teardown(name, set_up, teardown)
+    const struct CMUnitTest compact[] = {
+        C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_compact),
+        C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
+        C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
+        C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_local_compact),
+        C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_local_compact),
+    };
+#undef C
     int failed = cmocka_run_group_tests_name("over HTTP", tests, NULL, NULL);
     failed += cmocka_run_group_tests_name("in process", local, NULL, NULL);
+    failed += cmocka_run_group_tests_name("compact informers", compact, NULL, NULL);
     return failed;
 }
