@@ -60,12 +60,6 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
         .resource = {.api_version = api_version, .resource = resource},
         .transform = fl_informer_drop_managed_fields,
     };
-    if (!strcmp(resource, "works")) {
-        /* ten per template, ~30 KiB each decoded: kept as the store's own text (free), with
-         * enough hot slots for the Works in flight in a burst (internals/client.md) */
-        cfg.compact = true;
-        cfg.hot_objects = 2048;
-    }
     fl_informer_new(&cfg, &s->inf);
     if (m->started)
         fl_informer_start(s->inf);
