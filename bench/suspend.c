@@ -1,6 +1,6 @@
 /* suspend.c - from `flotilla ctl suspend --wait` to acknowledged, on many clusters.
  *
- *   suspend [--clusters 100] [--rounds 20] [--pull] [--flotilla PATH] [--keep]
+ *   suspend [--clusters 100] [--rounds 20] [--pull] [--flotilla PATH] [--keep] [--each-round]
  *
  * Starts `flotilla server` and `flotilla member --clusters N`, joins them (Push, or with
  * --pull one `flotilla agent` each), and propagates one Deployment to all of them
@@ -252,7 +252,7 @@ static void begin_round(acks *a, bool want, int64_t t0)
 int main(int argc, char **argv)
 {
     int clusters = 100, rounds = 20;
-    bool pull = false, keep = false;
+    bool pull = false, keep = false, each = false;
     const char *flotilla_arg = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--clusters") && i + 1 < argc)
@@ -263,10 +263,12 @@ int main(int argc, char **argv)
             pull = true;
         else if (!strcmp(argv[i], "--keep"))
             keep = true;
+        else if (!strcmp(argv[i], "--each-round"))
+            each = true;
         else if (!strcmp(argv[i], "--flotilla") && i + 1 < argc)
             flotilla_arg = argv[++i];
         else {
-            fprintf(stderr, "usage: suspend [--clusters N] [--rounds R] [--pull] [--flotilla PATH] [--keep]\n");
+            fprintf(stderr, "usage: suspend [--clusters N] [--rounds R] [--pull] [--flotilla PATH] [--keep] [--each-round]\n");
             return 2;
         }
     }
@@ -367,12 +369,15 @@ int main(int argc, char **argv)
     double cpu0 = fb_proc_cpu_s(s.pid), member0 = fb_proc_cpu_s(mh.pid), agents0 = agents_cpu_s(agents, clusters, &acsw0);
     double self0 = self_cpu_s();
     double cli_cpu = 0;
+    int64_t rounds_t0 = fb_now_ns();
     for (int r = 0; r < rounds && !problems; r++) {
         bool want = r % 2 == 0;
         int64_t t0 = fb_now_ns();
         begin_round(&a, want, t0);
         int rc = run_ctl(flotilla, kc, want ? "suspend" : "resume", true, &cli_cpu, &cli_csw);
         cli[r] = fb_now_ns() - t0;
+        if (each) /* when in the run each round came, to see what the slow ones coincide with */
+            printf("round %d at %.3f s: %.1f ms\n", r, (double)(t0 - rounds_t0) / 1e9, (double)cli[r] / 1e6);
         pthread_mutex_lock(&a.mu);
         int seen = a.count;
         pthread_mutex_unlock(&a.mu);

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "api/auth.h"
@@ -23,6 +22,7 @@
 #include "core/json.h"
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/random.h"
 
 #define FL_VERSION_GIT "v1.32.0-flotilla"
 
@@ -205,10 +205,7 @@ void fl_now_rfc3339(char buf[32])
 void fl_uuid4(char buf[37])
 {
     unsigned char b[16];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-        for (size_t i = 0; i < sizeof b; i++)
-            b[i] = (unsigned char)rand();
-    }
+    fl_random_bytes(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
     snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "api/api_internal.h"
 #include "api/apply.h"
@@ -24,6 +23,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/patch.h"
+#include "core/random.h"
 #include "core/yaml.h"
 
 /* Live objects that carry ownerReferences; deletes skip the dependents scan while 0. */
@@ -471,9 +471,7 @@ static void random_suffix(char out[6])
 {
     static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
     unsigned char b[5];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
-        for (int i = 0; i < 5; i++)
-            b[i] = (unsigned char)rand();
+    fl_random_bytes(b, sizeof b);
     for (int i = 0; i < 5; i++)
         out[i] = alphabet[b[i] % (sizeof alphabet - 1)];
     out[5] = 0;

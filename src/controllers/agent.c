@@ -35,6 +35,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/random.h"
 
 #define LOG "agent"
 
@@ -306,8 +307,12 @@ static void *lease_main(void *arg)
 {
     fl_agent *a = arg;
     int rc = renew_lease(a), failed = rc != 0;
-    /* after a failure, try again sooner: the server's threshold is counting */
-    while (!fl_client_cancel_sleep(a->stop, (int)(rc ? (a->lease_ms < 1000 ? a->lease_ms : 1000) : a->lease_ms))) {
+    /* after a failure, try again sooner: the server's threshold is counting. Agents that
+     * started together renew at a random point of the period the first time, and a little
+     * before it later, so that the fleet's renewals do not arrive as one burst (random.h) */
+    int64_t next = fl_random_phase_ms(a->lease_ms);
+    while (!fl_client_cancel_sleep(a->stop, (int)(rc ? (a->lease_ms < 1000 ? a->lease_ms : 1000) : next))) {
+        next = fl_jittered_ms(a->lease_ms);
         rc = renew_lease(a);
         if (!rc && failed)
             fl_log(FL_LOG_INFO, LOG, "Lease %s/%s renewed again", FL_AGENT_LEASE_NAMESPACE, a->name);
@@ -425,9 +430,11 @@ static void *status_main(void *arg)
     if (rc)
         fl_log(FL_LOG_WARN, LOG, "watching Cluster %s: %s (changes are seen at each status pass)", a->name,
                fl_strerror(rc));
-    do
+    /* the same spread as the lease's */
+    report_status(a);
+    for (int64_t next = fl_random_phase_ms(a->status_ms); !fl_client_cancel_sleep(a->stop, (int)next);
+         next = fl_jittered_ms(a->status_ms))
         report_status(a);
-    while (!fl_client_cancel_sleep(a->stop, (int)a->status_ms));
     return NULL;
 }
 

@@ -67,17 +67,30 @@ static void binding_added(void *ctx, json_t *obj)
     fl_ctrl_queue_binding(((statusctl *)ctx)->q, obj);
 }
 
-static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
-{
-    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
-        fl_ctrl_queue_binding(((statusctl *)ctx)->q, new_obj);
-}
-
 /* A Work's status changed: aggregate its binding a little later, so that the changes of
  * a binding's Works that come together (a delivery to many clusters, each Work's status
  * written as it applies, then as the member reports) make one aggregation and one write of
  * the binding's and the template's status instead of one each. */
 #define WORK_STATUS_DELAY_MS 100
+
+static bool binding_acked(statusctl *s, const char *key);
+
+/* The binding's spec changed. What it asks of its Works (a suspension, other clusters) is
+ * still on its way to them, and their status changes follow within moments: aggregate with
+ * those, unless every Work already acknowledges the new spec (then a waiting tool has
+ * nothing else to wait for). */
+static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    statusctl *s = ctx;
+    if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        return;
+    char *key = fl_names_binding_key(new_obj);
+    if (key && binding_acked(s, key))
+        fl_workqueue_add(s->q, key);
+    else if (key)
+        fl_workqueue_add_after(s->q, key, WORK_STATUS_DELAY_MS);
+    free(key);
+}
 
 static void work_event(statusctl *s, const json_t *work)
 {

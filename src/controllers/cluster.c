@@ -39,6 +39,7 @@
 #include "core/condition.h"
 #include "core/json.h"
 #include "core/quantity.h"
+#include "core/random.h"
 #include "core/timefmt.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -834,10 +835,18 @@ static void *worker_main(void *arg)
     while (fl_workqueue_get(st->q, -1, &key) == 0) {
         if (!atomic_load(&st->stop) && !*st->stopping) {
             reconcile(w, key);
-            /* the next probe of this cluster; a deleted one is dropped at that turn */
+            /* the next probe of this cluster; a deleted one is dropped at that turn. Clusters
+             * that joined together are probed at a random point of the period the first
+             * time, a little before it later, so that their probes do not come as one burst
+             * every period (random.h) */
             json_t *still = NULL;
-            if (fl_informer_get(st->clusters, NULL, key, &still) == 0)
-                fl_workqueue_add_after(st->q, key, st->interval_ms);
+            if (fl_informer_get(st->clusters, NULL, key, &still) == 0) {
+                bool spread = mem_get(st, key, "spread", 0);
+                if (!spread)
+                    mem_set(st, key, "spread", 1);
+                fl_workqueue_add_after(st->q, key,
+                                       spread ? fl_jittered_ms(st->interval_ms) : fl_random_phase_ms(st->interval_ms));
+            }
             json_decref(still);
         }
         fl_workqueue_done(st->q, key);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "api/api.h"
@@ -20,6 +19,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/random.h"
 
 typedef struct vcluster {
     char *name;
@@ -42,9 +42,7 @@ struct fl_member_host {
 static void random_token(char out[65])
 {
     unsigned char b[32];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
-        for (size_t i = 0; i < sizeof b; i++)
-            b[i] = (unsigned char)rand();
+    fl_random_bytes(b, sizeof b);
     for (size_t i = 0; i < sizeof b; i++)
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
