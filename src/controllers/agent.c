@@ -32,6 +32,7 @@
 #include "controllers/dispatching.h"
 #include "core/condition.h"
 #include "core/json.h"
+#include "core/env.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -90,20 +91,6 @@ static void micro_time(char buf[40])
     gmtime_r(&ts.tv_sec, &tm);
     size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(buf + n, 40 - n, ".%06ldZ", ts.tv_nsec / 1000);
-}
-
-static int64_t env_ms(const char *name, int64_t def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (*end || n <= 0) {
-        fl_log(FL_LOG_WARN, LOG, "ignoring %s=%s: not a positive number of milliseconds", name, v);
-        return def;
-    }
-    return n;
 }
 
 /* ---- requests to the control plane, cancelled by stop ---- */
@@ -475,9 +462,9 @@ int fl_agent_start(const fl_agent_config *cfg, fl_agent **out)
     a->probe = cfg->probe ? cfg->probe : cfg->member;
     a->name = fl_strdup(cfg->cluster);
     a->lease_ms = cfg->lease_interval_ms > 0 ? cfg->lease_interval_ms
-                                             : env_ms("FLOTILLA_AGENT_LEASE_INTERVAL_MS", 10000);
+                                             : fl_env_ms("FLOTILLA_AGENT_LEASE_INTERVAL_MS", 10000, 1);
     a->status_ms = cfg->status_interval_ms > 0 ? cfg->status_interval_ms
-                                               : env_ms("FLOTILLA_AGENT_STATUS_INTERVAL_MS", 10000);
+                                               : fl_env_ms("FLOTILLA_AGENT_STATUS_INTERVAL_MS", 10000, 1);
     a->last_health = -1;
     a->stop = fl_client_cancel_new();
     pthread_mutex_init(&a->mu, NULL);

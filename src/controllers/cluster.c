@@ -41,6 +41,7 @@
 #include "core/quantity.h"
 #include "core/random.h"
 #include "core/timefmt.h"
+#include "core/env.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -104,20 +105,6 @@ static int64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t env_ms(const char *name, int64_t def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    if (*end || n < 0) {
-        fl_log(FL_LOG_WARN, LOG, "ignoring %s=%s: not a number of milliseconds", name, v);
-        return def;
-    }
-    return n;
 }
 
 /* ---- small JSON helpers ---- */
@@ -907,12 +894,12 @@ static int cluster_start(const fl_ctrl_env *env, void **state)
     /* Karmada's --cluster-status-update-frequency default: every member is probed and its
      * nodes and pods summed this often, which at 1 s was a tenth of the server's CPU with
      * 100 members */
-    st->interval_ms = env_ms("FLOTILLA_CLUSTER_STATUS_INTERVAL_MS", 10000);
+    st->interval_ms = fl_env_ms("FLOTILLA_CLUSTER_STATUS_INTERVAL_MS", 10000, 0);
     if (st->interval_ms < 10)
         st->interval_ms = 10;
-    st->failure_ms = env_ms("FLOTILLA_CLUSTER_FAILURE_THRESHOLD_MS", 30000);
-    st->success_ms = env_ms("FLOTILLA_CLUSTER_SUCCESS_THRESHOLD_MS", 0);
-    st->probe_timeout_ms = env_ms("FLOTILLA_CLUSTER_PROBE_TIMEOUT_MS", 5000);
+    st->failure_ms = fl_env_ms("FLOTILLA_CLUSTER_FAILURE_THRESHOLD_MS", 30000, 0);
+    st->success_ms = fl_env_ms("FLOTILLA_CLUSTER_SUCCESS_THRESHOLD_MS", 0, 0);
+    st->probe_timeout_ms = fl_env_ms("FLOTILLA_CLUSTER_PROBE_TIMEOUT_MS", 5000, 0);
     if (st->probe_timeout_ms < 10)
         st->probe_timeout_ms = 10;
     /* apiEnablements: one request per group-version, so at short intervals every tenth */

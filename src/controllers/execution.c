@@ -48,7 +48,9 @@
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/members.h"
+#include "api/metrics.h"
 #include "core/condition.h"
+#include "core/env.h"
 #include "core/json.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -56,7 +58,7 @@
 #include "core/timefmt.h"
 
 #define EXEC_WORKERS 8
-#define EXEC_RESYNC_MS 30000
+#define EXEC_RESYNC_MS 30000 /* FLOTILLA_EXEC_RESYNC_MS */
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
@@ -803,6 +805,8 @@ static int reconcile(exec *x, const char *key)
 {
     if (key[0] == CLUSTER_KEY_PREFIX)
         return reconcile_cluster(x, key + 1);
+    fl_metrics_count("flotilla_execution_work_reconciles_total",
+                     "Works the execution controller reconciled (an agent counts its own)", 1);
     json_t *work = NULL;
     if (fl_informer_get_key(x->works, key, &work))
         return 0; /* gone: the member watches go at the next sweep */
@@ -969,13 +973,32 @@ typedef struct resync_walk {
     json_t *in_use; /* fl_ws_use_key -> true */
 } resync_walk;
 
+/* Whether the Work's last apply, at its current generation, succeeded: then the member
+ * watches see whatever happens to its objects (an edit, a deletion, the managed label taken
+ * away) and re-queue it, and the resync has nothing to add. */
+static bool settled(const json_t *w)
+{
+    const json_t *md = json_object_get(w, "metadata");
+    if (json_object_get(md, "deletionTimestamp"))
+        return false;
+    const json_t *c = fl_condition_of(w, "Applied");
+    const char *st = jstr(c, "status");
+    return st && !strcmp(st, "True") &&
+           json_integer_value(json_object_get(c, "observedGeneration")) ==
+               json_integer_value(json_object_get(md, "generation"));
+}
+
 static void resync_one(void *ctx, json_t *w)
 {
     resync_walk *r = ctx;
     const char *cluster = work_cluster(w);
     if (!cluster)
         return;
-    enqueue_work(r->x, w);
+    /* only what did not apply: an apply that failed on something our watches cannot see (an
+     * object of the same name that we do not manage, deleted since) is tried again at least
+     * this often; a settled Work costs nothing at rest */
+    if (!settled(w))
+        enqueue_work(r->x, w);
     fl_exec_cluster cl = {0};
     r->x->ops.cluster(r->x->ops.ctx, cluster, &cl);
     if (!cl.deliver)
@@ -997,7 +1020,8 @@ static void resync_one(void *ctx, json_t *w)
 static void *resync_loop(void *arg)
 {
     exec *x = arg;
-    while (!fl_client_cancel_sleep(x->stop, EXEC_RESYNC_MS)) {
+    int64_t every = fl_env_ms("FLOTILLA_EXEC_RESYNC_MS", EXEC_RESYNC_MS, 1);
+    while (!fl_client_cancel_sleep(x->stop, (int)every)) {
         resync_walk r = {x, json_object()};
         fl_informer_each(x->works, NULL, resync_one, &r);
         fl_ws_watches_sweep(x->watches, r.in_use);

@@ -37,10 +37,11 @@ def free_port():
 class Server:
     """A running flotilla server; start()/stop()/kill() for restart tests."""
 
-    def __init__(self, data_dir, extra_args=()):
+    def __init__(self, data_dir, extra_args=(), env=None):
         self.data_dir = data_dir
         self.port = free_port()
         self.extra_args = list(extra_args)
+        self.env = dict(os.environ, **(env or {}))
         self.proc = None
         self.kubeconfig = os.path.join(data_dir, "kubeconfig")
         self.log_path = os.path.join(data_dir, "server.log")
@@ -53,7 +54,7 @@ class Server:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [BIN, "server", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}"] + self.extra_args,
-            stdout=log, stderr=log)
+            stdout=log, stderr=log, env=self.env)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

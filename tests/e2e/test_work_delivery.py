@@ -319,3 +319,62 @@ def test_control_plane_restart_loses_and_duplicates_nothing(pair):
     code, body = member.curl("DELETE", f"{MEMBER_CM}/bulk-7")
     assert code == 200, body
     wait_for(lambda: get(member, f"{MEMBER_CM}/bulk-7"), timeout=WAIT, what="bulk-7 re-created")
+
+
+# ---- the periodic resync: what did not apply is tried again, what did is left alone ----
+
+RESYNC_MS = 300
+
+
+def work_reconciles(cp):
+    code, text = cp.curl("GET", "/metrics")
+    assert code == 200, text
+    for line in (text if isinstance(text, str) else "").splitlines():
+        if line.startswith("flotilla_execution_work_reconciles_total "):
+            return float(line.split()[1])
+    return 0.0
+
+
+@pytest.fixture(scope="module")
+def resync_pair():
+    dirs = [tempfile.mkdtemp(prefix="flotilla-e2e-cp-"), tempfile.mkdtemp(prefix="flotilla-e2e-m1-")]
+    cp = Server(dirs[0], env={"FLOTILLA_EXEC_RESYNC_MS": str(RESYNC_MS)}).start()
+    member = Server(dirs[1]).start()
+    join(cp, member)
+    yield cp, member
+    for s in (cp, member):
+        if s.proc:
+            s.stop()
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_resync_leaves_applied_works_alone(resync_pair):
+    cp, member = resync_pair
+    create_work(cp, work("settled", [configmap("settled", {"a": "1"})]))
+    wait_applied(cp, "settled")
+    # the apply's own status write and member events come back once; then the fleet is at rest
+    time.sleep(1)
+    before = work_reconciles(cp)
+    assert before > 0, "the counter counts: the apply above was a reconcile"
+    time.sleep(RESYNC_MS * 6 / 1000)
+    assert work_reconciles(cp) == before, "a resync re-queued a Work that had applied"
+    # the member watch, not the resync, is what repairs a member-side change
+    code, body = member.curl("DELETE", f"{MEMBER_CM}/settled")
+    assert code == 200, body
+    wait_for(lambda: get(member, f"{MEMBER_CM}/settled"), timeout=WAIT, what="settled re-created")
+    assert work_reconciles(cp) > before
+
+
+def test_resync_tries_a_failed_apply_again(resync_pair):
+    cp, member = resync_pair
+    # an object we do not manage blocks the apply; our watch cannot see it go away
+    code, body = member.curl("POST", MEMBER_CM, configmap("blocker", {"owner": "member"}))
+    assert code == 201, body
+    create_work(cp, work("blocked", [configmap("blocker", {"owner": "fleet"})]))
+    wait_applied(cp, "blocked", "False")
+    code, body = member.curl("DELETE", f"{MEMBER_CM}/blocker")
+    assert code == 200, body
+    wait_applied(cp, "blocked", timeout=WAIT)
+    cm = get(member, f"{MEMBER_CM}/blocker")
+    assert cm["data"] == {"owner": "fleet"} and marked_by(cm, "blocked")
