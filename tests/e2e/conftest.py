@@ -41,7 +41,7 @@ class Server:
         self.data_dir = data_dir
         self.port = free_port()
         self.extra_args = list(extra_args)
-        self.env = dict(os.environ, **(env or {}))
+        self.env = dict(env or {})  # on top of the environment at each start
         self.proc = None
         self.kubeconfig = os.path.join(data_dir, "kubeconfig")
         self.log_path = os.path.join(data_dir, "server.log")
@@ -54,7 +54,7 @@ class Server:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [BIN, "server", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}"] + self.extra_args,
-            stdout=log, stderr=log, env=self.env)
+            stdout=log, stderr=log, env=dict(os.environ, **self.env))
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
