@@ -46,7 +46,7 @@
  * print progress) */
 #define PROGRESS_MS 1000
 #define LIST_WAIT_MS 5000
-#define GATHER_MS 3 /* after a change, before looking again */
+#define GATHER_MS 3 /* after a change of a watched Work, before looking again */
 /* --wait reads a binding's roll-up first; when that has not said "acknowledged" after this
  * long, it reads the binding's Works too, to name the clusters it still waits for */
 #define EXACT_AFTER_MS 1000
@@ -709,9 +709,10 @@ static int wait_ack(const opts *o, fl_client *cp)
             ;
         bool woken = w.changes != seen;
         pthread_mutex_unlock(&w.mu);
-        /* acknowledgements come in bursts (one per cluster): let the burst gather before
-         * looking over every target again */
-        if (woken)
+        /* once it watches the Works, acknowledgements come in bursts (one per cluster): let
+         * the burst gather before looking over every target again. Before that it reads one
+         * roll-up per binding, and the change that completes it is worth seeing at once. */
+        if (woken && w.exact)
             nanosleep(&(struct timespec){.tv_nsec = GATHER_MS * 1000000L}, NULL);
     }
     free(last);
