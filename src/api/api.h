@@ -56,15 +56,17 @@ typedef struct fl_req {
     bool body_given;           /* body_obj is the server's to keep and change: the caller will
                                 * not look at it again (an update that pins a resourceVersion
                                 * takes it as it is, uncopied) */
-    bool want_obj;             /* in process: answer a create or update with resp_obj, and a
-                                * watch with objects (fl_api_stream_next) */
+    bool want_obj;             /* in process: answer a create, an update or a list with
+                                * resp_obj, and a watch with objects (fl_api_stream_next) */
     bool discard;              /* in process: the caller does not read a successful answer */
     /* output */
     int code;                  /* HTTP status */
     char *resp;                /* heap body (caller frees) */
     size_t resp_len;
     json_t *resp_obj;          /* with want_obj, a successful create or update: the object as
-                                * stored, instead of resp (a reference the caller owns) */
+                                * stored, instead of resp (a reference the caller owns); a
+                                * list: the List, its items read-only below their top level
+                                * and metadata (they share the stored objects) */
     const char *resp_type;     /* static content type */
     const char *retry_after;   /* static; set for 429 */
     char *warnings;            /* heap, may be NULL: one Warning header per line */

@@ -182,6 +182,7 @@ typedef struct list_ctx {
     filter *f;
     buf out;
     json_t *items;       /* for Table output */
+    json_t *objs;        /* in process (want_obj): the stored objects, shared, as items */
     size_t count;
     size_t limit;
     bool more;
@@ -206,6 +207,14 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
             parsed = fl_json_load(kv->value->data, kv->value->len);
         if (parsed)
             json_array_append(c->items, parsed);
+    } else if (c->objs) {
+        /* no text to build and parse again: the decoding the store's value already has (or
+         * one made now), behind a top level and metadata of the caller's own, as watch
+         * events in process are (an informer's transform trims those) */
+        json_t *obj = parsed ? json_incref(parsed) : fl_api_decoded(kv->value);
+        if (obj)
+            json_array_append_new(c->objs, fl_json_meta_view(obj));
+        json_decref(obj);
     } else {
         if (c->count)
             buf_add(&c->out, ",", 1);
@@ -281,6 +290,8 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     bool table = fl_req_wants_table(r);
     if (table)
         c.items = json_array();
+    else if (r->want_obj)
+        c.objs = json_array();
     const char *api_version = t->kind->api_version;
     buf_adds(&c.out, "{\"kind\":\"");
     buf_adds(&c.out, t->kind->list_kind);
@@ -306,7 +317,15 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     char rvs[32];
     snprintf(rvs, sizeof rvs, "%lld", (long long)rev);
     char *tok = c.more && c.last_key ? make_continue(rev, c.last_key) : NULL;
-    if (table) {
+    if (c.objs) {
+        json_t *list = json_pack("{s:s, s:s, s:{s:s}, s:O}", "kind", t->kind->list_kind, "apiVersion", api_version,
+                                 "metadata", "resourceVersion", rvs, "items", c.objs);
+        if (tok)
+            json_object_set_new(json_object_get(list, "metadata"), "continue", json_string(tok));
+        r->code = 200;
+        r->resp_obj = list;
+        r->resp_type = "application/json";
+    } else if (table) {
         const char *inc = fl_req_query(r, "includeObject");
         json_t *tbl = fl_table_render(t->kind, c.items, inc ? inc : "Metadata", rvs, tok);
         fl_resp_json(r, 200, tbl);
@@ -335,6 +354,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
 out:
     free(c.out.p);
     json_decref(c.items);
+    json_decref(c.objs);
     free(c.last_key);
     free(start);
     free(prefix);

@@ -506,6 +506,48 @@ static void test_objects_sent_and_received_stay_the_callers(void **state)
     json_decref(patched);
 }
 
+/* A listed item's top level and metadata are the caller's to trim, as an informer's transform
+ * does (in process the items share the stored objects below that); the next list, a get and
+ * a watch still see the object as stored. */
+static void test_listed_items_are_the_callers_to_trim(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "trimmed", "zero");
+    fl_client_error err;
+    /* an update whose answer nobody asks for: in process, the API keeps what it stored
+     * decoded (decoded.c), and the list below hands that out */
+    json_t *cur = NULL;
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "trimmed", &cur, &err), 0);
+    json_object_set_new(json_object_get(cur, "data"), "k", json_string("one"));
+    assert_int_equal(fl_client_update(f->c, &CM, "default", cur, NULL, NULL, &err), 0);
+    json_decref(cur);
+    fl_list_result l;
+    assert_int_equal(fl_client_list_all(f->c, &CM, "default", NULL, NULL, &l, &err), 0);
+    assert_int_equal(json_array_size(l.items), 1);
+    json_t *item = json_array_get(l.items, 0);
+    json_t *md = json_object_get(item, "metadata");
+    assert_non_null(json_object_get(md, "managedFields"));
+    json_object_del(md, "managedFields");
+    json_object_set_new(md, "labels", json_pack("{s:s}", "trimmed", "by-the-caller"));
+    json_object_del(item, "data");
+
+    fl_list_result again;
+    assert_int_equal(fl_client_list_all(f->c, &CM, "default", NULL, NULL, &again, &err), 0);
+    json_t *fresh = json_array_get(again.items, 0);
+    assert_string_equal(data_k(fresh), "one");
+    assert_non_null(json_object_get(json_object_get(fresh, "metadata"), "managedFields"));
+    assert_null(json_object_get(json_object_get(fresh, "metadata"), "labels"));
+    json_t *got = NULL;
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "trimmed", &got, &err), 0);
+    assert_string_equal(data_k(got), "one");
+    assert_null(json_object_get(json_object_get(got, "metadata"), "labels"));
+    assert_string_equal(l.resource_version, again.resource_version);
+    assert_null(l.continue_token);
+    json_decref(got);
+    fl_list_result_close(&l);
+    fl_list_result_close(&again);
+}
+
 /* An update that hands its object over: stored as sent (in process, without a copy), the
  * next read sees it, a stale precondition still conflicts, and nothing leaks (ASan). */
 static void test_update_given_stores_the_object_handed_over(void **state)
@@ -1418,6 +1460,7 @@ int main(void)
         T(test_create_get_update_delete_round_trip),
         T(test_update_status_changes_only_status),
         T(test_objects_sent_and_received_stay_the_callers),
+        T(test_listed_items_are_the_callers_to_trim),
         T(test_update_given_stores_the_object_handed_over),
         T(test_errors_map_to_codes_with_the_status_message),
         T(test_list_pages_with_continue_at_one_snapshot),
@@ -1446,6 +1489,7 @@ int main(void)
         L(test_create_get_update_delete_round_trip),
         L(test_update_status_changes_only_status),
         L(test_objects_sent_and_received_stay_the_callers),
+        L(test_listed_items_are_the_callers_to_trim),
         L(test_update_given_stores_the_object_handed_over),
         L(test_errors_map_to_codes_with_the_status_message),
         L(test_list_pages_with_continue_at_one_snapshot),
