@@ -366,9 +366,10 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
     int rc = target_init(mc, cluster, i, m, t, emsg);
     if (rc)
         return rc;
-    /* The member watch is for status and for noticing deletions; delivery does not wait for
-     * its first list. Until it has listed, an absent cache entry only means "try to create":
-     * AlreadyExists then reads the object itself. */
+    /* The member watch is for status, for noticing deletions and for knowing what the member
+     * has. apply_work waited (up to LIST_GRACE_MS) for its first list; a watch still not
+     * listed after that (a slow member) leaves an absent cache entry meaning only "try to
+     * create": AlreadyExists then reads the object itself. */
     fl_ws_watch *wt = NULL;
     rc = fl_ws_watch_get(x->watches, cluster, mc, t->api_version, t->kind, t->resource, -1, &wt);
     if (rc) {
@@ -521,6 +522,33 @@ static json_t *manifest_entry(exec *x, const json_t *work, const char *cluster, 
     return e;
 }
 
+/* apply_work's "not yet": a member watch it needs is still making its first list. The Work
+ * goes back on the queue with the usual back-off, and nothing is written. */
+#define NOT_LISTED_YET 1
+/* How long a member watch's first list is waited for before delivery goes on without it */
+#define LIST_GRACE_MS 3000
+
+/* Whether a watch that the Work's manifests need is making its first list. Until it has
+ * listed, its cache cannot say what the member already has, and every manifest would cost a
+ * create (409) and a read: after a restart, two requests per object in every member. */
+static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const json_t *manifests)
+{
+    bool listing = false;
+    for (size_t i = 0; i < json_array_size(manifests) && !listing; i++) {
+        target t;
+        char *emsg = NULL;
+        fl_ws_watch *wt = NULL;
+        if (target_init(mc, cluster, (int)i, json_array_get(manifests, i), &t, &emsg) == 0 &&
+            fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0) {
+            listing = fl_ws_watch_listing(wt, LIST_GRACE_MS);
+            fl_ws_watch_put(x->watches, wt);
+        }
+        free(emsg); /* apply_manifest reports it */
+        target_close(&t);
+    }
+    return listing;
+}
+
 static int apply_work(exec *x, const char *cluster, const json_t *work)
 {
     fl_client *mc = NULL;
@@ -538,6 +566,8 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     }
 
     json_t *manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
+    if (watches_listing(x, cluster, mc, manifests))
+        return NOT_LISTED_YET;
     json_t *statuses = json_array();
     size_t n = json_array_size(manifests), ok = 0;
     int first_err = 0;

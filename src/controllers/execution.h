@@ -126,6 +126,9 @@ void fl_ws_watches_free(fl_ws_watches *w);
 int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
                     const char *kind, const char *resource, int wait_ms, fl_ws_watch **out);
 fl_informer *fl_ws_watch_informer(fl_ws_watch *wt);
+/* Whether the watch has not listed yet, though it started less than grace_ms ago (its first
+ * list is on its way; after that long the member is taken to be slow or down). */
+bool fl_ws_watch_listing(fl_ws_watch *wt, int64_t grace_ms);
 void fl_ws_watch_put(fl_ws_watches *w, fl_ws_watch *wt);
 
 /* Stop the watches no Work needs any more: in_use is a set (a JSON object used for its

@@ -54,6 +54,7 @@ struct fl_ws_watch {
     fl_workqueue *q;
     int refs;                  /* under the registry mutex */
     bool listed;               /* in the table */
+    int64_t started_ms;        /* when the informer started (fl_time_now_ms) */
 };
 
 struct fl_ws_watches {
@@ -198,6 +199,7 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);
+        wt->started_ms = fl_time_now_ms();
         wt->refs = 1;
         wt->listed = true;
         if (++w->count > w->nbuckets)
@@ -228,6 +230,11 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
     }
     *out = wt;
     return 0;
+}
+
+bool fl_ws_watch_listing(fl_ws_watch *wt, int64_t grace_ms)
+{
+    return !fl_informer_has_synced(wt->inf) && fl_time_now_ms() - wt->started_ms < grace_ms;
 }
 
 fl_informer *fl_ws_watch_informer(fl_ws_watch *wt)
