@@ -378,3 +378,35 @@ def test_resync_tries_a_failed_apply_again(resync_pair):
     wait_applied(cp, "blocked", timeout=WAIT)
     cm = get(member, f"{MEMBER_CM}/blocker")
     assert cm["data"] == {"owner": "fleet"} and marked_by(cm, "blocked")
+
+
+def member_creates_refused(member):
+    """How many creates of ConfigMaps the member has answered with 409 (AlreadyExists)."""
+    code, text = member.curl("GET", "/metrics")
+    assert code == 200, text
+    n = 0.0
+    for line in text.splitlines():
+        if (line.startswith("flotilla_apiserver_request_total{") and 'verb="POST"' in line
+                and 'resource="configmaps"' in line and 'code="409"' in line):
+            n += float(line.split()[-1])
+    return n
+
+
+def test_restart_reads_the_member_with_one_list_not_a_create_per_object(resync_pair):
+    cp, member = resync_pair
+    many = [configmap(f"kept-{i}", {"i": str(i)}) for i in range(20)]
+    create_work(cp, work("kept", many))
+    wait_applied(cp, "kept")
+    refused = member_creates_refused(member)
+    uids = {i: get(member, f"{MEMBER_CM}/kept-{i}")["metadata"]["uid"] for i in range(20)}
+    assert cp.stop() == 0
+    cp.start()
+    # once something created after the restart has arrived, the restart's reconciles have run
+    create_work(cp, work("after-restart", [configmap("after-restart", {"a": "1"})]))
+    wait_for(lambda: get(member, f"{MEMBER_CM}/after-restart"), timeout=WAIT, what="after-restart delivered")
+    wait_applied(cp, "kept")
+    time.sleep(1)
+    # the Work's 20 objects were compared with the member watch's list, not created again one
+    # by one (each answered AlreadyExists and then read)
+    assert member_creates_refused(member) == refused
+    assert {i: get(member, f"{MEMBER_CM}/kept-{i}")["metadata"]["uid"] for i in range(20)} == uids
