@@ -999,13 +999,13 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
 {
     fl_list_opts o = opts ? *opts : (fl_list_opts){0};
     o.continue_token = NULL;
-    if (o.limit <= 0)
-        o.limit = 500;
     /* in process, pages bound nothing (there is no response to hold): one list of the
      * current state, from the store's memory, instead of pages read back from its log at
      * the first page's revision */
     if (c->local.serve)
         o.limit = 0;
+    else if (o.limit <= 0)
+        o.limit = 500;
     memset(out, 0, sizeof *out);
     fl_list_result page;
     int rc = list_page(c, r, ns, &o, NULL, cancel, &page, err);

@@ -1045,8 +1045,8 @@ static void resync_one(void *ctx, json_t *w)
     }
 }
 
-/* Every EXEC_RESYNC_MS: re-queue every Work, and stop the member watches that no Work of
- * a push cluster needs. */
+/* Every EXEC_RESYNC_MS: re-queue the Works that did not apply (resync_one), and stop the
+ * member watches that no Work of a push cluster needs. */
 static void *resync_loop(void *arg)
 {
     exec *x = arg;
