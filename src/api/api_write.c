@@ -44,7 +44,7 @@ static bool is_yaml(const char *ct)
 json_t *fl_req_body_object(fl_req *r, const fl_target *t)
 {
     if (json_is_object(r->body_obj))
-        return json_deep_copy(r->body_obj);
+        return fl_json_deep_copy(r->body_obj);
     if (!r->body || !r->body_len) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "the request body is empty; expected a %s object",
                        t->kind->kind);
@@ -744,7 +744,7 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
             out = fl_json_shallow_copy(cur);
             json_object_set_new(out, "metadata", fl_json_shallow_copy(json_object_get(cur, "metadata")));
         } else {
-            out = json_deep_copy(cur);
+            out = fl_json_deep_copy(cur);
         }
         json_t *st = json_object_get(in, "status");
         if (st)
@@ -756,7 +756,7 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
     }
     if (!strcmp(t->sub, "scale")) {
         /* only the replica count moves from the Scale into the object */
-        out = json_deep_copy(cur);
+        out = fl_json_deep_copy(cur);
         json_t *rep = json_object_get(json_object_get(in, "spec"), "replicas");
         const char *path = fl_scale_spec_path(k);
         char buf[256];
@@ -803,7 +803,7 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
     if (k->has_status) {
         json_t *st = json_object_get(cur, "status");
         if (st)
-            json_object_set_new(out, "status", share && !k->dynamic ? json_incref(st) : json_deep_copy(st));
+            json_object_set_new(out, "status", share && !k->dynamic ? json_incref(st) : fl_json_deep_copy(st));
         else
             json_object_del(out, "status");
     }
@@ -811,8 +811,8 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
         /* spec.finalizers change only through /finalize */
         json_t *spec = json_object_get(cur, "spec");
         if (spec)
-            json_object_set_new(out, "spec", json_deep_copy(spec));
-        json_object_set_new(out, "status", json_deep_copy(json_object_get(cur, "status")));
+            json_object_set_new(out, "spec", fl_json_deep_copy(spec));
+        json_object_set_new(out, "status", fl_json_deep_copy(json_object_get(cur, "status")));
     }
     if (content_changed(k, cur, out)) {
         json_int_t g = json_integer_value(json_object_get(cmeta, "generation"));
@@ -991,7 +991,7 @@ static json_t *status_body_copy(const json_t *body)
     json_t *v;
     json_object_foreach((json_t *)body, key, v) {
         if (!strcmp(key, "status"))
-            json_object_set_new(in, key, json_deep_copy(v));
+            json_object_set_new(in, key, fl_json_deep_copy(v));
         else if (!strcmp(key, "metadata") && json_is_object(v))
             json_object_set_new(in, key, fl_json_shallow_copy(v));
         else if (!strcmp(key, "apiVersion") || !strcmp(key, "kind"))
@@ -1035,7 +1035,7 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
                 c.own = json_incref(body);
                 json_object_set_new(c.own, "metadata", fl_json_shallow_copy(json_object_get(body, "metadata")));
             } else
-                c.own = !strcmp(t->sub, "status") ? status_body_copy(body) : json_deep_copy(body);
+                c.own = !strcmp(t->sub, "status") ? status_body_copy(body) : fl_json_deep_copy(body);
             guaranteed_update(api, r, t, mutate_put, &c);
             json_decref(c.own);
         }
@@ -1418,7 +1418,7 @@ static void handle_dependent(void *vctx, const char *key, json_t *dep)
     if (!dname)
         return;
     if (c->policy && !strcmp(c->policy, "Orphan")) {
-        json_t *obj = json_deep_copy(dep);
+        json_t *obj = fl_json_deep_copy(dep);
         json_t *refs = json_object_get(fl_obj_meta(obj), "ownerReferences");
         for (size_t j = json_array_size(refs); j-- > 0;) {
             const char *u = json_string_value(json_object_get(json_array_get(refs, j), "uid"));
@@ -1533,7 +1533,7 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
         }
         if (pending) {
             /* finalizers: mark for deletion; whoever owns the finalizer completes it */
-            json_t *obj = json_deep_copy(cur);
+            json_t *obj = fl_json_deep_copy(cur);
             json_t *meta = fl_obj_meta(obj);
             bool already = json_object_get(meta, "deletionTimestamp") != NULL;
             if (!already) {
@@ -1563,7 +1563,7 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
         }
         if (policy && !strcmp(policy, "Foreground"))
             delete_dependents(api, k, cur, "Foreground");
-        json_t *obj = json_deep_copy(cur);
+        json_t *obj = fl_json_deep_copy(cur);
         json_object_del(fl_obj_meta(obj), "resourceVersion");
         rc = store_put(api, FL_STORE_DELETE, key, kv.rev, obj);
         if (rc == FL_ECONFLICT) {

@@ -749,7 +749,7 @@ static int merge_list(walk *w, const lmeta *m, const json_t *l, const json_t *r,
         if (m->type == L_MAP)
             rc = merge_val(w, lv, json_array_get(r, j), &mv);
         else
-            mv = json_deep_copy(json_array_get(r, j));
+            mv = fl_json_deep_copy(json_array_get(r, j));
         walk_pop(w);
         if (mv)
             json_array_append_new(res, mv);
@@ -779,7 +779,7 @@ static int merge_val(walk *w, const json_t *l, const json_t *r, json_t **out)
     if (json_is_null(r))
         return 0;
     if (json_is_object(r) && !map_atomic(w)) {
-        json_t *o = json_is_object(l) ? json_deep_copy(l) : json_object();
+        json_t *o = json_is_object(l) ? fl_json_deep_copy(l) : json_object();
         int rc = merge_obj(w, o, r);
         if (rc)
             json_decref(o);
@@ -793,7 +793,7 @@ static int merge_val(walk *w, const json_t *l, const json_t *r, json_t **out)
         if (m.type != L_ATOMIC)
             return merge_list(w, &m, json_is_array(l) ? l : NULL, r, out);
     }
-    *out = json_deep_copy(r);
+    *out = fl_json_deep_copy(r);
     return 0;
 }
 
@@ -1362,7 +1362,7 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
         goto fail_walk;
 
     /* 2. live merged with config (server-owned metadata stays the live one's) */
-    merged = cur ? json_deep_copy(cur) : json_object();
+    merged = cur ? fl_json_deep_copy(cur) : json_object();
     json_object_del(json_object_get(merged, "metadata"), "managedFields");
     if ((rc = merge_obj(&w, merged, config)))
         goto fail_walk;
@@ -1370,7 +1370,7 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
     /* 3. drop what it stopped applying and nobody else owns */
     mf_decode(json_object_get(json_object_get(cur, "metadata"), "managedFields"), &mf, false);
     ssize_t self = mf_find(&mf, manager, "Apply", NULL);
-    owned = json_deep_copy(newset);
+    owned = fl_json_deep_copy(newset);
     for (size_t i = 0; i < mf.n; i++)
         if ((ssize_t)i != self)
             set_union(owned, mf.e[i].set);
@@ -1379,7 +1379,7 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
 
     /* 4. who loses what */
     diff_compute(k, cur, merged, &d);
-    changed = json_deep_copy(d.added);
+    changed = fl_json_deep_copy(d.added);
     set_union(changed, d.modified);
     cf = json_array();
     for (size_t i = 0; i < mf.n; i++) {
@@ -1484,7 +1484,7 @@ void fl_managed_fields_update(const fl_kind *k, const json_t *old, json_t *obj, 
         old = base;
     }
     diff_compute(k, old, obj, &d);
-    json_t *changed = json_deep_copy(d.added);
+    json_t *changed = fl_json_deep_copy(d.added);
     set_union(changed, d.modified);
     const char *av = kind_api_version(k, obj);
     ssize_t self = set_empty(changed) ? -1 : mf_find(&mf, manager, "Update", av);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 /* ---------------------------------------------------------------------------------
@@ -410,7 +411,7 @@ static void apply_defaults(json_t *v, const json_t *s)
                 continue;
             json_t *cur = json_object_get(v, k);
             if (!cur || non_nullable_null(cur, ps))
-                json_object_set_new(v, k, json_deep_copy(d));
+                json_object_set_new(v, k, fl_json_deep_copy(d));
         }
         /* Then inside every value, defaulted ones included. */
         bool has;
@@ -423,7 +424,7 @@ static void apply_defaults(json_t *v, const json_t *s)
                 apply_defaults(c, p);
             } else if (as) {
                 if (non_nullable_null(c, as) && dflt(as)) {
-                    json_object_iter_set_new(v, it, json_deep_copy(dflt(as)));
+                    json_object_iter_set_new(v, it, fl_json_deep_copy(dflt(as)));
                     c = json_object_iter_value(it);
                 }
                 apply_defaults(c, as);
@@ -434,7 +435,7 @@ static void apply_defaults(json_t *v, const json_t *s)
         for (size_t i = 0; i < json_array_size(v); i++) {
             json_t *e = json_array_get(v, i);
             if (non_nullable_null(e, is) && dflt(is)) {
-                json_array_set_new(v, i, json_deep_copy(dflt(is)));
+                json_array_set_new(v, i, fl_json_deep_copy(dflt(is)));
                 e = json_array_get(v, i);
             }
             apply_defaults(e, is);

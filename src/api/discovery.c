@@ -20,6 +20,7 @@
 #include "api/discovery.h"
 #include "api/kinds.h"
 #include "core/base64.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 int fl_kinds__version_cmp(const char *a, const char *b); /* kinds.c */
@@ -238,7 +239,7 @@ static json_t *build_group(const fl_kind **kinds, size_t n, const char *group, j
         free(key);
     }
     if (api_group && nv) {
-        json_t *pref = json_deep_copy(json_array_get(gv_entries, 0));
+        json_t *pref = fl_json_deep_copy(json_array_get(gv_entries, 0));
         *api_group = json_pack("{s:s, s:o, s:o}", "name", group, "versions", gv_entries, "preferredVersion", pref);
     } else {
         json_decref(gv_entries);
@@ -277,7 +278,7 @@ static void cache_refresh(fl_kindreg *reg, disc_cache *c)
             continue;
         json_t *api_group = NULL;
         json_array_append_new(agg_items, build_group(kinds, n, g, c->lists, &api_group));
-        json_t *with_kind = json_deep_copy(api_group);
+        json_t *with_kind = fl_json_deep_copy(api_group);
         json_object_set_new(with_kind, "kind", json_string("APIGroup"));
         json_object_set_new(with_kind, "apiVersion", json_string("v1"));
         json_object_set_new(c->group_map, g, with_kind);

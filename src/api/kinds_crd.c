@@ -18,6 +18,7 @@
 
 #include "api/kinds.h"
 #include "core/err.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -267,7 +268,7 @@ int fl_kindreg_apply_crd(fl_kindreg *reg, const json_t *crd, char **err)
             goto fail;
         if (!(k->columns = build_columns(v, i, &msg)))
             goto fail;
-        k->crd_version = json_deep_copy(v);
+        k->crd_version = fl_json_deep_copy(v);
         const json_t *schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
         k->preserve_unknown = !json_is_object(schema) ||
                               json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
@@ -279,7 +280,7 @@ int fl_kindreg_apply_crd(fl_kindreg *reg, const json_t *crd, char **err)
         goto fail; /* not a failure: nothing to publish, free what we built */
     }
     /* ownership of the spec copy and the kinds passes to the registry */
-    rc = fl_kinds__crd_replace(reg, name, json_deep_copy(spec), kinds, nkinds, &msg);
+    rc = fl_kinds__crd_replace(reg, name, fl_json_deep_copy(spec), kinds, nkinds, &msg);
     kinds = NULL;
     nkinds = 0;
     if (rc)

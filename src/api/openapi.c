@@ -37,6 +37,7 @@
 
 #include "api/discovery.h"
 #include "api/kinds.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 int fl_kinds__version_cmp(const char *a, const char *b); /* kinds.c */
@@ -388,7 +389,7 @@ static json_t *kind_schema(const fl_kind *k)
     json_t *s;
     if (k->dynamic) {
         const json_t *src = json_object_get(json_object_get(k->crd_version, "schema"), "openAPIV3Schema");
-        s = json_is_object(src) ? json_deep_copy(src)
+        s = json_is_object(src) ? fl_json_deep_copy(src)
                                 : json_pack("{s:s, s:b}", "type", "object", "x-kubernetes-preserve-unknown-fields", 1);
         sanitize_schema(s);
         if (!json_object_get(s, "type"))
@@ -677,7 +678,7 @@ static void add_kind(json_t *paths, json_t *schemas, const fl_kind *k)
                                             responses(target, true, false)));
         free(id);
         free(d);
-        json_object_set_new(ps, "parameters", json_deep_copy(item_params));
+        json_object_set_new(ps, "parameters", fl_json_deep_copy(item_params));
         json_object_set_new(paths, sp, ps);
         free(sp);
 #undef SGVK

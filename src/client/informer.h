@@ -14,7 +14,7 @@
  * The cache is keyed "namespace/name" ("name" for cluster-scoped objects), the same
  * keys controllers put in their fl_workqueue. Objects in the cache are shared: every
  * object handed out (to handlers, by get and list) must be treated as read-only; copy
- * it (json_deep_copy) before changing it.
+ * it (fl_json_deep_copy) before changing it.
  *
  * Threads: the informer runs one thread of its own; handlers run on it, one at a
  * time, after the cache already reflects the change (so a handler may call get/list).

@@ -272,7 +272,7 @@ static int renew_lease(fl_agent *a)
             if (rc)
                 break;
         }
-        json_t *l = json_deep_copy(a->lease);
+        json_t *l = fl_json_deep_copy(a->lease);
         json_t *spec = child_obj(l, "spec");
         json_object_set_new(spec, "holderIdentity", json_string(a->name));
         json_object_set_new(spec, "leaseDurationSeconds", json_integer(FL_AGENT_LEASE_DURATION_S));
@@ -365,7 +365,7 @@ static void report_status(fl_agent *a)
             json_decref(base);
             break;
         }
-        json_t *d = json_deep_copy(base);
+        json_t *d = fl_json_deep_copy(base);
         json_t *status = child_obj(d, "status");
         int64_t now = wall_ms();
         fl_cluster_set_ready(status, health, why, now);

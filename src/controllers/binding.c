@@ -261,7 +261,7 @@ static void tmpl_event(void *ctx, const fl_template_kind *k, json_t *obj)
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
 {
     /* only what goes into a manifest: not status, not the resourceVersion alone */
-    json_t *a = json_deep_copy(old_obj), *c = json_deep_copy(new_obj);
+    json_t *a = fl_json_deep_copy(old_obj), *c = fl_json_deep_copy(new_obj);
     fl_prune(a);
     fl_prune(c);
     bool same = fl_json_same(a, c) && fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
@@ -395,7 +395,7 @@ typedef struct render {
 static int base_manifest(const render *r, int64_t replicas, json_t **out, char **err)
 {
     *out = NULL;
-    json_t *m = json_deep_copy(r->tmpl);
+    json_t *m = fl_json_deep_copy(r->tmpl);
     fl_prune(m);
     fl_interp *ip = r->b->env.interp;
     const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
@@ -463,7 +463,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         m = fl_json_shallow_copy(r->shared[i]);
         json_t *bmd = json_object_get(r->shared[i], "metadata");
         if (bmd)
-            json_object_set_new(m, "metadata", json_deep_copy(bmd));
+            json_object_set_new(m, "metadata", fl_json_deep_copy(bmd));
     } else {
         rc = base_manifest(r, t->replicas, &m, err);
         if (rc)
@@ -678,7 +678,7 @@ static bool has_finalizer(const json_t *o, const char *f)
 
 static int set_finalizer(bindctl *b, const fl_gvr *gvr, const json_t *obj, bool add)
 {
-    json_t *copy = json_deep_copy(obj);
+    json_t *copy = fl_json_deep_copy(obj);
     json_t *md = ensure_obj(copy, "metadata");
     json_t *fins = json_object_get(md, "finalizers");
     if (!json_is_array(fins)) {

@@ -245,7 +245,7 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         }
         /* from what the template has, so that its transition time stays while the status does */
         if (old && !fl_condition_find(conds, FL_DISPATCHING_CONDITION))
-            json_array_append_new(conds, json_deep_copy(old));
+            json_array_append_new(conds, fl_json_deep_copy(old));
         const char *reason = jstr(dispatching, "reason");
         /* no observedGeneration: the binding's generation is not the template's */
         fl_condition_set(ost, FL_DISPATCHING_CONDITION, jstr(dispatching, "status"), reason,
@@ -302,7 +302,7 @@ static json_t *rollup(statusctl *s, const json_t *b, json_t *st, const json_t *w
     free(was);
     free(msg);
     fl_dispatch_rollup_close(&r);
-    return json_deep_copy(fl_condition_find(json_object_get(st, "conditions"), FL_DISPATCHING_CONDITION));
+    return fl_json_deep_copy(fl_condition_find(json_object_get(st, "conditions"), FL_DISPATCHING_CONDITION));
 }
 
 static int reconcile(void *ctx, const char *key)

@@ -644,7 +644,7 @@ static bool push_ready(cstatus *st, json_t *meta, const char *cur, const observa
 /* The Cluster as it should be: a new object built from base (the stored Cluster). */
 static json_t *decide(cstatus *st, const json_t *base, const observation *ob, int64_t now)
 {
-    json_t *d = json_deep_copy(base);
+    json_t *d = fl_json_deep_copy(base);
     json_t *meta = child_obj(d, "metadata"), *spec = child_obj(d, "spec"), *status = child_obj(d, "status");
     const char *cur = ready_status(base);
     if (ob->push) {

@@ -221,7 +221,7 @@ static int reconcile_source(custctl *c, source *s, const char *name)
         fl_log(FL_LOG_WARN, LOG, "%s %s not loaded (%s): %s", s->kind, name, now, err ? err : fl_strerror(rc));
         fl_event(c->env.recorder, obj, "Warning", "LoadCustomizationFailed", "%s; %s",
                  err ? err : fl_strerror(rc), now);
-        json_object_set_new(s->rejected, name, rules ? json_deep_copy(rules) : json_null());
+        json_object_set_new(s->rejected, name, rules ? fl_json_deep_copy(rules) : json_null());
         free(err);
         json_decref(obj);
         return 0; /* the object must change before it can load */
@@ -236,7 +236,7 @@ static int reconcile_source(custctl *c, source *s, const char *name)
     char *what = describe_targets(targets);
     bool updated = had != NULL;
     json_object_set_new(s->in_force, name,
-                        json_pack("{s:o, s:o}", "rules", rules ? json_deep_copy(rules) : json_null(), "targets",
+                        json_pack("{s:o, s:o}", "rules", rules ? fl_json_deep_copy(rules) : json_null(), "targets",
                                   targets));
     fl_log(FL_LOG_INFO, LOG, "%s %s %s: in force for %s", s->kind, name, updated ? "updated" : "loaded", what);
     fl_event(c->env.recorder, obj, "Normal", "LoadCustomizationSucceed", "%s: its rules are in force for %s",

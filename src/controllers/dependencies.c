@@ -305,7 +305,7 @@ static int reconcile(void *ctx, const char *key)
                 retry = true;
                 continue;
             }
-            att = json_deep_copy(have);
+            att = fl_json_deep_copy(have);
         } else {
             const json_t *om = json_object_get(obj, "metadata");
             att = json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s?, s:b, s:b}], s:[s]}, "
@@ -343,7 +343,7 @@ static int reconcile(void *ctx, const char *key)
         json_t *rb = json_object_get(json_object_get(other, "spec"), "requiredBy");
         if (!json_array_size(rb))
             continue;
-        json_t *att = json_deep_copy(other);
+        json_t *att = fl_json_deep_copy(other);
         if (set_snapshot(att, ns, name, NULL)) {
             int r = write_attached(d, att);
             if (r && !rc)

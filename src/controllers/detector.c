@@ -548,7 +548,7 @@ static void copy_field(json_t *dst, const json_t *src, const char *key)
 {
     json_t *v = json_object_get(src, key);
     if (v && !json_is_null(v))
-        json_object_set_new(dst, key, json_deep_copy(v));
+        json_object_set_new(dst, key, fl_json_deep_copy(v));
     else
         json_object_del(dst, key);
 }

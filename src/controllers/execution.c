@@ -192,7 +192,7 @@ static bool has_finalizer(const json_t *work)
  * the updated Work. */
 static int set_finalizer(exec *x, const json_t *work, bool add, json_t **out)
 {
-    json_t *copy = json_deep_copy(work);
+    json_t *copy = fl_json_deep_copy(work);
     json_t *m = jensure(copy, "metadata");
     json_t *fins = json_object_get(m, "finalizers");
     if (!json_is_array(fins)) {
@@ -377,7 +377,7 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         return rc;
     }
 
-    json_t *desired = json_deep_copy(m);
+    json_t *desired = fl_json_deep_copy(m);
     json_object_del(desired, "status");
     json_t *md = jensure(desired, "metadata");
     if (t->ns)
@@ -492,7 +492,7 @@ static json_t *previous_entry(const json_t *work, int ordinal)
     json_array_foreach(json_object_get(jobj(work, "status"), "manifestStatuses"), i, e) {
         json_t *o = json_object_get(jobj(e, "identifier"), "ordinal");
         if (json_is_integer(o) && json_integer_value(o) == ordinal)
-            return json_deep_copy(e);
+            return fl_json_deep_copy(e);
     }
     return NULL;
 }
@@ -558,7 +558,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         char *msg = fl_asprintf("Failed to apply all manifests (0/%zu): %s",
                                 json_array_size(json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests")),
                                 errs);
-        json_t *kept = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
+        json_t *kept = fl_json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
         fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, kept);
         free(msg);
         free(errs);
@@ -726,7 +726,7 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
         }
     } else {
         /* the member cannot be reached: what we last knew stays */
-        statuses = json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
+        statuses = fl_json_deep_copy(json_object_get(jobj(work, "status"), "manifestStatuses"));
     }
     free(emsg);
     return fl_ws_write_status(x->cp, work, false, NULL, NULL, reason, statuses);

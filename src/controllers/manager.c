@@ -402,7 +402,7 @@ json_t *fl_ctrl_status_copy(const json_t *obj, json_t **status)
     json_t *c = fl_json_shallow_copy(obj);
     json_t *st = fl_json_shallow_copy(json_object_get(obj, "status"));
     if (json_is_array(json_object_get(st, "conditions")))
-        json_object_set_new(st, "conditions", json_deep_copy(json_object_get(st, "conditions")));
+        json_object_set_new(st, "conditions", fl_json_deep_copy(json_object_get(st, "conditions")));
     else
         json_object_del(st, "conditions");
     json_object_set_new(c, "status", st);

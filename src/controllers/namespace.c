@@ -151,7 +151,7 @@ static void sync_one(void *ctx, int i)
     const json_t *cluster = json_array_get(j->clusters, (size_t)i);
     const char *cname = meta(cluster, "name");
     char *wns = fl_names_execution_space(cname);
-    json_t *m = json_deep_copy(j->ns), *applied = NULL, *want = NULL, *have = NULL;
+    json_t *m = fl_json_deep_copy(j->ns), *applied = NULL, *want = NULL, *have = NULL;
     char *err = NULL, *cov = NULL, *ov = NULL;
     fl_prune(m);
     json_object_del(m, "spec"); /* the member's namespace controller owns its finalizers */
@@ -180,7 +180,7 @@ static void sync_one(void *ctx, int i)
         if (rc == FL_EEXIST)
             rc = 0; /* the cache is behind; its event brings us back */
     } else if (!meta(have, "deletionTimestamp")) {
-        json_t *upd = json_deep_copy(have);
+        json_t *upd = fl_json_deep_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
         json_object_set(json_object_get(upd, "metadata"), "annotations", anns);
         if (!fl_json_same(upd, have))

@@ -266,7 +266,7 @@ static int reconcile(void *ctx, const char *key)
     bool change = res->update_clusters && (cur ? !fl_json_same(want, cur) : json_array_size(want) > 0);
     const json_t *status_src = b;
     if (change) {
-        upd = json_deep_copy(b);
+        upd = fl_json_deep_copy(b);
         json_object_set_new(json_object_get(upd, "spec"), "clusters", want);
         want = NULL;
         fl_client_error ce;

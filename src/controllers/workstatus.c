@@ -338,12 +338,12 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
     int rrc = json_is_object(obj) ? fl_interp_reflect_status(ip, obj, &st, &err) : FL_EINVAL;
     if (rrc == FL_EUNSUPPORTED) {
         json_t *whole = json_object_get(obj, "status");
-        st = json_is_object(whole) && json_object_size(whole) ? json_deep_copy(whole) : NULL;
+        st = json_is_object(whole) && json_object_size(whole) ? fl_json_deep_copy(whole) : NULL;
     } else if (rrc) {
         /* a failing rule (a customization's script): what was reported last stays, and the
          * caller says why */
         const json_t *pst = same_object(prev, id) ? json_object_get(prev, "status") : NULL;
-        st = json_is_object(pst) ? json_deep_copy(pst) : NULL;
+        st = json_is_object(pst) ? fl_json_deep_copy(pst) : NULL;
         if (reflect_err)
             *reflect_err = err ? err : fl_strdup(fl_strerror(rrc));
         else
@@ -402,7 +402,7 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
     json_t *st = fl_json_shallow_copy(old);
     json_t *conds = json_object_get(st, "conditions");
     if (conds)
-        json_object_set_new(st, "conditions", json_deep_copy(conds));
+        json_object_set_new(st, "conditions", fl_json_deep_copy(conds));
     json_t *gen = json_object_get(json_object_get(work, "metadata"), "generation");
     int64_t g = json_is_integer(gen) ? json_integer_value(gen) : -1;
     int64_t now = fl_time_now_ms();

@@ -666,6 +666,37 @@ json_t *fl_json_load(const char *buf, size_t len)
     return v;
 }
 
+json_t *fl_json_deep_copy(const json_t *v)
+{
+    if (!v)
+        return NULL;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        json_t *o = json_object();
+        /* in v's order: jansson keeps insertion order, and so does the copy */
+        for (void *it = json_object_iter((json_t *)v); it; it = json_object_iter_next((json_t *)v, it))
+            json_object_setn_new_nocheck(o, json_object_iter_key(it), json_object_iter_key_len(it),
+                                         fl_json_deep_copy(json_object_iter_value(it)));
+        return o;
+    }
+    case JSON_ARRAY: {
+        json_t *a = json_array();
+        size_t n = json_array_size(v);
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(a, fl_json_deep_copy(json_array_get(v, i)));
+        return a;
+    }
+    case JSON_STRING:
+        return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+    case JSON_INTEGER:
+        return json_integer(json_integer_value(v));
+    case JSON_REAL:
+        return json_real(json_real_value(v));
+    default:
+        return (json_t *)v; /* true, false and null: jansson's shared constants, never freed */
+    }
+}
+
 json_t *fl_json_shallow_copy(const json_t *o)
 {
     return json_is_object(o) ? json_copy((json_t *)o) : json_object();

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 /* A parsed JSON pointer: n unescaped tokens. */
@@ -351,11 +352,11 @@ static int apply_op(jp_run *r, const json_t *op)
     }
 
     if (is_add) {
-        rc = do_add(r, &p, path, json_deep_copy(value));
+        rc = do_add(r, &p, path, fl_json_deep_copy(value));
     } else if (is_remove) {
         rc = do_remove(r, &p, path, "path", NULL);
     } else if (is_replace) {
-        rc = do_replace(r, &p, path, json_deep_copy(value));
+        rc = do_replace(r, &p, path, fl_json_deep_copy(value));
     } else if (is_test) {
         json_t *cur = jptr_get(r->doc, &p, p.n);
         if (!cur)
@@ -369,7 +370,7 @@ static int apply_op(jp_run *r, const json_t *op)
         if (!src)
             rc = fail(r, "from %s not found", from);
         else
-            rc = do_add(r, &p, path, json_deep_copy(src));
+            rc = do_add(r, &p, path, fl_json_deep_copy(src));
     } else { /* move */
         /* A location cannot be moved into one of its own children. */
         if (from_len < path_len && memcmp(from, path, from_len) == 0 && path[from_len] == '/') {
@@ -406,7 +407,7 @@ int fl_patch_json(const json_t *orig, const json_t *patch, json_t **out, char **
             *err = fl_strdup("json patch: the patch must be a JSON array of operations");
         return FL_EINVAL;
     }
-    jp_run r = {.doc = json_deep_copy(orig), .err = err};
+    jp_run r = {.doc = fl_json_deep_copy(orig), .err = err};
     for (r.index = 0; r.index < json_array_size(patch); r.index++) {
         int rc = apply_op(&r, json_array_get(patch, r.index));
         if (rc != 0) {

@@ -8,6 +8,7 @@
 #include "core/patch.h"
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 /* RFC 7386 section 2, MergePatch(Target, Patch). target may be NULL ("absent" or
@@ -15,9 +16,9 @@
 static json_t *merge_value(const json_t *target, const json_t *patch)
 {
     if (!json_is_object(patch))
-        return json_deep_copy(patch);
+        return fl_json_deep_copy(patch);
 
-    json_t *out = json_is_object(target) ? json_deep_copy(target) : json_object();
+    json_t *out = json_is_object(target) ? fl_json_deep_copy(target) : json_object();
     const char *key;
     json_t *val;
     /* json_object_foreach wants a mutable pointer; iteration does not modify. */

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 #define DIR_PATCH "$patch"
@@ -215,7 +216,7 @@ static int order_items(smp *s, const json_t *merged, const json_t *order, const 
             take_server = false;
         else
             take_server = srv[i].live >= 0 && pat[j].live >= 0 && srv[i].live < pat[j].live;
-        json_array_append_new(res, json_deep_copy(take_server ? srv[i++].v : pat[j++].v));
+        json_array_append_new(res, fl_json_deep_copy(take_server ? srv[i++].v : pat[j++].v));
     }
     free(pat);
     free(srv);
@@ -242,7 +243,7 @@ static int smp_clean(smp *s, const json_t *v, const char *mpath, const char *dpa
         fl_smp_meta m = meta_for(s, mpath);
         return smp_list(s, &m, NULL, v, mpath, dpath, out);
     }
-    *out = json_deep_copy(v);
+    *out = fl_json_deep_copy(v);
     return 0;
 }
 
@@ -295,7 +296,7 @@ static int list_replace(smp *s, const json_t *patch, const char *mpath, const ch
             rc = smp_map(s, NULL, e, mpath, ep, &c);
             free(ep);
         } else {
-            c = json_deep_copy(e);
+            c = fl_json_deep_copy(e);
         }
         if (c)
             json_array_append_new(res, c);
@@ -351,7 +352,7 @@ static int list_merge_objects(smp *s, const char *key, const json_t *orig, const
                           key);
             goto out;
         }
-        json_array_append_new(work, json_deep_copy(e));
+        json_array_append_new(work, fl_json_deep_copy(e));
     }
 
     /* Special elements first: deletions act on the live list, a replace marker
@@ -523,7 +524,7 @@ static int apply_element_order(smp *s, json_t *res, const json_t *patch, const c
     else if (patch_list)
         rc = smp_list(s, &m, NULL, patch_list, cm, cd, &merged);
     else if (orig_list)
-        merged = json_deep_copy(orig_list);
+        merged = fl_json_deep_copy(orig_list);
     else
         goto out; /* nothing to order */
     if (rc != 0)
@@ -648,7 +649,7 @@ static int smp_map(smp *s, const json_t *orig, const json_t *patch, const char *
         }
     }
 
-    res = json_is_object(orig) ? json_deep_copy(orig) : json_object();
+    res = json_is_object(orig) ? fl_json_deep_copy(orig) : json_object();
 
     if (retain) {
         json_object_foreach((json_t *)patch, key, v) {

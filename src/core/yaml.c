@@ -44,6 +44,7 @@
 #include "core/yaml.h"
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 #include <errno.h>
@@ -694,7 +695,7 @@ static int on_alias(struct builder *b, struct fy_event *e)
         return fail(b, m, "aliases expand to too many nodes (more than %zu); the document looks like an alias bomb",
                     budget);
     b->alias_nodes += cnt;
-    return deliver(b, json_deep_copy(target), m, false);
+    return deliver(b, fl_json_deep_copy(target), m, false);
 }
 
 /* -------------------------------------------------- libfyaml plumbing -- */

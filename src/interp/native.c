@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "interp/retain.h"
 
@@ -152,7 +153,7 @@ static int revise(const json_t *obj, const char *field, int64_t replicas, json_t
     const json_t *cur;
     if ((rc = fl_native_get(spec, "spec", field, FL_NT_INT, &cur, err)))
         return rc;
-    *out = json_deep_copy(obj);
+    *out = fl_json_deep_copy(obj);
     json_t *s = json_object_get(*out, "spec");
     if (!s) {
         s = json_object();
@@ -410,7 +411,7 @@ static int native_retain(void *self, const json_t *desired, const json_t *observ
     json_t *odata = json_is_object(observed) ? json_object_get(observed, "data") : NULL;
     if (!*group && kind && !strcmp(kind, "Secret") && type && !strcmp(type, "kubernetes.io/service-account-token") &&
         json_is_object(odata))
-        json_object_set_new(*out, "data", json_deep_copy(odata));
+        json_object_set_new(*out, "data", fl_json_deep_copy(odata));
     return 0;
 }
 

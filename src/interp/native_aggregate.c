@@ -63,7 +63,7 @@ int fl_native_aggregate_job(const json_t *obj, const json_t *items, json_t **out
         (rc = fl_native_get(old, "status", "conditions", FL_NT_ARRAY, &oconds, err)))
         return rc;
     if (job_finished(oconds, &ftype)) {
-        *out = json_deep_copy(obj);
+        *out = fl_json_deep_copy(obj);
         return 0;
     }
     int64_t sums[3] = {0};
@@ -210,7 +210,7 @@ int fl_native_aggregate_pod(const json_t *obj, const json_t *items, json_t **out
     int rc;
     *out = NULL;
     if (!json_array_size(items)) {
-        *out = json_deep_copy(obj);
+        *out = fl_json_deep_copy(obj);
         return 0;
     }
     json_t *cs = json_array(), *ics = json_array();
@@ -395,7 +395,7 @@ static int merge_lb_ingress(const json_t *items, json_t **out, char **err)
                     same = a;
             }
             if (!same) {
-                same = json_deep_copy(e);
+                same = fl_json_deep_copy(e);
                 json_object_del(same, "ports");
                 json_array_append_new(all, same);
             }
@@ -452,7 +452,7 @@ int fl_native_aggregate_service(const json_t *obj, const json_t *items, json_t *
         (rc = fl_native_str(spec, "spec", "type", &type, err)))
         return rc;
     if (!type || strcmp(type, "LoadBalancer")) {
-        *out = json_deep_copy(obj);
+        *out = fl_json_deep_copy(obj);
         return 0;
     }
     return aggregate_lb(obj, items, out, err);

@@ -247,11 +247,11 @@ static int node_claim(const json_t *spec, const char *path, json_t **out, char *
         return 0;
     *out = json_object();
     if (req)
-        json_object_set_new(*out, "hardNodeAffinity", json_deep_copy(req));
+        json_object_set_new(*out, "hardNodeAffinity", fl_json_deep_copy(req));
     if (sel && json_object_size(sel))
-        json_object_set_new(*out, "nodeSelector", json_deep_copy(sel));
+        json_object_set_new(*out, "nodeSelector", fl_json_deep_copy(sel));
     if (tol && json_array_size(tol))
-        json_object_set_new(*out, "tolerations", json_deep_copy(tol));
+        json_object_set_new(*out, "tolerations", fl_json_deep_copy(tol));
     return 0;
 }
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 /* ---- shared pieces ---- */
@@ -169,7 +170,7 @@ static void set_condition(json_t *st, const char *type, const char *status, cons
  * (a copy of the old one when keep_old, else empty). */
 json_t *fl_native_output(const json_t *obj, bool keep_old, json_t **st)
 {
-    json_t *out = json_deep_copy(obj);
+    json_t *out = fl_json_deep_copy(obj);
     json_t *old = json_object_get(out, "status");
     if (!keep_old || !json_is_object(old)) {
         *st = json_object();
@@ -264,7 +265,7 @@ int fl_native_reflect_service(const json_t *obj, json_t **status, char **err)
         return rc;
     if (!type || strcmp(type, "LoadBalancer") || !st)
         return 0;
-    *status = json_pack("{s:o}", "loadBalancer", lb ? json_deep_copy(lb) : json_object());
+    *status = json_pack("{s:o}", "loadBalancer", lb ? fl_json_deep_copy(lb) : json_object());
     return 0;
 }
 
@@ -286,7 +287,7 @@ int fl_native_reflect_job(const json_t *obj, json_t **status, char **err)
         fl_native_set_count(out, counts[i], n);
     }
     if (conds && json_array_size(conds))
-        json_object_set_new(out, "conditions", json_deep_copy(conds));
+        json_object_set_new(out, "conditions", fl_json_deep_copy(conds));
     for (size_t i = 0; times[i]; i++) {
         if ((rc = fl_native_get(st, "status", times[i], FL_NT_STRING, &v, err)))
             goto fail;
@@ -307,7 +308,7 @@ int fl_native_reflect_whole(const json_t *obj, json_t **status, char **err)
 {
     const json_t *st;
     int rc = status_of(obj, "", &st, err);
-    *status = !rc && st && json_object_size(st) ? json_deep_copy(st) : NULL;
+    *status = !rc && st && json_object_size(st) ? fl_json_deep_copy(st) : NULL;
     return rc;
 }
 

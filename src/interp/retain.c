@@ -46,7 +46,7 @@ static void keep(json_t *out, const json_t *observed, const char *key, bool none
     if (nonempty && ((json_is_string(v) && !*json_string_value(v)) || (json_is_array(v) && !json_array_size(v)) ||
                      (json_is_object(v) && !json_object_size(v))))
         return;
-    json_object_set_new(out, key, json_deep_copy(v));
+    json_object_set_new(out, key, fl_json_deep_copy(v));
 }
 
 /* True when the comma-separated list csv contains key exactly. */
@@ -87,7 +87,7 @@ static void retain_metadata(json_t *out, const json_t *observed)
 
     json_t *ofin = json_object_get(om, "finalizers");
     if (json_is_array(ofin) && json_array_size(ofin)) {
-        json_t *merged = json_deep_copy(ofin);
+        json_t *merged = fl_json_deep_copy(ofin);
         json_t *dfin = json_object_get(m, "finalizers");
         size_t i, j;
         json_t *d, *o;
@@ -247,7 +247,7 @@ static void retain_job(json_t *out, const json_t *observed)
     json_t *olabels = obj_at(obj_at(obj_at(os, "template"), "metadata"), "labels");
     if (olabels) {
         json_t *tm = obj_ensure(obj_ensure(s, "template"), "metadata");
-        json_object_set_new(tm, "labels", json_deep_copy(olabels));
+        json_object_set_new(tm, "labels", fl_json_deep_copy(olabels));
     }
 }
 
@@ -269,7 +269,7 @@ static void retain_service_account(json_t *out, const json_t *observed)
         bool have = false;
         json_array_foreach(sec, j, d) if (fl_json_same(d, o)) have = true;
         if (!have)
-            json_array_append_new(sec, json_deep_copy(o));
+            json_array_append_new(sec, fl_json_deep_copy(o));
     }
 }
 
@@ -291,7 +291,7 @@ static const struct kind_rule {
 
 json_t *fl_retain(const char *group, const char *kind, const json_t *desired, const json_t *observed)
 {
-    json_t *out = json_is_object(desired) ? json_deep_copy(desired) : json_object();
+    json_t *out = json_is_object(desired) ? fl_json_deep_copy(desired) : json_object();
     retain_status(out, observed);
     if (!json_is_object(observed))
         return out;

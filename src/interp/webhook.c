@@ -1259,7 +1259,7 @@ static int apply_response_patch(const struct hook *h, enum fl_interp_op op, cons
         return call_fail(h, op, FL_EINVAL, err, "response.patchType: must be a string");
     bool empty = !json_string_length(patch);
     if (empty && !type) { /* no patch: the object as sent */
-        *out = json_deep_copy(obj);
+        *out = fl_json_deep_copy(obj);
         return 0;
     }
     if (!type)
@@ -1452,7 +1452,7 @@ static int vt_get_replicas(void *self, const json_t *obj, int64_t *replicas, jso
             rc = call_fail(h, a.op, FL_EINVAL, err, "response.replicaRequirements: must be an object");
             goto out;
         }
-        req = json_deep_copy(req);
+        req = fl_json_deep_copy(req);
         if ((rc = check_requirements(req, &why))) {
             rc = call_fail(h, a.op, rc, err, "response.replicaRequirements.%s", why);
             free(why);

@@ -389,7 +389,7 @@ static json_t *merge_diff(const json_t *cur, const json_t *want)
     if (cur && fl_json_same((json_t *)cur, (json_t *)want))
         return NULL;
     if (!json_is_object(cur) || !json_is_object(want))
-        return json_deep_copy(want);
+        return fl_json_deep_copy(want);
     json_t *p = json_object();
     const char *k;
     json_t *v;

@@ -237,7 +237,7 @@ int fl_override_apply(json_t *manifest, const json_t *cluster, const json_t *pol
         return 0;
     }
 
-    json_t *work = json_deep_copy(manifest);
+    json_t *work = fl_json_deep_copy(manifest);
     json_t *out = json_array();
     for (size_t i = 0; i < n && rc == 0; i++) {
         json_t *rules;

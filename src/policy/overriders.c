@@ -600,7 +600,7 @@ int fl_overriders_validate(const json_t *ovr, char **err)
 static json_t *raw_value(const json_t *it)
 {
     json_t *v = json_object_get(it, "value");
-    return v ? json_deep_copy(v) : json_null();
+    return v ? fl_json_deep_copy(v) : json_null();
 }
 
 static json_t *sorted_copy(const json_t *v);
@@ -626,7 +626,7 @@ static json_t *canon_item(const char *list, const json_t *it)
         json_object_set(o, "operator", json_object_get(it, "operator"));
         json_t *v = json_object_get(it, "value");
         if (list_len(v) > 0)
-            json_object_set_new(o, "value", json_deep_copy(v));
+            json_object_set_new(o, "value", fl_json_deep_copy(v));
     } else if (strcmp(list, "labelsOverrider") == 0 || strcmp(list, "annotationsOverrider") == 0) {
         json_object_set(o, "operator", json_object_get(it, "operator"));
         json_object_set_new(o, "value", sorted_copy(json_object_get(it, "value"))); /* Go sorts map keys */
@@ -686,7 +686,7 @@ static json_t *sorted_copy(const json_t *v)
         return a;
     }
     if (!json_is_object(v))
-        return v ? json_deep_copy(v) : json_null();
+        return v ? fl_json_deep_copy(v) : json_null();
     size_t n = json_object_size(v), i = 0;
     const char **keys = fl_calloc(n ? n : 1, sizeof(*keys));
     const char *k;

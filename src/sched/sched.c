@@ -26,6 +26,7 @@
 #include "sched/sched_priv.h"
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "core/quantity.h"
 
@@ -375,7 +376,7 @@ static void parse_cluster(fl_sched_snapshot *snap, const json_t *obj, struct fl_
     /* the matcher's view: only what a ClusterAffinity can read */
     json_t *vmd = json_pack("{s:s}", "name", c->name);
     if (labels)
-        json_object_set_new(vmd, "labels", json_deep_copy(labels));
+        json_object_set_new(vmd, "labels", fl_json_deep_copy(labels));
     json_t *vspec = json_object();
     if (c->provider)
         json_object_set_new(vspec, "provider", json_string(c->provider));

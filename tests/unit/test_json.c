@@ -243,6 +243,56 @@ static void decodes_leaving_out_paths(void **state)
         assert_null(fl_json_load_skipping(broken[i], strlen(broken[i]), items));
 }
 
+/* fl_json_deep_copy: the same document, in the same key order, sharing nothing */
+static bool same_text(const json_t *a, const json_t *b)
+{
+    size_t la = 0, lb = 0;
+    char *ta = fl_json_dumps(a, &la), *tb = fl_json_dumps(b, &lb);
+    bool same = ta && tb && la == lb && !memcmp(ta, tb, la);
+    free(ta);
+    free(tb);
+    return same;
+}
+
+static void deep_copies_share_nothing(void **state)
+{
+    (void)state;
+    const char *doc = "{\"z\":1,\"a\":{\"n\":null,\"t\":true,\"f\":false,\"r\":1.5,"
+                      "\"big\":9223372036854775807,\"s\":\"a\\u0000b\"},\"arr\":[{\"x\":[]},\"y\",{}],\"m\":\"\"}";
+    json_t *v = json_loads(doc, JSON_ALLOW_NUL, NULL);
+    assert_non_null(v);
+    json_object_setn(v, "k\0ey", 4, json_integer(-7)); /* a key with a NUL inside */
+    json_t *c = fl_json_deep_copy(v);
+    assert_non_null(c);
+    assert_true(same_text(v, c)); /* byte for byte: values and key order */
+    assert_int_equal(json_string_length(json_object_get(json_object_get(c, "a"), "s")), 3);
+    assert_int_equal(json_integer_value(json_object_getn(c, "k\0ey", 4)), -7);
+    assert_int_equal(json_object_size(c), json_object_size(v));
+    /* nothing shared: changing the copy at every level leaves the original as it was */
+    assert_ptr_not_equal(json_object_get(v, "a"), json_object_get(c, "a"));
+    assert_ptr_not_equal(json_object_get(json_object_get(v, "a"), "s"), json_object_get(json_object_get(c, "a"), "s"));
+    size_t lb = 0;
+    char *before = fl_json_dumps(v, &lb);
+    json_object_set_new(json_object_get(c, "a"), "r", json_integer(2));
+    json_object_set_new(json_array_get(json_object_get(c, "arr"), 0), "x", json_string("changed"));
+    json_array_append_new(json_object_get(c, "arr"), json_null());
+    json_integer_set(json_object_get(c, "z"), 99);
+    json_string_set(json_object_get(c, "m"), "changed");
+    size_t la = 0;
+    char *after = fl_json_dumps(v, &la);
+    assert_int_equal(la, lb);
+    assert_memory_equal(after, before, la);
+    assert_false(same_text(v, c));
+    free(before);
+    free(after);
+    json_decref(c);
+    json_decref(v);
+    assert_null(fl_json_deep_copy(NULL));
+    json_t *t = fl_json_deep_copy(json_true());
+    assert_true(json_is_true(t));
+    json_decref(t);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -257,6 +307,7 @@ int main(void)
         cmocka_unit_test(rejects_what_jansson_rejects),
         cmocka_unit_test(hashes_content_not_key_order),
         cmocka_unit_test(decodes_leaving_out_paths),
+        cmocka_unit_test(deep_copies_share_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
