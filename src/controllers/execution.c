@@ -24,8 +24,8 @@
  * memory reads only. That is what lets a changed interpreter customization re-queue every
  * Work of its kind (fl_exec_requeue_kind): only the Works whose retain, status or health
  * really change are written. Failures are retried with the queue's per-key back-off, and a
- * resync every 30 s re-queues every Work as a safety net and stops the member watches
- * no Work needs any more.
+ * resync every 30 s re-queues the Works whose last apply did not succeed and stops the
+ * member watches no Work needs any more.
  *
  * Everything the controller knows is in the store or in the members: after a restart
  * the first list of Works re-queues them all, and each reconcile finds the member
@@ -59,6 +59,7 @@
 
 #define EXEC_WORKERS 8
 #define EXEC_RESYNC_MS 30000 /* FLOTILLA_EXEC_RESYNC_MS */
+#define EXEC_FIRST_STATUS_MS 100 /* FLOTILLA_EXEC_FIRST_STATUS_MS; 0: at once */
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
@@ -88,6 +89,10 @@ struct fl_exec {
     pthread_mutex_t mu;
     json_t *inflight;  /* cluster -> number of workers applying or removing */
     json_t *want_ack;  /* clusters whose Paused acknowledgement waits for inflight to drain */
+    /* Works applied for the first time whose first status waits (first_status_later):
+     * key -> [generation applied, when the status is due (fl_time_now_ms)]; under mu */
+    json_t *first_status;
+    int64_t first_status_ms;
 };
 typedef struct fl_exec exec;
 
@@ -549,6 +554,50 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
     return listing;
 }
 
+/* Does the first status of a Work that has just applied wait? It waits first_status_ms
+ * after the first apply, for two reasons. The member reports a new object's status within
+ * that time (its controllers see the create at once), so one write carries Applied and
+ * the member's status, where it would be two writes in a row. And a new workload goes to
+ * many clusters at once: until its Works are delivered, status writes only compete with
+ * them for the CPU. Only a Work with no conditions yet waits, and only after an apply that
+ * succeeded: every later status (a resumed Work's acknowledgement among them) and every
+ * failure is written at once. Other reconciles before the time (the member's events for
+ * the new objects) do not write it either; the one at the time does. */
+static bool first_status_later(exec *x, const json_t *work)
+{
+    if (x->first_status_ms <= 0 || json_object_get(jobj(work, "status"), "conditions"))
+        return false;
+    char *key = fl_informer_key(work);
+    if (!key)
+        return false;
+    json_int_t gen = json_integer_value(json_object_get(jobj(work, "metadata"), "generation"));
+    int64_t now = fl_time_now_ms(), wait = 0;
+    pthread_mutex_lock(&x->mu);
+    json_t *seen = json_object_get(x->first_status, key);
+    if (!seen || json_integer_value(json_array_get(seen, 0)) != gen) {
+        json_object_set_new(x->first_status, key, json_pack("[II]", gen, now + x->first_status_ms));
+        wait = x->first_status_ms;
+    } else if (json_integer_value(json_array_get(seen, 1)) > now) {
+        wait = json_integer_value(json_array_get(seen, 1)) - now;
+    } else {
+        json_object_del(x->first_status, key);
+    }
+    pthread_mutex_unlock(&x->mu);
+    /* again on every early pass: the queue keeps the earlier of two times, so this only
+     * makes sure the key comes back at the time */
+    if (wait > 0)
+        fl_workqueue_add_after(x->q, key, wait);
+    free(key);
+    return wait > 0;
+}
+
+static void first_status_forget(exec *x, const char *key)
+{
+    pthread_mutex_lock(&x->mu);
+    json_object_del(x->first_status, key);
+    pthread_mutex_unlock(&x->mu);
+}
+
 static int apply_work(exec *x, const char *cluster, const json_t *work)
 {
     fl_client *mc = NULL;
@@ -599,6 +648,9 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
         src = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
+    } else if (first_status_later(x, work)) {
+        json_decref(statuses);
+        src = 0;
     } else {
         src = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
                                  NULL, statuses);
@@ -838,8 +890,10 @@ static int reconcile(exec *x, const char *key)
     fl_metrics_count("flotilla_execution_work_reconciles_total",
                      "Works the execution controller reconciled (an agent counts its own)", 1);
     json_t *work = NULL;
-    if (fl_informer_get_key(x->works, key, &work))
+    if (fl_informer_get_key(x->works, key, &work)) {
+        first_status_forget(x, key);
         return 0; /* gone: the member watches go at the next sweep */
+    }
     /* a copy: `work` is replaced below once our finalizer is on */
     char *cluster = work_cluster(work) ? fl_strdup(work_cluster(work)) : NULL;
     int rc = 0;
@@ -1086,6 +1140,8 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     pthread_mutex_init(&x->mu, NULL);
     x->inflight = json_object();
     x->want_ack = json_object();
+    x->first_status = json_object();
+    x->first_status_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MS", EXEC_FIRST_STATUS_MS, 0);
     fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .ctx = x};
     fl_informer_config wc = {
         .client = cfg->cp,
@@ -1148,6 +1204,7 @@ void fl_exec_free(fl_exec *x)
     fl_interp_free(x->own_interp);
     json_decref(x->inflight);
     json_decref(x->want_ack);
+    json_decref(x->first_status);
     pthread_mutex_destroy(&x->mu);
     free(x);
 }

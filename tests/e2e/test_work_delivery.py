@@ -410,3 +410,61 @@ def test_restart_reads_the_member_with_one_list_not_a_create_per_object(resync_p
     # by one (each answered AlreadyExists and then read)
     assert member_creates_refused(member) == refused
     assert {i: get(member, f"{MEMBER_CM}/kept-{i}")["metadata"]["uid"] for i in range(20)} == uids
+
+
+FIRST_STATUS_MS = 1500
+
+
+def work_status_writes(cp):
+    """How many Work status writes the control plane has answered with 200."""
+    code, text = cp.curl("GET", "/metrics")
+    assert code == 200, text
+    n = 0.0
+    for line in text.splitlines():
+        if (line.startswith("flotilla_apiserver_request_total{") and 'verb="PUT"' in line
+                and 'resource="works/status"' in line and 'code="200"' in line):
+            n += float(line.split()[-1])
+    return n
+
+
+@pytest.fixture(scope="module")
+def first_status_pair():
+    dirs = [tempfile.mkdtemp(prefix="flotilla-e2e-cp-"), tempfile.mkdtemp(prefix="flotilla-e2e-m1-")]
+    cp = Server(dirs[0], env={"FLOTILLA_EXEC_FIRST_STATUS_MS": str(FIRST_STATUS_MS)}).start()
+    member = Server(dirs[1]).start()
+    join(cp, member)
+    yield cp, member
+    for s in (cp, member):
+        if s.proc:
+            s.stop()
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_first_status_carries_the_members_status_in_one_write(first_status_pair):
+    cp, member = first_status_pair
+    before = work_status_writes(cp)
+    create_work(cp, work("first", [deployment("first")]))
+    # delivery does not wait: the object is in the member long before the status is due
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/first"), timeout=WAIT, what="first in the member")
+    assert applied(cp, "first") is None, "the first status was written at once"
+    # the member's controller reports, as a real one does right after a create
+    code, body = member.curl("PATCH", f"{MEMBER_DEPLOY}/first/status",
+                             {"status": {"observedGeneration": 1, "replicas": 2, "readyReplicas": 2,
+                                         "availableReplicas": 2, "updatedReplicas": 2}},
+                             content_type="application/merge-patch+json")
+    assert code == 200, body
+    wait_applied(cp, "first")
+    entries = get(cp, f"{WORKS}/first")["status"].get("manifestStatuses") or []
+    assert [e.get("status", {}).get("readyReplicas") for e in entries] == [2], entries
+    time.sleep(0.5)  # anything else the Work would still write
+    assert work_status_writes(cp) - before == 1, "Applied and the member's status took more than one write"
+    # later changes are reported at once, without waiting
+    code, body = member.curl("PATCH", f"{MEMBER_DEPLOY}/first/status", {"status": {"readyReplicas": 1}},
+                             content_type="application/merge-patch+json")
+    assert code == 200, body
+    t0 = time.time()
+    wait_for(lambda: [e.get("status", {}).get("readyReplicas")
+                      for e in get(cp, f"{WORKS}/first")["status"]["manifestStatuses"]] == [1],
+             timeout=WAIT, what="the member's change in the Work")
+    assert time.time() - t0 < FIRST_STATUS_MS / 1000, "a later status change waited like the first"
