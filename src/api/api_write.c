@@ -725,6 +725,7 @@ typedef json_t *(*mutate_fn)(void *ctx, fl_req *r, const fl_target *t, const jso
 
 static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj);
 static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned);
+static json_t *mutate_patch(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned);
 static void apply_patch(fl_api *api, fl_req *r, const fl_target *t);
 static int delete_dependents(fl_api *api, const fl_kind *k, const json_t *owner, const char *policy);
 
@@ -865,9 +866,11 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
         }
         if (fn != mutate_apply_fn)
             record_update(r, k, cur, obj);
-        /* a PUT's body had its types checked on arrival, and what the merge takes from the
-         * stored object was checked when that was written */
-        if (check_object(r, t, obj, cur, fn != mutate_put)) {
+        /* a PUT's body had its types checked on arrival, a patch's result (but a scale's)
+         * in mutate_patch, and what the merge takes from the stored object was checked
+         * when that was written */
+        bool typed = fn == mutate_put || (fn == mutate_patch && !scale);
+        if (check_object(r, t, obj, cur, !typed)) {
             json_decref(cur);
             json_decref(obj);
             break;

@@ -12,23 +12,32 @@
 #include "core/mem.h"
 
 /* RFC 7386 section 2, MergePatch(Target, Patch). target may be NULL ("absent" or
- * not an object, which the RFC treats alike). Returns a new reference. */
+ * not an object, which the RFC treats alike). Returns a new reference. Every node of the
+ * result is copied once: the target's members in their order (patched ones merged, nulled
+ * ones left out), then the patch's new members in theirs. */
 static json_t *merge_value(const json_t *target, const json_t *patch)
 {
     if (!json_is_object(patch))
         return fl_json_deep_copy(patch);
 
-    json_t *out = json_is_object(target) ? fl_json_deep_copy(target) : json_object();
-    const char *key;
-    json_t *val;
-    /* json_object_foreach wants a mutable pointer; iteration does not modify. */
-    json_object_foreach((json_t *)patch, key, val) {
-        if (json_is_null(val)) {
-            json_object_del(out, key);
-            continue;
-        }
-        json_t *merged = merge_value(json_object_get(out, key), val);
-        json_object_set_new(out, key, merged);
+    json_t *out = json_object();
+    json_t *t = json_is_object(target) ? (json_t *)target : NULL; /* iteration does not modify */
+    json_t *p = (json_t *)patch;
+    for (void *it = t ? json_object_iter(t) : NULL; it; it = json_object_iter_next(t, it)) {
+        const char *key = json_object_iter_key(it);
+        size_t len = json_object_iter_key_len(it);
+        json_t *pv = json_object_getn(p, key, len);
+        if (!pv)
+            json_object_setn_new_nocheck(out, key, len, fl_json_deep_copy(json_object_iter_value(it)));
+        else if (!json_is_null(pv))
+            json_object_setn_new_nocheck(out, key, len, merge_value(json_object_iter_value(it), pv));
+    }
+    for (void *it = json_object_iter(p); it; it = json_object_iter_next(p, it)) {
+        const char *key = json_object_iter_key(it);
+        size_t len = json_object_iter_key_len(it);
+        json_t *pv = json_object_iter_value(it);
+        if (!json_is_null(pv) && !(t && json_object_getn(t, key, len)))
+            json_object_setn_new_nocheck(out, key, len, merge_value(NULL, pv));
     }
     return out;
 }

@@ -17,6 +17,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/json.h"
 #include "core/patch.h"
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -208,6 +209,55 @@ static void test_merge_rfc_section3_example(void **st)
 static void test_merge_keeps_int64_exact(void **st)
 {
     check_ok(fl_patch_merge, "{'a':1}", "{'a':9223372036854775807}", "{'a':9223372036854775807}");
+}
+
+/* The result keeps the target's member order (patched members where they were), the
+ * patch's new members after them, and shares no node with either input. */
+static bool shares_node(const json_t *a, const json_t *b)
+{
+    if (!a || !b)
+        return false;
+    if (a == b && (json_is_object(a) || json_is_array(a) || json_is_string(a) || json_is_number(a)))
+        return true;
+    if (json_is_object(a)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v) if (shares_node(v, b)) return true;
+    } else if (json_is_array(a)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(a, i, v) if (shares_node(v, b)) return true;
+    }
+    if (json_is_object(b)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)b, k, v) if (v != b && shares_node(a, v)) return true;
+    } else if (json_is_array(b)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(b, i, v) if (shares_node(a, v)) return true;
+    }
+    return false;
+}
+
+static void test_merge_keeps_order_and_shares_nothing(void **st)
+{
+    (void)st;
+    json_t *o = J("{'z':1,'status':{'b':[1],'a':{'x':'y'},'c':2},'m':{'k':'v'},'q':'r'}");
+    json_t *p = J("{'status':{'a':{'w':[2]},'c':null,'n':{'deep':{}}},'new':['s'],'q':'t'}");
+    json_t *out = NULL;
+    char *err = NULL;
+    assert_int_equal(fl_patch_merge(o, p, &out, &err), 0);
+    size_t len = 0;
+    char *text = fl_json_dumps(out, &len);
+    assert_string_equal(text, "{\"z\":1,\"status\":{\"b\":[1],\"a\":{\"x\":\"y\",\"w\":[2]},\"n\":{\"deep\":{}}},"
+                              "\"m\":{\"k\":\"v\"},\"q\":\"t\",\"new\":[\"s\"]}");
+    free(text);
+    assert_false(shares_node(out, o));
+    assert_false(shares_node(out, p));
+    json_decref(out);
+    json_decref(o);
+    json_decref(p);
 }
 
 /* ---- RFC 6902 appendix A ----------------------------------------------- */
@@ -715,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_merge_nulls_dropped_from_new_subtree),
         cmocka_unit_test(test_merge_rfc_section3_example),
         cmocka_unit_test(test_merge_keeps_int64_exact),
+        cmocka_unit_test(test_merge_keeps_order_and_shares_nothing),
         cmocka_unit_test(test_json_add_object_member),
         cmocka_unit_test(test_json_add_array_element),
         cmocka_unit_test(test_json_remove_object_member),
