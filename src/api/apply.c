@@ -1484,7 +1484,10 @@ void fl_managed_fields_update(const fl_kind *k, const json_t *old, json_t *obj, 
         old = base;
     }
     diff_compute(k, old, obj, &d);
-    json_t *changed = fl_json_deep_copy(d.added);
+    /* the added set is not needed again: it becomes what changed (a copy would be as big as
+     * the object on a create) */
+    json_t *changed = d.added;
+    d.added = NULL;
     set_union(changed, d.modified);
     const char *av = kind_api_version(k, obj);
     ssize_t self = set_empty(changed) ? -1 : mf_find(&mf, manager, "Update", av);
