@@ -239,21 +239,6 @@ void fl_metrics_reset(void)
 
 /* ---------- rendering ---------- */
 
-/* Label values escape backslash, double quote and newline. */
-static void put_label(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\\')
-            fputs("\\\\", f);
-        else if (*s == '"')
-            fputs("\\\"", f);
-        else if (*s == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*s, f);
-    }
-}
-
 /* HELP text escapes backslash and newline only. */
 static void put_help(FILE *f, const char *name, const char *help, const char *type)
 {
@@ -269,6 +254,17 @@ static void put_help(FILE *f, const char *name, const char *help, const char *ty
     fprintf(f, "\n# TYPE %s %s\n", name, type);
 }
 
+/* n in decimal; the stream is locked by the caller (flockfile) */
+static void put_u64(FILE *f, unsigned long long n)
+{
+    char buf[24], *p = buf + sizeof buf;
+    do {
+        *--p = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), f);
+}
+
 /* Shortest text that reads back as the same double ("0.1", not
  * "0.10000000000000001"); Prometheus spellings for the special values. */
 static void put_value(FILE *f, double v)
@@ -279,6 +275,13 @@ static void put_value(FILE *f, double v)
     }
     if (isinf(v)) {
         fputs(v > 0 ? "+Inf" : "-Inf", f);
+        return;
+    }
+    if (fabs(v) < 9007199254740992.0 && v == (double)(long long)v && !(v == 0 && signbit(v))) {
+        /* a whole number (counters, most gauges): the same text, without the search below */
+        if (v < 0)
+            fputc_unlocked('-', f);
+        put_u64(f, (unsigned long long)fabs(v));
         return;
     }
     char buf[32];
@@ -320,13 +323,27 @@ static int cmp_gauge(const void *a, const void *b)
     return strcmp(((const gauge *)a)->name, ((const gauge *)b)->name);
 }
 
-static void put_series_labels(FILE *f, const req_series *s)
+/* A series' labels as text, `{verb="...",resource="..."` (no closing brace: a code or
+ * bucket label may follow), escaped once for the dozen lines that carry them. */
+static char *series_labels(const req_series *s)
 {
-    fputs("{verb=\"", f);
-    put_label(f, s->verb);
-    fputs("\",resource=\"", f);
-    put_label(f, s->resource);
-    fputc('"', f);
+    const char *parts[] = {"{verb=\"", s->verb, "\",resource=\"", s->resource, "\""};
+    size_t cap = 1;
+    for (size_t i = 0; i < 5; i++)
+        cap += 2 * strlen(parts[i]); /* every byte of a value may need its escape */
+    char *buf = fl_malloc(cap), *o = buf;
+    for (size_t i = 0; i < 5; i++) {
+        for (const char *c = parts[i]; *c; c++) {
+            if (i % 2 && /* 1, 3: label values */ (*c == '\\' || *c == '"' || *c == '\n')) {
+                *o++ = '\\';
+                *o++ = *c == '\n' ? 'n' : *c;
+            } else {
+                *o++ = *c;
+            }
+        }
+    }
+    *o = '\0';
+    return buf;
 }
 
 /* Request families. Lock held. Sorting the code arrays in place is harmless: the
@@ -334,11 +351,14 @@ static void put_series_labels(FILE *f, const req_series *s)
 static void render_requests(FILE *f)
 {
     req_series **v = fl_malloc((table_len ? table_len : 1) * sizeof *v);
+    char **labels = fl_malloc((table_len ? table_len : 1) * sizeof *labels);
     size_t n = 0;
     for (size_t i = 0; i < table_cap; i++)
         if (table[i])
             v[n++] = table[i];
     qsort(v, n, sizeof *v, cmp_series);
+    for (size_t i = 0; i < n; i++)
+        labels[i] = series_labels(v[i]);
 
     put_help(f, REQ_TOTAL, "Number of API server requests by verb, resource and HTTP response code.",
              "counter");
@@ -346,9 +366,13 @@ static void render_requests(FILE *f)
         req_series *s = v[i];
         qsort(s->codes, s->ncodes, sizeof *s->codes, cmp_code);
         for (size_t j = 0; j < s->ncodes; j++) {
-            fputs(REQ_TOTAL, f);
-            put_series_labels(f, s);
-            fprintf(f, ",code=\"%d\"} %llu\n", s->codes[j].code, (unsigned long long)s->codes[j].n);
+            fputs_unlocked(REQ_TOTAL, f);
+            fputs_unlocked(labels[i], f);
+            fputs_unlocked(",code=\"", f);
+            put_u64(f, (unsigned long long)s->codes[j].code);
+            fputs_unlocked("\"} ", f);
+            put_u64(f, (unsigned long long)s->codes[j].n);
+            fputc_unlocked('\n', f);
         }
     }
 
@@ -358,20 +382,24 @@ static void render_requests(FILE *f)
         uint64_t cum = 0;
         for (size_t b = 0; b <= NBUCKETS; b++) {
             cum += s->bucket[b];
-            fputs(REQ_DURATION "_bucket", f);
-            put_series_labels(f, s);
-            fprintf(f, ",le=\"%s\"} %llu\n", b < NBUCKETS ? bucket_label[b] : "+Inf",
-                    (unsigned long long)cum);
+            fputs_unlocked(REQ_DURATION "_bucket", f);
+            fputs_unlocked(labels[i], f);
+            fputs_unlocked(",le=\"", f);
+            fputs_unlocked(b < NBUCKETS ? bucket_label[b] : "+Inf", f);
+            fputs_unlocked("\"} ", f);
+            put_u64(f, (unsigned long long)cum);
+            fputc_unlocked('\n', f);
         }
-        fputs(REQ_DURATION "_sum", f);
-        put_series_labels(f, s);
-        fputs("} ", f);
+        fprintf(f, REQ_DURATION "_sum%s} ", labels[i]);
         put_value(f, s->sum);
-        fputc('\n', f);
-        fputs(REQ_DURATION "_count", f);
-        put_series_labels(f, s);
-        fprintf(f, "} %llu\n", (unsigned long long)s->count);
+        fputs_unlocked("\n" REQ_DURATION "_count", f);
+        fputs_unlocked(labels[i], f);
+        fputs_unlocked("} ", f);
+        put_u64(f, (unsigned long long)s->count);
+        fputc_unlocked('\n', f);
+        free(labels[i]);
     }
+    free(labels);
     free(v);
 }
 
@@ -383,6 +411,7 @@ char *fl_metrics_render(size_t *len)
     if (!f)
         render_oom();
 
+    flockfile(f); /* one stream, one thread: the writes below need no lock of their own */
     pthread_mutex_lock(&lock);
     render_requests(f);
     if (ncounters)
@@ -411,6 +440,7 @@ char *fl_metrics_render(size_t *len)
         fputc('\n', f);
     }
     free(g);
+    funlockfile(f);
 
     if (fclose(f) != 0)
         render_oom();

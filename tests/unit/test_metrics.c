@@ -167,6 +167,19 @@ static void test_gauges_read_at_scrape_time(void **state)
     assert_line(s, "flotilla_store_objects NaN");
     free(s);
 
+    /* whole numbers print as integers up to 2^53; beyond, and for -0, as %g does */
+    const struct { double v; const char *text; } wholes[] = {
+        {0, "0"}, {9007199254740991.0, "9007199254740991"}, {-42, "-42"},
+        {9007199254740992.0, "9007199254740992"}, {1e20, "1e+20"}, {-0.0, "-0"}, {1.5e-7, "1.5e-07"}};
+    for (size_t i = 0; i < sizeof wholes / sizeof *wholes; i++) {
+        w = wholes[i].v;
+        s = render();
+        char line[80];
+        snprintf(line, sizeof line, "flotilla_store_objects %s", wholes[i].text);
+        assert_line(s, line);
+        free(s);
+    }
+
     fl_metrics_gauge("flotilla_watchers", "Open watches.", gauge_counts_inside, NULL);
     s = render();
     assert_line(s, "flotilla_watchers 7");
