@@ -335,10 +335,10 @@ def work_reconciles(cp):
     return 0.0
 
 
-@pytest.fixture(scope="module")
-def resync_pair():
+def pair_with(cp_env):
+    """A control plane started with cp_env and a member joined to it; stopped after."""
     dirs = [tempfile.mkdtemp(prefix="flotilla-e2e-cp-"), tempfile.mkdtemp(prefix="flotilla-e2e-m1-")]
-    cp = Server(dirs[0], env={"FLOTILLA_EXEC_RESYNC_MS": str(RESYNC_MS)}).start()
+    cp = Server(dirs[0], env=cp_env).start()
     member = Server(dirs[1]).start()
     join(cp, member)
     yield cp, member
@@ -347,6 +347,11 @@ def resync_pair():
             s.stop()
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def resync_pair():
+    yield from pair_with({"FLOTILLA_EXEC_RESYNC_MS": str(RESYNC_MS)})
 
 
 def test_resync_leaves_applied_works_alone(resync_pair):
@@ -380,16 +385,21 @@ def test_resync_tries_a_failed_apply_again(resync_pair):
     assert cm["data"] == {"owner": "fleet"} and marked_by(cm, "blocked")
 
 
-def member_creates_refused(member):
-    """How many creates of ConfigMaps the member has answered with 409 (AlreadyExists)."""
-    code, text = member.curl("GET", "/metrics")
-    assert code == 200, text
+def requests_answered(server, verb, resource, code):
+    """How many verb requests on resource the server has answered with code (its /metrics)."""
+    status, text = server.curl("GET", "/metrics")
+    assert status == 200, text
     n = 0.0
     for line in text.splitlines():
-        if (line.startswith("flotilla_apiserver_request_total{") and 'verb="POST"' in line
-                and 'resource="configmaps"' in line and 'code="409"' in line):
+        if (line.startswith("flotilla_apiserver_request_total{") and f'verb="{verb}"' in line
+                and f'resource="{resource}"' in line and f'code="{code}"' in line):
             n += float(line.split()[-1])
     return n
+
+
+def member_creates_refused(member):
+    """How many creates of ConfigMaps the member has answered with 409 (AlreadyExists)."""
+    return requests_answered(member, "POST", "configmaps", 409)
 
 
 def test_restart_reads_the_member_with_one_list_not_a_create_per_object(resync_pair):
@@ -417,28 +427,12 @@ FIRST_STATUS_MS = 1500
 
 def work_status_writes(cp):
     """How many Work status writes the control plane has answered with 200."""
-    code, text = cp.curl("GET", "/metrics")
-    assert code == 200, text
-    n = 0.0
-    for line in text.splitlines():
-        if (line.startswith("flotilla_apiserver_request_total{") and 'verb="PUT"' in line
-                and 'resource="works/status"' in line and 'code="200"' in line):
-            n += float(line.split()[-1])
-    return n
+    return requests_answered(cp, "PUT", "works/status", 200)
 
 
 @pytest.fixture(scope="module")
 def first_status_pair():
-    dirs = [tempfile.mkdtemp(prefix="flotilla-e2e-cp-"), tempfile.mkdtemp(prefix="flotilla-e2e-m1-")]
-    cp = Server(dirs[0], env={"FLOTILLA_EXEC_FIRST_STATUS_MS": str(FIRST_STATUS_MS)}).start()
-    member = Server(dirs[1]).start()
-    join(cp, member)
-    yield cp, member
-    for s in (cp, member):
-        if s.proc:
-            s.stop()
-    for d in dirs:
-        shutil.rmtree(d, ignore_errors=True)
+    yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": str(FIRST_STATUS_MS)})
 
 
 def test_first_status_carries_the_members_status_in_one_write(first_status_pair):
