@@ -261,7 +261,7 @@ static void deep_copies_share_nothing(void **state)
                       "\"big\":9223372036854775807,\"s\":\"a\\u0000b\"},\"arr\":[{\"x\":[]},\"y\",{}],\"m\":\"\"}";
     json_t *v = json_loads(doc, JSON_ALLOW_NUL, NULL);
     assert_non_null(v);
-    json_object_setn(v, "k\0ey", 4, json_integer(-7)); /* a key with a NUL inside */
+    json_object_setn_new(v, "k\0ey", 4, json_integer(-7)); /* a key with a NUL inside */
     json_t *c = fl_json_deep_copy(v);
     assert_non_null(c);
     assert_true(same_text(v, c)); /* byte for byte: values and key order */
