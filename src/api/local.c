@@ -66,6 +66,7 @@ static double now_s(void)
 }
 
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
+                        const char *accept,
                         const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
                         bool body_given, bool want_obj, fl_client_local_resp *out)
 {
@@ -78,7 +79,7 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     r.method = method;
     r.path = p;
     r.content_type = content_type;
-    r.accept = "application/json";
+    r.accept = accept ? accept : "application/json";
     r.user_agent = user_agent;
     /* fl_req promises a NUL-terminated body: the client's may not be */
     char *b = body ? fl_strndup(body, body_len) : NULL;

@@ -606,6 +606,7 @@ typedef struct req {
     const char *method;
     const char *path;
     const char *content_type;
+    const char *accept;     /* NULL: application/json */
     const char *body;
     size_t body_len;
     const json_t *body_obj; /* instead of body, for the in-process transport (borrowed) */
@@ -657,7 +658,9 @@ static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs,
         curl_easy_setopt(e, CURLOPT_PASSWORD, c->password ? c->password : "");
     }
     struct curl_slist *h = NULL;
-    h = curl_slist_append(h, "Accept: application/json");
+    char accept[256];
+    snprintf(accept, sizeof accept, "Accept: %s", r->accept ? r->accept : "application/json");
+    h = curl_slist_append(h, accept);
     h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip before bodies */
     if (c->auth_header)
         h = curl_slist_append(h, c->auth_header);
@@ -693,7 +696,7 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
         return CURLE_ABORTED_BY_CALLBACK;
     }
     fl_client_local_resp resp = {0};
-    c->local.serve(c->local.ctx, r->method, r->path, r->content_type, c->user_agent, r->body, r->body_len,
+    c->local.serve(c->local.ctx, r->method, r->path, r->content_type, r->accept, c->user_agent, r->body, r->body_len,
                    r->body_obj, r->body_given, want_obj, &resp);
     x->code = resp.code;
     x->obj = resp.obj;
@@ -844,6 +847,14 @@ int fl_client_request(fl_client *c, const char *method, const char *path, const 
 {
     req r = {.method = method, .path = path, .content_type = body ? content_type : NULL, .body = body,
              .body_len = body_len, .timeout_ms = c->timeout_ms};
+    xfer x = {0};
+    return perform(c, &r, cancel, &x, out, err);
+}
+
+int fl_client_get_as(fl_client *c, const char *path, const char *accept, fl_client_cancel *cancel, json_t **out,
+                     fl_client_error *err)
+{
+    req r = {.method = "GET", .path = path, .accept = accept, .timeout_ms = c->timeout_ms};
     xfer x = {0};
     return perform(c, &r, cancel, &x, out, err);
 }

@@ -89,13 +89,13 @@ typedef struct fl_client_local_resp {
 
 typedef struct fl_client_local {
     /* Serve one request: path with its query string as on the wire ("/api/v1/...?a=b"),
-     * content_type and user_agent may be NULL. The body comes as bytes, or (a create or an
+     * content_type, accept (NULL: application/json) and user_agent may be NULL. The body comes as bytes, or (a create or an
      * update) as body_obj, borrowed and read-only: no encoding and decoding in between;
      * or, body_given, handed over: serve may keep (with a reference of its own) and change
      * the object and everything in it, and the caller will not look at it again.
      * want_obj: the caller wants the answer as an object (out->obj) where the server has
      * one. Fills *out. Many threads at once. */
-    void (*serve)(void *ctx, const char *method, const char *path, const char *content_type,
+    void (*serve)(void *ctx, const char *method, const char *path, const char *content_type, const char *accept,
                   const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
                   bool body_given, bool want_obj, fl_client_local_resp *out);
     /* Block until the stream has bytes (copied into buf, at most cap; returns how many) or
@@ -148,6 +148,11 @@ void fl_client_cancel_free(fl_client_cancel *k);
 int fl_client_request(fl_client *c, const char *method, const char *path, const char *content_type,
                       const char *body, size_t body_len, fl_client_cancel *cancel, json_t **out,
                       fl_client_error *err);
+/* A GET of path that asks for the answer as accept (an Accept header: media types, a server
+ * picks one it has), otherwise as fl_client_request. Discovery uses it for the aggregated
+ * form (apidiscovery.k8s.io/v2). */
+int fl_client_get_as(fl_client *c, const char *path, const char *accept, fl_client_cancel *cancel, json_t **out,
+                     fl_client_error *err);
 
 /* ---- verbs ----
  * ns is the namespace for namespaced resources, NULL or "" for cluster-scoped ones

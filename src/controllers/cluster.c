@@ -277,19 +277,99 @@ static json_t *gv_resources(fl_client_cancel *cancel, fl_client *c, const char *
     return out;
 }
 
+#define AGGREGATED "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+/* The group-versions of an aggregated discovery document (apidiscovery.k8s.io/v2
+ * APIGroupDiscoveryList) as apiEnablements entries appended to items, each resource taught to
+ * the client's discovery too. A version the server marks Stale (it could not ask its
+ * aggregated API) is left out and makes the result partial. False when doc is not such a
+ * document. */
+static bool aggregated_gvs(fl_client *c, const json_t *doc, json_t *items, bool *partial)
+{
+    if (!doc || strcmp(jstr(doc, "kind") ? jstr(doc, "kind") : "", "APIGroupDiscoveryList"))
+        return false;
+    size_t i, j, k;
+    json_t *g, *v, *r;
+    json_array_foreach(json_object_get(doc, "items"), i, g) {
+        const char *group = jstr(json_object_get(g, "metadata"), "name");
+        json_array_foreach(json_object_get(g, "versions"), j, v) {
+            const char *version = jstr(v, "version");
+            if (!version)
+                continue;
+            const char *fresh = jstr(v, "freshness");
+            if (fresh && !strcmp(fresh, "Stale")) {
+                *partial = true;
+                continue;
+            }
+            char *gv = group && *group ? fl_asprintf("%s/%s", group, version) : fl_strdup(version);
+            /* the same shapes the per-group-version documents give: {name, kind} sorted by
+             * name here, {name, kind, namespaced} for the client */
+            json_t *learned = json_array();
+            size_t n = json_array_size(json_object_get(v, "resources")), m = 0;
+            json_t **res = fl_calloc(n ? n : 1, sizeof *res);
+            json_array_foreach(json_object_get(v, "resources"), k, r) {
+                const char *name = jstr(r, "resource"), *kind = jstr(json_object_get(r, "responseKind"), "kind");
+                if (!name || !kind || strchr(name, '/'))
+                    continue;
+                const char *scope = jstr(r, "scope");
+                json_array_append_new(learned, json_pack("{s:s, s:s, s:b}", "name", name, "kind", kind, "namespaced",
+                                                         scope && !strcmp(scope, "Namespaced")));
+                res[m++] = json_pack("{s:s, s:s}", "name", name, "kind", kind);
+            }
+            fl_client_discovery_learn(c, gv, learned);
+            json_decref(learned);
+            qsort(res, m, sizeof *res, cmp_resource);
+            json_t *entry = json_pack("{s:s}", "groupVersion", gv);
+            if (m) {
+                json_t *arr = json_array();
+                for (size_t x = 0; x < m; x++)
+                    json_array_append_new(arr, res[x]);
+                json_object_set_new(entry, "resources", arr);
+            }
+            free(res);
+            json_array_append_new(items, entry);
+            free(gv);
+        }
+    }
+    return true;
+}
+
+/* apiEnablements from aggregated discovery: /api and /apis answer everything in two
+ * requests, where the per-group-version documents take one each (a dozen for a small
+ * cluster, every 10 s). NULL when the member does not answer in that form (an API server
+ * before Kubernetes 1.26 without it): then discover() asks the older way. */
+static json_t *discover_aggregated(fl_client_cancel *cancel, fl_client *c, bool *partial)
+{
+    json_t *items = json_array();
+    static const char *const paths[] = {"/api", "/apis"};
+    for (int p = 0; p < 2; p++) {
+        json_t *doc = NULL;
+        fl_client_error ce;
+        int rc = fl_client_get_as(c, paths[p], AGGREGATED, cancel, &doc, &ce);
+        bool ok = rc == 0 && aggregated_gvs(c, doc, items, partial);
+        json_decref(doc);
+        if (!ok) {
+            json_decref(items);
+            return NULL;
+        }
+    }
+    return items;
+}
+
 /* apiEnablements from /api and /apis; *reason tells Complete/Partial/Empty. */
-static json_t *discover(fl_client_cancel *cancel, fl_client *c, const char **reason)
+/* The group-versions from /api and /apis, one request each for their resources, appended
+ * to items; a failed request makes the result partial. */
+static void per_gv_gvs(fl_client_cancel *cancel, fl_client *c, json_t *items, bool *partial)
 {
     json_t *gvs = json_array(), *doc = NULL;
     fl_client_error ce;
-    bool partial = false;
     if (get_json(cancel, c, "/api", &doc, &ce) == 0 && doc) {
         size_t i;
         json_t *v;
         json_array_foreach(json_object_get(doc, "versions"), i, v) if (json_is_string(v))
             json_array_append(gvs, v);
     } else {
-        partial = true;
+        *partial = true;
     }
     json_decref(doc);
     doc = NULL;
@@ -303,26 +383,43 @@ static json_t *discover(fl_client_cancel *cancel, fl_client *c, const char **rea
                 json_array_append(gvs, gv);
         }
     } else {
-        partial = true;
+        *partial = true;
     }
     json_decref(doc);
-
-    size_t n = json_array_size(gvs), k = 0;
-    json_t **items = fl_calloc(n ? n : 1, sizeof *items);
-    for (size_t i = 0; i < n; i++) {
-        const char *gv = json_string_value(json_array_get(gvs, i));
+    size_t i;
+    json_t *v;
+    json_array_foreach(gvs, i, v) {
+        const char *gv = json_string_value(v);
         json_t *res = gv_resources(cancel, c, gv);
         if (!res) {
-            partial = true;
+            *partial = true;
             continue;
         }
-        items[k] = json_pack("{s:s}", "groupVersion", gv);
+        json_t *entry = json_pack("{s:s}", "groupVersion", gv);
         if (json_array_size(res))
-            json_object_set(items[k], "resources", res);
+            json_object_set(entry, "resources", res);
         json_decref(res);
-        k++;
+        json_array_append_new(items, entry);
     }
     json_decref(gvs);
+}
+
+/* apiEnablements from /api and /apis, sorted by group-version; *reason tells
+ * Complete/Partial/Empty. */
+static json_t *discover(fl_client_cancel *cancel, fl_client *c, const char **reason)
+{
+    bool partial = false;
+    json_t *found = discover_aggregated(cancel, c, &partial);
+    if (!found) {
+        partial = false;
+        found = json_array();
+        per_gv_gvs(cancel, c, found, &partial);
+    }
+    size_t k = json_array_size(found);
+    json_t **items = fl_calloc(k ? k : 1, sizeof *items);
+    for (size_t i = 0; i < k; i++)
+        items[i] = json_incref(json_array_get(found, i));
+    json_decref(found);
     qsort(items, k, sizeof *items, cmp_enablement);
     json_t *out = json_array();
     for (size_t i = 0; i < k; i++)
