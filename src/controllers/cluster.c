@@ -337,7 +337,8 @@ static bool aggregated_gvs(fl_client *c, const json_t *doc, json_t *items, bool 
 /* apiEnablements from aggregated discovery: /api and /apis answer everything in two
  * requests, where the per-group-version documents take one each (a dozen for a small
  * cluster, every 10 s). NULL when the member does not answer in that form (an API server
- * before Kubernetes 1.26 without it): then discover() asks the older way. */
+ * before Kubernetes 1.30, whose aggregated form was v2beta1): then discover() asks the
+ * older way. */
 static json_t *discover_aggregated(fl_client_cancel *cancel, fl_client *c, bool *partial)
 {
     json_t *items = json_array();
