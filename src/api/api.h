@@ -100,8 +100,8 @@ void fl_api_stream_cancel(fl_api_stream *s);
 
 /* fl_client_local.serve for an fl_api (ctx): one request as http.c would hand it over. */
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
-                        const char *accept, const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
-                        bool body_given, bool want_obj, fl_client_local_resp *out);
+                        const char *accept, const char *user_agent, const char *body, size_t body_len,
+                        const json_t *body_obj, bool body_given, bool want_obj, fl_client_local_resp *out);
 /* A client of api through fl_api_local_serve (see fl_client_new_local): what the server's
  * controllers use. api must outlive it. Free with fl_client_free. */
 fl_client *fl_api_local_client(fl_api *api, const char *user_agent);

@@ -293,11 +293,6 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     else if (r->want_obj)
         c.objs = json_array();
     const char *api_version = t->kind->api_version;
-    buf_adds(&c.out, "{\"kind\":\"");
-    buf_adds(&c.out, t->kind->list_kind);
-    buf_adds(&c.out, "\",\"apiVersion\":\"");
-    buf_adds(&c.out, api_version);
-    size_t meta_at = c.out.len;
     int64_t rev = 0;
     bool more = false;
     int rc = fl_store_list(api->store, prefix, start, at_rev, 0, list_cb, &c, &rev, &more);
@@ -330,9 +325,12 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
         json_t *tbl = fl_table_render(t->kind, c.items, inc ? inc : "Metadata", rvs, tok);
         fl_resp_json(r, 200, tbl);
     } else {
-        /* items were appended after the header; splice metadata in front of them */
+        /* the items' text is in c.out; the List around it needs the revision the list read */
         buf hdr = {0};
-        buf_add(&hdr, c.out.p, meta_at);
+        buf_adds(&hdr, "{\"kind\":\"");
+        buf_adds(&hdr, t->kind->list_kind);
+        buf_adds(&hdr, "\",\"apiVersion\":\"");
+        buf_adds(&hdr, api_version);
         buf_adds(&hdr, "\",\"metadata\":{\"resourceVersion\":\"");
         buf_adds(&hdr, rvs);
         buf_adds(&hdr, "\"");
@@ -342,7 +340,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
             buf_adds(&hdr, "\"");
         }
         buf_adds(&hdr, "},\"items\":[");
-        buf_add(&hdr, c.out.p + meta_at, c.out.len - meta_at);
+        buf_add(&hdr, c.out.p, c.out.len);
         buf_adds(&hdr, "]}");
         free(r->resp);
         r->code = 200;

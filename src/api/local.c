@@ -66,9 +66,8 @@ static double now_s(void)
 }
 
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
-                        const char *accept,
-                        const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
-                        bool body_given, bool want_obj, fl_client_local_resp *out)
+                        const char *accept, const char *user_agent, const char *body, size_t body_len,
+                        const json_t *body_obj, bool body_given, bool want_obj, fl_client_local_resp *out)
 {
     double t0 = now_s();
     memset(out, 0, sizeof *out);

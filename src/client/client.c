@@ -696,8 +696,8 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
         return CURLE_ABORTED_BY_CALLBACK;
     }
     fl_client_local_resp resp = {0};
-    c->local.serve(c->local.ctx, r->method, r->path, r->content_type, r->accept, c->user_agent, r->body, r->body_len,
-                   r->body_obj, r->body_given, want_obj, &resp);
+    c->local.serve(c->local.ctx, r->method, r->path, r->content_type, r->accept, c->user_agent, r->body,
+                   r->body_len, r->body_obj, r->body_given, want_obj, &resp);
     x->code = resp.code;
     x->obj = resp.obj;
     if (resp.body) {

@@ -89,14 +89,15 @@ typedef struct fl_client_local_resp {
 
 typedef struct fl_client_local {
     /* Serve one request: path with its query string as on the wire ("/api/v1/...?a=b"),
-     * content_type, accept (NULL: application/json) and user_agent may be NULL. The body comes as bytes, or (a create or an
-     * update) as body_obj, borrowed and read-only: no encoding and decoding in between;
+     * content_type, accept (NULL: application/json) and user_agent may be NULL. The body
+     * comes as bytes, or (a create or an update) as body_obj, borrowed and read-only: no
+     * encoding and decoding in between;
      * or, body_given, handed over: serve may keep (with a reference of its own) and change
      * the object and everything in it, and the caller will not look at it again.
      * want_obj: the caller wants the answer as an object (out->obj) where the server has
      * one. Fills *out. Many threads at once. */
-    void (*serve)(void *ctx, const char *method, const char *path, const char *content_type, const char *accept,
-                  const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
+    void (*serve)(void *ctx, const char *method, const char *path, const char *content_type,
+                  const char *accept, const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
                   bool body_given, bool want_obj, fl_client_local_resp *out);
     /* Block until the stream has bytes (copied into buf, at most cap; returns how many) or
      * ends (0). */
