@@ -340,7 +340,8 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
             buf_adds(&hdr, "\"");
         }
         buf_adds(&hdr, "},\"items\":[");
-        buf_add(&hdr, c.out.p, c.out.len);
+        if (c.out.len) /* no items: nothing was ever written to it */
+            buf_add(&hdr, c.out.p, c.out.len);
         buf_adds(&hdr, "]}");
         free(r->resp);
         r->code = 200;
