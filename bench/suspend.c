@@ -363,6 +363,9 @@ int main(int argc, char **argv)
     int64_t *per = calloc((size_t)rounds * (size_t)clusters, sizeof *per);
     int64_t *wr = calloc((size_t)rounds * (size_t)clusters, sizeof *wr);
     int64_t *ex = calloc((size_t)rounds * (size_t)clusters, sizeof *ex);
+    /* per round: the first and the last Work rewritten, the last acknowledged */
+    int64_t *first_wr = calloc((size_t)rounds, sizeof *first_wr), *last_wr = calloc((size_t)rounds, sizeof *last_wr),
+            *last_ack = calloc((size_t)rounds, sizeof *last_ack);
     size_t nper = 0;
     fb_reqsnap wbefore = fb_snap_requests(&s);
     long csw0 = fb_proc_ctxsw(s.pid), acsw0 = 0, cli_csw = 0;
@@ -393,7 +396,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < clusters; i++) {
             wr[nper] = (a.written[i] ? a.written[i] : a.at[i]) - t0;
             ex[nper] = a.at[i] - (a.written[i] ? a.written[i] : a.at[i]);
-            per[nper++] = a.at[i] - t0;
+            per[nper] = a.at[i] - t0;
+            if (i == 0 || wr[nper] < first_wr[r])
+                first_wr[r] = wr[nper];
+            if (wr[nper] > last_wr[r])
+                last_wr[r] = wr[nper];
+            if (per[nper] > last_ack[r])
+                last_ack[r] = per[nper];
+            nper++;
         }
         pthread_mutex_unlock(&a.mu);
     }
@@ -422,6 +432,10 @@ int main(int argc, char **argv)
     double e50 = fb_pct_ms(ex, nper, 50), e99 = fb_pct_sorted_ms(ex, nper, 99);
     printf("  of which CLI start -> the Work rewritten: P50 %.1f ms  P99 %.1f ms; Work rewritten -> acknowledged: "
            "P50 %.1f ms  P99 %.1f ms\n", w50, w99, e50, e99);
+    printf("  a round's course, P50 over rounds: CLI start -> first Work rewritten %.1f ms -> last Work rewritten "
+           "%.1f ms -> last acknowledged %.1f ms -> CLI exit %.1f ms\n",
+           fb_pct_ms(first_wr, (size_t)rounds, 50), fb_pct_ms(last_wr, (size_t)rounds, 50),
+           fb_pct_ms(last_ack, (size_t)rounds, 50), c50);
     fb_print_writes(&wbefore, &wafter, rounds, "round");
     printf("  server CPU: %.1f ms per round (user + system, over the --wait rounds)\n",
            cpu0 >= 0 && cpu1 >= 0 ? (cpu1 - cpu0) * 1000 / rounds : -1);
@@ -452,6 +466,9 @@ int main(int argc, char **argv)
     free(per);
     free(wr);
     free(ex);
+    free(first_wr);
+    free(last_wr);
+    free(last_ack);
     free(a.at);
     free(a.written);
     free(a.line.p);
