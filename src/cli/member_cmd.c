@@ -9,7 +9,6 @@
 #include "cli/cli.h"
 #include "core/err.h"
 #include "core/log.h"
-#include "core/mem.h"
 #include "member/member.h"
 
 static void usage(FILE *f)
@@ -35,7 +34,6 @@ static void usage(FILE *f)
 
 int fl_cmd_member(int argc, char **argv)
 {
-    fl_mem_busy();
     fl_member_host_config cfg = {.listen = "127.0.0.1:0", .clusters = 1};
     static const struct option longopts[] = {
         {"data-dir", required_argument, 0, 'd'},       {"clusters", required_argument, 0, 'n'},

@@ -74,7 +74,6 @@ static void free_token(char *t)
 
 int fl_cmd_server(int argc, char **argv)
 {
-    fl_mem_busy();
     const char *data_dir = NULL, *listen = "127.0.0.1:6443";
     bool insecure = false, no_fsync = false;
     int max_inflight = 400, bookmark_ms = 60000;

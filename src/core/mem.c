@@ -84,15 +84,3 @@ void fl_mem_init(void)
     mallopt(M_MXFAST, 0);
     json_set_alloc_funcs(fl_malloc, free);
 }
-
-void fl_mem_busy(void)
-{
-    /* Grow a heap 1 MiB beyond each request and give back only what exceeds 4 MiB free at
-     * its top. With the defaults (no padding, a threshold of 128 KiB that adapts) the heaps
-     * of a busy process's threads shrank and grew again on every burst of JSON: sysmalloc
-     * and the page faults after it were 5% of the server's CPU. Untouched padding costs no
-     * RSS; the free tops kept do, a little, which the small processes (an agent, the CLI)
-     * are better without. */
-    mallopt(M_TOP_PAD, 1 << 20);
-    mallopt(M_TRIM_THRESHOLD, 4 << 20);
-}

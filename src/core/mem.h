@@ -24,8 +24,4 @@ char *fl_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1,
  * Call once at start, before threads. */
 void fl_mem_init(void);
 
-/* For the long-running busy processes (server, member host): keep heaps from shrinking and
- * growing again at every burst (why: mem.c). Call at start, before threads. */
-void fl_mem_busy(void);
-
 #endif
