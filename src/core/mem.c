@@ -2,7 +2,6 @@
 #include "core/mem.h"
 
 #include <jansson.h>
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,11 +75,5 @@ char *fl_vasprintf(const char *fmt, va_list ap)
 
 void fl_mem_init(void)
 {
-    /* No fastbins. With them, every request of 1 KiB or more in an arena that holds freed
-     * small chunks first merges all of them (malloc_consolidate): our JSON trees free
-     * hundreds of small nodes at a time, and buffers of a few KiB follow. That sweep was
-     * 6% of the server's CPU under load; small frees now go to the per-thread cache, then
-     * straight to the bins. */
-    mallopt(M_MXFAST, 0);
     json_set_alloc_funcs(fl_malloc, free);
 }

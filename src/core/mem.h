@@ -20,8 +20,7 @@ char *fl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same with a va_list. */
 char *fl_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
-/* Install the abort-on-OOM allocator into jansson and turn off malloc's fastbins (why: mem.c).
- * Call once at start, before threads. */
+/* Install the abort-on-OOM allocator into jansson. Call once at start, before threads. */
 void fl_mem_init(void);
 
 #endif
