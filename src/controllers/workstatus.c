@@ -426,7 +426,9 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
     int rc = 0;
     if (!old || !fl_json_same(st, old)) {
         /* a status write carries what the server reads of it: the name, the precondition
-         * and the status (not the manifests, which it keeps from the stored Work) */
+         * and the status (not the manifests, which it keeps from the stored Work). Handed
+         * over: in process the server stores st as it is instead of copying it; what st
+         * shares with the informer's Work is read-only for everyone. */
         const json_t *md = json_object_get(work, "metadata");
         json_t *copy = json_pack("{s:O*, s:O*, s:{s:O*, s:O*, s:O*, s:O*}, s:O}", "apiVersion",
                                  json_object_get(work, "apiVersion"), "kind", json_object_get(work, "kind"),
@@ -434,11 +436,10 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
                                  json_object_get(md, "namespace"), "uid", json_object_get(md, "uid"),
                                  "resourceVersion", json_object_get(md, "resourceVersion"), "status", st);
         fl_client_error ce = {0};
-        rc = fl_client_update_status(cp, &WORKS, work_meta(work, "namespace"), copy, NULL, NULL, &ce);
+        rc = fl_client_update_status_given(cp, &WORKS, work_meta(work, "namespace"), copy, NULL, NULL, &ce);
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
             fl_log(FL_LOG_WARN, "execution", "Work %s/%s: writing status: %s", work_meta(work, "namespace"),
                    work_meta(work, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
-        json_decref(copy);
     }
     json_decref(st);
     return rc;
