@@ -20,7 +20,18 @@ char *fl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same with a va_list. */
 char *fl_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
-/* Install the abort-on-OOM allocator into jansson. Call once at start, before threads. */
+/* Install the abort-on-OOM allocator into jansson, with the node cache below (not in a
+ * sanitizer build). Call once at start, before threads. */
 void fl_mem_init(void);
+
+/* Allocation for JSON nodes: fl_malloc, but small blocks freed by fl_node_free come back
+ * from a cache of the calling thread's (why and how: mem.c). A block from either may be
+ * given to free(), and fl_node_free takes any block from malloc. */
+void *fl_node_malloc(size_t n);
+void fl_node_free(void *p);
+/* Give the calling thread's cached blocks back to malloc (a thread's are at its exit). */
+void fl_node_cache_drain(void);
+/* How many blocks the calling thread's cache holds (for tests). */
+size_t fl_node_cached(void);
 
 #endif
