@@ -168,7 +168,7 @@ char *fl_coll_prefix(const fl_kind *k, const char *ns)
 {
     char *p = fl_kind_prefix(k);
     if (k->namespaced && ns && ns[0]) {
-        char *q = fl_asprintf("%s%s/", p, ns);
+        char *q = fl_cat(p, ns, "/", NULL);
         free(p);
         return q;
     }
@@ -178,7 +178,9 @@ char *fl_coll_prefix(const fl_kind *k, const char *ns)
 char *fl_obj_key(const fl_kind *k, const char *ns, const char *name)
 {
     char *p = fl_kind_prefix(k);
-    char *key = k->namespaced ? fl_asprintf("%s%s/%s", p, ns, name) : fl_asprintf("%s%s", p, name);
+    if (!name)
+        name = "";
+    char *key = k->namespaced ? fl_cat(p, ns ? ns : "", "/", name, NULL) : fl_cat(p, name, NULL);
     free(p);
     return key;
 }
@@ -208,8 +210,15 @@ void fl_uuid4(char buf[37])
     fl_random_bytes(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
-             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    static const char hex[] = "0123456789abcdef";
+    char *o = buf;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *o++ = '-';
+        *o++ = hex[b[i] >> 4];
+        *o++ = hex[b[i] & 15];
+    }
+    *o = '\0';
 }
 
 json_t *fl_obj_meta(json_t *obj)

@@ -361,7 +361,7 @@ static const json_t *schema_field(const walk *w, const char *name)
 
 static bool push_field(walk *w, const char *name)
 {
-    return walk_push(w, fl_asprintf("f:%s", name), name, schema_field(w, name));
+    return walk_push(w, fl_cat("f:", name, NULL), name, schema_field(w, name));
 }
 
 static bool push_item(walk *w, char *pe)

@@ -412,7 +412,7 @@ void fl_kinds_remove_crd(const char *name) { fl_kindreg_remove_crd(NULL, name); 
 
 char *fl_kind_prefix(const fl_kind *k)
 {
-    return fl_asprintf("/%s/%s/", k->group[0] ? k->group : "core", k->resource);
+    return fl_cat("/", k->group[0] ? k->group : "core", "/", k->resource, "/", NULL);
 }
 
 /* ------------------------------------------------------------------ */

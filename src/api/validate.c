@@ -444,9 +444,12 @@ static size_t path_add(pathbuf *p, const char *pre, const char *s, const char *p
 
 static size_t path_index(pathbuf *p, size_t i)
 {
-    char num[24];
-    snprintf(num, sizeof num, "%zu", i);
-    return path_add(p, "[", num, "]");
+    char num[24], *d = num + sizeof num;
+    *--d = '\0';
+    do
+        *--d = (char)('0' + i % 10);
+    while (i /= 10);
+    return path_add(p, "[", d, "]");
 }
 
 static void path_pop(pathbuf *p, size_t saved)

@@ -269,7 +269,7 @@ char *fl_informer_key(const json_t *obj)
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     if (!name || !*name)
         return NULL;
-    return ns && *ns ? fl_asprintf("%s/%s", ns, name) : fl_strdup(name);
+    return ns && *ns ? fl_cat(ns, "/", name, NULL) : fl_strdup(name);
 }
 
 int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
@@ -655,7 +655,7 @@ int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
 
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out)
 {
-    char *key = ns && *ns ? fl_asprintf("%s/%s", ns, name) : fl_strdup(name);
+    char *key = ns && *ns ? fl_cat(ns, "/", name, NULL) : fl_strdup(name);
     int rc = fl_informer_get_key(inf, key, out);
     free(key);
     return rc;

@@ -45,7 +45,7 @@ char *fl_names_work(const char *kind, const char *ns, const char *name)
 
 char *fl_names_execution_space(const char *cluster)
 {
-    return fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, cluster);
+    return fl_cat(FL_EXECUTION_SPACE_PREFIX, cluster, NULL);
 }
 
 static const char *str_at(const json_t *o, const char *k)
@@ -60,14 +60,14 @@ char *fl_names_binding_key(const json_t *binding)
     if (!name)
         return NULL;
     if (kind && !strcmp(kind, "ClusterResourceBinding"))
-        return fl_asprintf("C|%s", name);
-    return fl_asprintf("R|%s/%s", ns ? ns : "", name);
+        return fl_cat("C|", name, NULL);
+    return fl_cat("R|", ns ? ns : "", "/", name, NULL);
 }
 
 char *fl_names_template_binding_key(const char *kind, bool namespaced, const char *ns, const char *name)
 {
     char *b = fl_names_binding(kind, name);
-    char *key = namespaced ? fl_asprintf("R|%s/%s", ns ? ns : "", b) : fl_asprintf("C|%s", b);
+    char *key = namespaced ? fl_cat("R|", ns ? ns : "", "/", b, NULL) : fl_cat("C|", b, NULL);
     free(b);
     return key;
 }
@@ -78,8 +78,8 @@ char *fl_names_work_binding_key(const json_t *work)
     const char *ns = str_at(anns, "resourcebinding.karmada.io/namespace");
     const char *name = str_at(anns, "resourcebinding.karmada.io/name");
     if (ns && name)
-        return fl_asprintf("R|%s/%s", ns, name);
+        return fl_cat("R|", ns, "/", name, NULL);
     if ((name = str_at(anns, "clusterresourcebinding.karmada.io/name")))
-        return fl_asprintf("C|%s", name);
+        return fl_cat("C|", name, NULL);
     return NULL;
 }

@@ -83,7 +83,7 @@ static void enqueue_owner(fl_ws_watch *wt, const json_t *obj)
     }
     if (!ns || !name || !*ns || !*name)
         return;
-    char *key = fl_asprintf("%s/%s", ns, name);
+    char *key = fl_cat(ns, "/", name, NULL);
     fl_workqueue_add(wt->q, key);
     free(key);
 }
@@ -107,7 +107,7 @@ static void on_delete(void *ctx, json_t *obj)
 
 char *fl_ws_use_key(const char *cluster, const char *api_version, const char *kind)
 {
-    return fl_asprintf("%s\n%s\n%s", cluster, api_version, kind);
+    return fl_cat(cluster ? cluster : "", "\n", api_version ? api_version : "", "\n", kind ? kind : "", NULL);
 }
 
 fl_ws_watches *fl_ws_watches_new(fl_workqueue *q)

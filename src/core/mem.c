@@ -68,6 +68,26 @@ char *fl_asprintf(const char *fmt, ...)
     return out;
 }
 
+char *fl_cat(const char *first, ...)
+{
+    va_list ap;
+    size_t n = 0;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *))
+        n += strlen(s);
+    va_end(ap);
+    char *out = fl_malloc(n + 1), *at = out;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *)) {
+        size_t k = strlen(s);
+        memcpy(at, s, k);
+        at += k;
+    }
+    va_end(ap);
+    *at = '\0';
+    return out;
+}
+
 char *fl_vasprintf(const char *fmt, va_list ap)
 {
     char *out = NULL;

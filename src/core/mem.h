@@ -20,6 +20,10 @@ char *fl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same with a va_list. */
 char *fl_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
+/* The strings given, one after another, up to a NULL: fl_cat(ns, "/", name, NULL). For the
+ * keys and paths made on every request, where fl_asprintf's formatting was the cost. */
+char *fl_cat(const char *first, ...) __attribute__((sentinel));
+
 /* Install the abort-on-OOM allocator into jansson, with the node cache below (not in a
  * sanitizer build). Call once at start, before threads. */
 void fl_mem_init(void);

@@ -142,6 +142,19 @@ static void json_trees_on_the_cache_stay_intact(void **state)
     json_set_alloc_funcs(malloc, free);
 }
 
+static void cat_joins_up_to_the_null(void **state)
+{
+    char *s = fl_cat("R|", "default", "/", "web", NULL);
+    assert_string_equal(s, "R|default/web");
+    free(s);
+    s = fl_cat("", NULL);
+    assert_string_equal(s, "");
+    free(s);
+    s = fl_cat("f:", "metadata", "", NULL);
+    assert_string_equal(s, "f:metadata");
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +164,7 @@ int main(void)
         cmocka_unit_test(a_thread_keeps_a_bounded_number_of_blocks),
         cmocka_unit_test(blocks_move_between_threads_and_leave_with_them),
         cmocka_unit_test(json_trees_on_the_cache_stay_intact),
+        cmocka_unit_test(cat_joins_up_to_the_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "api/api_internal.h"
 #include "core/random.h"
 
 static void bytes_differ_between_calls(void **state)
@@ -66,6 +67,27 @@ static void jitter_is_at_most_a_tenth_early(void **state)
     assert_int_equal(fl_jittered_ms(5), 5);
 }
 
+/* A version 4 UUID as Kubernetes writes metadata.uid: 8-4-4-4-12 lowercase hex digits, the
+ * version nibble 4 and the variant bits 10. */
+static void uuids_are_version_4_in_the_usual_form(void **state)
+{
+    char a[37], b[37];
+    for (int n = 0; n < 200; n++) {
+        fl_uuid4(a);
+        assert_int_equal(strlen(a), 36);
+        for (int i = 0; i < 36; i++) {
+            if (i == 8 || i == 13 || i == 18 || i == 23)
+                assert_int_equal(a[i], '-');
+            else
+                assert_non_null(strchr("0123456789abcdef", a[i]));
+        }
+        assert_int_equal(a[14], '4');
+        assert_non_null(strchr("89ab", a[19]));
+    }
+    fl_uuid4(b);
+    assert_string_not_equal(a, b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -73,6 +95,7 @@ int main(void)
         cmocka_unit_test(below_stays_in_range),
         cmocka_unit_test(phase_spreads_over_the_whole_period),
         cmocka_unit_test(jitter_is_at_most_a_tenth_early),
+        cmocka_unit_test(uuids_are_version_4_in_the_usual_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
