@@ -163,7 +163,7 @@ static inline size_t node_class(size_t n)
 
 void *fl_node_malloc(size_t n)
 {
-    size_t c = node_class(n);
+    size_t c = n <= 16 * (NODE_CLASSES + 2) - 8 ? node_class(n) : NODE_CLASSES; /* no wrap for a huge n */
     if (c < NODE_CLASSES && node_tc.head[c]) {
         void *p = node_tc.head[c];
         node_tc.head[c] = *(void **)p;
