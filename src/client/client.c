@@ -658,9 +658,13 @@ static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs,
         curl_easy_setopt(e, CURLOPT_PASSWORD, c->password ? c->password : "");
     }
     struct curl_slist *h = NULL;
-    char accept[256];
-    snprintf(accept, sizeof accept, "Accept: %s", r->accept ? r->accept : "application/json");
-    h = curl_slist_append(h, accept);
+    if (r->accept) { /* discovery's aggregated form; every other request takes JSON */
+        char *accept = fl_cat("Accept: ", r->accept, NULL);
+        h = curl_slist_append(h, accept);
+        free(accept);
+    } else {
+        h = curl_slist_append(h, "Accept: application/json");
+    }
     h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip before bodies */
     if (c->auth_header)
         h = curl_slist_append(h, c->auth_header);

@@ -357,7 +357,6 @@ static json_t *discover_aggregated(fl_client_cancel *cancel, fl_client *c, bool 
     return items;
 }
 
-/* apiEnablements from /api and /apis; *reason tells Complete/Partial/Empty. */
 /* The group-versions from /api and /apis, one request each for their resources, appended
  * to items; a failed request makes the result partial. */
 static void per_gv_gvs(fl_client_cancel *cancel, fl_client *c, json_t *items, bool *partial)
