@@ -13,6 +13,7 @@ with its agent. Everything goes through kubectl and `flotilla ctl suspend|resume
 - status collection goes on while suspended;
 - a user's suspension of a binding survives the policy sync until the policy's own changes;
 - unscheduling a suspended cluster removes nothing until resumed;
+- a binding with scheduling suspended keeps its clusters until that is lifted;
 - pausing a whole cluster, acknowledged by its Paused condition;
 - events on the template, the binding and the Work; bad input gives one line and exit 2.
 """
@@ -297,6 +298,26 @@ def test_unscheduling_a_suspended_cluster_removes_nothing_until_resumed(fleet):
     wait_for(lambda: fleet.get("deploy", "move", member="member1") is None, timeout=20,
              what="member1's copy to go after resume")
     cleanup(fleet, "move")
+
+
+def test_a_binding_with_scheduling_suspended_keeps_its_clusters(fleet):
+    start(fleet, "hold", ["member1"])
+    fleet.patch("rb", "hold-deployment", patch={"spec": {"suspension": {"scheduling": True}}})
+    fleet.patch("pp", "hold", patch={"spec": {"placement": {"clusterAffinity": {"clusterNames": ["member2"]}}}})
+    # the new placement reaches the binding, but the scheduler leaves the binding alone
+    wait_for(lambda: binding(fleet, "hold")["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["member2"],
+             timeout=20, what="the new placement on the binding")
+    time.sleep(1.5)
+    assert [c["name"] for c in binding(fleet, "hold")["spec"]["clusters"]] == ["member1"], "rescheduled while suspended"
+    assert fleet.get("deploy", "hold", member="member2") is None
+    assert binding(fleet, "hold")["spec"]["suspension"] == {"scheduling": True}, "the policy sync undid it"
+    # lifted: scheduled to the new placement, and member1's copy goes
+    fleet.patch("rb", "hold-deployment", patch={"spec": {"suspension": {"scheduling": None}}})
+    wait_for(lambda: [c["name"] for c in binding(fleet, "hold")["spec"].get("clusters", [])] == ["member2"],
+             timeout=20, what="the binding to be scheduled to member2")
+    wait_for(lambda: image_in(fleet, "hold", "member2") == "nginx:1.25" and
+             fleet.get("deploy", "hold", member="member1") is None, timeout=20, what="hold to move to member2")
+    cleanup(fleet, "hold")
 
 
 def test_pausing_a_cluster(fleet):
