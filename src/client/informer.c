@@ -80,6 +80,7 @@ struct fl_informer {
     char rv[64];
 
     bool compact;
+    bool no_old;                 /* on_update gets no old object */
     pthread_mutex_t hot_mu;
     hot_slot *hot;               /* compact: decoded objects by key hash */
     size_t nhot;
@@ -302,6 +303,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     pthread_cond_init(&inf->sync_cond, &ca);
     pthread_condattr_destroy(&ca);
     inf->compact = cfg->compact;
+    inf->no_old = cfg->no_old_objects;
     pthread_mutex_init(&inf->hot_mu, NULL);
     if (inf->compact) {
         inf->nhot = cfg->hot_objects ? cfg->hot_objects : HOT_DEFAULT;
@@ -412,7 +414,7 @@ static int relist(fl_informer *inf)
         if (!prev) {
             emit_add(inf, item);
         } else if (strcmp(prev->rv, fl_client_object_rv(item)) != 0) {
-            json_t *p = gone_obj(inf, prev);
+            json_t *p = inf->no_old ? NULL : gone_obj(inf, prev);
             emit_update(inf, p, item);
             json_decref(p);
         }
@@ -456,16 +458,17 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
     pthread_rwlock_unlock(&inf->lock);
     inf->events++;
     /* the previous object before the hot slot moves on to the new one */
-    json_t *prev = taken ? gone_obj(inf, taken) : NULL;
+    json_t *prev = taken && !inf->no_old ? gone_obj(inf, taken) : NULL;
+    bool had = inf->no_old ? taken != NULL : prev != NULL;
     if (key && inf->compact)
         hot_set(inf, key, e ? e->text : NULL, e ? obj : NULL);
     centry_free(taken);
 
     if (key) {
         if (type == FL_WATCH_DELETED) {
-            if (prev) /* a delete of something we never had is nothing to report */
+            if (had) /* a delete of something we never had is nothing to report */
                 emit_delete(inf, obj);
-        } else if (prev) {
+        } else if (had) {
             emit_update(inf, prev, obj);
         } else {
             emit_add(inf, obj);

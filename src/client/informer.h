@@ -65,6 +65,9 @@ typedef struct fl_informer_config {
      * read-only as ever; a list decodes what is not hot. */
     bool compact;
     size_t hot_objects;
+    /* No handler reads on_update's old object: it is passed as NULL, and a compact informer
+     * does not decode the previous text for it. */
+    bool no_old_objects;
 } fl_informer_config;
 
 /* A transform that drops metadata.managedFields: controllers never read them, and they are

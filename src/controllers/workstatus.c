@@ -196,6 +196,7 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
             .skip_fields = fl_informer_skip_managed_fields, /* over HTTP: not even decoded */
             .compact = true, /* one per member object of every Work: kept as text, */
             .hot_objects = 64, /* and a watch per cluster and kind */
+            .no_old_objects = true, /* on_update reads only the new object */
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);

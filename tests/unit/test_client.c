@@ -1352,6 +1352,46 @@ static void test_informer_syncs_then_sees_adds_updates_and_deletes(void **state)
     rec_close(&l.r);
 }
 
+/* Handlers that read only the new object: the old one is not decoded for them. */
+static void on_update_new_only(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    inf_log *l = ctx;
+    char *b = key_rv_data(new_obj);
+    rec_add(&l->r, fl_asprintf("update %s -> %s", old_obj ? "old" : "(none)", b));
+    free(b);
+}
+
+static void test_informer_without_old_objects_still_tells_updates_from_adds(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    inf_log l;
+    rec_init(&l.r);
+    atomic_store(&l.cache_misses, 0);
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default", .backoff_min_ms = 20,
+                              .backoff_max_ms = 200,
+                              .handlers = {.on_add = on_add, .on_update = on_update_new_only,
+                                           .on_delete = on_delete, .ctx = &l},
+                              .compact = compact_informers, .hot_objects = 1, .no_old_objects = true};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    l.inf = inf;
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    create_cm(f, "default", "b", "1"); /* b's slot is the hot one now: a's text is cold */
+    patch_cm(f, "default", "a", "2");
+    delete_cm(f, "default", "a");
+    WAIT_UNTIL(rec_count(&l.r) >= 4, 5000);
+    assert_int_equal(rec_count(&l.r), 4);
+    assert_true(rec_has(&l.r, "add default/a=1"));
+    assert_true(rec_has(&l.r, "add default/b=1"));
+    assert_true(rec_has(&l.r, "update (none) -> default/a=2"));
+    assert_true(rec_has(&l.r, "delete default/a=2"));
+    assert_int_equal(atomic_load(&l.cache_misses), 0);
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
 static void test_informer_relists_after_its_watch_expires_without_spurious_events(void **state)
 {
     fixture *f = *state;
@@ -1478,6 +1518,7 @@ int main(void)
         T(test_watch_from_a_compacted_revision_is_expired),
         T(test_cancel_before_the_watch_starts_returns_at_once),
         T(test_informer_syncs_then_sees_adds_updates_and_deletes),
+        T(test_informer_without_old_objects_still_tells_updates_from_adds),
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
         T(test_informer_stops_promptly_while_the_server_is_down),
@@ -1514,6 +1555,8 @@ int main(void)
 #define C(name, set_up) cmocka_unit_test_setup_teardown(name, set_up, teardown)
     const struct CMUnitTest compact[] = {
         C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_compact),
+        C(test_informer_without_old_objects_still_tells_updates_from_adds, setup_compact),
+        C(test_informer_without_old_objects_still_tells_updates_from_adds, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
         C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_local_compact),
