@@ -96,6 +96,11 @@ void fl_api_stream_free(fl_api_stream *s);
  * thread, while the stream is not freed. */
 void fl_api_stream_cancel(fl_api_stream *s);
 
+/* The object a stored value b decodes to: a new reference, read-only (it may be the one the
+ * API last wrote, shared, which costs no decoding); NULL when the bytes are not JSON.
+ * (decoded.c) */
+json_t *fl_api_decoded(const fl_blob *b);
+
 /* ---- in process (local.c) ---- */
 
 /* fl_client_local.serve for an fl_api (ctx): one request as http.c would hand it over. */

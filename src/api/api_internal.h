@@ -58,9 +58,6 @@ void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_list(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t);
 
-/* The object a stored value b decodes to: a new reference, read-only (it may be the one the
- * API last wrote, shared); NULL when the bytes are not JSON. (decoded.c) */
-json_t *fl_api_decoded(const fl_blob *b);
 /* Keep obj, which nobody changes any more, as what b, just stored, decodes to. */
 void fl_api_decoded_keep(fl_blob *b, json_t *obj);
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t);
