@@ -598,6 +598,27 @@ static int walk_field(const fl_field *f, const json_t *v, const char *rest, path
     return rc;
 }
 
+/* Does path lie at or below the top-level member top (NULL: every path does)? */
+static bool under(const char *path, const char *top)
+{
+    if (!top)
+        return true;
+    size_t n = strlen(top);
+    return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '.');
+}
+
+static int walk_table_under(const fl_field *tab, const json_t *root, const char *top, pathbuf *p, char **msg)
+{
+    for (const fl_field *f = tab; f && f->path; f++) {
+        if (!under(f->path, top))
+            continue;
+        int rc = walk_field(f, root, f->path, p, msg);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int walk_table(const fl_field *tab, const json_t *root, pathbuf *p, char **msg)
 {
     for (const fl_field *f = tab; f && f->path; f++) {
@@ -718,7 +739,7 @@ static int walk_schema(const json_t *schema, const json_t *v, pathbuf *p, char *
     return 0;
 }
 
-int fl_validate_types(const fl_kind *k, const json_t *obj, char **msg)
+int fl_validate_types_under(const fl_kind *k, const json_t *obj, const char *top, char **msg)
 {
     pathbuf p = {.s = "", .n = 0};
     *msg = NULL;
@@ -730,13 +751,24 @@ int fl_validate_types(const fl_kind *k, const json_t *obj, char **msg)
     if (!rc)
         rc = check_string_list(obj, "finalizers", &p, msg);
     if (!rc && k && k->fields)
-        rc = walk_table(k->fields, obj, &p, msg);
+        rc = walk_table_under(k->fields, obj, top, &p, msg);
     if (!rc && k && k->dynamic && k->crd_version) {
         json_t *schema = fl_v_obj(fl_v_obj(k->crd_version, "schema"), "openAPIV3Schema");
-        if (schema)
+        if (schema && !top) {
             rc = walk_schema(schema, obj, &p, msg, 0);
+        } else if (schema && json_object_get(obj, top)) {
+            size_t s = path_key(&p, top, false);
+            rc = walk_schema(json_object_get(fl_v_obj(schema, "properties"), top), json_object_get(obj, top), &p, msg,
+                             1);
+            path_pop(&p, s);
+        }
     }
     return rc;
+}
+
+int fl_validate_types(const fl_kind *k, const json_t *obj, char **msg)
+{
+    return fl_validate_types_under(k, obj, NULL, msg);
 }
 
 /* ---------------------------------------------------------------------------------

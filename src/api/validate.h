@@ -19,6 +19,9 @@
  * Returns 0, or FL_EINVAL with *msg = heap text like
  * "spec.replicas: expected integer, got string". */
 int fl_validate_types(const fl_kind *k, const json_t *obj, char **msg);
+/* The same for metadata and the top-level member top only (NULL: everything), for a write
+ * that takes nothing else from obj (an in-process /status update). */
+int fl_validate_types_under(const fl_kind *k, const json_t *obj, const char *top, char **msg);
 
 /* Validate for create (old == NULL) or update. Appends causes to `causes` (a JSON array
  * the caller owns); returns the number appended. Covers: metadata.name format for the

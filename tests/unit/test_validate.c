@@ -58,6 +58,7 @@ static const fl_field deploy_fields[] = {
     {"spec.strategy.rollingUpdate.maxSurge", FL_F_INTORSTR},
     {"spec.template.spec.containers", FL_F_ARRAY, "name", "merge", container_fields},
     {"spec.template.spec.overhead.cpu", FL_F_QUANTITY},
+    {"status.replicas", FL_F_INT},
     {NULL},
 };
 static const fl_kind deploy_kind = {.group = "apps", .version = "v1", .kind = "Deployment", .namespaced = true,
@@ -505,6 +506,45 @@ static void types_follow_crd_schema(void **state)
     check_types(&k, obj("{'spec':{'items':[{'name':'a'},{'name':false}]}}"),
                 "spec.items[1].name: expected string, got boolean");
     check_types(&k, obj("{'metadata':{'labels':{'a':[]}}}"), "metadata.labels[a]: expected string, got array");
+    json_decref(k.crd_version);
+}
+
+static void check_types_under(const fl_kind *k, const char *top, json_t *o, const char *want)
+{
+    char *msg = NULL;
+    int rc = fl_validate_types_under(k, o, top, &msg);
+    if (!want) {
+        if (rc)
+            fail_msg("unexpected type error: %s", msg);
+        assert_null(msg);
+    } else {
+        assert_int_equal(rc, FL_EINVAL);
+        assert_string_equal(msg, want);
+    }
+    free(msg);
+    json_decref(o);
+}
+
+/* A /status write takes only the status (and metadata) from its body: only those are checked. */
+static void types_under_a_member_check_it_and_metadata_only(void **state)
+{
+    (void)state;
+    check_types_under(&deploy_kind, "status", obj("{'spec':{'replicas':'x'},'status':{'replicas':2}}"), NULL);
+    check_types_under(&deploy_kind, "status", obj("{'spec':{'replicas':1},'status':{'replicas':'2'}}"),
+                      "status.replicas: expected integer, got string");
+    check_types_under(&deploy_kind, "status", obj("{'metadata':{'labels':{'a':1}},'status':{}}"),
+                      "metadata.labels[a]: expected string, got integer");
+    check_types_under(&deploy_kind, NULL, obj("{'spec':{'replicas':'x'},'status':{'replicas':2}}"),
+                      "spec.replicas: expected integer, got string");
+    fl_kind k = {.group = "example.com", .version = "v1", .kind = "Widget", .namespaced = true, .dynamic = true};
+    k.crd_version = obj("{'name':'v1','schema':{'openAPIV3Schema':{'type':'object','properties':{"
+                        "'spec':{'type':'object','properties':{'size':{'type':'integer'}}},"
+                        "'status':{'type':'object','properties':{'ready':{'type':'boolean'}}}}}}}");
+    check_types_under(&k, "status", obj("{'spec':{'size':'3'},'status':{'ready':true}}"), NULL);
+    check_types_under(&k, "status", obj("{'spec':{'size':3},'status':{'ready':'yes'}}"),
+                      "status.ready: expected boolean, got string");
+    check_types_under(&k, "status", obj("{'spec':{'size':3},'status':7}"), "status: expected object, got integer");
+    check_types_under(&k, "status", obj("{'spec':{'size':3}}"), NULL);
     json_decref(k.crd_version);
 }
 
@@ -1191,6 +1231,7 @@ static void kind_validator_runs_after_metadata(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(types_under_a_member_check_it_and_metadata_only),
         cmocka_unit_test(valid_name_accepted),
         cmocka_unit_test(invalid_name_rejected),
         cmocka_unit_test(missing_name_required),
