@@ -350,36 +350,52 @@ static char *obj_path(const sim_ref *r, const char *sub)
                        sub ? sub : "");
 }
 
-/* One request through the API layer, as our field manager. Returns the HTTP code; *out (may
- * be NULL) gets the decoded 2xx response body (new reference) or NULL. */
+/* A request through the API layer as our field manager (q holds the query it points at). */
+static void req_init(fl_req *r, fl_kvpair *q, const char *method, const char *path, const char *ctype)
+{
+    q->key = (char *)"fieldManager";
+    q->value = (char *)FL_SIM_FIELD_MANAGER;
+    memset(r, 0, sizeof *r);
+    r->method = method;
+    r->path = path;
+    r->query = q;
+    r->nquery = 1;
+    r->content_type = ctype;
+    r->accept = "application/json";
+    r->user_agent = FL_SIM_FIELD_MANAGER;
+}
+
+/* Log an answer we did not expect (a 409 or 404 is a race an event will settle), then free
+ * what the request holds. Returns its HTTP code. */
+static int req_done(fl_req *r)
+{
+    if (r->code / 100 != 2 && r->code != 409 && r->code != 404)
+        fl_log(FL_LOG_WARN, "member-sim", "%s %s: HTTP %d %.300s", r->method, r->path, r->code,
+               r->resp ? r->resp : "");
+    if (r->stream)
+        fl_api_stream_free(r->stream);
+    free(r->resp);
+    free(r->warnings);
+    return r->code;
+}
+
+/* One request with a JSON body (or none). Returns the HTTP code; *out (may be NULL) gets the
+ * decoded 2xx response body (new reference) or NULL. */
 static int api_call(fl_api *api, const char *method, const char *path, const char *ctype, const json_t *body,
                     json_t **out)
 {
-    fl_kvpair q[1] = {{(char *)"fieldManager", (char *)FL_SIM_FIELD_MANAGER}};
+    fl_kvpair q;
+    fl_req r;
+    req_init(&r, &q, method, path, ctype);
     size_t blen = 0;
     char *b = body ? fl_json_dumps(body, &blen) : NULL;
-    fl_req r;
-    memset(&r, 0, sizeof r);
-    r.method = method;
-    r.path = path;
-    r.query = q;
-    r.nquery = 1;
-    r.content_type = ctype;
-    r.accept = "application/json";
-    r.user_agent = FL_SIM_FIELD_MANAGER;
     r.body = b;
     r.body_len = blen;
     fl_api_handle(api, &r);
     if (out)
         *out = (r.code / 100 == 2 && r.resp) ? fl_json_load(r.resp, r.resp_len) : NULL;
-    if (r.code / 100 != 2 && r.code != 409 && r.code != 404)
-        fl_log(FL_LOG_WARN, "member-sim", "%s %s: HTTP %d %.300s", method, path, r.code, r.resp ? r.resp : "");
-    if (r.stream)
-        fl_api_stream_free(r.stream);
-    free(r.resp);
-    free(r.warnings);
     free(b);
-    return r.code;
+    return req_done(&r);
 }
 
 /* Merge-patch obj (or its /status) with {metadata.resourceVersion pinned, field: patch}.
@@ -414,33 +430,19 @@ static int put_status(fl_sim *s, sim_cluster *c, const sim_ref *r, const json_t 
     json_object_set_new(body, "metadata", fl_json_shallow_copy(json_object_get(obj, "metadata")));
     json_object_set_new(body, "status", want);
     char *path = obj_path(r, "status");
-    fl_kvpair q[1] = {{(char *)"fieldManager", (char *)FL_SIM_FIELD_MANAGER}};
+    fl_kvpair q;
     fl_req req;
-    memset(&req, 0, sizeof req);
-    req.method = "PUT";
-    req.path = path;
-    req.query = q;
-    req.nquery = 1;
-    req.content_type = "application/json";
-    req.accept = "application/json";
-    req.user_agent = FL_SIM_FIELD_MANAGER;
+    req_init(&req, &q, "PUT", path, "application/json");
     req.body_obj = body;
     req.body_given = true;
     req.discard = true;
     fl_api_handle(c->api, &req);
     if (req.code == 200)
         atomic_fetch_add(&s->writes, 1);
-    else if (req.code != 409 && req.code != 404)
-        fl_log(FL_LOG_WARN, "member-sim", "PUT %s: HTTP %d %.300s", path, req.code, req.resp ? req.resp : "");
-    else
-        fl_log(FL_LOG_DEBUG, "member-sim", "%s: PUT %s: HTTP %d", c->name, path, req.code);
-    if (req.stream)
-        fl_api_stream_free(req.stream);
-    free(req.resp);
-    free(req.warnings);
+    int code = req_done(&req);
     free(path);
     json_decref(body);
-    return req.code;
+    return code;
 }
 
 /* ------------------------------------------------------------------ */
