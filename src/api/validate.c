@@ -621,12 +621,7 @@ static int walk_table_under(const fl_field *tab, const json_t *root, const char 
 
 static int walk_table(const fl_field *tab, const json_t *root, pathbuf *p, char **msg)
 {
-    for (const fl_field *f = tab; f && f->path; f++) {
-        int rc = walk_field(f, root, f->path, p, msg);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return walk_table_under(tab, root, NULL, p, msg);
 }
 
 /* The metadata every object shares (ObjectMeta + TypeMeta). */
@@ -754,12 +749,12 @@ int fl_validate_types_under(const fl_kind *k, const json_t *obj, const char *top
         rc = walk_table_under(k->fields, obj, top, &p, msg);
     if (!rc && k && k->dynamic && k->crd_version) {
         json_t *schema = fl_v_obj(fl_v_obj(k->crd_version, "schema"), "openAPIV3Schema");
+        const json_t *part = top ? json_object_get(obj, top) : NULL;
         if (schema && !top) {
             rc = walk_schema(schema, obj, &p, msg, 0);
-        } else if (schema && json_object_get(obj, top)) {
+        } else if (schema && part) {
             size_t s = path_key(&p, top, false);
-            rc = walk_schema(json_object_get(fl_v_obj(schema, "properties"), top), json_object_get(obj, top), &p, msg,
-                             1);
+            rc = walk_schema(json_object_get(fl_v_obj(schema, "properties"), top), part, &p, msg, 1);
             path_pop(&p, s);
         }
     }
