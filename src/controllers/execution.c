@@ -60,6 +60,9 @@
 #define EXEC_WORKERS 8
 #define EXEC_RESYNC_MS 30000 /* FLOTILLA_EXEC_RESYNC_MS */
 #define EXEC_FIRST_STATUS_MS 100 /* FLOTILLA_EXEC_FIRST_STATUS_MS; 0: at once */
+/* FLOTILLA_EXEC_FIRST_STATUS_MAX_MS: how long after its first apply a first status may wait
+ * for other Works' deliveries (first_status_later) */
+#define EXEC_FIRST_STATUS_MAX_MS 10000
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
@@ -90,9 +93,15 @@ struct fl_exec {
     json_t *inflight;  /* cluster -> number of workers applying or removing */
     json_t *want_ack;  /* clusters whose Paused acknowledgement waits for inflight to drain */
     /* Works applied for the first time whose first status waits (first_status_later):
-     * key -> [generation applied, when the status is due (fl_time_now_ms)]; under mu */
+     * key -> [generation applied, when the status is due, when it was applied] (times from
+     * fl_time_now_ms); under mu */
     json_t *first_status;
-    int64_t first_status_ms;
+    int64_t first_status_ms, first_status_max_ms;
+    /* Works added, or changed in what delivery reads, whose delivery has not been tried
+     * since or is being tried: key -> the enqueue's number (undelivered_seq); under mu.
+     * While there are any, first statuses wait. */
+    json_t *undelivered;
+    json_int_t undelivered_seq;
 };
 typedef struct fl_exec exec;
 
@@ -559,10 +568,13 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
  * that time (its controllers see the create at once), so one write carries Applied and
  * the member's status, where it would be two writes in a row. And a new workload goes to
  * many clusters at once: until its Works are delivered, status writes only compete with
- * them for the CPU. Only a Work with no conditions yet waits, and only after an apply that
- * succeeded: every later status (a resumed Work's acknowledgement among them) and every
- * failure is written at once. Other reconciles before the time (the member's events for
- * the new objects) do not write it either; the one at the time does. */
+ * them for the CPU. So after that time it goes on waiting, first_status_ms at a time, while
+ * other Works wait for their delivery (undelivered), up to first_status_max_ms after the
+ * apply: a burst of new workloads is delivered first, and its statuses follow. Only a Work
+ * with no conditions yet waits, and only after an apply that succeeded: every later status
+ * (a resumed Work's acknowledgement among them) and every failure is written at once.
+ * Other reconciles before the time (the member's events for the new objects) do not write
+ * it either; the one at the time does. */
 static bool first_status_later(exec *x, const json_t *work)
 {
     if (x->first_status_ms <= 0 || json_object_get(jobj(work, "status"), "conditions"))
@@ -575,10 +587,13 @@ static bool first_status_later(exec *x, const json_t *work)
     pthread_mutex_lock(&x->mu);
     json_t *seen = json_object_get(x->first_status, key);
     if (!seen || json_integer_value(json_array_get(seen, 0)) != gen) {
-        json_object_set_new(x->first_status, key, json_pack("[II]", gen, now + x->first_status_ms));
+        json_object_set_new(x->first_status, key, json_pack("[III]", gen, now + x->first_status_ms, now));
         wait = x->first_status_ms;
     } else if (json_integer_value(json_array_get(seen, 1)) > now) {
         wait = json_integer_value(json_array_get(seen, 1)) - now;
+    } else if (json_object_size(x->undelivered) > (json_object_get(x->undelivered, key) ? 1u : 0u) &&
+               now < json_integer_value(json_array_get(seen, 2)) + x->first_status_max_ms) {
+        wait = x->first_status_ms; /* deliveries first */
     } else {
         json_object_del(x->first_status, key);
     }
@@ -889,14 +904,19 @@ static int reconcile(exec *x, const char *key)
         return reconcile_cluster(x, key + 1);
     fl_metrics_count("flotilla_execution_work_reconciles_total",
                      "Works the execution controller reconciled (an agent counts its own)", 1);
+    pthread_mutex_lock(&x->mu);
+    json_t *pending = json_object_get(x->undelivered, key);
+    json_int_t seq = pending ? json_integer_value(pending) : -1;
+    pthread_mutex_unlock(&x->mu);
     json_t *work = NULL;
+    char *cluster = NULL;
+    int rc = 0;
     if (fl_informer_get_key(x->works, key, &work)) {
         first_status_forget(x, key);
-        return 0; /* gone: the member watches go at the next sweep */
+        goto out; /* gone: the member watches go at the next sweep */
     }
     /* a copy: `work` is replaced below once our finalizer is on */
-    char *cluster = work_cluster(work) ? fl_strdup(work_cluster(work)) : NULL;
-    int rc = 0;
+    cluster = work_cluster(work) ? fl_strdup(work_cluster(work)) : NULL;
     if (!cluster)
         goto out;
     fl_exec_cluster cl = {0};
@@ -944,6 +964,15 @@ static int reconcile(exec *x, const char *key)
     bool applied = false;
     rc = deliver(x, cluster, work, suspended, apply_work, &applied);
 out:
+    /* this pass tried the delivery (or found nothing to deliver), unless the member watches
+     * it needs are still listing; an enqueue meanwhile stays for the next pass */
+    if (seq >= 0 && rc != NOT_LISTED_YET) {
+        pthread_mutex_lock(&x->mu);
+        pending = json_object_get(x->undelivered, key);
+        if (pending && json_integer_value(pending) == seq)
+            json_object_del(x->undelivered, key);
+        pthread_mutex_unlock(&x->mu);
+    }
     free(cluster);
     json_decref(work);
     return rc;
@@ -969,7 +998,8 @@ static void *worker(void *arg)
 
 /* ---- informer handlers ---- */
 
-static void enqueue_work(exec *x, const json_t *work)
+/* delivery: the Work is new, or changed in what delivery reads (not a resync's retry) */
+static void enqueue_work(exec *x, const json_t *work, bool delivery)
 {
     const char *cluster = work_cluster(work);
     if (!cluster)
@@ -982,6 +1012,11 @@ static void enqueue_work(exec *x, const json_t *work)
     if (cl.present && !cl.deliver)
         return;
     char *key = fl_informer_key(work);
+    if (key && delivery) {
+        pthread_mutex_lock(&x->mu);
+        json_object_set_new(x->undelivered, key, json_integer(x->undelivered_seq++));
+        pthread_mutex_unlock(&x->mu);
+    }
     if (key)
         fl_workqueue_add(x->q, key);
     free(key);
@@ -989,7 +1024,7 @@ static void enqueue_work(exec *x, const json_t *work)
 
 static void work_added(void *ctx, json_t *obj)
 {
-    enqueue_work(ctx, obj);
+    enqueue_work(ctx, obj, true);
 }
 
 /* Our own writes (the finalizer, status) come back as updates; reconciling them again would
@@ -1004,12 +1039,12 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         fl_json_same(json_object_get(om, "annotations"), json_object_get(nm, "annotations")) &&
         fl_json_same(json_object_get(om, "labels"), json_object_get(nm, "labels")))
         return;
-    enqueue_work(ctx, new_obj);
+    enqueue_work(ctx, new_obj, true);
 }
 
 static void requeue_one(void *ctx, json_t *work)
 {
-    enqueue_work(ctx, work);
+    enqueue_work(ctx, work, true);
 }
 
 void fl_exec_requeue_cluster(fl_exec *x, const char *name)
@@ -1036,7 +1071,7 @@ static void requeue_if_kind(void *ctx, json_t *w)
     json_t *m;
     json_array_foreach(json_object_get(jobj(jobj(w, "spec"), "workload"), "manifests"), j, m) {
         if (fl_ctrl_interp_matches(k->api_version, k->kind, jstr(m, "apiVersion"), jstr(m, "kind"))) {
-            enqueue_work(k->x, w);
+            enqueue_work(k->x, w, true);
             return;
         }
     }
@@ -1082,7 +1117,7 @@ static void resync_one(void *ctx, json_t *w)
      * object of the same name that we do not manage, deleted since) is tried again at least
      * this often; a settled Work costs nothing at rest */
     if (!settled(w))
-        enqueue_work(r->x, w);
+        enqueue_work(r->x, w, false);
     fl_exec_cluster cl = {0};
     r->x->ops.cluster(r->x->ops.ctx, cluster, &cl);
     if (!cl.deliver)
@@ -1142,6 +1177,8 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->want_ack = json_object();
     x->first_status = json_object();
     x->first_status_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MS", EXEC_FIRST_STATUS_MS, 0);
+    x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
+    x->undelivered = json_object();
     fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .ctx = x};
     fl_informer_config wc = {
         .client = cfg->cp,
@@ -1205,6 +1242,7 @@ void fl_exec_free(fl_exec *x)
     json_decref(x->inflight);
     json_decref(x->want_ack);
     json_decref(x->first_status);
+    json_decref(x->undelivered);
     pthread_mutex_destroy(&x->mu);
     free(x);
 }

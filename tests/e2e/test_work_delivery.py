@@ -12,8 +12,10 @@ object names. Every wait is bounded.
 """
 import base64
 import os
+import socket
 import shutil
 import tempfile
+import threading
 import time
 
 import pytest
@@ -462,3 +464,69 @@ def test_first_status_carries_the_members_status_in_one_write(first_status_pair)
                       for e in get(cp, f"{WORKS}/first")["status"]["manifestStatuses"]] == [1],
              timeout=WAIT, what="the member's change in the Work")
     assert time.time() - t0 < FIRST_STATUS_MS / 1000, "a later status change waited like the first"
+
+
+DELIVERY_FIRST_MAX_MS = 4000
+
+
+@pytest.fixture(scope="module")
+def delivery_first_pair():
+    yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": "100",
+                          "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS)})
+
+
+@pytest.fixture
+def silent_member():
+    """A TCP endpoint that accepts connections and never answers: deliveries to it hang."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(sock.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"https://127.0.0.1:{sock.getsockname()[1]}"
+    stop.set()
+    t.join(timeout=5)
+    for c in held:
+        c.close()
+    sock.close()
+
+
+def first_status_after_delivery(cp, member, name):
+    """Seconds from the Work's object reaching the member to its first Applied condition."""
+    create_work(cp, work(name, [configmap(name, {"a": "1"})]))
+    wait_for(lambda: get(member, f"{MEMBER_CM}/{name}"), timeout=WAIT, what=f"{name} in the member")
+    t0 = time.time()
+    wait_applied(cp, name)
+    return time.time() - t0
+
+
+def test_first_statuses_wait_for_other_works_deliveries(delivery_first_pair, silent_member):
+    cp, member = delivery_first_pair
+    # nothing else to deliver: the first status follows its own delivery at once
+    assert first_status_after_delivery(cp, member, "alone") < 2.0
+    # a Work whose delivery hangs (its member accepts and never answers) is being delivered...
+    join(cp, member, "m2")
+    code, body = cp.curl("PATCH", "/apis/cluster.karmada.io/v1alpha1/clusters/m2",
+                         {"spec": {"apiEndpoint": silent_member}}, content_type="application/merge-patch+json")
+    assert code == 200, body
+    held = work("held", [configmap("held", {"a": "1"})])
+    held["metadata"]["namespace"] = "karmada-es-m2"
+    code, body = cp.curl("POST", WORKS.replace("karmada-es-m1", "karmada-es-m2"), held)
+    assert code == 201, body
+    time.sleep(0.5)
+    # ...so the next Work is delivered at once, but its first status waits: for that delivery,
+    # and no longer than FLOTILLA_EXEC_FIRST_STATUS_MAX_MS after its own apply
+    waited = first_status_after_delivery(cp, member, "follows")
+    assert waited >= 2.5, f"the first status did not wait for the other delivery ({waited:.2f} s)"
+    assert waited < DELIVERY_FIRST_MAX_MS / 1000 + 5, waited
