@@ -36,6 +36,7 @@
 #define REPEAT_WINDOW_MS (10 * 60 * 1000)
 #define REPEAT_FLUSH_MS 2000
 #define WRITER_NICE 10
+#define HOLD_STEP_MS 100 /* how often a held writer looks again */
 
 static const fl_gvr EVENTS = {"v1", "events"};
 
@@ -44,6 +45,7 @@ typedef struct pending {
     char *ns;
     char *fingerprint;       /* identity of the repeat */
     json_t *event;           /* the Event to create */
+    int64_t queued_ms;       /* when fl_event queued it */
 } pending;
 
 typedef struct recent {
@@ -69,6 +71,10 @@ struct fl_recorder {
     size_t dropped;
     int64_t drop_logged_ms;
     bool closing;
+    /* fl_recorder_hold_while: new Events wait while busy(ctx), at most hold_max_ms; under mu */
+    bool (*busy)(void *ctx);
+    void *busy_ctx;
+    int64_t hold_max_ms;
     pthread_t thread;
     recent ring[FL_EVENTS_RECENT_MAX]; /* writer thread only */
     int bucket[RECENT_BUCKETS];        /* first ring index of each chain; -1: empty */
@@ -235,6 +241,13 @@ static void *writer(void *arg)
                                      .tv_nsec = (long)(r->flush_ms % 1000) * 1000000L};
             pthread_cond_timedwait(&r->cv, &r->mu, &until);
         }
+        /* what the machine is busy with goes first: the head waits (and so does the rest) */
+        while (r->head && !r->closing && r->busy && fl_time_now_ms() < r->head->queued_ms + r->hold_max_ms &&
+               r->busy(r->busy_ctx)) {
+            int64_t at = fl_time_now_ms() + HOLD_STEP_MS;
+            struct timespec until = {.tv_sec = (time_t)(at / 1000), .tv_nsec = (long)(at % 1000) * 1000000L};
+            pthread_cond_timedwait(&r->cv, &r->mu, &until);
+        }
         pending *p = r->head;
         if (p) {
             r->head = p->next;
@@ -278,6 +291,18 @@ fl_recorder *fl_recorder_new(fl_client *cp, const char *component)
         abort();
     }
     return r;
+}
+
+void fl_recorder_hold_while(fl_recorder *r, bool (*busy)(void *ctx), void *ctx, int64_t max_ms)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->busy = busy;
+    r->busy_ctx = ctx;
+    r->hold_max_ms = max_ms;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
 }
 
 void fl_recorder_free(fl_recorder *r)
@@ -331,6 +356,7 @@ void fl_event(fl_recorder *r, const json_t *obj, const char *type, const char *r
     p->fingerprint = fl_asprintf("%s|%s|%s/%s|%s|%s|%s", uid ? uid : "", jstr(obj, "kind") ? jstr(obj, "kind") : "",
                                  ns, oname ? oname : "", type, reason, msg);
     p->event = ev;
+    p->queued_ms = fl_time_now_ms();
     free(msg);
 
     pthread_mutex_lock(&r->mu);

@@ -17,6 +17,8 @@
 #define FL_EVENTS_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "client/client.h"
 
@@ -27,6 +29,11 @@ typedef struct fl_recorder fl_recorder;
 
 /* component: the reporting controller's name ("flotilla-controller-manager"). cp borrowed. */
 fl_recorder *fl_recorder_new(fl_client *cp, const char *component);
+/* Hold Events back while busy(ctx) says the machine has more urgent work (the execution
+ * controller: Works waiting for delivery), each at most max_ms after it was recorded; busy is
+ * asked every 100 ms meanwhile, with the recorder's lock held (so it must not record events).
+ * busy NULL: no holding. Returns with no call of the previous busy in progress or to come. */
+void fl_recorder_hold_while(fl_recorder *r, bool (*busy)(void *ctx), void *ctx, int64_t max_ms);
 /* Write what is queued (for at most a second), stop the thread, free. NULL-safe. */
 void fl_recorder_free(fl_recorder *r);
 

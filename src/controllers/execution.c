@@ -568,13 +568,14 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
  * that time (its controllers see the create at once), so one write carries Applied and
  * the member's status, where it would be two writes in a row. And a new workload goes to
  * many clusters at once: until its Works are delivered, status writes only compete with
- * them for the CPU. So after that time it goes on waiting, first_status_ms at a time, while
- * other Works wait for their delivery (undelivered), up to first_status_max_ms after the
- * apply: a burst of new workloads is delivered first, and its statuses follow. Only a Work
- * with no conditions yet waits, and only after an apply that succeeded: every later status
- * (a resumed Work's acknowledgement among them) and every failure is written at once.
- * Other reconciles before the time (the member's events for the new objects) do not write
- * it either; the one at the time does. */
+ * them for the CPU. So after that time it goes on waiting while other Works wait for their
+ * delivery (undelivered): it is held until the last of them is tried (release_held), or
+ * first_status_max_ms after its apply. A burst of new workloads is delivered first, and
+ * its statuses follow. Only a Work with no conditions yet waits, and only after an apply
+ * that succeeded: every later status (a resumed Work's acknowledgement among them) and every
+ * failure is written at once. Reconciles before the time that are not deliveries (the
+ * member's events for the new objects) are skipped (waiting_first_status); the one at the
+ * time writes it. */
 static bool first_status_later(exec *x, const json_t *work)
 {
     if (x->first_status_ms <= 0 || json_object_get(jobj(work, "status"), "conditions"))
@@ -585,15 +586,19 @@ static bool first_status_later(exec *x, const json_t *work)
     json_int_t gen = json_integer_value(json_object_get(jobj(work, "metadata"), "generation"));
     int64_t now = fl_time_now_ms(), wait = 0;
     pthread_mutex_lock(&x->mu);
+    /* key -> [generation applied, when the status is due, when it was applied, held] */
     json_t *seen = json_object_get(x->first_status, key);
+    int64_t cap = seen ? json_integer_value(json_array_get(seen, 2)) + x->first_status_max_ms : 0;
     if (!seen || json_integer_value(json_array_get(seen, 0)) != gen) {
-        json_object_set_new(x->first_status, key, json_pack("[III]", gen, now + x->first_status_ms, now));
+        json_object_set_new(x->first_status, key, json_pack("[IIIb]", gen, now + x->first_status_ms, now, 0));
         wait = x->first_status_ms;
     } else if (json_integer_value(json_array_get(seen, 1)) > now) {
         wait = json_integer_value(json_array_get(seen, 1)) - now;
-    } else if (json_object_size(x->undelivered) > (json_object_get(x->undelivered, key) ? 1u : 0u) &&
-               now < json_integer_value(json_array_get(seen, 2)) + x->first_status_max_ms) {
-        wait = x->first_status_ms; /* deliveries first */
+    } else if (json_object_size(x->undelivered) > (json_object_get(x->undelivered, key) ? 1u : 0u) && now < cap) {
+        /* deliveries first: due at the cap, or sooner when they are done */
+        json_array_set_new(seen, 1, json_integer(cap));
+        json_array_set_new(seen, 3, json_true());
+        wait = cap - now;
     } else {
         json_object_del(x->first_status, key);
     }
@@ -604,6 +609,35 @@ static bool first_status_later(exec *x, const json_t *work)
         fl_workqueue_add_after(x->q, key, wait);
     free(key);
     return wait > 0;
+}
+
+/* How long until key's first status is due (0: not waiting). A reconcile that is not a
+ * delivery skips it, for the one at the time or at the release writes it. */
+static int64_t waiting_first_status(exec *x, const char *key)
+{
+    pthread_mutex_lock(&x->mu);
+    json_t *seen = json_object_get(x->first_status, key);
+    int64_t left = seen ? json_integer_value(json_array_get(seen, 1)) - fl_time_now_ms() : 0;
+    pthread_mutex_unlock(&x->mu);
+    return left > 0 ? left : 0;
+}
+
+/* The last Work waiting for delivery has been tried (x->mu held): the first statuses held
+ * for it are due now. Returns their keys, for the caller to queue once it has let go of mu. */
+static json_t *release_held(exec *x)
+{
+    json_t *keys = json_array();
+    const char *key;
+    json_t *seen;
+    int64_t now = fl_time_now_ms();
+    json_object_foreach(x->first_status, key, seen) {
+        if (!json_is_true(json_array_get(seen, 3)))
+            continue;
+        json_array_set_new(seen, 1, json_integer(now));
+        json_array_set_new(seen, 3, json_false());
+        json_array_append_new(keys, json_string(key));
+    }
+    return keys;
 }
 
 static void first_status_forget(exec *x, const char *key)
@@ -908,6 +942,12 @@ static int reconcile(exec *x, const char *key)
     json_t *pending = json_object_get(x->undelivered, key);
     json_int_t seq = pending ? json_integer_value(pending) : -1;
     pthread_mutex_unlock(&x->mu);
+    int64_t left = seq < 0 ? waiting_first_status(x, key) : 0;
+    if (left > 0) {
+        /* the queue's clock may run a little ahead of ours: make sure it comes back */
+        fl_workqueue_add_after(x->q, key, left);
+        return 0;
+    }
     json_t *work = NULL;
     char *cluster = NULL;
     int rc = 0;
@@ -967,11 +1007,20 @@ out:
     /* this pass tried the delivery (or found nothing to deliver), unless the member watches
      * it needs are still listing; an enqueue meanwhile stays for the next pass */
     if (seq >= 0 && rc != NOT_LISTED_YET) {
+        json_t *released = NULL;
         pthread_mutex_lock(&x->mu);
         pending = json_object_get(x->undelivered, key);
-        if (pending && json_integer_value(pending) == seq)
+        if (pending && json_integer_value(pending) == seq) {
             json_object_del(x->undelivered, key);
+            if (!json_object_size(x->undelivered))
+                released = release_held(x);
+        }
         pthread_mutex_unlock(&x->mu);
+        size_t i;
+        json_t *k;
+        json_array_foreach(released, i, k)
+            fl_workqueue_add(x->q, json_string_value(k));
+        json_decref(released);
     }
     free(cluster);
     json_decref(work);
@@ -1251,6 +1300,7 @@ void fl_exec_free(fl_exec *x)
 
 typedef struct push {
     fl_exec *engine;
+    fl_recorder *recorder; /* holds its Events back while Works wait for delivery */
     fl_informer *clusters;
     fl_members *members;
 } push;
@@ -1319,6 +1369,7 @@ static void push_stop(void *state)
         return;
     if (p->clusters)
         fl_informer_stop(p->clusters); /* no handler touches the engine after this */
+    fl_recorder_hold_while(p->recorder, NULL, NULL, 0); /* nor the recorder */
     fl_exec_free(p->engine);       /* workers read the (stopped) Cluster cache until here */
     fl_informer_free(p->clusters);
     free(p);
@@ -1330,6 +1381,16 @@ static void push_interp_changed(void *ctx, const char *api_version, const char *
 {
     push *p = ctx;
     fl_exec_requeue_kind(p->engine, api_version, kind);
+}
+
+/* fl_recorder_hold_while's busy: Works wait for their delivery (see first_status_later) */
+static bool delivering(void *ctx)
+{
+    exec *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    bool busy = json_object_size(x->undelivered) > 0;
+    pthread_mutex_unlock(&x->mu);
+    return busy;
 }
 
 static int push_start(const fl_ctrl_env *env, void **state)
@@ -1361,6 +1422,11 @@ static int push_start(const fl_ctrl_env *env, void **state)
          * handlers and the resync catch up. */
         fl_informer_wait_synced(p->clusters, 5000);
         rc = fl_exec_start(p->engine);
+    }
+    if (!rc) {
+        /* Events, like first statuses, come after a burst's deliveries */
+        p->recorder = env->recorder;
+        fl_recorder_hold_while(p->recorder, delivering, p->engine, p->engine->first_status_max_ms);
     }
     if (rc) {
         push_stop(p);

@@ -3,7 +3,8 @@
  * a repeat becomes a count on the Event already written, and the memory of recent events
  * forgets its oldest entries first, so a repeat of a forgotten event writes a new Event
  * while a repeat of a remembered one still counts; a burst adds up exactly; repeats coming
- * fast are written together. Every wait is bounded. */
+ * fast are written together; Events wait while the machine is busy, at most a bound. Every
+ * wait is bounded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -175,12 +176,52 @@ static void test_fast_repeats_are_written_together(void **state)
     json_decref(o);
 }
 
+static bool busy_flag(void *ctx)
+{
+    return __atomic_load_n((bool *)ctx, __ATOMIC_SEQ_CST);
+}
+
+/* While the machine is busy with something more urgent, Events wait: until it is not, or
+ * until they have waited the most they may. */
+static void test_events_wait_while_busy(void **state)
+{
+    fixture *f = *state;
+    fl_recorder *r = fl_recorder_new(f->c, "events-test");
+    bool busy = true;
+    fl_recorder_hold_while(r, busy_flag, &busy, 60000);
+    json_t *o = object("held");
+    fl_event(r, o, "Normal", "Tested", "held back");
+    usleep(500 * 1000);
+    assert_int_equal(counts_of(f, "held", (int[8]){0}, 8), 0);
+    __atomic_store_n(&busy, false, __ATOMIC_SEQ_CST);
+    WAIT_UNTIL(has_counts(f, "held", (int[]){1}, 1), 30000);
+
+    /* busy for good: each Event waits the most it may, then is written */
+    __atomic_store_n(&busy, true, __ATOMIC_SEQ_CST);
+    fl_recorder_hold_while(r, busy_flag, &busy, 300);
+    int64_t t0 = now_ms();
+    json_t *o2 = object("capped");
+    fl_event(r, o2, "Normal", "Tested", "held at most 300 ms");
+    WAIT_UNTIL(has_counts(f, "capped", (int[]){1}, 1), 30000);
+    assert_true(now_ms() - t0 >= 300);
+    /* no more holding: written at once, however busy */
+    fl_recorder_hold_while(r, NULL, NULL, 0);
+    json_t *o3 = object("free");
+    fl_event(r, o3, "Normal", "Tested", "not held");
+    WAIT_UNTIL(has_counts(f, "free", (int[]){1}, 1), 30000);
+    json_decref(o);
+    json_decref(o2);
+    json_decref(o3);
+    fl_recorder_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_repeats_count_until_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_burst_loses_and_duplicates_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fast_repeats_are_written_together, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_wait_while_busy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
