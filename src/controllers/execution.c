@@ -63,6 +63,9 @@
 /* FLOTILLA_EXEC_FIRST_STATUS_MAX_MS: how long after its first apply a first status may wait
  * for other Works' deliveries (first_status_later) */
 #define EXEC_FIRST_STATUS_MAX_MS 10000
+/* Works joining delivery within about a second that make a burst (in_burst);
+ * FLOTILLA_EXEC_BURST_WORKS */
+#define EXEC_BURST_WORKS 200
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
@@ -102,6 +105,10 @@ struct fl_exec {
      * While there are any, first statuses wait. */
     json_t *undelivered;
     json_int_t undelivered_seq;
+    /* Works that joined undelivered in the current second (from window_ms) and the one
+     * before: BURST_WORKS or more is a burst, and more are likely to come */
+    int64_t window_ms;
+    int64_t adds, adds_before, burst_works;
 };
 typedef struct fl_exec exec;
 
@@ -563,6 +570,41 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
     return listing;
 }
 
+/* Count a Work joining undelivered (x->mu held). */
+static void count_add(exec *x, int64_t now)
+{
+    if (now - x->window_ms >= 1000) {
+        x->adds_before = now - x->window_ms < 2000 ? x->adds : 0;
+        x->adds = 0;
+        x->window_ms = now;
+    }
+    x->adds++;
+}
+
+/* Whether burst_works or more Works joined undelivered in this second or the one before
+ * (x->mu held): a burst, whose pipeline may pause (the binding controller behind) while
+ * more Works are on their way. */
+static bool in_burst(exec *x, int64_t now)
+{
+    if (now - x->window_ms >= 2000)
+        return false;
+    int64_t n = x->adds + (now - x->window_ms < 1000 ? x->adds_before : 0);
+    return n >= x->burst_works;
+}
+
+/* Whether a manifestStatuses entry says its object is Unhealthy (not ready yet). */
+static bool any_unhealthy(const json_t *statuses)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(statuses, i, e) {
+        const char *h = jstr(e, "health");
+        if (h && !strcmp(h, "Unhealthy"))
+            return true;
+    }
+    return false;
+}
+
 /* Does the first status of a Work that has just applied wait? It waits first_status_ms
  * after the first apply, for two reasons. The member reports a new object's status within
  * that time (its controllers see the create at once), so one write carries Applied and
@@ -571,12 +613,15 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
  * them for the CPU. So after that time it goes on waiting while other Works wait for their
  * delivery (undelivered): it is held until the last of them is tried (release_held), or
  * first_status_max_ms after its apply. A burst of new workloads is delivered first, and
- * its statuses follow. Only a Work with no conditions yet waits, and only after an apply
- * that succeeded: every later status (a resumed Work's acknowledgement among them) and every
- * failure is written at once. Reconciles before the time that are not deliveries (the
- * member's events for the new objects) are skipped (waiting_first_status); the one at the
- * time writes it. */
-static bool first_status_later(exec *x, const json_t *work)
+ * its statuses follow. A status held so, or one due during a burst (in_burst), is written
+ * once its objects are not Unhealthy (or at the cap): written when due, a third of a
+ * 1,000-Deployment burst's first statuses said "not ready" and were written again a second
+ * later, and the bindings' and templates' statuses with them. Only a Work
+ * with no conditions yet waits, and only after an apply that succeeded: every later status
+ * (a resumed Work's acknowledgement among them) and every failure is written at once.
+ * Reconciles before the time that are not deliveries (the member's events for the new
+ * objects) are skipped (waiting_first_status); the one at the time writes it. */
+static bool first_status_later(exec *x, const json_t *work, const json_t *statuses)
 {
     if (x->first_status_ms <= 0 || json_object_get(jobj(work, "status"), "conditions"))
         return false;
@@ -586,11 +631,12 @@ static bool first_status_later(exec *x, const json_t *work)
     json_int_t gen = json_integer_value(json_object_get(jobj(work, "metadata"), "generation"));
     int64_t now = fl_time_now_ms(), wait = 0;
     pthread_mutex_lock(&x->mu);
-    /* key -> [generation applied, when the status is due, when it was applied, held] */
+    /* key -> [generation applied, when the status is due, when it was applied, held now,
+     * held at all] */
     json_t *seen = json_object_get(x->first_status, key);
     int64_t cap = seen ? json_integer_value(json_array_get(seen, 2)) + x->first_status_max_ms : 0;
     if (!seen || json_integer_value(json_array_get(seen, 0)) != gen) {
-        json_object_set_new(x->first_status, key, json_pack("[IIIb]", gen, now + x->first_status_ms, now, 0));
+        json_object_set_new(x->first_status, key, json_pack("[IIIbb]", gen, now + x->first_status_ms, now, 0, 0));
         wait = x->first_status_ms;
     } else if (json_integer_value(json_array_get(seen, 1)) > now) {
         wait = json_integer_value(json_array_get(seen, 1)) - now;
@@ -598,6 +644,11 @@ static bool first_status_later(exec *x, const json_t *work)
         /* deliveries first: due at the cap, or sooner when they are done */
         json_array_set_new(seen, 1, json_integer(cap));
         json_array_set_new(seen, 3, json_true());
+        json_array_set_new(seen, 4, json_true());
+        wait = cap - now;
+    } else if ((json_is_true(json_array_get(seen, 4)) || in_burst(x, now)) && now < cap && any_unhealthy(statuses)) {
+        /* released, its objects not ready: the member's events come through (nothing is
+         * due, so they are not skipped), and the one that makes them ready writes it */
         wait = cap - now;
     } else {
         json_object_del(x->first_status, key);
@@ -697,7 +748,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
         src = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
-    } else if (first_status_later(x, work)) {
+    } else if (first_status_later(x, work, statuses)) {
         json_decref(statuses);
         src = 0;
     } else {
@@ -1064,6 +1115,7 @@ static void enqueue_work(exec *x, const json_t *work, bool delivery)
     if (key && delivery) {
         pthread_mutex_lock(&x->mu);
         json_object_set_new(x->undelivered, key, json_integer(x->undelivered_seq++));
+        count_add(x, fl_time_now_ms());
         pthread_mutex_unlock(&x->mu);
     }
     if (key)
@@ -1228,6 +1280,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->first_status_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MS", EXEC_FIRST_STATUS_MS, 0);
     x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
     x->undelivered = json_object();
+    x->burst_works = fl_env_ms("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
     fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .ctx = x};
     fl_informer_config wc = {
         .client = cfg->cp,

@@ -530,3 +530,40 @@ def test_first_statuses_wait_for_other_works_deliveries(delivery_first_pair, sil
     waited = first_status_after_delivery(cp, member, "follows")
     assert waited >= 2.5, f"the first status did not wait for the other delivery ({waited:.2f} s)"
     assert waited < DELIVERY_FIRST_MAX_MS / 1000 + 5, waited
+
+
+@pytest.fixture(scope="module")
+def burst_pair():
+    # every Work makes a burst here (FLOTILLA_EXEC_BURST_WORKS=1), as 200 within a second do
+    yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": "100",
+                          "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS),
+                          "FLOTILLA_EXEC_BURST_WORKS": "1"})
+
+
+def test_in_a_burst_a_first_status_waits_for_its_objects_to_be_ready(burst_pair):
+    cp, member = burst_pair
+    before = work_status_writes(cp)
+    create_work(cp, work("ready-later", [deployment("ready-later")]))
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/ready-later"), timeout=WAIT, what="ready-later in the member")
+    time.sleep(1)
+    assert applied(cp, "ready-later") is None, "a first status said 'not ready' during a burst"
+    # the member's controller makes it ready: that status is the first, and the only, write
+    code, body = member.curl("PATCH", f"{MEMBER_DEPLOY}/ready-later/status",
+                             {"status": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
+                                         "readyReplicas": 2, "availableReplicas": 2}},
+                             content_type="application/merge-patch+json")
+    assert code == 200, body
+    wait_applied(cp, "ready-later")
+    entries = get(cp, f"{WORKS}/ready-later")["status"]["manifestStatuses"]
+    assert [(e["health"], e["status"]["readyReplicas"]) for e in entries] == [("Healthy", 2)], entries
+    time.sleep(0.5)
+    assert work_status_writes(cp) - before == 1
+    # an object that never gets ready has its status written at the cap, saying so
+    create_work(cp, work("never-ready", [deployment("never-ready")]))
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/never-ready"), timeout=WAIT, what="never-ready in the member")
+    t0 = time.time()
+    wait_applied(cp, "never-ready")
+    waited = time.time() - t0
+    assert DELIVERY_FIRST_MAX_MS / 1000 - 1.5 <= waited < DELIVERY_FIRST_MAX_MS / 1000 + 5, waited
+    entries = get(cp, f"{WORKS}/never-ready")["status"]["manifestStatuses"]
+    assert [e["health"] for e in entries] == ["Unhealthy"], entries
