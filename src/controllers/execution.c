@@ -1098,7 +1098,25 @@ static void *worker(void *arg)
 
 /* ---- informer handlers ---- */
 
-/* delivery: the Work is new, or changed in what delivery reads (not a resync's retry) */
+/* Whether the Work's last apply, at its current generation, succeeded: then the member
+ * watches see whatever happens to its objects (an edit, a deletion, the managed label taken
+ * away) and re-queue it, and the resync has nothing to add. */
+static bool settled(const json_t *w)
+{
+    const json_t *md = json_object_get(w, "metadata");
+    if (json_object_get(md, "deletionTimestamp"))
+        return false;
+    const json_t *c = fl_condition_of(w, "Applied");
+    const char *st = jstr(c, "status");
+    return st && !strcmp(st, "True") &&
+           json_integer_value(json_object_get(c, "observedGeneration")) ==
+               json_integer_value(json_object_get(md, "generation"));
+}
+
+/* delivery: the Work is new, or changed in what delivery reads (not a resync's retry). It
+ * waits for delivery (undelivered) unless it is settled: a Work listed again after a
+ * restart, or re-queued for its cluster, that applied at its generation is re-checked, and
+ * nothing new waits for that. */
 static void enqueue_work(exec *x, const json_t *work, bool delivery)
 {
     const char *cluster = work_cluster(work);
@@ -1112,7 +1130,7 @@ static void enqueue_work(exec *x, const json_t *work, bool delivery)
     if (cl.present && !cl.deliver)
         return;
     char *key = fl_informer_key(work);
-    if (key && delivery) {
+    if (key && delivery && !settled(work)) {
         pthread_mutex_lock(&x->mu);
         json_object_set_new(x->undelivered, key, json_integer(x->undelivered_seq++));
         count_add(x, fl_time_now_ms());
@@ -1193,20 +1211,6 @@ typedef struct resync_walk {
     json_t *in_use; /* fl_ws_use_key -> true */
 } resync_walk;
 
-/* Whether the Work's last apply, at its current generation, succeeded: then the member
- * watches see whatever happens to its objects (an edit, a deletion, the managed label taken
- * away) and re-queue it, and the resync has nothing to add. */
-static bool settled(const json_t *w)
-{
-    const json_t *md = json_object_get(w, "metadata");
-    if (json_object_get(md, "deletionTimestamp"))
-        return false;
-    const json_t *c = fl_condition_of(w, "Applied");
-    const char *st = jstr(c, "status");
-    return st && !strcmp(st, "True") &&
-           json_integer_value(json_object_get(c, "observedGeneration")) ==
-               json_integer_value(json_object_get(md, "generation"));
-}
 
 static void resync_one(void *ctx, json_t *w)
 {
@@ -1280,7 +1284,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->first_status_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MS", EXEC_FIRST_STATUS_MS, 0);
     x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
     x->undelivered = json_object();
-    x->burst_works = fl_env_ms("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
+    x->burst_works = fl_env_count("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
     fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .ctx = x};
     fl_informer_config wc = {
         .client = cfg->cp,

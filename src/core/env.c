@@ -5,7 +5,7 @@
 
 #include "core/log.h"
 
-int64_t fl_env_ms(const char *name, int64_t def, int64_t min)
+static int64_t env_whole(const char *name, int64_t def, int64_t min, const char *what)
 {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -13,9 +13,18 @@ int64_t fl_env_ms(const char *name, int64_t def, int64_t min)
     char *end;
     long long n = strtoll(v, &end, 10);
     if (*end || n < min) {
-        fl_log(FL_LOG_WARN, "env", "ignoring %s=%s: not a number of milliseconds of at least %lld", name, v,
-               (long long)min);
+        fl_log(FL_LOG_WARN, "env", "ignoring %s=%s: not %s of at least %lld", name, v, what, (long long)min);
         return def;
     }
     return n;
+}
+
+int64_t fl_env_ms(const char *name, int64_t def, int64_t min)
+{
+    return env_whole(name, def, min, "a number of milliseconds");
+}
+
+int64_t fl_env_count(const char *name, int64_t def, int64_t min)
+{
+    return env_whole(name, def, min, "a whole number");
 }

@@ -9,5 +9,7 @@
  * empty. A value that is not a whole number of at least min is ignored with a warning
  * naming the variable, and def returned. */
 int64_t fl_env_ms(const char *name, int64_t def, int64_t min);
+/* The same for a count (the warning says so). */
+int64_t fl_env_count(const char *name, int64_t def, int64_t min);
 
 #endif
