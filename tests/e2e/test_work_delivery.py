@@ -567,3 +567,31 @@ def test_in_a_burst_a_first_status_waits_for_its_objects_to_be_ready(burst_pair)
     assert DELIVERY_FIRST_MAX_MS / 1000 - 1.5 <= waited < DELIVERY_FIRST_MAX_MS / 1000 + 5, waited
     entries = get(cp, f"{WORKS}/never-ready")["status"]["manifestStatuses"]
     assert [e["health"] for e in entries] == ["Unhealthy"], entries
+
+
+@pytest.fixture(scope="module")
+def recheck_pair():
+    yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": "100",
+                          "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS)})
+
+
+def test_after_a_restart_works_only_rechecked_hold_no_status(recheck_pair, silent_member):
+    cp, member = recheck_pair
+    # a Work applied through a second cluster (the same member server), whose endpoint then
+    # stops answering: after a restart, its re-check hangs
+    join(cp, member, "m3")
+    applied_one = work("recheck", [configmap("recheck", {"a": "1"})])
+    applied_one["metadata"]["namespace"] = "karmada-es-m3"
+    m3_works = WORKS.replace("karmada-es-m1", "karmada-es-m3")
+    code, body = cp.curl("POST", m3_works, applied_one)
+    assert code == 201, body
+    wait_for(lambda: (c := [x for x in (get(cp, f"{m3_works}/recheck").get("status") or {}).get("conditions", [])
+                            if x["type"] == "Applied"]) and c[0]["status"] == "True",
+             timeout=WAIT, what="recheck applied")
+    code, body = cp.curl("PATCH", "/apis/cluster.karmada.io/v1alpha1/clusters/m3",
+                         {"spec": {"apiEndpoint": silent_member}}, content_type="application/merge-patch+json")
+    assert code == 200, body
+    cp.kill()
+    cp.start()
+    # that re-check is not a delivery anything waits for: a new Work reports at once
+    assert first_status_after_delivery(cp, member, "fresh") < 2.5
