@@ -437,6 +437,15 @@ def first_status_pair():
     yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": str(FIRST_STATUS_MS)})
 
 
+def report_ready(member, name):
+    """What the member's controller writes once Deployment name's 2 replicas are ready."""
+    code, body = member.curl("PATCH", f"{MEMBER_DEPLOY}/{name}/status",
+                             {"status": {"observedGeneration": 1, "replicas": 2, "readyReplicas": 2,
+                                         "availableReplicas": 2, "updatedReplicas": 2}},
+                             content_type="application/merge-patch+json")
+    assert code == 200, body
+
+
 def test_first_status_carries_the_members_status_in_one_write(first_status_pair):
     cp, member = first_status_pair
     before = work_status_writes(cp)
@@ -445,11 +454,7 @@ def test_first_status_carries_the_members_status_in_one_write(first_status_pair)
     wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/first"), timeout=WAIT, what="first in the member")
     assert applied(cp, "first") is None, "the first status was written at once"
     # the member's controller reports, as a real one does right after a create
-    code, body = member.curl("PATCH", f"{MEMBER_DEPLOY}/first/status",
-                             {"status": {"observedGeneration": 1, "replicas": 2, "readyReplicas": 2,
-                                         "availableReplicas": 2, "updatedReplicas": 2}},
-                             content_type="application/merge-patch+json")
-    assert code == 200, body
+    report_ready(member, "first")
     wait_applied(cp, "first")
     entries = get(cp, f"{WORKS}/first")["status"].get("manifestStatuses") or []
     assert [e.get("status", {}).get("readyReplicas") for e in entries] == [2], entries
@@ -548,11 +553,7 @@ def test_in_a_burst_a_first_status_waits_for_its_objects_to_be_ready(burst_pair)
     time.sleep(1)
     assert applied(cp, "ready-later") is None, "a first status said 'not ready' during a burst"
     # the member's controller makes it ready: that status is the first, and the only, write
-    code, body = member.curl("PATCH", f"{MEMBER_DEPLOY}/ready-later/status",
-                             {"status": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
-                                         "readyReplicas": 2, "availableReplicas": 2}},
-                             content_type="application/merge-patch+json")
-    assert code == 200, body
+    report_ready(member, "ready-later")
     wait_applied(cp, "ready-later")
     entries = get(cp, f"{WORKS}/ready-later")["status"]["manifestStatuses"]
     assert [(e["health"], e["status"]["readyReplicas"]) for e in entries] == [("Healthy", 2)], entries
