@@ -96,8 +96,8 @@ struct fl_exec {
     json_t *inflight;  /* cluster -> number of workers applying or removing */
     json_t *want_ack;  /* clusters whose Paused acknowledgement waits for inflight to drain */
     /* Works applied for the first time whose first status waits (first_status_later):
-     * key -> [generation applied, when the status is due, when it was applied] (times from
-     * fl_time_now_ms); under mu */
+     * key -> [generation applied, when the status is due, when it was applied, held for
+     * deliveries now, held at all] (times from fl_time_now_ms); under mu */
     json_t *first_status;
     int64_t first_status_ms, first_status_max_ms;
     /* Works added, or changed in what delivery reads, whose delivery has not been tried
@@ -106,7 +106,7 @@ struct fl_exec {
     json_t *undelivered;
     json_int_t undelivered_seq;
     /* Works that joined undelivered in the current second (from window_ms) and the one
-     * before: BURST_WORKS or more is a burst, and more are likely to come */
+     * before: burst_works or more is a burst (in_burst) */
     int64_t window_ms;
     int64_t adds, adds_before, burst_works;
 };
@@ -616,8 +616,8 @@ static bool any_unhealthy(const json_t *statuses)
  * its statuses follow. A status held so, or one due during a burst (in_burst), is written
  * once its objects are not Unhealthy (or at the cap): written when due, a third of a
  * 1,000-Deployment burst's first statuses said "not ready" and were written again a second
- * later, and the bindings' and templates' statuses with them. Only a Work
- * with no conditions yet waits, and only after an apply that succeeded: every later status
+ * later, and the bindings' and templates' statuses with them. Only a Work with no
+ * conditions yet waits, and only after an apply that succeeded: every later status
  * (a resumed Work's acknowledgement among them) and every failure is written at once.
  * Reconciles before the time that are not deliveries (the member's events for the new
  * objects) are skipped (waiting_first_status); the one at the time writes it. */
@@ -631,8 +631,6 @@ static bool first_status_later(exec *x, const json_t *work, const json_t *status
     json_int_t gen = json_integer_value(json_object_get(jobj(work, "metadata"), "generation"));
     int64_t now = fl_time_now_ms(), wait = 0;
     pthread_mutex_lock(&x->mu);
-    /* key -> [generation applied, when the status is due, when it was applied, held now,
-     * held at all] */
     json_t *seen = json_object_get(x->first_status, key);
     int64_t cap = seen ? json_integer_value(json_array_get(seen, 2)) + x->first_status_max_ms : 0;
     if (!seen || json_integer_value(json_array_get(seen, 0)) != gen) {
