@@ -105,10 +105,9 @@ struct fl_exec {
      * While there are any, first statuses wait. */
     json_t *undelivered;
     json_int_t undelivered_seq;
-    /* Works that joined undelivered in the current second (from window_ms) and the one
-     * before: burst_works or more is a burst (in_burst) */
-    int64_t window_ms;
-    int64_t adds, adds_before, burst_works;
+    /* Works that joined undelivered in the second from window_ms: burst_works or more
+     * start a burst, which lasts while more keep joining (in_burst) */
+    int64_t window_ms, adds, burst_works, burst_until_ms;
 };
 typedef struct fl_exec exec;
 
@@ -570,26 +569,27 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
     return listing;
 }
 
+/* How long a burst lasts after the last Work joined delivery */
+#define BURST_LINGER_MS 2000
+
 /* Count a Work joining undelivered (x->mu held). */
 static void count_add(exec *x, int64_t now)
 {
     if (now - x->window_ms >= 1000) {
-        x->adds_before = now - x->window_ms < 2000 ? x->adds : 0;
         x->adds = 0;
         x->window_ms = now;
     }
-    x->adds++;
+    if (++x->adds >= x->burst_works || now < x->burst_until_ms)
+        x->burst_until_ms = now + BURST_LINGER_MS;
 }
 
-/* Whether burst_works or more Works joined undelivered in this second or the one before
- * (x->mu held): a burst, whose pipeline may pause (the binding controller behind) while
- * more Works are on their way. */
+/* Whether Works are arriving in a burst (x->mu held): burst_works or more joined delivery
+ * within a second, and others have joined since, each within BURST_LINGER_MS of the last.
+ * Its pipeline pauses at times (the binding controller behind) while more Works are on
+ * their way, and the Works waiting for delivery run out meanwhile. */
 static bool in_burst(exec *x, int64_t now)
 {
-    if (now - x->window_ms >= 2000)
-        return false;
-    int64_t n = x->adds + (now - x->window_ms < 1000 ? x->adds_before : 0);
-    return n >= x->burst_works;
+    return now < x->burst_until_ms;
 }
 
 /* Whether a manifestStatuses entry says its object is Unhealthy (not ready yet). */
