@@ -620,7 +620,7 @@ static bool any_unhealthy(const json_t *statuses)
  * conditions yet waits, and only after an apply that succeeded: every later status
  * (a resumed Work's acknowledgement among them) and every failure is written at once.
  * Reconciles before the time that are not deliveries (the member's events for the new
- * objects) are skipped (waiting_first_status); the one at the time writes it. */
+ * objects) are skipped (reconcile); the one at the time writes it. */
 static bool first_status_later(exec *x, const json_t *work, const json_t *statuses)
 {
     if (x->first_status_ms <= 0 || json_object_get(jobj(work, "status"), "conditions"))
@@ -658,17 +658,6 @@ static bool first_status_later(exec *x, const json_t *work, const json_t *status
         fl_workqueue_add_after(x->q, key, wait);
     free(key);
     return wait > 0;
-}
-
-/* How long until key's first status is due (0: not waiting). A reconcile that is not a
- * delivery skips it, for the one at the time or at the release writes it. */
-static int64_t waiting_first_status(exec *x, const char *key)
-{
-    pthread_mutex_lock(&x->mu);
-    json_t *seen = json_object_get(x->first_status, key);
-    int64_t left = seen ? json_integer_value(json_array_get(seen, 1)) - fl_time_now_ms() : 0;
-    pthread_mutex_unlock(&x->mu);
-    return left > 0 ? left : 0;
 }
 
 /* The last Work waiting for delivery has been tried (x->mu held): the first statuses held
@@ -987,11 +976,14 @@ static int reconcile(exec *x, const char *key)
         return reconcile_cluster(x, key + 1);
     fl_metrics_count("flotilla_execution_work_reconciles_total",
                      "Works the execution controller reconciled (an agent counts its own)", 1);
+    /* a pass that is not a delivery skips a Work whose first status is not due yet: the
+     * pass at the time (or at the release) writes it */
     pthread_mutex_lock(&x->mu);
     json_t *pending = json_object_get(x->undelivered, key);
     json_int_t seq = pending ? json_integer_value(pending) : -1;
+    json_t *seen = seq < 0 ? json_object_get(x->first_status, key) : NULL;
+    int64_t left = seen ? json_integer_value(json_array_get(seen, 1)) - fl_time_now_ms() : 0;
     pthread_mutex_unlock(&x->mu);
-    int64_t left = seq < 0 ? waiting_first_status(x, key) : 0;
     if (left > 0) {
         /* the queue's clock may run a little ahead of ours: make sure it comes back */
         fl_workqueue_add_after(x->q, key, left);
