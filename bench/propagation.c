@@ -1203,11 +1203,13 @@ static int phase_memory(const char *flotilla, const char *root, int m, int n, in
     fleet_track(&f, NULL);
     fb_buf b = {0};
     double keys = fleet_metrics(&f, &b) ? metric_in(b.p, "flotilla_store_keys") : -1;
+    double recs = b.p ? metric_in(b.p, "flotilla_execution_work_reconciles_total") : -1;
     free(b.p);
     printf("  policy created: %ld/%ld member objects arrived after %.1f s (%.0f per s); store quiet %s later; "
            "server CPU %.1f s\n",
            got, want, res->mem_prop_s, got / res->mem_prop_s, quiet_str(q2), cpu);
     fb_print_writes(&before, &after, m, "Deployment");
+    printf("  Work reconciles by the execution controller: %.0f (%.2f per Work)\n", recs, recs / ((double)m * n));
     printf("  propagated: RSS %.1f MiB (peak %.1f MiB), store keys %.0f; %.2f x the baseline; %.1f KiB per "
            "propagated Deployment above it\n",
            res->mem_rss_prop, res->mem_hwm, keys, res->mem_rss_prop / res->mem_rss_base,
