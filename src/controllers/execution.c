@@ -96,8 +96,7 @@ struct fl_exec {
     json_t *inflight;  /* cluster -> number of workers applying or removing */
     json_t *want_ack;  /* clusters whose Paused acknowledgement waits for inflight to drain */
     /* Works applied for the first time whose first status waits (first_status_later):
-     * key -> [generation applied, when the status is due, when it was applied, held for
-     * deliveries now, held at all] (times from fl_time_now_ms); under mu */
+     * key -> an array indexed by enum fs_field; under mu */
     json_t *first_status;
     int64_t first_status_ms, first_status_max_ms;
     /* Works added, or changed in what delivery reads, whose delivery has not been tried
@@ -110,6 +109,15 @@ struct fl_exec {
     int64_t window_ms, adds, burst_works, burst_until_ms;
 };
 typedef struct fl_exec exec;
+
+/* The fields of a first-status record (fl_exec.first_status), times from fl_time_now_ms */
+enum fs_field {
+    FS_GENERATION, /* the Work's generation applied */
+    FS_DUE,        /* when the status is due */
+    FS_APPLIED,    /* when it was applied */
+    FS_HELD_NOW,   /* held for other Works' deliveries now */
+    FS_HELD,       /* held at all */
+};
 
 #define CLUSTER_KEY_PREFIX '@' /* queue key of a cluster's Paused acknowledgement: "@name" */
 
@@ -632,19 +640,21 @@ static bool first_status_later(exec *x, const json_t *work, const json_t *status
     int64_t now = fl_time_now_ms(), wait = 0;
     pthread_mutex_lock(&x->mu);
     json_t *seen = json_object_get(x->first_status, key);
-    int64_t cap = seen ? json_integer_value(json_array_get(seen, 2)) + x->first_status_max_ms : 0;
-    if (!seen || json_integer_value(json_array_get(seen, 0)) != gen) {
+    int64_t cap = seen ? json_integer_value(json_array_get(seen, FS_APPLIED)) + x->first_status_max_ms : 0;
+    if (!seen || json_integer_value(json_array_get(seen, FS_GENERATION)) != gen) {
+        /* in enum fs_field's order */
         json_object_set_new(x->first_status, key, json_pack("[IIIbb]", gen, now + x->first_status_ms, now, 0, 0));
         wait = x->first_status_ms;
-    } else if (json_integer_value(json_array_get(seen, 1)) > now) {
-        wait = json_integer_value(json_array_get(seen, 1)) - now;
+    } else if (json_integer_value(json_array_get(seen, FS_DUE)) > now) {
+        wait = json_integer_value(json_array_get(seen, FS_DUE)) - now;
     } else if (json_object_size(x->undelivered) > (json_object_get(x->undelivered, key) ? 1u : 0u) && now < cap) {
         /* deliveries first: due at the cap, or sooner when they are done */
-        json_array_set_new(seen, 1, json_integer(cap));
-        json_array_set_new(seen, 3, json_true());
-        json_array_set_new(seen, 4, json_true());
+        json_array_set_new(seen, FS_DUE, json_integer(cap));
+        json_array_set_new(seen, FS_HELD_NOW, json_true());
+        json_array_set_new(seen, FS_HELD, json_true());
         wait = cap - now;
-    } else if ((json_is_true(json_array_get(seen, 4)) || in_burst(x, now)) && now < cap && any_unhealthy(statuses)) {
+    } else if ((json_is_true(json_array_get(seen, FS_HELD)) || in_burst(x, now)) && now < cap &&
+               any_unhealthy(statuses)) {
         /* released, its objects not ready: the member's events come through (nothing is
          * due, so they are not skipped), and the one that makes them ready writes it */
         wait = cap - now;
@@ -669,10 +679,10 @@ static json_t *release_held(exec *x)
     json_t *seen;
     int64_t now = fl_time_now_ms();
     json_object_foreach(x->first_status, key, seen) {
-        if (!json_is_true(json_array_get(seen, 3)))
+        if (!json_is_true(json_array_get(seen, FS_HELD_NOW)))
             continue;
-        json_array_set_new(seen, 1, json_integer(now));
-        json_array_set_new(seen, 3, json_false());
+        json_array_set_new(seen, FS_DUE, json_integer(now));
+        json_array_set_new(seen, FS_HELD_NOW, json_false());
         json_array_append_new(keys, json_string(key));
     }
     return keys;
@@ -982,7 +992,7 @@ static int reconcile(exec *x, const char *key)
     json_t *pending = json_object_get(x->undelivered, key);
     json_int_t seq = pending ? json_integer_value(pending) : -1;
     json_t *seen = seq < 0 ? json_object_get(x->first_status, key) : NULL;
-    int64_t left = seen ? json_integer_value(json_array_get(seen, 1)) - fl_time_now_ms() : 0;
+    int64_t left = seen ? json_integer_value(json_array_get(seen, FS_DUE)) - fl_time_now_ms() : 0;
     pthread_mutex_unlock(&x->mu);
     if (left > 0) {
         /* the queue's clock may run a little ahead of ours: make sure it comes back */
@@ -1200,7 +1210,6 @@ typedef struct resync_walk {
     exec *x;
     json_t *in_use; /* fl_ws_use_key -> true */
 } resync_walk;
-
 
 static void resync_one(void *ctx, json_t *w)
 {

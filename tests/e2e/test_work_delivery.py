@@ -572,6 +572,8 @@ def test_in_a_burst_a_first_status_waits_for_its_objects_to_be_ready(burst_pair)
 
 @pytest.fixture(scope="module")
 def recheck_pair():
+    # the same settings as delivery_first_pair, in a fresh pair: that one keeps a Work whose
+    # delivery hangs, which a restart would deliver again
     yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": "100",
                           "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS)})
 
