@@ -30,6 +30,7 @@
 #include "interp/lua.h"
 #include "controllers/execution.h"
 #include "controllers/dispatching.h"
+#include "core/timefmt.h"
 #include "core/condition.h"
 #include "core/json.h"
 #include "core/env.h"
@@ -67,13 +68,6 @@ struct fl_agent {
 };
 
 /* ---- time and environment ---- */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t wall_ms(void)
 {
@@ -329,7 +323,7 @@ static void report_status(fl_agent *a)
     if (health == FL_CLUSTER_HEALTHY) {
         /* discovery costs one request per group-version: every ten passes, and at once
          * after the member comes back */
-        int64_t now = mono_ms();
+        int64_t now = fl_time_mono_ms();
         bool apis = !a->last_discovery_ms || now - a->last_discovery_ms >= a->status_ms * 10;
         fl_cluster_collect(a->probe, a->stop, apis, &col);
         if (apis && strcmp(col.apis_reason, "Empty"))

@@ -98,15 +98,6 @@ struct cstatus {
     fl_client_cancel *watchdog_stop;
 };
 
-/* ---- time ---- */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- small JSON helpers ---- */
 
 static const char *jstr(const json_t *o, const char *key)
@@ -166,7 +157,7 @@ static void mem_set(cstatus *st, const char *name, const char *field, int64_t v)
 static void arm(worker *w, int64_t ms)
 {
     fl_client_cancel_reset(w->cancel);
-    atomic_store(&w->deadline_ms, mono_ms() + ms);
+    atomic_store(&w->deadline_ms, fl_time_mono_ms() + ms);
     /* stop may have fired the token just before the reset: look again */
     if (atomic_load(&w->st->stop))
         fl_client_cancel_fire(w->cancel);
@@ -181,7 +172,7 @@ static void *watchdog_main(void *arg)
 {
     cstatus *st = arg;
     while (!fl_client_cancel_sleep(st->watchdog_stop, 50)) {
-        int64_t now = mono_ms();
+        int64_t now = fl_time_mono_ms();
         for (int i = 0; i < st->nworkers; i++) {
             int64_t d = atomic_load(&st->w[i].deadline_ms);
             if (d && now > d) {
@@ -650,7 +641,7 @@ static void collect(worker *w, fl_client *c, const char *name, collected *col)
     cstatus *st = w->st;
     /* the whole collection is bounded too: a few round trips per group-version */
     arm(w, st->probe_timeout_ms * 6);
-    int64_t now = mono_ms(), last = mem_get(st, name, "disc", 0);
+    int64_t now = fl_time_mono_ms(), last = mem_get(st, name, "disc", 0);
     bool apis = !last || now - last >= st->discovery_ms;
     fl_cluster_collect(c, w->cancel, apis, col);
     if (apis && strcmp(col->apis_reason, "Empty"))

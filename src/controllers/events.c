@@ -45,7 +45,7 @@ typedef struct pending {
     char *ns;
     char *fingerprint;       /* identity of the repeat */
     json_t *event;           /* the Event to create */
-    int64_t queued_ms;       /* when fl_event queued it */
+    int64_t queued_ms;       /* when fl_event queued it (fl_time_mono_ms) */
 } pending;
 
 typedef struct recent {
@@ -242,7 +242,7 @@ static void *writer(void *arg)
             pthread_cond_timedwait(&r->cv, &r->mu, &until);
         }
         /* what the machine is busy with goes first: the head waits (and so does the rest) */
-        while (r->head && !r->closing && r->busy && fl_time_now_ms() < r->head->queued_ms + r->hold_max_ms &&
+        while (r->head && !r->closing && r->busy && fl_time_mono_ms() < r->head->queued_ms + r->hold_max_ms &&
                r->busy(r->busy_ctx)) {
             int64_t at = fl_time_now_ms() + HOLD_STEP_MS;
             struct timespec until = {.tv_sec = (time_t)(at / 1000), .tv_nsec = (long)(at % 1000) * 1000000L};
@@ -356,7 +356,7 @@ void fl_event(fl_recorder *r, const json_t *obj, const char *type, const char *r
     p->fingerprint = fl_asprintf("%s|%s|%s/%s|%s|%s|%s", uid ? uid : "", jstr(obj, "kind") ? jstr(obj, "kind") : "",
                                  ns, oname ? oname : "", type, reason, msg);
     p->event = ev;
-    p->queued_ms = fl_time_now_ms();
+    p->queued_ms = fl_time_mono_ms();
     free(msg);
 
     pthread_mutex_lock(&r->mu);

@@ -12,6 +12,13 @@ int64_t fl_time_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t fl_time_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void fl_time_format(int64_t ms, bool millis, char buf[FL_TIME_BUF])
 {
     time_t t = (time_t)(ms / 1000);
