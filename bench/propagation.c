@@ -1447,6 +1447,7 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
     res->r_cpu_s = (double)(last_cpu_busy - r0) / 1e9;
     res->r_full_s = full ? (double)(full - r0) / 1e9 : -1;
     res->r_rss = fb_proc_kib(f.s.pid, "VmRSS") / 1024.0;
+    double r_cpu_total = fb_proc_cpu_s(f.s.pid); /* the new process's, all of it since its start */
     res->r_added_again = c1.added_again - c0.added_again;
     res->r_deleted = c1.deleted - c0.deleted;
     res->r_modified = c1.modified - c0.modified;
@@ -1467,8 +1468,9 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
     printf("    fully reconciled (all of the above, then 1 s quiet): %s%.2f s = %.1f x the start-up to /readyz\n",
            full ? "" : "NOT within the deadline; ", full ? res->r_full_s : since_s(r0),
            (full ? res->r_full_s : since_s(r0)) / res->r_ready_s);
-    printf("    members: %ld objects re-created, %ld deleted, %ld modified after the restart; server RSS %.1f MiB\n",
-           res->r_added_again, res->r_deleted, res->r_modified, res->r_rss);
+    printf("    members: %ld objects re-created, %ld deleted, %ld modified after the restart; server RSS %.1f MiB, "
+           "server CPU %.1f s since its start\n",
+           res->r_added_again, res->r_deleted, res->r_modified, res->r_rss, r_cpu_total);
     fb_print_writes(&none, &after, 2.0 * d, "object held (since the restart)");
     fb_buf mb = {0};
     double recs = fleet_metrics(&f, &mb) ? metric_in(mb.p, "flotilla_execution_work_reconciles_total") : -1;

@@ -1027,6 +1027,8 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
     if (rc)
         return rc;
     *out = page; /* the first page fixes the snapshot's resourceVersion */
+    if (o.on_page)
+        o.on_page(o.page_ctx, json_array_size(out->items));
     while (out->continue_token) {
         char *cont = out->continue_token;
         out->continue_token = NULL;
@@ -1047,6 +1049,8 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
         out->continue_token = page.continue_token;
         page.continue_token = NULL;
         fl_list_result_close(&page);
+        if (o.on_page)
+            o.on_page(o.page_ctx, json_array_size(out->items));
     }
     return 0;
 }

@@ -172,6 +172,10 @@ typedef struct fl_list_opts {
                                      * when decoding ("spec.workload"; "[]" for any element of
                                      * an array), for a caller that needs part of each object.
                                      * Over HTTP only: in process, objects come whole */
+    /* Optional, for fl_client_list_all: told after each page arrives, with the items so far,
+     * on the listing thread (a long list shows it is moving) */
+    void (*on_page)(void *ctx, size_t items);
+    void *page_ctx;
 } fl_list_opts;
 
 typedef struct fl_list_result {

@@ -25,6 +25,7 @@
  * One fl_client_cancel covers everything the thread blocks on (list, watch, back-off
  * sleep), so fl_informer_stop only has to fire it and join. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 /* One cached object: obj, or (compact) its text. */
 typedef struct centry {
@@ -89,6 +91,7 @@ struct fl_informer {
     pthread_cond_t sync_cond;    /* CLOCK_MONOTONIC */
     bool synced, stopped;
 
+    _Atomic int64_t progress_ms; /* the list's last move: fl_informer_list_progress_ms */
     unsigned rng;                /* jitter; used only by the informer's thread */
     size_t events;               /* events applied by the current watch */
 };
@@ -374,18 +377,34 @@ static json_t *gone_obj(fl_informer *inf, const centry *e)
     return cref_obj(inf, e->key, centry_ref(e));
 }
 
+static void list_moved(void *ctx, size_t items)
+{
+    (void)items;
+    fl_informer *inf = ctx;
+    atomic_store(&inf->progress_ms, fl_time_mono_ms());
+}
+
+static void emit_listed(fl_informer *inf, int rc)
+{
+    for (size_t i = 0; i < inf->nhandlers; i++)
+        if (inf->handlers[i].on_listed)
+            inf->handlers[i].on_listed(inf->handlers[i].ctx, rc);
+}
+
 /* LIST everything and replace the cache, telling handlers the difference. */
 static int relist(fl_informer *inf)
 {
     fl_gvr r = {inf->api_version, inf->resource};
     fl_list_opts o = {.label_selector = inf->label, .field_selector = inf->field, .limit = inf->page,
-                      .skip_fields = inf->skip};
+                      .skip_fields = inf->skip, .on_page = list_moved, .page_ctx = inf};
     fl_list_result l;
     fl_client_error err;
     int rc = fl_client_list_all(inf->client, &r, inf->ns, &o, inf->cancel, &l, &err);
     if (rc) {
-        if (rc != FL_ECLOSED)
+        if (rc != FL_ECLOSED) {
             fl_log(FL_LOG_WARN, "informer", "%s: list failed: %s", inf->resource, err.message);
+            emit_listed(inf, rc);
+        }
         return rc;
     }
     cmap fresh = {0};
@@ -433,6 +452,7 @@ static int relist(fl_informer *inf)
     fl_list_result_close(&l);
     if (!fl_informer_has_synced(inf))
         mark_synced(inf);
+    emit_listed(inf, 0);
     return 0;
 }
 
@@ -561,6 +581,7 @@ int fl_informer_start(fl_informer *inf)
     int rc = FL_EINVAL;
     if (!inf->started) {
         inf->started = true;
+        atomic_store(&inf->progress_ms, fl_time_mono_ms());
         if (pthread_create(&inf->thread, NULL, informer_main, inf) == 0) {
             rc = 0;
         } else {
@@ -721,6 +742,11 @@ void fl_informer_each(fl_informer *inf, const char *ns, void (*fn)(void *ctx, js
         free(all[i].key);
     }
     free(all);
+}
+
+int64_t fl_informer_list_progress_ms(fl_informer *inf)
+{
+    return atomic_load(&inf->progress_ms);
 }
 
 void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap)

@@ -37,6 +37,9 @@ typedef struct fl_informer_handlers {
     void (*on_add)(void *ctx, json_t *obj);
     void (*on_update)(void *ctx, json_t *old_obj, json_t *new_obj);
     void (*on_delete)(void *ctx, json_t *obj);
+    /* After each LIST (the first, and any after a broken watch) is over: rc 0 once its
+     * adds, updates and deletes have been told, else the list's error (a retry follows). */
+    void (*on_listed)(void *ctx, int rc);
     void *ctx;
 } fl_informer_handlers;
 
@@ -111,6 +114,10 @@ json_t *fl_informer_list(fl_informer *inf, const char *ns);
  * one at a time decoded (obj is borrowed and read-only): for walks over a compact
  * informer's whole cache, which a list would hold decoded all at once. */
 void fl_informer_each(fl_informer *inf, const char *ns, void (*fn)(void *ctx, json_t *obj), void *ctx);
+/* When the informer's lists last moved (fl_time_mono_ms): its start, or the last page to
+ * arrive (attempts that fail before a page do not count). For telling a long first list
+ * from a stuck one. */
+int64_t fl_informer_list_progress_ms(fl_informer *inf);
 /* The last resourceVersion the informer has seen (list, event or bookmark); "" before. */
 void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap);
 

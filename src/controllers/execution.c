@@ -551,15 +551,19 @@ static json_t *manifest_entry(exec *x, const json_t *work, const char *cluster, 
 }
 
 /* apply_work's "not yet": a member watch it needs is still making its first list. The Work
- * goes back on the queue with the usual back-off, and nothing is written. */
+ * waits, parked on that watch, until the list is over (then the list's adds, or the watch,
+ * put it back on the queue), and nothing is written. */
 #define NOT_LISTED_YET 1
-/* How long a member watch's first list is waited for before delivery goes on without it */
+/* How long a member watch's first list is waited for without moving (no page) before
+ * delivery goes on without it */
 #define LIST_GRACE_MS 3000
 
-/* Whether a watch that the Work's manifests need is making its first list. Until it has
- * listed, its cache cannot say what the member already has, and every manifest would cost a
- * create (409) and a read: after a restart, two requests per object in every member. */
-static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const json_t *manifests)
+/* Whether a watch that the Work's manifests need is making its first list; if so the Work
+ * is parked on it. Until it has listed, its cache cannot say what the member already has, and
+ * every manifest would cost a create (409) and a read: after a restart, two requests per
+ * object in every member. Retrying meanwhile would only spin: at a restart that is every
+ * Work, each retried with back-off while lists of tens of thousands of objects go on. */
+static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const json_t *work, const json_t *manifests)
 {
     bool listing = false;
     for (size_t i = 0; i < json_array_size(manifests) && !listing; i++) {
@@ -568,7 +572,11 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
         fl_ws_watch *wt = NULL;
         if (target_init(mc, cluster, (int)i, json_array_get(manifests, i), &t, &emsg) == 0 &&
             fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0) {
-            listing = fl_ws_watch_listing(wt, LIST_GRACE_MS);
+            if (fl_ws_watch_listing(wt, LIST_GRACE_MS)) {
+                char *key = fl_cat(meta(work, "namespace"), "/", meta(work, "name"), NULL);
+                listing = fl_ws_watch_park(wt, key);
+                free(key);
+            }
             fl_ws_watch_put(x->watches, wt);
         }
         free(emsg); /* apply_manifest reports it */
@@ -712,7 +720,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     }
 
     json_t *manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
-    if (watches_listing(x, cluster, mc, manifests))
+    if (watches_listing(x, cluster, mc, work, manifests))
         return NOT_LISTED_YET;
     json_t *statuses = json_array();
     size_t n = json_array_size(manifests), ok = 0;
@@ -1075,7 +1083,7 @@ out:
     }
     free(cluster);
     json_decref(work);
-    return rc;
+    return rc == NOT_LISTED_YET ? 0 : rc; /* parked: the list's end brings it back */
 }
 
 static void *worker(void *arg)

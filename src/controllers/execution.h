@@ -126,9 +126,13 @@ void fl_ws_watches_free(fl_ws_watches *w);
 int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
                     const char *kind, const char *resource, int wait_ms, fl_ws_watch **out);
 fl_informer *fl_ws_watch_informer(fl_ws_watch *wt);
-/* Whether the watch has not listed yet, though it started less than grace_ms ago (its first
- * list is on its way; after that long the member is taken to be slow or down). */
+/* Whether the watch has not listed yet, though its list moved (started, or had a page)
+ * less than grace_ms ago: the list is on its way. A list that has not moved for that long
+ * (the member is slow or down, or the list failed and waits to retry) is not waited for. */
 bool fl_ws_watch_listing(fl_ws_watch *wt, int64_t grace_ms);
+/* Put work_key back on the queue once the watch's current list is over (listed, or failed),
+ * instead of retrying it meanwhile. False, and nothing parked, when the watch has listed. */
+bool fl_ws_watch_park(fl_ws_watch *wt, const char *work_key);
 void fl_ws_watch_put(fl_ws_watches *w, fl_ws_watch *wt);
 
 /* Stop the watches no Work needs any more: in_use is a set (a JSON object used for its

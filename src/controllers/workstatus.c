@@ -54,7 +54,8 @@ struct fl_ws_watch {
     fl_workqueue *q;
     int refs;                  /* under the registry mutex */
     bool listed;               /* in the table */
-    int64_t started_ms;        /* when the informer started (fl_time_now_ms) */
+    pthread_mutex_t park_mu;
+    json_t *parked;            /* set of Work keys waiting for the first list: fl_ws_watch_park */
 };
 
 struct fl_ws_watches {
@@ -90,7 +91,12 @@ static void enqueue_owner(fl_ws_watch *wt, const json_t *obj)
 
 static void on_add(void *ctx, json_t *obj)
 {
-    enqueue_owner(ctx, obj);
+    fl_ws_watch *wt = ctx;
+    /* The first list's adds need not queue their Works: a Work that needs this watch is
+     * queued already (it has not looked yet) or parked on it until the list is over
+     * (fl_ws_watch_park). Queued now, it would only park once more. */
+    if (fl_informer_has_synced(wt->inf))
+        enqueue_owner(wt, obj);
 }
 
 static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -101,6 +107,29 @@ static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
 static void on_delete(void *ctx, json_t *obj)
 {
     enqueue_owner(ctx, obj);
+}
+
+/* The Works parked on wt go back on the queue. */
+static void unpark(fl_ws_watch *wt)
+{
+    pthread_mutex_lock(&wt->park_mu);
+    json_t *keys = wt->parked;
+    wt->parked = NULL;
+    pthread_mutex_unlock(&wt->park_mu);
+    const char *k;
+    json_t *v;
+    json_object_foreach(keys, k, v)
+        fl_workqueue_add(wt->q, k);
+    json_decref(keys);
+}
+
+/* A list is over: the Works waiting for it look again, whether it worked (the adds have
+ * queued the Works whose objects the member has, and these include the others) or failed
+ * (they judge for themselves whether to wait on: fl_ws_watch_listing) */
+static void on_listed(void *ctx, int rc)
+{
+    (void)rc;
+    unpark(ctx);
 }
 
 /* ---- registry ---- */
@@ -123,6 +152,8 @@ fl_ws_watches *fl_ws_watches_new(fl_workqueue *q)
 static void watch_free(fl_ws_watch *wt)
 {
     fl_informer_free(wt->inf); /* stops and joins */
+    unpark(wt);                /* none may wait for a list that will not come */
+    pthread_mutex_destroy(&wt->park_mu);
     free(wt->key);
     free(wt);
 }
@@ -187,11 +218,16 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
         key = NULL;
         wt->client = client;
         wt->q = w->q;
+        pthread_mutex_init(&wt->park_mu, NULL);
         fl_informer_config cfg = {
             .client = client,
             .resource = {.api_version = api_version, .resource = resource},
             .label_selector = FL_MANAGED_LABEL "=true",
-            .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = wt},
+            .handlers = {.on_add = on_add,
+                         .on_update = on_update,
+                         .on_delete = on_delete,
+                         .on_listed = on_listed,
+                         .ctx = wt},
             .transform = fl_informer_drop_managed_fields,      /* an in-process member */
             .skip_fields = fl_informer_skip_managed_fields, /* over HTTP: not even decoded */
             .compact = true, /* one per member object of every Work: kept as text, */
@@ -200,7 +236,6 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);
-        wt->started_ms = fl_time_now_ms();
         wt->refs = 1;
         wt->listed = true;
         if (++w->count > w->nbuckets)
@@ -235,7 +270,22 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
 
 bool fl_ws_watch_listing(fl_ws_watch *wt, int64_t grace_ms)
 {
-    return !fl_informer_has_synced(wt->inf) && fl_time_now_ms() - wt->started_ms < grace_ms;
+    return !fl_informer_has_synced(wt->inf) && fl_time_mono_ms() - fl_informer_list_progress_ms(wt->inf) < grace_ms;
+}
+
+bool fl_ws_watch_park(fl_ws_watch *wt, const char *work_key)
+{
+    pthread_mutex_lock(&wt->park_mu);
+    /* synced is set before the list's on_listed takes park_mu: a key added here while it is
+     * not set is in the set that on_listed takes */
+    bool wait = !fl_informer_has_synced(wt->inf);
+    if (wait) {
+        if (!wt->parked)
+            wt->parked = json_object();
+        json_object_set_new(wt->parked, work_key, json_true());
+    }
+    pthread_mutex_unlock(&wt->park_mu);
+    return wait;
 }
 
 fl_informer *fl_ws_watch_informer(fl_ws_watch *wt)

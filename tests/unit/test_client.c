@@ -35,6 +35,9 @@
 #include "api/tls.h"
 #include "client/client.h"
 #include "client/informer.h"
+#include "client/workqueue.h"
+#include "controllers/execution.h"
+#include "core/timefmt.h"
 #include "client/kubeconfig.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -1188,6 +1191,7 @@ typedef struct inf_log {
     rec r;
     fl_informer *inf;
     atomic_int cache_misses;   /* handler could not see its object in the cache */
+    atomic_int listed_ok, listed_failed; /* on_listed calls */
 } inf_log;
 
 static char *key_rv_data(const json_t *obj)
@@ -1236,6 +1240,14 @@ static void on_delete(void *ctx, json_t *obj)
     free(key);
 }
 
+static void on_listed(void *ctx, int rc)
+{
+    inf_log *l = ctx;
+    if (rc == 0 && !fl_informer_has_synced(l->inf))
+        atomic_fetch_add(&l->cache_misses, 1); /* told before the informer says it has synced */
+    atomic_fetch_add(rc == 0 ? &l->listed_ok : &l->listed_failed, 1);
+}
+
 static void append_key_data(void *ctx, json_t *obj)
 {
     char *kd = key_rv_data(obj);
@@ -1247,9 +1259,15 @@ static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int w
 {
     rec_init(&l->r);
     atomic_store(&l->cache_misses, 0);
+    atomic_store(&l->listed_ok, 0);
+    atomic_store(&l->listed_failed, 0);
     fl_informer_config cfg = {.client = c, .resource = CM, .ns = ns, .page_size = 2, .backoff_min_ms = 20,
                               .backoff_max_ms = 200, .watch_timeout_s = watch_timeout_s,
-                              .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = l},
+                              .handlers = {.on_add = on_add,
+                                           .on_update = on_update,
+                                           .on_delete = on_delete,
+                                           .on_listed = on_listed,
+                                           .ctx = l},
                               .transform = fl_informer_drop_managed_fields,
                               .compact = compact_informers, .hot_objects = 1};
     fl_informer *inf = NULL;
@@ -1292,10 +1310,16 @@ static void test_informer_syncs_then_sees_adds_updates_and_deletes(void **state)
     inf_log l;
     fl_informer *inf = informer_for(f, &l, NULL, 0);
     assert_false(fl_informer_has_synced(inf));
+    int64_t before = fl_time_mono_ms();
     assert_int_equal(fl_informer_start(inf), 0);
     assert_int_equal(fl_informer_start(inf), FL_EINVAL);
     assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
     assert_true(fl_informer_has_synced(inf));
+    /* the list's end is told once, after synced; its pages moved the list's progress */
+    WAIT_UNTIL(atomic_load(&l.listed_ok) == 1, 5000);
+    assert_int_equal(atomic_load(&l.listed_failed), 0);
+    assert_true(fl_informer_list_progress_ms(inf) >= before);
+    assert_true(fl_informer_list_progress_ms(inf) <= fl_time_mono_ms());
     /* the initial adds were delivered before synced (pages of 2: 2 pages) */
     assert_int_equal(rec_count(&l.r), 4);
     assert_true(rec_has(&l.r, "add default/a=1"));
@@ -1452,9 +1476,12 @@ static void test_informer_recovers_from_a_broken_stream_with_the_right_diff(void
     fl_store_compact(f->store);
     sleep_ms(300); /* the informer fails, backs off, fails again */
     assert_int_equal(rec_count(&l.r), 3);
+    assert_int_equal(atomic_load(&l.listed_ok), 1);
+    WAIT_UNTIL(atomic_load(&l.listed_failed) >= 1, 5000); /* each failed list is told */
     atomic_store(&px->down, false);
 
     WAIT_UNTIL(rec_count(&l.r) >= 6, 10000);
+    WAIT_UNTIL(atomic_load(&l.listed_ok) == 2, 5000);
     sleep_ms(100);
     if (rec_count(&l.r) != 6)
         rec_dump(&l.r);
@@ -1471,6 +1498,54 @@ static void test_informer_recovers_from_a_broken_stream_with_the_right_diff(void
     fl_client_free(pc);
     proxy_stop(px);
     rec_close(&l.r);
+}
+
+/* A Work waiting for a member watch's first list is parked on the watch: the end of each
+ * list (failed or not) puts it back on the queue, and once the watch has listed nothing
+ * parks. A list that has not moved for the grace is not waited for. */
+static void test_member_watch_parks_works_until_its_list_is_over(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "m", "1");
+    proxy *px = proxy_start(f->port);
+    atomic_store(&px->down, true); /* the member refuses: its lists fail */
+    fl_client *pc = client_at(px->port, "t");
+    fl_workqueue *q = fl_workqueue_new(NULL);
+    fl_ws_watches *w = fl_ws_watches_new(q);
+    fl_ws_watch *wt = NULL;
+    assert_int_equal(fl_ws_watch_get(w, "c1", pc, "v1", "ConfigMap", "configmaps", -1, &wt), 0);
+    assert_true(fl_ws_watch_listing(wt, 60000));
+    assert_true(fl_ws_watch_park(wt, "karmada-es-c1/w1"));
+    char *key = NULL;
+    /* the failed list puts it back */
+    assert_int_equal(fl_workqueue_get(q, 5000, &key), 0);
+    assert_string_equal(key, "karmada-es-c1/w1");
+    fl_workqueue_done(q, key);
+    free(key);
+    /* no page has come since the watch started: after the grace it is not waited for */
+    sleep_ms(150);
+    assert_false(fl_ws_watch_listing(wt, 100));
+    assert_true(fl_ws_watch_listing(wt, 60000));
+
+    /* parked while the member is down, back once it answers and the list is over */
+    assert_true(fl_ws_watch_park(wt, "karmada-es-c1/w2"));
+    atomic_store(&px->down, false);
+    assert_int_equal(fl_informer_wait_synced(fl_ws_watch_informer(wt), 10000), 0);
+    bool got_w2 = false;
+    for (int i = 0; i < 4 && !got_w2 && fl_workqueue_get(q, 5000, &key) == 0; i++) {
+        got_w2 = !strcmp(key, "karmada-es-c1/w2");
+        fl_workqueue_done(q, key);
+        free(key);
+    }
+    assert_true(got_w2);
+    /* listed: nothing waits, nothing parks */
+    assert_false(fl_ws_watch_listing(wt, 60000));
+    assert_false(fl_ws_watch_park(wt, "karmada-es-c1/w3"));
+    fl_ws_watch_put(w, wt);
+    fl_ws_watches_free(w);
+    fl_workqueue_free(q);
+    fl_client_free(pc);
+    proxy_stop(px);
 }
 
 static void test_informer_stops_promptly_while_the_server_is_down(void **state)
@@ -1521,6 +1596,7 @@ int main(void)
         T(test_informer_without_old_objects_still_tells_updates_from_adds),
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
+        T(test_member_watch_parks_works_until_its_list_is_over),
         T(test_informer_stops_promptly_while_the_server_is_down),
     };
 #undef T
