@@ -66,6 +66,12 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
 typedef struct fl_ctrl_workers fl_ctrl_workers;
 fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
                                        void *ctx);
+/* The same, but the workers take no key before every informer in synced (NULL-terminated,
+ * copied) has made its first list, as client-go's controllers wait for their caches: a
+ * reconcile that finds a cache not synced can only fail, and at a start with tens of
+ * thousands of keys queued, their back-off would put the real pass seconds late. */
+fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
+                                              void *ctx, fl_informer *const *synced);
 /* Shut q down (if not yet), join the workers, free. NULL-safe. */
 void fl_ctrl_workers_join(fl_ctrl_workers *w);
 

@@ -222,13 +222,26 @@ struct fl_ctrl_workers {
     void *ctx;
     int n;
     pthread_t *threads;
+    fl_informer **synced; /* NULL-terminated; NULL for none */
 };
+
+/* Until every informer the controller reads has listed, or the queue shuts down. */
+static void wait_synced(fl_ctrl_workers *w)
+{
+    for (fl_informer **inf = w->synced; inf && *inf; inf++)
+        while (!fl_workqueue_shutting_down(w->q)) {
+            int rc = fl_informer_wait_synced(*inf, 100);
+            if (rc == 0 || rc == FL_ECLOSED) /* stopped: the manager is stopping too */
+                break;
+        }
+}
 
 static void *worker_main(void *arg)
 {
     fl_ctrl_workers *w = arg;
     char *key;
     pthread_setname_np(pthread_self(), "fl-worker");
+    wait_synced(w);
     while (fl_workqueue_get(w->q, -1, &key) == 0) {
         /* stopping: what is still queued is not worked off (the store is the truth; the next
          * start reconciles everything), or a backlog of thousands would hold the stop up */
@@ -247,10 +260,23 @@ static void *worker_main(void *arg)
 fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
                                        void *ctx)
 {
+    return fl_ctrl_workers_start_synced(q, n, reconcile, ctx, NULL);
+}
+
+fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
+                                              void *ctx, fl_informer *const *synced)
+{
     fl_ctrl_workers *w = fl_calloc(1, sizeof *w);
     w->q = q;
     w->reconcile = reconcile;
     w->ctx = ctx;
+    size_t ns = 0;
+    while (synced && synced[ns])
+        ns++;
+    if (ns) {
+        w->synced = fl_calloc(ns + 1, sizeof *w->synced);
+        memcpy(w->synced, synced, ns * sizeof *w->synced);
+    }
     w->threads = fl_calloc((size_t)(n > 0 ? n : 1), sizeof *w->threads);
     for (int i = 0; i < n; i++) {
         if (pthread_create(&w->threads[w->n], NULL, worker_main, w) != 0) {
@@ -270,6 +296,7 @@ void fl_ctrl_workers_join(fl_ctrl_workers *w)
     for (int i = 0; i < w->n; i++)
         pthread_join(w->threads[i], NULL);
     free(w->threads);
+    free(w->synced);
     free(w);
 }
 

@@ -36,6 +36,7 @@
 #include "client/client.h"
 #include "client/informer.h"
 #include "client/workqueue.h"
+#include "controllers/controller.h"
 #include "controllers/execution.h"
 #include "core/timefmt.h"
 #include "client/kubeconfig.h"
@@ -1548,6 +1549,56 @@ static void test_member_watch_parks_works_until_its_list_is_over(void **state)
     proxy_stop(px);
 }
 
+typedef struct counted {
+    fl_informer *inf;
+    atomic_int calls, unsynced; /* reconciles; those that found the cache not listed */
+} counted;
+
+static int count_reconcile(void *ctx, const char *key)
+{
+    (void)key;
+    counted *c = ctx;
+    if (!fl_informer_has_synced(c->inf))
+        atomic_fetch_add(&c->unsynced, 1);
+    atomic_fetch_add(&c->calls, 1);
+    return 0;
+}
+
+/* Workers started with informers to wait for take no key before those have listed. */
+static void test_controller_workers_wait_for_their_caches(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    inf_log l;
+    fl_informer *inf = informer_for(f, &l, NULL, 0);
+    fl_workqueue *q = fl_workqueue_new(NULL);
+    counted c = {.inf = inf};
+    fl_ctrl_workers *w = fl_ctrl_workers_start_synced(q, 2, count_reconcile, &c, (fl_informer *const[]){inf, NULL});
+    fl_workqueue_add(q, "default/a");
+    sleep_ms(300);
+    assert_int_equal(atomic_load(&c.calls), 0); /* queued, not taken */
+    assert_int_equal(fl_informer_start(inf), 0);
+    WAIT_UNTIL(atomic_load(&c.calls) == 1, 5000);
+    assert_int_equal(atomic_load(&c.calls), 1);
+    assert_int_equal(atomic_load(&c.unsynced), 0);
+    fl_workqueue_add(q, "default/b"); /* and they go on taking keys */
+    WAIT_UNTIL(atomic_load(&c.calls) == 2, 5000);
+    assert_int_equal(atomic_load(&c.calls), 2);
+    fl_ctrl_workers_join(w);
+    /* workers that never saw their caches list still stop */
+    inf_log l2;
+    fl_informer *idle = informer_for(f, &l2, NULL, 0);
+    fl_workqueue *q2 = fl_workqueue_new(NULL);
+    fl_ctrl_workers *w2 = fl_ctrl_workers_start_synced(q2, 1, count_reconcile, &c, (fl_informer *const[]){idle, NULL});
+    fl_ctrl_workers_join(w2);
+    fl_workqueue_free(q2);
+    fl_informer_free(idle);
+    rec_close(&l2.r);
+    fl_workqueue_free(q);
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
 static void test_informer_stops_promptly_while_the_server_is_down(void **state)
 {
     fixture *f = *state;
@@ -1597,6 +1648,7 @@ int main(void)
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
         T(test_member_watch_parks_works_until_its_list_is_over),
+        T(test_controller_workers_wait_for_their_caches),
         T(test_informer_stops_promptly_while_the_server_is_down),
     };
 #undef T
