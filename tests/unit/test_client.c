@@ -1110,6 +1110,65 @@ static void test_watch_delivers_changes_in_order_and_stops_on_cancel(void **stat
     fl_list_result_close(&l);
 }
 
+static void label_cm(fixture *f, const char *name, const char *tier)
+{
+    char *p = fl_asprintf("{\"metadata\":{\"labels\":{\"tier\":\"%s\"}}}", tier);
+    fl_client_error err;
+    int rc = fl_client_patch(f->c, &CM, "default", name, FL_PATCH_MERGE, p, strlen(p), NULL, NULL, &err);
+    if (rc)
+        fail_msg("label %s: %d %s", name, rc, err.message);
+    free(p);
+}
+
+/* A label-selector watch reports an object that starts matching as ADDED and one that stops
+ * matching as DELETED, as the Kubernetes watch cache does, including objects that matched
+ * before the watch began (resumed from a resourceVersion), among many that do not. */
+static void test_selector_watch_turns_matching_changes_into_adds_and_deletes(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "old", "0");
+    label_cm(f, "old", "web");
+    for (int i = 0; i < 300; i++) { /* others: the watch learns which keys match among these */
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        create_cm(f, "default", name, "0");
+        label_cm(f, name, i % 2 ? "web" : "db");
+    }
+    fl_list_result l;
+    assert_int_equal(fl_client_list(f->c, &CM, "default", NULL, &l, NULL), 0);
+    watcher w = {.ns = "default"};
+    w.opts.resource_version = l.resource_version;
+    w.opts.label_selector = "tier=web";
+    pthread_t th;
+    watcher_start(&w, f, &th);
+    sleep_ms(100);
+    label_cm(f, "old", "db");  /* matched before the watch: now it does not */
+    create_cm(f, "default", "a", "1");
+    label_cm(f, "a", "web");   /* starts matching */
+    patch_cm(f, "default", "a", "2");
+    label_cm(f, "a", "db");    /* stops */
+    label_cm(f, "a", "web");   /* and again */
+    label_cm(f, "x0", "db");   /* never matched: nothing */
+    delete_cm(f, "default", "a");
+    label_cm(f, "x1", "db");   /* matched before the watch, among many */
+    WAIT_UNTIL(rec_count(&w.log) >= 7, 5000);
+    sleep_ms(50);
+    if (rec_count(&w.log) != 7)
+        rec_dump(&w.log);
+    assert_int_equal(rec_count(&w.log), 7);
+    assert_string_equal(w.log.ev[0], "DELETED old 0");
+    assert_string_equal(w.log.ev[1], "ADDED a 1");
+    assert_string_equal(w.log.ev[2], "MODIFIED a 2");
+    assert_string_equal(w.log.ev[3], "DELETED a 2");
+    assert_string_equal(w.log.ev[4], "ADDED a 2");
+    assert_string_equal(w.log.ev[5], "DELETED a 2");
+    assert_string_equal(w.log.ev[6], "DELETED x1 0");
+    fl_client_cancel_fire(w.cancel);
+    pthread_join(th, NULL);
+    watcher_close(&w);
+    fl_list_result_close(&l);
+}
+
 static void test_watch_without_resource_version_starts_with_current_objects(void **state)
 {
     fixture *f = *state;
@@ -1639,6 +1698,7 @@ int main(void)
         T(test_resolve_uses_learned_discovery_without_asking),
         T(test_https_with_the_kubeconfig_the_server_writes),
         T(test_watch_delivers_changes_in_order_and_stops_on_cancel),
+        T(test_selector_watch_turns_matching_changes_into_adds_and_deletes),
         T(test_watch_without_resource_version_starts_with_current_objects),
         T(test_watch_gets_bookmarks_and_ends_at_the_server_timeout),
         T(test_watch_from_a_compacted_revision_is_expired),
