@@ -1091,6 +1091,12 @@ static void *worker(void *arg)
     exec *x = arg;
     char *key;
     pthread_setname_np(pthread_self(), "fl-exec");
+    /* Not before the Work cache has listed: a reconcile could only find its Work missing.
+     * And a worker waiting on the queue meanwhile is woken by every add of the list, a
+     * futex wake each: at 180,000 Works, a quarter of the listing thread's time. */
+    while (!atomic_load(&x->quit) && !fl_workqueue_shutting_down(x->q) &&
+           fl_informer_wait_synced(x->works, 100) == FL_ETIMEDOUT)
+        ;
     while (fl_workqueue_get(x->q, -1, &key) == 0) {
         if (!atomic_load(&x->quit)) {
             if (reconcile(x, key) == 0)
