@@ -1009,6 +1009,16 @@ int fl_client_list(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_
     return list_page(c, r, ns, opts, opts ? opts->continue_token : NULL, NULL, out, err);
 }
 
+/* A page to opts->on_page, and out of the result when the caller takes pages. */
+static void hand_page(const fl_list_opts *o, json_t *items)
+{
+    if (!o->on_page)
+        return;
+    o->on_page(o->page_ctx, items);
+    if (o->take_pages)
+        json_array_clear(items);
+}
+
 int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *opts,
                        fl_client_cancel *cancel, fl_list_result *out, fl_client_error *err)
 {
@@ -1027,8 +1037,7 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
     if (rc)
         return rc;
     *out = page; /* the first page fixes the snapshot's resourceVersion */
-    if (o.on_page)
-        o.on_page(o.page_ctx, json_array_size(out->items));
+    hand_page(&o, out->items);
     while (out->continue_token) {
         char *cont = out->continue_token;
         out->continue_token = NULL;
@@ -1039,18 +1048,22 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
             fl_log(FL_LOG_DEBUG, "client", "list %s: continue expired, listing without paging", r->resource);
             fl_list_result_close(out);
             o.limit = 0;
-            return list_page(c, r, ns, &o, NULL, cancel, out, err);
+            if (o.on_page)
+                o.on_page(o.page_ctx, NULL);
+            rc = list_page(c, r, ns, &o, NULL, cancel, out, err);
+            if (rc == 0)
+                hand_page(&o, out->items);
+            return rc;
         }
         if (rc) {
             fl_list_result_close(out);
             return rc;
         }
-        json_array_extend(out->items, page.items);
+        hand_page(&o, page.items);
+        json_array_extend(out->items, page.items); /* empty when taken */
         out->continue_token = page.continue_token;
         page.continue_token = NULL;
         fl_list_result_close(&page);
-        if (o.on_page)
-            o.on_page(o.page_ctx, json_array_size(out->items));
     }
     return 0;
 }

@@ -172,10 +172,14 @@ typedef struct fl_list_opts {
                                      * when decoding ("spec.workload"; "[]" for any element of
                                      * an array), for a caller that needs part of each object.
                                      * Over HTTP only: in process, objects come whole */
-    /* Optional, for fl_client_list_all: told after each page arrives, with the items so far,
-     * on the listing thread (a long list shows it is moving) */
-    void (*on_page)(void *ctx, size_t items);
+    /* Optional, for fl_client_list_all: each page's items as they arrive (borrowed for the
+     * call), on the listing thread; items NULL means start over (the snapshot expired, and
+     * one unpaged list follows). With take_pages the pages are not also gathered into the
+     * result, whose items stay empty: a caller that keeps something smaller per item (a
+     * text) never holds the whole list decoded. */
+    void (*on_page)(void *ctx, json_t *items);
     void *page_ctx;
+    bool take_pages;
 } fl_list_opts;
 
 typedef struct fl_list_result {

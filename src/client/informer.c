@@ -83,6 +83,7 @@ struct fl_informer {
 
     bool compact;
     bool no_old;                 /* on_update gets no old object */
+    bool silent_first;           /* the first list's adds are not told */
     pthread_mutex_t hot_mu;
     hot_slot *hot;               /* compact: decoded objects by key hash */
     size_t nhot;
@@ -307,6 +308,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     pthread_condattr_destroy(&ca);
     inf->compact = cfg->compact;
     inf->no_old = cfg->no_old_objects;
+    inf->silent_first = cfg->silent_first_list;
     pthread_mutex_init(&inf->hot_mu, NULL);
     if (inf->compact) {
         inf->nhot = cfg->hot_objects ? cfg->hot_objects : HOT_DEFAULT;
@@ -377,11 +379,55 @@ static json_t *gone_obj(fl_informer *inf, const centry *e)
     return cref_obj(inf, e->key, centry_ref(e));
 }
 
-static void list_moved(void *ctx, size_t items)
+/* A list as its pages arrive: a compact informer makes each item's entry (its text) then,
+ * so that the list is never held decoded whole (30,000 member objects are hundreds of MB
+ * decoded, and their pages freed at once make glibc consolidate); keys keeps the list's order. */
+typedef struct listing {
+    fl_informer *inf;
+    cmap fresh;
+    char **keys;
+    size_t n, cap;
+} listing;
+
+static void listing_reset(listing *ls)
 {
-    (void)items;
-    fl_informer *inf = ctx;
+    cmap_clear(&ls->fresh);
+    for (size_t i = 0; i < ls->n; i++)
+        free(ls->keys[i]);
+    ls->n = 0;
+}
+
+static void list_page_in(void *ctx, json_t *items)
+{
+    listing *ls = ctx;
+    fl_informer *inf = ls->inf;
     atomic_store(&inf->progress_ms, fl_time_mono_ms());
+    if (!inf->compact)
+        return; /* the items are the cache's objects: relist takes them from the result */
+    if (!items) {
+        listing_reset(ls);
+        return;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item) {
+        if (inf->transform)
+            inf->transform(item);
+        char *key = fl_informer_key(item);
+        if (!key)
+            continue;
+        centry *old = cmap_put(&ls->fresh, centry_new(inf, key, item, NULL));
+        if (old) {
+            centry_free(old); /* listed twice: the later one stands, in its first place */
+            free(key);
+            continue;
+        }
+        if (ls->n == ls->cap) {
+            ls->cap = ls->cap ? ls->cap * 2 : 256;
+            ls->keys = fl_realloc(ls->keys, ls->cap * sizeof *ls->keys);
+        }
+        ls->keys[ls->n++] = key;
+    }
 }
 
 static void emit_listed(fl_informer *inf, int rc)
@@ -391,56 +437,85 @@ static void emit_listed(fl_informer *inf, int rc)
             inf->handlers[i].on_listed(inf->handlers[i].ctx, rc);
 }
 
+/* What a listed key means to handlers: an add, an update (its resourceVersion moved), or
+ * nothing. obj is the listed object; for a compact informer NULL, decoded here if told. */
+static void tell_listed(fl_informer *inf, cmap *old, const char *key, json_t *obj, bool silent_adds)
+{
+    centry *prev = cmap_get(old, key), *e = NULL;
+    const char *rv = obj ? fl_client_object_rv(obj) : (e = cmap_get(&inf->cache, key))->rv;
+    if (prev ? !strcmp(prev->rv, rv) : silent_adds)
+        return;
+    json_t *listed = obj ? json_incref(obj) : cref_obj(inf, key, centry_ref(e));
+    if (!listed)
+        return;
+    if (!prev) {
+        emit_add(inf, listed);
+    } else {
+        json_t *p = inf->no_old ? NULL : gone_obj(inf, prev);
+        emit_update(inf, p, listed);
+        json_decref(p);
+    }
+    json_decref(listed);
+}
+
 /* LIST everything and replace the cache, telling handlers the difference. */
 static int relist(fl_informer *inf)
 {
     fl_gvr r = {inf->api_version, inf->resource};
-    fl_list_opts o = {.label_selector = inf->label, .field_selector = inf->field, .limit = inf->page,
-                      .skip_fields = inf->skip, .on_page = list_moved, .page_ctx = inf};
+    listing ls = {.inf = inf};
+    fl_list_opts o = {.label_selector = inf->label,
+                      .field_selector = inf->field,
+                      .limit = inf->page,
+                      .skip_fields = inf->skip,
+                      .on_page = list_page_in,
+                      .page_ctx = &ls,
+                      .take_pages = inf->compact};
     fl_list_result l;
     fl_client_error err;
+    bool first = !fl_informer_has_synced(inf);
     int rc = fl_client_list_all(inf->client, &r, inf->ns, &o, inf->cancel, &l, &err);
     if (rc) {
+        listing_reset(&ls);
+        free(ls.keys);
         if (rc != FL_ECLOSED) {
             fl_log(FL_LOG_WARN, "informer", "%s: list failed: %s", inf->resource, err.message);
             emit_listed(inf, rc);
         }
         return rc;
     }
-    cmap fresh = {0};
     size_t i;
     json_t *item;
-    json_array_foreach(l.items, i, item) {
-        if (inf->transform)
-            inf->transform(item);
-        char *key = fl_informer_key(item);
-        if (key)
-            centry_free(cmap_put(&fresh, centry_new(inf, key, item, NULL)));
-        free(key);
-    }
+    if (!inf->compact)
+        json_array_foreach(l.items, i, item) {
+            if (inf->transform)
+                inf->transform(item);
+            char *key = fl_informer_key(item);
+            if (key)
+                centry_free(cmap_put(&ls.fresh, centry_new(inf, key, item, NULL)));
+            free(key);
+        }
     pthread_rwlock_wrlock(&inf->lock);
     cmap old = inf->cache;
-    inf->cache = fresh;
+    inf->cache = ls.fresh;
     set_rv_locked(inf, l.resource_version);
     pthread_rwlock_unlock(&inf->lock);
 
     /* walk in the list's (key) order so handlers see a stable sequence */
-    json_array_foreach(l.items, i, item) {
-        char *key = fl_informer_key(item);
-        if (!key)
-            continue;
-        centry *prev = cmap_get(&old, key);
-        if (!prev) {
-            emit_add(inf, item);
-        } else if (strcmp(prev->rv, fl_client_object_rv(item)) != 0) {
-            json_t *p = inf->no_old ? NULL : gone_obj(inf, prev);
-            emit_update(inf, p, item);
-            json_decref(p);
+    bool silent = first && inf->silent_first;
+    if (inf->compact) {
+        for (size_t k = 0; k < ls.n; k++) {
+            tell_listed(inf, &old, ls.keys[k], NULL, silent);
+            free(ls.keys[k]);
         }
-        if (inf->compact)
-            hot_set(inf, key, cmap_get(&inf->cache, key)->text, item);
-        free(key);
+    } else {
+        json_array_foreach(l.items, i, item) {
+            char *key = fl_informer_key(item);
+            if (key)
+                tell_listed(inf, &old, key, item, silent);
+            free(key);
+        }
     }
+    free(ls.keys);
     for (size_t b = 0; b < old.nb; b++)
         for (centry *e = old.b[b]; e; e = e->next)
             if (!cmap_get(&inf->cache, e->key)) {
@@ -450,7 +525,7 @@ static int relist(fl_informer *inf)
             }
     cmap_clear(&old);
     fl_list_result_close(&l);
-    if (!fl_informer_has_synced(inf))
+    if (first)
         mark_synced(inf);
     emit_listed(inf, 0);
     return 0;

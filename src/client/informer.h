@@ -3,7 +3,8 @@
  * An informer keeps an up-to-date copy of every object of one resource (optionally
  * one namespace, optionally filtered by label/field selectors) so that controllers
  * read from memory instead of the wire, and tells handlers what changed:
- *   1. LIST (paged) and fill the cache; handlers see each object as an add;
+ *   1. LIST (paged) and fill the cache; handlers see each object as an add (unless
+ *      silent_first_list);
  *   2. WATCH from the list's resourceVersion, with bookmarks, applying each event;
  *   3. when the watch ends cleanly (the server's timeout), watch again from the last
  *      resourceVersion seen; when it is too old (410 Expired) or the stream breaks,
@@ -71,6 +72,9 @@ typedef struct fl_informer_config {
     /* No handler reads on_update's old object: it is passed as NULL, and a compact informer
      * does not decode the previous text for it. */
     bool no_old_objects;
+    /* The first list's adds are not told (on_listed is): for handlers that only queue work
+     * that is queued otherwise at a start. A compact informer then decodes nothing for it. */
+    bool silent_first_list;
 } fl_informer_config;
 
 /* A transform that drops metadata.managedFields: controllers never read them, and they are

@@ -91,12 +91,7 @@ static void enqueue_owner(fl_ws_watch *wt, const json_t *obj)
 
 static void on_add(void *ctx, json_t *obj)
 {
-    fl_ws_watch *wt = ctx;
-    /* The first list's adds need not queue their Works: a Work that needs this watch is
-     * queued already (it has not looked yet) or parked on it until the list is over
-     * (fl_ws_watch_park). Queued now, it would only park once more. */
-    if (fl_informer_has_synced(wt->inf))
-        enqueue_owner(wt, obj);
+    enqueue_owner(ctx, obj);
 }
 
 static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -233,6 +228,10 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
             .compact = true, /* one per member object of every Work: kept as text, */
             .hot_objects = 64, /* and a watch per cluster and kind */
             .no_old_objects = true, /* on_update reads only the new object */
+            /* The first list's adds need not queue their Works: a Work that needs this
+             * watch is queued already (it has not looked yet) or parked on it until the list
+             * is over (fl_ws_watch_park). Queued then, it would only park once more. */
+            .silent_first_list = true,
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);

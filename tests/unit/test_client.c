@@ -650,6 +650,12 @@ static void test_errors_map_to_codes_with_the_status_message(void **state)
     assert_non_null(strstr(err.message, "fieldManager"));
 }
 
+/* on_page: the size of each page, in order */
+static void note_page(void *ctx, json_t *items)
+{
+    json_array_append_new(ctx, json_integer(items ? (json_int_t)json_array_size(items) : -1));
+}
+
 static void test_list_pages_with_continue_at_one_snapshot(void **state)
 {
     fixture *f = *state;
@@ -694,6 +700,24 @@ static void test_list_pages_with_continue_at_one_snapshot(void **state)
     assert_int_equal(fl_client_list_all(f->c, &CM, NULL, NULL, NULL, &all, &err), 0);
     assert_int_equal(json_array_size(all.items), 9);
     fl_list_result_close(&all);
+
+    /* pages handed over as they come: gathered as well, or (take_pages) only handed over */
+    for (int take = 0; take < 2; take++) {
+        json_t *seen = json_array();
+        fl_list_opts po = {.limit = 3, .on_page = note_page, .page_ctx = seen, .take_pages = take};
+        assert_int_equal(fl_client_list_all(f->c, &CM, "default", &po, NULL, &all, &err), 0);
+        if (f->local) { /* in process a list is one page: there is no response to bound */
+            assert_int_equal(json_array_size(seen), 1);
+            assert_int_equal(json_integer_value(json_array_get(seen, 0)), 8);
+        } else {
+            assert_int_equal(json_array_size(seen), 3); /* 3 + 3 + 2 */
+            assert_int_equal(json_integer_value(json_array_get(seen, 0)), 3);
+            assert_int_equal(json_integer_value(json_array_get(seen, 2)), 2);
+        }
+        assert_int_equal(json_array_size(all.items), take ? 0 : 8);
+        fl_list_result_close(&all);
+        json_decref(seen);
+    }
 }
 
 static void test_list_filters_by_label_and_field_selectors(void **state)
@@ -1658,6 +1682,44 @@ static void test_controller_workers_wait_for_their_caches(void **state)
     rec_close(&l.r);
 }
 
+/* An informer told to keep its first list silent caches it and says it has synced and
+ * listed, but tells no add for it; what happens after is told as ever. */
+static void test_informer_keeps_its_first_list_silent_when_asked(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    create_cm(f, "default", "b", "1");
+    create_cm(f, "default", "c", "1");
+    inf_log l;
+    rec_init(&l.r);
+    atomic_store(&l.cache_misses, 0);
+    atomic_store(&l.listed_ok, 0);
+    atomic_store(&l.listed_failed, 0);
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default", .page_size = 2,
+                              .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete,
+                                           .on_listed = on_listed, .ctx = &l},
+                              .compact = compact_informers, .hot_objects = 1, .silent_first_list = true};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    l.inf = inf;
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    WAIT_UNTIL(atomic_load(&l.listed_ok) == 1, 5000);
+    assert_int_equal(rec_count(&l.r), 0);
+    assert_cache_matches_server(f, inf, "default");
+    json_t *b = NULL;
+    assert_int_equal(fl_informer_get(inf, "default", "b", &b), 0);
+    assert_string_equal(data_k(b), "1");
+    json_decref(b);
+    create_cm(f, "default", "d", "1");
+    patch_cm(f, "default", "a", "2");
+    WAIT_UNTIL(rec_count(&l.r) >= 2, 5000);
+    assert_true(rec_has(&l.r, "add default/d=1"));
+    assert_true(rec_has(&l.r, "update default/a=1 -> default/a=2"));
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
 static void test_informer_stops_promptly_while_the_server_is_down(void **state)
 {
     fixture *f = *state;
@@ -1709,6 +1771,7 @@ int main(void)
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
         T(test_member_watch_parks_works_until_its_list_is_over),
         T(test_controller_workers_wait_for_their_caches),
+        T(test_informer_keeps_its_first_list_silent_when_asked),
         T(test_informer_stops_promptly_while_the_server_is_down),
     };
 #undef T
@@ -1747,6 +1810,7 @@ int main(void)
         C(test_informer_without_old_objects_still_tells_updates_from_adds, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
+        C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
         C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_local_compact),
     };
