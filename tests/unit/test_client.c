@@ -1339,7 +1339,7 @@ static void append_key_data(void *ctx, json_t *obj)
     free(kd);
 }
 
-static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s)
+static fl_informer *informer_with(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s, bool silent_first)
 {
     rec_init(&l->r);
     atomic_store(&l->cache_misses, 0);
@@ -1353,11 +1353,17 @@ static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int w
                                            .on_listed = on_listed,
                                            .ctx = l},
                               .transform = fl_informer_drop_managed_fields,
-                              .compact = compact_informers, .hot_objects = 1};
+                              .compact = compact_informers, .hot_objects = 1,
+                              .silent_first_list = silent_first};
     fl_informer *inf = NULL;
     assert_int_equal(fl_informer_new(&cfg, &inf), 0);
     l->inf = inf;
     return inf;
+}
+
+static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s)
+{
+    return informer_with(c, l, ns, watch_timeout_s, false);
 }
 
 static fl_informer *informer_for(fixture *f, inf_log *l, const char *ns, int watch_timeout_s)
@@ -1691,17 +1697,7 @@ static void test_informer_keeps_its_first_list_silent_when_asked(void **state)
     create_cm(f, "default", "b", "1");
     create_cm(f, "default", "c", "1");
     inf_log l;
-    rec_init(&l.r);
-    atomic_store(&l.cache_misses, 0);
-    atomic_store(&l.listed_ok, 0);
-    atomic_store(&l.listed_failed, 0);
-    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default", .page_size = 2,
-                              .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete,
-                                           .on_listed = on_listed, .ctx = &l},
-                              .compact = compact_informers, .hot_objects = 1, .silent_first_list = true};
-    fl_informer *inf = NULL;
-    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
-    l.inf = inf;
+    fl_informer *inf = informer_with(f->c, &l, "default", 0, true);
     assert_int_equal(fl_informer_start(inf), 0);
     assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
     WAIT_UNTIL(atomic_load(&l.listed_ok) == 1, 5000);
