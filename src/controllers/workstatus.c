@@ -201,11 +201,13 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
     for (wt = w->buckets[h]; wt; wt = wt->next)
         if (!strcmp(wt->key, key))
             break;
+    bool replacing = false;
     if (wt && wt->client != client) {
         /* the cluster's credentials or endpoint changed: watch again with the new client */
         if (unlist_locked(w, wt))
             stale = wt;
         wt = NULL;
+        replacing = true;
     }
     if (!wt) {
         wt = fl_calloc(1, sizeof *wt);
@@ -230,8 +232,10 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
             .no_old_objects = true, /* on_update reads only the new object */
             /* The first list's adds need not queue their Works: a Work that needs this
              * watch is queued already (it has not looked yet) or parked on it until the list
-             * is over (fl_ws_watch_park). Queued then, it would only park once more. */
-            .silent_first_list = true,
+             * is over (fl_ws_watch_park). Queued then, it would only park once more. A watch
+             * that replaces one (a new client) tells them: Works that looked through the old
+             * one see what changed between the two. */
+            .silent_first_list = !replacing,
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);

@@ -1638,6 +1638,38 @@ static void test_member_watch_parks_works_until_its_list_is_over(void **state)
     proxy_stop(px);
 }
 
+/* A member watch's first list queues no Work (those are queued or parked already); a watch
+ * that replaces one for a new client does, so its Works see what changed between the two. */
+static void test_member_watch_first_list_queues_only_when_replacing(void **state)
+{
+    fixture *f = *state;
+    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:{s:s}, s:{s:s, s:s}}, s:{s:s}}", "apiVersion", "v1", "kind",
+                            "ConfigMap", "metadata", "name", "owned", "labels", FL_MANAGED_LABEL, "true",
+                            "annotations", FL_WORK_NAMESPACE_ANNOTATION, "karmada-es-c1", FL_WORK_NAME_ANNOTATION,
+                            "w1", "data", "k", "1");
+    fl_client_error err;
+    assert_int_equal(fl_client_create(f->c, &CM, "default", obj, NULL, NULL, &err), 0);
+    json_decref(obj);
+    fl_client *a = client_at(f->port, "t"), *b = client_at(f->port, "t");
+    fl_workqueue *q = fl_workqueue_new(NULL);
+    fl_ws_watches *w = fl_ws_watches_new(q);
+    fl_ws_watch *wt = NULL;
+    char *key = NULL;
+    assert_int_equal(fl_ws_watch_get(w, "c1", a, "v1", "ConfigMap", "configmaps", 10000, &wt), 0);
+    fl_ws_watch_put(w, wt);
+    assert_int_equal(fl_workqueue_get(q, 300, &key), FL_ETIMEDOUT); /* listed, nothing queued */
+    assert_int_equal(fl_ws_watch_get(w, "c1", b, "v1", "ConfigMap", "configmaps", 10000, &wt), 0);
+    fl_ws_watch_put(w, wt);
+    assert_int_equal(fl_workqueue_get(q, 5000, &key), 0);
+    assert_string_equal(key, "karmada-es-c1/w1");
+    fl_workqueue_done(q, key);
+    free(key);
+    fl_ws_watches_free(w);
+    fl_workqueue_free(q);
+    fl_client_free(a);
+    fl_client_free(b);
+}
+
 typedef struct counted {
     fl_informer *inf;
     atomic_int calls, unsynced; /* reconciles; those that found the cache not listed */
@@ -1766,6 +1798,7 @@ int main(void)
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
         T(test_member_watch_parks_works_until_its_list_is_over),
+        T(test_member_watch_first_list_queues_only_when_replacing),
         T(test_controller_workers_wait_for_their_caches),
         T(test_informer_keeps_its_first_list_silent_when_asked),
         T(test_informer_stops_promptly_while_the_server_is_down),
