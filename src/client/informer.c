@@ -379,9 +379,9 @@ static json_t *gone_obj(fl_informer *inf, const centry *e)
     return cref_obj(inf, e->key, centry_ref(e));
 }
 
-/* A list as its pages arrive: a compact informer makes each item's entry (its text) then,
- * so that the list is never held decoded whole (30,000 member objects are hundreds of MB
- * decoded, and their pages freed at once make glibc consolidate); keys keeps the list's order. */
+/* A list as its pages arrive: each item's entry is made then, so that a compact informer
+ * never holds the list decoded whole (30,000 member objects are hundreds of MB decoded, and
+ * their pages freed at once make glibc consolidate); keys keeps the list's order. */
 typedef struct listing {
     fl_informer *inf;
     cmap fresh;
@@ -402,8 +402,6 @@ static void list_page_in(void *ctx, json_t *items)
     listing *ls = ctx;
     fl_informer *inf = ls->inf;
     atomic_store(&inf->progress_ms, fl_time_mono_ms());
-    if (!inf->compact)
-        return; /* the items are the cache's objects: relist takes them from the result */
     if (!items) {
         listing_reset(ls);
         return;
@@ -437,15 +435,14 @@ static void emit_listed(fl_informer *inf, int rc)
             inf->handlers[i].on_listed(inf->handlers[i].ctx, rc);
 }
 
-/* What a listed key means to handlers: an add, an update (its resourceVersion moved), or
- * nothing. obj is the listed object; for a compact informer NULL, decoded here if told. */
-static void tell_listed(fl_informer *inf, cmap *old, const char *key, json_t *obj, bool silent_adds)
+/* What a listed key (in the cache now) means to handlers: an add, an update (its
+ * resourceVersion moved), or nothing. A compact informer's object is decoded only if told. */
+static void tell_listed(fl_informer *inf, cmap *old, const char *key, bool silent_adds)
 {
-    centry *prev = cmap_get(old, key), *e = NULL;
-    const char *rv = obj ? fl_client_object_rv(obj) : (e = cmap_get(&inf->cache, key))->rv;
-    if (prev ? !strcmp(prev->rv, rv) : silent_adds)
+    centry *prev = cmap_get(old, key), *e = cmap_get(&inf->cache, key);
+    if (prev ? !strcmp(prev->rv, e->rv) : silent_adds)
         return;
-    json_t *listed = obj ? json_incref(obj) : cref_obj(inf, key, centry_ref(e));
+    json_t *listed = cref_obj(inf, key, centry_ref(e));
     if (!listed)
         return;
     if (!prev) {
@@ -469,7 +466,7 @@ static int relist(fl_informer *inf)
                       .skip_fields = inf->skip,
                       .on_page = list_page_in,
                       .page_ctx = &ls,
-                      .take_pages = inf->compact};
+                      .take_pages = true};
     fl_list_result l;
     fl_client_error err;
     bool first = !fl_informer_has_synced(inf);
@@ -483,17 +480,6 @@ static int relist(fl_informer *inf)
         }
         return rc;
     }
-    size_t i;
-    json_t *item;
-    if (!inf->compact)
-        json_array_foreach(l.items, i, item) {
-            if (inf->transform)
-                inf->transform(item);
-            char *key = fl_informer_key(item);
-            if (key)
-                centry_free(cmap_put(&ls.fresh, centry_new(inf, key, item, NULL)));
-            free(key);
-        }
     pthread_rwlock_wrlock(&inf->lock);
     cmap old = inf->cache;
     inf->cache = ls.fresh;
@@ -502,18 +488,9 @@ static int relist(fl_informer *inf)
 
     /* walk in the list's (key) order so handlers see a stable sequence */
     bool silent = first && inf->silent_first;
-    if (inf->compact) {
-        for (size_t k = 0; k < ls.n; k++) {
-            tell_listed(inf, &old, ls.keys[k], NULL, silent);
-            free(ls.keys[k]);
-        }
-    } else {
-        json_array_foreach(l.items, i, item) {
-            char *key = fl_informer_key(item);
-            if (key)
-                tell_listed(inf, &old, key, item, silent);
-            free(key);
-        }
+    for (size_t k = 0; k < ls.n; k++) {
+        tell_listed(inf, &old, ls.keys[k], silent);
+        free(ls.keys[k]);
     }
     free(ls.keys);
     for (size_t b = 0; b < old.nb; b++)

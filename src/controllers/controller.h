@@ -72,6 +72,9 @@ fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(
  * thousands of keys queued, their back-off would put the real pass seconds late. */
 fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
                                               void *ctx, fl_informer *const *synced);
+/* Return once every informer in synced (NULL-terminated; NULL for none) has made its first
+ * list, or q shuts down, or an informer stops: what a worker does before taking keys. */
+void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced);
 /* Shut q down (if not yet), join the workers, free. NULL-safe. */
 void fl_ctrl_workers_join(fl_ctrl_workers *w);
 

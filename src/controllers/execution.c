@@ -45,6 +45,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "controllers/controller.h"
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/members.h"
@@ -1094,9 +1095,7 @@ static void *worker(void *arg)
     /* Not before the Work cache has listed: a reconcile could only find its Work missing.
      * And a worker waiting on the queue meanwhile is woken by every add of the list, a
      * futex wake each: at 180,000 Works, a quarter of the listing thread's time. */
-    while (!atomic_load(&x->quit) && !fl_workqueue_shutting_down(x->q) &&
-           fl_informer_wait_synced(x->works, 100) == FL_ETIMEDOUT)
-        ;
+    fl_ctrl_wait_synced(x->q, (fl_informer *const[]){x->works, NULL});
     while (fl_workqueue_get(x->q, -1, &key) == 0) {
         if (!atomic_load(&x->quit)) {
             if (reconcile(x, key) == 0)

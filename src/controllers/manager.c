@@ -225,11 +225,10 @@ struct fl_ctrl_workers {
     fl_informer **synced; /* NULL-terminated; NULL for none */
 };
 
-/* Until every informer the controller reads has listed, or the queue shuts down. */
-static void wait_synced(fl_ctrl_workers *w)
+void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced)
 {
-    for (fl_informer **inf = w->synced; inf && *inf; inf++)
-        while (!fl_workqueue_shutting_down(w->q)) {
+    for (fl_informer *const *inf = synced; inf && *inf; inf++)
+        while (!fl_workqueue_shutting_down(q)) {
             int rc = fl_informer_wait_synced(*inf, 100);
             if (rc == 0 || rc == FL_ECLOSED) /* stopped: the manager is stopping too */
                 break;
@@ -241,7 +240,7 @@ static void *worker_main(void *arg)
     fl_ctrl_workers *w = arg;
     char *key;
     pthread_setname_np(pthread_self(), "fl-worker");
-    wait_synced(w);
+    fl_ctrl_wait_synced(w->q, w->synced);
     while (fl_workqueue_get(w->q, -1, &key) == 0) {
         /* stopping: what is still queued is not worked off (the store is the truth; the next
          * start reconciles everything), or a backlog of thousands would hold the stop up */
