@@ -108,6 +108,12 @@ struct fl_exec {
     /* Works that joined undelivered in the second from window_ms: burst_works or more
      * start a burst, which lasts while more keep joining (in_burst) */
     int64_t window_ms, adds, burst_works, burst_until_ms;
+    /* Member watches started ahead, while the Work cache makes its first list (watch_ahead):
+     * the (cluster, kind) use keys seen, and those waiting for the ahead thread; under mu */
+    json_t *ahead_seen, *ahead_todo;
+    pthread_cond_t ahead_cv;
+    pthread_t ahead;
+    bool ahead_started;
 };
 typedef struct fl_exec exec;
 
@@ -1109,6 +1115,89 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* ---- member watches started ahead ---- */
+
+/* While the Work cache makes its first list (after a restart, every Work there is), the
+ * workers wait for it (fl_ctrl_wait_synced), and a member watch would only start when the
+ * first Work that needs it is reconciled: the members' lists would begin after the Works'
+ * list is over. Instead, the first Work that shows a (cluster, kind) puts it on a list that
+ * one thread works off, starting those watches: the members list what they have while the
+ * Works are still being listed, and most Works then find their watch listed. Only Works of
+ * clusters this engine delivers to; a watch that no Work needs goes at the next sweep. */
+static void watch_ahead(exec *x, const char *cluster, const json_t *work)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests"), i, m) {
+        const char *av = jstr(m, "apiVersion"), *kind = jstr(m, "kind");
+        if (!av || !kind)
+            continue;
+        char *k = fl_ws_use_key(cluster, av, kind);
+        pthread_mutex_lock(&x->mu);
+        if (x->ahead_seen && !json_object_get(x->ahead_seen, k)) {
+            json_object_set_new(x->ahead_seen, k, json_true());
+            json_array_append_new(x->ahead_todo, json_pack("[sss]", cluster, av, kind));
+            pthread_cond_signal(&x->ahead_cv);
+        }
+        pthread_mutex_unlock(&x->mu);
+        free(k);
+    }
+}
+
+/* Start (and leave to the registry) the member watch for one (cluster, kind). Failures are
+ * left to the reconcile, which reports them on the Work. */
+static void start_watch(exec *x, const char *cluster, const char *av, const char *kind)
+{
+    fl_client *mc = NULL;
+    char *emsg = NULL, *resource = NULL;
+    bool namespaced = false;
+    fl_client_error ce = {0};
+    fl_ws_watch *wt = NULL;
+    if (member_client(x, cluster, &mc, &emsg) == 0 &&
+        fl_client_resolve(mc, av, kind, &resource, &namespaced, &ce) == 0 &&
+        fl_ws_watch_get(x->watches, cluster, mc, av, kind, resource, -1, &wt) == 0)
+        fl_ws_watch_put(x->watches, wt);
+    free(resource);
+    free(emsg);
+}
+
+/* The thread that starts watches ahead; it ends with the Work cache's first list. */
+static void *ahead_loop(void *arg)
+{
+    exec *x = arg;
+    pthread_setname_np(pthread_self(), "fl-exec-ahead");
+    pthread_mutex_lock(&x->mu);
+    for (;;) {
+        bool listed = false;
+        while (!atomic_load(&x->quit) && !json_array_size(x->ahead_todo) &&
+               !(listed = fl_informer_has_synced(x->works))) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            t.tv_nsec += 100 * 1000000L; /* the list's end does not signal: look again */
+            if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&x->ahead_cv, &x->mu, &t);
+        }
+        if (atomic_load(&x->quit) || !json_array_size(x->ahead_todo))
+            break;
+        json_t *one = json_incref(json_array_get(x->ahead_todo, 0));
+        json_array_remove(x->ahead_todo, 0);
+        pthread_mutex_unlock(&x->mu);
+        start_watch(x, json_string_value(json_array_get(one, 0)), json_string_value(json_array_get(one, 1)),
+                    json_string_value(json_array_get(one, 2)));
+        json_decref(one);
+        pthread_mutex_lock(&x->mu);
+    }
+    /* the list is over: later Works start their watches as they are reconciled */
+    json_decref(x->ahead_seen);
+    json_decref(x->ahead_todo);
+    x->ahead_seen = x->ahead_todo = NULL;
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
+
 /* ---- informer handlers ---- */
 
 /* Whether the Work's last apply, at its current generation, succeeded: then the member
@@ -1142,6 +1231,8 @@ static void enqueue_work(exec *x, const json_t *work, bool delivery)
     x->ops.cluster(x->ops.ctx, cluster, &cl);
     if (cl.present && !cl.deliver)
         return;
+    if (cl.deliver && !fl_informer_has_synced(x->works))
+        watch_ahead(x, cluster, work);
     char *key = fl_informer_key(work);
     if (key && delivery && !settled(work)) {
         pthread_mutex_lock(&x->mu);
@@ -1297,6 +1388,13 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
     x->undelivered = json_object();
     x->burst_works = fl_env_count("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
+    x->ahead_seen = json_object();
+    x->ahead_todo = json_array();
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&x->ahead_cv, &ca);
+    pthread_condattr_destroy(&ca);
     fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .ctx = x};
     fl_informer_config wc = {
         .client = cfg->cp,
@@ -1327,6 +1425,8 @@ int fl_exec_start(fl_exec *x)
     if (x->started)
         return FL_EINVAL;
     x->started = true;
+    /* before the Work informer, whose first list feeds it */
+    x->ahead_started = pthread_create(&x->ahead, NULL, ahead_loop, x) == 0;
     int rc = x->works_borrowed ? 0 : fl_informer_start(x->works);
     if (rc)
         return rc;
@@ -1351,6 +1451,12 @@ void fl_exec_free(fl_exec *x)
     fl_ws_watches_close(x->watches); /* wakes workers waiting for a member's first list */
     for (int i = 0; i < x->nworkers; i++)
         pthread_join(x->workers[i], NULL);
+    if (x->ahead_started) {
+        pthread_mutex_lock(&x->mu);
+        pthread_cond_signal(&x->ahead_cv);
+        pthread_mutex_unlock(&x->mu);
+        pthread_join(x->ahead, NULL);
+    }
     fl_ws_watches_free(x->watches);
     if (!x->works_borrowed)
         fl_informer_free(x->works);
@@ -1361,6 +1467,9 @@ void fl_exec_free(fl_exec *x)
     json_decref(x->want_ack);
     json_decref(x->first_status);
     json_decref(x->undelivered);
+    json_decref(x->ahead_seen);
+    json_decref(x->ahead_todo);
+    pthread_cond_destroy(&x->ahead_cv);
     pthread_mutex_destroy(&x->mu);
     free(x);
 }
