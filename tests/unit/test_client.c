@@ -32,6 +32,7 @@
 #include "api/api.h"
 #include "api/http.h"
 #include "api/kinds.h"
+#include "api/metrics.h"
 #include "api/tls.h"
 #include "client/client.h"
 #include "client/informer.h"
@@ -1590,6 +1591,97 @@ static void test_informer_recovers_from_a_broken_stream_with_the_right_diff(void
     rec_close(&l.r);
 }
 
+/* ---- the execution engine starts member watches ahead ---- */
+
+static void ahead_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
+{
+    (void)ctx;
+    (void)cluster;
+    out->present = out->deliver = true;
+}
+
+static int ahead_member(void *ctx, const char *cluster, fl_client **out, char **err)
+{
+    (void)cluster;
+    (void)err;
+    *out = ctx;
+    return 0;
+}
+
+/* LISTs of configmaps the API has answered (its request metric, every code) */
+static long configmap_lists(void)
+{
+    const char *series = "flotilla_apiserver_request_total{verb=\"LIST\",resource=\"configmaps\"";
+    size_t len = 0;
+    char *text = fl_metrics_render(&len);
+    long n = 0;
+    for (char *l = text; l && *l;) {
+        char *end = strchr(l, '\n');
+        if (end)
+            *end = 0;
+        char *sp = strrchr(l, ' ');
+        if (!strncmp(l, series, strlen(series)) && sp)
+            n += atol(sp + 1);
+        l = end ? end + 1 : NULL;
+    }
+    free(text);
+    return n;
+}
+
+typedef struct gate {
+    atomic_bool open, entered;
+} gate;
+
+static void gate_add(void *ctx, json_t *obj)
+{
+    (void)obj;
+    gate *g = ctx;
+    atomic_store(&g->entered, true);
+    while (!atomic_load(&g->open))
+        sleep_ms(5);
+}
+
+/* While the Work cache is still making its first list (held here in a handler of that list,
+ * after the engine's own), the member watch a listed Work needs is already listing: after a
+ * restart the members list what they have while the Works are still being decoded. */
+static void test_exec_starts_member_watches_while_works_list(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(api_call(f, "POST", "/api/v1/namespaces",
+                              "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-es-c1\"}}"),
+                     201);
+    assert_int_equal(
+        api_call(f, "POST", "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-c1/works",
+                 "{\"apiVersion\":\"work.karmada.io/v1alpha1\",\"kind\":\"Work\",\"metadata\":{\"name\":\"w1\"},"
+                 "\"spec\":{\"workload\":{\"manifests\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                 "\"metadata\":{\"name\":\"ahead\",\"namespace\":\"other\"},\"data\":{\"k\":\"v\"}}]}}}"),
+        201);
+    fl_informer *works = NULL;
+    fl_informer_config wc = {.client = f->c, .resource = {"work.karmada.io/v1alpha1", "works"}};
+    assert_int_equal(fl_informer_new(&wc, &works), 0);
+    fl_exec *x = NULL;
+    fl_exec_config ec = {.cp = f->c, .works = works, .ops = {.cluster = ahead_cluster, .member = ahead_member, .ctx = f->c}};
+    assert_int_equal(fl_exec_new(&ec, &x), 0);
+    gate g;
+    atomic_init(&g.open, false);
+    atomic_init(&g.entered, false);
+    assert_int_equal(fl_informer_add_handlers(works, &(fl_informer_handlers){.on_add = gate_add, .ctx = &g}), 0);
+    long before = configmap_lists();
+    assert_int_equal(fl_exec_start(x), 0);
+    assert_int_equal(fl_informer_start(works), 0);
+    WAIT_UNTIL(atomic_load(&g.entered), 5000);
+    WAIT_UNTIL(configmap_lists() > before, 5000);
+    assert_false(fl_informer_has_synced(works));
+    atomic_store(&g.open, true);
+    /* and the Work is delivered through that watch once the list is over */
+    json_t *got = NULL;
+    fl_client_error err;
+    WAIT_UNTIL(fl_client_get(f->c, &CM, "other", "ahead", &got, &err) == 0, 10000);
+    json_decref(got);
+    fl_exec_free(x);
+    fl_informer_free(works);
+}
+
 /* A Work waiting for a member watch's first list is parked on the watch: the end of each
  * list (failed or not) puts it back on the queue, and once the watch has listed nothing
  * parks. A list that has not moved for the grace is not waited for. */
@@ -1797,6 +1889,7 @@ int main(void)
         T(test_informer_without_old_objects_still_tells_updates_from_adds),
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
+        T(test_exec_starts_member_watches_while_works_list),
         T(test_member_watch_parks_works_until_its_list_is_over),
         T(test_member_watch_first_list_queues_only_when_replacing),
         T(test_controller_workers_wait_for_their_caches),
