@@ -1,6 +1,7 @@
 /* json.c - compact JSON encoding of jansson values (see json.h). */
 #include "core/json.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -344,6 +345,92 @@ static int parse_string(in *s, out *scratch, const char **str, size_t *n)
 
 static json_t *parse_value(in *s, out *scratch);
 
+/* ---- repeated leaves, decoded once ----
+ *
+ * Decoded objects repeat most of their strings: kinds and API versions, label and
+ * annotation values every Work of a policy carries, condition types, reasons and messages,
+ * the same timestamp within a second. A jansson string is two blocks (about 100 bytes for a
+ * short one), and at a restart the decoded Works alone are gigabytes, a third of whose
+ * decoding time is the kernel handing out fresh pages. So each thread keeps a direct-mapped
+ * table of the strings (and small integers) it decoded last, and a value found there is
+ * shared, one reference more, instead of made again. A slot holds one string, the last one
+ * decoded with its hash: unique strings (uids, names) take a slot until the next string
+ * hashed there, and a common one is back at its next occurrence.
+ *
+ * This is safe because leaves are never changed in place in this code base (no
+ * json_string_set or json_integer_set on a decoded value: a change replaces the value in
+ * its container), and jansson counts references atomically, so a tree, and the leaves it
+ * shares, may be read and freed on any thread. */
+#define LEAF_SLOTS 2048  /* strings a thread keeps (about 100 bytes each for short ones) */
+#define LEAF_MAX_LEN 256 /* longer strings are made each time */
+#define LEAF_INT_MIN (-1)
+#define LEAF_INT_MAX 255
+
+typedef struct leaf_table {
+    json_t *str[LEAF_SLOTS];
+    json_t *num[LEAF_INT_MAX - LEAF_INT_MIN + 1];
+} leaf_table;
+
+static __thread leaf_table *leaf_tl;
+static __thread bool leaf_gone; /* the thread is exiting: no table any more */
+static pthread_key_t leaf_key;
+static pthread_once_t leaf_once = PTHREAD_ONCE_INIT;
+
+static void leaf_exit(void *arg)
+{
+    leaf_table *t = arg;
+    for (size_t i = 0; i < LEAF_SLOTS; i++)
+        json_decref(t->str[i]);
+    for (size_t i = 0; i < sizeof t->num / sizeof t->num[0]; i++)
+        json_decref(t->num[i]);
+    free(t);
+    leaf_tl = NULL;
+    leaf_gone = true;
+}
+
+static void leaf_key_make(void)
+{
+    pthread_key_create(&leaf_key, leaf_exit);
+}
+
+static leaf_table *leaves(void)
+{
+    if (!leaf_tl && !leaf_gone) {
+        pthread_once(&leaf_once, leaf_key_make);
+        leaf_tl = fl_calloc(1, sizeof *leaf_tl);
+        pthread_setspecific(leaf_key, leaf_tl);
+    }
+    return leaf_tl;
+}
+
+static json_t *leaf_string(const char *str, size_t n)
+{
+    leaf_table *t = n <= LEAF_MAX_LEN ? leaves() : NULL;
+    if (!t)
+        return json_stringn_nocheck(str, n);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a, as hash.h, over n bytes */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)str[i]) * 1099511628211ULL;
+    json_t **slot = &t->str[(h ^ (h >> 29)) & (LEAF_SLOTS - 1)];
+    if (*slot && json_string_length(*slot) == n && !memcmp(json_string_value(*slot), str, n))
+        return json_incref(*slot);
+    json_t *v = json_stringn_nocheck(str, n);
+    json_decref(*slot);
+    *slot = json_incref(v);
+    return v;
+}
+
+static json_t *leaf_integer(long long v)
+{
+    leaf_table *t = v >= LEAF_INT_MIN && v <= LEAF_INT_MAX ? leaves() : NULL;
+    if (!t)
+        return json_integer(v);
+    json_t **slot = &t->num[v - LEAF_INT_MIN];
+    if (!*slot)
+        *slot = json_integer(v);
+    return json_incref(*slot);
+}
+
 static json_t *parse_number(in *s)
 {
     const char *p = s->p, *start = p;
@@ -386,7 +473,7 @@ static json_t *parse_number(in *s)
     for (const char *q = start + neg; q < p; q++)
         v = v * 10 + (*q - '0');
     s->p = p;
-    return json_integer(neg ? -v : v);
+    return leaf_integer(neg ? -v : v);
 }
 
 /* Is the member key (at the parser's place) one of the paths to skip? */
@@ -565,7 +652,7 @@ static json_t *parse_value(in *s, out *scratch)
         size_t n;
         if (parse_string(s, scratch, &str, &n))
             return NULL;
-        return json_stringn_nocheck(str, n);
+        return leaf_string(str, n);
     }
     if (c == '-' || (c >= '0' && c <= '9'))
         return parse_number(s);
@@ -686,14 +773,9 @@ json_t *fl_json_deep_copy(const json_t *v)
             json_array_append_new(a, fl_json_deep_copy(json_array_get(v, i)));
         return a;
     }
-    case JSON_STRING:
-        return json_stringn_nocheck(json_string_value(v), json_string_length(v));
-    case JSON_INTEGER:
-        return json_integer(json_integer_value(v));
-    case JSON_REAL:
-        return json_real(json_real_value(v));
     default:
-        return (json_t *)v; /* true, false and null: jansson's shared constants, never freed */
+        /* leaves are never changed in place (see the decoder's shared leaves): shared */
+        return json_incref((json_t *)v);
     }
 }
 

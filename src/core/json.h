@@ -19,7 +19,8 @@
  * FL_EINVAL with *err (heap, may be NULL) in jansson's words "line L, column C: text".
  * flags: JSON_REJECT_DUPLICATES honoured. The result equals json_loadb's: this parser
  * handles the common, valid input quickly and hands anything it does not accept to
- * jansson, which then decides and words the error. */
+ * jansson, which then decides and words the error. Strings and small integers of the
+ * result may be shared with values decoded before (see fl_json_deep_copy on leaves). */
 int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out, char **err);
 
 /* Decode without an error message: the value (new reference) or NULL. */
@@ -32,10 +33,14 @@ json_t *fl_json_load(const char *buf, size_t len);
  * from a server, where the caller needs part of each object. */
 json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *skip);
 
-/* A copy of v that shares nothing with it; NULL for NULL. What jansson's json_deep_copy
- * gives, without its guard against cycles: that guard formats every object's address into
- * a string and keeps it in a table while the object is copied, about half of the copy's
- * cost, and the trees we copy (decoded JSON, and what we build from it) have no cycles. */
+/* A copy of v whose containers (objects, arrays) are new and whose leaves (strings,
+ * numbers) are v's own, one reference more; NULL for NULL. The copy may be changed freely
+ * by replacing values in its containers: in this code base no leaf is ever changed in
+ * place (json_string_set, json_integer_set), which is also what lets the decoder share
+ * repeated strings and small integers. Like jansson's json_deep_copy without its guard
+ * against cycles: that guard formats every object's address into a string and keeps it in
+ * a table while the object is copied, about half of the copy's cost, and the trees we copy
+ * (decoded JSON, and what we build from it) have no cycles. */
 json_t *fl_json_deep_copy(const json_t *v);
 
 /* A new object holding o's members (jansson's json_copy: the members are shared, so

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "core/json.h"
 #include "core/mem.h"
@@ -254,7 +255,7 @@ static bool same_text(const json_t *a, const json_t *b)
     return same;
 }
 
-static void deep_copies_share_nothing(void **state)
+static void deep_copies_share_only_leaves(void **state)
 {
     (void)state;
     const char *doc = "{\"z\":1,\"a\":{\"n\":null,\"t\":true,\"f\":false,\"r\":1.5,"
@@ -268,16 +269,20 @@ static void deep_copies_share_nothing(void **state)
     assert_int_equal(json_string_length(json_object_get(json_object_get(c, "a"), "s")), 3);
     assert_int_equal(json_integer_value(json_object_getn(c, "k\0ey", 4)), -7);
     assert_int_equal(json_object_size(c), json_object_size(v));
-    /* nothing shared: changing the copy at every level leaves the original as it was */
+    /* containers are new: changing the copy at every level leaves the original as it was */
     assert_ptr_not_equal(json_object_get(v, "a"), json_object_get(c, "a"));
-    assert_ptr_not_equal(json_object_get(json_object_get(v, "a"), "s"), json_object_get(json_object_get(c, "a"), "s"));
+    assert_ptr_not_equal(json_object_get(v, "arr"), json_object_get(c, "arr"));
+    /* leaves are shared (never changed in place): one more reference each */
+    assert_ptr_equal(json_object_get(json_object_get(v, "a"), "s"), json_object_get(json_object_get(c, "a"), "s"));
+    assert_ptr_equal(json_object_get(v, "z"), json_object_get(c, "z"));
+    assert_int_equal(json_object_get(v, "z")->refcount, 2);
     size_t lb = 0;
     char *before = fl_json_dumps(v, &lb);
     json_object_set_new(json_object_get(c, "a"), "r", json_integer(2));
     json_object_set_new(json_array_get(json_object_get(c, "arr"), 0), "x", json_string("changed"));
     json_array_append_new(json_object_get(c, "arr"), json_null());
-    json_integer_set(json_object_get(c, "z"), 99);
-    json_string_set(json_object_get(c, "m"), "changed");
+    json_object_set_new(c, "z", json_integer(99));
+    json_object_set_new(c, "m", json_string("changed"));
     size_t la = 0;
     char *after = fl_json_dumps(v, &la);
     assert_int_equal(la, lb);
@@ -291,6 +296,52 @@ static void deep_copies_share_nothing(void **state)
     json_t *t = fl_json_deep_copy(json_true());
     assert_true(json_is_true(t));
     json_decref(t);
+}
+
+/* Repeated strings and small integers decode to one shared value; long strings, large
+ * integers and values of other threads do not; a decoded tree outlives the thread that
+ * decoded it (its table's references go when the thread exits: LeakSanitizer checks). */
+static void *decode_on_a_thread(void *arg)
+{
+    return fl_json_load(arg, strlen(arg));
+}
+
+static void decoder_shares_repeated_leaves(void **state)
+{
+    (void)state;
+    char longer[400];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = 0;
+    char doc[600];
+    snprintf(doc, sizeof doc, "{\"kind\":\"Deployment\",\"n\":7,\"big\":100000,\"l\":\"%s\"}", longer);
+    json_t *a = fl_json_load(doc, strlen(doc)), *b = fl_json_load(doc, strlen(doc));
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_ptr_equal(json_object_get(a, "kind"), json_object_get(b, "kind"));
+    assert_ptr_equal(json_object_get(a, "n"), json_object_get(b, "n"));
+    assert_ptr_not_equal(json_object_get(a, "big"), json_object_get(b, "big"));
+    assert_ptr_not_equal(json_object_get(a, "l"), json_object_get(b, "l"));
+    assert_string_equal(json_string_value(json_object_get(b, "l")), longer);
+    /* another string hashed to the same slot, or the same one later: still right */
+    const char *arr = "[\"Deployment\",\"Deploymenu\",7,8]";
+    json_t *c = fl_json_load(arr, strlen(arr));
+    assert_non_null(c);
+    assert_string_equal(json_string_value(json_array_get(c, 1)), "Deploymenu");
+    assert_int_equal(json_integer_value(json_array_get(c, 3)), 8);
+    assert_ptr_equal(json_array_get(c, 0), json_object_get(a, "kind"));
+    /* a tree decoded on a thread that has exited: whole, and freed here */
+    pthread_t t;
+    void *out = NULL;
+    assert_int_equal(pthread_create(&t, NULL, decode_on_a_thread, doc), 0);
+    assert_int_equal(pthread_join(t, &out), 0);
+    json_t *d = out;
+    assert_non_null(d);
+    assert_true(json_equal(d, a));
+    assert_ptr_not_equal(json_object_get(d, "kind"), json_object_get(a, "kind"));
+    json_decref(d);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
 }
 
 int main(void)
@@ -307,7 +358,8 @@ int main(void)
         cmocka_unit_test(rejects_what_jansson_rejects),
         cmocka_unit_test(hashes_content_not_key_order),
         cmocka_unit_test(decodes_leaving_out_paths),
-        cmocka_unit_test(deep_copies_share_nothing),
+        cmocka_unit_test(deep_copies_share_only_leaves),
+        cmocka_unit_test(decoder_shares_repeated_leaves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
