@@ -1124,6 +1124,26 @@ static void *worker(void *arg)
  * one thread works off, starting those watches: the members list what they have while the
  * Works are still being listed, and most Works then find their watch listed. Only Works of
  * clusters this engine delivers to; a watch that no Work needs goes at the next sweep. */
+/* Queue the watch of one (cluster, kind) unless it was queued before (x->mu held). */
+static void ahead_queue(exec *x, const char *cluster, const char *av, const char *kind)
+{
+    char *k = fl_ws_use_key(cluster, av, kind);
+    if (!json_object_get(x->ahead_seen, k)) {
+        json_object_set_new(x->ahead_seen, k, json_true());
+        json_array_append_new(x->ahead_todo, json_pack("[sss]", cluster, av, kind));
+        pthread_cond_signal(&x->ahead_cv);
+    }
+    free(k);
+}
+
+static void add_name(void *ctx, const char *cluster)
+{
+    json_array_append_new(ctx, json_string(cluster));
+}
+
+/* The Work cache lists by key, so one cluster's Works come after another's: a kind seen the
+ * first time is queued for every cluster the engine delivers to, or a cluster late in the
+ * list would start its watches only then. */
 static void watch_ahead(exec *x, const char *cluster, const json_t *work)
 {
     size_t i;
@@ -1132,15 +1152,25 @@ static void watch_ahead(exec *x, const char *cluster, const json_t *work)
         const char *av = jstr(m, "apiVersion"), *kind = jstr(m, "kind");
         if (!av || !kind)
             continue;
-        char *k = fl_ws_use_key(cluster, av, kind);
+        char *kk = fl_cat("\t", av, "\t", kind, NULL); /* the kind itself, seen */
         pthread_mutex_lock(&x->mu);
-        if (x->ahead_seen && !json_object_get(x->ahead_seen, k)) {
-            json_object_set_new(x->ahead_seen, k, json_true());
-            json_array_append_new(x->ahead_todo, json_pack("[sss]", cluster, av, kind));
-            pthread_cond_signal(&x->ahead_cv);
+        bool first = x->ahead_seen && !json_object_get(x->ahead_seen, kk);
+        if (first)
+            json_object_set_new(x->ahead_seen, kk, json_true());
+        pthread_mutex_unlock(&x->mu);
+        free(kk);
+        json_t *names = json_array();
+        if (first && x->ops.each_cluster) /* not under mu: it reads the clusters' cache */
+            x->ops.each_cluster(x->ops.ctx, add_name, names);
+        size_t j;
+        json_t *n;
+        pthread_mutex_lock(&x->mu);
+        if (x->ahead_seen) {
+            json_array_foreach(names, j, n) ahead_queue(x, json_string_value(n), av, kind);
+            ahead_queue(x, cluster, av, kind);
         }
         pthread_mutex_unlock(&x->mu);
-        free(k);
+        json_decref(names);
     }
 }
 
@@ -1499,6 +1529,26 @@ static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
     json_decref(cl);
 }
 
+typedef struct push_each {
+    void (*fn)(void *fctx, const char *cluster);
+    void *fctx;
+} push_each;
+
+static void push_each_one(void *ctx, json_t *cl)
+{
+    push_each *e = ctx;
+    const char *mode = jstr(jobj(cl, "spec"), "syncMode");
+    if (!(mode && !strcmp(mode, "Pull")) && !meta(cl, "deletionTimestamp") && meta(cl, "name"))
+        e->fn(e->fctx, meta(cl, "name"));
+}
+
+static void push_each_cluster(void *ctx, void (*fn)(void *fctx, const char *cluster), void *fctx)
+{
+    push *p = ctx;
+    push_each e = {fn, fctx};
+    fl_informer_each(p->clusters, NULL, push_each_one, &e);
+}
+
 static int push_member(void *ctx, const char *cluster, fl_client **out, char **err)
 {
     push *p = ctx;
@@ -1583,7 +1633,10 @@ static int push_start(const fl_ctrl_env *env, void **state)
                          .works = fl_ctrl_informer(env, WORKS.api_version, WORKS.resource),
                          .rbs = fl_ctrl_informer(env, "work.karmada.io/v1alpha2", "resourcebindings"),
                          .crbs = fl_ctrl_informer(env, "work.karmada.io/v1alpha2", "clusterresourcebindings"),
-                         .ops = {.cluster = push_cluster, .member = push_member, .ctx = p}};
+                         .ops = {.cluster = push_cluster,
+                                 .member = push_member,
+                                 .each_cluster = push_each_cluster,
+                                 .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,
         .resource = CLUSTERS,

@@ -57,6 +57,9 @@ typedef struct fl_exec_ops {
      * different pointer later means new credentials). 0, or an FL_E* code with *err
      * (heap, may stay NULL) saying why. */
     int (*member)(void *ctx, const char *cluster, fl_client **out, char **err);
+    /* Optional: fn(fctx, name) for each cluster this engine delivers to. A kind the Work
+     * cache's first list shows is then watched in all of them at once (watch_ahead). */
+    void (*each_cluster)(void *ctx, void (*fn)(void *fctx, const char *cluster), void *fctx);
     void *ctx;
 } fl_exec_ops;
 

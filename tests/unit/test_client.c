@@ -1600,6 +1600,14 @@ static void ahead_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
     out->present = out->deliver = true;
 }
 
+/* Two clusters, c1 and c2, both delivered to; one member API serves both */
+static void ahead_each_cluster(void *ctx, void (*fn)(void *fctx, const char *cluster), void *fctx)
+{
+    (void)ctx;
+    fn(fctx, "c1");
+    fn(fctx, "c2");
+}
+
 static int ahead_member(void *ctx, const char *cluster, fl_client **out, char **err)
 {
     (void)cluster;
@@ -1643,7 +1651,9 @@ static void gate_add(void *ctx, json_t *obj)
 
 /* While the Work cache is still making its first list (held here in a handler of that list,
  * after the engine's own), the member watch a listed Work needs is already listing: after a
- * restart the members list what they have while the Works are still being decoded. */
+ * restart the members list what they have while the Works are still being decoded. And
+ * the kind is watched in every cluster delivered to, not only in the listed Work's: the
+ * list reaches another cluster's Works later. */
 static void test_exec_starts_member_watches_while_works_list(void **state)
 {
     fixture *f = *state;
@@ -1660,7 +1670,12 @@ static void test_exec_starts_member_watches_while_works_list(void **state)
     fl_informer_config wc = {.client = f->c, .resource = {"work.karmada.io/v1alpha1", "works"}};
     assert_int_equal(fl_informer_new(&wc, &works), 0);
     fl_exec *x = NULL;
-    fl_exec_config ec = {.cp = f->c, .works = works, .ops = {.cluster = ahead_cluster, .member = ahead_member, .ctx = f->c}};
+    fl_exec_config ec = {.cp = f->c,
+                         .works = works,
+                         .ops = {.cluster = ahead_cluster,
+                                 .member = ahead_member,
+                                 .each_cluster = ahead_each_cluster,
+                                 .ctx = f->c}};
     assert_int_equal(fl_exec_new(&ec, &x), 0);
     gate g;
     atomic_init(&g.open, false);
@@ -1670,7 +1685,7 @@ static void test_exec_starts_member_watches_while_works_list(void **state)
     assert_int_equal(fl_exec_start(x), 0);
     assert_int_equal(fl_informer_start(works), 0);
     WAIT_UNTIL(atomic_load(&g.entered), 5000);
-    WAIT_UNTIL(configmap_lists() > before, 5000);
+    WAIT_UNTIL(configmap_lists() >= before + 2, 5000); /* c1's watch and c2's */
     assert_false(fl_informer_has_synced(works));
     atomic_store(&g.open, true);
     /* and the Work is delivered through that watch once the list is over */
