@@ -1143,7 +1143,11 @@ static void add_name(void *ctx, const char *cluster)
 
 /* The Work cache lists by key, so one cluster's Works come after another's: a kind seen the
  * first time is queued for every cluster the engine delivers to, or a cluster late in the
- * list would start its watches only then. */
+ * list would start its watches only then. That matters when a few clusters hold many Works
+ * each; with many clusters the list reaches each one soon, and a kind used in a few of
+ * them must not start a watch (a thread and a stream) in every one: beyond
+ * AHEAD_FANOUT_MAX clusters, only the Works' own. */
+#define AHEAD_FANOUT_MAX 32
 static void watch_ahead(exec *x, const char *cluster, const json_t *work)
 {
     size_t i;
@@ -1162,6 +1166,8 @@ static void watch_ahead(exec *x, const char *cluster, const json_t *work)
         json_t *names = json_array();
         if (first && x->ops.each_cluster) /* not under mu: it reads the clusters' cache */
             x->ops.each_cluster(x->ops.ctx, add_name, names);
+        if (json_array_size(names) > AHEAD_FANOUT_MAX)
+            json_array_clear(names);
         size_t j;
         json_t *n;
         pthread_mutex_lock(&x->mu);

@@ -1600,12 +1600,19 @@ static void ahead_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
     out->present = out->deliver = true;
 }
 
-/* Two clusters, c1 and c2, both delivered to; one member API serves both */
+/* The clusters delivered to: c1 (the Work's) and ahead_more others; one member API serves
+ * them all */
+static atomic_int ahead_more;
+
 static void ahead_each_cluster(void *ctx, void (*fn)(void *fctx, const char *cluster), void *fctx)
 {
     (void)ctx;
     fn(fctx, "c1");
-    fn(fctx, "c2");
+    for (int i = 0; i < atomic_load(&ahead_more); i++) {
+        char name[32];
+        snprintf(name, sizeof name, "other%d", i);
+        fn(fctx, name);
+    }
 }
 
 static int ahead_member(void *ctx, const char *cluster, fl_client **out, char **err)
@@ -1651,12 +1658,13 @@ static void gate_add(void *ctx, json_t *obj)
 
 /* While the Work cache is still making its first list (held here in a handler of that list,
  * after the engine's own), the member watch a listed Work needs is already listing: after a
- * restart the members list what they have while the Works are still being decoded. And
- * the kind is watched in every cluster delivered to, not only in the listed Work's: the
- * list reaches another cluster's Works later. */
-static void test_exec_starts_member_watches_while_works_list(void **state)
+ * restart the members list what they have while the Works are still being decoded. The
+ * kind is watched in every cluster delivered to (more != 0 of them besides the Work's), not
+ * only in the listed Work's: the list reaches another cluster's Works later. But not in
+ * more than 32 clusters: then only the Work's own watch starts. */
+static void exec_ahead_run(fixture *f, int more, long want_lists)
 {
-    fixture *f = *state;
+    atomic_store(&ahead_more, more);
     assert_int_equal(api_call(f, "POST", "/api/v1/namespaces",
                               "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-es-c1\"}}"),
                      201);
@@ -1685,7 +1693,9 @@ static void test_exec_starts_member_watches_while_works_list(void **state)
     assert_int_equal(fl_exec_start(x), 0);
     assert_int_equal(fl_informer_start(works), 0);
     WAIT_UNTIL(atomic_load(&g.entered), 5000);
-    WAIT_UNTIL(configmap_lists() >= before + 2, 5000); /* c1's watch and c2's */
+    WAIT_UNTIL(configmap_lists() >= before + want_lists, 5000); /* one LIST per cluster watched */
+    sleep_ms(300);
+    assert_int_equal(configmap_lists(), before + want_lists); /* and no more */
     assert_false(fl_informer_has_synced(works));
     atomic_store(&g.open, true);
     /* and the Work is delivered through that watch once the list is over */
@@ -1695,6 +1705,16 @@ static void test_exec_starts_member_watches_while_works_list(void **state)
     json_decref(got);
     fl_exec_free(x);
     fl_informer_free(works);
+}
+
+static void test_exec_starts_member_watches_while_works_list(void **state)
+{
+    exec_ahead_run(*state, 1, 2); /* c1's watch and other0's */
+}
+
+static void test_exec_starts_watches_ahead_in_few_clusters_only(void **state)
+{
+    exec_ahead_run(*state, 32, 1); /* 33 clusters: only c1's */
 }
 
 /* A Work waiting for a member watch's first list is parked on the watch: the end of each
@@ -1905,6 +1925,7 @@ int main(void)
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
         T(test_exec_starts_member_watches_while_works_list),
+        T(test_exec_starts_watches_ahead_in_few_clusters_only),
         T(test_member_watch_parks_works_until_its_list_is_over),
         T(test_member_watch_first_list_queues_only_when_replacing),
         T(test_controller_workers_wait_for_their_caches),
