@@ -1643,6 +1643,15 @@ static long configmap_lists(void)
     return n;
 }
 
+static bool cm_exists(fixture *f, const char *ns, const char *name)
+{
+    json_t *got = NULL;
+    fl_client_error err;
+    int rc = fl_client_get(f->c, &CM, ns, name, &got, &err);
+    json_decref(got);
+    return rc == 0;
+}
+
 typedef struct gate {
     atomic_bool open, entered;
 } gate;
@@ -1699,10 +1708,7 @@ static void exec_ahead_run(fixture *f, int more, long want_lists)
     assert_false(fl_informer_has_synced(works));
     atomic_store(&g.open, true);
     /* and the Work is delivered through that watch once the list is over */
-    json_t *got = NULL;
-    fl_client_error err;
-    WAIT_UNTIL(fl_client_get(f->c, &CM, "other", "ahead", &got, &err) == 0, 10000);
-    json_decref(got);
+    WAIT_UNTIL(cm_exists(f, "other", "ahead"), 10000);
     fl_exec_free(x);
     fl_informer_free(works);
 }
