@@ -344,6 +344,26 @@ static void decoder_shares_repeated_leaves(void **state)
     json_decref(c);
 }
 
+/* Documents nested deeper than the fast parser goes are decoded by jansson, up to its limit */
+static void decodes_deep_documents_through_jansson(void **state)
+{
+    (void)state;
+    enum { DEPTH = 2000 };
+    char *doc = malloc(2 * DEPTH + 1);
+    memset(doc, '[', DEPTH);
+    memset(doc + DEPTH, ']', DEPTH);
+    doc[2 * DEPTH] = 0;
+    json_t *got = NULL;
+    char *err = NULL;
+    assert_int_equal(fl_json_loadb(doc, 2 * DEPTH, 0, &got, &err), 0);
+    json_t *want = json_loadb(doc, 2 * DEPTH, 0, NULL);
+    assert_non_null(want);
+    assert_true(json_equal(want, got));
+    json_decref(got);
+    json_decref(want);
+    free(doc);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -360,6 +380,7 @@ int main(void)
         cmocka_unit_test(decodes_leaving_out_paths),
         cmocka_unit_test(deep_copies_share_only_leaves),
         cmocka_unit_test(decoder_shares_repeated_leaves),
+        cmocka_unit_test(decodes_deep_documents_through_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
