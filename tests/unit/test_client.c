@@ -1386,6 +1386,11 @@ static void assert_cache_matches_server(fixture *f, fl_informer *inf, const char
         assert_string_equal(ka, kb);
         free(ka);
         free(kb);
+        /* the whole object, as the informer's transform leaves it (a compact informer over
+         * HTTP keeps the listed bytes with managedFields cut out) */
+        assert_non_null(json_object_get(json_object_get(a, "metadata"), "managedFields"));
+        fl_informer_drop_managed_fields(a);
+        assert_true(json_equal(a, b));
     }
     json_decref(cached);
     fl_list_result_close(&l);
