@@ -60,6 +60,11 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t);
 
 /* Keep obj, which nobody changes any more, as what b, just stored, decodes to. */
 void fl_api_decoded_keep(fl_blob *b, json_t *obj);
+/* fl_api_decoded, but an object decoded now leaves out the members at skip (paths as
+ * fl_json_load_skipping takes them; NULL: none): for an in-process list whose caller drops
+ * them anyway (an informer's managedFields, a third of a Work's nodes). One kept decoded
+ * comes whole. */
+json_t *fl_api_decoded_skipping(const fl_blob *b, const char *const *skip);
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_update(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t);

@@ -184,6 +184,7 @@ typedef struct list_ctx {
     buf out;
     json_t *items;       /* for Table output */
     json_t *objs;        /* in process (want_obj): the stored objects, shared, as items */
+    const char *const *skip; /* with objs: members an item decoded now may leave out */
     size_t count;
     size_t limit;
     bool more;
@@ -212,7 +213,7 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         /* no text to build and parse again: the decoding the store's value already has (or
          * one made now), behind a top level and metadata of the caller's own, as watch
          * events in process are (an informer's transform trims those) */
-        json_t *obj = parsed ? json_incref(parsed) : fl_api_decoded(kv->value);
+        json_t *obj = parsed ? json_incref(parsed) : fl_api_decoded_skipping(kv->value, c->skip);
         if (obj)
             json_array_append_new(c->objs, fl_json_meta_view(obj));
         json_decref(obj);
@@ -293,6 +294,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
         c.items = json_array();
     else if (r->want_obj)
         c.objs = json_array();
+    c.skip = r->item_skip;
     const char *api_version = t->kind->api_version;
     int64_t rev = 0;
     bool more = false;

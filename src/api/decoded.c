@@ -50,6 +50,14 @@ json_t *fl_api_decoded(const fl_blob *b)
     return obj ? obj : fl_json_load(b->data, b->len);
 }
 
+json_t *fl_api_decoded_skipping(const fl_blob *b, const char *const *skip)
+{
+    if (!skip || !*skip)
+        return fl_api_decoded(b);
+    json_t *obj = recent_get(b);
+    return obj ? obj : fl_json_load_skipping(b->data, b->len, skip);
+}
+
 void fl_api_decoded_keep(fl_blob *b, json_t *obj)
 {
     recent_slot *s = &recent[recent_index(b)];

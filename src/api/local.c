@@ -67,7 +67,8 @@ static double now_s(void)
 
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
                         const char *accept, const char *user_agent, const char *body, size_t body_len,
-                        const json_t *body_obj, bool body_given, bool want_obj, fl_client_local_resp *out)
+                        const json_t *body_obj, bool body_given, bool want_obj, const char *const *item_skip,
+                        fl_client_local_resp *out)
 {
     double t0 = now_s();
     memset(out, 0, sizeof *out);
@@ -87,6 +88,7 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     r.body_obj = body_obj;
     r.body_given = body_given;
     r.want_obj = want_obj;
+    r.item_skip = item_skip;
     r.discard = !want_obj;
     if (qm)
         parse_query(&r, qm + 1);

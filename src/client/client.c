@@ -614,6 +614,7 @@ typedef struct req {
     bool want_obj;      /* a watch, in process: take its events as objects */
     bool watch;
     int timeout_ms;     /* 0 = none */
+    const char *const *item_skip; /* in process, a list: members its items may leave out */
 } req;
 
 static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs, xfer *x)
@@ -701,7 +702,7 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
     }
     fl_client_local_resp resp = {0};
     c->local.serve(c->local.ctx, r->method, r->path, r->content_type, r->accept, c->user_agent, r->body,
-                   r->body_len, r->body_obj, r->body_given, want_obj, &resp);
+                   r->body_len, r->body_obj, r->body_given, want_obj, r->item_skip, &resp);
     x->code = resp.code;
     x->obj = resp.obj;
     if (resp.body) {
@@ -980,7 +981,7 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
     sb_query(&p, "continue", cont);
     json_t *body = NULL;
     char **skip = skip_paths("items.[].", o ? o->skip_fields : NULL);
-    req rq = {.method = "GET", .path = p.p, .timeout_ms = c->timeout_ms};
+    req rq = {.method = "GET", .path = p.p, .timeout_ms = c->timeout_ms, .item_skip = o ? o->skip_fields : NULL};
     xfer x = {.skip = (const char *const *)skip};
     int rc = perform(c, &rq, cancel, &x, &body, err);
     skip_paths_free(skip);

@@ -95,10 +95,12 @@ typedef struct fl_client_local {
      * or, body_given, handed over: serve may keep (with a reference of its own) and change
      * the object and everything in it, and the caller will not look at it again.
      * want_obj: the caller wants the answer as an object (out->obj) where the server has
-     * one. Fills *out. Many threads at once. */
+     * one. item_skip (NULL-terminated, may be NULL): with want_obj, a list's items may leave
+     * out these members (paths within an item, as fl_list_opts.skip_fields), when the server
+     * decodes an item for the answer. Fills *out. Many threads at once. */
     void (*serve)(void *ctx, const char *method, const char *path, const char *content_type,
                   const char *accept, const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
-                  bool body_given, bool want_obj, fl_client_local_resp *out);
+                  bool body_given, bool want_obj, const char *const *item_skip, fl_client_local_resp *out);
     /* Block until the stream has bytes (copied into buf, at most cap; returns how many) or
      * ends (0). */
     size_t (*stream_read)(void *stream, char *buf, size_t cap);
@@ -171,7 +173,8 @@ typedef struct fl_list_opts {
     const char *const *skip_fields; /* optional, NULL-terminated: members of each item left out
                                      * when decoding ("spec.workload"; "[]" for any element of
                                      * an array), for a caller that needs part of each object.
-                                     * Over HTTP only: in process, objects come whole */
+                                     * In process, only where an item is decoded for the
+                                     * answer: one the server has decoded already comes whole */
     /* Optional, for fl_client_list_all: each page's items as they arrive (borrowed for the
      * call), on the listing thread; items NULL means start over (the snapshot expired, and
      * one unpaged list follows). With take_pages the pages are not also gathered into the

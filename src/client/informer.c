@@ -291,7 +291,10 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->field = dup_opt(cfg->field_selector);
     inf->page = cfg->page_size > 0 ? cfg->page_size : 500;
     inf->transform = cfg->transform;
-    inf->skip = cfg->skip_fields;
+    /* an informer that drops managedFields need not have them decoded at all */
+    inf->skip = cfg->skip_fields                                         ? cfg->skip_fields
+                : cfg->transform == fl_informer_drop_managed_fields ? fl_informer_skip_managed_fields
+                                                                     : NULL;
     inf->backoff_min = cfg->backoff_min_ms > 0 ? cfg->backoff_min_ms : 200;
     inf->backoff_max = cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : 30000;
     if (inf->backoff_max < inf->backoff_min)

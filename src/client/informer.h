@@ -78,10 +78,12 @@ typedef struct fl_informer_config {
 } fl_informer_config;
 
 /* A transform that drops metadata.managedFields: controllers never read them, and they are
- * often half of a cached object. */
+ * often half of a cached object. An informer with it and no skip_fields takes
+ * fl_informer_skip_managed_fields as its skip_fields: they are not even decoded. */
 void fl_informer_drop_managed_fields(json_t *obj);
-/* skip_fields that leaves metadata.managedFields out of what is decoded (over HTTP; in
- * process, where objects arrive decoded, fl_informer_drop_managed_fields does it). */
+/* skip_fields that leaves metadata.managedFields out of what is decoded: over HTTP, and in
+ * process for objects the server decodes for a list (one it holds decoded already comes
+ * whole, and fl_informer_drop_managed_fields takes them out of the cached view). */
 extern const char *const fl_informer_skip_managed_fields[];
 /* Drops managedFields and status too, for caches that only need spec and metadata (a
  * Cluster's status, with its API list, is most of it). */
