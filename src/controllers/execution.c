@@ -1124,6 +1124,7 @@ static void *worker(void *arg)
  * one thread works off, starting those watches: the members list what they have while the
  * Works are still being listed, and most Works then find their watch listed. Only Works of
  * clusters this engine delivers to; a watch that no Work needs goes at the next sweep. */
+
 /* Queue the watch of one (cluster, kind) unless it was queued before (x->mu held). */
 static void ahead_queue(exec *x, const char *cluster, const char *av, const char *kind)
 {
@@ -1204,9 +1205,7 @@ static void *ahead_loop(void *arg)
     pthread_setname_np(pthread_self(), "fl-exec-ahead");
     pthread_mutex_lock(&x->mu);
     for (;;) {
-        bool listed = false;
-        while (!atomic_load(&x->quit) && !json_array_size(x->ahead_todo) &&
-               !(listed = fl_informer_has_synced(x->works))) {
+        while (!atomic_load(&x->quit) && !json_array_size(x->ahead_todo) && !fl_informer_has_synced(x->works)) {
             struct timespec t;
             clock_gettime(CLOCK_MONOTONIC, &t);
             t.tv_nsec += 100 * 1000000L; /* the list's end does not signal: look again */
