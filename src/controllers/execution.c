@@ -1436,8 +1436,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
         .resource = WORKS,
         .ns = cfg->ns,
         .handlers = wh,
-        .transform = fl_informer_drop_managed_fields, /* in process */
-        .skip_fields = fl_informer_skip_managed_fields, /* over HTTP (an agent): not even decoded */
+        .transform = fl_informer_drop_managed_fields, /* and so not even decoded (an agent) */
     };
     int rc;
     if (cfg->works) {
@@ -1519,14 +1518,20 @@ typedef struct push {
 } push;
 
 /* Deliver the Works of clusters that exist and are not in Pull mode (the agent's). */
+/* Whether the push engine delivers to the Cluster cl: every sync mode but Pull */
+static bool push_delivers(const json_t *cl)
+{
+    const char *mode = jstr(jobj(cl, "spec"), "syncMode");
+    return cl && !(mode && !strcmp(mode, "Pull"));
+}
+
 static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
 {
     push *p = ctx;
     json_t *cl = NULL;
     fl_informer_get(p->clusters, NULL, cluster, &cl);
-    const char *mode = jstr(jobj(cl, "spec"), "syncMode");
     out->present = cl != NULL;
-    out->deliver = cl && !(mode && !strcmp(mode, "Pull"));
+    out->deliver = push_delivers(cl);
     out->deleting = cl && meta(cl, "deletionTimestamp");
     out->paused = cl && json_is_true(json_object_get(jobj(cl, "spec"), "suspendDispatching"));
     out->pause_reported = cl && fl_condition_of(cl, FL_PAUSED_CONDITION) != NULL;
@@ -1542,8 +1547,7 @@ typedef struct push_each {
 static void push_each_one(void *ctx, json_t *cl)
 {
     push_each *e = ctx;
-    const char *mode = jstr(jobj(cl, "spec"), "syncMode");
-    if (!(mode && !strcmp(mode, "Pull")) && !meta(cl, "deletionTimestamp") && meta(cl, "name"))
+    if (push_delivers(cl) && !meta(cl, "deletionTimestamp") && meta(cl, "name"))
         e->fn(e->fctx, meta(cl, "name"));
 }
 

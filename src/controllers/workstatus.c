@@ -225,8 +225,7 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
                          .on_delete = on_delete,
                          .on_listed = on_listed,
                          .ctx = wt},
-            .transform = fl_informer_drop_managed_fields,      /* an in-process member */
-            .skip_fields = fl_informer_skip_managed_fields, /* over HTTP: not even decoded */
+            .transform = fl_informer_drop_managed_fields, /* and so not even decoded */
             .compact = true, /* one per member object of every Work: kept as text, */
             .hot_objects = 64, /* and a watch per cluster and kind */
             .no_old_objects = true, /* on_update reads only the new object */

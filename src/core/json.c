@@ -348,6 +348,14 @@ static int parse_string(in *s, out *scratch, const char **str, size_t *n)
 
 static json_t *parse_value(in *s, out *scratch);
 
+/* FNV-1a over n bytes, continuing from h (1469598103934665603 to start) */
+static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
 /* ---- repeated leaves, decoded once ----
  *
  * Decoded objects repeat most of their strings: kinds and API versions, label and
@@ -411,9 +419,7 @@ static json_t *leaf_string(const char *str, size_t n)
     leaf_table *t = n <= LEAF_MAX_LEN ? leaves() : NULL;
     if (!t)
         return json_stringn_nocheck(str, n);
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a, as hash.h, over n bytes */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)str[i]) * 1099511628211ULL;
+    uint64_t h = hash_bytes(str, n, 1469598103934665603ULL);
     json_t **slot = &t->str[(h ^ (h >> 29)) & (LEAF_SLOTS - 1)];
     if (*slot && json_string_length(*slot) == n && !memcmp(json_string_value(*slot), str, n))
         return json_incref(*slot);
@@ -804,13 +810,6 @@ static uint64_t mix64(uint64_t x)
     x ^= x >> 27;
     x *= 0x94d049bb133111ebULL;
     return x ^ (x >> 31);
-}
-
-static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
 }
 
 uint64_t fl_json_hash(const json_t *v)
