@@ -61,6 +61,9 @@ typedef struct fl_req {
     const char *const *item_skip; /* in process, a list with want_obj: members an item decoded
                                    * for the answer may leave out (fl_json_load_skipping paths
                                    * within an item), NULL-terminated; may be NULL */
+    void (*on_items)(void *ctx, json_t *items); /* in process, a list with want_obj: items
+                                   * handed over as it goes (fl_client_local_list); may be NULL */
+    void *items_ctx;
     bool discard;              /* in process: the caller does not read a successful answer */
     /* output */
     int code;                  /* HTTP status */
@@ -109,7 +112,7 @@ json_t *fl_api_decoded(const fl_blob *b);
 /* fl_client_local.serve for an fl_api (ctx): one request as http.c would hand it over. */
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
                         const char *accept, const char *user_agent, const char *body, size_t body_len,
-                        const json_t *body_obj, bool body_given, bool want_obj, const char *const *item_skip,
+                        const json_t *body_obj, bool body_given, bool want_obj, const fl_client_local_list *list,
                         fl_client_local_resp *out);
 /* A client of api through fl_api_local_serve (see fl_client_new_local): what the server's
  * controllers use. api must outlive it. Free with fl_client_free. */

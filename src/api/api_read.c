@@ -185,11 +185,15 @@ typedef struct list_ctx {
     json_t *items;       /* for Table output */
     json_t *objs;        /* in process (want_obj): the stored objects, shared, as items */
     const char *const *skip; /* with objs: members an item decoded now may leave out */
+    fl_req *r;           /* with objs: r->on_items takes them as the list goes */
     size_t count;
     size_t limit;
     bool more;
     char *last_key;
 } list_ctx;
+
+/* In process, how many items a list hands over at a time (fl_req.on_items) */
+#define LIST_CHUNK 256
 
 static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
 {
@@ -217,6 +221,10 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         if (obj)
             json_array_append_new(c->objs, fl_json_meta_view(obj));
         json_decref(obj);
+        if (c->r->on_items && json_array_size(c->objs) == LIST_CHUNK) {
+            c->r->on_items(c->r->items_ctx, c->objs);
+            json_array_clear(c->objs);
+        }
     } else {
         if (c->count)
             buf_add(&c->out, ",", 1);
@@ -295,6 +303,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     else if (r->want_obj)
         c.objs = json_array();
     c.skip = r->item_skip;
+    c.r = r;
     const char *api_version = t->kind->api_version;
     int64_t rev = 0;
     bool more = false;

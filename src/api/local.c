@@ -67,7 +67,7 @@ static double now_s(void)
 
 void fl_api_local_serve(void *api, const char *method, const char *path, const char *content_type,
                         const char *accept, const char *user_agent, const char *body, size_t body_len,
-                        const json_t *body_obj, bool body_given, bool want_obj, const char *const *item_skip,
+                        const json_t *body_obj, bool body_given, bool want_obj, const fl_client_local_list *list,
                         fl_client_local_resp *out)
 {
     double t0 = now_s();
@@ -88,7 +88,11 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     r.body_obj = body_obj;
     r.body_given = body_given;
     r.want_obj = want_obj;
-    r.item_skip = item_skip;
+    if (list) {
+        r.item_skip = list->item_skip;
+        r.on_items = list->on_items;
+        r.items_ctx = list->items_ctx;
+    }
     r.discard = !want_obj;
     if (qm)
         parse_query(&r, qm + 1);

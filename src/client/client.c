@@ -614,7 +614,7 @@ typedef struct req {
     bool want_obj;      /* a watch, in process: take its events as objects */
     bool watch;
     int timeout_ms;     /* 0 = none */
-    const char *const *item_skip; /* in process, a list: members its items may leave out */
+    const fl_client_local_list *list; /* in process, a list: how its items may come */
 } req;
 
 static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs, xfer *x)
@@ -702,7 +702,7 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
     }
     fl_client_local_resp resp = {0};
     c->local.serve(c->local.ctx, r->method, r->path, r->content_type, r->accept, c->user_agent, r->body,
-                   r->body_len, r->body_obj, r->body_given, want_obj, r->item_skip, &resp);
+                   r->body_len, r->body_obj, r->body_given, want_obj, r->list, &resp);
     x->code = resp.code;
     x->obj = resp.obj;
     if (resp.body) {
@@ -962,6 +962,12 @@ void fl_list_result_close(fl_list_result *l)
     memset(l, 0, sizeof *l);
 }
 
+static void local_items(void *ctx, json_t *items)
+{
+    const fl_list_opts *o = ctx;
+    o->on_page(o->page_ctx, items);
+}
+
 static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *o, const char *cont,
                      fl_client_cancel *cancel, fl_list_result *out, fl_client_error *err)
 {
@@ -981,7 +987,13 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
     sb_query(&p, "continue", cont);
     json_t *body = NULL;
     char **skip = skip_paths("items.[].", o ? o->skip_fields : NULL);
-    req rq = {.method = "GET", .path = p.p, .timeout_ms = c->timeout_ms, .item_skip = o ? o->skip_fields : NULL};
+    /* in process, the pages of a caller that takes them come as the server lists */
+    fl_client_local_list ll = {.item_skip = o ? o->skip_fields : NULL};
+    if (o && o->on_page && o->take_pages) {
+        ll.on_items = local_items;
+        ll.items_ctx = (void *)o;
+    }
+    req rq = {.method = "GET", .path = p.p, .timeout_ms = c->timeout_ms, .list = &ll};
     xfer x = {.skip = (const char *const *)skip};
     int rc = perform(c, &rq, cancel, &x, &body, err);
     skip_paths_free(skip);

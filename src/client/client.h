@@ -87,6 +87,18 @@ typedef struct fl_client_local_resp {
     void *stream;       /* a watch answered 200: pull its bytes with stream_read */
 } fl_client_local_resp;
 
+/* How an in-process list may answer, beyond fl_client_local_resp: both may be NULL. */
+typedef struct fl_client_local_list {
+    /* With want_obj: members an item decoded for the answer may leave out (paths within an
+     * item, as fl_list_opts.skip_fields), NULL-terminated. */
+    const char *const *item_skip;
+    /* With want_obj: items handed over as the list goes, in its order, on the calling thread,
+     * before serve returns; the array is emptied after each call, and the answer's items are
+     * what is left. So a long list can be worked on before its end. */
+    void (*on_items)(void *ctx, json_t *items);
+    void *items_ctx;
+} fl_client_local_list;
+
 typedef struct fl_client_local {
     /* Serve one request: path with its query string as on the wire ("/api/v1/...?a=b"),
      * content_type, accept (NULL: application/json) and user_agent may be NULL. The body
@@ -95,12 +107,11 @@ typedef struct fl_client_local {
      * or, body_given, handed over: serve may keep (with a reference of its own) and change
      * the object and everything in it, and the caller will not look at it again.
      * want_obj: the caller wants the answer as an object (out->obj) where the server has
-     * one. item_skip (NULL-terminated, may be NULL): with want_obj, a list's items may leave
-     * out these members (paths within an item, as fl_list_opts.skip_fields), when the server
-     * decodes an item for the answer. Fills *out. Many threads at once. */
+     * one. list (may be NULL): for a list, see fl_client_local_list. Fills *out. Many threads
+     * at once. */
     void (*serve)(void *ctx, const char *method, const char *path, const char *content_type,
                   const char *accept, const char *user_agent, const char *body, size_t body_len, const json_t *body_obj,
-                  bool body_given, bool want_obj, const char *const *item_skip, fl_client_local_resp *out);
+                  bool body_given, bool want_obj, const fl_client_local_list *list, fl_client_local_resp *out);
     /* Block until the stream has bytes (copied into buf, at most cap; returns how many) or
      * ends (0). */
     size_t (*stream_read)(void *stream, char *buf, size_t cap);

@@ -384,12 +384,21 @@ static json_t *gone_obj(fl_informer *inf, const centry *e)
 
 /* A list as its pages arrive: each item's entry is made then, so that a compact informer
  * never holds the list decoded whole (30,000 member objects are hundreds of MB decoded, and
- * their pages freed at once make glibc consolidate); keys keeps the list's order. */
+ * their pages freed at once make glibc consolidate); keys keeps the list's order.
+ *
+ * The first list into an empty cache whose adds are told is progressive: each page goes
+ * into the cache itself and its adds are told at once, not after the last page. Nothing is
+ * lost by it (there is nothing to compare with), and handlers start on a long list early:
+ * in process a list's pages come as the server decodes them, so after a restart the
+ * execution engine starts member watches while 180,000 Works are still being listed.
+ * Synced still waits for the end. A list that starts over (its continue token expired)
+ * goes on as an ordinary one, compared at its end with what the cache then holds. */
 typedef struct listing {
     fl_informer *inf;
     cmap fresh;
     char **keys;
     size_t n, cap;
+    bool progressive;
 } listing;
 
 static void listing_reset(listing *ls)
@@ -400,6 +409,42 @@ static void listing_reset(listing *ls)
     ls->n = 0;
 }
 
+/* A progressive list's page: into the cache, then its adds told. */
+static void page_into_cache(listing *ls, json_t *items)
+{
+    fl_informer *inf = ls->inf;
+    size_t n = json_array_size(items) + 1, m = 0;
+    centry **old = fl_malloc(n * sizeof *old);
+    json_t **objs = fl_malloc(n * sizeof *objs);
+    for (size_t i = 0; i + 1 < n; i++) {
+        json_t *item = json_array_get(items, i);
+        if (inf->transform)
+            inf->transform(item);
+        char *key = fl_informer_key(item);
+        if (!key)
+            continue;
+        objs[m] = item;
+        old[m++] = centry_new(inf, key, item, NULL); /* put in the cache below */
+        free(key);
+    }
+    pthread_rwlock_wrlock(&inf->lock);
+    for (size_t j = 0; j < m; j++)
+        old[j] = cmap_put(&inf->cache, old[j]);
+    pthread_rwlock_unlock(&inf->lock);
+    for (size_t j = 0; j < m; j++) {
+        if (!old[j]) {
+            emit_add(inf, objs[j]);
+        } else { /* listed twice: the later one stands */
+            json_t *p = inf->no_old ? NULL : gone_obj(inf, old[j]);
+            emit_update(inf, p, objs[j]);
+            json_decref(p);
+            centry_free(old[j]);
+        }
+    }
+    free(old);
+    free(objs);
+}
+
 static void list_page_in(void *ctx, json_t *items)
 {
     listing *ls = ctx;
@@ -407,6 +452,11 @@ static void list_page_in(void *ctx, json_t *items)
     atomic_store(&inf->progress_ms, fl_time_mono_ms());
     if (!items) {
         listing_reset(ls);
+        ls->progressive = false; /* what it put in the cache is compared at the end */
+        return;
+    }
+    if (ls->progressive) {
+        page_into_cache(ls, items);
         return;
     }
     size_t i;
@@ -473,6 +523,8 @@ static int relist(fl_informer *inf)
     fl_list_result l;
     fl_client_error err;
     bool first = !fl_informer_has_synced(inf);
+    /* only this thread writes the cache: no lock to read its size */
+    ls.progressive = first && !inf->silent_first && inf->cache.n == 0;
     int rc = fl_client_list_all(inf->client, &r, inf->ns, &o, inf->cancel, &l, &err);
     if (rc) {
         listing_reset(&ls);
@@ -482,6 +534,18 @@ static int relist(fl_informer *inf)
             emit_listed(inf, rc);
         }
         return rc;
+    }
+    if (ls.progressive) {
+        /* everything is in the cache and told already */
+        pthread_rwlock_wrlock(&inf->lock);
+        set_rv_locked(inf, l.resource_version);
+        pthread_rwlock_unlock(&inf->lock);
+        listing_reset(&ls);
+        free(ls.keys);
+        fl_list_result_close(&l);
+        mark_synced(inf);
+        emit_listed(inf, 0);
+        return 0;
     }
     pthread_rwlock_wrlock(&inf->lock);
     cmap old = inf->cache;

@@ -4,7 +4,8 @@
  * one namespace, optionally filtered by label/field selectors) so that controllers
  * read from memory instead of the wire, and tells handlers what changed:
  *   1. LIST (paged) and fill the cache; handlers see each object as an add (unless
- *      silent_first_list);
+ *      silent_first_list), as each page arrives (in process, as the server decodes the
+ *      list), while has_synced is still false;
  *   2. WATCH from the list's resourceVersion, with bookmarks, applying each event;
  *   3. when the watch ends cleanly (the server's timeout), watch again from the last
  *      resourceVersion seen; when it is too old (410 Expired) or the stream breaks,

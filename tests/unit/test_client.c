@@ -343,7 +343,7 @@ static json_t *deployment(const char *name)
 /* An event log shared between handler threads and the test. */
 typedef struct rec {
     pthread_mutex_t mu;
-    char *ev[512];
+    char *ev[1024];
     int n;
 } rec;
 
@@ -356,7 +356,7 @@ static void rec_init(rec *r)
 static void rec_add(rec *r, char *s)
 {
     pthread_mutex_lock(&r->mu);
-    if (r->n < 512)
+    if (r->n < 1024)
         r->ev[r->n++] = s;
     else
         free(s);
@@ -1278,6 +1278,9 @@ typedef struct inf_log {
     fl_informer *inf;
     atomic_int cache_misses;   /* handler could not see its object in the cache */
     atomic_int listed_ok, listed_failed; /* on_listed calls */
+    const char *probe_key;     /* NULL, or a key whose absence from the cache adds count */
+    atomic_int probe_absent;   /* adds told while probe_key was not in the cache yet */
+    atomic_int unsynced_adds;  /* adds told before the informer had synced */
 } inf_log;
 
 static char *key_rv_data(const json_t *obj)
@@ -1301,6 +1304,12 @@ static void on_add(void *ctx, json_t *obj)
         atomic_fetch_add(&l->cache_misses, 1);
     json_decref(cached);
     free(key);
+    if (!fl_informer_has_synced(l->inf))
+        atomic_fetch_add(&l->unsynced_adds, 1);
+    json_t *probe = NULL;
+    if (l->probe_key && fl_informer_get_key(l->inf, l->probe_key, &probe) != 0)
+        atomic_fetch_add(&l->probe_absent, 1);
+    json_decref(probe);
 }
 
 static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -1347,6 +1356,9 @@ static fl_informer *informer_with(fl_client *c, inf_log *l, const char *ns, int 
     atomic_store(&l->cache_misses, 0);
     atomic_store(&l->listed_ok, 0);
     atomic_store(&l->listed_failed, 0);
+    l->probe_key = NULL;
+    atomic_store(&l->probe_absent, 0);
+    atomic_store(&l->unsynced_adds, 0);
     fl_informer_config cfg = {.client = c, .resource = CM, .ns = ns, .page_size = 2, .backoff_min_ms = 20,
                               .backoff_max_ms = 200, .watch_timeout_s = watch_timeout_s,
                               .handlers = {.on_add = on_add,
@@ -1503,6 +1515,37 @@ static void on_update_new_only(void *ctx, json_t *old_obj, json_t *new_obj)
     char *b = key_rv_data(new_obj);
     rec_add(&l->r, fl_asprintf("update %s -> %s", old_obj ? "old" : "(none)", b));
     free(b);
+}
+
+/* The first list's adds are told as its pages come, before the list is over: over HTTP
+ * page by page, and in process, where a list is one answer, as the server decodes it. */
+static void test_informer_tells_first_list_adds_before_the_list_ends(void **state)
+{
+    fixture *f = *state;
+    enum { N = 600 };
+    for (int i = 0; i < N; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "cm-%03d", i);
+        create_cm(f, "default", name, "1");
+    }
+    inf_log l;
+    fl_informer *inf = informer_for(f, &l, "default", 0);
+    l.probe_key = "default/cm-599"; /* the list's last */
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 10000), 0);
+    WAIT_UNTIL(atomic_load(&l.listed_ok) == 1, 5000);
+    assert_int_equal(rec_count(&l.r), N);
+    assert_true(rec_has(&l.r, "add default/cm-000=1"));
+    assert_true(rec_has(&l.r, "add default/cm-599=1"));
+    assert_int_equal(atomic_load(&l.unsynced_adds), N);
+    assert_true(atomic_load(&l.probe_absent) >= 256);
+    assert_int_equal(atomic_load(&l.cache_misses), 0);
+    assert_cache_matches_server(f, inf, "default");
+    /* and after it, the watch */
+    patch_cm(f, "default", "cm-599", "2");
+    WAIT_UNTIL(rec_has(&l.r, "update default/cm-599=1 -> default/cm-599=2"), 5000);
+    fl_informer_free(inf);
+    rec_close(&l.r);
 }
 
 static void test_informer_without_old_objects_still_tells_updates_from_adds(void **state)
@@ -1958,6 +2001,7 @@ int main(void)
         cmocka_unit_test(test_in_process_lists_skip_fields_of_items_decoded_for_them),
         T(test_informer_syncs_then_sees_adds_updates_and_deletes),
         T(test_informer_without_old_objects_still_tells_updates_from_adds),
+        T(test_informer_tells_first_list_adds_before_the_list_ends),
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
         T(test_exec_starts_member_watches_while_works_list),
@@ -1993,6 +2037,7 @@ int main(void)
         L(test_watch_from_a_compacted_revision_is_expired),
         L(test_cancel_before_the_watch_starts_returns_at_once),
         L(test_informer_syncs_then_sees_adds_updates_and_deletes),
+        L(test_informer_tells_first_list_adds_before_the_list_ends),
         L(test_informer_relists_after_its_watch_expires_without_spurious_events),
     };
 #undef L
@@ -2006,6 +2051,7 @@ int main(void)
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
         C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
         C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_local_compact),
+        C(test_informer_tells_first_list_adds_before_the_list_ends, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_local_compact),
     };
 #undef C

@@ -55,11 +55,11 @@ static int teardown(void **state)
 static void serve_without_aggregated(void *ctx, const char *method, const char *path, const char *content_type,
                                      const char *accept, const char *user_agent, const char *body, size_t body_len,
                                      const json_t *body_obj, bool body_given, bool want_obj,
-                                     const char *const *item_skip, fl_client_local_resp *out)
+                                     const fl_client_local_list *list, fl_client_local_resp *out)
 {
     (void)accept;
     fl_api_local_serve(ctx, method, path, content_type, NULL, user_agent, body, body_len, body_obj, body_given,
-                       want_obj, item_skip, out);
+                       want_obj, list, out);
 }
 
 /* Discovery requests (GET of /api..., /apis...) counted by the API's request metrics. */
