@@ -394,6 +394,73 @@ static char *describe(const target *t)
 /* Create or update manifest i of work in cluster. On success *observed is the member
  * object as it now is (new reference; status source). On failure *emsg (heap) names
  * the manifest and the error. */
+/* ---- a member object that needs nothing ----
+ *
+ * Most applies find the member's object as the manifest would leave it: every re-check after
+ * a restart, every reconcile that a status change woke. Applying means copying the manifest,
+ * marking it, merging it with the member's object by the retain rules, and comparing the
+ * result with that object. The native rules only take from the member's object, so where
+ * they are the ones that answer, the merge is within the member's object whenever the marked
+ * manifest is: that is checked here, in place, without building either. */
+
+/* Whether the string map m (labels or annotations; NULL: none) is within e, apart from
+ * the keys ours lists (NULL-terminated), which e must have with the values ours gives. */
+static bool map_within(const json_t *m, const json_t *e, const char *const *ours, const char *const *values)
+{
+    if (m && !json_is_object(m))
+        return false; /* not a map: marking would replace it, so the full apply judges */
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        bool mine = false;
+        for (size_t i = 0; ours[i] && !mine; i++)
+            mine = !strcmp(k, ours[i]);
+        if (!mine && !subset(v, json_object_get(e, k)))
+            return false;
+    }
+    for (size_t i = 0; ours[i]; i++) {
+        const char *have = json_string_value(json_object_get(e, ours[i]));
+        if (!have || !values[i] || strcmp(have, values[i]))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the member's object e already holds what applying manifest m for work would
+ * write (see above). False means only: apply in full. */
+static bool already_applied(exec *x, const json_t *m, const json_t *e, const json_t *work, const target *t)
+{
+    if (!json_is_object(m) || !json_is_object(e) ||
+        !fl_interp_native_first(x->interp, t->api_version, t->kind, FL_INTERP_RETAIN))
+        return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        if (strcmp(k, "status") && strcmp(k, "metadata") && !subset(v, json_object_get(e, k)))
+            return false;
+    }
+    const json_t *md = json_object_get(m, "metadata"), *emd = json_object_get(e, "metadata");
+    if ((md && !json_is_object(md)) || !json_is_object(emd))
+        return false;
+    if (t->ns) {
+        const char *ens = json_string_value(json_object_get(emd, "namespace"));
+        if (!ens || strcmp(ens, t->ns))
+            return false;
+    }
+    json_object_foreach((json_t *)md, k, v) {
+        if (strcmp(k, "namespace") && strcmp(k, "labels") && strcmp(k, "annotations") &&
+            !subset(v, json_object_get(emd, k)))
+            return false;
+    }
+    static const char *const labels[] = {FL_MANAGED_LABEL, NULL};
+    static const char *const annotations[] = {FL_WORK_NAME_ANNOTATION, FL_WORK_NAMESPACE_ANNOTATION, NULL};
+    const char *label_values[] = {"true"};
+    const char *ann_values[] = {meta(work, "name"), meta(work, "namespace")};
+    return map_within(json_object_get(md, "labels"), json_object_get(emd, "labels"), labels, label_values) &&
+           map_within(json_object_get(md, "annotations"), json_object_get(emd, "annotations"), annotations,
+                      ann_values);
+}
+
 static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const json_t *work, int i, const json_t *m,
                           target *t, json_t **observed, char **emsg)
 {
@@ -412,7 +479,15 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         return rc;
     }
 
-    json_t *desired = fl_json_deep_copy(m);
+    fl_client_error ce = {0};
+    json_t *existing = NULL, *out = NULL, *desired = NULL;
+    char *what = describe(t);
+    fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing);
+    if (existing && already_applied(x, m, existing, work, t)) {
+        *observed = json_incref(existing);
+        goto done;
+    }
+    desired = fl_json_deep_copy(m);
     json_object_del(desired, "status");
     json_t *md = jensure(desired, "metadata");
     if (t->ns)
@@ -420,11 +495,6 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
     else
         json_object_del(md, "namespace");
     mark(desired, work);
-
-    fl_client_error ce = {0};
-    json_t *existing = NULL, *out = NULL;
-    char *what = describe(t);
-    fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing);
     if (!existing) {
         rc = fl_client_create(mc, &t->gvr, t->ns, desired, NULL, &out, &ce);
         if (rc == 0) {
@@ -1384,6 +1454,9 @@ static void *resync_loop(void *arg)
     exec *x = arg;
     int64_t every = fl_env_ms("FLOTILLA_EXEC_RESYNC_MS", EXEC_RESYNC_MS, 1);
     while (!fl_client_cancel_sleep(x->stop, (int)every)) {
+        /* a cache still listing would stop the watches of the Works not in it yet */
+        if (!fl_informer_has_synced(x->works))
+            continue;
         resync_walk r = {x, json_object()};
         fl_informer_each(x->works, NULL, resync_one, &r);
         fl_ws_watches_sweep(x->watches, r.in_use);

@@ -223,6 +223,17 @@ bool fl_interp_has(fl_interp *ip, const char *api_version, const char *kind, enu
     return yes;
 }
 
+bool fl_interp_native_first(fl_interp *ip, const char *api_version, const char *kind, enum fl_interp_op op)
+{
+    if (!api_version || !kind || (unsigned)op >= FL_INTERP_OP_COUNT)
+        return false;
+    pthread_rwlock_rdlock(&ip->lock);
+    struct entry *e = find(ip->head, api_version, kind, op);
+    bool yes = e && e->native;
+    pthread_rwlock_unlock(&ip->lock);
+    return yes;
+}
+
 /* ---- one call ---- */
 
 /* What a call knows about its object, for lookup and for messages. */

@@ -113,6 +113,10 @@ size_t fl_interp_named_drop(void *out, const void *cur, size_t n, const char *na
  * change right after it returns; the operations re-check. */
 bool fl_interp_has(fl_interp *ip, const char *api_version, const char *kind, enum fl_interp_op op);
 
+/* True when the hook that answers (api_version, kind, op) is the native one: no
+ * customization or webhook comes before it. A hint, as fl_interp_has. */
+bool fl_interp_native_first(fl_interp *ip, const char *api_version, const char *kind, enum fl_interp_op op);
+
 /* Karmada's name of an operation ("InterpretReplica", ...); "" for a bad value. */
 const char *fl_interp_op_name(enum fl_interp_op op);
 

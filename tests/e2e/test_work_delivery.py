@@ -168,6 +168,23 @@ def test_object_deleted_in_the_member_is_recreated(pair):
     assert cm["data"] == {"k": "v2", "extra": "x"} and marked_by(cm, "w1")
 
 
+def test_object_changed_in_the_member_is_put_back(pair):
+    cp, member = pair
+    cm = get(member, f"{MEMBER_CM}/cm1")
+    cm["data"] = {"k": "changed by hand"}
+    cm["metadata"].setdefault("labels", {})["added-in-the-member"] = "yes"
+    code, body = member.curl("PUT", f"{MEMBER_CM}/cm1", cm)
+    assert code == 200, body
+    back = wait_for(lambda: (o := get(member, f"{MEMBER_CM}/cm1")) and o["data"] == {"k": "v2", "extra": "x"} and o,
+                    timeout=WAIT, what="cm1's data put back in the member")
+    # what the member added and the manifest does not name stays (retain)
+    assert back["metadata"]["labels"]["added-in-the-member"] == "yes" and marked_by(back, "w1")
+    # and once put back, it stays put: no apply loop over the label
+    rv = back["metadata"]["resourceVersion"]
+    time.sleep(1.5)
+    assert get(member, f"{MEMBER_CM}/cm1")["metadata"]["resourceVersion"] == rv
+
+
 def test_member_status_and_health_reach_manifest_statuses(pair):
     cp, member = pair
 
