@@ -26,8 +26,10 @@
 #include "core/random.h"
 #include "core/yaml.h"
 
-/* Live objects that carry ownerReferences; deletes skip the dependents scan while 0. */
+/* Live objects that carry ownerReferences, in every API of the process; deletes skip the
+ * dependents scan while 0, once no count of a store's objects at its start is pending. */
 static atomic_long owned_objects;
+static atomic_int owner_scans;
 
 /* ---- body decoding ---- */
 
@@ -1448,7 +1450,7 @@ static void handle_dependent(void *vctx, const char *key, json_t *dep)
  * reference, Background/Foreground delete them (their own dependents in turn). */
 static int delete_dependents(fl_api *api, const fl_kind *owner_kind, const json_t *owner, const char *policy)
 {
-    if (atomic_load(&owned_objects) <= 0)
+    if (atomic_load(&owner_scans) == 0 && atomic_load(&owned_objects) <= 0)
         return 0;
     const char *uid = fl_obj_str(owner, "metadata", "uid");
     const char *ns = fl_obj_str(owner, "metadata", "namespace");
@@ -1825,14 +1827,45 @@ static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
     return true;
 }
 
+/* Counting the owned objects the store holds at a start reads every value (a GB at 30,000
+ * Works), so it runs beside the server instead of before it. The values are taken (blob
+ * references) before anything can write; writes meanwhile count their changes into
+ * owned_objects, and the scan adds its count at the end. Until then deletes search for
+ * dependents. */
+typedef struct owner_scan {
+    fl_blob **values;
+    size_t n, cap;
+} owner_scan;
+
 static bool scan_cb(void *vctx, const char *key, const fl_kv *kv)
 {
-    if (strstr(kv->value->data, "\"ownerReferences\"")) {
-        json_t *obj = fl_json_load(kv->value->data, kv->value->len);
-        track_owned(NULL, obj);
-        json_decref(obj);
+    owner_scan *sc = vctx;
+    if (sc->n == sc->cap) {
+        sc->cap = sc->cap ? sc->cap * 2 : 1024;
+        sc->values = fl_realloc(sc->values, sc->cap * sizeof *sc->values);
     }
+    sc->values[sc->n++] = fl_blob_ref(kv->value);
     return true;
+}
+
+static void *owner_scan_main(void *arg)
+{
+    owner_scan *sc = arg;
+    pthread_setname_np(pthread_self(), "fl-owner-scan");
+    long owned = 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        if (strstr(sc->values[i]->data, "\"ownerReferences\"")) {
+            json_t *obj = fl_json_load(sc->values[i]->data, sc->values[i]->len);
+            owned += obj && has_owner_refs(obj);
+            json_decref(obj);
+        }
+        fl_blob_unref(sc->values[i]);
+    }
+    atomic_fetch_add(&owned_objects, owned);
+    atomic_fetch_sub(&owner_scans, 1);
+    free(sc->values);
+    free(sc);
+    return NULL;
 }
 
 typedef struct ns_ctx {
@@ -1858,8 +1891,16 @@ int fl_api_load_crds(fl_api *api)
     int64_t rv;
     fl_store_list(api->store, "/apiextensions.k8s.io/customresourcedefinitions/", NULL, 0, 0, load_crd_cb, &c, &rv,
                   NULL);
-    atomic_store(&owned_objects, 0);
-    fl_store_list(api->store, "/", NULL, 0, 0, scan_cb, NULL, &rv, NULL);
+    owner_scan *sc = fl_calloc(1, sizeof *sc);
+    atomic_fetch_add(&owner_scans, 1);
+    fl_store_list(api->store, "/", NULL, 0, 0, scan_cb, sc, &rv, NULL);
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, owner_scan_main, sc) != 0)
+        owner_scan_main(sc);
+    pthread_attr_destroy(&at);
     /* namespaces that were terminating when the server stopped finish now */
     ns_ctx nc = {api};
     fl_store_list(api->store, "/core/namespaces/", NULL, 0, 0, resume_ns_cb, &nc, &rv, NULL);

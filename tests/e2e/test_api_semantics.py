@@ -316,6 +316,20 @@ def test_delete_background_removes_dependents(server):
     assert code == 200 and b["metadata"]["resourceVersion"] == bystander["metadata"]["resourceVersion"]
 
 
+def test_dependents_stored_before_a_restart_are_collected_after_it(fresh_server):
+    # the owned objects in the store are counted beside the server after a start; a delete
+    # right after it must still find the dependents
+    s = fresh_server.start()
+    ensure_namespace(s, NS)
+    owner = create(s, CM, configmap("owner-rs"))
+    create(s, CM, _owned("dep-rs", owner))
+    s.kill()
+    s.start()
+    code, body = s.curl("DELETE", f"{CM}/owner-rs?propagationPolicy=Background")
+    assert code in (200, 202), body
+    wait_for(lambda: get(s, f"{CM}/dep-rs")[0] == 404, timeout=15, what="dependent to be collected")
+
+
 def test_delete_orphan_keeps_dependents_without_owner_reference(server):
     owner = create(server, CM, configmap("owner-or"))
     other = create(server, CM, configmap("other-owner-or"))
