@@ -47,6 +47,8 @@ typedef struct fl_store_config {
                                   SQLite: the ring's values, 0 = default (32 MiB; older events
                                   are read from the log); memory store: the old values beyond
                                   the current state, 0 = no cap */
+    size_t load_split_rows;    /* SQLite: rows in the log from which opening reads it in two
+                                  halves at once; 0 = default (50000) */
 } fl_store_config;
 
 /* Memory stores (memory = true).

@@ -43,13 +43,14 @@ typedef struct fixture {
     fl_store *s;
     bool memory;       /* a memory store instead of SQLite */
     size_t ring;       /* its ring_events (0 = default) */
+    size_t split;      /* SQLite: its load_split_rows (0 = default) */
 } fixture;
 
 static fl_store *open_store(fixture *f, int64_t window, bool durable)
 {
     fl_store_config cfg = { .path = f->memory ? NULL : f->path, .compact_window = window,
                             .compact_interval_ms = -1, .durable = durable, .memory = f->memory,
-                            .ring_events = f->ring };
+                            .ring_events = f->ring, .load_split_rows = f->split };
     fl_store *s = NULL;
     assert_int_equal(fl_store_open(&cfg, &s), 0);
     assert_non_null(s);
@@ -1179,6 +1180,65 @@ static void test_reopen_keeps_values_revisions_and_head(void **state)
     assert_int_equal(put_new(f->s, "/r/c", "c"), head + 1);
 }
 
+/* A log large enough is loaded in two halves at once: what they load together is what one
+ * load of all of it gives. The keys are written so that the latest row of some lies in each
+ * half, and tombstones in both. */
+static void test_reopen_in_two_halves_loads_what_one_load_does(void **state)
+{
+    fixture *f = *state;
+    enum { N = 300 };
+    char key[32], val[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "/h/%03d", i);
+        put_new(f->s, key, "v0");
+    }
+    for (int i = 0; i < N; i += 2) { /* every other key moves to the second half */
+        snprintf(key, sizeof key, "/h/%03d", i);
+        snprintf(val, sizeof val, "v1-%d", i);
+        put_upd(f->s, key, val);
+    }
+    for (int i = 0; i < N; i += 7) { /* tombstones in both halves */
+        snprintf(key, sizeof key, "/h/%03d", i);
+        put_del(f->s, key, "gone");
+    }
+    int64_t head = fl_store_rev(f->s);
+    reopen(f, 0);
+    collect whole;
+    list_keys(f->s, "/h/", NULL, 0, 0, &whole, NULL, 0);
+    size_t count = fl_store_count(f->s, "/h/");
+    char revs[N][24];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "/h/%03d", i);
+        fl_kv kv;
+        revs[i][0] = 0;
+        if (fl_store_get(f->s, key, &kv) == 0) {
+            snprintf(revs[i], sizeof revs[i], "%lld/%lld", (long long)kv.rev, (long long)kv.create_rev);
+            fl_blob_unref(kv.value);
+        }
+    }
+    f->split = 10;
+    reopen(f, 0);
+    assert_int_equal(fl_store_rev(f->s), head);
+    assert_int_equal(fl_store_count(f->s, "/h/"), count);
+    assert_int_equal(count, N - (N + 6) / 7);
+    collect halves;
+    list_keys(f->s, "/h/", NULL, 0, 0, &halves, NULL, 0);
+    assert_string_equal(halves.buf, whole.buf);
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "/h/%03d", i);
+        fl_kv kv;
+        int rc = fl_store_get(f->s, key, &kv);
+        assert_int_equal(rc, revs[i][0] ? 0 : FL_ENOTFOUND);
+        if (rc == 0) {
+            char r[24];
+            snprintf(r, sizeof r, "%lld/%lld", (long long)kv.rev, (long long)kv.create_rev);
+            assert_string_equal(r, revs[i]);
+            fl_blob_unref(kv.value);
+        }
+    }
+    assert_int_equal(put_new(f->s, "/h/new", "n"), head + 1);
+}
+
 #define CRASH_THREADS 4
 
 typedef struct crash_arg {
@@ -1683,6 +1743,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blob_is_nul_terminated_and_refcounted),
         cmocka_unit_test_setup_teardown(test_create_get_update_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_in_two_halves_loads_what_one_load_does, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_passes_null_current_to_render, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_prev_rev_is_conflict_and_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eexist_and_enotfound_consume_no_revision, setup, teardown),
