@@ -115,8 +115,16 @@ static bool filter_active(const filter *f)
     return f->labels || f->fields;
 }
 
-/* Does the stored object match? Parses only when a selector needs the body. */
-static bool filter_match(const filter *f, const char *key, const fl_blob *v, json_t **parsed)
+/* What a label selector alone need not decode of an object: the big parts of the kinds
+ * that are listed by label most (a control plane's member watches list every Deployment
+ * and ConfigMap it manages, and start each watch by matching them all again). */
+static const char *const LABELS_ONLY_SKIP[] = {"spec", "status", "data", "binaryData", "stringData",
+                                               "metadata.managedFields", "metadata.annotations", NULL};
+
+/* Does the stored object match? Parses only when a selector needs the body: into *parsed
+ * (whole, for the caller to use too), or, when the caller will not use it (!whole) and a
+ * label selector is all there is, only the part it reads. */
+static bool filter_match(const filter *f, const char *key, const fl_blob *v, json_t **parsed, bool whole)
 {
     if (f->name) {
         const char *slash = strrchr(key, '/');
@@ -125,6 +133,12 @@ static bool filter_match(const filter *f, const char *key, const fl_blob *v, jso
     }
     if (!f->labels && !f->fields)
         return true;
+    if (!*parsed && !whole && !f->fields) {
+        json_t *part = fl_api_decoded_skipping(v, LABELS_ONLY_SKIP);
+        bool ok = part && fl_labelsel_match(f->labels, json_object_get(json_object_get(part, "metadata"), "labels"));
+        json_decref(part);
+        return ok;
+    }
     json_t *obj = *parsed;
     if (!obj) {
         obj = fl_api_decoded(v);
@@ -199,7 +213,7 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
 {
     list_ctx *c = vctx;
     json_t *parsed = NULL;
-    if (!filter_match(c->f, key, kv->value, &parsed)) {
+    if (!filter_match(c->f, key, kv->value, &parsed, c->items || c->objs)) {
         json_decref(parsed);
         return true;
     }
@@ -543,7 +557,7 @@ static bool initial_cb(void *vctx, const char *key, const fl_kv *kv)
     init_ctx *ic = vctx;
     fl_api_stream *s = ic->s;
     json_t *parsed = NULL;
-    if (filter_match(&s->f, key, kv->value, &parsed)) {
+    if (filter_match(&s->f, key, kv->value, &parsed, false)) {
         if (ic->emit)
             emit(s, "ADDED", key, kv->value, kv->value->data, kv->value->len);
         if (filter_active(&s->f))
@@ -559,7 +573,7 @@ static void relay(fl_api_stream *s, const fl_watch_event *ev)
     s->last_rev = ev->rev;
     s->last_activity = now_s();
     json_t *parsed = NULL;
-    bool match = filter_match(&s->f, ev->key, ev->value, &parsed);
+    bool match = filter_match(&s->f, ev->key, ev->value, &parsed, false);
     json_decref(parsed);
     if (!filter_active(&s->f)) {
         /* at most a name filter, which an update cannot change */
