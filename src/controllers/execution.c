@@ -1163,38 +1163,15 @@ out:
     return rc == NOT_LISTED_YET ? 0 : rc; /* parked: the list's end brings it back */
 }
 
-/* Whether the member watches started ahead have all listed (x->mu not held). */
-static bool ahead_listed(exec *x)
-{
-    pthread_mutex_lock(&x->mu);
-    bool queued = x->ahead_seen && json_object_size(x->ahead_seen) && !json_array_size(x->ahead_todo);
-    pthread_mutex_unlock(&x->mu);
-    return queued && fl_ws_watches_listed(x->watches);
-}
-
-/* Workers start once the Work cache has listed, or before, once the member watches started
- * ahead have listed: a first list's Works are in the cache and queued as they come
- * (informer.h), and each now finds what its member holds instead of parking on a watch.
- * After a restart the members' lists end before the Works' does, and the pass over the
- * Works listed so far overlaps the rest of the list. Not while those watches list: every
- * Work would park and come back, and a worker waiting on the queue is woken by every add
- * of the list, a futex wake each (at 180,000 Works, a quarter of the listing thread's
- * time). */
-static void wait_ready(exec *x)
-{
-    while (!fl_workqueue_shutting_down(x->q)) {
-        int rc = fl_informer_wait_synced(x->works, 100);
-        if (rc == 0 || rc == FL_ECLOSED || ahead_listed(x))
-            return;
-    }
-}
-
 static void *worker(void *arg)
 {
     exec *x = arg;
     char *key;
     pthread_setname_np(pthread_self(), "fl-exec");
-    wait_ready(x);
+    /* Not before the Work cache has listed: a reconcile could only find its Work missing.
+     * And a worker waiting on the queue meanwhile is woken by every add of the list, a
+     * futex wake each: at 180,000 Works, a quarter of the listing thread's time. */
+    fl_ctrl_wait_synced(x->q, (fl_informer *const[]){x->works, NULL});
     while (fl_workqueue_get(x->q, -1, &key) == 0) {
         if (!atomic_load(&x->quit)) {
             if (reconcile(x, key) == 0)

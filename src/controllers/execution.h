@@ -145,8 +145,6 @@ void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use);
 char *fl_ws_use_key(const char *cluster, const char *api_version, const char *kind);
 /* Number of running watches (for logs and tests). */
 size_t fl_ws_watches_count(fl_ws_watches *w);
-/* Whether there are watches and every one has made its first list. */
-bool fl_ws_watches_listed(fl_ws_watches *w);
 
 /* ---- status (workstatus.c) ---- */
 

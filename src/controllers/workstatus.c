@@ -338,17 +338,6 @@ size_t fl_ws_watches_count(fl_ws_watches *w)
     return n;
 }
 
-bool fl_ws_watches_listed(fl_ws_watches *w)
-{
-    pthread_mutex_lock(&w->mu);
-    bool all = w->count > 0;
-    for (size_t b = 0; b < w->nbuckets && all; b++)
-        for (fl_ws_watch *wt = w->buckets[b]; wt && all; wt = wt->next)
-            all = fl_informer_has_synced(wt->inf);
-    pthread_mutex_unlock(&w->mu);
-    return all;
-}
-
 void fl_ws_watches_close(fl_ws_watches *w)
 {
     pthread_mutex_lock(&w->mu);
