@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "client/informer.h"
+#include "client/workqueue.h"
 #include "core/blob.h"
 #include "core/err.h"
 #include "core/hash.h"
@@ -431,6 +432,7 @@ static void page_into_cache(listing *ls, json_t *items)
     for (size_t j = 0; j < m; j++)
         old[j] = cmap_put(&inf->cache, old[j]);
     pthread_rwlock_unlock(&inf->lock);
+    fl_workqueue_defer_wakes(); /* the handlers' queues wake once for the page */
     for (size_t j = 0; j < m; j++) {
         if (!old[j]) {
             emit_add(inf, objs[j]);
@@ -441,6 +443,7 @@ static void page_into_cache(listing *ls, json_t *items)
             centry_free(old[j]);
         }
     }
+    fl_workqueue_flush_wakes();
     free(old);
     free(objs);
 }
@@ -555,10 +558,16 @@ static int relist(fl_informer *inf)
 
     /* walk in the list's (key) order so handlers see a stable sequence */
     bool silent = first && inf->silent_first;
+    fl_workqueue_defer_wakes(); /* the handlers' queues wake once for every 256 */
     for (size_t k = 0; k < ls.n; k++) {
         tell_listed(inf, &old, ls.keys[k], silent);
         free(ls.keys[k]);
+        if (k % 256 == 255) {
+            fl_workqueue_flush_wakes();
+            fl_workqueue_defer_wakes();
+        }
     }
+    fl_workqueue_flush_wakes();
     free(ls.keys);
     for (size_t b = 0; b < old.nb; b++)
         for (centry *e = old.b[b]; e; e = e->next)

@@ -64,11 +64,58 @@ static void owe(fl_workqueue *q, int how)
         q->wake = how;
 }
 
+/* The wakes this thread owes while it defers them (fl_workqueue_defer_wakes): a queue at
+ * most once, WAKE_ALL once it owes more than one. */
+#define DEFER_MAX 16
+static __thread struct {
+    int depth, n;
+    fl_workqueue *q[DEFER_MAX];
+    int how[DEFER_MAX];
+} deferred;
+
+static bool defer_wake(fl_workqueue *q, int how)
+{
+    for (int i = 0; i < deferred.n; i++)
+        if (deferred.q[i] == q) {
+            deferred.how[i] = WAKE_ALL;
+            return true;
+        }
+    if (deferred.n == DEFER_MAX)
+        return false;
+    deferred.q[deferred.n] = q;
+    deferred.how[deferred.n++] = how;
+    return true;
+}
+
+static void wake(fl_workqueue *q, int how)
+{
+    if (how == WAKE_ONE)
+        pthread_cond_signal(&q->cond);
+    else if (how == WAKE_ALL)
+        pthread_cond_broadcast(&q->cond);
+}
+
+void fl_workqueue_defer_wakes(void)
+{
+    deferred.depth++;
+}
+
+void fl_workqueue_flush_wakes(void)
+{
+    if (deferred.depth == 0 || --deferred.depth > 0)
+        return;
+    for (int i = 0; i < deferred.n; i++)
+        wake(deferred.q[i], deferred.how[i]);
+    deferred.n = 0;
+}
+
 static void unlock_and_wake(fl_workqueue *q)
 {
     int how = q->wake;
     q->wake = WAKE_NONE;
     pthread_mutex_unlock(&q->mu);
+    if (how != WAKE_NONE && deferred.depth && defer_wake(q, how))
+        return;
     if (how == WAKE_ONE)
         pthread_cond_signal(&q->cond);
     else if (how == WAKE_ALL)

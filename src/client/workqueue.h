@@ -64,6 +64,15 @@ void fl_workqueue_done(fl_workqueue *q, const char *key);
 void fl_workqueue_shut_down(fl_workqueue *q);
 bool fl_workqueue_shutting_down(fl_workqueue *q);
 
+/* Between these two calls (nested: the outermost pair counts), this thread's adds to any
+ * queue wake no getter; flush wakes each queue added to once (all its getters when it got
+ * more than one key). For a thread that adds many keys at once, such as an informer telling
+ * a list's adds: a getter woken per key would take one, sleep again, and cost the adding
+ * thread a futex wake and the getter a context switch for every key. Every defer must be
+ * flushed by the same thread; queues added to meanwhile must outlive the flush. */
+void fl_workqueue_defer_wakes(void);
+void fl_workqueue_flush_wakes(void);
+
 /* Keys queued and ready (not processing, not waiting for a delay). */
 size_t fl_workqueue_len(fl_workqueue *q);
 

@@ -387,6 +387,12 @@ typedef struct render {
     int *rc;
     char **err;
     bool *wrote;
+    /* per target, from prepare_target: the Work to write (NULL: nothing to write), and
+     * whether it is a create */
+    json_t **pending;
+    bool *create;
+    int *writes; /* the targets with a pending write, in order */
+    int nwrites;
 } render;
 
 /* The template as a target's manifest starts, a new object: pruned and, for a workload,
@@ -583,10 +589,12 @@ static void keep_users_suspension(const json_t *have, const json_t *want, json_t
         json_object_del(uspec, "suspendDispatching");
 }
 
-/* Create or update target i's Work (one thread of fl_ctrl_parallel). */
-static void write_target(void *ctx, int i)
+/* What target i's Work needs (on the reconciling thread): r->pending[i] is the Work to
+ * create or the update to write, or NULL when the Work is as it should be. Building and
+ * comparing is quick; only writes wait, so only they go to the pool: after a restart, a pass
+ * that writes nothing hands no work to other threads. */
+static void prepare_target(render *r, int i)
 {
-    render *r = ctx;
     json_t *want = NULL;
     r->rc[i] = build_work(r, i, &want, &r->err[i]);
     if (r->rc[i])
@@ -594,19 +602,11 @@ static void write_target(void *ctx, int i)
     const char *wns = meta(want, "namespace");
     json_t *have = NULL;
     fl_informer_get(r->b->works, wns, r->wname, &have);
-    fl_client_error ce;
-    memset(&ce, 0, sizeof ce);
-    int rc = 0;
     if (!have) {
-        char *wk = fl_asprintf("%s/%s", wns, r->wname);
-        remember_echo(r->b, wk, want);
-        free(wk);
-        rc = fl_client_create(r->b->env.cp, &WORKS, wns, want, NULL, NULL, &ce);
-        if (rc == FL_EEXIST)
-            rc = FL_ECONFLICT; /* the cache is behind: its event brings us back */
-        r->wrote[i] = rc == 0;
+        r->pending[i] = json_incref(want);
+        r->create[i] = true;
     } else if (meta(have, "deletionTimestamp")) {
-        rc = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
+        r->rc[i] = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
     } else {
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
         json_t *upd = fl_json_shallow_copy(have);
@@ -629,23 +629,46 @@ static void write_target(void *ctx, int i)
         for (size_t j = 0; j < 2; j++)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
-        if (!fl_json_same(upd, have)) {
-            char *wk = fl_asprintf("%s/%s", wns, r->wname);
-            remember_echo(r->b, wk, upd);
-            free(wk);
-            /* handed over: the server stores upd as it is (what upd shares with the
-             * informer's copy it replaces, never changes) */
-            rc = fl_client_update_given(r->b->env.cp, &WORKS, wns, upd, NULL, NULL, &ce);
-            r->wrote[i] = rc == 0;
-        } else {
+        if (!fl_json_same(upd, have))
+            r->pending[i] = upd;
+        else
             json_decref(upd);
-        }
     }
-    if (rc && rc != FL_ECONFLICT)
-        r->err[i] = fl_asprintf("writing Work %s/%s: %s", wns, r->wname, ce.message[0] ? ce.message : fl_strerror(rc));
-    r->rc[i] = rc;
+    if (r->pending[i])
+        r->writes[r->nwrites++] = i;
     json_decref(want);
     json_decref(have);
+}
+
+/* Write the k-th pending Work (one thread of fl_ctrl_parallel). */
+static void write_target(void *ctx, int k)
+{
+    render *r = ctx;
+    int i = r->writes[k];
+    json_t *w = r->pending[i];
+    r->pending[i] = NULL;
+    /* copies: an update hands w over, and the server may change it */
+    char *wns = fl_strdup(meta(w, "namespace")), *wk = fl_asprintf("%s/%s", wns, r->wname);
+    remember_echo(r->b, wk, w);
+    fl_client_error ce;
+    memset(&ce, 0, sizeof ce);
+    int rc;
+    if (r->create[i]) {
+        rc = fl_client_create(r->b->env.cp, &WORKS, wns, w, NULL, NULL, &ce);
+        if (rc == FL_EEXIST)
+            rc = FL_ECONFLICT; /* the cache is behind: its event brings us back */
+        json_decref(w);
+    } else {
+        /* handed over: the server stores it as it is (what it shares with the informer's
+         * copy it replaces, never changes) */
+        rc = fl_client_update_given(r->b->env.cp, &WORKS, wns, w, NULL, NULL, &ce);
+    }
+    if (rc && rc != FL_ECONFLICT)
+        r->err[i] = fl_asprintf("writing Work %s: %s", wk, ce.message[0] ? ce.message : fl_strerror(rc));
+    free(wk);
+    free(wns);
+    r->wrote[i] = rc == 0;
+    r->rc[i] = rc;
 }
 
 /* ---- reconcile ---- */
@@ -849,10 +872,15 @@ static int reconcile(void *ctx, const char *key)
                              json_is_object(json_object_get(spec, "replicaRequirements")),
                  .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int)),
                  .err = fl_calloc((size_t)(n ? n : 1), sizeof(char *)),
-                 .wrote = fl_calloc((size_t)(n ? n : 1), sizeof(bool))};
+                 .wrote = fl_calloc((size_t)(n ? n : 1), sizeof(bool)),
+                 .pending = fl_calloc((size_t)(n ? n : 1), sizeof(json_t *)),
+                 .create = fl_calloc((size_t)(n ? n : 1), sizeof(bool)),
+                 .writes = fl_calloc((size_t)(n ? n : 1), sizeof(int))};
     if (n > 1 && json_array_size(policies) == 0)
         share_manifests(&r);
-    fl_ctrl_parallel(n, WRITE_THREADS, write_target, &r);
+    for (int t = 0; t < n; t++)
+        prepare_target(&r, t);
+    fl_ctrl_parallel(r.nwrites, WRITE_THREADS, write_target, &r);
     unshare_manifests(&r);
     int failed = 0, wrote = 0;
     for (int i = 0; i < n; i++) {
@@ -897,9 +925,14 @@ static int reconcile(void *ctx, const char *key)
         }
     }
 out:
-    for (int x = 0; r.err && x < n; x++)
+    for (int x = 0; r.err && x < n; x++) {
         free(r.err[x]);
+        json_decref(r.pending[x]);
+    }
     free(r.err);
+    free(r.pending);
+    free(r.create);
+    free(r.writes);
     free(r.rc);
     free(r.wrote);
     free(r.wname);

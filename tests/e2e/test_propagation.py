@@ -87,6 +87,7 @@ def test_divided_weights_overrides_status_and_deletion(fleet):
                ("web", "web-deployment")}
     assert ("Deployment", "ApplyPolicySucceed") in reasons, reasons
     assert ("ResourceBinding", "ScheduleBindingSucceed") in reasons, reasons
+    assert ("ResourceBinding", "SyncWorkSucceed") in reasons, reasons
     filtered = [e["message"] for e in events if e["reason"] == "ClusterFiltered" and
                 e["involvedObject"]["name"] == "web-deployment"]
     assert any("member3" in m and "ClusterAffinity" in m for m in filtered), filtered

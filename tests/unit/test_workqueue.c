@@ -209,6 +209,71 @@ static void test_sleeping_getter_wakes_for_an_earlier_delay(void **state)
     fl_workqueue_free(q);
 }
 
+typedef struct waiter {
+    fl_workqueue *q;
+    atomic_bool back;
+    int rc;
+    char *key;
+} waiter;
+
+static void *waiting_get(void *arg)
+{
+    waiter *w = arg;
+    w->rc = fl_workqueue_get(w->q, 10000, &w->key);
+    atomic_store(&w->back, true);
+    return NULL;
+}
+
+/* Adds while a thread defers its wakes wake no getter until the outermost flush; then each
+ * queue added to wakes, all its getters when it got more than one key. */
+static void test_deferred_wakes_come_at_the_flush(void **state)
+{
+    fl_workqueue *q = fl_workqueue_new(NULL), *other = fl_workqueue_new(NULL);
+    waiter w[3] = {{.q = q}, {.q = q}, {.q = other}};
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        atomic_init(&w[i].back, false);
+        pthread_create(&th[i], NULL, waiting_get, &w[i]);
+    }
+    struct timespec ts = {0, 30 * 1000000};
+    nanosleep(&ts, NULL); /* the getters sleep in get */
+    fl_workqueue_defer_wakes();
+    fl_workqueue_defer_wakes(); /* nested: the inner flush wakes nobody */
+    fl_workqueue_add(q, "a");
+    fl_workqueue_add(q, "b");
+    fl_workqueue_add(other, "c");
+    fl_workqueue_flush_wakes();
+    struct timespec wait = {0, 150 * 1000000};
+    nanosleep(&wait, NULL);
+    for (int i = 0; i < 3; i++)
+        assert_false(atomic_load(&w[i].back));
+    int64_t t0 = now_ms();
+    fl_workqueue_flush_wakes();
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    assert_true(now_ms() - t0 < 2000);
+    assert_true((!strcmp(w[0].key, "a") && !strcmp(w[1].key, "b")) ||
+                (!strcmp(w[0].key, "b") && !strcmp(w[1].key, "a")));
+    assert_string_equal(w[2].key, "c");
+    for (int i = 0; i < 3; i++)
+        free(w[i].key);
+    /* and afterwards adds wake at once again */
+    waiter after = {.q = q};
+    atomic_init(&after.back, false);
+    pthread_create(&th[0], NULL, waiting_get, &after);
+    nanosleep(&ts, NULL);
+    t0 = now_ms();
+    fl_workqueue_add(q, "d");
+    pthread_join(th[0], NULL);
+    assert_int_equal(after.rc, 0);
+    assert_true(now_ms() - t0 < 2000);
+    free(after.key);
+    fl_workqueue_free(q);
+    fl_workqueue_free(other);
+}
+
 static void test_rate_limited_backoff_doubles_to_the_cap_and_forget_resets(void **state)
 {
     fl_workqueue *q = fl_workqueue_new(NULL);
@@ -297,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_rate_limited_backoff_doubles_to_the_cap_and_forget_resets),
         cmocka_unit_test(test_rate_limited_key_is_delivered_after_its_delay),
         cmocka_unit_test(test_shutdown_wakes_every_blocked_getter),
+        cmocka_unit_test(test_deferred_wakes_come_at_the_flush),
         cmocka_unit_test(test_shutdown_drains_queued_keys_and_drops_new_ones),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
