@@ -1553,6 +1553,7 @@ static void test_informer_without_old_objects_still_tells_updates_from_adds(void
     fixture *f = *state;
     create_cm(f, "default", "a", "1");
     inf_log l;
+    memset(&l, 0, sizeof l); /* no probe: on_add reads probe_key */
     rec_init(&l.r);
     atomic_store(&l.cache_misses, 0);
     fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default", .backoff_min_ms = 20,
