@@ -181,12 +181,14 @@ typedef struct getter {
     fl_workqueue *q;
     int rc;
     char *key;
+    atomic_bool back; /* get returned */
 } getter;
 
 static void *blocking_get(void *arg)
 {
     getter *g = arg;
     g->rc = fl_workqueue_get(g->q, 10000, &g->key);
+    atomic_store(&g->back, true);
     return NULL;
 }
 
@@ -209,31 +211,16 @@ static void test_sleeping_getter_wakes_for_an_earlier_delay(void **state)
     fl_workqueue_free(q);
 }
 
-typedef struct waiter {
-    fl_workqueue *q;
-    atomic_bool back;
-    int rc;
-    char *key;
-} waiter;
-
-static void *waiting_get(void *arg)
-{
-    waiter *w = arg;
-    w->rc = fl_workqueue_get(w->q, 10000, &w->key);
-    atomic_store(&w->back, true);
-    return NULL;
-}
-
 /* Adds while a thread defers its wakes wake no getter until the outermost flush; then each
  * queue added to wakes, all its getters when it got more than one key. */
 static void test_deferred_wakes_come_at_the_flush(void **state)
 {
     fl_workqueue *q = fl_workqueue_new(NULL), *other = fl_workqueue_new(NULL);
-    waiter w[3] = {{.q = q}, {.q = q}, {.q = other}};
+    getter w[3] = {{.q = q}, {.q = q}, {.q = other}};
     pthread_t th[3];
     for (int i = 0; i < 3; i++) {
         atomic_init(&w[i].back, false);
-        pthread_create(&th[i], NULL, waiting_get, &w[i]);
+        pthread_create(&th[i], NULL, blocking_get, &w[i]);
     }
     struct timespec ts = {0, 30 * 1000000};
     nanosleep(&ts, NULL); /* the getters sleep in get */
@@ -260,9 +247,9 @@ static void test_deferred_wakes_come_at_the_flush(void **state)
     for (int i = 0; i < 3; i++)
         free(w[i].key);
     /* and afterwards adds wake at once again */
-    waiter after = {.q = q};
+    getter after = {.q = q};
     atomic_init(&after.back, false);
-    pthread_create(&th[0], NULL, waiting_get, &after);
+    pthread_create(&th[0], NULL, blocking_get, &after);
     nanosleep(&ts, NULL);
     t0 = now_ms();
     fl_workqueue_add(q, "d");
