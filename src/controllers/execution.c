@@ -391,9 +391,6 @@ static char *describe(const target *t)
     return fl_asprintf("resource(kind=%s, %s%s%s)", t->kind, t->ns ? t->ns : "", t->ns ? "/" : "", t->name);
 }
 
-/* Create or update manifest i of work in cluster. On success *observed is the member
- * object as it now is (new reference; status source). On failure *emsg (heap) names
- * the manifest and the error. */
 /* ---- a member object that needs nothing ----
  *
  * Most applies find the member's object as the manifest would leave it: every re-check after
@@ -461,6 +458,9 @@ static bool already_applied(exec *x, const json_t *m, const json_t *e, const jso
                       ann_values);
 }
 
+/* Create or update manifest i of work in cluster. On success *observed is the member
+ * object as it now is (new reference; status source). On failure *emsg (heap) names
+ * the manifest and the error. */
 static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const json_t *work, int i, const json_t *m,
                           target *t, json_t **observed, char **emsg)
 {
