@@ -58,12 +58,8 @@ typedef struct fl_req {
                                 * takes it as it is, uncopied) */
     bool want_obj;             /* in process: answer a create, an update or a list with
                                 * resp_obj, and a watch with objects (fl_api_stream_next) */
-    const char *const *item_skip; /* in process, a list with want_obj: members an item decoded
-                                   * for the answer may leave out (fl_json_load_skipping paths
-                                   * within an item), NULL-terminated; may be NULL */
-    void (*on_items)(void *ctx, json_t *items); /* in process, a list with want_obj: items
-                                   * handed over as it goes (fl_client_local_list); may be NULL */
-    void *items_ctx;
+    const fl_client_local_list *list; /* in process, a list with want_obj: members its items
+                                   * may leave out, and a taker of items as it goes; may be NULL */
     bool discard;              /* in process: the caller does not read a successful answer */
     /* output */
     int code;                  /* HTTP status */

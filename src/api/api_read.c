@@ -198,15 +198,14 @@ typedef struct list_ctx {
     buf out;
     json_t *items;       /* for Table output */
     json_t *objs;        /* in process (want_obj): the stored objects, shared, as items */
-    const char *const *skip; /* with objs: members an item decoded now may leave out */
-    fl_req *r;           /* with objs: r->on_items takes them as the list goes */
+    const fl_client_local_list *in; /* with objs: how the caller takes them (may be NULL) */
     size_t count;
     size_t limit;
     bool more;
     char *last_key;
 } list_ctx;
 
-/* In process, how many items a list hands over at a time (fl_req.on_items) */
+/* In process, how many items a list hands over at a time (fl_client_local_list.on_items) */
 #define LIST_CHUNK 256
 
 static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
@@ -231,12 +230,12 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         /* no text to build and parse again: the decoding the store's value already has (or
          * one made now), behind a top level and metadata of the caller's own, as watch
          * events in process are (an informer's transform trims those) */
-        json_t *obj = parsed ? json_incref(parsed) : fl_api_decoded_skipping(kv->value, c->skip);
+        json_t *obj = parsed ? json_incref(parsed) : fl_api_decoded_skipping(kv->value, c->in ? c->in->item_skip : NULL);
         if (obj)
             json_array_append_new(c->objs, fl_json_meta_view(obj));
         json_decref(obj);
-        if (c->r->on_items && json_array_size(c->objs) == LIST_CHUNK) {
-            c->r->on_items(c->r->items_ctx, c->objs);
+        if (c->in && c->in->on_items && json_array_size(c->objs) == LIST_CHUNK) {
+            c->in->on_items(c->in->items_ctx, c->objs);
             json_array_clear(c->objs);
         }
     } else {
@@ -316,8 +315,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
         c.items = json_array();
     else if (r->want_obj)
         c.objs = json_array();
-    c.skip = r->item_skip;
-    c.r = r;
+    c.in = r->list;
     const char *api_version = t->kind->api_version;
     int64_t rev = 0;
     bool more = false;

@@ -88,11 +88,7 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     r.body_obj = body_obj;
     r.body_given = body_given;
     r.want_obj = want_obj;
-    if (list) {
-        r.item_skip = list->item_skip;
-        r.on_items = list->on_items;
-        r.items_ctx = list->items_ctx;
-    }
+    r.list = list;
     r.discard = !want_obj;
     if (qm)
         parse_query(&r, qm + 1);

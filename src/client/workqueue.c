@@ -116,10 +116,7 @@ static void unlock_and_wake(fl_workqueue *q)
     pthread_mutex_unlock(&q->mu);
     if (how != WAKE_NONE && deferred.depth && defer_wake(q, how))
         return;
-    if (how == WAKE_ONE)
-        pthread_cond_signal(&q->cond);
-    else if (how == WAKE_ALL)
-        pthread_cond_broadcast(&q->cond);
+    wake(q, how);
 }
 
 static int64_t now_ms(void)

@@ -401,23 +401,19 @@ static char *describe(const target *t)
  * manifest is: that is checked here, in place, without building either. */
 
 /* Whether the string map m (labels or annotations; NULL: none) is within e, apart from
- * the keys ours lists (NULL-terminated), which e must have with the values ours gives. */
-static bool map_within(const json_t *m, const json_t *e, const char *const *ours, const char *const *values)
+ * the keys of ours (our marks), which e must have with ours' values. */
+static bool map_within(const json_t *m, const json_t *e, const json_t *ours)
 {
     if (m && !json_is_object(m))
         return false; /* not a map: marking would replace it, so the full apply judges */
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)m, k, v) {
-        bool mine = false;
-        for (size_t i = 0; ours[i] && !mine; i++)
-            mine = !strcmp(k, ours[i]);
-        if (!mine && !subset(v, json_object_get(e, k)))
+        if (!json_object_get(ours, k) && !subset(v, json_object_get(e, k)))
             return false;
     }
-    for (size_t i = 0; ours[i]; i++) {
-        const char *have = json_string_value(json_object_get(e, ours[i]));
-        if (!have || !values[i] || strcmp(have, values[i]))
+    json_object_foreach((json_t *)ours, k, v) {
+        if (!fl_json_same(v, json_object_get(e, k)))
             return false;
     }
     return true;
@@ -449,13 +445,17 @@ static bool already_applied(exec *x, const json_t *m, const json_t *e, const jso
             !subset(v, json_object_get(emd, k)))
             return false;
     }
-    static const char *const labels[] = {FL_MANAGED_LABEL, NULL};
-    static const char *const annotations[] = {FL_WORK_NAME_ANNOTATION, FL_WORK_NAMESPACE_ANNOTATION, NULL};
-    const char *label_values[] = {"true"};
-    const char *ann_values[] = {meta(work, "name"), meta(work, "namespace")};
-    return map_within(json_object_get(md, "labels"), json_object_get(emd, "labels"), labels, label_values) &&
-           map_within(json_object_get(md, "annotations"), json_object_get(emd, "annotations"), annotations,
-                      ann_values);
+    if (!meta(work, "name") || !meta(work, "namespace"))
+        return false;
+    json_t *marks = json_object(); /* our marks, as mark() puts them */
+    mark(marks, work);
+    const json_t *ours = json_object_get(marks, "metadata");
+    bool within = map_within(json_object_get(md, "labels"), json_object_get(emd, "labels"),
+                             json_object_get(ours, "labels")) &&
+                  map_within(json_object_get(md, "annotations"), json_object_get(emd, "annotations"),
+                             json_object_get(ours, "annotations"));
+    json_decref(marks);
+    return within;
 }
 
 /* Create or update manifest i of work in cluster. On success *observed is the member
@@ -1590,13 +1590,14 @@ typedef struct push {
     fl_members *members;
 } push;
 
-/* Deliver the Works of clusters that exist and are not in Pull mode (the agent's). */
 /* Whether the push engine delivers to the Cluster cl: every sync mode but Pull */
 static bool push_delivers(const json_t *cl)
 {
     const char *mode = jstr(jobj(cl, "spec"), "syncMode");
     return cl && !(mode && !strcmp(mode, "Pull"));
 }
+
+/* Deliver the Works of clusters that exist and are not in Pull mode (the agent's). */
 
 static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
 {

@@ -237,21 +237,19 @@ static void *load_part_main(void *arg)
 static int64_t load_split_id(sqlite3 *db, size_t min)
 {
     sqlite3_stmt *st = NULL;
-    int64_t mid = 0;
-    if (sqlite3_prepare_v2(db, "SELECT id FROM kv ORDER BY id LIMIT 1 OFFSET (SELECT count(*) FROM kv) / 2", -1,
-                           &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        mid = sqlite3_column_int64(st, 0);
+    int64_t rows = 0, mid = 0;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM kv", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        rows = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     st = NULL;
-    int64_t rows = 0;
-    if (mid && sqlite3_prepare_v2(db, "SELECT count(*) FROM kv WHERE id < ?1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, mid);
+    if (rows >= (int64_t)min && rows > 1 &&
+        sqlite3_prepare_v2(db, "SELECT id FROM kv ORDER BY id LIMIT 1 OFFSET ?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, rows / 2);
         if (sqlite3_step(st) == SQLITE_ROW)
-            rows = sqlite3_column_int64(st, 0) * 2;
+            mid = sqlite3_column_int64(st, 0);
     }
     sqlite3_finalize(st);
-    return rows >= (int64_t)min ? mid : 0;
+    return mid;
 }
 
 static int load(fl_store *s, size_t split_rows)
