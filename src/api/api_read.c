@@ -115,15 +115,11 @@ static bool filter_active(const filter *f)
     return f->labels || f->fields;
 }
 
-/* What a label selector alone need not decode of an object: the big parts of the kinds
- * that are listed by label most (a control plane's member watches list every Deployment
- * and ConfigMap it manages, and start each watch by matching them all again). */
-static const char *const LABELS_ONLY_SKIP[] = {"spec", "status", "data", "binaryData", "stringData",
-                                               "metadata.managedFields", "metadata.annotations", NULL};
-
 /* Does the stored object match? Parses only when a selector needs the body: into *parsed
  * (whole, for the caller to use too), or, when the caller will not use it (!whole) and a
- * label selector is all there is, only the part it reads. */
+ * label selector is all there is, only the labels, found in the stored text. A control
+ * plane's member watches list every Deployment and ConfigMap it manages by label, and start
+ * each watch by matching them all again. */
 static bool filter_match(const filter *f, const char *key, const fl_blob *v, json_t **parsed, bool whole)
 {
     if (f->name) {
@@ -134,9 +130,11 @@ static bool filter_match(const filter *f, const char *key, const fl_blob *v, jso
     if (!f->labels && !f->fields)
         return true;
     if (!*parsed && !whole && !f->fields) {
-        json_t *part = fl_api_decoded_skipping(v, LABELS_ONLY_SKIP);
-        bool ok = part && fl_labelsel_match(f->labels, json_object_get(json_object_get(part, "metadata"), "labels"));
-        json_decref(part);
+        size_t at, n;
+        json_t *labels = fl_json_find(v->data, v->len, "metadata.labels", &at, &n) ? NULL
+                                                                                   : fl_json_load(v->data + at, n);
+        bool ok = fl_labelsel_match(f->labels, labels);
+        json_decref(labels);
         return ok;
     }
     json_t *obj = *parsed;

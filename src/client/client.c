@@ -432,7 +432,46 @@ typedef struct xfer {
     fl_client_error *err;
     json_t *obj;        /* in process: the answer as an object (owned), instead of body */
     const char *const *skip; /* over HTTP: paths left out when decoding (fl_json_load_skipping) */
+    struct page_texts *texts; /* over HTTP, a list whose items are kept as text (page_texts) */
 } xfer;
+
+/* A list page's items as texts (fl_list_opts.page_texts): each one's metadata, and its text. */
+typedef struct page_texts {
+    const char *const *skip; /* within an item */
+    json_t *metas;
+    fl_blob **texts;
+    size_t n, cap;
+    bool taken;
+} page_texts;
+
+static void page_text_in(void *ctx, const char *text, size_t n, size_t meta_at, size_t meta_n)
+{
+    page_texts *pt = ctx;
+    json_t *item = json_object();
+    if (meta_n)
+        json_object_set_new(item, "metadata", fl_json_load(text + meta_at, meta_n));
+    json_array_append_new(pt->metas, item);
+    if (pt->n == pt->cap) {
+        pt->cap = pt->cap ? pt->cap * 2 : 512;
+        pt->texts = fl_realloc(pt->texts, pt->cap * sizeof *pt->texts);
+    }
+    pt->texts[pt->n++] = fl_blob_new(text, n);
+}
+
+static void texts_free(fl_blob **texts, size_t n)
+{
+    for (size_t i = 0; texts && i < n; i++)
+        fl_blob_unref(texts[i]);
+    free(texts);
+}
+
+static void page_texts_clear(page_texts *pt)
+{
+    json_array_clear(pt->metas);
+    texts_free(pt->texts, pt->n);
+    pt->texts = NULL;
+    pt->n = pt->cap = 0;
+}
 
 static void fill_err(fl_client_error *err, long http, const char *reason, const char *field, const char *msg)
 {
@@ -802,7 +841,16 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
                 x->obj = NULL;
             } else if (out && x->body.len && !x->watch) {
                 char *je = NULL;
-                if (x->skip && (*out = fl_json_load_skipping(x->body.p, x->body.len, x->skip))) {
+                *out = NULL;
+                if (x->texts) {
+                    *out = fl_json_load_items(x->body.p, x->body.len, x->texts->skip, page_text_in, x->texts);
+                    x->texts->taken = *out != NULL;
+                    if (!*out) /* not read that way: decoded below, as any answer */
+                        page_texts_clear(x->texts);
+                }
+                if (*out) {
+                    /* its items as texts */
+                } else if (x->skip && (*out = fl_json_load_skipping(x->body.p, x->body.len, x->skip))) {
                     /* decoded without the parts the caller does not want */
                 } else if (fl_json_loadb(x->body.p, x->body.len, 0, out, &je)) {
                     char msg[512];
@@ -957,6 +1005,7 @@ void fl_list_result_close(fl_list_result *l)
 {
     if (!l)
         return;
+    texts_free(l->texts, json_array_size(l->items));
     json_decref(l->items);
     free(l->continue_token);
     memset(l, 0, sizeof *l);
@@ -965,7 +1014,7 @@ void fl_list_result_close(fl_list_result *l)
 static void local_items(void *ctx, json_t *items)
 {
     const fl_list_opts *o = ctx;
-    o->on_page(o->page_ctx, items);
+    o->on_page(o->page_ctx, items, NULL);
 }
 
 static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *o, const char *cont,
@@ -995,9 +1044,20 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
     }
     req rq = {.method = "GET", .path = p.p, .timeout_ms = c->timeout_ms, .list = &ll};
     xfer x = {.skip = (const char *const *)skip};
+    page_texts pt = {.skip = o ? o->skip_fields : NULL};
+    if (o && o->page_texts && o->on_page && o->take_pages && !c->local.serve) {
+        pt.metas = json_array();
+        x.texts = &pt;
+    }
     int rc = perform(c, &rq, cancel, &x, &body, err);
     skip_paths_free(skip);
     free(p.p);
+    if (rc || !pt.taken) {
+        page_texts_clear(&pt);
+        json_decref(pt.metas);
+    } else { /* the items are their texts, with their metadata */
+        json_object_set_new(body, "items", pt.metas);
+    }
     if (rc)
         return rc;
     json_t *items = json_object_get(body, "items");
@@ -1008,6 +1068,7 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
         return FL_EIO;
     }
     out->items = json_is_array(items) ? json_incref(items) : json_array();
+    out->texts = pt.taken ? pt.texts : NULL;
     copy_str(out->resource_version, sizeof out->resource_version,
              json_string_value(json_object_get(meta, "resourceVersion")));
     const char *next = json_string_value(json_object_get(meta, "continue"));
@@ -1023,13 +1084,16 @@ int fl_client_list(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_
 }
 
 /* A page to opts->on_page, and out of the result when the caller takes pages. */
-static void hand_page(const fl_list_opts *o, json_t *items)
+static void hand_page(const fl_list_opts *o, fl_list_result *l)
 {
     if (!o->on_page)
         return;
-    o->on_page(o->page_ctx, items);
-    if (o->take_pages)
-        json_array_clear(items);
+    o->on_page(o->page_ctx, l->items, l->texts);
+    if (o->take_pages) {
+        texts_free(l->texts, json_array_size(l->items));
+        l->texts = NULL;
+        json_array_clear(l->items);
+    }
 }
 
 int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *opts,
@@ -1050,7 +1114,7 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
     if (rc)
         return rc;
     *out = page; /* the first page fixes the snapshot's resourceVersion */
-    hand_page(&o, out->items);
+    hand_page(&o, out);
     while (out->continue_token) {
         char *cont = out->continue_token;
         out->continue_token = NULL;
@@ -1062,17 +1126,17 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
             fl_list_result_close(out);
             o.limit = 0;
             if (o.on_page)
-                o.on_page(o.page_ctx, NULL);
+                o.on_page(o.page_ctx, NULL, NULL);
             rc = list_page(c, r, ns, &o, NULL, cancel, out, err);
             if (rc == 0)
-                hand_page(&o, out->items);
+                hand_page(&o, out);
             return rc;
         }
         if (rc) {
             fl_list_result_close(out);
             return rc;
         }
-        hand_page(&o, page.items);
+        hand_page(&o, &page);
         json_array_extend(out->items, page.items); /* empty when taken */
         out->continue_token = page.continue_token;
         page.continue_token = NULL;

@@ -190,16 +190,23 @@ typedef struct fl_list_opts {
      * call), on the listing thread; items NULL means start over (the snapshot expired, and
      * one unpaged list follows). With take_pages the pages are not also gathered into the
      * result, whose items stay empty: a caller that keeps something smaller per item (a
-     * text) never holds the whole list decoded. */
-    void (*on_page)(void *ctx, json_t *items);
+     * text) never holds the whole list decoded. texts is NULL but with page_texts. */
+    void (*on_page)(void *ctx, json_t *items, fl_blob *const *texts);
     void *page_ctx;
     bool take_pages;
+    /* With on_page and take_pages, over HTTP: items are not decoded. Each comes as its text
+     * (less skip_fields, checked to be JSON) in texts[i], and items[i] holds only its metadata
+     * ({"metadata": ...}). For a cache that keeps objects as text: none is built. A page the
+     * fast decoder cannot read this way (fl_json_load_items) comes decoded, texts NULL; and
+     * so does every page in process, where the server keeps the texts already. */
+    bool page_texts;
 } fl_list_opts;
 
 typedef struct fl_list_result {
     json_t *items;                 /* array of objects; owned */
     char resource_version[32];     /* the list's resourceVersion (the snapshot's revision) */
     char *continue_token;          /* heap; NULL on the last page */
+    fl_blob **texts;               /* page_texts: one per item, owned; or NULL */
 } fl_list_result;
 void fl_list_result_close(fl_list_result *l);
 

@@ -176,8 +176,9 @@ static void cmap_clear(cmap *m)
 }
 
 /* The entry for obj under key: the object itself, or its text: stored, the server's bytes
- * obj was decoded from (in process; shared, so it costs nothing), else our encoding. */
-static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored)
+ * obj was decoded from (in process; shared, so it costs nothing), else text, our text of it
+ * made already (a list's item over HTTP: obj is then its metadata alone), else our encoding. */
+static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored, fl_blob *text)
 {
     size_t kl = strlen(key);
     centry *e = fl_malloc(sizeof *e + kl + 1);
@@ -189,6 +190,8 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->stored = inf->compact && stored;
     if (e->stored) {
         e->text = fl_blob_ref(stored);
+    } else if (inf->compact && text) {
+        e->text = fl_blob_ref(text);
     } else if (inf->compact) {
         size_t len;
         char *t = fl_json_dumps(obj, &len);
@@ -410,8 +413,9 @@ static void listing_reset(listing *ls)
     ls->n = 0;
 }
 
-/* A progressive list's page: into the cache, then its adds told. */
-static void page_into_cache(listing *ls, json_t *items)
+/* A progressive list's page: into the cache, then its adds told. texts (over HTTP, with
+ * page_texts): the items' texts, and the items their metadata. */
+static void page_into_cache(listing *ls, json_t *items, fl_blob *const *texts)
 {
     fl_informer *inf = ls->inf;
     size_t n = json_array_size(items) + 1, m = 0;
@@ -419,13 +423,17 @@ static void page_into_cache(listing *ls, json_t *items)
     json_t **objs = fl_malloc(n * sizeof *objs);
     for (size_t i = 0; i + 1 < n; i++) {
         json_t *item = json_array_get(items, i);
-        if (inf->transform)
-            inf->transform(item);
         char *key = fl_informer_key(item);
-        if (!key)
+        /* the handlers' object: decoded from its text, or the item, transformed */
+        json_t *obj = !key ? NULL : texts ? fl_json_load(texts[i]->data, texts[i]->len) : json_incref(item);
+        if (!obj) {
+            free(key);
             continue;
-        objs[m] = item;
-        old[m++] = centry_new(inf, key, item, NULL); /* put in the cache below */
+        }
+        if (inf->transform && !texts)
+            inf->transform(obj);
+        objs[m] = obj;
+        old[m++] = centry_new(inf, key, item, NULL, texts ? texts[i] : NULL); /* put in the cache below */
         free(key);
     }
     pthread_rwlock_wrlock(&inf->lock);
@@ -442,13 +450,14 @@ static void page_into_cache(listing *ls, json_t *items)
             json_decref(p);
             centry_free(old[j]);
         }
+        json_decref(objs[j]);
     }
     fl_workqueue_flush_wakes();
     free(old);
     free(objs);
 }
 
-static void list_page_in(void *ctx, json_t *items)
+static void list_page_in(void *ctx, json_t *items, fl_blob *const *texts)
 {
     listing *ls = ctx;
     fl_informer *inf = ls->inf;
@@ -459,18 +468,18 @@ static void list_page_in(void *ctx, json_t *items)
         return;
     }
     if (ls->progressive) {
-        page_into_cache(ls, items);
+        page_into_cache(ls, items, texts);
         return;
     }
     size_t i;
     json_t *item;
     json_array_foreach(items, i, item) {
-        if (inf->transform)
+        if (inf->transform && !texts) /* a text is without skip_fields already */
             inf->transform(item);
         char *key = fl_informer_key(item);
         if (!key)
             continue;
-        centry *old = cmap_put(&ls->fresh, centry_new(inf, key, item, NULL));
+        centry *old = cmap_put(&ls->fresh, centry_new(inf, key, item, NULL, texts ? texts[i] : NULL));
         if (old) {
             centry_free(old); /* listed twice: the later one stands, in its first place */
             free(key);
@@ -522,7 +531,10 @@ static int relist(fl_informer *inf)
                       .skip_fields = inf->skip,
                       .on_page = list_page_in,
                       .page_ctx = &ls,
-                      .take_pages = true};
+                      .take_pages = true,
+                      /* a compact cache keeps texts: over HTTP, items come as texts, not
+                       * decoded, when all the transform would do is leave out skip */
+                      .page_texts = inf->compact && (!inf->transform || inf->transform == fl_informer_drop_managed_fields)};
     fl_list_result l;
     fl_client_error err;
     bool first = !fl_informer_has_synced(inf);
@@ -598,7 +610,7 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
     if (inf->transform)
         inf->transform(obj);
     char *key = fl_informer_key(obj);
-    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, obj, text) : NULL, *taken = NULL;
+    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, obj, text, NULL) : NULL, *taken = NULL;
     pthread_rwlock_wrlock(&inf->lock);
     if (key)
         taken = e ? cmap_put(&inf->cache, e) : cmap_take(&inf->cache, key);

@@ -77,4 +77,23 @@ char *fl_json_dumps(const json_t *v, size_t *len);
  * *mark_at, or SIZE_MAX when mark is not in v. */
 char *fl_json_dumps_mark(const json_t *v, const json_t *mark, size_t *len, size_t *mark_at);
 
+/* ---- texts: parts of a document found or copied without decoding it ---- */
+
+/* Where the value at path (dot-separated object keys, "metadata.labels") is in buf, a
+ * document already known to be JSON (a stored value): 0 with *at and *n, or -1 when it is
+ * not there (or buf is not JSON as far as the search reads it). Allocates nothing. */
+int fl_json_find(const char *buf, size_t len, const char *path, size_t *at, size_t *n);
+
+/* A list answer (an object whose "items" member is an array) decoded, but for the elements
+ * of "items": each is checked to be JSON, as the decoder would, and handed to fn in order as
+ * its compact text less the members at skip (paths within an element, NULL-terminated, may be
+ * NULL), with where its top-level "metadata" value is in that text (meta_n 0 when it has
+ * none). text is borrowed for the call. Returns the answer with "items" empty, or NULL when
+ * buf is not such an answer or holds anything the decoder leaves to jansson; fn may have
+ * been called for some elements then. For a cache that keeps objects as text: none of them
+ * is built. */
+json_t *fl_json_load_items(const char *buf, size_t len, const char *const *skip,
+                           void (*fn)(void *ctx, const char *text, size_t n, size_t meta_at, size_t meta_n),
+                           void *ctx);
+
 #endif
