@@ -975,7 +975,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_template_handlers th = {.on_add = tmpl_event, .on_update = tmpl_updated, .ctx = b};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, b);
-    b->workers = fl_ctrl_workers_start_synced(b->q, BINDING_WORKERS, reconcile, b,
+    b->workers = fl_ctrl_workers_start_synced(b->q, "binding", BINDING_WORKERS, reconcile, b,
                                               (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs, NULL});
     *state = b;
     return 0;

@@ -409,7 +409,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     fl_template_handlers th = {.on_update = tmpl_updated, .ctx = s};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, s);
-    s->workers = fl_ctrl_workers_start_synced(s->q, STATUS_WORKERS, reconcile, s,
+    s->workers = fl_ctrl_workers_start_synced(s->q, "bindingstatus", STATUS_WORKERS, reconcile, s,
                                               (fl_informer *const[]){s->works, s->rbs, s->crbs, NULL});
     *state = s;
     return 0;

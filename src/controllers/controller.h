@@ -64,14 +64,16 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
  * back-off. Workers exit when q is shut down, leaving what is still queued (the next start
  * reconciles everything); fl_ctrl_workers_join waits for them. */
 typedef struct fl_ctrl_workers fl_ctrl_workers;
-fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
-                                       void *ctx);
+/* name: the controller's, for the threads' name (the first 13 bytes show) */
+fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, const char *name, int n,
+                                       int (*reconcile)(void *ctx, const char *key), void *ctx);
 /* The same, but the workers take no key before every informer in synced (NULL-terminated,
  * copied) has made its first list, as client-go's controllers wait for their caches: a
  * reconcile that finds a cache not synced can only fail, and at a start with tens of
  * thousands of keys queued, their back-off would put the real pass seconds late. */
-fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
-                                              void *ctx, fl_informer *const *synced);
+fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, const char *name, int n,
+                                              int (*reconcile)(void *ctx, const char *key), void *ctx,
+                                              fl_informer *const *synced);
 /* Return once every informer in synced (NULL-terminated; NULL for none) has made its first
  * list, or q shuts down, or an informer stops: what a worker does before taking keys. */
 void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced);

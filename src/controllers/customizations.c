@@ -370,7 +370,7 @@ static int custctl_start(const fl_ctrl_env *env, void **state)
             return rc;
         }
     }
-    c->workers = fl_ctrl_workers_start(c->q, 1, reconcile, c);
+    c->workers = fl_ctrl_workers_start(c->q, "customizations", 1, reconcile, c);
     *state = c;
     return 0;
 }

@@ -378,7 +378,7 @@ static int depsctl_start(const fl_ctrl_env *env, void **state)
     fl_template_handlers th = {.on_update = tmpl_updated, .ctx = d};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, d);
-    d->workers = fl_ctrl_workers_start_synced(d->q, DEPS_WORKERS, reconcile, d, (fl_informer *const[]){d->rbs, NULL});
+    d->workers = fl_ctrl_workers_start_synced(d->q, "dependencies", DEPS_WORKERS, reconcile, d, (fl_informer *const[]){d->rbs, NULL});
     *state = d;
     return 0;
 }

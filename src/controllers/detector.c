@@ -903,7 +903,7 @@ static int detector_start(const fl_ctrl_env *env, void **state)
     fl_template_handlers th = {.on_add = tmpl_added, .on_update = tmpl_updated, .on_delete = tmpl_deleted, .ctx = d};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, d);
-    d->workers = fl_ctrl_workers_start_synced(d->q, DETECTOR_WORKERS, reconcile, d,
+    d->workers = fl_ctrl_workers_start_synced(d->q, "detector", DETECTOR_WORKERS, reconcile, d,
                                               (fl_informer *const[]){d->pps, d->cpps, d->rbs, d->crbs, NULL});
     *state = d;
     return 0;

@@ -218,6 +218,7 @@ void fl_ctrl_queue_bindings_of(fl_workqueue *q, fl_informer *rbs, fl_informer *c
 
 struct fl_ctrl_workers {
     fl_workqueue *q;
+    char tname[16]; /* the threads' name: "w-" and the controller's, as perf and top -H show it */
     int (*reconcile)(void *ctx, const char *key);
     void *ctx;
     int n;
@@ -239,7 +240,7 @@ static void *worker_main(void *arg)
 {
     fl_ctrl_workers *w = arg;
     char *key;
-    pthread_setname_np(pthread_self(), "fl-worker");
+    pthread_setname_np(pthread_self(), w->tname);
     fl_ctrl_wait_synced(w->q, w->synced);
     while (fl_workqueue_get(w->q, -1, &key) == 0) {
         /* stopping: what is still queued is not worked off (the store is the truth; the next
@@ -256,17 +257,19 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
-                                       void *ctx)
+fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, const char *name, int n,
+                                       int (*reconcile)(void *ctx, const char *key), void *ctx)
 {
-    return fl_ctrl_workers_start_synced(q, n, reconcile, ctx, NULL);
+    return fl_ctrl_workers_start_synced(q, name, n, reconcile, ctx, NULL);
 }
 
-fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, int n, int (*reconcile)(void *ctx, const char *key),
-                                              void *ctx, fl_informer *const *synced)
+fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, const char *name, int n,
+                                              int (*reconcile)(void *ctx, const char *key), void *ctx,
+                                              fl_informer *const *synced)
 {
     fl_ctrl_workers *w = fl_calloc(1, sizeof *w);
     w->q = q;
+    snprintf(w->tname, sizeof w->tname, "w-%s", name);
     w->reconcile = reconcile;
     w->ctx = ctx;
     size_t ns = 0;

@@ -303,7 +303,7 @@ static int nsctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(c->works, &wh);
     fl_informer_handlers oh = {.on_add = cop_event, .on_update = cop_updated, .on_delete = cop_event, .ctx = c};
     fl_informer_add_handlers(c->cops, &oh);
-    c->workers = fl_ctrl_workers_start_synced(c->q, NS_WORKERS, reconcile, c,
+    c->workers = fl_ctrl_workers_start_synced(c->q, "namespace", NS_WORKERS, reconcile, c,
                                               (fl_informer *const[]){c->namespaces, c->clusters, c->works, c->cops, NULL});
     *state = c;
     return 0;

@@ -323,7 +323,7 @@ static int schedctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_handlers ch = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_added,
                                .ctx = s};
     fl_informer_add_handlers(s->clusters, &ch);
-    s->workers = fl_ctrl_workers_start_synced(s->q, SCHED_WORKERS, reconcile, s,
+    s->workers = fl_ctrl_workers_start_synced(s->q, "scheduler", SCHED_WORKERS, reconcile, s,
                                               (fl_informer *const[]){s->clusters, s->rbs, s->crbs, NULL});
     *state = s;
     return 0;

@@ -1949,7 +1949,7 @@ static void test_controller_workers_wait_for_their_caches(void **state)
     fl_informer *inf = informer_for(f, &l, NULL, 0);
     fl_workqueue *q = fl_workqueue_new(NULL);
     counted c = {.inf = inf};
-    fl_ctrl_workers *w = fl_ctrl_workers_start_synced(q, 2, count_reconcile, &c, (fl_informer *const[]){inf, NULL});
+    fl_ctrl_workers *w = fl_ctrl_workers_start_synced(q, "test", 2, count_reconcile, &c, (fl_informer *const[]){inf, NULL});
     fl_workqueue_add(q, "default/a");
     sleep_ms(300);
     assert_int_equal(atomic_load(&c.calls), 0); /* queued, not taken */
@@ -1965,7 +1965,7 @@ static void test_controller_workers_wait_for_their_caches(void **state)
     inf_log l2;
     fl_informer *idle = informer_for(f, &l2, NULL, 0);
     fl_workqueue *q2 = fl_workqueue_new(NULL);
-    fl_ctrl_workers *w2 = fl_ctrl_workers_start_synced(q2, 1, count_reconcile, &c, (fl_informer *const[]){idle, NULL});
+    fl_ctrl_workers *w2 = fl_ctrl_workers_start_synced(q2, "test", 1, count_reconcile, &c, (fl_informer *const[]){idle, NULL});
     fl_ctrl_workers_join(w2);
     fl_workqueue_free(q2);
     fl_informer_free(idle);

@@ -110,7 +110,7 @@ static void test_workers_stop_without_working_off_the_backlog(void **state)
         fl_workqueue_add(q, key);
     }
     atomic_store(&reconciled, 0);
-    fl_ctrl_workers *w = fl_ctrl_workers_start(q, 2, slow_reconcile, NULL);
+    fl_ctrl_workers *w = fl_ctrl_workers_start(q, "test", 2, slow_reconcile, NULL);
     sleep_ms(20);
     fl_ctrl_workers_join(w); /* 1000 x 5 ms on 2 workers would be 2.5 s */
     int n = atomic_load(&reconciled);
