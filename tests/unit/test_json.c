@@ -364,6 +364,71 @@ static void decodes_deep_documents_through_jansson(void **state)
     free(doc);
 }
 
+/* fl_json_find: the value's place in the text, nested, and nothing for what is not there */
+static void finds_values_in_the_text(void **state)
+{
+    (void)state;
+    const char *t = "{\"kind\":\"X\", \"spec\":{\"a\":[1,{\"b\":\"}\"}]},\"metadata\" : {\"name\":\"n\","
+                    "\"labels\":{\"app\":\"web\"}}}";
+    size_t at, n;
+    assert_int_equal(fl_json_find(t, strlen(t), "metadata.labels", &at, &n), 0);
+    assert_int_equal(n, strlen("{\"app\":\"web\"}"));
+    assert_memory_equal(t + at, "{\"app\":\"web\"}", n);
+    assert_int_equal(fl_json_find(t, strlen(t), "kind", &at, &n), 0);
+    assert_memory_equal(t + at, "\"X\"", n);
+    assert_int_equal(fl_json_find(t, strlen(t), "metadata.annotations", &at, &n), -1);
+    assert_int_equal(fl_json_find(t, strlen(t), "spec.a.b", &at, &n), -1); /* a is an array */
+    assert_int_equal(fl_json_find(t, strlen(t), "status", &at, &n), -1);
+    assert_int_equal(fl_json_find("[1]", 3, "kind", &at, &n), -1);
+    assert_int_equal(fl_json_find("{\"kind\":", 8, "kind", &at, &n), -1);
+}
+
+typedef struct got_items {
+    json_t *texts, *metas;
+} got_items;
+
+static void item_in(void *ctx, const char *text, size_t n, size_t meta_at, size_t meta_n)
+{
+    got_items *g = ctx;
+    json_array_append_new(g->texts, json_stringn(text, n));
+    json_array_append_new(g->metas, meta_n ? json_stringn(text + meta_at, meta_n) : json_null());
+}
+
+/* fl_json_load_items: each item as its compact text less the skipped members, with its
+ * metadata's place; the rest decoded; NULL for what the decoder leaves to jansson */
+static void hands_list_items_over_as_texts(void **state)
+{
+    (void)state;
+    static const char *const skip[] = {"metadata.managedFields", NULL};
+    const char *t = "{\"kind\":\"List\",\"items\":[ {\"metadata\":{\"managedFields\":[{\"m\":1}], \"name\":\"a\"},"
+                    "\"data\":{\"k\":\"v\\n\"}}, {\"x\":[true,null,-1.5e3]} ],\"metadata\":{\"resourceVersion\":\"7\"}}";
+    got_items g = {json_array(), json_array()};
+    json_t *rest = fl_json_load_items(t, strlen(t), skip, item_in, &g);
+    assert_non_null(rest);
+    assert_int_equal(json_array_size(json_object_get(rest, "items")), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(rest, "metadata"), "resourceVersion")), "7");
+    assert_int_equal(json_array_size(g.texts), 2);
+    assert_string_equal(json_string_value(json_array_get(g.texts, 0)),
+                        "{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"v\\n\"}}");
+    assert_string_equal(json_string_value(json_array_get(g.metas, 0)), "{\"name\":\"a\"}");
+    assert_string_equal(json_string_value(json_array_get(g.texts, 1)), "{\"x\":[true,null,-1.5e3]}");
+    assert_true(json_is_null(json_array_get(g.metas, 1)));
+    json_decref(rest);
+    json_decref(g.texts);
+    json_decref(g.metas);
+
+    /* what jansson alone judges (a number it cannot hold), and what is not JSON: NULL */
+    const char *bad[] = {"{\"items\":[{\"n\":1e999}]}", "{\"items\":[{\"n\":99999999999999999999}]}",
+                         "{\"items\":[{\"n\":01}]}", "{\"items\":[{\"s\":\"\\u0000\"}]}", "{\"items\":[{]}",
+                         "{\"items\":[1,]}", "[]", "{\"items\":[]} x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        got_items b = {json_array(), json_array()};
+        assert_null(fl_json_load_items(bad[i], strlen(bad[i]), skip, item_in, &b));
+        json_decref(b.texts);
+        json_decref(b.metas);
+    }
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -378,6 +443,8 @@ int main(void)
         cmocka_unit_test(rejects_what_jansson_rejects),
         cmocka_unit_test(hashes_content_not_key_order),
         cmocka_unit_test(decodes_leaving_out_paths),
+        cmocka_unit_test(finds_values_in_the_text),
+        cmocka_unit_test(hands_list_items_over_as_texts),
         cmocka_unit_test(deep_copies_share_only_leaves),
         cmocka_unit_test(decoder_shares_repeated_leaves),
         cmocka_unit_test(decodes_deep_documents_through_jansson),
