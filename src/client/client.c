@@ -444,12 +444,20 @@ typedef struct page_texts {
     bool taken;
 } page_texts;
 
+/* What a cache of texts reads of each item's metadata: decoding all of it (labels, our
+ * annotations) cost as much as a small object's whole text. */
+static const char *const TEXT_META[] = {"name", "namespace", "resourceVersion"};
+
 static void page_text_in(void *ctx, const char *text, size_t n, size_t meta_at, size_t meta_n)
 {
     page_texts *pt = ctx;
-    json_t *item = json_object();
-    if (meta_n)
-        json_object_set_new(item, "metadata", fl_json_load(text + meta_at, meta_n));
+    json_t *item = json_object(), *md = json_object();
+    json_object_set_new(item, "metadata", md);
+    for (size_t i = 0; meta_n && i < sizeof TEXT_META / sizeof *TEXT_META; i++) {
+        size_t at, len;
+        if (fl_json_find(text + meta_at, meta_n, TEXT_META[i], &at, &len) == 0)
+            json_object_set_new(md, TEXT_META[i], fl_json_load(text + meta_at + at, len));
+    }
     json_array_append_new(pt->metas, item);
     if (pt->n == pt->cap) {
         pt->cap = pt->cap ? pt->cap * 2 : 512;

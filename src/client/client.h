@@ -195,8 +195,9 @@ typedef struct fl_list_opts {
     void *page_ctx;
     bool take_pages;
     /* With on_page and take_pages, over HTTP: items are not decoded. Each comes as its text
-     * (less skip_fields, checked to be JSON) in texts[i], and items[i] holds only its metadata
-     * ({"metadata": ...}). For a cache that keeps objects as text: none is built. A page the
+     * (less skip_fields, checked to be JSON) in texts[i], and items[i] holds only its name,
+     * namespace and resourceVersion ({"metadata": {...}}). For a cache that keeps objects as
+     * text, keyed by name: none is built. A page the
      * fast decoder cannot read this way (fl_json_load_items) comes decoded, texts NULL; and
      * so does every page in process, where the server keeps the texts already. */
     bool page_texts;

@@ -678,10 +678,15 @@ static void note_texts(void *ctx, json_t *items, fl_blob *const *texts)
         assert_non_null(obj);
         const char *name = json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
         assert_non_null(name);
-        if (texts) { /* the item is its metadata alone, the text the whole object */
+        if (texts) { /* the item is the keys a cache needs, the text the whole object */
             tp->texts++;
+            json_t *md = json_object_get(item, "metadata"), *omd = json_object_get(obj, "metadata");
             assert_int_equal(json_object_size(item), 1);
-            assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")), name);
+            assert_int_equal(json_object_size(md), 3);
+            assert_string_equal(json_string_value(json_object_get(omd, "name")), name);
+            assert_string_equal(json_string_value(json_object_get(md, "namespace")), "default");
+            assert_string_equal(fl_client_object_rv(item), fl_client_object_rv(obj));
+            assert_non_null(json_object_get(omd, "uid"));
         }
         assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "data"), "k")), "v");
         assert_null(json_object_get(json_object_get(obj, "metadata"), "managedFields"));
