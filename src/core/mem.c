@@ -213,5 +213,12 @@ void fl_mem_init(void)
     json_set_alloc_funcs(fl_malloc, free);
 #else
     json_set_alloc_funcs(fl_node_malloc, fl_node_free);
+    /* A heap grows in steps of what was asked plus this pad, each step an mprotect (a
+     * thread's arena) or brk, and the kernel's bookkeeping of the mapping. glibc's default
+     * pad is 128 KiB: an informer decoding 180,000 Works after a restart spent a third of
+     * its time growing its heap. 64 MiB steps grow it 500 times less often; the pad is
+     * address space, which becomes memory only when used. (It also fixes the mmap
+     * threshold at its 128 KiB default instead of letting glibc raise it.) */
+    mallopt(M_TOP_PAD, 64 << 20);
 #endif
 }
