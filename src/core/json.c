@@ -798,6 +798,16 @@ static bool number_fits(const char *start, const char *end, bool real)
     return !(errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL));
 }
 
+/* After a member or element: 1 at a ',' (another follows), 0 at close (the container's
+ * end), -1 otherwise; steps over what it found. */
+static int after_item(in *s, char close)
+{
+    skip_ws(s);
+    if (s->p < s->end && (*s->p == ',' || *s->p == close))
+        return *s->p++ == ',';
+    return -1;
+}
+
 /* Check the value at s->p as the decoder would and step over it, appending its compact text
  * to o, but for the members at s->skip's paths, which are stepped over unchecked. Within the
  * outermost object (depth 1), where its "metadata" value is in o goes in meta[0] and meta[1]
@@ -909,13 +919,10 @@ static int scan_value(in *s, out *o, out *scratch, size_t *meta)
             if (scan_value(s, o, scratch, meta))
                 break;
         }
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
+        int more = after_item(s, close);
+        if (more > 0)
             continue;
-        }
-        if (s->p < s->end && *s->p == close) {
-            s->p++;
+        if (more == 0) {
             s->depth--;
             putc1(o, close);
             rc = 0;
@@ -1030,16 +1037,11 @@ json_t *fl_json_load_items(const char *buf, size_t len, const char *const *skip,
                         goto bad;
                     fn(ctx, text.p, text.len, meta[0], meta[1]);
                     s.p = e.p;
-                    skip_ws(&s);
-                    if (s.p < s.end && *s.p == ',') {
-                        s.p++;
-                        continue;
-                    }
-                    if (s.p < s.end && *s.p == ']') {
-                        s.p++;
+                    int more = after_item(&s, ']');
+                    if (more < 0)
+                        goto bad;
+                    if (!more)
                         break;
-                    }
-                    goto bad;
                 }
             }
             v = json_array();
@@ -1047,16 +1049,11 @@ json_t *fl_json_load_items(const char *buf, size_t len, const char *const *skip,
             goto bad;
         }
         json_object_set_new(obj, key, v);
-        skip_ws(&s);
-        if (s.p < s.end && *s.p == ',') {
-            s.p++;
-            continue;
-        }
-        if (s.p < s.end && *s.p == '}') {
-            s.p++;
+        int more = after_item(&s, '}');
+        if (more < 0)
+            goto bad;
+        if (!more)
             break;
-        }
-        goto bad;
     }
 end:
     skip_ws(&s);
