@@ -177,7 +177,8 @@ static void cmap_clear(cmap *m)
 
 /* The entry for obj under key: the object itself, or its text: stored, the server's bytes
  * obj was decoded from (in process; shared, so it costs nothing), else text, our text of it
- * made already (a list's item over HTTP: obj is then its metadata alone), else our encoding. */
+ * made already (a list's item over HTTP: obj then holds only its key and resourceVersion),
+ * else our encoding. */
 static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored, fl_blob *text)
 {
     size_t kl = strlen(key);
@@ -414,7 +415,7 @@ static void listing_reset(listing *ls)
 }
 
 /* A progressive list's page: into the cache, then its adds told. texts (over HTTP, with
- * page_texts): the items' texts, and the items their metadata. */
+ * page_texts): the items' texts, and the items their keys and resourceVersions. */
 static void page_into_cache(listing *ls, json_t *items, fl_blob *const *texts)
 {
     fl_informer *inf = ls->inf;
@@ -534,7 +535,8 @@ static int relist(fl_informer *inf)
                       .take_pages = true,
                       /* a compact cache keeps texts: over HTTP, items come as texts, not
                        * decoded, when all the transform would do is leave out skip */
-                      .page_texts = inf->compact && (!inf->transform || inf->transform == fl_informer_drop_managed_fields)};
+                      .page_texts = inf->compact && (!inf->transform || (inf->transform == fl_informer_drop_managed_fields &&
+                                                                         inf->skip == fl_informer_skip_managed_fields))};
     fl_list_result l;
     fl_client_error err;
     bool first = !fl_informer_has_synced(inf);
