@@ -17,7 +17,7 @@
  * clusters that are no longer targets are deleted. The binding carries our finalizer; when
  * it goes, its Works go first.
  *
- * The Works of one binding are written in parallel (fl_ctrl_parallel): a Deployment sent to
+ * The Works of one binding are written in parallel (fl_parallel): a Deployment sent to
  * 100 clusters costs a few group commits instead of 100 sequential round trips.
  *
  * Which Works belong to which binding is indexed from the Works' annotations as the Work
@@ -39,6 +39,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/parallel.h"
 #include "interp/interp.h"
 #include "interp/prune.h"
 #include "policy/override.h"
@@ -640,7 +641,7 @@ static void prepare_target(render *r, int i)
     json_decref(have);
 }
 
-/* Write the k-th pending Work (one thread of fl_ctrl_parallel). */
+/* Write the k-th pending Work (one thread of fl_parallel). */
 static void write_target(void *ctx, int k)
 {
     render *r = ctx;
@@ -880,7 +881,7 @@ static int reconcile(void *ctx, const char *key)
         share_manifests(&r);
     for (int t = 0; t < n; t++)
         prepare_target(&r, t);
-    fl_ctrl_parallel(r.nwrites, WRITE_THREADS, write_target, &r);
+    fl_parallel(r.nwrites, WRITE_THREADS, write_target, &r);
     unshare_manifests(&r);
     int failed = 0, wrote = 0;
     for (int i = 0; i < n; i++) {

@@ -130,11 +130,6 @@ bool fl_ctrl_interp_matches(const char *want_av, const char *want_kind, const ch
 void fl_ctrl_queue_bindings_of(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs, const char *api_version,
                                const char *kind);
 
-/* Call fn(ctx, i) for i in [0, n) on up to max_threads threads (the caller's among them)
- * and return when all are done. For a reconcile that writes many independent objects
- * (a binding's Works): concurrent writes share the store's group commits, so 100 Works
- * cost a few commits instead of 100. fn must be thread-safe. */
-void fl_ctrl_parallel(int n, int max_threads, void (*fn)(void *ctx, int i), void *ctx);
 
 /* The controllers the server runs, NULL-terminated (controllers.c). */
 extern const fl_controller *const fl_server_controllers[];

@@ -29,6 +29,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/parallel.h"
 #include "interp/prune.h"
 #include "policy/override.h"
 
@@ -270,7 +271,7 @@ static int reconcile(void *ctx, const char *name)
                   .cops = fl_informer_list(c->cops, NULL),
                   .wname = fl_names_work("Namespace", NULL, name),
                   .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int))};
-    fl_ctrl_parallel(n, WRITE_THREADS, sync_one, &j);
+    fl_parallel(n, WRITE_THREADS, sync_one, &j);
     int rc = 0;
     for (int x = 0; x < n && !rc; x++)
         rc = j.rc[x];

@@ -1,4 +1,4 @@
-/* test_parallel.c - unit tests for fl_ctrl_parallel (src/controllers/manager.c): every item
+/* test_parallel.c - unit tests for fl_parallel (src/core/parallel.c): every item
  * runs exactly once, concurrent callers share the pool without mixing their batches, and a
  * call returns only when all its items are done. */
 #include <setjmp.h>
@@ -16,6 +16,7 @@
 #include "client/workqueue.h"
 #include "controllers/controller.h"
 #include "core/mem.h"
+#include "core/parallel.h"
 #include "testutil.h"
 
 #define ITEMS 500
@@ -41,7 +42,7 @@ static void test_every_item_runs_once_before_the_call_returns(void **state)
 {
     (void)state;
     counts *c = fl_calloc(1, sizeof *c);
-    fl_ctrl_parallel(ITEMS, 8, count_item, c);
+    fl_parallel(ITEMS, 8, count_item, c);
     for (int i = 0; i < ITEMS; i++)
         assert_int_equal(atomic_load(&c->hits[i]), 1);
     assert_int_equal(atomic_load(&c->running), 0);
@@ -53,9 +54,9 @@ static void test_one_thread_or_one_item_runs_inline(void **state)
 {
     (void)state;
     counts *c = fl_calloc(1, sizeof *c);
-    fl_ctrl_parallel(ITEMS, 1, count_item, c);
-    fl_ctrl_parallel(1, 8, count_item, c);
-    fl_ctrl_parallel(0, 8, count_item, c);
+    fl_parallel(ITEMS, 1, count_item, c);
+    fl_parallel(1, 8, count_item, c);
+    fl_parallel(0, 8, count_item, c);
     assert_int_equal(atomic_load(&c->hits[0]), 2);
     assert_int_equal(atomic_load(&c->hits[1]), 1);
     assert_int_equal(atomic_load(&c->peak), 1);
@@ -64,7 +65,7 @@ static void test_one_thread_or_one_item_runs_inline(void **state)
 
 static void *caller(void *arg)
 {
-    fl_ctrl_parallel(ITEMS, 4, count_item, arg);
+    fl_parallel(ITEMS, 4, count_item, arg);
     return NULL;
 }
 
