@@ -22,6 +22,7 @@
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/mem.h"
+#include "core/parallel.h"
 #include "core/selector.h"
 
 /* ---- growable output buffer ---- */
@@ -201,10 +202,46 @@ typedef struct list_ctx {
     size_t limit;
     bool more;
     char *last_key;
+    /* with in->on_items: the next chunk's items, as stored values or already decoded */
+    fl_blob **pend;
+    json_t **pend_obj;
+    size_t npend;
+    int parts; /* the decoders of the pending items */
 } list_ctx;
 
 /* In process, how many items a list hands over at a time (fl_client_local_list.on_items) */
 #define LIST_CHUNK 256
+/* ... and on how many threads each chunk is decoded (fl_parallel): after a restart the
+ * Work list, 180,000 of them, gates every controller that reads Works, and once the other
+ * lists were done it ran alone on one core */
+#define LIST_DECODERS 2
+
+static void decode_part(void *ctx, int part)
+{
+    list_ctx *c = ctx;
+    size_t per = (c->npend + c->parts - 1) / c->parts;
+    for (size_t i = (size_t)part * per; i < c->npend && i < (size_t)(part + 1) * per; i++)
+        if (!c->pend_obj[i])
+            c->pend_obj[i] = fl_api_decoded_skipping(c->pend[i], c->in->item_skip);
+}
+
+/* The pending items decoded, in order, into c->objs: as watch events in process are, the
+ * decoding the store's value already has (or one made now), behind a top level and metadata
+ * of the caller's own (an informer's transform trims those). */
+static void pend_flush(list_ctx *c)
+{
+    if (!c->npend)
+        return;
+    c->parts = c->npend >= LIST_CHUNK / 4 ? LIST_DECODERS : 1;
+    fl_parallel(c->parts, LIST_DECODERS, decode_part, c);
+    for (size_t i = 0; i < c->npend; i++) {
+        if (c->pend_obj[i])
+            json_array_append_new(c->objs, fl_json_meta_view(c->pend_obj[i]));
+        json_decref(c->pend_obj[i]);
+        fl_blob_unref(c->pend[i]);
+    }
+    c->npend = 0;
+}
 
 static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
 {
@@ -224,18 +261,24 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
             parsed = fl_json_load(kv->value->data, kv->value->len);
         if (parsed)
             json_array_append(c->items, parsed);
+    } else if (c->objs && c->in && c->in->on_items) {
+        /* no text to build and parse again: decoded with the rest of its chunk */
+        if (!c->pend) {
+            c->pend = fl_malloc(LIST_CHUNK * sizeof *c->pend);
+            c->pend_obj = fl_malloc(LIST_CHUNK * sizeof *c->pend_obj);
+        }
+        c->pend[c->npend] = parsed ? NULL : fl_blob_ref(kv->value);
+        c->pend_obj[c->npend++] = json_incref(parsed);
+        if (c->npend == LIST_CHUNK) {
+            pend_flush(c);
+            c->in->on_items(c->in->items_ctx, c->objs);
+            json_array_clear(c->objs);
+        }
     } else if (c->objs) {
-        /* no text to build and parse again: the decoding the store's value already has (or
-         * one made now), behind a top level and metadata of the caller's own, as watch
-         * events in process are (an informer's transform trims those) */
         json_t *obj = parsed ? json_incref(parsed) : fl_api_decoded_skipping(kv->value, c->in ? c->in->item_skip : NULL);
         if (obj)
             json_array_append_new(c->objs, fl_json_meta_view(obj));
         json_decref(obj);
-        if (c->in && c->in->on_items && json_array_size(c->objs) == LIST_CHUNK) {
-            c->in->on_items(c->in->items_ctx, c->objs);
-            json_array_clear(c->objs);
-        }
     } else {
         if (c->count)
             buf_add(&c->out, ",", 1);
@@ -318,6 +361,9 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     int64_t rev = 0;
     bool more = false;
     int rc = fl_store_list(api->store, prefix, start, at_rev, 0, list_cb, &c, &rev, &more);
+    pend_flush(&c); /* the last chunk's items go with the answer */
+    free(c.pend);
+    free(c.pend_obj);
     if (rc == FL_EEXPIRED) {
         fl_resp_status(r, 410, "Expired", t, NULL,
                        "The provided continue parameter is too old to display a consistent list result. You can "

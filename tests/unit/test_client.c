@@ -1573,6 +1573,19 @@ static void on_update_new_only(void *ctx, json_t *old_obj, json_t *new_obj)
 
 /* The first list's adds are told as its pages come, before the list is over: over HTTP
  * page by page, and in process, where a list is one answer, as the server decodes it. */
+/* on_page: each item's name, once its data is checked */
+static void note_names(void *ctx, json_t *items, fl_blob *const *texts)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item) {
+        json_t *obj = texts ? fl_json_load(texts[i]->data, texts[i]->len) : json_incref(item);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "data"), "k")), "1");
+        json_array_append(ctx, json_object_get(json_object_get(obj, "metadata"), "name"));
+        json_decref(obj);
+    }
+}
+
 static void test_informer_tells_first_list_adds_before_the_list_ends(void **state)
 {
     fixture *f = *state;
@@ -1582,6 +1595,20 @@ static void test_informer_tells_first_list_adds_before_the_list_ends(void **stat
         snprintf(name, sizeof name, "cm-%03d", i);
         create_cm(f, "default", name, "1");
     }
+    /* handed over in order, whole: in process each chunk of 256 is decoded on two threads */
+    json_t *names = json_array();
+    fl_list_opts po = {.on_page = note_names, .page_ctx = names, .take_pages = true};
+    fl_list_result all;
+    assert_int_equal(fl_client_list_all(f->c, &CM, "default", &po, NULL, &all, NULL), 0);
+    fl_list_result_close(&all);
+    assert_int_equal(json_array_size(names), N);
+    for (int i = 0; i < N; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "cm-%03d", i);
+        assert_string_equal(json_string_value(json_array_get(names, i)), name);
+    }
+    json_decref(names);
+
     inf_log l;
     fl_informer *inf = informer_for(f, &l, "default", 0);
     l.probe_key = "default/cm-599"; /* the list's last */
