@@ -1,8 +1,8 @@
-/* json.c - compact JSON encoding of jansson values (see json.h). */
+/* json.c - compact JSON encoding of jansson values, the fast decoder, copies and digests
+ * (see json.h). Finding and copying parts of a text without decoding it is json_text.c;
+ * the decoder's pieces the two share are in json_parse.h. */
 #include "core/json.h"
 
-#include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,38 +11,8 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json_parse.h"
 #include "core/mem.h"
-
-typedef struct out {
-    char *p;
-    size_t len, cap;
-    const json_t *mark;  /* fl_json_dumps_mark: where this value's text begins goes in mark_at */
-    size_t mark_at;
-} out;
-
-static void grow(out *o, size_t need)
-{
-    if (o->len + need + 1 <= o->cap)
-        return;
-    size_t c = o->cap ? o->cap : 1024;
-    while (c < o->len + need + 1)
-        c *= 2;
-    o->p = fl_realloc(o->p, c);
-    o->cap = c;
-}
-
-static void put(out *o, const char *s, size_t n)
-{
-    grow(o, n);
-    memcpy(o->p + o->len, s, n);
-    o->len += n;
-}
-
-static void putc1(out *o, char c)
-{
-    grow(o, 1);
-    o->p[o->len++] = c;
-}
 
 /* Does any of the 8 bytes of w need an escape (a control byte, '"' or '\\')? The classic
  * "has a byte below n" test, on w itself for bytes < 0x20 and on w with '"' and '\\'
@@ -192,31 +162,6 @@ char *fl_json_dumps_mark(const json_t *v, const json_t *mark, size_t *len, size_
 
 /* ---- decoding ---- */
 
-#define SKIP_MAX_DEPTH 16 /* paths to skip are matched this deep at most */
-
-typedef struct in {
-    const char *p, *end;
-    size_t flags;
-    int depth;
-    /* fl_json_load_skipping: the paths to leave out, and where the parser is (object keys,
-     * "[]" for an array's element), down to SKIP_MAX_DEPTH */
-    const char *const *skip;
-    const char *at[SKIP_MAX_DEPTH];
-    size_t atn[SKIP_MAX_DEPTH];
-    int nat;
-} in;
-
-/* Deeper documents are left to jansson (up to its JSON_PARSER_MAX_DEPTH, 2048), whose
- * frames are smaller: this parser's frame holds a key buffer, and 2,048 of them overflowed
- * the stack of a sanitizer build (found by fuzz_json) */
-#define FL_JSON_MAX_DEPTH 256
-
-static void skip_ws(in *s)
-{
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
-        s->p++;
-}
-
 static int hex4(const char *p, unsigned *v)
 {
     unsigned r = 0;
@@ -275,7 +220,7 @@ static void put_utf8(out *o, unsigned cp)
 
 /* Parse a string at s->p (after the opening quote). On success returns 0 and either points
  * the string into the input (no escapes) or fills scratch (escapes present). -1 = let jansson decide. */
-static int parse_string(in *s, out *scratch, const char **str, size_t *n)
+int fl_jp_string(in *s, out *scratch, const char **str, size_t *n)
 {
     const unsigned char *p = (const unsigned char *)s->p, *end = (const unsigned char *)s->end;
     const unsigned char *start = p;
@@ -348,7 +293,6 @@ static int parse_string(in *s, out *scratch, const char **str, size_t *n)
     return -1;
 }
 
-static json_t *parse_value(in *s, out *scratch);
 
 /* FNV-1a over n bytes, continuing from h (1469598103934665603 to start) */
 static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
@@ -444,7 +388,7 @@ static json_t *leaf_integer(long long v)
 
 /* The end of the number at p (its grammar checked), with whether it is a real; NULL when
  * there is none. */
-static const char *number_end(const char *p, const char *end, bool *real)
+const char *fl_jp_number_end(const char *p, const char *end, bool *real)
 {
     *real = false;
     if (p < end && *p == '-')
@@ -484,7 +428,7 @@ static json_t *parse_number(in *s)
 {
     const char *start = s->p;
     bool real;
-    const char *p = number_end(start, s->end, &real);
+    const char *p = fl_jp_number_end(start, s->end, &real);
     if (!p)
         return NULL;
     size_t n = (size_t)(p - start);
@@ -499,7 +443,7 @@ static json_t *parse_number(in *s)
 }
 
 /* Is the member key (at the parser's place) one of the paths to skip? */
-static bool skipped(const in *s, const char *key, size_t kn)
+bool fl_jp_skipped(const in *s, const char *key, size_t kn)
 {
     for (const char *const *p = s->skip; *p; p++) {
         const char *seg = *p;
@@ -523,7 +467,7 @@ static bool skipped(const in *s, const char *key, size_t kn)
 
 /* Step over one value without building it: strings to their closing quote, containers to
  * their matching bracket. Checks only that much of its syntax. 0, or -1 at the end. */
-static int skip_value(in *s)
+int fl_jp_skip_value(in *s)
 {
     skip_ws(s);
     int depth = 0;
@@ -551,7 +495,7 @@ static int skip_value(in *s)
     return -1;
 }
 
-static json_t *parse_value(in *s, out *scratch)
+json_t *fl_jp_value(in *s, out *scratch)
 {
     skip_ws(s);
     if (s->p >= s->end)
@@ -575,7 +519,7 @@ static json_t *parse_value(in *s, out *scratch)
             s->p++;
             const char *k;
             size_t kn;
-            if (parse_string(s, scratch, &k, &kn) || memchr(k, 0, kn))
+            if (fl_jp_string(s, scratch, &k, &kn) || memchr(k, 0, kn))
                 goto bad_obj;
             char kbuf[256];
             char *key = kn < sizeof kbuf ? kbuf : fl_malloc(kn + 1);
@@ -585,10 +529,10 @@ static json_t *parse_value(in *s, out *scratch)
             json_t *v = NULL;
             if (s->p < s->end && *s->p == ':') {
                 s->p++;
-                if (s->skip && s->nat < SKIP_MAX_DEPTH && skipped(s, key, kn)) {
+                if (s->skip && s->nat < SKIP_MAX_DEPTH && fl_jp_skipped(s, key, kn)) {
                     if (key != kbuf)
                         free(key);
-                    if (skip_value(s))
+                    if (fl_jp_skip_value(s))
                         goto bad_obj;
                     goto next_member;
                 }
@@ -597,7 +541,7 @@ static json_t *parse_value(in *s, out *scratch)
                     s->at[s->nat] = key;
                     s->atn[s->nat++] = kn;
                 }
-                v = parse_value(s, scratch);
+                v = fl_jp_value(s, scratch);
                 if (track)
                     s->nat--;
             }
@@ -645,7 +589,7 @@ static json_t *parse_value(in *s, out *scratch)
             s->atn[s->nat++] = 2;
         }
         for (;;) {
-            json_t *v = parse_value(s, scratch);
+            json_t *v = fl_jp_value(s, scratch);
             if (!v || json_array_append_new(arr, v))
                 goto bad_arr;
             skip_ws(s);
@@ -672,7 +616,7 @@ static json_t *parse_value(in *s, out *scratch)
         s->p++;
         const char *str;
         size_t n;
-        if (parse_string(s, scratch, &str, &n))
+        if (fl_jp_string(s, scratch, &str, &n))
             return NULL;
         return leaf_string(str, n);
     }
@@ -700,7 +644,7 @@ int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out_v, cha
         *err = NULL;
     in s = {buf, buf + len, flags, 0};
     out scratch = {0};
-    json_t *v = parse_value(&s, &scratch);
+    json_t *v = fl_jp_value(&s, &scratch);
     free(scratch.p);
     if (v) {
         skip_ws(&s);
@@ -750,7 +694,7 @@ json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *sk
 {
     in s = {.p = buf, .end = buf + len, .skip = skip && *skip ? skip : NULL};
     out scratch = {0};
-    json_t *v = parse_value(&s, &scratch);
+    json_t *v = fl_jp_value(&s, &scratch);
     free(scratch.p);
     if (v) {
         skip_ws(&s);
@@ -773,300 +717,6 @@ json_t *fl_json_load(const char *buf, size_t len)
     if (fl_json_loadb(buf, len, 0, &v, NULL) != 0)
         return NULL;
     return v;
-}
-
-/* ---- texts ---- */
-
-/* Would jansson take the number start..end (its grammar already checked)? Its integers are
- * long long and its reals doubles: one that overflows is an error there. */
-static bool number_fits(const char *start, const char *end, bool real)
-{
-    size_t n = (size_t)(end - start);
-    if (!real && n <= 18)
-        return true;
-    char buf[64];
-    if (n >= sizeof buf)
-        return false; /* not worth judging here: the caller falls back to decoding */
-    memcpy(buf, start, n);
-    buf[n] = 0;
-    errno = 0;
-    if (!real) {
-        (void)strtoll(buf, NULL, 10);
-        return errno != ERANGE;
-    }
-    double d = strtod(buf, NULL);
-    return !(errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL));
-}
-
-/* After a member or element: 1 at a ',' (another follows), 0 at close (the container's
- * end), -1 otherwise; steps over what it found. */
-static int after_item(in *s, char close)
-{
-    skip_ws(s);
-    if (s->p < s->end && (*s->p == ',' || *s->p == close))
-        return *s->p++ == ',';
-    return -1;
-}
-
-/* Check the value at s->p as the decoder would and step over it, appending its compact text
- * to o, but for the members at s->skip's paths, which are stepped over unchecked. Within the
- * outermost object (depth 1), where its "metadata" value is in o goes in meta[0] and meta[1]
- * (meta may be NULL). 0, or -1: not JSON, or something the decoder leaves to jansson. */
-static int scan_value(in *s, out *o, out *scratch, size_t *meta)
-{
-    skip_ws(s);
-    if (s->p >= s->end)
-        return -1;
-    const char *start = s->p;
-    char c = *start;
-    if (c == '"') {
-        s->p++;
-        const char *str;
-        size_t n;
-        if (parse_string(s, scratch, &str, &n))
-            return -1;
-        put(o, start, (size_t)(s->p - start));
-        return 0;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        bool real;
-        const char *e = number_end(start, s->end, &real);
-        if (!e || !number_fits(start, e, real))
-            return -1;
-        s->p = e;
-        put(o, start, (size_t)(e - start));
-        return 0;
-    }
-    if (c != '{' && c != '[') {
-        size_t left = (size_t)(s->end - start), n = 0;
-        if (left >= 4 && (!memcmp(start, "true", 4) || !memcmp(start, "null", 4)))
-            n = 4;
-        else if (left >= 5 && !memcmp(start, "false", 5))
-            n = 5;
-        if (!n)
-            return -1;
-        s->p += n;
-        put(o, start, n);
-        return 0;
-    }
-    bool obj = c == '{';
-    char close = obj ? '}' : ']';
-    if (++s->depth > FL_JSON_MAX_DEPTH)
-        return -1;
-    s->p++;
-    putc1(o, c);
-    skip_ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        s->depth--;
-        putc1(o, close);
-        return 0;
-    }
-    bool track = s->skip && s->nat < SKIP_MAX_DEPTH, first = true;
-    if (track && !obj) {
-        s->at[s->nat] = "[]";
-        s->atn[s->nat++] = 2;
-    }
-    int rc = -1;
-    for (;;) {
-        if (obj) {
-            skip_ws(s);
-            if (s->p >= s->end || *s->p != '"')
-                break;
-            const char *ks = s->p++, *k;
-            size_t kn;
-            if (parse_string(s, scratch, &k, &kn) || memchr(k, 0, kn))
-                break;
-            const char *ke = s->p;
-            skip_ws(s);
-            if (s->p >= s->end || *s->p != ':')
-                break;
-            s->p++;
-            if (s->skip && s->nat < SKIP_MAX_DEPTH && skipped(s, k, kn)) {
-                if (skip_value(s))
-                    break;
-            } else {
-                if (!first)
-                    putc1(o, ',');
-                first = false;
-                put(o, ks, (size_t)(ke - ks));
-                putc1(o, ':');
-                /* k may be in scratch, which the value's strings reuse */
-                char kbuf[256];
-                bool meta_here = meta && s->depth == 1 && kn == 8 && !memcmp(k, "metadata", 8);
-                bool track_key = track && kn < sizeof kbuf;
-                if (track_key) {
-                    memcpy(kbuf, k, kn);
-                    s->at[s->nat] = kbuf;
-                    s->atn[s->nat++] = kn;
-                }
-                skip_ws(s);
-                size_t from = o->len;
-                int vr = scan_value(s, o, scratch, meta);
-                if (track_key)
-                    s->nat--;
-                if (vr)
-                    break;
-                if (meta_here) {
-                    meta[0] = from;
-                    meta[1] = o->len - from;
-                }
-            }
-        } else {
-            if (!first)
-                putc1(o, ',');
-            first = false;
-            if (scan_value(s, o, scratch, meta))
-                break;
-        }
-        int more = after_item(s, close);
-        if (more > 0)
-            continue;
-        if (more == 0) {
-            s->depth--;
-            putc1(o, close);
-            rc = 0;
-        }
-        break;
-    }
-    if (track && !obj)
-        s->nat--;
-    return rc;
-}
-
-int fl_json_find(const char *buf, size_t len, const char *path, size_t *at, size_t *n)
-{
-    in s = {.p = buf, .end = buf + len};
-    out scratch = {0};
-    int rc = -1;
-    for (const char *seg = path;;) {
-        const char *dot = strchr(seg, '.');
-        size_t sn = dot ? (size_t)(dot - seg) : strlen(seg);
-        skip_ws(&s);
-        if (s.p >= s.end || *s.p != '{')
-            goto done;
-        s.p++;
-        for (;;) { /* the object's members, up to seg */
-            skip_ws(&s);
-            if (s.p >= s.end || *s.p != '"')
-                goto done; /* its end ('}'), or not JSON: seg is not there */
-            s.p++;
-            const char *k;
-            size_t kn;
-            if (parse_string(&s, &scratch, &k, &kn))
-                goto done;
-            skip_ws(&s);
-            if (s.p >= s.end || *s.p != ':')
-                goto done;
-            s.p++;
-            if (kn == sn && !memcmp(k, seg, sn))
-                break;
-            if (skip_value(&s))
-                goto done;
-            skip_ws(&s);
-            if (s.p >= s.end || *s.p != ',')
-                goto done;
-            s.p++;
-        }
-        if (!dot) {
-            skip_ws(&s);
-            const char *v = s.p;
-            if (skip_value(&s))
-                goto done;
-            *at = (size_t)(v - buf);
-            *n = (size_t)(s.p - v);
-            rc = 0;
-            goto done;
-        }
-        seg = dot + 1;
-    }
-done:
-    free(scratch.p);
-    return rc;
-}
-
-json_t *fl_json_load_items(const char *buf, size_t len, const char *const *skip,
-                           void (*fn)(void *ctx, const char *text, size_t n, size_t meta_at, size_t meta_n),
-                           void *ctx)
-{
-    in s = {.p = buf, .end = buf + len, .skip = skip && *skip ? skip : NULL};
-    out scratch = {0}, text = {0};
-    json_t *obj = NULL;
-    skip_ws(&s);
-    if (s.p >= s.end || *s.p != '{')
-        goto bad;
-    s.p++;
-    obj = json_object();
-    skip_ws(&s);
-    if (s.p < s.end && *s.p == '}') {
-        s.p++;
-        goto end;
-    }
-    for (;;) {
-        skip_ws(&s);
-        if (s.p >= s.end || *s.p != '"')
-            goto bad;
-        s.p++;
-        const char *k;
-        size_t kn;
-        char key[64];
-        if (parse_string(&s, &scratch, &k, &kn) || kn >= sizeof key || memchr(k, 0, kn))
-            goto bad; /* a list's own members have short names: anything else, the decoder judges */
-        memcpy(key, k, kn);
-        key[kn] = 0;
-        skip_ws(&s);
-        if (s.p >= s.end || *s.p != ':')
-            goto bad;
-        s.p++;
-        skip_ws(&s);
-        json_t *v;
-        if (!strcmp(key, "items") && s.p < s.end && *s.p == '[') {
-            if (json_object_get(obj, "items"))
-                goto bad; /* twice: the decoder keeps the last, and fn had the first */
-            s.p++;
-            skip_ws(&s);
-            if (s.p < s.end && *s.p == ']') {
-                s.p++;
-            } else {
-                for (;;) {
-                    /* each element on its own: skip's paths and depth 1 are within it */
-                    in e = {.p = s.p, .end = s.end, .skip = s.skip};
-                    size_t meta[2] = {0, 0};
-                    text.len = 0;
-                    if (scan_value(&e, &text, &scratch, meta))
-                        goto bad;
-                    fn(ctx, text.p, text.len, meta[0], meta[1]);
-                    s.p = e.p;
-                    int more = after_item(&s, ']');
-                    if (more < 0)
-                        goto bad;
-                    if (!more)
-                        break;
-                }
-            }
-            v = json_array();
-        } else if (!(v = parse_value(&s, &scratch))) {
-            goto bad;
-        }
-        json_object_set_new(obj, key, v);
-        int more = after_item(&s, '}');
-        if (more < 0)
-            goto bad;
-        if (!more)
-            break;
-    }
-end:
-    skip_ws(&s);
-    if (s.p != s.end)
-        goto bad;
-    free(scratch.p);
-    free(text.p);
-    return obj;
-bad:
-    json_decref(obj);
-    free(scratch.p);
-    free(text.p);
-    return NULL;
 }
 
 json_t *fl_json_deep_copy(const json_t *v)

@@ -1,0 +1,81 @@
+/* json_parse.h - the JSON decoder's pieces that json.c (decoding) and json_text.c (finding
+ * and copying parts of a text) share. Private to those two files. */
+#ifndef FL_JSON_PARSE_H
+#define FL_JSON_PARSE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/mem.h"
+
+typedef struct out {
+    char *p;
+    size_t len, cap;
+    const json_t *mark;  /* fl_json_dumps_mark: where this value's text begins goes in mark_at */
+    size_t mark_at;
+} out;
+
+static inline void grow(out *o, size_t need)
+{
+    if (o->len + need + 1 <= o->cap)
+        return;
+    size_t c = o->cap ? o->cap : 1024;
+    while (c < o->len + need + 1)
+        c *= 2;
+    o->p = fl_realloc(o->p, c);
+    o->cap = c;
+}
+
+static inline void put(out *o, const char *s, size_t n)
+{
+    grow(o, n);
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+}
+
+static inline void putc1(out *o, char c)
+{
+    grow(o, 1);
+    o->p[o->len++] = c;
+}
+
+#define SKIP_MAX_DEPTH 16 /* paths to skip are matched this deep at most */
+
+typedef struct in {
+    const char *p, *end;
+    size_t flags;
+    int depth;
+    /* fl_json_load_skipping: the paths to leave out, and where the parser is (object keys,
+     * "[]" for an array's element), down to SKIP_MAX_DEPTH */
+    const char *const *skip;
+    const char *at[SKIP_MAX_DEPTH];
+    size_t atn[SKIP_MAX_DEPTH];
+    int nat;
+} in;
+
+/* Deeper documents are left to jansson (up to its JSON_PARSER_MAX_DEPTH, 2048), whose
+ * frames are smaller: this parser's frame holds a key buffer, and 2,048 of them overflowed
+ * the stack of a sanitizer build (found by fuzz_json) */
+#define FL_JSON_MAX_DEPTH 256
+
+static inline void skip_ws(in *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
+        s->p++;
+}
+
+/* A string at s->p (after its opening quote): 0 and the string in place (no escapes) or in
+ * scratch; -1 for what the decoder leaves to jansson. */
+int fl_jp_string(in *s, out *scratch, const char **str, size_t *n);
+/* The end of the number at p (its grammar checked), and whether it is a real; NULL if none. */
+const char *fl_jp_number_end(const char *p, const char *end, bool *real);
+/* Is the member key (at the parser's place) one of the paths to skip? */
+bool fl_jp_skipped(const in *s, const char *key, size_t kn);
+/* Step over one value, checking only its balance: 0, or -1 at the end. */
+int fl_jp_skip_value(in *s);
+/* Decode the value at s->p (a new reference), or NULL. */
+json_t *fl_jp_value(in *s, out *scratch);
+
+#endif
