@@ -202,14 +202,14 @@ typedef struct list_ctx {
     size_t limit;
     bool more;
     char *last_key;
-    /* with in->on_items: the next chunk's items, as stored values or already decoded */
+    /* with objs: the next chunk's items, as stored values or already decoded */
     fl_blob **pend;
     json_t **pend_obj;
     size_t npend;
     int parts; /* the decoders of the pending items */
 } list_ctx;
 
-/* In process, how many items a list hands over at a time (fl_client_local_list.on_items) */
+/* In process, how many items a list decodes at a time, and hands over (fl_client_local_list.on_items) */
 #define LIST_CHUNK 256
 /* ... and on how many threads each chunk is decoded (fl_parallel): after a restart the
  * Work list, 180,000 of them, gates every controller that reads Works, and once the other
@@ -222,7 +222,7 @@ static void decode_part(void *ctx, int part)
     size_t per = (c->npend + c->parts - 1) / c->parts;
     for (size_t i = (size_t)part * per; i < c->npend && i < (size_t)(part + 1) * per; i++)
         if (!c->pend_obj[i])
-            c->pend_obj[i] = fl_api_decoded_skipping(c->pend[i], c->in->item_skip);
+            c->pend_obj[i] = fl_api_decoded_skipping(c->pend[i], c->in ? c->in->item_skip : NULL);
 }
 
 /* The pending items decoded, in order, into c->objs: as watch events in process are, the
@@ -261,7 +261,7 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
             parsed = fl_json_load(kv->value->data, kv->value->len);
         if (parsed)
             json_array_append(c->items, parsed);
-    } else if (c->objs && c->in && c->in->on_items) {
+    } else if (c->objs) {
         /* no text to build and parse again: decoded with the rest of its chunk */
         if (!c->pend) {
             c->pend = fl_malloc(LIST_CHUNK * sizeof *c->pend);
@@ -271,14 +271,11 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         c->pend_obj[c->npend++] = json_incref(parsed);
         if (c->npend == LIST_CHUNK) {
             pend_flush(c);
-            c->in->on_items(c->in->items_ctx, c->objs);
-            json_array_clear(c->objs);
+            if (c->in && c->in->on_items) {
+                c->in->on_items(c->in->items_ctx, c->objs);
+                json_array_clear(c->objs);
+            }
         }
-    } else if (c->objs) {
-        json_t *obj = parsed ? json_incref(parsed) : fl_api_decoded_skipping(kv->value, c->in ? c->in->item_skip : NULL);
-        if (obj)
-            json_array_append_new(c->objs, fl_json_meta_view(obj));
-        json_decref(obj);
     } else {
         if (c->count)
             buf_add(&c->out, ",", 1);

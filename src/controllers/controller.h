@@ -130,7 +130,6 @@ bool fl_ctrl_interp_matches(const char *want_av, const char *want_kind, const ch
 void fl_ctrl_queue_bindings_of(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs, const char *api_version,
                                const char *kind);
 
-
 /* The controllers the server runs, NULL-terminated (controllers.c). */
 extern const fl_controller *const fl_server_controllers[];
 

@@ -1598,7 +1598,6 @@ static bool push_delivers(const json_t *cl)
 }
 
 /* Deliver the Works of clusters that exist and are not in Pull mode (the agent's). */
-
 static void push_cluster(void *ctx, const char *cluster, fl_exec_cluster *out)
 {
     push *p = ctx;
