@@ -827,6 +827,17 @@ int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t *
     return rc;
 }
 
+int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char *buf, size_t cap)
+{
+    char *key = ns && *ns ? fl_cat(ns, "/", name, NULL) : fl_strdup(name);
+    pthread_rwlock_rdlock(&inf->lock);
+    centry *e = cmap_get(&inf->cache, key);
+    snprintf(buf, cap, "%s", e && e->rv ? e->rv : "");
+    pthread_rwlock_unlock(&inf->lock);
+    free(key);
+    return e ? 0 : FL_ENOTFOUND;
+}
+
 typedef struct listed {
     char *key;
     cref r;

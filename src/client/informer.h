@@ -113,6 +113,9 @@ int fl_informer_wait_synced(fl_informer *inf, int timeout_ms);
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out);
 /* The same by cache key ("ns/name" or "name"). */
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
+/* The resourceVersion of the cached object ns/name, copied into buf (truncated to cap - 1),
+ * without decoding a compact entry. FL_ENOTFOUND (and "" in buf) when absent. */
+int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char *buf, size_t cap);
 /* All cached objects (only namespace ns when not NULL), in key order: a new array
  * the caller decrefs; its elements are shared and read-only. */
 json_t *fl_informer_list(fl_informer *inf, const char *ns);

@@ -348,6 +348,7 @@ typedef struct target {
     char *resource;            /* heap */
     char *group;               /* heap */
     fl_gvr gvr;
+    bool wrote;                /* apply_manifest created or updated the member object */
 } target;
 
 static void target_close(target *t)
@@ -501,6 +502,7 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
             fl_log(FL_LOG_INFO, "execution", "created %s in cluster %s for Work %s/%s", what, cluster,
                    meta(work, "namespace"), meta(work, "name"));
             *observed = out;
+            t->wrote = true;
             goto done;
         }
         if (rc != FL_EEXIST)
@@ -548,6 +550,7 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
                        own == OWNER_US ? "updated" : "took over", what, cluster, meta(work, "namespace"),
                        meta(work, "name"));
                 *observed = out;
+                t->wrote = true;
             }
         }
         json_decref(merged);
@@ -590,16 +593,45 @@ static void append_msg(char **acc, const char *part)
 }
 
 /* A copy of the Work's manifestStatuses entry for manifest `ordinal`, or NULL. */
-static json_t *previous_entry(const json_t *work, int ordinal)
+/* The Work's manifestStatuses entry for ordinal (borrowed), or NULL. */
+static const json_t *entry_of(const json_t *work, int ordinal)
 {
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(jobj(work, "status"), "manifestStatuses"), i, e) {
         json_t *o = json_object_get(jobj(e, "identifier"), "ordinal");
         if (json_is_integer(o) && json_integer_value(o) == ordinal)
-            return fl_json_deep_copy(e);
+            return e;
     }
     return NULL;
+}
+
+static json_t *previous_entry(const json_t *work, int ordinal)
+{
+    const json_t *e = entry_of(work, ordinal);
+    return e ? fl_json_deep_copy(e) : NULL;
+}
+
+/* Record in e, manifest i's new entry, the version of the member object observed as this
+ * apply left it (see unchanged_since_applied). An object the apply did not write keeps the
+ * version the Work's entry recorded when nothing else in the entry changed: an object that
+ * moved on its own without a change in what its status reflects is not worth a status
+ * write. The recorded version is only what a later reconcile compares; a stale one costs
+ * that Work a full check, not a wrong answer. */
+static void record_version(const json_t *work, int i, json_t *e, const json_t *observed, bool wrote)
+{
+    const char *rv = fl_client_object_rv(observed);
+    const json_t *prev = wrote ? NULL : entry_of(work, i);
+    json_t *prv = json_object_get(prev, FL_WS_OBSERVED_RV);
+    if (json_is_string(prv) && strcmp(json_string_value(prv), rv)) {
+        json_t *was = fl_json_shallow_copy(prev);
+        json_object_del(was, FL_WS_OBSERVED_RV);
+        if (fl_json_same(was, e))
+            rv = json_string_value(prv);
+        json_decref(was);
+    }
+    if (*rv)
+        json_object_set_new(e, FL_WS_OBSERVED_RV, json_string(rv));
 }
 
 static int member_client(exec *x, const char *cluster, fl_client **mc, char **emsg)
@@ -780,6 +812,66 @@ static void first_status_forget(exec *x, const char *key)
     pthread_mutex_unlock(&x->mu);
 }
 
+/* ---- a Work whose member objects did not move ----
+ *
+ * An apply records in each manifestStatuses entry the resourceVersion of the member object
+ * it left (or found) as the manifest wants it. When the Work applied at its generation with
+ * delivery running, and every manifest's object is still at its recorded version in the
+ * member watch, nothing that the apply and the status read has changed since: not the
+ * manifests (the generation), not the objects (their versions), and so not what their
+ * status reflects. Then both are skipped, and no object is decoded. That is every Work
+ * after a restart (the member watches list again) whose objects did not change while the
+ * server was down. Only for kinds whose retain, status and health rules are the native
+ * ones: a customization may change its answers with no version moving. */
+/* Whether op for t's kind is answered by the native rule, or by none. */
+static bool native_rules(exec *x, const target *t, enum fl_interp_op op)
+{
+    return fl_interp_native_first(x->interp, t->api_version, t->kind, op) ||
+           !fl_interp_has(x->interp, t->api_version, t->kind, op);
+}
+
+static bool unchanged_since_applied(exec *x, const char *cluster, fl_client *mc, const json_t *work,
+                                    const json_t *manifests)
+{
+    const json_t *md = json_object_get(work, "metadata");
+    const json_t *gen = json_object_get(md, "generation");
+    static const char *const running[] = {"Applied", FL_DISPATCHING_CONDITION};
+    for (size_t c = 0; c < 2; c++) {
+        const json_t *cond = fl_condition_of(work, running[c]);
+        const char *st = jstr(cond, "status");
+        if (!st || strcmp(st, "True") || !json_is_integer(gen) ||
+            !fl_json_same(json_object_get(cond, "observedGeneration"), gen))
+            return false;
+    }
+    const json_t *entries = json_object_get(jobj(work, "status"), "manifestStatuses");
+    size_t n = json_array_size(manifests);
+    if (!n || json_array_size(entries) != n)
+        return false;
+    bool same = true;
+    for (size_t i = 0; i < n && same; i++) {
+        const json_t *e = json_array_get(entries, i);
+        const char *rv = jstr(e, FL_WS_OBSERVED_RV);
+        char have[64];
+        same = rv && strlen(rv) < sizeof have &&
+               json_integer_value(json_object_get(jobj(e, "identifier"), "ordinal")) == (json_int_t)i;
+        target t = {0};
+        char *emsg = NULL;
+        fl_ws_watch *wt = NULL;
+        same = same && target_init(mc, cluster, (int)i, json_array_get(manifests, i), &t, &emsg) == 0 &&
+               native_rules(x, &t, FL_INTERP_RETAIN) && native_rules(x, &t, FL_INTERP_REFLECT_STATUS) &&
+               native_rules(x, &t, FL_INTERP_HEALTH) &&
+               fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0;
+        if (wt) {
+            same = same && fl_informer_get_rv(fl_ws_watch_informer(wt), t.ns, t.name, have, sizeof have) == 0 &&
+                   !strcmp(have, rv);
+            fl_ws_watch_put(x->watches, wt);
+        }
+        free(emsg);
+        target_close(&t);
+    }
+    return same;
+}
+
 static int apply_work(exec *x, const char *cluster, const json_t *work)
 {
     fl_client *mc = NULL;
@@ -799,6 +891,13 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     json_t *manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
     if (watches_listing(x, cluster, mc, work, manifests))
         return NOT_LISTED_YET;
+    if (unchanged_since_applied(x, cluster, mc, work, manifests)) {
+        fl_metrics_count("flotilla_execution_work_unchanged_total",
+                         "Work reconciles that found every member object at the version its status records, "
+                         "and so applied and wrote nothing",
+                         1);
+        return 0;
+    }
     json_t *statuses = json_array();
     size_t n = json_array_size(manifests), ok = 0;
     int first_err = 0;
@@ -809,7 +908,9 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         int r = apply_manifest(x, cluster, mc, work, (int)i, json_array_get(manifests, i), &t, &observed, &emsg);
         if (r == 0) {
             ok++;
-            json_array_append_new(statuses, manifest_entry(x, work, cluster, (int)i, &t, observed));
+            json_t *e = manifest_entry(x, work, cluster, (int)i, &t, observed);
+            record_version(work, (int)i, e, observed, t.wrote);
+            json_array_append_new(statuses, e);
         } else {
             /* what we last knew of this manifest stays until we know better */
             json_t *prev = previous_entry(work, (int)i);

@@ -160,6 +160,12 @@ size_t fl_ws_watches_count(fl_ws_watches *w);
 json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
                               const char *resource, const char *ns, const char *name, const json_t *obj,
                               const json_t *prev, char **reflect_err, char **health_err);
+/* The key, in a manifestStatuses entry written after an apply, of the resourceVersion of
+ * the member object the apply left (or found) as the manifest wants it. A later reconcile
+ * that finds every object still at its recorded version skips the apply and the status
+ * (docs/internals/execution.md, "A Work whose member objects did not move"). */
+#define FL_WS_OBSERVED_RV "resourceVersion"
+
 /* Set work's Applied condition (status "True"/"False" from applied, reason, message,
  * observedGeneration; lastTransitionTime kept unless the status flips; reason NULL leaves
  * Applied as it is), its Dispatching condition (stopped NULL: True/Dispatching; else

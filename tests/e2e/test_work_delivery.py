@@ -441,6 +441,53 @@ def test_restart_reads_the_member_with_one_list_not_a_create_per_object(resync_p
     assert {i: get(member, f"{MEMBER_CM}/kept-{i}")["metadata"]["uid"] for i in range(20)} == uids
 
 
+def metric(server, name):
+    """The value of an unlabelled counter on the server's /metrics (0 before its first count)."""
+    code, text = server.curl("GET", "/metrics")
+    assert code == 200, text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+@pytest.fixture(scope="module")
+def restart_pair():
+    yield from pair_with({})
+
+
+def test_restart_skips_the_works_whose_member_objects_did_not_move(restart_pair):
+    cp, member = restart_pair
+    for name in ("still", "drift"):
+        create_work(cp, work(name, [configmap(name, {"a": "1"})]))
+    for name in ("still", "drift"):
+        wait_applied(cp, name)
+        # the status records the version of the member object the apply left
+        wait_for(lambda: get(cp, f"{WORKS}/{name}")["status"]["manifestStatuses"][0].get("resourceVersion")
+                 == get(member, f"{MEMBER_CM}/{name}")["metadata"]["resourceVersion"],
+                 timeout=WAIT, what=f"{name}'s member version recorded")
+    still_rv = get(member, f"{MEMBER_CM}/still")["metadata"]["resourceVersion"]
+    assert cp.stop() == 0
+    # while the control plane is down, someone edits one object in the member
+    code, body = member.curl("PATCH", f"{MEMBER_CM}/drift", {"data": {"a": "edited"}},
+                             content_type="application/merge-patch+json")
+    assert code == 200, body
+    cp.start()
+    # the edited one is put back, and its Work now records the version the repair made
+    wait_for(lambda: get(member, f"{MEMBER_CM}/drift")["data"] == {"a": "1"}, timeout=WAIT,
+             what="the edited object put back")
+    wait_for(lambda: get(cp, f"{WORKS}/drift")["status"]["manifestStatuses"][0].get("resourceVersion")
+             == get(member, f"{MEMBER_CM}/drift")["metadata"]["resourceVersion"],
+             timeout=WAIT, what="the repair's version recorded")
+    # the other one was found at its recorded version: nothing applied, nothing written
+    # (the member's event for the repair may find the repaired one unchanged too)
+    wait_for(lambda: metric(cp, "flotilla_execution_work_unchanged_total") >= 1, timeout=WAIT,
+             what="a Work found unchanged")
+    time.sleep(1)
+    assert get(member, f"{MEMBER_CM}/still")["metadata"]["resourceVersion"] == still_rv
+    assert work_status_writes(cp) == 1, "only the repaired Work's status was written"
+
+
 FIRST_STATUS_MS = 1500
 
 
