@@ -1475,10 +1475,12 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
     fb_buf mb = {0};
     double recs = fleet_metrics(&f, &mb) ? metric_in(mb.p, "flotilla_execution_work_reconciles_total") : -1;
     double same = mb.p ? metric_in(mb.p, "flotilla_execution_work_unchanged_total") : -1;
+    double rendered = mb.p ? metric_in(mb.p, "flotilla_binding_works_unchanged_total") : -1;
     free(mb.p);
     printf("    Work reconciles by the execution controller since the restart: %.0f (%.2f per Work), %.0f of them "
            "finding every member object at its recorded version\n",
            recs, recs / (2.0 * d * n), same);
+    printf("    Works the binding controller found as rendered from the same inputs: %.0f\n", rendered);
     printf("  target fully reconciled <= 10 s%s: %.2f s -> %s\n",
            d >= 30000 ? "" : " (set at 30,000 + 30,000; this run is smaller)", res->r_full_s,
            full && res->r_full_s <= 10 ? "met" : "NOT met");

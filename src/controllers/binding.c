@@ -35,6 +35,7 @@
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
+#include "api/metrics.h"
 #include "core/err.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -56,6 +57,7 @@
 #define RB_NAME_ANNOTATION "resourcebinding.karmada.io/name"
 #define CRB_NAME_ANNOTATION "clusterresourcebinding.karmada.io/name"
 #define MANAGED_LABEL "karmada.io/managed"
+#define WORK_ID_LABEL "work.karmada.io/permanent-id"
 #define TEMPLATE_UID_ANNOTATION "resourcetemplate.karmada.io/uid"
 #define TEMPLATE_GENERATION_ANNOTATION "resourcetemplate.karmada.io/generation"
 #define WORK_NAME_ANNOTATION "work.karmada.io/name"
@@ -63,6 +65,8 @@
 #define CONFLICT_ANNOTATION "work.karmada.io/conflict-resolution"
 /* ours: the suspension the binding asked for this Work when we last wrote it */
 #define WORK_SUSPENSION_ANNOTATION "flotilla.io/binding-suspension"
+/* ours: what the Work was rendered from, and what it was as we wrote it (rendered_from) */
+#define RENDERED_FROM_ANNOTATION "flotilla.io/rendered-from"
 #define MANAGED_LABELS_ANNOTATION "resourcetemplate.karmada.io/managed-labels"
 #define MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
 
@@ -388,6 +392,10 @@ typedef struct render {
     int *rc;
     char **err;
     bool *wrote;
+    /* per target, when the render can be told by its inputs (inputs_told): the digest
+     * of its inputs, and whether the Work is as rendered from them (then nothing is built) */
+    uint64_t *inputs;
+    bool *unchanged;
     /* per target, from prepare_target: the Work to write (NULL: nothing to write), and
      * whether it is a create */
     json_t **pending;
@@ -572,6 +580,104 @@ static int build_work(render *r, int i, json_t **out, char **err)
     return 0;
 }
 
+/* ---- a Work as rendered from the same inputs ----
+ *
+ * Each Work we write records in RENDERED_FROM_ANNOTATION a digest of what build_work made it
+ * from (the template less its status and server bookkeeping, the binding's settings for the
+ * target, the target's cluster and replicas), a digest of its labels and annotations as
+ * written, and the generation the write gives it. When those still match, the Work is what
+ * a render would make of the same inputs, and nobody changed it since: its spec would have
+ * moved the generation, its metadata the second digest. Then nothing is built or compared.
+ * That is every binding after a restart whose template, binding and Works did not change
+ * while the server was down. Only where the inputs say everything: no override policy in
+ * reach (its rules, and the Cluster's labels they match on, are not in the digest) and the
+ * native ReviseReplica or none (a customization may answer differently with no input
+ * moving). A Work rendered otherwise records nothing.
+ *
+ * RENDER_VERSION goes into every digest: change it when build_work makes something else of
+ * the same inputs, so that Works written before are rendered again. */
+#define RENDER_VERSION 1
+
+/* Whether the renders of r can be told by their inputs (above). */
+static bool inputs_told(const render *r)
+{
+    fl_interp *ip = r->b->env.interp;
+    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
+    return json_array_size(r->policies) == 0 && av && kind &&
+           (fl_interp_native_first(ip, av, kind, FL_INTERP_REVISE_REPLICA) ||
+            !fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA));
+}
+
+/* The digest of target i's inputs. */
+static uint64_t inputs_digest(const render *r, int i)
+{
+    /* the template less what changes without changing a manifest */
+    json_t *tmpl = fl_json_shallow_copy(r->tmpl), *md = fl_json_shallow_copy(json_object_get(r->tmpl, "metadata"));
+    json_object_del(tmpl, "status");
+    json_object_del(md, "resourceVersion");
+    json_object_del(md, "managedFields");
+    json_object_set_new(tmpl, "metadata", md);
+    const json_t *bspec = json_object_get(r->binding, "spec");
+    const target *t = &r->targets[i];
+    json_t *in = json_pack("[i, o, s?, s?, s?, b, b, O?, b, s, I, b]", RENDER_VERSION, tmpl, meta(r->binding, "namespace"),
+                           meta(r->binding, "name"), r->binding_id, r->cluster_scoped, r->workload,
+                           json_object_get(bspec, "conflictResolution"),
+                           json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")), t->cluster,
+                           (json_int_t)t->replicas,
+                           fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster));
+    uint64_t h = fl_json_hash(in);
+    json_decref(in);
+    return h;
+}
+
+/* The digest of a Work's labels and annotations, less RENDERED_FROM_ANNOTATION and the
+ * permanent ID label the server gives a Work when it creates it. */
+static uint64_t metadata_digest(const json_t *work)
+{
+    const json_t *md = json_object_get(work, "metadata");
+    json_t *labels = fl_json_shallow_copy(json_object_get(md, "labels"));
+    json_t *anns = fl_json_shallow_copy(json_object_get(md, "annotations"));
+    json_object_del(labels, WORK_ID_LABEL);
+    json_object_del(anns, RENDERED_FROM_ANNOTATION);
+    uint64_t h = fl_json_hash(labels) * 31 + fl_json_hash(anns);
+    json_decref(labels);
+    json_decref(anns);
+    return h;
+}
+
+/* RENDERED_FROM_ANNOTATION's value for a Work rendered from inputs, whose labels and
+ * annotations are those of work, at generation. */
+static void rendered_from(uint64_t inputs, const json_t *work, json_int_t generation, char out[64])
+{
+    snprintf(out, 64, "%016llx.%016llx.%lld", (unsigned long long)inputs,
+             (unsigned long long)metadata_digest(work), (long long)generation);
+}
+
+/* Whether have, target i's Work, is as rendered from the target's inputs. */
+static bool rendered_unchanged(const render *r, int i, const json_t *have)
+{
+    const char *was = jstr(json_object_get(json_object_get(have, "metadata"), "annotations"), RENDERED_FROM_ANNOTATION);
+    const json_t *gen = json_object_get(json_object_get(have, "metadata"), "generation");
+    if (!was || !json_is_integer(gen) || meta(have, "deletionTimestamp"))
+        return false;
+    char now[64];
+    rendered_from(r->inputs[i], have, json_integer_value(gen), now);
+    return !strcmp(was, now);
+}
+
+/* Record in w, about to be written as target i's Work, what it was rendered from (or
+ * nothing, when its inputs do not tell), for the generation the write gives it. */
+static void record_rendered_from(const render *r, int i, json_t *w, json_int_t generation)
+{
+    json_t *anns = json_object_get(json_object_get(w, "metadata"), "annotations");
+    json_object_del(anns, RENDERED_FROM_ANNOTATION);
+    if (!r->inputs || !anns)
+        return;
+    char v[64];
+    rendered_from(r->inputs[i], w, generation, v);
+    json_object_set_new(anns, RENDERED_FROM_ANNOTATION, json_string(v));
+}
+
 /* A user may suspend (or resume) one Work directly: while the binding's own suspension of
  * that cluster is what we last wrote (the annotation), the Work's suspendDispatching is left
  * as the user set it; a change of the binding's suspension wins. */
@@ -596,6 +702,8 @@ static void keep_users_suspension(const json_t *have, const json_t *want, json_t
  * that writes nothing hands no work to other threads. */
 static void prepare_target(render *r, int i)
 {
+    if (r->unchanged && r->unchanged[i])
+        return;
     json_t *want = NULL;
     r->rc[i] = build_work(r, i, &want, &r->err[i]);
     if (r->rc[i])
@@ -606,6 +714,7 @@ static void prepare_target(render *r, int i)
     if (!have) {
         r->pending[i] = json_incref(want);
         r->create[i] = true;
+        record_rendered_from(r, i, want, 1);
     } else if (meta(have, "deletionTimestamp")) {
         r->rc[i] = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
     } else {
@@ -630,10 +739,23 @@ static void prepare_target(render *r, int i)
         for (size_t j = 0; j < 2; j++)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
-        if (!fl_json_same(upd, have))
-            r->pending[i] = upd;
+        /* what it was rendered from is not a reason to write: a Work that comes out the
+         * same keeps its record (stale, it only costs the next pass a render) */
+        json_t *had = json_object_get(json_object_get(json_object_get(have, "metadata"), "annotations"),
+                                      RENDERED_FROM_ANNOTATION);
+        if (had)
+            json_object_set(uanns, RENDERED_FROM_ANNOTATION, had);
         else
+            json_object_del(uanns, RENDERED_FROM_ANNOTATION);
+        if (!fl_json_same(upd, have)) {
+            /* the server moves the generation when the spec changes */
+            json_int_t gen = json_integer_value(json_object_get(json_object_get(have, "metadata"), "generation"));
+            bool spec = !fl_json_same(json_object_get(upd, "spec"), json_object_get(have, "spec"));
+            record_rendered_from(r, i, upd, gen + spec);
+            r->pending[i] = upd;
+        } else {
             json_decref(upd);
+        }
     }
     if (r->pending[i])
         r->writes[r->nwrites++] = i;
@@ -877,7 +999,27 @@ static int reconcile(void *ctx, const char *key)
                  .pending = fl_calloc((size_t)(n ? n : 1), sizeof(json_t *)),
                  .create = fl_calloc((size_t)(n ? n : 1), sizeof(bool)),
                  .writes = fl_calloc((size_t)(n ? n : 1), sizeof(int))};
-    if (n > 1 && json_array_size(policies) == 0)
+    int unchanged = 0;
+    if (inputs_told(&r)) {
+        r.inputs = fl_calloc((size_t)(n ? n : 1), sizeof *r.inputs);
+        r.unchanged = fl_calloc((size_t)(n ? n : 1), sizeof *r.unchanged);
+        for (int t = 0; t < n; t++) {
+            r.inputs[t] = inputs_digest(&r, t);
+            json_t *have = NULL;
+            char *wns = fl_names_execution_space(targets[t].cluster);
+            fl_informer_get(b->works, wns, r.wname, &have);
+            free(wns);
+            r.unchanged[t] = have && rendered_unchanged(&r, t, have);
+            unchanged += r.unchanged[t];
+            json_decref(have);
+        }
+        if (unchanged)
+            fl_metrics_count("flotilla_binding_works_unchanged_total",
+                             "Works the binding controller found as rendered from the same inputs, and so "
+                             "neither built nor compared",
+                             unchanged);
+    }
+    if (n > 1 && json_array_size(policies) == 0 && unchanged < n)
         share_manifests(&r);
     for (int t = 0; t < n; t++)
         prepare_target(&r, t);
@@ -931,6 +1073,8 @@ out:
         json_decref(r.pending[x]);
     }
     free(r.err);
+    free(r.inputs);
+    free(r.unchanged);
     free(r.pending);
     free(r.create);
     free(r.writes);

@@ -146,6 +146,12 @@ def test_a_work_edited_by_hand_is_put_back(fleet):
              timeout=15, what="the Work's manifest put back to 2 replicas")
     assert member_replicas(fleet, "tamper", "member1") in (2, 9)
     wait_for(lambda: member_replicas(fleet, "tamper", "member1") == 2, timeout=15, what="member1 back at 2")
+    # its labels too: an edit of the Work's metadata alone is undone as well
+    label = "resourcebinding.karmada.io/permanent-id"
+    was = work()["metadata"]["labels"][label]
+    fleet.patch("work", w["metadata"]["name"], "-n", "karmada-es-member1", kind="merge",
+                patch={"metadata": {"labels": {label: "edited"}}})
+    wait_for(lambda: work()["metadata"]["labels"][label] == was, timeout=15, what="the Work's label put back")
     fleet.kubectl("delete", "deploy", "tamper")
     fleet.delete("pp", "tamper")
     wait_for(lambda: fleet.get("deploy", "tamper", member="member1") is None, timeout=30, what="tamper gone")

@@ -488,6 +488,43 @@ def test_restart_skips_the_works_whose_member_objects_did_not_move(restart_pair)
     assert work_status_writes(cp) == 1, "only the repaired Work's status was written"
 
 
+def test_restart_renders_no_work_whose_inputs_did_not_change(restart_pair):
+    cp, member = restart_pair
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "rendered", "namespace": "default", "labels": {"app": "rendered"}},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "rendered"}},
+                    "template": {"metadata": {"labels": {"app": "rendered"}},
+                                 "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}]}}}}
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "rendered", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "rendered"}],
+                   "placement": {"clusterAffinity": {"clusterNames": ["m1"]}}}}
+    for path, obj in (("/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies", pp),
+                      (MEMBER_DEPLOY, dep)):
+        code, body = cp.curl("POST", path, obj)
+        assert code == 201, body
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/rendered"), timeout=WAIT, what="rendered in the member")
+    w = wait_for(lambda: [w for w in cp.curl("GET", WORKS)[1]["items"]
+                          if w["spec"]["workload"]["manifests"][0]["metadata"]["name"] == "rendered"],
+                 timeout=WAIT, what="its Work")[0]
+    # the Work records what it was rendered from, ending in the generation it was written at
+    rendered = w["metadata"]["annotations"]["flotilla.io/rendered-from"]
+    assert rendered.endswith("." + str(w["metadata"]["generation"])), rendered
+    assert cp.stop() == 0
+    cp.start()
+    # the binding controller's pass after the restart finds the Work as rendered, and writes none
+    wait_for(lambda: metric(cp, "flotilla_binding_works_unchanged_total") >= 1, timeout=WAIT,
+             what="the Work found as rendered")
+    time.sleep(1)
+    assert requests_answered(cp, "PUT", "works", 200) == 0
+    # an edit of the template after the restart is rendered again
+    code, body = cp.curl("PATCH", f"{MEMBER_DEPLOY}/rendered", {"spec": {"replicas": 3}},
+                         content_type="application/merge-patch+json")
+    assert code == 200, body
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/rendered")["spec"]["replicas"] == 3, timeout=WAIT,
+             what="the edit in the member")
+
+
 FIRST_STATUS_MS = 1500
 
 
