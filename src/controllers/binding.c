@@ -608,23 +608,31 @@ static bool inputs_told(const render *r)
             !fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA));
 }
 
-/* The digest of target i's inputs. */
-static uint64_t inputs_digest(const render *r, int i)
+/* The digest of what every target of r shares: the template less what changes without
+ * changing a manifest, and the binding's settings. */
+static uint64_t binding_inputs_digest(const render *r)
 {
-    /* the template less what changes without changing a manifest */
-    json_t *tmpl = fl_json_shallow_copy(r->tmpl), *md = fl_json_shallow_copy(json_object_get(r->tmpl, "metadata"));
-    json_object_del(tmpl, "status");
-    json_object_del(md, "resourceVersion");
-    json_object_del(md, "managedFields");
-    json_object_set_new(tmpl, "metadata", md);
+    static const char *const not_tmpl[] = {"status", "metadata", NULL};
+    static const char *const not_meta[] = {"resourceVersion", "managedFields", NULL};
     const json_t *bspec = json_object_get(r->binding, "spec");
+    json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b]", RENDER_VERSION,
+                           (json_int_t)fl_json_hash_except(r->tmpl, not_tmpl),
+                           (json_int_t)fl_json_hash_except(json_object_get(r->tmpl, "metadata"), not_meta),
+                           meta(r->binding, "namespace"), meta(r->binding, "name"), r->binding_id, r->cluster_scoped,
+                           r->workload, json_object_get(bspec, "conflictResolution"),
+                           json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")));
+    uint64_t h = fl_json_hash(in);
+    json_decref(in);
+    return h;
+}
+
+/* The digest of target i's inputs: what the targets share (shared) and its own. */
+static uint64_t inputs_digest(const render *r, uint64_t shared, int i)
+{
     const target *t = &r->targets[i];
-    json_t *in = json_pack("[i, o, s?, s?, s?, b, b, O?, b, s, I, b]", RENDER_VERSION, tmpl, meta(r->binding, "namespace"),
-                           meta(r->binding, "name"), r->binding_id, r->cluster_scoped, r->workload,
-                           json_object_get(bspec, "conflictResolution"),
-                           json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")), t->cluster,
-                           (json_int_t)t->replicas,
-                           fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster));
+    json_t *in = json_pack("[I, s, I, b]", (json_int_t)shared, t->cluster, (json_int_t)t->replicas,
+                           fl_dispatch_suspended(json_object_get(json_object_get(r->binding, "spec"), "suspension"),
+                                                 t->cluster));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
     return h;
@@ -634,15 +642,11 @@ static uint64_t inputs_digest(const render *r, int i)
  * permanent ID label the server gives a Work when it creates it. */
 static uint64_t metadata_digest(const json_t *work)
 {
+    static const char *const not_labels[] = {WORK_ID_LABEL, NULL};
+    static const char *const not_anns[] = {RENDERED_FROM_ANNOTATION, NULL};
     const json_t *md = json_object_get(work, "metadata");
-    json_t *labels = fl_json_shallow_copy(json_object_get(md, "labels"));
-    json_t *anns = fl_json_shallow_copy(json_object_get(md, "annotations"));
-    json_object_del(labels, WORK_ID_LABEL);
-    json_object_del(anns, RENDERED_FROM_ANNOTATION);
-    uint64_t h = fl_json_hash(labels) * 31 + fl_json_hash(anns);
-    json_decref(labels);
-    json_decref(anns);
-    return h;
+    return fl_json_hash_except(json_object_get(md, "labels"), not_labels) * 31 +
+           fl_json_hash_except(json_object_get(md, "annotations"), not_anns);
 }
 
 /* RENDERED_FROM_ANNOTATION's value for a Work rendered from inputs, whose labels and
@@ -1003,8 +1007,9 @@ static int reconcile(void *ctx, const char *key)
     if (inputs_told(&r)) {
         r.inputs = fl_calloc((size_t)(n ? n : 1), sizeof *r.inputs);
         r.unchanged = fl_calloc((size_t)(n ? n : 1), sizeof *r.unchanged);
+        uint64_t shared = binding_inputs_digest(&r);
         for (int t = 0; t < n; t++) {
-            r.inputs[t] = inputs_digest(&r, t);
+            r.inputs[t] = inputs_digest(&r, shared, t);
             json_t *have = NULL;
             char *wns = fl_names_execution_space(targets[t].cluster);
             fl_informer_get(b->works, wns, r.wname, &have);

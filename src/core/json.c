@@ -769,22 +769,43 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+static bool skipped_key(const char *key, const char *const *skip)
+{
+    for (; skip && *skip; skip++)
+        if (!strcmp(key, *skip))
+            return true;
+    return false;
+}
+
+/* An object's digest: members in any order, so a sum of each member's digest */
+static uint64_t hash_object(const json_t *v, const char *const *skip)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)JSON_OBJECT, sum = 0;
+    size_t n = 0, klen;
+    const char *key;
+    json_t *m;
+    json_object_keylen_foreach((json_t *)v, key, klen, m) {
+        if (skipped_key(key, skip))
+            continue;
+        sum += mix64(hash_bytes(key, klen, h) + 0x9e3779b97f4a7c15ULL * fl_json_hash(m));
+        n++;
+    }
+    return mix64(h + sum + n);
+}
+
+uint64_t fl_json_hash_except(const json_t *v, const char *const *skip)
+{
+    return json_is_object(v) ? hash_object(v, skip) : fl_json_hash(v);
+}
+
 uint64_t fl_json_hash(const json_t *v)
 {
     if (!v)
         return 0;
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)json_typeof(v);
     switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        /* members in any order: a sum of each member's digest */
-        uint64_t sum = 0;
-        const char *key;
-        size_t klen;
-        json_t *m;
-        json_object_keylen_foreach((json_t *)v, key, klen, m)
-            sum += mix64(hash_bytes(key, klen, h) + 0x9e3779b97f4a7c15ULL * fl_json_hash(m));
-        return mix64(h + sum + json_object_size(v));
-    }
+    case JSON_OBJECT:
+        return hash_object(v, NULL);
     case JSON_ARRAY: {
         size_t i;
         json_t *m;

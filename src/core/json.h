@@ -64,6 +64,9 @@ static inline bool fl_json_same(const json_t *a, const json_t *b)
  * key order), and different, but for hash collisions, otherwise. NULL digests as 0.
  * Walks v once and allocates nothing. */
 uint64_t fl_json_hash(const json_t *v);
+/* fl_json_hash of v as if its members named in skip (NULL-terminated) were not there; of v
+ * itself when it is not an object. Allocates nothing. */
+uint64_t fl_json_hash_except(const json_t *v, const char *const *skip);
 
 /* The text of a JSON string, or of a number as it would be written ("1", "0.5"): how a
  * Kubernetes quantity arrives (YAML turns `cpu: 1` into a number). buf (at least 64 bytes)

@@ -208,6 +208,25 @@ static void hashes_content_not_key_order(void **state)
     assert_int_equal(fl_json_hash(NULL), 0);
 }
 
+/* What a Work records of its labels and annotations leaves out the record itself: the
+ * digest of an object less some members is that of the object without them. */
+static void hashes_less_the_members_named(void **state)
+{
+    (void)state;
+    json_t *with = json_loads("{\"a\":1,\"rec\":\"x\",\"b\":{\"rec\":2}}", 0, NULL);
+    static const char *const skip[] = {"rec", NULL};
+    uint64_t h = fl_json_hash_except(with, skip);
+    assert_int_equal(h, hash_of("{\"b\":{\"rec\":2},\"a\":1}")); /* only the top level's */
+    assert_true(h != fl_json_hash(with));
+    assert_int_equal(fl_json_hash_except(with, NULL), fl_json_hash(with));
+    static const char *const all[] = {"a", "rec", "b", NULL};
+    assert_int_equal(fl_json_hash_except(with, all), hash_of("{}"));
+    json_t *arr = json_loads("[1]", 0, NULL);
+    assert_int_equal(fl_json_hash_except(arr, skip), fl_json_hash(arr));
+    json_decref(arr);
+    json_decref(with);
+}
+
 /* A client that needs part of each object decodes without the rest: the members at the
  * paths are absent, everything else is as a full decode gives it. */
 static void decodes_leaving_out_paths(void **state)
@@ -442,6 +461,7 @@ int main(void)
         cmocka_unit_test(decodes_valid_documents_like_jansson),
         cmocka_unit_test(rejects_what_jansson_rejects),
         cmocka_unit_test(hashes_content_not_key_order),
+        cmocka_unit_test(hashes_less_the_members_named),
         cmocka_unit_test(decodes_leaving_out_paths),
         cmocka_unit_test(finds_values_in_the_text),
         cmocka_unit_test(hands_list_items_over_as_texts),
