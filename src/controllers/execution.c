@@ -593,6 +593,22 @@ static void append_msg(char **acc, const char *part)
 }
 
 /* A copy of the Work's manifestStatuses entry for manifest `ordinal`, or NULL. */
+/* Whether op for t's kind is answered by the native rule, or by none. */
+static bool native_rule(exec *x, const target *t, enum fl_interp_op op)
+{
+    return fl_interp_native_first(x->interp, t->api_version, t->kind, op) ||
+           !fl_interp_has(x->interp, t->api_version, t->kind, op);
+}
+
+/* Whether the native rules (or none) answer for t's kind what an apply and its status read:
+ * retain, status and health. A customization or webhook may change its answers with no
+ * version moving. */
+static bool native_answers(exec *x, const target *t)
+{
+    return native_rule(x, t, FL_INTERP_RETAIN) && native_rule(x, t, FL_INTERP_REFLECT_STATUS) &&
+           native_rule(x, t, FL_INTERP_HEALTH);
+}
+
 /* The Work's manifestStatuses entry for ordinal (borrowed), or NULL. */
 static const json_t *entry_of(const json_t *work, int ordinal)
 {
@@ -613,15 +629,16 @@ static json_t *previous_entry(const json_t *work, int ordinal)
 }
 
 /* Record in e, manifest i's new entry, the version of the member object observed as this
- * apply left it (see unchanged_since_applied). An object the apply did not write keeps the
- * version the Work's entry recorded when nothing else in the entry changed: an object that
- * moved on its own without a change in what its status reflects is not worth a status
- * write. The recorded version is only what a later reconcile compares; a stale one costs
- * that Work a full check, not a wrong answer. */
-static void record_version(const json_t *work, int i, json_t *e, const json_t *observed, bool wrote)
+ * apply left it (see unchanged_since_applied), when the native rules made the entry
+ * (native). An entry that comes out as the Work has it keeps the version recorded there,
+ * unless this apply wrote the object: an object that moved on its own without a change in
+ * what its status reflects is not worth a status write, and an entry the same under a
+ * customization is still what the native rules made. The recorded version is only what a
+ * later reconcile compares; a stale one costs that Work a full check, not a wrong answer. */
+static void record_version(const json_t *work, int i, json_t *e, const json_t *observed, bool wrote, bool native)
 {
-    const char *rv = fl_client_object_rv(observed);
-    const json_t *prev = wrote ? NULL : entry_of(work, i);
+    const char *rv = native ? fl_client_object_rv(observed) : "";
+    const json_t *prev = native && wrote ? NULL : entry_of(work, i);
     json_t *prv = json_object_get(prev, FL_WS_OBSERVED_RV);
     if (json_is_string(prv) && strcmp(json_string_value(prv), rv)) {
         json_t *was = fl_json_shallow_copy(prev);
@@ -823,12 +840,6 @@ static void first_status_forget(exec *x, const char *key)
  * after a restart (the member watches list again) whose objects did not change while the
  * server was down. Only for kinds whose retain, status and health rules are the native
  * ones: a customization may change its answers with no version moving. */
-/* Whether op for t's kind is answered by the native rule, or by none. */
-static bool native_rules(exec *x, const target *t, enum fl_interp_op op)
-{
-    return fl_interp_native_first(x->interp, t->api_version, t->kind, op) ||
-           !fl_interp_has(x->interp, t->api_version, t->kind, op);
-}
 
 static bool unchanged_since_applied(exec *x, const char *cluster, fl_client *mc, const json_t *work,
                                     const json_t *manifests)
@@ -858,8 +869,7 @@ static bool unchanged_since_applied(exec *x, const char *cluster, fl_client *mc,
         char *emsg = NULL;
         fl_ws_watch *wt = NULL;
         same = same && target_init(mc, cluster, (int)i, json_array_get(manifests, i), &t, &emsg) == 0 &&
-               native_rules(x, &t, FL_INTERP_RETAIN) && native_rules(x, &t, FL_INTERP_REFLECT_STATUS) &&
-               native_rules(x, &t, FL_INTERP_HEALTH) &&
+               native_answers(x, &t) &&
                fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0;
         if (wt) {
             same = same && fl_informer_get_rv(fl_ws_watch_informer(wt), t.ns, t.name, have, sizeof have) == 0 &&
@@ -901,6 +911,9 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     json_t *statuses = json_array();
     size_t n = json_array_size(manifests), ok = 0;
     int first_err = 0;
+    /* a version is recorded only for an entry the native rules made: asked after the
+     * entry, with no change of the rules since before it */
+    uint64_t rules = fl_interp_edits(x->interp);
     for (size_t i = 0; i < n; i++) {
         json_t *observed = NULL;
         char *emsg = NULL;
@@ -909,7 +922,8 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
         if (r == 0) {
             ok++;
             json_t *e = manifest_entry(x, work, cluster, (int)i, &t, observed);
-            record_version(work, (int)i, e, observed, t.wrote);
+            bool native = native_answers(x, &t) && fl_interp_edits(x->interp) == rules;
+            record_version(work, (int)i, e, observed, t.wrote, native);
             json_array_append_new(statuses, e);
         } else {
             /* what we last knew of this manifest stays until we know better */

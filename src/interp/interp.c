@@ -11,6 +11,7 @@
 #include "interp/interp.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ struct entry {
 struct fl_interp {
     pthread_rwlock_t lock;
     struct entry *head;
+    _Atomic uint64_t edits; /* changes of the hooks, counted under the write lock */
 };
 
 static const char *const op_names[FL_INTERP_OP_COUNT] = {
@@ -60,6 +62,7 @@ static void push(fl_interp *ip, const fl_interp_backend *b, void *self, bool nat
     pthread_rwlock_wrlock(&ip->lock);
     e->next = ip->head;
     ip->head = e;
+    ip->edits++;
     pthread_rwlock_unlock(&ip->lock);
 }
 
@@ -104,6 +107,7 @@ int fl_interp_remove_backend(fl_interp *ip, const fl_interp_backend *b, void *se
             *pp = e->next;
             free(e);
             rc = 0;
+            ip->edits++;
             break;
         }
     }
@@ -115,7 +119,13 @@ void fl_interp_edit(fl_interp *ip, void (*fn)(void *arg), void *arg)
 {
     pthread_rwlock_wrlock(&ip->lock);
     fn(arg);
+    ip->edits++;
     pthread_rwlock_unlock(&ip->lock);
+}
+
+uint64_t fl_interp_edits(fl_interp *ip)
+{
+    return ip->edits;
 }
 
 struct swap {

@@ -95,6 +95,12 @@ int fl_interp_remove_backend(fl_interp *ip, const fl_interp_backend *b, void *se
  * and the operation it leads to always see the same set. fn must not call fl_interp_*. */
 void fl_interp_edit(fl_interp *ip, void (*fn)(void *arg), void *arg);
 
+/* How many times the hooks have changed (backends added or removed, edits). Counted under
+ * the same lock as the change: when a value read before some calls equals one read after
+ * them, every one of those calls, and fl_interp_has or fl_interp_native_first asked among
+ * them, saw the same hooks. Any thread. */
+uint64_t fl_interp_edits(fl_interp *ip);
+
 /* What a backend's edit usually is: replace the pointer at slot (a backend's current rules,
  * which its hooks read) with next, under fl_interp_edit, or at once when ip is NULL (not
  * attached). Returns the pointer it replaced, which no call can still be using. slot points

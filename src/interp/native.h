@@ -84,7 +84,8 @@ const char *fl_native_later(const char *a, const char *b);
 const char *fl_native_earlier(const char *a, const char *b);
 
 /* A copy of the template obj and, in *st, its status object to fill: a copy of the old
- * status when keep_old, else a new empty one. Returns the copy (caller owns). */
+ * status when keep_old, else a new empty one. Returns the copy (caller owns): its status is
+ * its own, its other members are obj's, shared and read-only. */
 json_t *fl_native_output(const json_t *obj, bool keep_old, json_t **st);
 
 /* ---- reflect and aggregate ---- */

@@ -170,14 +170,13 @@ static void set_condition(json_t *st, const char *type, const char *status, cons
  * (a copy of the old one when keep_old, else empty). */
 json_t *fl_native_output(const json_t *obj, bool keep_old, json_t **st)
 {
-    json_t *out = fl_json_deep_copy(obj);
+    /* the rest is shared: a status is written from it, nothing else of it changes. A deep
+     * copy of every template was a seventh of the binding status controller's pass after a
+     * restart */
+    json_t *out = fl_json_shallow_copy(obj);
     json_t *old = json_object_get(out, "status");
-    if (!keep_old || !json_is_object(old)) {
-        *st = json_object();
-        json_object_set_new(out, "status", *st);
-    } else {
-        *st = old;
-    }
+    *st = keep_old && json_is_object(old) ? fl_json_deep_copy(old) : json_object();
+    json_object_set_new(out, "status", *st);
     return out;
 }
 

@@ -1155,6 +1155,28 @@ static void test_edit_changes_hooks_between_calls(void **state)
     fl_interp_free(r);
 }
 
+/* The execution engine trusts an entry to the native rules only when no change of the hooks
+ * came between its calls: every kind of change counts. */
+static void test_every_change_of_the_hooks_is_counted(void **state)
+{
+    fl_interp *r = fl_interp_new();
+    struct fake f = {0};
+    uint64_t e = fl_interp_edits(r);
+    assert_int_equal(fl_interp_edits(r), e); /* reading changes nothing */
+    fl_interp_add_backend(r, &fake_backend, &f);
+    assert_true(fl_interp_edits(r) > e);
+    e = fl_interp_edits(r);
+    fl_interp_edit(r, toggle_hook, &f);
+    assert_true(fl_interp_edits(r) > e);
+    e = fl_interp_edits(r);
+    assert_int_equal(fl_interp_remove_backend(r, &fake_backend, &f), 0);
+    assert_true(fl_interp_edits(r) > e);
+    e = fl_interp_edits(r);
+    assert_int_equal(fl_interp_remove_backend(r, &fake_backend, &f), FL_ENOTFOUND);
+    assert_int_equal(fl_interp_edits(r), e); /* nothing removed, nothing changed */
+    fl_interp_free(r);
+}
+
 static void test_retain_by_another_backend_gets_the_generic_rules_first(void **state)
 {
     fl_interp *r = fl_interp_new();
@@ -1545,6 +1567,7 @@ int main(void)
         cmocka_unit_test(test_a_backend_error_names_backend_operation_and_object),
         cmocka_unit_test(test_removing_a_backend_restores_the_next_answer),
         cmocka_unit_test(test_edit_changes_hooks_between_calls),
+        cmocka_unit_test(test_every_change_of_the_hooks_is_counted),
         cmocka_unit_test(test_retain_by_another_backend_gets_the_generic_rules_first),
         cmocka_unit_test(test_op_names_are_karmadas),
         cmocka_unit_test(test_mistyped_replicas_fields_are_einval_naming_the_field),
