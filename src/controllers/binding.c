@@ -396,6 +396,7 @@ typedef struct render {
      * of its inputs, and whether the Work is as rendered from them (then nothing is built) */
     uint64_t *inputs;
     bool *unchanged;
+    uint64_t rules; /* fl_interp_edits when inputs_told was asked */
     /* per target, from prepare_target: the Work to write (NULL: nothing to write), and
      * whether it is a create */
     json_t **pending;
@@ -599,9 +600,10 @@ static int build_work(render *r, int i, json_t **out, char **err)
 #define RENDER_VERSION 1
 
 /* Whether the renders of r can be told by their inputs (above). */
-static bool inputs_told(const render *r)
+static bool inputs_told(render *r)
 {
     fl_interp *ip = r->b->env.interp;
+    r->rules = fl_interp_edits(ip);
     const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
     return json_array_size(r->policies) == 0 && av && kind &&
            (fl_interp_native_first(ip, av, kind, FL_INTERP_REVISE_REPLICA) ||
@@ -670,12 +672,13 @@ static bool rendered_unchanged(const render *r, int i, const json_t *have)
 }
 
 /* Record in w, about to be written as target i's Work, what it was rendered from (or
- * nothing, when its inputs do not tell), for the generation the write gives it. */
+ * nothing, when its inputs do not tell, or the interpreter's rules changed during the
+ * render), for the generation the write gives it. */
 static void record_rendered_from(const render *r, int i, json_t *w, json_int_t generation)
 {
     json_t *anns = json_object_get(json_object_get(w, "metadata"), "annotations");
     json_object_del(anns, RENDERED_FROM_ANNOTATION);
-    if (!r->inputs || !anns)
+    if (!r->inputs || !anns || fl_interp_edits(r->b->env.interp) != r->rules)
         return;
     char v[64];
     rendered_from(r->inputs[i], w, generation, v);
