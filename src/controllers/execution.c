@@ -592,7 +592,6 @@ static void append_msg(char **acc, const char *part)
     *acc = n;
 }
 
-/* A copy of the Work's manifestStatuses entry for manifest `ordinal`, or NULL. */
 /* Whether op for t's kind is answered by the native rule, or by none. */
 static bool native_rule(exec *x, const target *t, enum fl_interp_op op)
 {
@@ -622,6 +621,7 @@ static const json_t *entry_of(const json_t *work, int ordinal)
     return NULL;
 }
 
+/* A copy of the Work's manifestStatuses entry for manifest `ordinal`, or NULL. */
 static json_t *previous_entry(const json_t *work, int ordinal)
 {
     const json_t *e = entry_of(work, ordinal);
@@ -840,7 +840,6 @@ static void first_status_forget(exec *x, const char *key)
  * after a restart (the member watches list again) whose objects did not change while the
  * server was down. Only for kinds whose retain, status and health rules are the native
  * ones: a customization may change its answers with no version moving. */
-
 static bool unchanged_since_applied(exec *x, const char *cluster, fl_client *mc, const json_t *work,
                                     const json_t *manifests)
 {
