@@ -272,6 +272,12 @@ static char *dup_opt(const char *s)
     return s && *s ? fl_strdup(s) : NULL;
 }
 
+/* The cache key of ns/name (heap). */
+static char *key_of(const char *ns, const char *name)
+{
+    return ns && *ns ? fl_cat(ns, "/", name, NULL) : fl_strdup(name);
+}
+
 char *fl_informer_key(const json_t *obj)
 {
     json_t *meta = json_object_get(obj, "metadata");
@@ -279,7 +285,7 @@ char *fl_informer_key(const json_t *obj)
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     if (!name || !*name)
         return NULL;
-    return ns && *ns ? fl_cat(ns, "/", name, NULL) : fl_strdup(name);
+    return key_of(ns, name);
 }
 
 int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
@@ -821,7 +827,7 @@ int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
 
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out)
 {
-    char *key = ns && *ns ? fl_cat(ns, "/", name, NULL) : fl_strdup(name);
+    char *key = key_of(ns, name);
     int rc = fl_informer_get_key(inf, key, out);
     free(key);
     return rc;
@@ -829,7 +835,7 @@ int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t *
 
 int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char *buf, size_t cap)
 {
-    char *key = ns && *ns ? fl_cat(ns, "/", name, NULL) : fl_strdup(name);
+    char *key = key_of(ns, name);
     pthread_rwlock_rdlock(&inf->lock);
     centry *e = cmap_get(&inf->cache, key);
     snprintf(buf, cap, "%s", e && e->rv ? e->rv : "");

@@ -629,7 +629,7 @@ static json_t *previous_entry(const json_t *work, int ordinal)
 }
 
 /* Record in e, manifest i's new entry, the version of the member object observed as this
- * apply left it (see unchanged_since_applied), when the native rules made the entry
+ * apply left it (see survey_watches), when the native rules made the entry
  * (native). An entry that comes out as the Work has it keeps the version recorded there,
  * unless this apply wrote the object: an object that moved on its own without a change in
  * what its status reflects is not worth a status write, and an entry the same under a
@@ -684,15 +684,65 @@ static json_t *manifest_entry(exec *x, const json_t *work, const char *cluster, 
  * delivery goes on without it */
 #define LIST_GRACE_MS 3000
 
-/* Whether a watch that the Work's manifests need is making its first list; if so the Work
- * is parked on it. Until it has listed, its cache cannot say what the member already has, and
- * every manifest would cost a create (409) and a read: after a restart, two requests per
- * object in every member. Retrying meanwhile would only spin: at a restart that is every
- * Work, each retried with back-off while lists of tens of thousands of objects go on. */
-static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const json_t *work, const json_t *manifests)
+/* ---- a Work whose member objects did not move ----
+ *
+ * An apply records in each manifestStatuses entry the resourceVersion of the member object
+ * it left (or found) as the manifest wants it. When the Work applied at its generation with
+ * delivery running, and every manifest's object is still at its recorded version in the
+ * member watch, nothing that the apply and the status read has changed since: not the
+ * manifests (the generation), not the objects (their versions), and so not what their
+ * status reflects. Then both are skipped, and no object is decoded. That is every Work
+ * after a restart (the member watches list again) whose objects did not change while the
+ * server was down. Only for kinds whose retain, status and health rules are the native
+ * ones: a customization may change its answers with no version moving. */
+
+/* The Work's manifestStatuses (borrowed) when they may say it is unchanged: Applied and
+ * Dispatching True at its generation, and one entry per manifest (n); else NULL. */
+static const json_t *applied_entries(const json_t *work, size_t n)
 {
-    bool listing = false;
-    for (size_t i = 0; i < json_array_size(manifests) && !listing; i++) {
+    const json_t *gen = json_object_get(json_object_get(work, "metadata"), "generation");
+    static const char *const running[] = {"Applied", FL_DISPATCHING_CONDITION};
+    for (size_t c = 0; c < 2; c++) {
+        const json_t *cond = fl_condition_of(work, running[c]);
+        const char *st = jstr(cond, "status");
+        if (!st || strcmp(st, "True") || !json_is_integer(gen) ||
+            !fl_json_same(json_object_get(cond, "observedGeneration"), gen))
+            return NULL;
+    }
+    const json_t *entries = json_object_get(jobj(work, "status"), "manifestStatuses");
+    return n && json_array_size(entries) == n ? entries : NULL;
+}
+
+/* Whether entry e records the version the watch wt holds for manifest i's object (t). */
+static bool at_recorded_version(exec *x, const json_t *e, size_t i, const target *t, fl_ws_watch *wt)
+{
+    const char *rv = jstr(e, FL_WS_OBSERVED_RV);
+    char have[64];
+    return rv && strlen(rv) < sizeof have &&
+           json_integer_value(json_object_get(jobj(e, "identifier"), "ordinal")) == (json_int_t)i &&
+           native_answers(x, t) &&
+           fl_informer_get_rv(fl_ws_watch_informer(wt), t->ns, t->name, have, sizeof have) == 0 &&
+           !strcmp(have, rv);
+}
+
+/* What the Work's manifests find in their member watches, each manifest's kind resolved and
+ * watch taken once:
+ * - WATCH_LISTING: a watch is making its first list, and the Work is parked on it. Until it
+ *   has listed, its cache cannot say what the member already has, and every manifest would
+ *   cost a create (409) and a read: after a restart, two requests per object in every
+ *   member. Retrying meanwhile would only spin: at a restart that is every Work, each
+ *   retried with back-off while lists of tens of thousands of objects go on.
+ * - WATCH_UNCHANGED: every object is at the version its entry records (above).
+ * - WATCH_APPLY: anything else. */
+enum watch_survey { WATCH_APPLY, WATCH_LISTING, WATCH_UNCHANGED };
+
+static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client *mc, const json_t *work,
+                                        const json_t *manifests)
+{
+    size_t n = json_array_size(manifests);
+    const json_t *entries = applied_entries(work, n);
+    bool listing = false, unchanged = entries != NULL;
+    for (size_t i = 0; i < n && !listing; i++) {
         target t;
         char *emsg = NULL;
         fl_ws_watch *wt = NULL;
@@ -703,12 +753,15 @@ static bool watches_listing(exec *x, const char *cluster, fl_client *mc, const j
                 listing = fl_ws_watch_park(wt, key);
                 free(key);
             }
+            unchanged = unchanged && !listing && at_recorded_version(x, json_array_get(entries, i), i, &t, wt);
             fl_ws_watch_put(x->watches, wt);
+        } else {
+            unchanged = false;
         }
         free(emsg); /* apply_manifest reports it */
         target_close(&t);
     }
-    return listing;
+    return listing ? WATCH_LISTING : unchanged ? WATCH_UNCHANGED : WATCH_APPLY;
 }
 
 /* How long a burst lasts after the last Work joined delivery */
@@ -829,58 +882,6 @@ static void first_status_forget(exec *x, const char *key)
     pthread_mutex_unlock(&x->mu);
 }
 
-/* ---- a Work whose member objects did not move ----
- *
- * An apply records in each manifestStatuses entry the resourceVersion of the member object
- * it left (or found) as the manifest wants it. When the Work applied at its generation with
- * delivery running, and every manifest's object is still at its recorded version in the
- * member watch, nothing that the apply and the status read has changed since: not the
- * manifests (the generation), not the objects (their versions), and so not what their
- * status reflects. Then both are skipped, and no object is decoded. That is every Work
- * after a restart (the member watches list again) whose objects did not change while the
- * server was down. Only for kinds whose retain, status and health rules are the native
- * ones: a customization may change its answers with no version moving. */
-static bool unchanged_since_applied(exec *x, const char *cluster, fl_client *mc, const json_t *work,
-                                    const json_t *manifests)
-{
-    const json_t *md = json_object_get(work, "metadata");
-    const json_t *gen = json_object_get(md, "generation");
-    static const char *const running[] = {"Applied", FL_DISPATCHING_CONDITION};
-    for (size_t c = 0; c < 2; c++) {
-        const json_t *cond = fl_condition_of(work, running[c]);
-        const char *st = jstr(cond, "status");
-        if (!st || strcmp(st, "True") || !json_is_integer(gen) ||
-            !fl_json_same(json_object_get(cond, "observedGeneration"), gen))
-            return false;
-    }
-    const json_t *entries = json_object_get(jobj(work, "status"), "manifestStatuses");
-    size_t n = json_array_size(manifests);
-    if (!n || json_array_size(entries) != n)
-        return false;
-    bool same = true;
-    for (size_t i = 0; i < n && same; i++) {
-        const json_t *e = json_array_get(entries, i);
-        const char *rv = jstr(e, FL_WS_OBSERVED_RV);
-        char have[64];
-        same = rv && strlen(rv) < sizeof have &&
-               json_integer_value(json_object_get(jobj(e, "identifier"), "ordinal")) == (json_int_t)i;
-        target t = {0};
-        char *emsg = NULL;
-        fl_ws_watch *wt = NULL;
-        same = same && target_init(mc, cluster, (int)i, json_array_get(manifests, i), &t, &emsg) == 0 &&
-               native_answers(x, &t) &&
-               fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0;
-        if (wt) {
-            same = same && fl_informer_get_rv(fl_ws_watch_informer(wt), t.ns, t.name, have, sizeof have) == 0 &&
-                   !strcmp(have, rv);
-            fl_ws_watch_put(x->watches, wt);
-        }
-        free(emsg);
-        target_close(&t);
-    }
-    return same;
-}
-
 static int apply_work(exec *x, const char *cluster, const json_t *work)
 {
     fl_client *mc = NULL;
@@ -898,9 +899,10 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
     }
 
     json_t *manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
-    if (watches_listing(x, cluster, mc, work, manifests))
+    enum watch_survey found = survey_watches(x, cluster, mc, work, manifests);
+    if (found == WATCH_LISTING)
         return NOT_LISTED_YET;
-    if (unchanged_since_applied(x, cluster, mc, work, manifests)) {
+    if (found == WATCH_UNCHANGED) {
         fl_metrics_count("flotilla_execution_work_unchanged_total",
                          "Work reconciles that found every member object at the version its status records, "
                          "and so applied and wrote nothing",
