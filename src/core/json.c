@@ -442,27 +442,88 @@ static json_t *parse_number(in *s)
     return leaf_integer(neg ? -v : v);
 }
 
-/* Is the member key (at the parser's place) one of the paths to skip? */
-bool fl_jp_skipped(const in *s, const char *key, size_t kn)
+int fl_jp_skip_compile(skip_table *t, const char *const *skip)
 {
-    for (const char *const *p = s->skip; *p; p++) {
-        const char *seg = *p;
-        int i = 0;
-        for (;; i++) {
+    int ns = 0;
+    t->npaths = 0;
+    for (; skip && *skip; skip++) {
+        if (t->npaths == SKIP_MAX_PATHS)
+            return -1;
+        int i = t->npaths++;
+        t->first[i] = (unsigned char)ns;
+        t->nseg[i] = 0;
+        for (const char *seg = *skip;;) {
             const char *dot = strchr(seg, '.');
-            size_t n = dot ? (size_t)(dot - seg) : strlen(seg);
-            const char *want = i < s->nat ? s->at[i] : key;
-            size_t wn = i < s->nat ? s->atn[i] : kn;
-            if (n != wn || memcmp(seg, want, n))
-                break;
-            if (i == s->nat)
-                return !dot; /* the key is the path's last segment */
+            if (ns == SKIP_MAX_SEGS)
+                return -1;
+            t->seg[ns] = seg;
+            t->segn[ns++] = dot ? (size_t)(dot - seg) : strlen(seg);
+            t->nseg[i]++;
             if (!dot)
                 break;
             seg = dot + 1;
         }
     }
+    return 0;
+}
+
+void fl_jp_skip_start(in *s, const skip_table *t)
+{
+    s->skip = t && t->npaths ? t : NULL;
+    s->alive = s->skip ? (uint32_t)((1ull << t->npaths) - 1) : 0;
+    s->nat = 0;
+}
+
+/* Whether path i's segment at the parser's depth is key */
+static bool seg_is(const in *s, int i, const char *key, size_t kn)
+{
+    int k = s->skip->first[i] + s->nat;
+    return s->skip->segn[k] == kn && !memcmp(s->skip->seg[k], key, kn);
+}
+
+bool fl_jp_skipped(const in *s, const char *key, size_t kn)
+{
+    for (uint32_t a = s->alive; a; a &= a - 1) {
+        int i = __builtin_ctz(a);
+        if (s->skip->nseg[i] == s->nat + 1 && seg_is(s, i, key, kn))
+            return true; /* the key is the path's last segment */
+    }
     return false;
+}
+
+uint32_t fl_jp_skip_enter(in *s, const char *key, size_t kn)
+{
+    uint32_t before = s->alive, below = 0;
+    for (uint32_t a = before; a; a &= a - 1) {
+        int i = __builtin_ctz(a);
+        if (s->skip->nseg[i] > s->nat + 1 && seg_is(s, i, key, kn))
+            below |= 1u << i;
+    }
+    s->alive = below;
+    s->nat++;
+    return before;
+}
+
+void fl_jp_skip_leave(in *s, uint32_t before)
+{
+    s->nat--;
+    s->alive = before;
+}
+
+/* The closing quote of the string whose text starts at p, or NULL. */
+static const char *string_end(const char *p, const char *end)
+{
+    for (;;) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            return NULL;
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if ((q - b) % 2 == 0) /* not escaped */
+            return q;
+        p = q + 1;
+    }
 }
 
 /* Step over one value without building it: strings to their closing quote, containers to
@@ -474,11 +535,10 @@ int fl_jp_skip_value(in *s)
     while (s->p < s->end) {
         char c = *s->p++;
         if (c == '"') {
-            while (s->p < s->end && *s->p != '"')
-                s->p += *s->p == '\\' ? 2 : 1;
-            if (s->p >= s->end)
+            const char *q = string_end(s->p, s->end);
+            if (!q)
                 return -1;
-            s->p++;
+            s->p = q + 1;
         } else if (c == '{' || c == '[') {
             depth++;
         } else if (c == '}' || c == ']') {
@@ -529,21 +589,18 @@ json_t *fl_jp_value(in *s, out *scratch)
             json_t *v = NULL;
             if (s->p < s->end && *s->p == ':') {
                 s->p++;
-                if (s->skip && s->nat < SKIP_MAX_DEPTH && fl_jp_skipped(s, key, kn)) {
+                if (s->alive && fl_jp_skipped(s, key, kn)) {
                     if (key != kbuf)
                         free(key);
                     if (fl_jp_skip_value(s))
                         goto bad_obj;
                     goto next_member;
                 }
-                bool track = s->skip && s->nat < SKIP_MAX_DEPTH;
-                if (track) {
-                    s->at[s->nat] = key;
-                    s->atn[s->nat++] = kn;
-                }
+                bool track = s->alive != 0;
+                uint32_t was = track ? fl_jp_skip_enter(s, key, kn) : 0;
                 v = fl_jp_value(s, scratch);
                 if (track)
-                    s->nat--;
+                    fl_jp_skip_leave(s, was);
             }
             int dup = v && (s->flags & JSON_REJECT_DUPLICATES) && json_object_get(obj, key);
             if (!v || dup || json_object_setn_new_nocheck(obj, key, kn, v)) {
@@ -583,11 +640,8 @@ json_t *fl_jp_value(in *s, out *scratch)
             s->depth--;
             return arr;
         }
-        bool track = s->skip && s->nat < SKIP_MAX_DEPTH;
-        if (track) {
-            s->at[s->nat] = "[]";
-            s->atn[s->nat++] = 2;
-        }
+        bool track = s->alive != 0;
+        uint32_t was = track ? fl_jp_skip_enter(s, "[]", 2) : 0;
         for (;;) {
             json_t *v = fl_jp_value(s, scratch);
             if (!v || json_array_append_new(arr, v))
@@ -601,14 +655,14 @@ json_t *fl_jp_value(in *s, out *scratch)
                 s->p++;
                 s->depth--;
                 if (track)
-                    s->nat--;
+                    fl_jp_skip_leave(s, was);
                 return arr;
             }
             goto bad_arr;
         }
     bad_arr:
         if (track)
-            s->nat--;
+            fl_jp_skip_leave(s, was);
         json_decref(arr);
         return NULL;
     }
@@ -692,9 +746,12 @@ static void drop_path(json_t *v, const char *path)
 
 json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *skip)
 {
-    in s = {.p = buf, .end = buf + len, .skip = skip && *skip ? skip : NULL};
+    skip_table t;
+    bool fits = fl_jp_skip_compile(&t, skip) == 0;
+    in s = {.p = buf, .end = buf + len};
+    fl_jp_skip_start(&s, fits ? &t : NULL);
     out scratch = {0};
-    json_t *v = fl_jp_value(&s, &scratch);
+    json_t *v = fits ? fl_jp_value(&s, &scratch) : NULL;
     free(scratch.p);
     if (v) {
         skip_ws(&s);
@@ -702,7 +759,7 @@ json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *sk
             return v;
         json_decref(v);
     }
-    if (!s.skip)
+    if (fits && !s.skip)
         return NULL;
     /* what this parser does not take: jansson's answer, then the paths deleted */
     v = fl_json_load(buf, len);

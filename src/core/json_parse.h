@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -41,17 +42,27 @@ static inline void putc1(out *o, char c)
     o->p[o->len++] = c;
 }
 
-#define SKIP_MAX_DEPTH 16 /* paths to skip are matched this deep at most */
+#define SKIP_MAX_PATHS 32 /* paths to skip in one decoding, at most */
+#define SKIP_MAX_SEGS 128 /* and their segments, all together */
+
+/* The paths to skip, split at their dots (fl_jp_skip_compile) */
+typedef struct skip_table {
+    int npaths;
+    unsigned char nseg[SKIP_MAX_PATHS];  /* path i's segments are seg[first[i]..] */
+    unsigned char first[SKIP_MAX_PATHS];
+    const char *seg[SKIP_MAX_SEGS];
+    size_t segn[SKIP_MAX_SEGS];
+} skip_table;
 
 typedef struct in {
     const char *p, *end;
     size_t flags;
     int depth;
-    /* fl_json_load_skipping: the paths to leave out, and where the parser is (object keys,
-     * "[]" for an array's element), down to SKIP_MAX_DEPTH */
-    const char *const *skip;
-    const char *at[SKIP_MAX_DEPTH];
-    size_t atn[SKIP_MAX_DEPTH];
+    /* fl_json_load_skipping: the paths to leave out, and which of them may still match where
+     * the parser is (a bit per path whose first nat segments are the object keys, or "[]"
+     * for an array's element, that lead here). Where none may, nothing is looked up. */
+    const skip_table *skip;
+    uint32_t alive;
     int nat;
 } in;
 
@@ -71,8 +82,17 @@ static inline void skip_ws(in *s)
 int fl_jp_string(in *s, out *scratch, const char **str, size_t *n);
 /* The end of the number at p (its grammar checked), and whether it is a real; NULL if none. */
 const char *fl_jp_number_end(const char *p, const char *end, bool *real);
+/* Split skip (NULL-terminated paths as fl_json_load_skipping takes them) into t: 0, or -1
+ * for more than the table holds. */
+int fl_jp_skip_compile(skip_table *t, const char *const *skip);
+/* Start s on t (NULL: nothing skipped), at the top of a value. */
+void fl_jp_skip_start(in *s, const skip_table *t);
 /* Is the member key (at the parser's place) one of the paths to skip? */
 bool fl_jp_skipped(const in *s, const char *key, size_t kn);
+/* Step into the value of key (an object's member; "[]" for an array's elements): returns
+ * the paths alive before, for fl_jp_skip_leave. */
+uint32_t fl_jp_skip_enter(in *s, const char *key, size_t kn);
+void fl_jp_skip_leave(in *s, uint32_t before);
 /* Step over one value, checking only its balance: 0, or -1 at the end. */
 int fl_jp_skip_value(in *s);
 /* Decode the value at s->p (a new reference), or NULL. */

@@ -92,11 +92,8 @@ static int scan_value(in *s, out *o, out *scratch, size_t *meta)
         putc1(o, close);
         return 0;
     }
-    bool track = s->skip && s->nat < SKIP_MAX_DEPTH, first = true;
-    if (track && !obj) {
-        s->at[s->nat] = "[]";
-        s->atn[s->nat++] = 2;
-    }
+    bool track = s->alive != 0, first = true;
+    uint32_t was = track && !obj ? fl_jp_skip_enter(s, "[]", 2) : 0;
     int rc = -1;
     for (;;) {
         if (obj) {
@@ -112,7 +109,7 @@ static int scan_value(in *s, out *o, out *scratch, size_t *meta)
             if (s->p >= s->end || *s->p != ':')
                 break;
             s->p++;
-            if (s->skip && s->nat < SKIP_MAX_DEPTH && fl_jp_skipped(s, k, kn)) {
+            if (s->alive && fl_jp_skipped(s, k, kn)) {
                 if (fl_jp_skip_value(s))
                     break;
             } else {
@@ -121,20 +118,13 @@ static int scan_value(in *s, out *o, out *scratch, size_t *meta)
                 first = false;
                 put(o, ks, (size_t)(ke - ks));
                 putc1(o, ':');
-                /* k may be in scratch, which the value's strings reuse */
-                char kbuf[256];
                 bool meta_here = meta && s->depth == 1 && kn == 8 && !memcmp(k, "metadata", 8);
-                bool track_key = track && kn < sizeof kbuf;
-                if (track_key) {
-                    memcpy(kbuf, k, kn);
-                    s->at[s->nat] = kbuf;
-                    s->atn[s->nat++] = kn;
-                }
+                uint32_t kwas = track ? fl_jp_skip_enter(s, k, kn) : 0;
                 skip_ws(s);
                 size_t from = o->len;
                 int vr = scan_value(s, o, scratch, meta);
-                if (track_key)
-                    s->nat--;
+                if (track)
+                    fl_jp_skip_leave(s, kwas);
                 if (vr)
                     break;
                 if (meta_here) {
@@ -160,7 +150,7 @@ static int scan_value(in *s, out *o, out *scratch, size_t *meta)
         break;
     }
     if (track && !obj)
-        s->nat--;
+        fl_jp_skip_leave(s, was);
     return rc;
 }
 
@@ -219,9 +209,12 @@ json_t *fl_json_load_items(const char *buf, size_t len, const char *const *skip,
                            void (*fn)(void *ctx, const char *text, size_t n, size_t meta_at, size_t meta_n),
                            void *ctx)
 {
-    in s = {.p = buf, .end = buf + len, .skip = skip && *skip ? skip : NULL};
+    skip_table t;
+    in s = {.p = buf, .end = buf + len}; /* the list's own members: none skipped */
     out scratch = {0}, text = {0};
     json_t *obj = NULL;
+    if (fl_jp_skip_compile(&t, skip))
+        goto bad; /* more paths than the table holds: the decoder's */
     skip_ws(&s);
     if (s.p >= s.end || *s.p != '{')
         goto bad;
@@ -260,7 +253,8 @@ json_t *fl_json_load_items(const char *buf, size_t len, const char *const *skip,
             } else {
                 for (;;) {
                     /* each element on its own: skip's paths and depth 1 are within it */
-                    in e = {.p = s.p, .end = s.end, .skip = s.skip};
+                    in e = {.p = s.p, .end = s.end};
+                    fl_jp_skip_start(&e, &t);
                     size_t meta[2] = {0, 0};
                     text.len = 0;
                     if (scan_value(&e, &text, &scratch, meta))

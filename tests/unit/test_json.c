@@ -256,6 +256,34 @@ static void decodes_leaving_out_paths(void **state)
     json_decref(got);
     json_decref(want);
 
+    /* paths that share their start, strings in skipped parts that end in escapes, and a
+     * member of a path's name where the path does not lead */
+    const char *shared = "{\"m\":[{\"kind\":\"K\",\"spec\":{\"s\":\"a\\\\\"},\"data\":{\"d\":\"q\\\"}\\\\\"},"
+                         "\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"}}}],\"data\":1,"
+                         "\"x\":{\"m\":[{\"spec\":2}]}}";
+    static const char *const parts[] = {"m.[].spec", "m.[].data", "m.[].metadata.labels", NULL};
+    got = fl_json_load_skipping(shared, strlen(shared), parts);
+    want = json_loads("{\"m\":[{\"kind\":\"K\",\"metadata\":{\"name\":\"n\"}}],\"data\":1,"
+                      "\"x\":{\"m\":[{\"spec\":2}]}}",
+                      0, NULL);
+    assert_non_null(got);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    /* more paths than the parser's table holds: jansson's decoding, the paths deleted */
+    const char *many[40];
+    for (size_t i = 0; i < 39; i++)
+        many[i] = i == 38 ? "m.[].data" : "m.[].spec";
+    many[39] = NULL;
+    got = fl_json_load_skipping(shared, strlen(shared), many);
+    want = json_loads("{\"m\":[{\"kind\":\"K\",\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"}}}],"
+                      "\"data\":1,\"x\":{\"m\":[{\"spec\":2}]}}",
+                      0, NULL);
+    assert_non_null(got);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+
     /* broken input stays broken, whether the break is in a skipped part or not */
     static const char *const broken[] = {"{\"items\":[{\"spec\":{\"big\":[1,2}}]}", "{\"items\":[{\"spec\":{\"big\":\"x}}]}",
                                          "{\"items\":[{\"spec\":{\"big\":"};
