@@ -202,11 +202,14 @@ typedef struct list_ctx {
     size_t limit;
     bool more;
     char *last_key;
-    /* with objs: the next chunk's items, as stored values or already decoded */
+    /* with objs: the next chunk's items, as stored values and perhaps decoded already */
     fl_blob **pend;
     json_t **pend_obj;
     size_t npend;
     int parts; /* the decoders of the pending items */
+    /* with objs and in->on_items: the stored value of each of objs */
+    fl_blob **texts;
+    size_t ntexts;
 } list_ctx;
 
 /* In process, how many items a list decodes at a time, and hands over (fl_client_local_list.on_items) */
@@ -234,13 +237,32 @@ static void pend_flush(list_ctx *c)
         return;
     c->parts = c->npend >= LIST_CHUNK / 4 ? LIST_DECODERS : 1;
     fl_parallel(c->parts, LIST_DECODERS, decode_part, c);
+    bool texts = c->in && c->in->on_items;
+    if (texts)
+        c->texts = fl_realloc(c->texts, (c->ntexts + c->npend) * sizeof *c->texts);
     for (size_t i = 0; i < c->npend; i++) {
-        if (c->pend_obj[i])
+        if (c->pend_obj[i]) {
             json_array_append_new(c->objs, fl_json_meta_view(c->pend_obj[i]));
+            if (texts)
+                c->texts[c->ntexts++] = fl_blob_ref(c->pend[i]);
+        }
         json_decref(c->pend_obj[i]);
         fl_blob_unref(c->pend[i]);
     }
     c->npend = 0;
+}
+
+/* The items decoded so far, with their stored values, to the caller that takes them as the
+ * list goes (fl_client_local_list.on_items). */
+static void hand_items(list_ctx *c)
+{
+    if (!c->in || !c->in->on_items || !json_array_size(c->objs))
+        return;
+    c->in->on_items(c->in->items_ctx, c->objs, c->texts);
+    json_array_clear(c->objs);
+    for (size_t i = 0; i < c->ntexts; i++)
+        fl_blob_unref(c->texts[i]);
+    c->ntexts = 0;
 }
 
 static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
@@ -267,14 +289,11 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
             c->pend = fl_malloc(LIST_CHUNK * sizeof *c->pend);
             c->pend_obj = fl_malloc(LIST_CHUNK * sizeof *c->pend_obj);
         }
-        c->pend[c->npend] = parsed ? NULL : fl_blob_ref(kv->value);
+        c->pend[c->npend] = fl_blob_ref(kv->value);
         c->pend_obj[c->npend++] = json_incref(parsed);
         if (c->npend == LIST_CHUNK) {
             pend_flush(c);
-            if (c->in && c->in->on_items) {
-                c->in->on_items(c->in->items_ctx, c->objs);
-                json_array_clear(c->objs);
-            }
+            hand_items(c);
         }
     } else {
         if (c->count)
@@ -358,9 +377,11 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     int64_t rev = 0;
     bool more = false;
     int rc = fl_store_list(api->store, prefix, start, at_rev, 0, list_cb, &c, &rev, &more);
-    pend_flush(&c); /* the last chunk's items go with the answer */
+    pend_flush(&c);
+    hand_items(&c); /* or else the last chunk's items go with the answer */
     free(c.pend);
     free(c.pend_obj);
+    free(c.texts);
     if (rc == FL_EEXPIRED) {
         fl_resp_status(r, 410, "Expired", t, NULL,
                        "The provided continue parameter is too old to display a consistent list result. You can "

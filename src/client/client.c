@@ -380,6 +380,11 @@ const char *fl_client_server(const fl_client *c)
     return c->server;
 }
 
+bool fl_client_in_process(const fl_client *c)
+{
+    return c->local.serve != NULL;
+}
+
 static slot *slot_get(fl_client *c)
 {
     pthread_mutex_lock(&c->pool_mu);
@@ -1019,10 +1024,10 @@ void fl_list_result_close(fl_list_result *l)
     memset(l, 0, sizeof *l);
 }
 
-static void local_items(void *ctx, json_t *items)
+static void local_items(void *ctx, json_t *items, fl_blob *const *texts)
 {
     const fl_list_opts *o = ctx;
-    o->on_page(o->page_ctx, items, NULL);
+    o->on_page(o->page_ctx, items, texts);
 }
 
 static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_list_opts *o, const char *cont,

@@ -94,8 +94,10 @@ typedef struct fl_client_local_list {
     const char *const *item_skip;
     /* With want_obj: items handed over as the list goes, in its order, on the calling thread,
      * before serve returns; the array is emptied after each call, and the answer's items are
-     * what is left. So a long list can be worked on before its end. */
-    void (*on_items)(void *ctx, json_t *items);
+     * what is left. So a long list can be worked on before its end. texts[i] is the stored
+     * value items[i] was decoded from (borrowed for the call): whole, where the item may
+     * lack item_skip. */
+    void (*on_items)(void *ctx, json_t *items, fl_blob *const *texts);
     void *items_ctx;
 } fl_client_local_list;
 
@@ -138,6 +140,8 @@ fl_client *fl_client_new_local(const fl_client_local *srv, const fl_client_optio
 void fl_client_free(fl_client *c);
 /* The server URL the client talks to (owned by the client). */
 const char *fl_client_server(const fl_client *c);
+/* Whether requests go to a server in this process (fl_client_new_local). */
+bool fl_client_in_process(const fl_client *c);
 
 /* ---- cancellation ---- */
 
@@ -190,7 +194,10 @@ typedef struct fl_list_opts {
      * call), on the listing thread; items NULL means start over (the snapshot expired, and
      * one unpaged list follows). With take_pages the pages are not also gathered into the
      * result, whose items stay empty: a caller that keeps something smaller per item (a
-     * text) never holds the whole list decoded. texts is NULL but with page_texts. */
+     * text) never holds the whole list decoded. texts is NULL but with page_texts over
+     * HTTP (below), and in process, where texts[i] is the stored value items[i] was
+     * decoded from: whole, while the item may lack skip_fields (fl_client_decode_text
+     * decodes it). */
     void (*on_page)(void *ctx, json_t *items, fl_blob *const *texts);
     void *page_ctx;
     bool take_pages;

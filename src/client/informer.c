@@ -41,12 +41,14 @@
 #include "core/mem.h"
 #include "core/timefmt.h"
 
-/* One cached object: obj, or (compact) its text. */
+/* One cached object: obj, or (compact) its text; or (partial) obj without the informer's
+ * partial fields, and text the stored value it was decoded from. */
 typedef struct centry {
     struct centry *next; /* hash chain */
     json_t *obj;
     fl_blob *text;
     bool stored;         /* text is the server's stored value (in process), not our encoding */
+    bool partial;        /* obj lacks the partial fields; text has them */
     char *rv;
     char key[];
 } centry;
@@ -69,6 +71,9 @@ struct fl_informer {
     int64_t page;
     void (*transform)(json_t *obj);
     const char *const *skip; /* borrowed from the config */
+    const char *const *partial; /* borrowed from the config; NULL over HTTP */
+    const char **list_skip;     /* with partial: skip and partial, for lists */
+    bool local;                 /* in process: a list's items come with their stored values */
     int backoff_min, backoff_max, watch_timeout;
     fl_informer_handlers *handlers;
     size_t nhandlers;
@@ -178,8 +183,10 @@ static void cmap_clear(cmap *m)
 /* The entry for obj under key: the object itself, or its text: stored, the server's bytes
  * obj was decoded from (in process; shared, so it costs nothing), else text, our text of it
  * made already (a list's item over HTTP: obj then holds only its key and resourceVersion),
- * else our encoding. */
-static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored, fl_blob *text)
+ * else our encoding. light: obj was decoded without the partial fields (a list in process),
+ * and stored is kept to decode them from. */
+static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored, fl_blob *text,
+                          bool light)
 {
     size_t kl = strlen(key);
     centry *e = fl_malloc(sizeof *e + kl + 1);
@@ -189,7 +196,11 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->obj = NULL;
     e->text = NULL;
     e->stored = inf->compact && stored;
-    if (e->stored) {
+    e->partial = !inf->compact && light && stored;
+    if (e->partial) {
+        e->obj = json_incref(obj);
+        e->text = fl_blob_ref(stored);
+    } else if (e->stored) {
         e->text = fl_blob_ref(stored);
     } else if (inf->compact && text) {
         e->text = fl_blob_ref(text);
@@ -213,6 +224,8 @@ typedef struct cref {
 
 static cref centry_ref(const centry *e)
 {
+    if (e->partial) /* what is cached is the object to read */
+        return (cref){json_incref(e->obj), NULL, false};
     return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored};
 }
 
@@ -306,6 +319,20 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->skip = cfg->skip_fields                                         ? cfg->skip_fields
                 : cfg->transform == fl_informer_drop_managed_fields ? fl_informer_skip_managed_fields
                                                                      : NULL;
+    inf->local = fl_client_in_process(cfg->client);
+    if (cfg->partial_fields && *cfg->partial_fields && inf->local && !cfg->compact) {
+        size_t n = 0, k = 0;
+        for (const char *const *p = inf->skip; p && *p; p++)
+            n++;
+        for (const char *const *p = cfg->partial_fields; *p; p++)
+            n++;
+        inf->list_skip = fl_calloc(n + 1, sizeof *inf->list_skip);
+        for (const char *const *p = inf->skip; p && *p; p++)
+            inf->list_skip[k++] = *p;
+        for (const char *const *p = cfg->partial_fields; *p; p++)
+            inf->list_skip[k++] = *p;
+        inf->partial = cfg->partial_fields;
+    }
     inf->backoff_min = cfg->backoff_min_ms > 0 ? cfg->backoff_min_ms : 200;
     inf->backoff_max = cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : 30000;
     if (inf->backoff_max < inf->backoff_min)
@@ -420,11 +447,31 @@ static void listing_reset(listing *ls)
     ls->n = 0;
 }
 
-/* A progressive list's page: into the cache, then its adds told. texts (over HTTP, with
- * page_texts): the items' texts, and the items their keys and resourceVersions. */
-static void page_into_cache(listing *ls, json_t *items, fl_blob *const *texts)
+/* A page's texts (fl_list_opts.on_page): over HTTP, with page_texts, the items' texts, and
+ * the items their keys and resourceVersions; in process, the stored values the items were
+ * decoded from. */
+typedef struct page_texts {
+    fl_blob *const *item;   /* over HTTP */
+    fl_blob *const *stored; /* in process */
+} page_texts;
+
+static page_texts texts_of(const fl_informer *inf, fl_blob *const *texts)
+{
+    return inf->local ? (page_texts){NULL, texts} : (page_texts){texts, NULL};
+}
+
+/* The entry of a listed item. */
+static centry *listed_entry(fl_informer *inf, const char *key, json_t *item, page_texts pt, size_t i)
+{
+    return centry_new(inf, key, item, pt.stored ? pt.stored[i] : NULL, pt.item ? pt.item[i] : NULL,
+                      inf->partial != NULL);
+}
+
+/* A progressive list's page: into the cache, then its adds told. */
+static void page_into_cache(listing *ls, json_t *items, page_texts pt)
 {
     fl_informer *inf = ls->inf;
+    fl_blob *const *texts = pt.item;
     size_t n = json_array_size(items) + 1, m = 0;
     centry **old = fl_malloc(n * sizeof *old);
     json_t **objs = fl_malloc(n * sizeof *objs);
@@ -440,7 +487,7 @@ static void page_into_cache(listing *ls, json_t *items, fl_blob *const *texts)
         if (inf->transform && !texts)
             inf->transform(obj);
         objs[m] = obj;
-        old[m++] = centry_new(inf, key, item, NULL, texts ? texts[i] : NULL); /* put in the cache below */
+        old[m++] = listed_entry(inf, key, item, pt, i); /* put in the cache below */
         free(key);
     }
     pthread_rwlock_wrlock(&inf->lock);
@@ -474,19 +521,20 @@ static void list_page_in(void *ctx, json_t *items, fl_blob *const *texts)
         ls->progressive = false; /* what it put in the cache is compared at the end */
         return;
     }
+    page_texts pt = texts_of(inf, texts);
     if (ls->progressive) {
-        page_into_cache(ls, items, texts);
+        page_into_cache(ls, items, pt);
         return;
     }
     size_t i;
     json_t *item;
     json_array_foreach(items, i, item) {
-        if (inf->transform && !texts) /* a text is without skip_fields already */
+        if (inf->transform && !pt.item) /* a text is without skip_fields already */
             inf->transform(item);
         char *key = fl_informer_key(item);
         if (!key)
             continue;
-        centry *old = cmap_put(&ls->fresh, centry_new(inf, key, item, NULL, texts ? texts[i] : NULL));
+        centry *old = cmap_put(&ls->fresh, listed_entry(inf, key, item, pt, i));
         if (old) {
             centry_free(old); /* listed twice: the later one stands, in its first place */
             free(key);
@@ -535,7 +583,7 @@ static int relist(fl_informer *inf)
     fl_list_opts o = {.label_selector = inf->label,
                       .field_selector = inf->field,
                       .limit = inf->page,
-                      .skip_fields = inf->skip,
+                      .skip_fields = inf->list_skip ? inf->list_skip : inf->skip,
                       .on_page = list_page_in,
                       .page_ctx = &ls,
                       .take_pages = true,
@@ -618,7 +666,7 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
     if (inf->transform)
         inf->transform(obj);
     char *key = fl_informer_key(obj);
-    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, obj, text, NULL) : NULL, *taken = NULL;
+    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, obj, text, NULL, false) : NULL, *taken = NULL;
     pthread_rwlock_wrlock(&inf->lock);
     if (key)
         taken = e ? cmap_put(&inf->cache, e) : cmap_take(&inf->cache, key);
@@ -778,6 +826,7 @@ void fl_informer_free(fl_informer *inf)
     pthread_rwlock_destroy(&inf->lock);
     pthread_mutex_destroy(&inf->life_mu);
     free(inf->handlers);
+    free(inf->list_skip);
     free(inf->api_version);
     free(inf->resource);
     free(inf->ns);
@@ -823,6 +872,39 @@ int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
     pthread_rwlock_unlock(&inf->lock);
     *out = e ? cref_obj(inf, key, r) : NULL;
     return *out ? 0 : FL_ENOTFOUND;
+}
+
+int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_blob **text)
+{
+    pthread_rwlock_rdlock(&inf->lock);
+    centry *e = cmap_get(&inf->cache, key);
+    cref r = e ? centry_ref(e) : (cref){0};
+    *text = e && e->partial ? fl_blob_ref(e->text) : NULL;
+    pthread_rwlock_unlock(&inf->lock);
+    *out = e ? cref_obj(inf, key, r) : NULL;
+    if (!*out) {
+        fl_blob_unref(*text);
+        *text = NULL;
+    }
+    return *out ? 0 : FL_ENOTFOUND;
+}
+
+json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text)
+{
+    return text ? stored_obj(inf, text) : json_incref((json_t *)obj);
+}
+
+int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out)
+{
+    fl_blob *text = NULL;
+    json_t *obj = NULL;
+    *out = NULL;
+    if (fl_informer_get_partial(inf, key, &obj, &text))
+        return FL_ENOTFOUND;
+    *out = fl_informer_whole(inf, obj, text);
+    json_decref(obj);
+    fl_blob_unref(text);
+    return *out ? 0 : FL_EIO;
 }
 
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out)

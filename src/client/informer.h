@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "client/client.h"
+#include "core/blob.h"
 
 typedef struct fl_informer fl_informer;
 
@@ -63,6 +64,14 @@ typedef struct fl_informer_config {
      * not even decoded (fl_list_opts.skip_fields), for an informer that reads part of big
      * objects over HTTP. Cheaper than a transform, which runs after the decoding. */
     const char *const *skip_fields;
+    /* Optional, NULL-terminated, borrowed: in process, members of each object that a list
+     * does not decode for the cache either, though readers may need them: the entry keeps
+     * the stored value it was listed from (shared with the server, so it costs nothing), and
+     * fl_informer_get_whole decodes the whole object from it. For a cache of many big objects
+     * whose readers mostly need a small part of each (Works after a restart: their status
+     * and metadata, not their manifests). Objects from watch events are cached whole, as
+     * are all objects over HTTP. Not with compact. */
+    const char *const *partial_fields;
     /* Keep each object as its JSON text and decode it when asked for (get, list, a handler's
      * old object), keeping only the hot_objects (0 = 512) last used decoded, one per key hash.
      * A decoded object costs about seven times its text: for caches of many big objects
@@ -113,6 +122,16 @@ int fl_informer_wait_synced(fl_informer *inf, int timeout_ms);
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out);
 /* The same by cache key ("ns/name" or "name"). */
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
+/* The cached object of key as fl_informer_get_key gives it, but whole: where the cache holds
+ * it without its partial_fields, decoded again, whole, from the value it was listed from. */
+int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out);
+/* fl_informer_get_key, and *text: where the cache holds the object without its
+ * partial_fields, the stored value it was listed from (a new reference), else NULL. For a
+ * reader that may not need the rest: fl_informer_whole gives it, of the same version. */
+int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_blob **text);
+/* obj (from fl_informer_get_partial with text) whole: obj itself (a new reference) when
+ * text is NULL, else text decoded as the cache holds objects; NULL if it cannot be. */
+json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text);
 /* The resourceVersion of the cached object ns/name, copied into buf (truncated to cap - 1),
  * without decoding a compact entry. FL_ENOTFOUND (and "" in buf) when absent. */
 int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char *buf, size_t cap);

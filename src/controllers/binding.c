@@ -715,9 +715,11 @@ static void prepare_target(render *r, int i)
     r->rc[i] = build_work(r, i, &want, &r->err[i]);
     if (r->rc[i])
         return;
-    const char *wns = meta(want, "namespace");
+    /* whole: the update below starts from it, and is compared with it */
+    char *wkey = fl_cat(meta(want, "namespace"), "/", r->wname, NULL);
     json_t *have = NULL;
-    fl_informer_get(r->b->works, wns, r->wname, &have);
+    fl_informer_get_whole(r->b->works, wkey, &have);
+    free(wkey);
     if (!have) {
         r->pending[i] = json_incref(want);
         r->create[i] = true;

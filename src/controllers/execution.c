@@ -225,9 +225,15 @@ static bool has_finalizer(const json_t *work)
 /* Add or remove our finalizer with an update pinned to the cached resourceVersion (a
  * stale cache answers FL_ECONFLICT and the key is retried). *out (when not NULL) gets
  * the updated Work. */
-static int set_finalizer(exec *x, const json_t *work, bool add, json_t **out)
+/* The Work (with text, as fl_informer_get_partial gave it) updated with our finalizer on
+ * (add) or off. */
+static int set_finalizer(exec *x, const json_t *work, fl_blob *text, bool add, json_t **out)
 {
-    json_t *copy = fl_json_deep_copy(work);
+    json_t *whole = fl_informer_whole(x->works, work, text); /* an update carries all of it */
+    if (!whole)
+        return FL_EIO;
+    json_t *copy = fl_json_deep_copy(whole);
+    json_decref(whole);
     json_t *m = jensure(copy, "metadata");
     json_t *fins = json_object_get(m, "finalizers");
     if (!json_is_array(fins)) {
@@ -882,8 +888,9 @@ static void first_status_forget(exec *x, const char *key)
     pthread_mutex_unlock(&x->mu);
 }
 
-static int apply_work(exec *x, const char *cluster, const json_t *work)
+static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blob *text)
 {
+    const json_t *work = listed; /* whole once the manifests are applied (below) */
     fl_client *mc = NULL;
     char *errs = NULL;
     int rc = member_client(x, cluster, &mc, &errs);
@@ -909,6 +916,12 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
                          1);
         return 0;
     }
+    /* the survey needs only each manifest's kind and name; applying needs the rest */
+    json_t *whole = fl_informer_whole(x->works, listed, text);
+    if (!whole)
+        return FL_EIO;
+    work = whole;
+    manifests = json_object_get(jobj(jobj(work, "spec"), "workload"), "manifests");
     json_t *statuses = json_array();
     size_t n = json_array_size(manifests), ok = 0;
     int first_err = 0;
@@ -954,13 +967,15 @@ static int apply_work(exec *x, const char *cluster, const json_t *work)
                                  NULL, statuses);
     }
     free(errs);
+    json_decref(whole);
     return first_err ? first_err : src;
 }
 
 /* The Work is going: delete what it delivered (or, preserving, take our marks off).
  * Objects that are not this Work's are left alone. */
-static int remove_manifests(exec *x, const char *cluster, const json_t *work)
+static int remove_manifests(exec *x, const char *cluster, const json_t *work, fl_blob *text)
 {
+    (void)text; /* each manifest's kind and name is all it reads of them */
     fl_client *mc = NULL;
     char *emsg = NULL;
     int rc = member_client(x, cluster, &mc, &emsg);
@@ -1167,15 +1182,15 @@ static int reconcile_cluster(exec *x, const char *cluster)
 /* Run fn (apply_work or remove_manifests: the only two that touch the member) for the Work,
  * unless it is suspended or its cluster paused: then acknowledge that instead. *ran says
  * whether fn ran; the result is fn's, or the acknowledgement's write. */
-static int deliver(exec *x, const char *cluster, const json_t *work, bool suspended,
-                   int (*fn)(exec *, const char *, const json_t *), bool *ran)
+static int deliver(exec *x, const char *cluster, const json_t *work, fl_blob *text, bool suspended,
+                   int (*fn)(exec *, const char *, const json_t *, fl_blob *), bool *ran)
 {
     *ran = false;
     if (suspended)
         return report_stopped(x, cluster, work, FL_DISPATCHING_REASON_SUSPENDED);
     if (!delivery_begin(x, cluster))
         return report_stopped(x, cluster, work, FL_DISPATCHING_REASON_CLUSTER_PAUSED);
-    int rc = fn(x, cluster, work);
+    int rc = fn(x, cluster, work, text);
     delivery_end(x, cluster);
     *ran = true;
     return rc;
@@ -1201,9 +1216,10 @@ static int reconcile(exec *x, const char *key)
         return 0;
     }
     json_t *work = NULL;
+    fl_blob *text = NULL; /* where the cache holds the Work without the rest of its manifests */
     char *cluster = NULL;
     int rc = 0;
-    if (fl_informer_get_key(x->works, key, &work)) {
+    if (fl_informer_get_partial(x->works, key, &work, &text)) {
         first_status_forget(x, key);
         goto out; /* gone: the member watches go at the next sweep */
     }
@@ -1220,7 +1236,7 @@ static int reconcile(exec *x, const char *key)
          * finalizer off), or an absent cluster (it may join later; a deleted Work of a
          * cluster nobody delivers to must not hang on the finalizer) */
         if (deleting && ours && !cl.present)
-            rc = set_finalizer(x, work, false, NULL);
+            rc = set_finalizer(x, work, text, false, NULL);
         goto out;
     }
     bool suspended = json_is_true(json_object_get(jobj(work, "spec"), "suspendDispatching"));
@@ -1231,30 +1247,32 @@ static int reconcile(exec *x, const char *key)
             /* an unjoining cluster: clean up what can be reached, and never hold its Works
              * forever (a suspended or paused Work's objects stay: nothing may touch them) */
             if (!suspended && delivery_begin(x, cluster)) {
-                remove_manifests(x, cluster, work);
+                remove_manifests(x, cluster, work, text);
                 delivery_end(x, cluster);
             }
-            rc = set_finalizer(x, work, false, NULL);
+            rc = set_finalizer(x, work, text, false, NULL);
             goto out;
         }
         /* suspended: the member keeps what was delivered, and the Work waits (terminating)
          * until it is resumed; then the objects go and so does the Work */
         bool removed = false;
-        rc = deliver(x, cluster, work, suspended, remove_manifests, &removed);
+        rc = deliver(x, cluster, work, text, suspended, remove_manifests, &removed);
         if (rc == 0 && removed)
-            rc = set_finalizer(x, work, false, NULL);
+            rc = set_finalizer(x, work, text, false, NULL);
         goto out;
     }
     if (!ours) {
         json_t *updated = NULL;
-        rc = set_finalizer(x, work, true, &updated);
+        rc = set_finalizer(x, work, text, true, &updated);
         if (rc)
             goto out;
         json_decref(work);
-        work = updated;
+        work = updated; /* the write's answer: whole */
+        fl_blob_unref(text);
+        text = NULL;
     }
     bool applied = false;
-    rc = deliver(x, cluster, work, suspended, apply_work, &applied);
+    rc = deliver(x, cluster, work, text, suspended, apply_work, &applied);
 out:
     /* this pass tried the delivery (or found nothing to deliver), unless the member watches
      * it needs are still listing; an enqueue meanwhile stays for the next pass */
@@ -1276,6 +1294,7 @@ out:
     }
     free(cluster);
     json_decref(work);
+    fl_blob_unref(text);
     return rc == NOT_LISTED_YET ? 0 : rc; /* parked: the list's end brings it back */
 }
 

@@ -46,6 +46,17 @@ struct fl_ctrl_manager {
     bool subs_closed;
 };
 
+/* What the shared Work informer does not decode when it lists (in process): what a Work's
+ * manifests hold beyond their kind and name. After a restart, its readers check 180,000
+ * Works at once, and need only their metadata, their status and which objects they hold
+ * (apiVersion, kind, metadata.name and metadata.namespace of each manifest). Those that
+ * deliver or compare the manifests read the Work whole (fl_informer_get_whole). */
+static const char *const work_partial_fields[] = {
+    "spec.workload.manifests.[].spec",       "spec.workload.manifests.[].data",
+    "spec.workload.manifests.[].binaryData", "spec.workload.manifests.[].stringData",
+    "spec.workload.manifests.[].status",     "spec.workload.manifests.[].metadata.labels",
+    "spec.workload.manifests.[].metadata.annotations", NULL};
+
 fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, const char *resource)
 {
     fl_ctrl_manager *m = env->manager;
@@ -59,6 +70,9 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
         .client = env->cp,
         .resource = {.api_version = api_version, .resource = resource},
         .transform = fl_informer_drop_managed_fields,
+        .partial_fields = !strcmp(api_version, "work.karmada.io/v1alpha1") && !strcmp(resource, "works")
+                              ? work_partial_fields
+                              : NULL,
     };
     fl_informer_new(&cfg, &s->inf);
     if (m->started)

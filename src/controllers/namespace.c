@@ -173,7 +173,9 @@ static void sync_one(void *ctx, int i)
                      "kind", "Work", "metadata", "name", j->wname, "namespace", wns, "labels", SYNC_LABEL,
                      meta(j->ns, "name"), "annotations", anns, "finalizers", EXEC_FINALIZER, "spec", "workload",
                      "manifests", m);
-    fl_informer_get(j->c->works, wns, j->wname, &have);
+    char *wkey = fl_cat(wns, "/", j->wname, NULL);
+    fl_informer_get_whole(j->c->works, wkey, &have); /* whole: the update starts from it */
+    free(wkey);
     fl_client_error ce;
     memset(&ce, 0, sizeof ce);
     if (!have) {

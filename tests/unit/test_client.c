@@ -653,14 +653,42 @@ static void test_errors_map_to_codes_with_the_status_message(void **state)
 }
 
 /* on_page: the size of each page, in order */
+/* texts: none over HTTP without page_texts; in process, the stored values (whole, with
+ * managedFields) of the items handed over */
+static void note_stored(json_t *items, fl_blob *const *texts)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item) {
+        json_t *stored = fl_json_load(texts[i]->data, texts[i]->len);
+        assert_non_null(stored);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(stored, "metadata"), "name")),
+                            json_string_value(json_object_get(json_object_get(item, "metadata"), "name")));
+        assert_string_equal(fl_client_object_rv(stored), fl_client_object_rv(item));
+        assert_non_null(json_object_get(json_object_get(stored, "metadata"), "managedFields"));
+        json_decref(stored);
+    }
+}
+
+/* on_page without page_texts: the pages' sizes, and whether they came with stored values */
+typedef struct size_pages {
+    json_t *sizes;
+    int stored;
+} size_pages;
+
 static void note_page(void *ctx, json_t *items, fl_blob *const *texts)
 {
-    assert_null(texts); /* not asked for */
-    json_array_append_new(ctx, json_integer(items ? (json_int_t)json_array_size(items) : -1));
+    size_pages *sp = ctx;
+    if (texts) {
+        note_stored(items, texts);
+        sp->stored++;
+    }
+    json_array_append_new(sp->sizes, json_integer(items ? (json_int_t)json_array_size(items) : -1));
 }
 
 /* on_page with page_texts: what each item's text and metadata held */
 typedef struct text_pages {
+    bool local;
     int pages, texts;
     json_t *names;
 } text_pages;
@@ -673,12 +701,15 @@ static void note_texts(void *ctx, json_t *items, fl_blob *const *texts)
     tp->pages++;
     size_t i;
     json_t *item;
+    if (texts && tp->local) /* the items decoded, and their stored values */
+        note_stored(items, texts);
     json_array_foreach(items, i, item) {
-        json_t *obj = texts ? fl_json_load(texts[i]->data, texts[i]->len) : json_incref(item);
+        bool http = texts && !tp->local;
+        json_t *obj = http ? fl_json_load(texts[i]->data, texts[i]->len) : json_incref(item);
         assert_non_null(obj);
         const char *name = json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
         assert_non_null(name);
-        if (texts) { /* the item is the keys a cache needs, the text the whole object */
+        if (http) { /* the item is the keys a cache needs, the text the whole object */
             tp->texts++;
             json_t *md = json_object_get(item, "metadata"), *omd = json_object_get(obj, "metadata");
             assert_int_equal(json_object_size(item), 1);
@@ -742,16 +773,21 @@ static void test_list_pages_with_continue_at_one_snapshot(void **state)
 
     /* pages handed over as they come: gathered as well, or (take_pages) only handed over */
     for (int take = 0; take < 2; take++) {
-        json_t *seen = json_array();
-        fl_list_opts po = {.limit = 3, .on_page = note_page, .page_ctx = seen, .take_pages = take};
+        size_pages sp = {.sizes = json_array()};
+        json_t *seen = sp.sizes;
+        fl_list_opts po = {.limit = 3, .on_page = note_page, .page_ctx = &sp, .take_pages = take};
         assert_int_equal(fl_client_list_all(f->c, &CM, "default", &po, NULL, &all, &err), 0);
         if (f->local) { /* in process a list is one page: there is no response to bound */
-            assert_int_equal(json_array_size(seen), 1);
+            /* taken, the items come as the server decodes them, with their stored values,
+             * and the answer's empty page last */
+            assert_int_equal(json_array_size(seen), take ? 2 : 1);
             assert_int_equal(json_integer_value(json_array_get(seen, 0)), 8);
+            assert_int_equal(sp.stored, take ? 1 : 0);
         } else {
             assert_int_equal(json_array_size(seen), 3); /* 3 + 3 + 2 */
             assert_int_equal(json_integer_value(json_array_get(seen, 0)), 3);
             assert_int_equal(json_integer_value(json_array_get(seen, 2)), 2);
+            assert_int_equal(sp.stored, 0);
         }
         assert_int_equal(json_array_size(all.items), take ? 0 : 8);
         fl_list_result_close(&all);
@@ -761,7 +797,7 @@ static void test_list_pages_with_continue_at_one_snapshot(void **state)
     /* items as texts: over HTTP none is decoded but its metadata; in process they come
      * decoded (the server has the texts); either way without the fields skipped */
     static const char *const no_mf[] = {"metadata.managedFields", NULL};
-    text_pages tp = {.names = json_array()};
+    text_pages tp = {.local = f->local, .names = json_array()};
     fl_list_opts to = {.limit = 3, .skip_fields = no_mf, .on_page = note_texts, .page_ctx = &tp,
                        .take_pages = true, .page_texts = true};
     assert_int_equal(fl_client_list_all(f->c, &CM, "default", &to, NULL, &all, &err), 0);
@@ -771,8 +807,8 @@ static void test_list_pages_with_continue_at_one_snapshot(void **state)
     assert_int_equal(json_array_size(tp.names), 8);
     assert_string_equal(json_string_value(json_array_get(tp.names, 0)), "cm-0");
     assert_string_equal(json_string_value(json_array_get(tp.names, 7)), "cm-late");
-    assert_int_equal(tp.pages, f->local ? 1 : 3);
-    assert_int_equal(tp.texts, f->local ? 0 : 8);
+    assert_int_equal(tp.pages, f->local ? 2 : 3); /* in process: the items, then the answer's none */
+    assert_int_equal(tp.texts, f->local ? 0 : 8); /* in process: not the items' own texts */
     json_decref(tp.names);
 }
 
@@ -1486,6 +1522,65 @@ static void test_in_process_lists_skip_fields_of_items_decoded_for_them(void **s
     fl_blob_unref(b);
 }
 
+/* The data a cache of this informer holds of default/name: "1" or "2" as the object has
+ * it, "-" without its data; and whether the stored value came with it */
+static const char *partial_data(fl_informer *inf, const char *name, bool *with_text)
+{
+    char *key = fl_cat("default/", name, NULL);
+    json_t *obj = NULL;
+    fl_blob *text = NULL;
+    assert_int_equal(fl_informer_get_partial(inf, key, &obj, &text), 0);
+    free(key);
+    *with_text = text != NULL;
+    static char d[8];
+    snprintf(d, sizeof d, "%s", json_object_get(obj, "data") ? data_k(obj) : "-");
+    json_decref(obj);
+    fl_blob_unref(text);
+    return d;
+}
+
+static void test_informer_lists_partial_objects_and_reads_them_whole(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    create_cm(f, "default", "b", "1");
+    static const char *const partial[] = {"data", NULL};
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default",
+                              .transform = fl_informer_drop_managed_fields, .partial_fields = partial};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+
+    /* in process, the list leaves data in the stored value; over HTTP it is all decoded */
+    bool text = false;
+    assert_string_equal(partial_data(inf, "a", &text), f->local ? "-" : "1");
+    assert_int_equal(text, f->local);
+    json_t *obj = NULL, *whole = NULL;
+    fl_blob *stored = NULL;
+    assert_int_equal(fl_informer_get_partial(inf, "default/a", &obj, &stored), 0);
+    whole = fl_informer_whole(inf, obj, stored);
+    assert_string_equal(data_k(whole), "1");
+    assert_string_equal(fl_client_object_rv(whole), fl_client_object_rv(obj));
+    assert_null(json_object_get(json_object_get(whole, "metadata"), "managedFields")); /* transformed */
+    assert_true(f->local ? whole != obj : whole == obj);
+    json_decref(whole);
+    json_decref(obj);
+    fl_blob_unref(stored);
+    assert_int_equal(fl_informer_get_whole(inf, "default/b", &whole), 0);
+    assert_string_equal(data_k(whole), "1");
+    json_decref(whole);
+    assert_int_equal(fl_informer_get_whole(inf, "default/none", &whole), FL_ENOTFOUND);
+    assert_null(whole);
+
+    /* what a watch brings is cached whole */
+    patch_cm(f, "default", "b", "2");
+    WAIT_UNTIL(strcmp(partial_data(inf, "b", &text), "2") == 0, 5000);
+    assert_false(text);
+    assert_string_equal(partial_data(inf, "a", &text), f->local ? "-" : "1");
+    fl_informer_free(inf);
+}
+
 static void test_informer_syncs_then_sees_adds_updates_and_deletes(void **state)
 {
     fixture *f = *state;
@@ -2082,6 +2177,7 @@ int main(void)
         T(test_cancel_before_the_watch_starts_returns_at_once),
         cmocka_unit_test(test_in_process_lists_skip_fields_of_items_decoded_for_them),
         T(test_informer_syncs_then_sees_adds_updates_and_deletes),
+        T(test_informer_lists_partial_objects_and_reads_them_whole),
         T(test_informer_without_old_objects_still_tells_updates_from_adds),
         T(test_informer_tells_first_list_adds_before_the_list_ends),
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
@@ -2119,6 +2215,7 @@ int main(void)
         L(test_watch_from_a_compacted_revision_is_expired),
         L(test_cancel_before_the_watch_starts_returns_at_once),
         L(test_informer_syncs_then_sees_adds_updates_and_deletes),
+        L(test_informer_lists_partial_objects_and_reads_them_whole),
         L(test_informer_tells_first_list_adds_before_the_list_ends),
         L(test_informer_relists_after_its_watch_expires_without_spurious_events),
     };
