@@ -666,7 +666,14 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
     if (inf->transform)
         inf->transform(obj);
     char *key = fl_informer_key(obj);
-    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, obj, text, NULL, false) : NULL, *taken = NULL;
+    /* partial: the cache keeps a view without the partial fields (the rest shared), and
+     * the stored value to read them from; handlers get the object whole */
+    json_t *light = key && type != FL_WATCH_DELETED && inf->partial && text ? fl_json_view_less(obj, inf->partial)
+                                                                          : NULL;
+    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, light ? light : obj, text, NULL, light != NULL)
+                                                : NULL,
+           *taken = NULL;
+    json_decref(light);
     pthread_rwlock_wrlock(&inf->lock);
     if (key)
         taken = e ? cmap_put(&inf->cache, e) : cmap_take(&inf->cache, key);

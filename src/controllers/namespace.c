@@ -131,7 +131,12 @@ static void work_event(void *ctx, json_t *obj)
 
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    /* a Work's spec moves its generation (the cached old object holds only part of it) */
+    const json_t *og = json_object_get(json_object_get(old_obj, "metadata"), "generation");
+    const json_t *ng = json_object_get(json_object_get(new_obj, "metadata"), "generation");
+    if (json_is_integer(og) && json_is_integer(ng) ? !fl_json_same(og, ng)
+                                                   : !fl_json_same(json_object_get(old_obj, "spec"),
+                                                                   json_object_get(new_obj, "spec")))
         work_event(ctx, new_obj);
 }
 

@@ -816,6 +816,65 @@ json_t *fl_json_meta_view(const json_t *obj)
     return v;
 }
 
+/* Paths alive (a bit per path of t) whose segment at depth nat is key, and that end there
+ * (*ends) or go on below (the result). */
+static uint32_t paths_at(const skip_table *t, uint32_t alive, int nat, const char *key, bool *ends)
+{
+    uint32_t below = 0;
+    size_t kn = strlen(key);
+    *ends = false;
+    for (uint32_t a = alive; a; a &= a - 1) {
+        int i = __builtin_ctz(a);
+        int k = t->first[i] + nat;
+        if (t->segn[k] != kn || memcmp(t->seg[k], key, kn))
+            continue;
+        if (t->nseg[i] == nat + 1)
+            *ends = true;
+        else
+            below |= 1u << i;
+    }
+    return below;
+}
+
+static json_t *view_less(const json_t *v, const skip_table *t, uint32_t alive, int nat)
+{
+    bool ends;
+    if (json_is_array(v)) {
+        uint32_t below = paths_at(t, alive, nat, "[]", &ends);
+        if (!below)
+            return json_incref((json_t *)v);
+        json_t *arr = json_array();
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) json_array_append_new(arr, view_less(e, t, below, nat + 1));
+        return arr;
+    }
+    if (!json_is_object(v))
+        return json_incref((json_t *)v);
+    json_t *o = json_object();
+    const char *key;
+    json_t *m;
+    json_object_foreach((json_t *)v, key, m) {
+        uint32_t below = paths_at(t, alive, nat, key, &ends);
+        if (ends)
+            continue;
+        json_object_set_new_nocheck(o, key, below ? view_less(m, t, below, nat + 1) : json_incref(m));
+    }
+    return o;
+}
+
+json_t *fl_json_view_less(const json_t *v, const char *const *paths)
+{
+    skip_table t;
+    if (fl_jp_skip_compile(&t, paths) || !t.npaths) {
+        json_t *c = fl_json_deep_copy(v);
+        for (const char *const *p = paths; c && p && *p; p++)
+            drop_path(c, *p);
+        return c;
+    }
+    return view_less(v, &t, (uint32_t)((1ull << t.npaths) - 1), 0);
+}
+
 /* splitmix64's finalizer: spreads every input bit over the output */
 static uint64_t mix64(uint64_t x)
 {

@@ -291,6 +291,32 @@ static void decodes_leaving_out_paths(void **state)
         assert_null(fl_json_load_skipping(broken[i], strlen(broken[i]), items));
 }
 
+/* fl_json_view_less: the object less the paths, as a decoding that skips them would give
+ * it; new containers on the way to them, everything else shared; the object unchanged */
+static void views_less_the_paths(void **state)
+{
+    (void)state;
+    const char *text = "{\"metadata\":{\"name\":\"w\",\"labels\":{\"a\":\"b\"}},"
+                       "\"spec\":{\"m\":[{\"kind\":\"K\",\"spec\":{\"r\":1},\"metadata\":{\"name\":\"n\",\"labels\":{}}},"
+                       "{\"kind\":\"C\",\"data\":{\"d\":\"x\"}}],\"s\":true},\"status\":{\"c\":[1]}}";
+    static const char *const paths[] = {"spec.m.[].spec", "spec.m.[].data", "spec.m.[].metadata.labels", NULL};
+    json_t *whole = fl_json_load(text, strlen(text));
+    json_t *before = fl_json_deep_copy(whole);
+    json_t *view = fl_json_view_less(whole, paths);
+    json_t *skipped = fl_json_load_skipping(text, strlen(text), paths);
+    assert_non_null(view);
+    assert_true(json_equal(view, skipped));
+    assert_true(json_equal(whole, before));
+    /* shared where no path leads, new where one does */
+    assert_ptr_equal(json_object_get(view, "status"), json_object_get(whole, "status"));
+    assert_ptr_equal(json_object_get(view, "metadata"), json_object_get(whole, "metadata"));
+    assert_ptr_not_equal(json_object_get(view, "spec"), json_object_get(whole, "spec"));
+    json_decref(view);
+    json_decref(skipped);
+    json_decref(before);
+    json_decref(whole);
+}
+
 /* fl_json_deep_copy: the same document, in the same key order, sharing nothing */
 static bool same_text(const json_t *a, const json_t *b)
 {
@@ -491,6 +517,7 @@ int main(void)
         cmocka_unit_test(hashes_content_not_key_order),
         cmocka_unit_test(hashes_less_the_members_named),
         cmocka_unit_test(decodes_leaving_out_paths),
+        cmocka_unit_test(views_less_the_paths),
         cmocka_unit_test(finds_values_in_the_text),
         cmocka_unit_test(hands_list_items_over_as_texts),
         cmocka_unit_test(deep_copies_share_only_leaves),
