@@ -183,8 +183,8 @@ static void cmap_clear(cmap *m)
 /* The entry for obj under key: the object itself, or its text: stored, the server's bytes
  * obj was decoded from (in process; shared, so it costs nothing), else text, our text of it
  * made already (a list's item over HTTP: obj then holds only its key and resourceVersion),
- * else our encoding. light: obj was decoded without the partial fields (a list in process),
- * and stored is kept to decode them from. */
+ * else our encoding. light: obj lacks the partial fields (in process), and stored is kept
+ * to read them from. */
 static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored, fl_blob *text,
                           bool light)
 {

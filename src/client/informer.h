@@ -64,13 +64,14 @@ typedef struct fl_informer_config {
      * not even decoded (fl_list_opts.skip_fields), for an informer that reads part of big
      * objects over HTTP. Cheaper than a transform, which runs after the decoding. */
     const char *const *skip_fields;
-    /* Optional, NULL-terminated, borrowed: in process, members of each object that a list
-     * does not decode for the cache either, though readers may need them: the entry keeps
-     * the stored value it was listed from (shared with the server, so it costs nothing), and
-     * fl_informer_get_whole decodes the whole object from it. For a cache of many big objects
-     * whose readers mostly need a small part of each (Works after a restart: their status
-     * and metadata, not their manifests). Objects from watch events are cached whole, as
-     * are all objects over HTTP. Not with compact. */
+    /* Optional, NULL-terminated, borrowed: in process, members of each object that the cache
+     * holds no decoding of, though readers may need them. A list does not decode them; of a
+     * watch event's object (decoded already, and handed to the handlers whole) the cache
+     * keeps a view without them. The entry keeps the stored value too (shared with the
+     * server, so it costs nothing), and fl_informer_get_whole reads the whole object from it.
+     * For a cache of many big objects whose readers mostly need a small part of each (Works:
+     * their status and metadata, not their manifests). Over HTTP objects are cached whole.
+     * Not with compact. */
     const char *const *partial_fields;
     /* Keep each object as its JSON text and decode it when asked for (get, list, a handler's
      * old object), keeping only the hot_objects (0 = 512) last used decoded, one per key hash.
@@ -123,10 +124,10 @@ int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t *
 /* The same by cache key ("ns/name" or "name"). */
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
 /* The cached object of key as fl_informer_get_key gives it, but whole: where the cache holds
- * it without its partial_fields, decoded again, whole, from the value it was listed from. */
+ * it without its partial_fields, read whole from the stored value it came from. */
 int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out);
 /* fl_informer_get_key, and *text: where the cache holds the object without its
- * partial_fields, the stored value it was listed from (a new reference), else NULL. For a
+ * partial_fields, the stored value it came from (a new reference), else NULL. For a
  * reader that may not need the rest: fl_informer_whole gives it, of the same version. */
 int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_blob **text);
 /* obj (from fl_informer_get_partial with text) whole: obj itself (a new reference) when

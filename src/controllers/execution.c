@@ -223,10 +223,8 @@ static bool has_finalizer(const json_t *work)
 /* ---- the Work itself: finalizer and status ---- */
 
 /* Add or remove our finalizer with an update pinned to the cached resourceVersion (a
- * stale cache answers FL_ECONFLICT and the key is retried). *out (when not NULL) gets
- * the updated Work. */
-/* The Work (with text, as fl_informer_get_partial gave it) updated with our finalizer on
- * (add) or off. */
+ * stale cache answers FL_ECONFLICT and the key is retried). work and text are as
+ * fl_informer_get_partial gave them. *out (when not NULL) gets the updated Work. */
 static int set_finalizer(exec *x, const json_t *work, fl_blob *text, bool add, json_t **out)
 {
     json_t *whole = fl_informer_whole(x->works, work, text); /* an update carries all of it */

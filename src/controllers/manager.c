@@ -46,10 +46,10 @@ struct fl_ctrl_manager {
     bool subs_closed;
 };
 
-/* What the shared Work informer does not decode when it lists (in process): what a Work's
- * manifests hold beyond their kind and name. After a restart, its readers check 180,000
- * Works at once, and need only their metadata, their status and which objects they hold
- * (apiVersion, kind, metadata.name and metadata.namespace of each manifest). Those that
+/* What the shared Work informer keeps no decoding of (in process): what a Work's manifests
+ * hold beyond their kind and name. Most reads of a Work need only its metadata, its status
+ * and which objects it holds (apiVersion, kind, metadata.name and metadata.namespace of
+ * each manifest): after a restart its readers check 180,000 Works at once. Those that
  * deliver or compare the manifests read the Work whole (fl_informer_get_whole). */
 static const char *const work_partial_fields[] = {
     "spec.workload.manifests.[].spec",       "spec.workload.manifests.[].data",

@@ -227,6 +227,18 @@ static void hashes_less_the_members_named(void **state)
     json_decref(with);
 }
 
+/* text decoded without the paths is the document want */
+static void assert_decodes_to(const char *text, const char *const *paths, const char *want_text)
+{
+    json_t *got = fl_json_load_skipping(text, strlen(text), paths);
+    json_t *want = json_loads(want_text, 0, NULL);
+    assert_non_null(got);
+    assert_non_null(want);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+}
+
 /* A client that needs part of each object decodes without the rest: the members at the
  * paths are absent, everything else is as a full decode gives it. */
 static void decodes_leaving_out_paths(void **state)
@@ -238,23 +250,15 @@ static void decodes_leaving_out_paths(void **state)
         "\"status\":{\"conditions\":[{\"type\":\"Dispatching\"}],\"manifestStatuses\":-1.5e3}},\"workload\":7}";
     static const char *const skip[] = {"object.spec.workload", "object.status.manifestStatuses",
                                        "object.metadata.managedFields", NULL};
-    json_t *got = fl_json_load_skipping(text, strlen(text), skip);
-    json_t *want = json_loads("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"w\"},"
-                              "\"spec\":{\"suspendDispatching\":true},\"status\":{\"conditions\":[{\"type\":"
-                              "\"Dispatching\"}]}},\"workload\":7}", 0, NULL);
-    assert_non_null(got);
-    assert_true(json_equal(got, want));
-    json_decref(got);
-    json_decref(want);
+    assert_decodes_to(text, skip,
+                      "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"w\"},"
+                      "\"spec\":{\"suspendDispatching\":true},\"status\":{\"conditions\":[{\"type\":"
+                      "\"Dispatching\"}]}},\"workload\":7}");
 
     /* "[]" stands for every element of an array */
     const char *list = "{\"items\":[{\"spec\":{\"big\":[[[]]],\"keep\":1}},{\"spec\":{\"big\":\"x\"}}],\"spec\":{\"big\":2}}";
     static const char *const items[] = {"items.[].spec.big", NULL};
-    got = fl_json_load_skipping(list, strlen(list), items);
-    want = json_loads("{\"items\":[{\"spec\":{\"keep\":1}},{\"spec\":{}}],\"spec\":{\"big\":2}}", 0, NULL);
-    assert_true(json_equal(got, want));
-    json_decref(got);
-    json_decref(want);
+    assert_decodes_to(list, items, "{\"items\":[{\"spec\":{\"keep\":1}},{\"spec\":{}}],\"spec\":{\"big\":2}}");
 
     /* paths that share their start, strings in skipped parts that end in escapes, and a
      * member of a path's name where the path does not lead */
@@ -262,27 +266,17 @@ static void decodes_leaving_out_paths(void **state)
                          "\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"}}}],\"data\":1,"
                          "\"x\":{\"m\":[{\"spec\":2}]}}";
     static const char *const parts[] = {"m.[].spec", "m.[].data", "m.[].metadata.labels", NULL};
-    got = fl_json_load_skipping(shared, strlen(shared), parts);
-    want = json_loads("{\"m\":[{\"kind\":\"K\",\"metadata\":{\"name\":\"n\"}}],\"data\":1,"
-                      "\"x\":{\"m\":[{\"spec\":2}]}}",
-                      0, NULL);
-    assert_non_null(got);
-    assert_true(json_equal(got, want));
-    json_decref(got);
-    json_decref(want);
+    assert_decodes_to(shared, parts,
+                      "{\"m\":[{\"kind\":\"K\",\"metadata\":{\"name\":\"n\"}}],\"data\":1,"
+                      "\"x\":{\"m\":[{\"spec\":2}]}}");
     /* more paths than the parser's table holds: jansson's decoding, the paths deleted */
     const char *many[40];
     for (size_t i = 0; i < 39; i++)
         many[i] = i == 38 ? "m.[].data" : "m.[].spec";
     many[39] = NULL;
-    got = fl_json_load_skipping(shared, strlen(shared), many);
-    want = json_loads("{\"m\":[{\"kind\":\"K\",\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"}}}],"
-                      "\"data\":1,\"x\":{\"m\":[{\"spec\":2}]}}",
-                      0, NULL);
-    assert_non_null(got);
-    assert_true(json_equal(got, want));
-    json_decref(got);
-    json_decref(want);
+    assert_decodes_to(shared, many,
+                      "{\"m\":[{\"kind\":\"K\",\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"}}}],"
+                      "\"data\":1,\"x\":{\"m\":[{\"spec\":2}]}}");
 
     /* broken input stays broken, whether the break is in a skipped part or not */
     static const char *const broken[] = {"{\"items\":[{\"spec\":{\"big\":[1,2}}]}", "{\"items\":[{\"spec\":{\"big\":\"x}}]}",
