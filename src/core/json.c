@@ -474,32 +474,37 @@ void fl_jp_skip_start(in *s, const skip_table *t)
     s->nat = 0;
 }
 
-/* Whether path i's segment at the parser's depth is key */
-static bool seg_is(const in *s, int i, const char *key, size_t kn)
+/* Paths alive (a bit per path of t) whose segment at depth nat is key: those that end there
+ * (*ends: some do) and those that go on below (the result). */
+static uint32_t paths_at(const skip_table *t, uint32_t alive, int nat, const char *key, size_t kn, bool *ends)
 {
-    int k = s->skip->first[i] + s->nat;
-    return s->skip->segn[k] == kn && !memcmp(s->skip->seg[k], key, kn);
+    uint32_t below = 0;
+    *ends = false;
+    for (uint32_t a = alive; a; a &= a - 1) {
+        int i = __builtin_ctz(a);
+        int k = t->first[i] + nat;
+        if (t->segn[k] != kn || memcmp(t->seg[k], key, kn))
+            continue;
+        if (t->nseg[i] == nat + 1)
+            *ends = true; /* the key is the path's last segment */
+        else
+            below |= 1u << i;
+    }
+    return below;
 }
 
 bool fl_jp_skipped(const in *s, const char *key, size_t kn)
 {
-    for (uint32_t a = s->alive; a; a &= a - 1) {
-        int i = __builtin_ctz(a);
-        if (s->skip->nseg[i] == s->nat + 1 && seg_is(s, i, key, kn))
-            return true; /* the key is the path's last segment */
-    }
-    return false;
+    bool ends;
+    paths_at(s->skip, s->alive, s->nat, key, kn, &ends);
+    return ends;
 }
 
 uint32_t fl_jp_skip_enter(in *s, const char *key, size_t kn)
 {
-    uint32_t before = s->alive, below = 0;
-    for (uint32_t a = before; a; a &= a - 1) {
-        int i = __builtin_ctz(a);
-        if (s->skip->nseg[i] > s->nat + 1 && seg_is(s, i, key, kn))
-            below |= 1u << i;
-    }
-    s->alive = below;
+    uint32_t before = s->alive;
+    bool ends;
+    s->alive = paths_at(s->skip, before, s->nat, key, kn, &ends);
     s->nat++;
     return before;
 }
@@ -816,31 +821,11 @@ json_t *fl_json_meta_view(const json_t *obj)
     return v;
 }
 
-/* Paths alive (a bit per path of t) whose segment at depth nat is key, and that end there
- * (*ends) or go on below (the result). */
-static uint32_t paths_at(const skip_table *t, uint32_t alive, int nat, const char *key, bool *ends)
-{
-    uint32_t below = 0;
-    size_t kn = strlen(key);
-    *ends = false;
-    for (uint32_t a = alive; a; a &= a - 1) {
-        int i = __builtin_ctz(a);
-        int k = t->first[i] + nat;
-        if (t->segn[k] != kn || memcmp(t->seg[k], key, kn))
-            continue;
-        if (t->nseg[i] == nat + 1)
-            *ends = true;
-        else
-            below |= 1u << i;
-    }
-    return below;
-}
-
 static json_t *view_less(const json_t *v, const skip_table *t, uint32_t alive, int nat)
 {
     bool ends;
     if (json_is_array(v)) {
-        uint32_t below = paths_at(t, alive, nat, "[]", &ends);
+        uint32_t below = paths_at(t, alive, nat, "[]", 2, &ends);
         if (!below)
             return json_incref((json_t *)v);
         json_t *arr = json_array();
@@ -855,7 +840,7 @@ static json_t *view_less(const json_t *v, const skip_table *t, uint32_t alive, i
     const char *key;
     json_t *m;
     json_object_foreach((json_t *)v, key, m) {
-        uint32_t below = paths_at(t, alive, nat, key, &ends);
+        uint32_t below = paths_at(t, alive, nat, key, strlen(key), &ends);
         if (ends)
             continue;
         json_object_set_new_nocheck(o, key, below ? view_less(m, t, below, nat + 1) : json_incref(m));
