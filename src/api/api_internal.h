@@ -65,6 +65,9 @@ void fl_api_decoded_keep(fl_blob *b, json_t *obj);
  * them anyway (an informer's managedFields, a third of a Work's nodes). One kept decoded
  * comes whole. */
 json_t *fl_api_decoded_skipping(const fl_blob *b, const char *const *skip);
+/* The same, but never with the members at skip: one kept decoded comes as a view without
+ * them (for a cache that keeps what it is given). */
+json_t *fl_api_decoded_without(const fl_blob *b, const char *const *skip);
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_update(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t);

@@ -58,6 +58,16 @@ json_t *fl_api_decoded_skipping(const fl_blob *b, const char *const *skip)
     return obj ? obj : fl_json_load_skipping(b->data, b->len, skip);
 }
 
+json_t *fl_api_decoded_without(const fl_blob *b, const char *const *skip)
+{
+    json_t *obj = recent_get(b);
+    if (!obj)
+        return fl_json_load_skipping(b->data, b->len, skip);
+    json_t *v = fl_json_view_less(obj, skip);
+    json_decref(obj);
+    return v;
+}
+
 void fl_api_decoded_keep(fl_blob *b, json_t *obj)
 {
     recent_slot *s = &recent[recent_index(b)];

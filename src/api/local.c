@@ -119,9 +119,10 @@ static int stream_next(void *s, const char **type, json_t **obj, fl_blob **text)
     return fl_api_stream_next(s, type, obj, text);
 }
 
-static json_t *decode_text(void *ctx, fl_blob *text)
+static json_t *decode_text(void *ctx, fl_blob *text, const char *const *skip)
 {
-    return fl_api_decoded(text);
+    (void)ctx;
+    return skip ? fl_api_decoded_without(text, skip) : fl_api_decoded(text);
 }
 
 static void stream_cancel(void *s)

@@ -978,9 +978,14 @@ char *fl_client_path(const fl_gvr *r, const char *ns, const char *name, const ch
 
 json_t *fl_client_decode_text(fl_client *c, fl_blob *text)
 {
+    return fl_client_decode_text_skipping(c, text, NULL);
+}
+
+json_t *fl_client_decode_text_skipping(fl_client *c, fl_blob *text, const char *const *skip)
+{
     if (c->local.decode)
-        return c->local.decode(c->local.ctx, text);
-    return fl_json_load(text->data, text->len);
+        return c->local.decode(c->local.ctx, text, skip && *skip ? skip : NULL);
+    return skip && *skip ? fl_json_load_skipping(text->data, text->len, skip) : fl_json_load(text->data, text->len);
 }
 
 const char *fl_client_object_rv(const json_t *obj)

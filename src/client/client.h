@@ -123,8 +123,9 @@ typedef struct fl_client_local {
      * return 1, or 0 at the end. */
     int (*stream_next)(void *stream, const char **type, json_t **obj, fl_blob **text);
     /* Optional: the object stored bytes from stream_next decode to (a new reference,
-     * read-only, perhaps shared with the server), or NULL. */
-    json_t *(*decode)(void *ctx, fl_blob *text);
+     * read-only, perhaps shared with the server), or NULL. With skip (NULL-terminated paths
+     * as fl_list_opts.skip_fields takes them): without those members. */
+    json_t *(*decode)(void *ctx, fl_blob *text, const char *const *skip);
     /* Make a blocked or later stream_read return 0 soon. Any thread, while not freed. */
     void (*stream_cancel)(void *stream);
     void (*stream_free)(void *stream);
@@ -320,6 +321,8 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
 /* The object text from a watch callback decodes to: a new reference, read-only (it may be
  * shared with the server in process), or NULL if it is not JSON. Any thread. */
 json_t *fl_client_decode_text(fl_client *c, fl_blob *text);
+/* The same without the members at skip (paths as fl_list_opts.skip_fields takes them). */
+json_t *fl_client_decode_text_skipping(fl_client *c, fl_blob *text, const char *const *skip);
 
 /* ---- discovery ---- */
 

@@ -42,13 +42,15 @@
 #include "core/timefmt.h"
 
 /* One cached object: obj, or (compact) its text; or (partial) obj without the informer's
- * partial fields, and text the stored value it was decoded from. */
+ * partial fields, and text the stored value it was decoded from; or (compact and partial)
+ * only that stored value, read without the partial fields. */
 typedef struct centry {
     struct centry *next; /* hash chain */
     json_t *obj;
     fl_blob *text;
     bool stored;         /* text is the server's stored value (in process), not our encoding */
-    bool partial;        /* obj lacks the partial fields; text has them */
+    bool partial;        /* a read lacks the partial fields (obj does, or text is read without
+                          * them); text has them */
     char *rv;
     char key[];
 } centry;
@@ -184,9 +186,10 @@ static void cmap_clear(cmap *m)
  * obj was decoded from (in process; shared, so it costs nothing), else text, our text of it
  * made already (a list's item over HTTP: obj then holds only its key and resourceVersion),
  * else our encoding. light: obj lacks the partial fields (in process), and stored is kept
- * to read them from. */
+ * to read them from; a compact informer keeps obj too when it was listed (see
+ * fl_informer_config.partial_fields). */
 static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blob *stored, fl_blob *text,
-                          bool light)
+                          bool light, bool listed)
 {
     size_t kl = strlen(key);
     centry *e = fl_malloc(sizeof *e + kl + 1);
@@ -195,9 +198,9 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->rv = fl_strdup(fl_client_object_rv(obj));
     e->obj = NULL;
     e->text = NULL;
-    e->stored = inf->compact && stored;
-    e->partial = !inf->compact && light && stored;
-    if (e->partial) {
+    e->partial = light && stored;
+    e->stored = inf->compact && stored && !(e->partial && listed);
+    if (e->partial && !e->stored) {
         e->obj = json_incref(obj);
         e->text = fl_blob_ref(stored);
     } else if (e->stored) {
@@ -219,14 +222,14 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
 typedef struct cref {
     json_t *obj;
     fl_blob *text;
-    bool stored;
+    bool stored, partial;
 } cref;
 
 static cref centry_ref(const centry *e)
 {
-    if (e->partial) /* what is cached is the object to read */
-        return (cref){json_incref(e->obj), NULL, false};
-    return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored};
+    if (e->partial && !e->stored) /* what is cached is the object to read */
+        return (cref){json_incref(e->obj), NULL, false, false};
+    return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored, e->partial};
 }
 
 static hot_slot *hot_of(fl_informer *inf, const char *key)
@@ -248,10 +251,12 @@ static void hot_set(fl_informer *inf, const char *key, fl_blob *text, json_t *ob
 }
 
 /* A stored value as the cache holds it: decoded (by the server, which may still have it
- * decoded) into a view whose top level and metadata are ours, then transformed. */
-static json_t *stored_obj(fl_informer *inf, fl_blob *text)
+ * decoded) into a view whose top level and metadata are ours, then transformed. partial:
+ * without the partial fields (and what the informer skips). */
+static json_t *stored_obj(fl_informer *inf, fl_blob *text, bool partial)
 {
-    json_t *whole = fl_client_decode_text(inf->client, text);
+    json_t *whole = partial ? fl_client_decode_text_skipping(inf->client, text, inf->list_skip)
+                            : fl_client_decode_text(inf->client, text);
     if (!whole)
         return NULL;
     json_t *obj = fl_json_meta_view(whole);
@@ -272,7 +277,7 @@ static json_t *cref_obj(fl_informer *inf, const char *key, cref r)
     json_t *obj = h->text == r.text ? json_incref(h->obj) : NULL;
     pthread_mutex_unlock(&inf->hot_mu);
     if (!obj) {
-        obj = r.stored ? stored_obj(inf, r.text) : fl_json_load(r.text->data, r.text->len);
+        obj = r.stored ? stored_obj(inf, r.text, r.partial) : fl_json_load(r.text->data, r.text->len);
         if (obj)
             hot_set(inf, key, r.text, obj);
     }
@@ -320,7 +325,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
                 : cfg->transform == fl_informer_drop_managed_fields ? fl_informer_skip_managed_fields
                                                                      : NULL;
     inf->local = fl_client_in_process(cfg->client);
-    if (cfg->partial_fields && *cfg->partial_fields && inf->local && !cfg->compact) {
+    if (cfg->partial_fields && *cfg->partial_fields && inf->local) {
         size_t n = 0, k = 0;
         for (const char *const *p = inf->skip; p && *p; p++)
             n++;
@@ -464,7 +469,7 @@ static page_texts texts_of(const fl_informer *inf, fl_blob *const *texts)
 static centry *listed_entry(fl_informer *inf, const char *key, json_t *item, page_texts pt, size_t i)
 {
     return centry_new(inf, key, item, pt.stored ? pt.stored[i] : NULL, pt.item ? pt.item[i] : NULL,
-                      inf->partial != NULL);
+                      inf->partial != NULL, true);
 }
 
 /* A progressive list's page: into the cache, then its adds told. */
@@ -670,10 +675,9 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
      * the stored value to read them from; handlers get the object whole */
     json_t *light = key && type != FL_WATCH_DELETED && inf->partial && text ? fl_json_view_less(obj, inf->partial)
                                                                           : NULL;
-    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, light ? light : obj, text, NULL, light != NULL)
+    centry *e = key && type != FL_WATCH_DELETED ? centry_new(inf, key, light ? light : obj, text, NULL, light != NULL, false)
                                                 : NULL,
            *taken = NULL;
-    json_decref(light);
     pthread_rwlock_wrlock(&inf->lock);
     if (key)
         taken = e ? cmap_put(&inf->cache, e) : cmap_take(&inf->cache, key);
@@ -683,8 +687,9 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
     /* the previous object before the hot slot moves on to the new one */
     json_t *prev = taken && !inf->no_old ? gone_obj(inf, taken) : NULL;
     bool had = inf->no_old ? taken != NULL : prev != NULL;
-    if (key && inf->compact)
-        hot_set(inf, key, e ? e->text : NULL, e ? obj : NULL);
+    if (key && inf->compact) /* what a read of the entry gives */
+        hot_set(inf, key, e ? e->text : NULL, e ? (light ? light : obj) : NULL);
+    json_decref(light);
     centry_free(taken);
 
     if (key) {
@@ -898,7 +903,7 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
 
 json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text)
 {
-    return text ? stored_obj(inf, text) : json_incref((json_t *)obj);
+    return text ? stored_obj(inf, text, false) : json_incref((json_t *)obj);
 }
 
 int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out)

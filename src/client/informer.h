@@ -71,7 +71,10 @@ typedef struct fl_informer_config {
      * server, so it costs nothing), and fl_informer_get_whole reads the whole object from it.
      * For a cache of many big objects whose readers mostly need a small part of each (Works:
      * their status and metadata, not their manifests). Over HTTP objects are cached whole.
-     * Not with compact. */
+     * With compact, an entry made from a watch event keeps only the stored value, and reads
+     * decode it without the partial fields (the hot objects are such decodings). An entry
+     * made from a list keeps its decoding, as without compact: a list decodes every item
+     * for the handlers anyway, and after a restart every reader comes back to each one. */
     const char *const *partial_fields;
     /* Keep each object as its JSON text and decode it when asked for (get, list, a handler's
      * old object), keeping only the hot_objects (0 = 512) last used decoded, one per key hash.

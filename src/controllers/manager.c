@@ -50,7 +50,12 @@ struct fl_ctrl_manager {
  * hold beyond their kind and name. Most reads of a Work need only its metadata, its status
  * and which objects it holds (apiVersion, kind, metadata.name and metadata.namespace of
  * each manifest): after a restart its readers check 180,000 Works at once. Those that
- * deliver or compare the manifests read the Work whole (fl_informer_get_whole). */
+ * deliver or compare the manifests read the Work whole (fl_informer_get_whole).
+ *
+ * The informer is compact too: a Work a watch brings is kept as its stored value only, and
+ * read without those fields when asked for. A decoded Work is about three times its text
+ * even without them, and 50,000 Works propagated at once are all brought by watches. A
+ * listed Work (after a restart) keeps its decoding: every reader comes back to it then. */
 static const char *const work_partial_fields[] = {
     "spec.workload.manifests.[].spec",       "spec.workload.manifests.[].data",
     "spec.workload.manifests.[].binaryData", "spec.workload.manifests.[].stringData",
@@ -66,13 +71,13 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
     shared_informer *s = fl_calloc(1, sizeof *s);
     s->api_version = fl_strdup(api_version);
     s->resource = fl_strdup(resource);
+    bool works = !strcmp(api_version, "work.karmada.io/v1alpha1") && !strcmp(resource, "works");
     fl_informer_config cfg = {
         .client = env->cp,
         .resource = {.api_version = api_version, .resource = resource},
         .transform = fl_informer_drop_managed_fields,
-        .partial_fields = !strcmp(api_version, "work.karmada.io/v1alpha1") && !strcmp(resource, "works")
-                              ? work_partial_fields
-                              : NULL,
+        .partial_fields = works ? work_partial_fields : NULL,
+        .compact = works,
     };
     fl_informer_new(&cfg, &s->inf);
     if (m->started)

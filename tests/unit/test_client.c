@@ -1550,15 +1550,33 @@ static void note_whole_update(void *ctx, json_t *old_obj, json_t *new_obj)
         atomic_fetch_add(&whole_updates, 1);
 }
 
-static void test_informer_lists_partial_objects_and_reads_them_whole(void **state)
+/* The same object read from the cache twice, with another read in between (the hot slot of
+ * a compact informer with one slot then holds the other): whether both reads gave the same
+ * decoding, and each lacked data (in process) or had it (over HTTP). */
+static bool read_twice_same(fixture *f, fl_informer *inf, const char *key, const char *other)
 {
-    fixture *f = *state;
+    json_t *first = NULL, *between = NULL, *again = NULL;
+    assert_int_equal(fl_informer_get_key(inf, key, &first), 0);
+    assert_int_equal(fl_informer_get_key(inf, other, &between), 0);
+    assert_int_equal(fl_informer_get_key(inf, key, &again), 0);
+    assert_string_equal(fl_client_object_rv(first), fl_client_object_rv(again));
+    assert_int_equal(json_object_get(again, "data") != NULL, !f->local);
+    bool same = first == again;
+    json_decref(first);
+    json_decref(between);
+    json_decref(again);
+    return same;
+}
+
+static void partial_informer_reads(fixture *f, bool compact)
+{
     create_cm(f, "default", "a", "1");
     create_cm(f, "default", "b", "1");
     static const char *const partial[] = {"data", NULL};
     atomic_store(&whole_updates, 0);
     fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default",
                               .transform = fl_informer_drop_managed_fields, .partial_fields = partial,
+                              .compact = compact, .hot_objects = 1,
                               .handlers = {.on_update = note_whole_update}};
     fl_informer *inf = NULL;
     assert_int_equal(fl_informer_new(&cfg, &inf), 0);
@@ -1605,7 +1623,24 @@ static void test_informer_lists_partial_objects_and_reads_them_whole(void **stat
     json_decref(obj);
     fl_blob_unref(stored);
     assert_string_equal(partial_data(inf, "a", &text), f->local ? "-" : "1");
+    /* compact: in process a listed object keeps its decoding, a watched one only its stored
+     * value, decoded at each read that finds its hot slot taken; over HTTP both are texts */
+    create_cm(f, "default", "c", "1");
+    patch_cm(f, "default", "c", "2");
+    WAIT_UNTIL(atomic_load(&whole_updates) == 2, 5000);
+    assert_int_equal(read_twice_same(f, inf, "default/a", "default/b"), !compact || f->local);
+    assert_int_equal(read_twice_same(f, inf, "default/b", "default/c"), !compact);
     fl_informer_free(inf);
+}
+
+static void test_informer_lists_partial_objects_and_reads_them_whole(void **state)
+{
+    partial_informer_reads(*state, false);
+}
+
+static void test_compact_informer_keeps_watched_partial_objects_as_stored_values(void **state)
+{
+    partial_informer_reads(*state, true);
 }
 
 static void test_informer_syncs_then_sees_adds_updates_and_deletes(void **state)
@@ -2205,6 +2240,7 @@ int main(void)
         cmocka_unit_test(test_in_process_lists_skip_fields_of_items_decoded_for_them),
         T(test_informer_syncs_then_sees_adds_updates_and_deletes),
         T(test_informer_lists_partial_objects_and_reads_them_whole),
+        T(test_compact_informer_keeps_watched_partial_objects_as_stored_values),
         T(test_informer_without_old_objects_still_tells_updates_from_adds),
         T(test_informer_tells_first_list_adds_before_the_list_ends),
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
@@ -2243,6 +2279,7 @@ int main(void)
         L(test_cancel_before_the_watch_starts_returns_at_once),
         L(test_informer_syncs_then_sees_adds_updates_and_deletes),
         L(test_informer_lists_partial_objects_and_reads_them_whole),
+        L(test_compact_informer_keeps_watched_partial_objects_as_stored_values),
         L(test_informer_tells_first_list_adds_before_the_list_ends),
         L(test_informer_relists_after_its_watch_expires_without_spurious_events),
     };
