@@ -58,8 +58,18 @@ void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_list(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t);
 
-/* Keep obj, which nobody changes any more, as what b, just stored, decodes to. */
-void fl_api_decoded_keep(fl_blob *b, json_t *obj);
+/* A value and its decoding that the table of recent objects let go of. */
+typedef struct fl_api_kept {
+    fl_blob *blob;
+    json_t *obj;
+} fl_api_kept;
+
+/* Keep obj, which nobody changes any more, as what b, just stored, decodes to. Returns what
+ * it replaced, for the caller to release with fl_api_kept_release (off the store's writer
+ * thread: freeing a decoded object takes time). */
+fl_api_kept fl_api_decoded_keep(fl_blob *b, json_t *obj);
+/* Drop k's references and clear it. */
+void fl_api_kept_release(fl_api_kept *k);
 /* fl_api_decoded, but an object decoded now leaves out the members at skip (paths as
  * fl_json_load_skipping takes them; NULL: none): for an in-process list whose caller drops
  * them anyway (an informer's managedFields, a third of a Work's nodes). One kept decoded

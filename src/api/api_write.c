@@ -179,6 +179,7 @@ typedef struct render_ctx {
     /* obj encoded up front with "" for its resourceVersion, which starts at pre_at */
     char *pre;
     size_t pre_len, pre_at;
+    fl_api_kept evicted; /* what keeping obj put out of the table, released by the caller */
 } render_ctx;
 
 static char *render_obj(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
@@ -207,12 +208,16 @@ static fl_blob *render_pre(void *vctx, const fl_blob *cur, int64_t rev)
     return b;
 }
 
-/* Kept as soon as its bytes exist, so that the watchers the commit wakes find it decoded. */
+/* Kept as soon as its bytes exist, so that the watchers the commit wakes find it decoded.
+ * What that puts out of the table is released by the writing thread, not here: it is often
+ * the last reference to a decoded object, and every write waits for the store's writer. */
 static void keep_rendered(void *vctx, fl_blob *value)
 {
     render_ctx *c = vctx;
-    if (c->keep)
-        fl_api_decoded_keep(value, c->obj);
+    if (!c->keep)
+        return;
+    fl_api_kept_release(&c->evicted); /* rendered once more: not seen, but harmless */
+    c->evicted = fl_api_decoded_keep(value, c->obj);
 }
 
 /* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
@@ -223,7 +228,7 @@ static void keep_rendered(void *vctx, fl_blob *value)
 static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj, fl_blob **stored,
                           bool keep)
 {
-    render_ctx rc = {obj, keep, NULL, 0, 0};
+    render_ctx rc = {.obj = obj, .keep = keep};
     json_t *meta = fl_obj_meta(obj);
     json_t *had = json_incref(json_object_get(meta, "resourceVersion")); /* obj keeps it on failure */
     json_t *placeholder = json_string("");
@@ -235,6 +240,7 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
     else
         op.render = render_obj; /* cannot happen: the placeholder is in obj's metadata */
     int err = fl_store_write(api->store, &op);
+    fl_api_kept_release(&rc.evicted);
     free(rc.pre);
     if (err) {
         if (had)

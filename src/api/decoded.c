@@ -68,7 +68,7 @@ json_t *fl_api_decoded_without(const fl_blob *b, const char *const *skip)
     return v;
 }
 
-void fl_api_decoded_keep(fl_blob *b, json_t *obj)
+fl_api_kept fl_api_decoded_keep(fl_blob *b, json_t *obj)
 {
     recent_slot *s = &recent[recent_index(b)];
     recent_slot old;
@@ -77,6 +77,13 @@ void fl_api_decoded_keep(fl_blob *b, json_t *obj)
     s->blob = fl_blob_ref(b);
     s->obj = json_incref(obj);
     pthread_mutex_unlock(&recent_mu);
-    fl_blob_unref(old.blob);
-    json_decref(old.obj);
+    return (fl_api_kept){old.blob, old.obj};
+}
+
+void fl_api_kept_release(fl_api_kept *k)
+{
+    fl_blob_unref(k->blob);
+    json_decref(k->obj);
+    k->blob = NULL;
+    k->obj = NULL;
 }

@@ -1512,10 +1512,26 @@ static void test_in_process_lists_skip_fields_of_items_decoded_for_them(void **s
     assert_non_null(json_object_get(skipped, "data"));
     json_t *whole = fl_api_decoded_skipping(b, NULL);
     assert_non_null(json_object_get(json_object_get(whole, "metadata"), "managedFields"));
-    fl_api_decoded_keep(b, whole);
+    fl_api_kept was = fl_api_decoded_keep(b, whole);
+    fl_api_kept_release(&was);
     json_t *kept = fl_api_decoded_skipping(b, fl_informer_skip_managed_fields);
     assert_ptr_equal(kept, whole);
     json_decref(kept);
+    /* never with the members skipped: a view of the kept object without them */
+    json_t *without = fl_api_decoded_without(b, fl_informer_skip_managed_fields);
+    assert_ptr_not_equal(without, whole);
+    assert_null(json_object_get(json_object_get(without, "metadata"), "managedFields"));
+    assert_ptr_equal(json_object_get(without, "data"), json_object_get(whole, "data"));
+    assert_non_null(json_object_get(json_object_get(whole, "metadata"), "managedFields"));
+    json_decref(without);
+    /* keeping another decoding hands the one it replaced back, for the caller to release */
+    json_t *again = json_deep_copy(whole);
+    was = fl_api_decoded_keep(b, again);
+    assert_ptr_equal(was.obj, whole);
+    assert_ptr_equal(was.blob, b);
+    fl_api_kept_release(&was);
+    assert_null(was.obj);
+    json_decref(again);
     json_decref(whole);
     json_decref(skipped);
     /* the slot's references go when another blob takes it: the same one, unkept, at exit */
