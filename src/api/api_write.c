@@ -214,10 +214,8 @@ static fl_blob *render_pre(void *vctx, const fl_blob *cur, int64_t rev)
 static void keep_rendered(void *vctx, fl_blob *value)
 {
     render_ctx *c = vctx;
-    if (!c->keep)
-        return;
-    fl_api_kept_release(&c->evicted); /* rendered once more: not seen, but harmless */
-    c->evicted = fl_api_decoded_keep(value, c->obj);
+    if (c->keep) /* once per op (fl_store_op.rendered) */
+        c->evicted = fl_api_decoded_keep(value, c->obj);
 }
 
 /* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
