@@ -43,7 +43,8 @@
 
 /* One cached object: obj, or (compact) its text; or (partial) obj without the informer's
  * partial fields, and text the stored value it was decoded from; or (compact and partial)
- * only that stored value, read without the partial fields. */
+ * only that stored value, read without the partial fields; or (shed) the text of its
+ * apiVersion, kind and metadata only. */
 typedef struct centry {
     struct centry *next; /* hash chain */
     json_t *obj;
@@ -51,6 +52,8 @@ typedef struct centry {
     bool stored;         /* text is the server's stored value (in process), not our encoding */
     bool partial;        /* a read lacks the partial fields (obj does, or text is read without
                           * them); text has them */
+    bool shed;           /* text is our encoding of the object's metadata alone
+                          * (fl_informer_shed): reads answer FL_EEXPIRED */
     char *rv;
     char key[];
 } centry;
@@ -90,6 +93,7 @@ struct fl_informer {
     char rv[64];
 
     bool compact;
+    json_t *(*shed_keep)(const json_t *obj); /* fl_informer_config.shed_keep */
     bool no_old;                 /* on_update gets no old object */
     bool silent_first;           /* the first list's adds are not told */
     pthread_mutex_t hot_mu;
@@ -182,6 +186,16 @@ static void cmap_clear(cmap *m)
     memset(m, 0, sizeof *m);
 }
 
+/* obj's text, as a blob. */
+static fl_blob *encoded(const json_t *obj)
+{
+    size_t len;
+    char *t = fl_json_dumps(obj, &len);
+    fl_blob *b = fl_blob_new(t, len);
+    free(t);
+    return b;
+}
+
 /* The entry for obj under key: the object itself, or its text: stored, the server's bytes
  * obj was decoded from (in process; shared, so it costs nothing), else text, our text of it
  * made already (a list's item over HTTP: obj then holds only its key and resourceVersion),
@@ -198,6 +212,7 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->rv = fl_strdup(fl_client_object_rv(obj));
     e->obj = NULL;
     e->text = NULL;
+    e->shed = false;
     e->partial = light && stored;
     e->stored = inf->compact && stored && !(e->partial && listed);
     if (e->partial && !e->stored) {
@@ -208,10 +223,7 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     } else if (inf->compact && text) {
         e->text = fl_blob_ref(text);
     } else if (inf->compact) {
-        size_t len;
-        char *t = fl_json_dumps(obj, &len);
-        e->text = fl_blob_new(t, len);
-        free(t);
+        e->text = encoded(obj);
     } else {
         e->obj = json_incref(obj);
     }
@@ -222,14 +234,20 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
 typedef struct cref {
     json_t *obj;
     fl_blob *text;
-    bool stored, partial;
+    bool stored, partial, shed;
 } cref;
 
 static cref centry_ref(const centry *e)
 {
     if (e->partial && !e->stored) /* what is cached is the object to read */
-        return (cref){json_incref(e->obj), NULL, false, false};
-    return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored, e->partial};
+        return (cref){json_incref(e->obj), NULL, false, false, false};
+    return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored, e->partial, e->shed};
+}
+
+static void cref_close(cref r)
+{
+    json_decref(r.obj);
+    fl_blob_unref(r.text);
 }
 
 static hot_slot *hot_of(fl_informer *inf, const char *key)
@@ -272,6 +290,11 @@ static json_t *cref_obj(fl_informer *inf, const char *key, cref r)
 {
     if (!r.text)
         return r.obj;
+    if (r.shed) { /* the metadata alone: for handlers (a delete), never hot */
+        json_t *obj = fl_json_load(r.text->data, r.text->len);
+        fl_blob_unref(r.text);
+        return obj;
+    }
     hot_slot *h = hot_of(inf, key);
     pthread_mutex_lock(&inf->hot_mu);
     json_t *obj = h->text == r.text ? json_incref(h->obj) : NULL;
@@ -353,6 +376,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     pthread_cond_init(&inf->sync_cond, &ca);
     pthread_condattr_destroy(&ca);
     inf->compact = cfg->compact;
+    inf->shed_keep = cfg->shed_keep;
     inf->no_old = cfg->no_old_objects;
     inf->silent_first = cfg->silent_first_list;
     pthread_mutex_init(&inf->hot_mu, NULL);
@@ -882,6 +906,11 @@ int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
     centry *e = cmap_get(&inf->cache, key);
     cref r = e ? centry_ref(e) : (cref){0};
     pthread_rwlock_unlock(&inf->lock);
+    *out = NULL;
+    if (r.shed) {
+        cref_close(r);
+        return FL_EEXPIRED;
+    }
     *out = e ? cref_obj(inf, key, r) : NULL;
     return *out ? 0 : FL_ENOTFOUND;
 }
@@ -893,6 +922,11 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
     cref r = e ? centry_ref(e) : (cref){0};
     *text = e && e->partial ? fl_blob_ref(e->text) : NULL;
     pthread_rwlock_unlock(&inf->lock);
+    *out = NULL;
+    if (r.shed) {
+        cref_close(r);
+        return FL_EEXPIRED;
+    }
     *out = e ? cref_obj(inf, key, r) : NULL;
     if (!*out) {
         fl_blob_unref(*text);
@@ -911,8 +945,9 @@ int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out)
     fl_blob *text = NULL;
     json_t *obj = NULL;
     *out = NULL;
-    if (fl_informer_get_partial(inf, key, &obj, &text))
-        return FL_ENOTFOUND;
+    int rc = fl_informer_get_partial(inf, key, &obj, &text);
+    if (rc)
+        return rc;
     *out = fl_informer_whole(inf, obj, text);
     json_decref(obj);
     fl_blob_unref(text);
@@ -938,6 +973,85 @@ int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char 
     return e ? 0 : FL_ENOTFOUND;
 }
 
+/* What a shed entry keeps of its object: apiVersion, kind and metadata. Decoding skips the
+ * bulk of the kinds we know (fl_informer_shed keeps only those three members anyway). */
+static const char *const shed_skip[] = {"spec", "status", "data", "binaryData", "stringData",
+                                        "metadata.managedFields", NULL};
+
+/* The text of what a shed entry keeps of obj: the informer's shed_keep, or obj's apiVersion,
+ * kind and metadata (less managedFields). */
+static fl_blob *shed_text(fl_informer *inf, const json_t *obj)
+{
+    if (inf->shed_keep) {
+        json_t *kept = inf->shed_keep(obj);
+        fl_blob *b = kept ? encoded(kept) : NULL;
+        json_decref(kept);
+        return b;
+    }
+    json_t *stub = json_object();
+    static const char *const keep[] = {"apiVersion", "kind"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *v = json_object_get(obj, keep[i]);
+        if (v)
+            json_object_set(stub, keep[i], v);
+    }
+    json_t *md = fl_json_shallow_copy(json_object_get(obj, "metadata"));
+    if (md) {
+        json_object_del(md, "managedFields");
+        json_object_set_new(stub, "metadata", md);
+    }
+    fl_blob *b = encoded(stub);
+    json_decref(stub);
+    return b;
+}
+
+bool fl_informer_shed(fl_informer *inf, const char *ns, const char *name, const char *rv)
+{
+    if (!inf->compact || !rv || !*rv)
+        return false;
+    char *key = key_of(ns, name);
+    pthread_rwlock_rdlock(&inf->lock);
+    centry *e = cmap_get(&inf->cache, key);
+    bool due = e && !e->shed && !e->partial && e->text && e->rv && !strcmp(e->rv, rv);
+    fl_blob *text = due ? fl_blob_ref(e->text) : NULL;
+    bool stored = due && e->stored;
+    pthread_rwlock_unlock(&inf->lock);
+    json_t *obj = !due   ? NULL
+                  : stored ? fl_client_decode_text_skipping(inf->client, text, shed_skip)
+                           : fl_json_load_skipping(text->data, text->len, shed_skip);
+    fl_blob *stub = obj ? shed_text(inf, obj) : NULL, *old = NULL;
+    json_decref(obj);
+    if (stub) {
+        /* only if the entry still holds what was read: an event may have replaced it */
+        pthread_rwlock_wrlock(&inf->lock);
+        e = cmap_get(&inf->cache, key);
+        if (e && e->text == text && !e->shed) {
+            old = e->text;
+            e->text = stub;
+            e->stored = false;
+            e->shed = true;
+            stub = NULL;
+        }
+        pthread_rwlock_unlock(&inf->lock);
+    }
+    if (old) { /* nor does its decoding stay hot */
+        hot_slot *h = hot_of(inf, key), was = {0};
+        pthread_mutex_lock(&inf->hot_mu);
+        if (h->text == old) {
+            was = *h;
+            *h = (hot_slot){0};
+        }
+        pthread_mutex_unlock(&inf->hot_mu);
+        fl_blob_unref(was.text);
+        json_decref(was.obj);
+        fl_blob_unref(old);
+    }
+    fl_blob_unref(stub);
+    fl_blob_unref(text);
+    free(key);
+    return old != NULL;
+}
+
 typedef struct listed {
     char *key;
     cref r;
@@ -957,7 +1071,7 @@ static listed *take_all(fl_informer *inf, const char *ns, size_t *n)
     size_t k = 0;
     for (size_t b = 0; b < inf->cache.nb; b++)
         for (centry *e = inf->cache.b[b]; e; e = e->next) {
-            if (ns && (strncmp(e->key, ns, nslen) != 0 || e->key[nslen] != '/'))
+            if (e->shed || (ns && (strncmp(e->key, ns, nslen) != 0 || e->key[nslen] != '/')))
                 continue;
             all[k].key = fl_strdup(e->key);
             all[k++].r = centry_ref(e);

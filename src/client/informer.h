@@ -83,6 +83,10 @@ typedef struct fl_informer_config {
      * read-only as ever; a list decodes what is not hot. */
     bool compact;
     size_t hot_objects;
+    /* Optional, with compact: what fl_informer_shed keeps of an object, as a new object (or
+     * NULL: it is not shed), made from the object decoded without its spec, status and data.
+     * What the handlers told of its deletion need. NULL: its apiVersion, kind and metadata. */
+    json_t *(*shed_keep)(const json_t *obj);
     /* No handler reads on_update's old object: it is passed as NULL, and a compact informer
      * does not decode the previous text for it. */
     bool no_old_objects;
@@ -139,6 +143,17 @@ json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text);
 /* The resourceVersion of the cached object ns/name, copied into buf (truncated to cap - 1),
  * without decoding a compact entry. FL_ENOTFOUND (and "" in buf) when absent. */
 int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char *buf, size_t cap);
+/* A compact informer's readers have recorded what they need of the object ns/name at
+ * resourceVersion rv (the execution engine: its status, in the Work that delivered it, with
+ * rv). While the object stays at rv, the cache keeps only its apiVersion, kind and metadata:
+ * - fl_informer_get and the other reads of it answer FL_EEXPIRED (the object is there, but
+ *   not cached: read it from the server), and fl_informer_list and _each leave it out;
+ * - fl_informer_get_rv still answers, and a handler told of its deletion (a re-list that
+ *   misses it), or given it as an update's old object, gets what was kept;
+ * - the next event or list of it caches it whole again.
+ * Returns true if the entry was shed; false if it is absent, at another version, shed
+ * already, or the informer is not compact (or is partial). */
+bool fl_informer_shed(fl_informer *inf, const char *ns, const char *name, const char *rv);
 /* All cached objects (only namespace ns when not NULL), in key order: a new array
  * the caller decrefs; its elements are shared and read-only. */
 json_t *fl_informer_list(fl_informer *inf, const char *ns);

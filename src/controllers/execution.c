@@ -487,7 +487,17 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
     fl_client_error ce = {0};
     json_t *existing = NULL, *out = NULL, *desired = NULL;
     char *what = describe(t);
-    fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing);
+    if (fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing) == FL_EEXPIRED) {
+        /* the watch keeps only its metadata, its status being recorded (recorded_settle):
+         * the object itself is read from the member */
+        fl_metrics_count("flotilla_execution_member_reads_total",
+                         "Member objects an apply read from the member, their watch keeping only their metadata", 1);
+        rc = fl_client_get(mc, &t->gvr, t->ns, t->name, &existing, &ce);
+        if (rc && rc != FL_ENOTFOUND)
+            goto failed;
+        memset(&ce, 0, sizeof ce);
+        rc = 0;
+    }
     if (existing && already_applied(x, m, existing, work, t)) {
         *observed = json_incref(existing);
         goto done;
@@ -729,6 +739,48 @@ static bool at_recorded_version(exec *x, const json_t *e, size_t i, const target
            !strcmp(have, rv);
 }
 
+/* Member objects whose status a Work records at the version their watch holds. Once the
+ * Work's status with that record is stored, each watch keeps only the object's metadata
+ * (fl_informer_shed): nothing reads the rest until the object or the manifest changes. An
+ * event brings the object whole again; an apply of a changed manifest reads it from the
+ * member (apply_manifest). */
+typedef struct recorded {
+    fl_ws_watch *wt; /* a reference */
+    char *ns, *name, *rv;
+} recorded;
+
+typedef struct recorded_list {
+    recorded *v;
+    size_t n;
+} recorded_list;
+
+/* Add t's object at rv, whose watch is wt (the reference is taken over). */
+static void recorded_add(recorded_list *l, fl_ws_watch *wt, const target *t, const char *rv)
+{
+    l->v = fl_realloc(l->v, (l->n + 1) * sizeof *l->v);
+    l->v[l->n++] = (recorded){wt, t->ns ? fl_strdup(t->ns) : NULL, fl_strdup(t->name), fl_strdup(rv)};
+}
+
+/* The list's watches shed their objects (when stored: the Work's status records them), then
+ * the list is emptied. */
+static void recorded_settle(exec *x, recorded_list *l, bool stored)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        recorded *r = &l->v[i];
+        if (stored && fl_informer_shed(fl_ws_watch_informer(r->wt), r->ns, r->name, r->rv))
+            fl_metrics_count("flotilla_execution_member_objects_shed_total",
+                             "Member objects whose watch keeps only their metadata, their status being recorded in "
+                             "their Work",
+                             1);
+        fl_ws_watch_put(x->watches, r->wt);
+        free(r->ns);
+        free(r->name);
+        free(r->rv);
+    }
+    free(l->v);
+    *l = (recorded_list){0};
+}
+
 /* What the Work's manifests find in their member watches, each manifest's kind resolved and
  * watch taken once:
  * - WATCH_LISTING: a watch is making its first list, and the Work is parked on it. Until it
@@ -746,6 +798,7 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
     size_t n = json_array_size(manifests);
     const json_t *entries = applied_entries(work, n);
     bool listing = false, unchanged = entries != NULL;
+    recorded_list rec = {0}; /* unchanged: their watches shed them (the Work records them) */
     for (size_t i = 0; i < n && !listing; i++) {
         target t;
         char *emsg = NULL;
@@ -757,14 +810,19 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
                 listing = fl_ws_watch_park(wt, key);
                 free(key);
             }
-            unchanged = unchanged && !listing && at_recorded_version(x, json_array_get(entries, i), i, &t, wt);
-            fl_ws_watch_put(x->watches, wt);
+            const json_t *e = json_array_get(entries, i);
+            unchanged = unchanged && !listing && at_recorded_version(x, e, i, &t, wt);
+            if (unchanged)
+                recorded_add(&rec, wt, &t, jstr(e, FL_WS_OBSERVED_RV));
+            else
+                fl_ws_watch_put(x->watches, wt);
         } else {
             unchanged = false;
         }
         free(emsg); /* apply_manifest reports it */
         target_close(&t);
     }
+    recorded_settle(x, &rec, unchanged && !listing);
     return listing ? WATCH_LISTING : unchanged ? WATCH_UNCHANGED : WATCH_APPLY;
 }
 
@@ -926,6 +984,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blo
     /* a version is recorded only for an entry the native rules made: asked after the
      * entry, with no change of the rules since before it */
     uint64_t rules = fl_interp_edits(x->interp);
+    recorded_list rec = {0}; /* shed once the status that records them is stored */
     for (size_t i = 0; i < n; i++) {
         json_t *observed = NULL;
         char *emsg = NULL;
@@ -936,6 +995,10 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blo
             json_t *e = manifest_entry(x, work, cluster, (int)i, &t, observed);
             bool native = native_answers(x, &t) && fl_interp_edits(x->interp) == rules;
             record_version(work, (int)i, e, observed, t.wrote, native);
+            const char *rv = jstr(e, FL_WS_OBSERVED_RV);
+            fl_ws_watch *wt = NULL;
+            if (rv && fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0)
+                recorded_add(&rec, wt, &t, rv);
             json_array_append_new(statuses, e);
         } else {
             /* what we last knew of this manifest stays until we know better */
@@ -952,6 +1015,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blo
     }
 
     int src;
+    bool stored = false; /* the status with every entry's version is stored */
     if (first_err) {
         char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
@@ -963,7 +1027,9 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blo
     } else {
         src = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
                                  NULL, statuses);
+        stored = src == 0;
     }
+    recorded_settle(x, &rec, stored);
     free(errs);
     json_decref(whole);
     return first_err ? first_err : src;
@@ -1075,13 +1141,17 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
             target t;
             fl_ws_watch *wt = NULL;
             json_t *observed = NULL;
+            int grc = FL_ENOTFOUND;
             if (target_init(mc, cluster, (int)i, m, &t, &emsg) == 0 &&
                 fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0) {
-                fl_informer_get(fl_ws_watch_informer(wt), t.ns, t.name, &observed);
+                grc = fl_informer_get(fl_ws_watch_informer(wt), t.ns, t.name, &observed);
                 fl_ws_watch_put(x->watches, wt);
             }
+            const json_t *was = grc == FL_EEXPIRED ? entry_of(work, (int)i) : NULL;
             if (observed)
                 json_array_append_new(statuses, manifest_entry(x, work, cluster, (int)i, &t, observed));
+            else if (was) /* shed by its watch: the entry that records it is still true */
+                json_array_append_new(statuses, fl_json_deep_copy(was));
             json_decref(observed);
             free(emsg);
             emsg = NULL;

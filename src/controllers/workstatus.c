@@ -74,15 +74,37 @@ static const char *meta_str(const json_t *obj, const char *map, const char *key)
     return json_string_value(json_object_get(m, key));
 }
 
+/* The namespace and name of the Work that delivered obj, or false. */
+static bool owner_of(const json_t *obj, const char **ns, const char **name)
+{
+    *ns = meta_str(obj, "annotations", FL_WORK_NAMESPACE_ANNOTATION);
+    *name = meta_str(obj, "annotations", FL_WORK_NAME_ANNOTATION);
+    if (!*ns || !*name) { /* older Karmada versions put them in labels */
+        *ns = meta_str(obj, "labels", FL_WORK_NAMESPACE_ANNOTATION);
+        *name = meta_str(obj, "labels", FL_WORK_NAME_ANNOTATION);
+    }
+    return *ns && *name && **ns && **name;
+}
+
+/* What a watch keeps of an object whose status its Work records (fl_informer_shed): what
+ * enqueue_owner reads when it is deleted. Most of a member object's metadata is our marks
+ * and Karmada's bookkeeping, a kilobyte and more. */
+static json_t *owner_only(const json_t *obj)
+{
+    const char *ns, *name;
+    const json_t *md = json_object_get(obj, "metadata");
+    if (!owner_of(obj, &ns, &name))
+        return NULL;
+    return json_pack("{s:{s:O*, s:O*, s:O*, s:{s:s, s:s}}}", "metadata", "name", json_object_get(md, "name"),
+                     "namespace", json_object_get(md, "namespace"), "resourceVersion",
+                     json_object_get(md, "resourceVersion"), "annotations", FL_WORK_NAMESPACE_ANNOTATION, ns,
+                     FL_WORK_NAME_ANNOTATION, name);
+}
+
 static void enqueue_owner(fl_ws_watch *wt, const json_t *obj)
 {
-    const char *ns = meta_str(obj, "annotations", FL_WORK_NAMESPACE_ANNOTATION);
-    const char *name = meta_str(obj, "annotations", FL_WORK_NAME_ANNOTATION);
-    if (!ns || !name) { /* older Karmada versions put them in labels */
-        ns = meta_str(obj, "labels", FL_WORK_NAMESPACE_ANNOTATION);
-        name = meta_str(obj, "labels", FL_WORK_NAME_ANNOTATION);
-    }
-    if (!ns || !name || !*ns || !*name)
+    const char *ns, *name;
+    if (!owner_of(obj, &ns, &name))
         return;
     char *key = fl_cat(ns, "/", name, NULL);
     fl_workqueue_add(wt->q, key);
@@ -228,6 +250,7 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
             .transform = fl_informer_drop_managed_fields, /* and so not even decoded */
             .compact = true, /* one per member object of every Work: kept as text, */
             .hot_objects = 64, /* and a watch per cluster and kind */
+            .shed_keep = owner_only,
             .no_old_objects = true, /* on_update reads only the new object */
             /* The first list's adds need not queue their Works: a Work that needs this
              * watch is queued already (it has not looked yet) or parked on it until the list

@@ -147,6 +147,10 @@ def test_work_status_is_written_only_on_change(pair):
 
 def test_work_update_reaches_the_member(pair):
     cp, member = pair
+    # w1's status records both objects: their member watch keeps only their names now
+    wait_for(lambda: metric(cp, "flotilla_execution_member_objects_shed_total") >= 2, timeout=WAIT,
+             what="the member watch to shed the objects w1 records")
+    reads = metric(cp, "flotilla_execution_member_reads_total")
     code, body = cp.curl("PATCH", f"{WORKS}/w1", [
         {"op": "replace", "path": "/spec/workload/manifests/0/data", "value": {"k": "v2", "extra": "x"}}],
         content_type="application/json-patch+json")
@@ -156,6 +160,8 @@ def test_work_update_reaches_the_member(pair):
     gen = get(cp, f"{WORKS}/w1")["metadata"]["generation"]
     wait_for(lambda: (applied(cp, "w1") or {}).get("observedGeneration") == gen, timeout=WAIT,
              what="Applied observedGeneration to follow the Work")
+    # the apply read cm1 from the member, its watch no longer holding it
+    assert metric(cp, "flotilla_execution_member_reads_total") > reads
 
 
 def test_object_deleted_in_the_member_is_recreated(pair):
@@ -278,6 +284,31 @@ def test_suspended_work_is_not_dispatched(pair):
                          content_type="application/merge-patch+json")
     assert code == 200, body
     wait_for(lambda: get(member, f"{MEMBER_CM}/held"), timeout=WAIT, what="held delivered once resumed")
+
+
+def test_suspending_keeps_the_status_of_objects_the_watch_no_longer_holds(pair):
+    """A suspended Work reports what its member watch knows. An object whose status the Work
+    recorded is kept there as its name only, and its entry stays as recorded."""
+    cp, member = pair
+    shed = metric(cp, "flotilla_execution_member_objects_shed_total")
+    create_work(cp, work("w7", [configmap("recorded", {"a": "1"})]))
+    wait_applied(cp, "w7")
+    wait_for(lambda: metric(cp, "flotilla_execution_member_objects_shed_total") > shed, timeout=WAIT,
+             what="the member watch to shed the object w7 records")
+    before = get(cp, f"{WORKS}/w7")["status"]["manifestStatuses"]
+    assert [e["identifier"]["name"] for e in before] == ["recorded"]
+    code, body = cp.curl("PATCH", f"{WORKS}/w7", {"spec": {"suspendDispatching": True}},
+                         content_type="application/merge-patch+json")
+    assert code == 200, body
+
+    def dispatching():
+        w = get(cp, f"{WORKS}/w7")
+        return next((c for c in w["status"]["conditions"] if c["type"] == "Dispatching"), None), w
+
+    wait_for(lambda: dispatching()[0]["status"] == "False", timeout=WAIT, what="w7's Dispatching False")
+    c, w = dispatching()
+    assert c["reason"] == "SuspendDispatching" and c["observedGeneration"] == w["metadata"]["generation"]
+    assert w["status"]["manifestStatuses"] == before
 
 
 def test_works_of_pull_or_absent_clusters_are_left_alone(pair):

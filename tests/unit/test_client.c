@@ -1834,6 +1834,77 @@ static void test_informer_without_old_objects_still_tells_updates_from_adds(void
     rec_close(&l.r);
 }
 
+/* What a shed entry keeps here: the name, and a mark that it is what was kept */
+static json_t *keep_name(const json_t *obj)
+{
+    const json_t *md = json_object_get(obj, "metadata");
+    return json_pack("{s:{s:O, s:O, s:O, s:{s:s}}}", "metadata", "name", json_object_get(md, "name"), "namespace",
+                     json_object_get(md, "namespace"), "resourceVersion", json_object_get(md, "resourceVersion"),
+                     "labels", "kept", "yes");
+}
+
+/* A compact informer sheds an object at the version its reader recorded: reads answer
+ * FL_EEXPIRED and lists leave it out, its version still answers, a handler gets what was
+ * kept of it as an update's old object, and the next event caches it whole again. */
+static void test_compact_informer_sheds_objects_to_what_it_keeps(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    create_cm(f, "default", "b", "1");
+    inf_log l;
+    memset(&l, 0, sizeof l);
+    rec_init(&l.r);
+    atomic_store(&l.cache_misses, 0);
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default", .backoff_min_ms = 20,
+                              .backoff_max_ms = 200,
+                              .handlers = {.on_update = on_update, .ctx = &l},
+                              .transform = fl_informer_drop_managed_fields,
+                              .compact = true, .hot_objects = 1, .shed_keep = keep_name};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    l.inf = inf;
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+
+    char rv[64], now[64];
+    assert_int_equal(fl_informer_get_rv(inf, "default", "a", rv, sizeof rv), 0);
+    assert_false(fl_informer_shed(inf, "default", "a", "1")); /* not its version */
+    assert_false(fl_informer_shed(inf, "default", "absent", rv));
+    json_t *obj = NULL;
+    assert_int_equal(fl_informer_get(inf, "default", "a", &obj), 0); /* hot now */
+    json_decref(obj);
+    assert_true(fl_informer_shed(inf, "default", "a", rv));
+    assert_false(fl_informer_shed(inf, "default", "a", rv)); /* shed already */
+
+    obj = json_true();
+    assert_int_equal(fl_informer_get(inf, "default", "a", &obj), FL_EEXPIRED);
+    assert_null(obj);
+    fl_blob *text = NULL;
+    assert_int_equal(fl_informer_get_partial(inf, "default/a", &obj, &text), FL_EEXPIRED);
+    assert_int_equal(fl_informer_get_whole(inf, "default/a", &obj), FL_EEXPIRED);
+    assert_int_equal(fl_informer_get_rv(inf, "default", "a", now, sizeof now), 0);
+    assert_string_equal(now, rv);
+    json_t *all = fl_informer_list(inf, "default");
+    assert_int_equal(json_array_size(all), 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(all, 0), "metadata"),
+                                                          "name")),
+                        "b");
+    json_decref(all);
+    assert_int_equal(fl_informer_get(inf, "default", "b", &obj), 0); /* the others are untouched */
+    assert_string_equal(data_k(obj), "1");
+    json_decref(obj);
+
+    patch_cm(f, "default", "a", "2");
+    WAIT_UNTIL(rec_count(&l.r) >= 1, 5000);
+    assert_true(rec_has(&l.r, "update default/a=- -> default/a=2")); /* the old object: what was kept */
+    assert_int_equal(fl_informer_get(inf, "default", "a", &obj), 0);
+    assert_string_equal(data_k(obj), "2");
+    assert_null(json_object_get(json_object_get(obj, "metadata"), "labels"));
+    json_decref(obj);
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
 static void test_informer_relists_after_its_watch_expires_without_spurious_events(void **state)
 {
     fixture *f = *state;
@@ -2306,6 +2377,8 @@ int main(void)
         C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_compact),
         C(test_informer_without_old_objects_still_tells_updates_from_adds, setup_compact),
         C(test_informer_without_old_objects_still_tells_updates_from_adds, setup_local_compact),
+        C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_compact),
+        C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
         C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
