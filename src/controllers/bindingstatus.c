@@ -312,8 +312,8 @@ static int reconcile(void *ctx, const char *key)
     const fl_gvr *gvr = cluster_scoped ? &CRBS : &RBS;
     if (!fl_informer_has_synced(s->works) || !fl_informer_has_synced(cluster_scoped ? s->crbs : s->rbs))
         return FL_ETIMEDOUT;
-    json_t *b = NULL;
-    fl_informer_get_key(cluster_scoped ? s->crbs : s->rbs, key + 2, &b);
+    json_t *b = NULL; /* whole: the informer leaves its aggregatedStatus out (fl_ctrl_informer) */
+    fl_informer_get_whole(cluster_scoped ? s->crbs : s->rbs, key + 2, &b);
     if (!b || meta(b, "deletionTimestamp")) {
         json_decref(b);
         return 0;

@@ -181,12 +181,19 @@ static char *describe_targets(const fl_sched_result *res)
     return s;
 }
 
-/* Write status: the Scheduled condition and the observed generation. */
-static int write_status(schedctl *s, const fl_gvr *gvr, const json_t *binding, const fl_sched_result *res)
+/* Write status: the Scheduled condition and the observed generation. binding is whole, or
+ * as fl_informer_get_partial gave it with text. */
+static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const json_t *binding, fl_blob *text,
+                        const fl_sched_result *res)
 {
+    /* the status is written whole: with the aggregatedStatus the informer leaves out */
+    json_t *whole = fl_informer_whole(inf, binding, text);
+    if (!whole)
+        return FL_EIO;
     /* the binding as it will be written; aggregatedStatus and the rest shared read-only */
     json_t *st;
-    json_t *b = fl_ctrl_status_copy(binding, &st);
+    json_t *b = fl_ctrl_status_copy(whole, &st);
+    json_decref(whole);
     const char *status = res->outcome == FL_SCHED_SUCCESS ? "True" : "False";
     int64_t now_ms = fl_time_now_ms();
     char now[FL_TIME_BUF];
@@ -239,8 +246,9 @@ static int reconcile(void *ctx, const char *key)
     if (!fl_informer_has_synced(s->clusters) || !fl_informer_has_synced(cluster_scoped ? s->crbs : s->rbs))
         return FL_ETIMEDOUT;
     json_t *b = NULL;
-    fl_informer_get_key(cluster_scoped ? s->crbs : s->rbs, key + 2, &b);
-    if (!b)
+    fl_blob *text = NULL; /* the binding lacks its aggregatedStatus (fl_ctrl_informer) */
+    fl_informer *inf = cluster_scoped ? s->crbs : s->rbs;
+    if (fl_informer_get_partial(inf, key + 2, &b, &text))
         return 0;
     const json_t *spec = json_object_get(b, "spec");
     int rc = 0;
@@ -257,7 +265,7 @@ static int reconcile(void *ctx, const char *key)
         fl_event(s->env.recorder, b, "Warning", "ScheduleBindingFailed", "%s", err);
         fl_event(s->env.recorder, tref, "Warning", "ScheduleBindingFailed", "%s", err);
         fl_sched_result fake = {.outcome = FL_SCHED_ERROR, .reason = "SchedulerError", .message = err};
-        rc = write_status(s, gvr, b, &fake);
+        rc = write_status(s, inf, gvr, b, text, &fake);
         goto out;
     }
     const json_t *cur = json_object_get(spec, "clusters");
@@ -265,6 +273,7 @@ static int reconcile(void *ctx, const char *key)
     /* no spec.clusters and no targets is no change */
     bool change = res->update_clusters && (cur ? !fl_json_same(want, cur) : json_array_size(want) > 0);
     const json_t *status_src = b;
+    fl_blob *status_text = text;
     if (change) {
         upd = fl_json_deep_copy(b);
         json_object_set_new(json_object_get(upd, "spec"), "clusters", want);
@@ -279,7 +288,8 @@ static int reconcile(void *ctx, const char *key)
                        ce.message[0] ? ce.message : fl_strerror(rc));
             goto out;
         }
-        status_src = written;
+        status_src = written; /* whole */
+        status_text = NULL;
         char *d = describe_targets(res);
         fl_event(s->env.recorder, b, "Normal", "ScheduleBindingSucceed",
                  "Binding has been scheduled successfully. Result: {%s}", d);
@@ -294,7 +304,7 @@ static int reconcile(void *ctx, const char *key)
         filter_events(s, b, res);
     }
     json_decref(want);
-    rc = write_status(s, gvr, status_src, res);
+    rc = write_status(s, inf, gvr, status_src, status_text, res);
 out:
     fl_sched_result_free(res);
     fl_sched_snapshot_free(snap);
@@ -303,6 +313,7 @@ out:
     json_decref(upd);
     json_decref(written);
     json_decref(b);
+    fl_blob_unref(text);
     return rc;
 }
 

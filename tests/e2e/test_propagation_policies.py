@@ -9,11 +9,13 @@ One fleet (a control plane and three simulated members) serves the whole module.
 uses its own object names and cleans up in a finally block, so a failing test does not
 disturb the next. Waits are bounded; "nothing happens" checks watch for a short settle time.
 """
+import json
+import subprocess
 import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import KUBECTL, wait_for
 
 MEMBERS = ("member1", "member2", "member3")
 PP_ID = "propagationpolicy.karmada.io/permanent-id"
@@ -652,6 +654,48 @@ def test_preserve_resources_on_deletion_keeps_the_member_object(fleet):
         fleet.delete("cm", "keepme", "dropme")
         fleet.delete("pp", "keepme", "dropme")
         fleet.delete("cm", "keepme", member="member2")
+
+
+def test_binding_keeps_its_aggregated_status_when_its_spec_changes_in_place(fleet):
+    """The controllers cache bindings without their aggregatedStatus; the scheduler's status
+    write after a spec change that moves no replica must carry it all the same."""
+    rb = "agg-configmap"
+
+    def aggregated(b):
+        items = (b or {}).get("status", {}).get("aggregatedStatus") or []
+        return sorted(i["clusterName"] for i in items if i.get("applied")) == ["member1", "member2"]
+
+    watch = None
+    try:
+        fleet.apply([configmap("agg"), policy("agg", [cm_selector("agg")], placement(["member1", "member2"]))])
+        wait_for(lambda: aggregated(fleet.get("rb", rb)), timeout=WAIT,
+                 what="agg applied in member1 and member2 per its binding")
+        # every version of the binding from now on, as a watch sees them
+        watch = subprocess.Popen([KUBECTL, "--kubeconfig", fleet.kubeconfig, "get", "rb", rb, "-w", "-o", "json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        fleet.apply(policy("agg", [cm_selector("agg")], placement(["member1", "member2"]),
+                           preserveResourcesOnDeletion=True))
+        wait_for(lambda: (b := fleet.get("rb", rb)) and b["spec"].get("preserveResourcesOnDeletion") is True and
+                 b["status"].get("schedulerObservedGeneration") == b["metadata"]["generation"], timeout=WAIT,
+                 what="the scheduler to observe the binding's new generation")
+        time.sleep(SETTLE)
+        watch.terminate()
+        out, _ = watch.communicate(timeout=10)
+        versions, dec, i = [], json.JSONDecoder(), 0
+        while out[i:].strip():
+            i += len(out[i:]) - len(out[i:].lstrip())
+            obj, i = dec.raw_decode(out, i)
+            versions.append(obj)
+        gens = {v["status"].get("schedulerObservedGeneration") for v in versions}
+        assert len(versions) >= 2 and len(gens) >= 2, versions  # the scheduler's write is among them
+        lost = [v["metadata"]["resourceVersion"] for v in versions if not aggregated(v)]
+        assert lost == [], f"versions of the binding without its aggregatedStatus: {lost}"
+    finally:
+        if watch and watch.poll() is None:
+            watch.kill()
+            watch.wait()
+        fleet.delete("cm", "agg")
+        fleet.delete("pp", "agg")
 
 
 # ---- suspension ----
