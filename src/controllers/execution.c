@@ -740,10 +740,12 @@ static bool at_recorded_version(exec *x, const json_t *e, size_t i, const target
 }
 
 /* Member objects whose status a Work records at the version their watch holds. Once the
- * Work's status with that record is stored, each watch keeps only the object's metadata
+ * Work's status with that record is stored, each watch keeps only the object's owner
  * (fl_informer_shed): nothing reads the rest until the object or the manifest changes. An
  * event brings the object whole again; an apply of a changed manifest reads it from the
- * member (apply_manifest). */
+ * member (apply_manifest). Not from survey_watches: after a restart that would shed every
+ * object in the members while the fleet is checked, a sixteenth more of the server's CPU
+ * there; the next status write of each Work sheds its objects. */
 typedef struct recorded {
     fl_ws_watch *wt; /* a reference */
     char *ns, *name, *rv;
@@ -798,7 +800,6 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
     size_t n = json_array_size(manifests);
     const json_t *entries = applied_entries(work, n);
     bool listing = false, unchanged = entries != NULL;
-    recorded_list rec = {0}; /* unchanged: their watches shed them (the Work records them) */
     for (size_t i = 0; i < n && !listing; i++) {
         target t;
         char *emsg = NULL;
@@ -810,19 +811,14 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
                 listing = fl_ws_watch_park(wt, key);
                 free(key);
             }
-            const json_t *e = json_array_get(entries, i);
-            unchanged = unchanged && !listing && at_recorded_version(x, e, i, &t, wt);
-            if (unchanged)
-                recorded_add(&rec, wt, &t, jstr(e, FL_WS_OBSERVED_RV));
-            else
-                fl_ws_watch_put(x->watches, wt);
+            unchanged = unchanged && !listing && at_recorded_version(x, json_array_get(entries, i), i, &t, wt);
+            fl_ws_watch_put(x->watches, wt);
         } else {
             unchanged = false;
         }
         free(emsg); /* apply_manifest reports it */
         target_close(&t);
     }
-    recorded_settle(x, &rec, unchanged && !listing);
     return listing ? WATCH_LISTING : unchanged ? WATCH_UNCHANGED : WATCH_APPLY;
 }
 
