@@ -43,8 +43,8 @@
 
 /* One cached object: obj, or (compact) its text; or (partial) obj without the informer's
  * partial fields, and text the stored value it was decoded from; or (compact and partial)
- * only that stored value, read without the partial fields; or (shed) the text of its
- * apiVersion, kind and metadata only. */
+ * only that stored value, read without the partial fields; or (shed) the text of what
+ * shed_keep kept of it. */
 typedef struct centry {
     struct centry *next; /* hash chain */
     json_t *obj;
@@ -52,7 +52,7 @@ typedef struct centry {
     bool stored;         /* text is the server's stored value (in process), not our encoding */
     bool partial;        /* a read lacks the partial fields (obj does, or text is read without
                           * them); text has them */
-    bool shed;           /* text is our encoding of the object's metadata alone
+    bool shed;           /* text is our encoding of what shed_keep kept of the object
                           * (fl_informer_shed): reads answer FL_EEXPIRED */
     char *rv;
     char key[];
@@ -290,7 +290,7 @@ static json_t *cref_obj(fl_informer *inf, const char *key, cref r)
 {
     if (!r.text)
         return r.obj;
-    if (r.shed) { /* the metadata alone: for handlers (a delete), never hot */
+    if (r.shed) { /* what was kept: for handlers (a delete), never hot */
         json_t *obj = fl_json_load(r.text->data, r.text->len);
         fl_blob_unref(r.text);
         return obj;
@@ -973,41 +973,13 @@ int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char 
     return e ? 0 : FL_ENOTFOUND;
 }
 
-/* What a shed entry keeps of its object: apiVersion, kind and metadata. Decoding skips the
- * bulk of the kinds we know (fl_informer_shed keeps only those three members anyway). */
+/* Decoding an object for shed_keep skips the bulk of the kinds we know. */
 static const char *const shed_skip[] = {"spec", "status", "data", "binaryData", "stringData",
                                         "metadata.managedFields", NULL};
 
-/* The text of what a shed entry keeps of obj: the informer's shed_keep, or obj's apiVersion,
- * kind and metadata (less managedFields). */
-static fl_blob *shed_text(fl_informer *inf, const json_t *obj)
-{
-    if (inf->shed_keep) {
-        json_t *kept = inf->shed_keep(obj);
-        fl_blob *b = kept ? encoded(kept) : NULL;
-        json_decref(kept);
-        return b;
-    }
-    json_t *stub = json_object();
-    static const char *const keep[] = {"apiVersion", "kind"};
-    for (size_t i = 0; i < 2; i++) {
-        json_t *v = json_object_get(obj, keep[i]);
-        if (v)
-            json_object_set(stub, keep[i], v);
-    }
-    json_t *md = fl_json_shallow_copy(json_object_get(obj, "metadata"));
-    if (md) {
-        json_object_del(md, "managedFields");
-        json_object_set_new(stub, "metadata", md);
-    }
-    fl_blob *b = encoded(stub);
-    json_decref(stub);
-    return b;
-}
-
 bool fl_informer_shed(fl_informer *inf, const char *ns, const char *name, const char *rv)
 {
-    if (!inf->compact || !rv || !*rv)
+    if (!inf->compact || !inf->shed_keep || !rv || !*rv)
         return false;
     char *key = key_of(ns, name);
     pthread_rwlock_rdlock(&inf->lock);
@@ -1019,7 +991,9 @@ bool fl_informer_shed(fl_informer *inf, const char *ns, const char *name, const 
     json_t *obj = !due   ? NULL
                   : stored ? fl_client_decode_text_skipping(inf->client, text, shed_skip)
                            : fl_json_load_skipping(text->data, text->len, shed_skip);
-    fl_blob *stub = obj ? shed_text(inf, obj) : NULL, *old = NULL;
+    json_t *kept = obj ? inf->shed_keep(obj) : NULL;
+    fl_blob *stub = kept ? encoded(kept) : NULL, *old = NULL;
+    json_decref(kept);
     json_decref(obj);
     if (stub) {
         /* only if the entry still holds what was read: an event may have replaced it */

@@ -84,8 +84,8 @@ typedef struct fl_informer_config {
     bool compact;
     size_t hot_objects;
     /* Optional, with compact: what fl_informer_shed keeps of an object, as a new object (or
-     * NULL: it is not shed), made from the object decoded without its spec, status and data.
-     * What the handlers told of its deletion need. NULL: its apiVersion, kind and metadata. */
+     * NULL: it is not shed), made from the object decoded without its spec, status and data:
+     * what the handlers told of its deletion need. Without it nothing is shed. */
     json_t *(*shed_keep)(const json_t *obj);
     /* No handler reads on_update's old object: it is passed as NULL, and a compact informer
      * does not decode the previous text for it. */
@@ -145,14 +145,16 @@ json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text);
 int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char *buf, size_t cap);
 /* A compact informer's readers have recorded what they need of the object ns/name at
  * resourceVersion rv (the execution engine: its status, in the Work that delivered it, with
- * rv). While the object stays at rv, the cache keeps only its apiVersion, kind and metadata:
+ * rv). While the object stays at rv, the cache keeps only what the config's shed_keep made
+ * of it:
  * - fl_informer_get and the other reads of it answer FL_EEXPIRED (the object is there, but
  *   not cached: read it from the server), and fl_informer_list and _each leave it out;
  * - fl_informer_get_rv still answers, and a handler told of its deletion (a re-list that
  *   misses it), or given it as an update's old object, gets what was kept;
  * - the next event or list of it caches it whole again.
  * Returns true if the entry was shed; false if it is absent, at another version, shed
- * already, or the informer is not compact (or is partial). */
+ * already, shed_keep made nothing of it, or the informer is not compact, has no shed_keep
+ * or keeps the object partial. */
 bool fl_informer_shed(fl_informer *inf, const char *ns, const char *name, const char *rv);
 /* All cached objects (only namespace ns when not NULL), in key order: a new array
  * the caller decrefs; its elements are shared and read-only. */
