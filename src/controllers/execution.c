@@ -488,10 +488,10 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
     json_t *existing = NULL, *out = NULL, *desired = NULL;
     char *what = describe(t);
     if (fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing) == FL_EEXPIRED) {
-        /* the watch keeps only its metadata, its status being recorded (recorded_settle):
-         * the object itself is read from the member */
+        /* the watch keeps only its owner, its status being recorded (recorded_settle): the
+         * object itself is read from the member */
         fl_metrics_count("flotilla_execution_member_reads_total",
-                         "Member objects an apply read from the member, their watch keeping only their metadata", 1);
+                         "Member objects an apply read from the member, their watch keeping only their owner", 1);
         rc = fl_client_get(mc, &t->gvr, t->ns, t->name, &existing, &ce);
         if (rc && rc != FL_ENOTFOUND)
             goto failed;
@@ -771,7 +771,7 @@ static void recorded_settle(exec *x, recorded_list *l, bool stored)
         recorded *r = &l->v[i];
         if (stored && fl_informer_shed(fl_ws_watch_informer(r->wt), r->ns, r->name, r->rv))
             fl_metrics_count("flotilla_execution_member_objects_shed_total",
-                             "Member objects whose watch keeps only their metadata, their status being recorded in "
+                             "Member objects whose watch keeps only their owner, their status being recorded in "
                              "their Work",
                              1);
         fl_ws_watch_put(x->watches, r->wt);

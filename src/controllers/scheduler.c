@@ -186,14 +186,9 @@ static char *describe_targets(const fl_sched_result *res)
 static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const json_t *binding, fl_blob *text,
                         const fl_sched_result *res)
 {
-    /* the status is written whole: with the aggregatedStatus the informer leaves out */
-    json_t *whole = fl_informer_whole(inf, binding, text);
-    if (!whole)
-        return FL_EIO;
     /* the binding as it will be written; aggregatedStatus and the rest shared read-only */
     json_t *st;
-    json_t *b = fl_ctrl_status_copy(whole, &st);
-    json_decref(whole);
+    json_t *b = fl_ctrl_status_copy(binding, &st);
     const char *status = res->outcome == FL_SCHED_SUCCESS ? "True" : "False";
     int64_t now_ms = fl_time_now_ms();
     char now[FL_TIME_BUF];
@@ -210,7 +205,18 @@ static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const 
         changed = true;
     }
     int rc = 0;
-    if (changed) {
+    if (changed && text) {
+        /* the status is written whole: with the aggregatedStatus the informer leaves out,
+         * read only now (most passes write nothing) */
+        json_t *whole = fl_informer_whole(inf, binding, text);
+        json_t *agg = json_object_get(json_object_get(whole, "status"), "aggregatedStatus");
+        if (agg)
+            json_object_set(st, "aggregatedStatus", agg);
+        if (!whole)
+            rc = FL_EIO;
+        json_decref(whole);
+    }
+    if (changed && rc == 0) {
         if (res->outcome == FL_SCHED_SUCCESS)
             json_object_set_new(st, "lastScheduledTime", json_string(now));
         fl_client_error ce;
