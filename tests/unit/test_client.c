@@ -1802,6 +1802,17 @@ static void test_informer_tells_first_list_adds_before_the_list_ends(void **stat
     rec_close(&l.r);
 }
 
+/* An informer made from cfg, started and synced; it is l's. */
+static fl_informer *synced_informer(const fl_informer_config *cfg, inf_log *l)
+{
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(cfg, &inf), 0);
+    l->inf = inf;
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    return inf;
+}
+
 static void test_informer_without_old_objects_still_tells_updates_from_adds(void **state)
 {
     fixture *f = *state;
@@ -1815,11 +1826,7 @@ static void test_informer_without_old_objects_still_tells_updates_from_adds(void
                               .handlers = {.on_add = on_add, .on_update = on_update_new_only,
                                            .on_delete = on_delete, .ctx = &l},
                               .compact = compact_informers, .hot_objects = 1, .no_old_objects = true};
-    fl_informer *inf = NULL;
-    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
-    l.inf = inf;
-    assert_int_equal(fl_informer_start(inf), 0);
-    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    fl_informer *inf = synced_informer(&cfg, &l);
     create_cm(f, "default", "b", "1"); /* b's slot is the hot one now: a's text is cold */
     patch_cm(f, "default", "a", "2");
     delete_cm(f, "default", "a");
@@ -1860,11 +1867,7 @@ static void test_compact_informer_sheds_objects_to_what_it_keeps(void **state)
                               .handlers = {.on_update = on_update, .ctx = &l},
                               .transform = fl_informer_drop_managed_fields,
                               .compact = true, .hot_objects = 1, .shed_keep = keep_name};
-    fl_informer *inf = NULL;
-    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
-    l.inf = inf;
-    assert_int_equal(fl_informer_start(inf), 0);
-    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    fl_informer *inf = synced_informer(&cfg, &l);
 
     char rv[64], now[64];
     assert_int_equal(fl_informer_get_rv(inf, "default", "a", rv, sizeof rv), 0);
