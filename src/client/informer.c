@@ -900,21 +900,6 @@ int fl_informer_wait_synced(fl_informer *inf, int timeout_ms)
     return rc;
 }
 
-int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
-{
-    pthread_rwlock_rdlock(&inf->lock);
-    centry *e = cmap_get(&inf->cache, key);
-    cref r = e ? centry_ref(e) : (cref){0};
-    pthread_rwlock_unlock(&inf->lock);
-    *out = NULL;
-    if (r.shed) {
-        cref_close(r);
-        return FL_EEXPIRED;
-    }
-    *out = e ? cref_obj(inf, key, r) : NULL;
-    return *out ? 0 : FL_ENOTFOUND;
-}
-
 int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_blob **text)
 {
     pthread_rwlock_rdlock(&inf->lock);
@@ -933,6 +918,14 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
         *text = NULL;
     }
     return *out ? 0 : FL_ENOTFOUND;
+}
+
+int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
+{
+    fl_blob *text = NULL;
+    int rc = fl_informer_get_partial(inf, key, out, &text);
+    fl_blob_unref(text);
+    return rc;
 }
 
 json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text)
