@@ -10,6 +10,8 @@ uses its own object names and cleans up in a finally block, so a failing test do
 disturb the next. Waits are bounded; "nothing happens" checks watch for a short settle time.
 """
 import json
+import os
+import select
 import subprocess
 import time
 
@@ -656,6 +658,14 @@ def test_preserve_resources_on_deletion_keeps_the_member_object(fleet):
         fleet.delete("cm", "keepme", member="member2")
 
 
+def parses(data):
+    try:
+        json.loads(data)
+        return True
+    except ValueError:
+        return False
+
+
 def test_binding_keeps_its_aggregated_status_when_its_spec_changes_in_place(fleet):
     """The controllers cache bindings without their aggregatedStatus; the scheduler's status
     write after a spec change that moves no replica must carry it all the same."""
@@ -672,7 +682,13 @@ def test_binding_keeps_its_aggregated_status_when_its_spec_changes_in_place(flee
                  what="agg applied in member1 and member2 per its binding")
         # every version of the binding from now on, as a watch sees them
         watch = subprocess.Popen([KUBECTL, "--kubeconfig", fleet.kubeconfig, "get", "rb", rb, "-w", "-o", "json"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # the watch is on once it has printed the binding as it is (one JSON object)
+        first, deadline = b"", time.time() + WAIT
+        while not parses(first):
+            assert time.time() < deadline, f"kubectl's watch printed no whole object: {first!r}"
+            if select.select([watch.stdout], [], [], 0.5)[0]:
+                first += os.read(watch.stdout.fileno(), 1 << 16)
         fleet.apply(policy("agg", [cm_selector("agg")], placement(["member1", "member2"]),
                            preserveResourcesOnDeletion=True))
         wait_for(lambda: (b := fleet.get("rb", rb)) and b["spec"].get("preserveResourcesOnDeletion") is True and
@@ -681,6 +697,7 @@ def test_binding_keeps_its_aggregated_status_when_its_spec_changes_in_place(flee
         time.sleep(SETTLE)
         watch.terminate()
         out, _ = watch.communicate(timeout=10)
+        out = (first + out).decode()
         versions, dec, i = [], json.JSONDecoder(), 0
         while out[i:].strip():
             i += len(out[i:]) - len(out[i:].lstrip())
