@@ -232,7 +232,8 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
     json_t *placeholder = json_string("");
     json_object_set_new(meta, "resourceVersion", placeholder);
     rc.pre = fl_json_dumps_mark(obj, placeholder, &rc.pre_len, &rc.pre_at);
-    fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .ctx = &rc, .rendered = keep_rendered};
+    fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .ctx = &rc, .rendered = keep_rendered,
+                      .no_current = true};
     if (rc.pre_at + 1 < rc.pre_len && !memcmp(rc.pre + rc.pre_at, "\"\"", 2))
         op.render_blob = render_pre;
     else

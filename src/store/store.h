@@ -7,9 +7,10 @@
  *
  * Today one backend implements it, SQLite (store_sqlite*.c), the embedded default; a
  * second backend (etcd) will put these functions behind a small vtable chosen by
- * fl_store_config, with the watch fan-out (store_watch.c) shared. A backend keeps the current
- * value of every live key in memory (for get/list without I/O) and a window of
- * recent events for watches; everything older comes from the log.
+ * fl_store_config, with the watch fan-out (store_watch.c) shared. A backend keeps every
+ * live key with its revisions in memory, the values of the keys written last (SQLite: up
+ * to value_cache_bytes; the others are read from the file when asked for), and a window
+ * of recent events for watches; everything older comes from the log.
  *
  * A store can also live in memory only (fl_store_config.memory): the same contract
  * in every respect except durability, for the many small stores of simulated member
@@ -49,6 +50,10 @@ typedef struct fl_store_config {
                                   the current state, 0 = no cap */
     size_t load_split_rows;    /* SQLite: rows in the log from which opening reads it in two
                                   halves at once; 0 = default (50000) */
+    size_t value_cache_bytes;  /* SQLite: the current values kept in memory, the last written
+                                  first: up to this many bytes of writes (0 = default, 16 MiB).
+                                  Reads of other keys' values read the file. A memory store
+                                  keeps every value. */
 } fl_store_config;
 
 /* Memory stores (memory = true).
@@ -87,6 +92,13 @@ typedef struct fl_kv {
  * FL_ENOTFOUND if absent. */
 int fl_store_get(fl_store *s, const char *key, fl_kv *out);
 
+/* The value of key as revision rev wrote it (a new reference in *out): from memory when
+ * that is the key's current value there, else from the log. FL_EEXPIRED when the log has
+ * no such revision of key (compacted, or another key's; a memory store: not the current
+ * one); FL_EIO if reading failed. For a cache that keeps an object's revision but not its
+ * bytes. */
+int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out);
+
 /* Head revision (the highest revision written). */
 int64_t fl_store_rev(fl_store *s);
 /* Compacted revision: watches/lists from below it get FL_EEXPIRED. */
@@ -117,7 +129,8 @@ enum fl_store_op_type { FL_STORE_CREATE = 1, FL_STORE_UPDATE = 2, FL_STORE_DELET
 /* Render the value to store, now that its revision is known. Called exactly once
  * per attempted write, on the store's writer thread (a memory store: on the caller's
  * thread, holding the store's lock, so keep it short), with the current value of the
- * key (NULL for create) and the revision the write will get. Returns a heap string
+ * key (NULL for create, and with fl_store_op.no_current) and the revision the write will
+ * get. Returns a heap string
  * (malloc'd, the store takes ownership) and its length in *len; for a delete the
  * value is the object's final state as seen by DELETED watch events. Must not call
  * back into the store. */
@@ -137,6 +150,9 @@ typedef struct fl_store_op {
      * or NULL for FL_EINVAL. Lets a caller encode before the writer thread and leave it
      * only the revision to put in: the writer serializes every write. Same rules as render. */
     fl_blob *(*render_blob)(void *ctx, const fl_blob *current, int64_t rev);
+    /* The render does not read current: it gets NULL, so the writer need not read a value
+     * that is not in memory from the file. */
+    bool no_current;
     /* results */
     int64_t rev;              /* revision written (on success) */
     fl_blob *value;           /* on success: reference to the value now stored (caller unrefs);

@@ -221,11 +221,20 @@ void fl_store_snap_add(fl_store_snap *sn, const char *key, fl_blob *value, int64
     sn->n++;
 }
 
-bool fl_store_snap_deliver(fl_store_snap *sn, fl_store_list_fn fn, void *ctx)
+bool fl_store_snap_deliver(fl_store_snap *sn, fl_store_snap_fill fill, void *fill_ctx, size_t chunk,
+                           fl_store_list_fn fn, void *ctx, int *rc)
 {
     bool stopped_early = false;
-    size_t i = 0;
+    size_t i = 0, filled = 0;
     for (; i < sn->n; i++) {
+        if (fill && i == filled) {
+            filled = i + chunk < sn->n ? i + chunk : sn->n;
+            int frc = fill(fill_ctx, sn, i, filled);
+            if (frc) {
+                *rc = frc;
+                break;
+            }
+        }
         bool go_on = fn(ctx, sn->arena + sn->ents[i].key_off, &sn->ents[i].kv);
         fl_blob_unref(sn->ents[i].kv.value);
         if (!go_on) {

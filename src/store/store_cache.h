@@ -53,9 +53,14 @@ typedef struct fl_store_snap {
 
 /* Append key with a new reference to value. */
 void fl_store_snap_add(fl_store_snap *sn, const char *key, fl_blob *value, int64_t rev, int64_t create_rev);
-/* Call fn for each entry in order until it returns false, then free the snapshot.
- * Returns true if fn stopped early with entries left undelivered. */
-bool fl_store_snap_deliver(fl_store_snap *sn, fl_store_list_fn fn, void *ctx);
+/* Fills in the values of entries [from, to) that have none: 0, or an FL_E* code. */
+typedef int (*fl_store_snap_fill)(void *fill_ctx, fl_store_snap *sn, size_t from, size_t to);
+/* Call fn for each entry in order until it returns false, then free the snapshot. With
+ * fill, each run of `chunk` entries is filled before it is delivered; if a fill fails,
+ * nothing more is delivered and *rc is its code. Returns true if fn stopped early with
+ * entries left undelivered. */
+bool fl_store_snap_deliver(fl_store_snap *sn, fl_store_snap_fill fill, void *fill_ctx, size_t chunk,
+                           fl_store_list_fn fn, void *ctx, int *rc);
 
 /* In-order cursor. 64 levels hold any AVL tree that fits in memory. */
 typedef struct fl_store_cache_iter {

@@ -324,7 +324,7 @@ int fl_store_memory_list_at(fl_store *s, const char *prefix, const char *start_a
 out:
     pthread_rwlock_unlock(&s->lock);
     free(ch);
-    if (rc == 0 && fl_store_snap_deliver(&sn, fn, ctx))
+    if (rc == 0 && fl_store_snap_deliver(&sn, NULL, NULL, 0, fn, ctx, &rc))
         more = true;
     if (more_out)
         *more_out = more;

@@ -45,6 +45,8 @@
 #define RING_SIZE 65536         /* events kept in memory for watches, unless configured */
 #define RING_BYTES (32u << 20)  /* and the bytes of their values: older ones come from the log */
 #define WATCH_BACKLOG 100000    /* queued events per watch before it expires */
+#define VALUE_CACHE_BYTES (16u << 20) /* current values kept in memory, unless configured */
+#define FILL_CHUNK 64           /* a list's values read from the file before it delivers them */
 
 /* ---- SQLite helpers ---- */
 
@@ -144,6 +146,108 @@ static int reader_begin(fl_store *s, sqlite3 **dbp, int64_t *compact)
     return rc;
 }
 
+/* ---- reading one revision's value ---- */
+
+static int point_get(fl_store *s, struct fl_store_point *p)
+{
+    pthread_mutex_lock(&s->pool_mu);
+    bool have = s->npoints > 0;
+    if (have)
+        *p = s->points[--s->npoints];
+    pthread_mutex_unlock(&s->pool_mu);
+    if (have)
+        return 0;
+    p->by_id = NULL;
+    if (open_conn(s->path, s->durable, 256, &p->db))
+        return FL_EIO;
+    if (sqlite3_prepare_v3(p->db, "SELECT name, deleted, value FROM kv WHERE id = ?1", -1, SQLITE_PREPARE_PERSISTENT,
+                           &p->by_id, NULL) != SQLITE_OK) {
+        fl_log(FL_LOG_ERROR, "store", "prepare read: %s", sqlite3_errmsg(p->db));
+        sqlite3_close(p->db);
+        return FL_EIO;
+    }
+    return 0;
+}
+
+static void point_put(fl_store *s, struct fl_store_point *p)
+{
+    pthread_mutex_lock(&s->pool_mu);
+    bool kept = s->npoints < POINT_MAX;
+    if (kept)
+        s->points[s->npoints++] = *p;
+    pthread_mutex_unlock(&s->pool_mu);
+    if (!kept) {
+        sqlite3_finalize(p->by_id);
+        sqlite3_close(p->db);
+    }
+}
+
+/* The value row rev holds if it is a live value of key, read with st (its by_id). */
+static int read_row(sqlite3_stmt *st, const char *key, int64_t rev, fl_blob **out)
+{
+    *out = NULL;
+    sqlite3_bind_int64(st, 1, rev);
+    int step = sqlite3_step(st), rc = FL_EEXPIRED;
+    if (step == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        if (name && !strcmp(name, key) && !sqlite3_column_int(st, 1)) {
+            const void *p = sqlite3_column_blob(st, 2);
+            *out = fl_blob_new(p, (size_t)sqlite3_column_bytes(st, 2));
+            rc = 0;
+        }
+    } else if (step != SQLITE_DONE) {
+        fl_log(FL_LOG_ERROR, "store", "read %s at %lld: %s", key, (long long)rev,
+               sqlite3_errmsg(sqlite3_db_handle(st)));
+        rc = FL_EIO;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int fl_store_sqlite_read_rev(fl_store *s, const char *key, int64_t rev, fl_blob **out)
+{
+    *out = NULL;
+    struct fl_store_point p;
+    if (point_get(s, &p))
+        return FL_EIO;
+    int rc = read_row(p.by_id, key, rev, out);
+    point_put(s, &p);
+    return rc;
+}
+
+/* ---- pins: rows a list of the current state still has to read ---- */
+
+static void pin_add(fl_store *s, struct fl_store_pin *pin, int64_t rev)
+{
+    pin->rev = rev;
+    pthread_mutex_lock(&s->pool_mu);
+    pin->next = s->pins;
+    s->pins = pin;
+    pthread_mutex_unlock(&s->pool_mu);
+}
+
+static void pin_remove(fl_store *s, struct fl_store_pin *pin)
+{
+    pthread_mutex_lock(&s->pool_mu);
+    struct fl_store_pin **p = &s->pins;
+    while (*p && *p != pin)
+        p = &(*p)->next;
+    if (*p)
+        *p = pin->next;
+    pthread_mutex_unlock(&s->pool_mu);
+}
+
+int64_t fl_store_sqlite_pinned(fl_store *s)
+{
+    int64_t min = 0;
+    pthread_mutex_lock(&s->pool_mu);
+    for (struct fl_store_pin *p = s->pins; p; p = p->next)
+        if (!min || p->rev < min)
+            min = p->rev;
+    pthread_mutex_unlock(&s->pool_mu);
+    return min;
+}
+
 /* The smallest string greater than every string starting with prefix, or NULL if
  * there is none (empty prefix, or all 0xff bytes). Caller frees. */
 static char *prefix_upper(const char *prefix)
@@ -166,8 +270,9 @@ static fl_blob *column_blob(sqlite3_stmt *st, int col)
 
 /* ---- opening and loading ---- */
 
-/* Loading reads the latest row of every key, skipping keys whose latest row is a
- * tombstone. Scanning the table in id order with an index probe per row reads the file
+/* Loading reads the key, revision and create revision of the latest row of every key,
+ * skipping keys whose latest row is a tombstone; not its value, which is read when asked
+ * for. Scanning the table in id order with an index probe per row reads the file
  * sequentially; joining from the index instead costs a random seek per key. A large
  * store is read in two halves of its ids at once, the second on a connection and thread
  * of its own: at 334,000 keys (1 GB of values) the load is the first seconds of a start,
@@ -176,7 +281,6 @@ static fl_blob *column_blob(sqlite3_stmt *st, int col)
 
 typedef struct load_row {
     char *name;
-    fl_blob *value;
     int64_t id, create_rev;
 } load_row;
 
@@ -196,7 +300,7 @@ static void load_part_run(load_part *p)
     sqlite3_stmt *st = NULL;
     p->rc = FL_EIO;
     if (sqlite3_prepare_v2(p->db,
-                           "SELECT k.name, k.id, k.create_revision, k.value FROM kv k"
+                           "SELECT k.name, k.id, k.create_revision FROM kv k"
                            " WHERE k.id >= ?1 AND k.id < ?2 AND k.deleted = 0"
                            " AND k.id = (SELECT max(k2.id) FROM kv k2 WHERE k2.name = k.name)",
                            -1, &st, NULL) != SQLITE_OK)
@@ -208,14 +312,14 @@ static void load_part_run(load_part *p)
         const char *name = (const char *)sqlite3_column_text(st, 0);
         int64_t id = sqlite3_column_int64(st, 1), create_rev = sqlite3_column_int64(st, 2);
         if (p->into_cache) {
-            fl_store_cache_put(&p->s->cache, name, column_blob(st, 3), id, create_rev);
+            fl_store_cache_put(&p->s->cache, name, NULL, id, create_rev);
             continue;
         }
         if (p->n == p->cap) {
             p->cap = p->cap ? p->cap * 2 : 4096;
             p->rows = fl_realloc(p->rows, p->cap * sizeof *p->rows);
         }
-        p->rows[p->n++] = (load_row){fl_strdup(name), column_blob(st, 3), id, create_rev};
+        p->rows[p->n++] = (load_row){fl_strdup(name), id, create_rev};
     }
     sqlite3_finalize(st);
     if (step == SQLITE_DONE)
@@ -289,7 +393,7 @@ static int load(fl_store *s, size_t split_rows)
         sqlite3_close(second.db);
         for (size_t i = 0; i < second.n; i++) {
             load_row *r = &second.rows[i];
-            fl_store_cache_put(&s->cache, r->name, r->value, r->id, r->create_rev);
+            fl_store_cache_put(&s->cache, r->name, NULL, r->id, r->create_rev);
             free(r->name);
         }
         free(second.rows);
@@ -322,6 +426,7 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
     s->window = cfg->compact_window > 0 ? cfg->compact_window : DEFAULT_WINDOW;
     s->interval_ms = cfg->compact_interval_ms ? cfg->compact_interval_ms : DEFAULT_INTERVAL_MS;
     s->durable = cfg->durable;
+    s->warm.max = cfg->value_cache_bytes ? cfg->value_cache_bytes : VALUE_CACHE_BYTES;
     pthread_mutex_init(&s->pool_mu, NULL);
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
@@ -362,7 +467,9 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
     if (sqlite3_prepare_v3(s->db,
                            "INSERT INTO kv (id, name, created, deleted, create_revision, prev_revision, value)"
                            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           -1, SQLITE_PREPARE_PERSISTENT, &s->ins, NULL) != SQLITE_OK) {
+                           -1, SQLITE_PREPARE_PERSISTENT, &s->ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(s->db, "SELECT name, deleted, value FROM kv WHERE id = ?1", -1, SQLITE_PREPARE_PERSISTENT,
+                           &s->by_id, NULL) != SQLITE_OK) {
         fl_log(FL_LOG_ERROR, "store", "prepare insert: %s", sqlite3_errmsg(s->db));
         rc = FL_EIO;
         goto fail;
@@ -411,6 +518,14 @@ void fl_store_free(fl_store *s)
     fl_watch_hub_free(s->hub);
     for (int i = 0; i < s->npool; i++)
         sqlite3_close(s->pool[i]);
+    for (int i = 0; i < s->npoints; i++) {
+        sqlite3_finalize(s->points[i].by_id);
+        sqlite3_close(s->points[i].db);
+    }
+    for (size_t i = 0; i < s->warm.n; i++)
+        free(s->warm.q[(s->warm.head + i) % s->warm.cap].key);
+    free(s->warm.q);
+    sqlite3_finalize(s->by_id);
     sqlite3_finalize(s->ins);
     sqlite3_close(s->db);
     fl_store_cache_close(&s->cache);
@@ -432,15 +547,42 @@ int fl_store_get(fl_store *s, const char *key, fl_kv *out)
     memset(out, 0, sizeof(*out));
     if (!key)
         return FL_EINVAL;
+    /* A value not in memory is read from its row, which stays until a later write to the
+     * key has been compacted: then the key has that later revision, read again. */
+    for (int tries = 0;; tries++) {
+        pthread_rwlock_rdlock(&s->lock);
+        fl_store_node *n = fl_store_cache_find(&s->cache, key);
+        if (n) {
+            out->value = fl_blob_ref(n->value);
+            out->rev = n->rev;
+            out->create_rev = n->create_rev;
+        }
+        pthread_rwlock_unlock(&s->lock);
+        if (!n)
+            return FL_ENOTFOUND;
+        if (out->value)
+            return 0;
+        int rc = fl_store_sqlite_read_rev(s, key, out->rev, &out->value);
+        if (rc != FL_EEXPIRED || tries == 3)
+            return rc == FL_EEXPIRED ? FL_EIO : rc;
+    }
+}
+
+int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)
+{
+    *out = NULL;
+    if (!key || rev <= 0)
+        return FL_EINVAL;
     pthread_rwlock_rdlock(&s->lock);
     fl_store_node *n = fl_store_cache_find(&s->cache, key);
-    if (n) {
-        out->value = fl_blob_ref(n->value);
-        out->rev = n->rev;
-        out->create_rev = n->create_rev;
-    }
+    if (n && n->rev == rev)
+        *out = fl_blob_ref(n->value);
     pthread_rwlock_unlock(&s->lock);
-    return n ? 0 : FL_ENOTFOUND;
+    if (*out)
+        return 0;
+    if (s->memory)
+        return FL_EEXPIRED;
+    return fl_store_sqlite_read_rev(s, key, rev, out);
 }
 
 int64_t fl_store_rev(fl_store *s)
@@ -458,15 +600,41 @@ static bool has_prefix(const char *key, const char *prefix, size_t plen)
     return strncmp(key, prefix, plen) == 0;
 }
 
+/* fl_store_snap_fill: the values of sn's entries [from, to) not in memory, read from the
+ * file. Their rows are pinned (list_memory). */
+static int fill_values(void *ctx, fl_store_snap *sn, size_t from, size_t to)
+{
+    fl_store *s = ctx;
+    struct fl_store_point p;
+    bool have = false;
+    int rc = 0;
+    for (size_t i = from; i < to && !rc; i++) {
+        fl_kv *kv = &sn->ents[i].kv;
+        if (kv->value)
+            continue;
+        if (!have && (rc = point_get(s, &p)) != 0)
+            break;
+        have = true;
+        rc = read_row(p.by_id, sn->arena + sn->ents[i].key_off, kv->rev, &kv->value);
+    }
+    if (have)
+        point_put(s, &p);
+    return rc ? FL_EIO : 0;
+}
+
 /* A list of the current state is copied out under the read lock and handed to the
  * callback after unlocking (fl_store_snap), so a slow consumer never holds up the
- * writer and may call back into the store. */
+ * writer and may call back into the store. Values not in memory are read from the file
+ * a few at a time as the list is delivered; until it ends, a pin keeps compaction from
+ * removing the rows it still has to read (they are current at the list's revision, and
+ * only a compaction past that revision removes them). */
 static int list_memory(fl_store *s, const char *prefix, const char *start_after, size_t limit,
                        fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
 {
     size_t plen = strlen(prefix);
     fl_store_snap sn = { 0 };
-    bool more = false;
+    bool more = false, cold = false;
+    struct fl_store_pin pin;
 
     pthread_rwlock_rdlock(&s->lock);
     *rev_out = s->head;
@@ -479,14 +647,20 @@ static int list_memory(fl_store *s, const char *prefix, const char *start_after,
             break;
         }
         fl_store_snap_add(&sn, node->key, node->value, node->rev, node->create_rev);
+        cold = cold || !node->value;
     }
+    if (cold) /* under the lock: no write is applied, so compaction has not passed head */
+        pin_add(s, &pin, s->head);
     pthread_rwlock_unlock(&s->lock);
 
-    if (fl_store_snap_deliver(&sn, fn, ctx))
+    int rc = 0;
+    if (fl_store_snap_deliver(&sn, cold ? fill_values : NULL, s, FILL_CHUNK, fn, ctx, &rc))
         more = true;
+    if (cold)
+        pin_remove(s, &pin);
     if (more_out)
         *more_out = more;
-    return 0;
+    return rc;
 }
 
 static int list_log(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,

@@ -22,6 +22,37 @@
 #include "store/store_watch.h"
 
 #define POOL_MAX 4              /* idle reader connections kept */
+#define POINT_MAX 8             /* idle connections kept for reads of one value */
+
+/* A connection that reads one revision's value (fl_store_sqlite_read_rev). */
+struct fl_store_point {
+    sqlite3 *db;
+    sqlite3_stmt *by_id;
+};
+
+/* The current values kept in memory: the keys written last, oldest first out (values are
+ * the store's cache nodes'; only the writer changes them, under the lock). Each record
+ * counts the bytes of one write until it leaves, whether or not a later write replaced
+ * that value since. */
+struct fl_store_warm_rec {
+    char *key;
+    int64_t rev;
+    size_t len;
+};
+
+struct fl_store_warm {
+    struct fl_store_warm_rec *q; /* ring of cap records from head */
+    size_t head, n, cap;
+    size_t bytes, max;
+};
+
+/* A list of the current state delivering values it reads from the file: compaction stops
+ * short of rev until it is done, so that the rows current at rev stay. On the lister's
+ * stack, in s->pins under pin_mu. */
+struct fl_store_pin {
+    int64_t rev;
+    struct fl_store_pin *next;
+};
 
 /* One caller of fl_store_write waiting for the writer thread; lives on its stack. */
 struct wreq {
@@ -62,6 +93,11 @@ struct fl_store {
     pthread_mutex_t pool_mu;
     sqlite3 *pool[POOL_MAX];
     int npool;
+    struct fl_store_point points[POINT_MAX]; /* under pool_mu */
+    int npoints;
+    sqlite3_stmt *by_id;       /* the writer's: a current value to render a write over */
+    struct fl_store_warm warm; /* writer only, under lock */
+    struct fl_store_pin *pins; /* under pool_mu */
 
     /* both backends */
     pthread_rwlock_t lock;     /* guards cache and head for readers (a memory store: everything) */
@@ -90,6 +126,11 @@ struct fl_store {
 
 /* sqlite3_exec that logs failures; returns 0 or FL_EIO. Any thread (own connection). */
 int fl_store_sqlite_exec(sqlite3 *db, const char *sql);
+/* The value revision rev of key wrote, read from the file into *out: 0, FL_EEXPIRED when
+ * the log has no such row of key, FL_EIO. Any thread (a connection of the pool's). */
+int fl_store_sqlite_read_rev(fl_store *s, const char *key, int64_t rev, fl_blob **out);
+/* The lowest revision a list in progress pins (compaction stops short of it), 0 if none. */
+int64_t fl_store_sqlite_pinned(fl_store *s);
 
 /* op's value at revision rev over current (NULL when absent): its render_blob's, else its
  * render's bytes in a blob; NULL when the op renders nothing (FL_EINVAL). */

@@ -121,6 +121,56 @@ static struct pending *pending_find(struct batch *b, const char *key, bool add)
     }
 }
 
+/* The value revision rev of key wrote, from the writer's connection (inside its batch's
+ * transaction: the row is there, nothing compacts meanwhile). */
+static int read_current(fl_store *s, const char *key, int64_t rev, fl_blob **out)
+{
+    sqlite3_stmt *st = s->by_id;
+    sqlite3_bind_int64(st, 1, rev);
+    int step = sqlite3_step(st), rc = FL_EIO;
+    if (step == SQLITE_ROW) {
+        *out = fl_blob_new(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2));
+        rc = 0;
+    } else {
+        fl_log(FL_LOG_ERROR, "store", "read %s at %lld to write over it: %s", key, (long long)rev,
+               step == SQLITE_DONE ? "no such row" : sqlite3_errmsg(s->db));
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Keep the value key got at rev in memory, and drop the oldest kept values beyond the
+ * budget: their keys' nodes no longer hold them, unless written again since (the record
+ * of that write keeps it). Writer thread, under the lock. */
+static void warm_push(fl_store *s, const char *key, int64_t rev, size_t len)
+{
+    struct fl_store_warm *w = &s->warm;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 1024;
+        struct fl_store_warm_rec *q = fl_malloc(cap * sizeof *q);
+        for (size_t i = 0; i < w->n; i++)
+            q[i] = w->q[(w->head + i) % w->cap];
+        free(w->q);
+        w->q = q;
+        w->cap = cap;
+        w->head = 0;
+    }
+    w->q[(w->head + w->n++) % w->cap] = (struct fl_store_warm_rec){fl_strdup(key), rev, len};
+    w->bytes += len;
+    while (w->bytes > w->max && w->n > 0) {
+        struct fl_store_warm_rec *r = &w->q[w->head];
+        fl_store_node *n = fl_store_cache_find(&s->cache, r->key);
+        if (n && n->rev == r->rev) {
+            fl_blob_unref(n->value);
+            n->value = NULL;
+        }
+        w->bytes -= r->len;
+        free(r->key);
+        w->head = (w->head + 1) % w->cap;
+        w->n--;
+    }
+}
+
 /* Check, render and insert op i. Returns 0 if written, an FL_E* code the op fails
  * with (batch continues), or 1 if SQLite failed (batch must roll back). */
 static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
@@ -145,7 +195,15 @@ static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
             return FL_ECONFLICT;
     }
     int64_t rev = *head + 1;
-    fl_blob *value = fl_store_render_value(op, cur.present ? cur.value : NULL, rev);
+    fl_blob *read = NULL; /* the current value, read from the file: not in memory */
+    if (cur.present && !cur.value && !op->no_current) {
+        int rrc = read_current(s, op->key, cur.rev, &read);
+        if (rrc)
+            return rrc == FL_EIO ? 1 : rrc;
+        cur.value = read;
+    }
+    fl_blob *value = fl_store_render_value(op, op->no_current ? NULL : cur.value, rev);
+    fl_blob_unref(read);
     if (!value)
         return FL_EINVAL;
     if (op->rendered)
@@ -220,6 +278,7 @@ static void run_batch(fl_store *s, struct batch *b, size_t n)
                 type = FL_EV_DELETE;
             } else {
                 fl_store_cache_put(&s->cache, op->key, fl_blob_ref(b->value[i]), b->rev[i], b->create_rev[i]);
+                warm_push(s, op->key, b->rev[i], b->value[i]->len);
                 type = op->type == FL_STORE_CREATE ? FL_EV_PUT_CREATE : FL_EV_PUT_UPDATE;
             }
             b->ev[nev++] = fl_watch_event_new(type, op->key, b->rev[i], fl_blob_ref(b->value[i]));
@@ -249,6 +308,11 @@ static bool compact_step(fl_store *s, int64_t target)
     if (from >= target)
         return true;
     int64_t to = target - from > COMPACT_CHUNK ? from + COMPACT_CHUNK : target;
+    int64_t pinned = fl_store_sqlite_pinned(s); /* a list still reads rows current there */
+    if (pinned && to > pinned)
+        to = pinned;
+    if (to <= from)
+        return true; /* the next tick goes on */
     char *sql = fl_asprintf("BEGIN IMMEDIATE;"
                             /* rows superseded by a row in the chunk */
                             "DELETE FROM kv WHERE id IN (SELECT prev_revision FROM kv"

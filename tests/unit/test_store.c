@@ -44,13 +44,15 @@ typedef struct fixture {
     bool memory;       /* a memory store instead of SQLite */
     size_t ring;       /* its ring_events (0 = default) */
     size_t split;      /* SQLite: its load_split_rows (0 = default) */
+    size_t vcache;     /* SQLite: its value_cache_bytes (0 = default) */
 } fixture;
 
 static fl_store *open_store(fixture *f, int64_t window, bool durable)
 {
     fl_store_config cfg = { .path = f->memory ? NULL : f->path, .compact_window = window,
                             .compact_interval_ms = -1, .durable = durable, .memory = f->memory,
-                            .ring_events = f->ring, .load_split_rows = f->split };
+                            .ring_events = f->ring, .load_split_rows = f->split,
+                            .value_cache_bytes = f->vcache };
     fl_store *s = NULL;
     assert_int_equal(fl_store_open(&cfg, &s), 0);
     assert_non_null(s);
@@ -63,6 +65,19 @@ static int setup(void **state)
     strcpy(f->dir, "/tmp/fl-store-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->path, sizeof f->path, "%s/store.db", f->dir);
+    f->s = open_store(f, 0, false);
+    *state = f;
+    return 0;
+}
+
+/* A SQLite store that keeps no value in memory: every read of one reads the file. */
+static int setup_cold(void **state)
+{
+    fixture *f = fl_calloc(1, sizeof(*f));
+    strcpy(f->dir, "/tmp/fl-store-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/store.db", f->dir);
+    f->vcache = 1;
     f->s = open_store(f, 0, false);
     *state = f;
     return 0;
@@ -778,6 +793,84 @@ static void test_compaction_keeps_latest_value_of_idle_keys(void **state)
     reopen(f, 5);
     assert_value(f->s, "/idle", "old", r);
     assert_int_equal(fl_store_count(f->s, ""), 1);
+}
+
+/* ---- values not in memory ---- */
+
+static void test_get_at_reads_a_revision_of_the_key_from_the_log(void **state)
+{
+    fixture *f = *state;
+    reopen(f, 3);
+    fl_store *s = f->s;
+    int64_t r1 = put_new(s, "/k", "v1");
+    int64_t r2 = put_upd(s, "/k", "v2");
+    int64_t other = put_new(s, "/other", "o");
+    fl_blob *b = NULL;
+    assert_int_equal(fl_store_get_at(s, "/k", r1, &b), 0); /* superseded: from the log */
+    assert_string_equal(b->data, "v1@1");
+    fl_blob_unref(b);
+    assert_int_equal(fl_store_get_at(s, "/k", r2, &b), 0);
+    char want[32];
+    snprintf(want, sizeof want, "v2@%lld", (long long)r2);
+    assert_string_equal(b->data, want);
+    fl_blob_unref(b);
+    assert_int_equal(fl_store_get_at(s, "/k", other, &b), FL_EEXPIRED); /* another key's */
+    assert_null(b);
+    for (int i = 0; i < 10; i++)
+        put_upd(s, "/other", "o");
+    fl_store_compact(s);
+    assert_int_equal(fl_store_get_at(s, "/k", r1, &b), FL_EEXPIRED); /* compacted */
+    assert_null(b);
+    assert_int_equal(fl_store_get_at(s, "/k", r2, &b), 0); /* still current */
+    fl_blob_unref(b);
+}
+
+typedef struct pinned_list {
+    fl_store *s;
+    int seen;
+    bool ok;
+} pinned_list;
+
+/* At the first key, supersede every key and compact past the list's revision. */
+static bool rewrite_all_at_first(void *ctx, const char *key, const fl_kv *kv)
+{
+    pinned_list *pl = ctx;
+    if (pl->seen++ == 0) {
+        for (int round = 0; round < 2; round++)
+            for (int i = 0; i < 200; i++) {
+                char k[32];
+                snprintf(k, sizeof k, "/p/%03d", i);
+                put_upd(pl->s, k, "new");
+            }
+        fl_store_compact(pl->s);
+    }
+    char want[64];
+    snprintf(want, sizeof want, "v%s@%lld", key + 3, (long long)kv->rev);
+    pl->ok = pl->ok && kv->value && !strcmp(kv->value->data, want);
+    return true;
+}
+
+static void test_list_reading_values_from_the_file_pins_them_against_compaction(void **state)
+{
+    fixture *f = *state;
+    reopen(f, 5);
+    fl_store *s = f->s;
+    for (int i = 0; i < 200; i++) {
+        char k[32], v[32];
+        snprintf(k, sizeof k, "/p/%03d", i);
+        snprintf(v, sizeof v, "v%03d", i);
+        put_new(s, k, v);
+    }
+    int64_t head = fl_store_rev(s);
+    pinned_list pl = { s, 0, true };
+    int64_t rev = 0;
+    assert_int_equal(fl_store_list(s, "/p/", NULL, 0, 0, rewrite_all_at_first, &pl, &rev, NULL), 0);
+    assert_int_equal(rev, head);
+    assert_int_equal(pl.seen, 200);
+    assert_true(pl.ok);
+    /* the compaction stopped at the list's revision; once it is over, it goes on */
+    assert_true(fl_store_compact_rev(s) <= head);
+    assert_true(fl_store_compact(s) > head);
 }
 
 /* ---- concurrency ---- */
@@ -1734,6 +1827,8 @@ static void test_blob_is_nul_terminated_and_refcounted(void **state)
 
 /* A backend-independent test run against a memory store. */
 #define MEM(t) { "memory/" #t, t, setup_mem, teardown, NULL }
+/* A SQLite test run with no value kept in memory. */
+#define COLD(t) { "cold/" #t, t, setup_cold, teardown, NULL }
 
 int main(void)
 {
@@ -1772,6 +1867,19 @@ int main(void)
         cmocka_unit_test(test_watch_backlog_overflow_expires_the_watch),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_values_revisions_and_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acknowledged_writes_survive_kill9, setup, teardown),
+        /* SQLite with every value read from the file. */
+        COLD(test_create_get_update_delete),
+        COLD(test_ops_on_one_key_in_one_batch_apply_in_order),
+        COLD(test_list_orders_by_key_within_prefix),
+        COLD(test_list_limit_more_and_start_after_page_through),
+        COLD(test_list_at_old_revision_sees_state_then),
+        COLD(test_watch_sees_delete_with_final_value),
+        COLD(test_compaction_keeps_latest_value_of_idle_keys),
+        COLD(test_concurrent_cas_increments_are_never_lost),
+        COLD(test_reopen_keeps_values_revisions_and_head),
+        COLD(test_get_at_reads_a_revision_of_the_key_from_the_log),
+        COLD(test_list_reading_values_from_the_file_pins_them_against_compaction),
+        cmocka_unit_test_setup_teardown(test_get_at_reads_a_revision_of_the_key_from_the_log, setup, teardown),
         /* Memory stores: the backend-independent tests above, then their own. */
         MEM(test_create_get_update_delete),
         MEM(test_create_passes_null_current_to_render),
