@@ -125,6 +125,16 @@ static json_t *decode_text(void *ctx, fl_blob *text, const char *const *skip)
     return skip ? fl_api_decoded_without(text, skip) : fl_api_decoded(text);
 }
 
+static int stored_at(void *ctx, const char *group, const char *resource, const char *key, int64_t rev,
+                     fl_blob **out)
+{
+    fl_api *api = ctx;
+    char *skey = fl_cat("/", group[0] ? group : "core", "/", resource, "/", key, NULL);
+    int rc = fl_store_get_at(api->store, skey, rev, out);
+    free(skey);
+    return rc;
+}
+
 static void stream_cancel(void *s)
 {
     fl_api_stream_cancel(s);
@@ -141,6 +151,7 @@ fl_client *fl_api_local_client(fl_api *api, const char *user_agent)
                            .stream_read = stream_read,
                            .stream_next = stream_next,
                            .decode = decode_text,
+                           .stored_at = stored_at,
                            .stream_cancel = stream_cancel,
                            .stream_free = stream_free,
                            .ctx = api};

@@ -988,6 +988,31 @@ json_t *fl_client_decode_text_skipping(fl_client *c, fl_blob *text, const char *
     return skip && *skip ? fl_json_load_skipping(text->data, text->len, skip) : fl_json_load(text->data, text->len);
 }
 
+int fl_client_stored_at(fl_client *c, const char *api_version, const char *resource, const char *key,
+                        const char *rv, fl_blob **out)
+{
+    *out = NULL;
+    char *end = NULL;
+    long long rev = rv ? strtoll(rv, &end, 10) : 0;
+    if (!c->local.stored_at || !api_version || !resource || !key || rev <= 0 || *end)
+        return FL_EINVAL;
+    const char *slash = strchr(api_version, '/');
+    char group[256] = "";
+    if (slash) {
+        size_t n = (size_t)(slash - api_version);
+        if (n >= sizeof group)
+            return FL_EINVAL;
+        memcpy(group, api_version, n);
+        group[n] = 0;
+    }
+    return c->local.stored_at(c->local.ctx, group, resource, key, (int64_t)rev, out);
+}
+
+bool fl_client_has_stored_at(const fl_client *c)
+{
+    return c->local.stored_at != NULL;
+}
+
 const char *fl_client_object_rv(const json_t *obj)
 {
     const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));

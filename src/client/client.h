@@ -126,6 +126,12 @@ typedef struct fl_client_local {
      * read-only, perhaps shared with the server), or NULL. With skip (NULL-terminated paths
      * as fl_list_opts.skip_fields takes them): without those members. */
     json_t *(*decode)(void *ctx, fl_blob *text, const char *const *skip);
+    /* Optional: the stored bytes of the object key ("ns/name" or "name") of resource in
+     * group ("" for the core group) as revision rev wrote them, a new reference in *out:
+     * 0, FL_EEXPIRED when that revision is no longer kept, or another FL_E* code. For a
+     * cache that keeps an object's resourceVersion but not its bytes. */
+    int (*stored_at)(void *ctx, const char *group, const char *resource, const char *key, int64_t rev,
+                     fl_blob **out);
     /* Make a blocked or later stream_read return 0 soon. Any thread, while not freed. */
     void (*stream_cancel)(void *stream);
     void (*stream_free)(void *stream);
@@ -323,6 +329,13 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
 json_t *fl_client_decode_text(fl_client *c, fl_blob *text);
 /* The same without the members at skip (paths as fl_list_opts.skip_fields takes them). */
 json_t *fl_client_decode_text_skipping(fl_client *c, fl_blob *text, const char *const *skip);
+/* In process, the stored bytes of the object key ("ns/name" or "name") of resource in
+ * api_version at resourceVersion rv (fl_client_local.stored_at): a new reference in *out.
+ * FL_EINVAL over HTTP, where nothing can be read by revision. */
+int fl_client_stored_at(fl_client *c, const char *api_version, const char *resource, const char *key,
+                        const char *rv, fl_blob **out);
+/* True when fl_client_stored_at can answer. */
+bool fl_client_has_stored_at(const fl_client *c);
 
 /* ---- discovery ---- */
 

@@ -15,6 +15,12 @@
  * decoding of the text last written or read there (with a reference to that text, whose
  * address is its identity), so the objects a controller is busy with decode once.
  *
+ * In process, a compact entry made from a watch event keeps not even the stored value: the
+ * server keeps only the values written last in memory, so a reference here would keep
+ * every one. It keeps the object's resourceVersion, and a read that misses the hot slot
+ * (which knows the value it decoded by that resourceVersion: a store revision is one
+ * object's write) reads the value of that revision from the server's store.
+ *
  * A re-list builds a new map from the list, swaps it in whole, and then walks both
  * maps to tell handlers what changed: present only in the new one = add, present in
  * both with a different resourceVersion = update, present only in the old one =
@@ -54,6 +60,7 @@ typedef struct centry {
                           * them); text has them */
     bool shed;           /* text is our encoding of what shed_keep kept of the object
                           * (fl_informer_shed): reads answer FL_EEXPIRED */
+    bool cold;           /* stored, but text is NULL: read the stored value at rv when asked */
     char *rv;
     char key[];
 } centry;
@@ -66,6 +73,7 @@ typedef struct cmap {
 typedef struct hot_slot {
     fl_blob *text; /* a reference: the address is never reused while the slot holds it */
     json_t *obj;   /* text, decoded */
+    int64_t rv;    /* obj's resourceVersion, for cold entries (0 if not a number) */
 } hot_slot;
 
 #define HOT_DEFAULT 512
@@ -79,6 +87,7 @@ struct fl_informer {
     const char *const *partial; /* borrowed from the config; NULL over HTTP */
     const char **list_skip;     /* with partial: skip and partial, for lists */
     bool local;                 /* in process: a list's items come with their stored values */
+    bool cold_ok;               /* compact, in process, and stored values can be read by rv */
     int backoff_min, backoff_max, watch_timeout;
     fl_informer_handlers *handlers;
     size_t nhandlers;
@@ -215,9 +224,12 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->shed = false;
     e->partial = light && stored;
     e->stored = inf->compact && stored && !(e->partial && listed);
+    e->cold = e->stored && inf->cold_ok && !listed;
     if (e->partial && !e->stored) {
         e->obj = json_incref(obj);
         e->text = fl_blob_ref(stored);
+    } else if (e->cold) {
+        /* nothing but rv: the stored value is read again when asked for */
     } else if (e->stored) {
         e->text = fl_blob_ref(stored);
     } else if (inf->compact && text) {
@@ -234,14 +246,23 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
 typedef struct cref {
     json_t *obj;
     fl_blob *text;
-    bool stored, partial, shed;
+    bool stored, partial, shed, cold;
+    int64_t rv; /* cold: the revision to read */
 } cref;
+
+static int64_t rv_num(const char *rv)
+{
+    char *end = NULL;
+    long long n = rv ? strtoll(rv, &end, 10) : 0;
+    return rv && *rv && !*end && n > 0 ? (int64_t)n : 0;
+}
 
 static cref centry_ref(const centry *e)
 {
     if (e->partial && !e->stored) /* what is cached is the object to read */
-        return (cref){json_incref(e->obj), NULL, false, false, false};
-    return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored, e->partial, e->shed};
+        return (cref){json_incref(e->obj), NULL, false, false, false, false, 0};
+    return (cref){json_incref(e->obj), fl_blob_ref(e->text), e->stored, e->partial, e->shed, e->cold,
+                  e->cold ? rv_num(e->rv) : 0};
 }
 
 static void cref_close(cref r)
@@ -259,10 +280,12 @@ static hot_slot *hot_of(fl_informer *inf, const char *key)
 static void hot_set(fl_informer *inf, const char *key, fl_blob *text, json_t *obj)
 {
     hot_slot *h = hot_of(inf, key);
+    int64_t rv = obj ? rv_num(fl_client_object_rv(obj)) : 0;
     pthread_mutex_lock(&inf->hot_mu);
     hot_slot old = *h;
     h->text = fl_blob_ref(text);
     h->obj = json_incref(obj);
+    h->rv = rv;
     pthread_mutex_unlock(&inf->hot_mu);
     fl_blob_unref(old.text);
     json_decref(old.obj);
@@ -285,9 +308,37 @@ static json_t *stored_obj(fl_informer *inf, fl_blob *text, bool partial)
 }
 
 /* The object of a reference taken from an entry under key (a new reference, or NULL if it
- * cannot be decoded); consumes the reference. No lock held: decoding takes its time. */
-static json_t *cref_obj(fl_informer *inf, const char *key, cref r)
+ * cannot be decoded, or a cold entry's revision can no longer be read: then *expired, if
+ * given, is set); consumes the reference. With textp, a stored value's entry also gives the
+ * stored value the object was read from (a new reference). No lock held: decoding takes
+ * its time. */
+static json_t *cref_obj_text(fl_informer *inf, const char *key, cref r, fl_blob **textp, bool *expired)
 {
+    if (r.cold) {
+        hot_slot *h = hot_of(inf, key);
+        json_t *obj = NULL;
+        fl_blob *t = NULL;
+        pthread_mutex_lock(&inf->hot_mu);
+        if (h->text && r.rv && h->rv == r.rv) {
+            obj = json_incref(h->obj);
+            t = fl_blob_ref(h->text);
+        }
+        pthread_mutex_unlock(&inf->hot_mu);
+        if (obj) {
+            if (textp)
+                *textp = t;
+            else
+                fl_blob_unref(t);
+            return obj;
+        }
+        char rv[24];
+        snprintf(rv, sizeof rv, "%lld", (long long)r.rv);
+        if (fl_client_stored_at(inf->client, inf->api_version, inf->resource, key, rv, &r.text)) {
+            if (expired)
+                *expired = true;
+            return NULL;
+        }
+    }
     if (!r.text)
         return r.obj;
     if (r.shed) { /* what was kept: for handlers (a delete), never hot */
@@ -304,8 +355,16 @@ static json_t *cref_obj(fl_informer *inf, const char *key, cref r)
         if (obj)
             hot_set(inf, key, r.text, obj);
     }
-    fl_blob_unref(r.text);
+    if (textp && obj && r.stored)
+        *textp = r.text;
+    else
+        fl_blob_unref(r.text);
     return obj;
+}
+
+static json_t *cref_obj(fl_informer *inf, const char *key, cref r)
+{
+    return cref_obj_text(inf, key, r, NULL, NULL);
 }
 
 static char *dup_opt(const char *s)
@@ -348,6 +407,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
                 : cfg->transform == fl_informer_drop_managed_fields ? fl_informer_skip_managed_fields
                                                                      : NULL;
     inf->local = fl_client_in_process(cfg->client);
+    inf->cold_ok = cfg->compact && inf->local && fl_client_has_stored_at(cfg->client);
     if (cfg->partial_fields && *cfg->partial_fields && inf->local) {
         size_t n = 0, k = 0;
         for (const char *const *p = inf->skip; p && *p; p++)
@@ -443,10 +503,19 @@ static void mark_synced(fl_informer *inf)
     pthread_mutex_unlock(&inf->sync_mu);
 }
 
-/* The object an entry the cache no longer holds had (a new reference), for handlers. */
+/* The object an entry the cache no longer holds had (a new reference), for handlers. Of a
+ * cold entry whose revision can no longer be read, what the entry knows: its name,
+ * namespace and resourceVersion. */
 static json_t *gone_obj(fl_informer *inf, const centry *e)
 {
-    return cref_obj(inf, e->key, centry_ref(e));
+    json_t *obj = cref_obj(inf, e->key, centry_ref(e));
+    if (obj || !e->cold)
+        return obj;
+    const char *slash = strchr(e->key, '/');
+    json_t *meta = json_pack("{s:s, s:s}", "name", slash ? slash + 1 : e->key, "resourceVersion", e->rv);
+    if (slash)
+        json_object_set_new(meta, "namespace", json_stringn(e->key, (size_t)(slash - e->key)));
+    return json_pack("{s:s, s:o}", "apiVersion", inf->api_version, "metadata", meta);
 }
 
 /* A list as its pages arrive: each item's entry is made then, so that a compact informer
@@ -711,8 +780,8 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
     /* the previous object before the hot slot moves on to the new one */
     json_t *prev = taken && !inf->no_old ? gone_obj(inf, taken) : NULL;
     bool had = inf->no_old ? taken != NULL : prev != NULL;
-    if (key && inf->compact) /* what a read of the entry gives */
-        hot_set(inf, key, e ? e->text : NULL, e ? (light ? light : obj) : NULL);
+    if (key && inf->compact) /* what a read of the entry gives (a cold one's text: the event's) */
+        hot_set(inf, key, e ? (e->cold ? text : e->text) : NULL, e ? (light ? light : obj) : NULL);
     json_decref(light);
     centry_free(taken);
 
@@ -905,19 +974,21 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
     pthread_rwlock_rdlock(&inf->lock);
     centry *e = cmap_get(&inf->cache, key);
     cref r = e ? centry_ref(e) : (cref){0};
-    *text = e && e->partial ? fl_blob_ref(e->text) : NULL;
+    *text = e && e->partial && !e->cold ? fl_blob_ref(e->text) : NULL;
+    bool cold_partial = e && e->partial && e->cold;
     pthread_rwlock_unlock(&inf->lock);
     *out = NULL;
     if (r.shed) {
         cref_close(r);
         return FL_EEXPIRED;
     }
-    *out = e ? cref_obj(inf, key, r) : NULL;
+    bool expired = false;
+    *out = e ? cref_obj_text(inf, key, r, cold_partial ? text : NULL, &expired) : NULL;
     if (!*out) {
         fl_blob_unref(*text);
         *text = NULL;
     }
-    return *out ? 0 : FL_ENOTFOUND;
+    return *out ? 0 : expired ? FL_EEXPIRED : FL_ENOTFOUND;
 }
 
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)

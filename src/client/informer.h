@@ -71,8 +71,9 @@ typedef struct fl_informer_config {
      * server, so it costs nothing), and fl_informer_get_whole reads the whole object from it.
      * For a cache of many big objects whose readers mostly need a small part of each (Works:
      * their status and metadata, not their manifests). Over HTTP objects are cached whole.
-     * With compact, an entry made from a watch event keeps only the stored value, and reads
-     * decode it without the partial fields (the hot objects are such decodings). An entry
+     * With compact, an entry made from a watch event keeps only the stored value's revision,
+     * and reads decode that revision's value (read from the store) without the partial
+     * fields (the hot objects are such decodings). An entry
      * made from a list keeps its decoding, as without compact: a list decodes every item
      * for the handlers anyway, and after a restart every reader comes back to each one. */
     const char *const *partial_fields;
@@ -80,7 +81,9 @@ typedef struct fl_informer_config {
      * old object), keeping only the hot_objects (0 = 512) last used decoded, one per key hash.
      * A decoded object costs about seven times its text: for caches of many big objects
      * (Works, member objects). Objects handed out are then fresh decodings or shared hot ones,
-     * read-only as ever; a list decodes what is not hot. */
+     * read-only as ever; a list decodes what is not hot. In process, an object a watch event
+     * brought is kept as its resourceVersion alone, and read from the server's store at that
+     * revision (fl_client_stored_at): the server keeps only its latest values in memory. */
     bool compact;
     size_t hot_objects;
     /* Optional, with compact: what fl_informer_shed keeps of an object, as a new object (or
@@ -126,7 +129,10 @@ bool fl_informer_has_synced(fl_informer *inf);
 int fl_informer_wait_synced(fl_informer *inf, int timeout_ms);
 
 /* The cached object ns/name (ns NULL or "" for cluster-scoped), a new reference
- * (caller decrefs; read-only). FL_ENOTFOUND when absent. */
+ * (caller decrefs; read-only). FL_ENOTFOUND when absent. FL_EEXPIRED when the object is
+ * cached but cannot be read: shed (fl_informer_shed), or a compact informer's entry in
+ * process whose revision the server's log no longer has (the informer has fallen that far
+ * behind, or stopped): read it from the server. */
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out);
 /* The same by cache key ("ns/name" or "name"). */
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);

@@ -1908,6 +1908,54 @@ static void test_compact_informer_sheds_objects_to_what_it_keeps(void **state)
     rec_close(&l.r);
 }
 
+/* In process, a compact informer keeps of a watched object only its resourceVersion and
+ * reads that revision from the store: once the log no longer has it, a read says so. */
+static void test_compact_informer_reads_watched_objects_from_the_store_at_their_revision(void **state)
+{
+    fixture *f = *state;
+    inf_log l;
+    memset(&l, 0, sizeof l);
+    rec_init(&l.r);
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default", .backoff_min_ms = 20,
+                              .backoff_max_ms = 200, .transform = fl_informer_drop_managed_fields,
+                              .handlers = {.on_add = on_add, .on_update = on_update, .ctx = &l},
+                              .compact = true, .hot_objects = 1};
+    fl_informer *inf = synced_informer(&cfg, &l);
+    create_cm(f, "default", "a", "1");
+    create_cm(f, "default", "b", "1");
+    patch_cm(f, "default", "a", "2");
+    WAIT_UNTIL(rec_count(&l.r) >= 3, 5000);
+    char rv[64];
+    assert_int_equal(fl_informer_get_rv(inf, "default", "a", rv, sizeof rv), 0);
+    json_t *obj = NULL;
+    for (int i = 0; i < 2; i++) { /* the one hot slot alternates: each read of a reads the store */
+        assert_int_equal(fl_informer_get(inf, "default", "b", &obj), 0);
+        assert_string_equal(data_k(obj), "1");
+        json_decref(obj);
+        assert_int_equal(fl_informer_get(inf, "default", "a", &obj), 0);
+        assert_string_equal(data_k(obj), "2");
+        assert_string_equal(fl_client_object_rv(obj), rv);
+        json_decref(obj);
+    }
+    fl_informer_stop(inf); /* its cache stays, and falls behind the store */
+    for (int i = 3; i < 12; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", i);
+        patch_cm(f, "default", "a", v);
+    }
+    assert_true(fl_store_compact(f->store) > atoll(rv));
+    assert_int_equal(fl_informer_get(inf, "default", "b", &obj), 0); /* b is current still */
+    json_decref(obj);
+    obj = json_true();
+    assert_int_equal(fl_informer_get(inf, "default", "a", &obj), FL_EEXPIRED);
+    assert_null(obj);
+    char now[64];
+    assert_int_equal(fl_informer_get_rv(inf, "default", "a", now, sizeof now), 0);
+    assert_string_equal(now, rv);
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
 static void test_informer_relists_after_its_watch_expires_without_spurious_events(void **state)
 {
     fixture *f = *state;
@@ -2382,6 +2430,7 @@ int main(void)
         C(test_informer_without_old_objects_still_tells_updates_from_adds, setup_local_compact),
         C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_compact),
         C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_local_compact),
+        C(test_compact_informer_reads_watched_objects_from_the_store_at_their_revision, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
         C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
