@@ -44,7 +44,8 @@ typedef struct pending {
     struct pending *next;
     char *ns;
     char *fingerprint;       /* identity of the repeat */
-    json_t *event;           /* the Event to create */
+    char *event;             /* the Event to create, encoded: a tenth of it decoded, and
+                              * thousands may wait while the server is busy */
     int64_t queued_ms;       /* when fl_event queued it (fl_time_mono_ms) */
 } pending;
 
@@ -195,15 +196,19 @@ static void write_one(fl_recorder *r, pending *p)
             return;
         /* gone (expired, deleted): write a new one below */
     }
+    json_t *ev = json_loads(p->event, 0, NULL);
+    if (!ev)
+        return;
     char name[300];
-    const char *objname = jstr(json_object_get(p->event, "involvedObject"), "name");
+    const char *objname = jstr(json_object_get(ev, "involvedObject"), "name");
     snprintf(name, sizeof name, "%.200s.%llx%04lx", objname ? objname : "object", (unsigned long long)now,
              r->seq++ & 0xffff);
-    json_t *md = json_object_get(p->event, "metadata");
+    json_t *md = json_object_get(ev, "metadata");
     json_object_set_new(md, "name", json_string(name));
-    json_object_set_new(p->event, "firstTimestamp", json_string(ts));
-    json_object_set_new(p->event, "lastTimestamp", json_string(ts));
-    int rc = fl_client_create(r->cp, &EVENTS, p->ns, p->event, NULL, NULL, &ce);
+    json_object_set_new(ev, "firstTimestamp", json_string(ts));
+    json_object_set_new(ev, "lastTimestamp", json_string(ts));
+    int rc = fl_client_create(r->cp, &EVENTS, p->ns, ev, NULL, NULL, &ce);
+    json_decref(ev);
     if (rc == 0)
         recent_put(r, p->fingerprint, h, p->ns, name, now);
     else
@@ -215,7 +220,7 @@ static void pending_free(pending *p)
 {
     free(p->ns);
     free(p->fingerprint);
-    json_decref(p->event);
+    free(p->event);
     free(p);
 }
 
@@ -355,7 +360,8 @@ void fl_event(fl_recorder *r, const json_t *obj, const char *type, const char *r
     p->ns = fl_strdup(ns);
     p->fingerprint = fl_asprintf("%s|%s|%s/%s|%s|%s|%s", uid ? uid : "", jstr(obj, "kind") ? jstr(obj, "kind") : "",
                                  ns, oname ? oname : "", type, reason, msg);
-    p->event = ev;
+    p->event = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
     p->queued_ms = fl_time_mono_ms();
     free(msg);
 

@@ -43,9 +43,9 @@
 #define DEFAULT_WINDOW 100000
 #define DEFAULT_INTERVAL_MS 5000
 #define RING_SIZE 65536         /* events kept in memory for watches, unless configured */
-#define RING_BYTES (32u << 20)  /* and the bytes of their values: older ones come from the log */
+#define RING_BYTES (8u << 20)   /* and the bytes of their values: older ones come from the log */
 #define WATCH_BACKLOG 100000    /* queued events per watch before it expires */
-#define VALUE_CACHE_BYTES (16u << 20) /* current values kept in memory, unless configured */
+#define VALUE_CACHE_BYTES (8u << 20)  /* current values kept in memory, unless configured */
 #define FILL_CHUNK 64           /* a list's values read from the file before it delivers them */
 
 /* ---- SQLite helpers ---- */
@@ -446,7 +446,7 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
     pthread_cond_init(&s->timer_cv, &ca);
     pthread_condattr_destroy(&ca);
 
-    int rc = open_conn(s->path, s->durable, 8192, &s->db);
+    int rc = open_conn(s->path, s->durable, 2048, &s->db);
     if (rc)
         goto fail;
     rc = fl_store_sqlite_exec(s->db, "CREATE TABLE IF NOT EXISTS kv ("
