@@ -60,7 +60,8 @@ typedef struct centry {
                           * them); text has them */
     bool shed;           /* text is our encoding of what shed_keep kept of the object
                           * (fl_informer_shed): reads answer FL_EEXPIRED */
-    bool cold;           /* stored, but text is NULL: read the stored value at rv when asked */
+    bool cold;           /* stored or partial, but text is NULL: the stored value it came from
+                          * is read at rv when asked for */
     char *rv;
     char key[];
 } centry;
@@ -87,7 +88,7 @@ struct fl_informer {
     const char *const *partial; /* borrowed from the config; NULL over HTTP */
     const char **list_skip;     /* with partial: skip and partial, for lists */
     bool local;                 /* in process: a list's items come with their stored values */
-    bool cold_ok;               /* compact, in process, and stored values can be read by rv */
+    bool rv_reads;              /* in process, and stored values can be read by rv */
     int backoff_min, backoff_max, watch_timeout;
     fl_informer_handlers *handlers;
     size_t nhandlers;
@@ -224,10 +225,12 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->shed = false;
     e->partial = light && stored;
     e->stored = inf->compact && stored && !(e->partial && listed);
-    e->cold = e->stored && inf->cold_ok && !listed;
+    /* in process a stored value can be read again by its revision: a watched compact entry,
+     * and a partial one, keep none (a listed compact one keeps its decoding, partial) */
+    e->cold = inf->rv_reads && ((e->stored && !listed) || (e->partial && !e->stored));
     if (e->partial && !e->stored) {
         e->obj = json_incref(obj);
-        e->text = fl_blob_ref(stored);
+        e->text = e->cold ? NULL : fl_blob_ref(stored);
     } else if (e->cold) {
         /* nothing but rv: the stored value is read again when asked for */
     } else if (e->stored) {
@@ -407,7 +410,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
                 : cfg->transform == fl_informer_drop_managed_fields ? fl_informer_skip_managed_fields
                                                                      : NULL;
     inf->local = fl_client_in_process(cfg->client);
-    inf->cold_ok = cfg->compact && inf->local && fl_client_has_stored_at(cfg->client);
+    inf->rv_reads = inf->local && fl_client_has_stored_at(cfg->client);
     if (cfg->partial_fields && *cfg->partial_fields && inf->local) {
         size_t n = 0, k = 0;
         for (const char *const *p = inf->skip; p && *p; p++)
@@ -976,6 +979,9 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
     cref r = e ? centry_ref(e) : (cref){0};
     *text = e && e->partial && !e->cold ? fl_blob_ref(e->text) : NULL;
     bool cold_partial = e && e->partial && e->cold;
+    char rv[24] = ""; /* a cold partial entry's decoding is cached: its text is read at rv */
+    if (cold_partial && !e->stored)
+        snprintf(rv, sizeof rv, "%s", e->rv);
     pthread_rwlock_unlock(&inf->lock);
     *out = NULL;
     if (r.shed) {
@@ -983,7 +989,12 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
         return FL_EEXPIRED;
     }
     bool expired = false;
-    *out = e ? cref_obj_text(inf, key, r, cold_partial ? text : NULL, &expired) : NULL;
+    *out = e ? cref_obj_text(inf, key, r, cold_partial && !rv[0] ? text : NULL, &expired) : NULL;
+    if (*out && rv[0] && fl_client_stored_at(inf->client, inf->api_version, inf->resource, key, rv, text)) {
+        json_decref(*out); /* read whole, the object would lack its partial fields */
+        *out = NULL;
+        expired = true;
+    }
     if (!*out) {
         fl_blob_unref(*text);
         *text = NULL;

@@ -67,8 +67,9 @@ typedef struct fl_informer_config {
     /* Optional, NULL-terminated, borrowed: in process, members of each object that the cache
      * holds no decoding of, though readers may need them. A list does not decode them; of a
      * watch event's object (decoded already, and handed to the handlers whole) the cache
-     * keeps a view without them. The entry keeps the stored value too (shared with the
-     * server, so it costs nothing), and fl_informer_get_whole reads the whole object from it.
+     * keeps a view without them, and the stored value to read them from: in process, only
+     * its revision, and fl_informer_get_whole reads the whole object at that revision from
+     * the server's store (over HTTP objects are cached whole).
      * For a cache of many big objects whose readers mostly need a small part of each (Works:
      * their status and metadata, not their manifests). Over HTTP objects are cached whole.
      * With compact, an entry made from a watch event keeps only the stored value's revision,
@@ -141,7 +142,8 @@ int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
 int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out);
 /* fl_informer_get_key, and *text: where the cache holds the object without its
  * partial_fields, the stored value it came from (a new reference), else NULL. For a
- * reader that may not need the rest: fl_informer_whole gives it, of the same version. */
+ * reader that may not need the rest: fl_informer_whole gives it, of the same version.
+ * FL_EEXPIRED when that value can no longer be read (as fl_informer_get). */
 int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_blob **text);
 /* obj (from fl_informer_get_partial with text) whole: obj itself (a new reference) when
  * text is NULL, else text decoded as the cache holds objects; NULL if it cannot be. */

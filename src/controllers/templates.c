@@ -179,6 +179,8 @@ int fl_templates_watch(fl_templates *t, const char *api_version, const char *kin
                 .resource = {.api_version = api_version, .resource = e->resource},
                 .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = e},
                 .transform = fl_informer_drop_managed_fields,
+                /* thousands of templates: kept as their revisions, read when asked for */
+                .compact = true,
             };
             fl_informer_new(&cfg, &e->inf);
             fl_informer_start(e->inf);

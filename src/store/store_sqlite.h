@@ -22,7 +22,7 @@
 #include "store/store_watch.h"
 
 #define POOL_MAX 4              /* idle reader connections kept */
-#define POINT_MAX 8             /* idle connections kept for reads of one value */
+#define POINT_MAX 16            /* idle connections kept for reads of one value */
 
 /* A connection that reads one revision's value (fl_store_sqlite_read_rev). */
 struct fl_store_point {
