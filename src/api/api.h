@@ -120,5 +120,8 @@ int fl_api_ensure_namespace(fl_api *api, const char *name);
 
 /* Re-register the kinds of every stored CRD (at start-up). */
 int fl_api_load_crds(fl_api *api);
+/* What the store, opened with it as fl_store_config.load_mark, notes of each value at a
+ * start: fl_api_load_crds then counts owned objects from the keys noted (internals/store.md). */
+#define FL_API_LOAD_MARK "\"ownerReferences\""
 
 #endif

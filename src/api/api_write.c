@@ -1833,23 +1833,27 @@ static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
 }
 
 /* Counting the owned objects the store holds at a start reads every value (a GB at 30,000
- * Works), so it runs beside the server instead of before it. The values are taken (blob
- * references) before anything can write; writes meanwhile count their changes into
- * owned_objects, and the scan adds its count at the end. Until then deletes search for
- * dependents. */
+ * Works, from the file). A store opened with FL_API_LOAD_MARK noted the few values that
+ * name an owner as it opened (in SQLite, keeping none), and those are counted at once.
+ * Otherwise the count runs beside the server instead of before it. It lists the
+ * store as of its revision before anything could write (one read of the log, in one
+ * snapshot); writes meanwhile count their changes into owned_objects, and the scan adds its
+ * count at the end. Until then deletes search for dependents, and for good if the scan
+ * fails. */
 typedef struct owner_scan {
-    fl_blob **values;
-    size_t n, cap;
+    fl_store *store;
+    int64_t rev;
 } owner_scan;
 
 static bool scan_cb(void *vctx, const char *key, const fl_kv *kv)
 {
-    owner_scan *sc = vctx;
-    if (sc->n == sc->cap) {
-        sc->cap = sc->cap ? sc->cap * 2 : 1024;
-        sc->values = fl_realloc(sc->values, sc->cap * sizeof *sc->values);
+    (void)key;
+    long *owned = vctx;
+    if (strstr(kv->value->data, "\"ownerReferences\"")) {
+        json_t *obj = fl_json_load(kv->value->data, kv->value->len);
+        *owned += obj && has_owner_refs(obj);
+        json_decref(obj);
     }
-    sc->values[sc->n++] = fl_blob_ref(kv->value);
     return true;
 }
 
@@ -1858,17 +1862,15 @@ static void *owner_scan_main(void *arg)
     owner_scan *sc = arg;
     pthread_setname_np(pthread_self(), "fl-owner-scan");
     long owned = 0;
-    for (size_t i = 0; i < sc->n; i++) {
-        if (strstr(sc->values[i]->data, "\"ownerReferences\"")) {
-            json_t *obj = fl_json_load(sc->values[i]->data, sc->values[i]->len);
-            owned += obj && has_owner_refs(obj);
-            json_decref(obj);
-        }
-        fl_blob_unref(sc->values[i]);
+    int64_t rv;
+    int rc = sc->rev > 0 ? fl_store_list(sc->store, "/", NULL, sc->rev, 0, scan_cb, &owned, &rv, NULL) : 0;
+    if (rc) {
+        fl_log(FL_LOG_WARN, "api", "counting owned objects at revision %lld: %s; deletes search for dependents",
+               (long long)sc->rev, fl_strerror(rc));
+    } else {
+        atomic_fetch_add(&owned_objects, owned);
+        atomic_fetch_sub(&owner_scans, 1);
     }
-    atomic_fetch_add(&owned_objects, owned);
-    atomic_fetch_sub(&owner_scans, 1);
-    free(sc->values);
     free(sc);
     return NULL;
 }
@@ -1896,16 +1898,35 @@ int fl_api_load_crds(fl_api *api)
     int64_t rv;
     fl_store_list(api->store, "/apiextensions.k8s.io/customresourcedefinitions/", NULL, 0, 0, load_crd_cb, &c, &rv,
                   NULL);
-    owner_scan *sc = fl_calloc(1, sizeof *sc);
-    atomic_fetch_add(&owner_scans, 1);
-    fl_store_list(api->store, "/", NULL, 0, 0, scan_cb, sc, &rv, NULL);
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &at, owner_scan_main, sc) != 0)
-        owner_scan_main(sc);
-    pthread_attr_destroy(&at);
+    char **marked = NULL;
+    long nmarked = fl_store_marked(api->store, &marked);
+    if (nmarked >= 0) { /* opening noted the values that name owners: count those now */
+        long owned = 0;
+        for (long i = 0; i < nmarked; i++) {
+            fl_kv kv;
+            if (fl_store_get(api->store, marked[i], &kv) == 0) {
+                json_t *obj = fl_json_load(kv.value->data, kv.value->len);
+                owned += obj && has_owner_refs(obj);
+                json_decref(obj);
+                fl_blob_unref(kv.value);
+            }
+            free(marked[i]);
+        }
+        free(marked);
+        atomic_fetch_add(&owned_objects, owned);
+    } else {
+        owner_scan *sc = fl_calloc(1, sizeof *sc);
+        sc->store = api->store;
+        sc->rev = fl_store_rev(api->store);
+        atomic_fetch_add(&owner_scans, 1);
+        pthread_t th;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &at, owner_scan_main, sc) != 0)
+            owner_scan_main(sc);
+        pthread_attr_destroy(&at);
+    }
     /* namespaces that were terminating when the server stopped finish now */
     ns_ctx nc = {api};
     fl_store_list(api->store, "/core/namespaces/", NULL, 0, 0, resume_ns_cb, &nc, &rv, NULL);

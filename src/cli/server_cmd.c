@@ -122,7 +122,7 @@ int fl_cmd_server(int argc, char **argv)
 
     fl_kinds_init();
     char *db = fl_asprintf("%s/store.db", data_dir);
-    fl_store_config scfg = {.path = db, .compact_window = window, .durable = !no_fsync};
+    fl_store_config scfg = {.path = db, .compact_window = window, .durable = !no_fsync, .load_mark = FL_API_LOAD_MARK};
     fl_store *store = NULL;
     int rc = fl_store_open(&scfg, &store);
     free(db);

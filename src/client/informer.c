@@ -225,9 +225,10 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->shed = false;
     e->partial = light && stored;
     e->stored = inf->compact && stored && !(e->partial && listed);
-    /* in process a stored value can be read again by its revision: a watched compact entry,
-     * and a partial one, keep none (a listed compact one keeps its decoding, partial) */
-    e->cold = inf->rv_reads && ((e->stored && !listed) || (e->partial && !e->stored));
+    /* in process a stored value can be read again by its revision: a watched compact or
+     * partial entry keeps none. A listed one keeps its decoding (partial) and its value:
+     * after a restart every reader comes back to each listed object, some whole. */
+    e->cold = inf->rv_reads && !listed && (e->stored || e->partial);
     if (e->partial && !e->stored) {
         e->obj = json_incref(obj);
         e->text = e->cold ? NULL : fl_blob_ref(stored);

@@ -54,6 +54,9 @@ typedef struct fl_store_config {
                                   first: up to this many bytes of writes (0 = default, 16 MiB).
                                   Reads of other keys' values read the file. A memory store
                                   keeps every value. */
+    const char *load_mark;     /* SQLite, optional: opening notes the keys whose value holds
+                                  these bytes (fl_store_marked), reading the values for it but
+                                  keeping none */
 } fl_store_config;
 
 /* Memory stores (memory = true).
@@ -98,6 +101,11 @@ int fl_store_get(fl_store *s, const char *key, fl_kv *out);
  * one); FL_EIO if reading failed. For a cache that keeps an object's revision but not its
  * bytes. */
 int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out);
+
+/* The keys noted at opening (fl_store_config.load_mark), handed over: *keys is a new array
+ * of n heap strings (the caller frees each and the array), and n is returned; later calls
+ * hand over none. -1 (and *keys NULL) when the store was opened without a mark. */
+long fl_store_marked(fl_store *s, char ***keys);
 
 /* Head revision (the highest revision written). */
 int64_t fl_store_rev(fl_store *s);

@@ -282,6 +282,7 @@ static fl_blob *column_blob(sqlite3_stmt *st, int col)
 typedef struct load_row {
     char *name;
     int64_t id, create_rev;
+    bool marked;
 } load_row;
 
 typedef struct load_part {
@@ -295,31 +296,46 @@ typedef struct load_part {
     int rc;
 } load_part;
 
+/* Note key among those whose value held the mark. Opening only (one thread at a time). */
+static void mark_key(fl_store *s, const char *key)
+{
+    if (s->nmarked == s->capmarked) {
+        s->capmarked = s->capmarked ? s->capmarked * 2 : 64;
+        s->marked = fl_realloc(s->marked, (size_t)s->capmarked * sizeof *s->marked);
+    }
+    s->marked[s->nmarked++] = fl_strdup(key);
+}
+
 static void load_part_run(load_part *p)
 {
     sqlite3_stmt *st = NULL;
     p->rc = FL_EIO;
     if (sqlite3_prepare_v2(p->db,
-                           "SELECT k.name, k.id, k.create_revision FROM kv k"
-                           " WHERE k.id >= ?1 AND k.id < ?2 AND k.deleted = 0"
+                           "SELECT k.name, k.id, k.create_revision, ?3 IS NOT NULL AND instr(k.value, ?3) > 0"
+                           " FROM kv k WHERE k.id >= ?1 AND k.id < ?2 AND k.deleted = 0"
                            " AND k.id = (SELECT max(k2.id) FROM kv k2 WHERE k2.name = k.name)",
                            -1, &st, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int64(st, 1, p->from);
     sqlite3_bind_int64(st, 2, p->to ? p->to : INT64_MAX);
+    if (p->s->mark)
+        sqlite3_bind_blob(st, 3, p->s->mark, (int)strlen(p->s->mark), SQLITE_STATIC);
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
         int64_t id = sqlite3_column_int64(st, 1), create_rev = sqlite3_column_int64(st, 2);
+        bool marked = sqlite3_column_int(st, 3) != 0;
         if (p->into_cache) {
             fl_store_cache_put(&p->s->cache, name, NULL, id, create_rev);
+            if (marked)
+                mark_key(p->s, name);
             continue;
         }
         if (p->n == p->cap) {
             p->cap = p->cap ? p->cap * 2 : 4096;
             p->rows = fl_realloc(p->rows, p->cap * sizeof *p->rows);
         }
-        p->rows[p->n++] = (load_row){fl_strdup(name), id, create_rev};
+        p->rows[p->n++] = (load_row){fl_strdup(name), id, create_rev, marked};
     }
     sqlite3_finalize(st);
     if (step == SQLITE_DONE)
@@ -394,6 +410,8 @@ static int load(fl_store *s, size_t split_rows)
         for (size_t i = 0; i < second.n; i++) {
             load_row *r = &second.rows[i];
             fl_store_cache_put(&s->cache, r->name, NULL, r->id, r->create_rev);
+            if (r->marked)
+                mark_key(s, r->name);
             free(r->name);
         }
         free(second.rows);
@@ -427,6 +445,11 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
     s->interval_ms = cfg->compact_interval_ms ? cfg->compact_interval_ms : DEFAULT_INTERVAL_MS;
     s->durable = cfg->durable;
     s->warm.max = cfg->value_cache_bytes ? cfg->value_cache_bytes : VALUE_CACHE_BYTES;
+    if (cfg->load_mark && *cfg->load_mark) {
+        s->mark = fl_strdup(cfg->load_mark);
+        s->capmarked = 64;
+        s->marked = fl_malloc((size_t)s->capmarked * sizeof *s->marked);
+    }
     pthread_mutex_init(&s->pool_mu, NULL);
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
@@ -525,6 +548,10 @@ void fl_store_free(fl_store *s)
     for (size_t i = 0; i < s->warm.n; i++)
         free(s->warm.q[(s->warm.head + i) % s->warm.cap].key);
     free(s->warm.q);
+    for (long i = 0; s->marked && i < s->nmarked; i++)
+        free(s->marked[i]);
+    free(s->marked);
+    free(s->mark);
     sqlite3_finalize(s->by_id);
     sqlite3_finalize(s->ins);
     sqlite3_close(s->db);
@@ -566,6 +593,20 @@ int fl_store_get(fl_store *s, const char *key, fl_kv *out)
         if (rc != FL_EEXPIRED || tries == 3)
             return rc == FL_EEXPIRED ? FL_EIO : rc;
     }
+}
+
+long fl_store_marked(fl_store *s, char ***keys)
+{
+    *keys = NULL;
+    if (s->memory || !s->mark)
+        return -1;
+    pthread_mutex_lock(&s->pool_mu);
+    *keys = s->marked;
+    long n = s->marked ? s->nmarked : 0;
+    s->marked = NULL;
+    s->nmarked = s->capmarked = 0;
+    pthread_mutex_unlock(&s->pool_mu);
+    return n;
 }
 
 int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)

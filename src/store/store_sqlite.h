@@ -98,6 +98,9 @@ struct fl_store {
     sqlite3_stmt *by_id;       /* the writer's: a current value to render a write over */
     struct fl_store_warm warm; /* writer only, under lock */
     struct fl_store_pin *pins; /* under pool_mu */
+    char *mark;                /* fl_store_config.load_mark */
+    char **marked;             /* the keys noted at opening; NULL once handed over */
+    long nmarked, capmarked;
 
     /* both backends */
     pthread_rwlock_t lock;     /* guards cache and head for readers (a memory store: everything) */

@@ -825,6 +825,42 @@ static void test_get_at_reads_a_revision_of_the_key_from_the_log(void **state)
     fl_blob_unref(b);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_opening_notes_the_keys_whose_value_holds_the_mark(void **state)
+{
+    fixture *f = *state;
+    put_new(f->s, "/a", "has-mark");
+    put_new(f->s, "/b", "plain");
+    put_new(f->s, "/c", "plain");
+    put_upd(f->s, "/c", "mark-now");
+    put_new(f->s, "/d", "mark-then");
+    put_upd(f->s, "/d", "plain");
+    put_new(f->s, "/e", "mark-gone");
+    put_del(f->s, "/e", "mark");
+    char **keys = NULL;
+    assert_int_equal(fl_store_marked(f->s, &keys), -1); /* opened without a mark */
+    assert_null(keys);
+    fl_store_free(f->s);
+    fl_store_config cfg = { .path = f->path, .compact_interval_ms = -1, .load_mark = "mark",
+                            .load_split_rows = 4 }; /* in two halves, merged */
+    assert_int_equal(fl_store_open(&cfg, &f->s), 0);
+    long n = fl_store_marked(f->s, &keys);
+    assert_int_equal(n, 2); /* current values only, deleted keys not */
+    qsort(keys, (size_t)n, sizeof *keys, cmp_str);
+    assert_string_equal(keys[0], "/a");
+    assert_string_equal(keys[1], "/c");
+    for (long i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+    assert_int_equal(fl_store_marked(f->s, &keys), 0); /* handed over once */
+    free(keys);
+    assert_int_equal(fl_store_count(f->s, ""), 4);
+}
+
 typedef struct pinned_list {
     fl_store *s;
     int seen;
@@ -1880,6 +1916,7 @@ int main(void)
         COLD(test_get_at_reads_a_revision_of_the_key_from_the_log),
         COLD(test_list_reading_values_from_the_file_pins_them_against_compaction),
         cmocka_unit_test_setup_teardown(test_get_at_reads_a_revision_of_the_key_from_the_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_opening_notes_the_keys_whose_value_holds_the_mark, setup, teardown),
         /* Memory stores: the backend-independent tests above, then their own. */
         MEM(test_create_get_update_delete),
         MEM(test_create_passes_null_current_to_render),
