@@ -148,6 +148,13 @@ static int reader_begin(fl_store *s, sqlite3 **dbp, int64_t *compact)
 
 /* ---- reading one revision's value ---- */
 
+static fl_blob *column_blob(sqlite3_stmt *st, int col)
+{
+    const void *p = sqlite3_column_blob(st, col);
+    return fl_blob_new(p, (size_t)sqlite3_column_bytes(st, col));
+}
+
+
 static int point_get(fl_store *s, struct fl_store_point *p)
 {
     pthread_mutex_lock(&s->pool_mu);
@@ -182,8 +189,7 @@ static void point_put(fl_store *s, struct fl_store_point *p)
     }
 }
 
-/* The value row rev holds if it is a live value of key, read with st (its by_id). */
-static int read_row(sqlite3_stmt *st, const char *key, int64_t rev, fl_blob **out)
+int fl_store_sqlite_read_row(sqlite3_stmt *st, const char *key, int64_t rev, fl_blob **out)
 {
     *out = NULL;
     sqlite3_bind_int64(st, 1, rev);
@@ -191,8 +197,7 @@ static int read_row(sqlite3_stmt *st, const char *key, int64_t rev, fl_blob **ou
     if (step == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
         if (name && !strcmp(name, key) && !sqlite3_column_int(st, 1)) {
-            const void *p = sqlite3_column_blob(st, 2);
-            *out = fl_blob_new(p, (size_t)sqlite3_column_bytes(st, 2));
+            *out = column_blob(st, 2);
             rc = 0;
         }
     } else if (step != SQLITE_DONE) {
@@ -210,7 +215,7 @@ int fl_store_sqlite_read_rev(fl_store *s, const char *key, int64_t rev, fl_blob 
     struct fl_store_point p;
     if (point_get(s, &p))
         return FL_EIO;
-    int rc = read_row(p.by_id, key, rev, out);
+    int rc = fl_store_sqlite_read_row(p.by_id, key, rev, out);
     point_put(s, &p);
     return rc;
 }
@@ -260,12 +265,6 @@ static char *prefix_upper(const char *prefix)
     char *u = fl_strndup(prefix, n);
     u[n - 1] = (char)((unsigned char)u[n - 1] + 1);
     return u;
-}
-
-static fl_blob *column_blob(sqlite3_stmt *st, int col)
-{
-    const void *p = sqlite3_column_blob(st, col);
-    return fl_blob_new(p, (size_t)sqlite3_column_bytes(st, col));
 }
 
 /* ---- opening and loading ---- */
@@ -656,7 +655,7 @@ static int fill_values(void *ctx, fl_store_snap *sn, size_t from, size_t to)
         if (!have && (rc = point_get(s, &p)) != 0)
             break;
         have = true;
-        rc = read_row(p.by_id, sn->arena + sn->ents[i].key_off, kv->rev, &kv->value);
+        rc = fl_store_sqlite_read_row(p.by_id, sn->arena + sn->ents[i].key_off, kv->rev, &kv->value);
     }
     if (have)
         point_put(s, &p);

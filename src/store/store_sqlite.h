@@ -132,6 +132,10 @@ int fl_store_sqlite_exec(sqlite3 *db, const char *sql);
 /* The value revision rev of key wrote, read from the file into *out: 0, FL_EEXPIRED when
  * the log has no such row of key, FL_EIO. Any thread (a connection of the pool's). */
 int fl_store_sqlite_read_rev(fl_store *s, const char *key, int64_t rev, fl_blob **out);
+/* With st, a statement "SELECT name, deleted, value FROM kv WHERE id = ?1" (by_id), the
+ * value of row rev if it is a live value of key: 0, FL_EEXPIRED (no such row of key), or
+ * FL_EIO. */
+int fl_store_sqlite_read_row(sqlite3_stmt *st, const char *key, int64_t rev, fl_blob **out);
 /* The lowest revision a list in progress pins (compaction stops short of it), 0 if none. */
 int64_t fl_store_sqlite_pinned(fl_store *s);
 

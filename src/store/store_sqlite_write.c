@@ -121,24 +121,6 @@ static struct pending *pending_find(struct batch *b, const char *key, bool add)
     }
 }
 
-/* The value revision rev of key wrote, from the writer's connection (inside its batch's
- * transaction: the row is there, nothing compacts meanwhile). */
-static int read_current(fl_store *s, const char *key, int64_t rev, fl_blob **out)
-{
-    sqlite3_stmt *st = s->by_id;
-    sqlite3_bind_int64(st, 1, rev);
-    int step = sqlite3_step(st), rc = FL_EIO;
-    if (step == SQLITE_ROW) {
-        *out = fl_blob_new(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2));
-        rc = 0;
-    } else {
-        fl_log(FL_LOG_ERROR, "store", "read %s at %lld to write over it: %s", key, (long long)rev,
-               step == SQLITE_DONE ? "no such row" : sqlite3_errmsg(s->db));
-    }
-    sqlite3_reset(st);
-    return rc;
-}
-
 /* Keep the value key got at rev in memory, and drop the oldest kept values beyond the
  * budget: their keys' nodes no longer hold them, unless written again since (the record
  * of that write keeps it). Writer thread, under the lock. */
@@ -197,9 +179,11 @@ static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
     int64_t rev = *head + 1;
     fl_blob *read = NULL; /* the current value, read from the file: not in memory */
     if (cur.present && !cur.value && !op->no_current) {
-        int rrc = read_current(s, op->key, cur.rev, &read);
-        if (rrc)
-            return rrc == FL_EIO ? 1 : rrc;
+        /* the writer's connection, inside its batch's transaction: the row is there */
+        if (fl_store_sqlite_read_row(s->by_id, op->key, cur.rev, &read)) {
+            fl_log(FL_LOG_ERROR, "store", "cannot read %s at %lld to write over it", op->key, (long long)cur.rev);
+            return 1;
+        }
         cur.value = read;
     }
     fl_blob *value = fl_store_render_value(op, op->no_current ? NULL : cur.value, rev);
