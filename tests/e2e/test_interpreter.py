@@ -11,6 +11,7 @@ serves the module; each test uses its own objects and removes them. Every wait i
 import base64
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import tempfile
@@ -508,7 +509,10 @@ def health_hook():
     srv.socket = tls.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     HealthHook.calls, HealthHook.fail = [], False
-    yield f"https://127.0.0.1:{port}/interpret", open(crt).read()
+    with open(crt) as f:
+        pem = f.read()
+    shutil.rmtree(d)
+    yield f"https://127.0.0.1:{port}/interpret", pem
     srv.shutdown()
     srv.server_close()
 

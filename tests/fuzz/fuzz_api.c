@@ -13,17 +13,29 @@
 #include "core/mem.h"
 
 static fl_api api;
+static char store_path[] = "/tmp/flotilla-fuzz-XXXXXX";
+
+/* The store's file and SQLite's two beside it go when the fuzzer exits. */
+static void remove_store(void)
+{
+    static const char *const tails[] = {"", "-wal", "-shm"};
+    char p[sizeof store_path + 8];
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        snprintf(p, sizeof p, "%s%s", store_path, tails[i]);
+        unlink(p);
+    }
+}
 
 static void setup(void)
 {
     fl_mem_init();
     fl_kinds_init();
-    char path[] = "/tmp/flotilla-fuzz-XXXXXX";
-    int fd = mkstemp(path);
+    int fd = mkstemp(store_path);
     if (fd >= 0)
         close(fd);
-    unlink(path);
-    fl_store_config cfg = {.path = path, .durable = false, .compact_interval_ms = -1};
+    unlink(store_path);
+    atexit(remove_store);
+    fl_store_config cfg = {.path = store_path, .durable = false, .compact_interval_ms = -1};
     if (fl_store_open(&cfg, &api.store) != 0)
         abort();
     api.bookmark_interval_ms = 1000;
