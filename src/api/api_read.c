@@ -242,11 +242,10 @@ static void pend_flush(list_ctx *c)
         c->texts = fl_realloc(c->texts, (c->ntexts + c->npend) * sizeof *c->texts);
     for (size_t i = 0; i < c->npend; i++) {
         if (c->pend_obj[i]) {
-            json_array_append_new(c->objs, fl_json_meta_view(c->pend_obj[i]));
+            json_array_append_new(c->objs, fl_json_meta_own(c->pend_obj[i]));
             if (texts)
                 c->texts[c->ntexts++] = fl_blob_ref(c->pend[i]);
         }
-        json_decref(c->pend_obj[i]);
         fl_blob_unref(c->pend[i]);
     }
     c->npend = 0;
@@ -505,10 +504,9 @@ static void emit(fl_api_stream *s, const char *type, const char *key, const fl_b
         }
         s->evq[s->nq].type = type;
         /* the watcher's own top level and metadata (which an informer's transform may trim) */
-        s->evq[s->nq].obj = fl_json_meta_view(obj);
+        s->evq[s->nq].obj = fl_json_meta_own(obj);
         s->evq[s->nq].text = fl_blob_ref((fl_blob *)blob);
         s->nq++;
-        json_decref(obj);
         return;
     }
     buf_adds(&s->pending, "{\"type\":\"");

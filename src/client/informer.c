@@ -304,8 +304,7 @@ static json_t *stored_obj(fl_informer *inf, fl_blob *text, bool partial)
                             : fl_client_decode_text(inf->client, text);
     if (!whole)
         return NULL;
-    json_t *obj = fl_json_meta_view(whole);
-    json_decref(whole);
+    json_t *obj = fl_json_meta_own(whole);
     if (inf->transform)
         inf->transform(obj);
     return obj;

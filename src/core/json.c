@@ -821,6 +821,23 @@ json_t *fl_json_meta_view(const json_t *obj)
     return v;
 }
 
+static bool unshared(json_t *v)
+{
+    return __atomic_load_n(&v->refcount, __ATOMIC_ACQUIRE) == 1;
+}
+
+json_t *fl_json_meta_own(json_t *obj)
+{
+    json_t *md = json_object_get(obj, "metadata");
+    /* Only the caller holds obj, so no one can take a new reference to it or to its
+     * metadata meanwhile: what they are now, they stay. */
+    if (!obj || (unshared(obj) && (!json_is_object(md) || unshared(md))))
+        return obj;
+    json_t *v = fl_json_meta_view(obj);
+    json_decref(obj);
+    return v;
+}
+
 static json_t *view_less(const json_t *v, const skip_table *t, uint32_t alive, int nat)
 {
     bool ends;

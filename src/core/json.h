@@ -50,6 +50,10 @@ json_t *fl_json_shallow_copy(const json_t *o);
 /* fl_json_shallow_copy of an object whose metadata (when an object) is a shallow copy too:
  * the top level and metadata are the caller's to change, everything below stays shared. */
 json_t *fl_json_meta_view(const json_t *obj);
+/* fl_json_meta_view that takes over the caller's reference to obj: obj itself when nobody
+ * else holds it or its metadata (a decoding made for the caller alone), else a view of it
+ * and the reference dropped. */
+json_t *fl_json_meta_own(json_t *obj);
 /* v without the members at paths (as fl_json_load_skipping takes them): new objects and
  * arrays on the way to them, the rest shared with v. Read-only, as v is. */
 json_t *fl_json_view_less(const json_t *v, const char *const *paths);

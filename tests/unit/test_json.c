@@ -322,6 +322,39 @@ static bool same_text(const json_t *a, const json_t *b)
     return same;
 }
 
+/* fl_json_meta_own: the caller's own decoding is handed back as it is; one that someone
+ * else holds, whole or by its metadata, is handed back as a view, and changing the view's
+ * top level and metadata leaves the other holder's object as it was. */
+static void owns_unshared_objects_and_views_shared_ones(void **state)
+{
+    (void)state;
+    const char *doc = "{\"kind\":\"Work\",\"metadata\":{\"name\":\"w\",\"labels\":{\"a\":\"b\"}},\"spec\":{}}";
+    json_t *mine = fl_json_load(doc, strlen(doc));
+    assert_non_null(mine);
+    assert_ptr_equal(fl_json_meta_own(mine), mine);
+    json_decref(mine);
+
+    json_t *held = fl_json_load(doc, strlen(doc)); /* another holder keeps this reference */
+    json_t *v = fl_json_meta_own(json_incref(held));
+    assert_ptr_not_equal(v, held);
+    assert_int_equal(held->refcount, 1);
+    json_object_set_new(json_object_get(v, "metadata"), "name", json_string("changed"));
+    json_object_del(v, "spec");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(held, "metadata"), "name")), "w");
+    assert_non_null(json_object_get(held, "spec"));
+    json_decref(v);
+
+    json_t *md = json_incref(json_object_get(held, "metadata")); /* only its metadata is held */
+    v = fl_json_meta_own(held);
+    assert_ptr_not_equal(v, held);
+    assert_ptr_not_equal(json_object_get(v, "metadata"), md);
+    json_object_set_new(json_object_get(v, "metadata"), "name", json_string("changed"));
+    assert_string_equal(json_string_value(json_object_get(md, "name")), "w");
+    json_decref(v);
+    json_decref(md);
+    assert_null(fl_json_meta_own(NULL));
+}
+
 static void deep_copies_share_only_leaves(void **state)
 {
     (void)state;
@@ -515,6 +548,7 @@ int main(void)
         cmocka_unit_test(finds_values_in_the_text),
         cmocka_unit_test(hands_list_items_over_as_texts),
         cmocka_unit_test(deep_copies_share_only_leaves),
+        cmocka_unit_test(owns_unshared_objects_and_views_shared_ones),
         cmocka_unit_test(decoder_shares_repeated_leaves),
         cmocka_unit_test(decodes_deep_documents_through_jansson),
     };
