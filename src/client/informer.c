@@ -225,10 +225,12 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->shed = false;
     e->partial = light && stored;
     e->stored = inf->compact && stored && !(e->partial && listed);
-    /* in process a stored value can be read again by its revision: a watched compact or
-     * partial entry keeps none. A listed one keeps its decoding (partial) and its value:
-     * after a restart every reader comes back to each listed object, some whole. */
-    e->cold = inf->rv_reads && !listed && (e->stored || e->partial);
+    /* in process a stored value can be read again by its revision: a partial entry keeps
+     * its decoding and no value (what reads it whole, after a restart too, is rare: an
+     * update of the object, a status aggregation); a watched compact one keeps nothing. A
+     * listed compact one keeps its value: after a restart every reader comes back to each
+     * listed object. */
+    e->cold = inf->rv_reads && (e->partial || (e->stored && !listed));
     if (e->partial && !e->stored) {
         e->obj = json_incref(obj);
         e->text = e->cold ? NULL : fl_blob_ref(stored);
@@ -310,6 +312,15 @@ static json_t *stored_obj(fl_informer *inf, fl_blob *text, bool partial)
     return obj;
 }
 
+/* The stored value of key at revision rv (a new reference): 0, or an error (FL_EEXPIRED:
+ * the log no longer has it). */
+static int stored_at(fl_informer *inf, const char *key, int64_t rv, fl_blob **out)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%lld", (long long)rv);
+    return fl_client_stored_at(inf->client, inf->api_version, inf->resource, key, num, out);
+}
+
 /* The object of a reference taken from an entry under key (a new reference, or NULL if it
  * cannot be decoded, or a cold entry's revision can no longer be read: then *expired, if
  * given, is set); consumes the reference. With textp, a stored value's entry also gives the
@@ -334,9 +345,7 @@ static json_t *cref_obj_text(fl_informer *inf, const char *key, cref r, fl_blob 
                 fl_blob_unref(t);
             return obj;
         }
-        char rv[24];
-        snprintf(rv, sizeof rv, "%lld", (long long)r.rv);
-        if (fl_client_stored_at(inf->client, inf->api_version, inf->resource, key, rv, &r.text)) {
+        if (stored_at(inf, key, r.rv, &r.text)) {
             if (expired)
                 *expired = true;
             return NULL;
@@ -972,61 +981,83 @@ int fl_informer_wait_synced(fl_informer *inf, int timeout_ms)
     return rc;
 }
 
-int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_blob **text)
+int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_informer_src *src)
 {
+    *src = (fl_informer_src){0};
     pthread_rwlock_rdlock(&inf->lock);
     centry *e = cmap_get(&inf->cache, key);
     cref r = e ? centry_ref(e) : (cref){0};
-    *text = e && e->partial && !e->cold ? fl_blob_ref(e->text) : NULL;
-    bool cold_partial = e && e->partial && e->cold;
-    char rv[24] = ""; /* a cold partial entry's decoding is cached: its text is read at rv */
-    if (cold_partial && !e->stored)
-        snprintf(rv, sizeof rv, "%s", e->rv);
+    bool partial = e && e->partial;
+    if (partial && !e->cold)
+        src->text = fl_blob_ref(e->text);
+    /* a cold entry that keeps its decoding: the rest is read at its revision if asked for;
+     * one that keeps nothing is read now, and that text is the rest */
+    bool keeps_nothing = partial && e->cold && e->stored;
+    if (partial && e->cold && !e->stored)
+        src->rv = rv_num(e->rv);
     pthread_rwlock_unlock(&inf->lock);
     *out = NULL;
     if (r.shed) {
         cref_close(r);
         return FL_EEXPIRED;
     }
-    bool expired = false;
-    *out = e ? cref_obj_text(inf, key, r, cold_partial && !rv[0] ? text : NULL, &expired) : NULL;
-    if (*out && rv[0] && fl_client_stored_at(inf->client, inf->api_version, inf->resource, key, rv, text)) {
-        json_decref(*out); /* read whole, the object would lack its partial fields */
+    bool expired = partial && e->cold && !e->stored && !src->rv; /* no revision to read it at */
+    *out = e && !expired ? cref_obj_text(inf, key, r, keeps_nothing ? &src->text : NULL, &expired) : NULL;
+    if (expired && *out) {
+        json_decref(*out);
         *out = NULL;
-        expired = true;
     }
-    if (!*out) {
-        fl_blob_unref(*text);
-        *text = NULL;
-    }
+    if (!*out)
+        fl_informer_src_close(src);
     return *out ? 0 : expired ? FL_EEXPIRED : FL_ENOTFOUND;
+}
+
+bool fl_informer_src_partial(const fl_informer_src *src)
+{
+    return src->text || src->rv;
+}
+
+void fl_informer_src_close(fl_informer_src *src)
+{
+    fl_blob_unref(src->text);
+    *src = (fl_informer_src){0};
 }
 
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out)
 {
-    fl_blob *text = NULL;
-    int rc = fl_informer_get_partial(inf, key, out, &text);
-    fl_blob_unref(text);
+    fl_informer_src src;
+    int rc = fl_informer_get_partial(inf, key, out, &src);
+    fl_informer_src_close(&src);
     return rc;
 }
 
-json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text)
+json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, const fl_informer_src *src)
 {
-    return text ? stored_obj(inf, text, false) : json_incref((json_t *)obj);
+    if (src->text)
+        return stored_obj(inf, src->text, false);
+    if (!src->rv)
+        return json_incref((json_t *)obj);
+    char *key = fl_informer_key(obj);
+    fl_blob *text = NULL;
+    json_t *whole = key && !stored_at(inf, key, src->rv, &text) ? stored_obj(inf, text, false) : NULL;
+    fl_blob_unref(text);
+    free(key);
+    return whole;
 }
 
 int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out)
 {
-    fl_blob *text = NULL;
+    fl_informer_src src;
     json_t *obj = NULL;
     *out = NULL;
-    int rc = fl_informer_get_partial(inf, key, &obj, &text);
+    int rc = fl_informer_get_partial(inf, key, &obj, &src);
     if (rc)
         return rc;
-    *out = fl_informer_whole(inf, obj, text);
+    *out = fl_informer_whole(inf, obj, &src);
     json_decref(obj);
-    fl_blob_unref(text);
-    return *out ? 0 : FL_EIO;
+    bool cold = src.rv != 0;
+    fl_informer_src_close(&src);
+    return *out ? 0 : cold ? FL_EEXPIRED : FL_EIO;
 }
 
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out)

@@ -140,14 +140,27 @@ int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
 /* The cached object of key as fl_informer_get_key gives it, but whole: where the cache holds
  * it without its partial_fields, read whole from the stored value it came from. */
 int fl_informer_get_whole(fl_informer *inf, const char *key, json_t **out);
-/* fl_informer_get_key, and *text: where the cache holds the object without its
- * partial_fields, the stored value it came from (a new reference), else NULL. For a
- * reader that may not need the rest: fl_informer_whole gives it, of the same version.
- * FL_EEXPIRED when that value can no longer be read (as fl_informer_get). */
-int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_blob **text);
-/* obj (from fl_informer_get_partial with text) whole: obj itself (a new reference) when
- * text is NULL, else text decoded as the cache holds objects; NULL if it cannot be. */
-json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, fl_blob *text);
+/* Where the rest of an object read without its partial_fields is: the stored value it came
+ * from (text, a reference), or, for an entry that keeps none, the revision to read it at
+ * (rv). Both empty: the object read is whole. */
+typedef struct fl_informer_src {
+    fl_blob *text;
+    int64_t rv;
+} fl_informer_src;
+
+/* fl_informer_get_key, and *src: where the cache holds the object without its
+ * partial_fields, where the rest is (fl_informer_src_close it). For a reader that may not
+ * need the rest: fl_informer_whole reads it, of the same version, only when asked.
+ * FL_EEXPIRED as fl_informer_get. */
+int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_informer_src *src);
+/* Does src say the object lacks its partial_fields? */
+bool fl_informer_src_partial(const fl_informer_src *src);
+void fl_informer_src_close(fl_informer_src *src);
+/* obj (from fl_informer_get_partial with src) whole: obj itself (a new reference) when src
+ * is empty, else its stored value decoded as the cache holds objects (read at src->rv when
+ * the cache keeps none); NULL if it cannot be (that revision no longer in the log among
+ * them). */
+json_t *fl_informer_whole(fl_informer *inf, const json_t *obj, const fl_informer_src *src);
 /* The resourceVersion of the cached object ns/name, copied into buf (truncated to cap - 1),
  * without decoding a compact entry. FL_ENOTFOUND (and "" in buf) when absent. */
 int fl_informer_get_rv(fl_informer *inf, const char *ns, const char *name, char *buf, size_t cap);

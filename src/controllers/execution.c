@@ -225,9 +225,9 @@ static bool has_finalizer(const json_t *work)
 /* Add or remove our finalizer with an update pinned to the cached resourceVersion (a
  * stale cache answers FL_ECONFLICT and the key is retried). work and text are as
  * fl_informer_get_partial gave them. *out (when not NULL) gets the updated Work. */
-static int set_finalizer(exec *x, const json_t *work, fl_blob *text, bool add, json_t **out)
+static int set_finalizer(exec *x, const json_t *work, const fl_informer_src *src, bool add, json_t **out)
 {
-    json_t *whole = fl_informer_whole(x->works, work, text); /* an update carries all of it */
+    json_t *whole = fl_informer_whole(x->works, work, src); /* an update carries all of it */
     if (!whole)
         return FL_EIO;
     json_t *copy = fl_json_deep_copy(whole);
@@ -940,7 +940,7 @@ static void first_status_forget(exec *x, const char *key)
     pthread_mutex_unlock(&x->mu);
 }
 
-static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blob *text)
+static int apply_work(exec *x, const char *cluster, const json_t *listed, const fl_informer_src *src)
 {
     const json_t *work = listed; /* whole once the manifests are applied (below) */
     fl_client *mc = NULL;
@@ -969,7 +969,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blo
         return 0;
     }
     /* the survey needs only each manifest's kind and name; applying needs the rest */
-    json_t *whole = fl_informer_whole(x->works, listed, text);
+    json_t *whole = fl_informer_whole(x->works, listed, src);
     if (!whole)
         return FL_EIO;
     work = whole;
@@ -1010,32 +1010,32 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, fl_blo
         target_close(&t);
     }
 
-    int src;
+    int wrc;
     bool stored = false; /* the status with every entry's version is stored */
     if (first_err) {
         char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", meta(work, "namespace"), meta(work, "name"), msg);
-        src = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
+        wrc = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
     } else if (first_status_later(x, work, statuses)) {
         json_decref(statuses);
-        src = 0;
+        wrc = 0;
     } else {
-        src = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
+        wrc = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
                                  NULL, statuses);
-        stored = src == 0;
+        stored = wrc == 0;
     }
     recorded_settle(x, &rec, stored);
     free(errs);
     json_decref(whole);
-    return first_err ? first_err : src;
+    return first_err ? first_err : wrc;
 }
 
 /* The Work is going: delete what it delivered (or, preserving, take our marks off).
  * Objects that are not this Work's are left alone. */
-static int remove_manifests(exec *x, const char *cluster, const json_t *work, fl_blob *text)
+static int remove_manifests(exec *x, const char *cluster, const json_t *work, const fl_informer_src *src)
 {
-    (void)text; /* each manifest's kind and name is all it reads of them */
+    (void)src; /* each manifest's kind and name is all it reads of them */
     fl_client *mc = NULL;
     char *emsg = NULL;
     int rc = member_client(x, cluster, &mc, &emsg);
@@ -1246,15 +1246,15 @@ static int reconcile_cluster(exec *x, const char *cluster)
 /* Run fn (apply_work or remove_manifests: the only two that touch the member) for the Work,
  * unless it is suspended or its cluster paused: then acknowledge that instead. *ran says
  * whether fn ran; the result is fn's, or the acknowledgement's write. */
-static int deliver(exec *x, const char *cluster, const json_t *work, fl_blob *text, bool suspended,
-                   int (*fn)(exec *, const char *, const json_t *, fl_blob *), bool *ran)
+static int deliver(exec *x, const char *cluster, const json_t *work, const fl_informer_src *src, bool suspended,
+                   int (*fn)(exec *, const char *, const json_t *, const fl_informer_src *), bool *ran)
 {
     *ran = false;
     if (suspended)
         return report_stopped(x, cluster, work, FL_DISPATCHING_REASON_SUSPENDED);
     if (!delivery_begin(x, cluster))
         return report_stopped(x, cluster, work, FL_DISPATCHING_REASON_CLUSTER_PAUSED);
-    int rc = fn(x, cluster, work, text);
+    int rc = fn(x, cluster, work, src);
     delivery_end(x, cluster);
     *ran = true;
     return rc;
@@ -1280,10 +1280,10 @@ static int reconcile(exec *x, const char *key)
         return 0;
     }
     json_t *work = NULL;
-    fl_blob *text = NULL; /* where the cache holds the Work without the rest of its manifests */
+    fl_informer_src src = {0}; /* where the cache holds the Work without the rest of its manifests */
     char *cluster = NULL;
     int rc = 0;
-    if (fl_informer_get_partial(x->works, key, &work, &text)) {
+    if (fl_informer_get_partial(x->works, key, &work, &src)) {
         first_status_forget(x, key);
         goto out; /* gone: the member watches go at the next sweep */
     }
@@ -1300,7 +1300,7 @@ static int reconcile(exec *x, const char *key)
          * finalizer off), or an absent cluster (it may join later; a deleted Work of a
          * cluster nobody delivers to must not hang on the finalizer) */
         if (deleting && ours && !cl.present)
-            rc = set_finalizer(x, work, text, false, NULL);
+            rc = set_finalizer(x, work, &src, false, NULL);
         goto out;
     }
     bool suspended = json_is_true(json_object_get(jobj(work, "spec"), "suspendDispatching"));
@@ -1311,32 +1311,31 @@ static int reconcile(exec *x, const char *key)
             /* an unjoining cluster: clean up what can be reached, and never hold its Works
              * forever (a suspended or paused Work's objects stay: nothing may touch them) */
             if (!suspended && delivery_begin(x, cluster)) {
-                remove_manifests(x, cluster, work, text);
+                remove_manifests(x, cluster, work, &src);
                 delivery_end(x, cluster);
             }
-            rc = set_finalizer(x, work, text, false, NULL);
+            rc = set_finalizer(x, work, &src, false, NULL);
             goto out;
         }
         /* suspended: the member keeps what was delivered, and the Work waits (terminating)
          * until it is resumed; then the objects go and so does the Work */
         bool removed = false;
-        rc = deliver(x, cluster, work, text, suspended, remove_manifests, &removed);
+        rc = deliver(x, cluster, work, &src, suspended, remove_manifests, &removed);
         if (rc == 0 && removed)
-            rc = set_finalizer(x, work, text, false, NULL);
+            rc = set_finalizer(x, work, &src, false, NULL);
         goto out;
     }
     if (!ours) {
         json_t *updated = NULL;
-        rc = set_finalizer(x, work, text, true, &updated);
+        rc = set_finalizer(x, work, &src, true, &updated);
         if (rc)
             goto out;
         json_decref(work);
         work = updated; /* the write's answer: whole */
-        fl_blob_unref(text);
-        text = NULL;
+        fl_informer_src_close(&src);
     }
     bool applied = false;
-    rc = deliver(x, cluster, work, text, suspended, apply_work, &applied);
+    rc = deliver(x, cluster, work, &src, suspended, apply_work, &applied);
 out:
     /* this pass tried the delivery (or found nothing to deliver), unless the member watches
      * it needs are still listing; an enqueue meanwhile stays for the next pass */
@@ -1358,7 +1357,7 @@ out:
     }
     free(cluster);
     json_decref(work);
-    fl_blob_unref(text);
+    fl_informer_src_close(&src);
     return rc == NOT_LISTED_YET ? 0 : rc; /* parked: the list's end brings it back */
 }
 

@@ -183,7 +183,8 @@ static char *describe_targets(const fl_sched_result *res)
 
 /* Write status: the Scheduled condition and the observed generation. binding is whole, or
  * as fl_informer_get_partial gave it with text. */
-static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const json_t *binding, fl_blob *text,
+static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const json_t *binding,
+                        const fl_informer_src *src,
                         const fl_sched_result *res)
 {
     /* the binding as it will be written; aggregatedStatus and the rest shared read-only */
@@ -205,10 +206,10 @@ static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const 
         changed = true;
     }
     int rc = 0;
-    if (changed && text) {
+    if (changed && fl_informer_src_partial(src)) {
         /* the status is written whole: with the aggregatedStatus the informer leaves out,
          * read only now (most passes write nothing) */
-        json_t *whole = fl_informer_whole(inf, binding, text);
+        json_t *whole = fl_informer_whole(inf, binding, src);
         json_t *agg = json_object_get(json_object_get(whole, "status"), "aggregatedStatus");
         if (agg)
             json_object_set(st, "aggregatedStatus", agg);
@@ -252,9 +253,9 @@ static int reconcile(void *ctx, const char *key)
     if (!fl_informer_has_synced(s->clusters) || !fl_informer_has_synced(cluster_scoped ? s->crbs : s->rbs))
         return FL_ETIMEDOUT;
     json_t *b = NULL;
-    fl_blob *text = NULL; /* the binding lacks its aggregatedStatus (fl_ctrl_informer) */
+    fl_informer_src src = {0}; /* the binding lacks its aggregatedStatus (fl_ctrl_informer) */
     fl_informer *inf = cluster_scoped ? s->crbs : s->rbs;
-    if (fl_informer_get_partial(inf, key + 2, &b, &text))
+    if (fl_informer_get_partial(inf, key + 2, &b, &src))
         return 0;
     const json_t *spec = json_object_get(b, "spec");
     int rc = 0;
@@ -271,7 +272,7 @@ static int reconcile(void *ctx, const char *key)
         fl_event(s->env.recorder, b, "Warning", "ScheduleBindingFailed", "%s", err);
         fl_event(s->env.recorder, tref, "Warning", "ScheduleBindingFailed", "%s", err);
         fl_sched_result fake = {.outcome = FL_SCHED_ERROR, .reason = "SchedulerError", .message = err};
-        rc = write_status(s, inf, gvr, b, text, &fake);
+        rc = write_status(s, inf, gvr, b, &src, &fake);
         goto out;
     }
     const json_t *cur = json_object_get(spec, "clusters");
@@ -279,7 +280,7 @@ static int reconcile(void *ctx, const char *key)
     /* no spec.clusters and no targets is no change */
     bool change = res->update_clusters && (cur ? !fl_json_same(want, cur) : json_array_size(want) > 0);
     const json_t *status_src = b;
-    fl_blob *status_text = text;
+    const fl_informer_src none = {0}, *status_rest = &src;
     if (change) {
         upd = fl_json_deep_copy(b);
         json_object_set_new(json_object_get(upd, "spec"), "clusters", want);
@@ -295,7 +296,7 @@ static int reconcile(void *ctx, const char *key)
             goto out;
         }
         status_src = written; /* whole */
-        status_text = NULL;
+        status_rest = &none;
         char *d = describe_targets(res);
         fl_event(s->env.recorder, b, "Normal", "ScheduleBindingSucceed",
                  "Binding has been scheduled successfully. Result: {%s}", d);
@@ -310,7 +311,7 @@ static int reconcile(void *ctx, const char *key)
         filter_events(s, b, res);
     }
     json_decref(want);
-    rc = write_status(s, inf, gvr, status_src, status_text, res);
+    rc = write_status(s, inf, gvr, status_src, status_rest, res);
 out:
     fl_sched_result_free(res);
     fl_sched_snapshot_free(snap);
@@ -319,7 +320,7 @@ out:
     json_decref(upd);
     json_decref(written);
     json_decref(b);
-    fl_blob_unref(text);
+    fl_informer_src_close(&src);
     return rc;
 }
 

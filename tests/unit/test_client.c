@@ -1539,19 +1539,19 @@ static void test_in_process_lists_skip_fields_of_items_decoded_for_them(void **s
 }
 
 /* The data a cache of this informer holds of default/name: "1" or "2" as the object has
- * it, "-" without its data; and whether the stored value came with it */
+ * it, "-" without its data; and whether the read said where the rest is */
 static const char *partial_data(fl_informer *inf, const char *name, bool *with_text)
 {
     char *key = fl_cat("default/", name, NULL);
     json_t *obj = NULL;
-    fl_blob *text = NULL;
-    assert_int_equal(fl_informer_get_partial(inf, key, &obj, &text), 0);
+    fl_informer_src src;
+    assert_int_equal(fl_informer_get_partial(inf, key, &obj, &src), 0);
     free(key);
-    *with_text = text != NULL;
+    *with_text = fl_informer_src_partial(&src);
     static char d[8];
     snprintf(d, sizeof d, "%s", json_object_get(obj, "data") ? data_k(obj) : "-");
     json_decref(obj);
-    fl_blob_unref(text);
+    fl_informer_src_close(&src);
     return d;
 }
 
@@ -1604,16 +1604,16 @@ static void partial_informer_reads(fixture *f, bool compact)
     assert_string_equal(partial_data(inf, "a", &text), f->local ? "-" : "1");
     assert_int_equal(text, f->local);
     json_t *obj = NULL, *whole = NULL;
-    fl_blob *stored = NULL;
+    fl_informer_src stored;
     assert_int_equal(fl_informer_get_partial(inf, "default/a", &obj, &stored), 0);
-    whole = fl_informer_whole(inf, obj, stored);
+    whole = fl_informer_whole(inf, obj, &stored);
     assert_string_equal(data_k(whole), "1");
     assert_string_equal(fl_client_object_rv(whole), fl_client_object_rv(obj));
     assert_null(json_object_get(json_object_get(whole, "metadata"), "managedFields")); /* transformed */
     assert_true(f->local ? whole != obj : whole == obj);
     json_decref(whole);
     json_decref(obj);
-    fl_blob_unref(stored);
+    fl_informer_src_close(&stored);
     assert_int_equal(fl_informer_get_whole(inf, "default/b", &whole), 0);
     assert_string_equal(data_k(whole), "1");
     json_decref(whole);
@@ -1632,12 +1632,12 @@ static void partial_informer_reads(fixture *f, bool compact)
     assert_int_equal(text, f->local);
     assert_int_equal(fl_informer_get_partial(inf, "default/b", &obj, &stored), 0);
     assert_string_equal(fl_client_object_rv(obj), rv);
-    whole = fl_informer_whole(inf, obj, stored);
+    whole = fl_informer_whole(inf, obj, &stored);
     assert_string_equal(data_k(whole), "2");
     assert_string_equal(fl_client_object_rv(whole), rv);
     json_decref(whole);
     json_decref(obj);
-    fl_blob_unref(stored);
+    fl_informer_src_close(&stored);
     assert_string_equal(partial_data(inf, "a", &text), f->local ? "-" : "1");
     /* compact: in process a listed object keeps its decoding, a watched one only its stored
      * value, decoded at each read that finds its hot slot taken; over HTTP both are texts */
@@ -1882,8 +1882,9 @@ static void test_compact_informer_sheds_objects_to_what_it_keeps(void **state)
     obj = json_true();
     assert_int_equal(fl_informer_get(inf, "default", "a", &obj), FL_EEXPIRED);
     assert_null(obj);
-    fl_blob *text = NULL;
-    assert_int_equal(fl_informer_get_partial(inf, "default/a", &obj, &text), FL_EEXPIRED);
+    fl_informer_src src;
+    assert_int_equal(fl_informer_get_partial(inf, "default/a", &obj, &src), FL_EEXPIRED);
+    assert_false(fl_informer_src_partial(&src));
     assert_int_equal(fl_informer_get_whole(inf, "default/a", &obj), FL_EEXPIRED);
     assert_int_equal(fl_informer_get_rv(inf, "default", "a", now, sizeof now), 0);
     assert_string_equal(now, rv);
@@ -1906,6 +1907,44 @@ static void test_compact_informer_sheds_objects_to_what_it_keeps(void **state)
     json_decref(obj);
     fl_informer_free(inf);
     rec_close(&l.r);
+}
+
+/* In process, a partial informer keeps of a listed object its decoding without the partial
+ * fields, not its stored value: a whole read reads its revision from the store, and once
+ * the log no longer has it, says so, while reads of the decoding go on. */
+static void test_partial_informer_keeps_no_value_of_listed_objects(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    static const char *const partial[] = {"data", NULL};
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default",
+                              .transform = fl_informer_drop_managed_fields, .partial_fields = partial,
+                              .compact = true, .hot_objects = 1};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    json_t *obj = NULL;
+    assert_int_equal(fl_informer_get_whole(inf, "default/a", &obj), 0);
+    assert_string_equal(data_k(obj), "1");
+    char rv[64];
+    snprintf(rv, sizeof rv, "%s", fl_client_object_rv(obj));
+    json_decref(obj);
+    fl_informer_stop(inf); /* its cache stays, and falls behind the store */
+    for (int i = 2; i < 12; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", i);
+        patch_cm(f, "default", "a", v);
+    }
+    assert_true(fl_store_compact(f->store) > atoll(rv));
+    assert_int_equal(fl_informer_get(inf, "default", "a", &obj), 0);
+    assert_null(json_object_get(obj, "data"));
+    assert_string_equal(fl_client_object_rv(obj), rv);
+    json_decref(obj);
+    obj = json_true();
+    assert_int_equal(fl_informer_get_whole(inf, "default/a", &obj), FL_EEXPIRED);
+    assert_null(obj);
+    fl_informer_free(inf);
 }
 
 /* In process, a compact informer keeps of a watched object only its resourceVersion and
@@ -2431,6 +2470,7 @@ int main(void)
         C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_compact),
         C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_local_compact),
         C(test_compact_informer_reads_watched_objects_from_the_store_at_their_revision, setup_local_compact),
+        C(test_partial_informer_keeps_no_value_of_listed_objects, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
         C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
