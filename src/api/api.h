@@ -102,6 +102,9 @@ void fl_api_stream_cancel(fl_api_stream *s);
  * API last wrote, shared, which costs no decoding); NULL when the bytes are not JSON.
  * (decoded.c) */
 json_t *fl_api_decoded(const fl_blob *b);
+/* Let go of the objects last written that are kept decoded: for a server at rest, whose
+ * next writes are unlikely to be to them. */
+void fl_api_decoded_forget(void);
 
 /* ---- in process (local.c) ---- */
 

@@ -80,6 +80,18 @@ fl_api_kept fl_api_decoded_keep(fl_blob *b, json_t *obj)
     return (fl_api_kept){old.blob, old.obj};
 }
 
+void fl_api_decoded_forget(void)
+{
+    for (size_t i = 0; i < RECENT_SLOTS; i++) {
+        pthread_mutex_lock(&recent_mu);
+        recent_slot old = recent[i];
+        recent[i] = (recent_slot){NULL, NULL};
+        pthread_mutex_unlock(&recent_mu);
+        fl_blob_unref(old.blob);
+        json_decref(old.obj);
+    }
+}
+
 void fl_api_kept_release(fl_api_kept *k)
 {
     fl_blob_unref(k->blob);

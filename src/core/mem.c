@@ -206,6 +206,28 @@ size_t fl_node_cached(void)
     return n;
 }
 
+int fl_mem_quiet_due(fl_mem_quiet *q, long long mark, long long now_ms, long long quiet_ms, long long min_moves)
+{
+    if (!q->moved) { /* the first sight */
+        *q = (fl_mem_quiet){mark, mark, now_ms ? now_ms : 1};
+        return 0;
+    }
+    if (mark != q->mark) {
+        q->mark = mark;
+        q->moved = now_ms;
+        return 0;
+    }
+    if (mark - q->base < min_moves || now_ms - q->moved < quiet_ms)
+        return 0;
+    q->base = mark;
+    return 1;
+}
+
+void fl_mem_trim(void)
+{
+    malloc_trim(0);
+}
+
 void fl_mem_init(void)
 {
 #ifdef FL_ASAN

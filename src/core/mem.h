@@ -28,6 +28,20 @@ char *fl_cat(const char *first, ...) __attribute__((sentinel));
  * sanitizer build). Call once at start, before threads. */
 void fl_mem_init(void);
 
+/* Memory a burst of work freed among live blocks stays with the process: glibc gives back
+ * only the top of each heap, and keeps that up to its pad. Once the work has stopped,
+ * fl_mem_quiet_due says so, and fl_mem_trim gives back every free page (malloc_trim). */
+typedef struct fl_mem_quiet {
+    long long base;  /* the activity mark (the store's revision, say) when last quiet */
+    long long mark;  /* the mark last seen */
+    long long moved; /* when it last moved, ms */
+} fl_mem_quiet;
+/* Feed the activity mark at now_ms: true once the mark has moved by min_moves or more since
+ * it was last quiet and has stood still for quiet_ms since; then not again until it has
+ * moved that much more. The first call only notes the mark. */
+int fl_mem_quiet_due(fl_mem_quiet *q, long long mark, long long now_ms, long long quiet_ms, long long min_moves);
+void fl_mem_trim(void);
+
 /* Allocation for JSON nodes: fl_malloc, but small blocks freed by fl_node_free come back
  * from a cache of the calling thread's (why and how: mem.c). A block from either may be
  * given to free(), and fl_node_free takes any block from malloc. */

@@ -155,6 +155,26 @@ static void cat_joins_up_to_the_null(void **state)
     free(s);
 }
 
+/* Quiet once the mark, having moved enough, stands still long enough; once per spell. */
+static void quiet_comes_once_after_the_mark_stops(void **state)
+{
+    (void)state;
+    fl_mem_quiet q = {0};
+    assert_false(fl_mem_quiet_due(&q, 7, 1000, 3000, 100)); /* the first sight only notes it */
+    assert_false(fl_mem_quiet_due(&q, 7, 9000, 3000, 100)); /* never moved: nothing to give back */
+    assert_false(fl_mem_quiet_due(&q, 50, 10000, 3000, 100));
+    assert_false(fl_mem_quiet_due(&q, 50, 20000, 3000, 100)); /* moved by 43 only */
+    assert_false(fl_mem_quiet_due(&q, 107, 21000, 3000, 100));
+    assert_false(fl_mem_quiet_due(&q, 107, 23999, 3000, 100)); /* still for 2,999 ms */
+    assert_true(fl_mem_quiet_due(&q, 107, 24000, 3000, 100));
+    assert_false(fl_mem_quiet_due(&q, 107, 30000, 3000, 100)); /* once */
+    assert_false(fl_mem_quiet_due(&q, 200, 31000, 3000, 100));
+    assert_false(fl_mem_quiet_due(&q, 200, 35000, 3000, 100)); /* 93 since the last */
+    assert_false(fl_mem_quiet_due(&q, 207, 36000, 3000, 100));
+    assert_true(fl_mem_quiet_due(&q, 207, 39500, 3000, 100));
+    fl_mem_trim(); /* callable at any time */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +185,7 @@ int main(void)
         cmocka_unit_test(blocks_move_between_threads_and_leave_with_them),
         cmocka_unit_test(json_trees_on_the_cache_stay_intact),
         cmocka_unit_test(cat_joins_up_to_the_null),
+        cmocka_unit_test(quiet_comes_once_after_the_mark_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
