@@ -993,20 +993,21 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
     /* a cold entry that keeps its decoding: the rest is read at its revision if asked for;
      * one that keeps nothing is read now, and that text is the rest */
     bool keeps_nothing = partial && e->cold && e->stored;
-    if (partial && e->cold && !e->stored)
+    bool keeps_decoding = partial && e->cold && !e->stored;
+    if (keeps_decoding)
         src->rv = rv_num(e->rv);
+    bool found = e != NULL; /* e is not ours to read once unlocked */
     pthread_rwlock_unlock(&inf->lock);
     *out = NULL;
     if (r.shed) {
         cref_close(r);
         return FL_EEXPIRED;
     }
-    bool expired = partial && e->cold && !e->stored && !src->rv; /* no revision to read it at */
-    *out = e && !expired ? cref_obj_text(inf, key, r, keeps_nothing ? &src->text : NULL, &expired) : NULL;
-    if (expired && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    bool expired = keeps_decoding && !src->rv; /* no revision to read it at */
+    if (expired)
+        cref_close(r);
+    else if (found)
+        *out = cref_obj_text(inf, key, r, keeps_nothing ? &src->text : NULL, &expired);
     if (!*out)
         fl_informer_src_close(src);
     return *out ? 0 : expired ? FL_EEXPIRED : FL_ENOTFOUND;
