@@ -1916,6 +1916,19 @@ static void test_compact_informer_sheds_objects_to_what_it_keeps(void **state)
     rec_close(&l.r);
 }
 
+/* Stop inf (its cache stays, and falls behind the store), write default/name ten times
+ * more and compact the store past rv. */
+static void stop_and_compact_past(fixture *f, fl_informer *inf, const char *name, const char *rv)
+{
+    fl_informer_stop(inf);
+    for (int i = 100; i < 110; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", i);
+        patch_cm(f, "default", name, v);
+    }
+    assert_true(fl_store_compact(f->store) > atoll(rv));
+}
+
 /* In process, a partial informer keeps of a listed object its decoding without the partial
  * fields, not its stored value: a whole read reads its revision from the store, and once
  * the log no longer has it, says so, while reads of the decoding go on. */
@@ -1937,13 +1950,7 @@ static void test_partial_informer_keeps_no_value_of_listed_objects(void **state)
     char rv[64];
     snprintf(rv, sizeof rv, "%s", fl_client_object_rv(obj));
     json_decref(obj);
-    fl_informer_stop(inf); /* its cache stays, and falls behind the store */
-    for (int i = 2; i < 12; i++) {
-        char v[8];
-        snprintf(v, sizeof v, "%d", i);
-        patch_cm(f, "default", "a", v);
-    }
-    assert_true(fl_store_compact(f->store) > atoll(rv));
+    stop_and_compact_past(f, inf, "a", rv);
     assert_int_equal(fl_informer_get(inf, "default", "a", &obj), 0);
     assert_null(json_object_get(obj, "data"));
     assert_string_equal(fl_client_object_rv(obj), rv);
@@ -1983,13 +1990,7 @@ static void test_compact_informer_reads_watched_objects_from_the_store_at_their_
         assert_string_equal(fl_client_object_rv(obj), rv);
         json_decref(obj);
     }
-    fl_informer_stop(inf); /* its cache stays, and falls behind the store */
-    for (int i = 3; i < 12; i++) {
-        char v[8];
-        snprintf(v, sizeof v, "%d", i);
-        patch_cm(f, "default", "a", v);
-    }
-    assert_true(fl_store_compact(f->store) > atoll(rv));
+    stop_and_compact_past(f, inf, "a", rv);
     assert_int_equal(fl_informer_get(inf, "default", "b", &obj), 0); /* b is current still */
     json_decref(obj);
     obj = json_true();
