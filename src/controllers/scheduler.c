@@ -181,8 +181,8 @@ static char *describe_targets(const fl_sched_result *res)
     return s;
 }
 
-/* Write status: the Scheduled condition and the observed generation. binding is whole, or
- * as fl_informer_get_partial gave it with text. */
+/* Write status: the Scheduled condition and the observed generation. binding is whole (src
+ * empty), or as fl_informer_get_partial gave it with src. */
 static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const json_t *binding,
                         const fl_informer_src *src,
                         const fl_sched_result *res)
