@@ -861,6 +861,120 @@ static void test_opening_notes_the_keys_whose_value_holds_the_mark(void **state)
     assert_int_equal(fl_store_count(f->s, ""), 4);
 }
 
+static long marked_keys(fl_store *s, char ***keys)
+{
+    long n = fl_store_marked(s, keys);
+    if (n > 0)
+        qsort(*keys, (size_t)n, sizeof **keys, cmp_str);
+    return n;
+}
+
+static void free_keys(char **keys, long n)
+{
+    for (long i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+}
+
+static void sql(const char *path, const char *text)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, text, NULL, NULL, &err);
+    if (rc != SQLITE_OK)
+        fail_msg("%s: %s", text, err ? err : "?");
+    sqlite3_close(db);
+}
+
+static fl_store *open_marked(fixture *f, const char *mark)
+{
+    fl_store_config cfg = { .path = f->path, .compact_interval_ms = -1, .load_mark = mark, .load_split_rows = 4 };
+    fl_store *s = NULL;
+    assert_int_equal(fl_store_open(&cfg, &s), 0);
+    return s;
+}
+
+/* Rows written with a mark configured say whether they hold it, and opening takes that from
+ * them without reading their values; opening with another mark reads the values again. */
+static void test_opening_takes_the_mark_from_rows_written_with_it(void **state)
+{
+    fixture *f = *state;
+    fl_store_free(f->s);
+    f->s = open_marked(f, "mark");
+    put_new(f->s, "/a", "has-mark");
+    put_new(f->s, "/b", "plain");
+    put_new(f->s, "/c", "plain");
+    put_upd(f->s, "/c", "mark-now");
+    put_new(f->s, "/d", "mark-then");
+    put_upd(f->s, "/d", "plain");
+    fl_store_free(f->s);
+    f->s = NULL;
+    /* values changed behind the store's back: only the rows' flags still say the old truth */
+    sql(f->path, "UPDATE kv SET value = CAST('tampered' AS BLOB) WHERE name = '/a';"
+                 "UPDATE kv SET value = CAST('mark' AS BLOB) WHERE name = '/b'");
+    f->s = open_marked(f, "mark");
+    char **keys = NULL;
+    long n = marked_keys(f->s, &keys);
+    assert_int_equal(n, 2);
+    assert_string_equal(keys[0], "/a");
+    assert_string_equal(keys[1], "/c");
+    free_keys(keys, n);
+    fl_store_free(f->s);
+    f->s = open_marked(f, "tamp"); /* another mark: the flags are forgotten, the values read */
+    n = marked_keys(f->s, &keys);
+    assert_int_equal(n, 1);
+    assert_string_equal(keys[0], "/a");
+    free_keys(keys, n);
+    put_new(f->s, "/e", "tamp-new");
+    fl_store_free(f->s);
+    f->s = open_marked(f, "tamp");
+    n = marked_keys(f->s, &keys);
+    assert_int_equal(n, 2);
+    assert_string_equal(keys[0], "/a");
+    assert_string_equal(keys[1], "/e");
+    free_keys(keys, n);
+}
+
+/* A store made before rows said whether they hold the mark opens as before (its values are
+ * read for it), takes new writes, and says it for those. */
+static void test_a_store_without_mark_flags_opens_and_gains_them(void **state)
+{
+    fixture *f = *state;
+    fl_store_free(f->s);
+    f->s = NULL;
+    unlink(f->path);
+    char wal[160], shm[160];
+    snprintf(wal, sizeof wal, "%s-wal", f->path);
+    snprintf(shm, sizeof shm, "%s-shm", f->path);
+    unlink(wal);
+    unlink(shm);
+    sql(f->path, "CREATE TABLE kv (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,"
+                 " created INTEGER NOT NULL, deleted INTEGER NOT NULL, create_revision INTEGER NOT NULL,"
+                 " prev_revision INTEGER NOT NULL, value BLOB NOT NULL);"
+                 "CREATE INDEX kv_name_id ON kv (name, id);"
+                 "CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                 "INSERT INTO kv VALUES (1, '/x', 1, 0, 1, 0, CAST('x-mark@1' AS BLOB));"
+                 "INSERT INTO kv VALUES (2, '/y', 1, 0, 2, 0, CAST('plain@2' AS BLOB))");
+    f->s = open_marked(f, "mark");
+    char **keys = NULL;
+    long n = marked_keys(f->s, &keys);
+    assert_int_equal(n, 1);
+    assert_string_equal(keys[0], "/x");
+    free_keys(keys, n);
+    assert_value(f->s, "/x", "x-mark", 1);
+    int64_t rz = put_new(f->s, "/z", "z-mark");
+    assert_int_equal(rz, 3);
+    fl_store_free(f->s);
+    sql(f->path, "UPDATE kv SET value = CAST('tampered' AS BLOB) WHERE name = '/z'");
+    f->s = open_marked(f, "mark");
+    n = marked_keys(f->s, &keys);
+    assert_int_equal(n, 2); /* /z by its flag, /x by its value */
+    assert_string_equal(keys[0], "/x");
+    assert_string_equal(keys[1], "/z");
+    free_keys(keys, n);
+}
+
 typedef struct pinned_list {
     fl_store *s;
     int seen;
@@ -1917,6 +2031,8 @@ int main(void)
         COLD(test_list_reading_values_from_the_file_pins_them_against_compaction),
         cmocka_unit_test_setup_teardown(test_get_at_reads_a_revision_of_the_key_from_the_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_opening_notes_the_keys_whose_value_holds_the_mark, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_opening_takes_the_mark_from_rows_written_with_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_store_without_mark_flags_opens_and_gains_them, setup, teardown),
         /* Memory stores: the backend-independent tests above, then their own. */
         MEM(test_create_get_update_delete),
         MEM(test_create_passes_null_current_to_render),
