@@ -830,37 +830,6 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void test_opening_notes_the_keys_whose_value_holds_the_mark(void **state)
-{
-    fixture *f = *state;
-    put_new(f->s, "/a", "has-mark");
-    put_new(f->s, "/b", "plain");
-    put_new(f->s, "/c", "plain");
-    put_upd(f->s, "/c", "mark-now");
-    put_new(f->s, "/d", "mark-then");
-    put_upd(f->s, "/d", "plain");
-    put_new(f->s, "/e", "mark-gone");
-    put_del(f->s, "/e", "mark");
-    char **keys = NULL;
-    assert_int_equal(fl_store_marked(f->s, &keys), -1); /* opened without a mark */
-    assert_null(keys);
-    fl_store_free(f->s);
-    fl_store_config cfg = { .path = f->path, .compact_interval_ms = -1, .load_mark = "mark",
-                            .load_split_rows = 4 }; /* in two halves, merged */
-    assert_int_equal(fl_store_open(&cfg, &f->s), 0);
-    long n = fl_store_marked(f->s, &keys);
-    assert_int_equal(n, 2); /* current values only, deleted keys not */
-    qsort(keys, (size_t)n, sizeof *keys, cmp_str);
-    assert_string_equal(keys[0], "/a");
-    assert_string_equal(keys[1], "/c");
-    for (long i = 0; i < n; i++)
-        free(keys[i]);
-    free(keys);
-    assert_int_equal(fl_store_marked(f->s, &keys), 0); /* handed over once */
-    free(keys);
-    assert_int_equal(fl_store_count(f->s, ""), 4);
-}
-
 static long marked_keys(fl_store *s, char ***keys)
 {
     long n = fl_store_marked(s, keys);
@@ -874,6 +843,47 @@ static void free_keys(char **keys, long n)
     for (long i = 0; i < n; i++)
         free(keys[i]);
     free(keys);
+}
+
+/* Keys whose current value holds "mark": /a and /c; /d held it once; /b never. */
+static void write_marks(fl_store *s)
+{
+    put_new(s, "/a", "has-mark");
+    put_new(s, "/b", "plain");
+    put_new(s, "/c", "plain");
+    put_upd(s, "/c", "mark-now");
+    put_new(s, "/d", "mark-then");
+    put_upd(s, "/d", "plain");
+}
+
+/* The keys /a and /c, and nothing else, are marked. */
+static void assert_marked_a_c(fl_store *s)
+{
+    char **keys = NULL;
+    long n = marked_keys(s, &keys);
+    assert_int_equal(n, 2);
+    assert_string_equal(keys[0], "/a");
+    assert_string_equal(keys[1], "/c");
+    free_keys(keys, n);
+}
+
+static void test_opening_notes_the_keys_whose_value_holds_the_mark(void **state)
+{
+    fixture *f = *state;
+    write_marks(f->s);
+    put_new(f->s, "/e", "mark-gone");
+    put_del(f->s, "/e", "mark");
+    char **keys = NULL;
+    assert_int_equal(fl_store_marked(f->s, &keys), -1); /* opened without a mark */
+    assert_null(keys);
+    fl_store_free(f->s);
+    fl_store_config cfg = { .path = f->path, .compact_interval_ms = -1, .load_mark = "mark",
+                            .load_split_rows = 4 }; /* in two halves, merged */
+    assert_int_equal(fl_store_open(&cfg, &f->s), 0);
+    assert_marked_a_c(f->s); /* current values only, deleted keys not */
+    assert_int_equal(fl_store_marked(f->s, &keys), 0); /* handed over once */
+    free(keys);
+    assert_int_equal(fl_store_count(f->s, ""), 4);
 }
 
 static void sql(const char *path, const char *text)
@@ -902,27 +912,18 @@ static void test_opening_takes_the_mark_from_rows_written_with_it(void **state)
     fixture *f = *state;
     fl_store_free(f->s);
     f->s = open_marked(f, "mark");
-    put_new(f->s, "/a", "has-mark");
-    put_new(f->s, "/b", "plain");
-    put_new(f->s, "/c", "plain");
-    put_upd(f->s, "/c", "mark-now");
-    put_new(f->s, "/d", "mark-then");
-    put_upd(f->s, "/d", "plain");
+    write_marks(f->s);
     fl_store_free(f->s);
     f->s = NULL;
     /* values changed behind the store's back: only the rows' flags still say the old truth */
     sql(f->path, "UPDATE kv SET value = CAST('tampered' AS BLOB) WHERE name = '/a';"
                  "UPDATE kv SET value = CAST('mark' AS BLOB) WHERE name = '/b'");
     f->s = open_marked(f, "mark");
-    char **keys = NULL;
-    long n = marked_keys(f->s, &keys);
-    assert_int_equal(n, 2);
-    assert_string_equal(keys[0], "/a");
-    assert_string_equal(keys[1], "/c");
-    free_keys(keys, n);
+    assert_marked_a_c(f->s);
     fl_store_free(f->s);
     f->s = open_marked(f, "tamp"); /* another mark: the flags are forgotten, the values read */
-    n = marked_keys(f->s, &keys);
+    char **keys = NULL;
+    long n = marked_keys(f->s, &keys);
     assert_int_equal(n, 1);
     assert_string_equal(keys[0], "/a");
     free_keys(keys, n);
