@@ -856,15 +856,28 @@ static void write_marks(fl_store *s)
     put_upd(s, "/d", "plain");
 }
 
-/* The keys /a and /c, and nothing else, are marked. */
-static void assert_marked_a_c(fl_store *s)
+/* The keys marked at opening are want (sorted, NULL-terminated), and nothing else. */
+static void assert_marked(fl_store *s, const char *const *want)
 {
     char **keys = NULL;
-    long n = marked_keys(s, &keys);
-    assert_int_equal(n, 2);
-    assert_string_equal(keys[0], "/a");
-    assert_string_equal(keys[1], "/c");
+    long n = marked_keys(s, &keys), i = 0;
+    for (; want[i]; i++) {
+        assert_true(i < n);
+        assert_string_equal(keys[i], want[i]);
+    }
+    assert_int_equal(n, i);
     free_keys(keys, n);
+}
+
+#define MARKED(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static fl_store *open_marked(fixture *f, const char *mark)
+{
+    fl_store_config cfg = { .path = f->path, .compact_interval_ms = -1, .load_mark = mark,
+                            .load_split_rows = 4 }; /* in two halves, merged */
+    fl_store *s = NULL;
+    assert_int_equal(fl_store_open(&cfg, &s), 0);
+    return s;
 }
 
 static void test_opening_notes_the_keys_whose_value_holds_the_mark(void **state)
@@ -877,10 +890,8 @@ static void test_opening_notes_the_keys_whose_value_holds_the_mark(void **state)
     assert_int_equal(fl_store_marked(f->s, &keys), -1); /* opened without a mark */
     assert_null(keys);
     fl_store_free(f->s);
-    fl_store_config cfg = { .path = f->path, .compact_interval_ms = -1, .load_mark = "mark",
-                            .load_split_rows = 4 }; /* in two halves, merged */
-    assert_int_equal(fl_store_open(&cfg, &f->s), 0);
-    assert_marked_a_c(f->s); /* current values only, deleted keys not */
+    f->s = open_marked(f, "mark");
+    assert_marked(f->s, MARKED("/a", "/c")); /* current values only, deleted keys not */
     assert_int_equal(fl_store_marked(f->s, &keys), 0); /* handed over once */
     free(keys);
     assert_int_equal(fl_store_count(f->s, ""), 4);
@@ -897,14 +908,6 @@ static void sql(const char *path, const char *text)
     sqlite3_close(db);
 }
 
-static fl_store *open_marked(fixture *f, const char *mark)
-{
-    fl_store_config cfg = { .path = f->path, .compact_interval_ms = -1, .load_mark = mark, .load_split_rows = 4 };
-    fl_store *s = NULL;
-    assert_int_equal(fl_store_open(&cfg, &s), 0);
-    return s;
-}
-
 /* Rows written with a mark configured say whether they hold it, and opening takes that from
  * them without reading their values; opening with another mark reads the values again. */
 static void test_opening_takes_the_mark_from_rows_written_with_it(void **state)
@@ -919,22 +922,14 @@ static void test_opening_takes_the_mark_from_rows_written_with_it(void **state)
     sql(f->path, "UPDATE kv SET value = CAST('tampered' AS BLOB) WHERE name = '/a';"
                  "UPDATE kv SET value = CAST('mark' AS BLOB) WHERE name = '/b'");
     f->s = open_marked(f, "mark");
-    assert_marked_a_c(f->s);
+    assert_marked(f->s, MARKED("/a", "/c"));
     fl_store_free(f->s);
     f->s = open_marked(f, "tamp"); /* another mark: the flags are forgotten, the values read */
-    char **keys = NULL;
-    long n = marked_keys(f->s, &keys);
-    assert_int_equal(n, 1);
-    assert_string_equal(keys[0], "/a");
-    free_keys(keys, n);
+    assert_marked(f->s, MARKED("/a"));
     put_new(f->s, "/e", "tamp-new");
     fl_store_free(f->s);
     f->s = open_marked(f, "tamp");
-    n = marked_keys(f->s, &keys);
-    assert_int_equal(n, 2);
-    assert_string_equal(keys[0], "/a");
-    assert_string_equal(keys[1], "/e");
-    free_keys(keys, n);
+    assert_marked(f->s, MARKED("/a", "/e"));
 }
 
 /* A store made before rows said whether they hold the mark opens as before (its values are
@@ -958,22 +953,14 @@ static void test_a_store_without_mark_flags_opens_and_gains_them(void **state)
                  "INSERT INTO kv VALUES (1, '/x', 1, 0, 1, 0, CAST('x-mark@1' AS BLOB));"
                  "INSERT INTO kv VALUES (2, '/y', 1, 0, 2, 0, CAST('plain@2' AS BLOB))");
     f->s = open_marked(f, "mark");
-    char **keys = NULL;
-    long n = marked_keys(f->s, &keys);
-    assert_int_equal(n, 1);
-    assert_string_equal(keys[0], "/x");
-    free_keys(keys, n);
+    assert_marked(f->s, MARKED("/x"));
     assert_value(f->s, "/x", "x-mark", 1);
     int64_t rz = put_new(f->s, "/z", "z-mark");
     assert_int_equal(rz, 3);
     fl_store_free(f->s);
     sql(f->path, "UPDATE kv SET value = CAST('tampered' AS BLOB) WHERE name = '/z'");
     f->s = open_marked(f, "mark");
-    n = marked_keys(f->s, &keys);
-    assert_int_equal(n, 2); /* /z by its flag, /x by its value */
-    assert_string_equal(keys[0], "/x");
-    assert_string_equal(keys[1], "/z");
-    free_keys(keys, n);
+    assert_marked(f->s, MARKED("/x", "/z")); /* /z by its flag, /x by its value */
 }
 
 typedef struct pinned_list {
