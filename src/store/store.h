@@ -176,6 +176,20 @@ typedef struct fl_store_op {
  *   FL_ECLOSED   the store is closing */
 int fl_store_write(fl_store *s, fl_store_op *op);
 
+/* ---- notes ----
+ *
+ * A note is a named number the store keeps beside the log for its user, outside the
+ * revisions: writing one moves no revision and tells no watch. The server notes in one the
+ * revision up to which its controllers had finished (docs/internals/propagation.md,
+ * "Resuming at a reconciled revision"). Names are short ASCII words. A memory store keeps
+ * none: a read answers FL_ENOTFOUND, a write FL_EUNSUPPORTED. */
+
+/* Set note name to value, durably (per the store's durability) before it returns: 0, or
+ * FL_EIO. Any thread; the store's writes go on meanwhile. */
+int fl_store_note_set(fl_store *s, const char *name, int64_t value);
+/* Note name into *value: 0, FL_ENOTFOUND, or FL_EIO. */
+int fl_store_note_get(fl_store *s, const char *name, int64_t *value);
+
 /* Compact now: forget superseded revisions older than head - window. Returns new compact rev. */
 int64_t fl_store_compact(fl_store *s);
 

@@ -653,6 +653,56 @@ long fl_store_marked(fl_store *s, char ***keys)
     return n;
 }
 
+/* Notes live in meta as rows named "note:<name>", on a reader connection of the pool: a
+ * note is written seldom, and the writer's connection is the writer thread's alone. */
+int fl_store_note_set(fl_store *s, const char *name, int64_t value)
+{
+    if (s->memory)
+        return FL_EUNSUPPORTED;
+    sqlite3 *db = reader_get(s);
+    if (!db)
+        return FL_EIO;
+    sqlite3_stmt *st = NULL;
+    char *row = fl_asprintf("note:%s", name);
+    int rc = FL_EIO;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, row, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, value);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : FL_EIO;
+        if (rc)
+            fl_log(FL_LOG_ERROR, "store", "note %s: %s", name, sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    free(row);
+    reader_put(s, db);
+    return rc;
+}
+
+int fl_store_note_get(fl_store *s, const char *name, int64_t *value)
+{
+    *value = 0;
+    if (s->memory)
+        return FL_ENOTFOUND;
+    sqlite3 *db = reader_get(s);
+    if (!db)
+        return FL_EIO;
+    sqlite3_stmt *st = NULL;
+    char *row = fl_asprintf("note:%s", name);
+    int rc = FL_EIO;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE name = ?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, row, -1, SQLITE_STATIC);
+        int step = sqlite3_step(st);
+        if (step == SQLITE_ROW)
+            *value = sqlite3_column_int64(st, 0);
+        rc = step == SQLITE_ROW ? 0 : step == SQLITE_DONE ? FL_ENOTFOUND : FL_EIO;
+    }
+    sqlite3_finalize(st);
+    free(row);
+    reader_put(s, db);
+    return rc;
+}
+
 int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)
 {
     *out = NULL;

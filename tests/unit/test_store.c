@@ -1411,6 +1411,43 @@ static void test_reopen_keeps_values_revisions_and_head(void **state)
     assert_int_equal(put_new(f->s, "/r/c", "c"), head + 1);
 }
 
+/* A note survives a reopen, a second set replaces it, and neither moves the revision or
+ * reaches a watch; a name never set is not found. */
+static void test_notes_outlive_a_reopen_and_move_no_revision(void **state)
+{
+    fixture *f = *state;
+    put_new(f->s, "/n/a", "a");
+    int64_t head = fl_store_rev(f->s);
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(f->s, "/", head, &w), 0);
+    int64_t v = -1;
+    assert_int_equal(fl_store_note_get(f->s, "checkpoint", &v), FL_ENOTFOUND);
+    assert_int_equal(fl_store_note_set(f->s, "checkpoint", 41), 0);
+    assert_int_equal(fl_store_note_set(f->s, "checkpoint", head), 0);
+    assert_int_equal(fl_store_note_set(f->s, "other", -7), 0);
+    assert_int_equal(fl_store_rev(f->s), head);
+    fl_watch_event *ev = NULL;
+    assert_int_equal(fl_watch_next(w, &ev, 50), FL_ETIMEDOUT);
+    fl_watch_free(w);
+    reopen(f, 0);
+    assert_int_equal(fl_store_rev(f->s), head);
+    assert_int_equal(fl_store_note_get(f->s, "checkpoint", &v), 0);
+    assert_int_equal(v, head);
+    assert_int_equal(fl_store_note_get(f->s, "other", &v), 0);
+    assert_int_equal(v, -7);
+    assert_int_equal(fl_store_note_get(f->s, "compact_rev", &v), FL_ENOTFOUND); /* not the store's own rows */
+}
+
+/* A memory store keeps no notes, and says so. */
+static void test_memory_store_keeps_no_notes(void **state)
+{
+    fixture *f = *state;
+    int64_t v = 1;
+    assert_int_equal(fl_store_note_set(f->s, "checkpoint", 3), FL_EUNSUPPORTED);
+    assert_int_equal(fl_store_note_get(f->s, "checkpoint", &v), FL_ENOTFOUND);
+    assert_int_equal(v, 0);
+}
+
 /* A log large enough is loaded in two halves at once: what they load together is what one
  * load of all of it gives. The keys are written so that the latest row of some lies in each
  * half, and tombstones in both. */
@@ -2004,6 +2041,8 @@ int main(void)
         cmocka_unit_test(test_ring_bytes_cap_sends_older_watches_to_the_log),
         cmocka_unit_test(test_watch_backlog_overflow_expires_the_watch),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_values_revisions_and_head, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_notes_outlive_a_reopen_and_move_no_revision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_store_keeps_no_notes, setup_mem, teardown),
         cmocka_unit_test_setup_teardown(test_acknowledged_writes_survive_kill9, setup, teardown),
         /* SQLite with every value read from the file. */
         COLD(test_create_get_update_delete),
