@@ -117,6 +117,8 @@ struct fl_informer {
     _Atomic int64_t progress_ms; /* the list's last move: fl_informer_list_progress_ms */
     unsigned rng;                /* jitter; used only by the informer's thread */
     size_t events;               /* events applied by the current watch */
+    int64_t resume_rev;          /* fl_informer_config.resume_rev */
+    int64_t replay_upto;         /* the first watch is replaying (resume_rev, this]: informer thread */
 };
 
 /* ---- the cache ---- */
@@ -451,6 +453,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->shed_keep = cfg->shed_keep;
     inf->no_old = cfg->no_old_objects;
     inf->silent_first = cfg->silent_first_list;
+    inf->resume_rev = cfg->resume_rev;
     pthread_mutex_init(&inf->hot_mu, NULL);
     if (inf->compact) {
         inf->nhot = cfg->hot_objects ? cfg->hot_objects : HOT_DEFAULT;
@@ -762,11 +765,38 @@ static int relist(fl_informer *inf)
     return 0;
 }
 
+/* An event of a first watch started from resume_rev, up to the first list's revision: the
+ * list holds every object's state there, so only a deletion of an object it did not have is
+ * news (one re-created since is in the cache, and told as an add). */
+static void replayed(fl_informer *inf, int type, json_t *obj)
+{
+    if (type != FL_WATCH_DELETED)
+        return;
+    if (inf->transform)
+        inf->transform(obj);
+    char *key = fl_informer_key(obj);
+    if (!key)
+        return;
+    pthread_rwlock_rdlock(&inf->lock);
+    bool have = cmap_get(&inf->cache, key) != NULL;
+    pthread_rwlock_unlock(&inf->lock);
+    if (!have)
+        emit_delete(inf, obj);
+    free(key);
+}
+
 /* Apply one watch event to the cache, then tell the handlers. */
 static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
 {
     fl_informer *inf = ctx;
     const char *rv = fl_client_object_rv(obj);
+    if (inf->replay_upto) {
+        if (strtoll(rv ? rv : "", NULL, 10) <= inf->replay_upto) {
+            replayed(inf, type, obj);
+            return true;
+        }
+        inf->replay_upto = 0; /* past the list: events as ever */
+    }
     if (type == FL_WATCH_BOOKMARK) {
         pthread_rwlock_wrlock(&inf->lock);
         set_rv_locked(inf, rv);
@@ -835,8 +865,10 @@ static void *informer_main(void *arg)
     snprintf(tname, sizeof tname, "inf-%s", inf->resource); /* names show in perf and top -H */
     pthread_setname_np(pthread_self(), tname);
     int failures = 0;
-    bool need_list = true;
+    bool need_list = true, listed = false;
     while (!fl_client_cancel_fired(inf->cancel)) {
+        inf->replay_upto = 0;
+        char rv[64];
         if (need_list) {
             int rc = relist(inf);
             if (rc == FL_ECLOSED)
@@ -846,9 +878,16 @@ static void *informer_main(void *arg)
                 continue;
             }
             need_list = false;
+            fl_informer_last_rv(inf, rv, sizeof rv);
+            int64_t at = strtoll(rv, NULL, 10);
+            if (!listed && inf->resume_rev > 0 && at > inf->resume_rev)
+                inf->replay_upto = at; /* the first watch tells what was deleted since resume_rev */
+            listed = true;
         }
-        char rv[64];
-        fl_informer_last_rv(inf, rv, sizeof rv);
+        if (inf->replay_upto)
+            snprintf(rv, sizeof rv, "%lld", (long long)inf->resume_rev);
+        else
+            fl_informer_last_rv(inf, rv, sizeof rv);
         fl_watch_opts o = {.resource_version = rv, .label_selector = inf->label, .field_selector = inf->field,
                            .allow_bookmarks = true, .skip_fields = inf->skip,
                            .timeout_seconds = inf->watch_timeout > 0 ? inf->watch_timeout

@@ -97,6 +97,15 @@ typedef struct fl_informer_config {
     /* The first list's adds are not told (on_listed is): for handlers that only queue work
      * that is queued otherwise at a start. A compact informer then decodes nothing for it. */
     bool silent_first_list;
+    /* Optional: a revision the caller's handlers have seen everything up to already (a
+     * server resuming where its controllers had finished: fl_ctrl_env.resumed_rev). When the
+     * first list is of a later one, the first watch starts from resume_rev instead of the
+     * list's revision, and of its events up to the list's revision, the deletions of objects
+     * the list did not have are told (as deletes, with the objects' last state); the rest is
+     * in the list already. So the handlers learn of every change since resume_rev: the
+     * creates and updates as the list's adds (their resourceVersions are later), the
+     * deletions so. A watch that cannot start there (410) lists again as any other. */
+    int64_t resume_rev;
 } fl_informer_config;
 
 /* A transform that drops metadata.managedFields: controllers never read them, and they are

@@ -1440,7 +1440,8 @@ static void append_key_data(void *ctx, json_t *obj)
     free(kd);
 }
 
-static fl_informer *informer_with(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s, bool silent_first)
+static fl_informer *informer_resuming(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s,
+                                      bool silent_first, int64_t resume_rev)
 {
     rec_init(&l->r);
     atomic_store(&l->cache_misses, 0);
@@ -1458,11 +1459,17 @@ static fl_informer *informer_with(fl_client *c, inf_log *l, const char *ns, int 
                                            .ctx = l},
                               .transform = fl_informer_drop_managed_fields,
                               .compact = compact_informers, .hot_objects = 1,
-                              .silent_first_list = silent_first};
+                              .silent_first_list = silent_first,
+                              .resume_rev = resume_rev};
     fl_informer *inf = NULL;
     assert_int_equal(fl_informer_new(&cfg, &inf), 0);
     l->inf = inf;
     return inf;
+}
+
+static fl_informer *informer_with(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s, bool silent_first)
+{
+    return informer_resuming(c, l, ns, watch_timeout_s, silent_first, 0);
 }
 
 static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s)
@@ -2377,6 +2384,48 @@ static void test_informer_keeps_its_first_list_silent_when_asked(void **state)
     rec_close(&l.r);
 }
 
+/* An informer resuming at a revision whose first list is of a later one tells, besides the
+ * list's adds, the deletions since that revision of objects the list does not hold (with
+ * their last state); not one of an object deleted and made again, nor anything twice. */
+static void test_informer_resuming_tells_the_deletions_since_its_revision(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "kept", "1");
+    create_cm(f, "default", "gone", "1");
+    create_cm(f, "default", "back", "1");
+    create_cm(f, "default", "edited", "1");
+    int64_t resume = fl_store_rev(f->store);
+    delete_cm(f, "default", "gone");
+    delete_cm(f, "default", "back");
+    create_cm(f, "default", "back", "2");
+    patch_cm(f, "default", "edited", "2");
+    inf_log l;
+    fl_informer *inf = informer_resuming(f->c, &l, "default", 0, false, resume);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    WAIT_UNTIL(rec_has(&l.r, "delete default/gone=1"), 5000);
+    create_cm(f, "default", "later", "1"); /* past the replay: told as ever */
+    WAIT_UNTIL(rec_has(&l.r, "add default/later=1"), 5000);
+    assert_true(rec_has(&l.r, "add default/kept=1"));
+    assert_true(rec_has(&l.r, "add default/back=2"));
+    assert_true(rec_has(&l.r, "add default/edited=2"));
+    assert_int_equal(rec_count(&l.r), 5);
+    assert_int_equal(atomic_load(&l.cache_misses), 0);
+    assert_cache_matches_server(f, inf, "default");
+    fl_informer_free(inf);
+    rec_close(&l.r);
+
+    /* at the list's own revision there is nothing to replay */
+    inf = informer_resuming(f->c, &l, "default", 0, false, fl_store_rev(f->store));
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    delete_cm(f, "default", "later");
+    WAIT_UNTIL(rec_has(&l.r, "delete default/later=1"), 5000);
+    assert_int_equal(rec_count(&l.r), 5); /* four adds, the delete */
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
 static void test_informer_stops_promptly_while_the_server_is_down(void **state)
 {
     fixture *f = *state;
@@ -2467,6 +2516,7 @@ int main(void)
         L(test_compact_informer_keeps_watched_partial_objects_as_stored_values),
         L(test_informer_tells_first_list_adds_before_the_list_ends),
         L(test_informer_relists_after_its_watch_expires_without_spurious_events),
+        L(test_informer_resuming_tells_the_deletions_since_its_revision),
     };
 #undef L
     /* compact informers (texts, decoded on demand), over HTTP and in process */
@@ -2482,6 +2532,8 @@ int main(void)
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
         C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
+        C(test_informer_resuming_tells_the_deletions_since_its_revision, setup_compact),
+        C(test_informer_resuming_tells_the_deletions_since_its_revision, setup_local_compact),
         C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_local_compact),
         C(test_informer_tells_first_list_adds_before_the_list_ends, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_local_compact),
