@@ -1534,7 +1534,10 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
     double recs = fleet_metrics(&f, &mb) ? metric_in(mb.p, "flotilla_execution_work_reconciles_total") : -1;
     double same = mb.p ? metric_in(mb.p, "flotilla_execution_work_unchanged_total") : -1;
     double rendered = mb.p ? metric_in(mb.p, "flotilla_binding_works_unchanged_total") : -1;
+    double resumed = mb.p ? metric_in(mb.p, "flotilla_controllers_resumed") : -1;
     free(mb.p);
+    printf("    the controllers resumed at the revision they had finished at (first passes skipped): %s\n",
+           resumed == 1 ? "yes" : resumed == 0 ? "no" : "unknown");
     printf("    Work reconciles by the execution controller since the restart: %.0f (%.2f per Work), %.0f of them "
            "finding every member object at its recorded version\n",
            recs, recs / (2.0 * d * n), same);

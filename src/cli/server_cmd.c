@@ -23,6 +23,8 @@
 #include "client/client.h"
 #include "client/kubeconfig.h"
 #include "controllers/controller.h"
+#include "core/build.h"
+#include "core/env.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -32,6 +34,59 @@
  * more writes (a burst, not the periodic heartbeats). */
 #define QUIET_MS 3000
 #define QUIET_WRITES 1000
+
+/* ---- the reconciled revision ----
+ *
+ * Once the store's head has not moved for RECONCILED_QUIET_MS and every controller that
+ * resumes is idle (fl_ctrl_manager_idle), the head is noted in the store as the revision
+ * every controller had finished at, with the build that noted it. A start whose head is still
+ * that revision, by the same build, resumes there: the controllers skip their first passes
+ * (docs/internals/propagation.md, "Resuming at a reconciled revision"). Any write after the
+ * note, a kill before it, or another build means the next start reconciles everything. */
+#define RECONCILED_QUIET_MS 1000 /* FLOTILLA_RECONCILED_QUIET_MS */
+#define NOTE_REV "reconciled_rev"
+#define NOTE_BUILD "reconciled_build"
+
+/* The head, if it is the reconciled revision this build noted; else 0. */
+static int64_t resumes_at(fl_store *s)
+{
+    int64_t rev = 0, build = 0, head = fl_store_rev(s);
+    if (!fl_build_id() || fl_store_note_get(s, NOTE_REV, &rev) || fl_store_note_get(s, NOTE_BUILD, &build))
+        return 0;
+    return rev == head && build == fl_build_id() ? head : 0;
+}
+
+typedef struct reconciled {
+    int64_t seen, seen_at, noted, quiet_ms;
+} reconciled;
+
+static void reconciled_tick(reconciled *r, fl_store *s, fl_ctrl_manager *m, int64_t now_ms)
+{
+    int64_t head = fl_store_rev(s);
+    if (head != r->seen) {
+        r->seen = head;
+        r->seen_at = now_ms;
+        return;
+    }
+    if (head == r->noted || now_ms - r->seen_at < r->quiet_ms || !fl_build_id() || !fl_ctrl_manager_idle(m))
+        return;
+    /* the build first: a note of the revision alone never pairs with another build's */
+    if (fl_store_note_set(s, NOTE_BUILD, fl_build_id()) == 0 && fl_store_note_set(s, NOTE_REV, head) == 0) {
+        __atomic_store_n(&r->noted, head, __ATOMIC_RELAXED);
+        fl_log(FL_LOG_DEBUG, "server", "the controllers are idle at revision %lld: noted as reconciled",
+               (long long)head);
+    }
+}
+
+static double gauge_noted(void *ctx)
+{
+    return (double)__atomic_load_n(&((reconciled *)ctx)->noted, __ATOMIC_RELAXED);
+}
+
+static double gauge_resumed(void *ctx)
+{
+    return *(const int64_t *)ctx ? 1 : 0;
+}
 
 static void usage(FILE *f)
 {
@@ -136,6 +191,13 @@ int fl_cmd_server(int argc, char **argv)
         fprintf(stderr, "flotilla server: cannot open the store in %s: %s\n", data_dir, fl_strerror(rc));
         return 1;
     }
+    /* before anything writes: the system namespaces below, if they are missing */
+    static int64_t resumed_rev;
+    resumed_rev = resumes_at(store);
+    static reconciled rec;
+    rec = (reconciled){.seen = -1,
+                       .noted = resumed_rev ? resumed_rev : 0,
+                       .quiet_ms = fl_env_ms("FLOTILLA_RECONCILED_QUIET_MS", RECONCILED_QUIET_MS, 0)};
     fl_pki pki;
     memset(&pki, 0, sizeof pki);
     char *err = NULL;
@@ -172,6 +234,14 @@ int fl_cmd_server(int argc, char **argv)
     fl_metrics_gauge("flotilla_store_revision", "Head revision of the store.", gauge_rev, store);
     fl_metrics_gauge("flotilla_store_compact_revision", "Compacted revision of the store.", gauge_compact, store);
     fl_metrics_gauge("flotilla_watch_count", "Open watches.", gauge_watches, store);
+    fl_metrics_gauge("flotilla_controllers_resumed",
+                     "1 when this process started at the revision its controllers had last finished at, "
+                     "and skipped their first passes.",
+                     gauge_resumed, &resumed_rev);
+    fl_metrics_gauge("flotilla_reconciled_revision",
+                     "The last store revision this process noted as one every controller had finished at "
+                     "(0: none yet).",
+                     gauge_noted, &rec);
 
     fl_http_config hcfg = {.listen = listen,
                            .cert_pem = insecure ? NULL : pki.server_cert_pem,
@@ -211,7 +281,13 @@ int fl_cmd_server(int argc, char **argv)
      * and watches, but in process (fl_api_local_client): no TLS, TCP or HTTP in between. */
     fl_client *cp = fl_api_local_client(&api, "flotilla-controller-manager");
     fl_ctrl_manager *ctrl = NULL;
-    fl_ctrl_env env = {.cp = cp, .data_dir = data_dir, .stopping = &api.stopping};
+    fl_ctrl_env env = {.cp = cp,
+                       .data_dir = data_dir,
+                       .stopping = &api.stopping,
+                       .resumed_rev = resumed_rev};
+    if (resumed_rev)
+        fl_log(FL_LOG_INFO, "server", "the controllers had finished at revision %lld: they resume there",
+               (long long)resumed_rev);
     fl_ctrl_manager_start(&env, fl_server_controllers, &ctrl);
     printf("flotilla server listening on %s\nkubeconfig: %s\n", url, kc);
     fflush(stdout);
@@ -224,8 +300,10 @@ int fl_cmd_server(int argc, char **argv)
      * with the trim, 263 MiB with the decodings let go too. */
     int sig = -1;
     fl_mem_quiet quiet = {0};
-    const struct timespec second = {1, 0};
-    while ((sig = sigtimedwait(&sigs, NULL, &second)) < 0)
+    const struct timespec tick = {0, 250 * 1000000L};
+
+    while ((sig = sigtimedwait(&sigs, NULL, &tick)) < 0) {
+        reconciled_tick(&rec, store, ctrl, fl_time_mono_ms());
         if (fl_mem_quiet_due(&quiet, (long long)fl_store_rev(store), (long long)fl_time_mono_ms(), QUIET_MS,
                              QUIET_WRITES)) {
             int64_t t0 = fl_time_mono_ms();
@@ -234,6 +312,7 @@ int fl_cmd_server(int argc, char **argv)
             fl_log(FL_LOG_INFO, "server", "the store is quiet at revision %lld: heap trimmed in %lld ms",
                    (long long)fl_store_rev(store), (long long)(fl_time_mono_ms() - t0));
         }
+    }
     fl_log(FL_LOG_INFO, "server", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api.stopping = 1;
     fl_ctrl_manager_stop(ctrl);

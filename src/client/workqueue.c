@@ -466,3 +466,11 @@ size_t fl_workqueue_len(fl_workqueue *q)
     pthread_mutex_unlock(&q->mu);
     return n;
 }
+
+bool fl_workqueue_idle(fl_workqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    bool idle = q->nitems == 0;
+    pthread_mutex_unlock(&q->mu);
+    return idle;
+}

@@ -75,5 +75,8 @@ void fl_workqueue_flush_wakes(void);
 
 /* Keys queued and ready (not processing, not waiting for a delay). */
 size_t fl_workqueue_len(fl_workqueue *q);
+/* Whether the queue knows no key at all: none queued, processing, waiting for a delay, or
+ * remembered for its back-off (a key that failed last keeps its count until forget). */
+bool fl_workqueue_idle(fl_workqueue *q);
 
 #endif

@@ -197,7 +197,9 @@ static void forget_echo(bindctl *b, const json_t *work)
 
 static void binding_added(void *ctx, json_t *obj)
 {
-    fl_ctrl_queue_binding(((bindctl *)ctx)->q, obj);
+    bindctl *b = ctx;
+    if (!fl_ctrl_resumed_add(&b->env, obj))
+        fl_ctrl_queue_binding(b->q, obj);
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -263,6 +265,12 @@ static void tmpl_event(void *ctx, const fl_template_kind *k, json_t *obj)
     free(key);
 }
 
+static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
+{
+    if (!fl_ctrl_resumed_add(&((bindctl *)ctx)->env, obj))
+        tmpl_event(ctx, k, obj);
+}
+
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, json_t *new_obj)
 {
     /* only what goes into a manifest: not status, not the resourceVersion alone */
@@ -300,13 +308,15 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
  * where nothing changed. */
 static void requeue_all(bindctl *b)
 {
+    fl_ctrl_resume_broad(&b->env);
     fl_ctrl_queue_bindings(b->q, b->rbs, b->crbs);
 }
 
 static void policy_added(void *ctx, json_t *obj)
 {
     (void)obj;
-    requeue_all(ctx);
+    if (!fl_ctrl_resumed_add(&((bindctl *)ctx)->env, obj))
+        requeue_all(ctx);
 }
 
 static void policy_updated(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -331,6 +341,7 @@ static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 static void interp_changed(void *ctx, const char *api_version, const char *kind)
 {
     bindctl *b = ctx;
+    fl_ctrl_resume_broad(&b->env);
     fl_ctrl_queue_bindings_of(b->q, b->rbs, b->crbs, api_version, kind);
 }
 
@@ -1106,6 +1117,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     bindctl *b = fl_calloc(1, sizeof *b);
     b->env = *env;
     b->q = fl_workqueue_new(NULL);
+    fl_ctrl_resumable(env, b->q);
     pthread_mutex_init(&b->mu, NULL);
     b->index = json_object();
     b->echo = json_object();
@@ -1127,7 +1139,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(b->cops, &ph);
     fl_informer_handlers ch = {.on_update = cluster_updated, .ctx = b};
     fl_informer_add_handlers(b->clusters, &ch);
-    fl_template_handlers th = {.on_add = tmpl_event, .on_update = tmpl_updated, .ctx = b};
+    fl_template_handlers th = {.on_add = tmpl_added, .on_update = tmpl_updated, .ctx = b};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, b);
     b->workers = fl_ctrl_workers_start_synced(b->q, "binding", BINDING_WORKERS, reconcile, b,

@@ -64,7 +64,9 @@ static const char *meta(const json_t *o, const char *k)
 
 static void binding_added(void *ctx, json_t *obj)
 {
-    fl_ctrl_queue_binding(((statusctl *)ctx)->q, obj);
+    statusctl *s = ctx;
+    if (!fl_ctrl_resumed_add(&s->env, obj))
+        fl_ctrl_queue_binding(s->q, obj);
 }
 
 /* A Work's status changed: aggregate its binding a little later, so that the changes of
@@ -102,7 +104,9 @@ static void work_event(statusctl *s, const json_t *work)
 
 static void work_added(void *ctx, json_t *obj)
 {
-    work_event(ctx, obj);
+    statusctl *s = ctx;
+    if (!fl_ctrl_resumed_add(&s->env, obj))
+        work_event(s, obj);
 }
 
 /* The Work named wname of cluster, from the cache (a new reference), or NULL. */
@@ -180,6 +184,7 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
 static void interp_changed(void *ctx, const char *api_version, const char *kind)
 {
     statusctl *s = ctx;
+    fl_ctrl_resume_broad(&s->env);
     fl_ctrl_queue_bindings_of(s->q, s->rbs, s->crbs, api_version, kind);
 }
 
@@ -398,6 +403,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     statusctl *s = fl_calloc(1, sizeof *s);
     s->env = *env;
     s->q = fl_workqueue_new(NULL);
+    fl_ctrl_resumable(env, s->q);
     s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
     s->works = fl_ctrl_informer(env, "work.karmada.io/v1alpha1", "works");

@@ -33,6 +33,12 @@ typedef struct fl_ctrl_env {
     struct fl_interp *interp;
     struct fl_recorder *recorder;
     struct fl_ctrl_manager *manager;
+    /* Not 0: the store's head at the start, noted by the same build as the revision at which
+     * every controller had last finished (fl_ctrl_manager_idle; docs/internals/propagation.md,
+     * "Resuming at a reconciled revision"). The controllers that register with
+     * fl_ctrl_resumable queue nothing for the objects their first lists hold unchanged since:
+     * reconciling them again would change nothing. */
+    int64_t resumed_rev;
 } fl_ctrl_env;
 
 typedef struct fl_controller {
@@ -129,6 +135,31 @@ bool fl_ctrl_interp_matches(const char *want_av, const char *want_kind, const ch
  * controller whose queue holds binding keys. */
 void fl_ctrl_queue_bindings_of(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs, const char *api_version,
                                const char *kind);
+
+/* ---- resuming at a reconciled revision ----
+ *
+ * A controller whose reconciles depend on nothing but the store's objects (no clock, no
+ * member) registers its queue: the manager is idle when every registered queue is, and the
+ * server notes the store's head then as the reconciled revision. At a start where the head
+ * is still that revision (env->resumed_rev), such a controller queues nothing for the
+ * objects its informers' first lists hold as they were then: fl_ctrl_resumed_add says which.
+ * Every change after that revision is queued as ever: the shared informers tell the
+ * deletions since as well (fl_informer_config.resume_rev), and so must any other informer
+ * whose adds a controller skips. A controller that keeps indexes builds them from those
+ * adds all the same. */
+void fl_ctrl_resumable(const fl_ctrl_env *env, fl_workqueue *q);
+/* Whether every registered queue is idle (fl_workqueue_idle). Any thread. */
+bool fl_ctrl_manager_idle(fl_ctrl_manager *m);
+/* Before a controller queues what a change may concern among all the objects of a kind (a
+ * requeue of every binding, the templates a policy selects): while any informer is still
+ * making its first list, its adds could not be found by that walk, so from now on nothing
+ * is skipped (fl_ctrl_resumed_add answers false). A no-op once every first list is over,
+ * or when the process did not resume. */
+void fl_ctrl_resume_broad(const fl_ctrl_env *env);
+/* In an add handler: whether the process resumed and obj was last written at or before the
+ * revision it resumed at: then a first list told it, as every controller had last seen it,
+ * and it is not a change. */
+bool fl_ctrl_resumed_add(const fl_ctrl_env *env, const json_t *obj);
 
 /* The controllers the server runs, NULL-terminated (controllers.c). */
 extern const fl_controller *const fl_server_controllers[];

@@ -73,6 +73,10 @@ typedef struct detector {
      * per template in the queue, so one template is never reconciled twice at once. */
     pthread_mutex_t mu;
     json_t *user_changed;
+    /* At a resumed start (env.resumed), the policies the first lists held, by queue key, with
+     * their resourceVersion (under mu): reconciled at that version, such a policy only has
+     * its kinds watched, and queues none of the templates it selects or claimed. */
+    json_t *resumed_policies;
 } detector;
 
 /* ---- small helpers ---- */
@@ -189,7 +193,8 @@ static void enqueue_template(detector *d, bool user, const fl_template_kind *k, 
 static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
 {
     detector *d = ctx;
-    enqueue_template(d, fl_templates_listed(d->env.templates, k), k, obj);
+    if (!fl_ctrl_resumed_add(&d->env, obj))
+        enqueue_template(d, fl_templates_listed(d->env.templates, k), k, obj);
 }
 
 /* Replace parent[key], when it is an object, by a shallow copy of its own and return it (or
@@ -269,7 +274,32 @@ static void policy_event(detector *d, const json_t *obj)
 
 static void policy_added(void *ctx, json_t *obj)
 {
-    policy_event(ctx, obj);
+    detector *d = ctx;
+    char *k = fl_ctrl_resumed_add(&d->env, obj) ? fl_informer_key(obj) : NULL;
+    const char *rv = meta(obj, "resourceVersion");
+    if (k && rv) {
+        char *key = fl_asprintf("%c|%s", is_cpp(obj) ? 'C' : 'P', k);
+        pthread_mutex_lock(&d->mu);
+        json_object_set_new(d->resumed_policies, key, json_string(rv));
+        pthread_mutex_unlock(&d->mu);
+        free(key);
+    }
+    free(k);
+    policy_event(d, obj);
+}
+
+/* Whether policy (queue key qkey; NULL: deleted) is as the first lists of a resumed start had
+ * it; forgets it once it is not. */
+static bool policy_as_resumed(detector *d, const char *qkey, const json_t *policy)
+{
+    pthread_mutex_lock(&d->mu);
+    const char *had = json_string_value(json_object_get(d->resumed_policies, qkey));
+    const char *rv = policy ? meta(policy, "resourceVersion") : NULL;
+    bool same = had && rv && !strcmp(had, rv);
+    if (had && !same)
+        json_object_del(d->resumed_policies, qkey);
+    pthread_mutex_unlock(&d->mu);
+    return same;
 }
 
 static void policy_updated(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -327,6 +357,7 @@ static void binding_deleted(void *ctx, json_t *obj)
 static void interp_changed(void *ctx, const char *api_version, const char *kind)
 {
     detector *d = ctx;
+    fl_ctrl_resume_broad(&d->env);
     if (api_version && kind) {
         json_t *all = fl_templates_list(d->env.templates, api_version, kind, NULL); /* empty: not watched */
         size_t i;
@@ -364,6 +395,12 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
     json_t *policy = NULL;
     fl_informer_get_key(cluster ? d->cpps : d->pps, key, &policy);
     int rc = 0;
+    char *qkey = fl_asprintf("%c|%s", cluster ? 'C' : 'P', key);
+    /* resumed at the revision it was reconciled at: what it selects was decided then */
+    bool resumed = policy_as_resumed(d, qkey, policy);
+    free(qkey);
+    if (!resumed)
+        fl_ctrl_resume_broad(&d->env);
     if (policy) {
         const char *pns = cluster ? NULL : meta(policy, "namespace");
         json_t *sels = json_object_get(json_object_get(policy, "spec"), "resourceSelectors");
@@ -382,7 +419,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
                 free(again);
                 continue;
             }
-            if (!k)
+            if (!k || resumed)
                 continue;
             /* templates not listed yet arrive through the informer's adds */
             json_t *all = fl_templates_list(d->env.templates, av, kind, k->namespaced ? pns : NULL);
@@ -397,6 +434,10 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
             }
             json_decref(all);
         }
+    }
+    if (resumed) {
+        json_decref(policy);
+        return rc;
     }
     /* templates claimed by this policy (by name: the policy may be gone, with its ID) */
     const char *name_ann = cluster ? CPP_NAME_ANNOTATION : PP_NAME_ANNOTATION;
@@ -887,8 +928,10 @@ static int detector_start(const fl_ctrl_env *env, void **state)
     detector *d = fl_calloc(1, sizeof *d);
     d->env = *env;
     d->q = fl_workqueue_new(NULL);
+    fl_ctrl_resumable(env, d->q);
     pthread_mutex_init(&d->mu, NULL);
     d->user_changed = json_object();
+    d->resumed_policies = json_object();
     d->pps = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "propagationpolicies");
     d->cpps = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusterpropagationpolicies");
     d->rbs = fl_ctrl_informer(env, RB_API, "resourcebindings");
@@ -915,6 +958,7 @@ static void detector_stop(void *state)
     fl_ctrl_workers_join(d->workers);
     fl_workqueue_free(d->q);
     json_decref(d->user_changed);
+    json_decref(d->resumed_policies);
     pthread_mutex_destroy(&d->mu);
     free(d);
 }

@@ -44,6 +44,12 @@ struct fl_ctrl_manager {
     pthread_mutex_t subs_mu;
     interp_sub *subs;
     bool subs_closed;
+    /* the queues of the controllers that resume (fl_ctrl_resumable); registered from their
+     * start(), read by fl_ctrl_manager_idle on any thread */
+    pthread_mutex_t resumable_mu;
+    fl_workqueue **resumable;
+    size_t nresumable;
+    bool resume_off; /* atomic: fl_ctrl_resume_broad */
 };
 
 /* What the shared Work informer keeps no decoding of (in process): what a Work's manifests
@@ -89,6 +95,7 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
         .transform = fl_informer_drop_managed_fields,
         .partial_fields = works ? work_partial_fields : bindings ? binding_partial_fields : NULL,
         .compact = works || bindings,
+        .resume_rev = env->resumed_rev,
     };
     fl_informer_new(&cfg, &s->inf);
     if (m->started)
@@ -103,11 +110,12 @@ int fl_ctrl_manager_start(const fl_ctrl_env *env, const fl_controller *const *li
     fl_ctrl_manager *m = fl_calloc(1, sizeof *m);
     m->env = *env;
     m->env.members = fl_members_new(env->cp);
-    m->env.templates = fl_templates_new(env->cp);
+    m->env.templates = fl_templates_new(env->cp, env->resumed_rev);
     m->env.interp = fl_interp_new();
     m->env.recorder = fl_recorder_new(env->cp, "flotilla-controller-manager");
     m->env.manager = m;
     pthread_mutex_init(&m->subs_mu, NULL);
+    pthread_mutex_init(&m->resumable_mu, NULL);
     size_t n = 0;
     while (list && list[n])
         n++;
@@ -162,9 +170,72 @@ void fl_ctrl_manager_stop(fl_ctrl_manager *m)
         free(s);
     }
     pthread_mutex_destroy(&m->subs_mu);
+    pthread_mutex_destroy(&m->resumable_mu);
+    free(m->resumable);
     free(m->ctrl);
     free(m->state);
     free(m);
+}
+
+/* ---- resuming at a reconciled revision ---- */
+
+void fl_ctrl_resumable(const fl_ctrl_env *env, fl_workqueue *q)
+{
+    fl_ctrl_manager *m = env->manager;
+    pthread_mutex_lock(&m->resumable_mu);
+    m->resumable = fl_realloc(m->resumable, (m->nresumable + 1) * sizeof *m->resumable);
+    m->resumable[m->nresumable++] = q;
+    pthread_mutex_unlock(&m->resumable_mu);
+}
+
+/* Every informer the controllers read (the shared ones and the templates' kinds) has made
+ * its first list: until then a first pass is still being queued. */
+static bool all_listed(fl_ctrl_manager *m)
+{
+    for (shared_informer *s = m->shared; s; s = s->next)
+        if (!fl_informer_has_synced(s->inf))
+            return false;
+    return fl_templates_all_listed(m->env.templates);
+}
+
+/* Lists first, queues next, lists again: a reconcile still in a queue may start watching
+ * another kind before it is done, and that kind's first list must be over too. */
+bool fl_ctrl_manager_idle(fl_ctrl_manager *m)
+{
+    if (!m || !m->started || !all_listed(m))
+        return false;
+    bool idle = true;
+    pthread_mutex_lock(&m->resumable_mu);
+    for (size_t i = 0; idle && i < m->nresumable; i++)
+        idle = fl_workqueue_idle(m->resumable[i]);
+    pthread_mutex_unlock(&m->resumable_mu);
+    return idle && all_listed(m);
+}
+
+void fl_ctrl_resume_broad(const fl_ctrl_env *env)
+{
+    fl_ctrl_manager *m = env->manager;
+    if (!env->resumed_rev || __atomic_load_n(&m->resume_off, __ATOMIC_ACQUIRE))
+        return;
+    /* the flag first: an add told before it is in its cache already, for the caller's walk */
+    __atomic_store_n(&m->resume_off, true, __ATOMIC_RELEASE);
+    if (all_listed(m)) {
+        __atomic_store_n(&m->resume_off, false, __ATOMIC_RELEASE);
+        return;
+    }
+    fl_log(FL_LOG_INFO, "controllers",
+           "a change since revision %lld concerns objects still being listed: the first lists are reconciled whole",
+           (long long)env->resumed_rev);
+}
+
+bool fl_ctrl_resumed_add(const fl_ctrl_env *env, const json_t *obj)
+{
+    if (!env->resumed_rev || __atomic_load_n(&env->manager->resume_off, __ATOMIC_ACQUIRE))
+        return false;
+    const char *rv = fl_client_object_rv(obj);
+    char *end = NULL;
+    long long v = rv ? strtoll(rv, &end, 10) : 0;
+    return end && end != rv && !*end && v > 0 && v <= env->resumed_rev;
 }
 
 /* ---- binding keys ---- */

@@ -98,7 +98,9 @@ static void snapshot_stale(schedctl *s)
 
 static void binding_added(void *ctx, json_t *obj)
 {
-    fl_ctrl_queue_binding(((schedctl *)ctx)->q, obj);
+    schedctl *s = ctx;
+    if (!fl_ctrl_resumed_add(&s->env, obj))
+        fl_ctrl_queue_binding(s->q, obj);
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -110,6 +112,7 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 
 static void requeue_all(schedctl *s)
 {
+    fl_ctrl_resume_broad(&s->env);
     fl_ctrl_queue_bindings(s->q, s->rbs, s->crbs);
 }
 
@@ -117,7 +120,8 @@ static void cluster_added(void *ctx, json_t *obj)
 {
     (void)obj;
     snapshot_stale(ctx);
-    requeue_all(ctx);
+    if (!fl_ctrl_resumed_add(&((schedctl *)ctx)->env, obj))
+        requeue_all(ctx);
 }
 
 static bool ready(const json_t *cluster)
@@ -331,6 +335,7 @@ static int schedctl_start(const fl_ctrl_env *env, void **state)
     schedctl *s = fl_calloc(1, sizeof *s);
     s->env = *env;
     s->q = fl_workqueue_new(NULL);
+    fl_ctrl_resumable(env, s->q);
     pthread_mutex_init(&s->mu, NULL);
     s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);

@@ -29,6 +29,7 @@ typedef struct kind_entry {
 
 struct fl_templates {
     fl_client *cp;
+    int64_t resume_rev; /* fl_informer_config.resume_rev of every kind's informer */
     pthread_mutex_t mu;
     kind_entry *kinds;
     bool stopped;
@@ -67,10 +68,11 @@ static void on_delete(void *ctx, json_t *obj)
 
 /* ---- registry ---- */
 
-fl_templates *fl_templates_new(fl_client *cp)
+fl_templates *fl_templates_new(fl_client *cp, int64_t resume_rev)
 {
     fl_templates *t = fl_calloc(1, sizeof *t);
     t->cp = cp;
+    t->resume_rev = resume_rev;
     pthread_mutex_init(&t->mu, NULL);
     atomic_init(&t->nsubs, 0);
     return t;
@@ -181,6 +183,7 @@ int fl_templates_watch(fl_templates *t, const char *api_version, const char *kin
                 .transform = fl_informer_drop_managed_fields,
                 /* thousands of templates: kept as their revisions, read when asked for */
                 .compact = true,
+                .resume_rev = t->resume_rev,
             };
             fl_informer_new(&cfg, &e->inf);
             fl_informer_start(e->inf);
@@ -214,6 +217,16 @@ json_t *fl_templates_list(fl_templates *t, const char *api_version, const char *
 {
     kind_entry *e = find(t, api_version, kind);
     return e ? fl_informer_list(e->inf, e->k.namespaced ? ns : NULL) : json_array();
+}
+
+bool fl_templates_all_listed(fl_templates *t)
+{
+    pthread_mutex_lock(&t->mu);
+    bool all = true;
+    for (kind_entry *e = t->kinds; e && all; e = e->next)
+        all = fl_informer_has_synced(e->inf);
+    pthread_mutex_unlock(&t->mu);
+    return all;
 }
 
 bool fl_templates_listed(fl_templates *t, const fl_template_kind *k)

@@ -42,8 +42,9 @@ typedef struct fl_template_handlers {
     void *ctx;
 } fl_template_handlers;
 
-/* cp: the control-plane client (borrowed; outlives the registry). */
-fl_templates *fl_templates_new(fl_client *cp);
+/* cp: the control-plane client (borrowed; outlives the registry). resume_rev: as
+ * fl_informer_config's, for every kind's informer (fl_ctrl_env.resumed_rev; 0 for none). */
+fl_templates *fl_templates_new(fl_client *cp, int64_t resume_rev);
 /* Stop every informer. Subscribers' handlers do not run after it returns. */
 void fl_templates_stop(fl_templates *t);
 /* Stop, then free. NULL-safe. */
@@ -64,6 +65,8 @@ int fl_templates_watch(fl_templates *t, const char *api_version, const char *kin
 /* Whether kind k (as handed to handlers) has finished its first list. Handlers use it to tell
  * the adds of a first list (objects that were there before anyone watched) from new objects. */
 bool fl_templates_listed(fl_templates *t, const fl_template_kind *k);
+/* Whether every kind watched so far has finished its first list. Any thread. */
+bool fl_templates_all_listed(fl_templates *t);
 
 /* The cached template, a new reference (read-only). FL_ENOTFOUND when the kind is not
  * watched or the object is absent; *synced (may be NULL) says whether the kind's cache has

@@ -484,7 +484,8 @@ def metric(server, name):
 
 @pytest.fixture(scope="module")
 def restart_pair():
-    yield from pair_with({})
+    # the passes a restart makes when it cannot resume: no revision is ever noted as reconciled
+    yield from pair_with({"FLOTILLA_RECONCILED_QUIET_MS": "3600000"})
 
 
 def test_restart_skips_the_works_whose_member_objects_did_not_move(restart_pair):
@@ -543,6 +544,7 @@ def test_restart_renders_no_work_whose_inputs_did_not_change(restart_pair):
     assert rendered.endswith("." + str(w["metadata"]["generation"])), rendered
     assert cp.stop() == 0
     cp.start()
+    assert metric(cp, "flotilla_controllers_resumed") == 0
     # the binding controller's pass after the restart finds the Work as rendered, and writes none
     wait_for(lambda: metric(cp, "flotilla_binding_works_unchanged_total") >= 1, timeout=WAIT,
              what="the Work found as rendered")
@@ -554,6 +556,72 @@ def test_restart_renders_no_work_whose_inputs_did_not_change(restart_pair):
     assert code == 200, body
     wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/rendered")["spec"]["replicas"] == 3, timeout=WAIT,
              what="the edit in the member")
+
+
+@pytest.fixture(scope="module")
+def resume_pair():
+    # a revision is noted as reconciled 200 ms after the controllers went idle
+    yield from pair_with({"FLOTILLA_RECONCILED_QUIET_MS": "200"})
+
+
+def rendered_deployment(name, replicas=1):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "resume"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}]}}}}
+
+
+def test_restart_at_the_reconciled_revision_skips_the_first_passes_and_misses_no_change(resume_pair):
+    cp, member = resume_pair
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "resume", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                          "labelSelector": {"matchLabels": {"app": "resume"}}}],
+                   "placement": {"clusterAffinity": {"clusterNames": ["m1"]}}}}
+    code, body = cp.curl("POST", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies", pp)
+    assert code == 201, body
+    names = ("kept", "edited", "gone", "drifted")
+    for name in names:
+        code, body = cp.curl("POST", MEMBER_DEPLOY, rendered_deployment(name))
+        assert code == 201, body
+    for name in names:
+        wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/{name}"), timeout=WAIT, what=f"{name} in the member")
+    # once every controller is idle and the store still, its head is noted as reconciled
+    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision"),
+             timeout=WAIT, what="the reconciled revision noted")
+    kept_rv = get(member, f"{MEMBER_DEPLOY}/kept")["metadata"]["resourceVersion"]
+    cp.kill()
+    # while the control plane is down, someone deletes an object in the member
+    code, body = member.curl("DELETE", f"{MEMBER_DEPLOY}/drifted")
+    assert code == 200, body
+    cp.start()
+    assert metric(cp, "flotilla_controllers_resumed") == 1
+    # the execution engine's pass still runs: the member's drift while down is repaired
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/drifted"), timeout=WAIT, what="the deleted member object back")
+    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision"),
+             timeout=WAIT, what="a new reconciled revision noted")
+    # what did not change was not reconciled again: the binding controller rendered nothing to
+    # compare (a full pass finds each Work as rendered), and the member object was left alone
+    assert metric(cp, "flotilla_binding_works_unchanged_total") == 0
+    assert get(member, f"{MEMBER_DEPLOY}/kept")["metadata"]["resourceVersion"] == kept_rv
+
+    cp.kill()
+    cp.start()
+    assert metric(cp, "flotilla_controllers_resumed") == 1
+    # changes made at once, while the first lists may still be going, all take effect
+    code, body = cp.curl("PATCH", f"{MEMBER_DEPLOY}/edited", {"spec": {"replicas": 3}},
+                         content_type="application/merge-patch+json")
+    assert code == 200, body
+    code, body = cp.curl("DELETE", f"{MEMBER_DEPLOY}/gone")
+    assert code == 200, body
+    code, body = cp.curl("POST", MEMBER_DEPLOY, rendered_deployment("new"))
+    assert code == 201, body
+    wait_for(lambda: (get(member, f"{MEMBER_DEPLOY}/edited") or {}).get("spec", {}).get("replicas") == 3,
+             timeout=WAIT, what="the edit in the member")
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/gone") is None, timeout=WAIT, what="the deleted one removed")
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/new"), timeout=WAIT, what="the new one in the member")
+    assert get(member, f"{MEMBER_DEPLOY}/kept")["metadata"]["resourceVersion"] == kept_rv
 
 
 FIRST_STATUS_MS = 1500
