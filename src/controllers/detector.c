@@ -399,8 +399,6 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
     /* resumed at the revision it was reconciled at: what it selects was decided then */
     bool resumed = policy_as_resumed(d, qkey, policy);
     free(qkey);
-    if (!resumed)
-        fl_ctrl_resume_broad(&d->env);
     if (policy) {
         const char *pns = cluster ? NULL : meta(policy, "namespace");
         json_t *sels = json_object_get(json_object_get(policy, "spec"), "resourceSelectors");
@@ -421,7 +419,9 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
             }
             if (!k || resumed)
                 continue;
-            /* templates not listed yet arrive through the informer's adds */
+            /* templates not listed yet arrive through the informer's adds: not skipped from
+             * now on, if the kind's first list (started now, perhaps) is still going */
+            fl_ctrl_resume_broad(&d->env);
             json_t *all = fl_templates_list(d->env.templates, av, kind, k->namespaced ? pns : NULL);
             size_t j;
             json_t *obj;

@@ -606,10 +606,21 @@ def test_restart_at_the_reconciled_revision_skips_the_first_passes_and_misses_no
     assert metric(cp, "flotilla_binding_works_unchanged_total") == 0
     assert get(member, f"{MEMBER_DEPLOY}/kept")["metadata"]["resourceVersion"] == kept_rv
 
+    # a ConfigMap no policy selects yet: its kind is not even watched
+    code, body = cp.curl("POST", "/api/v1/namespaces/default/configmaps",
+                         configmap("late", {"a": "1"}, labels={"app": "resume"}))
+    assert code == 201, body
+    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision"),
+             timeout=WAIT, what="the reconciled revision noted again")
     cp.kill()
     cp.start()
     assert metric(cp, "flotilla_controllers_resumed") == 1
     # changes made at once, while the first lists may still be going, all take effect
+    pp["spec"]["resourceSelectors"].append({"apiVersion": "v1", "kind": "ConfigMap",
+                                            "labelSelector": {"matchLabels": {"app": "resume"}}})
+    code, body = cp.curl("PATCH", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies/resume",
+                         {"spec": pp["spec"]}, content_type="application/merge-patch+json")
+    assert code == 200, body
     code, body = cp.curl("PATCH", f"{MEMBER_DEPLOY}/edited", {"spec": {"replicas": 3}},
                          content_type="application/merge-patch+json")
     assert code == 200, body
@@ -621,6 +632,8 @@ def test_restart_at_the_reconciled_revision_skips_the_first_passes_and_misses_no
              timeout=WAIT, what="the edit in the member")
     wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/gone") is None, timeout=WAIT, what="the deleted one removed")
     wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/new"), timeout=WAIT, what="the new one in the member")
+    # the changed policy's new kind is listed after the restart, with objects from before it
+    wait_for(lambda: get(member, f"{MEMBER_CM}/late"), timeout=WAIT, what="the ConfigMap the policy now selects")
     assert get(member, f"{MEMBER_DEPLOY}/kept")["metadata"]["resourceVersion"] == kept_rv
 
 
