@@ -653,29 +653,51 @@ long fl_store_marked(fl_store *s, char ***keys)
     return n;
 }
 
-/* Notes live in meta as rows named "note:<name>", on a reader connection of the pool: a
- * note is written seldom, and the writer's connection is the writer thread's alone. */
+/* Notes live in meta as rows named "note:<name>", read and written on a reader connection
+ * of the pool: a note is written seldom, and the writer's connection is the writer thread's
+ * alone. A statement over one note's row, ?1 bound to its name: */
+typedef struct note_stmt {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    char *row;
+} note_stmt;
+
+static int note_begin(fl_store *s, const char *sql, const char *name, note_stmt *n)
+{
+    n->st = NULL;
+    n->row = NULL;
+    n->db = reader_get(s);
+    if (!n->db)
+        return FL_EIO;
+    n->row = fl_asprintf("note:%s", name);
+    if (sqlite3_prepare_v2(n->db, sql, -1, &n->st, NULL) != SQLITE_OK) {
+        fl_log(FL_LOG_ERROR, "store", "note %s: %s", name, sqlite3_errmsg(n->db));
+        return FL_EIO;
+    }
+    sqlite3_bind_text(n->st, 1, n->row, -1, SQLITE_STATIC);
+    return 0;
+}
+
+static void note_end(fl_store *s, note_stmt *n)
+{
+    sqlite3_finalize(n->st);
+    free(n->row);
+    reader_put(s, n->db);
+}
+
 int fl_store_note_set(fl_store *s, const char *name, int64_t value)
 {
     if (s->memory)
         return FL_EUNSUPPORTED;
-    sqlite3 *db = reader_get(s);
-    if (!db)
-        return FL_EIO;
-    sqlite3_stmt *st = NULL;
-    char *row = fl_asprintf("note:%s", name);
-    int rc = FL_EIO;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, row, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, value);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : FL_EIO;
+    note_stmt n;
+    int rc = note_begin(s, "INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)", name, &n);
+    if (!rc) {
+        sqlite3_bind_int64(n.st, 2, value);
+        rc = sqlite3_step(n.st) == SQLITE_DONE ? 0 : FL_EIO;
         if (rc)
-            fl_log(FL_LOG_ERROR, "store", "note %s: %s", name, sqlite3_errmsg(db));
+            fl_log(FL_LOG_ERROR, "store", "note %s: %s", name, sqlite3_errmsg(n.db));
     }
-    sqlite3_finalize(st);
-    free(row);
-    reader_put(s, db);
+    note_end(s, &n);
     return rc;
 }
 
@@ -684,22 +706,15 @@ int fl_store_note_get(fl_store *s, const char *name, int64_t *value)
     *value = 0;
     if (s->memory)
         return FL_ENOTFOUND;
-    sqlite3 *db = reader_get(s);
-    if (!db)
-        return FL_EIO;
-    sqlite3_stmt *st = NULL;
-    char *row = fl_asprintf("note:%s", name);
-    int rc = FL_EIO;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE name = ?1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, row, -1, SQLITE_STATIC);
-        int step = sqlite3_step(st);
+    note_stmt n;
+    int rc = note_begin(s, "SELECT value FROM meta WHERE name = ?1", name, &n);
+    if (!rc) {
+        int step = sqlite3_step(n.st);
         if (step == SQLITE_ROW)
-            *value = sqlite3_column_int64(st, 0);
+            *value = sqlite3_column_int64(n.st, 0);
         rc = step == SQLITE_ROW ? 0 : step == SQLITE_DONE ? FL_ENOTFOUND : FL_EIO;
     }
-    sqlite3_finalize(st);
-    free(row);
-    reader_put(s, db);
+    note_end(s, &n);
     return rc;
 }
 
