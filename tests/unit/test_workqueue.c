@@ -69,6 +69,39 @@ static void test_processing_key_is_not_handed_out_again(void **state)
     fl_workqueue_free(q);
 }
 
+/* Idle means no key at all: not queued, not processing, not waiting for its delay, and no
+ * failure remembered for its back-off. */
+static void test_idle_only_when_no_key_is_known(void **state)
+{
+    fl_workqueue *q = fl_workqueue_new(NULL);
+    assert_true(fl_workqueue_idle(q));
+    fl_workqueue_add(q, "k");
+    assert_false(fl_workqueue_idle(q));
+    char *key = NULL;
+    assert_int_equal(fl_workqueue_get(q, 1000, &key), 0);
+    assert_false(fl_workqueue_idle(q)); /* processing */
+    fl_workqueue_done(q, key);
+    assert_true(fl_workqueue_idle(q));
+    fl_workqueue_add_after(q, key, 60000);
+    assert_false(fl_workqueue_idle(q)); /* waiting for its time */
+    fl_workqueue_free(q);
+
+    q = fl_workqueue_new(&(fl_workqueue_config){.base_delay_ms = 1});
+    fl_workqueue_add(q, key);
+    free(key);
+    assert_int_equal(fl_workqueue_get(q, 1000, &key), 0);
+    fl_workqueue_add_rate_limited(q, key); /* it failed */
+    fl_workqueue_done(q, key);
+    free(key);
+    assert_int_equal(fl_workqueue_get(q, 1000, &key), 0);
+    fl_workqueue_done(q, key);
+    assert_false(fl_workqueue_idle(q)); /* its failure is remembered */
+    fl_workqueue_forget(q, key);
+    assert_true(fl_workqueue_idle(q));
+    free(key);
+    fl_workqueue_free(q);
+}
+
 static void test_done_without_readd_does_not_requeue(void **state)
 {
     fl_workqueue *q = fl_workqueue_new(NULL);
@@ -342,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_adds_of_a_queued_key_coalesce),
         cmocka_unit_test(test_processing_key_is_not_handed_out_again),
         cmocka_unit_test(test_done_without_readd_does_not_requeue),
+        cmocka_unit_test(test_idle_only_when_no_key_is_known),
         cmocka_unit_test(test_key_is_never_processed_concurrently),
         cmocka_unit_test(test_delayed_keys_come_out_in_due_order),
         cmocka_unit_test(test_waiting_key_keeps_the_earlier_time),
