@@ -314,7 +314,6 @@ static void requeue_all(bindctl *b)
 
 static void policy_added(void *ctx, json_t *obj)
 {
-    (void)obj;
     if (!fl_ctrl_resumed_add(&((bindctl *)ctx)->env, obj))
         requeue_all(ctx);
 }

@@ -73,7 +73,7 @@ typedef struct detector {
      * per template in the queue, so one template is never reconciled twice at once. */
     pthread_mutex_t mu;
     json_t *user_changed;
-    /* At a resumed start (env.resumed), the policies the first lists held, by queue key, with
+    /* At a resumed start (env.resumed_rev), the policies the first lists held, by queue key, with
      * their resourceVersion (under mu): reconciled at that version, such a policy only has
      * its kinds watched, and queues none of the templates it selects or claimed. */
     json_t *resumed_policies;
