@@ -261,30 +261,35 @@ static void tmpl_deleted(void *ctx, const fl_template_kind *k, json_t *obj)
     enqueue_template(ctx, true, k, obj);
 }
 
-static void policy_event(detector *d, const json_t *obj)
+/* A policy's queue key: "P|ns/name" or "C|name" (heap; NULL without a name). Policy keys
+ * never meet template keys ("T|"). */
+static char *policy_key(const json_t *obj)
 {
     char *k = fl_informer_key(obj);
-    if (!k)
-        return;
-    char *key = fl_asprintf("%c|%s", is_cpp(obj) ? 'C' : 'P', k);
-    fl_workqueue_add(d->q, key); /* policy keys never meet template keys ("T|") */
-    free(key);
+    char *key = k ? fl_asprintf("%c|%s", is_cpp(obj) ? 'C' : 'P', k) : NULL;
     free(k);
+    return key;
+}
+
+static void policy_event(detector *d, const json_t *obj)
+{
+    char *key = policy_key(obj);
+    if (key)
+        fl_workqueue_add(d->q, key);
+    free(key);
 }
 
 static void policy_added(void *ctx, json_t *obj)
 {
     detector *d = ctx;
-    char *k = fl_ctrl_resumed_add(&d->env, obj) ? fl_informer_key(obj) : NULL;
+    char *key = fl_ctrl_resumed_add(&d->env, obj) ? policy_key(obj) : NULL;
     const char *rv = meta(obj, "resourceVersion");
-    if (k && rv) {
-        char *key = fl_asprintf("%c|%s", is_cpp(obj) ? 'C' : 'P', k);
+    if (key && rv) {
         pthread_mutex_lock(&d->mu);
         json_object_set_new(d->resumed_policies, key, json_string(rv));
         pthread_mutex_unlock(&d->mu);
-        free(key);
     }
-    free(k);
+    free(key);
     policy_event(d, obj);
 }
 
@@ -398,7 +403,6 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
     char *qkey = fl_asprintf("%c|%s", cluster ? 'C' : 'P', key);
     /* resumed at the revision it was reconciled at: what it selects was decided then */
     bool resumed = policy_as_resumed(d, qkey, policy);
-    free(qkey);
     if (policy) {
         const char *pns = cluster ? NULL : meta(policy, "namespace");
         json_t *sels = json_object_get(json_object_get(policy, "spec"), "resourceSelectors");
@@ -412,9 +416,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
             int w = fl_templates_watch(d->env.templates, av, kind, 0, &k);
             if (w == FL_ENOTFOUND || w == FL_EIO) {
                 /* not served yet (its CRD comes later): look again in a while */
-                char *again = fl_asprintf("%c|%s", cluster ? 'C' : 'P', key);
-                fl_workqueue_add_after(d->q, again, 2000);
-                free(again);
+                fl_workqueue_add_after(d->q, qkey, 2000);
                 continue;
             }
             if (!k || resumed)
@@ -435,6 +437,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
             json_decref(all);
         }
     }
+    free(qkey);
     if (resumed) {
         json_decref(policy);
         return rc;

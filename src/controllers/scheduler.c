@@ -118,7 +118,6 @@ static void requeue_all(schedctl *s)
 
 static void cluster_added(void *ctx, json_t *obj)
 {
-    (void)obj;
     snapshot_stale(ctx);
     if (!fl_ctrl_resumed_add(&((schedctl *)ctx)->env, obj))
         requeue_all(ctx);
