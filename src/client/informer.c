@@ -119,6 +119,8 @@ struct fl_informer {
     size_t events;               /* events applied by the current watch */
     int64_t resume_rev;          /* fl_informer_config.resume_rev */
     int64_t replay_upto;         /* the first watch is replaying (resume_rev, this]: informer thread */
+    char *watch_from;            /* fl_informer_config.watch_from */
+    atomic_bool incomplete;      /* watching from watch_from, not listed since */
 };
 
 /* ---- the cache ---- */
@@ -454,6 +456,8 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->no_old = cfg->no_old_objects;
     inf->silent_first = cfg->silent_first_list;
     inf->resume_rev = cfg->resume_rev;
+    inf->watch_from = dup_opt(cfg->watch_from);
+    atomic_init(&inf->incomplete, inf->watch_from != NULL);
     pthread_mutex_init(&inf->hot_mu, NULL);
     if (inf->compact) {
         inf->nhot = cfg->hot_objects ? cfg->hot_objects : HOT_DEFAULT;
@@ -759,10 +763,28 @@ static int relist(fl_informer *inf)
             }
     cmap_clear(&old);
     fl_list_result_close(&l);
+    atomic_store(&inf->incomplete, false);
     if (first)
         mark_synced(inf);
     emit_listed(inf, 0);
     return 0;
+}
+
+/* Whether a watch may start at watch_from: the server's history has reached it (a list of
+ * one item tells its revision). A server whose history is behind it (its store began
+ * again) is listed instead; so is one that cannot be asked. */
+static bool may_watch_from(fl_informer *inf)
+{
+    fl_gvr r = {inf->api_version, inf->resource};
+    fl_list_opts o = {.label_selector = inf->label, .field_selector = inf->field, .limit = 1,
+                      .skip_fields = inf->skip};
+    fl_list_result l;
+    fl_client_error err;
+    if (fl_client_list(inf->client, &r, inf->ns, &o, &l, &err))
+        return false;
+    bool ok = rv_num(l.resource_version) >= rv_num(inf->watch_from) && rv_num(inf->watch_from) > 0;
+    fl_list_result_close(&l);
+    return ok;
 }
 
 /* An event of a first watch started from resume_rev, up to the first list's revision: the
@@ -829,7 +851,9 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
 
     if (key) {
         if (type == FL_WATCH_DELETED) {
-            if (had) /* a delete of something we never had is nothing to report */
+            /* a delete of something we never had is nothing to report, unless the cache
+             * does not hold all there is (watch_from) */
+            if (had || atomic_load(&inf->incomplete))
                 emit_delete(inf, obj);
         } else if (had) {
             emit_update(inf, prev, obj);
@@ -866,6 +890,18 @@ static void *informer_main(void *arg)
     pthread_setname_np(pthread_self(), tname);
     int failures = 0;
     bool need_list = true, listed = false;
+    if (inf->watch_from) {
+        if (may_watch_from(inf)) {
+            pthread_rwlock_wrlock(&inf->lock);
+            set_rv_locked(inf, inf->watch_from);
+            pthread_rwlock_unlock(&inf->lock);
+            need_list = false;
+            listed = true; /* resume_rev's replay is for a first list */
+        } else {
+            fl_log(FL_LOG_INFO, "informer", "%s: cannot watch from %s: listing", inf->resource, inf->watch_from);
+        }
+        mark_synced(inf);
+    }
     while (!fl_client_cancel_fired(inf->cancel)) {
         inf->replay_upto = 0;
         char rv[64];
@@ -988,7 +1024,13 @@ void fl_informer_free(fl_informer *inf)
     free(inf->ns);
     free(inf->label);
     free(inf->field);
+    free(inf->watch_from);
     free(inf);
+}
+
+bool fl_informer_complete(fl_informer *inf)
+{
+    return !atomic_load(&inf->incomplete);
 }
 
 bool fl_informer_has_synced(fl_informer *inf)

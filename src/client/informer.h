@@ -106,6 +106,14 @@ typedef struct fl_informer_config {
      * creates and updates as the list's adds (their resourceVersions are later), the
      * deletions so. A watch that cannot start there (410) lists again as any other. */
     int64_t resume_rev;
+    /* Optional: watch from this resourceVersion without a first list (a server resuming its
+     * member watches where it had noted them). The cache starts empty and incomplete
+     * (fl_informer_complete): it holds only what events bring, and has_synced is true at
+     * once. Every event is told as it comes: an object not cached is an add, and a deletion
+     * of one not cached is told with the event's object. When the server's list is behind
+     * watch_from (another history), or the watch cannot start there (410) or breaks, the
+     * informer lists as ever; after that list (on_listed) the cache is complete. */
+    const char *watch_from;
 } fl_informer_config;
 
 /* A transform that drops metadata.managedFields: controllers never read them, and they are
@@ -135,6 +143,9 @@ void fl_informer_free(fl_informer *inf);
 
 /* True once the first LIST has been applied and its adds delivered. */
 bool fl_informer_has_synced(fl_informer *inf);
+/* False while an informer started with watch_from has not listed: an object it does not
+ * hold may still exist. */
+bool fl_informer_complete(fl_informer *inf);
 /* Wait until synced: 0, FL_ETIMEDOUT, or FL_ECLOSED if the informer stopped first. */
 int fl_informer_wait_synced(fl_informer *inf, int timeout_ms);
 

@@ -1441,7 +1441,7 @@ static void append_key_data(void *ctx, json_t *obj)
 }
 
 static fl_informer *informer_resuming(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s,
-                                      bool silent_first, int64_t resume_rev)
+                                      bool silent_first, int64_t resume_rev, const char *watch_from)
 {
     rec_init(&l->r);
     atomic_store(&l->cache_misses, 0);
@@ -1460,7 +1460,8 @@ static fl_informer *informer_resuming(fl_client *c, inf_log *l, const char *ns, 
                               .transform = fl_informer_drop_managed_fields,
                               .compact = compact_informers, .hot_objects = 1,
                               .silent_first_list = silent_first,
-                              .resume_rev = resume_rev};
+                              .resume_rev = resume_rev,
+                              .watch_from = watch_from};
     fl_informer *inf = NULL;
     assert_int_equal(fl_informer_new(&cfg, &inf), 0);
     l->inf = inf;
@@ -1469,7 +1470,7 @@ static fl_informer *informer_resuming(fl_client *c, inf_log *l, const char *ns, 
 
 static fl_informer *informer_with(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s, bool silent_first)
 {
-    return informer_resuming(c, l, ns, watch_timeout_s, silent_first, 0);
+    return informer_resuming(c, l, ns, watch_timeout_s, silent_first, 0, NULL);
 }
 
 static fl_informer *informer_via(fl_client *c, inf_log *l, const char *ns, int watch_timeout_s)
@@ -2400,7 +2401,7 @@ static void test_informer_resuming_tells_the_deletions_since_its_revision(void *
     create_cm(f, "default", "back", "2");
     patch_cm(f, "default", "edited", "2");
     inf_log l;
-    fl_informer *inf = informer_resuming(f->c, &l, "default", 0, false, resume);
+    fl_informer *inf = informer_resuming(f->c, &l, "default", 0, false, resume, NULL);
     assert_int_equal(fl_informer_start(inf), 0);
     assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
     WAIT_UNTIL(rec_has(&l.r, "delete default/gone=1"), 5000);
@@ -2416,12 +2417,57 @@ static void test_informer_resuming_tells_the_deletions_since_its_revision(void *
     rec_close(&l.r);
 
     /* at the list's own revision there is nothing to replay */
-    inf = informer_resuming(f->c, &l, "default", 0, false, fl_store_rev(f->store));
+    inf = informer_resuming(f->c, &l, "default", 0, false, fl_store_rev(f->store), NULL);
     assert_int_equal(fl_informer_start(inf), 0);
     assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
     delete_cm(f, "default", "later");
     WAIT_UNTIL(rec_has(&l.r, "delete default/later=1"), 5000);
     assert_int_equal(rec_count(&l.r), 5); /* four adds, the delete */
+    fl_informer_free(inf);
+    rec_close(&l.r);
+}
+
+/* An informer watching from a revision without a list tells what changed since (a deletion
+ * with the event's object, though it never held it) and nothing else, and holds only that
+ * until it lists; one whose revision the server's history has not reached lists. */
+static void test_informer_watching_from_a_revision_tells_only_what_changed_since(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "kept", "1");
+    create_cm(f, "default", "gone", "1");
+    create_cm(f, "default", "edited", "1");
+    char from[32];
+    snprintf(from, sizeof from, "%lld", (long long)fl_store_rev(f->store));
+    delete_cm(f, "default", "gone");
+    patch_cm(f, "default", "edited", "2");
+    create_cm(f, "default", "new", "1");
+    inf_log l;
+    fl_informer *inf = informer_resuming(f->c, &l, "default", 0, false, 0, from);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    assert_false(fl_informer_complete(inf));
+    WAIT_UNTIL(rec_has(&l.r, "delete default/gone=1") && rec_has(&l.r, "add default/edited=2") &&
+                   rec_has(&l.r, "add default/new=1"),
+               5000);
+    assert_int_equal(rec_count(&l.r), 3);
+    assert_int_equal(atomic_load(&l.listed_ok), 0);
+    json_t *obj = NULL;
+    assert_int_equal(fl_informer_get(inf, "default", "kept", &obj), FL_ENOTFOUND);
+    assert_false(fl_informer_complete(inf));
+    fl_informer_free(inf);
+    rec_close(&l.r);
+
+    /* a revision the server has not reached: it lists, and is complete */
+    snprintf(from, sizeof from, "%lld", (long long)fl_store_rev(f->store) + 1000);
+    inf = informer_resuming(f->c, &l, "default", 0, false, 0, from);
+    assert_int_equal(fl_informer_start(inf), 0);
+    WAIT_UNTIL(atomic_load(&l.listed_ok) == 1, 5000);
+    assert_true(fl_informer_complete(inf));
+    assert_true(rec_has(&l.r, "add default/kept=1"));
+    assert_int_equal(rec_count(&l.r), 3); /* kept, edited, new */
+    assert_int_equal(fl_informer_get(inf, "default", "kept", &obj), 0);
+    json_decref(obj);
+    assert_cache_matches_server(f, inf, "default");
     fl_informer_free(inf);
     rec_close(&l.r);
 }
@@ -2473,6 +2519,7 @@ int main(void)
         T(test_cancel_before_the_watch_starts_returns_at_once),
         cmocka_unit_test(test_in_process_lists_skip_fields_of_items_decoded_for_them),
         T(test_informer_syncs_then_sees_adds_updates_and_deletes),
+        T(test_informer_watching_from_a_revision_tells_only_what_changed_since),
         T(test_informer_lists_partial_objects_and_reads_them_whole),
         T(test_compact_informer_keeps_watched_partial_objects_as_stored_values),
         T(test_informer_without_old_objects_still_tells_updates_from_adds),
@@ -2517,6 +2564,7 @@ int main(void)
         L(test_informer_tells_first_list_adds_before_the_list_ends),
         L(test_informer_relists_after_its_watch_expires_without_spurious_events),
         L(test_informer_resuming_tells_the_deletions_since_its_revision),
+        L(test_informer_watching_from_a_revision_tells_only_what_changed_since),
     };
 #undef L
     /* compact informers (texts, decoded on demand), over HTTP and in process */
@@ -2534,6 +2582,7 @@ int main(void)
         C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
         C(test_informer_resuming_tells_the_deletions_since_its_revision, setup_compact),
         C(test_informer_resuming_tells_the_deletions_since_its_revision, setup_local_compact),
+        C(test_informer_watching_from_a_revision_tells_only_what_changed_since, setup_compact),
         C(test_informer_syncs_then_sees_adds_updates_and_deletes, setup_local_compact),
         C(test_informer_tells_first_list_adds_before_the_list_ends, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_local_compact),
