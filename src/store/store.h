@@ -189,6 +189,10 @@ int fl_store_write(fl_store *s, fl_store_op *op);
 int fl_store_note_set(fl_store *s, const char *name, int64_t value);
 /* Note name into *value: 0, FL_ENOTFOUND, or FL_EIO. */
 int fl_store_note_get(fl_store *s, const char *name, int64_t *value);
+/* A note that is a text (the server's member watches and where each had reached): as
+ * fl_store_note_set and _get; *text is a heap string (NULL unless 0 is returned). */
+int fl_store_note_set_text(fl_store *s, const char *name, const char *text);
+int fl_store_note_get_text(fl_store *s, const char *name, char **text);
 
 /* Compact now: forget superseded revisions older than head - window. Returns new compact rev. */
 int64_t fl_store_compact(fl_store *s);

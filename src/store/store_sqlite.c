@@ -685,14 +685,18 @@ static void note_end(fl_store *s, note_stmt *n)
     reader_put(s, n->db);
 }
 
-int fl_store_note_set(fl_store *s, const char *name, int64_t value)
+/* A note's value is an integer, or text when text is not NULL. */
+static int note_set(fl_store *s, const char *name, int64_t value, const char *text)
 {
     if (s->memory)
         return FL_EUNSUPPORTED;
     note_stmt n;
     int rc = note_begin(s, "INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)", name, &n);
     if (!rc) {
-        sqlite3_bind_int64(n.st, 2, value);
+        if (text)
+            sqlite3_bind_text(n.st, 2, text, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_int64(n.st, 2, value);
         rc = sqlite3_step(n.st) == SQLITE_DONE ? 0 : FL_EIO;
         if (rc)
             fl_log(FL_LOG_ERROR, "store", "note %s: %s", name, sqlite3_errmsg(n.db));
@@ -701,21 +705,44 @@ int fl_store_note_set(fl_store *s, const char *name, int64_t value)
     return rc;
 }
 
-int fl_store_note_get(fl_store *s, const char *name, int64_t *value)
+int fl_store_note_set(fl_store *s, const char *name, int64_t value)
 {
-    *value = 0;
+    return note_set(s, name, value, NULL);
+}
+
+int fl_store_note_set_text(fl_store *s, const char *name, const char *text)
+{
+    return note_set(s, name, 0, text ? text : "");
+}
+
+static int note_get(fl_store *s, const char *name, int64_t *value, char **text)
+{
     if (s->memory)
         return FL_ENOTFOUND;
     note_stmt n;
     int rc = note_begin(s, "SELECT value FROM meta WHERE name = ?1", name, &n);
     if (!rc) {
         int step = sqlite3_step(n.st);
-        if (step == SQLITE_ROW)
+        if (step == SQLITE_ROW && value)
             *value = sqlite3_column_int64(n.st, 0);
+        if (step == SQLITE_ROW && text)
+            *text = fl_strdup(sqlite3_column_text(n.st, 0) ? (const char *)sqlite3_column_text(n.st, 0) : "");
         rc = step == SQLITE_ROW ? 0 : step == SQLITE_DONE ? FL_ENOTFOUND : FL_EIO;
     }
     note_end(s, &n);
     return rc;
+}
+
+int fl_store_note_get(fl_store *s, const char *name, int64_t *value)
+{
+    *value = 0;
+    return note_get(s, name, value, NULL);
+}
+
+int fl_store_note_get_text(fl_store *s, const char *name, char **text)
+{
+    *text = NULL;
+    return note_get(s, name, NULL, text);
 }
 
 int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)

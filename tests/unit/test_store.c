@@ -1425,6 +1425,11 @@ static void test_notes_outlive_a_reopen_and_move_no_revision(void **state)
     assert_int_equal(fl_store_note_set(f->s, "checkpoint", 41), 0);
     assert_int_equal(fl_store_note_set(f->s, "checkpoint", head), 0);
     assert_int_equal(fl_store_note_set(f->s, "other", -7), 0);
+    char *text = NULL;
+    assert_int_equal(fl_store_note_get_text(f->s, "words", &text), FL_ENOTFOUND);
+    assert_null(text);
+    assert_int_equal(fl_store_note_set_text(f->s, "words", "first"), 0);
+    assert_int_equal(fl_store_note_set_text(f->s, "words", "{\"a\": [\"b\"]}"), 0);
     assert_int_equal(fl_store_rev(f->s), head);
     fl_watch_event *ev = NULL;
     assert_int_equal(fl_watch_next(w, &ev, 50), FL_ETIMEDOUT);
@@ -1435,6 +1440,9 @@ static void test_notes_outlive_a_reopen_and_move_no_revision(void **state)
     assert_int_equal(v, head);
     assert_int_equal(fl_store_note_get(f->s, "other", &v), 0);
     assert_int_equal(v, -7);
+    assert_int_equal(fl_store_note_get_text(f->s, "words", &text), 0);
+    assert_string_equal(text, "{\"a\": [\"b\"]}");
+    free(text);
     assert_int_equal(fl_store_note_get(f->s, "compact_rev", &v), FL_ENOTFOUND); /* not the store's own rows */
 }
 
@@ -1444,6 +1452,10 @@ static void test_memory_store_keeps_no_notes(void **state)
     fixture *f = *state;
     int64_t v = 1;
     assert_int_equal(fl_store_note_set(f->s, "checkpoint", 3), FL_EUNSUPPORTED);
+    assert_int_equal(fl_store_note_set_text(f->s, "words", "x"), FL_EUNSUPPORTED);
+    char *text = NULL;
+    assert_int_equal(fl_store_note_get_text(f->s, "words", &text), FL_ENOTFOUND);
+    assert_null(text);
     assert_int_equal(fl_store_note_get(f->s, "checkpoint", &v), FL_ENOTFOUND);
     assert_int_equal(v, 0);
 }
