@@ -1091,6 +1091,8 @@ int fl_informer_get_partial(fl_informer *inf, const char *key, json_t **out, fl_
         *out = cref_obj_text(inf, key, r, keeps_nothing ? &src->text : NULL, &expired);
     if (!*out)
         fl_informer_src_close(src);
+    /* not held by a cache that does not hold everything (watch_from): ask the server */
+    expired = expired || (!found && atomic_load(&inf->incomplete));
     return *out ? 0 : expired ? FL_EEXPIRED : FL_ENOTFOUND;
 }
 

@@ -153,7 +153,8 @@ int fl_informer_wait_synced(fl_informer *inf, int timeout_ms);
  * (caller decrefs; read-only). FL_ENOTFOUND when absent. FL_EEXPIRED when the object is
  * cached but cannot be read: shed (fl_informer_shed), or a compact informer's entry in
  * process whose revision the server's log no longer has (the informer has fallen that far
- * behind, or stopped): read it from the server. */
+ * behind, or stopped); or when it is not cached and the cache is not complete
+ * (watch_from): read it from the server. */
 int fl_informer_get(fl_informer *inf, const char *ns, const char *name, json_t **out);
 /* The same by cache key ("ns/name" or "name"). */
 int fl_informer_get_key(fl_informer *inf, const char *key, json_t **out);
