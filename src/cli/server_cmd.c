@@ -26,6 +26,7 @@
 #include "core/build.h"
 #include "core/env.h"
 #include "core/err.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
@@ -46,6 +47,9 @@
 #define RECONCILED_QUIET_MS 1000 /* FLOTILLA_RECONCILED_QUIET_MS */
 #define NOTE_REV "reconciled_rev"
 #define NOTE_BUILD "reconciled_build"
+/* With them, when the execution controller was idle too: its member watches and where each
+ * had reached, {"rev": <the reconciled revision>, "watches": fl_exec_marks} */
+#define NOTE_WATCHES "member_watches"
 
 /* The head, if it is the reconciled revision this build noted; else 0. */
 static int64_t resumes_at(fl_store *s)
@@ -56,9 +60,44 @@ static int64_t resumes_at(fl_store *s)
     return rev == head && build == fl_build_id() ? head : 0;
 }
 
+/* The member watches noted with the revision the controllers resume at (a new reference),
+ * or NULL. */
+static json_t *resumed_watches(fl_store *s, int64_t rev)
+{
+    char *text = NULL;
+    if (!rev || fl_store_note_get_text(s, NOTE_WATCHES, &text))
+        return NULL;
+    json_t *note = fl_json_load(text, strlen(text));
+    free(text);
+    json_t *watches = json_incref(json_object_get(note, "watches"));
+    json_t *at = json_object_get(note, "rev");
+    if (!json_is_integer(at) || json_integer_value(at) != rev || !json_is_array(watches)) {
+        json_decref(watches);
+        watches = NULL;
+    }
+    json_decref(note);
+    return watches;
+}
+
 typedef struct reconciled {
     int64_t seen, seen_at, noted, quiet_ms;
+    bool watches_noted; /* the member watches are noted with noted */
 } reconciled;
+
+/* Note the member watches with the reconciled revision head, when the execution controller
+ * is idle: true once they are. */
+static bool note_watches(fl_store *s, fl_ctrl_manager *m, int64_t head)
+{
+    json_t *marks = fl_ctrl_manager_member_marks(m);
+    if (!marks)
+        return false;
+    json_t *note = json_pack("{s:I, s:o}", "rev", (json_int_t)head, "watches", marks);
+    char *text = fl_json_dumps(note, NULL);
+    json_decref(note);
+    bool ok = fl_store_note_set_text(s, NOTE_WATCHES, text) == 0;
+    free(text);
+    return ok;
+}
 
 static void reconciled_tick(reconciled *r, fl_store *s, fl_ctrl_manager *m, int64_t now_ms)
 {
@@ -68,19 +107,35 @@ static void reconciled_tick(reconciled *r, fl_store *s, fl_ctrl_manager *m, int6
         r->seen_at = now_ms;
         return;
     }
-    if (head == r->noted || now_ms - r->seen_at < r->quiet_ms || !fl_build_id() || !fl_ctrl_manager_idle(m))
+    if ((head == r->noted && r->watches_noted) || now_ms - r->seen_at < r->quiet_ms || !fl_build_id() ||
+        !fl_ctrl_manager_idle(m))
         return;
-    /* the build first: a note of the revision alone never pairs with another build's */
-    if (fl_store_note_set(s, NOTE_BUILD, fl_build_id()) == 0 && fl_store_note_set(s, NOTE_REV, head) == 0) {
+    if (head == r->noted) {
+        /* the execution controller was still busy with its members when the revision was
+         * noted (or the start resumed without them): they follow once it is idle */
+        __atomic_store_n(&r->watches_noted, note_watches(s, m, head), __ATOMIC_RELAXED);
+        return;
+    }
+    /* the build first: a note of the revision alone never pairs with another build's; the
+     * watches before the revision too, naming the revision they go with */
+    if (fl_store_note_set(s, NOTE_BUILD, fl_build_id()))
+        return;
+    __atomic_store_n(&r->watches_noted, note_watches(s, m, head), __ATOMIC_RELAXED);
+    if (fl_store_note_set(s, NOTE_REV, head) == 0) {
         __atomic_store_n(&r->noted, head, __ATOMIC_RELAXED);
-        fl_log(FL_LOG_DEBUG, "server", "the controllers are idle at revision %lld: noted as reconciled",
-               (long long)head);
+        fl_log(FL_LOG_DEBUG, "server", "the controllers are idle at revision %lld: noted as reconciled%s",
+               (long long)head, r->watches_noted ? ", with the member watches" : "");
     }
 }
 
 static double gauge_noted(void *ctx)
 {
     return (double)__atomic_load_n(&((reconciled *)ctx)->noted, __ATOMIC_RELAXED);
+}
+
+static double gauge_watches_noted(void *ctx)
+{
+    return __atomic_load_n(&((reconciled *)ctx)->watches_noted, __ATOMIC_RELAXED) ? 1 : 0;
 }
 
 static double gauge_resumed(void *ctx)
@@ -242,6 +297,10 @@ int fl_cmd_server(int argc, char **argv)
                      "The last store revision this process noted as one every controller had finished at "
                      "(0: none yet).",
                      gauge_noted, &rec);
+    fl_metrics_gauge("flotilla_member_watches_noted",
+                     "1 when the member watches, and where each had reached, are noted with that revision: a "
+                     "start there resumes them instead of listing the members.",
+                     gauge_watches_noted, &rec);
 
     fl_http_config hcfg = {.listen = listen,
                            .cert_pem = insecure ? NULL : pki.server_cert_pem,
@@ -281,14 +340,18 @@ int fl_cmd_server(int argc, char **argv)
      * and watches, but in process (fl_api_local_client): no TLS, TCP or HTTP in between. */
     fl_client *cp = fl_api_local_client(&api, "flotilla-controller-manager");
     fl_ctrl_manager *ctrl = NULL;
+    json_t *watches = resumed_watches(store, resumed_rev);
+    rec.watches_noted = watches != NULL;
     fl_ctrl_env env = {.cp = cp,
                        .data_dir = data_dir,
                        .stopping = &api.stopping,
-                       .resumed_rev = resumed_rev};
+                       .resumed_rev = resumed_rev,
+                       .resumed_watches = watches};
     if (resumed_rev)
-        fl_log(FL_LOG_INFO, "server", "the controllers had finished at revision %lld: they resume there",
-               (long long)resumed_rev);
+        fl_log(FL_LOG_INFO, "server", "the controllers had finished at revision %lld: they resume there%s",
+               (long long)resumed_rev, watches ? ", and the member watches where they had reached" : "");
     fl_ctrl_manager_start(&env, fl_server_controllers, &ctrl);
+    json_decref(watches); /* the controllers took what they keep */
     printf("flotilla server listening on %s\nkubeconfig: %s\n", url, kc);
     fflush(stdout);
     free(kc);

@@ -120,6 +120,7 @@ struct fl_informer {
     int64_t resume_rev;          /* fl_informer_config.resume_rev */
     int64_t replay_upto;         /* the first watch is replaying (resume_rev, this]: informer thread */
     char *watch_from;            /* fl_informer_config.watch_from */
+    _Atomic int64_t told;        /* fl_informer_told_rv */
     atomic_bool incomplete;      /* watching from watch_from, not listed since */
 };
 
@@ -730,6 +731,7 @@ static int relist(fl_informer *inf)
         pthread_rwlock_unlock(&inf->lock);
         listing_reset(&ls);
         free(ls.keys);
+        atomic_store(&inf->told, rv_num(l.resource_version));
         fl_list_result_close(&l);
         mark_synced(inf);
         emit_listed(inf, 0);
@@ -762,6 +764,7 @@ static int relist(fl_informer *inf)
                 json_decref(p);
             }
     cmap_clear(&old);
+    atomic_store(&inf->told, rv_num(l.resource_version));
     fl_list_result_close(&l);
     atomic_store(&inf->incomplete, false);
     if (first)
@@ -823,6 +826,7 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
         pthread_rwlock_wrlock(&inf->lock);
         set_rv_locked(inf, rv);
         pthread_rwlock_unlock(&inf->lock);
+        atomic_store(&inf->told, rv_num(rv));
         return true;
     }
     if (inf->transform)
@@ -863,6 +867,7 @@ static bool on_event(void *ctx, int type, json_t *obj, fl_blob *text)
     }
     json_decref(prev);
     free(key);
+    atomic_store(&inf->told, rv_num(rv));
     return true;
 }
 
@@ -895,6 +900,7 @@ static void *informer_main(void *arg)
             pthread_rwlock_wrlock(&inf->lock);
             set_rv_locked(inf, inf->watch_from);
             pthread_rwlock_unlock(&inf->lock);
+            atomic_store(&inf->told, rv_num(inf->watch_from));
             need_list = false;
             listed = true; /* resume_rev's replay is for a first list */
         } else {
@@ -916,8 +922,10 @@ static void *informer_main(void *arg)
             need_list = false;
             fl_informer_last_rv(inf, rv, sizeof rv);
             int64_t at = strtoll(rv, NULL, 10);
-            if (!listed && inf->resume_rev > 0 && at > inf->resume_rev)
+            if (!listed && inf->resume_rev > 0 && at > inf->resume_rev) {
                 inf->replay_upto = at; /* the first watch tells what was deleted since resume_rev */
+                atomic_store(&inf->told, inf->resume_rev); /* not told yet */
+            }
             listed = true;
         }
         if (inf->replay_upto)
@@ -1026,6 +1034,11 @@ void fl_informer_free(fl_informer *inf)
     free(inf->field);
     free(inf->watch_from);
     free(inf);
+}
+
+int64_t fl_informer_told_rv(fl_informer *inf)
+{
+    return atomic_load(&inf->told);
 }
 
 bool fl_informer_complete(fl_informer *inf)

@@ -210,6 +210,12 @@ void fl_informer_each(fl_informer *inf, const char *ns, void (*fn)(void *ctx, js
  * arrive (attempts that fail before a page do not count). For telling a long first list
  * from a stuck one. */
 int64_t fl_informer_list_progress_ms(fl_informer *inf);
+/* The resourceVersion, as a number, up to which the handlers have been told everything:
+ * the last event's once its handlers returned, a bookmark's, a list's once its changes were
+ * told (or would have been: silent_first_list), watch_from at the start; 0 before, or when
+ * the server's resourceVersions are not numbers. A caller that noted it, and whose
+ * handlers' work was done by then, may later start an informer with watch_from it. */
+int64_t fl_informer_told_rv(fl_informer *inf);
 /* The last resourceVersion the informer has seen (list, event or bookmark); "" before. */
 void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap);
 

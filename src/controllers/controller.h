@@ -39,6 +39,9 @@ typedef struct fl_ctrl_env {
      * fl_ctrl_resumable queue nothing for the objects their first lists hold unchanged since:
      * reconciling them again would change nothing. */
     int64_t resumed_rev;
+    /* With resumed_rev: the member watches noted with it (fl_ctrl_member_marks), each
+     * [cluster, apiVersion, kind, resource, revision] (borrowed; NULL: none were). */
+    const json_t *resumed_watches;
 } fl_ctrl_env;
 
 typedef struct fl_controller {
@@ -160,6 +163,11 @@ void fl_ctrl_resume_broad(const fl_ctrl_env *env);
  * revision it resumed at: then a first list told it, as every controller had last seen it,
  * and it is not a change. */
 bool fl_ctrl_resumed_add(const fl_ctrl_env *env, const json_t *obj);
+/* The controller that watches members (the execution controller) says where its watches
+ * are: fn(ctx) gives them when it is idle (fl_exec_marks), else NULL. One per manager. */
+void fl_ctrl_member_marks(const fl_ctrl_env *env, json_t *(*fn)(void *ctx), void *ctx);
+/* What that fn gives now (a new reference), or NULL. */
+json_t *fl_ctrl_manager_member_marks(fl_ctrl_manager *m);
 
 /* The controllers the server runs, NULL-terminated (controllers.c). */
 extern const fl_controller *const fl_server_controllers[];

@@ -111,6 +111,10 @@ struct fl_exec {
     /* Member watches started ahead, while the Work cache makes its first list (watch_ahead):
      * the (cluster, kind) use keys seen, and those waiting for the ahead thread; under mu */
     json_t *ahead_seen, *ahead_todo;
+    /* Resuming (fl_exec_resume): the noted member watches the ahead thread has still to
+     * start, and the clusters whose unchanged Works a first list brings are left alone;
+     * under mu */
+    json_t *resume_todo, *resume_clusters;
     pthread_cond_t ahead_cv;
     pthread_t ahead;
     bool ahead_started;
@@ -1466,11 +1470,65 @@ static void start_watch(exec *x, const char *cluster, const char *av, const char
     free(emsg);
 }
 
+/* The cluster's Works are reconciled whatever a first list says of them from now on (x->mu
+ * not held). NULL: every cluster's. */
+static void unresume(exec *x, const char *cluster)
+{
+    pthread_mutex_lock(&x->mu);
+    if (cluster)
+        json_object_del(x->resume_clusters, cluster);
+    else
+        json_object_clear(x->resume_clusters);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* Start the member watches noted (fl_exec_resume) at their revisions, before any Work
+ * comes: a cluster whose member cannot be had now is reconciled in full. */
+static void start_resumed(exec *x)
+{
+    pthread_mutex_lock(&x->mu);
+    json_t *todo = x->resume_todo;
+    x->resume_todo = NULL;
+    pthread_mutex_unlock(&x->mu);
+    size_t i, n = 0;
+    json_t *mk;
+    json_array_foreach(todo, i, mk) {
+        const char *cluster = json_string_value(json_array_get(mk, 0));
+        fl_client *mc = NULL;
+        char *emsg = NULL;
+        if (member_client(x, cluster, &mc, &emsg) == 0 &&
+            fl_ws_watch_resume(x->watches, cluster, mc, json_string_value(json_array_get(mk, 1)),
+                               json_string_value(json_array_get(mk, 2)), json_string_value(json_array_get(mk, 3)),
+                               json_string_value(json_array_get(mk, 4))) == 0) {
+            n++;
+        } else {
+            fl_log(FL_LOG_INFO, "execution", "%s: its Works are checked in full", emsg ? emsg : cluster);
+            fl_exec_requeue_cluster(x, cluster);
+        }
+        free(emsg);
+    }
+    if (n)
+        fl_metrics_count("flotilla_execution_watches_resumed_total",
+                         "Member watches started where they had been noted with the reconciled revision, "
+                         "instead of listing",
+                         (double)n);
+    json_decref(todo);
+}
+
+/* A watch started at its noted revision had to list (workstatus.c) */
+static void relisted(void *ctx, const char *cluster)
+{
+    fl_log(FL_LOG_INFO, "execution", "cluster %s: a member watch could not go on from where it was noted; its "
+           "Works are checked in full", cluster);
+    fl_exec_requeue_cluster(ctx, cluster);
+}
+
 /* The thread that starts watches ahead; it ends with the Work cache's first list. */
 static void *ahead_loop(void *arg)
 {
     exec *x = arg;
     pthread_setname_np(pthread_self(), "fl-exec-ahead");
+    start_resumed(x);
     pthread_mutex_lock(&x->mu);
     for (;;) {
         while (!atomic_load(&x->quit) && !json_array_size(x->ahead_todo) && !fl_informer_has_synced(x->works)) {
@@ -1548,8 +1606,28 @@ static void enqueue_work(exec *x, const json_t *work, bool delivery)
     free(key);
 }
 
+/* A Work a first list brings as it was when its cluster's member watches were noted: what
+ * changed since in the member, the watch tells (fl_exec_resume). */
+static bool resumed_unchanged(exec *x, const json_t *work)
+{
+    const char *cluster = work_cluster(work);
+    if (!x->ops.resumed || !cluster)
+        return false;
+    pthread_mutex_lock(&x->mu);
+    bool resumed = json_object_get(x->resume_clusters, cluster) != NULL;
+    pthread_mutex_unlock(&x->mu);
+    return resumed && x->ops.resumed(x->ops.ctx, work);
+}
+
 static void work_added(void *ctx, json_t *obj)
 {
+    if (resumed_unchanged(ctx, obj)) {
+        fl_metrics_count("flotilla_execution_works_resumed_total",
+                         "Works a resumed start left alone: unchanged since the reconciled revision, their member "
+                         "watches going on from where they were noted",
+                         1);
+        return;
+    }
     enqueue_work(ctx, obj, true);
 }
 
@@ -1577,6 +1655,8 @@ void fl_exec_requeue_cluster(fl_exec *x, const char *name)
 {
     if (!x || !name)
         return;
+    /* first: a Work listed after it is queued by its add, one before it is in the walk */
+    unresume(x, name);
     char *ns = fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, name);
     fl_informer_each(x->works, ns, requeue_one, x);
     free(ns);
@@ -1608,6 +1688,7 @@ void fl_exec_requeue_kind(fl_exec *x, const char *api_version, const char *kind)
     if (!x)
         return;
     kind_walk k = {x, api_version, kind};
+    unresume(x, NULL);
     fl_informer_each(x->works, NULL, requeue_if_kind, &k);
 }
 
@@ -1663,6 +1744,48 @@ static void *resync_loop(void *arg)
     return NULL;
 }
 
+/* ---- resuming ---- */
+
+void fl_exec_resume(fl_exec *x, const json_t *marks)
+{
+    pthread_mutex_lock(&x->mu);
+    json_decref(x->resume_todo);
+    x->resume_todo = json_array();
+    size_t i;
+    json_t *mk;
+    json_array_foreach(marks, i, mk) {
+        bool whole = json_array_size(mk) == 5;
+        for (size_t j = 0; whole && j < 5; j++)
+            whole = json_string_value(json_array_get(mk, j)) != NULL;
+        if (!whole)
+            continue;
+        json_array_append(x->resume_todo, mk);
+        json_object_set_new(x->resume_clusters, json_string_value(json_array_get(mk, 0)), json_true());
+    }
+    size_t nw = json_array_size(x->resume_todo), nc = json_object_size(x->resume_clusters);
+    pthread_mutex_unlock(&x->mu);
+    if (nw)
+        fl_log(FL_LOG_INFO, "execution", "%zu member watches in %zu clusters go on from where they were noted", nw,
+               nc);
+}
+
+json_t *fl_exec_marks(fl_exec *x)
+{
+    if (!fl_informer_has_synced(x->works) || !fl_workqueue_idle(x->q))
+        return NULL;
+    pthread_mutex_lock(&x->mu);
+    bool busy = json_object_size(x->first_status) || json_object_size(x->undelivered) ||
+                json_array_size(x->resume_todo);
+    pthread_mutex_unlock(&x->mu);
+    json_t *marks = busy ? NULL : fl_ws_watches_marks(x->watches);
+    /* idle again after them: a Work an event told before them queued has been reconciled */
+    if (marks && !fl_workqueue_idle(x->q)) {
+        json_decref(marks);
+        marks = NULL;
+    }
+    return marks;
+}
+
 /* ---- lifecycle ---- */
 
 int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
@@ -1685,6 +1808,8 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->q = fl_workqueue_new(NULL);
     x->stop = fl_client_cancel_new();
     x->watches = fl_ws_watches_new(x->q);
+    fl_ws_watches_on_relisted(x->watches, relisted, x);
+    x->resume_clusters = json_object();
     atomic_init(&x->quit, false);
     pthread_mutex_init(&x->mu, NULL);
     x->inflight = json_object();
@@ -1774,6 +1899,8 @@ void fl_exec_free(fl_exec *x)
     json_decref(x->undelivered);
     json_decref(x->ahead_seen);
     json_decref(x->ahead_todo);
+    json_decref(x->resume_todo);
+    json_decref(x->resume_clusters);
     pthread_cond_destroy(&x->ahead_cv);
     pthread_mutex_destroy(&x->mu);
     free(x);
@@ -1782,6 +1909,7 @@ void fl_exec_free(fl_exec *x)
 /* ---- the push controller: Works of Push clusters, members from Cluster + Secret ---- */
 
 typedef struct push {
+    fl_ctrl_env env;
     fl_exec *engine;
     fl_recorder *recorder; /* holds its Events back while Works wait for delivery */
     fl_informer *clusters;
@@ -1827,6 +1955,36 @@ static void push_each_cluster(void *ctx, void (*fn)(void *fctx, const char *clus
     push *p = ctx;
     push_each e = {fn, fctx};
     fl_informer_each(p->clusters, NULL, push_each_one, &e);
+}
+
+static bool push_resumed(void *ctx, const json_t *work)
+{
+    push *p = ctx;
+    return fl_ctrl_resumed_add(&p->env, work);
+}
+
+static json_t *push_marks(void *ctx)
+{
+    push *p = ctx;
+    return fl_exec_marks(p->engine);
+}
+
+/* The member watches noted with the revision the server resumes at, of the clusters that are
+ * as they were then (present, delivered to, not going, not changed since) */
+static json_t *push_resumable(push *p, const json_t *noted)
+{
+    json_t *kept = json_array();
+    size_t i;
+    json_t *mk;
+    json_array_foreach(noted, i, mk) {
+        json_t *cl = NULL;
+        const char *name = json_string_value(json_array_get(mk, 0));
+        if (name && fl_informer_get(p->clusters, NULL, name, &cl) == 0 && push_delivers(cl) &&
+            !meta(cl, "deletionTimestamp") && fl_ctrl_resumed_add(&p->env, cl))
+            json_array_append(kept, mk);
+        json_decref(cl);
+    }
+    return kept;
 }
 
 static int push_member(void *ctx, const char *cluster, fl_client **out, char **err)
@@ -1905,6 +2063,7 @@ static int push_start(const fl_ctrl_env *env, void **state)
 {
     push *p = fl_calloc(1, sizeof *p);
     *state = NULL;
+    p->env = *env;
     p->members = env->members;
     fl_exec_config ec = {.cp = env->cp,
                          .interp = env->interp,
@@ -1916,6 +2075,7 @@ static int push_start(const fl_ctrl_env *env, void **state)
                          .ops = {.cluster = push_cluster,
                                  .member = push_member,
                                  .each_cluster = push_each_cluster,
+                                 .resumed = push_resumed,
                                  .ctx = p}};
     fl_informer_config cc = {
         .client = env->cp,
@@ -1932,6 +2092,11 @@ static int push_start(const fl_ctrl_env *env, void **state)
         /* Clusters first, so the Works' first reconciles know their clusters. Not fatal:
          * handlers and the resync catch up. */
         fl_informer_wait_synced(p->clusters, 5000);
+        if (env->resumed_watches) {
+            json_t *kept = push_resumable(p, env->resumed_watches);
+            fl_exec_resume(p->engine, kept);
+            json_decref(kept);
+        }
         rc = fl_exec_start(p->engine);
     }
     if (!rc) {
@@ -1944,6 +2109,7 @@ static int push_start(const fl_ctrl_env *env, void **state)
         return rc;
     }
     fl_ctrl_on_interp_change(env, push_interp_changed, p);
+    fl_ctrl_member_marks(env, push_marks, p);
     *state = p;
     return 0;
 }

@@ -60,6 +60,9 @@ typedef struct fl_exec_ops {
     /* Optional: fn(fctx, name) for each cluster this engine delivers to. A kind the Work
      * cache's first list shows is then watched in all of them at once (watch_ahead). */
     void (*each_cluster)(void *ctx, void (*fn)(void *fctx, const char *cluster), void *fctx);
+    /* Optional, with fl_exec_resume: whether a Work a first list brings is as it was when
+     * its cluster's member watches were noted (written at or before that revision). */
+    bool (*resumed)(void *ctx, const json_t *work);
     void *ctx;
 } fl_exec_ops;
 
@@ -81,6 +84,17 @@ typedef struct fl_exec_config {
 /* Create a stopped engine (no threads, no I/O). *out set on every path; FL_EINVAL
  * without cp or ops. */
 int fl_exec_new(const fl_exec_config *cfg, fl_exec **out);
+/* Before fl_exec_start: resume where the member watches were noted (fl_exec_marks, as
+ * [cluster, apiVersion, kind, resource, revision] items; copied). Each starts at its
+ * revision instead of listing, and a Work of one of those clusters that ops.resumed says
+ * is unchanged is not reconciled: only what its watches tell since, or a change of its
+ * own, queues it. A cluster whose watch cannot go on from there, or whose Cluster
+ * changes, has all its Works reconciled (fl_exec_requeue_cluster). */
+void fl_exec_resume(fl_exec *e, const json_t *marks);
+/* The member watches as fl_exec_resume takes them (a new array), when the engine is idle:
+ * the Work cache listed, nothing queued or being reconciled, no first status waiting, and
+ * every watch listed; else NULL. Any thread. */
+json_t *fl_exec_marks(fl_exec *e);
 /* Start the Work informer, the workers and the 30 s resync. */
 int fl_exec_start(fl_exec *e);
 /* Re-queue every Work of a cluster (its Cluster appeared, changed mode, was paused or
@@ -129,6 +143,20 @@ void fl_ws_watches_free(fl_ws_watches *w);
 int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
                     const char *kind, const char *resource, int wait_ms, fl_ws_watch **out);
 fl_informer *fl_ws_watch_informer(fl_ws_watch *wt);
+/* Start the watch of kind in cluster at the member revision from, where it was noted
+ * (fl_ws_watches_marks), unless it runs already: it lists nothing, and what changed since
+ * re-queues its Works. If it has to list after all (the member's history does not reach
+ * from, or the watch breaks before it lists once), the registry's relisted callback is
+ * told the cluster once that list is over. 0 or FL_ECLOSED. */
+int fl_ws_watch_resume(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
+                       const char *kind, const char *resource, const char *from);
+/* fn(ctx, cluster) on an informer's thread: see fl_ws_watch_resume. Before any watch. */
+void fl_ws_watches_on_relisted(fl_ws_watches *w, void (*fn)(void *ctx, const char *cluster), void *ctx);
+/* Every watch as [cluster, apiVersion, kind, resource, revision]: the member revision up
+ * to which its handlers have queued the Works of what it was told (fl_informer_told_rv; a
+ * new array), or NULL while one has not listed or knows no such revision (the member's
+ * are not numbers). */
+json_t *fl_ws_watches_marks(fl_ws_watches *w);
 /* Whether the watch has not listed yet, though its list moved (started, or had a page)
  * less than grace_ms ago: the list is on its way. A list that has not moved for that long
  * (the member is slow or down, or the list failed and waits to retry) is not waited for. */

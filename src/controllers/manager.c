@@ -50,6 +50,8 @@ struct fl_ctrl_manager {
     fl_workqueue **resumable;
     size_t nresumable;
     bool resume_off; /* atomic: fl_ctrl_resume_broad */
+    json_t *(*marks)(void *ctx); /* fl_ctrl_member_marks; set while controllers start */
+    void *marks_ctx;
 };
 
 /* What the shared Work informer keeps no decoding of (in process): what a Work's manifests
@@ -226,6 +228,17 @@ void fl_ctrl_resume_broad(const fl_ctrl_env *env)
     fl_log(FL_LOG_INFO, "controllers",
            "a change since revision %lld concerns objects still being listed: the first lists are reconciled whole",
            (long long)env->resumed_rev);
+}
+
+void fl_ctrl_member_marks(const fl_ctrl_env *env, json_t *(*fn)(void *ctx), void *ctx)
+{
+    env->manager->marks = fn;
+    env->manager->marks_ctx = ctx;
+}
+
+json_t *fl_ctrl_manager_member_marks(fl_ctrl_manager *m)
+{
+    return m && m->marks ? m->marks(m->marks_ctx) : NULL;
 }
 
 bool fl_ctrl_resumed_add(const fl_ctrl_env *env, const json_t *obj)

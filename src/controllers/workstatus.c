@@ -32,6 +32,7 @@
 #include "controllers/execution.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@
 struct fl_ws_watch {
     fl_ws_watch *next;         /* hash chain */
     char *key;                 /* fl_ws_use_key() */
+    char *resource;            /* what the member serves the kind as */
+    fl_ws_watches *reg;
     fl_client *client;         /* the member client the informer uses (borrowed) */
     fl_informer *inf;
     fl_workqueue *q;
@@ -56,6 +59,7 @@ struct fl_ws_watch {
     bool listed;               /* in the table */
     pthread_mutex_t park_mu;
     json_t *parked;            /* set of Work keys waiting for the first list: fl_ws_watch_park */
+    atomic_bool resumed;       /* started at a noted revision, not listed since */
 };
 
 struct fl_ws_watches {
@@ -64,6 +68,8 @@ struct fl_ws_watches {
     fl_ws_watch **buckets;
     size_t nbuckets, count;
     bool closed;
+    void (*relisted)(void *ctx, const char *cluster); /* fl_ws_watches_on_relisted */
+    void *relisted_ctx;
 };
 
 /* ---- handlers: on the informer's thread ---- */
@@ -145,8 +151,18 @@ static void unpark(fl_ws_watch *wt)
  * (they judge for themselves whether to wait on: fl_ws_watch_listing) */
 static void on_listed(void *ctx, int rc)
 {
-    (void)rc;
-    unpark(ctx);
+    fl_ws_watch *wt = ctx;
+    unpark(wt);
+    if (rc)
+        return;
+    /* a watch that could not go on from its noted revision: what the member holds is known
+     * now, but not what it lost meanwhile; the cluster's Works look again */
+    if (atomic_exchange(&wt->resumed, false) && wt->reg->relisted) {
+        const char *nl = strchr(wt->key, '\n');
+        char *cluster = fl_strndup(wt->key, nl ? (size_t)(nl - wt->key) : strlen(wt->key));
+        wt->reg->relisted(wt->reg->relisted_ctx, cluster);
+        free(cluster);
+    }
 }
 
 /* ---- registry ---- */
@@ -172,6 +188,7 @@ static void watch_free(fl_ws_watch *wt)
     unpark(wt);                /* none may wait for a list that will not come */
     pthread_mutex_destroy(&wt->park_mu);
     free(wt->key);
+    free(wt->resource);
     free(wt);
 }
 
@@ -206,8 +223,9 @@ static void grow_locked(fl_ws_watches *w)
     w->nbuckets = n;
 }
 
-int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
-                    const char *kind, const char *resource, int wait_ms, fl_ws_watch **out)
+/* fl_ws_watch_get, for a watch that starts at the member revision from (NULL: lists). */
+static int watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
+                     const char *kind, const char *resource, int wait_ms, const char *from, fl_ws_watch **out)
 {
     *out = NULL;
     char *key = fl_ws_use_key(cluster, api_version, kind);
@@ -235,8 +253,11 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
         wt = fl_calloc(1, sizeof *wt);
         wt->key = key;
         key = NULL;
+        wt->resource = fl_strdup(resource);
+        wt->reg = w;
         wt->client = client;
         wt->q = w->q;
+        atomic_init(&wt->resumed, from != NULL && !replacing);
         pthread_mutex_init(&wt->park_mu, NULL);
         fl_informer_config cfg = {
             .client = client,
@@ -258,6 +279,9 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
              * that replaces one (a new client) tells them: Works that looked through the old
              * one see what changed between the two. */
             .silent_first_list = !replacing,
+            /* resumed: the events since the noted revision queue their Works; if it cannot
+             * start there, it lists, and on_listed queues all of the cluster's */
+            .watch_from = replacing ? NULL : from,
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);
@@ -291,6 +315,49 @@ int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, co
     }
     *out = wt;
     return 0;
+}
+
+int fl_ws_watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
+                    const char *kind, const char *resource, int wait_ms, fl_ws_watch **out)
+{
+    return watch_get(w, cluster, client, api_version, kind, resource, wait_ms, NULL, out);
+}
+
+int fl_ws_watch_resume(fl_ws_watches *w, const char *cluster, fl_client *client, const char *api_version,
+                       const char *kind, const char *resource, const char *from)
+{
+    fl_ws_watch *wt = NULL;
+    int rc = watch_get(w, cluster, client, api_version, kind, resource, -1, from, &wt);
+    fl_ws_watch_put(w, wt);
+    return rc;
+}
+
+void fl_ws_watches_on_relisted(fl_ws_watches *w, void (*fn)(void *ctx, const char *cluster), void *ctx)
+{
+    w->relisted = fn;
+    w->relisted_ctx = ctx;
+}
+
+json_t *fl_ws_watches_marks(fl_ws_watches *w)
+{
+    json_t *marks = json_array();
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; marks && i < w->nbuckets; i++)
+        for (fl_ws_watch *wt = w->buckets[i]; marks && wt; wt = wt->next) {
+            int64_t rv = fl_informer_told_rv(wt->inf);
+            const char *nl1 = strchr(wt->key, '\n'), *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+            if (!rv || !nl2 || !fl_informer_has_synced(wt->inf)) { /* not known how far it is */
+                json_decref(marks);
+                marks = NULL;
+                break;
+            }
+            char num[24];
+            snprintf(num, sizeof num, "%lld", (long long)rv);
+            json_array_append_new(marks, json_pack("[s#s#sss]", wt->key, (int)(nl1 - wt->key), nl1 + 1,
+                                                   (int)(nl2 - nl1 - 1), nl2 + 1, wt->resource, num));
+        }
+    pthread_mutex_unlock(&w->mu);
+    return marks;
 }
 
 bool fl_ws_watch_listing(fl_ws_watch *wt, int64_t grace_ms)

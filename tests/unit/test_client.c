@@ -2441,6 +2441,7 @@ static void test_informer_watching_from_a_revision_tells_only_what_changed_since
     delete_cm(f, "default", "gone");
     patch_cm(f, "default", "edited", "2");
     create_cm(f, "default", "new", "1");
+    int64_t last = fl_store_rev(f->store);
     inf_log l;
     fl_informer *inf = informer_resuming(f->c, &l, "default", 0, false, 0, from);
     assert_int_equal(fl_informer_start(inf), 0);
@@ -2451,6 +2452,7 @@ static void test_informer_watching_from_a_revision_tells_only_what_changed_since
                5000);
     assert_int_equal(rec_count(&l.r), 3);
     assert_int_equal(atomic_load(&l.listed_ok), 0);
+    WAIT_UNTIL(fl_informer_told_rv(inf) == last, 5000); /* the handlers have seen up to it */
     json_t *obj = NULL; /* not held, and perhaps there: ask the server */
     assert_int_equal(fl_informer_get(inf, "default", "kept", &obj), FL_EEXPIRED);
     char rv[32];
@@ -2465,6 +2467,7 @@ static void test_informer_watching_from_a_revision_tells_only_what_changed_since
     assert_int_equal(fl_informer_start(inf), 0);
     WAIT_UNTIL(atomic_load(&l.listed_ok) == 1, 5000);
     assert_true(fl_informer_complete(inf));
+    assert_true(fl_informer_told_rv(inf) >= last);
     assert_true(rec_has(&l.r, "add default/kept=1"));
     assert_int_equal(rec_count(&l.r), 3); /* kept, edited, new */
     assert_int_equal(fl_informer_get(inf, "default", "kept", &obj), 0);
