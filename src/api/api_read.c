@@ -205,6 +205,7 @@ typedef struct list_ctx {
     /* with objs: the next chunk's items, as stored values and perhaps decoded already */
     fl_blob **pend;
     json_t **pend_obj;
+    int64_t *pend_rev;
     size_t npend;
     int parts; /* the decoders of the pending items */
     /* with objs and in->on_items: the stored value of each of objs */
@@ -223,9 +224,13 @@ static void decode_part(void *ctx, int part)
 {
     list_ctx *c = ctx;
     size_t per = (c->npend + c->parts - 1) / c->parts;
-    for (size_t i = (size_t)part * per; i < c->npend && i < (size_t)(part + 1) * per; i++)
-        if (!c->pend_obj[i])
-            c->pend_obj[i] = fl_api_decoded_skipping(c->pend[i], c->in ? c->in->item_skip : NULL);
+    for (size_t i = (size_t)part * per; i < c->npend && i < (size_t)(part + 1) * per; i++) {
+        if (c->pend_obj[i])
+            continue;
+        bool bare = c->in && c->in->bare_skip && c->pend_rev[i] <= c->in->bare_upto;
+        c->pend_obj[i] = bare ? fl_json_load_skipping(c->pend[i]->data, c->pend[i]->len, c->in->bare_skip)
+                              : fl_api_decoded_skipping(c->pend[i], c->in ? c->in->item_skip : NULL);
+    }
 }
 
 /* The pending items decoded, in order, into c->objs: as watch events in process are, the
@@ -287,7 +292,9 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         if (!c->pend) {
             c->pend = fl_malloc(LIST_CHUNK * sizeof *c->pend);
             c->pend_obj = fl_malloc(LIST_CHUNK * sizeof *c->pend_obj);
+            c->pend_rev = fl_malloc(LIST_CHUNK * sizeof *c->pend_rev);
         }
+        c->pend_rev[c->npend] = kv->rev;
         c->pend[c->npend] = fl_blob_ref(kv->value);
         c->pend_obj[c->npend++] = json_incref(parsed);
         if (c->npend == LIST_CHUNK) {
@@ -380,6 +387,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     hand_items(&c); /* or else the last chunk's items go with the answer */
     free(c.pend);
     free(c.pend_obj);
+    free(c.pend_rev);
     free(c.texts);
     if (rc == FL_EEXPIRED) {
         fl_resp_status(r, 410, "Expired", t, NULL,

@@ -92,6 +92,10 @@ typedef struct fl_client_local_list {
     /* With want_obj: members an item decoded for the answer may leave out (paths within an
      * item, as fl_list_opts.skip_fields), NULL-terminated. */
     const char *const *item_skip;
+    /* With want_obj: items whose revision is at or below bare_upto are decoded without
+     * bare_skip instead (fl_list_opts.bare_upto). */
+    int64_t bare_upto;
+    const char *const *bare_skip;
     /* With want_obj: items handed over as the list goes, in its order, on the calling thread,
      * before serve returns; the array is emptied after each call, and the answer's items are
      * what is left. So a long list can be worked on before its end. texts[i] is the stored
@@ -215,6 +219,11 @@ typedef struct fl_list_opts {
      * fast decoder cannot read this way (fl_json_load_items) comes decoded, texts NULL; and
      * so does every page in process, where the server keeps the texts already. */
     bool page_texts;
+    /* Optional, in process: items last written at or before this revision are decoded
+     * without bare_skip (NULL-terminated, as skip_fields) instead of skip_fields: for a
+     * cache that keeps such items as their revisions only (fl_informer_config.resume_bare). */
+    int64_t bare_upto;
+    const char *const *bare_skip;
 } fl_list_opts;
 
 typedef struct fl_list_result {

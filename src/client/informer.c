@@ -87,6 +87,7 @@ struct fl_informer {
     const char *const *skip; /* borrowed from the config */
     const char *const *partial; /* borrowed from the config; NULL over HTTP */
     const char **list_skip;     /* with partial: skip and partial, for lists */
+    const char **bare_skip;     /* resume_bare: skip, spec and status */
     bool local;                 /* in process: a list's items come with their stored values */
     bool rv_reads;              /* in process, and stored values can be read by rv */
     int backoff_min, backoff_max, watch_timeout;
@@ -457,6 +458,16 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->no_old = cfg->no_old_objects;
     inf->silent_first = cfg->silent_first_list;
     inf->resume_rev = cfg->resume_rev;
+    if (cfg->resume_bare && cfg->resume_rev > 0 && inf->partial && cfg->compact && inf->rv_reads) {
+        size_t n = 0, k = 0;
+        for (const char *const *p = inf->skip; p && *p; p++)
+            n++;
+        inf->bare_skip = fl_calloc(n + 3, sizeof *inf->bare_skip);
+        for (const char *const *p = inf->skip; p && *p; p++)
+            inf->bare_skip[k++] = *p;
+        inf->bare_skip[k++] = "spec";
+        inf->bare_skip[k++] = "status";
+    }
     inf->watch_from = dup_opt(cfg->watch_from);
     atomic_init(&inf->incomplete, inf->watch_from != NULL);
     pthread_mutex_init(&inf->hot_mu, NULL);
@@ -581,8 +592,12 @@ static page_texts texts_of(const fl_informer *inf, fl_blob *const *texts)
 /* The entry of a listed item. */
 static centry *listed_entry(fl_informer *inf, const char *key, json_t *item, page_texts pt, size_t i)
 {
+    /* resume_bare: an item the list decoded bare (fl_list_opts.bare_upto) keeps what an object
+     * a watch brought keeps, its revision */
+    bool bare = inf->bare_skip && pt.stored && pt.stored[i] && !fl_informer_has_synced(inf) &&
+                rv_num(fl_client_object_rv(item)) <= inf->resume_rev;
     return centry_new(inf, key, item, pt.stored ? pt.stored[i] : NULL, pt.item ? pt.item[i] : NULL,
-                      inf->partial != NULL, true);
+                      inf->partial != NULL, !bare);
 }
 
 /* A progressive list's page: into the cache, then its adds told. */
@@ -705,6 +720,9 @@ static int relist(fl_informer *inf)
                       .on_page = list_page_in,
                       .page_ctx = &ls,
                       .take_pages = true,
+                      /* only a first list is decoded bare: it queues nothing for them */
+                      .bare_upto = inf->bare_skip && !fl_informer_has_synced(inf) ? inf->resume_rev : 0,
+                      .bare_skip = inf->bare_skip && !fl_informer_has_synced(inf) ? inf->bare_skip : NULL,
                       /* a compact cache keeps texts: over HTTP, items come as texts, not
                        * decoded, when all the transform would do is leave out skip */
                       .page_texts = inf->compact && (!inf->transform || (inf->transform == fl_informer_drop_managed_fields &&
@@ -1027,6 +1045,7 @@ void fl_informer_free(fl_informer *inf)
     pthread_mutex_destroy(&inf->life_mu);
     free(inf->handlers);
     free(inf->list_skip);
+    free(inf->bare_skip);
     free(inf->api_version);
     free(inf->resource);
     free(inf->ns);

@@ -98,6 +98,9 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
         .partial_fields = works ? work_partial_fields : bindings ? binding_partial_fields : NULL,
         .compact = works || bindings,
         .resume_rev = env->resumed_rev,
+        /* resuming with the member watches too, nothing reads every Work: the execution
+         * controller's pass is skipped with the others' (fl_exec_resume) */
+        .resume_bare = works && env->resumed_watches,
     };
     fl_informer_new(&cfg, &s->inf);
     if (m->started)

@@ -581,24 +581,35 @@ def test_restart_at_the_reconciled_revision_skips_the_first_passes_and_misses_no
                    "placement": {"clusterAffinity": {"clusterNames": ["m1"]}}}}
     code, body = cp.curl("POST", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies", pp)
     assert code == 201, body
-    names = ("kept", "edited", "gone", "drifted")
+    names = ("kept", "edited", "gone", "drifted", "touched")
     for name in names:
         code, body = cp.curl("POST", MEMBER_DEPLOY, rendered_deployment(name))
         assert code == 201, body
     for name in names:
         wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/{name}"), timeout=WAIT, what=f"{name} in the member")
-    # once every controller is idle and the store still, its head is noted as reconciled
-    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision"),
-             timeout=WAIT, what="the reconciled revision noted")
+    # once every controller is idle and the store still, its head is noted as reconciled, with
+    # the member watches and where each had reached
+    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision")
+             and metric(cp, "flotilla_member_watches_noted") == 1,
+             timeout=WAIT, what="the reconciled revision noted with the member watches")
     kept_rv = get(member, f"{MEMBER_DEPLOY}/kept")["metadata"]["resourceVersion"]
     cp.kill()
-    # while the control plane is down, someone deletes an object in the member
+    # while the control plane is down, someone deletes an object in the member, and edits another
     code, body = member.curl("DELETE", f"{MEMBER_DEPLOY}/drifted")
+    assert code == 200, body
+    code, body = member.curl("PATCH", f"{MEMBER_DEPLOY}/touched", {"spec": {"replicas": 5}},
+                             content_type="application/merge-patch+json")
     assert code == 200, body
     cp.start()
     assert metric(cp, "flotilla_controllers_resumed") == 1
-    # the execution engine's pass still runs: the member's drift while down is repaired
+    # the member watch goes on from where it was noted, listing nothing; it tells the drift
+    # while down, which is repaired
     wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/drifted"), timeout=WAIT, what="the deleted member object back")
+    wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/touched")["spec"]["replicas"] == 1, timeout=WAIT,
+             what="the edited member object put back")
+    assert metric(cp, "flotilla_execution_watches_resumed_total") == 1
+    # every Work was left alone at the start; only the watch's events queued the two
+    assert metric(cp, "flotilla_execution_works_resumed_total") == len(names)
     wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision"),
              timeout=WAIT, what="a new reconciled revision noted")
     # what did not change was not reconciled again: the binding controller rendered nothing to
@@ -635,6 +646,30 @@ def test_restart_at_the_reconciled_revision_skips_the_first_passes_and_misses_no
     # the changed policy's new kind is listed after the restart, with objects from before it
     wait_for(lambda: get(member, f"{MEMBER_CM}/late"), timeout=WAIT, what="the ConfigMap the policy now selects")
     assert get(member, f"{MEMBER_DEPLOY}/kept")["metadata"]["resourceVersion"] == kept_rv
+
+
+def test_a_member_watch_that_cannot_go_on_where_it_was_noted_lists_and_checks_its_cluster(resume_pair):
+    cp, member = resume_pair
+    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision")
+             and metric(cp, "flotilla_member_watches_noted") == 1,
+             timeout=WAIT, what="the reconciled revision noted with the member watches")
+    cp.kill()
+    # the member begins again with an empty store (same address and credentials): its history
+    # is behind the revisions the watches were noted at
+    member.kill()
+    for suffix in ("", "-wal", "-shm"):
+        path = os.path.join(member.data_dir, "store.db" + suffix)
+        if os.path.exists(path):
+            os.remove(path)
+    member.start()
+    assert get(member, f"{MEMBER_DEPLOY}/kept") is None
+    cp.start()
+    assert metric(cp, "flotilla_controllers_resumed") == 1
+    # the watches list instead, and every Work of the cluster is checked: all is delivered again
+    for name in ("kept", "edited", "drifted", "touched", "new"):
+        wait_for(lambda: get(member, f"{MEMBER_DEPLOY}/{name}"), timeout=WAIT, what=f"{name} delivered again")
+    wait_for(lambda: get(member, f"{MEMBER_CM}/late"), timeout=WAIT, what="the ConfigMap delivered again")
+    assert get(member, f"{MEMBER_DEPLOY}/gone") is None
 
 
 FIRST_STATUS_MS = 1500

@@ -1969,6 +1969,47 @@ static void test_partial_informer_keeps_no_value_of_listed_objects(void **state)
     fl_informer_free(inf);
 }
 
+static void count_add(void *ctx, json_t *obj)
+{
+    (void)obj;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+}
+
+/* In process, a resuming partial informer with resume_bare keeps of an object its first list
+ * holds unchanged since the revision only that object's revision, as of a watched one, and
+ * tells it; one changed since keeps its decoding as any listed object. */
+static void test_resuming_informer_keeps_only_revisions_of_objects_listed_unchanged(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "old", "1");
+    int64_t resume = fl_store_rev(f->store);
+    create_cm(f, "default", "new", "1");
+    static const char *const partial[] = {"data", NULL};
+    atomic_int adds;
+    atomic_init(&adds, 0);
+    /* the handler reads nothing: a read of a cold entry would leave it in the hot slot */
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default",
+                              .transform = fl_informer_drop_managed_fields, .partial_fields = partial,
+                              .handlers = {.on_add = count_add, .ctx = &adds},
+                              .compact = true, .hot_objects = 1, .resume_rev = resume, .resume_bare = true};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    assert_int_equal(atomic_load(&adds), 2); /* both told */
+    char rv_old[64];
+    assert_int_equal(fl_informer_get_rv(inf, "default", "old", rv_old, sizeof rv_old), 0);
+    stop_and_compact_past(f, inf, "old", rv_old);
+    json_t *obj = NULL;
+    assert_int_equal(fl_informer_get(inf, "default", "new", &obj), 0); /* its decoding, kept */
+    assert_null(json_object_get(obj, "data"));
+    json_decref(obj);
+    obj = json_true();
+    assert_int_equal(fl_informer_get(inf, "default", "old", &obj), FL_EEXPIRED); /* nothing kept */
+    assert_null(obj);
+    fl_informer_free(inf);
+}
+
 /* In process, a compact informer keeps of a watched object only its resourceVersion and
  * reads that revision from the store: once the log no longer has it, a read says so. */
 static void test_compact_informer_reads_watched_objects_from_the_store_at_their_revision(void **state)
@@ -2582,6 +2623,7 @@ int main(void)
         C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_local_compact),
         C(test_compact_informer_reads_watched_objects_from_the_store_at_their_revision, setup_local_compact),
         C(test_partial_informer_keeps_no_value_of_listed_objects, setup_local_compact),
+        C(test_resuming_informer_keeps_only_revisions_of_objects_listed_unchanged, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
         C(test_informer_keeps_its_first_list_silent_when_asked, setup_compact),
