@@ -1372,8 +1372,8 @@ static double raw_read_s(const char *db, long *objects, double *mib)
     return rc == SQLITE_DONE ? s : -1;
 }
 
-static int phase_restart(const char *flotilla, const char *root, int d, int n, int conns, int deadline_s, bool keep,
-                         run_result *res)
+static int phase_restart(const char *flotilla, const char *const *again, const char *root, int d, int n, int conns,
+                         int deadline_s, bool keep, run_result *res)
 {
     printf("\n## Phase 4: restart with %d Deployments + %d ConfigMaps propagated to %d clusters\n", d, d, n);
     fleet f;
@@ -1385,8 +1385,11 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
     }
     res->r_objects = d;
     res->r_clusters = n;
-    /* items 0..d-1 are the objects, item d the probe Deployment created after the restart */
-    tracker *t = tracker_new(d + 1, n);
+    /* items 0..d-1 are the objects, item d + k the probe Deployment created after restart k */
+    int nrestarts = 0;
+    while (again[nrestarts])
+        nrestarts++;
+    tracker *t = tracker_new(d + nrestarts, n);
     int pd = tracker_prefix(t, "r4d-", NULL);
     tracker_prefix(t, "r4c-", NULL);
     fleet_track(&f, t);
@@ -1414,174 +1417,181 @@ static int phase_restart(const char *flotilla, const char *root, int d, int n, i
     snprintf(db, sizeof db, "%s/store.db", f.sdir);
     struct stat st;
     double db_mib = stat(db, &st) == 0 ? st.st_size / 1048576.0 : -1;
-    tracker c0 = tracker_counts(&f);
+    for (int k = 0; again[k]; k++) {
+        const char *bin = again[k];
+        if (nrestarts > 1)
+            printf("  restart %d of %d, with %s:\n", k + 1, nrestarts, bin);
+        tracker c0 = tracker_counts(&f);
 
-    /* a fleet at rest: the server has noted where its controllers and member watches had
-     * finished (it does so once the store is quiet and every controller idle; first statuses
-     * held back during the burst can keep the execution controller busy for seconds) */
-    int64_t n0 = fb_now_ns();
-    double noted_rev = -1, watches_noted = -1;
-    while (fb_now_ns() < n0 + 60 * NS_PER_S) {
-        fb_buf b = {0};
-        if (fleet_metrics(&f, &b)) {
-            noted_rev = metric_in(b.p, "flotilla_reconciled_revision");
-            watches_noted = metric_in(b.p, "flotilla_member_watches_noted");
+        /* a fleet at rest: the server has noted where its controllers and member watches had
+         * finished (it does so once the store is quiet and every controller idle; first statuses
+         * held back during the burst can keep the execution controller busy for seconds) */
+        int64_t n0 = fb_now_ns();
+        double noted_rev = -1, watches_noted = -1;
+        while (fb_now_ns() < n0 + 60 * NS_PER_S) {
+            fb_buf b = {0};
+            if (fleet_metrics(&f, &b)) {
+                noted_rev = metric_in(b.p, "flotilla_reconciled_revision");
+                watches_noted = metric_in(b.p, "flotilla_member_watches_noted");
+            }
+            free(b.p);
+            if (noted_rev == (double)store_rev(&f) && watches_noted == 1)
+                break;
+            usleep(100000);
         }
-        free(b.p);
-        if (noted_rev == (double)store_rev(&f) && watches_noted == 1)
-            break;
-        usleep(100000);
-    }
-    printf("  reconciled revision noted with the member watches: %s (%.1f s after the store went quiet)\n",
-           watches_noted == 1 ? "yes" : "no", since_s(n0));
-    rev_before = store_rev(&f);
+        printf("  reconciled revision noted with the member watches: %s (%.1f s after the store went quiet)\n",
+               watches_noted == 1 ? "yes" : "no", since_s(n0));
+        rev_before = store_rev(&f);
 
-    /* kill -9 and start again on the same data directory */
-    char log0[700], log1[700];
-    snprintf(log0, sizeof log0, "%s/server.log", f.sdir);
-    snprintf(log1, sizeof log1, "%s/server.log.before-restart", f.sdir);
-    kill(f.s.pid, SIGKILL);
-    waitpid(f.s.pid, NULL, 0);
-    f.s.pid = -1;
-    rename(log0, log1);
-    curl_easy_cleanup(f.c);
-    curl_slist_free_all(f.h);
-    f.c = NULL;
-    f.h = NULL;
-    int64_t r0 = fb_now_ns();
-    if (fb_server_start(flotilla, f.sdir, NULL, &f.s)) {
-        fprintf(stderr, "SERVER PROBLEM: the server did not start again on its data directory\n");
-        problems++;
+        /* kill -9 and start again on the same data directory */
+        char log0[700], log1[700];
+        snprintf(log0, sizeof log0, "%s/server.log", f.sdir);
+        snprintf(log1, sizeof log1, "%s/server.log.before-restart-%d", f.sdir, k + 1);
+        kill(f.s.pid, SIGKILL);
+        waitpid(f.s.pid, NULL, 0);
+        f.s.pid = -1;
+        rename(log0, log1);
+        curl_easy_cleanup(f.c);
+        curl_slist_free_all(f.h);
+        f.c = NULL;
+        f.h = NULL;
+        int64_t r0 = fb_now_ns();
+        if (fb_server_start(bin, f.sdir, NULL, &f.s)) {
+            fprintf(stderr, "SERVER PROBLEM: the server did not start again on its data directory\n");
+            problems++;
+            fleet_track(&f, NULL);
+            fleet_stop(&f, keep);
+            tracker_free(t);
+            return -1;
+        }
+        f.h = fb_headers(&f.s);
+        f.c = fb_curl_new(&f.s, f.h);
+        while (cp_request(&f, "GET", "/readyz", NULL) != 200 && fb_now_ns() < r0 + 60 * NS_PER_S)
+            usleep(10000);
+        int64_t ready = fb_now_ns();
+        res->r_ready_s = (double)(ready - r0) / 1e9;
+        char probe[32];
+        snprintf(probe, sizeof probe, "r4d-%d", d + k);
+        create_deployment(&f, probe, "r4", 1);
+        int64_t probe_ack = fb_now_ns();
+
+        /* watch it settle: samples every 100 ms */
+        int64_t last_rev_change = ready, last_cpu_busy = ready, probe_at = 0;
+        long long rev = store_rev(&f), rev_ready = rev;
+        enum { WIN = 10 }; /* 1 s of 100 ms samples */
+        double cpu_win[WIN];
+        int64_t cpu_t[WIN];
+        for (int i = 0; i < WIN; i++) {
+            cpu_win[i] = fb_proc_cpu_s(f.s.pid);
+            cpu_t[i] = fb_now_ns();
+        }
+        int si = 0;
+        int64_t deadline = ready + deadline_s * NS_PER_S, now = ready, full = 0;
+        while ((now = fb_now_ns()) < deadline && fb_server_alive(&f.s)) {
+            usleep(100000);
+            now = fb_now_ns();
+            long long r = store_rev(&f);
+            if (r != rev) {
+                rev = r;
+                last_rev_change = now;
+            }
+            double cpu = fb_proc_cpu_s(f.s.pid);
+            /* the oldest sample in the ring is about 1 s old */
+            double used = cpu - cpu_win[si];
+            double span = (double)(now - cpu_t[si]) / 1e9;
+            cpu_win[si] = cpu;
+            cpu_t[si] = now;
+            si = (si + 1) % WIN;
+            if (used > 0.1 * span)
+                last_cpu_busy = now;
+            if (!probe_at) {
+                pthread_mutex_lock(&f.mu);
+                probe_at = last_arrival(t, pd, d + k);
+                pthread_mutex_unlock(&f.mu);
+            }
+            tracker c = tracker_counts(&f);
+            int64_t last_member = c.last_event > r0 ? c.last_event : r0;
+            if (probe_at && now - last_rev_change >= NS_PER_S && now - last_cpu_busy >= NS_PER_S &&
+                now - last_member >= NS_PER_S) {
+                full = probe_at;
+                if (last_rev_change > full)
+                    full = last_rev_change;
+                if (last_cpu_busy > full)
+                    full = last_cpu_busy;
+                if (last_member > full)
+                    full = last_member;
+                res->r_member_s = c.last_event > r0 ? (double)(c.last_event - r0) / 1e9 : 0;
+                break;
+            }
+        }
+        tracker c1 = tracker_counts(&f);
         fleet_track(&f, NULL);
-        fleet_stop(&f, keep);
-        tracker_free(t);
-        return -1;
-    }
-    f.h = fb_headers(&f.s);
-    f.c = fb_curl_new(&f.s, f.h);
-    while (cp_request(&f, "GET", "/readyz", NULL) != 200 && fb_now_ns() < r0 + 60 * NS_PER_S)
-        usleep(10000);
-    int64_t ready = fb_now_ns();
-    res->r_ready_s = (double)(ready - r0) / 1e9;
-    char probe[32];
-    snprintf(probe, sizeof probe, "r4d-%d", d);
-    create_deployment(&f, probe, "r4", 1);
-    int64_t probe_ack = fb_now_ns();
-
-    /* watch it settle: samples every 100 ms */
-    int64_t last_rev_change = ready, last_cpu_busy = ready, probe_at = 0;
-    long long rev = store_rev(&f), rev_ready = rev;
-    enum { WIN = 10 }; /* 1 s of 100 ms samples */
-    double cpu_win[WIN];
-    int64_t cpu_t[WIN];
-    for (int i = 0; i < WIN; i++) {
-        cpu_win[i] = fb_proc_cpu_s(f.s.pid);
-        cpu_t[i] = fb_now_ns();
-    }
-    int si = 0;
-    int64_t deadline = ready + deadline_s * NS_PER_S, now = ready, full = 0;
-    while ((now = fb_now_ns()) < deadline && fb_server_alive(&f.s)) {
-        usleep(100000);
-        now = fb_now_ns();
-        long long r = store_rev(&f);
-        if (r != rev) {
-            rev = r;
-            last_rev_change = now;
+        res->r_reconciled = full != 0;
+        res->r_probe_s = probe_at ? (double)(probe_at - r0) / 1e9 : -1;
+        res->r_rev_s = (double)(last_rev_change - r0) / 1e9;
+        res->r_cpu_s = (double)(last_cpu_busy - r0) / 1e9;
+        res->r_full_s = full ? (double)(full - r0) / 1e9 : -1;
+        res->r_rss = fb_proc_kib(f.s.pid, "VmRSS") / 1024.0;
+        double r_cpu_total = fb_proc_cpu_s(f.s.pid); /* the new process's, all of it since its start */
+        res->r_added_again = c1.added_again - c0.added_again;
+        res->r_deleted = c1.deleted - c0.deleted;
+        res->r_modified = c1.modified - c0.modified;
+        res->r_writes = rev - rev_ready;
+        res->restart_done = true;
+        fb_reqsnap none = {0}, after = fb_snap_requests(&f.s);
+        printf("  before the kill: store revision %lld, store.db %.1f MiB, server RSS %.1f MiB\n", rev_before, db_mib,
+               rss_before);
+        printf("  restart (kill -9, start on the same data dir), times from the new process's start:\n");
+        printf("    /readyz answered (baseline):        %.2f s\n", res->r_ready_s);
+        printf("    probe Deployment in all %d members: %s%.2f s (%.0f ms after its create ack)\n", n,
+               probe_at ? "" : "NEVER, last check at ", probe_at ? res->r_probe_s : since_s(r0),
+               probe_at ? (double)(probe_at - probe_ack) / 1e6 : -1.0);
+        printf("    store revision last moved:          %.2f s (%ld revisions after /readyz)\n", res->r_rev_s,
+               res->r_writes);
+        printf("    server CPU last >= 10%% of a core:   %.2f s (1 s windows)\n", res->r_cpu_s);
+        printf("    last member event:                  %.2f s\n", res->r_member_s);
+        printf("    fully reconciled (all of the above, then 1 s quiet): %s%.2f s = %.1f x the start-up to /readyz\n",
+               full ? "" : "NOT within the deadline; ", full ? res->r_full_s : since_s(r0),
+               (full ? res->r_full_s : since_s(r0)) / res->r_ready_s);
+        printf("    members: %ld objects re-created, %ld deleted, %ld modified after the restart; server RSS %.1f MiB, "
+               "server CPU %.1f s since its start\n",
+               res->r_added_again, res->r_deleted, res->r_modified, res->r_rss, r_cpu_total);
+        fb_print_writes(&none, &after, 2.0 * d, "object held (since the restart)");
+        fb_buf mb = {0};
+        double recs = fleet_metrics(&f, &mb) ? metric_in(mb.p, "flotilla_execution_work_reconciles_total") : -1;
+        double same = mb.p ? metric_in(mb.p, "flotilla_execution_work_unchanged_total") : -1;
+        double rendered = mb.p ? metric_in(mb.p, "flotilla_binding_works_unchanged_total") : -1;
+        double resumed = mb.p ? metric_in(mb.p, "flotilla_controllers_resumed") : -1;
+        double w_resumed = mb.p ? metric_in(mb.p, "flotilla_execution_watches_resumed_total") : -1;
+        double works_left = mb.p ? metric_in(mb.p, "flotilla_execution_works_resumed_total") : -1;
+        free(mb.p);
+        printf("    the controllers resumed at the revision they had finished at (first passes skipped): %s\n",
+               resumed == 1 ? "yes" : resumed == 0 ? "no" : "unknown");
+        printf("    member watches that went on from where they were noted: %.0f; Works the execution controller "
+               "left alone for it: %.0f\n",
+               w_resumed < 0 ? 0 : w_resumed, works_left < 0 ? 0 : works_left);
+        printf("    Work reconciles by the execution controller since the restart: %.0f (%.2f per Work), %.0f of them "
+               "finding every member object at its recorded version\n",
+               recs, recs / (2.0 * d * n), same);
+        printf("    Works the binding controller found as rendered from the same inputs: %.0f\n", rendered);
+        long raw_n;
+        double raw_mib;
+        res->r_raw_s = raw_read_s(db, &raw_n, &raw_mib);
+        printf("    baseline: one thread reading and decoding the store's %ld live objects (%.1f MiB) once with "
+               "SQLite and jansson: %.2f s; the restart took %.1f x that\n",
+               raw_n, raw_mib, res->r_raw_s, res->r_raw_s > 0 ? res->r_full_s / res->r_raw_s : 0);
+        printf("  target fully reconciled <= 10 s%s: %.2f s -> %s\n",
+               d >= 30000 ? "" : " (set at 30,000 + 30,000; this run is smaller)", res->r_full_s,
+               full && res->r_full_s <= 10 ? "met" : "NOT met");
+        if (res->r_added_again || res->r_deleted || !full) {
+            fprintf(stderr, "SERVER PROBLEM: phase 4: %ld re-created, %ld deleted in members; %s\n", res->r_added_again,
+                    res->r_deleted, full ? "reconciled" : "not reconciled within the deadline");
+            problems++;
         }
-        double cpu = fb_proc_cpu_s(f.s.pid);
-        /* the oldest sample in the ring is about 1 s old */
-        double used = cpu - cpu_win[si];
-        double span = (double)(now - cpu_t[si]) / 1e9;
-        cpu_win[si] = cpu;
-        cpu_t[si] = now;
-        si = (si + 1) % WIN;
-        if (used > 0.1 * span)
-            last_cpu_busy = now;
-        if (!probe_at) {
-            pthread_mutex_lock(&f.mu);
-            probe_at = last_arrival(t, pd, d);
-            pthread_mutex_unlock(&f.mu);
-        }
-        tracker c = tracker_counts(&f);
-        int64_t last_member = c.last_event > r0 ? c.last_event : r0;
-        if (probe_at && now - last_rev_change >= NS_PER_S && now - last_cpu_busy >= NS_PER_S &&
-            now - last_member >= NS_PER_S) {
-            full = probe_at;
-            if (last_rev_change > full)
-                full = last_rev_change;
-            if (last_cpu_busy > full)
-                full = last_cpu_busy;
-            if (last_member > full)
-                full = last_member;
-            res->r_member_s = c.last_event > r0 ? (double)(c.last_event - r0) / 1e9 : 0;
-            break;
-        }
+        fb_snap_free(&after);
+        fleet_track(&f, t); /* for the next restart */
     }
-    tracker c1 = tracker_counts(&f);
     fleet_track(&f, NULL);
-    res->r_reconciled = full != 0;
-    res->r_probe_s = probe_at ? (double)(probe_at - r0) / 1e9 : -1;
-    res->r_rev_s = (double)(last_rev_change - r0) / 1e9;
-    res->r_cpu_s = (double)(last_cpu_busy - r0) / 1e9;
-    res->r_full_s = full ? (double)(full - r0) / 1e9 : -1;
-    res->r_rss = fb_proc_kib(f.s.pid, "VmRSS") / 1024.0;
-    double r_cpu_total = fb_proc_cpu_s(f.s.pid); /* the new process's, all of it since its start */
-    res->r_added_again = c1.added_again - c0.added_again;
-    res->r_deleted = c1.deleted - c0.deleted;
-    res->r_modified = c1.modified - c0.modified;
-    res->r_writes = rev - rev_ready;
-    res->restart_done = true;
-    fb_reqsnap none = {0}, after = fb_snap_requests(&f.s);
-    printf("  before the kill: store revision %lld, store.db %.1f MiB, server RSS %.1f MiB\n", rev_before, db_mib,
-           rss_before);
-    printf("  restart (kill -9, start on the same data dir), times from the new process's start:\n");
-    printf("    /readyz answered (baseline):        %.2f s\n", res->r_ready_s);
-    printf("    probe Deployment in all %d members: %s%.2f s (%.0f ms after its create ack)\n", n,
-           probe_at ? "" : "NEVER, last check at ", probe_at ? res->r_probe_s : since_s(r0),
-           probe_at ? (double)(probe_at - probe_ack) / 1e6 : -1.0);
-    printf("    store revision last moved:          %.2f s (%ld revisions after /readyz)\n", res->r_rev_s,
-           res->r_writes);
-    printf("    server CPU last >= 10%% of a core:   %.2f s (1 s windows)\n", res->r_cpu_s);
-    printf("    last member event:                  %.2f s\n", res->r_member_s);
-    printf("    fully reconciled (all of the above, then 1 s quiet): %s%.2f s = %.1f x the start-up to /readyz\n",
-           full ? "" : "NOT within the deadline; ", full ? res->r_full_s : since_s(r0),
-           (full ? res->r_full_s : since_s(r0)) / res->r_ready_s);
-    printf("    members: %ld objects re-created, %ld deleted, %ld modified after the restart; server RSS %.1f MiB, "
-           "server CPU %.1f s since its start\n",
-           res->r_added_again, res->r_deleted, res->r_modified, res->r_rss, r_cpu_total);
-    fb_print_writes(&none, &after, 2.0 * d, "object held (since the restart)");
-    fb_buf mb = {0};
-    double recs = fleet_metrics(&f, &mb) ? metric_in(mb.p, "flotilla_execution_work_reconciles_total") : -1;
-    double same = mb.p ? metric_in(mb.p, "flotilla_execution_work_unchanged_total") : -1;
-    double rendered = mb.p ? metric_in(mb.p, "flotilla_binding_works_unchanged_total") : -1;
-    double resumed = mb.p ? metric_in(mb.p, "flotilla_controllers_resumed") : -1;
-    double w_resumed = mb.p ? metric_in(mb.p, "flotilla_execution_watches_resumed_total") : -1;
-    double works_left = mb.p ? metric_in(mb.p, "flotilla_execution_works_resumed_total") : -1;
-    free(mb.p);
-    printf("    the controllers resumed at the revision they had finished at (first passes skipped): %s\n",
-           resumed == 1 ? "yes" : resumed == 0 ? "no" : "unknown");
-    printf("    member watches that went on from where they were noted: %.0f; Works the execution controller "
-           "left alone for it: %.0f\n",
-           w_resumed < 0 ? 0 : w_resumed, works_left < 0 ? 0 : works_left);
-    printf("    Work reconciles by the execution controller since the restart: %.0f (%.2f per Work), %.0f of them "
-           "finding every member object at its recorded version\n",
-           recs, recs / (2.0 * d * n), same);
-    printf("    Works the binding controller found as rendered from the same inputs: %.0f\n", rendered);
-    long raw_n;
-    double raw_mib;
-    res->r_raw_s = raw_read_s(db, &raw_n, &raw_mib);
-    printf("    baseline: one thread reading and decoding the store's %ld live objects (%.1f MiB) once with "
-           "SQLite and jansson: %.2f s; the restart took %.1f x that\n",
-           raw_n, raw_mib, res->r_raw_s, res->r_raw_s > 0 ? res->r_full_s / res->r_raw_s : 0);
-    printf("  target fully reconciled <= 10 s%s: %.2f s -> %s\n",
-           d >= 30000 ? "" : " (set at 30,000 + 30,000; this run is smaller)", res->r_full_s,
-           full && res->r_full_s <= 10 ? "met" : "NOT met");
-    if (res->r_added_again || res->r_deleted || !full) {
-        fprintf(stderr, "SERVER PROBLEM: phase 4: %ld re-created, %ld deleted in members; %s\n", res->r_added_again,
-                res->r_deleted, full ? "reconciled" : "not reconciled within the deadline");
-        problems++;
-    }
-    fb_snap_free(&after);
     fleet_stop(&f, keep);
     tracker_free(t);
     return 0;
@@ -1594,7 +1604,8 @@ static void usage(void)
     fprintf(stderr, "usage: propagation [--phases 1,2,3,4] [--clusters 10,100] [--items 20] [--gap-ms auto]\n"
                     "                   [--mem-objects 300] [--mem-clusters 10] [--burst 1000] [--burst-clusters 10]\n"
                     "                   [--restart-objects 300] [--restart-clusters 3] [--conns 8]\n"
-                    "                   [--prop-deadline-s 300] [--no-stages] [--hold-s N] [--flotilla PATH] [--keep]\n");
+                    "                   [--prop-deadline-s 300] [--no-stages] [--hold-s N] [--flotilla PATH] [--keep]\n"
+                    "                   [--restart-with PATH,PATH,...]\n");
 }
 
 int main(int argc, char **argv)
@@ -1604,7 +1615,7 @@ int main(int argc, char **argv)
      * has the larger runs the targets name); gap_ms -1 = auto */
     int items = 20, gap_ms = -1, mem_objects = 300, mem_clusters = 10, burst = 1000, burst_clusters = 10;
     int restart_objects = 300, restart_clusters = 3, conns = 8, prop_deadline = 300, hold_s = 0;
-    const char *flotilla_arg = NULL;
+    const char *flotilla_arg = NULL, *restart_with = NULL;
     bool keep = false, stages = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1642,6 +1653,8 @@ int main(int argc, char **argv)
             prop_deadline = atoi(argv[++i]);
         else if (!strcmp(a, "--flotilla"))
             flotilla_arg = argv[++i];
+        else if (!strcmp(a, "--restart-with"))
+            restart_with = argv[++i];
         else
             return usage(), 2;
     }
@@ -1655,6 +1668,21 @@ int main(int argc, char **argv)
     fb_raise_nofile();
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const char *flotilla = fb_flotilla_path(flotilla_arg);
+    /* phase 4's restarts: once with the binary, or with each of a comma-separated list in
+     * turn, on the same data (A/B of restarts without building the data again) */
+    enum { MAX_RESTARTS = 16 };
+    const char *again[MAX_RESTARTS + 1] = {flotilla, NULL};
+    char *with = restart_with ? strdup(restart_with) : NULL;
+    int nagain = 0;
+    for (char *p = with, *next; p && nagain < MAX_RESTARTS; p = next) {
+        next = strchr(p, ',');
+        if (next)
+            *next++ = '\0';
+        if (*p)
+            again[nagain++] = p;
+    }
+    if (nagain)
+        again[nagain] = NULL;
     char *root = fb_mkdtemp(NULL, "fl-bench-propagation");
     run_result res = {0};
     int64_t run0 = fb_now_ns();
@@ -1694,8 +1722,9 @@ int main(int argc, char **argv)
     if (want[3] && phase_burst(flotilla, root, burst, burst_clusters, conns, prop_deadline, keep, &res))
         problems++;
     if (want[4] &&
-        phase_restart(flotilla, root, restart_objects, restart_clusters, conns, prop_deadline, keep, &res))
+        phase_restart(flotilla, again, root, restart_objects, restart_clusters, conns, prop_deadline, keep, &res))
         problems++;
+    free(with);
 
     printf("\n## Summary (run took %.0f s)\n", since_s(run0));
     print_load("at the end");
