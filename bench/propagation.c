@@ -30,7 +30,11 @@
  *     core over the last 1 s, AND no member event for 1 s; and nothing was re-created
  *     (ADDED again) or deleted in a member. Baselines: start-up to /readyz on that data dir;
  *     one thread reading every live object's value from store.db with SQLite and decoding it
- *     with jansson, once (the least a restart does, whatever the host's pace).
+ *     with jansson, once (what a restart that reads and decodes everything cannot beat,
+ *     whatever the host's pace). Before the kill it waits (up to 60 s) for the server to note
+ *     its reconciled revision with its member watches: a fleet at rest. --restart-with A,B,...
+ *     restarts once with each binary in turn on the same data (a build that did not note the
+ *     revision makes a full first pass, and notes its own).
  *
  * Every phase also prints what the controllers wrote (per resource, from /metrics), which is
  * where a slow path shows first. Targets (issue 4): P99 <= 100 ms at 100 clusters; RSS <=
