@@ -1439,12 +1439,14 @@ static int phase_restart(const char *flotilla, const char *const *again, const c
                 watches_noted = metric_in(b.p, "flotilla_member_watches_noted");
             }
             free(b.p);
-            if (noted_rev == (double)store_rev(&f) && watches_noted == 1)
+            /* a build from before member watches were noted has no such metric */
+            if (noted_rev == (double)store_rev(&f) && (watches_noted == 1 || watches_noted == -1))
                 break;
             usleep(100000);
         }
-        printf("  reconciled revision noted with the member watches: %s (%.1f s after the store went quiet)\n",
-               watches_noted == 1 ? "yes" : "no", since_s(n0));
+        printf("  reconciled revision noted%s: %s (%.1f s after the store went quiet)\n",
+               watches_noted == -1 ? " (this build notes no member watches)" : " with the member watches",
+               noted_rev == (double)store_rev(&f) && watches_noted != 0 ? "yes" : "no", since_s(n0));
         rev_before = store_rev(&f);
 
         /* kill -9 and start again on the same data directory */
