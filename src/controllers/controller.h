@@ -40,7 +40,8 @@ typedef struct fl_ctrl_env {
      * reconciling them again would change nothing. */
     int64_t resumed_rev;
     /* With resumed_rev: the member watches noted with it (fl_ctrl_member_marks), each
-     * [cluster, apiVersion, kind, resource, revision] (borrowed; NULL: none were). */
+     * [cluster, apiVersion, kind, resource, revision]; NULL: none were. Borrowed for the
+     * controllers' start only: a controller copies what it keeps. */
     const json_t *resumed_watches;
 } fl_ctrl_env;
 
