@@ -62,6 +62,7 @@ typedef struct centry {
                           * (fl_informer_shed): reads answer FL_EEXPIRED */
     bool cold;           /* stored or partial, but text is NULL: the stored value it came from
                           * is read at rv when asked for */
+    uint32_t tag;        /* fl_informer_set_tagger's summary of the object (0: none) */
     char *rv;
     char key[];
 } centry;
@@ -105,6 +106,8 @@ struct fl_informer {
 
     bool compact;
     json_t *(*shed_keep)(const json_t *obj); /* fl_informer_config.shed_keep */
+    fl_informer_tagger tagger;   /* fl_informer_set_tagger */
+    void *tagger_ctx;
     bool no_old;                 /* on_update gets no old object */
     bool silent_first;           /* the first list's adds are not told */
     pthread_mutex_t hot_mu;
@@ -229,6 +232,13 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     e->obj = NULL;
     e->text = NULL;
     e->shed = false;
+    if (inf->tagger && text && !stored) { /* a list's item over HTTP: obj is its name alone */
+        json_t *whole = fl_json_load(text->data, text->len);
+        e->tag = whole ? inf->tagger(inf->tagger_ctx, whole) : 0;
+        json_decref(whole);
+    } else {
+        e->tag = inf->tagger ? inf->tagger(inf->tagger_ctx, obj) : 0;
+    }
     e->partial = light && stored;
     e->stored = inf->compact && stored && !(e->partial && listed);
     /* in process a stored value can be read again by its revision: a partial entry keeps
@@ -480,6 +490,31 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
         fl_informer_add_handlers(inf, &cfg->handlers);
     *out = inf;
     return 0;
+}
+
+int fl_informer_set_tagger(fl_informer *inf, fl_informer_tagger fn, void *ctx)
+{
+    pthread_mutex_lock(&inf->life_mu);
+    int rc = FL_EINVAL;
+    if (!inf->started && !inf->tagger) {
+        inf->tagger = fn;
+        inf->tagger_ctx = ctx;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&inf->life_mu);
+    return rc;
+}
+
+void fl_informer_each_tag(fl_informer *inf, const char *ns, void (*fn)(void *ctx, const char *key, uint32_t tag),
+                          void *ctx)
+{
+    size_t nslen = ns ? strlen(ns) : 0;
+    pthread_rwlock_rdlock(&inf->lock);
+    for (size_t b = 0; b < inf->cache.nb; b++)
+        for (centry *e = inf->cache.b[b]; e; e = e->next)
+            if (!ns || (strncmp(e->key, ns, nslen) == 0 && e->key[nslen] == '/'))
+                fn(ctx, e->key, e->tag);
+    pthread_rwlock_unlock(&inf->lock);
 }
 
 int fl_informer_add_handlers(fl_informer *inf, const fl_informer_handlers *h)

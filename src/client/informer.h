@@ -134,6 +134,17 @@ extern const char *const fl_informer_skip_managed_fields[];
  * Cluster's status, with its API list, is most of it). */
 void fl_informer_drop_status(json_t *obj);
 
+/* A summary of an object a reader keeps in its cache entry, made when the entry is made from
+ * an object decoded for it (a list's item, a watch event's object), so that a walk over every
+ * entry (fl_informer_each_tag) decodes none: 0 for "nothing known". Runs on the informer's
+ * thread; must be quick. */
+typedef uint32_t (*fl_informer_tagger)(void *ctx, const json_t *obj);
+/* Set the tagger. Only before fl_informer_start (FL_EINVAL after, or if one is set). */
+int fl_informer_set_tagger(fl_informer *inf, fl_informer_tagger fn, void *ctx);
+/* fn(ctx, key, tag) for every cached object (only namespace ns when not NULL; shed ones too),
+ * in no order, with the informer's cache read-locked: fn must not call the informer. */
+void fl_informer_each_tag(fl_informer *inf, const char *ns, void (*fn)(void *ctx, const char *key, uint32_t tag),
+                          void *ctx);
 /* Create a stopped informer (no I/O yet). *out set on every path. Any thread. */
 int fl_informer_new(const fl_informer_config *cfg, fl_informer **out);
 /* Add another set of handlers. Only before fl_informer_start (FL_EINVAL after). */

@@ -167,7 +167,7 @@ bool fl_ws_watch_park(fl_ws_watch *wt, const char *work_key);
 void fl_ws_watch_put(fl_ws_watches *w, fl_ws_watch *wt);
 
 /* Stop the watches no Work needs any more: in_use is a set (a JSON object used for its
- * keys) of fl_ws_use_key() strings. */
+ * keys) of fl_ws_use_key() strings, and of "<cluster>\n*" for all of a cluster's. */
 void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use);
 /* "cluster\napiVersion\nkind" as a heap string: the key of a watch in the registry. */
 char *fl_ws_use_key(const char *cluster, const char *api_version, const char *kind);

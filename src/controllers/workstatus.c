@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/metrics.h"
 #include "controllers/dispatching.h"
 #include "core/condition.h"
 #include "core/json.h"
@@ -184,6 +185,7 @@ fl_ws_watches *fl_ws_watches_new(fl_workqueue *q)
 
 static void watch_free(fl_ws_watch *wt)
 {
+    fl_metrics_count("flotilla_execution_member_watches_stopped_total", "Member watches stopped", 1);
     fl_informer_free(wt->inf); /* stops and joins */
     unpark(wt);                /* none may wait for a list that will not come */
     pthread_mutex_destroy(&wt->park_mu);
@@ -285,6 +287,8 @@ static int watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, c
         };
         fl_informer_new(&cfg, &wt->inf);
         fl_informer_start(wt->inf);
+        fl_metrics_count("flotilla_execution_member_watches_started_total",
+                         "Member watches started (one per member, kind and member client)", 1);
         wt->refs = 1;
         wt->listed = true;
         if (++w->count > w->nbuckets)
@@ -396,6 +400,20 @@ void fl_ws_watch_put(fl_ws_watches *w, fl_ws_watch *wt)
         watch_free(wt);
 }
 
+/* Whether in_use keeps every watch of the cluster of use key key ("<cluster>\n*") */
+static bool cluster_in_use(const json_t *in_use, const char *key)
+{
+    const char *nl = strchr(key, '\n');
+    if (!in_use || !nl)
+        return false;
+    char *all = fl_strndup(key, (size_t)(nl - key) + 1);
+    char *k = fl_cat(all, "*", NULL);
+    bool kept = json_object_get(in_use, k) != NULL;
+    free(all);
+    free(k);
+    return kept;
+}
+
 void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use)
 {
     fl_ws_watch *dead = NULL;
@@ -403,7 +421,7 @@ void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use)
     for (size_t i = 0; i < w->nbuckets; i++)
         for (fl_ws_watch *wt = w->buckets[i], *next; wt; wt = next) {
             next = wt->next;
-            if (json_object_get(in_use, wt->key))
+            if (json_object_get(in_use, wt->key) || cluster_in_use(in_use, wt->key))
                 continue;
             if (unlist_locked(w, wt)) {
                 wt->next = dead;

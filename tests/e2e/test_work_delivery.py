@@ -435,6 +435,30 @@ def test_resync_tries_a_failed_apply_again(resync_pair):
     assert cm["data"] == {"owner": "fleet"} and marked_by(cm, "blocked")
 
 
+def member_watches(cp):
+    """Member watches running in the control plane"""
+    return (metric(cp, "flotilla_execution_member_watches_started_total")
+            - metric(cp, "flotilla_execution_member_watches_stopped_total"))
+
+
+def test_resync_stops_the_member_watches_no_work_needs(resync_pair):
+    cp, member = resync_pair
+    before = member_watches(cp)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lonely", "namespace": "default"},
+              "stringData": {"a": "1"}}
+    create_work(cp, work("lonely", [secret]))
+    wait_applied(cp, "lonely")
+    # a kind no other Work uses: its watch is there while the Work is, through resyncs
+    assert member_watches(cp) == before + 1
+    time.sleep(RESYNC_MS * 4 / 1000)
+    assert member_watches(cp) == before + 1, "a resync stopped a watch in use"
+    code, body = cp.curl("DELETE", f"{WORKS}/lonely")
+    assert code == 200, body
+    wait_for(lambda: member_watches(cp) == before, timeout=WAIT,
+             what="the unused watch stopped")
+    assert get(member, "/api/v1/namespaces/default/secrets/lonely") is None
+
+
 def requests_answered(server, verb, resource, code):
     """How many verb requests on resource the server has answered with code (its /metrics)."""
     status, text = server.curl("GET", "/metrics")

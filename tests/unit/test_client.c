@@ -1969,6 +1969,67 @@ static void test_partial_informer_keeps_no_value_of_listed_objects(void **state)
     fl_informer_free(inf);
 }
 
+static uint32_t tag_of_k(void *ctx, const json_t *obj)
+{
+    (void)ctx;
+    const char *k = data_k(obj);
+    return k ? (uint32_t)atoi(k) + 1 : 0;
+}
+
+static void collect_tag(void *ctx, const char *key, uint32_t tag)
+{
+    json_object_set_new(ctx, key, json_integer(tag));
+}
+
+/* The tag of each entry, by key (a new object) */
+static json_t *tags_of(fl_informer *inf)
+{
+    json_t *tags = json_object();
+    fl_informer_each_tag(inf, "default", collect_tag, tags);
+    return tags;
+}
+
+/* An informer's tagger summarises each object as its entry is made, from a list or an event,
+ * and a walk reads the summaries: of a compact entry in process, without reading the object
+ * (its revision is compacted away by then). */
+static void test_informer_tags_entries_and_walks_the_tags(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default",
+                              .transform = fl_informer_drop_managed_fields, .compact = true, .hot_objects = 1};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    assert_int_equal(fl_informer_set_tagger(inf, tag_of_k, NULL), 0);
+    assert_int_equal(fl_informer_set_tagger(inf, tag_of_k, NULL), FL_EINVAL); /* one */
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    json_t *tags = tags_of(inf);
+    assert_int_equal(json_integer_value(json_object_get(tags, "default/a")), 2); /* listed */
+    json_decref(tags);
+    patch_cm(f, "default", "a", "7");
+    create_cm(f, "default", "b", "3");
+    for (int i = 0; i < 500; i++) { /* the events */
+        tags = tags_of(inf);
+        bool both = json_integer_value(json_object_get(tags, "default/a")) == 8 &&
+                    json_integer_value(json_object_get(tags, "default/b")) == 4;
+        json_decref(tags);
+        if (both)
+            break;
+        usleep(10000);
+    }
+    char rv[64];
+    assert_int_equal(fl_informer_get_rv(inf, "default", "a", rv, sizeof rv), 0);
+    stop_and_compact_past(f, inf, "a", rv);
+    tags = tags_of(inf);
+    assert_int_equal(json_object_size(tags), 2);
+    assert_int_equal(json_integer_value(json_object_get(tags, "default/a")), 8);
+    assert_int_equal(json_integer_value(json_object_get(tags, "default/b")), 4);
+    json_decref(tags);
+    assert_int_equal(fl_informer_set_tagger(inf, tag_of_k, NULL), FL_EINVAL); /* started */
+    fl_informer_free(inf);
+}
+
 static void count_add(void *ctx, json_t *obj)
 {
     (void)obj;
@@ -2623,6 +2684,8 @@ int main(void)
         C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_local_compact),
         C(test_compact_informer_reads_watched_objects_from_the_store_at_their_revision, setup_local_compact),
         C(test_partial_informer_keeps_no_value_of_listed_objects, setup_local_compact),
+        C(test_informer_tags_entries_and_walks_the_tags, setup_local_compact),
+        C(test_informer_tags_entries_and_walks_the_tags, setup_compact),
         C(test_resuming_informer_keeps_only_revisions_of_objects_listed_unchanged, setup_local_compact),
         C(test_informer_relists_after_its_watch_expires_without_spurious_events, setup_compact),
         C(test_informer_recovers_from_a_broken_stream_with_the_right_diff, setup_compact),
