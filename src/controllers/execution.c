@@ -1731,9 +1731,11 @@ static uint32_t work_tag(void *ctx, const json_t *w)
     json_int_t idx = id ? json_integer_value(id) : (json_int_t)json_array_size(x->kind_sets) + 1;
     if (!id) { /* a set not seen before: its kinds, in the order of names */
         json_t *kinds = json_array();
-        for (char *p = names, *nl; (nl = strchr(p, '\n')) && strchr(nl + 1, '\n'); p = strchr(nl + 1, '\n') + 1)
-            json_array_append_new(kinds, json_pack("[s#s#]", p, (int)(nl - p), nl + 1,
-                                                   (int)(strchr(nl + 1, '\n') - nl - 1)));
+        json_array_foreach(manifests, i, m) {
+            const char *av = jstr(m, "apiVersion"), *kind = jstr(m, "kind");
+            if (av && kind)
+                json_array_append_new(kinds, json_pack("[ss]", av, kind));
+        }
         json_array_append_new(x->kind_sets, kinds);
         json_object_set_new(x->kind_set_ids, names, json_integer(idx));
     }
