@@ -198,6 +198,9 @@ typedef struct list_ctx {
     json_t *items;       /* for Table output */
     json_t *objs;        /* in process (want_obj): the stored objects, shared, as items */
     const fl_client_local_list *in; /* with objs: how the caller takes them (may be NULL) */
+    const fl_kind *kind;
+    size_t kind_plen;    /* the length of the kind's key prefix: an item's key is that, then
+                          * "ns/name" or "name" */
     size_t count;
     size_t limit;
     bool more;
@@ -225,11 +228,8 @@ static void decode_part(void *ctx, int part)
     list_ctx *c = ctx;
     size_t per = (c->npend + c->parts - 1) / c->parts;
     for (size_t i = (size_t)part * per; i < c->npend && i < (size_t)(part + 1) * per; i++) {
-        if (c->pend_obj[i])
-            continue;
-        bool bare = c->in && c->in->bare_skip && c->pend_rev[i] <= c->in->bare_upto;
-        c->pend_obj[i] = bare ? fl_json_load_skipping(c->pend[i]->data, c->pend[i]->len, c->in->bare_skip)
-                              : fl_api_decoded_skipping(c->pend[i], c->in ? c->in->item_skip : NULL);
+        if (!c->pend_obj[i])
+            c->pend_obj[i] = fl_api_decoded_skipping(c->pend[i], c->in ? c->in->item_skip : NULL);
     }
 }
 
@@ -247,7 +247,8 @@ static void pend_flush(list_ctx *c)
         c->texts = fl_realloc(c->texts, (c->ntexts + c->npend) * sizeof *c->texts);
     for (size_t i = 0; i < c->npend; i++) {
         if (c->pend_obj[i]) {
-            json_array_append_new(c->objs, fl_json_meta_own(c->pend_obj[i]));
+            /* a bare item (no stored value) is this list's own already */
+            json_array_append_new(c->objs, c->pend[i] ? fl_json_meta_own(c->pend_obj[i]) : c->pend_obj[i]);
             if (texts)
                 c->texts[c->ntexts++] = fl_blob_ref(c->pend[i]);
         }
@@ -267,6 +268,19 @@ static void hand_items(list_ctx *c)
     for (size_t i = 0; i < c->ntexts; i++)
         fl_blob_unref(c->texts[i]);
     c->ntexts = 0;
+}
+
+/* An item a list leaves bare (fl_client_local_list.bare_upto): its names and resourceVersion,
+ * from its key. */
+static json_t *bare_item(const list_ctx *c, const char *key, int64_t rev)
+{
+    const char *rest = key + c->kind_plen, *slash = c->kind->namespaced ? strchr(rest, '/') : NULL;
+    char rv[24];
+    snprintf(rv, sizeof rv, "%lld", (long long)rev);
+    json_t *md = json_pack("{s:s, s:s}", "name", slash ? slash + 1 : rest, "resourceVersion", rv);
+    if (slash)
+        json_object_set_new(md, "namespace", json_stringn(rest, (size_t)(slash - rest)));
+    return json_pack("{s:s, s:s, s:o}", "apiVersion", c->kind->api_version, "kind", c->kind->kind, "metadata", md);
 }
 
 static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
@@ -296,7 +310,7 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         }
         c->pend_rev[c->npend] = kv->rev;
         c->pend[c->npend] = fl_blob_ref(kv->value);
-        c->pend_obj[c->npend++] = json_incref(parsed);
+        c->pend_obj[c->npend++] = kv->value ? json_incref(parsed) : bare_item(c, key, kv->rev);
         if (c->npend == LIST_CHUNK) {
             pend_flush(c);
             hand_items(c);
@@ -379,10 +393,17 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     else if (r->want_obj)
         c.objs = json_array();
     c.in = r->list;
+    c.kind = t->kind;
+    char *kp = fl_kind_prefix(t->kind);
+    c.kind_plen = strlen(kp);
+    free(kp);
     const char *api_version = t->kind->api_version;
     int64_t rev = 0;
     bool more = false;
-    int rc = fl_store_list(api->store, prefix, start, at_rev, 0, list_cb, &c, &rev, &more);
+    /* in process, a list of every item may leave those the caller knows already bare */
+    bool bare = c.objs && c.in && c.in->bare_upto > 0 && !filter_active(&f) && !c.limit && !start;
+    int rc = bare ? fl_store_list_bare(api->store, prefix, c.in->bare_upto, list_cb, &c, &rev)
+                  : fl_store_list(api->store, prefix, start, at_rev, 0, list_cb, &c, &rev, &more);
     pend_flush(&c);
     hand_items(&c); /* or else the last chunk's items go with the answer */
     free(c.pend);

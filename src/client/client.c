@@ -1081,8 +1081,7 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
     char **skip = skip_paths("items.[].", o ? o->skip_fields : NULL);
     /* in process, the pages of a caller that takes them come as the server lists */
     fl_client_local_list ll = {.item_skip = o ? o->skip_fields : NULL,
-                               .bare_upto = o ? o->bare_upto : 0,
-                               .bare_skip = o ? o->bare_skip : NULL};
+                               .bare_upto = o ? o->bare_upto : 0};
     if (o && o->on_page && o->take_pages) {
         ll.on_items = local_items;
         ll.items_ctx = (void *)o;

@@ -92,10 +92,10 @@ typedef struct fl_client_local_list {
     /* With want_obj: members an item decoded for the answer may leave out (paths within an
      * item, as fl_list_opts.skip_fields), NULL-terminated. */
     const char *const *item_skip;
-    /* With want_obj: items whose revision is at or below bare_upto are decoded without
-     * bare_skip instead (fl_list_opts.bare_upto). */
+    /* With want_obj, in a list of every item (no selector, limit or continue): items last
+     * written at or before bare_upto come bare (fl_list_opts.bare_upto), and their texts[i]
+     * are NULL. */
     int64_t bare_upto;
-    const char *const *bare_skip;
     /* With want_obj: items handed over as the list goes, in its order, on the calling thread,
      * before serve returns; the array is emptied after each call, and the answer's items are
      * what is left. So a long list can be worked on before its end. texts[i] is the stored
@@ -219,11 +219,12 @@ typedef struct fl_list_opts {
      * fast decoder cannot read this way (fl_json_load_items) comes decoded, texts NULL; and
      * so does every page in process, where the server keeps the texts already. */
     bool page_texts;
-    /* Optional, in process: items last written at or before this revision are decoded
-     * without bare_skip (NULL-terminated, as skip_fields) instead of skip_fields: for a
-     * cache that keeps such items as their revisions only (fl_informer_config.resume_bare). */
+    /* Optional, in process, for a list of every item (no selector): items last written at or
+     * before this revision come bare, as their apiVersion, kind, name, namespace and
+     * resourceVersion alone, and their stored values are not read: for a cache that keeps
+     * such items as their revisions only (fl_informer_config.resume_bare). Over HTTP,
+     * items come whole. */
     int64_t bare_upto;
-    const char *const *bare_skip;
 } fl_list_opts;
 
 typedef struct fl_list_result {

@@ -88,7 +88,7 @@ struct fl_informer {
     const char *const *skip; /* borrowed from the config */
     const char *const *partial; /* borrowed from the config; NULL over HTTP */
     const char **list_skip;     /* with partial: skip and partial, for lists */
-    const char **bare_skip;     /* resume_bare: skip, spec and status */
+    bool bare;                  /* resume_bare, and it can be done */
     bool local;                 /* in process: a list's items come with their stored values */
     bool rv_reads;              /* in process, and stored values can be read by rv */
     int backoff_min, backoff_max, watch_timeout;
@@ -468,16 +468,7 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     inf->no_old = cfg->no_old_objects;
     inf->silent_first = cfg->silent_first_list;
     inf->resume_rev = cfg->resume_rev;
-    if (cfg->resume_bare && cfg->resume_rev > 0 && inf->partial && cfg->compact && inf->rv_reads) {
-        size_t n = 0, k = 0;
-        for (const char *const *p = inf->skip; p && *p; p++)
-            n++;
-        inf->bare_skip = fl_calloc(n + 3, sizeof *inf->bare_skip);
-        for (const char *const *p = inf->skip; p && *p; p++)
-            inf->bare_skip[k++] = *p;
-        inf->bare_skip[k++] = "spec";
-        inf->bare_skip[k++] = "status";
-    }
+    inf->bare = cfg->resume_bare && cfg->resume_rev > 0 && cfg->compact && inf->rv_reads;
     inf->watch_from = dup_opt(cfg->watch_from);
     atomic_init(&inf->incomplete, inf->watch_from != NULL);
     pthread_mutex_init(&inf->hot_mu, NULL);
@@ -624,15 +615,28 @@ static page_texts texts_of(const fl_informer *inf, fl_blob *const *texts)
     return inf->local ? (page_texts){NULL, texts} : (page_texts){texts, NULL};
 }
 
+/* The entry of an item a first list left bare (fl_list_opts.bare_upto): its revision alone,
+ * as for an object a watch brought; a read decodes its stored value at that revision. */
+static centry *bare_entry(fl_informer *inf, const char *key, json_t *item)
+{
+    size_t kl = strlen(key);
+    centry *e = fl_calloc(1, sizeof *e + kl + 1);
+    memcpy(e->key, key, kl + 1);
+    e->rv = fl_strdup(fl_client_object_rv(item));
+    e->tag = inf->tagger ? inf->tagger(inf->tagger_ctx, item) : 0;
+    e->partial = inf->partial != NULL;
+    e->stored = e->cold = true;
+    return e;
+}
+
 /* The entry of a listed item. */
 static centry *listed_entry(fl_informer *inf, const char *key, json_t *item, page_texts pt, size_t i)
 {
-    /* resume_bare: an item the list decoded bare (fl_list_opts.bare_upto) keeps what an object
-     * a watch brought keeps, its revision */
-    bool bare = inf->bare_skip && pt.stored && pt.stored[i] && !fl_informer_has_synced(inf) &&
-                rv_num(fl_client_object_rv(item)) <= inf->resume_rev;
+    /* in process every item comes with its stored value, but one the list left bare */
+    if (inf->bare && pt.stored && !pt.stored[i])
+        return bare_entry(inf, key, item);
     return centry_new(inf, key, item, pt.stored ? pt.stored[i] : NULL, pt.item ? pt.item[i] : NULL,
-                      inf->partial != NULL, !bare);
+                      inf->partial != NULL, true);
 }
 
 /* A progressive list's page: into the cache, then its adds told. */
@@ -743,6 +747,17 @@ static void tell_listed(fl_informer *inf, cmap *old, const char *key, bool silen
     json_decref(listed);
 }
 
+/* How long a first list took: a start's long lists are most of a large server's start-up. */
+static void log_first_list(fl_informer *inf, int64_t t0)
+{
+    int64_t ms = fl_time_mono_ms() - t0;
+    pthread_rwlock_rdlock(&inf->lock);
+    size_t n = inf->cache.n;
+    pthread_rwlock_unlock(&inf->lock);
+    fl_log(ms >= 100 ? FL_LOG_INFO : FL_LOG_DEBUG, "informer", "%s%s%s: listed %zu in %lld ms", inf->resource, inf->ns ? " in " : "",
+           inf->ns ? inf->ns : "", n, (long long)ms);
+}
+
 /* LIST everything and replace the cache, telling handlers the difference. */
 static int relist(fl_informer *inf)
 {
@@ -756,8 +771,7 @@ static int relist(fl_informer *inf)
                       .page_ctx = &ls,
                       .take_pages = true,
                       /* only a first list is decoded bare: it queues nothing for them */
-                      .bare_upto = inf->bare_skip && !fl_informer_has_synced(inf) ? inf->resume_rev : 0,
-                      .bare_skip = inf->bare_skip && !fl_informer_has_synced(inf) ? inf->bare_skip : NULL,
+                      .bare_upto = inf->bare && !fl_informer_has_synced(inf) ? inf->resume_rev : 0,
                       /* a compact cache keeps texts: over HTTP, items come as texts, not
                        * decoded, when all the transform would do is leave out skip */
                       .page_texts = inf->compact && (!inf->transform || (inf->transform == fl_informer_drop_managed_fields &&
@@ -765,6 +779,7 @@ static int relist(fl_informer *inf)
     fl_list_result l;
     fl_client_error err;
     bool first = !fl_informer_has_synced(inf);
+    int64_t t0 = fl_time_mono_ms();
     /* only this thread writes the cache: no lock to read its size */
     ls.progressive = first && !inf->silent_first && inf->cache.n == 0;
     int rc = fl_client_list_all(inf->client, &r, inf->ns, &o, inf->cancel, &l, &err);
@@ -786,6 +801,7 @@ static int relist(fl_informer *inf)
         free(ls.keys);
         atomic_store(&inf->told, rv_num(l.resource_version));
         fl_list_result_close(&l);
+        log_first_list(inf, t0);
         mark_synced(inf);
         emit_listed(inf, 0);
         return 0;
@@ -820,8 +836,10 @@ static int relist(fl_informer *inf)
     atomic_store(&inf->told, rv_num(l.resource_version));
     fl_list_result_close(&l);
     atomic_store(&inf->incomplete, false);
-    if (first)
+    if (first) {
+        log_first_list(inf, t0);
         mark_synced(inf);
+    }
     emit_listed(inf, 0);
     return 0;
 }
@@ -1080,7 +1098,6 @@ void fl_informer_free(fl_informer *inf)
     pthread_mutex_destroy(&inf->life_mu);
     free(inf->handlers);
     free(inf->list_skip);
-    free(inf->bare_skip);
     free(inf->api_version);
     free(inf->resource);
     free(inf->ns);

@@ -106,11 +106,12 @@ typedef struct fl_informer_config {
      * creates and updates as the list's adds (their resourceVersions are later), the
      * deletions so. A watch that cannot start there (410) lists again as any other. */
     int64_t resume_rev;
-    /* With resume_rev, in process, compact and with partial_fields: a first list's objects
-     * last written at or before resume_rev are decoded with their metadata only, handed so to
-     * the handlers (whose adds of them, in a resuming server, queue nothing), and kept as their
-     * revisions alone: a read decodes the stored value at that revision, as for an object a
-     * watch brought. */
+    /* With resume_rev, in process and compact: a first list's objects last written at or
+     * before resume_rev come bare (fl_list_opts.bare_upto: apiVersion, kind, name, namespace
+     * and resourceVersion, their stored values not read), are handed so to the handlers
+     * (whose adds of them, in a resuming server, queue nothing; the tagger's too), and are
+     * kept as their revisions alone: a read decodes the stored value at that revision, as
+     * for an object a watch brought. */
     bool resume_bare;
     /* Optional: watch from this resourceVersion without a first list (a server resuming its
      * member watches where it had noted them). The cache starts empty and incomplete

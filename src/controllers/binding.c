@@ -21,7 +21,10 @@
  * 100 clusters costs a few group commits instead of 100 sequential round trips.
  *
  * Which Works belong to which binding is indexed from the Works' annotations as the Work
- * informer sees them, so finding a binding's Works never scans every Work.
+ * informer sees them, so finding a binding's Works never scans every Work. A Work a resumed
+ * start listed bare (its name and revision alone: fl_informer_config.resume_bare) is indexed
+ * by its name until its binding claims it: every Work of a binding has the one name
+ * (fl_names_work of its template), one per execution space.
  *
  * Queue keys: "R|ns/name" (ResourceBinding), "C|name" (ClusterResourceBinding). */
 #include <pthread.h>
@@ -81,6 +84,9 @@ typedef struct bindctl {
     fl_ctrl_workers *workers;
     pthread_mutex_t mu;
     json_t *index; /* binding key ("R|ns/name" / "C|name") -> {work key: true} */
+    json_t *bare;  /* Works listed bare: work name -> {work key: true} (under mu) */
+    json_t *gone;  /* while bare has any: binding key -> its Works' name, of a binding
+                    * deleted before it claimed them (under mu) */
     json_t *echo;  /* work key -> content_digest() of what we last wrote to it (under mu) */
 } bindctl;
 
@@ -108,13 +114,44 @@ static json_t *ensure_obj(json_t *o, const char *k)
 
 /* ---- the Work index ---- */
 
+/* A Work as a list left it bare: no uid, no annotations (nothing to index it by). */
+static bool listed_bare(const json_t *work)
+{
+    const json_t *md = json_object_get(work, "metadata");
+    return !json_object_get(md, "uid") && !json_object_get(md, "annotations");
+}
+
+/* Take the Work of key wk out of the bare ones (under mu). */
+static void bare_forget_locked(bindctl *b, const char *wk)
+{
+    const char *slash = strchr(wk, '/');
+    json_t *set = json_object_get(b->bare, slash ? slash + 1 : wk);
+    if (!set)
+        return;
+    json_object_del(set, wk);
+    if (!json_object_size(set))
+        json_object_del(b->bare, slash ? slash + 1 : wk);
+    if (!json_object_size(b->bare))
+        json_object_clear(b->gone);
+}
+
 static void index_put(bindctl *b, const json_t *work, bool present)
 {
     char *bk = fl_names_work_binding_key(work), *wk = fl_informer_key(work);
-    if (bk && wk) {
+    if (wk && !bk && present && listed_bare(work)) {
         pthread_mutex_lock(&b->mu);
-        json_t *set = json_object_get(b->index, bk);
-        if (present) {
+        json_t *set = json_object_get(b->bare, meta(work, "name"));
+        if (!set) {
+            set = json_object();
+            json_object_set_new(b->bare, meta(work, "name"), set);
+        }
+        json_object_set_new(set, wk, json_true());
+        pthread_mutex_unlock(&b->mu);
+    } else if (wk) {
+        pthread_mutex_lock(&b->mu);
+        bare_forget_locked(b, wk); /* whole now, or gone */
+        json_t *set = bk ? json_object_get(b->index, bk) : NULL;
+        if (bk && present) {
             if (!set) {
                 set = json_object();
                 json_object_set_new(b->index, bk, set);
@@ -129,6 +166,34 @@ static void index_put(bindctl *b, const json_t *work, bool present)
     }
     free(bk);
     free(wk);
+}
+
+/* The binding of key bk claims the Works listed bare with its Works' name (wname, may be
+ * NULL): indexed under bk from now on. */
+static void claim_bare(bindctl *b, const char *bk, const char *wname)
+{
+    pthread_mutex_lock(&b->mu);
+    json_t *set = json_object_size(b->bare) ? json_object_get(b->bare, wname ? wname : "") : NULL;
+    if (set) {
+        json_t *owned = json_object_get(b->index, bk);
+        if (!owned) {
+            owned = json_object();
+            json_object_set_new(b->index, bk, owned);
+        }
+        json_object_update(owned, set);
+        json_object_del(b->bare, wname);
+        if (!json_object_size(b->bare))
+            json_object_clear(b->gone);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* The name of the Works of binding (from its spec.resource; heap), or NULL. */
+static char *works_name(const json_t *binding)
+{
+    const json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
+    const char *kind = jstr(res, "kind"), *name = jstr(res, "name");
+    return kind && name ? fl_names_work(kind, jstr(res, "namespace"), name) : NULL;
 }
 
 /* The keys ("ns/name") of the Works indexed under binding key bk: a new array. */
@@ -200,6 +265,24 @@ static void binding_added(void *ctx, json_t *obj)
     bindctl *b = ctx;
     if (!fl_ctrl_resumed_add(&b->env, obj))
         fl_ctrl_queue_binding(b->q, obj);
+}
+
+/* A binding gone while Works listed bare are left: what names its Works, for its reconcile */
+static void binding_deleted(void *ctx, json_t *obj)
+{
+    bindctl *b = ctx;
+    char *key = fl_names_binding_key(obj);
+    pthread_mutex_lock(&b->mu);
+    if (key && json_object_size(b->bare)) {
+        char *wname = works_name(obj);
+        if (wname)
+            json_object_set_new(b->gone, key, json_string(wname));
+        free(wname);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (key)
+        fl_workqueue_add(b->q, key);
+    free(key);
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
@@ -954,11 +1037,23 @@ static int reconcile(void *ctx, const char *key)
     if (!fl_informer_has_synced(b->works) || !fl_informer_has_synced(b->ops) || !fl_informer_has_synced(b->cops) ||
         !fl_informer_has_synced(cluster_scoped ? b->crbs : b->rbs))
         return FL_ETIMEDOUT;
-    json_t *binding = NULL, *tmpl = NULL, *owned = index_get(b, key), *policies = NULL;
+    json_t *binding = NULL, *tmpl = NULL, *owned = NULL, *policies = NULL;
     target *targets = NULL;
     render r = {0};
     int rc = 0, n = 0;
     fl_informer_get_key(cluster_scoped ? b->crbs : b->rbs, key + 2, &binding);
+    char *wname = NULL;
+    if (binding) {
+        wname = works_name(binding);
+    } else {
+        pthread_mutex_lock(&b->mu);
+        wname = json_string_value(json_object_get(b->gone, key)) ? fl_strdup(jstr(b->gone, key)) : NULL;
+        json_object_del(b->gone, key);
+        pthread_mutex_unlock(&b->mu);
+    }
+    claim_bare(b, key, wname);
+    free(wname);
+    owned = index_get(b, key);
 
     /* gone or going: its Works go (a binding gone without us saw its finalizer removed, or
      * was deleted by force; its Works are orphans either way) */
@@ -1119,6 +1214,8 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_ctrl_resumable(env, b->q);
     pthread_mutex_init(&b->mu, NULL);
     b->index = json_object();
+    b->bare = json_object();
+    b->gone = json_object();
     b->echo = json_object();
     b->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     b->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
@@ -1126,7 +1223,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->ops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "overridepolicies");
     b->cops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusteroverridepolicies");
     b->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
-    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_added,
+    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_deleted,
                                .ctx = b};
     fl_informer_add_handlers(b->rbs, &bh);
     fl_informer_add_handlers(b->crbs, &bh);
@@ -1153,6 +1250,8 @@ static void bindctl_stop(void *state)
     fl_ctrl_workers_join(b->workers);
     fl_workqueue_free(b->q);
     json_decref(b->index);
+    json_decref(b->bare);
+    json_decref(b->gone);
     json_decref(b->echo);
     pthread_mutex_destroy(&b->mu);
     free(b);

@@ -127,6 +127,12 @@ typedef bool (*fl_store_list_fn)(void *ctx, const char *key, const fl_kv *kv);
 int fl_store_list(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
                   fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out);
 
+/* As fl_store_list of the current state (at_rev 0, no limit), except that a key last
+ * written at or before bare_upto comes without its value (kv->value NULL), which is not
+ * read: for a reader that needs only the keys and revisions of what it knows already. */
+int fl_store_list_bare(fl_store *s, const char *prefix, int64_t bare_upto, fl_store_list_fn fn, void *ctx,
+                       int64_t *rev_out);
+
 /* Number of live keys under prefix (for metrics and tests). */
 size_t fl_store_count(fl_store *s, const char *prefix);
 

@@ -777,25 +777,32 @@ static bool has_prefix(const char *key, const char *prefix, size_t plen)
     return strncmp(key, prefix, plen) == 0;
 }
 
+/* What fill_values reads for: the store, and the revision at or below which a list leaves
+ * values unread (fl_store_list_bare; 0: none). */
+typedef struct fill_ctx {
+    fl_store *s;
+    int64_t bare_upto;
+} fill_ctx;
+
 /* fl_store_snap_fill: the values of sn's entries [from, to) not in memory, read from the
  * file. Their rows are pinned (list_memory). */
 static int fill_values(void *ctx, fl_store_snap *sn, size_t from, size_t to)
 {
-    fl_store *s = ctx;
+    fill_ctx *fc = ctx;
     struct fl_store_point p;
     bool have = false;
     int rc = 0;
     for (size_t i = from; i < to && !rc; i++) {
         fl_kv *kv = &sn->ents[i].kv;
-        if (kv->value)
+        if (kv->value || kv->rev <= fc->bare_upto)
             continue;
-        if (!have && (rc = point_get(s, &p)) != 0)
+        if (!have && (rc = point_get(fc->s, &p)) != 0)
             break;
         have = true;
         rc = fl_store_sqlite_read_row(p.by_id, sn->arena + sn->ents[i].key_off, kv->rev, &kv->value);
     }
     if (have)
-        point_put(s, &p);
+        point_put(fc->s, &p);
     return rc ? FL_EIO : 0;
 }
 
@@ -805,7 +812,7 @@ static int fill_values(void *ctx, fl_store_snap *sn, size_t from, size_t to)
  * a few at a time as the list is delivered; until it ends, a pin keeps compaction from
  * removing the rows it still has to read (they are current at the list's revision, and
  * only a compaction past that revision removes them). */
-static int list_memory(fl_store *s, const char *prefix, const char *start_after, size_t limit,
+static int list_memory(fl_store *s, const char *prefix, const char *start_after, size_t limit, int64_t bare_upto,
                        fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
 {
     size_t plen = strlen(prefix);
@@ -823,15 +830,17 @@ static int list_memory(fl_store *s, const char *prefix, const char *start_after,
             more = true;
             break;
         }
-        fl_store_snap_add(&sn, node->key, node->value, node->rev, node->create_rev);
-        cold = cold || !node->value;
+        bool bare = node->rev <= bare_upto;
+        fl_store_snap_add(&sn, node->key, bare ? NULL : node->value, node->rev, node->create_rev);
+        cold = cold || (!bare && !node->value);
     }
     if (cold) /* under the lock: no write is applied, so compaction has not passed head */
         pin_add(s, &pin, s->head);
     pthread_rwlock_unlock(&s->lock);
 
     int rc = 0;
-    if (fl_store_snap_deliver(&sn, cold ? fill_values : NULL, s, FILL_CHUNK, fn, ctx, &rc))
+    fill_ctx fc = {s, bare_upto};
+    if (fl_store_snap_deliver(&sn, cold ? fill_values : NULL, &fc, FILL_CHUNK, fn, ctx, &rc))
         more = true;
     if (cold)
         pin_remove(s, &pin);
@@ -918,10 +927,19 @@ int fl_store_list(fl_store *s, const char *prefix, const char *start_after, int6
     if (at_rev < 0 || !fn)
         return FL_EINVAL;
     if (at_rev == 0)
-        return list_memory(s, prefix, start_after, limit, fn, ctx, rev_out, more_out);
+        return list_memory(s, prefix, start_after, limit, 0, fn, ctx, rev_out, more_out);
     if (s->memory)
         return fl_store_memory_list_at(s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
     return list_log(s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
+}
+
+int fl_store_list_bare(fl_store *s, const char *prefix, int64_t bare_upto, fl_store_list_fn fn, void *ctx,
+                       int64_t *rev_out)
+{
+    *rev_out = 0;
+    if (!fn || bare_upto < 0)
+        return FL_EINVAL;
+    return list_memory(s, prefix ? prefix : "", NULL, 0, bare_upto, fn, ctx, rev_out, NULL);
 }
 
 size_t fl_store_count(fl_store *s, const char *prefix)

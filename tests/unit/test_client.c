@@ -2030,38 +2030,60 @@ static void test_informer_tags_entries_and_walks_the_tags(void **state)
     fl_informer_free(inf);
 }
 
-static void count_add(void *ctx, json_t *obj)
+/* Each add as "name:uid|bare;": whether the object came whole (with its uid, labels and
+ * data) or as a bare list left it (its names and resourceVersion alone). */
+typedef struct bare_adds {
+    pthread_mutex_t mu;
+    char buf[256];
+} bare_adds;
+
+static void note_bare_add(void *ctx, json_t *obj)
 {
-    (void)obj;
-    atomic_fetch_add((atomic_int *)ctx, 1);
+    bare_adds *b = ctx;
+    const json_t *md = json_object_get(obj, "metadata");
+    bool bare = !json_object_get(md, "uid") && !json_object_get(md, "labels") && !json_object_get(obj, "data") &&
+                json_string_value(json_object_get(md, "resourceVersion")) &&
+                json_string_value(json_object_get(md, "namespace")) && json_string_value(json_object_get(obj, "kind"));
+    pthread_mutex_lock(&b->mu);
+    size_t used = strlen(b->buf);
+    snprintf(b->buf + used, sizeof b->buf - used, "%s:%s;", json_string_value(json_object_get(md, "name")),
+             bare ? "bare" : json_object_get(md, "uid") ? "uid" : "?");
+    pthread_mutex_unlock(&b->mu);
 }
 
-/* In process, a resuming partial informer with resume_bare keeps of an object its first list
- * holds unchanged since the revision only that object's revision, as of a watched one, and
- * tells it; one changed since keeps its decoding as any listed object. */
+/* In process, a resuming compact informer with resume_bare lists an object unchanged since
+ * the revision bare (its stored value not read), tells it so, and keeps only its revision,
+ * as of a watched one; one changed since comes whole and keeps its decoding as any listed
+ * object. */
 static void test_resuming_informer_keeps_only_revisions_of_objects_listed_unchanged(void **state)
 {
     fixture *f = *state;
     create_cm(f, "default", "old", "1");
+    create_cm(f, "default", "old2", "1");
     int64_t resume = fl_store_rev(f->store);
     create_cm(f, "default", "new", "1");
     static const char *const partial[] = {"data", NULL};
-    atomic_int adds;
-    atomic_init(&adds, 0);
+    bare_adds adds = {.mu = PTHREAD_MUTEX_INITIALIZER};
     /* the handler reads nothing: a read of a cold entry would leave it in the hot slot */
     fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default",
                               .transform = fl_informer_drop_managed_fields, .partial_fields = partial,
-                              .handlers = {.on_add = count_add, .ctx = &adds},
+                              .handlers = {.on_add = note_bare_add, .ctx = &adds},
                               .compact = true, .hot_objects = 1, .resume_rev = resume, .resume_bare = true};
     fl_informer *inf = NULL;
     assert_int_equal(fl_informer_new(&cfg, &inf), 0);
     assert_int_equal(fl_informer_start(inf), 0);
     assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
-    assert_int_equal(atomic_load(&adds), 2); /* both told */
+    assert_string_equal(adds.buf, "new:uid;old:bare;old2:bare;"); /* all told, in the list's order */
     char rv_old[64];
     assert_int_equal(fl_informer_get_rv(inf, "default", "old", rv_old, sizeof rv_old), 0);
-    stop_and_compact_past(f, inf, "old", rv_old);
     json_t *obj = NULL;
+    /* read from the store, whole but for the partial fields; in the one hot slot now */
+    assert_int_equal(fl_informer_get(inf, "default", "old2", &obj), 0);
+    assert_non_null(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    assert_non_null(json_object_get(json_object_get(obj, "metadata"), "creationTimestamp"));
+    json_decref(obj);
+    stop_and_compact_past(f, inf, "old", rv_old);
+    obj = NULL;
     assert_int_equal(fl_informer_get(inf, "default", "new", &obj), 0); /* its decoding, kept */
     assert_null(json_object_get(obj, "data"));
     json_decref(obj);

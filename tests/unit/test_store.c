@@ -473,6 +473,43 @@ static void test_list_orders_by_key_within_prefix(void **state)
     assert_int_equal(fl_store_count(f->s, "/zz"), 0);
 }
 
+/* Collects a bare list as "key@rev=value;" text, "-" for a value left unread. */
+static bool bare_fn(void *ctx, const char *key, const fl_kv *kv)
+{
+    collect *c = ctx;
+    size_t used = strlen(c->buf);
+    snprintf(c->buf + used, sizeof c->buf - used, "%s@%lld=%s;", key, (long long)kv->rev,
+             kv->value ? kv->value->data : "-");
+    return true;
+}
+
+/* A bare list gives the keys last written at or before its revision without their values,
+ * the others with theirs, whether the values are in memory or (reopened) in the file. */
+static void test_bare_list_leaves_the_values_written_up_to_a_revision_unread(void **state)
+{
+    fixture *f = *state;
+    put_new(f->s, "/a/1", "one");
+    put_new(f->s, "/a/2", "two");
+    int64_t upto = put_new(f->s, "/b/1", "other");
+    put_upd(f->s, "/a/2", "two-b");
+    put_new(f->s, "/a/3", "three");
+    put_new(f->s, "/a/4", "gone");
+    put_del(f->s, "/a/4", "gone");
+    for (int round = 0; round < (f->memory ? 1 : 2); round++) {
+        if (round)
+            reopen(f, 0); /* nothing in memory: every value read comes from the file */
+        collect c;
+        memset(&c, 0, sizeof c);
+        int64_t rev = -1;
+        assert_int_equal(fl_store_list_bare(f->s, "/a/", upto, bare_fn, &c, &rev), 0);
+        assert_int_equal(rev, fl_store_rev(f->s));
+        assert_string_equal(c.buf, "/a/1@1=-;/a/2@4=two-b@4;/a/3@5=three@5;");
+        memset(&c, 0, sizeof c);
+        assert_int_equal(fl_store_list_bare(f->s, "/a/", 0, bare_fn, &c, &rev), 0); /* none bare */
+        assert_string_equal(c.buf, "/a/1@1=one@1;/a/2@4=two-b@4;/a/3@5=three@5;");
+    }
+}
+
 static void test_list_limit_more_and_start_after_page_through(void **state)
 {
     fixture *f = *state;
@@ -2025,6 +2062,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blob_is_nul_terminated_and_refcounted),
         cmocka_unit_test_setup_teardown(test_create_get_update_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bare_list_leaves_the_values_written_up_to_a_revision_unread, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_reopen_in_two_halves_loads_what_one_load_does, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_passes_null_current_to_render, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_prev_rev_is_conflict_and_changes_nothing, setup, teardown),
@@ -2074,6 +2113,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_store_without_mark_flags_opens_and_gains_them, setup, teardown),
         /* Memory stores: the backend-independent tests above, then their own. */
         MEM(test_create_get_update_delete),
+        MEM(test_bare_list_leaves_the_values_written_up_to_a_revision_unread),
         MEM(test_create_passes_null_current_to_render),
         MEM(test_stale_prev_rev_is_conflict_and_changes_nothing),
         MEM(test_eexist_and_enotfound_consume_no_revision),
