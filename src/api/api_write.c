@@ -24,6 +24,7 @@
 #include "core/mem.h"
 #include "core/patch.h"
 #include "core/random.h"
+#include "core/timefmt.h"
 #include "core/yaml.h"
 
 /* Live objects that carry ownerReferences, in every API of the process; deletes skip the
@@ -233,7 +234,7 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
     json_object_set_new(meta, "resourceVersion", placeholder);
     rc.pre = fl_json_dumps_mark(obj, placeholder, &rc.pre_len, &rc.pre_at);
     fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .ctx = &rc, .rendered = keep_rendered,
-                      .no_current = true};
+                      .no_current = true, .mark = has_owner_refs(obj) ? 1 : -1 /* FL_API_LOAD_MARK */};
     if (rc.pre_at + 1 < rc.pre_len && !memcmp(rc.pre + rc.pre_at, "\"\"", 2))
         op.render_blob = render_pre;
     else
@@ -1901,7 +1902,8 @@ int fl_api_load_crds(fl_api *api)
     char **marked = NULL;
     long nmarked = fl_store_marked(api->store, &marked);
     if (nmarked >= 0) { /* opening noted the values that name owners: count those now */
-        long owned = 0;
+        int64_t t0 = fl_time_mono_ms();
+        long said = fl_store_marked_said(api->store), owned = said; /* written with owners */
         for (long i = 0; i < nmarked; i++) {
             fl_kv kv;
             if (fl_store_get(api->store, marked[i], &kv) == 0) {
@@ -1914,6 +1916,10 @@ int fl_api_load_crds(fl_api *api)
         }
         free(marked);
         atomic_fetch_add(&owned_objects, owned);
+        int64_t ms = fl_time_mono_ms() - t0;
+        fl_log(ms >= 100 ? FL_LOG_INFO : FL_LOG_DEBUG, "api",
+               "%ld objects with owners: %ld as written, %ld of %ld others read to check, in %lld ms", owned, said,
+               owned - said, nmarked, (long long)ms);
     } else {
         owner_scan *sc = fl_calloc(1, sizeof *sc);
         sc->store = api->store;

@@ -279,9 +279,23 @@ static void policy_event(detector *d, const json_t *obj)
     free(key);
 }
 
+/* Start the lists of the kinds a policy names as soon as it is seen: its reconcile waits for
+ * the binding lists, and at a start the templates' lists would only begin after them. */
+static void watch_kinds(detector *d, const json_t *policy)
+{
+    size_t i;
+    json_t *sel;
+    json_array_foreach(json_object_get(json_object_get(policy, "spec"), "resourceSelectors"), i, sel) {
+        const char *av = jstr(sel, "apiVersion"), *kind = jstr(sel, "kind");
+        if (av && kind && !reserved_group(av))
+            fl_templates_watch(d->env.templates, av, kind, 0, NULL); /* one not served: its reconcile retries */
+    }
+}
+
 static void policy_added(void *ctx, json_t *obj)
 {
     detector *d = ctx;
+    watch_kinds(d, obj);
     char *key = fl_ctrl_resumed_add(&d->env, obj) ? policy_key(obj) : NULL;
     const char *rv = meta(obj, "resourceVersion");
     if (key && rv) {

@@ -105,6 +105,7 @@ struct fl_exec {
      * While there are any, first statuses wait. */
     json_t *undelivered;
     json_int_t undelivered_seq;
+    int64_t busy_told_ms; /* busy_told: when last (the server's tick alone calls fl_exec_marks) */
     /* Works that joined undelivered in the second from window_ms: burst_works or more
      * start a burst, which lasts while more keep joining (in_burst) */
     int64_t window_ms, adds, burst_works, burst_until_ms;
@@ -1847,15 +1848,38 @@ void fl_exec_resume(fl_exec *x, const json_t *marks)
                nc);
 }
 
+/* Why the member watches cannot be noted now, told once a minute at most: an engine that
+ * stays busy keeps every restart from resuming them. */
+static void busy_told(exec *x, const char *why, size_t n)
+{
+    int64_t now = fl_time_mono_ms();
+    if (x->busy_told_ms && now - x->busy_told_ms < 60000)
+        return;
+    x->busy_told_ms = now;
+    fl_log(FL_LOG_INFO, "execution", "the member watches are not noted yet: %zu %s", n, why);
+}
+
 json_t *fl_exec_marks(fl_exec *x)
 {
-    if (!fl_informer_has_synced(x->works) || !fl_workqueue_idle(x->q))
+    if (!fl_informer_has_synced(x->works))
         return NULL;
+    if (!fl_workqueue_idle(x->q)) {
+        busy_told(x, "Works queued, or waiting to be tried again", fl_workqueue_len(x->q));
+        return NULL;
+    }
     pthread_mutex_lock(&x->mu);
-    bool busy = json_object_size(x->first_status) || json_object_size(x->undelivered) ||
-                json_array_size(x->resume_todo);
+    size_t held = json_object_size(x->first_status), undelivered = json_object_size(x->undelivered),
+           todo = json_array_size(x->resume_todo);
     pthread_mutex_unlock(&x->mu);
-    json_t *marks = busy ? NULL : fl_ws_watches_marks(x->watches);
+    if (held)
+        busy_told(x, "first statuses held back", held);
+    else if (undelivered)
+        busy_told(x, "Works not tried yet", undelivered);
+    else if (todo)
+        busy_told(x, "member watches still to resume", todo);
+    json_t *marks = held || undelivered || todo ? NULL : fl_ws_watches_marks(x->watches);
+    if (!marks && !held && !undelivered && !todo)
+        busy_told(x, "member watches yet to list", 1);
     /* idle again after them: a Work an event told before them queued has been reconciled */
     if (marks && !fl_workqueue_idle(x->q)) {
         json_decref(marks);

@@ -184,6 +184,9 @@ int fl_templates_watch(fl_templates *t, const char *api_version, const char *kin
                 /* thousands of templates: kept as their revisions, read when asked for */
                 .compact = true,
                 .resume_rev = t->resume_rev,
+                /* every subscriber's add skips a template unchanged since the revision a
+                 * start resumes at (fl_ctrl_resumed_add): those are listed bare */
+                .resume_bare = true,
             };
             fl_informer_new(&cfg, &e->inf);
             fl_informer_start(e->inf);

@@ -55,8 +55,9 @@ typedef struct fl_store_config {
                                   Reads of other keys' values read the file. A memory store
                                   keeps every value. */
     const char *load_mark;     /* SQLite, optional: opening notes the keys whose value holds
-                                  these bytes (fl_store_marked), reading the values for it but
-                                  keeping none */
+                                  these bytes (fl_store_marked), or whose writer said it holds
+                                  what they stand for (fl_store_op.mark), without reading the
+                                  values where the rows say so already */
 } fl_store_config;
 
 /* Memory stores (memory = true).
@@ -102,10 +103,15 @@ int fl_store_get(fl_store *s, const char *key, fl_kv *out);
  * bytes. */
 int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out);
 
-/* The keys noted at opening (fl_store_config.load_mark), handed over: *keys is a new array
- * of n heap strings (the caller frees each and the array), and n is returned; later calls
- * hand over none. -1 (and *keys NULL) when the store was opened without a mark. */
+/* The keys noted at opening (fl_store_config.load_mark) whose values hold the mark's bytes,
+ * their writers having said nothing (fl_store_op.mark 0), handed over for the caller to check:
+ * *keys is a new array of n heap strings (the caller frees each and the array), and n is
+ * returned; later calls hand over none. -1 (and *keys NULL) when the store was opened without
+ * a mark. */
 long fl_store_marked(fl_store *s, char ***keys);
+/* How many keys' latest values their writers said hold what the mark stands for
+ * (fl_store_op.mark 1), as opening found them; -1 without a mark. */
+long fl_store_marked_said(fl_store *s);
 
 /* Head revision (the highest revision written). */
 int64_t fl_store_rev(fl_store *s);
@@ -167,6 +173,10 @@ typedef struct fl_store_op {
     /* The render does not read current: it gets NULL, so the writer need not read a value
      * that is not in memory from the file. */
     bool no_current;
+    /* With a load_mark: 1 the value holds what the mark stands for, -1 it does not; kept
+     * with the row, so that opening reads no value for it. 0: opening looks for the mark's
+     * bytes in the value (fl_store_marked hands such keys over for the caller to check). */
+    signed char mark;
     /* results */
     int64_t rev;              /* revision written (on success) */
     fl_blob *value;           /* on success: reference to the value now stored (caller unrefs);

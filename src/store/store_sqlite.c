@@ -282,7 +282,7 @@ static char *prefix_upper(const char *prefix)
 typedef struct load_row {
     char *name;
     int64_t id, create_rev;
-    bool marked;
+    int marked; /* the column's value */
 } load_row;
 
 typedef struct load_part {
@@ -299,10 +299,13 @@ typedef struct load_part {
 /* Whether each row's value holds the mark is written with the row (column marked), so
  * that opening need not read the values: at 30,000 + 30,000 Deployments and ConfigMaps
  * propagated, reading a GB of them for the mark was most of the 4.3 s to /readyz. The
- * column comes before value in the row, so reading it reads no overflow page. A store made
- * before the column has it added at the end of each row, where reading it reads the whole
- * row, and NULL in its old rows: those have their values read, as before. meta's
- * mark_hash names the mark the flags were written for; opening with another mark
+ * column comes before value in the row, so reading it reads no overflow page. Its values:
+ * 0 no; 1 the value holds the mark's bytes (the caller checks what they mean); 2 the writer
+ * said the value holds what the mark stands for (fl_store_op.mark), so no one need read it
+ * (counting the 60,000 bindings that name owners, by reading each, took 2.4 s of a start).
+ * A store made before the column has it added at the end of each row, where reading it
+ * reads the whole row, and NULL in its old rows: those have their values read, as before.
+ * meta's mark_hash names the mark the flags were written for; opening with another mark
  * forgets them. */
 static int64_t mark_hash(const char *mark)
 {
@@ -346,6 +349,15 @@ static void mark_key(fl_store *s, const char *key)
     s->marked[s->nmarked++] = fl_strdup(key);
 }
 
+/* A loaded key's mark (the column's value). Opening only. */
+static void mark_loaded(fl_store *s, const char *key, int marked)
+{
+    if (marked == 2)
+        s->nsaid++;
+    else if (marked)
+        mark_key(s, key);
+}
+
 static void load_part_run(load_part *p)
 {
     sqlite3_stmt *st = NULL;
@@ -365,11 +377,10 @@ static void load_part_run(load_part *p)
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
         int64_t id = sqlite3_column_int64(st, 1), create_rev = sqlite3_column_int64(st, 2);
-        bool marked = sqlite3_column_int(st, 3) != 0;
+        int marked = sqlite3_column_int(st, 3);
         if (p->into_cache) {
             fl_store_cache_put(&p->s->cache, name, NULL, id, create_rev);
-            if (marked)
-                mark_key(p->s, name);
+            mark_loaded(p->s, name, marked);
             continue;
         }
         if (p->n == p->cap) {
@@ -451,8 +462,7 @@ static int load(fl_store *s, size_t split_rows)
         for (size_t i = 0; i < second.n; i++) {
             load_row *r = &second.rows[i];
             fl_store_cache_put(&s->cache, r->name, NULL, r->id, r->create_rev);
-            if (r->marked)
-                mark_key(s, r->name);
+            mark_loaded(s, r->name, r->marked);
             free(r->name);
         }
         free(second.rows);
@@ -651,6 +661,11 @@ long fl_store_marked(fl_store *s, char ***keys)
     s->nmarked = s->capmarked = 0;
     pthread_mutex_unlock(&s->pool_mu);
     return n;
+}
+
+long fl_store_marked_said(fl_store *s)
+{
+    return s->memory || !s->mark ? -1 : s->nsaid;
 }
 
 /* Notes live in meta as rows named "note:<name>", read and written on a reader connection

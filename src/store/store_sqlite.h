@@ -101,6 +101,7 @@ struct fl_store {
     char *mark;                /* fl_store_config.load_mark */
     char **marked;             /* the keys noted at opening; NULL once handed over */
     long nmarked, capmarked;
+    long nsaid;          /* keys whose writers said their values hold the mark (fl_store_marked_said) */
 
     /* both backends */
     pthread_rwlock_t lock;     /* guards cache and head for readers (a memory store: everything) */

@@ -202,8 +202,9 @@ static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
     sqlite3_bind_int64(st, 5, create_rev);
     sqlite3_bind_int64(st, 6, op->type == FL_STORE_CREATE ? 0 : cur.rev);
     sqlite3_bind_blob(st, 7, value->data, (int)value->len, SQLITE_STATIC);
-    if (s->mark)
-        sqlite3_bind_int(st, 8, memmem(value->data, value->len, s->mark, strlen(s->mark)) != NULL);
+    if (s->mark) /* the column's values: load_part_run */
+        sqlite3_bind_int(st, 8, op->mark > 0 ? 2 : op->mark < 0 ? 0
+                                : memmem(value->data, value->len, s->mark, strlen(s->mark)) != NULL);
     else
         sqlite3_bind_null(st, 8);
     int step = sqlite3_step(st);

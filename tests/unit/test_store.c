@@ -969,6 +969,44 @@ static void test_opening_takes_the_mark_from_rows_written_with_it(void **state)
     assert_marked(f->s, MARKED("/a", "/e"));
 }
 
+/* Write key with what its writer says of the mark (fl_store_op.mark). */
+static void put_said(fl_store *s, int type, const char *key, const char *text, signed char mark)
+{
+    render_ctx rc = { .text = text };
+    fl_store_op op = { .type = type, .key = key, .render = render_text, .ctx = &rc, .mark = mark };
+    assert_int_equal(fl_store_write(s, &op), 0);
+    fl_blob_unref(op.value);
+}
+
+/* What a writer says of a value's mark stands at opening whatever the value's bytes: keys it
+ * said hold it are counted without being read or handed over; keys it said nothing of are
+ * handed over if their bytes hold the mark. A build that wrote no such word opens the
+ * store as ever. */
+static void test_opening_counts_the_keys_their_writers_said_hold_the_mark(void **state)
+{
+    fixture *f = *state;
+    fl_store_free(f->s);
+    f->s = open_marked(f, "mark");
+    put_said(f->s, FL_STORE_CREATE, "/said", "plain", 1);
+    put_said(f->s, FL_STORE_CREATE, "/denied", "mark-bytes", -1);
+    put_said(f->s, FL_STORE_CREATE, "/bytes", "mark-bytes", 0);
+    put_said(f->s, FL_STORE_CREATE, "/said-then", "plain", 1);
+    put_said(f->s, FL_STORE_UPDATE, "/said-then", "plain", -1);
+    put_said(f->s, FL_STORE_CREATE, "/gone", "plain", 1);
+    put_said(f->s, FL_STORE_DELETE, "/gone", "plain", 1);
+    assert_int_equal(fl_store_marked_said(f->s), 0); /* as opening found them: none */
+    fl_store_free(f->s);
+    f->s = NULL;
+    sql(f->path, "UPDATE kv SET value = CAST('tampered' AS BLOB) WHERE name = '/said'"); /* never read */
+    f->s = open_marked(f, "mark");
+    assert_int_equal(fl_store_marked_said(f->s), 1);
+    assert_marked(f->s, MARKED("/bytes"));
+    fl_store_free(f->s);
+    f->s = open_marked(f, "other"); /* another mark: the words are forgotten, the values read */
+    assert_int_equal(fl_store_marked_said(f->s), 0);
+    assert_marked(f->s, MARKED(NULL));
+}
+
 /* A store made before rows said whether they hold the mark opens as before (its values are
  * read for it), takes new writes, and says it for those. */
 static void test_a_store_without_mark_flags_opens_and_gains_them(void **state)
@@ -2110,6 +2148,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_get_at_reads_a_revision_of_the_key_from_the_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_opening_notes_the_keys_whose_value_holds_the_mark, setup, teardown),
         cmocka_unit_test_setup_teardown(test_opening_takes_the_mark_from_rows_written_with_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_opening_counts_the_keys_their_writers_said_hold_the_mark, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_a_store_without_mark_flags_opens_and_gains_them, setup, teardown),
         /* Memory stores: the backend-independent tests above, then their own. */
         MEM(test_create_get_update_delete),
