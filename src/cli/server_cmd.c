@@ -47,9 +47,9 @@
 #define RECONCILED_QUIET_MS 1000 /* FLOTILLA_RECONCILED_QUIET_MS */
 #define NOTE_REV "reconciled_rev"
 #define NOTE_BUILD "reconciled_build"
-/* With them, when the execution controller was idle too: its member watches and where each
- * had reached, {"rev": <the reconciled revision>, "watches": fl_exec_marks} */
-#define NOTE_WATCHES "member_watches"
+/* With them, what the controllers note (fl_ctrl_note), each under its name as
+ * {"rev": <the reconciled revision>, "noted": ...}: where the member watches had reached,
+ * once the execution controller is idle; which bindings propagate dependencies. */
 
 /* The head, if it is the reconciled revision this build noted; else 0. */
 static int64_t resumes_at(fl_store *s)
@@ -60,43 +60,66 @@ static int64_t resumes_at(fl_store *s)
     return rev == head && build == fl_build_id() ? head : 0;
 }
 
-/* The member watches noted with the revision the controllers resume at (a new reference),
- * or NULL. */
-static json_t *resumed_watches(fl_store *s, int64_t rev)
+/* What the controllers noted with revision rev ({name: noted}, a new reference): a note
+ * made with another revision is left out. */
+static json_t *resumed_notes(fl_store *s, int64_t rev)
 {
-    char *text = NULL;
-    if (!rev || fl_store_note_get_text(s, NOTE_WATCHES, &text))
-        return NULL;
-    json_t *note = fl_json_load(text, strlen(text));
-    free(text);
-    json_t *watches = json_incref(json_object_get(note, "watches"));
-    json_t *at = json_object_get(note, "rev");
-    if (!json_is_integer(at) || json_integer_value(at) != rev || !json_is_array(watches)) {
-        json_decref(watches);
-        watches = NULL;
+    json_t *out = json_object();
+    for (const char *const *name = fl_ctrl_note_names; rev && *name; name++) {
+        char *text = NULL;
+        if (fl_store_note_get_text(s, *name, &text))
+            continue;
+        json_t *note = fl_json_load(text, strlen(text));
+        free(text);
+        json_t *at = json_object_get(note, "rev"), *noted = json_object_get(note, "noted");
+        if (json_is_integer(at) && json_integer_value(at) == rev && noted)
+            json_object_set(out, *name, noted);
+        json_decref(note);
     }
-    json_decref(note);
-    return watches;
+    return out;
 }
 
 typedef struct reconciled {
     int64_t seen, seen_at, noted, quiet_ms;
-    bool watches_noted; /* the member watches are noted with noted */
+    unsigned notes; /* bit i: fl_ctrl_note_names[i] is noted with noted */
 } reconciled;
 
-/* Note the member watches with the reconciled revision head, when the execution controller
- * is idle: true once they are. */
-static bool note_watches(fl_store *s, fl_ctrl_manager *m, int64_t head)
+static unsigned all_notes(void)
 {
-    json_t *marks = fl_ctrl_manager_member_marks(m);
-    if (!marks)
-        return false;
-    json_t *note = json_pack("{s:I, s:o}", "rev", (json_int_t)head, "watches", marks);
-    char *text = fl_json_dumps(note, NULL);
-    json_decref(note);
-    bool ok = fl_store_note_set_text(s, NOTE_WATCHES, text) == 0;
-    free(text);
-    return ok;
+    unsigned n = 0;
+    while (fl_ctrl_note_names[n])
+        n++;
+    return (1u << n) - 1;
+}
+
+/* The bit of the member watches' note. */
+static unsigned watches_bit(void)
+{
+    for (unsigned i = 0; fl_ctrl_note_names[i]; i++)
+        if (!strcmp(fl_ctrl_note_names[i], FL_CTRL_NOTE_WATCHES))
+            return 1u << i;
+    return 0;
+}
+
+/* Write the controllers' notes not yet written for the reconciled revision head, those
+ * their controllers can give now (the execution controller's once it is idle). */
+static void write_notes(reconciled *r, fl_store *s, fl_ctrl_manager *m, int64_t head)
+{
+    unsigned have = __atomic_load_n(&r->notes, __ATOMIC_RELAXED);
+    for (unsigned i = 0; fl_ctrl_note_names[i]; i++) {
+        if (have & (1u << i))
+            continue;
+        json_t *noted = fl_ctrl_manager_note(m, fl_ctrl_note_names[i], head);
+        if (!noted)
+            continue;
+        json_t *note = json_pack("{s:I, s:o}", "rev", (json_int_t)head, "noted", noted);
+        char *text = fl_json_dumps(note, NULL);
+        json_decref(note);
+        if (fl_store_note_set_text(s, fl_ctrl_note_names[i], text) == 0)
+            have |= 1u << i;
+        free(text);
+    }
+    __atomic_store_n(&r->notes, have, __ATOMIC_RELAXED);
 }
 
 static void reconciled_tick(reconciled *r, fl_store *s, fl_ctrl_manager *m, int64_t now_ms)
@@ -107,24 +130,26 @@ static void reconciled_tick(reconciled *r, fl_store *s, fl_ctrl_manager *m, int6
         r->seen_at = now_ms;
         return;
     }
-    if ((head == r->noted && r->watches_noted) || now_ms - r->seen_at < r->quiet_ms || !fl_build_id() ||
+    if ((head == r->noted && r->notes == all_notes()) || now_ms - r->seen_at < r->quiet_ms || !fl_build_id() ||
         !fl_ctrl_manager_idle(m))
         return;
     if (head == r->noted) {
-        /* the execution controller was still busy with its members when the revision was
-         * noted (or the start resumed without them): they follow once it is idle */
-        __atomic_store_n(&r->watches_noted, note_watches(s, m, head), __ATOMIC_RELAXED);
+        /* a controller could not say yet when the revision was noted (the execution
+         * controller still busy with its members), or the start resumed without its note:
+         * it follows once it can */
+        write_notes(r, s, m, head);
         return;
     }
     /* the build first: a note of the revision alone never pairs with another build's; the
-     * watches before the revision too, naming the revision they go with */
+     * controllers' notes before the revision too, naming the revision they go with */
     if (fl_store_note_set(s, NOTE_BUILD, fl_build_id()))
         return;
-    __atomic_store_n(&r->watches_noted, note_watches(s, m, head), __ATOMIC_RELAXED);
+    __atomic_store_n(&r->notes, 0, __ATOMIC_RELAXED);
+    write_notes(r, s, m, head);
     if (fl_store_note_set(s, NOTE_REV, head) == 0) {
         __atomic_store_n(&r->noted, head, __ATOMIC_RELAXED);
         fl_log(FL_LOG_DEBUG, "server", "the controllers are idle at revision %lld: noted as reconciled%s",
-               (long long)head, r->watches_noted ? ", with the member watches" : "");
+               (long long)head, r->notes & watches_bit() ? ", with the member watches" : "");
     }
 }
 
@@ -135,7 +160,7 @@ static double gauge_noted(void *ctx)
 
 static double gauge_watches_noted(void *ctx)
 {
-    return __atomic_load_n(&((reconciled *)ctx)->watches_noted, __ATOMIC_RELAXED) ? 1 : 0;
+    return __atomic_load_n(&((reconciled *)ctx)->notes, __ATOMIC_RELAXED) & watches_bit() ? 1 : 0;
 }
 
 static double gauge_resumed(void *ctx)
@@ -340,18 +365,21 @@ int fl_cmd_server(int argc, char **argv)
      * and watches, but in process (fl_api_local_client): no TLS, TCP or HTTP in between. */
     fl_client *cp = fl_api_local_client(&api, "flotilla-controller-manager");
     fl_ctrl_manager *ctrl = NULL;
-    json_t *watches = resumed_watches(store, resumed_rev);
-    rec.watches_noted = watches != NULL;
+    json_t *notes = resumed_notes(store, resumed_rev);
+    for (unsigned i = 0; fl_ctrl_note_names[i]; i++)
+        if (json_object_get(notes, fl_ctrl_note_names[i]))
+            rec.notes |= 1u << i;
     fl_ctrl_env env = {.cp = cp,
                        .data_dir = data_dir,
                        .stopping = &api.stopping,
                        .resumed_rev = resumed_rev,
-                       .resumed_watches = watches};
+                       .resumed_notes = notes};
     if (resumed_rev)
         fl_log(FL_LOG_INFO, "server", "the controllers had finished at revision %lld: they resume there%s",
-               (long long)resumed_rev, watches ? ", and the member watches where they had reached" : "");
+               (long long)resumed_rev,
+               rec.notes & watches_bit() ? ", and the member watches where they had reached" : "");
     fl_ctrl_manager_start(&env, fl_server_controllers, &ctrl);
-    json_decref(watches); /* the controllers took what they keep */
+    json_decref(notes); /* the controllers took what they keep */
     printf("flotilla server listening on %s\nkubeconfig: %s\n", url, kc);
     fflush(stdout);
     free(kc);

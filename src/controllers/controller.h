@@ -39,10 +39,10 @@ typedef struct fl_ctrl_env {
      * fl_ctrl_resumable queue nothing for the objects their first lists hold unchanged since:
      * reconciling them again would change nothing. */
     int64_t resumed_rev;
-    /* With resumed_rev: the member watches noted with it (fl_ctrl_member_marks), each
-     * [cluster, apiVersion, kind, resource, revision]; NULL: none were. Borrowed for the
-     * controllers' start only: a controller copies what it keeps. */
-    const json_t *resumed_watches;
+    /* With resumed_rev: what the controllers noted with it (fl_ctrl_note), by the note's
+     * name (fl_ctrl_note_names); a name missing: nothing was. Borrowed for the controllers'
+     * start only: a controller copies what it keeps. */
+    const json_t *resumed_notes;
 } fl_ctrl_env;
 
 typedef struct fl_controller {
@@ -164,11 +164,21 @@ void fl_ctrl_resume_broad(const fl_ctrl_env *env);
  * revision it resumed at: then a first list told it, as every controller had last seen it,
  * and it is not a change. */
 bool fl_ctrl_resumed_add(const fl_ctrl_env *env, const json_t *obj);
-/* The controller that watches members (the execution controller) says where its watches
- * are: fn(ctx) gives them when it is idle (fl_exec_marks), else NULL. One per manager. */
-void fl_ctrl_member_marks(const fl_ctrl_env *env, json_t *(*fn)(void *ctx), void *ctx);
-/* What that fn gives now (a new reference), or NULL. */
-json_t *fl_ctrl_manager_member_marks(fl_ctrl_manager *m);
+/* A controller whose resuming needs more than the store's objects at the reconciled
+ * revision notes it under a name of fl_ctrl_note_names: fn(ctx, rev) gives what to note with
+ * revision rev (a new reference), or NULL when it cannot say yet. The server writes it beside
+ * the revision, and a start there hands it back (env->resumed_notes). One fn per name. */
+typedef json_t *(*fl_ctrl_note_fn)(void *ctx, int64_t rev);
+void fl_ctrl_note(const fl_ctrl_env *env, const char *name, fl_ctrl_note_fn fn, void *ctx);
+/* What the fn of name gives now for rev (a new reference); NULL if it cannot say, or no
+ * controller registered name. */
+json_t *fl_ctrl_manager_note(fl_ctrl_manager *m, const char *name, int64_t rev);
+/* The notes' names, NULL-terminated (controllers.c): where the member watches had reached
+ * (FL_CTRL_NOTE_WATCHES, fl_exec_marks), and which bindings propagate dependencies and are
+ * depended on (FL_CTRL_NOTE_DEPENDENCIES). */
+#define FL_CTRL_NOTE_WATCHES "member_watches"
+#define FL_CTRL_NOTE_DEPENDENCIES "dependencies"
+extern const char *const fl_ctrl_note_names[];
 
 /* The controllers the server runs, NULL-terminated (controllers.c). */
 extern const fl_controller *const fl_server_controllers[];

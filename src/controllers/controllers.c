@@ -27,3 +27,5 @@ const fl_controller *const fl_server_controllers[] = {
     &fl_cluster_status_controller,
     NULL,
 };
+
+const char *const fl_ctrl_note_names[] = {FL_CTRL_NOTE_WATCHES, FL_CTRL_NOTE_DEPENDENCIES, NULL};

@@ -21,6 +21,11 @@
  * It runs again when a dependent binding's clusters change, when its template's spec
  * changes (a volume added or removed), and when a customization for its kind changes.
  *
+ * With the reconciled revision it notes which bindings propagate dependencies and which are
+ * depended on (fl_ctrl_note). A start there takes both from the note and reconciles those
+ * bindings again (a dependency missing at the note is looked for again), and lets the
+ * binding lists come bare: no binding unchanged since needs reading.
+ *
  * Queue keys: "ns/name" of the dependent ResourceBinding (dependencies of cluster-scoped
  * templates are not followed, as in Karmada). */
 #include <pthread.h>
@@ -58,6 +63,8 @@ typedef struct depsctl {
      * namespace's bindings, which made every binding write O(n). */
     pthread_mutex_t mu;
     json_t *dependents;
+    json_t *propagating; /* "ns/name" of every binding with propagateDeps (under mu) */
+    bool resumed;        /* both taken from the note of the revision the start resumed at */
 } depsctl;
 
 static const char *jstr(const json_t *o, const char *k)
@@ -90,25 +97,69 @@ static void note_dependents(depsctl *d, const json_t *obj)
     pthread_mutex_unlock(&d->mu);
 }
 
-static void binding_event(void *ctx, json_t *obj)
+/* Remember whether the binding of key k propagates its dependencies. */
+static void note_propagating(depsctl *d, const char *k, bool propagates)
+{
+    pthread_mutex_lock(&d->mu);
+    if (propagates)
+        json_object_set_new(d->propagating, k, json_true());
+    else
+        json_object_del(d->propagating, k);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static bool propagates_deps(const json_t *binding)
+{
+    return json_is_true(json_object_get(json_object_get(binding, "spec"), "propagateDeps"));
+}
+
+/* A binding as a bare list left it (fl_informer_config.resume_bare): its names alone. */
+static bool listed_bare(const json_t *obj)
+{
+    return !json_object_get(json_object_get(obj, "metadata"), "uid");
+}
+
+static void binding_event(depsctl *d, json_t *obj, bool gone)
+{
+    char *k = fl_informer_key(obj);
+    if (!k)
+        return;
+    if (!listed_bare(obj)) { /* else its reconcile reads it */
+        note_dependents(d, obj);
+        note_propagating(d, k, !gone && propagates_deps(obj));
+    }
+    fl_workqueue_add(d->q, k);
+    free(k);
+}
+
+static void binding_added(void *ctx, json_t *obj)
 {
     depsctl *d = ctx;
-    note_dependents(d, obj);
-    char *k = fl_informer_key(obj);
-    if (k)
-        fl_workqueue_add(d->q, k);
-    free(k);
+    /* resumed: what it propagates and who depends on it are in the note, and the note's
+     * bindings are queued */
+    if (!d->resumed || !fl_ctrl_resumed_add(&d->env, obj))
+        binding_event(d, obj, false);
+}
+
+static void binding_deleted(void *ctx, json_t *obj)
+{
+    binding_event(ctx, obj, true);
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    note_dependents(ctx, new_obj);
+    depsctl *d = ctx;
+    note_dependents(d, new_obj);
+    char *k = fl_informer_key(new_obj);
+    if (k)
+        note_propagating(d, k, propagates_deps(new_obj));
+    free(k);
     const json_t *os = json_object_get(old_obj, "spec"), *ns = json_object_get(new_obj, "spec");
     if (fl_json_same(json_object_get(os, "clusters"), json_object_get(ns, "clusters")) &&
         fl_json_same(json_object_get(os, "propagateDeps"), json_object_get(ns, "propagateDeps")) &&
         fl_json_same(json_object_get(os, "resource"), json_object_get(ns, "resource")))
         return;
-    binding_event(ctx, new_obj);
+    binding_event(d, new_obj, false);
 }
 
 /* A workload's spec changed: what it refers to may have too. */
@@ -235,7 +286,8 @@ static int reconcile(void *ctx, const char *key)
     *name++ = 0;
     json_t *b = NULL;
     fl_informer_get(d->rbs, ns, name, &b);
-    bool propagates = b && json_is_true(json_object_get(json_object_get(b, "spec"), "propagateDeps"));
+    bool propagates = b && propagates_deps(b);
+    note_propagating(d, key, propagates); /* a binding listed bare is known from here on */
     pthread_mutex_lock(&d->mu);
     bool dependent = json_object_get(d->dependents, key) != NULL;
     if (dependent && !propagates)
@@ -364,6 +416,43 @@ out:
     return rc;
 }
 
+/* The note (fl_ctrl_note) of revision rev: {"propagating": [keys], "dependents": [keys]}. The
+ * server asks once the store has been quiet at rev for a while and every controller is idle,
+ * as for the queues of the controllers that resume: the binding events up to rev have been
+ * told. A binding queued still (a dependency not there yet) is among the propagating. */
+static json_t *deps_note(void *ctx, int64_t rev)
+{
+    depsctl *d = ctx;
+    (void)rev;
+    if (!fl_informer_has_synced(d->rbs))
+        return NULL;
+    json_t *prop = json_array(), *deps = json_array();
+    const char *k;
+    json_t *v;
+    pthread_mutex_lock(&d->mu);
+    json_object_foreach(d->propagating, k, v) json_array_append_new(prop, json_string(k));
+    json_object_foreach(d->dependents, k, v) json_array_append_new(deps, json_string(k));
+    pthread_mutex_unlock(&d->mu);
+    return json_pack("{s:o, s:o}", "propagating", prop, "dependents", deps);
+}
+
+/* A start at the revision of its note: both sets from it, and their bindings queued (their
+ * reconciles wait for the binding list) */
+static void resume_from(depsctl *d, const json_t *noted)
+{
+    const json_t *sets[2] = {json_object_get(noted, "propagating"), json_object_get(noted, "dependents")};
+    json_t *into[2] = {d->propagating, d->dependents};
+    for (int i = 0; i < 2; i++) {
+        size_t j;
+        json_t *k;
+        json_array_foreach(sets[i], j, k) if (json_string_value(k)) {
+            json_object_set_new(into[i], json_string_value(k), json_true());
+            fl_workqueue_add(d->q, json_string_value(k));
+        }
+    }
+    d->resumed = true;
+}
+
 static int depsctl_start(const fl_ctrl_env *env, void **state)
 {
     depsctl *d = fl_calloc(1, sizeof *d);
@@ -371,13 +460,18 @@ static int depsctl_start(const fl_ctrl_env *env, void **state)
     d->q = fl_workqueue_new(NULL);
     pthread_mutex_init(&d->mu, NULL);
     d->dependents = json_object();
+    d->propagating = json_object();
+    const json_t *noted = json_object_get(env->resumed_notes, FL_CTRL_NOTE_DEPENDENCIES);
+    if (env->resumed_rev && noted)
+        resume_from(d, noted);
     d->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
-    fl_informer_handlers h = {.on_add = binding_event, .on_update = binding_updated, .on_delete = binding_event,
+    fl_informer_handlers h = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_deleted,
                               .ctx = d};
     fl_informer_add_handlers(d->rbs, &h);
     fl_template_handlers th = {.on_update = tmpl_updated, .ctx = d};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, d);
+    fl_ctrl_note(env, FL_CTRL_NOTE_DEPENDENCIES, deps_note, d);
     d->workers = fl_ctrl_workers_start_synced(d->q, "dependencies", DEPS_WORKERS, reconcile, d, (fl_informer *const[]){d->rbs, NULL});
     *state = d;
     return 0;
@@ -389,6 +483,7 @@ static void depsctl_stop(void *state)
     fl_ctrl_workers_join(d->workers);
     fl_workqueue_free(d->q);
     json_decref(d->dependents);
+    json_decref(d->propagating);
     pthread_mutex_destroy(&d->mu);
     free(d);
 }

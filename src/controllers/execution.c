@@ -2073,8 +2073,9 @@ static bool push_resumed(void *ctx, const json_t *work)
     return fl_ctrl_resumed_add(&p->env, work);
 }
 
-static json_t *push_marks(void *ctx)
+static json_t *push_marks(void *ctx, int64_t rev)
 {
+    (void)rev; /* the engine's own queue and watches say whether it is there */
     push *p = ctx;
     return fl_exec_marks(p->engine);
 }
@@ -2202,8 +2203,9 @@ static int push_start(const fl_ctrl_env *env, void **state)
         /* Clusters first, so the Works' first reconciles know their clusters. Not fatal:
          * handlers and the resync catch up. */
         fl_informer_wait_synced(p->clusters, 5000);
-        if (env->resumed_watches) {
-            json_t *kept = push_resumable(p, env->resumed_watches);
+        const json_t *noted = json_object_get(env->resumed_notes, FL_CTRL_NOTE_WATCHES);
+        if (noted) {
+            json_t *kept = push_resumable(p, noted);
             fl_exec_resume(p->engine, kept);
             json_decref(kept);
         }
@@ -2219,7 +2221,7 @@ static int push_start(const fl_ctrl_env *env, void **state)
         return rc;
     }
     fl_ctrl_on_interp_change(env, push_interp_changed, p);
-    fl_ctrl_member_marks(env, push_marks, p);
+    fl_ctrl_note(env, FL_CTRL_NOTE_WATCHES, push_marks, p);
     *state = p;
     return 0;
 }

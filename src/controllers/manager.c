@@ -50,8 +50,13 @@ struct fl_ctrl_manager {
     fl_workqueue **resumable;
     size_t nresumable;
     bool resume_off; /* atomic: fl_ctrl_resume_broad */
-    json_t *(*marks)(void *ctx); /* fl_ctrl_member_marks; set while controllers start */
-    void *marks_ctx;
+    /* fl_ctrl_note: set while controllers start, by name */
+    struct {
+        const char *name;
+        fl_ctrl_note_fn fn;
+        void *ctx;
+    } notes[4];
+    size_t nnotes;
 };
 
 /* What the shared Work informer keeps no decoding of (in process): what a Work's manifests
@@ -99,8 +104,10 @@ fl_informer *fl_ctrl_informer(const fl_ctrl_env *env, const char *api_version, c
         .compact = works || bindings,
         .resume_rev = env->resumed_rev,
         /* resuming with the member watches too, nothing reads every Work: the execution
-         * controller's pass is skipped with the others' (fl_exec_resume) */
-        .resume_bare = works && env->resumed_watches,
+         * controller's pass is skipped with the others' (fl_exec_resume); and with the
+         * dependencies controller's note, nothing reads every binding */
+        .resume_bare = (works && json_object_get(env->resumed_notes, FL_CTRL_NOTE_WATCHES)) ||
+                       (bindings && json_object_get(env->resumed_notes, FL_CTRL_NOTE_DEPENDENCIES)),
     };
     fl_informer_new(&cfg, &s->inf);
     if (m->started)
@@ -233,15 +240,24 @@ void fl_ctrl_resume_broad(const fl_ctrl_env *env)
            (long long)env->resumed_rev);
 }
 
-void fl_ctrl_member_marks(const fl_ctrl_env *env, json_t *(*fn)(void *ctx), void *ctx)
+void fl_ctrl_note(const fl_ctrl_env *env, const char *name, fl_ctrl_note_fn fn, void *ctx)
 {
-    env->manager->marks = fn;
-    env->manager->marks_ctx = ctx;
+    fl_ctrl_manager *m = env->manager;
+    if (m->nnotes == sizeof m->notes / sizeof m->notes[0]) {
+        fl_log(FL_LOG_ERROR, "controllers", "note %s: too many notes", name);
+        return;
+    }
+    m->notes[m->nnotes].name = name;
+    m->notes[m->nnotes].fn = fn;
+    m->notes[m->nnotes++].ctx = ctx;
 }
 
-json_t *fl_ctrl_manager_member_marks(fl_ctrl_manager *m)
+json_t *fl_ctrl_manager_note(fl_ctrl_manager *m, const char *name, int64_t rev)
 {
-    return m && m->marks ? m->marks(m->marks_ctx) : NULL;
+    for (size_t i = 0; m && i < m->nnotes; i++)
+        if (!strcmp(m->notes[i].name, name))
+            return m->notes[i].fn(m->notes[i].ctx, rev);
+    return NULL;
 }
 
 bool fl_ctrl_resumed_add(const fl_ctrl_env *env, const json_t *obj)

@@ -696,6 +696,49 @@ def test_a_member_watch_that_cannot_go_on_where_it_was_noted_lists_and_checks_it
     assert get(member, f"{MEMBER_DEPLOY}/gone") is None
 
 
+def test_dependencies_resume_from_their_note(resume_pair):
+    cp, member = resume_pair
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "deps-resume", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "deps-r"}],
+                   "propagateDeps": True, "placement": {"clusterAffinity": {"clusterNames": ["m1"]}}}}
+    code, body = cp.curl("POST", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies", pp)
+    assert code == 201, body
+    code, body = cp.curl("POST", "/api/v1/namespaces/default/configmaps", configmap("deps-here", {"a": "1"}))
+    assert code == 201, body
+    dep = rendered_deployment("deps-r")
+    dep["metadata"]["labels"] = {"app": "deps-r"}
+    dep["spec"]["template"]["spec"]["volumes"] = [{"name": "here", "configMap": {"name": "deps-here"}},
+                                                  {"name": "late", "configMap": {"name": "deps-late"}}]
+    code, body = cp.curl("POST", MEMBER_DEPLOY, dep)
+    assert code == 201, body
+    wait_for(lambda: get(member, f"{MEMBER_CM}/deps-here"), timeout=WAIT, what="the dependency in the member")
+    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision")
+             and metric(cp, "flotilla_member_watches_noted") == 1,
+             timeout=WAIT, what="the reconciled revision noted")
+    cp.kill()
+    cp.start()
+    assert metric(cp, "flotilla_controllers_resumed") == 1
+    # the dependency missing at the note is still looked for: the note says who propagates
+    code, body = cp.curl("POST", "/api/v1/namespaces/default/configmaps", configmap("deps-late", {"b": "2"}))
+    assert code == 201, body
+    wait_for(lambda: get(member, f"{MEMBER_CM}/deps-late"), timeout=WAIT, what="the late dependency in the member")
+    wait_for(lambda: metric(cp, "flotilla_reconciled_revision") == metric(cp, "flotilla_store_revision"),
+             timeout=WAIT, what="the reconciled revision noted again")
+    cp.kill()
+    cp.start()
+    assert metric(cp, "flotilla_controllers_resumed") == 1
+    # the workload stops propagating its dependencies: the note says who depends on them,
+    # and they leave the member
+    code, body = cp.curl("PATCH", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies/"
+                         "deps-resume", {"spec": {"propagateDeps": False}},
+                         content_type="application/merge-patch+json")
+    assert code == 200, body
+    for name in ("deps-here", "deps-late"):
+        wait_for(lambda: get(member, f"{MEMBER_CM}/{name}") is None, timeout=WAIT, what=f"{name} gone from the member")
+    assert get(member, f"{MEMBER_DEPLOY}/deps-r")
+
+
 FIRST_STATUS_MS = 1500
 
 
