@@ -1107,6 +1107,11 @@ void fl_informer_free(fl_informer *inf)
     free(inf);
 }
 
+bool fl_informer_bare(const json_t *obj)
+{
+    return !json_object_get(json_object_get(obj, "metadata"), "uid");
+}
+
 int64_t fl_informer_told_rv(fl_informer *inf)
 {
     return atomic_load(&inf->told);

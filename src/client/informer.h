@@ -112,7 +112,7 @@ typedef struct fl_informer_config {
      * (whose adds of them, in a resuming server, queue nothing; the tagger's too), and are
      * kept as their revisions alone: a read decodes the stored value at that revision, as
      * for an object a watch brought. */
-    bool resume_bare;
+    bool resume_bare; /* such an object, handed to a handler: fl_informer_bare */
     /* Optional: watch from this resourceVersion without a first list (a server resuming its
      * member watches where it had noted them). The cache starts empty and incomplete
      * (fl_informer_complete): it holds only what events bring, and has_synced is true at
@@ -234,6 +234,9 @@ int64_t fl_informer_list_progress_ms(fl_informer *inf);
  * the server's resourceVersions are not numbers. A caller that noted it, and whose
  * handlers' work was done by then, may later start an informer with watch_from it. */
 int64_t fl_informer_told_rv(fl_informer *inf);
+/* Whether obj, handed to a handler, is an item a first list left bare (resume_bare): its
+ * names and resourceVersion alone, no uid. */
+bool fl_informer_bare(const json_t *obj);
 /* The last resourceVersion the informer has seen (list, event or bookmark); "" before. */
 void fl_informer_last_rv(fl_informer *inf, char *buf, size_t cap);
 

@@ -114,13 +114,6 @@ static json_t *ensure_obj(json_t *o, const char *k)
 
 /* ---- the Work index ---- */
 
-/* A Work as a list left it bare: no uid, no annotations (nothing to index it by). */
-static bool listed_bare(const json_t *work)
-{
-    const json_t *md = json_object_get(work, "metadata");
-    return !json_object_get(md, "uid") && !json_object_get(md, "annotations");
-}
-
 /* Take the Work of key wk out of the bare ones (under mu). */
 static void bare_forget_locked(bindctl *b, const char *wk)
 {
@@ -138,7 +131,7 @@ static void bare_forget_locked(bindctl *b, const char *wk)
 static void index_put(bindctl *b, const json_t *work, bool present)
 {
     char *bk = fl_names_work_binding_key(work), *wk = fl_informer_key(work);
-    if (wk && !bk && present && listed_bare(work)) {
+    if (wk && !bk && present && fl_informer_bare(work)) { /* nothing to index it by */
         pthread_mutex_lock(&b->mu);
         json_t *set = json_object_get(b->bare, meta(work, "name"));
         if (!set) {

@@ -113,18 +113,12 @@ static bool propagates_deps(const json_t *binding)
     return json_is_true(json_object_get(json_object_get(binding, "spec"), "propagateDeps"));
 }
 
-/* A binding as a bare list left it (fl_informer_config.resume_bare): its names alone. */
-static bool listed_bare(const json_t *obj)
-{
-    return !json_object_get(json_object_get(obj, "metadata"), "uid");
-}
-
 static void binding_event(depsctl *d, json_t *obj, bool gone)
 {
     char *k = fl_informer_key(obj);
     if (!k)
         return;
-    if (!listed_bare(obj)) { /* else its reconcile reads it */
+    if (!fl_informer_bare(obj)) { /* else its reconcile reads it */
         note_dependents(d, obj);
         note_propagating(d, k, !gone && propagates_deps(obj));
     }
@@ -290,8 +284,6 @@ static int reconcile(void *ctx, const char *key)
     note_propagating(d, key, propagates); /* a binding listed bare is known from here on */
     pthread_mutex_lock(&d->mu);
     bool dependent = json_object_get(d->dependents, key) != NULL;
-    if (dependent && !propagates)
-        json_object_del(d->dependents, key); /* this pass removes its snapshots */
     pthread_mutex_unlock(&d->mu);
     if (!propagates && !dependent) {
         json_decref(b);
@@ -406,6 +398,11 @@ static int reconcile(void *ctx, const char *key)
     json_decref(all);
     json_decref(clusters);
 out:
+    if (!rc && dependent && !propagates) { /* this pass removed its snapshots */
+        pthread_mutex_lock(&d->mu);
+        json_object_del(d->dependents, key);
+        pthread_mutex_unlock(&d->mu);
+    }
     if (!rc && retry)
         fl_workqueue_add_after(d->q, key, MISSING_RETRY_MS);
     json_decref(b);
