@@ -57,10 +57,11 @@ typedef struct depsctl {
     fl_informer *rbs;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
-    /* "ns/name" of every binding some attached binding's requiredBy names (kept from the
-     * binding events; entries that went stale only cost one scan). A binding that does not
-     * propagate dependencies and is not in here has nothing to do: no scan of its
-     * namespace's bindings, which made every binding write O(n). */
+    /* "ns/name" of every binding some attached binding's requiredBy names -> {the names of
+     * those attached bindings, in its namespace: true} (kept from the binding events and our
+     * own writes; a name gone stale costs one read). A binding that does not propagate
+     * dependencies and is not in here has nothing to do; one that is finds its snapshots
+     * without a scan of its namespace's bindings, which made every pass O(n). */
     pthread_mutex_t mu;
     json_t *dependents;
     json_t *propagating; /* "ns/name" of every binding with propagateDeps (under mu) */
@@ -77,11 +78,23 @@ static const char *meta(const json_t *o, const char *k)
     return jstr(json_object_get(o, "metadata"), k);
 }
 
+/* Remember that attached binding aname names dependent key (under mu). */
+static void note_dependent_locked(depsctl *d, const char *key, const char *aname)
+{
+    json_t *set = json_object_get(d->dependents, key);
+    if (!set) {
+        set = json_object();
+        json_object_set_new(d->dependents, key, set);
+    }
+    json_object_set_new(set, aname, json_true());
+}
+
 /* Remember the dependents an attached binding names. */
 static void note_dependents(depsctl *d, const json_t *obj)
 {
     const json_t *rb = json_object_get(json_object_get(obj, "spec"), "requiredBy");
-    if (!json_array_size(rb))
+    const char *aname = meta(obj, "name");
+    if (!json_array_size(rb) || !aname)
         return;
     pthread_mutex_lock(&d->mu);
     size_t i;
@@ -90,11 +103,23 @@ static void note_dependents(depsctl *d, const json_t *obj)
         const char *ns = jstr(e, "namespace"), *name = jstr(e, "name");
         if (ns && name) {
             char *k = fl_asprintf("%s/%s", ns, name);
-            json_object_set_new(d->dependents, k, json_true());
+            note_dependent_locked(d, k, aname);
             free(k);
         }
     }
     pthread_mutex_unlock(&d->mu);
+}
+
+/* The names of the attached bindings noted as naming dependent key (a new array). */
+static json_t *attached_of(depsctl *d, const char *key)
+{
+    json_t *out = json_array();
+    const char *n;
+    json_t *v;
+    pthread_mutex_lock(&d->mu);
+    json_object_foreach(json_object_get(d->dependents, key), n, v) json_array_append_new(out, json_string(n));
+    pthread_mutex_unlock(&d->mu);
+    return out;
 }
 
 /* Remember whether the binding of key k propagates its dependencies. */
@@ -362,6 +387,9 @@ static int reconcile(void *ctx, const char *key)
                             jstr(om, "name"), "uid", jstr(om, "uid"), "resourceVersion", jstr(om, "resourceVersion"));
         }
         bool changed = set_snapshot(att, ns, name, clusters);
+        pthread_mutex_lock(&d->mu);
+        note_dependent_locked(d, key, bname); /* before its event: a pass may follow at once */
+        pthread_mutex_unlock(&d->mu);
         if (!have || changed) {
             fl_client_error ce;
             int r = have ? fl_client_update(d->env.cp, &RBS, ns, att, NULL, NULL, &ce)
@@ -377,25 +405,31 @@ static int reconcile(void *ctx, const char *key)
         json_decref(att);
         json_decref(have);
     }
-    /* remove our snapshot where it is no longer wanted */
-    json_t *all = fl_informer_list(d->rbs, ns);
-    json_t *other;
-    json_array_foreach(all, i, other) {
-        const char *oname = meta(other, "name");
-        if (!oname || wanted(want, oname))
+    /* remove our snapshot where it is no longer wanted: in the attached bindings noted as
+     * naming this one */
+    json_t *attached = attached_of(d, key);
+    json_t *aname;
+    json_array_foreach(attached, i, aname) {
+        const char *oname = json_string_value(aname);
+        if (wanted(want, oname))
             continue;
-        json_t *rb = json_object_get(json_object_get(other, "spec"), "requiredBy");
-        if (!json_array_size(rb))
-            continue;
-        json_t *att = fl_json_deep_copy(other);
-        if (set_snapshot(att, ns, name, NULL)) {
+        json_t *other = NULL, *att = NULL;
+        if (fl_informer_get(d->rbs, ns, oname, &other) == 0) {
+            att = fl_json_deep_copy(other);
+            json_decref(other);
+        }
+        if (att && set_snapshot(att, ns, name, NULL)) {
             int r = write_attached(d, att);
             if (r && !rc)
                 rc = r;
+        } else { /* gone, or names this one no more: forget it */
+            pthread_mutex_lock(&d->mu);
+            json_object_del(json_object_get(d->dependents, key), oname);
+            pthread_mutex_unlock(&d->mu);
         }
         json_decref(att);
     }
-    json_decref(all);
+    json_decref(attached);
     json_decref(clusters);
 out:
     if (!rc && dependent && !propagates) { /* this pass removed its snapshots */
@@ -413,7 +447,8 @@ out:
     return rc;
 }
 
-/* The note (fl_ctrl_note) of revision rev: {"propagating": [keys], "dependents": [keys]}. The
+/* The note (fl_ctrl_note) of revision rev: {"propagating": [keys], "dependents": {key: [the
+ * attached bindings naming it]}}. The
  * server asks once the store has been quiet at rev for a while and every controller is idle,
  * as for the queues of the controllers that resume: the binding events up to rev have been
  * told. A binding queued still (a dependency not there yet) is among the propagating. */
@@ -423,12 +458,18 @@ static json_t *deps_note(void *ctx, int64_t rev)
     (void)rev;
     if (!fl_informer_has_synced(d->rbs))
         return NULL;
-    json_t *prop = json_array(), *deps = json_array();
+    json_t *prop = json_array(), *deps = json_object();
     const char *k;
     json_t *v;
     pthread_mutex_lock(&d->mu);
     json_object_foreach(d->propagating, k, v) json_array_append_new(prop, json_string(k));
-    json_object_foreach(d->dependents, k, v) json_array_append_new(deps, json_string(k));
+    json_object_foreach(d->dependents, k, v) {
+        json_t *names = json_array();
+        const char *n;
+        json_t *t;
+        json_object_foreach(v, n, t) json_array_append_new(names, json_string(n));
+        json_object_set_new(deps, k, names);
+    }
     pthread_mutex_unlock(&d->mu);
     return json_pack("{s:o, s:o}", "propagating", prop, "dependents", deps);
 }
@@ -437,15 +478,18 @@ static json_t *deps_note(void *ctx, int64_t rev)
  * reconciles wait for the binding list) */
 static void resume_from(depsctl *d, const json_t *noted)
 {
-    const json_t *sets[2] = {json_object_get(noted, "propagating"), json_object_get(noted, "dependents")};
-    json_t *into[2] = {d->propagating, d->dependents};
-    for (int i = 0; i < 2; i++) {
-        size_t j;
-        json_t *k;
-        json_array_foreach(sets[i], j, k) if (json_string_value(k)) {
-            json_object_set_new(into[i], json_string_value(k), json_true());
-            fl_workqueue_add(d->q, json_string_value(k));
-        }
+    size_t i;
+    json_t *k;
+    json_array_foreach(json_object_get(noted, "propagating"), i, k) if (json_string_value(k)) {
+        json_object_set_new(d->propagating, json_string_value(k), json_true());
+        fl_workqueue_add(d->q, json_string_value(k));
+    }
+    const char *key;
+    json_t *names;
+    json_object_foreach(json_object_get(noted, "dependents"), key, names) {
+        json_t *n;
+        json_array_foreach(names, i, n) if (json_string_value(n)) note_dependent_locked(d, key, json_string_value(n));
+        fl_workqueue_add(d->q, key);
     }
     d->resumed = true;
 }
