@@ -754,8 +754,8 @@ static void log_first_list(fl_informer *inf, int64_t t0)
     pthread_rwlock_rdlock(&inf->lock);
     size_t n = inf->cache.n;
     pthread_rwlock_unlock(&inf->lock);
-    fl_log(ms >= 100 ? FL_LOG_INFO : FL_LOG_DEBUG, "informer", "%s%s%s: listed %zu in %lld ms", inf->resource, inf->ns ? " in " : "",
-           inf->ns ? inf->ns : "", n, (long long)ms);
+    fl_log(ms >= 100 ? FL_LOG_INFO : FL_LOG_DEBUG, "informer", "%s%s%s: listed %zu in %lld ms", inf->resource,
+           inf->ns ? " in " : "", inf->ns ? inf->ns : "", n, (long long)ms);
 }
 
 /* LIST everything and replace the cache, telling handlers the difference. */
