@@ -1045,7 +1045,6 @@ static int reconcile(void *ctx, const char *key)
         pthread_mutex_unlock(&b->mu);
     }
     claim_bare(b, key, wname);
-    free(wname);
     owned = index_get(b, key);
 
     /* gone or going: its Works go (a binding gone without us saw its finalizer removed, or
@@ -1097,7 +1096,7 @@ static int reconcile(void *ctx, const char *key)
                                     cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL),
                  .targets = targets,
                  .n = n,
-                 .wname = fl_names_work(kind, rns, rname),
+                 .wname = wname, /* works_name: of this kind, rns and rname */
                  .workload = json_integer_value(json_object_get(spec, "replicas")) > 0 ||
                              json_is_object(json_object_get(spec, "replicaRequirements")),
                  .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int)),
@@ -1188,7 +1187,7 @@ out:
     free(r.writes);
     free(r.rc);
     free(r.wrote);
-    free(r.wname);
+    free(wname); /* and r.wname */
     free(targets);
     json_decref(policies);
     json_decref(owned);

@@ -1708,8 +1708,8 @@ void fl_exec_requeue_kind(fl_exec *x, const char *api_version, const char *kind)
 
 #define TAG_SETTLED 1u /* the rest of a tag: the kind set's index in x->kind_sets, from 1 */
 
-/* The tag of Work w (informer thread): 0 when its manifests are not known (a Work listed
- * with its metadata only, at a resumed start). */
+/* The tag of Work w (informer thread): 0 when its manifests are not known (a Work a resumed
+ * start listed bare). */
 static uint32_t work_tag(void *ctx, const json_t *w)
 {
     exec *x = ctx;
