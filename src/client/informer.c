@@ -43,6 +43,7 @@
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/json.h"
+#include "core/keep.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
@@ -113,6 +114,7 @@ struct fl_informer {
     pthread_mutex_t hot_mu;
     hot_slot *hot;               /* compact: decoded objects by key hash */
     size_t nhot;
+    struct fl_informer *resting_next; /* the informers with hot slots (fl_informer_rest_all) */
 
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cond;    /* CLOCK_MONOTONIC */
@@ -127,6 +129,10 @@ struct fl_informer {
     _Atomic int64_t told;        /* fl_informer_told_rv */
     atomic_bool incomplete;      /* watching from watch_from, not listed since */
 };
+
+/* Every informer with hot slots, for fl_informer_rest_all. */
+static pthread_mutex_t resting_mu = PTHREAD_MUTEX_INITIALIZER;
+static fl_informer *resting;
 
 /* ---- the cache ---- */
 
@@ -190,8 +196,8 @@ static void centry_free(centry *e)
         return;
     json_decref(e->obj);
     fl_blob_unref(e->text);
-    free(e->rv);
-    free(e);
+    fl_keep_free(e->rv);
+    fl_keep_free(e);
 }
 
 static void cmap_clear(cmap *m)
@@ -205,12 +211,12 @@ static void cmap_clear(cmap *m)
     memset(m, 0, sizeof *m);
 }
 
-/* obj's text, as a blob. */
+/* obj's text, as a blob kept for an entry. */
 static fl_blob *encoded(const json_t *obj)
 {
     size_t len;
     char *t = fl_json_dumps(obj, &len);
-    fl_blob *b = fl_blob_new(t, len);
+    fl_blob *b = fl_blob_new_kept(t, len);
     free(t);
     return b;
 }
@@ -225,10 +231,10 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
                           bool light, bool listed)
 {
     size_t kl = strlen(key);
-    centry *e = fl_malloc(sizeof *e + kl + 1);
+    centry *e = fl_keep_malloc(sizeof *e + kl + 1); /* entries live as long as their objects */
     memcpy(e->key, key, kl + 1);
     e->next = NULL;
-    e->rv = fl_strdup(fl_client_object_rv(obj));
+    e->rv = fl_keep_strdup(fl_client_object_rv(obj));
     e->obj = NULL;
     e->text = NULL;
     e->shed = false;
@@ -475,6 +481,10 @@ int fl_informer_new(const fl_informer_config *cfg, fl_informer **out)
     if (inf->compact) {
         inf->nhot = cfg->hot_objects ? cfg->hot_objects : HOT_DEFAULT;
         inf->hot = fl_calloc(inf->nhot, sizeof *inf->hot);
+        pthread_mutex_lock(&resting_mu);
+        inf->resting_next = resting;
+        resting = inf;
+        pthread_mutex_unlock(&resting_mu);
     }
     inf->rng = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
     if (cfg->handlers.on_add || cfg->handlers.on_update || cfg->handlers.on_delete)
@@ -620,9 +630,9 @@ static page_texts texts_of(const fl_informer *inf, fl_blob *const *texts)
 static centry *bare_entry(fl_informer *inf, const char *key, json_t *item)
 {
     size_t kl = strlen(key);
-    centry *e = fl_calloc(1, sizeof *e + kl + 1);
+    centry *e = fl_keep_calloc(sizeof *e + kl + 1);
     memcpy(e->key, key, kl + 1);
-    e->rv = fl_strdup(fl_client_object_rv(item));
+    e->rv = fl_keep_strdup(fl_client_object_rv(item));
     e->tag = inf->tagger ? inf->tagger(inf->tagger_ctx, item) : 0;
     e->partial = inf->partial != NULL;
     e->stored = e->cold = true;
@@ -1079,11 +1089,43 @@ void fl_informer_stop(fl_informer *inf)
     pthread_mutex_unlock(&inf->sync_mu);
 }
 
+void fl_informer_rest_all(void)
+{
+    pthread_mutex_lock(&resting_mu);
+    for (fl_informer *inf = resting; inf; inf = inf->resting_next) {
+        pthread_mutex_lock(&inf->hot_mu);
+        for (size_t i = 0; i < inf->nhot; i++) {
+            fl_blob_unref(inf->hot[i].text);
+            json_decref(inf->hot[i].obj);
+            inf->hot[i] = (hot_slot){0};
+        }
+        pthread_mutex_unlock(&inf->hot_mu);
+    }
+    pthread_mutex_unlock(&resting_mu);
+}
+
+size_t fl_informer_hot_held(fl_informer *inf)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&inf->hot_mu);
+    for (size_t i = 0; i < inf->nhot; i++)
+        n += inf->hot[i].obj != NULL;
+    pthread_mutex_unlock(&inf->hot_mu);
+    return n;
+}
+
 void fl_informer_free(fl_informer *inf)
 {
     if (!inf)
         return;
     fl_informer_stop(inf);
+    pthread_mutex_lock(&resting_mu);
+    for (fl_informer **pp = &resting; *pp; pp = &(*pp)->resting_next)
+        if (*pp == inf) {
+            *pp = inf->resting_next;
+            break;
+        }
+    pthread_mutex_unlock(&resting_mu);
     cmap_clear(&inf->cache);
     for (size_t i = 0; i < inf->nhot; i++) {
         fl_blob_unref(inf->hot[i].text);

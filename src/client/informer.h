@@ -158,6 +158,11 @@ int fl_informer_start(fl_informer *inf);
 void fl_informer_stop(fl_informer *inf);
 /* Stop (if running) and free, cache included. NULL-safe. */
 void fl_informer_free(fl_informer *inf);
+/* Let go of every compact informer's hot decodings (fl_informer_config.hot_objects), once the
+ * process has been quiet for a while: a read decodes again. Any thread. */
+void fl_informer_rest_all(void);
+/* How many hot decodings inf holds (for tests). */
+size_t fl_informer_hot_held(fl_informer *inf);
 
 /* True once the first LIST has been applied and its adds delivered. */
 bool fl_informer_has_synced(fl_informer *inf);

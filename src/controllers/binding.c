@@ -41,6 +41,7 @@
 #include "api/metrics.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/keep.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/parallel.h"
@@ -133,15 +134,18 @@ static void index_put(bindctl *b, const json_t *work, bool present)
     char *bk = fl_names_work_binding_key(work), *wk = fl_informer_key(work);
     if (wk && !bk && present && fl_informer_bare(work)) { /* nothing to index it by */
         pthread_mutex_lock(&b->mu);
+        fl_keep_begin(); /* the index lives as long as the Works */
         json_t *set = json_object_get(b->bare, meta(work, "name"));
         if (!set) {
             set = json_object();
             json_object_set_new(b->bare, meta(work, "name"), set);
         }
         json_object_set_new(set, wk, json_true());
+        fl_keep_end();
         pthread_mutex_unlock(&b->mu);
     } else if (wk) {
         pthread_mutex_lock(&b->mu);
+        fl_keep_begin();
         bare_forget_locked(b, wk); /* whole now, or gone */
         json_t *set = bk ? json_object_get(b->index, bk) : NULL;
         if (bk && present) {
@@ -155,6 +159,7 @@ static void index_put(bindctl *b, const json_t *work, bool present)
             if (!json_object_size(set))
                 json_object_del(b->index, bk);
         }
+        fl_keep_end();
         pthread_mutex_unlock(&b->mu);
     }
     free(bk);
@@ -218,7 +223,9 @@ static void remember_echo(bindctl *b, const char *wk, const json_t *work)
 {
     uint64_t h = content_digest(work);
     pthread_mutex_lock(&b->mu);
+    fl_keep_begin(); /* kept as long as the Work */
     json_object_set_new(b->echo, wk, json_integer((json_int_t)h));
+    fl_keep_end();
     pthread_mutex_unlock(&b->mu);
 }
 

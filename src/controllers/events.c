@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/err.h"
+#include "core/keep.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
@@ -125,10 +126,11 @@ static void recent_put(fl_recorder *r, const char *fp, uint32_t h, const char *n
             link = &r->ring[*link].chain;
         *link = e->chain;
     }
-    free(e->fingerprint);
-    free(e->ns);
-    free(e->name);
-    *e = (recent){.fingerprint = fl_strdup(fp), .ns = fl_strdup(ns), .name = fl_strdup(name), .count = 1,
+    fl_keep_free(e->fingerprint);
+    fl_keep_free(e->ns);
+    fl_keep_free(e->name);
+    /* kept until the ring comes round: away from the writes that made them */
+    *e = (recent){.fingerprint = fl_keep_strdup(fp), .ns = fl_keep_strdup(ns), .name = fl_keep_strdup(name), .count = 1,
                   .last_ms = now, .written_ms = now, .hash = h, .chain = r->bucket[h % RECENT_BUCKETS]};
     r->bucket[h % RECENT_BUCKETS] = slot;
 }
@@ -320,9 +322,9 @@ void fl_recorder_free(fl_recorder *r)
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->thread, NULL);
     for (size_t i = 0; i < FL_EVENTS_RECENT_MAX; i++) {
-        free(r->ring[i].fingerprint);
-        free(r->ring[i].ns);
-        free(r->ring[i].name);
+        fl_keep_free(r->ring[i].fingerprint);
+        fl_keep_free(r->ring[i].ns);
+        fl_keep_free(r->ring[i].name);
     }
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/keep.h"
 #include "core/mem.h"
 
 fl_blob *fl_blob_alloc(size_t len)
@@ -29,6 +30,16 @@ fl_blob *fl_blob_new(const char *data, size_t len)
     return b;
 }
 
+fl_blob *fl_blob_new_kept(const char *data, size_t len)
+{
+    fl_blob *b = fl_keep_malloc(sizeof(*b) + len + 1);
+    b->refs = 1;
+    b->len = len;
+    memcpy(b->data, data, len);
+    b->data[len] = '\0';
+    return b;
+}
+
 fl_blob *fl_blob_ref(fl_blob *b)
 {
     if (b)
@@ -39,5 +50,5 @@ fl_blob *fl_blob_ref(fl_blob *b)
 void fl_blob_unref(fl_blob *b)
 {
     if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
-        free(b);
+        fl_keep_free(b); /* from malloc or, kept, from the slabs */
 }

@@ -20,6 +20,9 @@ fl_blob *fl_blob_new(const char *data, size_t len);
 /* New blob of len bytes for the caller to fill (data[len] is already 0) before anyone else
  * sees it; refcount 1. Never NULL. */
 fl_blob *fl_blob_alloc(size_t len);
+/* fl_blob_new for a text held as long as the object it describes: a small one comes from the
+ * slabs of core/keep.h, away from the short-lived blocks around it. */
+fl_blob *fl_blob_new_kept(const char *data, size_t len);
 fl_blob *fl_blob_ref(fl_blob *b);   /* +1, returns b; NULL-safe */
 void fl_blob_unref(fl_blob *b);     /* -1, frees at 0; NULL-safe */
 

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/keep.h"
+
 static void oom(size_t n)
 {
     fprintf(stderr, "flotilla: out of memory allocating %zu bytes\n", n);
@@ -163,6 +165,8 @@ static inline size_t node_class(size_t n)
 
 void *fl_node_malloc(size_t n)
 {
+    if (fl_keep_active())
+        return fl_keep_malloc(n);
     size_t c = n <= 16 * (NODE_CLASSES + 2) - 8 ? node_class(n) : NODE_CLASSES; /* no wrap for a huge n */
     if (c < NODE_CLASSES && node_tc.head[c]) {
         void *p = node_tc.head[c];
@@ -177,6 +181,10 @@ void fl_node_free(void *p)
 {
     if (!p)
         return;
+    if (fl_keep_owns(p)) {
+        fl_keep_free(p);
+        return;
+    }
     size_t u = malloc_usable_size(p);
     size_t c = (u + 8) / 16 - 2;
     if ((u + 8) % 16 || u < 24 || c >= NODE_CLASSES || node_tc.gone || node_tc.n[c] >= NODE_CACHE_MAX) {
@@ -228,11 +236,19 @@ void fl_mem_trim(void)
     malloc_trim(0);
 }
 
+#ifdef FL_ASAN
+/* jansson's allocation in a sanitizer build: malloc's own, or the slabs while kept */
+static void *node_malloc_plain(size_t n)
+{
+    return fl_keep_active() ? fl_keep_malloc(n) : fl_malloc(n);
+}
+#endif
+
 void fl_mem_init(void)
 {
 #ifdef FL_ASAN
     /* recycled blocks would hide a use after free from the sanitizer */
-    json_set_alloc_funcs(fl_malloc, free);
+    json_set_alloc_funcs(node_malloc_plain, fl_keep_free);
 #else
     json_set_alloc_funcs(fl_node_malloc, fl_node_free);
     /* A heap grows in steps of what was asked plus this pad, each step an mprotect (a

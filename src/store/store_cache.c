@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/keep.h"
 #include "core/mem.h"
 
 static int height(const fl_store_node *n)
@@ -66,7 +67,7 @@ static void free_tree(fl_store_node *n)
         free_tree(n->link[0]);
         fl_store_node *r = n->link[1];
         fl_blob_unref(n->value);
-        free(n);
+        fl_keep_free(n);
         n = r;
     }
 }
@@ -95,7 +96,7 @@ static fl_store_node *insert(fl_store_cache *c, fl_store_node *n, const char *ke
 {
     if (!n) {
         size_t klen = strlen(key);
-        fl_store_node *m = fl_malloc(sizeof(*m) + klen + 1);
+        fl_store_node *m = fl_keep_malloc(sizeof(*m) + klen + 1); /* lives as long as its key */
         m->link[0] = m->link[1] = NULL;
         m->value = value;
         m->rev = rev;
@@ -145,7 +146,7 @@ static fl_store_node *delete(fl_store_cache *c, fl_store_node *n, const char *ke
     *found = true;
     fl_store_node *l = n->link[0], *r = n->link[1];
     fl_blob_unref(n->value);
-    free(n);
+    fl_keep_free(n);
     c->count--;
     if (!r)
         return l;

@@ -1047,3 +1047,34 @@ size_t fl_store_watch_count(fl_store *s)
 {
     return fl_watch_hub_count(s->hub);
 }
+
+void fl_store_rest(fl_store *s)
+{
+    if (s->memory) /* its values are its state */
+        return;
+    pthread_rwlock_wrlock(&s->lock);
+    struct fl_store_warm *w = &s->warm;
+    for (; w->n > 0; w->n--) {
+        struct fl_store_warm_rec *r = &w->q[w->head];
+        fl_store_node *n = fl_store_cache_find(&s->cache, r->key);
+        if (n && n->rev == r->rev) {
+            fl_blob_unref(n->value);
+            n->value = NULL;
+        }
+        free(r->key);
+        w->head = (w->head + 1) % w->cap;
+    }
+    w->bytes = 0;
+    pthread_rwlock_unlock(&s->lock);
+    fl_watch_hub_rest(s->hub);
+}
+
+size_t fl_store_quick_bytes(fl_store *s)
+{
+    if (s->memory)
+        return 0;
+    pthread_rwlock_rdlock(&s->lock);
+    size_t n = s->warm.bytes;
+    pthread_rwlock_unlock(&s->lock);
+    return n + fl_watch_hub_ring_bytes(s->hub);
+}

@@ -31,7 +31,8 @@ struct fl_store_point {
 };
 
 /* The current values kept in memory: the keys written last, oldest first out (values are
- * the store's cache nodes'; only the writer changes them, under the lock). Each record
+ * the store's cache nodes'; only the writer changes them, and fl_store_rest empties them, under
+ * the lock). Each record
  * counts the bytes of one write until it leaves, whether or not a later write replaced
  * that value since. */
 struct fl_store_warm_rec {

@@ -540,3 +540,18 @@ void fl_watch_free(fl_watch *w)
     if (last)
         hub_destroy(h);
 }
+
+void fl_watch_hub_rest(fl_watch_hub *h)
+{
+    pthread_mutex_lock(&h->mu);
+    ring_drop_below(h, h->head);
+    pthread_mutex_unlock(&h->mu);
+}
+
+size_t fl_watch_hub_ring_bytes(fl_watch_hub *h)
+{
+    pthread_mutex_lock(&h->mu);
+    size_t n = h->ring_bytes;
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}

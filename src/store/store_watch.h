@@ -70,4 +70,9 @@ int fl_watch_hub_open_history(fl_watch_hub *h, const char *prefix, int64_t from_
 
 size_t fl_watch_hub_count(fl_watch_hub *h);
 
+/* Empty the ring: watches opened later from below head replay from the log. */
+void fl_watch_hub_rest(fl_watch_hub *h);
+/* The bytes of the values of the events in the ring. */
+size_t fl_watch_hub_ring_bytes(fl_watch_hub *h);
+
 #endif

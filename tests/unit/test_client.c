@@ -1969,6 +1969,32 @@ static void test_partial_informer_keeps_no_value_of_listed_objects(void **state)
     fl_informer_free(inf);
 }
 
+/* At rest every compact informer lets go of its hot decodings; a read decodes again. */
+static void test_informers_at_rest_let_go_of_their_hot_decodings(void **state)
+{
+    fixture *f = *state;
+    fl_informer_config cfg = {.client = f->c, .resource = CM, .ns = "default", .compact = true, .hot_objects = 8};
+    fl_informer *inf = NULL;
+    assert_int_equal(fl_informer_new(&cfg, &inf), 0);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    create_cm(f, "default", "a", "1");
+    json_t *obj = NULL;
+    for (int i = 0; i < 500 && fl_informer_get(inf, "default", "a", &obj) != 0; i++)
+        usleep(10000);
+    assert_non_null(obj);
+    json_decref(obj);
+    assert_int_equal(fl_informer_hot_held(inf), 1);
+    fl_informer_rest_all();
+    assert_int_equal(fl_informer_hot_held(inf), 0);
+    assert_int_equal(fl_informer_get(inf, "default", "a", &obj), 0);
+    assert_string_equal(data_k(obj), "1");
+    json_decref(obj);
+    assert_int_equal(fl_informer_hot_held(inf), 1);
+    fl_informer_free(inf);
+    fl_informer_rest_all(); /* a freed informer is no longer among them */
+}
+
 static uint32_t tag_of_k(void *ctx, const json_t *obj)
 {
     (void)ctx;
@@ -2706,6 +2732,8 @@ int main(void)
         C(test_compact_informer_sheds_objects_to_what_it_keeps, setup_local_compact),
         C(test_compact_informer_reads_watched_objects_from_the_store_at_their_revision, setup_local_compact),
         C(test_partial_informer_keeps_no_value_of_listed_objects, setup_local_compact),
+        C(test_informers_at_rest_let_go_of_their_hot_decodings, setup_local_compact),
+        C(test_informers_at_rest_let_go_of_their_hot_decodings, setup_compact),
         C(test_informer_tags_entries_and_walks_the_tags, setup_local_compact),
         C(test_informer_tags_entries_and_walks_the_tags, setup_compact),
         C(test_resuming_informer_keeps_only_revisions_of_objects_listed_unchanged, setup_local_compact),

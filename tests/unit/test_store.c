@@ -510,6 +510,51 @@ static void test_bare_list_leaves_the_values_written_up_to_a_revision_unread(voi
     }
 }
 
+/* At rest the store lets go of the values it keeps in memory to be quick; reads, lists and
+ * watches from before the head see the same as before. */
+static void test_rest_lets_go_of_the_values_in_memory_and_readers_see_no_difference(void **state)
+{
+    fixture *f = *state;
+    fl_store *s = f->s;
+    int64_t r1 = put_new(s, "/w/a", "a1");
+    put_new(s, "/w/b", "b1");
+    put_upd(s, "/w/a", "a2");
+    put_new(s, "/w/c", "c1");
+    put_del(s, "/w/c", "c1");
+    size_t before = fl_store_quick_bytes(s);
+    fl_store_rest(s);
+    if (f->memory) { /* its values are its state */
+        assert_int_equal(before, 0);
+    } else {
+        assert_true(before > 0);
+        assert_int_equal(fl_store_quick_bytes(s), 0);
+    }
+    fl_kv kv;
+    assert_int_equal(fl_store_get(s, "/w/a", &kv), 0);
+    assert_true(strncmp(kv.value->data, "a2@", 3) == 0);
+    fl_blob_unref(kv.value);
+    collect c;
+    bool more = false;
+    list_keys(s, "/w/", NULL, 0, 0, &c, &more, 0);
+    assert_string_equal(c.buf, "/w/a=a2@3;/w/b=b1@2;");
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(s, "/w/", r1, &w), 0);
+    expect_event(w, FL_EV_PUT_CREATE, "/w/b", "b1@");
+    expect_event(w, FL_EV_PUT_UPDATE, "/w/a", "a2@");
+    expect_event(w, FL_EV_PUT_CREATE, "/w/c", "c1@");
+    fl_watch_event *ev = NULL;
+    assert_int_equal(fl_watch_next(w, &ev, 5000), 0);
+    assert_int_equal(ev->type, FL_EV_DELETE);
+    assert_string_equal(ev->key, "/w/c");
+    expect_no_event(w);
+    /* and writing goes on as before */
+    int64_t r = put_upd(s, "/w/b", "b2");
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/w/b", "b2@"), r);
+    fl_watch_free(w);
+    if (!f->memory)
+        assert_true(fl_store_quick_bytes(s) > 0);
+}
+
 static void test_list_limit_more_and_start_after_page_through(void **state)
 {
     fixture *f = *state;
@@ -2100,6 +2145,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blob_is_nul_terminated_and_refcounted),
         cmocka_unit_test_setup_teardown(test_create_get_update_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rest_lets_go_of_the_values_in_memory_and_readers_see_no_difference,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rest_lets_go_of_the_values_in_memory_and_readers_see_no_difference,
+                                        setup_mem, teardown),
         cmocka_unit_test_setup_teardown(test_bare_list_leaves_the_values_written_up_to_a_revision_unread, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reopen_in_two_halves_loads_what_one_load_does, setup, teardown),
