@@ -115,8 +115,9 @@ long fl_store_marked_said(fl_store *s);
 
 /* Let go of what the store keeps in memory only to be quick, once writes have stopped for a
  * while (the server calls it when it trims its heap): the current values (reads go to the
- * file) and the values of recent events (a watch opened from below the head replays from
- * the log). Nothing a reader sees changes. A memory store keeps everything. Any thread. */
+ * file), the values of recent events (a watch opened from below the head replays from the
+ * log) and the idle readers' page caches. Nothing a reader sees changes. A memory store
+ * keeps everything. Any thread. */
 void fl_store_rest(fl_store *s);
 /* The bytes of values held in memory only to be quick (current values and recent events'), as
  * fl_store_rest lets go of them; 0 for a memory store. Any thread. */

@@ -1067,6 +1067,13 @@ void fl_store_rest(fl_store *s)
     w->bytes = 0;
     pthread_rwlock_unlock(&s->lock);
     fl_watch_hub_rest(s->hub);
+    /* the idle readers' page caches (a connection in use, or the writer's, keeps its own) */
+    pthread_mutex_lock(&s->pool_mu);
+    for (int i = 0; i < s->npool; i++)
+        sqlite3_db_release_memory(s->pool[i]);
+    for (int i = 0; i < s->npoints; i++)
+        sqlite3_db_release_memory(s->points[i].db);
+    pthread_mutex_unlock(&s->pool_mu);
 }
 
 size_t fl_store_quick_bytes(fl_store *s)
