@@ -403,6 +403,7 @@ int fl_cmd_server(int argc, char **argv)
             int64_t t0 = fl_time_mono_ms();
             fl_api_decoded_forget();
             fl_informer_rest_all();
+            fl_json_rest();
             fl_store_rest(store);
             fl_mem_trim();
             fl_log(FL_LOG_INFO, "server", "the store is quiet at revision %lld: heap trimmed in %lld ms",

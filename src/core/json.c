@@ -324,25 +324,59 @@ static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
 #define LEAF_INT_MAX 255
 
 typedef struct leaf_table {
+    pthread_mutex_t mu;       /* held by its thread while it decodes, and by fl_json_rest */
+    struct leaf_table *next;  /* every thread's table, for fl_json_rest */
     json_t *str[LEAF_SLOTS];
     json_t *num[LEAF_INT_MAX - LEAF_INT_MIN + 1];
 } leaf_table;
 
 static __thread leaf_table *leaf_tl;
 static __thread bool leaf_gone; /* the thread is exiting: no table any more */
+static __thread int leaf_depth; /* fl_jp_value calls in progress on this thread */
 static pthread_key_t leaf_key;
 static pthread_once_t leaf_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t tables_mu = PTHREAD_MUTEX_INITIALIZER;
+static leaf_table *tables;
+
+/* Drop what t holds. Under t->mu, or on its own thread at its exit. */
+static void leaf_clear(leaf_table *t)
+{
+    for (size_t i = 0; i < LEAF_SLOTS; i++) {
+        json_decref(t->str[i]);
+        t->str[i] = NULL;
+    }
+    for (size_t i = 0; i < sizeof t->num / sizeof t->num[0]; i++) {
+        json_decref(t->num[i]);
+        t->num[i] = NULL;
+    }
+}
 
 static void leaf_exit(void *arg)
 {
     leaf_table *t = arg;
-    for (size_t i = 0; i < LEAF_SLOTS; i++)
-        json_decref(t->str[i]);
-    for (size_t i = 0; i < sizeof t->num / sizeof t->num[0]; i++)
-        json_decref(t->num[i]);
+    pthread_mutex_lock(&tables_mu); /* out of fl_json_rest's reach first */
+    for (leaf_table **pp = &tables; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    pthread_mutex_unlock(&tables_mu);
+    leaf_clear(t);
+    pthread_mutex_destroy(&t->mu);
     free(t);
     leaf_tl = NULL;
     leaf_gone = true;
+}
+
+void fl_json_rest(void)
+{
+    pthread_mutex_lock(&tables_mu);
+    for (leaf_table *t = tables; t; t = t->next) {
+        pthread_mutex_lock(&t->mu);
+        leaf_clear(t);
+        pthread_mutex_unlock(&t->mu);
+    }
+    pthread_mutex_unlock(&tables_mu);
 }
 
 static void leaf_key_make(void)
@@ -355,7 +389,12 @@ static leaf_table *leaves(void)
     if (!leaf_tl && !leaf_gone) {
         pthread_once(&leaf_once, leaf_key_make);
         leaf_tl = fl_calloc(1, sizeof *leaf_tl);
+        pthread_mutex_init(&leaf_tl->mu, NULL);
         pthread_setspecific(leaf_key, leaf_tl);
+        pthread_mutex_lock(&tables_mu);
+        leaf_tl->next = tables;
+        tables = leaf_tl;
+        pthread_mutex_unlock(&tables_mu);
     }
     return leaf_tl;
 }
@@ -560,7 +599,30 @@ int fl_jp_skip_value(in *s)
     return -1;
 }
 
+static json_t *jp_value(in *s, out *scratch);
+
+/* The outermost call holds the thread's table while it decodes, so that fl_json_rest may
+ * empty it from another thread; the calls inside it (one per nested value) only count. */
 json_t *fl_jp_value(in *s, out *scratch)
+{
+    if (leaf_depth) {
+        leaf_depth++;
+        json_t *v = jp_value(s, scratch);
+        leaf_depth--;
+        return v;
+    }
+    leaf_table *t = leaves();
+    if (t)
+        pthread_mutex_lock(&t->mu);
+    leaf_depth = 1;
+    json_t *v = jp_value(s, scratch);
+    leaf_depth = 0;
+    if (t)
+        pthread_mutex_unlock(&t->mu);
+    return v;
+}
+
+static json_t *jp_value(in *s, out *scratch)
 {
     skip_ws(s);
     if (s->p >= s->end)

@@ -42,6 +42,10 @@ json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *sk
  * a table while the object is copied, about half of the copy's cost, and the trees we copy
  * (decoded JSON, and what we build from it) have no cycles. */
 json_t *fl_json_deep_copy(const json_t *v);
+/* Every thread's decoder keeps the strings and small integers it decoded last, to share them
+ * (json.c); empty those tables, once the process has been quiet for a while. Any thread: it
+ * waits for a decoding in progress on another to end. */
+void fl_json_rest(void);
 
 /* A new object holding o's members (jansson's json_copy: the members are shared, so
  * read-only as o's are; the new object is the caller's to set members in); an empty object

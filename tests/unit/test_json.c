@@ -444,6 +444,67 @@ static void decoder_shares_repeated_leaves(void **state)
     json_decref(c);
 }
 
+typedef struct held_decoder {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool decoded, done;
+    json_t *v;
+} held_decoder;
+
+/* Decodes a document, then waits (alive, its table kept) until told to end. */
+static void *decode_and_wait(void *arg)
+{
+    held_decoder *h = arg;
+    const char *doc = "{\"uid\":\"0f7c-rest\",\"n\":42}";
+    json_t *v = fl_json_load(doc, strlen(doc));
+    pthread_mutex_lock(&h->mu);
+    h->v = v;
+    h->decoded = true;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->done)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* At rest every thread's table lets go of its shared leaves, another thread's included:
+ * what was decoded keeps its values, held by its tree alone, and a later decoding makes
+ * them again. */
+static void rest_empties_every_thread_s_table_of_leaves(void **state)
+{
+    (void)state;
+    held_decoder h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, decode_and_wait, &h), 0);
+    pthread_mutex_lock(&h.mu);
+    while (!h.decoded)
+        pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    json_t *uid = json_object_get(h.v, "uid"), *n = json_object_get(h.v, "n");
+    assert_int_equal(uid->refcount, 2); /* the tree and the thread's table */
+    assert_int_equal(n->refcount, 2);
+    const char *doc = "{\"uid\":\"0f7c-rest\"}";
+    json_t *mine = fl_json_load(doc, strlen(doc));
+    json_t *before = json_object_get(mine, "uid"); /* this thread's own table holds it too */
+    assert_int_equal(before->refcount, 2);
+    fl_json_rest();
+    assert_int_equal(uid->refcount, 1);
+    assert_int_equal(n->refcount, 1);
+    assert_int_equal(before->refcount, 1);
+    assert_string_equal(json_string_value(uid), "0f7c-rest");
+    json_t *again = fl_json_load(doc, strlen(doc));
+    assert_ptr_not_equal(json_object_get(again, "uid"), before);
+    assert_string_equal(json_string_value(json_object_get(again, "uid")), "0f7c-rest");
+    json_decref(again);
+    json_decref(mine);
+    pthread_mutex_lock(&h.mu);
+    h.done = true;
+    pthread_cond_broadcast(&h.cv);
+    pthread_mutex_unlock(&h.mu);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    json_decref(h.v);
+}
+
 /* Documents nested deeper than the fast parser goes are decoded by jansson, up to its limit */
 static void decodes_deep_documents_through_jansson(void **state)
 {
@@ -549,6 +610,7 @@ int main(void)
         cmocka_unit_test(hands_list_items_over_as_texts),
         cmocka_unit_test(deep_copies_share_only_leaves),
         cmocka_unit_test(owns_unshared_objects_and_views_shared_ones),
+        cmocka_unit_test(rest_empties_every_thread_s_table_of_leaves),
         cmocka_unit_test(decoder_shares_repeated_leaves),
         cmocka_unit_test(decodes_deep_documents_through_jansson),
     };
