@@ -817,6 +817,8 @@ static bool stream_pull(fl_api_stream *s)
         return true;
     }
     if (rc == FL_ETIMEDOUT) {
+        if (wait_ms >= FL_NODE_IDLE_MS)
+            fl_node_cache_drain(); /* a second without an event: the watcher is idle */
         if (s->bookmarks && now_s() - s->last_activity >= bmi / 1000.0) {
             s->last_activity = now_s();
             int64_t head = fl_store_rev(s->api->store);

@@ -641,8 +641,11 @@ static CURLcode run(xfer *x, fl_client_cancel *cancel, bool *cancelled)
             }
         if (done)
             break;
+        int ready = 0;
         if (mc == CURLM_OK)
-            mc = curl_multi_poll(m, NULL, 0, 1000, NULL);
+            mc = curl_multi_poll(m, NULL, 0, FL_NODE_IDLE_MS, &ready);
+        if (mc == CURLM_OK && !ready)
+            fl_node_cache_drain(); /* a second without a byte: the watch is idle */
         if (mc != CURLM_OK) {
             res = CURLE_RECV_ERROR;
             break;

@@ -15,6 +15,7 @@
  * timer thread: before every get(), and in every waiting getter when the earliest
  * due time passes, due items move into the FIFO. Adding a key that becomes the
  * earliest wakes the getters so they shorten their sleep. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,7 +411,14 @@ int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
         if (q->nheap && q->heap[0]->due_ms < until)
             until = q->heap[0]->due_ms;
         if (until == INT64_MAX) {
-            pthread_cond_wait(&q->cond, &q->mu);
+            /* nothing due: idle, and after a while without work, the node cache goes */
+            struct timespec ts;
+            deadline_ts(now + FL_NODE_IDLE_MS, &ts);
+            if (pthread_cond_timedwait(&q->cond, &q->mu, &ts) == ETIMEDOUT) {
+                pthread_mutex_unlock(&q->mu);
+                fl_node_cache_drain();
+                pthread_mutex_lock(&q->mu);
+            }
         } else {
             struct timespec ts;
             deadline_ts(until, &ts);

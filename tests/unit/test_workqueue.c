@@ -369,10 +369,49 @@ static void test_shutdown_drains_queued_keys_and_drops_new_ones(void **state)
     fl_workqueue_free(q);
 }
 
+typedef struct idle_getter {
+    fl_workqueue *q;
+    size_t cached_before, cached_after;
+    char *key;
+} idle_getter;
+
+static void *get_after_caching(void *arg)
+{
+    idle_getter *g = arg;
+    for (int i = 0; i < 10; i++)
+        fl_node_free(fl_malloc(40));
+    g->cached_before = fl_node_cached();
+    assert_int_equal(fl_workqueue_get(g->q, -1, &g->key), 0);
+    g->cached_after = fl_node_cached();
+    return NULL;
+}
+
+/* A getter that has waited FL_NODE_IDLE_MS without work gives its cached JSON blocks back
+ * (mem.h: scattered over the heap, they kept a quiet server's pages resident). */
+static void test_an_idle_getter_gives_its_cached_blocks_back(void **state)
+{
+    (void)state;
+    fl_workqueue *q = fl_workqueue_new(NULL);
+    idle_getter g = {q, 0, 0, NULL};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, get_after_caching, &g), 0);
+    struct timespec idle = {FL_NODE_IDLE_MS / 1000 + 1, 0};
+    nanosleep(&idle, NULL);
+    fl_workqueue_add(q, "k");
+    pthread_join(t, NULL);
+    assert_int_equal(g.cached_before, 10);
+    assert_int_equal(g.cached_after, 0);
+    assert_string_equal(g.key, "k");
+    fl_workqueue_done(q, g.key);
+    free(g.key);
+    fl_workqueue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adds_of_a_queued_key_coalesce),
+        cmocka_unit_test(test_an_idle_getter_gives_its_cached_blocks_back),
         cmocka_unit_test(test_processing_key_is_not_handed_out_again),
         cmocka_unit_test(test_done_without_readd_does_not_requeue),
         cmocka_unit_test(test_idle_only_when_no_key_is_known),
