@@ -412,13 +412,7 @@ int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
             until = q->heap[0]->due_ms;
         if (until == INT64_MAX) {
             /* nothing due: idle, and after a while without work, the node cache goes */
-            struct timespec ts;
-            deadline_ts(now + FL_NODE_IDLE_MS, &ts);
-            if (pthread_cond_timedwait(&q->cond, &q->mu, &ts) == ETIMEDOUT) {
-                pthread_mutex_unlock(&q->mu);
-                fl_node_cache_drain();
-                pthread_mutex_lock(&q->mu);
-            }
+            fl_cond_wait_idle(&q->cond, &q->mu, CLOCK_MONOTONIC);
         } else {
             struct timespec ts;
             deadline_ts(until, &ts);

@@ -1,6 +1,7 @@
 /* mem.c - abort-on-OOM allocation wrappers (policy in mem.h). */
 #include "core/mem.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/keep.h"
 
@@ -199,6 +201,25 @@ void fl_node_free(void *p)
     *(void **)p = node_tc.head[c];
     node_tc.head[c] = p;
     node_tc.n[c]++;
+}
+
+int fl_cond_wait_idle(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    ts.tv_sec += FL_NODE_IDLE_MS / 1000;
+    ts.tv_nsec += (long)(FL_NODE_IDLE_MS % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    int rc = pthread_cond_timedwait(cv, mu, &ts);
+    if (rc == ETIMEDOUT) {
+        pthread_mutex_unlock(mu);
+        fl_node_cache_drain();
+        pthread_mutex_lock(mu);
+    }
+    return rc;
 }
 
 void fl_node_cache_drain(void)

@@ -7,8 +7,10 @@
 #ifndef FL_MEM_H
 #define FL_MEM_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <time.h>
 
 void *fl_malloc(size_t n);
 void *fl_calloc(size_t n, size_t size);
@@ -55,6 +57,10 @@ void fl_node_free(void *p);
  * 139 MiB with no cache at all. */
 void fl_node_cache_drain(void);
 #define FL_NODE_IDLE_MS 1000
+/* Wait on cv (whose clock is clk) for up to FL_NODE_IDLE_MS with mu held, as
+ * pthread_cond_timedwait; if the wait timed out, drain the node cache with mu released (the
+ * caller loops on its condition, as after any wake). Returns the wait's result. */
+int fl_cond_wait_idle(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clk);
 /* How many blocks the calling thread's cache holds (for tests). */
 size_t fl_node_cached(void);
 

@@ -7,9 +7,7 @@
  * max_threads caps the helpers a batch may occupy. */
 #include "core/parallel.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <time.h>
 
 #include "core/log.h"
 #include "core/mem.h"
@@ -67,14 +65,7 @@ static void *pool_main(void *arg)
         while (b && b->helpers >= b->max_helpers)
             b = b->next;
         if (!b) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += FL_NODE_IDLE_MS / 1000;
-            if (pthread_cond_timedwait(&pool.work, &pool.mu, &ts) == ETIMEDOUT) {
-                pthread_mutex_unlock(&pool.mu);
-                fl_node_cache_drain(); /* idle: its cached blocks go */
-                pthread_mutex_lock(&pool.mu);
-            }
+            fl_cond_wait_idle(&pool.work, &pool.mu, CLOCK_REALTIME); /* idle: its cached blocks go */
             continue;
         }
         b->helpers++;

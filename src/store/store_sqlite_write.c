@@ -333,16 +333,8 @@ void *fl_store_sqlite_writer_main(void *arg)
     int64_t job_target = 0;
     for (;;) {
         pthread_mutex_lock(&s->q_mu);
-        while (!s->q_head && s->compact_requested == s->compact_done && !s->closing) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += FL_NODE_IDLE_MS / 1000;
-            if (pthread_cond_timedwait(&s->q_cv, &s->q_mu, &ts) == ETIMEDOUT) {
-                pthread_mutex_unlock(&s->q_mu);
-                fl_node_cache_drain(); /* idle: its cached blocks go */
-                pthread_mutex_lock(&s->q_mu);
-            }
-        }
+        while (!s->q_head && s->compact_requested == s->compact_done && !s->closing)
+            fl_cond_wait_idle(&s->q_cv, &s->q_mu, CLOCK_REALTIME); /* idle: its cached blocks go */
         if (s->closing && !s->q_head) {
             pthread_mutex_unlock(&s->q_mu);
             break;

@@ -468,14 +468,7 @@ int fl_watch_next(fl_watch *w, fl_watch_event **ev, int timeout_ms)
                 have_deadline = true;
             }
             if (timeout_ms < 0) {
-                struct timespec idle;
-                clock_gettime(CLOCK_MONOTONIC, &idle);
-                idle.tv_sec += FL_NODE_IDLE_MS / 1000;
-                if (pthread_cond_timedwait(&w->cv, &w->mu, &idle) == ETIMEDOUT) {
-                    pthread_mutex_unlock(&w->mu);
-                    fl_node_cache_drain(); /* the watcher is idle: its cached blocks go */
-                    pthread_mutex_lock(&w->mu);
-                }
+                fl_cond_wait_idle(&w->cv, &w->mu, CLOCK_MONOTONIC); /* idle: its cached blocks go */
             } else if (pthread_cond_timedwait(&w->cv, &w->mu, &deadline) == ETIMEDOUT) {
                 if (w->qlen == 0 && !flags_rc(w->flags)) {
                     pthread_mutex_unlock(&w->mu);
