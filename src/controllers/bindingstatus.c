@@ -62,10 +62,19 @@ static const char *meta(const json_t *o, const char *k)
 
 /* ---- handlers ---- */
 
+/* Whether a binding has targets: clusters of its own or an attached dependency's. */
+static bool has_targets(const json_t *b)
+{
+    const json_t *spec = json_object_get(b, "spec");
+    return json_array_size(json_object_get(spec, "clusters")) || json_array_size(json_object_get(spec, "requiredBy"));
+}
+
+/* A binding not yet scheduled has nothing to aggregate: it waits for its Works' status (as
+ * Karmada's binding status controller skips unscheduled bindings). */
 static void binding_added(void *ctx, json_t *obj)
 {
     statusctl *s = ctx;
-    if (!fl_ctrl_resumed_add(&s->env, obj))
+    if (!fl_ctrl_resumed_add(&s->env, obj) && (has_targets(obj) || json_object_get(json_object_get(obj, "status"), "aggregatedStatus")))
         fl_ctrl_queue_binding(s->q, obj);
 }
 
@@ -89,8 +98,12 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     char *key = fl_names_binding_key(new_obj);
     if (key && binding_acked(s, key))
         fl_workqueue_add(s->q, key);
-    else if (key)
+    else if (key && has_targets(old_obj))
         fl_workqueue_add_after(s->q, key, WORK_STATUS_DELAY_MS);
+    /* else scheduled for the first time: its Works are still to be written and applied, and
+     * their status, when it comes, aggregates (items for Works without status would only say
+     * "not applied yet" to the binding and write the template's status too, once per binding
+     * of a burst, while its delivery waits for the processor) */
     free(key);
 }
 
@@ -102,7 +115,16 @@ static void work_event(statusctl *s, const json_t *work)
     free(key);
 }
 
+/* A Work without status changes nothing in its binding's items (a target without a Work
+ * reads the same): it is aggregated when its status comes. */
 static void work_added(void *ctx, json_t *obj)
+{
+    statusctl *s = ctx;
+    if (!fl_ctrl_resumed_add(&s->env, obj) && json_object_size(json_object_get(obj, "status")))
+        work_event(s, obj);
+}
+
+static void work_deleted(void *ctx, json_t *obj)
 {
     statusctl *s = ctx;
     if (!fl_ctrl_resumed_add(&s->env, obj))
@@ -364,7 +386,8 @@ static int reconcile(void *ctx, const char *key)
      * conditions); the rest is shared with the informer's read-only copy */
     json_t *st;
     json_t *nb = fl_ctrl_status_copy(b, &st);
-    bool change = !fl_json_same(json_object_get(st, "aggregatedStatus"), items);
+    const json_t *had = json_object_get(st, "aggregatedStatus");
+    bool change = !fl_json_same(had, items) && (had || json_array_size(items)); /* none is [] */
     if (change)
         json_object_set(st, "aggregatedStatus", items);
     if (n)
@@ -410,7 +433,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .ctx = s};
     fl_informer_add_handlers(s->rbs, &bh);
     fl_informer_add_handlers(s->crbs, &bh);
-    fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .on_delete = work_added, .ctx = s};
+    fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .on_delete = work_deleted, .ctx = s};
     fl_informer_add_handlers(s->works, &wh);
     fl_template_handlers th = {.on_update = tmpl_updated, .ctx = s};
     fl_templates_subscribe(env->templates, &th);

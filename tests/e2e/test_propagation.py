@@ -5,9 +5,11 @@ One fleet (a control plane and three simulated members) serves the whole module;
 uses its own object names and cleans up after itself.
 """
 import json
+import os
+import subprocess
 import time
 
-from conftest import wait_for
+from conftest import KUBECTL, wait_for
 
 
 def deployment(name, replicas, image="nginx:1.25", volumes=None):
@@ -100,6 +102,46 @@ def test_divided_weights_overrides_status_and_deletion(fleet):
     assert not [w for w in works if w["metadata"]["name"].startswith("web-")], works
     fleet.kubectl("delete", "pp", "web")
     fleet.kubectl("delete", "op", "web-registry")
+
+
+def json_stream(text):
+    """The JSON documents of a `kubectl get -w -o json` output, one after another."""
+    dec, docs, i = json.JSONDecoder(), [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return docs
+        doc, i = dec.raw_decode(text, i)
+        docs.append(doc)
+
+
+def test_binding_status_waits_for_its_works_to_report(fleet):
+    """Nothing is aggregated onto a binding before one of its Works has a status (Karmada's
+    binding status controller skips unscheduled bindings and new Works): every version of the
+    binding that carries aggregatedStatus has a Work applied in it."""
+    out = open(os.path.join(fleet.dir, "rb-watch.json"), "w+")
+    watch = subprocess.Popen([KUBECTL, "--kubeconfig", fleet.kubeconfig, "get", "rb",
+                              "-w", "-o", "json", "--request-timeout=0"], stdout=out, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)  # the watch is open before the binding exists
+        fleet.apply([deployment("quiet", 2), weighted_policy("quiet", "quiet", {"member1": 1, "member2": 1})])
+        wait_for(lambda: (rb := fleet.get("rb", "quiet-deployment")) and any(
+            c["type"] == "FullyApplied" and c["status"] == "True" for c in rb.get("status", {}).get("conditions", [])),
+            timeout=30, what="the binding FullyApplied")
+        time.sleep(1)
+    finally:
+        watch.terminate()
+        watch.wait(timeout=10)
+    out.seek(0)
+    versions = [d for d in json_stream(out.read()) if d.get("metadata", {}).get("name") == "quiet-deployment"]
+    out.close()
+    aggregated = [v["status"]["aggregatedStatus"] for v in versions if "aggregatedStatus" in v.get("status", {})]
+    assert aggregated, f"no version with aggregatedStatus among {len(versions)}"
+    assert all(any(i.get("applied") for i in items) for items in aggregated), aggregated
+    fleet.kubectl("delete", "deploy", "quiet")
+    fleet.kubectl("delete", "pp", "quiet")
+    wait_for(lambda: fleet.get("deploy", "quiet", member="member1") is None, timeout=30, what="quiet gone")
 
 
 def test_policy_deletion_releases_the_template_but_keeps_it_in_members(fleet):
