@@ -218,6 +218,7 @@ struct fl_client {
     char *user_agent;
     char *noproxy;
     int timeout_ms, connect_timeout_ms, max_idle;
+    const char *const *answer_skip; /* paths left out of an answer's object, or NULL */
 
     pthread_mutex_t pool_mu;
     slot *idle;
@@ -268,6 +269,8 @@ static fl_client *client_alloc(const char *server, const fl_client_options *opts
     c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 30000;
     c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
     c->max_idle = o.max_idle > 0 ? o.max_idle : 16;
+    static const char *const no_managed_fields[] = {"metadata.managedFields", NULL};
+    c->answer_skip = o.answers_without_managed_fields ? no_managed_fields : NULL;
     pthread_mutex_init(&c->pool_mu, NULL);
     pthread_mutex_init(&c->disc_mu, NULL);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -866,7 +869,8 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
                 }
                 if (*out) {
                     /* its items as texts */
-                } else if (x->skip && (*out = fl_json_load_skipping(x->body.p, x->body.len, x->skip))) {
+                } else if ((x->skip || c->answer_skip) &&
+                           (*out = fl_json_load_skipping(x->body.p, x->body.len, x->skip ? x->skip : c->answer_skip))) {
                     /* decoded without the parts the caller does not want */
                 } else if (fl_json_loadb(x->body.p, x->body.len, 0, out, &je)) {
                     char msg[512];

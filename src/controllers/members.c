@@ -305,7 +305,11 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
         kc.ca_pem = fl_strdup(ca);
     fl_client *c = NULL;
     char *cerr = NULL;
-    rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-controller-manager"}, &c, &cerr);
+    /* delivery reads member objects' status and versions, never who manages their fields */
+    rc = fl_client_new(&kc,
+                       &(fl_client_options){.user_agent = "flotilla-controller-manager",
+                                            .answers_without_managed_fields = true},
+                       &c, &cerr);
     fl_kubeconfig_close(&kc);
     if (rc) {
         pthread_mutex_unlock(&m->mu);

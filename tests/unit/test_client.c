@@ -431,6 +431,45 @@ static void test_create_get_update_delete_round_trip(void **state)
     json_decref(updated);
 }
 
+static const json_t *managed_fields(const json_t *obj)
+{
+    return json_object_get(json_object_get(obj, "metadata"), "managedFields");
+}
+
+static void test_answers_without_managed_fields_leave_them_to_the_server(void **state)
+{
+    fixture *f = *state;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", f->port);
+    fl_kubeconfig kc;
+    fl_kubeconfig_init(&kc, url, "t");
+    fl_client *c = NULL;
+    assert_int_equal(fl_client_new(&kc, &(fl_client_options){.answers_without_managed_fields = true}, &c, NULL), 0);
+    fl_kubeconfig_close(&kc);
+    json_t *obj = configmap("lean", "one"), *created = NULL, *got = NULL, *updated = NULL, *whole = NULL;
+    fl_client_error err;
+    /* what a create, a get and an update answer comes without managedFields, the rest whole */
+    assert_int_equal(fl_client_create(c, &CM, "default", obj, NULL, &created, &err), 0);
+    assert_null(managed_fields(created));
+    assert_true(strlen(fl_client_object_rv(created)) > 0);
+    assert_int_equal(fl_client_get(c, &CM, "default", "lean", &got, &err), 0);
+    assert_null(managed_fields(got));
+    assert_string_equal(data_k(got), "one");
+    json_object_set_new(json_object_get(got, "data"), "k", json_string("two"));
+    assert_int_equal(fl_client_update(c, &CM, "default", got, NULL, &updated, &err), 0);
+    assert_null(managed_fields(updated));
+    assert_string_equal(data_k(updated), "two");
+    /* the object itself kept who manages its fields: an update without the list is no reset */
+    assert_int_equal(fl_client_get(f->c, &CM, "default", "lean", &whole, &err), 0);
+    assert_true(json_array_size(managed_fields(whole)) > 0);
+    json_decref(obj);
+    json_decref(created);
+    json_decref(got);
+    json_decref(updated);
+    json_decref(whole);
+    fl_client_free(c);
+}
+
 static void test_update_status_changes_only_status(void **state)
 {
     fixture *f = *state;
@@ -2653,6 +2692,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_create_get_update_delete_round_trip),
         T(test_update_status_changes_only_status),
+        T(test_answers_without_managed_fields_leave_them_to_the_server),
         T(test_objects_sent_and_received_stay_the_callers),
         T(test_listed_items_are_the_callers_to_trim),
         T(test_update_given_stores_the_object_handed_over),
