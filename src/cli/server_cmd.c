@@ -408,6 +408,7 @@ int fl_cmd_server(int argc, char **argv)
             fl_informer_rest_all();
             fl_json_rest();
             fl_store_rest(store);
+            fl_node_cache_drain(); /* what those let go of came to this thread's cache */
             fl_mem_trim();
             fl_log(FL_LOG_INFO, "server", "the store is quiet at revision %lld: heap trimmed in %lld ms",
                    (long long)fl_store_rev(store), (long long)(fl_time_mono_ms() - t0));

@@ -164,8 +164,8 @@ bool fl_client_cancel_sleep(fl_client_cancel *k, int ms)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&k->mu);
-    while (!atomic_load(&k->fired))
-        if (pthread_cond_timedwait(&k->cond, &k->mu, &ts) != 0)
+    while (!atomic_load(&k->fired)) /* a resync's sleep is idle time: the node cache goes */
+        if (fl_cond_wait_idle_until(&k->cond, &k->mu, CLOCK_MONOTONIC, &ts) != 0)
             break;
     bool fired = atomic_load(&k->fired);
     pthread_mutex_unlock(&k->mu);

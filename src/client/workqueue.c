@@ -416,7 +416,7 @@ int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
         } else {
             struct timespec ts;
             deadline_ts(until, &ts);
-            pthread_cond_timedwait(&q->cond, &q->mu, &ts);
+            fl_cond_wait_idle_until(&q->cond, &q->mu, CLOCK_MONOTONIC, &ts); /* a requeue seconds away */
         }
     }
     /* more work may be ready than this getter took: keep the others going */

@@ -241,7 +241,7 @@ static void *writer(void *arg)
         /* nunwritten and flush_ms are this thread's own */
         while (!r->head && !r->closing && (!r->nunwritten || fl_time_now_ms() < r->flush_ms)) {
             if (!r->nunwritten) {
-                pthread_cond_wait(&r->cv, &r->mu);
+                fl_cond_wait_idle(&r->cv, &r->mu, CLOCK_REALTIME); /* idle: its cached blocks go */
                 continue;
             }
             struct timespec until = {.tv_sec = (time_t)(r->flush_ms / 1000),

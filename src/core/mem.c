@@ -203,23 +203,32 @@ void fl_node_free(void *p)
     node_tc.n[c]++;
 }
 
+int fl_cond_wait_idle_until(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clk, const struct timespec *until)
+{
+    if (!fl_node_cached()) /* nothing to give back: sleep until woken */
+        return until ? pthread_cond_timedwait(cv, mu, until) : pthread_cond_wait(cv, mu);
+    struct timespec idle;
+    clock_gettime(clk, &idle);
+    idle.tv_sec += FL_NODE_IDLE_MS / 1000;
+    idle.tv_nsec += (long)(FL_NODE_IDLE_MS % 1000) * 1000000L;
+    if (idle.tv_nsec >= 1000000000L) {
+        idle.tv_sec++;
+        idle.tv_nsec -= 1000000000L;
+    }
+    if (until && (until->tv_sec < idle.tv_sec || (until->tv_sec == idle.tv_sec && until->tv_nsec <= idle.tv_nsec)))
+        return pthread_cond_timedwait(cv, mu, until); /* due before the thread counts as idle */
+    int rc = pthread_cond_timedwait(cv, mu, &idle);
+    if (rc != ETIMEDOUT)
+        return rc;
+    pthread_mutex_unlock(mu);
+    fl_node_cache_drain();
+    pthread_mutex_lock(mu);
+    return 0;
+}
+
 int fl_cond_wait_idle(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clk)
 {
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    ts.tv_sec += FL_NODE_IDLE_MS / 1000;
-    ts.tv_nsec += (long)(FL_NODE_IDLE_MS % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    int rc = pthread_cond_timedwait(cv, mu, &ts);
-    if (rc == ETIMEDOUT) {
-        pthread_mutex_unlock(mu);
-        fl_node_cache_drain();
-        pthread_mutex_lock(mu);
-    }
-    return rc;
+    return fl_cond_wait_idle_until(cv, mu, clk, NULL);
 }
 
 void fl_node_cache_drain(void)

@@ -22,6 +22,7 @@
 #include "client/workqueue.h"
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 #include "testutil.h"
 
@@ -407,11 +408,33 @@ static void test_an_idle_getter_gives_its_cached_blocks_back(void **state)
     fl_workqueue_free(q);
 }
 
+/* The same while a key is due later than that (a periodic requeue, as the cluster status
+ * workers keep): waiting for it is idle time too. The key still comes out when due. */
+static void test_a_getter_waiting_for_a_later_key_gives_its_cached_blocks_back(void **state)
+{
+    (void)state;
+    fl_workqueue *q = fl_workqueue_new(NULL);
+    fl_workqueue_add_after(q, "later", FL_NODE_IDLE_MS + 1500);
+    idle_getter g = {q, 0, 0, NULL};
+    pthread_t t;
+    int64_t t0 = fl_time_mono_ms();
+    assert_int_equal(pthread_create(&t, NULL, get_after_caching, &g), 0);
+    pthread_join(t, NULL);
+    assert_true(fl_time_mono_ms() - t0 >= FL_NODE_IDLE_MS + 1400);
+    assert_int_equal(g.cached_before, 10);
+    assert_int_equal(g.cached_after, 0);
+    assert_string_equal(g.key, "later");
+    fl_workqueue_done(q, g.key);
+    free(g.key);
+    fl_workqueue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_adds_of_a_queued_key_coalesce),
         cmocka_unit_test(test_an_idle_getter_gives_its_cached_blocks_back),
+        cmocka_unit_test(test_a_getter_waiting_for_a_later_key_gives_its_cached_blocks_back),
         cmocka_unit_test(test_processing_key_is_not_handed_out_again),
         cmocka_unit_test(test_done_without_readd_does_not_requeue),
         cmocka_unit_test(test_idle_only_when_no_key_is_known),
