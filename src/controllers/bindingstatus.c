@@ -74,7 +74,8 @@ static bool has_targets(const json_t *b)
 static void binding_added(void *ctx, json_t *obj)
 {
     statusctl *s = ctx;
-    if (!fl_ctrl_resumed_add(&s->env, obj) && (has_targets(obj) || json_object_get(json_object_get(obj, "status"), "aggregatedStatus")))
+    const json_t *had = json_object_get(json_object_get(obj, "status"), "aggregatedStatus");
+    if (!fl_ctrl_resumed_add(&s->env, obj) && (has_targets(obj) || had))
         fl_ctrl_queue_binding(s->q, obj);
 }
 
