@@ -32,6 +32,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 static CURLcode release_idle_buffers(CURL *curl, void *ssl_ctx, void *userptr)
 {
@@ -155,14 +156,7 @@ void fl_client_cancel_reset(fl_client_cancel *k)
 
 bool fl_client_cancel_sleep(fl_client_cancel *k, int ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = fl_time_after(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&k->mu);
     while (!atomic_load(&k->fired)) /* a resync's sleep is idle time: the node cache goes */
         if (fl_cond_wait_idle_until(&k->cond, &k->mu, CLOCK_MONOTONIC, &ts) != 0)

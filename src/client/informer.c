@@ -1174,14 +1174,7 @@ bool fl_informer_has_synced(fl_informer *inf)
 
 int fl_informer_wait_synced(fl_informer *inf, int timeout_ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = fl_time_after(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&inf->sync_mu);
     int rc = 0;
     while (!inf->synced && !inf->stopped)

@@ -1537,13 +1537,7 @@ static void *ahead_loop(void *arg)
     pthread_mutex_lock(&x->mu);
     for (;;) {
         while (!atomic_load(&x->quit) && !json_array_size(x->ahead_todo) && !fl_informer_has_synced(x->works)) {
-            struct timespec t;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            t.tv_nsec += 100 * 1000000L; /* the list's end does not signal: look again */
-            if (t.tv_nsec >= 1000000000L) {
-                t.tv_sec++;
-                t.tv_nsec -= 1000000000L;
-            }
+            struct timespec t = fl_time_after(CLOCK_MONOTONIC, 100); /* the list's end does not signal: look again */
             pthread_cond_timedwait(&x->ahead_cv, &x->mu, &t);
         }
         if (atomic_load(&x->quit) || !json_array_size(x->ahead_todo))

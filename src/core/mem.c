@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "core/keep.h"
+#include "core/timefmt.h"
 
 static void oom(size_t n)
 {
@@ -207,14 +208,7 @@ int fl_cond_wait_idle_until(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t c
 {
     if (!fl_node_cached()) /* nothing to give back: sleep until woken */
         return until ? pthread_cond_timedwait(cv, mu, until) : pthread_cond_wait(cv, mu);
-    struct timespec idle;
-    clock_gettime(clk, &idle);
-    idle.tv_sec += FL_NODE_IDLE_MS / 1000;
-    idle.tv_nsec += (long)(FL_NODE_IDLE_MS % 1000) * 1000000L;
-    if (idle.tv_nsec >= 1000000000L) {
-        idle.tv_sec++;
-        idle.tv_nsec -= 1000000000L;
-    }
+    struct timespec idle = fl_time_after(clk, FL_NODE_IDLE_MS);
     if (until && (until->tv_sec < idle.tv_sec || (until->tv_sec == idle.tv_sec && until->tv_nsec <= idle.tv_nsec)))
         return pthread_cond_timedwait(cv, mu, until); /* due before the thread counts as idle */
     int rc = pthread_cond_timedwait(cv, mu, &idle);

@@ -19,6 +19,19 @@ int64_t fl_time_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec fl_time_after(clockid_t clk, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 void fl_time_format(int64_t ms, bool millis, char buf[FL_TIME_BUF])
 {
     time_t t = (time_t)(ms / 1000);

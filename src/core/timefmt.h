@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #define FL_TIME_BUF 40
 
@@ -15,6 +16,8 @@ int64_t fl_time_now_ms(void);
 /* Milliseconds from CLOCK_MONOTONIC: for durations and deadlines, which a change of the
  * wall clock must not stretch or cut short. */
 int64_t fl_time_mono_ms(void);
+/* The absolute time ms milliseconds from now on clock clk, for pthread_cond_timedwait. */
+struct timespec fl_time_after(clockid_t clk, int64_t ms);
 /* RFC 3339 in UTC into buf: seconds ("...:00Z") or, with millis, ".123Z". */
 void fl_time_format(int64_t ms, bool millis, char buf[FL_TIME_BUF]);
 /* Parse RFC 3339 (fraction and offset optional) into ms since the epoch; -1 if malformed or NULL. */

@@ -37,6 +37,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 #define DRAIN_MAX 4096 /* events taken from one cluster per tick; the rest wait for the next */
 
@@ -1367,16 +1368,9 @@ static void *sim_main(void *arg)
             wake = s->heap[0]->due;
         pthread_mutex_lock(&s->mu);
         if (!atomic_load(&s->stop) && !s->npending) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
             int64_t wait = wake - mono_ms();
             if (wait > 0) {
-                ts.tv_sec += wait / 1000;
-                ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000L;
-                }
+                struct timespec ts = fl_time_after(CLOCK_MONOTONIC, wait);
                 pthread_cond_timedwait(&s->cv, &s->mu, &ts);
             }
         }

@@ -23,6 +23,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 #include "store/store_sqlite.h"
 
 #define MAX_BATCH 1024          /* ops per group commit */
@@ -396,14 +397,7 @@ void *fl_store_sqlite_timer_main(void *arg)
     fl_store *s = arg;
     pthread_mutex_lock(&s->timer_mu);
     while (!s->timer_stop) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        t.tv_sec += s->interval_ms / 1000;
-        t.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
-        if (t.tv_nsec >= 1000000000L) {
-            t.tv_sec++;
-            t.tv_nsec -= 1000000000L;
-        }
+        struct timespec t = fl_time_after(CLOCK_MONOTONIC, s->interval_ms);
         while (!s->timer_stop && pthread_cond_timedwait(&s->timer_cv, &s->timer_mu, &t) == 0)
             ;
         if (s->timer_stop)

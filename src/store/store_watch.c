@@ -30,6 +30,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 #define REPLAY_CHUNK 512
 #define LOCAL_BATCH 64 /* events a consumer moves out of its queue per lock */
@@ -458,13 +459,7 @@ int fl_watch_next(fl_watch *w, fl_watch_event **ev, int timeout_ms)
                 return FL_ETIMEDOUT;
             }
             if (timeout_ms > 0 && !have_deadline) {
-                clock_gettime(CLOCK_MONOTONIC, &deadline);
-                deadline.tv_sec += timeout_ms / 1000;
-                deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-                if (deadline.tv_nsec >= 1000000000L) {
-                    deadline.tv_sec++;
-                    deadline.tv_nsec -= 1000000000L;
-                }
+                deadline = fl_time_after(CLOCK_MONOTONIC, timeout_ms);
                 have_deadline = true;
             }
             if (timeout_ms < 0) {
