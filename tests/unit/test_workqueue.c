@@ -387,6 +387,17 @@ static void *get_after_caching(void *arg)
     return NULL;
 }
 
+/* The getter cached 10 blocks, had none left when it got want, and g's queue is done. */
+static void expect_given_back(idle_getter *g, const char *want)
+{
+    assert_int_equal(g->cached_before, 10);
+    assert_int_equal(g->cached_after, 0);
+    assert_string_equal(g->key, want);
+    fl_workqueue_done(g->q, g->key);
+    free(g->key);
+    fl_workqueue_free(g->q);
+}
+
 /* A getter that has waited FL_NODE_IDLE_MS without work gives its cached JSON blocks back
  * (mem.h: scattered over the heap, they kept a quiet server's pages resident). */
 static void test_an_idle_getter_gives_its_cached_blocks_back(void **state)
@@ -400,12 +411,7 @@ static void test_an_idle_getter_gives_its_cached_blocks_back(void **state)
     nanosleep(&idle, NULL);
     fl_workqueue_add(q, "k");
     pthread_join(t, NULL);
-    assert_int_equal(g.cached_before, 10);
-    assert_int_equal(g.cached_after, 0);
-    assert_string_equal(g.key, "k");
-    fl_workqueue_done(q, g.key);
-    free(g.key);
-    fl_workqueue_free(q);
+    expect_given_back(&g, "k");
 }
 
 /* The same while a key is due later than that (a periodic requeue, as the cluster status
@@ -421,12 +427,7 @@ static void test_a_getter_waiting_for_a_later_key_gives_its_cached_blocks_back(v
     assert_int_equal(pthread_create(&t, NULL, get_after_caching, &g), 0);
     pthread_join(t, NULL);
     assert_true(fl_time_mono_ms() - t0 >= FL_NODE_IDLE_MS + 1400);
-    assert_int_equal(g.cached_before, 10);
-    assert_int_equal(g.cached_after, 0);
-    assert_string_equal(g.key, "later");
-    fl_workqueue_done(q, g.key);
-    free(g.key);
-    fl_workqueue_free(q);
+    expect_given_back(&g, "later");
 }
 
 int main(void)
