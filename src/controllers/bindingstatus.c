@@ -86,6 +86,7 @@ static void binding_added(void *ctx, json_t *obj)
 #define WORK_STATUS_DELAY_MS 100
 
 static bool binding_acked(statusctl *s, const char *key);
+static bool any_reported(statusctl *s, const char *key);
 
 /* The binding's spec changed. What it asks of its Works (a suspension, other clusters) is
  * still on its way to them, and their status changes follow within moments: aggregate with
@@ -99,7 +100,7 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     char *key = fl_names_binding_key(new_obj);
     if (key && binding_acked(s, key))
         fl_workqueue_add(s->q, key);
-    else if (key && has_targets(old_obj))
+    else if (key && (has_targets(old_obj) || any_reported(s, key)))
         fl_workqueue_add_after(s->q, key, WORK_STATUS_DELAY_MS);
     /* else scheduled for the first time: its Works are still to be written and applied, and
      * their status, when it comes, aggregates (items for Works without status would only say
@@ -142,31 +143,66 @@ static json_t *work_of(statusctl *s, const char *wname, const char *cluster)
     return work;
 }
 
-/* Whether every target cluster of the binding under key (a queue key) has acknowledged what
- * the binding asks, as the caches have it now. The clusters are looked at from the last:
- * acknowledgements come roughly in the order the Works were written, so an incomplete
- * binding is usually seen as such at the first look. */
-static bool binding_acked(statusctl *s, const char *key)
+/* A test of a target cluster's Work (NULL: none yet), under the binding's suspension. */
+typedef bool (*work_test)(const json_t *work, const json_t *suspension, const char *cluster);
+
+/* Whether test holds for the Work of any target cluster of the binding under key (a queue
+ * key), as the caches have it now; *none (when not NULL) says the binding has no clusters.
+ * The clusters are looked at from the last: acknowledgements come roughly in the order the
+ * Works were written, so an incomplete binding is usually seen as such at the first look. */
+static bool any_target(statusctl *s, const char *key, work_test test, bool *none)
 {
     json_t *b = NULL;
     fl_informer_get_key(key[0] == 'C' ? s->crbs : s->rbs, key + 2, &b);
     const json_t *spec = json_object_get(b, "spec"), *res = json_object_get(spec, "resource");
     const json_t *susp = json_object_get(spec, "suspension"), *clusters = json_object_get(spec, "clusters");
-    bool acked = b && json_array_size(clusters) > 0;
-    char *wname = acked ? fl_names_work(jstr(res, "kind") ? jstr(res, "kind") : "", jstr(res, "namespace"),
-                                        jstr(res, "name") ? jstr(res, "name") : "")
-                        : NULL;
-    for (size_t i = json_array_size(clusters); acked && i-- > 0;) {
+    if (none)
+        *none = json_array_size(clusters) == 0;
+    bool found = false;
+    char *wname = json_array_size(clusters)
+                      ? fl_names_work(jstr(res, "kind") ? jstr(res, "kind") : "", jstr(res, "namespace"),
+                                      jstr(res, "name") ? jstr(res, "name") : "")
+                      : NULL;
+    for (size_t i = json_array_size(clusters); wname && !found && i-- > 0;) {
         const char *cluster = jstr(json_array_get(clusters, i), "name");
         if (!cluster)
             continue;
         json_t *work = work_of(s, wname, cluster);
-        acked = fl_dispatch_work_acked(work, fl_dispatch_suspended(susp, cluster));
+        found = test(work, susp, cluster);
         json_decref(work);
     }
     free(wname);
     json_decref(b);
-    return acked;
+    return found;
+}
+
+static bool not_acked(const json_t *work, const json_t *suspension, const char *cluster)
+{
+    return !fl_dispatch_work_acked(work, fl_dispatch_suspended(suspension, cluster));
+}
+
+static bool reported(const json_t *work, const json_t *suspension, const char *cluster)
+{
+    (void)suspension;
+    (void)cluster;
+    return json_object_size(json_object_get(work, "status")) > 0;
+}
+
+/* Whether every target cluster of the binding under key has acknowledged what the binding
+ * asks. */
+static bool binding_acked(statusctl *s, const char *key)
+{
+    bool none;
+    bool unacked = any_target(s, key, not_acked, &none);
+    return !none && !unacked;
+}
+
+/* Whether a target cluster of the binding under key already has a Work with a status (the
+ * binding was scheduled there before, and the Work outlived its unscheduling): no change of
+ * that status will come to aggregate it. */
+static bool any_reported(statusctl *s, const char *key)
+{
+    return any_target(s, key, reported, NULL);
 }
 
 static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
