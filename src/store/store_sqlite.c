@@ -1053,18 +1053,8 @@ void fl_store_rest(fl_store *s)
     if (s->memory) /* its values are its state */
         return;
     pthread_rwlock_wrlock(&s->lock);
-    struct fl_store_warm *w = &s->warm;
-    for (; w->n > 0; w->n--) {
-        struct fl_store_warm_rec *r = &w->q[w->head];
-        fl_store_node *n = fl_store_cache_find(&s->cache, r->key);
-        if (n && n->rev == r->rev) {
-            fl_blob_unref(n->value);
-            n->value = NULL;
-        }
-        free(r->key);
-        w->head = (w->head + 1) % w->cap;
-    }
-    w->bytes = 0;
+    while (s->warm.n > 0)
+        fl_store_sqlite_warm_drop(s);
     pthread_rwlock_unlock(&s->lock);
     fl_watch_hub_rest(s->hub);
     /* the idle readers' page caches (a connection in use, or the writer's, keeps its own) */

@@ -144,6 +144,9 @@ int64_t fl_store_sqlite_pinned(fl_store *s);
 /* op's value at revision rev over current (NULL when absent): its render_blob's, else its
  * render's bytes in a blob; NULL when the op renders nothing (FL_EINVAL). */
 fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev);
+/* Drop the oldest record of the warm values (s->warm.n > 0, s->lock held for writing): the
+ * value it kept in memory goes, unless a later write replaced it. */
+void fl_store_sqlite_warm_drop(fl_store *s);
 /* Thread bodies; arg is the fl_store. Started by fl_store_open, joined by fl_store_free. */
 void *fl_store_sqlite_writer_main(void *arg);
 void *fl_store_sqlite_timer_main(void *arg);

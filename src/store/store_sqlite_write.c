@@ -126,6 +126,21 @@ static struct pending *pending_find(struct batch *b, const char *key, bool add)
 /* Keep the value key got at rev in memory, and drop the oldest kept values beyond the
  * budget: their keys' nodes no longer hold them, unless written again since (the record
  * of that write keeps it). Writer thread, under the lock. */
+void fl_store_sqlite_warm_drop(fl_store *s)
+{
+    struct fl_store_warm *w = &s->warm;
+    struct fl_store_warm_rec *r = &w->q[w->head];
+    fl_store_node *n = fl_store_cache_find(&s->cache, r->key);
+    if (n && n->rev == r->rev) {
+        fl_blob_unref(n->value);
+        n->value = NULL;
+    }
+    w->bytes -= r->len;
+    free(r->key);
+    w->head = (w->head + 1) % w->cap;
+    w->n--;
+}
+
 static void warm_push(fl_store *s, const char *key, int64_t rev, size_t len)
 {
     struct fl_store_warm *w = &s->warm;
@@ -141,18 +156,8 @@ static void warm_push(fl_store *s, const char *key, int64_t rev, size_t len)
     }
     w->q[(w->head + w->n++) % w->cap] = (struct fl_store_warm_rec){fl_strdup(key), rev, len};
     w->bytes += len;
-    while (w->bytes > w->max && w->n > 0) {
-        struct fl_store_warm_rec *r = &w->q[w->head];
-        fl_store_node *n = fl_store_cache_find(&s->cache, r->key);
-        if (n && n->rev == r->rev) {
-            fl_blob_unref(n->value);
-            n->value = NULL;
-        }
-        w->bytes -= r->len;
-        free(r->key);
-        w->head = (w->head + 1) % w->cap;
-        w->n--;
-    }
+    while (w->bytes > w->max && w->n > 0)
+        fl_store_sqlite_warm_drop(s);
 }
 
 /* Check, render and insert op i. Returns 0 if written, an FL_E* code the op fails
