@@ -31,7 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/err.h"
 #include "core/json.h"
@@ -40,6 +43,7 @@
 #include "core/timefmt.h"
 
 #define DRAIN_MAX 4096 /* events taken from one cluster per tick; the rest wait for the next */
+#define SIM_NICE 10 /* the simulator thread's nice value (sim_main) */
 
 enum sim_kind { SK_NONE = -1, SK_DEPLOY, SK_RS, SK_STS, SK_DS, SK_JOB, SK_POD, SK_COUNT };
 
@@ -1335,6 +1339,13 @@ static void *sim_main(void *arg)
     fl_sim *s = arg;
     keyvec dirty = {0};
     int64_t next_tick = 0;
+    pthread_setname_np(pthread_self(), "fl-sim");
+    /* The clusters' API goes first: a real cluster's controllers and kubelets run on
+     * machines of their own, and here they would take the processor from the requests
+     * they follow (and from a control plane on the same host). Status lags a busy host,
+     * as it would a busy cluster. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), SIM_NICE) != 0)
+        fl_log(FL_LOG_DEBUG, "sim", "could not lower the simulator's priority: %s", strerror(errno));
     while (!atomic_load(&s->stop)) {
         adopt_pending(s);
         int64_t now = mono_ms();
