@@ -14,10 +14,13 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -536,6 +539,38 @@ static void test_free_stops_promptly(void **state)
     fl_sim_free(NULL);
 }
 
+/* The simulator's thread is named and runs below the clusters' API (nice 10): the
+ * controllers and kubelets it plays have machines of their own. */
+static void test_simulator_thread_yields_to_the_api(void **state)
+{
+    fixture *f = *state;
+    start_sim(f, (fl_sim_config){.tick_ms = 10});
+    int nice = -100, found = 0;
+    for (int tries = 0; tries < 100 && !found; tries++) { /* the thread names itself on start */
+        DIR *d = opendir("/proc/self/task");
+        assert_non_null(d);
+        for (struct dirent *e; !found && (e = readdir(d));) {
+            char path[300], comm[32] = "";
+            snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+            FILE *fp = fopen(path, "r");
+            if (!fp)
+                continue;
+            if (fgets(comm, sizeof comm, fp) && !strcmp(comm, "fl-sim\n")) {
+                errno = 0;
+                nice = getpriority(PRIO_PROCESS, (id_t)atoi(e->d_name));
+                found = errno == 0;
+            }
+            fclose(fp);
+        }
+        closedir(d);
+        if (!found)
+            sleep_ms(10);
+    }
+    assert_true(found);
+    int own = getpriority(PRIO_PROCESS, 0); /* a process started nicer still cannot go back */
+    assert_int_equal(nice, own < 10 ? 10 : own);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -552,6 +587,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_writes_when_converged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_objects_and_many_clusters_share_one_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_stops_promptly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_simulator_thread_yields_to_the_api, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
