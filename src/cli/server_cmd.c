@@ -392,8 +392,8 @@ int fl_cmd_server(int argc, char **argv)
      * 10 clusters held 325 MiB when the store went quiet, 273 MiB with the trim, 263 MiB with
      * the decodings let go too, about 240 MiB with the rest and the long-lived records in
      * slabs of their own (core/keep.h), 222 MiB with the decoder's shared leaves let go, and
-     * 153 MiB once the idle threads had given back their node caches (core/mem.h) and the
-     * heap was trimmed again. */
+     * 127-135 MiB once the idle threads (this one too) had given back their node caches
+     * (core/mem.h) and the heap was trimmed again. */
     int sig = -1;
     fl_mem_quiet quiet = {0};
     int64_t trim_again = 0; /* once the threads idle since have given their caches back */

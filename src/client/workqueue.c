@@ -15,7 +15,6 @@
  * timer thread: before every get(), and in every waiting getter when the earliest
  * due time passes, due items move into the FIFO. Adding a key that becomes the
  * earliest wakes the getters so they shorten their sleep. */
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,14 +409,10 @@ int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
         int64_t until = give_up;
         if (q->nheap && q->heap[0]->due_ms < until)
             until = q->heap[0]->due_ms;
-        if (until == INT64_MAX) {
-            /* nothing due: idle, and after a while without work, the node cache goes */
-            fl_cond_wait_idle(&q->cond, &q->mu, CLOCK_MONOTONIC);
-        } else {
-            struct timespec ts;
-            deadline_ts(until, &ts);
-            fl_cond_wait_idle_until(&q->cond, &q->mu, CLOCK_MONOTONIC, &ts); /* a requeue seconds away */
-        }
+        /* nothing to do until then (or ever): idle, so after a while the node cache goes */
+        struct timespec ts;
+        deadline_ts(until, &ts);
+        fl_cond_wait_idle_until(&q->cond, &q->mu, CLOCK_MONOTONIC, until == INT64_MAX ? NULL : &ts);
     }
     /* more work may be ready than this getter took: keep the others going */
     if (rc == 0 && q->head)

@@ -13,7 +13,6 @@
  * Compaction runs on the same thread in transactions of COMPACT_CHUNK revisions,
  * interleaved with write batches, so it never holds writes up for long and never
  * competes with them for SQLite's write lock. */
-#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -123,9 +122,6 @@ static struct pending *pending_find(struct batch *b, const char *key, bool add)
     }
 }
 
-/* Keep the value key got at rev in memory, and drop the oldest kept values beyond the
- * budget: their keys' nodes no longer hold them, unless written again since (the record
- * of that write keeps it). Writer thread, under the lock. */
 void fl_store_sqlite_warm_drop(fl_store *s)
 {
     struct fl_store_warm *w = &s->warm;
@@ -141,6 +137,9 @@ void fl_store_sqlite_warm_drop(fl_store *s)
     w->n--;
 }
 
+/* Keep the value key got at rev in memory, and drop the oldest kept values beyond the
+ * budget: their keys' nodes no longer hold them, unless written again since (the record
+ * of that write keeps it). Writer thread, under the lock. */
 static void warm_push(fl_store *s, const char *key, int64_t rev, size_t len)
 {
     struct fl_store_warm *w = &s->warm;
