@@ -24,4 +24,11 @@ enum {
 /* Static English text for a code; never NULL. Any thread. */
 const char *fl_strerror(int rc);
 
+/* What to tell a user about a failure: message when it says something (a server's
+ * Status.message, fl_client_error.message), else fl_strerror(rc). Never NULL. */
+static inline const char *fl_errmsg(const char *message, int rc)
+{
+    return message && message[0] ? message : fl_strerror(rc);
+}
+
 #endif
