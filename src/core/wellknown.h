@@ -1,0 +1,50 @@
+/* wellknown.h - Karmada's well-known names: the labels, annotations, finalizers, taint keys and
+ * prefixes that Karmada writes on templates, policies, bindings, Works and clusters, and that
+ * Flotilla writes and reads with the same meaning. Declared here once, for every part (api,
+ * controllers, policy, interp, cli); nothing else spells them out.
+ *
+ * Names only: the functions that compute an object's name from another's (a template's
+ * binding, its Work, a cluster's execution space) are in controllers/names.h. */
+#ifndef FL_WELLKNOWN_H
+#define FL_WELLKNOWN_H
+
+/* ---- namespaces ---- */
+/* A member's execution space, where its Works live: "karmada-es-<cluster>". */
+#define FL_EXECUTION_SPACE_PREFIX "karmada-es-"
+
+/* ---- finalizers ---- */
+#define FL_BINDING_FINALIZER "karmada.io/binding-controller"     /* on templates with a binding */
+#define FL_EXECUTION_FINALIZER "karmada.io/execution-controller" /* on Works, until delivered objects are gone */
+
+/* ---- labels ---- */
+#define FL_MANAGED_LABEL "karmada.io/managed"
+#define FL_PP_ID_LABEL "propagationpolicy.karmada.io/permanent-id"
+#define FL_CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
+#define FL_RB_ID_LABEL "resourcebinding.karmada.io/permanent-id"
+#define FL_CRB_ID_LABEL "clusterresourcebinding.karmada.io/permanent-id"
+#define FL_WORK_ID_LABEL "work.karmada.io/permanent-id"
+#define FL_RETAIN_REPLICAS_LABEL "resourcetemplate.karmada.io/retain-replicas"
+#define FL_SKIP_AUTO_PROPAGATION_LABEL "namespace.karmada.io/skip-auto-propagation"
+
+/* ---- annotations ---- */
+#define FL_PP_NAME_ANNOTATION "propagationpolicy.karmada.io/name"
+#define FL_PP_NAMESPACE_ANNOTATION "propagationpolicy.karmada.io/namespace"
+#define FL_CPP_NAME_ANNOTATION "clusterpropagationpolicy.karmada.io/name"
+#define FL_RB_NAME_ANNOTATION "resourcebinding.karmada.io/name"
+#define FL_RB_NAMESPACE_ANNOTATION "resourcebinding.karmada.io/namespace"
+#define FL_CRB_NAME_ANNOTATION "clusterresourcebinding.karmada.io/name"
+#define FL_WORK_NAME_ANNOTATION "work.karmada.io/name"
+#define FL_WORK_NAMESPACE_ANNOTATION "work.karmada.io/namespace"
+#define FL_CONFLICT_RESOLUTION_ANNOTATION "work.karmada.io/conflict-resolution"
+#define FL_TEMPLATE_UID_ANNOTATION "resourcetemplate.karmada.io/uid"
+#define FL_TEMPLATE_GENERATION_ANNOTATION "resourcetemplate.karmada.io/generation"
+#define FL_MANAGED_LABELS_ANNOTATION "resourcetemplate.karmada.io/managed-labels"
+#define FL_MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
+#define FL_APPLIED_OVERRIDES_ANNOTATION "policy.karmada.io/applied-overrides"
+#define FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION "policy.karmada.io/applied-cluster-overrides"
+
+/* ---- taints ---- */
+#define FL_TAINT_CLUSTER_NOT_READY "cluster.karmada.io/not-ready"
+#define FL_TAINT_CLUSTER_UNREACHABLE "cluster.karmada.io/unreachable"
+
+#endif
