@@ -2,11 +2,11 @@
  *
  * fl_store_open chooses the backend once, from fl_store_config (memory: store_memory.c;
  * else SQLite: store_sqlite.c), and every later call checks its arguments here and goes
- * through that backend's table of operations (store_impl.h) with one indirect call: no
- * function here takes a lock or allocates. What every backend keeps alike (the cache of
- * live keys, head and compact revisions, the watch hub) is read here directly, and the
- * helpers that read the current state out of the cache for the backends' gets and lists
- * are here too, so that no backend depends on another. */
+ * through that backend's table of operations (store_impl.h) with one indirect call,
+ * taking no lock and allocating nothing on the way. What every backend keeps alike (the
+ * cache of live keys, head and compact revisions, the watch hub) is read here directly,
+ * and the helpers that read the current state out of the cache for the backends' gets
+ * and lists are here too, so that no backend depends on another. */
 #include "store/store.h"
 
 #include <pthread.h>
