@@ -5,12 +5,14 @@
  * nothing about Kubernetes: keys are strings ("/<group>/<resource>/<ns>/<name>"),
  * values are opaque bytes (JSON rendered by the API layer).
  *
- * Today one backend implements it, SQLite (store_sqlite*.c), the embedded default; a
- * second backend (etcd) will put these functions behind a small vtable chosen by
- * fl_store_config, with the watch fan-out (store_watch.c) shared. A backend keeps every
- * live key with its revisions in memory, the values of the keys written last (SQLite: up
- * to value_cache_bytes; the others are read from the file when asked for), and a window
- * of recent events for watches; everything older comes from the log.
+ * Backends implement it behind one table of operations (store_impl.h), chosen once by
+ * fl_store_open from fl_store_config: SQLite (store_sqlite*.c), the embedded default, and
+ * memory only (store_memory.c, below); docs/internals/store.md, "The backend contract",
+ * is what a third (etcd) implements. The watch fan-out (store_watch.c) and the index of
+ * live keys (store_cache.c) serve them all. A backend keeps every live key with its
+ * revisions in memory, the values of the keys written last (SQLite: up to
+ * value_cache_bytes; the others are read from the file when asked for), and a window of
+ * recent events for watches; everything older comes from the log.
  *
  * A store can also live in memory only (fl_store_config.memory): the same contract
  * in every respect except durability, for the many small stores of simulated member

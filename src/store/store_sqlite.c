@@ -22,10 +22,9 @@
  *     connection from a small pool and read inside one transaction so the check of
  *     the compaction revision and the rows come from the same snapshot.
  *
- * Memory stores (fl_store_config.memory) share struct fl_store and this file's
- * reads of the current state; opening, closing, writes, compaction, lists at a
- * revision and watches hand over to store_memory.c. */
-#include "store/store.h"
+ * The public functions (store.c) reach this backend through its table of
+ * operations, fl_store_sqlite_backend, at the end of this file. */
+#include "store/store_sqlite.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -38,6 +37,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "store/store_cache.h"
+#include "store/store_impl.h"
 #include "store/store_sqlite.h"
 #include "store/store_watch.h"
 
@@ -86,7 +86,7 @@ static int open_conn(const char *path, bool durable, int cache_kib, sqlite3 **ou
     return 0;
 }
 
-static sqlite3 *reader_get(fl_store *s)
+static sqlite3 *reader_get(fl_store_sqlite *s)
 {
     sqlite3 *db = NULL;
     pthread_mutex_lock(&s->pool_mu);
@@ -98,7 +98,7 @@ static sqlite3 *reader_get(fl_store *s)
     return db;
 }
 
-static void reader_put(fl_store *s, sqlite3 *db)
+static void reader_put(fl_store_sqlite *s, sqlite3 *db)
 {
     if (!db)
         return;
@@ -134,7 +134,7 @@ static int read_begin(sqlite3 *db, int64_t *compact)
 /* read_begin on a reader connection taken from the pool. On success *dbp is the
  * connection (end the transaction, then give it back with reader_put); on failure
  * nothing is held. */
-static int reader_begin(fl_store *s, sqlite3 **dbp, int64_t *compact)
+static int reader_begin(fl_store_sqlite *s, sqlite3 **dbp, int64_t *compact)
 {
     *dbp = reader_get(s);
     if (!*dbp)
@@ -156,7 +156,7 @@ static fl_blob *column_blob(sqlite3_stmt *st, int col)
 }
 
 
-static int point_get(fl_store *s, struct fl_store_point *p)
+static int point_get(fl_store_sqlite *s, struct fl_store_point *p)
 {
     pthread_mutex_lock(&s->pool_mu);
     bool have = s->npoints > 0;
@@ -177,7 +177,7 @@ static int point_get(fl_store *s, struct fl_store_point *p)
     return 0;
 }
 
-static void point_put(fl_store *s, struct fl_store_point *p)
+static void point_put(fl_store_sqlite *s, struct fl_store_point *p)
 {
     pthread_mutex_lock(&s->pool_mu);
     bool kept = s->npoints < POINT_MAX;
@@ -210,7 +210,7 @@ int fl_store_sqlite_read_row(sqlite3_stmt *st, const char *key, int64_t rev, fl_
     return rc;
 }
 
-int fl_store_sqlite_read_rev(fl_store *s, const char *key, int64_t rev, fl_blob **out)
+int fl_store_sqlite_read_rev(fl_store_sqlite *s, const char *key, int64_t rev, fl_blob **out)
 {
     *out = NULL;
     struct fl_store_point p;
@@ -223,7 +223,7 @@ int fl_store_sqlite_read_rev(fl_store *s, const char *key, int64_t rev, fl_blob 
 
 /* ---- pins: rows a list of the current state still has to read ---- */
 
-static void pin_add(fl_store *s, struct fl_store_pin *pin, int64_t rev)
+static void pin_add(fl_store_sqlite *s, struct fl_store_pin *pin, int64_t rev)
 {
     pin->rev = rev;
     pthread_mutex_lock(&s->pool_mu);
@@ -232,7 +232,7 @@ static void pin_add(fl_store *s, struct fl_store_pin *pin, int64_t rev)
     pthread_mutex_unlock(&s->pool_mu);
 }
 
-static void pin_remove(fl_store *s, struct fl_store_pin *pin)
+static void pin_remove(fl_store_sqlite *s, struct fl_store_pin *pin)
 {
     pthread_mutex_lock(&s->pool_mu);
     struct fl_store_pin **p = &s->pins;
@@ -243,7 +243,7 @@ static void pin_remove(fl_store *s, struct fl_store_pin *pin)
     pthread_mutex_unlock(&s->pool_mu);
 }
 
-int64_t fl_store_sqlite_pinned(fl_store *s)
+int64_t fl_store_sqlite_pinned(fl_store_sqlite *s)
 {
     int64_t min = 0;
     pthread_mutex_lock(&s->pool_mu);
@@ -286,11 +286,11 @@ typedef struct load_row {
 } load_row;
 
 typedef struct load_part {
-    fl_store *s;
+    fl_store_sqlite *s;
     sqlite3 *db;
     int64_t from; /* ids >= from (0: all) */
     int64_t to;   /* and < to (0: no bound) */
-    bool into_cache; /* put rows into s->cache, else collect them in rows */
+    bool into_cache; /* put rows into s->base.cache, else collect them in rows */
     load_row *rows;
     size_t n, cap;
     int rc;
@@ -312,7 +312,7 @@ static int64_t mark_hash(const char *mark)
     return (int64_t)(fl_hash_str(mark) >> 1);
 }
 
-static int marks_prepare(fl_store *s)
+static int marks_prepare(fl_store_sqlite *s)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "SELECT marked FROM kv LIMIT 0", -1, &st, NULL) != SQLITE_OK &&
@@ -340,7 +340,7 @@ static int marks_prepare(fl_store *s)
 }
 
 /* Note key among those whose value held the mark. Opening only (one thread at a time). */
-static void mark_key(fl_store *s, const char *key)
+static void mark_key(fl_store_sqlite *s, const char *key)
 {
     if (s->nmarked == s->capmarked) {
         s->capmarked = s->capmarked ? s->capmarked * 2 : 64;
@@ -350,7 +350,7 @@ static void mark_key(fl_store *s, const char *key)
 }
 
 /* A loaded key's mark (the column's value). Opening only. */
-static void mark_loaded(fl_store *s, const char *key, int marked)
+static void mark_loaded(fl_store_sqlite *s, const char *key, int marked)
 {
     if (marked == 2)
         s->nsaid++;
@@ -379,7 +379,7 @@ static void load_part_run(load_part *p)
         int64_t id = sqlite3_column_int64(st, 1), create_rev = sqlite3_column_int64(st, 2);
         int marked = sqlite3_column_int(st, 3);
         if (p->into_cache) {
-            fl_store_cache_put(&p->s->cache, name, NULL, id, create_rev);
+            fl_store_cache_put(&p->s->base.cache, name, NULL, id, create_rev);
             mark_loaded(p->s, name, marked);
             continue;
         }
@@ -424,7 +424,7 @@ static int64_t load_split_id(sqlite3 *db, size_t min)
     return mid;
 }
 
-static int load(fl_store *s, size_t split_rows)
+static int load(fl_store_sqlite *s, size_t split_rows)
 {
     int64_t compact = 0, head = 0;
     sqlite3_stmt *st = NULL;
@@ -461,7 +461,7 @@ static int load(fl_store *s, size_t split_rows)
         sqlite3_close(second.db);
         for (size_t i = 0; i < second.n; i++) {
             load_row *r = &second.rows[i];
-            fl_store_cache_put(&s->cache, r->name, NULL, r->id, r->create_rev);
+            fl_store_cache_put(&s->base.cache, r->name, NULL, r->id, r->create_rev);
             mark_loaded(s, r->name, r->marked);
             free(r->name);
         }
@@ -475,22 +475,21 @@ out:
         fl_log(FL_LOG_ERROR, "store", "loading %s: %s", s->path, sqlite3_errmsg(s->db));
     sqlite3_finalize(st);
     fl_store_sqlite_exec(s->db, "COMMIT");
-    s->compact_rev = compact;
-    s->head = head > compact ? head : compact;
+    s->base.compact_rev = compact;
+    s->base.head = head > compact ? head : compact;
     return rc;
 }
 
 static int replay_log(void *ctx, const char *prefix, int64_t from, int64_t to, size_t max, fl_store_event **out,
                       size_t *n);
 
-int fl_store_open(const fl_store_config *cfg, fl_store **out)
+static void sqlite_free(fl_store *bs);
+
+static int sqlite_open(const fl_store_config *cfg, fl_store **out)
 {
     *out = NULL;
-    if (cfg && cfg->memory)
-        return fl_store_memory_open(cfg, out);
-    if (!cfg || !cfg->path)
-        return FL_EINVAL;
-    fl_store *s = fl_calloc(1, sizeof(*s));
+    fl_store_sqlite *s = fl_calloc(1, sizeof(*s));
+    fl_store_base_init(&s->base, &fl_store_sqlite_backend);
     s->path = fl_strdup(cfg->path);
     s->window = cfg->compact_window > 0 ? cfg->compact_window : DEFAULT_WINDOW;
     s->interval_ms = cfg->compact_interval_ms ? cfg->compact_interval_ms : DEFAULT_INTERVAL_MS;
@@ -502,14 +501,6 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
         s->marked = fl_malloc((size_t)s->capmarked * sizeof *s->marked);
     }
     pthread_mutex_init(&s->pool_mu, NULL);
-    pthread_rwlockattr_t ra;
-    pthread_rwlockattr_init(&ra);
-    /* Readers never nest the lock (list copies out before calling back), so the
-     * writer may be preferred and cannot be starved by a stream of readers. */
-    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&s->lock, &ra);
-    pthread_rwlockattr_destroy(&ra);
-    fl_store_cache_init(&s->cache);
     pthread_mutex_init(&s->q_mu, NULL);
     pthread_cond_init(&s->q_cv, NULL);
     pthread_cond_init(&s->compact_cv, NULL);
@@ -551,7 +542,7 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
         rc = FL_EIO;
         goto fail;
     }
-    s->hub = fl_watch_hub_new(s->head, cfg->ring_events ? cfg->ring_events : RING_SIZE,
+    s->base.hub = fl_watch_hub_new(s->base.head, cfg->ring_events ? cfg->ring_events : RING_SIZE,
                               cfg->ring_bytes ? cfg->ring_bytes : RING_BYTES, WATCH_BACKLOG, replay_log, s);
     if (pthread_create(&s->writer, NULL, fl_store_sqlite_writer_main, s) != 0) {
         rc = FL_EIO;
@@ -561,22 +552,17 @@ int fl_store_open(const fl_store_config *cfg, fl_store **out)
     if (s->interval_ms > 0 && pthread_create(&s->timer, NULL, fl_store_sqlite_timer_main, s) == 0)
         s->timer_started = true;
     fl_log(FL_LOG_INFO, "store", "opened %s: %zu keys, revision %lld, compacted at %lld", s->path,
-           s->cache.count, (long long)s->head, (long long)s->compact_rev);
-    *out = s;
+           s->base.cache.count, (long long)s->base.head, (long long)s->base.compact_rev);
+    *out = &s->base;
     return 0;
 fail:
-    fl_store_free(s);
+    sqlite_free(&s->base);
     return rc;
 }
 
-void fl_store_free(fl_store *s)
+static void sqlite_free(fl_store *bs)
 {
-    if (!s)
-        return;
-    if (s->memory) {
-        fl_store_memory_free(s);
-        return;
-    }
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
     if (s->timer_started) {
         pthread_mutex_lock(&s->timer_mu);
         s->timer_stop = true;
@@ -592,7 +578,7 @@ void fl_store_free(fl_store *s)
         pthread_mutex_unlock(&s->q_mu);
         pthread_join(s->writer, NULL);
     }
-    fl_watch_hub_free(s->hub);
+    fl_watch_hub_free(s->base.hub);
     for (int i = 0; i < s->npool; i++)
         sqlite3_close(s->pool[i]);
     for (int i = 0; i < s->npoints; i++) {
@@ -609,13 +595,12 @@ void fl_store_free(fl_store *s)
     sqlite3_finalize(s->by_id);
     sqlite3_finalize(s->ins);
     sqlite3_close(s->db);
-    fl_store_cache_close(&s->cache);
+    fl_store_base_close(&s->base);
     pthread_cond_destroy(&s->timer_cv);
     pthread_mutex_destroy(&s->timer_mu);
     pthread_cond_destroy(&s->compact_cv);
     pthread_cond_destroy(&s->q_cv);
     pthread_mutex_destroy(&s->q_mu);
-    pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->pool_mu);
     free(s->path);
     free(s);
@@ -623,23 +608,13 @@ void fl_store_free(fl_store *s)
 
 /* ---- reading ---- */
 
-int fl_store_get(fl_store *s, const char *key, fl_kv *out)
+static int sqlite_get(fl_store *bs, const char *key, fl_kv *out)
 {
-    memset(out, 0, sizeof(*out));
-    if (!key)
-        return FL_EINVAL;
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
     /* A value not in memory is read from its row, which stays until a later write to the
      * key has been compacted: then the key has that later revision, read again. */
     for (int tries = 0;; tries++) {
-        pthread_rwlock_rdlock(&s->lock);
-        fl_store_node *n = fl_store_cache_find(&s->cache, key);
-        if (n) {
-            out->value = fl_blob_ref(n->value);
-            out->rev = n->rev;
-            out->create_rev = n->create_rev;
-        }
-        pthread_rwlock_unlock(&s->lock);
-        if (!n)
+        if (fl_store_base_get(bs, key, out))
             return FL_ENOTFOUND;
         if (out->value)
             return 0;
@@ -649,10 +624,10 @@ int fl_store_get(fl_store *s, const char *key, fl_kv *out)
     }
 }
 
-long fl_store_marked(fl_store *s, char ***keys)
+static long sqlite_marked(fl_store *bs, char ***keys)
 {
-    *keys = NULL;
-    if (s->memory || !s->mark)
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
+    if (!s->mark)
         return -1;
     pthread_mutex_lock(&s->pool_mu);
     *keys = s->marked;
@@ -663,9 +638,10 @@ long fl_store_marked(fl_store *s, char ***keys)
     return n;
 }
 
-long fl_store_marked_said(fl_store *s)
+static long sqlite_marked_said(fl_store *bs)
 {
-    return s->memory || !s->mark ? -1 : s->nsaid;
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
+    return !s->mark ? -1 : s->nsaid;
 }
 
 /* Notes live in meta as rows named "note:<name>", read and written on a reader connection
@@ -677,7 +653,7 @@ typedef struct note_stmt {
     char *row;
 } note_stmt;
 
-static int note_begin(fl_store *s, const char *sql, const char *name, note_stmt *n)
+static int note_begin(fl_store_sqlite *s, const char *sql, const char *name, note_stmt *n)
 {
     n->st = NULL;
     n->row = NULL;
@@ -693,7 +669,7 @@ static int note_begin(fl_store *s, const char *sql, const char *name, note_stmt 
     return 0;
 }
 
-static void note_end(fl_store *s, note_stmt *n)
+static void note_end(fl_store_sqlite *s, note_stmt *n)
 {
     sqlite3_finalize(n->st);
     free(n->row);
@@ -701,10 +677,9 @@ static void note_end(fl_store *s, note_stmt *n)
 }
 
 /* A note's value is an integer, or text when text is not NULL. */
-static int note_set(fl_store *s, const char *name, int64_t value, const char *text)
+static int sqlite_note_set(fl_store *bs, const char *name, int64_t value, const char *text)
 {
-    if (s->memory)
-        return FL_EUNSUPPORTED;
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
     note_stmt n;
     int rc = note_begin(s, "INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)", name, &n);
     if (!rc) {
@@ -720,20 +695,9 @@ static int note_set(fl_store *s, const char *name, int64_t value, const char *te
     return rc;
 }
 
-int fl_store_note_set(fl_store *s, const char *name, int64_t value)
+static int sqlite_note_get(fl_store *bs, const char *name, int64_t *value, char **text)
 {
-    return note_set(s, name, value, NULL);
-}
-
-int fl_store_note_set_text(fl_store *s, const char *name, const char *text)
-{
-    return note_set(s, name, 0, text ? text : "");
-}
-
-static int note_get(fl_store *s, const char *name, int64_t *value, char **text)
-{
-    if (s->memory)
-        return FL_ENOTFOUND;
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
     note_stmt n;
     int rc = note_begin(s, "SELECT value FROM meta WHERE name = ?1", name, &n);
     if (!rc) {
@@ -748,59 +712,22 @@ static int note_get(fl_store *s, const char *name, int64_t *value, char **text)
     return rc;
 }
 
-int fl_store_note_get(fl_store *s, const char *name, int64_t *value)
+static int sqlite_get_at(fl_store *bs, const char *key, int64_t rev, fl_blob **out)
 {
-    *value = 0;
-    return note_get(s, name, value, NULL);
-}
-
-int fl_store_note_get_text(fl_store *s, const char *name, char **text)
-{
-    *text = NULL;
-    return note_get(s, name, NULL, text);
-}
-
-int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)
-{
-    *out = NULL;
-    if (!key || rev <= 0)
-        return FL_EINVAL;
-    pthread_rwlock_rdlock(&s->lock);
-    fl_store_node *n = fl_store_cache_find(&s->cache, key);
-    if (n && n->rev == rev)
-        *out = fl_blob_ref(n->value);
-    pthread_rwlock_unlock(&s->lock);
-    if (*out)
+    if ((*out = fl_store_base_get_at(bs, key, rev)) != NULL)
         return 0;
-    if (s->memory)
-        return FL_EEXPIRED;
-    return fl_store_sqlite_read_rev(s, key, rev, out);
-}
-
-int64_t fl_store_rev(fl_store *s)
-{
-    return __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
-}
-
-int64_t fl_store_compact_rev(fl_store *s)
-{
-    return __atomic_load_n(&s->compact_rev, __ATOMIC_ACQUIRE);
-}
-
-static bool has_prefix(const char *key, const char *prefix, size_t plen)
-{
-    return strncmp(key, prefix, plen) == 0;
+    return fl_store_sqlite_read_rev((fl_store_sqlite *)bs, key, rev, out);
 }
 
 /* What fill_values reads for: the store, and the revision at or below which a list leaves
  * values unread (fl_store_list_bare; 0: none). */
 typedef struct fill_ctx {
-    fl_store *s;
+    fl_store_sqlite *s;
     int64_t bare_upto;
 } fill_ctx;
 
 /* fl_store_snap_fill: the values of sn's entries [from, to) not in memory, read from the
- * file. Their rows are pinned (list_memory). */
+ * file. Their rows are pinned (list_current). */
 static int fill_values(void *ctx, fl_store_snap *sn, size_t from, size_t to)
 {
     fill_ctx *fc = ctx;
@@ -827,31 +754,19 @@ static int fill_values(void *ctx, fl_store_snap *sn, size_t from, size_t to)
  * a few at a time as the list is delivered; until it ends, a pin keeps compaction from
  * removing the rows it still has to read (they are current at the list's revision, and
  * only a compaction past that revision removes them). */
-static int list_memory(fl_store *s, const char *prefix, const char *start_after, size_t limit, int64_t bare_upto,
+static int list_current(fl_store_sqlite *s, const char *prefix, const char *start_after, size_t limit, int64_t bare_upto,
                        fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
 {
-    size_t plen = strlen(prefix);
     fl_store_snap sn = { 0 };
-    bool more = false, cold = false;
+    bool more;
     struct fl_store_pin pin;
 
-    pthread_rwlock_rdlock(&s->lock);
-    *rev_out = s->head;
-    fl_store_cache_iter it;
-    fl_store_cache_seek_list(&s->cache, &it, prefix, start_after);
-    fl_store_node *node;
-    while ((node = fl_store_cache_next(&it)) && has_prefix(node->key, prefix, plen)) {
-        if (limit > 0 && sn.n == limit) {
-            more = true;
-            break;
-        }
-        bool bare = node->rev <= bare_upto;
-        fl_store_snap_add(&sn, node->key, bare ? NULL : node->value, node->rev, node->create_rev);
-        cold = cold || (!bare && !node->value);
-    }
+    pthread_rwlock_rdlock(&s->base.lock);
+    *rev_out = s->base.head;
+    bool cold = fl_store_base_copy(&s->base, &sn, prefix, start_after, limit, bare_upto, &more);
     if (cold) /* under the lock: no write is applied, so compaction has not passed head */
-        pin_add(s, &pin, s->head);
-    pthread_rwlock_unlock(&s->lock);
+        pin_add(s, &pin, s->base.head);
+    pthread_rwlock_unlock(&s->base.lock);
 
     int rc = 0;
     fill_ctx fc = {s, bare_upto};
@@ -864,10 +779,10 @@ static int list_memory(fl_store *s, const char *prefix, const char *start_after,
     return rc;
 }
 
-static int list_log(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
+static int list_log(fl_store_sqlite *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
                     fl_store_list_fn fn, void *ctx, bool *more_out)
 {
-    if (at_rev > fl_store_rev(s))
+    if (at_rev > fl_store_rev(&s->base))
         return FL_EINVAL; /* a snapshot of the future would still change */
     sqlite3 *db;
     int64_t compact;
@@ -931,49 +846,19 @@ out:
     return rc;
 }
 
-int fl_store_list(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
-                  fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
+static int sqlite_list(fl_store *bs, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
+                       fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
 {
-    if (more_out)
-        *more_out = false;
-    *rev_out = at_rev;
-    if (!prefix)
-        prefix = "";
-    if (at_rev < 0 || !fn)
-        return FL_EINVAL;
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
     if (at_rev == 0)
-        return list_memory(s, prefix, start_after, limit, 0, fn, ctx, rev_out, more_out);
-    if (s->memory)
-        return fl_store_memory_list_at(s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
+        return list_current(s, prefix, start_after, limit, 0, fn, ctx, rev_out, more_out);
     return list_log(s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
 }
 
-int fl_store_list_bare(fl_store *s, const char *prefix, int64_t bare_upto, fl_store_list_fn fn, void *ctx,
-                       int64_t *rev_out)
+static int sqlite_list_bare(fl_store *bs, const char *prefix, int64_t bare_upto, fl_store_list_fn fn, void *ctx,
+                            int64_t *rev_out)
 {
-    *rev_out = 0;
-    if (!fn || bare_upto < 0)
-        return FL_EINVAL;
-    return list_memory(s, prefix ? prefix : "", NULL, 0, bare_upto, fn, ctx, rev_out, NULL);
-}
-
-size_t fl_store_count(fl_store *s, const char *prefix)
-{
-    if (!prefix)
-        prefix = "";
-    size_t plen = strlen(prefix), n = 0;
-    pthread_rwlock_rdlock(&s->lock);
-    if (plen == 0) {
-        n = s->cache.count;
-    } else {
-        fl_store_cache_iter it;
-        fl_store_cache_seek(&s->cache, &it, prefix, true);
-        fl_store_node *node;
-        while ((node = fl_store_cache_next(&it)) && has_prefix(node->key, prefix, plen))
-            n++;
-    }
-    pthread_rwlock_unlock(&s->lock);
-    return n;
+    return list_current((fl_store_sqlite *)bs, prefix, NULL, 0, bare_upto, fn, ctx, rev_out, NULL);
 }
 
 /* ---- watching ---- */
@@ -982,7 +867,7 @@ size_t fl_store_count(fl_store *s, const char *prefix)
 static int replay_log(void *ctx, const char *prefix, int64_t from, int64_t to, size_t max, fl_store_event **out,
                       size_t *n)
 {
-    fl_store *s = ctx;
+    fl_store_sqlite *s = ctx;
     *n = 0;
     sqlite3 *db;
     int64_t compact;
@@ -1030,33 +915,22 @@ out:
     return rc;
 }
 
-int fl_store_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out)
+static int sqlite_watch(fl_store *bs, const char *prefix, int64_t from_rev, fl_watch **out)
 {
-    *out = NULL;
-    if (from_rev < 0)
-        return FL_EINVAL;
-    if (s->memory)
-        return fl_store_memory_watch(s, prefix ? prefix : "", from_rev, out);
     /* A compaction racing past this check is caught by the replay's own snapshot check. */
-    if (from_rev < fl_store_compact_rev(s))
+    if (from_rev < fl_store_compact_rev(bs))
         return FL_EEXPIRED;
-    return fl_watch_hub_open(s->hub, prefix ? prefix : "", from_rev, out);
+    return fl_watch_hub_open(bs->hub, prefix, from_rev, out);
 }
 
-size_t fl_store_watch_count(fl_store *s)
+static void sqlite_rest(fl_store *bs)
 {
-    return fl_watch_hub_count(s->hub);
-}
-
-void fl_store_rest(fl_store *s)
-{
-    if (s->memory) /* its values are its state */
-        return;
-    pthread_rwlock_wrlock(&s->lock);
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
+    pthread_rwlock_wrlock(&s->base.lock);
     while (s->warm.n > 0)
         fl_store_sqlite_warm_drop(s);
-    pthread_rwlock_unlock(&s->lock);
-    fl_watch_hub_rest(s->hub);
+    pthread_rwlock_unlock(&s->base.lock);
+    fl_watch_hub_rest(s->base.hub);
     /* the idle readers' page caches (a connection in use, or the writer's, keeps its own) */
     pthread_mutex_lock(&s->pool_mu);
     for (int i = 0; i < s->npool; i++)
@@ -1066,12 +940,30 @@ void fl_store_rest(fl_store *s)
     pthread_mutex_unlock(&s->pool_mu);
 }
 
-size_t fl_store_quick_bytes(fl_store *s)
+static size_t sqlite_quick_bytes(fl_store *bs)
 {
-    if (s->memory)
-        return 0;
-    pthread_rwlock_rdlock(&s->lock);
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
+    pthread_rwlock_rdlock(&s->base.lock);
     size_t n = s->warm.bytes;
-    pthread_rwlock_unlock(&s->lock);
-    return n + fl_watch_hub_ring_bytes(s->hub);
+    pthread_rwlock_unlock(&s->base.lock);
+    return n + fl_watch_hub_ring_bytes(s->base.hub);
 }
+
+const fl_store_backend fl_store_sqlite_backend = {
+    .name = "sqlite",
+    .open = sqlite_open,
+    .free = sqlite_free,
+    .get = sqlite_get,
+    .get_at = sqlite_get_at,
+    .list = sqlite_list,
+    .list_bare = sqlite_list_bare,
+    .write = fl_store_sqlite_write,
+    .watch = sqlite_watch,
+    .compact = fl_store_sqlite_compact,
+    .note_set = sqlite_note_set,
+    .note_get = sqlite_note_get,
+    .rest = sqlite_rest,
+    .quick_bytes = sqlite_quick_bytes,
+    .marked = sqlite_marked,
+    .marked_said = sqlite_marked_said,
+};

@@ -1,13 +1,10 @@
-/* store_sqlite.h - state shared by the store's backend files (internal to src/store).
+/* store_sqlite.h - the SQLite backend's state, shared by its two files (internal to src/store).
  *
- * store_sqlite.c opens the store and serves reads; store_sqlite_write.c runs the
- * writer thread (group commit, compaction) and the compaction timer. Both work on
- * struct fl_store below. A memory store (store_memory.c) uses the same struct: the
- * in-memory state, its lock and the watch hub are shared, and the reads of the
- * current state in store_sqlite.c serve both; the SQLite fields stay unused, and
- * the history window replaces the log. The public functions that differ (open,
- * free, write, compact, lists at a revision, watch) check `memory` and hand over
- * to store_memory.c. Nothing outside src/store includes this header. */
+ * store_sqlite.c opens the store and serves reads and watches; store_sqlite_write.c runs
+ * the writer thread (group commit, compaction) and the compaction timer. Both work on
+ * struct fl_store_sqlite below, whose first member is the state every backend shares
+ * (store_impl.h): the public functions (store.c) reach them through
+ * fl_store_sqlite_backend only. Nothing outside the SQLite backend includes this header. */
 #ifndef FL_STORE_SQLITE_H
 #define FL_STORE_SQLITE_H
 
@@ -19,6 +16,7 @@
 
 #include "store/store.h"
 #include "store/store_cache.h"
+#include "store/store_impl.h"
 #include "store/store_watch.h"
 
 #define POOL_MAX 4              /* idle reader connections kept */
@@ -63,31 +61,15 @@ struct wreq {
     struct wreq *next;
 };
 
-/* A memory store's history: one record per revision in (compact_rev, head]. */
-struct fl_store_hist_rec {
-    fl_store_event *ev;        /* the revision's event (key, type, new value); owned reference */
-    fl_blob *prev_value;       /* the key's value just before this revision, NULL if absent; owned */
-    int64_t prev_rev, prev_create_rev; /* 0 when the key was absent */
-};
-
-struct fl_store_hist {
-    struct fl_store_hist_rec *recs; /* slot rev & (cap - 1) holds revision rev; grown on demand */
-    size_t cap;                /* 0 or a power of two */
-    int64_t window;            /* revisions kept: at most head - compact_rev */
-    size_t bytes;              /* value bytes the records keep alive beyond the current state */
-    size_t max_bytes;          /* cap on bytes; 0 = none */
-};
-
-struct fl_store {
-    bool memory;               /* a memory store: the fields below marked SQLite are unused */
-    struct fl_store_hist hist; /* memory store only; under lock */
+/* The SQLite backend's store: the shared state (store_impl.h), then its own. */
+typedef struct fl_store_sqlite {
+    fl_store base;             /* first: a fl_store * is a fl_store_sqlite * */
 
     char *path;
     int64_t window;
     int interval_ms;
     bool durable;
 
-    /* SQLite only */
     sqlite3 *db;               /* the writer thread's connection */
     sqlite3_stmt *ins;
 
@@ -97,25 +79,17 @@ struct fl_store {
     struct fl_store_point points[POINT_MAX]; /* under pool_mu */
     int npoints;
     sqlite3_stmt *by_id;       /* the writer's: a current value to render a write over */
-    struct fl_store_warm warm; /* writer only, under lock */
+    struct fl_store_warm warm; /* writer only, under base.lock */
     struct fl_store_pin *pins; /* under pool_mu */
     char *mark;                /* fl_store_config.load_mark */
     char **marked;             /* the keys noted at opening; NULL once handed over */
     long nmarked, capmarked;
     long nsaid;          /* keys whose writers said their values hold the mark (fl_store_marked_said) */
 
-    /* both backends */
-    pthread_rwlock_t lock;     /* guards cache and head for readers (a memory store: everything) */
-    fl_store_cache cache;
-    int64_t head;              /* atomic; written by the writer under lock */
-    int64_t compact_rev;       /* atomic */
-    fl_watch_hub *hub;
-
-    /* SQLite only */
     pthread_mutex_t q_mu;      /* the write queue and the compaction handshake */
     pthread_cond_t q_cv;       /* wakes the writer */
     struct wreq *q_head, *q_tail;
-    bool closing;              /* under q_mu (a memory store: under lock) */
+    bool closing;              /* under q_mu */
     bool writer_done;
     uint64_t compact_requested, compact_done;
     pthread_cond_t compact_cv;
@@ -127,42 +101,29 @@ struct fl_store {
     bool timer_stop;
     pthread_t timer;
     bool timer_started;
-};
+} fl_store_sqlite;
 
 /* sqlite3_exec that logs failures; returns 0 or FL_EIO. Any thread (own connection). */
 int fl_store_sqlite_exec(sqlite3 *db, const char *sql);
 /* The value revision rev of key wrote, read from the file into *out: 0, FL_EEXPIRED when
  * the log has no such row of key, FL_EIO. Any thread (a connection of the pool's). */
-int fl_store_sqlite_read_rev(fl_store *s, const char *key, int64_t rev, fl_blob **out);
+int fl_store_sqlite_read_rev(fl_store_sqlite *s, const char *key, int64_t rev, fl_blob **out);
 /* With st, a statement "SELECT name, deleted, value FROM kv WHERE id = ?1" (by_id), the
  * value of row rev if it is a live value of key: 0, FL_EEXPIRED (no such row of key), or
  * FL_EIO. */
 int fl_store_sqlite_read_row(sqlite3_stmt *st, const char *key, int64_t rev, fl_blob **out);
 /* The lowest revision a list in progress pins (compaction stops short of it), 0 if none. */
-int64_t fl_store_sqlite_pinned(fl_store *s);
+int64_t fl_store_sqlite_pinned(fl_store_sqlite *s);
 
-/* op's value at revision rev over current (NULL when absent): its render_blob's, else its
- * render's bytes in a blob; NULL when the op renders nothing (FL_EINVAL). */
-fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev);
-/* Drop the oldest record of the warm values (s->warm.n > 0, s->lock held for writing): the
+/* Drop the oldest record of the warm values (s->warm.n > 0, s->base.lock held for writing): the
  * value it kept in memory goes, unless a later write replaced it. */
-void fl_store_sqlite_warm_drop(fl_store *s);
-/* Thread bodies; arg is the fl_store. Started by fl_store_open, joined by fl_store_free. */
+void fl_store_sqlite_warm_drop(fl_store_sqlite *s);
+/* Thread bodies; arg is the fl_store_sqlite. Started by fl_store_open, joined by fl_store_free. */
 void *fl_store_sqlite_writer_main(void *arg);
 void *fl_store_sqlite_timer_main(void *arg);
 
-/* ---- memory stores (store_memory.c) ----
- * Each has the contract of the public function it stands in for (store.h); the
- * public function has already checked its arguments where noted. */
-int fl_store_memory_open(const fl_store_config *cfg, fl_store **out);
-void fl_store_memory_free(fl_store *s);
-/* op already validated. */
-int fl_store_memory_write(fl_store *s, fl_store_op *op);
-int64_t fl_store_memory_compact(fl_store *s);
-/* at_rev > 0, prefix and fn non-NULL; *rev_out and *more_out are set by the caller. */
-int fl_store_memory_list_at(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev,
-                            size_t limit, fl_store_list_fn fn, void *ctx, bool *more_out);
-/* from_rev >= 0, prefix non-NULL, *out already NULL. */
-int fl_store_memory_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out);
+/* The backend's operations that store_sqlite_write.c implements (store_impl.h). */
+int fl_store_sqlite_write(fl_store *s, fl_store_op *op);
+int64_t fl_store_sqlite_compact(fl_store *s);
 
 #endif

@@ -1,6 +1,7 @@
 /* store_sqlite_write.c - the SQLite backend's writer thread: group commit and compaction.
  *
- * fl_store_write() queues the caller's op and sleeps on a semaphore on its stack.
+ * A write (fl_store_write, store.c) queues the caller's op and sleeps on a semaphore
+ * on its stack.
  * The single writer thread takes everything queued (up to MAX_BATCH ops) and,
  * inside one transaction, checks each op against the in-memory state as already
  * changed by the ops before it in the batch, assigns it revision head+1, renders
@@ -28,27 +29,9 @@
 #define MAX_BATCH 1024          /* ops per group commit */
 #define COMPACT_CHUNK 10000     /* revisions per compaction transaction */
 
-fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev)
+int fl_store_sqlite_write(fl_store *bs, fl_store_op *op)
 {
-    if (op->render_blob)
-        return op->render_blob(op->ctx, current, rev);
-    size_t len = 0;
-    char *bytes = op->render(op->ctx, current, rev, &len);
-    if (!bytes)
-        return NULL;
-    fl_blob *value = fl_blob_new(bytes, len);
-    free(bytes);
-    return value;
-}
-
-int fl_store_write(fl_store *s, fl_store_op *op)
-{
-    op->rev = 0;
-    op->value = NULL;
-    if (!op->key || (!op->render && !op->render_blob) || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
-        return FL_EINVAL;
-    if (s->memory)
-        return fl_store_memory_write(s, op);
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
     struct wreq r = { .op = op, .rc = FL_ECLOSED };
     sem_init(&r.done, 0, 0);
     pthread_mutex_lock(&s->q_mu);
@@ -122,11 +105,11 @@ static struct pending *pending_find(struct batch *b, const char *key, bool add)
     }
 }
 
-void fl_store_sqlite_warm_drop(fl_store *s)
+void fl_store_sqlite_warm_drop(fl_store_sqlite *s)
 {
     struct fl_store_warm *w = &s->warm;
     struct fl_store_warm_rec *r = &w->q[w->head];
-    fl_store_node *n = fl_store_cache_find(&s->cache, r->key);
+    fl_store_node *n = fl_store_cache_find(&s->base.cache, r->key);
     if (n && n->rev == r->rev) {
         fl_blob_unref(n->value);
         n->value = NULL;
@@ -140,7 +123,7 @@ void fl_store_sqlite_warm_drop(fl_store *s)
 /* Keep the value key got at rev in memory, and drop the oldest kept values beyond the
  * budget: their keys' nodes no longer hold them, unless written again since (the record
  * of that write keeps it). Writer thread, under the lock. */
-static void warm_push(fl_store *s, const char *key, int64_t rev, size_t len)
+static void warm_push(fl_store_sqlite *s, const char *key, int64_t rev, size_t len)
 {
     struct fl_store_warm *w = &s->warm;
     if (w->n == w->cap) {
@@ -161,7 +144,7 @@ static void warm_push(fl_store *s, const char *key, int64_t rev, size_t len)
 
 /* Check, render and insert op i. Returns 0 if written, an FL_E* code the op fails
  * with (batch continues), or 1 if SQLite failed (batch must roll back). */
-static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
+static int stage_op(fl_store_sqlite *s, struct batch *b, size_t i, int64_t *head)
 {
     fl_store_op *op = b->reqs[i]->op;
     struct pending *p = pending_find(b, op->key, false);
@@ -170,7 +153,7 @@ static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
         cur = *p;
     } else {
         /* Only this thread mutates the cache, so reading it unlocked here is safe. */
-        fl_store_node *n = fl_store_cache_find(&s->cache, op->key);
+        fl_store_node *n = fl_store_cache_find(&s->base.cache, op->key);
         if (n)
             cur = (struct pending){ op->key, true, n->value, n->rev, n->create_rev };
     }
@@ -231,11 +214,11 @@ static int stage_op(fl_store *s, struct batch *b, size_t i, int64_t *head)
     return 0;
 }
 
-static void run_batch(fl_store *s, struct batch *b, size_t n)
+static void run_batch(fl_store_sqlite *s, struct batch *b, size_t n)
 {
     memset(b->slots, -1, sizeof(b->slots));
     b->npend = 0;
-    int64_t head = s->head;
+    int64_t head = s->base.head;
     bool ok = fl_store_sqlite_exec(s->db, "BEGIN IMMEDIATE") == 0;
     for (size_t i = 0; i < n; i++) {
         b->value[i] = NULL;
@@ -262,25 +245,25 @@ static void run_batch(fl_store *s, struct batch *b, size_t n)
         }
     } else {
         size_t nev = 0;
-        pthread_rwlock_wrlock(&s->lock);
+        pthread_rwlock_wrlock(&s->base.lock);
         for (size_t i = 0; i < n; i++) {
             if (b->rc[i] != 0)
                 continue;
             fl_store_op *op = b->reqs[i]->op;
             int type;
             if (op->type == FL_STORE_DELETE) {
-                fl_store_cache_del(&s->cache, op->key);
+                fl_store_cache_del(&s->base.cache, op->key);
                 type = FL_EV_DELETE;
             } else {
-                fl_store_cache_put(&s->cache, op->key, fl_blob_ref(b->value[i]), b->rev[i], b->create_rev[i]);
+                fl_store_cache_put(&s->base.cache, op->key, fl_blob_ref(b->value[i]), b->rev[i], b->create_rev[i]);
                 warm_push(s, op->key, b->rev[i], b->value[i]->len);
                 type = op->type == FL_STORE_CREATE ? FL_EV_PUT_CREATE : FL_EV_PUT_UPDATE;
             }
             b->ev[nev++] = fl_watch_event_new(type, op->key, b->rev[i], fl_blob_ref(b->value[i]));
         }
-        __atomic_store_n(&s->head, head, __ATOMIC_RELEASE);
-        pthread_rwlock_unlock(&s->lock);
-        fl_watch_hub_publish(s->hub, b->ev, nev);
+        __atomic_store_n(&s->base.head, head, __ATOMIC_RELEASE);
+        pthread_rwlock_unlock(&s->base.lock);
+        fl_watch_hub_publish(s->base.hub, b->ev, nev);
     }
     /* No lock: each caller sleeps on its own semaphore and owns r once it is posted
      * (sem_post may be the last touch of a semaphore its waiter then destroys). */
@@ -297,9 +280,9 @@ static void run_batch(fl_store *s, struct batch *b, size_t n)
 
 /* One bounded compaction transaction towards target. Returns true when finished
  * (target reached, or an error that the next timer tick will retry). */
-static bool compact_step(fl_store *s, int64_t target)
+static bool compact_step(fl_store_sqlite *s, int64_t target)
 {
-    int64_t from = s->compact_rev;
+    int64_t from = s->base.compact_rev;
     if (from >= target)
         return true;
     int64_t to = target - from > COMPACT_CHUNK ? from + COMPACT_CHUNK : target;
@@ -324,13 +307,13 @@ static bool compact_step(fl_store *s, int64_t target)
             fl_store_sqlite_exec(s->db, "ROLLBACK");
         return true;
     }
-    __atomic_store_n(&s->compact_rev, to, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->base.compact_rev, to, __ATOMIC_RELEASE);
     return to >= target;
 }
 
 void *fl_store_sqlite_writer_main(void *arg)
 {
-    fl_store *s = arg;
+    fl_store_sqlite *s = arg;
     struct batch *b = fl_malloc(sizeof(*b));
     pthread_setname_np(pthread_self(), "fl-store");
     bool job = false;
@@ -361,7 +344,7 @@ void *fl_store_sqlite_writer_main(void *arg)
             if (!job) {
                 job = true;
                 job_gen = gen;
-                job_target = s->head - s->window;
+                job_target = s->base.head - s->window;
             }
             if (compact_step(s, job_target)) {
                 job = false;
@@ -381,10 +364,9 @@ void *fl_store_sqlite_writer_main(void *arg)
     return NULL;
 }
 
-int64_t fl_store_compact(fl_store *s)
+int64_t fl_store_sqlite_compact(fl_store *bs)
 {
-    if (s->memory)
-        return fl_store_memory_compact(s);
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
     pthread_mutex_lock(&s->q_mu);
     if (!s->closing && !s->writer_done) {
         uint64_t gen = ++s->compact_requested;
@@ -393,12 +375,12 @@ int64_t fl_store_compact(fl_store *s)
             pthread_cond_wait(&s->compact_cv, &s->q_mu);
     }
     pthread_mutex_unlock(&s->q_mu);
-    return fl_store_compact_rev(s);
+    return fl_store_compact_rev(&s->base);
 }
 
 void *fl_store_sqlite_timer_main(void *arg)
 {
-    fl_store *s = arg;
+    fl_store_sqlite *s = arg;
     pthread_mutex_lock(&s->timer_mu);
     while (!s->timer_stop) {
         struct timespec t = fl_time_after(CLOCK_MONOTONIC, s->interval_ms);
@@ -407,7 +389,7 @@ void *fl_store_sqlite_timer_main(void *arg)
         if (s->timer_stop)
             break;
         pthread_mutex_unlock(&s->timer_mu);
-        fl_store_compact(s);
+        fl_store_sqlite_compact(&s->base);
         pthread_mutex_lock(&s->timer_mu);
     }
     pthread_mutex_unlock(&s->timer_mu);

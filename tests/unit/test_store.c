@@ -32,7 +32,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "store/store.h"
-#include "store/store_sqlite.h"
+#include "store/store_impl.h"
 #include "store/store_watch.h"
 
 /* ---- fixture ---- */
@@ -2098,7 +2098,7 @@ static void test_memory_10000_stores_with_3_keys_stay_under_200kib_each_and_clos
     assert_int_equal(proc_status_field("Threads"), threads);
     assert_int_equal(proc_status_field("FDSize"), fds);
     long per_store = (r2 - r0) / MANY_STORES;
-    print_message("memory store: sizeof(struct fl_store) %zu B; per store over %d stores: empty RSS %ld B, "
+    print_message("memory store: sizeof(struct fl_store) (shared state) %zu B; per store over %d stores: empty RSS %ld B, "
                   "malloc'd %zu B; with 3 keys RSS %ld B, malloc'd %zu B\n",
                   sizeof(struct fl_store), MANY_STORES, (r1 - r0) / MANY_STORES,
                   m1 > m0 ? (m1 - m0) / MANY_STORES : 0, per_store, m2 > m0 ? (m2 - m0) / MANY_STORES : 0);

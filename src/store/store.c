@@ -1,0 +1,260 @@
+/* store.c - the store's public functions (store.h), dispatching to its backend.
+ *
+ * fl_store_open chooses the backend once, from fl_store_config (memory: store_memory.c;
+ * else SQLite: store_sqlite.c), and every later call checks its arguments here and goes
+ * through that backend's table of operations (store_impl.h) with one indirect call,
+ * taking no lock and allocating nothing on the way. What every backend keeps alike (the
+ * cache of live keys, head and compact revisions, the watch hub) is read here directly,
+ * and the helpers that read the current state out of the cache for the backends' gets
+ * and lists are here too, so that no backend depends on another. */
+#include "store/store.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "store/store_cache.h"
+#include "store/store_impl.h"
+#include "store/store_watch.h"
+
+/* ---- the state every backend shares ---- */
+
+void fl_store_base_init(fl_store *s, const fl_store_backend *be)
+{
+    s->be = be;
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&s->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    fl_store_cache_init(&s->cache);
+}
+
+void fl_store_base_close(fl_store *s)
+{
+    fl_store_cache_close(&s->cache);
+    pthread_rwlock_destroy(&s->lock);
+}
+
+fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev)
+{
+    if (op->render_blob)
+        return op->render_blob(op->ctx, current, rev);
+    size_t len = 0;
+    char *bytes = op->render(op->ctx, current, rev, &len);
+    if (!bytes)
+        return NULL;
+    fl_blob *value = fl_blob_new(bytes, len);
+    free(bytes);
+    return value;
+}
+
+int fl_store_base_get(fl_store *s, const char *key, fl_kv *out)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    fl_store_node *n = fl_store_cache_find(&s->cache, key);
+    if (n) {
+        out->value = fl_blob_ref(n->value);
+        out->rev = n->rev;
+        out->create_rev = n->create_rev;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return n ? 0 : FL_ENOTFOUND;
+}
+
+fl_blob *fl_store_base_get_at(fl_store *s, const char *key, int64_t rev)
+{
+    fl_blob *v = NULL;
+    pthread_rwlock_rdlock(&s->lock);
+    fl_store_node *n = fl_store_cache_find(&s->cache, key);
+    if (n && n->rev == rev)
+        v = fl_blob_ref(n->value);
+    pthread_rwlock_unlock(&s->lock);
+    return v;
+}
+
+static bool has_prefix(const char *key, const char *prefix, size_t plen)
+{
+    return strncmp(key, prefix, plen) == 0;
+}
+
+bool fl_store_base_copy(fl_store *s, fl_store_snap *sn, const char *prefix, const char *start_after, size_t limit,
+                        int64_t bare_upto, bool *more)
+{
+    size_t plen = strlen(prefix);
+    bool cold = false;
+    *more = false;
+    fl_store_cache_iter it;
+    fl_store_cache_seek_list(&s->cache, &it, prefix, start_after);
+    fl_store_node *node;
+    while ((node = fl_store_cache_next(&it)) && has_prefix(node->key, prefix, plen)) {
+        if (limit > 0 && sn->n == limit) {
+            *more = true;
+            break;
+        }
+        bool bare = node->rev <= bare_upto;
+        fl_store_snap_add(sn, node->key, bare ? NULL : node->value, node->rev, node->create_rev);
+        cold = cold || (!bare && !node->value);
+    }
+    return cold;
+}
+
+/* ---- opening ---- */
+
+int fl_store_open(const fl_store_config *cfg, fl_store **out)
+{
+    *out = NULL;
+    if (!cfg || (!cfg->memory && !cfg->path))
+        return FL_EINVAL;
+    const fl_store_backend *be = cfg->memory ? &fl_store_memory_backend : &fl_store_sqlite_backend;
+    return be->open(cfg, out);
+}
+
+void fl_store_free(fl_store *s)
+{
+    if (s)
+        s->be->free(s);
+}
+
+/* ---- reading ---- */
+
+int fl_store_get(fl_store *s, const char *key, fl_kv *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!key)
+        return FL_EINVAL;
+    return s->be->get(s, key, out);
+}
+
+int fl_store_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)
+{
+    *out = NULL;
+    if (!key || rev <= 0)
+        return FL_EINVAL;
+    return s->be->get_at(s, key, rev, out);
+}
+
+long fl_store_marked(fl_store *s, char ***keys)
+{
+    *keys = NULL;
+    return s->be->marked ? s->be->marked(s, keys) : -1;
+}
+
+long fl_store_marked_said(fl_store *s)
+{
+    return s->be->marked_said ? s->be->marked_said(s) : -1;
+}
+
+void fl_store_rest(fl_store *s)
+{
+    if (s->be->rest)
+        s->be->rest(s);
+}
+
+size_t fl_store_quick_bytes(fl_store *s)
+{
+    return s->be->quick_bytes ? s->be->quick_bytes(s) : 0;
+}
+
+int64_t fl_store_rev(fl_store *s)
+{
+    return __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+}
+
+int64_t fl_store_compact_rev(fl_store *s)
+{
+    return __atomic_load_n(&s->compact_rev, __ATOMIC_ACQUIRE);
+}
+
+int fl_store_list(fl_store *s, const char *prefix, const char *start_after, int64_t at_rev, size_t limit,
+                  fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
+{
+    if (more_out)
+        *more_out = false;
+    *rev_out = at_rev;
+    if (at_rev < 0 || !fn)
+        return FL_EINVAL;
+    return s->be->list(s, prefix ? prefix : "", start_after, at_rev, limit, fn, ctx, rev_out, more_out);
+}
+
+int fl_store_list_bare(fl_store *s, const char *prefix, int64_t bare_upto, fl_store_list_fn fn, void *ctx,
+                       int64_t *rev_out)
+{
+    *rev_out = 0;
+    if (!fn || bare_upto < 0)
+        return FL_EINVAL;
+    return s->be->list_bare(s, prefix ? prefix : "", bare_upto, fn, ctx, rev_out);
+}
+
+size_t fl_store_count(fl_store *s, const char *prefix)
+{
+    if (!prefix)
+        prefix = "";
+    size_t plen = strlen(prefix), n = 0;
+    pthread_rwlock_rdlock(&s->lock);
+    if (plen == 0) {
+        n = s->cache.count;
+    } else {
+        fl_store_cache_iter it;
+        fl_store_cache_seek(&s->cache, &it, prefix, true);
+        fl_store_node *node;
+        while ((node = fl_store_cache_next(&it)) && has_prefix(node->key, prefix, plen))
+            n++;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return n;
+}
+
+/* ---- writing ---- */
+
+int fl_store_write(fl_store *s, fl_store_op *op)
+{
+    op->rev = 0;
+    op->value = NULL;
+    if (!op->key || (!op->render && !op->render_blob) || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
+        return FL_EINVAL;
+    return s->be->write(s, op);
+}
+
+int fl_store_note_set(fl_store *s, const char *name, int64_t value)
+{
+    return s->be->note_set(s, name, value, NULL);
+}
+
+int fl_store_note_set_text(fl_store *s, const char *name, const char *text)
+{
+    return s->be->note_set(s, name, 0, text ? text : "");
+}
+
+int fl_store_note_get(fl_store *s, const char *name, int64_t *value)
+{
+    *value = 0;
+    return s->be->note_get(s, name, value, NULL);
+}
+
+int fl_store_note_get_text(fl_store *s, const char *name, char **text)
+{
+    *text = NULL;
+    return s->be->note_get(s, name, NULL, text);
+}
+
+int64_t fl_store_compact(fl_store *s)
+{
+    return s->be->compact(s);
+}
+
+/* ---- watching ---- */
+
+int fl_store_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out)
+{
+    *out = NULL;
+    if (from_rev < 0)
+        return FL_EINVAL;
+    return s->be->watch(s, prefix ? prefix : "", from_rev, out);
+}
+
+size_t fl_store_watch_count(fl_store *s)
+{
+    return fl_watch_hub_count(s->hub);
+}
