@@ -17,11 +17,11 @@
 
 #include "api/auth.h"
 #include "api/discovery.h"
-#include "api/metrics.h"
 #include "api/validate.h"
-#include "core/json.h"
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/random.h"
 
 #define FL_VERSION_GIT "v1.32.0-flotilla"
