@@ -39,11 +39,6 @@ bool fl_req_wants_table(const fl_req *r);
 /* dryRun=All present? */
 bool fl_req_dry_run(const fl_req *r);
 
-/* Current time as RFC 3339 (seconds, UTC "Z"). */
-void fl_now_rfc3339(char buf[32]);
-/* Random UUID v4 text. */
-void fl_uuid4(char buf[37]);
-
 /* Object accessors. */
 json_t *fl_obj_meta(json_t *obj);   /* metadata object, created if missing (borrowed) */
 const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2); /* obj[k1][k2] string or NULL */

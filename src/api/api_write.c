@@ -166,7 +166,7 @@ static char *request_manager(const fl_req *r)
 static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, json_t *obj)
 {
     char now[32];
-    fl_now_rfc3339(now);
+    fl_time_now_rfc3339(now);
     char *manager = request_manager(r);
     fl_managed_fields_update(k, old, obj, manager, now);
     free(manager);
@@ -541,7 +541,7 @@ static void permanent_id_label(const fl_kind *k, json_t *obj)
         }
         if (!json_string_value(json_object_get(labels, ids[i].label))) {
             char id[37];
-            fl_uuid4(id);
+            fl_random_uuid4(id);
             json_object_set_new(labels, ids[i].label, json_string(id));
         }
         return;
@@ -571,7 +571,7 @@ static void on_create_defaults(const fl_kind *k, json_t *obj)
     }
     if (!strcmp(k->kind, "CustomResourceDefinition")) {
         char now[32];
-        fl_now_rfc3339(now);
+        fl_time_now_rfc3339(now);
         json_t *names = json_object_get(json_object_get(obj, "spec"), "names");
         json_t *conds = json_pack("[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}]", "type", "NamesAccepted",
                                   "status", "True", "lastTransitionTime", now, "reason", "NoConflicts", "message",
@@ -653,8 +653,8 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     snprintf(t->name, sizeof t->name, "%s", name);
     /* server-owned fields */
     char uid[37], now[32];
-    fl_uuid4(uid);
-    fl_now_rfc3339(now);
+    fl_random_uuid4(uid);
+    fl_time_now_rfc3339(now);
     json_object_set_new(meta, "uid", json_string(uid));
     json_object_set_new(meta, "creationTimestamp", json_string(now));
     json_object_set_new(meta, "generation", json_integer(1));
@@ -1162,7 +1162,7 @@ static json_t *mutate_apply(void *vctx, fl_req *r, const fl_target *t, const jso
 {
     apply_ctx *c = vctx;
     char now[32];
-    fl_now_rfc3339(now);
+    fl_time_now_rfc3339(now);
     json_t *out = NULL, *conflicts = NULL;
     char *err = NULL;
     int rc = fl_apply(t->kind, cur, c->config, c->manager, c->force, now, &out, &conflicts, &err);
@@ -1228,7 +1228,7 @@ static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
     free(key);
     if (rc == FL_ENOTFOUND) {
         char now[32];
-        fl_now_rfc3339(now);
+        fl_time_now_rfc3339(now);
         json_t *out = NULL, *conflicts = NULL;
         rc = fl_apply(t->kind, NULL, config, c.manager, c.force, now, &out, &conflicts, &err);
         if (rc) {
@@ -1553,7 +1553,7 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
             bool already = json_object_get(meta, "deletionTimestamp") != NULL;
             if (!already) {
                 char now[32];
-                fl_now_rfc3339(now);
+                fl_time_now_rfc3339(now);
                 json_object_set_new(meta, "deletionTimestamp", json_string(now));
                 json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
                 if (is_ns)
