@@ -83,7 +83,7 @@ void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t);
  * On failure responds 400 and returns NULL. */
 json_t *fl_req_body_object(fl_req *r, const fl_target *t);
 
-/* Write helpers used by several handlers (api_write.c). */
+/* Write helpers used by several handlers (api_delete.c). */
 /* Delete one stored object honoring finalizers (sets deletionTimestamp when present).
  * Returns 0 and the resulting object (deleted final state or updated) in *out (new ref, may be NULL). */
 int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const char *name, const json_t *opts,
