@@ -13,16 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/auth.h"
 #include "api/discovery.h"
-#include "api/metrics.h"
 #include "api/validate.h"
-#include "core/json.h"
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
-#include "core/random.h"
+#include "core/metrics.h"
 
 #define FL_VERSION_GIT "v1.32.0-flotilla"
 
@@ -194,31 +192,6 @@ bool fl_req_dry_run(const fl_req *r)
 {
     const char *d = fl_req_query(r, "dryRun");
     return d && !strcmp(d, "All");
-}
-
-void fl_now_rfc3339(char buf[32])
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void fl_uuid4(char buf[37])
-{
-    unsigned char b[16];
-    fl_random_bytes(b, sizeof b);
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    static const char hex[] = "0123456789abcdef";
-    char *o = buf;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            *o++ = '-';
-        *o++ = hex[b[i] >> 4];
-        *o++ = hex[b[i] & 15];
-    }
-    *o = '\0';
 }
 
 json_t *fl_obj_meta(json_t *obj)

@@ -39,11 +39,6 @@ bool fl_req_wants_table(const fl_req *r);
 /* dryRun=All present? */
 bool fl_req_dry_run(const fl_req *r);
 
-/* Current time as RFC 3339 (seconds, UTC "Z"). */
-void fl_now_rfc3339(char buf[32]);
-/* Random UUID v4 text. */
-void fl_uuid4(char buf[37]);
-
 /* Object accessors. */
 json_t *fl_obj_meta(json_t *obj);   /* metadata object, created if missing (borrowed) */
 const char *fl_obj_str(const json_t *obj, const char *k1, const char *k2); /* obj[k1][k2] string or NULL */
@@ -88,7 +83,7 @@ void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t);
  * On failure responds 400 and returns NULL. */
 json_t *fl_req_body_object(fl_req *r, const fl_target *t);
 
-/* Write helpers used by several handlers (api_write.c). */
+/* Write helpers used by several handlers (api_delete.c). */
 /* Delete one stored object honoring finalizers (sets deletionTimestamp when present).
  * Returns 0 and the resulting object (deleted final state or updated) in *out (new ref, may be NULL). */
 int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const char *name, const json_t *opts,

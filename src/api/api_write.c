@@ -1,19 +1,22 @@
-/* api_write.c - create, update (PUT and /status), patch and delete.
+/* api_write.c - create and update (PUT and /status), and the write path every verb shares.
  *
  * Every write follows one path: decode the body, merge it with the stored object
- * per the verb (guaranteed_update re-reads and retries on a lost compare-and-swap
+ * per the verb (fl_api_guaranteed_update re-reads and retries on a lost compare-and-swap
  * when the client did not pin a resourceVersion), set the server-owned metadata
  * (uid, creationTimestamp, generation, resourceVersion), type-check and validate,
  * then one fl_store_write. The object is encoded before the write queues; the store's
  * writer puts the revision into the text and the object once it is known (render_pre),
- * so stored bytes are served as they are. Nothing is written unless every check passed. */
-#include <pthread.h>
-#include <stdatomic.h>
+ * so stored bytes are served as they are. Nothing is written unless every check passed.
+ *
+ * PATCH and server-side apply (api_patch.c) produce their object through the same
+ * fl_api_guaranteed_update; deletes, finalizers, the dependents' garbage collection and namespace
+ * finalization are in api_delete.c. What the three files share is in api_write.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "api/api_write.h"
 #include "api/apply.h"
 #include "api/crd_schema.h"
 #include "api/protobuf.h"
@@ -27,14 +30,9 @@
 #include "core/timefmt.h"
 #include "core/yaml.h"
 
-/* Live objects that carry ownerReferences, in every API of the process; deletes skip the
- * dependents scan while 0, once no count of a store's objects at its start is pending. */
-static atomic_long owned_objects;
-static atomic_int owner_scans;
-
 /* ---- body decoding ---- */
 
-static bool is_protobuf(const char *ct)
+bool fl_api_is_protobuf(const char *ct)
 {
     return ct && !strncmp(ct, "application/vnd.kubernetes.protobuf", 35);
 }
@@ -54,7 +52,7 @@ json_t *fl_req_body_object(fl_req *r, const fl_target *t)
         return NULL;
     }
     json_t *obj = NULL;
-    if (is_protobuf(r->content_type)) {
+    if (fl_api_is_protobuf(r->content_type)) {
         char *err = NULL;
         int rc = fl_protobuf_decode((const unsigned char *)r->body, r->body_len, &obj, &err);
         if (rc) {
@@ -142,18 +140,6 @@ static int check_gvk(fl_req *r, const fl_target *t, json_t *obj)
     return 0;
 }
 
-static bool has_owner_refs(const json_t *obj)
-{
-    return json_array_size(json_object_get(json_object_get(obj, "metadata"), "ownerReferences")) > 0;
-}
-
-static void track_owned(const json_t *old, const json_t *new)
-{
-    long d = (long)(new && has_owner_refs(new)) - (long)(old && has_owner_refs(old));
-    if (d)
-        atomic_fetch_add(&owned_objects, d);
-}
-
 /* The field manager of a request: ?fieldManager=, else derived from the User-Agent (heap). */
 static char *request_manager(const fl_req *r)
 {
@@ -166,7 +152,7 @@ static char *request_manager(const fl_req *r)
 static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, json_t *obj)
 {
     char now[32];
-    fl_now_rfc3339(now);
+    fl_time_now_rfc3339(now);
     char *manager = request_manager(r);
     fl_managed_fields_update(k, old, obj, manager, now);
     free(manager);
@@ -234,7 +220,7 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
     json_object_set_new(meta, "resourceVersion", placeholder);
     rc.pre = fl_json_dumps_mark(obj, placeholder, &rc.pre_len, &rc.pre_at);
     fl_store_op op = {.type = type, .key = key, .prev_rev = prev_rev, .ctx = &rc, .rendered = keep_rendered,
-                      .no_current = true, .mark = has_owner_refs(obj) ? 1 : -1 /* FL_API_LOAD_MARK */};
+                      .no_current = true, .mark = fl_api_has_owner_refs(obj) ? 1 : -1 /* FL_API_LOAD_MARK */};
     if (rc.pre_at + 1 < rc.pre_len && !memcmp(rc.pre + rc.pre_at, "\"\"", 2))
         op.render_blob = render_pre;
     else
@@ -256,9 +242,21 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
     return err;
 }
 
-static int store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj)
+int fl_api_store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj)
 {
     return store_put_blob(api, type, key, prev_rev, obj, NULL, false);
+}
+
+/* The final state of a deleted object (contract in api_write.h). */
+char *fl_api_render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
+{
+    json_t *obj = cur ? fl_json_load(cur->data, cur->len) : NULL;
+    if (!obj)
+        obj = json_object();
+    render_ctx c = {obj};
+    char *s = render_obj(&c, cur, rev, len);
+    json_decref(obj);
+    return s;
 }
 
 /* Answer with what was stored: the bytes b, or for an in-process caller that asked, obj
@@ -277,12 +275,6 @@ static void resp_stored(fl_req *r, int code, fl_blob *b, json_t *obj)
         fl_resp_raw(r, code, b->data, b->len);
     }
     fl_blob_unref(b);
-}
-
-static int64_t meta_rev(const json_t *obj)
-{
-    const char *s = fl_obj_str(json_object_get(obj, "metadata"), "resourceVersion", NULL);
-    return s ? strtoll(s, NULL, 10) : 0;
 }
 
 /* Custom resources: drop the fields their structural schema does not declare, answer per
@@ -317,7 +309,7 @@ static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj)
 }
 
 /* ?fieldValidation= must be one of the apiserver's values (checked before decoding, 422). */
-static int check_field_validation_mode(fl_req *r, const fl_target *t, const char *options_kind)
+int fl_api_check_field_validation(fl_req *r, const fl_target *t, const char *options_kind)
 {
     const char *mode = fl_req_query(r, "fieldValidation");
     if (!mode || !mode[0] || !strcmp(mode, "Ignore") || !strcmp(mode, "Warn") || !strcmp(mode, "Strict"))
@@ -450,29 +442,6 @@ static int check_namespace(fl_api *api, fl_req *r, const fl_target *t, const cha
     return 0;
 }
 
-static void *purge_thread(void *arg);
-
-typedef struct purge_arg {
-    fl_api *api;
-    char *ns;
-} purge_arg;
-
-static void start_purge(fl_api *api, const char *ns)
-{
-    purge_arg *pa = fl_malloc(sizeof *pa);
-    pa->api = api;
-    pa->ns = fl_strdup(ns);
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &at, purge_thread, pa) != 0) {
-        free(pa->ns);
-        free(pa);
-    }
-    pthread_attr_destroy(&at);
-}
-
 /* ---- create ---- */
 
 static void random_suffix(char out[6])
@@ -541,7 +510,7 @@ static void permanent_id_label(const fl_kind *k, json_t *obj)
         }
         if (!json_string_value(json_object_get(labels, ids[i].label))) {
             char id[37];
-            fl_uuid4(id);
+            fl_random_uuid4(id);
             json_object_set_new(labels, ids[i].label, json_string(id));
         }
         return;
@@ -571,7 +540,7 @@ static void on_create_defaults(const fl_kind *k, json_t *obj)
     }
     if (!strcmp(k->kind, "CustomResourceDefinition")) {
         char now[32];
-        fl_now_rfc3339(now);
+        fl_time_now_rfc3339(now);
         json_t *names = json_object_get(json_object_get(obj, "spec"), "names");
         json_t *conds = json_pack("[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}]", "type", "NamesAccepted",
                                   "status", "True", "lastTransitionTime", now, "reason", "NoConflicts", "message",
@@ -589,20 +558,17 @@ static void on_create_defaults(const fl_kind *k, json_t *obj)
     }
 }
 
-static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *obj, bool applied);
-
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t0)
 {
-    if (check_field_validation_mode(r, t0, "CreateOptions"))
+    if (fl_api_check_field_validation(r, t0, "CreateOptions"))
         return;
     json_t *obj = fl_req_body_object(r, t0);
     if (obj)
-        create_object(api, r, t0, obj, false);
+        fl_api_create_object(api, r, t0, obj, false);
 }
 
-/* Create obj (stolen). applied: obj came from server-side apply and already carries its
- * managedFields. */
-static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *obj, bool applied)
+/* (contract in api_write.h) */
+void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *obj, bool applied)
 {
     fl_target tt = *t0;
     fl_target *t = &tt;
@@ -653,8 +619,8 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     snprintf(t->name, sizeof t->name, "%s", name);
     /* server-owned fields */
     char uid[37], now[32];
-    fl_uuid4(uid);
-    fl_now_rfc3339(now);
+    fl_random_uuid4(uid);
+    fl_time_now_rfc3339(now);
     json_object_set_new(meta, "uid", json_string(uid));
     json_object_set_new(meta, "creationTimestamp", json_string(now));
     json_object_set_new(meta, "generation", json_integer(1));
@@ -717,7 +683,7 @@ static void create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
         fl_resp_store_error(r, rc, t);
         goto out;
     }
-    track_owned(NULL, obj);
+    fl_api_track_owned(NULL, obj);
     resp_stored(r, 201, stored, obj);
 out:
     free(key);
@@ -725,17 +691,6 @@ out:
 }
 
 /* ---- update machinery ---- */
-
-/* Produce the desired object from the current one. Return the new object (new reference)
- * or NULL after responding with an error. *pinned_rv receives a resourceVersion the client
- * required (0 = none), which makes a lost compare-and-swap a 409 instead of a retry. */
-typedef json_t *(*mutate_fn)(void *ctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned_rv);
-
-static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj);
-static json_t *mutate_put(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned);
-static json_t *mutate_patch(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned);
-static void apply_patch(fl_api *api, fl_req *r, const fl_target *t);
-static int delete_dependents(fl_api *api, const fl_kind *k, const json_t *owner, const char *policy);
 
 /* Server-owned and subresource rules that turn a client's object into what is stored.
  * share: out may share what it takes unchanged from cur (read-only, as cur is): out will be
@@ -830,11 +785,8 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
     return out;
 }
 
-static json_t *mutate_apply(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned);
-static const mutate_fn mutate_apply_fn = mutate_apply;
-
-/* Read-modify-write with compare-and-swap, retried while nobody pinned a revision. */
-static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate_fn fn, void *ctx)
+void fl_api_guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, fl_api_update_verb verb,
+                              fl_api_mutate_fn fn, void *ctx)
 {
     const fl_kind *k = t->kind;
     char *key = fl_obj_key(k, t->ns, t->name);
@@ -872,12 +824,12 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             json_decref(obj);
             break;
         }
-        if (fn != mutate_apply_fn)
+        if (verb != FL_API_UPDATE_APPLY)
             record_update(r, k, cur, obj);
         /* a PUT's body had its types checked on arrival, a patch's result (but a scale's)
          * in mutate_patch, and what the merge takes from the stored object was checked
          * when that was written */
-        bool typed = fn == mutate_put || (fn == mutate_patch && !scale);
+        bool typed = verb == FL_API_UPDATE_PUT || (verb == FL_API_UPDATE_PATCH && !scale);
         if (check_object(r, t, obj, cur, !typed)) {
             json_decref(cur);
             json_decref(obj);
@@ -928,9 +880,9 @@ static void guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, mutate
             fl_resp_store_error(r, rc, t);
             break;
         }
-        track_owned(cur, finalized ? NULL : obj);
+        fl_api_track_owned(cur, finalized ? NULL : obj);
         if (finalized)
-            finish_delete(api, k, obj);
+            fl_api_finish_delete(api, k, obj);
         json_decref(cur);
         if (scale) {
             fl_resp_json(r, 200, fl_scale_view(k, obj));
@@ -1013,7 +965,7 @@ static json_t *status_body_copy(const json_t *body)
 
 void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
 {
-    if (check_field_validation_mode(r, t, "UpdateOptions"))
+    if (fl_api_check_field_validation(r, t, "UpdateOptions"))
         return;
     /* an in-process caller's object is read in place; one decoded from bytes is ours to
      * change once (kept unchanged until then, for retries to copy) */
@@ -1025,7 +977,7 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
         if (!json_is_integer(json_object_get(json_object_get(body, "spec"), "replicas")))
             fl_resp_status(r, 400, "BadRequest", t, NULL, "spec.replicas: expected integer");
         else
-            guaranteed_update(api, r, t, mutate_put, &c);
+            fl_api_guaranteed_update(api, r, t, FL_API_UPDATE_PUT, mutate_put, &c);
         json_decref(body);
         return;
     }
@@ -1051,763 +1003,11 @@ void fl_api_update(fl_api *api, fl_req *r, const fl_target *t)
                 json_object_set_new(c.own, "metadata", fl_json_shallow_copy(json_object_get(body, "metadata")));
             } else
                 c.own = !strcmp(t->sub, "status") ? status_body_copy(body) : fl_json_deep_copy(body);
-            guaranteed_update(api, r, t, mutate_put, &c);
+            fl_api_guaranteed_update(api, r, t, FL_API_UPDATE_PUT, mutate_put, &c);
             json_decref(c.own);
         }
     }
     json_decref(body);
-}
-
-/* ---- PATCH ---- */
-
-typedef struct patch_ctx {
-    json_t *patch;
-    int type;  /* 1 merge, 2 json, 3 strategic, 4 apply */
-} patch_ctx;
-
-static json_t *mutate_patch(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned)
-{
-    patch_ctx *c = vctx;
-    json_t *out = NULL;
-    char *err = NULL;
-    int rc;
-    if (c->type == 1)
-        rc = fl_patch_merge(cur, c->patch, &out, &err);
-    else if (c->type == 2)
-        rc = fl_patch_json(cur, c->patch, &out, &err);
-    else
-        rc = fl_patch_strategic(cur, c->patch, fl_kind_smp_lookup, (void *)t->kind, &out, &err);
-    if (rc) {
-        int code = c->type == 2 ? 422 : 400;
-        fl_resp_status(r, code, code == 422 ? "Invalid" : "BadRequest", t, NULL, "the patch could not be applied: %s",
-                       err ? err : "invalid patch");
-        free(err);
-        return NULL;
-    }
-    if (!json_is_object(out)) {
-        fl_resp_status(r, 422, "Invalid", t, NULL, "the patch did not produce an object");
-        json_decref(out);
-        return NULL;
-    }
-    const char *name = fl_obj_str(out, "metadata", "name");
-    if (!name || strcmp(name, t->name)) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "metadata.name: the patch may not change the name (%s)", t->name);
-        json_decref(out);
-        return NULL;
-    }
-    bool scale = !strcmp(t->sub, "scale");
-    json_t *av = json_object_get(out, "apiVersion"), *kd = json_object_get(out, "kind");
-    if (!json_is_string(kd) || strcmp(json_string_value(kd), scale ? "Scale" : t->kind->kind) || !json_is_string(av)) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "the patch may not change apiVersion or kind");
-        json_decref(out);
-        return NULL;
-    }
-    char *msg = NULL;
-    if (scale ? !json_is_integer(json_object_get(json_object_get(out, "spec"), "replicas"))
-              : fl_validate_types(t->kind, out, &msg) != 0) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "spec.replicas: expected integer");
-        free(msg);
-        json_decref(out);
-        return NULL;
-    }
-    /* a resourceVersion in the patch pins the write */
-    const char *prv = fl_obj_str(json_object_get(c->patch, "metadata") ? c->patch : NULL, "metadata", "resourceVersion");
-    if (c->type != 2 && prv && prv[0])
-        *pinned = strtoll(prv, NULL, 10);
-    if (c->type == 2) {
-        const char *orv = fl_obj_str(out, "metadata", "resourceVersion");
-        const char *crv = fl_obj_str(cur, "metadata", "resourceVersion");
-        if (orv && crv && strcmp(orv, crv))
-            *pinned = strtoll(orv, NULL, 10);
-    }
-    return out;
-}
-
-/* ---- server-side apply ---- */
-
-typedef struct apply_ctx {
-    json_t *config;
-    char *manager;
-    bool force;
-} apply_ctx;
-
-static void respond_apply_error(fl_req *r, const fl_target *t, int rc, json_t *conflicts, char *err)
-{
-    if (rc == FL_ECONFLICT) {
-        json_t *causes = json_array();
-        char text[1024] = "";
-        size_t i;
-        json_t *c;
-        json_array_foreach(conflicts, i, c)
-        {
-            const char *field = json_string_value(json_object_get(c, "field"));
-            const char *mgr = json_string_value(json_object_get(c, "manager"));
-            char msg[300];
-            snprintf(msg, sizeof msg, "conflict with \"%s\"", mgr ? mgr : "");
-            json_array_append_new(causes, json_pack("{s:s, s:s, s:s}", "reason", "FieldManagerConflict", "message",
-                                                    msg, "field", field ? field : ""));
-            size_t n = strlen(text);
-            snprintf(text + n, sizeof text - n, "\n* %s: %s", msg, field ? field : "");
-        }
-        fl_resp_status(r, 409, "Conflict", t, causes, "Apply failed with %zu conflict%s:%s", json_array_size(conflicts),
-                       json_array_size(conflicts) == 1 ? "" : "s", text);
-    } else {
-        fl_resp_status(r, 422, "Invalid", t, NULL, "%s", err ? err : "the applied configuration is invalid");
-    }
-    free(err);
-    json_decref(conflicts);
-}
-
-static json_t *mutate_apply(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned)
-{
-    apply_ctx *c = vctx;
-    char now[32];
-    fl_now_rfc3339(now);
-    json_t *out = NULL, *conflicts = NULL;
-    char *err = NULL;
-    int rc = fl_apply(t->kind, cur, c->config, c->manager, c->force, now, &out, &conflicts, &err);
-    if (rc) {
-        respond_apply_error(r, t, rc, conflicts, err);
-        return NULL;
-    }
-    json_decref(conflicts);
-    free(err);
-    const char *rv = fl_obj_str(c->config, "metadata", "resourceVersion");
-    if (rv && rv[0])
-        *pinned = strtoll(rv, NULL, 10);
-    return out;
-}
-
-/* PATCH with application/apply-patch+yaml: merge the applied configuration as its field
- * manager, creating the object when it does not exist. */
-static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
-{
-    if (t->sub[0]) {
-        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
-                       "server-side apply is supported on the main resource only, not on /%s", t->sub);
-        return;
-    }
-    json_t *config = NULL;
-    char *err = NULL;
-    if (!r->body || fl_yaml_parse(r->body, r->body_len, &config, &err) != 0 || !json_is_object(config)) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding the applied configuration: %s",
-                       err ? err : "expected an object");
-        free(err);
-        json_decref(config);
-        return;
-    }
-    const char *fm = fl_req_query(r, "fieldManager");
-    if (!fm || !fm[0]) {
-        json_t *causes = json_array();
-        fl_cause_add(causes, "FieldValueRequired", "fieldManager", "Required value: is required for apply patch");
-        fl_resp_status(r, 422, "Invalid", t, causes,
-                       "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for "
-                       "apply patch");
-        json_decref(config);
-        return;
-    }
-    const char *name = fl_obj_str(config, "metadata", "name");
-    if (name && strcmp(name, t->name)) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "the name of the object (%s) does not match the name on the URL (%s)",
-                       name, t->name);
-        json_decref(config);
-        return;
-    }
-    char *msg = NULL;
-    if (fl_validate_types(t->kind, config, &msg) != 0) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s", msg ? msg : "invalid object");
-        free(msg);
-        json_decref(config);
-        return;
-    }
-    const char *force = fl_req_query(r, "force");
-    apply_ctx c = {config, fl_strdup(fm), force && !strcmp(force, "true")};
-    char *key = fl_obj_key(t->kind, t->ns, t->name);
-    fl_kv kv;
-    int rc = fl_store_get(api->store, key, &kv);
-    free(key);
-    if (rc == FL_ENOTFOUND) {
-        char now[32];
-        fl_now_rfc3339(now);
-        json_t *out = NULL, *conflicts = NULL;
-        rc = fl_apply(t->kind, NULL, config, c.manager, c.force, now, &out, &conflicts, &err);
-        if (rc) {
-            respond_apply_error(r, t, rc, conflicts, err);
-        } else {
-            json_decref(conflicts);
-            free(err);
-            json_object_set_new(fl_obj_meta(out), "name", json_string(t->name));
-            create_object(api, r, t, out, true);
-        }
-    } else {
-        if (rc == 0)
-            fl_blob_unref(kv.value);
-        guaranteed_update(api, r, t, mutate_apply, &c);
-    }
-    free(c.manager);
-    json_decref(config);
-}
-
-void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
-{
-    if (check_field_validation_mode(r, t, "PatchOptions"))
-        return;
-    const char *ct = r->content_type ? r->content_type : "";
-    patch_ctx c = {NULL, 0};
-    if (!strncmp(ct, "application/merge-patch+json", 28))
-        c.type = 1;
-    else if (!strncmp(ct, "application/json-patch+json", 27))
-        c.type = 2;
-    else if (!strncmp(ct, "application/strategic-merge-patch+json", 38))
-        c.type = 3;
-    else if (!strncmp(ct, "application/apply-patch+yaml", 28))
-        c.type = 4;
-    if (c.type == 0) {
-        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
-                       "the body of the request was in an unknown format - accepted media types include: "
-                       "application/json-patch+json, application/merge-patch+json, "
-                       "application/strategic-merge-patch+json");
-        return;
-    }
-    if (c.type == 3 && (t->kind->dynamic || !t->kind->fields)) {
-        fl_resp_status(r, 415, "UnsupportedMediaType", t, NULL,
-                       "the body of the request was in an unknown format - accepted media types include: "
-                       "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
-        return;
-    }
-    if (c.type == 4) {
-        apply_patch(api, r, t);
-        return;
-    }
-    if (fl_req_query(r, "force")) {
-        json_t *causes = json_array();
-        fl_cause_add(causes, "FieldValueForbidden", "force", "Forbidden: may not be specified for non-apply patch");
-        fl_resp_status(r, 422, "Invalid", t, causes,
-                       "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for "
-                       "non-apply patch");
-        return;
-    }
-    json_error_t je;
-    if (r->body && fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &c.patch, NULL) != 0)
-        c.patch = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je); /* fails: its words */
-    if (!c.patch) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding patch: %s",
-                       r->body ? je.text : "empty body");
-        return;
-    }
-    if ((c.type == 2 && !json_is_array(c.patch)) || (c.type != 2 && !json_is_object(c.patch) && c.type != 1)) {
-        fl_resp_status(r, 400, "BadRequest", t, NULL, c.type == 2 ? "a JSON patch must be an array of operations"
-                                                                  : "a merge patch must be a JSON object");
-        json_decref(c.patch);
-        return;
-    }
-    guaranteed_update(api, r, t, mutate_patch, &c);
-    json_decref(c.patch);
-}
-
-
-/* Collect up to 256 keys of a listing (for deleting a prefix page by page). */
-typedef struct key_batch {
-    char *keys[256];
-    json_t *objs[256];
-    size_t n;
-    bool parse;
-} key_batch;
-
-static bool collect_keys(void *vctx, const char *key, const fl_kv *kv)
-{
-    key_batch *b = vctx;
-    if (b->n == 256)
-        return false;
-    b->objs[b->n] = b->parse ? fl_json_load(kv->value->data, kv->value->len) : NULL;
-    b->keys[b->n++] = fl_strdup(key);
-    return true;
-}
-
-static void batch_close(key_batch *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        free(b->keys[i]);
-        json_decref(b->objs[i]);
-    }
-    b->n = 0;
-}
-
-/* Call fn for every object under prefix, a page of 256 at a time; fn runs outside the
- * store's listing, so it may write (and delete) what it is given. obj is NULL unless parse. */
-typedef void (*scan_fn)(void *ctx, const char *key, json_t *obj);
-
-static void scan_pages(fl_api *api, const char *prefix, bool parse, scan_fn fn, void *ctx)
-{
-    char *after = NULL;
-    for (;;) {
-        key_batch b = {.n = 0, .parse = parse};
-        bool more = false;
-        int64_t rv;
-        fl_store_list(api->store, prefix, after, 0, 256, collect_keys, &b, &rv, &more);
-        size_t n = b.n;
-        for (size_t i = 0; i < n; i++)
-            fn(ctx, b.keys[i], b.objs[i]);
-        free(after);
-        after = n ? fl_strdup(b.keys[n - 1]) : NULL;
-        batch_close(&b);
-        if (!more || n == 0)
-            break;
-    }
-    free(after);
-}
-
-/* Render the final state of a deleted object: its current bytes with the new revision. */
-static char *render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t *len)
-{
-    json_t *obj = cur ? fl_json_load(cur->data, cur->len) : NULL;
-    if (!obj)
-        obj = json_object();
-    render_ctx c = {obj};
-    char *s = render_obj(&c, cur, rev, len);
-    json_decref(obj);
-    return s;
-}
-
-/* Delete every object under prefix, ignoring finalizers (used when the kind itself goes away). */
-static void delete_key(void *vapi, const char *key, json_t *obj)
-{
-    fl_store_op op = {.type = FL_STORE_DELETE, .key = key, .render = render_current};
-    if (fl_store_write(((fl_api *)vapi)->store, &op) == 0)
-        fl_blob_unref(op.value);
-}
-
-static void purge_prefix(fl_api *api, const char *prefix)
-{
-    scan_pages(api, prefix, false, delete_key, api);
-}
-
-/* Called after an object is gone from the store: kind-specific clean-up. */
-static void finish_delete(fl_api *api, const fl_kind *k, json_t *obj)
-{
-    if (!strcmp(k->kind, "CustomResourceDefinition") && !strcmp(k->group, "apiextensions.k8s.io")) {
-        const char *name = fl_obj_str(obj, "metadata", "name");
-        json_t *spec = json_object_get(obj, "spec");
-        const char *group = fl_obj_str(spec, "group", NULL);
-        const char *plural = fl_obj_str(json_object_get(spec, "names"), "plural", NULL);
-        if (name)
-            fl_kindreg_remove_crd(api->kinds, name);
-        if (group && plural) {
-            char *prefix = fl_asprintf("/%s/%s/", group, plural);
-            purge_prefix(api, prefix);
-            free(prefix);
-        }
-    }
-}
-
-/* ---- garbage collection of dependents (synchronous) ---- */
-
-static bool owned_by(const json_t *obj, const char *uid)
-{
-    size_t i;
-    json_t *ref;
-    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, ref)
-    {
-        const char *u = json_string_value(json_object_get(ref, "uid"));
-        if (u && !strcmp(u, uid))
-            return true;
-    }
-    return false;
-}
-
-
-/* One dependent found by delete_dependents. */
-typedef struct dep_ctx {
-    fl_api *api;
-    const fl_kind *kind;   /* the dependent's kind */
-    const char *uid;       /* the owner's */
-    const char *policy;
-} dep_ctx;
-
-static void handle_dependent(void *vctx, const char *key, json_t *dep)
-{
-    dep_ctx *c = vctx;
-    if (!dep || !owned_by(dep, c->uid))
-        return;
-    const char *dname = fl_obj_str(dep, "metadata", "name");
-    if (!dname)
-        return;
-    if (c->policy && !strcmp(c->policy, "Orphan")) {
-        json_t *obj = fl_json_deep_copy(dep);
-        json_t *refs = json_object_get(fl_obj_meta(obj), "ownerReferences");
-        for (size_t j = json_array_size(refs); j-- > 0;) {
-            const char *u = json_string_value(json_object_get(json_array_get(refs, j), "uid"));
-            if (u && !strcmp(u, c->uid))
-                json_array_remove(refs, j);
-        }
-        if (!json_array_size(refs))
-            json_object_del(fl_obj_meta(obj), "ownerReferences");
-        json_object_del(fl_obj_meta(obj), "resourceVersion");
-        if (store_put(c->api, FL_STORE_UPDATE, key, meta_rev(dep), obj) == 0)
-            track_owned(dep, obj);
-        json_decref(obj);
-    } else {
-        fl_api_delete_object(c->api, c->kind, fl_obj_str(dep, "metadata", "namespace"), dname, NULL, false, NULL,
-                             NULL, NULL);
-    }
-}
-
-/* Apply the owner's propagation policy to its dependents: Orphan strips the owner
- * reference, Background/Foreground delete them (their own dependents in turn). */
-static int delete_dependents(fl_api *api, const fl_kind *owner_kind, const json_t *owner, const char *policy)
-{
-    if (atomic_load(&owner_scans) == 0 && atomic_load(&owned_objects) <= 0)
-        return 0;
-    const char *uid = fl_obj_str(owner, "metadata", "uid");
-    const char *ns = fl_obj_str(owner, "metadata", "namespace");
-    if (!uid)
-        return 0;
-    const fl_kind **kinds;
-    size_t nk = fl_kindreg_list(api->kinds, &kinds);
-    for (size_t ki = 0; ki < nk; ki++) {
-        const fl_kind *k = kinds[ki];
-        if (owner_kind->namespaced && !k->namespaced)
-            continue;
-        char *prefix = fl_coll_prefix(k, owner_kind->namespaced ? ns : NULL);
-        dep_ctx c = {api, k, uid, policy};
-        scan_pages(api, prefix, true, handle_dependent, &c);
-        free(prefix);
-    }
-    free(kinds);
-    return 0;
-}
-
-/* ---- DELETE ---- */
-
-int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const char *name, const json_t *opts,
-                         bool dry_run, json_t **out, fl_target *t, fl_req *r)
-{
-    if (out)
-        *out = NULL;
-    const char *policy = fl_obj_str(opts, "propagationPolicy", NULL);
-    const json_t *pre = json_object_get(opts, "preconditions");
-    const char *pre_uid = fl_obj_str(pre, "uid", NULL);
-    const char *pre_rv = fl_obj_str(pre, "resourceVersion", NULL);
-    if (json_is_true(json_object_get(opts, "orphanDependents")) && !policy)
-        policy = "Orphan";
-    if (policy && strcmp(policy, "Background") && strcmp(policy, "Foreground") && strcmp(policy, "Orphan")) {
-        if (r) {
-            json_t *causes = json_array();
-            fl_cause_add(causes, "FieldValueNotSupported", "propagationPolicy",
-                         "Unsupported value: \"%s\": supported values: \"Foreground\", \"Background\", \"Orphan\"",
-                         policy);
-            fl_resp_status(r, 422, "Invalid", t, causes, "DeleteOptions.meta.k8s.io \"\" is invalid: "
-                           "propagationPolicy: Unsupported value: \"%s\"", policy);
-        }
-        return FL_EINVAL;
-    }
-    char *key = fl_obj_key(k, ns, name);
-    int rc = 0;
-    for (int attempt = 0; attempt < 16; attempt++) {
-        fl_kv kv;
-        rc = fl_store_get(api->store, key, &kv);
-        if (rc)
-            break;
-        json_t *cur = fl_api_decoded(kv.value); /* read-only */
-        fl_blob_unref(kv.value);
-        if (!cur) {
-            rc = FL_EIO;
-            break;
-        }
-        const char *uid = fl_obj_str(cur, "metadata", "uid");
-        if (pre_uid && (!uid || strcmp(pre_uid, uid))) {
-            if (r)
-                fl_resp_status(r, 409, "Conflict", t, NULL,
-                               "Precondition failed: UID in precondition: %s, UID in object meta: %s", pre_uid,
-                               uid ? uid : "");
-            json_decref(cur);
-            free(key);
-            return FL_ECONFLICT;
-        }
-        const char *crv = fl_obj_str(cur, "metadata", "resourceVersion");
-        if (pre_rv && (!crv || strcmp(pre_rv, crv))) {
-            if (r)
-                fl_resp_status(r, 409, "Conflict", t, NULL,
-                               "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in "
-                               "object meta: %s",
-                               pre_rv, crv ? crv : "");
-            json_decref(cur);
-            free(key);
-            return FL_ECONFLICT;
-        }
-        bool is_ns = !k->group[0] && !strcmp(k->kind, "Namespace");
-        bool pending = json_array_size(json_object_get(fl_obj_meta(cur), "finalizers")) > 0 ||
-                       (is_ns && json_array_size(json_object_get(json_object_get(cur, "spec"), "finalizers")) > 0);
-        if (dry_run) {
-            if (out)
-                *out = cur;
-            else
-                json_decref(cur);
-            free(key);
-            return pending ? 1 : 0;
-        }
-        if (pending) {
-            /* finalizers: mark for deletion; whoever owns the finalizer completes it */
-            json_t *obj = fl_json_deep_copy(cur);
-            json_t *meta = fl_obj_meta(obj);
-            bool already = json_object_get(meta, "deletionTimestamp") != NULL;
-            if (!already) {
-                char now[32];
-                fl_now_rfc3339(now);
-                json_object_set_new(meta, "deletionTimestamp", json_string(now));
-                json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
-                if (is_ns)
-                    json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Terminating"));
-                json_object_del(meta, "resourceVersion");
-                rc = store_put(api, FL_STORE_UPDATE, key, kv.rev, obj);
-                if (rc == FL_ECONFLICT) {
-                    json_decref(obj);
-                    json_decref(cur);
-                    continue;
-                }
-            }
-            json_decref(cur);
-            if (rc == 0 && is_ns)
-                start_purge(api, name);
-            if (out)
-                *out = obj;
-            else
-                json_decref(obj);
-            free(key);
-            return rc ? rc : 1;
-        }
-        if (policy && !strcmp(policy, "Foreground"))
-            delete_dependents(api, k, cur, "Foreground");
-        json_t *obj = fl_json_deep_copy(cur);
-        json_object_del(fl_obj_meta(obj), "resourceVersion");
-        rc = store_put(api, FL_STORE_DELETE, key, kv.rev, obj);
-        if (rc == FL_ECONFLICT) {
-            json_decref(obj);
-            json_decref(cur);
-            continue;
-        }
-        if (rc == 0) {
-            track_owned(cur, NULL);
-            finish_delete(api, k, obj);
-            if (!policy || strcmp(policy, "Foreground"))
-                delete_dependents(api, k, cur, policy ? policy : "Background");
-        }
-        json_decref(cur);
-        if (out && rc == 0)
-            *out = obj;
-        else
-            json_decref(obj);
-        break;
-    }
-    free(key);
-    return rc;
-}
-
-/* dryRun=All in the query or ["All"] in the DeleteOptions body (kubectl sends the latter). */
-static bool delete_dry_run(const fl_req *r, const json_t *opts)
-{
-    if (fl_req_dry_run(r))
-        return true;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(opts, "dryRun"), i, v) if (json_is_string(v) && !strcmp(json_string_value(v), "All"))
-        return true;
-    return false;
-}
-
-static json_t *delete_options(fl_req *r, const fl_target *t, bool *bad)
-{
-    *bad = false;
-    json_t *opts = NULL;
-    if (r->body && r->body_len && is_protobuf(r->content_type)) {
-        char *err = NULL;
-        if (fl_protobuf_decode((const unsigned char *)r->body, r->body_len, &opts, &err) != 0) {
-            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding DeleteOptions: %s", err ? err : "invalid");
-            free(err);
-            *bad = true;
-            return NULL;
-        }
-    } else if (r->body && r->body_len) {
-        json_error_t je;
-        opts = json_loadb(r->body, r->body_len, 0, &je);
-        if (!json_is_object(opts)) {
-            json_decref(opts);
-            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding DeleteOptions: %s",
-                           opts ? "expected an object" : je.text);
-            *bad = true;
-            return NULL;
-        }
-    } else {
-        opts = json_object();
-    }
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(opts, "dryRun"), i, v)
-    {
-        if (!json_is_string(v) || strcmp(json_string_value(v), "All")) {
-            json_t *causes = json_array();
-            fl_cause_add(causes, "FieldValueNotSupported", "dryRun",
-                         "Unsupported value: %s: supported values: \"All\"",
-                         json_is_string(v) ? json_string_value(v) : "non-string");
-            fl_resp_status(r, 422, "Invalid", t, causes,
-                           "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: supported values: "
-                           "\"All\"");
-            json_decref(opts);
-            *bad = true;
-            return NULL;
-        }
-    }
-    const char *pp = fl_req_query(r, "propagationPolicy");
-    if (pp)
-        json_object_set_new(opts, "propagationPolicy", json_string(pp));
-    return opts;
-}
-
-void fl_api_delete(fl_api *api, fl_req *r, const fl_target *t)
-{
-    if (!t->kind->group[0] && !strcmp(t->kind->kind, "Namespace") &&
-        (!strcmp(t->name, "default") || !strcmp(t->name, "kube-system") || !strcmp(t->name, "kube-public"))) {
-        fl_resp_status(r, 403, "Forbidden", t, NULL, "namespaces \"%s\" is forbidden: this namespace may not be deleted",
-                       t->name);
-        return;
-    }
-    bool bad;
-    json_t *opts = delete_options(r, t, &bad);
-    if (bad)
-        return;
-    fl_target tt = *t;
-    json_t *obj = NULL;
-    int rc = fl_api_delete_object(api, t->kind, t->ns, t->name, opts, delete_dry_run(r, opts), &obj, &tt, r);
-    if (r->resp || rc < 0) {
-        if (!r->resp)
-            fl_resp_store_error(r, rc, t);
-        json_decref(obj);
-        json_decref(opts);
-        return;
-    }
-    /* 200 with the object either way (held by finalizers: it carries deletionTimestamp);
-     * the apiserver answers 202 only when orphanDependents=false was asked for */
-    bool accepted = rc == 1 && json_is_false(json_object_get(opts, "orphanDependents"));
-    json_decref(opts);
-    fl_resp_json(r, accepted ? 202 : 200, obj ? obj : json_object());
-}
-
-void fl_api_delete_collection(fl_api *api, fl_req *r, const fl_target *t)
-{
-    bool bad;
-    json_t *opts = delete_options(r, t, &bad);
-    if (bad)
-        return;
-    /* list what matches (reusing LIST's selector handling), then delete each */
-    fl_req lr = *r;
-    lr.resp = NULL;
-    lr.accept = "application/json";
-    fl_api_list(api, &lr, t);
-    if (lr.code != 200) {
-        r->code = lr.code;
-        r->resp = lr.resp;
-        r->resp_len = lr.resp_len;
-        r->resp_type = lr.resp_type;
-        json_decref(opts);
-        return;
-    }
-    json_t *list = fl_json_load(lr.resp, lr.resp_len);
-    free(lr.resp);
-    json_t *deleted = json_array();
-    size_t i;
-    json_t *item;
-    json_array_foreach(json_object_get(list, "items"), i, item)
-    {
-        const char *ns = fl_obj_str(item, "metadata", "namespace");
-        const char *name = fl_obj_str(item, "metadata", "name");
-        json_t *obj = NULL;
-        if (name && fl_api_delete_object(api, t->kind, ns ? ns : "", name, opts, delete_dry_run(r, opts), &obj, NULL,
-                                         NULL) >= 0 &&
-            obj)
-            json_array_append_new(deleted, obj);
-        else
-            json_decref(obj);
-    }
-    json_t *resp = json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", t->kind->list_kind, "apiVersion",
-                             t->kind->api_version, "metadata", "resourceVersion",
-                             json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")) ?: "",
-                             "items", deleted);
-    json_decref(list);
-    json_decref(opts);
-    fl_resp_json(r, 200, resp);
-}
-
-/* ---- namespace finalization ---- */
-
-typedef struct purge_ctx {
-    fl_api *api;
-    const fl_kind *kind;
-    const char *ns;
-    size_t remaining;   /* objects still held by finalizers */
-} purge_ctx;
-
-static void purge_one(void *vctx, const char *key, json_t *obj)
-{
-    purge_ctx *c = vctx;
-    const char *name = fl_obj_str(obj, "metadata", "name");
-    if (name && fl_api_delete_object(c->api, c->kind, c->ns, name, NULL, false, NULL, NULL, NULL) == 1)
-        c->remaining++;
-}
-
-int fl_api_purge_namespace(fl_api *api, const char *ns)
-{
-    const fl_kind **kinds;
-    size_t nk = fl_kindreg_list(api->kinds, &kinds);
-    purge_ctx c = {api, NULL, ns, 0};
-    for (size_t ki = 0; ki < nk; ki++) {
-        if (!kinds[ki]->namespaced)
-            continue;
-        c.kind = kinds[ki];
-        char *prefix = fl_coll_prefix(kinds[ki], ns);
-        scan_pages(api, prefix, true, purge_one, &c);
-        free(prefix);
-    }
-    free(kinds);
-    return (int)c.remaining;
-}
-
-/* Delete a terminating namespace's contents, then drop its "kubernetes" finalizer so the
- * namespace itself goes. Objects held by their own finalizers are waited for. */
-static void *purge_thread(void *arg)
-{
-    purge_arg *pa = arg;
-    const fl_kind *nsk = fl_kindreg_by_resource(pa->api->kinds, "", "v1", "namespaces");
-    for (int round = 0; round < 3600 && !pa->api->stopping; round++) {
-        int remaining = fl_api_purge_namespace(pa->api, pa->ns);
-        if (remaining == 0) {
-            char *key = fl_obj_key(nsk, NULL, pa->ns);
-            fl_kv kv;
-            if (fl_store_get(pa->api->store, key, &kv) == 0) {
-                json_t *obj = fl_json_load(kv.value->data, kv.value->len);
-                fl_blob_unref(kv.value);
-                if (obj) {
-                    json_t *spec = json_object_get(obj, "spec");
-                    if (spec)
-                        json_object_set_new(spec, "finalizers", json_array());
-                    json_object_del(fl_obj_meta(obj), "resourceVersion");
-                    bool gone = json_array_size(json_object_get(fl_obj_meta(obj), "finalizers")) == 0;
-                    int rc = store_put(pa->api, gone ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj);
-                    json_decref(obj);
-                    if (rc == FL_ECONFLICT) {
-                        free(key);
-                        continue;
-                    }
-                }
-            }
-            free(key);
-            break;
-        }
-        struct timespec ts = {0, 200 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    free(pa->ns);
-    free(pa);
-    return NULL;
 }
 
 /* ---- start-up ---- */
@@ -1833,49 +1033,6 @@ static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
     return true;
 }
 
-/* Counting the owned objects the store holds at a start reads every value (a GB at 30,000
- * Works, from the file). A store opened with FL_API_LOAD_MARK noted the few values that
- * name an owner as it opened (in SQLite, keeping none), and those are counted at once.
- * Otherwise the count runs beside the server instead of before it. It lists the
- * store as of its revision before anything could write (one read of the log, in one
- * snapshot); writes meanwhile count their changes into owned_objects, and the scan adds its
- * count at the end. Until then deletes search for dependents, and for good if the scan
- * fails. */
-typedef struct owner_scan {
-    fl_store *store;
-    int64_t rev;
-} owner_scan;
-
-static bool scan_cb(void *vctx, const char *key, const fl_kv *kv)
-{
-    (void)key;
-    long *owned = vctx;
-    if (strstr(kv->value->data, "\"ownerReferences\"")) {
-        json_t *obj = fl_json_load(kv->value->data, kv->value->len);
-        *owned += obj && has_owner_refs(obj);
-        json_decref(obj);
-    }
-    return true;
-}
-
-static void *owner_scan_main(void *arg)
-{
-    owner_scan *sc = arg;
-    pthread_setname_np(pthread_self(), "fl-owner-scan");
-    long owned = 0;
-    int64_t rv;
-    int rc = sc->rev > 0 ? fl_store_list(sc->store, "/", NULL, sc->rev, 0, scan_cb, &owned, &rv, NULL) : 0;
-    if (rc) {
-        fl_log(FL_LOG_WARN, "api", "counting owned objects at revision %lld: %s; deletes search for dependents",
-               (long long)sc->rev, fl_strerror(rc));
-    } else {
-        atomic_fetch_add(&owned_objects, owned);
-        atomic_fetch_sub(&owner_scans, 1);
-    }
-    free(sc);
-    return NULL;
-}
-
 typedef struct ns_ctx {
     fl_api *api;
 } ns_ctx;
@@ -1888,7 +1045,7 @@ static bool resume_ns_cb(void *vctx, const char *key, const fl_kv *kv)
     json_t *obj = fl_json_load(kv->value->data, kv->value->len);
     const char *name = fl_obj_str(obj, "metadata", "name");
     if (name)
-        start_purge(c->api, name);
+        fl_api_start_purge(c->api, name);
     json_decref(obj);
     return true;
 }
@@ -1899,40 +1056,7 @@ int fl_api_load_crds(fl_api *api)
     int64_t rv;
     fl_store_list(api->store, "/apiextensions.k8s.io/customresourcedefinitions/", NULL, 0, 0, load_crd_cb, &c, &rv,
                   NULL);
-    char **marked = NULL;
-    long nmarked = fl_store_marked(api->store, &marked);
-    if (nmarked >= 0) { /* opening noted the values that name owners: count those now */
-        int64_t t0 = fl_time_mono_ms();
-        long said = fl_store_marked_said(api->store), owned = said; /* written with owners */
-        for (long i = 0; i < nmarked; i++) {
-            fl_kv kv;
-            if (fl_store_get(api->store, marked[i], &kv) == 0) {
-                json_t *obj = fl_json_load(kv.value->data, kv.value->len);
-                owned += obj && has_owner_refs(obj);
-                json_decref(obj);
-                fl_blob_unref(kv.value);
-            }
-            free(marked[i]);
-        }
-        free(marked);
-        atomic_fetch_add(&owned_objects, owned);
-        int64_t ms = fl_time_mono_ms() - t0;
-        fl_log(ms >= 100 ? FL_LOG_INFO : FL_LOG_DEBUG, "api",
-               "%ld objects with owners: %ld as written, %ld of %ld others read to check, in %lld ms", owned, said,
-               owned - said, nmarked, (long long)ms);
-    } else {
-        owner_scan *sc = fl_calloc(1, sizeof *sc);
-        sc->store = api->store;
-        sc->rev = fl_store_rev(api->store);
-        atomic_fetch_add(&owner_scans, 1);
-        pthread_t th;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&th, &at, owner_scan_main, sc) != 0)
-            owner_scan_main(sc);
-        pthread_attr_destroy(&at);
-    }
+    fl_api_count_owners(api);
     /* namespaces that were terminating when the server stopped finish now */
     ns_ctx nc = {api};
     fl_store_list(api->store, "/core/namespaces/", NULL, 0, 0, resume_ns_cb, &nc, &rv, NULL);

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "api/auth.h"
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "api/tls.h"
 #include "core/err.h"
 #include "core/log.h"

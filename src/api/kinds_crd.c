@@ -146,15 +146,11 @@ static fl_column *build_columns(const json_t *version, size_t vi, char **err)
     return out;
 }
 
-int fl_kindreg_apply_crd(fl_kindreg *reg, const json_t *crd, char **err)
+/* The CRD's top-level fields that serving needs: name, group, names, scope, versions, and
+ * the name being plural.group. Returns NULL when they hold, else the heap message naming
+ * the first field that does not. */
+static char *check_crd_fields(const json_t *crd)
 {
-    char *msg = NULL;
-    fl_kind **kinds = NULL;
-    size_t nkinds = 0;
-    int rc = FL_EINVAL;
-    if (err)
-        *err = NULL;
-
     const json_t *spec = json_object_get(crd, "spec");
     const json_t *names = json_object_get(spec, "names");
     const json_t *versions = json_object_get(spec, "versions");
@@ -164,115 +160,121 @@ int fl_kindreg_apply_crd(fl_kindreg *reg, const json_t *crd, char **err)
     const char *kind = str_at(names, "kind");
     const char *scope = str_at(spec, "scope");
 
-    if (!json_is_object(crd)) {
-        msg = fl_strdup("body: Invalid value: a CustomResourceDefinition must be a JSON object");
-        goto fail;
-    }
-    if (!name) {
-        msg = fl_strdup("metadata.name: Required value");
-        goto fail;
-    }
-    if (!json_is_object(spec)) {
-        msg = fl_strdup("spec: Required value");
-        goto fail;
-    }
-    if (!group) {
-        msg = fl_strdup("spec.group: Required value");
-        goto fail;
-    }
-    if (!json_is_object(names)) {
-        msg = fl_strdup("spec.names: Required value");
-        goto fail;
-    }
-    if (!plural) {
-        msg = fl_strdup("spec.names.plural: Required value");
-        goto fail;
-    }
-    if (!kind) {
-        msg = fl_strdup("spec.names.kind: Required value");
-        goto fail;
-    }
-    if (!scope) {
-        msg = fl_strdup("spec.scope: Required value");
-        goto fail;
-    }
-    if (strcmp(scope, "Namespaced") && strcmp(scope, "Cluster")) {
-        msg = fl_asprintf("spec.scope: Unsupported value: \"%s\": supported values: \"Cluster\", \"Namespaced\"",
-                          scope);
-        goto fail;
-    }
-    if (!json_is_array(versions) || !json_array_size(versions)) {
-        msg = fl_strdup("spec.versions: Required value: must have exactly one version marked as storage version");
-        goto fail;
-    }
-    {
-        char *want = fl_asprintf("%s.%s", plural, group);
-        bool ok = !strcmp(want, name);
-        free(want);
-        if (!ok) {
-            msg = fl_asprintf("metadata.name: Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group",
-                              name);
-            goto fail;
-        }
-    }
+    if (!json_is_object(crd))
+        return fl_strdup("body: Invalid value: a CustomResourceDefinition must be a JSON object");
+    if (!name)
+        return fl_strdup("metadata.name: Required value");
+    if (!json_is_object(spec))
+        return fl_strdup("spec: Required value");
+    if (!group)
+        return fl_strdup("spec.group: Required value");
+    if (!json_is_object(names))
+        return fl_strdup("spec.names: Required value");
+    if (!plural)
+        return fl_strdup("spec.names.plural: Required value");
+    if (!kind)
+        return fl_strdup("spec.names.kind: Required value");
+    if (!scope)
+        return fl_strdup("spec.scope: Required value");
+    if (strcmp(scope, "Namespaced") && strcmp(scope, "Cluster"))
+        return fl_asprintf("spec.scope: Unsupported value: \"%s\": supported values: \"Cluster\", \"Namespaced\"",
+                           scope);
+    if (!json_is_array(versions) || !json_array_size(versions))
+        return fl_strdup("spec.versions: Required value: must have exactly one version marked as storage version");
+    char *want = fl_asprintf("%s.%s", plural, group);
+    bool ok = !strcmp(want, name);
+    free(want);
+    if (!ok)
+        return fl_asprintf("metadata.name: Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name);
     for (const char *p = plural; *p; p++)
-        if (isupper((unsigned char)*p)) {
-            msg = fl_asprintf("spec.names.plural: Invalid value: \"%s\": must be lower case", plural);
-            goto fail;
-        }
+        if (isupper((unsigned char)*p))
+            return fl_asprintf("spec.names.plural: Invalid value: \"%s\": must be lower case", plural);
+    return NULL;
+}
+
+/* Version i of versions: a name, unique among the versions, and a served flag. Returns
+ * NULL when it has them, else the heap message. */
+static char *check_version(const json_t *versions, size_t i)
+{
+    const json_t *v = json_array_get(versions, i);
+    const char *vname = str_at(v, "name");
+    const json_t *served = json_object_get(v, "served");
+    if (!json_is_object(v) || !vname)
+        return fl_asprintf("spec.versions[%zu].name: Required value", i);
+    if (!json_is_boolean(served))
+        return fl_asprintf("spec.versions[%zu].served: Required value", i);
+    for (size_t j = 0; j < i; j++) {
+        const char *other = str_at(json_array_get(versions, j), "name");
+        if (other && !strcmp(other, vname))
+            return fl_asprintf("spec.versions[%zu].name: Duplicate value: \"%s\"", i, vname);
+    }
+    return NULL;
+}
+
+/* Fill k, zeroed, as the kind that serves version v (index vi) of the checked CRD crd.
+ * Returns 0, or -1 with *msg (heap) set; what k holds then is freed with it. */
+static int fill_kind(fl_kind *k, const json_t *crd, const json_t *v, size_t vi, char **msg)
+{
+    const json_t *spec = json_object_get(crd, "spec");
+    const json_t *names = json_object_get(spec, "names");
+    const char *name = str_at(json_object_get(crd, "metadata"), "name");
+    const char *group = str_at(spec, "group");
+    const char *kind = str_at(names, "kind");
+    const char *vname = str_at(v, "name");
+    k->group = fl_strdup(group);
+    k->version = fl_strdup(vname);
+    k->kind = fl_strdup(kind);
+    k->list_kind = str_at(names, "listKind") ? fl_strdup(str_at(names, "listKind")) : fl_asprintf("%sList", kind);
+    k->resource = fl_strdup(str_at(names, "plural"));
+    k->singular = str_at(names, "singular") ? fl_strdup(str_at(names, "singular")) : lower_dup(kind);
+    k->crd_name = fl_strdup(name);
+    k->namespaced = !strcmp(str_at(spec, "scope"), "Namespaced");
+    k->dynamic = true;
+    k->served = true;
+    const json_t *sub = json_object_get(v, "subresources");
+    k->has_status = json_is_object(json_object_get(sub, "status"));
+    k->has_scale = json_is_object(json_object_get(sub, "scale"));
+    if (copy_names(json_object_get(names, "shortNames"), k->short_names, 4, "spec.names.shortNames", name, msg) ||
+        copy_names(json_object_get(names, "categories"), k->categories, 3, "spec.names.categories", name, msg))
+        return -1;
+    if (!(k->columns = build_columns(v, vi, msg)))
+        return -1;
+    k->crd_version = fl_json_deep_copy(v);
+    const json_t *schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+    k->preserve_unknown = !json_is_object(schema) ||
+                          json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
+    snprintf(k->api_version, sizeof(k->api_version), "%s/%s", group, vname);
+    return 0;
+}
+
+int fl_kindreg_apply_crd(fl_kindreg *reg, const json_t *crd, char **err)
+{
+    char *msg = NULL;
+    fl_kind **kinds = NULL;
+    size_t nkinds = 0;
+    int rc = FL_EINVAL;
+    if (err)
+        *err = NULL;
+
+    if ((msg = check_crd_fields(crd)))
+        goto fail;
+    const json_t *spec = json_object_get(crd, "spec");
+    const json_t *versions = json_object_get(spec, "versions");
+    const char *name = str_at(json_object_get(crd, "metadata"), "name");
 
     /* Served versions -> kinds. */
     size_t i;
     json_t *v;
     kinds = fl_calloc(json_array_size(versions), sizeof(*kinds));
     json_array_foreach(versions, i, v) {
-        const char *vname = str_at(v, "name");
-        const json_t *served = json_object_get(v, "served");
-        if (!json_is_object(v) || !vname) {
-            msg = fl_asprintf("spec.versions[%zu].name: Required value", i);
+        if ((msg = check_version(versions, i)))
             goto fail;
-        }
-        if (!json_is_boolean(served)) {
-            msg = fl_asprintf("spec.versions[%zu].served: Required value", i);
-            goto fail;
-        }
-        for (size_t j = 0; j < i; j++) {
-            const char *other = str_at(json_array_get(versions, j), "name");
-            if (other && !strcmp(other, vname)) {
-                msg = fl_asprintf("spec.versions[%zu].name: Duplicate value: \"%s\"", i, vname);
-                goto fail;
-            }
-        }
-        if (!json_is_true(served))
+        if (!json_is_true(json_object_get(v, "served")))
             continue;
-
         fl_kind *k = fl_calloc(1, sizeof(*k));
-        kinds[nkinds++] = k;
-        k->group = fl_strdup(group);
-        k->version = fl_strdup(vname);
-        k->kind = fl_strdup(kind);
-        k->list_kind = str_at(names, "listKind") ? fl_strdup(str_at(names, "listKind")) : fl_asprintf("%sList", kind);
-        k->resource = fl_strdup(plural);
-        k->singular = str_at(names, "singular") ? fl_strdup(str_at(names, "singular")) : lower_dup(kind);
-        k->crd_name = fl_strdup(name);
-        k->namespaced = !strcmp(scope, "Namespaced");
-        k->dynamic = true;
-        k->served = true;
-        const json_t *sub = json_object_get(v, "subresources");
-        k->has_status = json_is_object(json_object_get(sub, "status"));
-        k->has_scale = json_is_object(json_object_get(sub, "scale"));
-        if (copy_names(json_object_get(names, "shortNames"), k->short_names, 4, "spec.names.shortNames", name,
-                       &msg) ||
-            copy_names(json_object_get(names, "categories"), k->categories, 3, "spec.names.categories", name,
-                       &msg))
+        kinds[nkinds++] = k; /* freed with the others on failure */
+        if (fill_kind(k, crd, v, i, &msg))
             goto fail;
-        if (!(k->columns = build_columns(v, i, &msg)))
-            goto fail;
-        k->crd_version = fl_json_deep_copy(v);
-        const json_t *schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
-        k->preserve_unknown = !json_is_object(schema) ||
-                              json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
-        snprintf(k->api_version, sizeof(k->api_version), "%s/%s", group, vname);
     }
 
     if (fl_kinds__crd_unchanged(reg, name, spec)) {

@@ -14,7 +14,7 @@
 
 #include "api/api.h"
 #include "api/api_internal.h"
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "core/mem.h"
 
 static int hexval(char c)

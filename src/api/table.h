@@ -17,11 +17,6 @@
 json_t *fl_table_render(const fl_kind *k, const json_t *items, const char *include_object, const char *list_rv,
                         const char *cont);
 
-/* Evaluate a Kubernetes JSONPath used by printer columns: ".a.b", "{.a.b}", ".a[0].b",
- * ".a[*].b", ".conditions[?(@.type==\"Ready\")].status". Returns a new reference to the
- * value (first match; several matches are joined as a comma-separated string), or NULL. */
-json_t *fl_jsonpath_eval(const json_t *obj, const char *path);
-
 /* Kubernetes short duration for AGE: "5s", "3m12s", "2d4h", ... from an RFC 3339 timestamp. */
 void fl_table_age(const char *rfc3339, char *buf, size_t len);
 

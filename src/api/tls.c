@@ -1,5 +1,6 @@
 /* tls.c - the server's PKI: a private CA, the serving certificate it signs, the
- * admin bearer token, and the kubeconfig that hands all three to clients.
+ * admin bearer token (the kubeconfig that hands them to clients is written by
+ * client/kubeconfig.c).
  *
  * Everything lives in DIR/pki/ (mode 0700) and is generated once, on first start:
  *
@@ -22,14 +23,12 @@
  * missing. Single-threaded: called once at start-up. */
 #include "api/tls.h"
 
-#include "core/base64.h"
 #include "core/err.h"
 #include "core/file.h"
 #include "core/log.h"
 #include "core/mem.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -100,72 +99,6 @@ static int fail(char **err, const char *fmt, ...)
 }
 
 /* ---------- files ---------- */
-
-/* fsync the directory holding path so a rename into it survives a crash. */
-static void sync_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? (slash == path ? fl_strdup("/") : fl_strndup(path, (size_t)(slash - path)))
-                      : fl_strdup(".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-/* Write data to path atomically with exactly the given mode (independent of umask):
- * temp file beside it, fsync, rename, fsync the directory. Returns 0 or FL_EIO with
- * errno describing the failure. */
-static int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
-{
-    char *tmp = fl_asprintf("%s.tmp.%ld", path, (long)getpid());
-    int rc = FL_EIO, saved = 0;
-    (void)unlink(tmp); /* a leftover from a crashed run with the same pid */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0) {
-        saved = errno;
-        goto out;
-    }
-    if (fchmod(fd, mode) < 0)
-        goto fail_fd;
-    const char *p = data;
-    size_t left = len;
-    while (left) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            goto fail_fd;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) < 0)
-        goto fail_fd;
-    if (close(fd) < 0) {
-        fd = -1;
-        goto fail_fd;
-    }
-    fd = -1;
-    if (rename(tmp, path) < 0)
-        goto fail_fd;
-    sync_parent(path);
-    rc = 0;
-    goto out;
-
-fail_fd:
-    saved = errno;
-    if (fd >= 0)
-        close(fd);
-    (void)unlink(tmp);
-out:
-    free(tmp);
-    if (rc)
-        errno = saved;
-    return rc;
-}
 
 /* Create a directory (and missing parents) with mode 0700; an existing one is
  * kept as it is. */
@@ -255,7 +188,7 @@ static int save_pem(const char *path, const char *pem, mode_t mode, char **err)
 {
     if (!pem)
         return fail(err, "pki: cannot encode %s", path);
-    if (write_file_atomic(path, pem, strlen(pem), mode))
+    if (fl_write_file_atomic(path, pem, strlen(pem), mode))
         return fail(err, "pki: cannot write %s: %s", path, strerror(errno));
     return 0;
 }
@@ -544,7 +477,7 @@ static int ensure_token(const char *path, char **out, char **err)
     OPENSSL_cleanse(raw, sizeof raw);
     hex[2 * TOKEN_BYTES] = '\n';
     hex[2 * TOKEN_BYTES + 1] = '\0';
-    if (write_file_atomic(path, hex, 2 * TOKEN_BYTES + 1, 0600)) {
+    if (fl_write_file_atomic(path, hex, 2 * TOKEN_BYTES + 1, 0600)) {
         int e = errno;
         OPENSSL_cleanse(hex, 2 * TOKEN_BYTES + 1);
         free(hex);
@@ -719,84 +652,6 @@ void fl_pki_close(fl_pki *p)
     free_secret(p->server_key_pem);
     free_secret(p->admin_token);
     memset(p, 0, sizeof *p);
-}
-
-/* ---------- kubeconfig ---------- */
-
-/* Write s to f as a YAML double-quoted scalar. */
-static void yaml_quoted(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\x%02x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-/* Write s plain when it is a simple name ("admin", "system:bootstrap"), else quoted. */
-static void yaml_name(FILE *f, const char *s)
-{
-    bool plain = isalnum((unsigned char)s[0]);
-    for (const char *p = s; *p && plain; p++)
-        plain = isalnum((unsigned char)*p) || strchr("._:-", *p);
-    if (plain)
-        fputs(s, f);
-    else
-        yaml_quoted(f, s);
-}
-
-int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca_pem, const char *token)
-{
-    return fl_kubeconfig_write_user(path, server_url, ca_pem, "admin", token);
-}
-
-int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
-                             const char *token)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return FL_EIO;
-
-    fputs("apiVersion: v1\nkind: Config\nclusters:\n- name: flotilla\n  cluster:\n    server: ", f);
-    yaml_quoted(f, server_url ? server_url : "");
-    fputc('\n', f);
-    if (ca_pem) {
-        /* Standard base64 on one line, as kubectl itself writes it. */
-        char *b64 = fl_base64_encode(ca_pem, strlen(ca_pem));
-        fprintf(f, "    certificate-authority-data: %s\n", b64);
-        free(b64);
-    }
-    fputs("users:\n- name: ", f);
-    yaml_name(f, user);
-    fputs("\n  user:", f);
-    if (token) {
-        fputs("\n    token: ", f);
-        yaml_quoted(f, token);
-        fputc('\n', f);
-    } else {
-        fputs(" {}\n", f);
-    }
-    fputs("contexts:\n- name: flotilla\n  context:\n    cluster: flotilla\n    user: ", f);
-    yaml_name(f, user);
-    fputs("\ncurrent-context: flotilla\npreferences: {}\n", f);
-    if (fclose(f) != 0) {
-        free(buf);
-        return FL_EIO;
-    }
-
-    int rc = write_file_atomic(path, buf, len, 0600);
-    if (rc)
-        fl_log(FL_LOG_ERROR, "pki", "cannot write kubeconfig %s: %s", path, strerror(errno));
-    OPENSSL_cleanse(buf, len);
-    free(buf);
-    return rc ? FL_EIO : 0;
 }
 
 /* ---------- tokens ---------- */

@@ -1,5 +1,6 @@
-/* tls.h - the server's PKI and kubeconfig: a CA and serving certificate generated on
- * first start into DIR/pki/, an admin bearer token, and DIR/kubeconfig for kubectl.
+/* tls.h - the server's PKI: a CA and serving certificate generated on first start into
+ * DIR/pki/, and an admin bearer token (the kubeconfig that carries them to kubectl is
+ * written by fl_kubeconfig_write, client/kubeconfig.h).
  * The server's bootstrap token (DIR/pki/bootstrap.token) is made by fl_token_ensure.
  * Uses OpenSSL. Called at start-up from one thread. */
 #ifndef FL_TLS_H
@@ -18,15 +19,6 @@ typedef struct fl_pki {
  * Keys are written mode 0600. Returns 0 or FL_EIO with *err a heap message. */
 int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, char **err);
 void fl_pki_close(fl_pki *p);
-
-/* Write a kubeconfig (cluster "flotilla", user "admin", context "flotilla") for server_url
- * with the CA embedded (certificate-authority-data) and token auth (ca_pem NULL for plain
- * HTTP). Written atomically (temp file + rename), mode 0600. Returns 0 or FL_EIO. */
-int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca_pem, const char *token);
-
-/* The same, naming the kubeconfig's user `user` (written quoted). */
-int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
-                             const char *token);
 
 /* Load the token in path (64 hex digits, surrounding whitespace ignored), creating it from
  * 32 random bytes, mode 0600, if the file is missing (the admin token's format; the server's

@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/tls.h"
 #include "cli/cli.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"

@@ -20,7 +20,7 @@
 #include "api/auth.h"
 #include "api/http.h"
 #include "api/kinds.h"
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "api/tls.h"
 #include "cli/cli.h"
 #include "client/client.h"

@@ -116,10 +116,18 @@ static bool cluster_ready(fl_client *cp, const char *name)
     return ready;
 }
 
-int fl_cmd_up(int argc, char **argv)
+/* What `flotilla up` was asked for, the files it uses and the children it runs. */
+typedef struct up_run {
+    const char *dir, *listen;
+    int members, pull;
+    char *mdir, *kc, *slog, *mlog;  /* heap paths under dir */
+    pid_t server, member;           /* -1 when not running */
+    pid_t *agents;                  /* pull entries */
+} up_run;
+
+/* Parse the options into u. Returns -1 to go on, else the exit code (usage, --help). */
+static int parse_options(int argc, char **argv, up_run *u)
 {
-    const char *dir = ".flotilla", *listen = "127.0.0.1:6443";
-    int members = 3, pull = 0;
     static const struct option longopts[] = {{"data-dir", required_argument, 0, 'd'},
                                              {"members", required_argument, 0, 'n'},
                                              {"pull", required_argument, 0, 'p'},
@@ -130,158 +138,199 @@ int fl_cmd_up(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'd': dir = optarg; break;
-        case 'n': members = atoi(optarg); break;
-        case 'p': pull = atoi(optarg); break;
-        case 'l': listen = optarg; break;
+        case 'd': u->dir = optarg; break;
+        case 'n': u->members = atoi(optarg); break;
+        case 'p': u->pull = atoi(optarg); break;
+        case 'l': u->listen = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (members < 0 || members > 10000) {
+    if (u->members < 0 || u->members > 10000) {
         fprintf(stderr, "flotilla up: --members must be between 0 and 10000\n");
         return 2;
     }
-    if (pull < 0 || pull > members) {
-        fprintf(stderr, "flotilla up: --pull must be between 0 and --members (%d)\n", members);
+    if (u->pull < 0 || u->pull > u->members) {
+        fprintf(stderr, "flotilla up: --pull must be between 0 and --members (%d)\n", u->members);
         return 2;
     }
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        fprintf(stderr, "flotilla up: cannot create %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
-    sigset_t sigs;
-    fl_cli_block_signals(&sigs);
+    return -1;
+}
 
-    char *mdir = fl_asprintf("%s/members", dir);
-    char *kc = fl_asprintf("%s/kubeconfig", dir);
-    char *slog = fl_asprintf("%s/server.log", dir);
-    char *mlog = fl_asprintf("%s/members.log", dir);
-    char nbuf[16];
-    snprintf(nbuf, sizeof nbuf, "%d", members);
-    unlink(kc); /* written anew once the server serves: its presence means "up" */
-    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)dir, "--listen", (char *)listen, NULL};
-    pid_t server = spawn(server_argv, slog);
-    pid_t member = -1;
-    pid_t *agents = fl_calloc((size_t)(pull > 0 ? pull : 1), sizeof *agents);
-    fl_client *cp = NULL;
-    int rc = 1;
-    fprintf(stderr, "starting the control plane on %s (log: %s)\n", listen, slog);
-    for (int i = 0; i < 300 && access(kc, R_OK) != 0; i++) {
-        if (!child_alive(server)) {
-            fprintf(stderr, "flotilla up: the control plane exited; see %s\n", slog);
-            server = -1;
-            goto out;
+/* Wait until the server has written its kubeconfig (it serves then), and connect to it.
+ * Returns 0 with *cp set, or -1 after saying why. */
+static int wait_server(up_run *u, fl_client **cp)
+{
+    for (int i = 0; i < 300 && access(u->kc, R_OK) != 0; i++) {
+        if (!child_alive(u->server)) {
+            fprintf(stderr, "flotilla up: the control plane exited; see %s\n", u->slog);
+            u->server = -1;
+            return -1;
         }
         sleep_ms(50);
     }
     fl_kubeconfig kcfg;
     memset(&kcfg, 0, sizeof kcfg);
     char *err = NULL;
-    if (fl_kubeconfig_load(kc, NULL, &kcfg, &err) != 0 || fl_client_new(&kcfg, NULL, &cp, &err) != 0) {
+    if (fl_kubeconfig_load(u->kc, NULL, &kcfg, &err) != 0 || fl_client_new(&kcfg, NULL, cp, &err) != 0) {
         fprintf(stderr, "flotilla up: %s\n", err ? err : "cannot reach the control plane");
         free(err);
         fl_kubeconfig_close(&kcfg);
-        goto out;
+        return -1;
     }
     fl_kubeconfig_close(&kcfg);
-    if (members > 0) {
-        fprintf(stderr, "starting %d simulated member%s (log: %s)\n", members, members == 1 ? "" : "s", mlog);
-        char *member_argv[] = {"flotilla", "member", "--data-dir", mdir, "--clusters", nbuf, NULL};
-        member = spawn(member_argv, mlog);
-        char *last = fl_asprintf("%s/member%d.kubeconfig", mdir, members);
-        /* the kubeconfigs of a previous run may be there: wait for this run's member log line */
-        for (int i = 0; i < 600; i++) {
-            FILE *f = fopen(mlog, "r");
-            char line[512];
-            bool up = false;
-            while (f && fgets(line, sizeof line, f))
-                if (strstr(line, "kubeconfigs:"))
-                    up = true;
-            if (f)
-                fclose(f);
-            if (up && access(last, R_OK) == 0)
-                break;
-            if (!child_alive(member)) {
-                fprintf(stderr, "flotilla up: the members exited; see %s\n", mlog);
-                member = -1;
-                free(last);
-                goto out;
-            }
-            sleep_ms(50);
+    return 0;
+}
+
+/* Start the simulated members and wait until this run's kubeconfigs are written. Returns 0
+ * or -1 after saying why. */
+static int start_members(up_run *u)
+{
+    char nbuf[16];
+    snprintf(nbuf, sizeof nbuf, "%d", u->members);
+    fprintf(stderr, "starting %d simulated member%s (log: %s)\n", u->members, u->members == 1 ? "" : "s", u->mlog);
+    char *member_argv[] = {"flotilla", "member", "--data-dir", u->mdir, "--clusters", nbuf, NULL};
+    u->member = spawn(member_argv, u->mlog);
+    char *last = fl_asprintf("%s/member%d.kubeconfig", u->mdir, u->members);
+    /* the kubeconfigs of a previous run may be there: wait for this run's member log line */
+    for (int i = 0; i < 600; i++) {
+        FILE *f = fopen(u->mlog, "r");
+        char line[512];
+        bool up = false;
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "kubeconfigs:"))
+                up = true;
+        if (f)
+            fclose(f);
+        if (up && access(last, R_OK) == 0)
+            break;
+        if (!child_alive(u->member)) {
+            fprintf(stderr, "flotilla up: the members exited; see %s\n", u->mlog);
+            u->member = -1;
+            free(last);
+            return -1;
         }
-        free(last);
-        /* the first members join in push mode; the last `pull` run an agent each */
-        char *bootstrap = fl_asprintf("%s/bootstrap-kubeconfig", dir);
-        for (int i = 1; i <= members; i++) {
+        sleep_ms(50);
+    }
+    free(last);
+    return 0;
+}
+
+/* Join every member: the first ones in push mode (`flotilla ctl join`), the last `pull`
+ * through an agent each. Returns 0 or -1 after saying which failed. */
+static int join_members(up_run *u)
+{
+    char *bootstrap = fl_asprintf("%s/bootstrap-kubeconfig", u->dir);
+    int rc = 0;
+    for (int i = 1; i <= u->members && rc == 0; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "member%d", i);
+        char *mkc = fl_asprintf("%s/%s.kubeconfig", u->mdir, name);
+        int jrc = 0;
+        if (i <= u->members - u->pull) {
+            char *join_argv[] = {"flotilla", "ctl", "--kubeconfig", u->kc, "join", name, "--cluster-kubeconfig", mkc,
+                                 NULL};
+            jrc = run_wait(join_argv, NULL);
+        } else {
+            char *alog = fl_asprintf("%s/agent-%s.log", u->dir, name);
+            char *agent_argv[] = {"flotilla", "agent", "--server-kubeconfig", bootstrap, "--member-kubeconfig", mkc,
+                                  "--cluster-name", name, NULL};
+            pid_t a = spawn(agent_argv, alog);
+            u->agents[i - 1 - (u->members - u->pull)] = a;
+            fprintf(stderr, "cluster %s joining (Pull) through its agent (log: %s)\n", name, alog);
+            free(alog);
+            jrc = a > 0 ? 0 : 1;
+        }
+        free(mkc);
+        if (jrc != 0) {
+            fprintf(stderr, "flotilla up: joining %s failed\n", name);
+            rc = -1;
+        }
+    }
+    free(bootstrap);
+    return rc;
+}
+
+/* Wait up to 60 s until every member's Cluster is Ready. Returns 0 or -1 after saying so. */
+static int wait_ready(const up_run *u, fl_client *cp)
+{
+    int ready = 0;
+    for (int t = 0; t < 600 && ready < u->members; t++) {
+        ready = 0;
+        for (int i = 1; i <= u->members; i++) {
             char name[32];
             snprintf(name, sizeof name, "member%d", i);
-            char *mkc = fl_asprintf("%s/%s.kubeconfig", mdir, name);
-            int jrc = 0;
-            if (i <= members - pull) {
-                char *join_argv[] = {"flotilla", "ctl", "--kubeconfig", kc, "join", name, "--cluster-kubeconfig", mkc, NULL};
-                jrc = run_wait(join_argv, NULL);
-            } else {
-                char *alog = fl_asprintf("%s/agent-%s.log", dir, name);
-                char *agent_argv[] = {"flotilla", "agent", "--server-kubeconfig", bootstrap, "--member-kubeconfig", mkc,
-                                      "--cluster-name", name, NULL};
-                pid_t a = spawn(agent_argv, alog);
-                agents[i - 1 - (members - pull)] = a;
-                fprintf(stderr, "cluster %s joining (Pull) through its agent (log: %s)\n", name, alog);
-                free(alog);
-                jrc = a > 0 ? 0 : 1;
-            }
-            free(mkc);
-            if (jrc != 0) {
-                fprintf(stderr, "flotilla up: joining %s failed\n", name);
-                free(bootstrap);
-                goto out;
-            }
+            ready += cluster_ready(cp, name);
         }
-        free(bootstrap);
-        int ready = 0;
-        for (int t = 0; t < 600 && ready < members; t++) {
-            ready = 0;
-            for (int i = 1; i <= members; i++) {
-                char name[32];
-                snprintf(name, sizeof name, "member%d", i);
-                ready += cluster_ready(cp, name);
-            }
-            if (t % 20 == 0 || ready == members)
-                fprintf(stderr, "waiting for members: %d/%d Ready\n", ready, members);
-            if (ready < members)
-                sleep_ms(100);
-        }
-        if (ready < members) {
-            fprintf(stderr, "flotilla up: only %d of %d members became Ready in 60 s\n", ready, members);
-            goto out;
-        }
+        if (t % 20 == 0 || ready == u->members)
+            fprintf(stderr, "waiting for members: %d/%d Ready\n", ready, u->members);
+        if (ready < u->members)
+            sleep_ms(100);
     }
-    printf("Flotilla is up: export KUBECONFIG=%s (control plane); members: %s/<name>.kubeconfig. Ctrl-C stops it.\n",
-           kc, mdir);
-    fflush(stdout);
-    rc = 0;
+    if (ready < u->members) {
+        fprintf(stderr, "flotilla up: only %d of %d members became Ready in 60 s\n", ready, u->members);
+        return -1;
+    }
+    return 0;
+}
+
+/* Run until SIGINT/SIGTERM (exit code 0) or until a child exits (1). */
+static int serve_until_stopped(const up_run *u, sigset_t *sigs)
+{
     for (;;) {
         struct timespec ts = {1, 0};
-        int sig = sigtimedwait(&sigs, NULL, &ts);
+        int sig = sigtimedwait(sigs, NULL, &ts);
         if (sig == SIGINT || sig == SIGTERM)
-            break;
-        if (!child_alive(server) || (member > 0 && !child_alive(member))) {
-            fprintf(stderr, "flotilla up: a child process exited; see %s and %s\n", slog, mlog);
-            rc = 1;
-            break;
+            return 0;
+        if (!child_alive(u->server) || (u->member > 0 && !child_alive(u->member))) {
+            fprintf(stderr, "flotilla up: a child process exited; see %s and %s\n", u->slog, u->mlog);
+            return 1;
         }
     }
+}
+
+int fl_cmd_up(int argc, char **argv)
+{
+    up_run u = {.dir = ".flotilla", .listen = "127.0.0.1:6443", .members = 3, .server = -1, .member = -1};
+    int rc = parse_options(argc, argv, &u);
+    if (rc >= 0)
+        return rc;
+    if (mkdir(u.dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "flotilla up: cannot create %s: %s\n", u.dir, strerror(errno));
+        return 1;
+    }
+    sigset_t sigs;
+    fl_cli_block_signals(&sigs);
+
+    u.mdir = fl_asprintf("%s/members", u.dir);
+    u.kc = fl_asprintf("%s/kubeconfig", u.dir);
+    u.slog = fl_asprintf("%s/server.log", u.dir);
+    u.mlog = fl_asprintf("%s/members.log", u.dir);
+    unlink(u.kc); /* written anew once the server serves: its presence means "up" */
+    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen, NULL};
+    u.server = spawn(server_argv, u.slog);
+    u.agents = fl_calloc((size_t)(u.pull > 0 ? u.pull : 1), sizeof *u.agents);
+    fl_client *cp = NULL;
+    rc = 1;
+    fprintf(stderr, "starting the control plane on %s (log: %s)\n", u.listen, u.slog);
+    if (wait_server(&u, &cp) != 0)
+        goto out;
+    if (u.members > 0 && (start_members(&u) != 0 || join_members(&u) != 0 || wait_ready(&u, cp) != 0))
+        goto out;
+    printf("Flotilla is up: export KUBECONFIG=%s (control plane); members: %s/<name>.kubeconfig. Ctrl-C stops it.\n",
+           u.kc, u.mdir);
+    fflush(stdout);
+    rc = serve_until_stopped(&u, &sigs);
 out:
     fl_client_free(cp);
-    for (int i = 0; i < pull; i++)
-        stop_child(agents[i]);
-    free(agents);
-    stop_child(member);
-    stop_child(server);
-    free(mdir);
-    free(kc);
-    free(slog);
-    free(mlog);
+    for (int i = 0; i < u.pull; i++)
+        stop_child(u.agents[i]);
+    free(u.agents);
+    stop_child(u.member);
+    stop_child(u.server);
+    free(u.mdir);
+    free(u.kc);
+    free(u.slog);
+    free(u.mlog);
     return rc;
 }

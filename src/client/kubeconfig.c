@@ -8,20 +8,28 @@
  *
  * Where client-go's validation refuses a combination (both a CA file and CA data,
  * a CA together with insecure-skip-tls-verify, a certificate without its key) we
- * refuse it too, with the same meaning, rather than pick one silently. */
+ * refuse it too, with the same meaning, rather than pick one silently.
+ *
+ * The writer at the end produces the small kubeconfig the server, the simulated members
+ * and the agent hand out (one cluster, one user, one context, all inline), so that
+ * reading and writing the format sit in one file. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include <jansson.h>
+#include <openssl/crypto.h>
 
 #include "client/kubeconfig.h"
 #include "core/base64.h"
 #include "core/err.h"
 #include "core/file.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "core/yaml.h"
 
@@ -414,4 +422,82 @@ void fl_kubeconfig_close(fl_kubeconfig *kc)
     free(kc->username);
     free_secret(kc->password);
     memset(kc, 0, sizeof *kc);
+}
+
+/* ---------- writing ---------- */
+
+/* Write s to f as a YAML double-quoted scalar. */
+static void yaml_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* Write s plain when it is a simple name ("admin", "system:bootstrap"), else quoted. */
+static void yaml_name(FILE *f, const char *s)
+{
+    bool plain = isalnum((unsigned char)s[0]);
+    for (const char *p = s; *p && plain; p++)
+        plain = isalnum((unsigned char)*p) || strchr("._:-", *p);
+    if (plain)
+        fputs(s, f);
+    else
+        yaml_quoted(f, s);
+}
+
+int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca_pem, const char *token)
+{
+    return fl_kubeconfig_write_user(path, server_url, ca_pem, "admin", token);
+}
+
+int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
+                             const char *token)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return FL_EIO;
+
+    fputs("apiVersion: v1\nkind: Config\nclusters:\n- name: flotilla\n  cluster:\n    server: ", f);
+    yaml_quoted(f, server_url ? server_url : "");
+    fputc('\n', f);
+    if (ca_pem) {
+        /* Standard base64 on one line, as kubectl itself writes it. */
+        char *b64 = fl_base64_encode(ca_pem, strlen(ca_pem));
+        fprintf(f, "    certificate-authority-data: %s\n", b64);
+        free(b64);
+    }
+    fputs("users:\n- name: ", f);
+    yaml_name(f, user);
+    fputs("\n  user:", f);
+    if (token) {
+        fputs("\n    token: ", f);
+        yaml_quoted(f, token);
+        fputc('\n', f);
+    } else {
+        fputs(" {}\n", f);
+    }
+    fputs("contexts:\n- name: flotilla\n  context:\n    cluster: flotilla\n    user: ", f);
+    yaml_name(f, user);
+    fputs("\ncurrent-context: flotilla\npreferences: {}\n", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return FL_EIO;
+    }
+
+    int rc = fl_write_file_atomic(path, buf, len, 0600);
+    if (rc)
+        fl_log(FL_LOG_ERROR, "pki", "cannot write kubeconfig %s: %s", path, strerror(errno));
+    OPENSSL_cleanse(buf, len);
+    free(buf);
+    return rc ? FL_EIO : 0;
 }

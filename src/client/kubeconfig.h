@@ -1,4 +1,5 @@
-/* kubeconfig.h - reading kubeconfig files into what a client needs to connect.
+/* kubeconfig.h - reading kubeconfig files into what a client needs to connect, and
+ * writing the small one the server, the simulated members and the agent hand out.
  *
  * A kubeconfig (the YAML file kubectl reads) names clusters, users and contexts; a
  * context pairs one cluster with one user. Loading resolves one context (the file's
@@ -13,7 +14,8 @@
  * client-key-data: not valid base64") so a user can fix the file without guessing.
  * Credential plugins (exec, auth-provider) are refused with FL_EUNSUPPORTED.
  *
- * Pure functions over caller-owned memory: any thread. */
+ * Pure functions over caller-owned memory (the writers touch only the file they are
+ * given): any thread. */
 #ifndef FL_KUBECONFIG_H
 #define FL_KUBECONFIG_H
 
@@ -56,6 +58,15 @@ int fl_kubeconfig_parse(const char *buf, size_t len, const char *origin, const c
 /* Fill *out for a server URL with an optional bearer token and no TLS settings (the
  * in-process and test case). Copies both strings; close with fl_kubeconfig_close. */
 void fl_kubeconfig_init(fl_kubeconfig *out, const char *server, const char *token);
+
+/* Write a kubeconfig (cluster "flotilla", user "admin", context "flotilla") for server_url
+ * with the CA embedded (certificate-authority-data) and token auth (ca_pem NULL for plain
+ * HTTP). Written atomically (temp file + rename), mode 0600. Returns 0 or FL_EIO. */
+int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca_pem, const char *token);
+
+/* The same, naming the kubeconfig's user `user` (quoted unless a plain name). */
+int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
+                             const char *token);
 
 /* Free every field and zero the struct. NULL-safe; safe on a zeroed struct. */
 void fl_kubeconfig_close(fl_kubeconfig *kc);

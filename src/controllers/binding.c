@@ -38,7 +38,7 @@
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "core/err.h"
 #include "core/json.h"
 #include "core/keep.h"

@@ -49,7 +49,7 @@
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/members.h"
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "core/condition.h"
 #include "core/env.h"
 #include "core/json.h"

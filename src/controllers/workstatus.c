@@ -38,7 +38,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "controllers/dispatching.h"
 #include "core/condition.h"
 #include "core/json.h"

@@ -34,3 +34,20 @@ int64_t fl_jittered_ms(int64_t period_ms)
         return 1;
     return period_ms - fl_random_below(period_ms / 10 + 1);
 }
+
+void fl_random_uuid4(char buf[37])
+{
+    unsigned char b[16];
+    fl_random_bytes(b, sizeof b);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    static const char hex[] = "0123456789abcdef";
+    char *o = buf;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *o++ = '-';
+        *o++ = hex[b[i] >> 4];
+        *o++ = hex[b[i] & 15];
+    }
+    *o = '\0';
+}

@@ -1,4 +1,5 @@
-/* random.h - random bytes from the kernel, and the delays of periodic work spread by them.
+/* random.h - random bytes from the kernel, UUIDs made of them, and the delays of periodic
+ * work spread by them.
  *
  * Periodic work that many peers do on the same period (a fleet of agents renewing leases and
  * reporting status every 10 s, the server probing 100 members) fires together forever when
@@ -24,5 +25,7 @@ int64_t fl_random_phase_ms(int64_t period_ms);
 /* period_ms less up to a tenth of it at random: never later than the period (a lease
  * renewed on it stays valid), never the same twice. */
 int64_t fl_jittered_ms(int64_t period_ms);
+/* A random (version 4) UUID as 36 lowercase characters and a NUL: metadata.uid. */
+void fl_random_uuid4(char buf[37]);
 
 #endif

@@ -16,6 +16,7 @@
 #include "api/http.h"
 #include "api/kinds.h"
 #include "api/tls.h"
+#include "client/kubeconfig.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"

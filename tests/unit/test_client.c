@@ -33,7 +33,7 @@
 #include "api/api_internal.h"
 #include "api/http.h"
 #include "api/kinds.h"
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "api/tls.h"
 #include "client/client.h"
 #include "client/informer.h"

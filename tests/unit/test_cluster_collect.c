@@ -13,7 +13,7 @@
 
 #include "testapi.h"
 
-#include "api/metrics.h"
+#include "core/metrics.h"
 #include "client/client.h"
 #include "controllers/cluster.h"
 #include "core/json.h"

@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/tls.h"
 #include "client/kubeconfig.h"
 #include "core/err.h"
 #include "core/mem.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics.h"
+#include "core/metrics.h"
 
 static int reset(void **state)
 {

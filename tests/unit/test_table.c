@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "api/table.h"
+#include "core/jsonpath.h"
 
 static json_t *obj(const char *fmt, ...)
 {

@@ -22,6 +22,7 @@
 #include <openssl/x509v3.h>
 
 #include "api/tls.h"
+#include "client/kubeconfig.h"
 #include "core/err.h"
 
 /* ---------- helpers ---------- */

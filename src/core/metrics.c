@@ -18,7 +18,7 @@
  * Gauge callbacks run without the lock held, so a callback may itself call
  * fl_metrics_count without deadlocking. Output is sorted (series by verb, resource;
  * codes ascending) so that scrapes and tests are deterministic. */
-#include "api/metrics.h"
+#include "core/metrics.h"
 
 #include "core/mem.h"
 

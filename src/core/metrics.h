@@ -2,8 +2,9 @@
  *
  * Request counters and latency histograms keyed by (verb, resource, code), as
  * apiserver_request_total / apiserver_request_duration_seconds, plus gauges that
- * other modules register as callbacks (store size, watch count). Lock-protected;
- * any thread. */
+ * other modules register as callbacks (store size, watch count). It lives in core, not
+ * beside the HTTP server, because the controllers count too (binding, execution, work
+ * status) and may not include the API. Lock-protected; any thread. */
 #ifndef FL_METRICS_H
 #define FL_METRICS_H
 
