@@ -1,5 +1,7 @@
 /* testapi.h - drive an in-process API instance (src/api/api.h) the way the HTTP layer
- * does, for unit tests that need objects in place. Include after <cmocka.h>. */
+ * does, for unit tests that need objects in place; and run one of the server's controllers
+ * against it, as `flotilla server` runs them all (controller.h), for the tests of a
+ * controller's behaviour. Include after <cmocka.h>. */
 #ifndef FL_TESTAPI_H
 #define FL_TESTAPI_H
 
@@ -7,6 +9,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "controllers/controller.h"
 #include "store/store.h"
 
 /* One request; returns the HTTP status. Failures (not 2xx) are printed to help the reader
@@ -43,6 +46,63 @@ static inline fl_store *test_api_open_memory(fl_api *api, const char *ns)
     if (ns)
         assert_int_equal(fl_api_ensure_namespace(api, ns), 0);
     return store;
+}
+
+/* The object at path (GET, no query) as JSON (a new reference), or NULL when the API does not
+ * answer 200 (nothing printed: a test polls for objects that are not there yet). */
+static inline json_t *test_api_get(fl_api *api, const char *path)
+{
+    fl_req r;
+    memset(&r, 0, sizeof r);
+    r.method = "GET";
+    r.path = path;
+    fl_api_handle(api, &r);
+    json_t *obj = r.code == 200 && r.resp ? json_loadb(r.resp, r.resp_len, 0, NULL) : NULL;
+    free(r.resp);
+    free(r.warnings);
+    fl_api_stream_free(r.stream);
+    return obj;
+}
+
+/* test_api_request with obj as the body (JSON; a merge patch for PATCH). Returns the status. */
+static inline int test_api_send(fl_api *api, const char *method, const char *path, const json_t *obj)
+{
+    char *body = json_dumps(obj, JSON_COMPACT);
+    int code = test_api_request(api, method, path,
+                                !strcmp(method, "PATCH") ? "application/merge-patch+json" : NULL, body);
+    free(body);
+    return code;
+}
+
+/* One of the server's controllers (fl_server_controllers, by its name: "detector",
+ * "scheduler", "binding", ...) running alone against api, under a manager of its own with
+ * the shared facilities the server gives every controller. */
+typedef struct test_ctrl {
+    fl_client *cp;
+    fl_ctrl_manager *m;
+} test_ctrl;
+
+static inline void test_ctrl_start(fl_api *api, const char *name, test_ctrl *t)
+{
+    const fl_controller *one[2] = {NULL, NULL};
+    for (size_t i = 0; fl_server_controllers[i]; i++)
+        if (!strcmp(fl_server_controllers[i]->name, name))
+            one[0] = fl_server_controllers[i];
+    if (!one[0])
+        fail_msg("no controller named %s", name);
+    t->cp = fl_api_local_client(api, "flotilla-controller-manager");
+    fl_ctrl_env env = {.cp = t->cp, .stopping = &api->stopping};
+    assert_int_equal(fl_ctrl_manager_start(&env, one, &t->m), 0);
+}
+
+/* Stop it as the server does at shutdown (the API's watches end first). */
+static inline void test_ctrl_stop(fl_api *api, test_ctrl *t)
+{
+    api->stopping = 1;
+    fl_ctrl_manager_stop(t->m);
+    fl_client_free(t->cp);
+    t->m = NULL;
+    t->cp = NULL;
 }
 
 #endif

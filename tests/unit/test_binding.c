@@ -1,0 +1,291 @@
+/* test_binding.c - the binding controller (src/controllers/binding.c) alone against an
+ * in-process API over a memory store, for what docs/propagation.md and
+ * docs/internals/propagation.md promise of the Works it writes: one per target cluster in
+ * karmada-es-<cluster>, holding the template as sent (replicas revised to the cluster's
+ * share, server-owned fields pruned) with Karmada's bookkeeping labels and annotations and
+ * the execution controller's finalizer; a template's change reaching its Works; an override
+ * rule changing only its cluster's copy; a cluster no longer targeted losing its Work; a
+ * deleted binding taking its Works with it before its finalizer goes. The test writes the
+ * template and the scheduled binding the detector and the scheduler would, and plays the
+ * execution controller's part in a deletion (it removes the Works' finalizer). Every wait
+ * polls the API against a deadline. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json_get.h"
+#include "core/mem.h"
+
+#include "testapi.h"
+#include "testutil.h"
+
+/* generous: the machine may be busy with other builds; a normal run takes milliseconds */
+#define DEADLINE_MS 10000
+
+#define RBS "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings"
+#define DEPLOYS "/apis/apps/v1/namespaces/default/deployments"
+#define OPS "/apis/policy.karmada.io/v1alpha1/namespaces/default/overridepolicies"
+
+#define BINDING_FINALIZER "karmada.io/binding-controller"
+#define EXEC_FINALIZER "karmada.io/execution-controller"
+
+typedef struct fixture {
+    fl_store *store;
+    fl_api api;
+    test_ctrl ctrl;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = fl_calloc(1, sizeof *f);
+    f->store = test_api_open_memory(&f->api, "default");
+    /* the execution spaces, as the cluster controller makes them */
+    assert_int_equal(fl_api_ensure_namespace(&f->api, "karmada-es-member1"), 0);
+    assert_int_equal(fl_api_ensure_namespace(&f->api, "karmada-es-member2"), 0);
+    test_ctrl_start(&f->api, "binding", &f->ctrl);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    test_ctrl_stop(&f->api, &f->ctrl);
+    fl_store_free(f->store);
+    free(f);
+    return 0;
+}
+
+/* Deployment nginx (6 replicas), claimed by a policy, and its binding, scheduled 2 to member1
+ * and 4 to member2 (the detector's and the scheduler's writes). Returns the template's uid
+ * (heap). */
+static char *create_scheduled(fixture *f)
+{
+    json_t *d = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:i, s:{s:{s:s}}, s:{s:{s:{s:s}}, "
+                          "s:{s:[{s:s, s:s}]}}}}",
+                          "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", "nginx", "labels", "app",
+                          "nginx", "propagationpolicy.karmada.io/permanent-id", "b7f3c1de-0000-4000-8000-000000000001",
+                          "spec", "replicas", 6, "selector", "matchLabels", "app", "nginx", "template",
+                          "metadata", "labels", "app", "nginx", "spec", "containers", "name", "nginx", "image",
+                          "nginx:1.25");
+    assert_int_equal(test_api_send(&f->api, "POST", DEPLOYS, d), 201);
+    json_decref(d);
+    json_t *tmpl = test_api_get(&f->api, DEPLOYS "/nginx");
+    char *uid = strdup(fl_json_meta(tmpl, "uid"));
+    json_t *b = json_pack(
+        "{s:s, s:s, s:{s:s}, s:{s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:i, s:{s:{s:s, s:s}}, s:[{s:s, s:i}, {s:s, s:i}]}}",
+        "apiVersion", "work.karmada.io/v1alpha2", "kind", "ResourceBinding", "metadata", "name", "nginx-deployment",
+        "spec", "resource", "apiVersion", "apps/v1", "kind", "Deployment", "namespace", "default", "name", "nginx",
+        "uid", uid, "resourceVersion", fl_json_meta(tmpl, "resourceVersion"), "replicas", 6, "placement",
+        "replicaScheduling", "replicaSchedulingType", "Divided", "replicaDivisionPreference", "Weighted", "clusters",
+        "name", "member1", "replicas", 2, "name", "member2", "replicas", 4);
+    assert_int_equal(test_api_send(&f->api, "POST", RBS, b), 201);
+    json_decref(b);
+    json_decref(tmpl);
+    return uid;
+}
+
+/* The Work of binding nginx-deployment in cluster's execution space (a new reference), or
+ * NULL. */
+static json_t *work_of(fixture *f, const char *cluster)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-%s/works", cluster);
+    json_t *list = test_api_get(&f->api, path), *found = NULL;
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(list, "items"), i, w) {
+        const char *b = fl_json_meta_map(w, "annotations", "resourcebinding.karmada.io/name");
+        if (b && !strcmp(b, "nginx-deployment"))
+            found = json_incref(w);
+    }
+    json_decref(list);
+    return found;
+}
+
+static json_t *manifest(const json_t *work)
+{
+    return json_array_get(fl_json_path(work, "spec.workload.manifests"), 0);
+}
+
+/* Whether cluster's Work holds a manifest whose value at path (dotted), compact, is want. */
+static bool manifest_has(fixture *f, const char *cluster, const char *path, const char *want)
+{
+    json_t *w = work_of(f, cluster);
+    json_t *v = fl_json_path(manifest(w), path);
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    bool same = s && !strcmp(s, want);
+    free(s);
+    json_decref(w);
+    return same;
+}
+
+/* The Work is gone or being deleted (it waits for the execution controller's finalizer). */
+static bool work_deleted(fixture *f, const char *cluster)
+{
+    json_t *w = work_of(f, cluster);
+    bool gone = !w || fl_json_meta(w, "deletionTimestamp");
+    json_decref(w);
+    return gone;
+}
+
+static void test_a_scheduled_binding_makes_one_work_per_cluster(void **state)
+{
+    fixture *f = *state;
+    char *uid = create_scheduled(f);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.replicas", "2"), DEADLINE_MS);
+    WAIT_UNTIL(manifest_has(f, "member2", "spec.replicas", "4"), DEADLINE_MS);
+
+    json_t *rb = test_api_get(&f->api, RBS "/nginx-deployment");
+    const char *rb_id = fl_json_meta_map(rb, "labels", "resourcebinding.karmada.io/permanent-id");
+    assert_non_null(rb_id);
+    /* the binding carries the binding controller's finalizer */
+    assert_true(fl_json_has_finalizer(rb, BINDING_FINALIZER));
+
+    json_t *w = work_of(f, "member2");
+    /* the Work: the execution controller's finalizer, the binding's ID and name */
+    assert_string_equal(fl_json_meta(w, "namespace"), "karmada-es-member2");
+    assert_true(fl_json_has_finalizer(w, EXEC_FINALIZER));
+    assert_string_equal(fl_json_meta_map(w, "labels", "resourcebinding.karmada.io/permanent-id"), rb_id);
+    assert_string_equal(fl_json_meta_map(w, "annotations", "resourcebinding.karmada.io/namespace"), "default");
+    assert_string_equal(fl_json_meta_map(w, "annotations", "work.karmada.io/conflict-resolution"), "abort");
+    assert_int_equal(json_array_size(fl_json_path(w, "spec.workload.manifests")), 1);
+
+    /* the manifest: the template as sent, with Karmada's bookkeeping and without what the
+     * control plane's API server owns */
+    json_t *m = manifest(w);
+    assert_string_equal(fl_json_str(m, "kind"), "Deployment");
+    assert_string_equal(fl_json_meta(m, "name"), "nginx");
+    assert_string_equal(fl_json_meta(m, "namespace"), "default");
+    assert_non_null(fl_json_path(m, "spec.template.spec.containers"));
+    assert_string_equal(fl_json_meta_map(m, "labels", "app"), "nginx");
+    assert_string_equal(fl_json_meta_map(m, "labels", "karmada.io/managed"), "true");
+    assert_string_equal(fl_json_meta_map(m, "labels", "resourcebinding.karmada.io/permanent-id"), rb_id);
+    assert_string_equal(fl_json_meta_map(m, "annotations", "resourcetemplate.karmada.io/uid"), uid);
+    assert_string_equal(fl_json_meta_map(m, "annotations", "work.karmada.io/name"), fl_json_meta(w, "name"));
+    assert_string_equal(fl_json_meta_map(m, "annotations", "work.karmada.io/namespace"), "karmada-es-member2");
+    assert_string_equal(fl_json_meta_map(m, "annotations", "resourcebinding.karmada.io/name"), "nginx-deployment");
+    assert_null(fl_json_meta(m, "uid"));
+    assert_null(fl_json_meta(m, "resourceVersion"));
+    assert_null(fl_json_path(m, "metadata.managedFields"));
+    assert_null(json_object_get(m, "status"));
+    json_decref(w);
+    json_decref(rb);
+    free(uid);
+}
+
+/* while a policy holds it (a released template's edits stay on the control plane) */
+static void test_a_template_change_reaches_its_works(void **state)
+{
+    fixture *f = *state;
+    char *uid = create_scheduled(f);
+    free(uid);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.replicas", "2"), DEADLINE_MS);
+    json_t *p = json_pack("{s:{s:{s:{s:[{s:s, s:s}]}}}}", "spec", "template", "spec", "containers", "name", "nginx",
+                          "image", "nginx:1.27");
+    assert_int_equal(test_api_send(&f->api, "PATCH", DEPLOYS "/nginx", p), 200);
+    json_decref(p);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.template.spec.containers", "[{\"image\":\"nginx:1.27\",\"name\":\"nginx\"}]"),
+               DEADLINE_MS);
+    WAIT_UNTIL(manifest_has(f, "member2", "spec.template.spec.containers", "[{\"image\":\"nginx:1.27\",\"name\":\"nginx\"}]"),
+               DEADLINE_MS);
+    /* the replicas stay each cluster's share */
+    assert_true(manifest_has(f, "member1", "spec.replicas", "2"));
+    assert_true(manifest_has(f, "member2", "spec.replicas", "4"));
+}
+
+static void test_an_override_rule_changes_only_its_clusters_copy(void **state)
+{
+    fixture *f = *state;
+    json_t *op = json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s, s:s}], s:[{s:{s:[s]}, s:{s:[{s:s, s:{s:s}}]}}]}}",
+                           "apiVersion", "policy.karmada.io/v1alpha1", "kind", "OverridePolicy", "metadata", "name",
+                           "nginx-member2", "spec", "resourceSelectors", "apiVersion", "apps/v1", "kind", "Deployment",
+                           "name", "nginx", "overrideRules", "targetCluster", "clusterNames", "member2", "overriders",
+                           "labelsOverrider", "operator", "add", "value", "cost-center", "us-ops");
+    assert_int_equal(test_api_send(&f->api, "POST", OPS, op), 201);
+    json_decref(op);
+    char *uid = create_scheduled(f);
+    free(uid);
+    WAIT_UNTIL(manifest_has(f, "member2", "metadata.labels.cost-center", "\"us-ops\""), DEADLINE_MS);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.replicas", "2"), DEADLINE_MS);
+    json_t *w1 = work_of(f, "member1"), *w2 = work_of(f, "member2");
+    assert_null(fl_json_meta_map(manifest(w1), "labels", "cost-center"));
+    /* what was applied is recorded on the Work */
+    assert_non_null(fl_json_meta_map(w2, "annotations", "policy.karmada.io/applied-overrides"));
+    assert_null(fl_json_meta_map(w1, "annotations", "policy.karmada.io/applied-overrides"));
+    json_decref(w1);
+    json_decref(w2);
+}
+
+static void test_a_cluster_no_longer_targeted_loses_its_work(void **state)
+{
+    fixture *f = *state;
+    char *uid = create_scheduled(f);
+    free(uid);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.replicas", "2"), DEADLINE_MS);
+    WAIT_UNTIL(manifest_has(f, "member2", "spec.replicas", "4"), DEADLINE_MS);
+    json_t *p = json_pack("{s:{s:[{s:s, s:i}]}}", "spec", "clusters", "name", "member1", "replicas", 6);
+    assert_int_equal(test_api_send(&f->api, "PATCH", RBS "/nginx-deployment", p), 200);
+    json_decref(p);
+    WAIT_UNTIL(work_deleted(f, "member2"), DEADLINE_MS);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.replicas", "6"), DEADLINE_MS);
+    assert_false(work_deleted(f, "member1"));
+}
+
+/* The execution controller's part: let Works being deleted go. */
+static void release_works(fixture *f, const char *cluster)
+{
+    json_t *w = work_of(f, cluster);
+    if (!w)
+        return;
+    char path[256];
+    snprintf(path, sizeof path, "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-%s/works/%s", cluster,
+             fl_json_meta(w, "name"));
+    json_t *p = json_pack("{s:{s:n}}", "metadata", "finalizers");
+    assert_int_equal(test_api_send(&f->api, "PATCH", path, p), 200);
+    json_decref(p);
+    json_decref(w);
+}
+
+static void test_a_binding_deleted_removes_its_works(void **state)
+{
+    fixture *f = *state;
+    char *uid = create_scheduled(f);
+    free(uid);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.replicas", "2"), DEADLINE_MS);
+    WAIT_UNTIL(manifest_has(f, "member2", "spec.replicas", "4"), DEADLINE_MS);
+    assert_int_equal(test_api_request(&f->api, "DELETE", RBS "/nginx-deployment", NULL, NULL), 200);
+    /* its Works are deleted; the binding waits for them, held by its finalizer */
+    WAIT_UNTIL(work_deleted(f, "member1") && work_deleted(f, "member2"), DEADLINE_MS);
+    json_t *rb = test_api_get(&f->api, RBS "/nginx-deployment");
+    assert_non_null(rb);
+    assert_true(fl_json_has_finalizer(rb, BINDING_FINALIZER));
+    json_decref(rb);
+    /* once they are gone, so is the binding */
+    release_works(f, "member1");
+    release_works(f, "member2");
+    json_t *gone = NULL;
+    WAIT_UNTIL((json_decref(gone), gone = test_api_get(&f->api, RBS "/nginx-deployment")) == NULL, DEADLINE_MS);
+    assert_null(work_of(f, "member1"));
+    assert_null(work_of(f, "member2"));
+}
+
+int main(void)
+{
+    fl_mem_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_scheduled_binding_makes_one_work_per_cluster, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_template_change_reaches_its_works, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_override_rule_changes_only_its_clusters_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_cluster_no_longer_targeted_loses_its_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_binding_deleted_removes_its_works, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
