@@ -29,7 +29,7 @@
  * fl_ws_write_status() puts those entries and the Applied condition on the Work, with one
  * status write and only when something changed, so re-queuing a Work whose member is
  * quiet writes nothing. */
-#include "controllers/execution.h"
+#include "controllers/workstatus.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,11 +42,13 @@
 #include "controllers/dispatching.h"
 #include "core/condition.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
+#include "core/wellknown.h"
 
 struct fl_ws_watch {
     fl_ws_watch *next;         /* hash chain */
@@ -75,20 +77,14 @@ struct fl_ws_watches {
 
 /* ---- handlers: on the informer's thread ---- */
 
-static const char *meta_str(const json_t *obj, const char *map, const char *key)
-{
-    json_t *m = json_object_get(json_object_get(obj, "metadata"), map);
-    return json_string_value(json_object_get(m, key));
-}
-
 /* The namespace and name of the Work that delivered obj, or false. */
 static bool owner_of(const json_t *obj, const char **ns, const char **name)
 {
-    *ns = meta_str(obj, "annotations", FL_WORK_NAMESPACE_ANNOTATION);
-    *name = meta_str(obj, "annotations", FL_WORK_NAME_ANNOTATION);
+    *ns = fl_json_meta_map(obj, "annotations", FL_WORK_NAMESPACE_ANNOTATION);
+    *name = fl_json_meta_map(obj, "annotations", FL_WORK_NAME_ANNOTATION);
     if (!*ns || !*name) { /* older Karmada versions put them in labels */
-        *ns = meta_str(obj, "labels", FL_WORK_NAMESPACE_ANNOTATION);
-        *name = meta_str(obj, "labels", FL_WORK_NAME_ANNOTATION);
+        *ns = fl_json_meta_map(obj, "labels", FL_WORK_NAMESPACE_ANNOTATION);
+        *name = fl_json_meta_map(obj, "labels", FL_WORK_NAME_ANNOTATION);
     }
     return *ns && *name && **ns && **name;
 }
@@ -538,26 +534,10 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 
-static json_t *status_of(const json_t *work)
-{
-    json_t *st = json_object_get(work, "status");
-    return json_is_object(st) ? st : NULL;
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(o, key));
-}
-
-static const char *work_meta(const json_t *work, const char *key)
-{
-    return str_of(json_object_get(work, "metadata"), key);
-}
-
 int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
                        const char *stopped, json_t *statuses)
 {
-    json_t *old = status_of(work);
+    json_t *old = fl_json_obj(work, "status");
     /* the conditions change in place below: a copy of their own; the rest is replaced or
      * shared (manifestStatuses is replaced or dropped, other members are kept as they are) */
     json_t *st = fl_json_shallow_copy(old);
@@ -597,10 +577,10 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
                                  json_object_get(md, "namespace"), "uid", json_object_get(md, "uid"),
                                  "resourceVersion", json_object_get(md, "resourceVersion"), "status", st);
         fl_client_error ce = {0};
-        rc = fl_client_update_status_given(cp, &WORKS, work_meta(work, "namespace"), copy, NULL, NULL, &ce);
+        rc = fl_client_update_status_given(cp, &WORKS, fl_json_meta(work, "namespace"), copy, NULL, NULL, &ce);
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
-            fl_log(FL_LOG_WARN, "execution", "Work %s/%s: writing status: %s", work_meta(work, "namespace"),
-                   work_meta(work, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
+            fl_log(FL_LOG_WARN, "execution", "Work %s/%s: writing status: %s", fl_json_meta(work, "namespace"),
+                   fl_json_meta(work, "name"), fl_errmsg(ce.message, rc));
     }
     json_decref(st);
     return rc;

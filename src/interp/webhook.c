@@ -19,13 +19,15 @@
  * TLS sessions and DNS answers are shared by all handles through one curl share, so a
  * second connection to the same server resumes its session. Pools live in a table of the
  * backend and are counted by the webhooks that use them: a configuration that is re-applied
- * with the same endpoints keeps its warm connections. */
-#include "interp/webhook.h"
+ * with the same endpoints keeps its warm connections.
+ *
+ * What a call sends and how its answer is checked and read (the ResourceInterpreterContext)
+ * is webhook_review.c; the two share the parsed webhook through webhook_priv.h. */
+#include "interp/webhook_priv.h"
 
 #include <curl/curl.h>
 #include <openssl/bio.h>
 #include <openssl/pem.h>
-#include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -38,12 +40,8 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
-#include "core/patch.h"
-#include "core/quantity.h"
-#include "core/selector.h"
 
 #define NOPS FL_INTERP_OP_COUNT
-#define KIND "ResourceInterpreterWebhookConfiguration"
 #define ALL_OPS ((1u << NOPS) - 1)
 
 /* ---- connection pools ---- */
@@ -59,26 +57,7 @@ struct pool {
 
 /* ---- parsed configurations ---- */
 
-/* One rule: the operations it claims and the (group, version, kind) it matches; a NULL
- * list means "*". */
-struct rule {
-    unsigned ops;
-    char **groups, **versions, **kinds;
-    size_t ngroups, nversions, nkinds;
-};
-
-struct hook {
-    char *name, *config, *uid; /* uid: "<config>/<name>", the sort key */
-    char *url;                 /* NULL when the webhook names a service */
-    char *service;             /* "namespace/name:port/path" of a service reference, else NULL */
-    char *ca;                  /* PEM bytes of caBundle, NULL: system trust store */
-    size_t ca_len;
-    long timeout_s;
-    struct rule *rules;
-    size_t nrules;
-    struct pool *pool;         /* NULL when parsed only for checking */
-};
-
+/* A configuration's webhooks and their rules: struct hook and struct rule, webhook_priv.h. */
 struct config {
     /* name first: the set is kept with fl_interp_named_put/drop */
     char *name;
@@ -116,12 +95,6 @@ struct fl_webhook_backend {
     struct ruleset *cur;   /* read by calls under the registry's read lock */
 };
 
-/* Karmada's operation names, by fl_interp_op. */
-static const char *op_name(enum fl_interp_op op)
-{
-    return fl_interp_op_name(op);
-}
-
 /* ---- small helpers ---- */
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -139,20 +112,6 @@ static void free_strv(char **v, size_t n)
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
-}
-
-/* s made fit for a one-line message: control characters become spaces, and at most max
- * bytes are kept ("..." marks a cut). Heap string. */
-static char *one_line(const char *s, size_t len, size_t max)
-{
-    bool cut = len > max;
-    if (cut)
-        len = max;
-    char *out = fl_malloc(len + 4);
-    for (size_t i = 0; i < len; i++)
-        out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
-    strcpy(out + len, cut ? "..." : "");
-    return out;
 }
 
 /* ---- checking a configuration ---- */
@@ -976,81 +935,6 @@ size_t fl_webhook_backend_count(fl_webhook_backend *b)
 
 /* ---- one call ---- */
 
-/* What an operation sends. */
-struct args {
-    enum fl_interp_op op;
-    const json_t *obj;      /* object */
-    const json_t *observed; /* Retain: observedObject (may be NULL) */
-    const json_t *items;    /* AggregateStatus: aggregatedStatus (may be NULL) */
-    int64_t replicas;       /* ReviseReplica */
-};
-
-/* The failure of a call to h: rc with *err the one-line message. */
-static int call_fail(const struct hook *h, enum fl_interp_op op, int rc, char **err, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static int call_fail(const struct hook *h, enum fl_interp_op op, int rc, char **err, const char *fmt, ...)
-{
-    if (!err)
-        return rc;
-    va_list ap;
-    va_start(ap, fmt);
-    char *m = fl_vasprintf(fmt, ap);
-    va_end(ap);
-    if (h->url)
-        *err = fl_asprintf("webhook \"%s\" of " KIND " \"%s\": %s: POST %s: %s", h->name, h->config, op_name(op),
-                           h->url, m);
-    else
-        *err = fl_asprintf("webhook \"%s\" of " KIND " \"%s\": %s: %s", h->name, h->config, op_name(op), m);
-    free(m);
-    return rc;
-}
-
-/* A fresh random (version 4) UUID, for request.uid. */
-static void new_uid(char out[37])
-{
-    unsigned char r[16];
-    if (RAND_bytes(r, sizeof r) != 1) {
-        fprintf(stderr, "flotilla: RAND_bytes failed\n");
-        abort();
-    }
-    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
-    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-             r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
-}
-
-/* The ResourceInterpreterContext for a (heap text). */
-static char *request_body(const struct args *a, const char *uid, size_t *len)
-{
-    const char *av = json_string_value(json_object_get(a->obj, "apiVersion"));
-    const char *kind = json_string_value(json_object_get(a->obj, "kind"));
-    const json_t *meta = json_object_get(a->obj, "metadata");
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    const char *slash = av ? strchr(av, '/') : NULL;
-    char group[256];
-    snprintf(group, sizeof group, "%.*s", slash ? (int)(slash - av) : 0, av ? av : "");
-    json_t *req = json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s}", "uid", uid, "kind", "group", group, "version",
-                            slash ? slash + 1 : av ? av : "", "kind", kind ? kind : "", "name", name ? name : "",
-                            "operation", op_name(a->op));
-    if (ns && *ns)
-        json_object_set_new(req, "namespace", json_string(ns));
-    /* borrowed objects: jansson's reference counts are atomic, and nothing changes them */
-    json_object_set(req, "object", (json_t *)a->obj);
-    if (a->observed)
-        json_object_set(req, "observedObject", (json_t *)a->observed);
-    /* Karmada always sends the count (a pointer to its attributes' field, 0 unless revising) */
-    json_object_set_new(req, "replicas", json_integer(a->op == FL_INTERP_REVISE_REPLICA ? a->replicas : 0));
-    if (json_array_size(a->items))
-        json_object_set(req, "aggregatedStatus", (json_t *)a->items);
-    json_t *ctx = json_pack("{s:s, s:s, s:o}", "apiVersion", "config.karmada.io/v1alpha1", "kind",
-                            "ResourceInterpreterContext", "request", req);
-    char *text = fl_json_dumps(ctx, len);
-    json_decref(ctx);
-    return text;
-}
-
 struct sink {
     char *buf;
     size_t len, cap, max;
@@ -1130,17 +1014,17 @@ static int post(fl_webhook_backend *b, const struct hook *h, enum fl_interp_op o
     switch (cc) {
     case CURLE_OK: break;
     case CURLE_OPERATION_TIMEDOUT:
-        rc = call_fail(h, op, FL_ETIMEDOUT, err, "timed out after %ld s", h->timeout_s);
+        rc = fl_webhook_call_fail(h, op, FL_ETIMEDOUT, err, "timed out after %ld s", h->timeout_s);
         break;
     case CURLE_WRITE_ERROR:
         if (s.too_big) {
-            rc = call_fail(h, op, FL_ETOOBIG, err, "the answer is larger than %zu bytes", b->opt.max_response);
+            rc = fl_webhook_call_fail(h, op, FL_ETOOBIG, err, "the answer is larger than %zu bytes", b->opt.max_response);
             break;
         }
-        rc = call_fail(h, op, FL_EIO, err, "%s", why);
+        rc = fl_webhook_call_fail(h, op, FL_EIO, err, "%s", why);
         break;
     case CURLE_PEER_FAILED_VERIFICATION:
-        rc = call_fail(h, op, FL_EIO, err, "TLS: the server's certificate is not trusted (%s): %s",
+        rc = fl_webhook_call_fail(h, op, FL_EIO, err, "TLS: the server's certificate is not trusted (%s): %s",
                        h->ca ? "verified against clientConfig.caBundle" : "no caBundle: system trust store", why);
         break;
     case CURLE_SSL_CONNECT_ERROR:
@@ -1148,19 +1032,19 @@ static int post(fl_webhook_backend *b, const struct hook *h, enum fl_interp_op o
     case CURLE_SSL_CIPHER:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_ISSUER_ERROR:
-        rc = call_fail(h, op, FL_EIO, err, "TLS: %s", why);
+        rc = fl_webhook_call_fail(h, op, FL_EIO, err, "TLS: %s", why);
         break;
     case CURLE_COULDNT_CONNECT:
-        rc = call_fail(h, op, FL_EIO, err, "cannot connect: %s", why);
+        rc = fl_webhook_call_fail(h, op, FL_EIO, err, "cannot connect: %s", why);
         break;
     case CURLE_COULDNT_RESOLVE_HOST:
-        rc = call_fail(h, op, FL_EIO, err, "cannot resolve the host: %s", why);
+        rc = fl_webhook_call_fail(h, op, FL_EIO, err, "cannot resolve the host: %s", why);
         break;
-    default: rc = call_fail(h, op, FL_EIO, err, "%s", why); break;
+    default: rc = fl_webhook_call_fail(h, op, FL_EIO, err, "%s", why); break;
     }
     if (!rc && (status < 200 || status > 299)) {
-        char *text = one_line(s.buf ? s.buf : "", s.len, 200);
-        rc = call_fail(h, op, FL_EIO, err, "HTTP %ld%s%s", status, *text ? ": " : "", text);
+        char *text = fl_webhook_one_line(s.buf ? s.buf : "", s.len, 200);
+        rc = fl_webhook_call_fail(h, op, FL_EIO, err, "HTTP %ld%s%s", status, *text ? ": " : "", text);
         free(text);
     }
     if (rc) {
@@ -1169,50 +1053,6 @@ static int post(fl_webhook_backend *b, const struct hook *h, enum fl_interp_op o
     }
     *resp = s.buf ? s.buf : fl_strdup("");
     *resp_len = s.len;
-    return 0;
-}
-
-/* The response object of a 2xx answer, checked as Karmada's VerifyResourceInterpreterContext:
- * present, the same uid, successful or a status saying why not. *out borrowed from *ctx. */
-static int verify(const struct hook *h, enum fl_interp_op op, const char *uid, const char *text, size_t len,
-                  json_t **ctx, json_t **out, char **err)
-{
-    char *e = NULL;
-    *out = NULL;
-    if (fl_json_loadb(text, len, 0, ctx, &e) || !json_is_object(*ctx)) {
-        int rc = call_fail(h, op, FL_EINVAL, err, "the answer is not a ResourceInterpreterContext: %s",
-                           e ? e : "not a JSON object");
-        free(e);
-        return rc;
-    }
-    json_t *r = json_object_get(*ctx, "response");
-    if (!json_is_object(r))
-        return call_fail(h, op, FL_EINVAL, err, "the answer has no response object");
-    const json_t *ruid = json_object_get(r, "uid");
-    if (!json_is_string(ruid) || strcmp(json_string_value(ruid), uid)) {
-        char *got = json_is_string(ruid) ? one_line(json_string_value(ruid), json_string_length(ruid), 80)
-                                         : fl_strdup(ruid ? "a non-string" : "nothing");
-        int rc = call_fail(h, op, FL_EINVAL, err, "response.uid: expected \"%s\", got %s%s%s", uid,
-                           json_is_string(ruid) ? "\"" : "", got, json_is_string(ruid) ? "\"" : "");
-        free(got);
-        return rc;
-    }
-    const json_t *ok = json_object_get(r, "successful");
-    if (ok && !json_is_null(ok) && !json_is_boolean(ok))
-        return call_fail(h, op, FL_EINVAL, err, "response.successful: must be a boolean");
-    if (!json_is_true(ok)) {
-        const json_t *st = json_object_get(r, "status");
-        if (!json_is_object(st))
-            return call_fail(h, op, FL_EINVAL, err,
-                             "response.successful is false and response.status, which must say why, is missing");
-        const json_t *msg = json_object_get(st, "message");
-        char *m = one_line(json_is_string(msg) ? json_string_value(msg) : "", json_string_length(msg), 400);
-        int rc = call_fail(h, op, FL_EINVAL, err, "the webhook failed the request: %s (code %lld)",
-                           *m ? m : "no message", (long long)json_integer_value(json_object_get(st, "code")));
-        free(m);
-        return rc;
-    }
-    *out = r;
     return 0;
 }
 
@@ -1225,187 +1065,19 @@ static int call_hook(fl_webhook_backend *b, const struct hook *h, const struct a
     *ctx = NULL;
     *resp = NULL;
     if (!h->url)
-        return call_fail(h, a->op, FL_EINVAL, err,
+        return fl_webhook_call_fail(h, a->op, FL_EINVAL, err,
                          "clientConfig.service (%s): service references cannot be resolved by Flotilla, which has no "
                          "in-cluster DNS; give the webhook's address in clientConfig.url",
                          h->service);
-    new_uid(uid);
-    body = request_body(a, uid, &len);
+    fl_webhook_new_uid(uid);
+    body = fl_webhook_request_body(a, uid, &len);
     int rc = post(b, h, a->op, body, len, &text, &tlen, err);
     free(body);
     if (rc)
         return rc;
-    rc = verify(h, a->op, uid, text, tlen, ctx, resp, err);
+    rc = fl_webhook_verify(h, a->op, uid, text, tlen, ctx, resp, err);
     free(text);
     return rc;
-}
-
-/* ---- reading the response ---- */
-
-/* patch/patchType applied to obj (ReviseReplica, Retain, AggregateStatus), as Karmada's
- * verifyResourceInterpreterContextWithPatch and applyPatch. */
-static int apply_response_patch(const struct hook *h, enum fl_interp_op op, const json_t *r, const json_t *obj,
-                                json_t **out, char **err)
-{
-    const json_t *patch = json_object_get(r, "patch"), *type = json_object_get(r, "patchType");
-    *out = NULL;
-    if (json_is_null(patch))
-        patch = NULL;
-    if (json_is_null(type))
-        type = NULL;
-    if (patch && !json_is_string(patch))
-        return call_fail(h, op, FL_EINVAL, err, "response.patch: must be a base64 string");
-    if (type && !json_is_string(type))
-        return call_fail(h, op, FL_EINVAL, err, "response.patchType: must be a string");
-    bool empty = !json_string_length(patch);
-    if (empty && !type) { /* no patch: the object as sent */
-        *out = fl_json_deep_copy(obj);
-        return 0;
-    }
-    if (!type)
-        return call_fail(h, op, FL_EINVAL, err,
-                         "response.patchType: missing (must be JSONPatch when a patch is given)");
-    if (strcmp(json_string_value(type), "JSONPatch")) {
-        char *t = one_line(json_string_value(type), json_string_length(type), 80);
-        int rc = call_fail(h, op, FL_EINVAL, err, "response.patchType: \"%s\" is not supported (only JSONPatch)", t);
-        free(t);
-        return rc;
-    }
-    if (empty)
-        return call_fail(h, op, FL_EINVAL, err, "response.patch: empty while response.patchType is JSONPatch");
-    size_t n;
-    char *raw = fl_base64_decode(json_string_value(patch), &n), *e = NULL;
-    if (!raw)
-        return call_fail(h, op, FL_EINVAL, err, "response.patch: not valid base64");
-    json_t *ops = NULL;
-    int rc = fl_json_loadb(raw, n, 0, &ops, &e);
-    free(raw);
-    if (rc || !json_is_array(ops)) {
-        rc = call_fail(h, op, FL_EINVAL, err, "response.patch: not a JSON patch (an array of operations)%s%s",
-                       e ? ": " : "", e ? e : "");
-        free(e);
-        json_decref(ops);
-        return rc;
-    }
-    if ((rc = fl_patch_json(obj, ops, out, &e)) == 0 && !json_is_object(*out)) {
-        json_decref(*out);
-        *out = NULL;
-        e = fl_strdup("the result is not an object");
-        rc = FL_EINVAL;
-    }
-    json_decref(ops);
-    if (rc) {
-        rc = call_fail(h, op, FL_EINVAL, err, "response.patch: cannot be applied: %s", e ? e : fl_strerror(rc));
-        free(e);
-    }
-    return rc;
-}
-
-/* A quantity value of a resource list, as its canonical string, in place. */
-static int canonical_quantity(json_t *list, const char *key, json_t *v, char **why)
-{
-    char num[64], out[64];
-    const char *text = fl_json_scalar_text(v, num, sizeof num);
-    fl_quantity q;
-    if (!text || fl_quantity_parse(text, &q)) {
-        char *t = text ? one_line(text, strlen(text), 64) : NULL;
-        *why = t ? fl_asprintf("resourceRequest.%s: invalid quantity \"%s\"", key, t)
-                 : fl_asprintf("resourceRequest.%s: must be a quantity", key);
-        free(t);
-        return FL_EINVAL;
-    }
-    fl_quantity_format(&q, out, sizeof out);
-    json_object_set_new(list, key, json_string(out));
-    return 0;
-}
-
-/* replicaRequirements: the types of a ResourceBinding's spec.replicaRequirements, with
- * quantities made canonical. *why names the field below response.replicaRequirements. */
-static int check_requirements(json_t *req, char **why)
-{
-    static const struct {
-        const char *key;
-        json_type type;
-        const char *word;
-    } fields[] = {
-        {"nodeClaim", JSON_OBJECT, "an object"},
-        {"resourceRequest", JSON_OBJECT, "an object"},
-        {"namespace", JSON_STRING, "a string"},
-        {"priorityClassName", JSON_STRING, "a string"},
-    }, claim[] = {
-        {"nodeSelector", JSON_OBJECT, "an object"},
-        {"tolerations", JSON_ARRAY, "an array"},
-        {"hardNodeAffinity", JSON_OBJECT, "an object"},
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        json_t *v = json_object_get(req, fields[i].key);
-        if (v && !json_is_null(v) && json_typeof(v) != fields[i].type) {
-            *why = fl_asprintf("%s: must be %s", fields[i].key, fields[i].word);
-            return FL_EINVAL;
-        }
-    }
-    json_t *nc = json_object_get(req, "nodeClaim");
-    for (size_t i = 0; json_is_object(nc) && i < sizeof claim / sizeof claim[0]; i++) {
-        json_t *v = json_object_get(nc, claim[i].key);
-        if (v && !json_is_null(v) && json_typeof(v) != claim[i].type) {
-            *why = fl_asprintf("nodeClaim.%s: must be %s", claim[i].key, claim[i].word);
-            return FL_EINVAL;
-        }
-    }
-    json_t *list = json_object_get(req, "resourceRequest"), *v;
-    const char *key;
-    void *tmp;
-    if (json_is_object(list))
-        json_object_foreach_safe(list, tmp, key, v) {
-            int rc = canonical_quantity(list, key, v, why);
-            if (rc)
-                return rc;
-        }
-    return 0;
-}
-
-/* One dependency reference (element i), as Karmada's VerifyDependencies. */
-static int check_dependency(const json_t *d, size_t i, char **why)
-{
-    if (!json_is_object(d)) {
-        *why = fl_asprintf("dependencies[%zu]: must be an object {apiVersion, kind, namespace, name}", i);
-        return FL_EINVAL;
-    }
-    static const char *const need[] = {"apiVersion", "kind"};
-    for (int k = 0; k < 2; k++) {
-        const char *s = json_string_value(json_object_get(d, need[k]));
-        if (!s || !*s) {
-            *why = fl_asprintf("dependencies[%zu].%s: missing required %s", i, need[k], need[k]);
-            return FL_EINVAL;
-        }
-    }
-    static const char *const opt[] = {"namespace", "name"};
-    for (int k = 0; k < 2; k++) {
-        const json_t *v = json_object_get(d, opt[k]);
-        if (v && !json_is_null(v) && !json_is_string(v)) {
-            *why = fl_asprintf("dependencies[%zu].%s: must be a string", i, opt[k]);
-            return FL_EINVAL;
-        }
-    }
-    const json_t *sel = json_object_get(d, "labelSelector");
-    if (json_is_null(sel))
-        sel = NULL;
-    if (sel) {
-        fl_labelsel *ls = NULL;
-        char *e = NULL;
-        if (!json_is_object(sel) || fl_labelsel_from_json(sel, &ls, &e)) {
-            *why = fl_asprintf("dependencies[%zu].labelSelector: %s", i, e ? e : "must be a label selector object");
-            free(e);
-            return FL_EINVAL;
-        }
-        fl_labelsel_free(ls);
-    }
-    const char *name = json_string_value(json_object_get(d, "name"));
-    if ((!name || !*name) && !sel) {
-        *why = fl_asprintf("dependencies[%zu]: dependency can not leave name and labelSelector all empty", i);
-        return FL_EINVAL;
-    }
-    return 0;
 }
 
 /* ---- the vtable ---- */
@@ -1438,23 +1110,23 @@ static int vt_get_replicas(void *self, const json_t *obj, int64_t *replicas, jso
         goto out;
     const json_t *n = json_object_get(r, "replicas");
     if (!n || json_is_null(n)) {
-        rc = call_fail(h, a.op, FL_EINVAL, err, "response.replicas: missing");
+        rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.replicas: missing");
         goto out;
     }
     if (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > INT32_MAX) {
-        rc = call_fail(h, a.op, FL_EINVAL, err, "response.replicas: must be an integer from 0 to %d", INT32_MAX);
+        rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.replicas: must be an integer from 0 to %d", INT32_MAX);
         goto out;
     }
     json_t *req = json_object_get(r, "replicaRequirements");
     if (req && !json_is_null(req)) {
         char *why = NULL;
         if (!json_is_object(req)) {
-            rc = call_fail(h, a.op, FL_EINVAL, err, "response.replicaRequirements: must be an object");
+            rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.replicaRequirements: must be an object");
             goto out;
         }
         req = fl_json_deep_copy(req);
-        if ((rc = check_requirements(req, &why))) {
-            rc = call_fail(h, a.op, rc, err, "response.replicaRequirements.%s", why);
+        if ((rc = fl_webhook_check_requirements(req, &why))) {
+            rc = fl_webhook_call_fail(h, a.op, rc, err, "response.replicaRequirements.%s", why);
             free(why);
             json_decref(req);
             goto out;
@@ -1480,7 +1152,7 @@ static int patched(void *self, const struct args *a, json_t **out, char **err)
         return FL_EUNSUPPORTED;
     int rc = call_hook(self, h, a, &ctx, &r, err);
     if (!rc)
-        rc = apply_response_patch(h, a->op, r, a->obj, out, err);
+        rc = fl_webhook_apply_response_patch(h, a->op, r, a->obj, out, err);
     json_decref(ctx);
     return rc;
 }
@@ -1515,9 +1187,9 @@ static int vt_reflect_status(void *self, const json_t *observed, json_t **status
     if (!rc) {
         json_t *st = json_object_get(r, "rawStatus");
         if (!st || json_is_null(st))
-            rc = call_fail(h, a.op, FL_EINVAL, err, "response.rawStatus: missing");
+            rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.rawStatus: missing");
         else if (!json_is_object(st))
-            rc = call_fail(h, a.op, FL_EINVAL, err, "response.rawStatus: must be an object");
+            rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.rawStatus: must be an object");
         else
             *status = json_incref(st);
     }
@@ -1537,9 +1209,9 @@ static int vt_health(void *self, const json_t *observed, enum fl_health *health,
     if (!rc) {
         const json_t *v = json_object_get(r, "healthy");
         if (!v || json_is_null(v))
-            rc = call_fail(h, a.op, FL_EINVAL, err, "response.healthy: missing");
+            rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.healthy: missing");
         else if (!json_is_boolean(v))
-            rc = call_fail(h, a.op, FL_EINVAL, err, "response.healthy: must be a boolean");
+            rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.healthy: must be a boolean");
         else
             *health = json_is_true(v) ? FL_HEALTH_HEALTHY : FL_HEALTH_UNHEALTHY;
     }
@@ -1560,13 +1232,13 @@ static int vt_get_dependencies(void *self, const json_t *obj, json_t **deps, cha
         goto out;
     const json_t *v = json_object_get(r, "dependencies");
     if (v && !json_is_null(v) && !json_is_array(v)) {
-        rc = call_fail(h, a.op, FL_EINVAL, err, "response.dependencies: must be an array");
+        rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.dependencies: must be an array");
         goto out;
     }
     for (size_t i = 0; i < json_array_size(v); i++) {
         char *why = NULL;
-        if ((rc = check_dependency(json_array_get(v, i), i, &why))) {
-            rc = call_fail(h, a.op, rc, err, "response.%s", why);
+        if ((rc = fl_webhook_check_dependency(json_array_get(v, i), i, &why))) {
+            rc = fl_webhook_call_fail(h, a.op, rc, err, "response.%s", why);
             free(why);
             goto out;
         }

@@ -40,6 +40,7 @@
 #include "client/workqueue.h"
 #include "controllers/controller.h"
 #include "controllers/execution.h"
+#include "controllers/workstatus.h"
 #include "core/timefmt.h"
 #include "client/kubeconfig.h"
 #include "core/err.h"
