@@ -33,6 +33,7 @@
 #include "core/timefmt.h"
 #include "core/condition.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/env.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -107,34 +108,19 @@ static const char *errmsg(const fl_client_error *ce, int rc)
     return ce->message[0] ? ce->message : fl_strerror(rc);
 }
 
-static const char *jstr(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(o, key));
-}
-
-static json_t *child_obj(json_t *o, const char *key)
-{
-    json_t *c = json_object_get(o, key);
-    if (!json_is_object(c)) {
-        c = json_object();
-        json_object_set_new(o, key, c);
-    }
-    return c;
-}
-
 /* ---- the Cluster, as the engine sees it ---- */
 
 static void cluster_mode(const json_t *cl, bool *deliver, bool *deleting)
 {
-    const char *mode = jstr(json_object_get(cl, "spec"), "syncMode");
+    const char *mode = fl_json_str(json_object_get(cl, "spec"), "syncMode");
     *deliver = cl && mode && !strcmp(mode, "Pull");
-    *deleting = cl && jstr(json_object_get(cl, "metadata"), "deletionTimestamp");
+    *deleting = cl && fl_json_meta(cl, "deletionTimestamp");
 }
 
 /* metadata.resourceVersion as a number (the store's revision); 0 when absent. */
 static long long resource_version(const json_t *obj)
 {
-    const char *rv = jstr(json_object_get(obj, "metadata"), "resourceVersion");
+    const char *rv = fl_json_meta(obj, "resourceVersion");
     return rv ? strtoll(rv, NULL, 10) : 0;
 }
 
@@ -240,7 +226,7 @@ static int renew_lease(fl_agent *a)
                                       "renewTime", now);
                 /* owned by the Cluster, as karmada-agent does, so it goes with it */
                 pthread_mutex_lock(&a->mu);
-                const char *uid = jstr(json_object_get(a->cluster, "metadata"), "uid");
+                const char *uid = fl_json_meta(a->cluster, "uid");
                 if (uid)
                     json_object_set_new(json_object_get(l, "metadata"), "ownerReferences",
                                         json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", CLUSTERS.api_version,
@@ -267,7 +253,7 @@ static int renew_lease(fl_agent *a)
                 break;
         }
         json_t *l = fl_json_deep_copy(a->lease);
-        json_t *spec = child_obj(l, "spec");
+        json_t *spec = fl_json_ensure_obj(l, "spec");
         json_object_set_new(spec, "holderIdentity", json_string(a->name));
         json_object_set_new(spec, "leaseDurationSeconds", json_integer(FL_AGENT_LEASE_DURATION_S));
         json_object_set_new(spec, "renewTime", json_string(now));
@@ -360,7 +346,7 @@ static void report_status(fl_agent *a)
             break;
         }
         json_t *d = fl_json_deep_copy(base);
-        json_t *status = child_obj(d, "status");
+        json_t *status = fl_json_ensure_obj(d, "status");
         int64_t now = wall_ms();
         fl_cluster_set_ready(status, health, why, now);
         if (have)

@@ -41,6 +41,7 @@
 #include "api/metrics.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/keep.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -91,28 +92,6 @@ typedef struct bindctl {
     json_t *echo;  /* work key -> content_digest() of what we last wrote to it (under mu) */
 } bindctl;
 
-/* ---- small helpers ---- */
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
-
-static json_t *ensure_obj(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    if (!json_is_object(v)) {
-        v = json_object();
-        json_object_set_new(o, k, v);
-    }
-    return v;
-}
-
 /* ---- the Work index ---- */
 
 /* Take the Work of key wk out of the bare ones (under mu). */
@@ -135,10 +114,10 @@ static void index_put(bindctl *b, const json_t *work, bool present)
     if (wk && !bk && present && fl_informer_bare(work)) { /* nothing to index it by */
         pthread_mutex_lock(&b->mu);
         fl_keep_begin(); /* the index lives as long as the Works */
-        json_t *set = json_object_get(b->bare, meta(work, "name"));
+        json_t *set = json_object_get(b->bare, fl_json_meta(work, "name"));
         if (!set) {
             set = json_object();
-            json_object_set_new(b->bare, meta(work, "name"), set);
+            json_object_set_new(b->bare, fl_json_meta(work, "name"), set);
         }
         json_object_set_new(set, wk, json_true());
         fl_keep_end();
@@ -190,8 +169,8 @@ static void claim_bare(bindctl *b, const char *bk, const char *wname)
 static char *works_name(const json_t *binding)
 {
     const json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
-    const char *kind = jstr(res, "kind"), *name = jstr(res, "name");
-    return kind && name ? fl_names_work(kind, jstr(res, "namespace"), name) : NULL;
+    const char *kind = fl_json_str(res, "kind"), *name = fl_json_str(res, "name");
+    return kind && name ? fl_names_work(kind, fl_json_str(res, "namespace"), name) : NULL;
 }
 
 /* The keys ("ns/name") of the Works indexed under binding key bk: a new array. */
@@ -340,10 +319,10 @@ static void work_deleted(void *ctx, json_t *obj)
 static void tmpl_event(void *ctx, const fl_template_kind *k, json_t *obj)
 {
     bindctl *b = ctx;
-    const char *name = meta(obj, "name");
+    const char *name = fl_json_meta(obj, "name");
     if (!name)
         return;
-    char *key = fl_names_template_binding_key(k->kind, k->namespaced, meta(obj, "namespace"), name);
+    char *key = fl_names_template_binding_key(k->kind, k->namespaced, fl_json_meta(obj, "namespace"), name);
     fl_workqueue_add(b->q, key);
     free(key);
 }
@@ -370,14 +349,14 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
      * (an attached binding); a released template's binding keeps what it delivered, as
      * Karmada's does, until the binding itself changes. */
     const json_t *labels = json_object_get(json_object_get(new_obj, "metadata"), "labels");
-    bool claimed = jstr(labels, "propagationpolicy.karmada.io/permanent-id") ||
-                   jstr(labels, "clusterpropagationpolicy.karmada.io/permanent-id");
+    bool claimed = fl_json_str(labels, "propagationpolicy.karmada.io/permanent-id") ||
+                   fl_json_str(labels, "clusterpropagationpolicy.karmada.io/permanent-id");
     if (!claimed) {
         bindctl *b = ctx;
-        char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
+        char *bname = fl_names_binding(k->kind, fl_json_meta(new_obj, "name"));
         json_t *binding = NULL;
-        fl_informer_get(k->namespaced ? b->rbs : b->crbs, k->namespaced ? meta(new_obj, "namespace") : NULL, bname,
-                        &binding);
+        fl_informer_get(k->namespaced ? b->rbs : b->crbs, k->namespaced ? fl_json_meta(new_obj, "namespace") : NULL,
+                        bname, &binding);
         free(bname);
         claimed = json_array_size(json_object_get(json_object_get(binding, "spec"), "requiredBy")) > 0;
         json_decref(binding);
@@ -507,7 +486,7 @@ static int base_manifest(const render *r, int64_t replicas, json_t **out, char *
     json_t *m = fl_json_deep_copy(r->tmpl);
     fl_prune(m);
     fl_interp *ip = r->b->env.interp;
-    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
+    const char *av = fl_json_str(r->tmpl, "apiVersion"), *kind = fl_json_str(r->tmpl, "kind");
     if (r->workload && fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA)) {
         json_t *revised = NULL;
         int rc = fl_interp_revise_replica(ip, m, replicas, &revised, err);
@@ -601,14 +580,14 @@ static int build_work(render *r, int i, json_t **out, char **err)
     json_decref(applied);
 
     char *wns = fl_names_execution_space(t->cluster);
-    json_t *md = ensure_obj(m, "metadata");
-    json_t *labels = ensure_obj(md, "labels"), *anns = ensure_obj(md, "annotations");
+    json_t *md = fl_json_ensure_obj(m, "metadata");
+    json_t *labels = fl_json_ensure_obj(md, "labels"), *anns = fl_json_ensure_obj(md, "annotations");
     const char *id_label = r->cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL;
     json_object_set_new(labels, id_label, json_string(r->binding_id ? r->binding_id : ""));
     json_object_set_new(labels, MANAGED_LABEL, json_string("true"));
     const json_t *tmd = json_object_get(r->tmpl, "metadata");
-    if (jstr(tmd, "uid"))
-        json_object_set_new(anns, TEMPLATE_UID_ANNOTATION, json_string(jstr(tmd, "uid")));
+    if (fl_json_str(tmd, "uid"))
+        json_object_set_new(anns, TEMPLATE_UID_ANNOTATION, json_string(fl_json_str(tmd, "uid")));
     json_t *gen = json_object_get(tmd, "generation");
     if (json_integer_value(gen) > 0) {
         char g[32];
@@ -618,17 +597,17 @@ static int build_work(render *r, int i, json_t **out, char **err)
     json_object_set_new(anns, WORK_NAME_ANNOTATION, json_string(r->wname));
     json_object_set_new(anns, WORK_NS_ANNOTATION, json_string(wns));
     if (r->cluster_scoped) {
-        json_object_set_new(anns, CRB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(anns, CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     } else {
-        json_object_set_new(anns, RB_NS_ANNOTATION, json_string(meta(r->binding, "namespace")));
-        json_object_set_new(anns, RB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(anns, RB_NS_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
+        json_object_set_new(anns, RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
     /* conflict resolution: the template's own annotation wins; else the binding's setting */
     const json_t *bspec = json_object_get(r->binding, "spec");
-    const char *cr_tmpl = jstr(json_object_get(tmd, "annotations"), CONFLICT_ANNOTATION);
+    const char *cr_tmpl = fl_json_str(json_object_get(tmd, "annotations"), CONFLICT_ANNOTATION);
     const char *cr = cr_tmpl && (!strcmp(cr_tmpl, "overwrite") || !strcmp(cr_tmpl, "abort")) ? cr_tmpl : NULL;
     if (!cr) {
-        const char *b = jstr(bspec, "conflictResolution");
+        const char *b = fl_json_str(bspec, "conflictResolution");
         cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
     }
     json_object_set_new(anns, CONFLICT_ANNOTATION, json_string(cr));
@@ -642,10 +621,10 @@ static int build_work(render *r, int i, json_t **out, char **err)
 
     json_t *wanns = json_object();
     if (r->cluster_scoped) {
-        json_object_set_new(wanns, CRB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(wanns, CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     } else {
-        json_object_set_new(wanns, RB_NS_ANNOTATION, json_string(meta(r->binding, "namespace")));
-        json_object_set_new(wanns, RB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(wanns, RB_NS_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
+        json_object_set_new(wanns, RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
     json_object_set_new(wanns, CONFLICT_ANNOTATION, json_string(cr));
     if (cov)
@@ -697,7 +676,7 @@ static bool inputs_told(render *r)
 {
     fl_interp *ip = r->b->env.interp;
     r->rules = fl_interp_edits(ip);
-    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
+    const char *av = fl_json_str(r->tmpl, "apiVersion"), *kind = fl_json_str(r->tmpl, "kind");
     return json_array_size(r->policies) == 0 && av && kind &&
            (fl_interp_native_first(ip, av, kind, FL_INTERP_REVISE_REPLICA) ||
             !fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA));
@@ -713,8 +692,8 @@ static uint64_t binding_inputs_digest(const render *r)
     json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b]", RENDER_VERSION,
                            (json_int_t)fl_json_hash_except(r->tmpl, not_tmpl),
                            (json_int_t)fl_json_hash_except(json_object_get(r->tmpl, "metadata"), not_meta),
-                           meta(r->binding, "namespace"), meta(r->binding, "name"), r->binding_id, r->cluster_scoped,
-                           r->workload, json_object_get(bspec, "conflictResolution"),
+                           fl_json_meta(r->binding, "namespace"), fl_json_meta(r->binding, "name"), r->binding_id,
+                           r->cluster_scoped, r->workload, json_object_get(bspec, "conflictResolution"),
                            json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
@@ -755,9 +734,9 @@ static void rendered_from(uint64_t inputs, const json_t *work, json_int_t genera
 /* Whether have, target i's Work, is as rendered from the target's inputs. */
 static bool rendered_unchanged(const render *r, int i, const json_t *have)
 {
-    const char *was = jstr(json_object_get(json_object_get(have, "metadata"), "annotations"), RENDERED_FROM_ANNOTATION);
+    const char *was = fl_json_meta_map(have, "annotations", RENDERED_FROM_ANNOTATION);
     const json_t *gen = json_object_get(json_object_get(have, "metadata"), "generation");
-    if (!was || !json_is_integer(gen) || meta(have, "deletionTimestamp"))
+    if (!was || !json_is_integer(gen) || fl_json_meta(have, "deletionTimestamp"))
         return false;
     char now[64];
     rendered_from(r->inputs[i], have, json_integer_value(gen), now);
@@ -785,7 +764,8 @@ static void keep_users_suspension(const json_t *have, const json_t *want, json_t
 {
     const json_t *hann = json_object_get(json_object_get(have, "metadata"), "annotations");
     const json_t *uann = json_object_get(json_object_get(want, "metadata"), "annotations");
-    const char *last = jstr(hann, WORK_SUSPENSION_ANNOTATION), *now = jstr(uann, WORK_SUSPENSION_ANNOTATION);
+    const char *last = fl_json_str(hann, WORK_SUSPENSION_ANNOTATION),
+               *now = fl_json_str(uann, WORK_SUSPENSION_ANNOTATION);
     if (!last || !now || strcmp(last, now))
         return;
     json_t *hv = json_object_get(json_object_get(have, "spec"), "suspendDispatching");
@@ -809,7 +789,7 @@ static void prepare_target(render *r, int i)
     if (r->rc[i])
         return;
     /* whole: the update below starts from it, and is compared with it */
-    char *wkey = fl_cat(meta(want, "namespace"), "/", r->wname, NULL);
+    char *wkey = fl_cat(fl_json_meta(want, "namespace"), "/", r->wname, NULL);
     json_t *have = NULL;
     fl_informer_get_whole(r->b->works, wkey, &have);
     free(wkey);
@@ -817,7 +797,7 @@ static void prepare_target(render *r, int i)
         r->pending[i] = json_incref(want);
         r->create[i] = true;
         record_rendered_from(r, i, want, 1);
-    } else if (meta(have, "deletionTimestamp")) {
+    } else if (fl_json_meta(have, "deletionTimestamp")) {
         r->rc[i] = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
     } else {
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
@@ -833,8 +813,8 @@ static void prepare_target(render *r, int i)
         const char *key;
         json_t *v;
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "labels"), key, v)
-            json_object_set(ensure_obj(md, "labels"), key, v);
-        json_t *uanns = ensure_obj(md, "annotations");
+            json_object_set(fl_json_ensure_obj(md, "labels"), key, v);
+        json_t *uanns = fl_json_ensure_obj(md, "annotations");
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "annotations"), key, v)
             json_object_set(uanns, key, v);
         static const char *const optional[] = {FL_OVERRIDE_ANNOTATION_APPLIED, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER};
@@ -873,7 +853,7 @@ static void write_target(void *ctx, int k)
     json_t *w = r->pending[i];
     r->pending[i] = NULL;
     /* copies: an update hands w over, and the server may change it */
-    char *wns = fl_strdup(meta(w, "namespace")), *wk = fl_asprintf("%s/%s", wns, r->wname);
+    char *wns = fl_strdup(fl_json_meta(w, "namespace")), *wk = fl_asprintf("%s/%s", wns, r->wname);
     remember_echo(r->b, wk, w);
     fl_client_error ce;
     memset(&ce, 0, sizeof ce);
@@ -915,34 +895,13 @@ static int delete_work(bindctl *b, const char *wkey)
     return rc;
 }
 
-static bool has_finalizer(const json_t *o, const char *f)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(json_object_get(o, "metadata"), "finalizers"), i, v) if (
-        json_string_value(v) && !strcmp(json_string_value(v), f)) return true;
-    return false;
-}
-
-static int set_finalizer(bindctl *b, const fl_gvr *gvr, const json_t *obj, bool add)
+/* Write binding obj with our finalizer added or removed; a binding already gone is done. */
+static int write_finalizer(bindctl *b, const fl_gvr *gvr, const json_t *obj, bool add)
 {
     json_t *copy = fl_json_deep_copy(obj);
-    json_t *md = ensure_obj(copy, "metadata");
-    json_t *fins = json_object_get(md, "finalizers");
-    if (!json_is_array(fins)) {
-        fins = json_array();
-        json_object_set_new(md, "finalizers", fins);
-    }
-    if (add) {
-        json_array_append_new(fins, json_string(BINDING_FINALIZER));
-    } else {
-        for (size_t i = json_array_size(fins); i-- > 0;)
-            if (json_string_value(json_array_get(fins, i)) &&
-                !strcmp(json_string_value(json_array_get(fins, i)), BINDING_FINALIZER))
-                json_array_remove(fins, i);
-    }
+    fl_json_set_finalizer(copy, BINDING_FINALIZER, add);
     fl_client_error ce;
-    int rc = fl_client_update(b->env.cp, gvr, meta(obj, "namespace"), copy, NULL, NULL, &ce);
+    int rc = fl_client_update(b->env.cp, gvr, fl_json_meta(obj, "namespace"), copy, NULL, NULL, &ce);
     json_decref(copy);
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
@@ -971,14 +930,14 @@ static target *targets_of(const json_t *spec, int *n)
     target *t = fl_calloc(cap, sizeof *t);
     int k = 0;
     json_array_foreach(cl, i, c) {
-        const char *name = jstr(c, "name");
+        const char *name = fl_json_str(c, "name");
         if (!name)
             continue;
         t[k++] = (target){name, json_integer_value(json_object_get(c, "replicas"))};
     }
     json_array_foreach(rb, i, e) {
         json_array_foreach(json_object_get(e, "clusters"), j, c) {
-            const char *name = jstr(c, "name");
+            const char *name = fl_json_str(c, "name");
             bool dup = !name;
             for (int x = 0; x < k && !dup; x++)
                 dup = !strcmp(t[x].cluster, name);
@@ -1006,7 +965,7 @@ static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey
     json_t *work = NULL;
     fl_informer_get_key(b->works, wkey, &work);
     bool suspended = json_is_true(json_object_get(json_object_get(work, "spec"), "suspendDispatching"));
-    const char *ours = jstr(json_object_get(json_object_get(work, "metadata"), "annotations"), WORK_SUSPENSION_ANNOTATION);
+    const char *ours = fl_json_meta_map(work, "annotations", WORK_SUSPENSION_ANNOTATION);
     /* kept: make sure it is suspended; going: lift the suspension we put there (a user's own
      * stays, and the deletion then waits for the user's resume) */
     const char *patch = NULL;
@@ -1047,7 +1006,7 @@ static int reconcile(void *ctx, const char *key)
         wname = works_name(binding);
     } else {
         pthread_mutex_lock(&b->mu);
-        wname = json_string_value(json_object_get(b->gone, key)) ? fl_strdup(jstr(b->gone, key)) : NULL;
+        wname = json_string_value(json_object_get(b->gone, key)) ? fl_strdup(fl_json_str(b->gone, key)) : NULL;
         json_object_del(b->gone, key);
         pthread_mutex_unlock(&b->mu);
     }
@@ -1056,7 +1015,7 @@ static int reconcile(void *ctx, const char *key)
 
     /* gone or going: its Works go (a binding gone without us saw its finalizer removed, or
      * was deleted by force; its Works are orphans either way) */
-    if (!binding || meta(binding, "deletionTimestamp")) {
+    if (!binding || fl_json_meta(binding, "deletionTimestamp")) {
         size_t i;
         json_t *wk;
         json_array_foreach(owned, i, wk) {
@@ -1064,20 +1023,21 @@ static int reconcile(void *ctx, const char *key)
             if (d && !rc)
                 rc = d;
         }
-        if (binding && !rc && json_array_size(owned) == 0 && has_finalizer(binding, BINDING_FINALIZER))
-            rc = set_finalizer(b, gvr, binding, false);
+        if (binding && !rc && json_array_size(owned) == 0 && fl_json_has_finalizer(binding, BINDING_FINALIZER))
+            rc = write_finalizer(b, gvr, binding, false);
         else if (binding && !rc && json_array_size(owned))
             rc = FL_ETIMEDOUT; /* wait for the Works to be gone (their finalizers) */
         goto out;
     }
-    if (!has_finalizer(binding, BINDING_FINALIZER)) {
-        rc = set_finalizer(b, gvr, binding, true);
+    if (!fl_json_has_finalizer(binding, BINDING_FINALIZER)) {
+        rc = write_finalizer(b, gvr, binding, true);
         goto out; /* the update brings us back */
     }
 
     const json_t *spec = json_object_get(binding, "spec"), *res = json_object_get(spec, "resource");
-    const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind"), *rname = jstr(res, "name");
-    const char *rns = jstr(res, "namespace");
+    const char *av = fl_json_str(res, "apiVersion"), *kind = fl_json_str(res, "kind"),
+               *rname = fl_json_str(res, "name");
+    const char *rns = fl_json_str(res, "namespace");
     if (!av || !kind || !rname)
         goto out;
     const fl_template_kind *k = NULL;
@@ -1099,8 +1059,8 @@ static int reconcile(void *ctx, const char *key)
                  .tmpl = tmpl,
                  .policies = policies,
                  .cluster_scoped = cluster_scoped,
-                 .binding_id = jstr(json_object_get(json_object_get(binding, "metadata"), "labels"),
-                                    cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL),
+                 .binding_id = fl_json_str(json_object_get(json_object_get(binding, "metadata"), "labels"),
+                                           cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL),
                  .targets = targets,
                  .n = n,
                  .wname = wname, /* works_name: of this kind, rns and rname */
@@ -1154,8 +1114,10 @@ static int reconcile(void *ctx, const char *key)
         }
     }
     if (wrote && !failed)
-        fl_event(b->env.recorder, binding, "Normal", "SyncWorkSucceed", "Sync work of resourceBinding(%s%s%s) successful.",
-                 cluster_scoped ? "" : meta(binding, "namespace"), cluster_scoped ? "" : "/", meta(binding, "name"));
+        fl_event(b->env.recorder, binding, "Normal", "SyncWorkSucceed",
+                 "Sync work of resourceBinding(%s%s%s) successful.",
+                 cluster_scoped ? "" : fl_json_meta(binding, "namespace"), cluster_scoped ? "" : "/",
+                 fl_json_meta(binding, "name"));
 
     /* orphans: Works of this binding in clusters that are no longer targets */
     size_t i;

@@ -38,6 +38,7 @@
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -68,16 +69,6 @@ typedef struct depsctl {
     bool resumed;        /* both taken from the note of the revision the start resumed at */
 } depsctl;
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
-
 /* Remember that attached binding aname names dependent key (under mu). */
 static void note_dependent_locked(depsctl *d, const char *key, const char *aname)
 {
@@ -93,14 +84,14 @@ static void note_dependent_locked(depsctl *d, const char *key, const char *aname
 static void note_dependents(depsctl *d, const json_t *obj)
 {
     const json_t *rb = json_object_get(json_object_get(obj, "spec"), "requiredBy");
-    const char *aname = meta(obj, "name");
+    const char *aname = fl_json_meta(obj, "name");
     if (!json_array_size(rb) || !aname)
         return;
     pthread_mutex_lock(&d->mu);
     size_t i;
     json_t *e;
     json_array_foreach(rb, i, e) {
-        const char *ns = jstr(e, "namespace"), *name = jstr(e, "name");
+        const char *ns = fl_json_str(e, "namespace"), *name = fl_json_str(e, "name");
         if (ns && name) {
             char *k = fl_asprintf("%s/%s", ns, name);
             note_dependent_locked(d, k, aname);
@@ -187,8 +178,8 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     depsctl *d = ctx;
     if (!k->namespaced || fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
-    char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
-    char *key = fl_asprintf("%s/%s", meta(new_obj, "namespace"), bname);
+    char *bname = fl_names_binding(k->kind, fl_json_meta(new_obj, "name"));
+    char *key = fl_asprintf("%s/%s", fl_json_meta(new_obj, "namespace"), bname);
     fl_workqueue_add(d->q, key);
     free(key);
     free(bname);
@@ -205,7 +196,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
     json_array_foreach(all, i, b) {
         const json_t *spec = json_object_get(b, "spec"), *res = json_object_get(spec, "resource");
         if (!json_is_true(json_object_get(spec, "propagateDeps")) ||
-            !fl_ctrl_interp_matches(api_version, kind, jstr(res, "apiVersion"), jstr(res, "kind")))
+            !fl_ctrl_interp_matches(api_version, kind, fl_json_str(res, "apiVersion"), fl_json_str(res, "kind")))
             continue;
         char *k = fl_informer_key(b);
         if (k)
@@ -222,8 +213,9 @@ static json_t *snapshot_clusters(const json_t *binding)
     json_t *out = json_array();
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(binding, "spec"), "clusters"), i, c) if (jstr(c, "name"))
-        json_array_append_new(out, json_pack("{s:s}", "name", jstr(c, "name")));
+    json_array_foreach(json_object_get(json_object_get(binding, "spec"), "clusters"), i, c)
+        if (fl_json_str(c, "name"))
+            json_array_append_new(out, json_pack("{s:s}", "name", fl_json_str(c, "name")));
     return out;
 }
 
@@ -239,7 +231,8 @@ static bool set_snapshot(json_t *attached, const char *ns, const char *name, jso
     }
     for (size_t i = 0; i < json_array_size(rb); i++) {
         json_t *e = json_array_get(rb, i);
-        if (strcmp(jstr(e, "namespace") ? jstr(e, "namespace") : "", ns) || strcmp(jstr(e, "name") ? jstr(e, "name") : "", name))
+        if (strcmp(fl_json_str(e, "namespace") ? fl_json_str(e, "namespace") : "", ns) ||
+            strcmp(fl_json_str(e, "name") ? fl_json_str(e, "name") : "", name))
             continue;
         if (!clusters) {
             json_array_remove(rb, i);
@@ -259,7 +252,7 @@ static bool set_snapshot(json_t *attached, const char *ns, const char *name, jso
 static bool claimed_by_policy(const json_t *b)
 {
     const json_t *labels = json_object_get(json_object_get(b, "metadata"), "labels");
-    return jstr(labels, PP_ID_LABEL) || jstr(labels, CPP_ID_LABEL) ||
+    return fl_json_str(labels, PP_ID_LABEL) || fl_json_str(labels, CPP_ID_LABEL) ||
            json_is_object(json_object_get(json_object_get(b, "spec"), "placement"));
 }
 
@@ -270,16 +263,17 @@ static int write_attached(depsctl *d, json_t *attached)
     int rc;
     if (!json_array_size(json_object_get(json_object_get(attached, "spec"), "requiredBy")) &&
         !claimed_by_policy(attached)) {
-        fl_delete_opts o = {.precondition_uid = meta(attached, "uid")};
-        rc = fl_client_delete(d->env.cp, &RBS, meta(attached, "namespace"), meta(attached, "name"), &o, NULL, &ce);
+        fl_delete_opts o = {.precondition_uid = fl_json_meta(attached, "uid")};
+        rc = fl_client_delete(d->env.cp, &RBS, fl_json_meta(attached, "namespace"), fl_json_meta(attached, "name"), &o,
+                              NULL, &ce);
     } else {
-        rc = fl_client_update(d->env.cp, &RBS, meta(attached, "namespace"), attached, NULL, NULL, &ce);
+        rc = fl_client_update(d->env.cp, &RBS, fl_json_meta(attached, "namespace"), attached, NULL, NULL, &ce);
     }
     if (rc == FL_ENOTFOUND)
         rc = 0;
     if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", meta(attached, "namespace"), meta(attached, "name"),
-               ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", fl_json_meta(attached, "namespace"),
+               fl_json_meta(attached, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
     return rc;
 }
 
@@ -288,7 +282,9 @@ static bool wanted(const json_t *want, const char *name)
 {
     size_t i;
     json_t *w;
-    json_array_foreach(want, i, w) if (!strcmp(jstr(w, "binding"), name)) return true;
+    json_array_foreach(want, i, w)
+        if (!strcmp(fl_json_str(w, "binding"), name))
+            return true;
     return false;
 }
 
@@ -319,15 +315,16 @@ static int reconcile(void *ctx, const char *key)
     int rc = 0;
     bool retry = false;
     const json_t *spec = json_object_get(b, "spec");
-    bool follow = b && !meta(b, "deletionTimestamp") && json_is_true(json_object_get(spec, "propagateDeps")) &&
+    bool follow = b && !fl_json_meta(b, "deletionTimestamp") && json_is_true(json_object_get(spec, "propagateDeps")) &&
                   json_array_size(json_object_get(spec, "clusters"));
     if (follow) {
         const json_t *res = json_object_get(spec, "resource");
-        const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind");
+        const char *av = fl_json_str(res, "apiVersion"), *kind = fl_json_str(res, "kind");
         const fl_template_kind *k = NULL;
         if (av && kind && fl_interp_has(d->env.interp, av, kind, FL_INTERP_DEPENDENCY) &&
             fl_templates_watch(d->env.templates, av, kind, 5000, &k) == 0 &&
-            fl_templates_get(d->env.templates, av, kind, jstr(res, "namespace"), jstr(res, "name"), &tmpl, NULL) == 0) {
+            fl_templates_get(d->env.templates, av, kind, fl_json_str(res, "namespace"), fl_json_str(res, "name"), &tmpl,
+                             NULL) == 0) {
             char *err = NULL;
             if (fl_interp_get_dependencies(d->env.interp, tmpl, &deps, &err)) {
                 /* the interpreter's message (customization, script line), on the binding and
@@ -344,8 +341,9 @@ static int reconcile(void *ctx, const char *key)
     size_t i;
     json_t *dep;
     json_array_foreach(deps, i, dep) {
-        const char *dav = jstr(dep, "apiVersion"), *dkind = jstr(dep, "kind"), *dname = jstr(dep, "name");
-        const char *dns = jstr(dep, "namespace") ? jstr(dep, "namespace") : ns;
+        const char *dav = fl_json_str(dep, "apiVersion"), *dkind = fl_json_str(dep, "kind"),
+                   *dname = fl_json_str(dep, "name");
+        const char *dns = fl_json_str(dep, "namespace") ? fl_json_str(dep, "namespace") : ns;
         if (!dav || !dkind || !dname || strcmp(dns, ns))
             continue; /* dependencies live in the workload's namespace */
         const fl_template_kind *k = NULL;
@@ -363,13 +361,13 @@ static int reconcile(void *ctx, const char *key)
     /* add or refresh our snapshot in every wanted attached binding */
     json_t *w;
     json_array_foreach(want, i, w) {
-        const char *bname = jstr(w, "binding");
+        const char *bname = fl_json_str(w, "binding");
         const json_t *obj = json_object_get(w, "object");
         json_t *have = NULL;
         fl_informer_get(d->rbs, ns, bname, &have);
         json_t *att;
         if (have) {
-            if (meta(have, "deletionTimestamp")) {
+            if (fl_json_meta(have, "deletionTimestamp")) {
                 json_decref(have);
                 retry = true;
                 continue;
@@ -380,11 +378,12 @@ static int reconcile(void *ctx, const char *key)
             att = json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s?, s:b, s:b}], s:[s]}, "
                             "s:{s:{s:s, s:s, s:s, s:s, s:s?, s:s?}}}",
                             "apiVersion", RBS.api_version, "kind", "ResourceBinding", "metadata", "name", bname,
-                            "namespace", ns, "ownerReferences", "apiVersion", jstr(obj, "apiVersion"), "kind",
-                            jstr(obj, "kind"), "name", jstr(om, "name"), "uid", jstr(om, "uid"), "controller", 1,
-                            "blockOwnerDeletion", 1, "finalizers", BINDING_FINALIZER, "spec", "resource",
-                            "apiVersion", jstr(obj, "apiVersion"), "kind", jstr(obj, "kind"), "namespace", ns, "name",
-                            jstr(om, "name"), "uid", jstr(om, "uid"), "resourceVersion", jstr(om, "resourceVersion"));
+                            "namespace", ns, "ownerReferences", "apiVersion", fl_json_str(obj, "apiVersion"), "kind",
+                            fl_json_str(obj, "kind"), "name", fl_json_str(om, "name"), "uid", fl_json_str(om, "uid"),
+                            "controller", 1, "blockOwnerDeletion", 1, "finalizers", BINDING_FINALIZER, "spec",
+                            "resource", "apiVersion", fl_json_str(obj, "apiVersion"), "kind", fl_json_str(obj, "kind"),
+                            "namespace", ns, "name", fl_json_str(om, "name"), "uid", fl_json_str(om, "uid"),
+                            "resourceVersion", fl_json_str(om, "resourceVersion"));
         }
         bool changed = set_snapshot(att, ns, name, clusters);
         pthread_mutex_lock(&d->mu);

@@ -43,6 +43,7 @@
 #include "controllers/templates.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "interp/interp.h"
@@ -81,35 +82,15 @@ typedef struct detector {
 
 /* ---- small helpers ---- */
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
-
-static const char *label(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(json_object_get(o, "metadata"), "labels"), k);
-}
-
-static const char *annotation(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(json_object_get(o, "metadata"), "annotations"), k);
-}
-
 static bool is_cpp(const json_t *policy)
 {
-    const char *k = jstr(policy, "kind");
+    const char *k = fl_json_str(policy, "kind");
     return k && !strcmp(k, "ClusterPropagationPolicy");
 }
 
 static const char *policy_id(const json_t *policy)
 {
-    return label(policy, is_cpp(policy) ? CPP_ID_LABEL : PP_ID_LABEL);
+    return fl_json_meta_map(policy, "labels", is_cpp(policy) ? CPP_ID_LABEL : PP_ID_LABEL);
 }
 
 /* Namespaces whose objects are never propagated: the control plane's own, and the execution
@@ -180,7 +161,7 @@ static bool split_template_key(char *s, char **av, char **kind, char **ns, char 
 
 static void enqueue_template(detector *d, bool user, const fl_template_kind *k, const json_t *obj)
 {
-    const char *ns = meta(obj, "namespace"), *name = meta(obj, "name");
+    const char *ns = fl_json_meta(obj, "namespace"), *name = fl_json_meta(obj, "name");
     if (!name || reserved_namespace(ns))
         return;
     char *key = template_key(k->api_version, k->kind, ns, name);
@@ -197,18 +178,6 @@ static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
         enqueue_template(d, fl_templates_listed(d->env.templates, k), k, obj);
 }
 
-/* Replace parent[key], when it is an object, by a shallow copy of its own and return it (or
- * NULL): what is changed in the copy's members is then this caller's, the rest shared. */
-static json_t *own_child(json_t *parent, const char *key)
-{
-    json_t *v = json_object_get(parent, key);
-    if (!json_is_object(v))
-        return NULL;
-    json_t *c = fl_json_shallow_copy(v);
-    json_object_set_new(parent, key, c);
-    return c;
-}
-
 /* Did only the claim (our own labels and annotations) change between old and new? Then the
  * update is our claim coming back, not a change of the user's. */
 static bool only_claim_changed(const json_t *old_obj, const json_t *new_obj)
@@ -219,9 +188,9 @@ static bool only_claim_changed(const json_t *old_obj, const json_t *new_obj)
     json_t *a = fl_json_shallow_copy(old_obj), *b = fl_json_shallow_copy(new_obj);
     json_t *objs[2] = {a, b};
     for (int i = 0; i < 2; i++) {
-        json_t *md = own_child(objs[i], "metadata");
-        own_child(md, "labels");
-        own_child(md, "annotations");
+        json_t *md = fl_json_own_child(objs[i], "metadata");
+        fl_json_own_child(md, "labels");
+        fl_json_own_child(md, "annotations");
         for (size_t j = 0; j < 2; j++)
             json_object_del(json_object_get(md, "labels"), labels[j]);
         for (size_t j = 0; j < 3; j++)
@@ -286,7 +255,7 @@ static void watch_kinds(detector *d, const json_t *policy)
     size_t i;
     json_t *sel;
     json_array_foreach(json_object_get(json_object_get(policy, "spec"), "resourceSelectors"), i, sel) {
-        const char *av = jstr(sel, "apiVersion"), *kind = jstr(sel, "kind");
+        const char *av = fl_json_str(sel, "apiVersion"), *kind = fl_json_str(sel, "kind");
         if (av && kind && !reserved_group(av))
             fl_templates_watch(d->env.templates, av, kind, 0, NULL); /* one not served: its reconcile retries */
     }
@@ -297,7 +266,7 @@ static void policy_added(void *ctx, json_t *obj)
     detector *d = ctx;
     watch_kinds(d, obj);
     char *key = fl_ctrl_resumed_add(&d->env, obj) ? policy_key(obj) : NULL;
-    const char *rv = meta(obj, "resourceVersion");
+    const char *rv = fl_json_meta(obj, "resourceVersion");
     if (key && rv) {
         pthread_mutex_lock(&d->mu);
         json_object_set_new(d->resumed_policies, key, json_string(rv));
@@ -313,7 +282,7 @@ static bool policy_as_resumed(detector *d, const char *qkey, const json_t *polic
 {
     pthread_mutex_lock(&d->mu);
     const char *had = json_string_value(json_object_get(d->resumed_policies, qkey));
-    const char *rv = policy ? meta(policy, "resourceVersion") : NULL;
+    const char *rv = policy ? fl_json_meta(policy, "resourceVersion") : NULL;
     bool same = had && rv && !strcmp(had, rv);
     if (had && !same)
         json_object_del(d->resumed_policies, qkey);
@@ -337,12 +306,12 @@ static void policy_deleted(void *ctx, json_t *obj)
 static void binding_event(detector *d, const json_t *b, bool user)
 {
     const json_t *r = json_object_get(json_object_get(b, "spec"), "resource");
-    const char *av = jstr(r, "apiVersion"), *kind = jstr(r, "kind"), *name = jstr(r, "name");
+    const char *av = fl_json_str(r, "apiVersion"), *kind = fl_json_str(r, "kind"), *name = fl_json_str(r, "name");
     if (!av || !kind || !name)
         return;
-    if (!label(b, PP_ID_LABEL) && !label(b, CPP_ID_LABEL))
+    if (!fl_json_meta_map(b, "labels", PP_ID_LABEL) && !fl_json_meta_map(b, "labels", CPP_ID_LABEL))
         return; /* not a binding the detector made (an attached dependency binding) */
-    char *key = template_key(av, kind, jstr(r, "namespace"), name);
+    char *key = template_key(av, kind, fl_json_str(r, "namespace"), name);
     queue_template(d, key, user);
     free(key);
 }
@@ -382,7 +351,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
         size_t i;
         json_t *obj;
         json_array_foreach(all, i, obj) {
-            const char *ns = meta(obj, "namespace"), *name = meta(obj, "name");
+            const char *ns = fl_json_meta(obj, "namespace"), *name = fl_json_meta(obj, "name");
             if (!name || reserved_namespace(ns))
                 continue;
             char *key = template_key(api_version, kind, ns, name);
@@ -398,7 +367,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
         json_t *bind;
         json_array_foreach(all, i, bind) {
             const json_t *r = json_object_get(json_object_get(bind, "spec"), "resource");
-            if (fl_ctrl_interp_matches(api_version, kind, jstr(r, "apiVersion"), jstr(r, "kind")))
+            if (fl_ctrl_interp_matches(api_version, kind, fl_json_str(r, "apiVersion"), fl_json_str(r, "kind")))
                 binding_event(d, bind, false);
         }
         json_decref(all);
@@ -418,12 +387,12 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
     /* resumed at the revision it was reconciled at: what it selects was decided then */
     bool resumed = policy_as_resumed(d, qkey, policy);
     if (policy) {
-        const char *pns = cluster ? NULL : meta(policy, "namespace");
+        const char *pns = cluster ? NULL : fl_json_meta(policy, "namespace");
         json_t *sels = json_object_get(json_object_get(policy, "spec"), "resourceSelectors");
         size_t i;
         json_t *sel;
         json_array_foreach(sels, i, sel) {
-            const char *av = jstr(sel, "apiVersion"), *kind = jstr(sel, "kind");
+            const char *av = fl_json_str(sel, "apiVersion"), *kind = fl_json_str(sel, "kind");
             if (!av || !kind || reserved_group(av))
                 continue;
             const fl_template_kind *k = NULL;
@@ -465,11 +434,11 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
         size_t j;
         json_t *bind;
         json_array_foreach(all, j, bind) {
-            const char *n = annotation(bind, name_ann);
+            const char *n = fl_json_meta_map(bind, "annotations", name_ann);
             if (!n || strcmp(n, pname))
                 continue;
             if (!cluster) {
-                const char *ns = annotation(bind, PP_NS_ANNOTATION);
+                const char *ns = fl_json_meta_map(bind, "annotations", PP_NS_ANNOTATION);
                 if (!ns || (size_t)(slash - key) != strlen(ns) || strncmp(ns, key, strlen(ns)))
                     continue;
             }
@@ -487,17 +456,18 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
 static json_t *claiming_policy(detector *d, const json_t *tmpl)
 {
     json_t *p = NULL;
-    const char *id = label(tmpl, PP_ID_LABEL);
+    const char *id = fl_json_meta_map(tmpl, "labels", PP_ID_LABEL);
     if (id) {
-        const char *ns = annotation(tmpl, PP_NS_ANNOTATION), *name = annotation(tmpl, PP_NAME_ANNOTATION);
+        const char *ns = fl_json_meta_map(tmpl, "annotations", PP_NS_ANNOTATION),
+                   *name = fl_json_meta_map(tmpl, "annotations", PP_NAME_ANNOTATION);
         if (ns && name)
             fl_informer_get(d->pps, ns, name, &p);
-    } else if ((id = label(tmpl, CPP_ID_LABEL))) {
-        const char *name = annotation(tmpl, CPP_NAME_ANNOTATION);
+    } else if ((id = fl_json_meta_map(tmpl, "labels", CPP_ID_LABEL))) {
+        const char *name = fl_json_meta_map(tmpl, "annotations", CPP_NAME_ANNOTATION);
         if (name)
             fl_informer_get(d->cpps, NULL, name, &p);
     }
-    if (p && (!policy_id(p) || strcmp(policy_id(p), id) || meta(p, "deletionTimestamp"))) {
+    if (p && (!policy_id(p) || strcmp(policy_id(p), id) || fl_json_meta(p, "deletionTimestamp"))) {
         json_decref(p);
         p = NULL;
     }
@@ -538,20 +508,20 @@ static json_t *claim_patch(const json_t *obj, const json_t *policy)
     const char *want_pp = policy && !cpp ? policy_id(policy) : NULL;
     const char *want_cpp = cpp ? policy_id(policy) : NULL;
     bool change = false;
-#define WANT(map, getter, key, val)                                                                                    \
+#define WANT(map, which, key, val)                                                                                     \
     do {                                                                                                               \
-        const char *have_ = getter(obj, key);                                                                          \
+        const char *have_ = fl_json_meta_map(obj, which, key);                                                         \
         const char *want_ = (val);                                                                                     \
         if (want_ ? !have_ || strcmp(have_, want_) : have_ != NULL) {                                                  \
             json_object_set_new(map, key, want_ ? json_string(want_) : json_null());                                   \
             change = true;                                                                                             \
         }                                                                                                              \
     } while (0)
-    WANT(labels, label, PP_ID_LABEL, want_pp);
-    WANT(labels, label, CPP_ID_LABEL, want_cpp);
-    WANT(anns, annotation, PP_NS_ANNOTATION, want_pp ? meta(policy, "namespace") : NULL);
-    WANT(anns, annotation, PP_NAME_ANNOTATION, want_pp ? meta(policy, "name") : NULL);
-    WANT(anns, annotation, CPP_NAME_ANNOTATION, want_cpp ? meta(policy, "name") : NULL);
+    WANT(labels, "labels", PP_ID_LABEL, want_pp);
+    WANT(labels, "labels", CPP_ID_LABEL, want_cpp);
+    WANT(anns, "annotations", PP_NS_ANNOTATION, want_pp ? fl_json_meta(policy, "namespace") : NULL);
+    WANT(anns, "annotations", PP_NAME_ANNOTATION, want_pp ? fl_json_meta(policy, "name") : NULL);
+    WANT(anns, "annotations", CPP_NAME_ANNOTATION, want_cpp ? fl_json_meta(policy, "name") : NULL);
 #undef WANT
     if (!change) {
         json_decref(labels);
@@ -597,8 +567,8 @@ static void binding_of(detector *d, const fl_template_kind *k, const char *ns, c
 static bool binding_is_for(const json_t *b, const char *av, const char *kind, const char *name)
 {
     const json_t *r = json_object_get(json_object_get(b, "spec"), "resource");
-    return b && jstr(r, "apiVersion") && !strcmp(jstr(r, "apiVersion"), av) && jstr(r, "kind") &&
-           !strcmp(jstr(r, "kind"), kind) && jstr(r, "name") && !strcmp(jstr(r, "name"), name);
+    return b && fl_json_str(r, "apiVersion") && !strcmp(fl_json_str(r, "apiVersion"), av) && fl_json_str(r, "kind") &&
+           !strcmp(fl_json_str(r, "kind"), kind) && fl_json_str(r, "name") && !strcmp(fl_json_str(r, "name"), name);
 }
 
 /* Put src[key] into dst[key], or remove it when src has none. */
@@ -617,11 +587,11 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
 {
     const json_t *ps = json_object_get(policy, "spec");
     const json_t *md = json_object_get(tmpl, "metadata");
-    json_t *res = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?}", "apiVersion", jstr(tmpl, "apiVersion"), "kind",
-                            jstr(tmpl, "kind"), "name", jstr(md, "name"), "uid", jstr(md, "uid"), "resourceVersion",
-                            jstr(md, "resourceVersion"));
-    if (jstr(md, "namespace"))
-        json_object_set_new(res, "namespace", json_string(jstr(md, "namespace")));
+    json_t *res = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?}", "apiVersion", fl_json_str(tmpl, "apiVersion"), "kind",
+                            fl_json_str(tmpl, "kind"), "name", fl_json_str(md, "name"), "uid", fl_json_str(md, "uid"),
+                            "resourceVersion", fl_json_str(md, "resourceVersion"));
+    if (fl_json_str(md, "namespace"))
+        json_object_set_new(res, "namespace", json_string(fl_json_str(md, "namespace")));
     json_object_set_new(spec, "resource", res);
     copy_field(spec, ps, "placement");
     copy_field(spec, ps, "propagateDeps");
@@ -633,7 +603,7 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
      * policy's own suspension has not changed since we last copied it */
     json_t *psusp = json_object_get(ps, "suspension");
     char *want = psusp && !json_is_null(psusp) ? fl_json_dumps(psusp, NULL) : fl_strdup("");
-    const char *last = jstr(annotations, SUSPENSION_ANNOTATION);
+    const char *last = fl_json_str(annotations, SUSPENSION_ANNOTATION);
     if (!last || strcmp(last, want)) {
         /* suspension.scheduling is the binding's own (users or admission set it; a policy has
          * none): it survives the copy */
@@ -652,7 +622,7 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
     }
     free(want);
 
-    if (fl_interp_has(d->env.interp, jstr(tmpl, "apiVersion"), jstr(tmpl, "kind"), FL_INTERP_REPLICA)) {
+    if (fl_interp_has(d->env.interp, fl_json_str(tmpl, "apiVersion"), fl_json_str(tmpl, "kind"), FL_INTERP_REPLICA)) {
         int64_t replicas = 0;
         json_t *req = NULL;
         int rc = fl_interp_get_replicas(d->env.interp, tmpl, &replicas, &req, err);
@@ -672,7 +642,7 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
 static int delete_binding(detector *d, const fl_gvr *gvr, const char *ns, const char *name, const json_t *b)
 {
     fl_client_error ce;
-    fl_delete_opts o = {.precondition_uid = meta(b, "uid")};
+    fl_delete_opts o = {.precondition_uid = fl_json_meta(b, "uid")};
     int rc = fl_client_delete(d->env.cp, gvr, ns, name, &o, NULL, &ce);
     if (rc == 0)
         fl_log(FL_LOG_INFO, LOG, "template gone: deleted %s %s%s%s", gvr->resource, ns ? ns : "", ns ? "/" : "", name);
@@ -704,12 +674,13 @@ static int reconcile_template(detector *d, const char *key)
         if (!synced)
             rc = FL_ETIMEDOUT; /* absent only because not listed yet: again later */
         else if (existing && binding_is_for(existing, av, kind, name) &&
-                 (label(existing, PP_ID_LABEL) || label(existing, CPP_ID_LABEL) ||
+                 (fl_json_meta_map(existing, "labels", PP_ID_LABEL) ||
+                  fl_json_meta_map(existing, "labels", CPP_ID_LABEL) ||
                   json_object_get(json_object_get(existing, "metadata"), "ownerReferences")))
             rc = delete_binding(d, &gvr, bns, bname, existing);
         goto out;
     }
-    if (meta(tmpl, "deletionTimestamp"))
+    if (fl_json_meta(tmpl, "deletionTimestamp"))
         goto out; /* going: the binding follows once it is gone */
 
     /* 2. choose */
@@ -742,10 +713,10 @@ static int reconcile_template(detector *d, const char *key)
              * take the template from its claimer, even when a better policy exists that
              * does not preempt */
             fl_event(d->env.recorder, tmpl, "Normal", "PreemptPolicySucceed", "%s %s%s%s preempted %s %s%s%s",
-                     jstr(pre, "kind"), meta(pre, "namespace") ? meta(pre, "namespace") : "",
-                     meta(pre, "namespace") ? "/" : "", meta(pre, "name"), jstr(claimer, "kind"),
-                     meta(claimer, "namespace") ? meta(claimer, "namespace") : "",
-                     meta(claimer, "namespace") ? "/" : "", meta(claimer, "name"));
+                     fl_json_str(pre, "kind"), fl_json_meta(pre, "namespace") ? fl_json_meta(pre, "namespace") : "",
+                     fl_json_meta(pre, "namespace") ? "/" : "", fl_json_meta(pre, "name"), fl_json_str(claimer, "kind"),
+                     fl_json_meta(claimer, "namespace") ? fl_json_meta(claimer, "namespace") : "",
+                     fl_json_meta(claimer, "namespace") ? "/" : "", fl_json_meta(claimer, "name"));
             chosen = json_incref((json_t *)pre);
             json_decref(claimer);
         } else {
@@ -781,7 +752,7 @@ static int reconcile_template(detector *d, const char *key)
 
     /* Lazy: on a policy change alone, claim the template but build or change nothing else;
      * its next own change applies the policy */
-    const char *act = jstr(json_object_get(chosen, "spec"), "activationPreference");
+    const char *act = fl_json_str(json_object_get(chosen, "spec"), "activationPreference");
     bool lazy = lazy_cause && act && !strcmp(act, "Lazy");
     json_t *patch = claim_patch(tmpl, chosen);
 
@@ -805,7 +776,7 @@ static int reconcile_template(detector *d, const char *key)
 
     /* ... and its binding */
     bool create = !existing || (existing && !binding_is_for(existing, av, kind, name));
-    if (existing && !create && meta(existing, "deletionTimestamp")) {
+    if (existing && !create && fl_json_meta(existing, "deletionTimestamp")) {
         rc = FL_ETIMEDOUT; /* the old one is still going: create the new one after */
         goto out;
     }
@@ -815,10 +786,10 @@ static int reconcile_template(detector *d, const char *key)
                      : fl_json_shallow_copy(existing);
     /* of an existing binding, copies only of the maps changed below (members replaced, not
      * changed in place); spec.clusters, the status and the managed fields stay shared */
-    own_child(binding, "spec");
-    json_t *bmd = own_child(binding, "metadata");
-    own_child(bmd, "labels");
-    own_child(bmd, "annotations");
+    fl_json_own_child(binding, "spec");
+    json_t *bmd = fl_json_own_child(binding, "metadata");
+    fl_json_own_child(bmd, "labels");
+    fl_json_own_child(bmd, "annotations");
     bmd = json_object_get(binding, "metadata");
     if (create && bns)
         json_object_set_new(bmd, "namespace", json_string(bns));
@@ -854,7 +825,7 @@ static int reconcile_template(detector *d, const char *key)
     }
     json_object_set_new(bmd, "ownerReferences",
                         json_pack("[{s:s, s:s, s:s, s:s?, s:b, s:b}]", "apiVersion", av, "kind", kind, "name", name,
-                                  "uid", meta(tmpl, "uid"), "controller", 1, "blockOwnerDeletion", 1));
+                                  "uid", fl_json_meta(tmpl, "uid"), "controller", 1, "blockOwnerDeletion", 1));
     if (create)
         json_object_set_new(bmd, "finalizers", json_pack("[s]", BINDING_FINALIZER));
     json_t *spec = json_object_get(binding, "spec");
@@ -905,14 +876,15 @@ static int reconcile_template(detector *d, const char *key)
         fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", gvr.resource, bns ? bns : "",
                bns ? "/" : "", bname, ce.message[0] ? ce.message : fl_strerror(rc));
         fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
-                 meta(chosen, "namespace") ? meta(chosen, "namespace") : "", meta(chosen, "namespace") ? "/" : "",
-                 meta(chosen, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
+                 fl_json_meta(chosen, "namespace") ? fl_json_meta(chosen, "namespace") : "",
+                 fl_json_meta(chosen, "namespace") ? "/" : "", fl_json_meta(chosen, "name"),
+                 ce.message[0] ? ce.message : fl_strerror(rc));
         goto out;
     }
     if (create)
         fl_event(d->env.recorder, tmpl, "Normal", "ApplyPolicySucceed", "Apply policy(%s%s%s) succeed",
-                 meta(chosen, "namespace") ? meta(chosen, "namespace") : "", meta(chosen, "namespace") ? "/" : "",
-                 meta(chosen, "name"));
+                 fl_json_meta(chosen, "namespace") ? fl_json_meta(chosen, "namespace") : "",
+                 fl_json_meta(chosen, "namespace") ? "/" : "", fl_json_meta(chosen, "name"));
     json_decref(written);
 out:
     json_decref(tmpl);
