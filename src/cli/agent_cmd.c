@@ -83,11 +83,6 @@ static int fail(const char *fmt, ...)
     return 1;
 }
 
-static const char *errmsg(const fl_client_error *ce, int rc)
-{
-    return ce->message[0] ? ce->message : fl_strerror(rc);
-}
-
 /* Karmada's rule for cluster names: a DNS-1123 label of at most 48 characters. */
 static bool valid_name(const char *s)
 {
@@ -247,7 +242,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
             free(path);
             if (!transient(rc))
                 break;
-            fl_log(FL_LOG_WARN, "agent", "control plane not reachable (%s); retrying", errmsg(&ce, rc));
+            fl_log(FL_LOG_WARN, "agent", "control plane not reachable (%s); retrying", fl_errmsg(ce.message, rc));
             if (signalled(sigs, delay)) {
                 fl_client_free(c);
                 return -1;
@@ -259,7 +254,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
             return 0;
         }
         fl_log(FL_LOG_WARN, "agent", "the agent kubeconfig %s does not work (%s); registering again", out_path,
-               err ? err : errmsg(&ce, rc));
+               err ? err : fl_errmsg(ce.message, rc));
         free(err);
         err = NULL;
         fl_client_free(c);
@@ -282,7 +277,8 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
                                &ce);
         if (!transient(rc))
             break;
-        fl_log(FL_LOG_WARN, "agent", "control plane %s not reachable (%s); retrying", kc.server, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, "agent", "control plane %s not reachable (%s); retrying", kc.server,
+               fl_errmsg(ce.message, rc));
         if (signalled(sigs, delay)) {
             free(body);
             fl_client_free(boot);
@@ -296,7 +292,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         /* no registration endpoint on this control plane: the documented fallback */
         rc = register_by_hand(boot, o, member_url, &ce);
         if (rc) {
-            fail("registering cluster %s on %s: %s", o->name, kc.server, errmsg(&ce, rc));
+            fail("registering cluster %s on %s: %s", o->name, kc.server, fl_errmsg(ce.message, rc));
             goto out;
         }
         fl_log(FL_LOG_WARN, "agent",
@@ -308,7 +304,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         goto out;
     }
     if (rc) {
-        fail("registering cluster %s on %s: %s%s", o->name, kc.server, errmsg(&ce, rc),
+        fail("registering cluster %s on %s: %s%s", o->name, kc.server, fl_errmsg(ce.message, rc),
              rc == FL_EEXIST ? " (its agent kubeconfig is missing or refused: give it with --agent-kubeconfig, "
                                "or unjoin the cluster first)"
                              : "");

@@ -228,11 +228,6 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     return 0;
 }
 
-static const char *errmsg(const fl_client_error *ce, int rc)
-{
-    return ce->message[0] ? ce->message : fl_strerror(rc);
-}
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -318,7 +313,7 @@ static int change(const opts *o, fl_client *cp, json_t **out)
             return fail(o, "%s \"%s\" not found%s%s", o->kind->qualified, o->name,
                         o->kind->namespaced ? " in namespace " : "", o->kind->namespaced ? o->ns : "");
         if (rc)
-            return fail(o, "reading %s %s: %s", o->kind->qualified, o->name, errmsg(&ce, rc));
+            return fail(o, "reading %s %s: %s", o->kind->qualified, o->name, fl_errmsg(ce.message, rc));
         json_t *spec = json_object_get(obj, "spec");
         if (!json_is_object(spec)) {
             spec = json_object();
@@ -339,7 +334,7 @@ static int change(const opts *o, fl_client *cp, json_t **out)
         if (rc == FL_ECONFLICT && attempt < 5)
             continue;
         if (rc)
-            return fail(o, "updating %s %s: %s", o->kind->qualified, o->name, errmsg(&ce, rc));
+            return fail(o, "updating %s %s: %s", o->kind->qualified, o->name, fl_errmsg(ce.message, rc));
         return 0;
     }
 }

@@ -103,11 +103,6 @@ static int cp_request(fl_agent *a, const char *method, const fl_gvr *r, const ch
     return rc;
 }
 
-static const char *errmsg(const fl_client_error *ce, int rc)
-{
-    return ce->message[0] ? ce->message : fl_strerror(rc);
-}
-
 /* ---- the Cluster, as the engine sees it ---- */
 
 static void cluster_mode(const json_t *cl, bool *deliver, bool *deleting)
@@ -266,7 +261,8 @@ static int renew_lease(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "renewing Lease %s/%s: %s", FL_AGENT_LEASE_NAMESPACE, a->name, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, LOG, "renewing Lease %s/%s: %s", FL_AGENT_LEASE_NAMESPACE, a->name,
+               fl_errmsg(ce.message, rc));
     return rc;
 }
 
@@ -363,7 +359,7 @@ static void report_status(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "reporting the status of Cluster %s: %s", a->name, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, LOG, "reporting the status of Cluster %s: %s", a->name, fl_errmsg(ce.message, rc));
     fl_cluster_collected_close(&col);
 }
 
@@ -378,7 +374,7 @@ static int read_cluster(fl_agent *a)
         return 0;
     }
     if (rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "reading Cluster %s: %s", a->name, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, LOG, "reading Cluster %s: %s", a->name, fl_errmsg(ce.message, rc));
     return rc;
 }
 

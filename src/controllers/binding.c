@@ -869,7 +869,7 @@ static void write_target(void *ctx, int k)
         rc = fl_client_update_given(r->b->env.cp, &WORKS, wns, w, NULL, NULL, &ce);
     }
     if (rc && rc != FL_ECONFLICT)
-        r->err[i] = fl_asprintf("writing Work %s: %s", wk, ce.message[0] ? ce.message : fl_strerror(rc));
+        r->err[i] = fl_asprintf("writing Work %s: %s", wk, fl_errmsg(ce.message, rc));
     free(wk);
     free(wns);
     r->wrote[i] = rc == 0;
@@ -889,7 +889,7 @@ static int delete_work(bindctl *b, const char *wkey)
         if (rc == FL_ENOTFOUND)
             rc = 0;
         else if (rc)
-            fl_log(FL_LOG_WARN, LOG, "deleting Work %s: %s", wkey, ce.message[0] ? ce.message : fl_strerror(rc));
+            fl_log(FL_LOG_WARN, LOG, "deleting Work %s: %s", wkey, fl_errmsg(ce.message, rc));
     }
     free(ns);
     return rc;

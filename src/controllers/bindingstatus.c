@@ -325,7 +325,7 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         rc = 0;
     else if (rc && rc != FL_ECONFLICT)
         fl_log(FL_LOG_WARN, LOG, "status of %s %s%s%s: %s", kind, ns ? ns : "", ns ? "/" : "", name,
-               ce.message[0] ? ce.message : fl_strerror(rc));
+               fl_errmsg(ce.message, rc));
 done:
     free(err);
     json_decref(out);
@@ -437,7 +437,7 @@ static int reconcile(void *ctx, const char *key)
             rc = 0;
         else if (rc && rc != FL_ECONFLICT)
             fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, fl_json_meta(b, "name"),
-                   ce.message[0] ? ce.message : fl_strerror(rc));
+                   fl_errmsg(ce.message, rc));
     }
     if (rc == 0)
         rc = aggregate_template(s, b, items, dispatching);

@@ -182,7 +182,7 @@ int fl_cluster_probe_health(fl_client *c, fl_client_cancel *cancel, char *why, s
     }
     if (rc == 0)
         return H_OK;
-    snprintf(why, cap, "%s", rc == FL_ECLOSED ? "no answer in time" : ce.message[0] ? ce.message : fl_strerror(rc));
+    snprintf(why, cap, "%s", rc == FL_ECLOSED ? "no answer in time" : fl_errmsg(ce.message, rc));
     return ce.http ? H_UNHEALTHY : H_UNREACHABLE;
 }
 
@@ -788,7 +788,7 @@ static int write_cluster(cstatus *st, const char *name, json_t *base, const obse
     }
     json_decref(base);
     if (rc && rc != FL_ENOTFOUND && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "cluster %s: writing status: %s", name, ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_WARN, LOG, "cluster %s: writing status: %s", name, fl_errmsg(ce.message, rc));
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
 

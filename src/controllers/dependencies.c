@@ -273,7 +273,7 @@ static int write_attached(depsctl *d, json_t *attached)
         rc = 0;
     if (rc && rc != FL_ECONFLICT)
         fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", fl_json_meta(attached, "namespace"),
-               fl_json_meta(attached, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
+               fl_json_meta(attached, "name"), fl_errmsg(ce.message, rc));
     return rc;
 }
 
@@ -396,8 +396,7 @@ static int reconcile(void *ctx, const char *key)
             if (r == 0 && !have)
                 fl_log(FL_LOG_INFO, LOG, "%s/%s follows %s/%s (propagateDeps)", ns, bname, ns, name);
             if (r && r != FL_ECONFLICT && r != FL_EEXIST)
-                fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", ns, bname,
-                       ce.message[0] ? ce.message : fl_strerror(r));
+                fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", ns, bname, fl_errmsg(ce.message, r));
             if (r && !rc)
                 rc = r;
         }

@@ -548,7 +548,7 @@ static int patch_metadata(detector *d, const fl_gvr *r, const char *ns, const ch
     free(body);
     if (rc && rc != FL_ENOTFOUND)
         fl_log(FL_LOG_WARN, LOG, "patching %s %s%s%s: %s", r->resource, ns ? ns : "", ns ? "/" : "", name,
-               ce.message[0] ? ce.message : fl_strerror(rc));
+               fl_errmsg(ce.message, rc));
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
 
@@ -874,11 +874,10 @@ static int reconcile_template(detector *d, const char *key)
         goto out; /* our cache is behind: the event that brings it requeues us */
     if (rc) {
         fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", gvr.resource, bns ? bns : "",
-               bns ? "/" : "", bname, ce.message[0] ? ce.message : fl_strerror(rc));
+               bns ? "/" : "", bname, fl_errmsg(ce.message, rc));
         fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
                  fl_json_meta(chosen, "namespace") ? fl_json_meta(chosen, "namespace") : "",
-                 fl_json_meta(chosen, "namespace") ? "/" : "", fl_json_meta(chosen, "name"),
-                 ce.message[0] ? ce.message : fl_strerror(rc));
+                 fl_json_meta(chosen, "namespace") ? "/" : "", fl_json_meta(chosen, "name"), fl_errmsg(ce.message, rc));
         goto out;
     }
     if (create)

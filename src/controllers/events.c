@@ -210,8 +210,7 @@ static void write_one(fl_recorder *r, pending *p)
     if (rc == 0)
         recent_put(r, p->fingerprint, h, p->ns, name, now);
     else
-        fl_log(FL_LOG_DEBUG, "events", "event %s/%s not written: %s", p->ns, name,
-               ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_DEBUG, "events", "event %s/%s not written: %s", p->ns, name, fl_errmsg(ce.message, rc));
 }
 
 static void pending_free(pending *p)

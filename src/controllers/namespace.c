@@ -187,7 +187,7 @@ static void sync_one(void *ctx, int i)
         json_decref(upd);
     }
     if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, LOG, "Work %s/%s: %s", wns, j->wname, ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_WARN, LOG, "Work %s/%s: %s", wns, j->wname, fl_errmsg(ce.message, rc));
 out:
     j->rc[i] = rc;
     free(err);

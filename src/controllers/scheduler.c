@@ -220,7 +220,7 @@ static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const 
         b = NULL;
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
             fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, fl_json_meta(binding, "name"),
-                   ce.message[0] ? ce.message : fl_strerror(rc));
+                   fl_errmsg(ce.message, rc));
         if (rc == FL_ENOTFOUND)
             rc = 0;
     }
@@ -286,7 +286,7 @@ static int reconcile(void *ctx, const char *key)
                 rc = rc == FL_ENOTFOUND ? 0 : rc;
             else
                 fl_log(FL_LOG_WARN, LOG, "writing the decision for %s %s: %s", gvr->resource, fl_json_meta(b, "name"),
-                       ce.message[0] ? ce.message : fl_strerror(rc));
+                       fl_errmsg(ce.message, rc));
             goto out;
         }
         status_src = written; /* whole */
