@@ -42,6 +42,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 
 #define REGISTER_PATH "/apis/flotilla.io/v1alpha1/register"
 
@@ -58,7 +59,7 @@ static void usage(FILE *f)
                "\n"
                "Runs beside a member cluster in pull mode: registers it on the control plane as Cluster NAME\n"
                "(syncMode Pull), renews its lease, reports its status, and applies the Works of\n"
-               "karmada-es-NAME to the member. Stops cleanly on SIGTERM/SIGINT.\n"
+               FL_EXECUTION_SPACE_PREFIX "NAME to the member. Stops cleanly on SIGTERM/SIGINT.\n"
                "\n"
                "  --server-kubeconfig FILE  the control plane, with a bootstrap (or admin) identity used to register\n"
                "  --member-kubeconfig FILE  the member cluster the agent runs beside\n"

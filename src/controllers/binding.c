@@ -46,6 +46,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/parallel.h"
+#include "core/wellknown.h"
 #include "interp/interp.h"
 #include "interp/prune.h"
 #include "policy/override.h"
@@ -53,27 +54,10 @@
 #define LOG "binding"
 #define BINDING_WORKERS 4
 #define WRITE_THREADS 16
-#define BINDING_FINALIZER "karmada.io/binding-controller"
-#define EXEC_FINALIZER "karmada.io/execution-controller"
-
-#define RB_ID_LABEL "resourcebinding.karmada.io/permanent-id"
-#define CRB_ID_LABEL "clusterresourcebinding.karmada.io/permanent-id"
-#define RB_NS_ANNOTATION "resourcebinding.karmada.io/namespace"
-#define RB_NAME_ANNOTATION "resourcebinding.karmada.io/name"
-#define CRB_NAME_ANNOTATION "clusterresourcebinding.karmada.io/name"
-#define MANAGED_LABEL "karmada.io/managed"
-#define WORK_ID_LABEL "work.karmada.io/permanent-id"
-#define TEMPLATE_UID_ANNOTATION "resourcetemplate.karmada.io/uid"
-#define TEMPLATE_GENERATION_ANNOTATION "resourcetemplate.karmada.io/generation"
-#define WORK_NAME_ANNOTATION "work.karmada.io/name"
-#define WORK_NS_ANNOTATION "work.karmada.io/namespace"
-#define CONFLICT_ANNOTATION "work.karmada.io/conflict-resolution"
 /* ours: the suspension the binding asked for this Work when we last wrote it */
 #define WORK_SUSPENSION_ANNOTATION "flotilla.io/binding-suspension"
 /* ours: what the Work was rendered from, and what it was as we wrote it (rendered_from) */
 #define RENDERED_FROM_ANNOTATION "flotilla.io/rendered-from"
-#define MANAGED_LABELS_ANNOTATION "resourcetemplate.karmada.io/managed-labels"
-#define MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
@@ -349,8 +333,7 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
      * (an attached binding); a released template's binding keeps what it delivered, as
      * Karmada's does, until the binding itself changes. */
     const json_t *labels = json_object_get(json_object_get(new_obj, "metadata"), "labels");
-    bool claimed = fl_json_str(labels, "propagationpolicy.karmada.io/permanent-id") ||
-                   fl_json_str(labels, "clusterpropagationpolicy.karmada.io/permanent-id");
+    bool claimed = fl_json_str(labels, FL_PP_ID_LABEL) || fl_json_str(labels, FL_CPP_ID_LABEL);
     if (!claimed) {
         bindctl *b = ctx;
         char *bname = fl_names_binding(k->kind, fl_json_meta(new_obj, "name"));
@@ -582,55 +565,55 @@ static int build_work(render *r, int i, json_t **out, char **err)
     char *wns = fl_names_execution_space(t->cluster);
     json_t *md = fl_json_ensure_obj(m, "metadata");
     json_t *labels = fl_json_ensure_obj(md, "labels"), *anns = fl_json_ensure_obj(md, "annotations");
-    const char *id_label = r->cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL;
+    const char *id_label = r->cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL;
     json_object_set_new(labels, id_label, json_string(r->binding_id ? r->binding_id : ""));
-    json_object_set_new(labels, MANAGED_LABEL, json_string("true"));
+    json_object_set_new(labels, FL_MANAGED_LABEL, json_string("true"));
     const json_t *tmd = json_object_get(r->tmpl, "metadata");
     if (fl_json_str(tmd, "uid"))
-        json_object_set_new(anns, TEMPLATE_UID_ANNOTATION, json_string(fl_json_str(tmd, "uid")));
+        json_object_set_new(anns, FL_TEMPLATE_UID_ANNOTATION, json_string(fl_json_str(tmd, "uid")));
     json_t *gen = json_object_get(tmd, "generation");
     if (json_integer_value(gen) > 0) {
         char g[32];
         snprintf(g, sizeof g, "%lld", (long long)json_integer_value(gen));
-        json_object_set_new(anns, TEMPLATE_GENERATION_ANNOTATION, json_string(g));
+        json_object_set_new(anns, FL_TEMPLATE_GENERATION_ANNOTATION, json_string(g));
     }
-    json_object_set_new(anns, WORK_NAME_ANNOTATION, json_string(r->wname));
-    json_object_set_new(anns, WORK_NS_ANNOTATION, json_string(wns));
+    json_object_set_new(anns, FL_WORK_NAME_ANNOTATION, json_string(r->wname));
+    json_object_set_new(anns, FL_WORK_NAMESPACE_ANNOTATION, json_string(wns));
     if (r->cluster_scoped) {
-        json_object_set_new(anns, CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
+        json_object_set_new(anns, FL_CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     } else {
-        json_object_set_new(anns, RB_NS_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
-        json_object_set_new(anns, RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
+        json_object_set_new(anns, FL_RB_NAMESPACE_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
+        json_object_set_new(anns, FL_RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
     /* conflict resolution: the template's own annotation wins; else the binding's setting */
     const json_t *bspec = json_object_get(r->binding, "spec");
-    const char *cr_tmpl = fl_json_str(json_object_get(tmd, "annotations"), CONFLICT_ANNOTATION);
+    const char *cr_tmpl = fl_json_str(json_object_get(tmd, "annotations"), FL_CONFLICT_RESOLUTION_ANNOTATION);
     const char *cr = cr_tmpl && (!strcmp(cr_tmpl, "overwrite") || !strcmp(cr_tmpl, "abort")) ? cr_tmpl : NULL;
     if (!cr) {
         const char *b = fl_json_str(bspec, "conflictResolution");
         cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
     }
-    json_object_set_new(anns, CONFLICT_ANNOTATION, json_string(cr));
-    static const char *const ann_extra[] = {MANAGED_ANNOTATIONS_ANNOTATION, MANAGED_LABELS_ANNOTATION};
+    json_object_set_new(anns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
+    static const char *const ann_extra[] = {FL_MANAGED_ANNOTATIONS_ANNOTATION, FL_MANAGED_LABELS_ANNOTATION};
     char *ml = managed_keys(labels, NULL, 0);
-    json_object_set_new(anns, MANAGED_LABELS_ANNOTATION, json_string(ml));
+    json_object_set_new(anns, FL_MANAGED_LABELS_ANNOTATION, json_string(ml));
     free(ml);
     char *ma = managed_keys(anns, ann_extra, 2);
-    json_object_set_new(anns, MANAGED_ANNOTATIONS_ANNOTATION, json_string(ma));
+    json_object_set_new(anns, FL_MANAGED_ANNOTATIONS_ANNOTATION, json_string(ma));
     free(ma);
 
     json_t *wanns = json_object();
     if (r->cluster_scoped) {
-        json_object_set_new(wanns, CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
+        json_object_set_new(wanns, FL_CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     } else {
-        json_object_set_new(wanns, RB_NS_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
-        json_object_set_new(wanns, RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
+        json_object_set_new(wanns, FL_RB_NAMESPACE_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
+        json_object_set_new(wanns, FL_RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
-    json_object_set_new(wanns, CONFLICT_ANNOTATION, json_string(cr));
+    json_object_set_new(wanns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
     if (cov)
-        json_object_set_new(wanns, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER, json_string(cov));
+        json_object_set_new(wanns, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION, json_string(cov));
     if (ov)
-        json_object_set_new(wanns, FL_OVERRIDE_ANNOTATION_APPLIED, json_string(ov));
+        json_object_set_new(wanns, FL_APPLIED_OVERRIDES_ANNOTATION, json_string(ov));
     free(cov);
     free(ov);
     json_t *wspec = json_pack("{s:{s:[o]}}", "workload", "manifests", m);
@@ -647,8 +630,8 @@ static int build_work(render *r, int i, json_t **out, char **err)
      * once instead of first writing the finalizer itself */
     *out = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:o, s:[s]}, s:o}", "apiVersion", WORKS.api_version, "kind",
                      "Work", "metadata", "name", r->wname, "namespace", wns, "labels", id_label,
-                     r->binding_id ? r->binding_id : "", "annotations", wanns, "finalizers", EXEC_FINALIZER, "spec",
-                     wspec);
+                     r->binding_id ? r->binding_id : "", "annotations", wanns, "finalizers", FL_EXECUTION_FINALIZER,
+                     "spec", wspec);
     free(wns);
     return 0;
 }
@@ -716,7 +699,7 @@ static uint64_t inputs_digest(const render *r, uint64_t shared, int i)
  * permanent ID label the server gives a Work when it creates it. */
 static uint64_t metadata_digest(const json_t *work)
 {
-    static const char *const not_labels[] = {WORK_ID_LABEL, NULL};
+    static const char *const not_labels[] = {FL_WORK_ID_LABEL, NULL};
     static const char *const not_anns[] = {RENDERED_FROM_ANNOTATION, NULL};
     const json_t *md = json_object_get(work, "metadata");
     return fl_json_hash_except(json_object_get(md, "labels"), not_labels) * 31 +
@@ -817,7 +800,8 @@ static void prepare_target(render *r, int i)
         json_t *uanns = fl_json_ensure_obj(md, "annotations");
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "annotations"), key, v)
             json_object_set(uanns, key, v);
-        static const char *const optional[] = {FL_OVERRIDE_ANNOTATION_APPLIED, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER};
+        static const char *const optional[] = {FL_APPLIED_OVERRIDES_ANNOTATION,
+                                               FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION};
         for (size_t j = 0; j < 2; j++)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
@@ -899,7 +883,7 @@ static int delete_work(bindctl *b, const char *wkey)
 static int write_finalizer(bindctl *b, const fl_gvr *gvr, const json_t *obj, bool add)
 {
     json_t *copy = fl_json_deep_copy(obj);
-    fl_json_set_finalizer(copy, BINDING_FINALIZER, add);
+    fl_json_set_finalizer(copy, FL_BINDING_FINALIZER, add);
     fl_client_error ce;
     int rc = fl_client_update(b->env.cp, gvr, fl_json_meta(obj, "namespace"), copy, NULL, NULL, &ce);
     json_decref(copy);
@@ -1023,13 +1007,13 @@ static int reconcile(void *ctx, const char *key)
             if (d && !rc)
                 rc = d;
         }
-        if (binding && !rc && json_array_size(owned) == 0 && fl_json_has_finalizer(binding, BINDING_FINALIZER))
+        if (binding && !rc && json_array_size(owned) == 0 && fl_json_has_finalizer(binding, FL_BINDING_FINALIZER))
             rc = write_finalizer(b, gvr, binding, false);
         else if (binding && !rc && json_array_size(owned))
             rc = FL_ETIMEDOUT; /* wait for the Works to be gone (their finalizers) */
         goto out;
     }
-    if (!fl_json_has_finalizer(binding, BINDING_FINALIZER)) {
+    if (!fl_json_has_finalizer(binding, FL_BINDING_FINALIZER)) {
         rc = write_finalizer(b, gvr, binding, true);
         goto out; /* the update brings us back */
     }
@@ -1060,7 +1044,7 @@ static int reconcile(void *ctx, const char *key)
                  .policies = policies,
                  .cluster_scoped = cluster_scoped,
                  .binding_id = fl_json_str(json_object_get(json_object_get(binding, "metadata"), "labels"),
-                                           cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL),
+                                           cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL),
                  .targets = targets,
                  .n = n,
                  .wname = wname, /* works_name: of this kind, rns and rname */

@@ -36,6 +36,7 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/members.h"
+#include "controllers/names.h"
 #include "core/condition.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -819,7 +820,7 @@ static void ensure_execution_space(cstatus *st, const char *name)
     if (mem_get(st, name, "es", 0))
         return;
     static const fl_gvr NAMESPACES = {"v1", "namespaces"};
-    char *ns = fl_asprintf("karmada-es-%s", name);
+    char *ns = fl_names_execution_space(name);
     json_t *obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name", ns);
     fl_client_error ce;
     json_t *out = NULL;

@@ -42,14 +42,12 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 #include "interp/interp.h"
 
 #define LOG "dependencies"
 #define DEPS_WORKERS 2
 #define MISSING_RETRY_MS 3000
-#define BINDING_FINALIZER "karmada.io/binding-controller"
-#define PP_ID_LABEL "propagationpolicy.karmada.io/permanent-id"
-#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 
@@ -252,7 +250,7 @@ static bool set_snapshot(json_t *attached, const char *ns, const char *name, jso
 static bool claimed_by_policy(const json_t *b)
 {
     const json_t *labels = json_object_get(json_object_get(b, "metadata"), "labels");
-    return fl_json_str(labels, PP_ID_LABEL) || fl_json_str(labels, CPP_ID_LABEL) ||
+    return fl_json_str(labels, FL_PP_ID_LABEL) || fl_json_str(labels, FL_CPP_ID_LABEL) ||
            json_is_object(json_object_get(json_object_get(b, "spec"), "placement"));
 }
 
@@ -380,7 +378,7 @@ static int reconcile(void *ctx, const char *key)
                             "apiVersion", RBS.api_version, "kind", "ResourceBinding", "metadata", "name", bname,
                             "namespace", ns, "ownerReferences", "apiVersion", fl_json_str(obj, "apiVersion"), "kind",
                             fl_json_str(obj, "kind"), "name", fl_json_str(om, "name"), "uid", fl_json_str(om, "uid"),
-                            "controller", 1, "blockOwnerDeletion", 1, "finalizers", BINDING_FINALIZER, "spec",
+                            "controller", 1, "blockOwnerDeletion", 1, "finalizers", FL_BINDING_FINALIZER, "spec",
                             "resource", "apiVersion", fl_json_str(obj, "apiVersion"), "kind", fl_json_str(obj, "kind"),
                             "namespace", ns, "name", fl_json_str(om, "name"), "uid", fl_json_str(om, "uid"),
                             "resourceVersion", fl_json_str(om, "resourceVersion"));

@@ -46,18 +46,13 @@
 #include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 #include "interp/interp.h"
 #include "policy/resource_selector.h"
 
 #define LOG "detector"
 #define DETECTOR_WORKERS 4
 
-#define PP_ID_LABEL "propagationpolicy.karmada.io/permanent-id"
-#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
-#define PP_NS_ANNOTATION "propagationpolicy.karmada.io/namespace"
-#define PP_NAME_ANNOTATION "propagationpolicy.karmada.io/name"
-#define CPP_NAME_ANNOTATION "clusterpropagationpolicy.karmada.io/name"
-#define BINDING_FINALIZER "karmada.io/binding-controller"
 /* ours: the policy suspension last copied to the binding, so that a user's own suspension of
  * a binding survives until the policy's suspension changes (issue 6's contract) */
 #define SUSPENSION_ANNOTATION "flotilla.io/policy-suspension"
@@ -90,7 +85,7 @@ static bool is_cpp(const json_t *policy)
 
 static const char *policy_id(const json_t *policy)
 {
-    return fl_json_meta_map(policy, "labels", is_cpp(policy) ? CPP_ID_LABEL : PP_ID_LABEL);
+    return fl_json_meta_map(policy, "labels", is_cpp(policy) ? FL_CPP_ID_LABEL : FL_PP_ID_LABEL);
 }
 
 /* Namespaces whose objects are never propagated: the control plane's own, and the execution
@@ -98,7 +93,8 @@ static const char *policy_id(const json_t *policy)
 static bool reserved_namespace(const char *ns)
 {
     return ns && (!strcmp(ns, "karmada-system") || !strcmp(ns, "karmada-cluster") || !strcmp(ns, "kube-system") ||
-                  !strcmp(ns, "kube-public") || !strcmp(ns, "kube-node-lease") || !strncmp(ns, "karmada-es-", 11));
+                  !strcmp(ns, "kube-public") || !strcmp(ns, "kube-node-lease") ||
+                  !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, strlen(FL_EXECUTION_SPACE_PREFIX)));
 }
 
 /* Karmada's own API groups (policy, work, cluster, config .karmada.io) are never templates. */
@@ -182,8 +178,8 @@ static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
  * update is our claim coming back, not a change of the user's. */
 static bool only_claim_changed(const json_t *old_obj, const json_t *new_obj)
 {
-    static const char *const labels[] = {PP_ID_LABEL, CPP_ID_LABEL};
-    static const char *const anns[] = {PP_NS_ANNOTATION, PP_NAME_ANNOTATION, CPP_NAME_ANNOTATION};
+    static const char *const labels[] = {FL_PP_ID_LABEL, FL_CPP_ID_LABEL};
+    static const char *const anns[] = {FL_PP_NAMESPACE_ANNOTATION, FL_PP_NAME_ANNOTATION, FL_CPP_NAME_ANNOTATION};
     /* copies only of what is taken out below; the rest stays shared */
     json_t *a = fl_json_shallow_copy(old_obj), *b = fl_json_shallow_copy(new_obj);
     json_t *objs[2] = {a, b};
@@ -309,7 +305,7 @@ static void binding_event(detector *d, const json_t *b, bool user)
     const char *av = fl_json_str(r, "apiVersion"), *kind = fl_json_str(r, "kind"), *name = fl_json_str(r, "name");
     if (!av || !kind || !name)
         return;
-    if (!fl_json_meta_map(b, "labels", PP_ID_LABEL) && !fl_json_meta_map(b, "labels", CPP_ID_LABEL))
+    if (!fl_json_meta_map(b, "labels", FL_PP_ID_LABEL) && !fl_json_meta_map(b, "labels", FL_CPP_ID_LABEL))
         return; /* not a binding the detector made (an attached dependency binding) */
     char *key = template_key(av, kind, fl_json_str(r, "namespace"), name);
     queue_template(d, key, user);
@@ -426,7 +422,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
         return rc;
     }
     /* templates claimed by this policy (by name: the policy may be gone, with its ID) */
-    const char *name_ann = cluster ? CPP_NAME_ANNOTATION : PP_NAME_ANNOTATION;
+    const char *name_ann = cluster ? FL_CPP_NAME_ANNOTATION : FL_PP_NAME_ANNOTATION;
     const char *slash = strchr(key, '/');
     const char *pname = cluster || !slash ? key : slash + 1;
     for (int b = 0; b < 2; b++) {
@@ -438,7 +434,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
             if (!n || strcmp(n, pname))
                 continue;
             if (!cluster) {
-                const char *ns = fl_json_meta_map(bind, "annotations", PP_NS_ANNOTATION);
+                const char *ns = fl_json_meta_map(bind, "annotations", FL_PP_NAMESPACE_ANNOTATION);
                 if (!ns || (size_t)(slash - key) != strlen(ns) || strncmp(ns, key, strlen(ns)))
                     continue;
             }
@@ -456,14 +452,14 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
 static json_t *claiming_policy(detector *d, const json_t *tmpl)
 {
     json_t *p = NULL;
-    const char *id = fl_json_meta_map(tmpl, "labels", PP_ID_LABEL);
+    const char *id = fl_json_meta_map(tmpl, "labels", FL_PP_ID_LABEL);
     if (id) {
-        const char *ns = fl_json_meta_map(tmpl, "annotations", PP_NS_ANNOTATION),
-                   *name = fl_json_meta_map(tmpl, "annotations", PP_NAME_ANNOTATION);
+        const char *ns = fl_json_meta_map(tmpl, "annotations", FL_PP_NAMESPACE_ANNOTATION),
+                   *name = fl_json_meta_map(tmpl, "annotations", FL_PP_NAME_ANNOTATION);
         if (ns && name)
             fl_informer_get(d->pps, ns, name, &p);
-    } else if ((id = fl_json_meta_map(tmpl, "labels", CPP_ID_LABEL))) {
-        const char *name = fl_json_meta_map(tmpl, "annotations", CPP_NAME_ANNOTATION);
+    } else if ((id = fl_json_meta_map(tmpl, "labels", FL_CPP_ID_LABEL))) {
+        const char *name = fl_json_meta_map(tmpl, "annotations", FL_CPP_NAME_ANNOTATION);
         if (name)
             fl_informer_get(d->cpps, NULL, name, &p);
     }
@@ -517,11 +513,11 @@ static json_t *claim_patch(const json_t *obj, const json_t *policy)
             change = true;                                                                                             \
         }                                                                                                              \
     } while (0)
-    WANT(labels, "labels", PP_ID_LABEL, want_pp);
-    WANT(labels, "labels", CPP_ID_LABEL, want_cpp);
-    WANT(anns, "annotations", PP_NS_ANNOTATION, want_pp ? fl_json_meta(policy, "namespace") : NULL);
-    WANT(anns, "annotations", PP_NAME_ANNOTATION, want_pp ? fl_json_meta(policy, "name") : NULL);
-    WANT(anns, "annotations", CPP_NAME_ANNOTATION, want_cpp ? fl_json_meta(policy, "name") : NULL);
+    WANT(labels, "labels", FL_PP_ID_LABEL, want_pp);
+    WANT(labels, "labels", FL_CPP_ID_LABEL, want_cpp);
+    WANT(anns, "annotations", FL_PP_NAMESPACE_ANNOTATION, want_pp ? fl_json_meta(policy, "namespace") : NULL);
+    WANT(anns, "annotations", FL_PP_NAME_ANNOTATION, want_pp ? fl_json_meta(policy, "name") : NULL);
+    WANT(anns, "annotations", FL_CPP_NAME_ANNOTATION, want_cpp ? fl_json_meta(policy, "name") : NULL);
 #undef WANT
     if (!change) {
         json_decref(labels);
@@ -674,8 +670,8 @@ static int reconcile_template(detector *d, const char *key)
         if (!synced)
             rc = FL_ETIMEDOUT; /* absent only because not listed yet: again later */
         else if (existing && binding_is_for(existing, av, kind, name) &&
-                 (fl_json_meta_map(existing, "labels", PP_ID_LABEL) ||
-                  fl_json_meta_map(existing, "labels", CPP_ID_LABEL) ||
+                 (fl_json_meta_map(existing, "labels", FL_PP_ID_LABEL) ||
+                  fl_json_meta_map(existing, "labels", FL_CPP_ID_LABEL) ||
                   json_object_get(json_object_get(existing, "metadata"), "ownerReferences")))
             rc = delete_binding(d, &gvr, bns, bname, existing);
         goto out;
@@ -827,7 +823,7 @@ static int reconcile_template(detector *d, const char *key)
                         json_pack("[{s:s, s:s, s:s, s:s?, s:b, s:b}]", "apiVersion", av, "kind", kind, "name", name,
                                   "uid", fl_json_meta(tmpl, "uid"), "controller", 1, "blockOwnerDeletion", 1));
     if (create)
-        json_object_set_new(bmd, "finalizers", json_pack("[s]", BINDING_FINALIZER));
+        json_object_set_new(bmd, "finalizers", json_pack("[s]", FL_BINDING_FINALIZER));
     json_t *spec = json_object_get(binding, "spec");
     rc = fill_binding_spec(d, spec, anns, tmpl, chosen, &err);
     if (rc) {

@@ -9,7 +9,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define FL_EXECUTION_SPACE_PREFIX "karmada-es-"
+#include "core/wellknown.h"
 
 /* "<name>-<kind>" lowercased, ':' (RBAC names) as '.': the ResourceBinding or
  * ClusterResourceBinding of a template. */

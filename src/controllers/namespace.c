@@ -31,6 +31,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/parallel.h"
+#include "core/wellknown.h"
 #include "interp/prune.h"
 #include "policy/override.h"
 
@@ -38,9 +39,6 @@
 #define NS_WORKERS 2
 #define WRITE_THREADS 16
 #define SYNC_LABEL "flotilla.io/namespace-sync"
-#define SKIP_LABEL "namespace.karmada.io/skip-auto-propagation"
-#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
-#define EXEC_FINALIZER "karmada.io/execution-controller"
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 
@@ -163,12 +161,12 @@ static void sync_one(void *ctx, int i)
         fl_override_annotations(applied, &cov, &ov, &aerr);
         free(aerr);
         if (cov)
-            json_object_set_new(anns, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER, json_string(cov));
+            json_object_set_new(anns, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION, json_string(cov));
     }
     want = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:o, s:[s]}, s:{s:{s:[O]}}}", "apiVersion", WORKS.api_version,
                      "kind", "Work", "metadata", "name", j->wname, "namespace", wns, "labels", SYNC_LABEL,
-                     fl_json_meta(j->ns, "name"), "annotations", anns, "finalizers", EXEC_FINALIZER, "spec", "workload",
-                     "manifests", m);
+                     fl_json_meta(j->ns, "name"), "annotations", anns, "finalizers", FL_EXECUTION_FINALIZER, "spec",
+                     "workload", "manifests", m);
     char *wkey = fl_cat(wns, "/", j->wname, NULL);
     fl_informer_get_whole(j->c->works, wkey, &have); /* whole: the update starts from it */
     free(wkey);
@@ -247,9 +245,9 @@ static int reconcile(void *ctx, const char *name)
     json_t *ns = NULL;
     fl_informer_get(c->namespaces, NULL, name, &ns);
     const json_t *labels = json_object_get(json_object_get(ns, "metadata"), "labels");
-    const char *skip = fl_json_str(labels, SKIP_LABEL);
+    const char *skip = fl_json_str(labels, FL_SKIP_AUTO_PROPAGATION_LABEL);
     bool sync = ns && !fl_json_meta(ns, "deletionTimestamp") && !(skip && !strcasecmp(skip, "true")) &&
-                !fl_json_str(labels, CPP_ID_LABEL);
+                !fl_json_str(labels, FL_CPP_ID_LABEL);
     if (!sync) {
         int rc = remove_works(c, name, NULL);
         json_decref(ns);
