@@ -645,44 +645,42 @@ static int delete_binding(detector *d, const fl_gvr *gvr, const char *ns, const 
     return rc == FL_ENOTFOUND || rc == FL_ECONFLICT ? 0 : rc;
 }
 
-static int reconcile_template(detector *d, const char *key)
-{
-    char *copy = fl_strdup(key), *av, *kind, *ns, *name;
-    bool lazy_cause = !take_user_changed(d, key);
-    int rc = 0;
-    json_t *tmpl = NULL, *chosen = NULL, *existing = NULL, *policies = NULL, *binding = NULL;
-    char *bname = NULL, *err = NULL;
-    if (!split_template_key(copy, &av, &kind, &ns, &name))
-        goto out;
-    const fl_template_kind *k = NULL;
-    rc = fl_templates_watch(d->env.templates, av, kind, 0, &k);
-    if (!k) {
-        rc = 0; /* the kind went away (its CRD deleted): its templates went with it */
-        goto out;
-    }
-    rc = 0;
-    bool synced = false;
-    fl_templates_get(d->env.templates, av, kind, ns, name, &tmpl, &synced);
-    fl_gvr gvr;
-    const char *bns;
-    binding_of(d, k, ns, name, &gvr, &bns, &bname, &existing);
-    if (!tmpl) {
-        if (!synced)
-            rc = FL_ETIMEDOUT; /* absent only because not listed yet: again later */
-        else if (existing && binding_is_for(existing, av, kind, name) &&
-                 (fl_json_meta_map(existing, "labels", FL_PP_ID_LABEL) ||
-                  fl_json_meta_map(existing, "labels", FL_CPP_ID_LABEL) ||
-                  json_object_get(json_object_get(existing, "metadata"), "ownerReferences")))
-            rc = delete_binding(d, &gvr, bns, bname, existing);
-        goto out;
-    }
-    if (fl_json_meta(tmpl, "deletionTimestamp"))
-        goto out; /* going: the binding follows once it is gone */
+/* What one reconcile of a template works on, filled in by its steps in order. */
+typedef struct {
+    detector *d;
+    const fl_template_kind *k;
+    const char *av, *kind, *ns, *name; /* the template, from the queue key */
+    json_t *tmpl;                      /* as cached, then as claimed; NULL when gone (owned) */
+    fl_gvr gvr;                        /* its binding's resource, */
+    const char *bns;                   /* namespace (NULL: a ClusterResourceBinding) */
+    char *bname;                       /* and name (owned) */
+    json_t *existing;                  /* the binding as cached, or NULL (owned) */
+    json_t *chosen;                    /* the policy that propagates it, or NULL (owned) */
+} tmpl_rec;
 
-    /* 2. choose */
-    policies = json_array();
-    if (k->namespaced) { /* PropagationPolicies select only in their own namespace */
-        json_t *pp = fl_informer_list(d->pps, ns);
+/* 1. The template is gone: delete the binding we made for it (claimed by a policy or owned
+ * by the template; not one that merely has its name). */
+static int template_gone(tmpl_rec *t, bool synced)
+{
+    if (!synced)
+        return FL_ETIMEDOUT; /* absent only because not listed yet: again later */
+    const json_t *b = t->existing;
+    if (b && binding_is_for(b, t->av, t->kind, t->name) &&
+        (fl_json_meta_map(b, "labels", FL_PP_ID_LABEL) || fl_json_meta_map(b, "labels", FL_CPP_ID_LABEL) ||
+         json_object_get(json_object_get(b, "metadata"), "ownerReferences")))
+        return delete_binding(t->d, &t->gvr, t->bns, t->bname, b);
+    return 0;
+}
+
+/* 2. Choose the policy for the template into t->chosen (NULL: none selects it): the one that
+ * claims it while it still matches, unless a preempting policy takes it; else the best. False
+ * when the policies could not be matched (logged). */
+static bool choose_policy(tmpl_rec *t)
+{
+    detector *d = t->d;
+    json_t *policies = json_array();
+    if (t->k->namespaced) { /* PropagationPolicies select only in their own namespace */
+        json_t *pp = fl_informer_list(d->pps, t->ns);
         json_array_extend(policies, pp);
         json_decref(pp);
     }
@@ -690,96 +688,116 @@ static int reconcile_template(detector *d, const char *key)
     json_array_extend(policies, cpp);
     json_decref(cpp);
     const json_t *best = NULL;
-    if (fl_policy_select(tmpl, policies, &best, NULL, &err)) {
-        fl_log(FL_LOG_WARN, LOG, "%s %s/%s: %s", kind, ns, name, err);
-        goto out;
+    char *err = NULL;
+    if (fl_policy_select(t->tmpl, policies, &best, NULL, &err)) {
+        fl_log(FL_LOG_WARN, LOG, "%s %s/%s: %s", t->kind, t->ns, t->name, err);
+        free(err);
+        json_decref(policies);
+        return false;
     }
-    json_t *claimer = claiming_policy(d, tmpl);
+    json_t *claimer = claiming_policy(d, t->tmpl);
     if (claimer) {
         fl_policy_match_level lvl = FL_POLICY_MATCH_NONE;
         char *e2 = NULL;
-        fl_policy_match_level_of(claimer, tmpl, &lvl, &e2);
+        fl_policy_match_level_of(claimer, t->tmpl, &lvl, &e2);
         free(e2);
         const json_t *pre = NULL;
         if (lvl == FL_POLICY_MATCH_NONE) {
-            chosen = best ? json_incref((json_t *)best) : NULL;
+            t->chosen = best ? json_incref((json_t *)best) : NULL;
             json_decref(claimer);
-        } else if ((pre = preemptor(tmpl, policies, claimer))) {
+        } else if ((pre = preemptor(t->tmpl, policies, claimer))) {
             /* preemption acts for the policies that ask for it: the best of those that may
              * take the template from its claimer, even when a better policy exists that
              * does not preempt */
-            fl_event(d->env.recorder, tmpl, "Normal", "PreemptPolicySucceed", "%s %s%s%s preempted %s %s%s%s",
+            fl_event(d->env.recorder, t->tmpl, "Normal", "PreemptPolicySucceed", "%s %s%s%s preempted %s %s%s%s",
                      fl_json_str(pre, "kind"), fl_json_meta(pre, "namespace") ? fl_json_meta(pre, "namespace") : "",
                      fl_json_meta(pre, "namespace") ? "/" : "", fl_json_meta(pre, "name"), fl_json_str(claimer, "kind"),
                      fl_json_meta(claimer, "namespace") ? fl_json_meta(claimer, "namespace") : "",
                      fl_json_meta(claimer, "namespace") ? "/" : "", fl_json_meta(claimer, "name"));
-            chosen = json_incref((json_t *)pre);
+            t->chosen = json_incref((json_t *)pre);
             json_decref(claimer);
         } else {
-            chosen = claimer;
+            t->chosen = claimer;
         }
     } else if (best) {
-        chosen = json_incref((json_t *)best);
+        t->chosen = json_incref((json_t *)best);
     }
+    json_decref(policies);
+    return true;
+}
 
-    /* 3. nobody: release */
-    if (!chosen) {
-        json_t *patch = claim_patch(tmpl, NULL);
-        if (patch) {
-            fl_gvr tg = {av, k->resource};
-            rc = patch_metadata(d, &tg, k->namespaced ? ns : NULL, name, patch, NULL);
-            json_decref(patch);
-            if (rc)
-                goto out;
-            fl_log(FL_LOG_INFO, LOG, "%s %s%s%s: no policy selects it any more; released", kind, ns, *ns ? "/" : "",
-                   name);
-            fl_event(d->env.recorder, tmpl, "Normal", "PolicyReleased",
-                     "No propagation policy selects it any more: released (what was delivered stays)");
-        }
-        if (existing) {
-            patch = claim_patch(existing, NULL);
-            if (patch) {
-                rc = patch_metadata(d, &gvr, bns, bname, patch, NULL);
-                json_decref(patch);
-            }
-        }
-        goto out;
-    }
-
-    /* Lazy: on a policy change alone, claim the template but build or change nothing else;
-     * its next own change applies the policy */
-    const char *act = fl_json_str(json_object_get(chosen, "spec"), "activationPreference");
-    bool lazy = lazy_cause && act && !strcmp(act, "Lazy");
-    json_t *patch = claim_patch(tmpl, chosen);
-
-    /* 4. claim the template */
+/* 3. No policy selects the template: take our claim off it and off its binding. What was
+ * delivered stays. */
+static int release_template(tmpl_rec *t)
+{
+    int rc = 0;
+    json_t *patch = claim_patch(t->tmpl, NULL);
     if (patch) {
-        fl_gvr tg = {av, k->resource};
-        json_t *claimed = NULL;
-        rc = patch_metadata(d, &tg, k->namespaced ? ns : NULL, name, patch, &claimed);
+        fl_gvr tg = {t->av, t->k->resource};
+        rc = patch_metadata(t->d, &tg, t->k->namespaced ? t->ns : NULL, t->name, patch, NULL);
         json_decref(patch);
-        if (rc || !claimed) {
-            json_decref(claimed);
-            goto out;
+        if (rc)
+            return rc;
+        fl_log(FL_LOG_INFO, LOG, "%s %s%s%s: no policy selects it any more; released", t->kind, t->ns,
+               *t->ns ? "/" : "", t->name);
+        fl_event(t->d->env.recorder, t->tmpl, "Normal", "PolicyReleased",
+                 "No propagation policy selects it any more: released (what was delivered stays)");
+    }
+    if (t->existing) {
+        patch = claim_patch(t->existing, NULL);
+        if (patch) {
+            rc = patch_metadata(t->d, &t->gvr, t->bns, t->bname, patch, NULL);
+            json_decref(patch);
         }
-        /* go on with the claimed template (its new resourceVersion) rather than wait for
-         * the informer to bring the claim back: one round trip less before the binding */
-        json_decref(tmpl);
-        tmpl = claimed;
     }
-    if (lazy)
-        goto out;
+    return rc;
+}
 
-    /* ... and its binding */
-    bool create = !existing || (existing && !binding_is_for(existing, av, kind, name));
-    if (existing && !create && fl_json_meta(existing, "deletionTimestamp")) {
-        rc = FL_ETIMEDOUT; /* the old one is still going: create the new one after */
-        goto out;
+/* 4. Claim the template for t->chosen, when it is not claimed so already, and go on with
+ * the claimed template (its new resourceVersion) rather than wait for the informer to bring
+ * the claim back: one round trip less before the binding. *go_on is false when the claim
+ * did not land (the template gone, or rc). */
+static int claim_template(tmpl_rec *t, bool *go_on)
+{
+    *go_on = true;
+    json_t *patch = claim_patch(t->tmpl, t->chosen);
+    if (!patch)
+        return 0;
+    fl_gvr tg = {t->av, t->k->resource};
+    json_t *claimed = NULL;
+    int rc = patch_metadata(t->d, &tg, t->k->namespaced ? t->ns : NULL, t->name, patch, &claimed);
+    json_decref(patch);
+    if (rc || !claimed) {
+        json_decref(claimed);
+        *go_on = false;
+        return rc;
     }
-    binding = create ? json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", RB_API, "kind",
-                                 k->namespaced ? "ResourceBinding" : "ClusterResourceBinding", "metadata", "name",
-                                 bname, "spec")
-                     : fl_json_shallow_copy(existing);
+    json_decref(t->tmpl);
+    t->tmpl = claimed;
+    return 0;
+}
+
+/* Apply the null-means-delete members of src (a claim patch's labels or annotations) to dst. */
+static void merge_claim_map(json_t *dst, const json_t *src)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v) {
+        if (json_is_null(v))
+            json_object_del(dst, k);
+        else
+            json_object_set(dst, k, v);
+    }
+}
+
+/* 5a. The binding to write, but for its spec: a new one (create), or the cached one with the
+ * claim, owner and namespace of now. A new reference. */
+static json_t *binding_metadata(const tmpl_rec *t, bool create)
+{
+    json_t *binding = create ? json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", RB_API, "kind",
+                                         t->k->namespaced ? "ResourceBinding" : "ClusterResourceBinding", "metadata",
+                                         "name", t->bname, "spec")
+                             : fl_json_shallow_copy(t->existing);
     /* of an existing binding, copies only of the maps changed below (members replaced, not
      * changed in place); spec.clusters, the status and the managed fields stay shared */
     fl_json_own_child(binding, "spec");
@@ -787,107 +805,153 @@ static int reconcile_template(detector *d, const char *key)
     fl_json_own_child(bmd, "labels");
     fl_json_own_child(bmd, "annotations");
     bmd = json_object_get(binding, "metadata");
-    if (create && bns)
-        json_object_set_new(bmd, "namespace", json_string(bns));
-    json_t *anns = json_object_get(bmd, "annotations");
-    if (!json_is_object(anns)) {
-        anns = json_object();
-        json_object_set_new(bmd, "annotations", anns);
-    }
-    json_t *labels = json_object_get(bmd, "labels");
-    if (!json_is_object(labels)) {
-        labels = json_object();
-        json_object_set_new(bmd, "labels", labels);
-    }
+    if (create && t->bns)
+        json_object_set_new(bmd, "namespace", json_string(t->bns));
+    json_t *anns = fl_json_ensure_obj(bmd, "annotations");
+    json_t *labels = fl_json_ensure_obj(bmd, "labels");
     /* claim metadata, as on the template */
-    json_t *cp = claim_patch(binding, chosen);
+    json_t *cp = claim_patch(binding, t->chosen);
     if (cp) {
         json_t *pm = json_object_get(cp, "metadata");
-        const char *kk;
-        json_t *v;
-        json_object_foreach(json_object_get(pm, "labels"), kk, v) {
-            if (json_is_null(v))
-                json_object_del(labels, kk);
-            else
-                json_object_set(labels, kk, v);
-        }
-        json_object_foreach(json_object_get(pm, "annotations"), kk, v) {
-            if (json_is_null(v))
-                json_object_del(anns, kk);
-            else
-                json_object_set(anns, kk, v);
-        }
+        merge_claim_map(labels, json_object_get(pm, "labels"));
+        merge_claim_map(anns, json_object_get(pm, "annotations"));
         json_decref(cp);
     }
     json_object_set_new(bmd, "ownerReferences",
-                        json_pack("[{s:s, s:s, s:s, s:s?, s:b, s:b}]", "apiVersion", av, "kind", kind, "name", name,
-                                  "uid", fl_json_meta(tmpl, "uid"), "controller", 1, "blockOwnerDeletion", 1));
+                        json_pack("[{s:s, s:s, s:s, s:s?, s:b, s:b}]", "apiVersion", t->av, "kind", t->kind, "name",
+                                  t->name, "uid", fl_json_meta(t->tmpl, "uid"), "controller", 1, "blockOwnerDeletion",
+                                  1));
     if (create)
         json_object_set_new(bmd, "finalizers", json_pack("[s]", FL_BINDING_FINALIZER));
-    json_t *spec = json_object_get(binding, "spec");
-    rc = fill_binding_spec(d, spec, anns, tmpl, chosen, &err);
-    if (rc) {
-        /* on the template, as Karmada reports it, and on the binding, which keeps the
-         * replicas it had; the message is the interpreter's (customization, script line) */
-        fl_log(FL_LOG_WARN, LOG, "%s %s%s%s: %s", kind, ns, *ns ? "/" : "", name, err ? err : fl_strerror(rc));
-        fl_event(d->env.recorder, tmpl, "Warning", "GetReplicasFailed", "%s", err ? err : fl_strerror(rc));
-        if (!create)
-            fl_event(d->env.recorder, existing, "Warning", "GetReplicasFailed", "%s", err ? err : fl_strerror(rc));
-        rc = 0; /* the template or the customization must change first (both requeue us) */
-        goto out;
-    }
-    if (!create) {
-        /* the template's resourceVersion alone moves with every status write of its
-         * aggregation: follow it only when something else changes too */
-        json_t *res = json_object_get(spec, "resource");
-        json_t *had = json_object_get(json_object_get(json_object_get(existing, "spec"), "resource"), "resourceVersion");
-        json_t *now_rv = json_incref(json_object_get(res, "resourceVersion"));
-        if (had)
-            json_object_set(res, "resourceVersion", had);
-        bool same = fl_json_same(binding, existing);
-        if (now_rv)
-            json_object_set(res, "resourceVersion", now_rv);
-        json_decref(now_rv);
-        if (same)
-            goto out;
+    return binding;
+}
+
+/* Is binding the existing one but for spec.resource.resourceVersion? The template's
+ * resourceVersion alone moves with every status write of its aggregation: the binding follows
+ * it only when something else changes too. */
+static bool same_but_resource_version(json_t *binding, const json_t *existing)
+{
+    json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
+    json_t *had = json_object_get(json_object_get(json_object_get(existing, "spec"), "resource"), "resourceVersion");
+    json_t *now_rv = json_incref(json_object_get(res, "resourceVersion"));
+    if (had)
+        json_object_set(res, "resourceVersion", had);
+    bool same = fl_json_same(binding, existing);
+    if (now_rv)
+        json_object_set(res, "resourceVersion", now_rv);
+    json_decref(now_rv);
+    return same;
+}
+
+/* 5b. Create or update the binding (*binding is handed over on update, and NULL after), with
+ * the events Karmada records on the template. */
+static int write_binding(tmpl_rec *t, json_t **binding, bool create)
+{
+    detector *d = t->d;
+    const json_t *chosen = t->chosen;
+    if (create && t->existing) {
+        /* a binding of that name for another object (a kind collision): leave it, say so */
+        fl_event(d->env.recorder, t->tmpl, "Warning", "ApplyPolicyFailed",
+                 "binding %s already exists for another resource", t->bname);
+        return 0;
     }
     fl_client_error ce;
     json_t *written = NULL;
-    if (create && existing) {
-        /* a binding of that name for another object (a kind collision): leave it, say so */
-        fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed",
-                 "binding %s already exists for another resource", bname);
-        goto out;
-    }
+    int rc;
     if (create) {
-        rc = fl_client_create(d->env.cp, &gvr, bns, binding, NULL, &written, &ce);
+        rc = fl_client_create(d->env.cp, &t->gvr, t->bns, *binding, NULL, &written, &ce);
     } else {
         /* handed over: in process the server stores it without copying the whole binding */
-        rc = fl_client_update_given(d->env.cp, &gvr, bns, binding, NULL, NULL, &ce);
-        binding = NULL;
+        rc = fl_client_update_given(d->env.cp, &t->gvr, t->bns, *binding, NULL, NULL, &ce);
+        *binding = NULL;
     }
+    json_decref(written);
     if (rc == FL_ECONFLICT || rc == FL_EEXIST)
-        goto out; /* our cache is behind: the event that brings it requeues us */
+        return rc; /* our cache is behind: the event that brings it requeues us */
+    const char *pns = fl_json_meta(chosen, "namespace");
     if (rc) {
-        fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", gvr.resource, bns ? bns : "",
-               bns ? "/" : "", bname, fl_errmsg(ce.message, rc));
-        fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
-                 fl_json_meta(chosen, "namespace") ? fl_json_meta(chosen, "namespace") : "",
-                 fl_json_meta(chosen, "namespace") ? "/" : "", fl_json_meta(chosen, "name"), fl_errmsg(ce.message, rc));
-        goto out;
+        fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", t->gvr.resource,
+               t->bns ? t->bns : "", t->bns ? "/" : "", t->bname, fl_errmsg(ce.message, rc));
+        fl_event(d->env.recorder, t->tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
+                 pns ? pns : "", pns ? "/" : "", fl_json_meta(chosen, "name"), fl_errmsg(ce.message, rc));
+        return rc;
     }
     if (create)
-        fl_event(d->env.recorder, tmpl, "Normal", "ApplyPolicySucceed", "Apply policy(%s%s%s) succeed",
-                 fl_json_meta(chosen, "namespace") ? fl_json_meta(chosen, "namespace") : "",
-                 fl_json_meta(chosen, "namespace") ? "/" : "", fl_json_meta(chosen, "name"));
-    json_decref(written);
+        fl_event(d->env.recorder, t->tmpl, "Normal", "ApplyPolicySucceed", "Apply policy(%s%s%s) succeed",
+                 pns ? pns : "", pns ? "/" : "", fl_json_meta(chosen, "name"));
+    return 0;
+}
+
+/* Reconcile one template: 1. gone, its binding goes; 2. choose its policy; 3. none: release
+ * it; 4. claim it; 5. write its binding. */
+static int reconcile_template(detector *d, const char *key)
+{
+    char *copy = fl_strdup(key), *av, *kind, *ns, *name;
+    bool lazy_cause = !take_user_changed(d, key);
+    int rc = 0;
+    tmpl_rec t = {.d = d};
+    json_t *binding = NULL;
+    char *err = NULL;
+    if (!split_template_key(copy, &av, &kind, &ns, &name))
+        goto out;
+    t.av = av, t.kind = kind, t.ns = ns, t.name = name;
+    fl_templates_watch(d->env.templates, av, kind, 0, &t.k);
+    if (!t.k)
+        goto out; /* the kind went away (its CRD deleted): its templates went with it */
+    bool synced = false;
+    fl_templates_get(d->env.templates, av, kind, ns, name, &t.tmpl, &synced);
+    binding_of(d, t.k, ns, name, &t.gvr, &t.bns, &t.bname, &t.existing);
+    if (!t.tmpl) {
+        rc = template_gone(&t, synced);
+        goto out;
+    }
+    if (fl_json_meta(t.tmpl, "deletionTimestamp"))
+        goto out; /* going: the binding follows once it is gone */
+
+    if (!choose_policy(&t))
+        goto out;
+    if (!t.chosen) {
+        rc = release_template(&t);
+        goto out;
+    }
+
+    /* Lazy: on a policy change alone, claim the template but build or change nothing else;
+     * its next own change applies the policy */
+    const char *act = fl_json_str(json_object_get(t.chosen, "spec"), "activationPreference");
+    bool lazy = lazy_cause && act && !strcmp(act, "Lazy");
+    bool go_on;
+    rc = claim_template(&t, &go_on);
+    if (!go_on || lazy)
+        goto out;
+
+    bool create = !t.existing || !binding_is_for(t.existing, av, kind, name);
+    if (!create && fl_json_meta(t.existing, "deletionTimestamp")) {
+        rc = FL_ETIMEDOUT; /* the old one is still going: create the new one after */
+        goto out;
+    }
+    binding = binding_metadata(&t, create);
+    json_t *anns = json_object_get(json_object_get(binding, "metadata"), "annotations");
+    rc = fill_binding_spec(d, json_object_get(binding, "spec"), anns, t.tmpl, t.chosen, &err);
+    if (rc) {
+        /* on the template, as Karmada reports it, and on the binding, which keeps the
+         * replicas it had; the message is the interpreter's (customization, script line) */
+        const char *why = err ? err : fl_strerror(rc);
+        fl_log(FL_LOG_WARN, LOG, "%s %s%s%s: %s", kind, ns, *ns ? "/" : "", name, why);
+        fl_event(d->env.recorder, t.tmpl, "Warning", "GetReplicasFailed", "%s", why);
+        if (!create)
+            fl_event(d->env.recorder, t.existing, "Warning", "GetReplicasFailed", "%s", why);
+        rc = 0; /* the template or the customization must change first (both requeue us) */
+        goto out;
+    }
+    if (!create && same_but_resource_version(binding, t.existing))
+        goto out;
+    rc = write_binding(&t, &binding, create);
 out:
-    json_decref(tmpl);
-    json_decref(chosen);
-    json_decref(existing);
-    json_decref(policies);
+    json_decref(t.tmpl);
+    json_decref(t.chosen);
+    json_decref(t.existing);
     json_decref(binding);
-    free(bname);
+    free(t.bname);
     free(err);
     free(copy);
     return rc;
