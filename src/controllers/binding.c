@@ -939,11 +939,10 @@ static target *targets_of(const json_t *spec, int *n)
  * suspension and the unscheduling came together). Returns whether the Work is kept. */
 static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey, int *rc)
 {
-    size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
-    const char *slash = strchr(wkey, '/');
-    if (strncmp(wkey, FL_EXECUTION_SPACE_PREFIX, pl) || !slash)
+    const char *wname;
+    char *cluster = fl_names_work_key_cluster(wkey, &wname);
+    if (!cluster)
         return false;
-    char *cluster = fl_strndup(wkey + pl, (size_t)(slash - wkey - pl));
     bool keep = fl_dispatch_suspended(json_object_get(json_object_get(binding, "spec"), "suspension"), cluster);
     free(cluster);
     json_t *work = NULL;
@@ -960,10 +959,9 @@ static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey
         patch = "{\"spec\":{\"suspendDispatching\":null},\"metadata\":{\"annotations\":{\"" WORK_SUSPENSION_ANNOTATION
                 "\":\"false\"}}}";
     if (patch) {
-        char *ns = fl_strndup(wkey, (size_t)(slash - wkey));
+        char *ns = fl_strndup(wkey, (size_t)(wname - 1 - wkey));
         fl_client_error ce = {0};
-        int p = fl_client_patch(b->env.cp, &WORKS, ns, slash + 1, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL,
-                                &ce);
+        int p = fl_client_patch(b->env.cp, &WORKS, ns, wname, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL, &ce);
         if (p && p != FL_ENOTFOUND && !*rc)
             *rc = p;
         free(ns);
@@ -972,6 +970,160 @@ static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey
     return keep;
 }
 
+/* The Works' name of the binding at key: the binding's own, or (the binding gone) the one
+ * remembered when it went. Heap, or NULL. */
+static char *wname_of(bindctl *b, const char *key, const json_t *binding)
+{
+    if (binding)
+        return works_name(binding);
+    pthread_mutex_lock(&b->mu);
+    const char *gone = fl_json_str(b->gone, key);
+    char *wname = gone ? fl_strdup(gone) : NULL;
+    json_object_del(b->gone, key);
+    pthread_mutex_unlock(&b->mu);
+    return wname;
+}
+
+/* The binding is gone or going: its Works go (a binding gone without us saw its finalizer
+ * removed, or was deleted by force; its Works are orphans either way), then our finalizer. */
+static int binding_going(bindctl *b, const fl_gvr *gvr, const json_t *binding, const json_t *owned)
+{
+    int rc = 0;
+    size_t i;
+    json_t *wk;
+    json_array_foreach(owned, i, wk) {
+        int d = delete_work(b, json_string_value(wk));
+        if (d && !rc)
+            rc = d;
+    }
+    if (binding && !rc && json_array_size(owned) == 0 && fl_json_has_finalizer(binding, FL_BINDING_FINALIZER))
+        rc = write_finalizer(b, gvr, binding, false);
+    else if (binding && !rc && json_array_size(owned))
+        rc = FL_ETIMEDOUT; /* wait for the Works to be gone (their finalizers) */
+    return rc;
+}
+
+/* The per-target arrays of r, for r->n targets. */
+static void render_alloc(render *r)
+{
+    size_t n = (size_t)(r->n ? r->n : 1);
+    r->rc = fl_calloc(n, sizeof(int));
+    r->err = fl_calloc(n, sizeof(char *));
+    r->wrote = fl_calloc(n, sizeof(bool));
+    r->pending = fl_calloc(n, sizeof(json_t *));
+    r->create = fl_calloc(n, sizeof(bool));
+    r->writes = fl_calloc(n, sizeof(int));
+}
+
+/* Free what render_alloc and the steps made; r as zeroed is fine. Not r->wname or
+ * r->targets, which are the caller's. */
+static void render_close(render *r)
+{
+    for (int x = 0; r->err && x < r->n; x++) {
+        free(r->err[x]);
+        json_decref(r->pending[x]);
+    }
+    free(r->err);
+    free(r->inputs);
+    free(r->unchanged);
+    free(r->pending);
+    free(r->create);
+    free(r->writes);
+    free(r->rc);
+    free(r->wrote);
+}
+
+/* When the render can be told by its inputs, mark the targets whose Work is as rendered from
+ * the same inputs (r->unchanged): they are neither built nor compared. Returns how many. */
+static int mark_unchanged(render *r)
+{
+    if (!inputs_told(r))
+        return 0;
+    int n = r->n, unchanged = 0;
+    r->inputs = fl_calloc((size_t)(n ? n : 1), sizeof *r->inputs);
+    r->unchanged = fl_calloc((size_t)(n ? n : 1), sizeof *r->unchanged);
+    uint64_t shared = binding_inputs_digest(r);
+    for (int t = 0; t < n; t++) {
+        r->inputs[t] = inputs_digest(r, shared, t);
+        json_t *have = NULL;
+        char *wns = fl_names_execution_space(r->targets[t].cluster);
+        fl_informer_get(r->b->works, wns, r->wname, &have);
+        free(wns);
+        r->unchanged[t] = have && rendered_unchanged(r, t, have);
+        unchanged += r->unchanged[t];
+        json_decref(have);
+    }
+    if (unchanged)
+        fl_metrics_count("flotilla_binding_works_unchanged_total",
+                         "Works the binding controller found as rendered from the same inputs, and so "
+                         "neither built nor compared",
+                         unchanged);
+    return unchanged;
+}
+
+/* The outcome of the writes, as Karmada reports it on the binding: the first failure's
+ * event, or one success event when something was written. Returns the first target's rc. */
+static int report_writes(const render *r)
+{
+    int rc = 0, failed = 0, wrote = 0;
+    for (int i = 0; i < r->n; i++) {
+        wrote += r->wrote[i];
+        if (!r->rc[i])
+            continue;
+        if (!rc)
+            rc = r->rc[i];
+        if (r->err[i]) {
+            if (!failed)
+                fl_event(r->b->env.recorder, r->binding, "Warning", "SyncWorkFailed",
+                         "Failed to sync work for cluster %s: %s", r->targets[i].cluster, r->err[i]);
+            failed++;
+        }
+    }
+    if (wrote && !failed)
+        fl_event(r->b->env.recorder, r->binding, "Normal", "SyncWorkSucceed",
+                 "Sync work of resourceBinding(%s%s%s) successful.",
+                 r->cluster_scoped ? "" : fl_json_meta(r->binding, "namespace"), r->cluster_scoped ? "" : "/",
+                 fl_json_meta(r->binding, "name"));
+    return rc;
+}
+
+/* Is the Work at wkey one of r's, in a cluster that is still a target? */
+static bool work_targeted(const render *r, const char *wkey)
+{
+    const char *wname;
+    char *cluster = fl_names_work_key_cluster(wkey, &wname);
+    bool keep = false;
+    for (int t = 0; cluster && t < r->n && !keep; t++)
+        keep = !strcmp(cluster, r->targets[t].cluster) && !strcmp(wname, r->wname);
+    free(cluster);
+    return keep;
+}
+
+/* Orphans: delete the Works of the binding (owned) in clusters that are no longer targets,
+ * but those the binding's suspension keeps. A failure goes into *rc unless it holds one. */
+static void remove_orphans(const render *r, const json_t *owned, int *rc)
+{
+    bindctl *b = r->b;
+    size_t i;
+    json_t *wk;
+    json_array_foreach(owned, i, wk) {
+        const char *s = json_string_value(wk);
+        if (work_targeted(r, s) || orphan_suspended(b, r->binding, s, rc))
+            continue;
+        int d = delete_work(b, s);
+        if (d == 0) {
+            fl_log(FL_LOG_INFO, LOG, "removed Work %s: its cluster is no longer a target", s);
+            fl_event(b->env.recorder, r->binding, "Normal", "WorkRemoved",
+                     "Removed Work %s: its cluster is no longer a target", s);
+        } else if (!*rc) {
+            *rc = d;
+        }
+    }
+}
+
+/* Reconcile one binding (key "R|ns/name" or "C|name"): its finalizer, then a Work in each
+ * target cluster's execution space rendered from the template and the override policies,
+ * then the Works of clusters that are no longer targets removed. */
 static int reconcile(void *ctx, const char *key)
 {
     bindctl *b = ctx;
@@ -985,32 +1137,12 @@ static int reconcile(void *ctx, const char *key)
     render r = {0};
     int rc = 0, n = 0;
     fl_informer_get_key(cluster_scoped ? b->crbs : b->rbs, key + 2, &binding);
-    char *wname = NULL;
-    if (binding) {
-        wname = works_name(binding);
-    } else {
-        pthread_mutex_lock(&b->mu);
-        wname = json_string_value(json_object_get(b->gone, key)) ? fl_strdup(fl_json_str(b->gone, key)) : NULL;
-        json_object_del(b->gone, key);
-        pthread_mutex_unlock(&b->mu);
-    }
+    char *wname = wname_of(b, key, binding);
     claim_bare(b, key, wname);
     owned = index_get(b, key);
 
-    /* gone or going: its Works go (a binding gone without us saw its finalizer removed, or
-     * was deleted by force; its Works are orphans either way) */
     if (!binding || fl_json_meta(binding, "deletionTimestamp")) {
-        size_t i;
-        json_t *wk;
-        json_array_foreach(owned, i, wk) {
-            int d = delete_work(b, json_string_value(wk));
-            if (d && !rc)
-                rc = d;
-        }
-        if (binding && !rc && json_array_size(owned) == 0 && fl_json_has_finalizer(binding, FL_BINDING_FINALIZER))
-            rc = write_finalizer(b, gvr, binding, false);
-        else if (binding && !rc && json_array_size(owned))
-            rc = FL_ETIMEDOUT; /* wait for the Works to be gone (their finalizers) */
+        rc = binding_going(b, gvr, binding, owned);
         goto out;
     }
     if (!fl_json_has_finalizer(binding, FL_BINDING_FINALIZER)) {
@@ -1043,103 +1175,24 @@ static int reconcile(void *ctx, const char *key)
                  .tmpl = tmpl,
                  .policies = policies,
                  .cluster_scoped = cluster_scoped,
-                 .binding_id = fl_json_str(json_object_get(json_object_get(binding, "metadata"), "labels"),
-                                           cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL),
+                 .binding_id = fl_json_meta_map(binding, "labels", cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL),
                  .targets = targets,
                  .n = n,
                  .wname = wname, /* works_name: of this kind, rns and rname */
                  .workload = json_integer_value(json_object_get(spec, "replicas")) > 0 ||
-                             json_is_object(json_object_get(spec, "replicaRequirements")),
-                 .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int)),
-                 .err = fl_calloc((size_t)(n ? n : 1), sizeof(char *)),
-                 .wrote = fl_calloc((size_t)(n ? n : 1), sizeof(bool)),
-                 .pending = fl_calloc((size_t)(n ? n : 1), sizeof(json_t *)),
-                 .create = fl_calloc((size_t)(n ? n : 1), sizeof(bool)),
-                 .writes = fl_calloc((size_t)(n ? n : 1), sizeof(int))};
-    int unchanged = 0;
-    if (inputs_told(&r)) {
-        r.inputs = fl_calloc((size_t)(n ? n : 1), sizeof *r.inputs);
-        r.unchanged = fl_calloc((size_t)(n ? n : 1), sizeof *r.unchanged);
-        uint64_t shared = binding_inputs_digest(&r);
-        for (int t = 0; t < n; t++) {
-            r.inputs[t] = inputs_digest(&r, shared, t);
-            json_t *have = NULL;
-            char *wns = fl_names_execution_space(targets[t].cluster);
-            fl_informer_get(b->works, wns, r.wname, &have);
-            free(wns);
-            r.unchanged[t] = have && rendered_unchanged(&r, t, have);
-            unchanged += r.unchanged[t];
-            json_decref(have);
-        }
-        if (unchanged)
-            fl_metrics_count("flotilla_binding_works_unchanged_total",
-                             "Works the binding controller found as rendered from the same inputs, and so "
-                             "neither built nor compared",
-                             unchanged);
-    }
+                             json_is_object(json_object_get(spec, "replicaRequirements"))};
+    render_alloc(&r);
+    int unchanged = mark_unchanged(&r);
     if (n > 1 && json_array_size(policies) == 0 && unchanged < n)
         share_manifests(&r);
     for (int t = 0; t < n; t++)
         prepare_target(&r, t);
     fl_parallel(r.nwrites, WRITE_THREADS, write_target, &r);
     unshare_manifests(&r);
-    int failed = 0, wrote = 0;
-    for (int i = 0; i < n; i++) {
-        wrote += r.wrote[i];
-        if (r.rc[i]) {
-            if (!rc)
-                rc = r.rc[i];
-            if (r.err[i]) {
-                if (!failed)
-                    fl_event(b->env.recorder, binding, "Warning", "SyncWorkFailed", "Failed to sync work for cluster %s: %s",
-                             targets[i].cluster, r.err[i]);
-                failed++;
-            }
-        }
-    }
-    if (wrote && !failed)
-        fl_event(b->env.recorder, binding, "Normal", "SyncWorkSucceed",
-                 "Sync work of resourceBinding(%s%s%s) successful.",
-                 cluster_scoped ? "" : fl_json_meta(binding, "namespace"), cluster_scoped ? "" : "/",
-                 fl_json_meta(binding, "name"));
-
-    /* orphans: Works of this binding in clusters that are no longer targets */
-    size_t i;
-    json_t *wk;
-    json_array_foreach(owned, i, wk) {
-        const char *s = json_string_value(wk);
-        bool keep = false;
-        for (int t = 0; t < n && !keep; t++) {
-            size_t cl = strlen(targets[t].cluster);
-            keep = !strncmp(s, FL_EXECUTION_SPACE_PREFIX, strlen(FL_EXECUTION_SPACE_PREFIX)) && !strncmp(s + strlen(FL_EXECUTION_SPACE_PREFIX), targets[t].cluster, cl) &&
-                   s[strlen(FL_EXECUTION_SPACE_PREFIX) + cl] == '/' && !strcmp(s + strlen(FL_EXECUTION_SPACE_PREFIX) + cl + 1, r.wname);
-        }
-        if (!keep && orphan_suspended(b, binding, s, &rc))
-            continue;
-        if (!keep) {
-            int d = delete_work(b, s);
-            if (d == 0) {
-                fl_log(FL_LOG_INFO, LOG, "removed Work %s: its cluster is no longer a target", s);
-                fl_event(b->env.recorder, binding, "Normal", "WorkRemoved",
-                         "Removed Work %s: its cluster is no longer a target", s);
-            }
-            else if (!rc)
-                rc = d;
-        }
-    }
+    rc = report_writes(&r);
+    remove_orphans(&r, owned, &rc);
 out:
-    for (int x = 0; r.err && x < n; x++) {
-        free(r.err[x]);
-        json_decref(r.pending[x]);
-    }
-    free(r.err);
-    free(r.inputs);
-    free(r.unchanged);
-    free(r.pending);
-    free(r.create);
-    free(r.writes);
-    free(r.rc);
-    free(r.wrote);
+    render_close(&r);
     free(wname); /* and r.wname */
     free(targets);
     json_decref(policies);

@@ -49,6 +49,17 @@ char *fl_names_execution_space(const char *cluster)
     return fl_cat(FL_EXECUTION_SPACE_PREFIX, cluster, NULL);
 }
 
+char *fl_names_work_key_cluster(const char *key, const char **name)
+{
+    size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
+    const char *slash = strchr(key, '/');
+    *name = NULL;
+    if (strncmp(key, FL_EXECUTION_SPACE_PREFIX, pl) || !slash)
+        return NULL;
+    *name = slash + 1;
+    return fl_strndup(key + pl, (size_t)(slash - key - pl));
+}
+
 char *fl_names_binding_key(const json_t *binding)
 {
     const json_t *md = json_object_get(binding, "metadata");
