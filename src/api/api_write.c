@@ -28,6 +28,7 @@
 #include "core/patch.h"
 #include "core/random.h"
 #include "core/timefmt.h"
+#include "core/wellknown.h"
 #include "core/yaml.h"
 
 /* ---- body decoding ---- */
@@ -494,11 +495,11 @@ static void permanent_id_label(const fl_kind *k, json_t *obj)
     static const struct {
         const char *group, *kind, *label;
     } ids[] = {
-        {"policy.karmada.io", "PropagationPolicy", "propagationpolicy.karmada.io/permanent-id"},
-        {"policy.karmada.io", "ClusterPropagationPolicy", "clusterpropagationpolicy.karmada.io/permanent-id"},
-        {"work.karmada.io", "ResourceBinding", "resourcebinding.karmada.io/permanent-id"},
-        {"work.karmada.io", "ClusterResourceBinding", "clusterresourcebinding.karmada.io/permanent-id"},
-        {"work.karmada.io", "Work", "work.karmada.io/permanent-id"},
+        {"policy.karmada.io", "PropagationPolicy", FL_PP_ID_LABEL},
+        {"policy.karmada.io", "ClusterPropagationPolicy", FL_CPP_ID_LABEL},
+        {"work.karmada.io", "ResourceBinding", FL_RB_ID_LABEL},
+        {"work.karmada.io", "ClusterResourceBinding", FL_CRB_ID_LABEL},
+        {"work.karmada.io", "Work", FL_WORK_ID_LABEL},
     };
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         if (strcmp(k->group, ids[i].group) || strcmp(k->kind, ids[i].kind))

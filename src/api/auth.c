@@ -35,11 +35,11 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 
 #define LOG "auth"
 #define DIGEST_LEN SHA256_DIGEST_LENGTH
 #define TOKEN_BYTES 32
-#define EXEC_NS_PREFIX "karmada-es-"
 
 enum ident { ID_ADMIN, ID_BOOTSTRAP, ID_AGENT };
 
@@ -456,8 +456,8 @@ static bool rule_matches(const rule *ru, const fl_auth_attrs *at, const char *cl
     } else if (strcmp(ru->resource, at->resource)) {
         return false;
     }
-    char exec_ns[sizeof EXEC_NS_PREFIX + FL_AUTH_CLUSTER_NAME_MAX];
-    snprintf(exec_ns, sizeof exec_ns, "%s%s", EXEC_NS_PREFIX, cluster);
+    char exec_ns[sizeof FL_EXECUTION_SPACE_PREFIX + FL_AUTH_CLUSTER_NAME_MAX];
+    snprintf(exec_ns, sizeof exec_ns, "%s%s", FL_EXECUTION_SPACE_PREFIX, cluster);
     switch (ru->scope) {
     case OWN_CLUSTER:
         return !at->ns[0] && !strcmp(at->name, cluster);
@@ -792,7 +792,7 @@ void fl_auth_register(fl_api *api, fl_req *r)
     }
 
     pthread_mutex_lock(&a->reg_mu);
-    char *exec_ns = fl_asprintf("%s%s", EXEC_NS_PREFIX, name);
+    char *exec_ns = fl_asprintf("%s%s", FL_EXECUTION_SPACE_PREFIX, name);
     bool created = false;
     json_t *cl = NULL;
     unsigned char raw[TOKEN_BYTES], digest[DIGEST_LEN];

@@ -26,6 +26,7 @@
 
 #include "api/kinds.h"
 #include "api/validate.h"
+#include "core/json_get.h"
 #include "core/mem.h"
 
 /* Shared with kinds.c (registry) and kinds_crd.c; not part of kinds.h on purpose. */
@@ -1079,39 +1080,11 @@ static const fl_field riwc_fields[] = {
 /* Row helpers                                                         */
 /* ------------------------------------------------------------------ */
 
-/* Value at a dotted path, or NULL. */
-static const json_t *jget(const json_t *o, const char *path)
-{
-    char seg[128];
-    while (o && *path) {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        if (n >= sizeof(seg) || !json_is_object(o))
-            return NULL;
-        memcpy(seg, path, n);
-        seg[n] = '\0';
-        o = json_object_get(o, seg);
-        path += n + (dot ? 1 : 0);
-    }
-    return o;
-}
-
-static const char *jstr(const json_t *o, const char *path)
-{
-    const json_t *v = jget(o, path);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
+/* The string at path, or def when it is missing or empty: what a Table cell shows. */
 static const char *jstr_or(const json_t *o, const char *path, const char *def)
 {
-    const char *s = jstr(o, path);
+    const char *s = fl_json_path_str(o, path);
     return s && *s ? s : def;
-}
-
-static json_int_t jint(const json_t *o, const char *path, json_int_t def)
-{
-    const json_t *v = jget(o, path);
-    return json_is_integer(v) ? json_integer_value(v) : def;
 }
 
 static void cell_str(json_t *cells, const char *s) { json_array_append_new(cells, json_string(s ? s : "")); }
@@ -1314,7 +1287,7 @@ static const json_t *find_condition(const json_t *conds, const char *type)
     size_t i;
     json_t *c;
     json_array_foreach(conds, i, c) {
-        const char *t = jstr(c, "type");
+        const char *t = fl_json_path_str(c, "type");
         if (t && !strcmp(t, type))
             return c;
     }
@@ -1323,7 +1296,7 @@ static const json_t *find_condition(const json_t *conds, const char *type)
 
 static bool condition_true(const json_t *conds, const char *type)
 {
-    const char *s = jstr(find_condition(conds, type), "status");
+    const char *s = fl_json_path_str(find_condition(conds, type), "status");
     return s && !strcmp(s, "True");
 }
 
@@ -1359,7 +1332,7 @@ static void row_serviceaccount(const fl_kind *k, const json_t *o, json_t *cells)
 static char *service_external_ip(const json_t *o)
 {
     const char *type = jstr_or(o, "spec.type", "ClusterIP");
-    const json_t *ext = jget(o, "spec.externalIPs");
+    const json_t *ext = fl_json_path(o, "spec.externalIPs");
     size_t i;
     json_t *v;
     strbuf b = {0};
@@ -1368,8 +1341,8 @@ static char *service_external_ip(const json_t *o)
         return sb_take(&b, "<none>");
     }
     if (!strcmp(type, "LoadBalancer")) {
-        json_array_foreach(jget(o, "status.loadBalancer.ingress"), i, v) {
-            const char *ip = jstr(v, "ip"), *host = jstr(v, "hostname");
+        json_array_foreach(fl_json_path(o, "status.loadBalancer.ingress"), i, v) {
+            const char *ip = fl_json_path_str(v, "ip"), *host = fl_json_path_str(v, "hostname");
             if (ip && *ip)
                 sb_add(&b, ip);
             else if (host && *host)
@@ -1391,19 +1364,19 @@ static void row_service(const fl_kind *k, const json_t *o, json_t *cells)
     strbuf b = {0};
     size_t i;
     json_t *p;
-    json_array_foreach(jget(o, "spec.ports"), i, p) {
+    json_array_foreach(fl_json_path(o, "spec.ports"), i, p) {
         char *s;
-        json_int_t node_port = jint(p, "nodePort", 0);
+        json_int_t node_port = fl_json_path_int(p, "nodePort", 0);
         const char *proto = jstr_or(p, "protocol", "TCP");
         if (node_port)
-            s = fl_asprintf("%lld:%lld/%s", (long long)jint(p, "port", 0), (long long)node_port, proto);
+            s = fl_asprintf("%lld:%lld/%s", (long long)fl_json_path_int(p, "port", 0), (long long)node_port, proto);
         else
-            s = fl_asprintf("%lld/%s", (long long)jint(p, "port", 0), proto);
+            s = fl_asprintf("%lld/%s", (long long)fl_json_path_int(p, "port", 0), proto);
         sb_add(&b, s);
         free(s);
     }
     cell_take(cells, sb_take(&b, "<none>"));
-    cell_take(cells, format_labels(jget(o, "spec.selector")));
+    cell_take(cells, format_labels(fl_json_path(o, "spec.selector")));
 }
 
 static const char *pvc_mode_abbrev(const char *m)
@@ -1422,12 +1395,12 @@ static const char *pvc_mode_abbrev(const char *m)
 static void row_pvc(const fl_kind *k, const json_t *o, json_t *cells)
 {
     const char *volume = jstr_or(o, "spec.volumeName", "");
-    cell_str(cells, jget(o, "metadata.deletionTimestamp") && json_is_string(jget(o, "metadata.deletionTimestamp"))
+    cell_str(cells, fl_json_path_str(o, "metadata.deletionTimestamp")
                         ? "Terminating"
                         : jstr_or(o, "status.phase", ""));
     cell_str(cells, volume);
     if (*volume) {
-        const json_t *cap = jget(o, "status.capacity.storage");
+        const json_t *cap = fl_json_path(o, "status.capacity.storage");
         if (json_is_string(cap))
             cell_str(cells, json_string_value(cap));
         else if (json_is_integer(cap))
@@ -1440,7 +1413,7 @@ static void row_pvc(const fl_kind *k, const json_t *o, json_t *cells)
         for (size_t x = 0; x < 4; x++) {
             size_t i;
             json_t *m;
-            json_array_foreach(jget(o, "status.accessModes"), i, m) {
+            json_array_foreach(fl_json_path(o, "status.accessModes"), i, m) {
                 if (json_is_string(m) && !strcmp(json_string_value(m), order[x])) {
                     sb_add(&b, pvc_mode_abbrev(order[x]));
                     break;
@@ -1452,9 +1425,9 @@ static void row_pvc(const fl_kind *k, const json_t *o, json_t *cells)
         cell_str(cells, "");
         cell_str(cells, "");
     }
-    const char *sc = jstr(o, "spec.storageClassName");
+    const char *sc = fl_json_path_str(o, "spec.storageClassName");
     if (!sc) /* the beta annotation still wins upstream when the field is unset */
-        sc = json_string_value(json_object_get(jget(o, "metadata.annotations"),
+        sc = json_string_value(json_object_get(fl_json_path(o, "metadata.annotations"),
                                                "volume.beta.kubernetes.io/storage-class"));
     cell_str(cells, sc ? sc : "");
     cell_str(cells, jstr_or(o, "spec.volumeAttributesClassName", "<unset>"));
@@ -1472,12 +1445,12 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
     json_t *c;
     char buf[96];
     char *reason = fl_strdup(jstr_or(status, "phase", ""));
-    if (jstr(status, "reason") && *jstr(status, "reason")) {
+    if (fl_json_path_str(status, "reason") && *fl_json_path_str(status, "reason")) {
         free(reason);
-        reason = fl_strdup(jstr(status, "reason"));
+        reason = fl_strdup(fl_json_path_str(status, "reason"));
     }
     json_array_foreach(conds, i, c) {
-        const char *t = jstr(c, "type"), *r = jstr(c, "reason");
+        const char *t = fl_json_path_str(c, "type"), *r = fl_json_path_str(c, "reason");
         if (t && r && !strcmp(t, "PodScheduled") && !strcmp(r, "SchedulingGated")) {
             free(reason);
             reason = fl_strdup("SchedulingGated");
@@ -1485,7 +1458,7 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
     }
     /* restartable init containers (sidecars) count as containers */
     json_array_foreach(inits, i, c) {
-        const char *rp = jstr(c, "restartPolicy");
+        const char *rp = fl_json_path_str(c, "restartPolicy");
         if (rp && !strcmp(rp, "Always"))
             total++;
     }
@@ -1497,12 +1470,12 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
         size_t j;
         json_t *ic;
         json_array_foreach(inits, j, ic) {
-            const char *rp = jstr(ic, "restartPolicy");
+            const char *rp = fl_json_path_str(ic, "restartPolicy");
             if (!strcmp(jstr_or(ic, "name", ""), name) && rp && !strcmp(rp, "Always"))
                 sidecar = true;
         }
-        long long rc = jint(c, "restartCount", 0);
-        long long fin = parse_time(jstr(c, "lastState.terminated.finishedAt"));
+        long long rc = fl_json_path_int(c, "restartCount", 0);
+        long long fin = parse_time(fl_json_path_str(c, "lastState.terminated.finishedAt"));
         restarts += rc;
         if (fin > last_restart)
             last_restart = fin;
@@ -1511,10 +1484,10 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
             if (fin > sidecar_last_restart)
                 sidecar_last_restart = fin;
         }
-        const json_t *term = jget(c, "state.terminated");
-        const json_t *wait = jget(c, "state.waiting");
+        const json_t *term = fl_json_path(c, "state.terminated");
+        const json_t *wait = fl_json_path(c, "state.waiting");
         const json_t *started = json_object_get(c, "started");
-        if (term && jint(term, "exitCode", 0) == 0)
+        if (term && fl_json_path_int(term, "exitCode", 0) == 0)
             continue;
         if (sidecar && json_is_true(started)) {
             if (json_is_true(json_object_get(c, "ready")))
@@ -1523,16 +1496,16 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
         }
         free(reason);
         if (term) {
-            const char *r = jstr(term, "reason");
+            const char *r = fl_json_path_str(term, "reason");
             if (r && *r)
                 reason = fl_asprintf("Init:%s", r);
-            else if (jint(term, "signal", 0))
-                reason = fl_asprintf("Init:Signal:%lld", (long long)jint(term, "signal", 0));
+            else if (fl_json_path_int(term, "signal", 0))
+                reason = fl_asprintf("Init:Signal:%lld", (long long)fl_json_path_int(term, "signal", 0));
             else
-                reason = fl_asprintf("Init:ExitCode:%lld", (long long)jint(term, "exitCode", 0));
-        } else if (wait && jstr(wait, "reason") && *jstr(wait, "reason") &&
-                   strcmp(jstr(wait, "reason"), "PodInitializing")) {
-            reason = fl_asprintf("Init:%s", jstr(wait, "reason"));
+                reason = fl_asprintf("Init:ExitCode:%lld", (long long)fl_json_path_int(term, "exitCode", 0));
+        } else if (wait && fl_json_path_str(wait, "reason") && *fl_json_path_str(wait, "reason") &&
+                   strcmp(fl_json_path_str(wait, "reason"), "PodInitializing")) {
+            reason = fl_asprintf("Init:%s", fl_json_path_str(wait, "reason"));
         } else {
             reason = fl_asprintf("Init:%zu/%zu", i, json_array_size(inits));
         }
@@ -1546,24 +1519,26 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
         const json_t *cstat = json_object_get(status, "containerStatuses");
         for (size_t n = json_array_size(cstat); n-- > 0;) {
             c = json_array_get(cstat, n);
-            restarts += jint(c, "restartCount", 0);
-            long long fin = parse_time(jstr(c, "lastState.terminated.finishedAt"));
+            restarts += fl_json_path_int(c, "restartCount", 0);
+            long long fin = parse_time(fl_json_path_str(c, "lastState.terminated.finishedAt"));
             if (fin > last_restart)
                 last_restart = fin;
-            const char *wr = jstr(c, "state.waiting.reason"), *tr = jstr(c, "state.terminated.reason");
+            const char *wr = fl_json_path_str(c, "state.waiting.reason"),
+                       *tr = fl_json_path_str(c, "state.terminated.reason");
             if (wr && *wr) {
                 free(reason);
                 reason = fl_strdup(wr);
             } else if (tr && *tr) {
                 free(reason);
                 reason = fl_strdup(tr);
-            } else if (jget(c, "state.terminated")) {
+            } else if (fl_json_path(c, "state.terminated")) {
                 free(reason);
-                if (jint(c, "state.terminated.signal", 0))
-                    reason = fl_asprintf("Signal:%lld", (long long)jint(c, "state.terminated.signal", 0));
+                if (fl_json_path_int(c, "state.terminated.signal", 0))
+                    reason = fl_asprintf("Signal:%lld", (long long)fl_json_path_int(c, "state.terminated.signal", 0));
                 else
-                    reason = fl_asprintf("ExitCode:%lld", (long long)jint(c, "state.terminated.exitCode", 0));
-            } else if (json_is_true(json_object_get(c, "ready")) && jget(c, "state.running")) {
+                    reason =
+                        fl_asprintf("ExitCode:%lld", (long long)fl_json_path_int(c, "state.terminated.exitCode", 0));
+            } else if (json_is_true(json_object_get(c, "ready")) && fl_json_path(c, "state.running")) {
                 running = true;
                 ready++;
             }
@@ -1573,8 +1548,8 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
             reason = fl_strdup(condition_true(conds, "Ready") ? "Running" : "NotReady");
         }
     }
-    if (json_is_string(jget(o, "metadata.deletionTimestamp"))) {
-        const char *sr = jstr(status, "reason");
+    if (json_is_string(fl_json_path(o, "metadata.deletionTimestamp"))) {
+        const char *sr = fl_json_path_str(status, "reason");
         const char *phase = jstr_or(status, "phase", "");
         if (sr && !strcmp(sr, "NodeLost")) {
             free(reason);
@@ -1600,20 +1575,20 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
 
 static void row_event(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    const char *first_ts = jstr(o, "firstTimestamp");
+    const char *first_ts = fl_json_path_str(o, "firstTimestamp");
     if (!first_ts || !*first_ts)
-        first_ts = jstr(o, "eventTime");
-    const char *last_ts = jstr(o, "lastTimestamp");
+        first_ts = fl_json_path_str(o, "eventTime");
+    const char *last_ts = fl_json_path_str(o, "lastTimestamp");
     if (!last_ts || !*last_ts)
         last_ts = first_ts;
     if (json_is_object(json_object_get(o, "series"))) {
-        last_ts = jstr(o, "series.lastObservedTime");
-        first_ts = jstr(o, "eventTime");
+        last_ts = fl_json_path_str(o, "series.lastObservedTime");
+        first_ts = fl_json_path_str(o, "eventTime");
     }
     char *last = since(last_ts);
-    json_int_t count = jint(o, "count", 0);
+    json_int_t count = fl_json_path_int(o, "count", 0);
     if (json_is_object(json_object_get(o, "series")))
-        count = jint(o, "series.count", 0);
+        count = fl_json_path_int(o, "series.count", 0);
     if (count > 1) {
         char *first = since(first_ts);
         cell_take(cells, fl_asprintf("%s (x%lld over %s)", last, (long long)count, first));
@@ -1642,15 +1617,15 @@ static void row_event(const fl_kind *k, const json_t *o, json_t *cells)
 
 static void row_node(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    const json_t *ready = find_condition(jget(o, "status.conditions"), "Ready");
-    const char *st = jstr(ready, "status");
+    const json_t *ready = find_condition(fl_json_path(o, "status.conditions"), "Ready");
+    const char *st = fl_json_path_str(ready, "status");
     const char *status = !ready ? "Unknown" : (st && !strcmp(st, "True")) ? "Ready" : "NotReady";
-    if (json_is_true(jget(o, "spec.unschedulable")))
+    if (json_is_true(fl_json_path(o, "spec.unschedulable")))
         cell_take(cells, fl_asprintf("%s,SchedulingDisabled", status));
     else
         cell_str(cells, status);
     /* roles from node-role.kubernetes.io/<role> and kubernetes.io/role labels */
-    const json_t *labels = jget(o, "metadata.labels");
+    const json_t *labels = fl_json_path(o, "metadata.labels");
     size_t n = json_is_object(labels) ? json_object_size(labels) : 0, r = 0;
     char **roles = fl_calloc(n ? n : 1, sizeof(*roles));
     const char *key;
@@ -1677,51 +1652,51 @@ static void row_node(const fl_kind *k, const json_t *o, json_t *cells)
 
 static void row_deployment(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_asprintf("%lld/%lld", (long long)jint(o, "status.readyReplicas", 0),
-                                 (long long)jint(o, "spec.replicas", 1)));
-    cell_int(cells, jint(o, "status.updatedReplicas", 0));
-    cell_int(cells, jint(o, "status.availableReplicas", 0));
-    cells_containers_images(cells, jget(o, "spec.template.spec"));
-    cell_take(cells, format_selector(jget(o, "spec.selector")));
+    cell_take(cells, fl_asprintf("%lld/%lld", (long long)fl_json_path_int(o, "status.readyReplicas", 0),
+                                 (long long)fl_json_path_int(o, "spec.replicas", 1)));
+    cell_int(cells, fl_json_path_int(o, "status.updatedReplicas", 0));
+    cell_int(cells, fl_json_path_int(o, "status.availableReplicas", 0));
+    cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
+    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_statefulset(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_asprintf("%lld/%lld", (long long)jint(o, "status.readyReplicas", 0),
-                                 (long long)jint(o, "spec.replicas", 1)));
-    cells_containers_images(cells, jget(o, "spec.template.spec"));
+    cell_take(cells, fl_asprintf("%lld/%lld", (long long)fl_json_path_int(o, "status.readyReplicas", 0),
+                                 (long long)fl_json_path_int(o, "spec.replicas", 1)));
+    cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
 }
 
 static void row_replicaset(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_int(cells, jint(o, "spec.replicas", 1));
-    cell_int(cells, jint(o, "status.replicas", 0));
-    cell_int(cells, jint(o, "status.readyReplicas", 0));
-    cells_containers_images(cells, jget(o, "spec.template.spec"));
-    cell_take(cells, format_selector(jget(o, "spec.selector")));
+    cell_int(cells, fl_json_path_int(o, "spec.replicas", 1));
+    cell_int(cells, fl_json_path_int(o, "status.replicas", 0));
+    cell_int(cells, fl_json_path_int(o, "status.readyReplicas", 0));
+    cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
+    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_daemonset(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_int(cells, jint(o, "status.desiredNumberScheduled", 0));
-    cell_int(cells, jint(o, "status.currentNumberScheduled", 0));
-    cell_int(cells, jint(o, "status.numberReady", 0));
-    cell_int(cells, jint(o, "status.updatedNumberScheduled", 0));
-    cell_int(cells, jint(o, "status.numberAvailable", 0));
-    cell_take(cells, format_labels(jget(o, "spec.template.spec.nodeSelector")));
-    cells_containers_images(cells, jget(o, "spec.template.spec"));
-    cell_take(cells, format_selector(jget(o, "spec.selector")));
+    cell_int(cells, fl_json_path_int(o, "status.desiredNumberScheduled", 0));
+    cell_int(cells, fl_json_path_int(o, "status.currentNumberScheduled", 0));
+    cell_int(cells, fl_json_path_int(o, "status.numberReady", 0));
+    cell_int(cells, fl_json_path_int(o, "status.updatedNumberScheduled", 0));
+    cell_int(cells, fl_json_path_int(o, "status.numberAvailable", 0));
+    cell_take(cells, format_labels(fl_json_path(o, "spec.template.spec.nodeSelector")));
+    cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
+    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_job(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    const json_t *conds = jget(o, "status.conditions");
+    const json_t *conds = fl_json_path(o, "status.conditions");
     const char *status = "Running";
     if (condition_true(conds, "Complete"))
         status = "Complete";
     else if (condition_true(conds, "Failed"))
         status = "Failed";
-    else if (json_is_string(jget(o, "metadata.deletionTimestamp")))
+    else if (json_is_string(fl_json_path(o, "metadata.deletionTimestamp")))
         status = "Terminating";
     else if (condition_true(conds, "Suspended"))
         status = "Suspended";
@@ -1731,8 +1706,8 @@ static void row_job(const fl_kind *k, const json_t *o, json_t *cells)
         status = "SuccessCriteriaMet";
     cell_str(cells, status);
 
-    long long succeeded = jint(o, "status.succeeded", 0);
-    const json_t *completions = jget(o, "spec.completions"), *par = jget(o, "spec.parallelism");
+    long long succeeded = fl_json_path_int(o, "status.succeeded", 0);
+    const json_t *completions = fl_json_path(o, "spec.completions"), *par = fl_json_path(o, "spec.parallelism");
     if (json_is_integer(completions))
         cell_take(cells, fl_asprintf("%lld/%lld", succeeded, (long long)json_integer_value(completions)));
     else if (json_is_integer(par) && json_integer_value(par) > 1)
@@ -1740,31 +1715,31 @@ static void row_job(const fl_kind *k, const json_t *o, json_t *cells)
     else
         cell_take(cells, fl_asprintf("%lld/1", succeeded));
 
-    long long start = parse_time(jstr(o, "status.startTime"));
-    long long end = parse_time(jstr(o, "status.completionTime"));
+    long long start = parse_time(fl_json_path_str(o, "status.startTime"));
+    long long end = parse_time(fl_json_path_str(o, "status.completionTime"));
     if (start < 0)
         cell_str(cells, "");
     else
         cell_take(cells, human_duration((end >= 0 ? end : (long long)time(NULL)) - start));
-    cells_containers_images(cells, jget(o, "spec.template.spec"));
-    cell_take(cells, format_selector(jget(o, "spec.selector")));
+    cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
+    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_cronjob(const fl_kind *k, const json_t *o, json_t *cells)
 {
     cell_str(cells, jstr_or(o, "spec.schedule", ""));
     cell_str(cells, jstr_or(o, "spec.timeZone", "<none>"));
-    json_array_append_new(cells, json_boolean(json_is_true(jget(o, "spec.suspend"))));
-    cell_int(cells, (json_int_t)json_array_size(jget(o, "status.active")));
-    const char *last = jstr(o, "status.lastScheduleTime");
+    json_array_append_new(cells, json_boolean(json_is_true(fl_json_path(o, "spec.suspend"))));
+    cell_int(cells, (json_int_t)json_array_size(fl_json_path(o, "status.active")));
+    const char *last = fl_json_path_str(o, "status.lastScheduleTime");
     cell_take(cells, last ? since(last) : fl_strdup("<none>"));
-    cells_containers_images(cells, jget(o, "spec.jobTemplate.spec.template.spec"));
-    cell_take(cells, format_selector(jget(o, "spec.jobTemplate.spec.selector")));
+    cells_containers_images(cells, fl_json_path(o, "spec.jobTemplate.spec.template.spec"));
+    cell_take(cells, format_selector(fl_json_path(o, "spec.jobTemplate.spec.selector")));
 }
 
 static void row_lease(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    const char *h = jstr(o, "spec.holderIdentity");
+    const char *h = fl_json_path_str(o, "spec.holderIdentity");
     cell_str(cells, h ? h : "<unknown>");
 }
 
@@ -1773,12 +1748,12 @@ static void row_cluster(const fl_kind *k, const json_t *o, json_t *cells)
 {
     cell_str(cells, jstr_or(o, "status.kubernetesVersion", ""));
     cell_str(cells, jstr_or(o, "spec.syncMode", ""));
-    const char *ready = jstr(find_condition(jget(o, "status.conditions"), "Ready"), "status");
+    const char *ready = fl_json_path_str(find_condition(fl_json_path(o, "status.conditions"), "Ready"), "status");
     cell_str(cells, ready ? ready : "Unknown");
     strbuf b = {0};
     size_t i;
     json_t *z;
-    json_array_foreach(jget(o, "spec.zones"), i, z) if (json_is_string(z)) sb_add(&b, json_string_value(z));
+    json_array_foreach(fl_json_path(o, "spec.zones"), i, z) if (json_is_string(z)) sb_add(&b, json_string_value(z));
     cell_take(cells, sb_take(&b, "<none>"));
     cell_str(cells, jstr_or(o, "spec.region", "<none>"));
     cell_str(cells, jstr_or(o, "spec.provider", "<none>"));

@@ -41,6 +41,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 
 #define REGISTER_PATH "/apis/flotilla.io/v1alpha1/register"
 
@@ -57,7 +58,7 @@ static void usage(FILE *f)
                "\n"
                "Runs beside a member cluster in pull mode: registers it on the control plane as Cluster NAME\n"
                "(syncMode Pull), renews its lease, reports its status, and applies the Works of\n"
-               "karmada-es-NAME to the member. Stops cleanly on SIGTERM/SIGINT.\n"
+               FL_EXECUTION_SPACE_PREFIX "NAME to the member. Stops cleanly on SIGTERM/SIGINT.\n"
                "\n"
                "  --server-kubeconfig FILE  the control plane, with a bootstrap (or admin) identity used to register\n"
                "  --member-kubeconfig FILE  the member cluster the agent runs beside\n"
@@ -80,11 +81,6 @@ static int fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 1;
-}
-
-static const char *errmsg(const fl_client_error *ce, int rc)
-{
-    return ce->message[0] ? ce->message : fl_strerror(rc);
 }
 
 /* Karmada's rule for cluster names: a DNS-1123 label of at most 48 characters. */
@@ -246,7 +242,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
             free(path);
             if (!transient(rc))
                 break;
-            fl_log(FL_LOG_WARN, "agent", "control plane not reachable (%s); retrying", errmsg(&ce, rc));
+            fl_log(FL_LOG_WARN, "agent", "control plane not reachable (%s); retrying", fl_errmsg(ce.message, rc));
             if (signalled(sigs, delay)) {
                 fl_client_free(c);
                 return -1;
@@ -258,7 +254,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
             return 0;
         }
         fl_log(FL_LOG_WARN, "agent", "the agent kubeconfig %s does not work (%s); registering again", out_path,
-               err ? err : errmsg(&ce, rc));
+               err ? err : fl_errmsg(ce.message, rc));
         free(err);
         err = NULL;
         fl_client_free(c);
@@ -281,7 +277,8 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
                                &ce);
         if (!transient(rc))
             break;
-        fl_log(FL_LOG_WARN, "agent", "control plane %s not reachable (%s); retrying", kc.server, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, "agent", "control plane %s not reachable (%s); retrying", kc.server,
+               fl_errmsg(ce.message, rc));
         if (signalled(sigs, delay)) {
             free(body);
             fl_client_free(boot);
@@ -295,7 +292,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         /* no registration endpoint on this control plane: the documented fallback */
         rc = register_by_hand(boot, o, member_url, &ce);
         if (rc) {
-            fail("registering cluster %s on %s: %s", o->name, kc.server, errmsg(&ce, rc));
+            fail("registering cluster %s on %s: %s", o->name, kc.server, fl_errmsg(ce.message, rc));
             goto out;
         }
         fl_log(FL_LOG_WARN, "agent",
@@ -307,7 +304,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         goto out;
     }
     if (rc) {
-        fail("registering cluster %s on %s: %s%s", o->name, kc.server, errmsg(&ce, rc),
+        fail("registering cluster %s on %s: %s%s", o->name, kc.server, fl_errmsg(ce.message, rc),
              rc == FL_EEXIST ? " (its agent kubeconfig is missing or refused: give it with --agent-kubeconfig, "
                                "or unjoin the cluster first)"
                              : "");

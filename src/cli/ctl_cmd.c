@@ -169,11 +169,6 @@ static int fail(const char *verb, const char *fmt, ...)
     return 1;
 }
 
-static const char *errmsg(const fl_client_error *ce, int rc)
-{
-    return ce->message[0] ? ce->message : fl_strerror(rc);
-}
-
 /* Create obj, or when it exists, let merge() bring the stored one up to date and update
  * it (retrying lost races). What is stored is left in *out (may be NULL). */
 typedef int (*merge_fn)(json_t *stored, const json_t *want, const ctl_opts *o);
@@ -203,7 +198,7 @@ static int create_or_update(fl_client *cp, const fl_gvr *r, const char *ns, cons
             rc = FL_EEXIST; /* someone else wrote it: read again */
     }
     if (rc)
-        return fail(o->verb, "writing %s: %s", what, errmsg(&ce, rc));
+        return fail(o->verb, "writing %s: %s", what, fl_errmsg(ce.message, rc));
     return 0;
 }
 
@@ -271,7 +266,7 @@ static int cmd_join(const ctl_opts *o)
     rc = fl_client_request(member, "GET", "/api", NULL, NULL, 0, NULL, NULL, &ce);
     if (rc) {
         fail(o->verb, "cannot reach member cluster at %s with the credentials in %s: %s", mk.server, mk.origin,
-             errmsg(&ce, rc));
+             fl_errmsg(ce.message, rc));
         goto out;
     }
 
@@ -281,7 +276,7 @@ static int cmd_join(const ctl_opts *o)
                    CLUSTER_NAMESPACE);
     rc = fl_client_create(cp, &NAMESPACES, NULL, ns, NULL, NULL, &ce);
     if (rc && rc != FL_EEXIST) {
-        fail(o->verb, "creating namespace %s on the control plane: %s", CLUSTER_NAMESPACE, errmsg(&ce, rc));
+        fail(o->verb, "creating namespace %s on the control plane: %s", CLUSTER_NAMESPACE, fl_errmsg(ce.message, rc));
         goto out;
     }
 
@@ -342,7 +337,7 @@ static int cmd_unjoin(const ctl_opts *o)
         goto out;
     }
     if (rc) {
-        fail(o->verb, "reading cluster %s: %s", o->name, errmsg(&ce, rc));
+        fail(o->verb, "reading cluster %s: %s", o->name, fl_errmsg(ce.message, rc));
         goto out;
     }
     /* the Secret the Cluster points at, which is ours only when join wrote it */
@@ -357,7 +352,7 @@ static int cmd_unjoin(const ctl_opts *o)
     }
     rc = fl_client_delete(cp, &CLUSTERS, NULL, o->name, NULL, NULL, &ce);
     if (rc && rc != FL_ENOTFOUND) {
-        fail(o->verb, "deleting cluster %s: %s", o->name, errmsg(&ce, rc));
+        fail(o->verb, "deleting cluster %s: %s", o->name, fl_errmsg(ce.message, rc));
         goto out;
     }
     /* finalizers may hold the Cluster while its work is cleaned up; its credentials are
@@ -369,7 +364,7 @@ static int cmd_unjoin(const ctl_opts *o)
         if (rc == FL_ENOTFOUND)
             break;
         if (rc) {
-            fail(o->verb, "waiting for cluster %s to be deleted: %s", o->name, errmsg(&ce, rc));
+            fail(o->verb, "waiting for cluster %s to be deleted: %s", o->name, fl_errmsg(ce.message, rc));
             goto out;
         }
         if (waited >= UNJOIN_WAIT_MS) {
@@ -381,7 +376,7 @@ static int cmd_unjoin(const ctl_opts *o)
     }
     rc = fl_client_delete(cp, &SECRETS, sns, sname, NULL, NULL, &ce);
     if (rc && rc != FL_ENOTFOUND) {
-        fail(o->verb, "deleting Secret %s/%s: %s", sns, sname, errmsg(&ce, rc));
+        fail(o->verb, "deleting Secret %s/%s: %s", sns, sname, fl_errmsg(ce.message, rc));
         goto out;
     }
     printf("cluster %s unjoined\n", o->name);
@@ -427,7 +422,8 @@ static int cmd_fault(const ctl_opts *o)
     free(path);
     fl_client_free(c);
     if (rc)
-        return fail("fault", "%s: %s", o->name, rc == FL_ENOTFOUND ? "no such simulated cluster" : errmsg(&ce, rc));
+        return fail("fault", "%s: %s", o->name,
+                    rc == FL_ENOTFOUND ? "no such simulated cluster" : fl_errmsg(ce.message, rc));
     printf("cluster %s: fault %s\n", o->name, v);
     return 0;
 }

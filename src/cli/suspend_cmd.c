@@ -40,6 +40,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
 /* --wait looks again at each change its informers see; without one, after this long (to
@@ -228,11 +229,6 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     return 0;
 }
 
-static const char *errmsg(const fl_client_error *ce, int rc)
-{
-    return ce->message[0] ? ce->message : fl_strerror(rc);
-}
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -318,7 +314,7 @@ static int change(const opts *o, fl_client *cp, json_t **out)
             return fail(o, "%s \"%s\" not found%s%s", o->kind->qualified, o->name,
                         o->kind->namespaced ? " in namespace " : "", o->kind->namespaced ? o->ns : "");
         if (rc)
-            return fail(o, "reading %s %s: %s", o->kind->qualified, o->name, errmsg(&ce, rc));
+            return fail(o, "reading %s %s: %s", o->kind->qualified, o->name, fl_errmsg(ce.message, rc));
         json_t *spec = json_object_get(obj, "spec");
         if (!json_is_object(spec)) {
             spec = json_object();
@@ -339,7 +335,7 @@ static int change(const opts *o, fl_client *cp, json_t **out)
         if (rc == FL_ECONFLICT && attempt < 5)
             continue;
         if (rc)
-            return fail(o, "updating %s %s: %s", o->kind->qualified, o->name, errmsg(&ce, rc));
+            return fail(o, "updating %s %s: %s", o->kind->qualified, o->name, fl_errmsg(ce.message, rc));
         return 0;
     }
 }
@@ -498,8 +494,7 @@ static void binding_pending(watcher *w, const json_t *b, bool cluster_scoped, js
             return;
         }
     }
-    const char *key = cluster_scoped ? "clusterresourcebinding.karmada.io/permanent-id"
-                                     : "resourcebinding.karmada.io/permanent-id";
+    const char *key = cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL;
     const char *id = label(b, key);
     json_t *works = json_object();
     if (id) {
@@ -514,10 +509,10 @@ static void binding_pending(watcher *w, const json_t *b, bool cluster_scoped, js
         json_t *items = fl_informer_list(inf, NULL);
         size_t i;
         json_t *wk;
-        size_t pl = strlen("karmada-es-");
+        size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
         json_array_foreach(items, i, wk) {
             const char *ns = json_string_value(json_object_get(json_object_get(wk, "metadata"), "namespace"));
-            if (ns && !strncmp(ns, "karmada-es-", pl))
+            if (ns && !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, pl))
                 json_object_set(works, ns + pl, wk);
         }
         json_decref(items);
@@ -550,7 +545,8 @@ static int look(const opts *o, watcher *w, json_t *pending, int *targets)
     switch (o->kind->what) {
     case T_WORK: {
         const char *ns = json_string_value(json_object_get(md, "namespace"));
-        const char *cluster = ns && !strncmp(ns, "karmada-es-", 11) ? ns + 11 : o->name;
+        size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
+        const char *cluster = ns && !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, pl) ? ns + pl : o->name;
         *targets = 1;
         if (!fl_dispatch_work_acked(obj, o->suspend))
             json_object_set_new(pending, cluster, json_true());
@@ -577,12 +573,10 @@ static int look(const opts *o, watcher *w, json_t *pending, int *targets)
     case T_POLICY: {
         /* the bindings this policy claims; each must carry the policy's suspension first */
         bool cpp = !o->kind->namespaced;
-        const char *id = label(obj, cpp ? "clusterpropagationpolicy.karmada.io/permanent-id"
-                                        : "propagationpolicy.karmada.io/permanent-id");
+        const char *id = label(obj, cpp ? FL_CPP_ID_LABEL : FL_PP_ID_LABEL);
         if (!id)
             break; /* no binding can name it */
-        char *sel = fl_asprintf("%s=%s", cpp ? "clusterpropagationpolicy.karmada.io/permanent-id"
-                                              : "propagationpolicy.karmada.io/permanent-id", id);
+        char *sel = fl_asprintf("%s=%s", cpp ? FL_CPP_ID_LABEL : FL_PP_ID_LABEL, id);
         json_t *want = dispatch_part(json_object_get(json_object_get(obj, "spec"), "suspension"));
         for (int pass = 0; pass < (cpp ? 2 : 1); pass++) {
             bool crb = pass == 1;

@@ -33,6 +33,7 @@
 #include "core/timefmt.h"
 #include "core/condition.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/env.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -102,39 +103,19 @@ static int cp_request(fl_agent *a, const char *method, const fl_gvr *r, const ch
     return rc;
 }
 
-static const char *errmsg(const fl_client_error *ce, int rc)
-{
-    return ce->message[0] ? ce->message : fl_strerror(rc);
-}
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(o, key));
-}
-
-static json_t *child_obj(json_t *o, const char *key)
-{
-    json_t *c = json_object_get(o, key);
-    if (!json_is_object(c)) {
-        c = json_object();
-        json_object_set_new(o, key, c);
-    }
-    return c;
-}
-
 /* ---- the Cluster, as the engine sees it ---- */
 
 static void cluster_mode(const json_t *cl, bool *deliver, bool *deleting)
 {
-    const char *mode = jstr(json_object_get(cl, "spec"), "syncMode");
+    const char *mode = fl_json_str(json_object_get(cl, "spec"), "syncMode");
     *deliver = cl && mode && !strcmp(mode, "Pull");
-    *deleting = cl && jstr(json_object_get(cl, "metadata"), "deletionTimestamp");
+    *deleting = cl && fl_json_meta(cl, "deletionTimestamp");
 }
 
 /* metadata.resourceVersion as a number (the store's revision); 0 when absent. */
 static long long resource_version(const json_t *obj)
 {
-    const char *rv = jstr(json_object_get(obj, "metadata"), "resourceVersion");
+    const char *rv = fl_json_meta(obj, "resourceVersion");
     return rv ? strtoll(rv, NULL, 10) : 0;
 }
 
@@ -240,7 +221,7 @@ static int renew_lease(fl_agent *a)
                                       "renewTime", now);
                 /* owned by the Cluster, as karmada-agent does, so it goes with it */
                 pthread_mutex_lock(&a->mu);
-                const char *uid = jstr(json_object_get(a->cluster, "metadata"), "uid");
+                const char *uid = fl_json_meta(a->cluster, "uid");
                 if (uid)
                     json_object_set_new(json_object_get(l, "metadata"), "ownerReferences",
                                         json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", CLUSTERS.api_version,
@@ -267,7 +248,7 @@ static int renew_lease(fl_agent *a)
                 break;
         }
         json_t *l = fl_json_deep_copy(a->lease);
-        json_t *spec = child_obj(l, "spec");
+        json_t *spec = fl_json_ensure_obj(l, "spec");
         json_object_set_new(spec, "holderIdentity", json_string(a->name));
         json_object_set_new(spec, "leaseDurationSeconds", json_integer(FL_AGENT_LEASE_DURATION_S));
         json_object_set_new(spec, "renewTime", json_string(now));
@@ -280,7 +261,8 @@ static int renew_lease(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "renewing Lease %s/%s: %s", FL_AGENT_LEASE_NAMESPACE, a->name, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, LOG, "renewing Lease %s/%s: %s", FL_AGENT_LEASE_NAMESPACE, a->name,
+               fl_errmsg(ce.message, rc));
     return rc;
 }
 
@@ -360,7 +342,7 @@ static void report_status(fl_agent *a)
             break;
         }
         json_t *d = fl_json_deep_copy(base);
-        json_t *status = child_obj(d, "status");
+        json_t *status = fl_json_ensure_obj(d, "status");
         int64_t now = wall_ms();
         fl_cluster_set_ready(status, health, why, now);
         if (have)
@@ -377,7 +359,7 @@ static void report_status(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "reporting the status of Cluster %s: %s", a->name, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, LOG, "reporting the status of Cluster %s: %s", a->name, fl_errmsg(ce.message, rc));
     fl_cluster_collected_close(&col);
 }
 
@@ -392,7 +374,7 @@ static int read_cluster(fl_agent *a)
         return 0;
     }
     if (rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "reading Cluster %s: %s", a->name, errmsg(&ce, rc));
+        fl_log(FL_LOG_WARN, LOG, "reading Cluster %s: %s", a->name, fl_errmsg(ce.message, rc));
     return rc;
 }
 

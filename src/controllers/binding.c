@@ -41,10 +41,12 @@
 #include "core/metrics.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/keep.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/parallel.h"
+#include "core/wellknown.h"
 #include "interp/interp.h"
 #include "interp/prune.h"
 #include "policy/override.h"
@@ -52,27 +54,10 @@
 #define LOG "binding"
 #define BINDING_WORKERS 4
 #define WRITE_THREADS 16
-#define BINDING_FINALIZER "karmada.io/binding-controller"
-#define EXEC_FINALIZER "karmada.io/execution-controller"
-
-#define RB_ID_LABEL "resourcebinding.karmada.io/permanent-id"
-#define CRB_ID_LABEL "clusterresourcebinding.karmada.io/permanent-id"
-#define RB_NS_ANNOTATION "resourcebinding.karmada.io/namespace"
-#define RB_NAME_ANNOTATION "resourcebinding.karmada.io/name"
-#define CRB_NAME_ANNOTATION "clusterresourcebinding.karmada.io/name"
-#define MANAGED_LABEL "karmada.io/managed"
-#define WORK_ID_LABEL "work.karmada.io/permanent-id"
-#define TEMPLATE_UID_ANNOTATION "resourcetemplate.karmada.io/uid"
-#define TEMPLATE_GENERATION_ANNOTATION "resourcetemplate.karmada.io/generation"
-#define WORK_NAME_ANNOTATION "work.karmada.io/name"
-#define WORK_NS_ANNOTATION "work.karmada.io/namespace"
-#define CONFLICT_ANNOTATION "work.karmada.io/conflict-resolution"
 /* ours: the suspension the binding asked for this Work when we last wrote it */
 #define WORK_SUSPENSION_ANNOTATION "flotilla.io/binding-suspension"
 /* ours: what the Work was rendered from, and what it was as we wrote it (rendered_from) */
 #define RENDERED_FROM_ANNOTATION "flotilla.io/rendered-from"
-#define MANAGED_LABELS_ANNOTATION "resourcetemplate.karmada.io/managed-labels"
-#define MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
@@ -90,28 +75,6 @@ typedef struct bindctl {
                     * deleted before it claimed them (under mu) */
     json_t *echo;  /* work key -> content_digest() of what we last wrote to it (under mu) */
 } bindctl;
-
-/* ---- small helpers ---- */
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
-
-static json_t *ensure_obj(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    if (!json_is_object(v)) {
-        v = json_object();
-        json_object_set_new(o, k, v);
-    }
-    return v;
-}
 
 /* ---- the Work index ---- */
 
@@ -135,10 +98,10 @@ static void index_put(bindctl *b, const json_t *work, bool present)
     if (wk && !bk && present && fl_informer_bare(work)) { /* nothing to index it by */
         pthread_mutex_lock(&b->mu);
         fl_keep_begin(); /* the index lives as long as the Works */
-        json_t *set = json_object_get(b->bare, meta(work, "name"));
+        json_t *set = json_object_get(b->bare, fl_json_meta(work, "name"));
         if (!set) {
             set = json_object();
-            json_object_set_new(b->bare, meta(work, "name"), set);
+            json_object_set_new(b->bare, fl_json_meta(work, "name"), set);
         }
         json_object_set_new(set, wk, json_true());
         fl_keep_end();
@@ -190,8 +153,8 @@ static void claim_bare(bindctl *b, const char *bk, const char *wname)
 static char *works_name(const json_t *binding)
 {
     const json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
-    const char *kind = jstr(res, "kind"), *name = jstr(res, "name");
-    return kind && name ? fl_names_work(kind, jstr(res, "namespace"), name) : NULL;
+    const char *kind = fl_json_str(res, "kind"), *name = fl_json_str(res, "name");
+    return kind && name ? fl_names_work(kind, fl_json_str(res, "namespace"), name) : NULL;
 }
 
 /* The keys ("ns/name") of the Works indexed under binding key bk: a new array. */
@@ -340,10 +303,10 @@ static void work_deleted(void *ctx, json_t *obj)
 static void tmpl_event(void *ctx, const fl_template_kind *k, json_t *obj)
 {
     bindctl *b = ctx;
-    const char *name = meta(obj, "name");
+    const char *name = fl_json_meta(obj, "name");
     if (!name)
         return;
-    char *key = fl_names_template_binding_key(k->kind, k->namespaced, meta(obj, "namespace"), name);
+    char *key = fl_names_template_binding_key(k->kind, k->namespaced, fl_json_meta(obj, "namespace"), name);
     fl_workqueue_add(b->q, key);
     free(key);
 }
@@ -370,14 +333,13 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
      * (an attached binding); a released template's binding keeps what it delivered, as
      * Karmada's does, until the binding itself changes. */
     const json_t *labels = json_object_get(json_object_get(new_obj, "metadata"), "labels");
-    bool claimed = jstr(labels, "propagationpolicy.karmada.io/permanent-id") ||
-                   jstr(labels, "clusterpropagationpolicy.karmada.io/permanent-id");
+    bool claimed = fl_json_str(labels, FL_PP_ID_LABEL) || fl_json_str(labels, FL_CPP_ID_LABEL);
     if (!claimed) {
         bindctl *b = ctx;
-        char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
+        char *bname = fl_names_binding(k->kind, fl_json_meta(new_obj, "name"));
         json_t *binding = NULL;
-        fl_informer_get(k->namespaced ? b->rbs : b->crbs, k->namespaced ? meta(new_obj, "namespace") : NULL, bname,
-                        &binding);
+        fl_informer_get(k->namespaced ? b->rbs : b->crbs, k->namespaced ? fl_json_meta(new_obj, "namespace") : NULL,
+                        bname, &binding);
         free(bname);
         claimed = json_array_size(json_object_get(json_object_get(binding, "spec"), "requiredBy")) > 0;
         json_decref(binding);
@@ -507,7 +469,7 @@ static int base_manifest(const render *r, int64_t replicas, json_t **out, char *
     json_t *m = fl_json_deep_copy(r->tmpl);
     fl_prune(m);
     fl_interp *ip = r->b->env.interp;
-    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
+    const char *av = fl_json_str(r->tmpl, "apiVersion"), *kind = fl_json_str(r->tmpl, "kind");
     if (r->workload && fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA)) {
         json_t *revised = NULL;
         int rc = fl_interp_revise_replica(ip, m, replicas, &revised, err);
@@ -601,57 +563,57 @@ static int build_work(render *r, int i, json_t **out, char **err)
     json_decref(applied);
 
     char *wns = fl_names_execution_space(t->cluster);
-    json_t *md = ensure_obj(m, "metadata");
-    json_t *labels = ensure_obj(md, "labels"), *anns = ensure_obj(md, "annotations");
-    const char *id_label = r->cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL;
+    json_t *md = fl_json_ensure_obj(m, "metadata");
+    json_t *labels = fl_json_ensure_obj(md, "labels"), *anns = fl_json_ensure_obj(md, "annotations");
+    const char *id_label = r->cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL;
     json_object_set_new(labels, id_label, json_string(r->binding_id ? r->binding_id : ""));
-    json_object_set_new(labels, MANAGED_LABEL, json_string("true"));
+    json_object_set_new(labels, FL_MANAGED_LABEL, json_string("true"));
     const json_t *tmd = json_object_get(r->tmpl, "metadata");
-    if (jstr(tmd, "uid"))
-        json_object_set_new(anns, TEMPLATE_UID_ANNOTATION, json_string(jstr(tmd, "uid")));
+    if (fl_json_str(tmd, "uid"))
+        json_object_set_new(anns, FL_TEMPLATE_UID_ANNOTATION, json_string(fl_json_str(tmd, "uid")));
     json_t *gen = json_object_get(tmd, "generation");
     if (json_integer_value(gen) > 0) {
         char g[32];
         snprintf(g, sizeof g, "%lld", (long long)json_integer_value(gen));
-        json_object_set_new(anns, TEMPLATE_GENERATION_ANNOTATION, json_string(g));
+        json_object_set_new(anns, FL_TEMPLATE_GENERATION_ANNOTATION, json_string(g));
     }
-    json_object_set_new(anns, WORK_NAME_ANNOTATION, json_string(r->wname));
-    json_object_set_new(anns, WORK_NS_ANNOTATION, json_string(wns));
+    json_object_set_new(anns, FL_WORK_NAME_ANNOTATION, json_string(r->wname));
+    json_object_set_new(anns, FL_WORK_NAMESPACE_ANNOTATION, json_string(wns));
     if (r->cluster_scoped) {
-        json_object_set_new(anns, CRB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(anns, FL_CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     } else {
-        json_object_set_new(anns, RB_NS_ANNOTATION, json_string(meta(r->binding, "namespace")));
-        json_object_set_new(anns, RB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(anns, FL_RB_NAMESPACE_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
+        json_object_set_new(anns, FL_RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
     /* conflict resolution: the template's own annotation wins; else the binding's setting */
     const json_t *bspec = json_object_get(r->binding, "spec");
-    const char *cr_tmpl = jstr(json_object_get(tmd, "annotations"), CONFLICT_ANNOTATION);
+    const char *cr_tmpl = fl_json_str(json_object_get(tmd, "annotations"), FL_CONFLICT_RESOLUTION_ANNOTATION);
     const char *cr = cr_tmpl && (!strcmp(cr_tmpl, "overwrite") || !strcmp(cr_tmpl, "abort")) ? cr_tmpl : NULL;
     if (!cr) {
-        const char *b = jstr(bspec, "conflictResolution");
+        const char *b = fl_json_str(bspec, "conflictResolution");
         cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
     }
-    json_object_set_new(anns, CONFLICT_ANNOTATION, json_string(cr));
-    static const char *const ann_extra[] = {MANAGED_ANNOTATIONS_ANNOTATION, MANAGED_LABELS_ANNOTATION};
+    json_object_set_new(anns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
+    static const char *const ann_extra[] = {FL_MANAGED_ANNOTATIONS_ANNOTATION, FL_MANAGED_LABELS_ANNOTATION};
     char *ml = managed_keys(labels, NULL, 0);
-    json_object_set_new(anns, MANAGED_LABELS_ANNOTATION, json_string(ml));
+    json_object_set_new(anns, FL_MANAGED_LABELS_ANNOTATION, json_string(ml));
     free(ml);
     char *ma = managed_keys(anns, ann_extra, 2);
-    json_object_set_new(anns, MANAGED_ANNOTATIONS_ANNOTATION, json_string(ma));
+    json_object_set_new(anns, FL_MANAGED_ANNOTATIONS_ANNOTATION, json_string(ma));
     free(ma);
 
     json_t *wanns = json_object();
     if (r->cluster_scoped) {
-        json_object_set_new(wanns, CRB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(wanns, FL_CRB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     } else {
-        json_object_set_new(wanns, RB_NS_ANNOTATION, json_string(meta(r->binding, "namespace")));
-        json_object_set_new(wanns, RB_NAME_ANNOTATION, json_string(meta(r->binding, "name")));
+        json_object_set_new(wanns, FL_RB_NAMESPACE_ANNOTATION, json_string(fl_json_meta(r->binding, "namespace")));
+        json_object_set_new(wanns, FL_RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
-    json_object_set_new(wanns, CONFLICT_ANNOTATION, json_string(cr));
+    json_object_set_new(wanns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
     if (cov)
-        json_object_set_new(wanns, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER, json_string(cov));
+        json_object_set_new(wanns, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION, json_string(cov));
     if (ov)
-        json_object_set_new(wanns, FL_OVERRIDE_ANNOTATION_APPLIED, json_string(ov));
+        json_object_set_new(wanns, FL_APPLIED_OVERRIDES_ANNOTATION, json_string(ov));
     free(cov);
     free(ov);
     json_t *wspec = json_pack("{s:{s:[o]}}", "workload", "manifests", m);
@@ -668,8 +630,8 @@ static int build_work(render *r, int i, json_t **out, char **err)
      * once instead of first writing the finalizer itself */
     *out = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:o, s:[s]}, s:o}", "apiVersion", WORKS.api_version, "kind",
                      "Work", "metadata", "name", r->wname, "namespace", wns, "labels", id_label,
-                     r->binding_id ? r->binding_id : "", "annotations", wanns, "finalizers", EXEC_FINALIZER, "spec",
-                     wspec);
+                     r->binding_id ? r->binding_id : "", "annotations", wanns, "finalizers", FL_EXECUTION_FINALIZER,
+                     "spec", wspec);
     free(wns);
     return 0;
 }
@@ -697,7 +659,7 @@ static bool inputs_told(render *r)
 {
     fl_interp *ip = r->b->env.interp;
     r->rules = fl_interp_edits(ip);
-    const char *av = jstr(r->tmpl, "apiVersion"), *kind = jstr(r->tmpl, "kind");
+    const char *av = fl_json_str(r->tmpl, "apiVersion"), *kind = fl_json_str(r->tmpl, "kind");
     return json_array_size(r->policies) == 0 && av && kind &&
            (fl_interp_native_first(ip, av, kind, FL_INTERP_REVISE_REPLICA) ||
             !fl_interp_has(ip, av, kind, FL_INTERP_REVISE_REPLICA));
@@ -713,8 +675,8 @@ static uint64_t binding_inputs_digest(const render *r)
     json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b]", RENDER_VERSION,
                            (json_int_t)fl_json_hash_except(r->tmpl, not_tmpl),
                            (json_int_t)fl_json_hash_except(json_object_get(r->tmpl, "metadata"), not_meta),
-                           meta(r->binding, "namespace"), meta(r->binding, "name"), r->binding_id, r->cluster_scoped,
-                           r->workload, json_object_get(bspec, "conflictResolution"),
+                           fl_json_meta(r->binding, "namespace"), fl_json_meta(r->binding, "name"), r->binding_id,
+                           r->cluster_scoped, r->workload, json_object_get(bspec, "conflictResolution"),
                            json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
@@ -737,7 +699,7 @@ static uint64_t inputs_digest(const render *r, uint64_t shared, int i)
  * permanent ID label the server gives a Work when it creates it. */
 static uint64_t metadata_digest(const json_t *work)
 {
-    static const char *const not_labels[] = {WORK_ID_LABEL, NULL};
+    static const char *const not_labels[] = {FL_WORK_ID_LABEL, NULL};
     static const char *const not_anns[] = {RENDERED_FROM_ANNOTATION, NULL};
     const json_t *md = json_object_get(work, "metadata");
     return fl_json_hash_except(json_object_get(md, "labels"), not_labels) * 31 +
@@ -755,9 +717,9 @@ static void rendered_from(uint64_t inputs, const json_t *work, json_int_t genera
 /* Whether have, target i's Work, is as rendered from the target's inputs. */
 static bool rendered_unchanged(const render *r, int i, const json_t *have)
 {
-    const char *was = jstr(json_object_get(json_object_get(have, "metadata"), "annotations"), RENDERED_FROM_ANNOTATION);
+    const char *was = fl_json_meta_map(have, "annotations", RENDERED_FROM_ANNOTATION);
     const json_t *gen = json_object_get(json_object_get(have, "metadata"), "generation");
-    if (!was || !json_is_integer(gen) || meta(have, "deletionTimestamp"))
+    if (!was || !json_is_integer(gen) || fl_json_meta(have, "deletionTimestamp"))
         return false;
     char now[64];
     rendered_from(r->inputs[i], have, json_integer_value(gen), now);
@@ -785,7 +747,8 @@ static void keep_users_suspension(const json_t *have, const json_t *want, json_t
 {
     const json_t *hann = json_object_get(json_object_get(have, "metadata"), "annotations");
     const json_t *uann = json_object_get(json_object_get(want, "metadata"), "annotations");
-    const char *last = jstr(hann, WORK_SUSPENSION_ANNOTATION), *now = jstr(uann, WORK_SUSPENSION_ANNOTATION);
+    const char *last = fl_json_str(hann, WORK_SUSPENSION_ANNOTATION),
+               *now = fl_json_str(uann, WORK_SUSPENSION_ANNOTATION);
     if (!last || !now || strcmp(last, now))
         return;
     json_t *hv = json_object_get(json_object_get(have, "spec"), "suspendDispatching");
@@ -809,7 +772,7 @@ static void prepare_target(render *r, int i)
     if (r->rc[i])
         return;
     /* whole: the update below starts from it, and is compared with it */
-    char *wkey = fl_cat(meta(want, "namespace"), "/", r->wname, NULL);
+    char *wkey = fl_cat(fl_json_meta(want, "namespace"), "/", r->wname, NULL);
     json_t *have = NULL;
     fl_informer_get_whole(r->b->works, wkey, &have);
     free(wkey);
@@ -817,7 +780,7 @@ static void prepare_target(render *r, int i)
         r->pending[i] = json_incref(want);
         r->create[i] = true;
         record_rendered_from(r, i, want, 1);
-    } else if (meta(have, "deletionTimestamp")) {
+    } else if (fl_json_meta(have, "deletionTimestamp")) {
         r->rc[i] = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
     } else {
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
@@ -833,11 +796,12 @@ static void prepare_target(render *r, int i)
         const char *key;
         json_t *v;
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "labels"), key, v)
-            json_object_set(ensure_obj(md, "labels"), key, v);
-        json_t *uanns = ensure_obj(md, "annotations");
+            json_object_set(fl_json_ensure_obj(md, "labels"), key, v);
+        json_t *uanns = fl_json_ensure_obj(md, "annotations");
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "annotations"), key, v)
             json_object_set(uanns, key, v);
-        static const char *const optional[] = {FL_OVERRIDE_ANNOTATION_APPLIED, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER};
+        static const char *const optional[] = {FL_APPLIED_OVERRIDES_ANNOTATION,
+                                               FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION};
         for (size_t j = 0; j < 2; j++)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
@@ -873,7 +837,7 @@ static void write_target(void *ctx, int k)
     json_t *w = r->pending[i];
     r->pending[i] = NULL;
     /* copies: an update hands w over, and the server may change it */
-    char *wns = fl_strdup(meta(w, "namespace")), *wk = fl_asprintf("%s/%s", wns, r->wname);
+    char *wns = fl_strdup(fl_json_meta(w, "namespace")), *wk = fl_asprintf("%s/%s", wns, r->wname);
     remember_echo(r->b, wk, w);
     fl_client_error ce;
     memset(&ce, 0, sizeof ce);
@@ -889,7 +853,7 @@ static void write_target(void *ctx, int k)
         rc = fl_client_update_given(r->b->env.cp, &WORKS, wns, w, NULL, NULL, &ce);
     }
     if (rc && rc != FL_ECONFLICT)
-        r->err[i] = fl_asprintf("writing Work %s: %s", wk, ce.message[0] ? ce.message : fl_strerror(rc));
+        r->err[i] = fl_asprintf("writing Work %s: %s", wk, fl_errmsg(ce.message, rc));
     free(wk);
     free(wns);
     r->wrote[i] = rc == 0;
@@ -909,40 +873,19 @@ static int delete_work(bindctl *b, const char *wkey)
         if (rc == FL_ENOTFOUND)
             rc = 0;
         else if (rc)
-            fl_log(FL_LOG_WARN, LOG, "deleting Work %s: %s", wkey, ce.message[0] ? ce.message : fl_strerror(rc));
+            fl_log(FL_LOG_WARN, LOG, "deleting Work %s: %s", wkey, fl_errmsg(ce.message, rc));
     }
     free(ns);
     return rc;
 }
 
-static bool has_finalizer(const json_t *o, const char *f)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(json_object_get(o, "metadata"), "finalizers"), i, v) if (
-        json_string_value(v) && !strcmp(json_string_value(v), f)) return true;
-    return false;
-}
-
-static int set_finalizer(bindctl *b, const fl_gvr *gvr, const json_t *obj, bool add)
+/* Write binding obj with our finalizer added or removed; a binding already gone is done. */
+static int write_finalizer(bindctl *b, const fl_gvr *gvr, const json_t *obj, bool add)
 {
     json_t *copy = fl_json_deep_copy(obj);
-    json_t *md = ensure_obj(copy, "metadata");
-    json_t *fins = json_object_get(md, "finalizers");
-    if (!json_is_array(fins)) {
-        fins = json_array();
-        json_object_set_new(md, "finalizers", fins);
-    }
-    if (add) {
-        json_array_append_new(fins, json_string(BINDING_FINALIZER));
-    } else {
-        for (size_t i = json_array_size(fins); i-- > 0;)
-            if (json_string_value(json_array_get(fins, i)) &&
-                !strcmp(json_string_value(json_array_get(fins, i)), BINDING_FINALIZER))
-                json_array_remove(fins, i);
-    }
+    fl_json_set_finalizer(copy, FL_BINDING_FINALIZER, add);
     fl_client_error ce;
-    int rc = fl_client_update(b->env.cp, gvr, meta(obj, "namespace"), copy, NULL, NULL, &ce);
+    int rc = fl_client_update(b->env.cp, gvr, fl_json_meta(obj, "namespace"), copy, NULL, NULL, &ce);
     json_decref(copy);
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
@@ -971,14 +914,14 @@ static target *targets_of(const json_t *spec, int *n)
     target *t = fl_calloc(cap, sizeof *t);
     int k = 0;
     json_array_foreach(cl, i, c) {
-        const char *name = jstr(c, "name");
+        const char *name = fl_json_str(c, "name");
         if (!name)
             continue;
         t[k++] = (target){name, json_integer_value(json_object_get(c, "replicas"))};
     }
     json_array_foreach(rb, i, e) {
         json_array_foreach(json_object_get(e, "clusters"), j, c) {
-            const char *name = jstr(c, "name");
+            const char *name = fl_json_str(c, "name");
             bool dup = !name;
             for (int x = 0; x < k && !dup; x++)
                 dup = !strcmp(t[x].cluster, name);
@@ -996,17 +939,16 @@ static target *targets_of(const json_t *spec, int *n)
  * suspension and the unscheduling came together). Returns whether the Work is kept. */
 static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey, int *rc)
 {
-    size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
-    const char *slash = strchr(wkey, '/');
-    if (strncmp(wkey, FL_EXECUTION_SPACE_PREFIX, pl) || !slash)
+    const char *wname;
+    char *cluster = fl_names_work_key_cluster(wkey, &wname);
+    if (!cluster)
         return false;
-    char *cluster = fl_strndup(wkey + pl, (size_t)(slash - wkey - pl));
     bool keep = fl_dispatch_suspended(json_object_get(json_object_get(binding, "spec"), "suspension"), cluster);
     free(cluster);
     json_t *work = NULL;
     fl_informer_get_key(b->works, wkey, &work);
     bool suspended = json_is_true(json_object_get(json_object_get(work, "spec"), "suspendDispatching"));
-    const char *ours = jstr(json_object_get(json_object_get(work, "metadata"), "annotations"), WORK_SUSPENSION_ANNOTATION);
+    const char *ours = fl_json_meta_map(work, "annotations", WORK_SUSPENSION_ANNOTATION);
     /* kept: make sure it is suspended; going: lift the suspension we put there (a user's own
      * stays, and the deletion then waits for the user's resume) */
     const char *patch = NULL;
@@ -1017,10 +959,9 @@ static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey
         patch = "{\"spec\":{\"suspendDispatching\":null},\"metadata\":{\"annotations\":{\"" WORK_SUSPENSION_ANNOTATION
                 "\":\"false\"}}}";
     if (patch) {
-        char *ns = fl_strndup(wkey, (size_t)(slash - wkey));
+        char *ns = fl_strndup(wkey, (size_t)(wname - 1 - wkey));
         fl_client_error ce = {0};
-        int p = fl_client_patch(b->env.cp, &WORKS, ns, slash + 1, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL,
-                                &ce);
+        int p = fl_client_patch(b->env.cp, &WORKS, ns, wname, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL, &ce);
         if (p && p != FL_ENOTFOUND && !*rc)
             *rc = p;
         free(ns);
@@ -1029,6 +970,160 @@ static bool orphan_suspended(bindctl *b, const json_t *binding, const char *wkey
     return keep;
 }
 
+/* The Works' name of the binding at key: the binding's own, or (the binding gone) the one
+ * remembered when it went. Heap, or NULL. */
+static char *wname_of(bindctl *b, const char *key, const json_t *binding)
+{
+    if (binding)
+        return works_name(binding);
+    pthread_mutex_lock(&b->mu);
+    const char *gone = fl_json_str(b->gone, key);
+    char *wname = gone ? fl_strdup(gone) : NULL;
+    json_object_del(b->gone, key);
+    pthread_mutex_unlock(&b->mu);
+    return wname;
+}
+
+/* The binding is gone or going: its Works go (a binding gone without us saw its finalizer
+ * removed, or was deleted by force; its Works are orphans either way), then our finalizer. */
+static int binding_going(bindctl *b, const fl_gvr *gvr, const json_t *binding, const json_t *owned)
+{
+    int rc = 0;
+    size_t i;
+    json_t *wk;
+    json_array_foreach(owned, i, wk) {
+        int d = delete_work(b, json_string_value(wk));
+        if (d && !rc)
+            rc = d;
+    }
+    if (binding && !rc && json_array_size(owned) == 0 && fl_json_has_finalizer(binding, FL_BINDING_FINALIZER))
+        rc = write_finalizer(b, gvr, binding, false);
+    else if (binding && !rc && json_array_size(owned))
+        rc = FL_ETIMEDOUT; /* wait for the Works to be gone (their finalizers) */
+    return rc;
+}
+
+/* The per-target arrays of r, for r->n targets. */
+static void render_alloc(render *r)
+{
+    size_t n = (size_t)(r->n ? r->n : 1);
+    r->rc = fl_calloc(n, sizeof(int));
+    r->err = fl_calloc(n, sizeof(char *));
+    r->wrote = fl_calloc(n, sizeof(bool));
+    r->pending = fl_calloc(n, sizeof(json_t *));
+    r->create = fl_calloc(n, sizeof(bool));
+    r->writes = fl_calloc(n, sizeof(int));
+}
+
+/* Free what render_alloc and the steps made; r as zeroed is fine. Not r->wname or
+ * r->targets, which are the caller's. */
+static void render_close(render *r)
+{
+    for (int x = 0; r->err && x < r->n; x++) {
+        free(r->err[x]);
+        json_decref(r->pending[x]);
+    }
+    free(r->err);
+    free(r->inputs);
+    free(r->unchanged);
+    free(r->pending);
+    free(r->create);
+    free(r->writes);
+    free(r->rc);
+    free(r->wrote);
+}
+
+/* When the render can be told by its inputs, mark the targets whose Work is as rendered from
+ * the same inputs (r->unchanged): they are neither built nor compared. Returns how many. */
+static int mark_unchanged(render *r)
+{
+    if (!inputs_told(r))
+        return 0;
+    int n = r->n, unchanged = 0;
+    r->inputs = fl_calloc((size_t)(n ? n : 1), sizeof *r->inputs);
+    r->unchanged = fl_calloc((size_t)(n ? n : 1), sizeof *r->unchanged);
+    uint64_t shared = binding_inputs_digest(r);
+    for (int t = 0; t < n; t++) {
+        r->inputs[t] = inputs_digest(r, shared, t);
+        json_t *have = NULL;
+        char *wns = fl_names_execution_space(r->targets[t].cluster);
+        fl_informer_get(r->b->works, wns, r->wname, &have);
+        free(wns);
+        r->unchanged[t] = have && rendered_unchanged(r, t, have);
+        unchanged += r->unchanged[t];
+        json_decref(have);
+    }
+    if (unchanged)
+        fl_metrics_count("flotilla_binding_works_unchanged_total",
+                         "Works the binding controller found as rendered from the same inputs, and so "
+                         "neither built nor compared",
+                         unchanged);
+    return unchanged;
+}
+
+/* The outcome of the writes, as Karmada reports it on the binding: the first failure's
+ * event, or one success event when something was written. Returns the first target's rc. */
+static int report_writes(const render *r)
+{
+    int rc = 0, failed = 0, wrote = 0;
+    for (int i = 0; i < r->n; i++) {
+        wrote += r->wrote[i];
+        if (!r->rc[i])
+            continue;
+        if (!rc)
+            rc = r->rc[i];
+        if (r->err[i]) {
+            if (!failed)
+                fl_event(r->b->env.recorder, r->binding, "Warning", "SyncWorkFailed",
+                         "Failed to sync work for cluster %s: %s", r->targets[i].cluster, r->err[i]);
+            failed++;
+        }
+    }
+    if (wrote && !failed)
+        fl_event(r->b->env.recorder, r->binding, "Normal", "SyncWorkSucceed",
+                 "Sync work of resourceBinding(%s%s%s) successful.",
+                 r->cluster_scoped ? "" : fl_json_meta(r->binding, "namespace"), r->cluster_scoped ? "" : "/",
+                 fl_json_meta(r->binding, "name"));
+    return rc;
+}
+
+/* Is the Work at wkey one of r's, in a cluster that is still a target? */
+static bool work_targeted(const render *r, const char *wkey)
+{
+    const char *wname;
+    char *cluster = fl_names_work_key_cluster(wkey, &wname);
+    bool keep = false;
+    for (int t = 0; cluster && t < r->n && !keep; t++)
+        keep = !strcmp(cluster, r->targets[t].cluster) && !strcmp(wname, r->wname);
+    free(cluster);
+    return keep;
+}
+
+/* Orphans: delete the Works of the binding (owned) in clusters that are no longer targets,
+ * but those the binding's suspension keeps. A failure goes into *rc unless it holds one. */
+static void remove_orphans(const render *r, const json_t *owned, int *rc)
+{
+    bindctl *b = r->b;
+    size_t i;
+    json_t *wk;
+    json_array_foreach(owned, i, wk) {
+        const char *s = json_string_value(wk);
+        if (work_targeted(r, s) || orphan_suspended(b, r->binding, s, rc))
+            continue;
+        int d = delete_work(b, s);
+        if (d == 0) {
+            fl_log(FL_LOG_INFO, LOG, "removed Work %s: its cluster is no longer a target", s);
+            fl_event(b->env.recorder, r->binding, "Normal", "WorkRemoved",
+                     "Removed Work %s: its cluster is no longer a target", s);
+        } else if (!*rc) {
+            *rc = d;
+        }
+    }
+}
+
+/* Reconcile one binding (key "R|ns/name" or "C|name"): its finalizer, then a Work in each
+ * target cluster's execution space rendered from the template and the override policies,
+ * then the Works of clusters that are no longer targets removed. */
 static int reconcile(void *ctx, const char *key)
 {
     bindctl *b = ctx;
@@ -1042,42 +1137,23 @@ static int reconcile(void *ctx, const char *key)
     render r = {0};
     int rc = 0, n = 0;
     fl_informer_get_key(cluster_scoped ? b->crbs : b->rbs, key + 2, &binding);
-    char *wname = NULL;
-    if (binding) {
-        wname = works_name(binding);
-    } else {
-        pthread_mutex_lock(&b->mu);
-        wname = json_string_value(json_object_get(b->gone, key)) ? fl_strdup(jstr(b->gone, key)) : NULL;
-        json_object_del(b->gone, key);
-        pthread_mutex_unlock(&b->mu);
-    }
+    char *wname = wname_of(b, key, binding);
     claim_bare(b, key, wname);
     owned = index_get(b, key);
 
-    /* gone or going: its Works go (a binding gone without us saw its finalizer removed, or
-     * was deleted by force; its Works are orphans either way) */
-    if (!binding || meta(binding, "deletionTimestamp")) {
-        size_t i;
-        json_t *wk;
-        json_array_foreach(owned, i, wk) {
-            int d = delete_work(b, json_string_value(wk));
-            if (d && !rc)
-                rc = d;
-        }
-        if (binding && !rc && json_array_size(owned) == 0 && has_finalizer(binding, BINDING_FINALIZER))
-            rc = set_finalizer(b, gvr, binding, false);
-        else if (binding && !rc && json_array_size(owned))
-            rc = FL_ETIMEDOUT; /* wait for the Works to be gone (their finalizers) */
+    if (!binding || fl_json_meta(binding, "deletionTimestamp")) {
+        rc = binding_going(b, gvr, binding, owned);
         goto out;
     }
-    if (!has_finalizer(binding, BINDING_FINALIZER)) {
-        rc = set_finalizer(b, gvr, binding, true);
+    if (!fl_json_has_finalizer(binding, FL_BINDING_FINALIZER)) {
+        rc = write_finalizer(b, gvr, binding, true);
         goto out; /* the update brings us back */
     }
 
     const json_t *spec = json_object_get(binding, "spec"), *res = json_object_get(spec, "resource");
-    const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind"), *rname = jstr(res, "name");
-    const char *rns = jstr(res, "namespace");
+    const char *av = fl_json_str(res, "apiVersion"), *kind = fl_json_str(res, "kind"),
+               *rname = fl_json_str(res, "name");
+    const char *rns = fl_json_str(res, "namespace");
     if (!av || !kind || !rname)
         goto out;
     const fl_template_kind *k = NULL;
@@ -1099,101 +1175,24 @@ static int reconcile(void *ctx, const char *key)
                  .tmpl = tmpl,
                  .policies = policies,
                  .cluster_scoped = cluster_scoped,
-                 .binding_id = jstr(json_object_get(json_object_get(binding, "metadata"), "labels"),
-                                    cluster_scoped ? CRB_ID_LABEL : RB_ID_LABEL),
+                 .binding_id = fl_json_meta_map(binding, "labels", cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL),
                  .targets = targets,
                  .n = n,
                  .wname = wname, /* works_name: of this kind, rns and rname */
                  .workload = json_integer_value(json_object_get(spec, "replicas")) > 0 ||
-                             json_is_object(json_object_get(spec, "replicaRequirements")),
-                 .rc = fl_calloc((size_t)(n ? n : 1), sizeof(int)),
-                 .err = fl_calloc((size_t)(n ? n : 1), sizeof(char *)),
-                 .wrote = fl_calloc((size_t)(n ? n : 1), sizeof(bool)),
-                 .pending = fl_calloc((size_t)(n ? n : 1), sizeof(json_t *)),
-                 .create = fl_calloc((size_t)(n ? n : 1), sizeof(bool)),
-                 .writes = fl_calloc((size_t)(n ? n : 1), sizeof(int))};
-    int unchanged = 0;
-    if (inputs_told(&r)) {
-        r.inputs = fl_calloc((size_t)(n ? n : 1), sizeof *r.inputs);
-        r.unchanged = fl_calloc((size_t)(n ? n : 1), sizeof *r.unchanged);
-        uint64_t shared = binding_inputs_digest(&r);
-        for (int t = 0; t < n; t++) {
-            r.inputs[t] = inputs_digest(&r, shared, t);
-            json_t *have = NULL;
-            char *wns = fl_names_execution_space(targets[t].cluster);
-            fl_informer_get(b->works, wns, r.wname, &have);
-            free(wns);
-            r.unchanged[t] = have && rendered_unchanged(&r, t, have);
-            unchanged += r.unchanged[t];
-            json_decref(have);
-        }
-        if (unchanged)
-            fl_metrics_count("flotilla_binding_works_unchanged_total",
-                             "Works the binding controller found as rendered from the same inputs, and so "
-                             "neither built nor compared",
-                             unchanged);
-    }
+                             json_is_object(json_object_get(spec, "replicaRequirements"))};
+    render_alloc(&r);
+    int unchanged = mark_unchanged(&r);
     if (n > 1 && json_array_size(policies) == 0 && unchanged < n)
         share_manifests(&r);
     for (int t = 0; t < n; t++)
         prepare_target(&r, t);
     fl_parallel(r.nwrites, WRITE_THREADS, write_target, &r);
     unshare_manifests(&r);
-    int failed = 0, wrote = 0;
-    for (int i = 0; i < n; i++) {
-        wrote += r.wrote[i];
-        if (r.rc[i]) {
-            if (!rc)
-                rc = r.rc[i];
-            if (r.err[i]) {
-                if (!failed)
-                    fl_event(b->env.recorder, binding, "Warning", "SyncWorkFailed", "Failed to sync work for cluster %s: %s",
-                             targets[i].cluster, r.err[i]);
-                failed++;
-            }
-        }
-    }
-    if (wrote && !failed)
-        fl_event(b->env.recorder, binding, "Normal", "SyncWorkSucceed", "Sync work of resourceBinding(%s%s%s) successful.",
-                 cluster_scoped ? "" : meta(binding, "namespace"), cluster_scoped ? "" : "/", meta(binding, "name"));
-
-    /* orphans: Works of this binding in clusters that are no longer targets */
-    size_t i;
-    json_t *wk;
-    json_array_foreach(owned, i, wk) {
-        const char *s = json_string_value(wk);
-        bool keep = false;
-        for (int t = 0; t < n && !keep; t++) {
-            size_t cl = strlen(targets[t].cluster);
-            keep = !strncmp(s, FL_EXECUTION_SPACE_PREFIX, strlen(FL_EXECUTION_SPACE_PREFIX)) && !strncmp(s + strlen(FL_EXECUTION_SPACE_PREFIX), targets[t].cluster, cl) &&
-                   s[strlen(FL_EXECUTION_SPACE_PREFIX) + cl] == '/' && !strcmp(s + strlen(FL_EXECUTION_SPACE_PREFIX) + cl + 1, r.wname);
-        }
-        if (!keep && orphan_suspended(b, binding, s, &rc))
-            continue;
-        if (!keep) {
-            int d = delete_work(b, s);
-            if (d == 0) {
-                fl_log(FL_LOG_INFO, LOG, "removed Work %s: its cluster is no longer a target", s);
-                fl_event(b->env.recorder, binding, "Normal", "WorkRemoved",
-                         "Removed Work %s: its cluster is no longer a target", s);
-            }
-            else if (!rc)
-                rc = d;
-        }
-    }
+    rc = report_writes(&r);
+    remove_orphans(&r, owned, &rc);
 out:
-    for (int x = 0; r.err && x < n; x++) {
-        free(r.err[x]);
-        json_decref(r.pending[x]);
-    }
-    free(r.err);
-    free(r.inputs);
-    free(r.unchanged);
-    free(r.pending);
-    free(r.create);
-    free(r.writes);
-    free(r.rc);
-    free(r.wrote);
+    render_close(&r);
     free(wname); /* and r.wname */
     free(targets);
     json_decref(policies);

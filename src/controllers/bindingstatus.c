@@ -30,6 +30,7 @@
 #include "controllers/templates.h"
 #include "core/condition.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -49,16 +50,6 @@ typedef struct statusctl {
     fl_workqueue *q;
     fl_ctrl_workers *workers;
 } statusctl;
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
 
 /* ---- handlers ---- */
 
@@ -159,12 +150,12 @@ static bool any_target(statusctl *s, const char *key, work_test test, bool *none
     if (none)
         *none = json_array_size(clusters) == 0;
     bool found = false;
-    char *wname = json_array_size(clusters)
-                      ? fl_names_work(jstr(res, "kind") ? jstr(res, "kind") : "", jstr(res, "namespace"),
-                                      jstr(res, "name") ? jstr(res, "name") : "")
-                      : NULL;
+    char *wname = json_array_size(clusters) ? fl_names_work(fl_json_str(res, "kind") ? fl_json_str(res, "kind") : "",
+                                                            fl_json_str(res, "namespace"),
+                                                            fl_json_str(res, "name") ? fl_json_str(res, "name") : "")
+                                            : NULL;
     for (size_t i = json_array_size(clusters); wname && !found && i-- > 0;) {
-        const char *cluster = jstr(json_array_get(clusters, i), "name");
+        const char *cluster = fl_json_str(json_array_get(clusters, i), "name");
         if (!cluster)
             continue;
         json_t *work = work_of(s, wname, cluster);
@@ -233,8 +224,8 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     json_t *ng = json_object_get(json_object_get(new_obj, "metadata"), "generation");
     if (fl_json_same(og, ng))
         return;
-    char *key =
-        fl_names_template_binding_key(k->kind, k->namespaced, meta(new_obj, "namespace"), meta(new_obj, "name"));
+    char *key = fl_names_template_binding_key(k->kind, k->namespaced, fl_json_meta(new_obj, "namespace"),
+                                              fl_json_meta(new_obj, "name"));
     fl_workqueue_add(((statusctl *)ctx)->q, key);
     free(key);
 }
@@ -254,15 +245,15 @@ static json_t *item_for(const char *cluster, const json_t *work)
 {
     json_t *it = json_pack("{s:s}", "clusterName", cluster);
     const json_t *applied = fl_condition_of(work, "Applied");
-    bool ok = applied && jstr(applied, "status") && !strcmp(jstr(applied, "status"), "True");
+    bool ok = applied && fl_json_str(applied, "status") && !strcmp(fl_json_str(applied, "status"), "True");
     json_object_set_new(it, "applied", json_boolean(ok));
-    if (!ok && applied && jstr(applied, "message"))
-        json_object_set_new(it, "appliedMessage", json_string(jstr(applied, "message")));
+    if (!ok && applied && fl_json_str(applied, "message"))
+        json_object_set_new(it, "appliedMessage", json_string(fl_json_str(applied, "message")));
     const json_t *ms = json_array_get(json_object_get(json_object_get(work, "status"), "manifestStatuses"), 0);
     const json_t *st = json_object_get(ms, "status");
     if (json_is_object(st))
         json_object_set(it, "status", (json_t *)st); /* shared, read-only as the Work is */
-    const char *health = jstr(ms, "health");
+    const char *health = fl_json_str(ms, "health");
     json_object_set_new(it, "health", json_string(health ? health : "Unknown"));
     return it;
 }
@@ -271,8 +262,8 @@ static json_t *item_for(const char *cluster, const json_t *work)
 static int aggregate_template(statusctl *s, const json_t *binding, const json_t *items, const json_t *dispatching)
 {
     const json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
-    const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind"), *name = jstr(res, "name");
-    const char *ns = jstr(res, "namespace");
+    const char *av = fl_json_str(res, "apiVersion"), *kind = fl_json_str(res, "kind"), *name = fl_json_str(res, "name");
+    const char *ns = fl_json_str(res, "namespace");
     if (!av || !kind || !name || !fl_interp_has(s->env.interp, av, kind, FL_INTERP_AGGREGATE_STATUS))
         return 0;
     const fl_template_kind *k = NULL;
@@ -283,8 +274,8 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
     int rc = fl_templates_get(s->env.templates, av, kind, ns, name, &tmpl, NULL);
     if (rc) /* not listed yet, or gone */
         return rc == FL_ENOTFOUND ? 0 : rc;
-    const char *uid = jstr(res, "uid");
-    if (uid && meta(tmpl, "uid") && strcmp(uid, meta(tmpl, "uid")))
+    const char *uid = fl_json_str(res, "uid");
+    if (uid && fl_json_meta(tmpl, "uid") && strcmp(uid, fl_json_meta(tmpl, "uid")))
         goto done; /* a re-created template the detector has not rebound yet */
     rc = fl_interp_aggregate_status(s->env.interp, tmpl, items, &out, &err);
     if (rc) {
@@ -310,22 +301,22 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         /* from what the template has, so that its transition time stays while the status does */
         if (old && !fl_condition_find(conds, FL_DISPATCHING_CONDITION))
             json_array_append_new(conds, fl_json_deep_copy(old));
-        const char *reason = jstr(dispatching, "reason");
+        const char *reason = fl_json_str(dispatching, "reason");
         /* no observedGeneration: the binding's generation is not the template's */
-        fl_condition_set(ost, FL_DISPATCHING_CONDITION, jstr(dispatching, "status"), reason,
-                         jstr(dispatching, "message"), -1, fl_time_now_ms());
+        fl_condition_set(ost, FL_DISPATCHING_CONDITION, fl_json_str(dispatching, "status"), reason,
+                         fl_json_str(dispatching, "message"), -1, fl_time_now_ms());
         if (!fl_json_same(json_object_get(old, "reason"), json_object_get(dispatching, "reason")) &&
             strcmp(reason, FL_DISPATCHING_REASON_PENDING))
             fl_event(s->env.recorder, tmpl, "Normal",
                      strcmp(reason, FL_DISPATCHING_REASON) ? "DispatchingSuspended" : "DispatchingResumed", "%s",
-                     jstr(dispatching, "message"));
+                     fl_json_str(dispatching, "message"));
     }
     if (fl_json_same(json_object_get(out, "status"), json_object_get(tmpl, "status")))
         goto done;
     fl_gvr gvr = {av, k->resource};
     fl_client_error ce;
     rc = fl_client_update_status(s->env.cp, &gvr, k->namespaced ? ns : NULL, out, NULL, NULL, &ce);
-    if (rc == FL_ENOTFOUND && ce.http == 404 && meta(tmpl, "name")) {
+    if (rc == FL_ENOTFOUND && ce.http == 404 && fl_json_meta(tmpl, "name")) {
         /* a kind without a status subresource keeps status in the object itself */
         memset(&ce, 0, sizeof ce);
         rc = fl_client_update(s->env.cp, &gvr, k->namespaced ? ns : NULL, out, NULL, NULL, &ce);
@@ -334,7 +325,7 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         rc = 0;
     else if (rc && rc != FL_ECONFLICT)
         fl_log(FL_LOG_WARN, LOG, "status of %s %s%s%s: %s", kind, ns ? ns : "", ns ? "/" : "", name,
-               ce.message[0] ? ce.message : fl_strerror(rc));
+               fl_errmsg(ce.message, rc));
 done:
     free(err);
     json_decref(out);
@@ -351,7 +342,7 @@ static json_t *rollup(statusctl *s, const json_t *b, json_t *st, const json_t *w
     if (!fl_dispatch_has_rollup(b))
         return NULL;
     json_t *old = fl_condition_find(json_object_get(st, "conditions"), FL_DISPATCHING_CONDITION);
-    char *was = old ? fl_strdup(jstr(old, "reason")) : NULL;
+    char *was = old ? fl_strdup(fl_json_str(old, "reason")) : NULL;
     fl_dispatch_rollup r;
     fl_dispatch_rollup_of(b, works, &r);
     const char *cs, *reason;
@@ -378,24 +369,25 @@ static int reconcile(void *ctx, const char *key)
         return FL_ETIMEDOUT;
     json_t *b = NULL; /* whole: the informer leaves its aggregatedStatus out (fl_ctrl_informer) */
     fl_informer_get_whole(cluster_scoped ? s->crbs : s->rbs, key + 2, &b);
-    if (!b || meta(b, "deletionTimestamp")) {
+    if (!b || fl_json_meta(b, "deletionTimestamp")) {
         json_decref(b);
         return 0;
     }
     const json_t *spec = json_object_get(b, "spec"), *res = json_object_get(spec, "resource");
-    char *wname = fl_names_work(jstr(res, "kind") ? jstr(res, "kind") : "", jstr(res, "namespace"),
-                                jstr(res, "name") ? jstr(res, "name") : "");
+    char *wname = fl_names_work(fl_json_str(res, "kind") ? fl_json_str(res, "kind") : "", fl_json_str(res, "namespace"),
+                                fl_json_str(res, "name") ? fl_json_str(res, "name") : "");
     json_t *items = json_array();
     size_t applied = 0, n = 0;
     /* targets: spec.clusters, then requiredBy's clusters (an attached dependency's) */
     json_t *names = json_array();
     size_t i, j;
     json_t *c, *e;
-    json_array_foreach(json_object_get(spec, "clusters"), i, c) if (jstr(c, "name"))
-        json_array_append_new(names, json_string(jstr(c, "name")));
+    json_array_foreach(json_object_get(spec, "clusters"), i, c)
+        if (fl_json_str(c, "name"))
+            json_array_append_new(names, json_string(fl_json_str(c, "name")));
     json_array_foreach(json_object_get(spec, "requiredBy"), i, e) {
         json_array_foreach(json_object_get(e, "clusters"), j, c) {
-            const char *nm = jstr(c, "name");
+            const char *nm = fl_json_str(c, "name");
             bool dup = !nm;
             size_t x;
             json_t *have;
@@ -439,13 +431,13 @@ static int reconcile(void *ctx, const char *key)
     if (change) {
         fl_client_error ce;
         /* handed over (the server keeps it uncopied); its metadata is b's */
-        rc = fl_client_update_status_given(s->env.cp, gvr, meta(b, "namespace"), nb, NULL, NULL, &ce);
+        rc = fl_client_update_status_given(s->env.cp, gvr, fl_json_meta(b, "namespace"), nb, NULL, NULL, &ce);
         nb = NULL;
         if (rc == FL_ENOTFOUND)
             rc = 0;
         else if (rc && rc != FL_ECONFLICT)
-            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(b, "name"),
-                   ce.message[0] ? ce.message : fl_strerror(rc));
+            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, fl_json_meta(b, "name"),
+                   fl_errmsg(ce.message, rc));
     }
     if (rc == 0)
         rc = aggregate_template(s, b, items, dispatching);

@@ -36,8 +36,10 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/members.h"
+#include "controllers/names.h"
 #include "core/condition.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/quantity.h"
 #include "core/random.h"
 #include "core/timefmt.h"
@@ -98,29 +100,10 @@ struct cstatus {
     fl_client_cancel *watchdog_stop;
 };
 
-/* ---- small JSON helpers ---- */
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* o[key] as an object, created when missing (o must be an object). Borrowed. */
-static json_t *child_obj(json_t *o, const char *key)
-{
-    json_t *c = json_object_get(o, key);
-    if (!json_is_object(c)) {
-        c = json_object();
-        json_object_set_new(o, key, c);
-    }
-    return c;
-}
-
 static const char *ready_status(const json_t *cluster)
 {
     json_t *c = fl_condition_of(cluster, "Ready");
-    return c ? jstr(c, "status") : NULL;
+    return c ? fl_json_str(c, "status") : NULL;
 }
 
 void fl_cluster_set_condition(json_t *status, const char *type, const char *cstatus_, const char *reason,
@@ -200,7 +183,7 @@ int fl_cluster_probe_health(fl_client *c, fl_client_cancel *cancel, char *why, s
     }
     if (rc == 0)
         return H_OK;
-    snprintf(why, cap, "%s", rc == FL_ECLOSED ? "no answer in time" : ce.message[0] ? ce.message : fl_strerror(rc));
+    snprintf(why, cap, "%s", rc == FL_ECLOSED ? "no answer in time" : fl_errmsg(ce.message, rc));
     return ce.http ? H_UNHEALTHY : H_UNREACHABLE;
 }
 
@@ -230,12 +213,12 @@ void fl_cluster_collected_close(fl_cluster_collected *c)
 
 static int cmp_resource(const void *a, const void *b)
 {
-    return strcmp(jstr(*(json_t *const *)a, "name"), jstr(*(json_t *const *)b, "name"));
+    return strcmp(fl_json_str(*(json_t *const *)a, "name"), fl_json_str(*(json_t *const *)b, "name"));
 }
 
 static int cmp_enablement(const void *a, const void *b)
 {
-    return strcmp(jstr(*(json_t *const *)a, "groupVersion"), jstr(*(json_t *const *)b, "groupVersion"));
+    return strcmp(fl_json_str(*(json_t *const *)a, "groupVersion"), fl_json_str(*(json_t *const *)b, "groupVersion"));
 }
 
 /* One group-version's resources (no subresources), sorted by name; NULL on failure. */
@@ -254,7 +237,7 @@ static json_t *gv_resources(fl_client_cancel *cancel, fl_client *c, const char *
     json_t **v = fl_calloc(n ? n : 1, sizeof *v);
     for (size_t i = 0; i < n; i++) {
         json_t *r = json_array_get(res, i);
-        const char *name = jstr(r, "name"), *kind = jstr(r, "kind");
+        const char *name = fl_json_str(r, "name"), *kind = fl_json_str(r, "kind");
         if (!name || !kind || strchr(name, '/'))
             continue;
         v[k++] = json_pack("{s:s, s:s}", "name", name, "kind", kind);
@@ -277,17 +260,17 @@ static json_t *gv_resources(fl_client_cancel *cancel, fl_client *c, const char *
  * document. */
 static bool aggregated_gvs(fl_client *c, const json_t *doc, json_t *items, bool *partial)
 {
-    if (!doc || strcmp(jstr(doc, "kind") ? jstr(doc, "kind") : "", "APIGroupDiscoveryList"))
+    if (!doc || strcmp(fl_json_str(doc, "kind") ? fl_json_str(doc, "kind") : "", "APIGroupDiscoveryList"))
         return false;
     size_t i, j, k;
     json_t *g, *v, *r;
     json_array_foreach(json_object_get(doc, "items"), i, g) {
-        const char *group = jstr(json_object_get(g, "metadata"), "name");
+        const char *group = fl_json_meta(g, "name");
         json_array_foreach(json_object_get(g, "versions"), j, v) {
-            const char *version = jstr(v, "version");
+            const char *version = fl_json_str(v, "version");
             if (!version)
                 continue;
-            const char *fresh = jstr(v, "freshness");
+            const char *fresh = fl_json_str(v, "freshness");
             if (fresh && !strcmp(fresh, "Stale")) {
                 *partial = true;
                 continue;
@@ -299,10 +282,11 @@ static bool aggregated_gvs(fl_client *c, const json_t *doc, json_t *items, bool 
             size_t n = json_array_size(json_object_get(v, "resources")), m = 0;
             json_t **res = fl_calloc(n ? n : 1, sizeof *res);
             json_array_foreach(json_object_get(v, "resources"), k, r) {
-                const char *name = jstr(r, "resource"), *kind = jstr(json_object_get(r, "responseKind"), "kind");
+                const char *name = fl_json_str(r, "resource"),
+                           *kind = fl_json_str(json_object_get(r, "responseKind"), "kind");
                 if (!name || !kind || strchr(name, '/'))
                     continue;
-                const char *scope = jstr(r, "scope");
+                const char *scope = fl_json_str(r, "scope");
                 json_array_append_new(learned, json_pack("{s:s, s:s, s:b}", "name", name, "kind", kind, "namespaced",
                                                          scope && !strcmp(scope, "Namespaced")));
                 res[m++] = json_pack("{s:s, s:s}", "name", name, "kind", kind);
@@ -526,7 +510,7 @@ static void pod_request(const json_t *pod, reslist *out)
 static bool node_ready(const json_t *node)
 {
     json_t *c = fl_condition_of(node, "Ready");
-    const char *s = c ? jstr(c, "status") : NULL;
+    const char *s = c ? fl_json_str(c, "status") : NULL;
     return s && !strcmp(s, "True");
 }
 
@@ -555,8 +539,8 @@ static void summarize(fl_client_cancel *cancel, fl_client *c, collected *col)
         int64_t nallocated = 0, nallocating = 0;
         json_t *p;
         json_array_foreach(pods.items, i, p) {
-            const char *node = jstr(json_object_get(p, "spec"), "nodeName");
-            const char *phase = jstr(json_object_get(p, "status"), "phase");
+            const char *node = fl_json_str(json_object_get(p, "spec"), "nodeName");
+            const char *phase = fl_json_str(json_object_get(p, "status"), "phase");
             if (!node || !*node) {
                 pod_request(p, &allocating);
                 nallocating++;
@@ -588,8 +572,8 @@ void fl_cluster_collect(fl_client *c, fl_client_cancel *cancel, bool apis, fl_cl
     memset(col, 0, sizeof *col);
     json_t *ver = NULL;
     fl_client_error ce;
-    if (get_json(cancel, c, "/version", &ver, &ce) == 0 && jstr(ver, "gitVersion"))
-        col->version = fl_strdup(jstr(ver, "gitVersion"));
+    if (get_json(cancel, c, "/version", &ver, &ce) == 0 && fl_json_str(ver, "gitVersion"))
+        col->version = fl_strdup(fl_json_str(ver, "gitVersion"));
     json_decref(ver);
     if (apis)
         col->apis = discover(cancel, c, &col->apis_reason);
@@ -672,12 +656,12 @@ static int64_t since_annotation(json_t *meta, const char *key, bool keep, int64_
         }
         return now;
     }
-    int64_t t = fl_time_parse(jstr(ann, key));
+    int64_t t = fl_time_parse(fl_json_str(ann, key));
     if (t >= 0 && t <= now)
         return t;
     char ts[40];
     fl_time_format(now, true, ts);
-    json_object_set_new(child_obj(meta, "annotations"), key, json_string(ts));
+    json_object_set_new(fl_json_ensure_obj(meta, "annotations"), key, json_string(ts));
     return now;
 }
 
@@ -688,7 +672,7 @@ static void set_taint(json_t *spec, const char *key, bool want, int64_t now)
     size_t i;
     json_t *t;
     json_array_foreach(taints, i, t) {
-        const char *k = jstr(t, "key"), *e = jstr(t, "effect");
+        const char *k = fl_json_str(t, "key"), *e = fl_json_str(t, "effect");
         if (k && e && !strcmp(k, key) && !strcmp(e, "NoSchedule")) {
             if (!want) {
                 json_array_remove(taints, i);
@@ -733,7 +717,8 @@ static bool push_ready(cstatus *st, json_t *meta, const char *cur, const observa
 static json_t *decide(cstatus *st, const json_t *base, const observation *ob, int64_t now)
 {
     json_t *d = fl_json_deep_copy(base);
-    json_t *meta = child_obj(d, "metadata"), *spec = child_obj(d, "spec"), *status = child_obj(d, "status");
+    json_t *meta = fl_json_ensure_obj(d, "metadata"), *spec = fl_json_ensure_obj(d, "spec"),
+           *status = fl_json_ensure_obj(d, "status");
     const char *cur = ready_status(base);
     if (ob->push) {
         if (push_ready(st, meta, cur, ob, now))
@@ -804,7 +789,7 @@ static int write_cluster(cstatus *st, const char *name, json_t *base, const obse
     }
     json_decref(base);
     if (rc && rc != FL_ENOTFOUND && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "cluster %s: writing status: %s", name, ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_WARN, LOG, "cluster %s: writing status: %s", name, fl_errmsg(ce.message, rc));
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
 
@@ -817,12 +802,12 @@ static int lease_state(cstatus *st, const json_t *cluster, const char *name, int
     *missing = fl_informer_get(st->leases, LEASE_NAMESPACE, name, &lease) != 0;
     if (!*missing) {
         json_t *spec = json_object_get(lease, "spec");
-        t = fl_time_parse(jstr(spec, "renewTime"));
+        t = fl_time_parse(fl_json_str(spec, "renewTime"));
         if (t < 0)
-            t = fl_time_parse(jstr(spec, "acquireTime"));
+            t = fl_time_parse(fl_json_str(spec, "acquireTime"));
         json_decref(lease);
     } else {
-        t = fl_time_parse(jstr(json_object_get(cluster, "metadata"), "creationTimestamp"));
+        t = fl_time_parse(fl_json_meta(cluster, "creationTimestamp"));
     }
     return t >= 0 && now - t > st->failure_ms;
 }
@@ -835,7 +820,7 @@ static void ensure_execution_space(cstatus *st, const char *name)
     if (mem_get(st, name, "es", 0))
         return;
     static const fl_gvr NAMESPACES = {"v1", "namespaces"};
-    char *ns = fl_asprintf("karmada-es-%s", name);
+    char *ns = fl_names_execution_space(name);
     json_t *obj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name", ns);
     fl_client_error ce;
     json_t *out = NULL;
@@ -860,7 +845,7 @@ static void reconcile(worker *w, const char *name)
     observation ob = {0};
     collected col = {0};
     char why[512] = "";
-    const char *mode = jstr(json_object_get(cl, "spec"), "syncMode");
+    const char *mode = fl_json_str(json_object_get(cl, "spec"), "syncMode");
     int64_t now = fl_time_now_ms();
     if (mode && !strcmp(mode, "Pull")) {
         ob.lease_stale = lease_state(st, cl, name, now, &ob.lease_missing);

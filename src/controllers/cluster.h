@@ -22,6 +22,7 @@
 
 #include "client/client.h"
 #include "controllers/controller.h"
+#include "core/wellknown.h"
 
 /* The annotation holding when a Ready cluster started failing its probes (RFC 3339 with
  * milliseconds, UTC). Ours: it keeps the failure threshold's clock in the store, so a
@@ -29,10 +30,6 @@
 #define FL_ANNOTATION_UNHEALTHY_SINCE "flotilla.io/unhealthy-since"
 /* The same for a not-Ready cluster passing its probes, while the success threshold runs. */
 #define FL_ANNOTATION_HEALTHY_SINCE "flotilla.io/healthy-since"
-
-/* Taint keys, as Karmada's cluster controller names them. */
-#define FL_TAINT_CLUSTER_NOT_READY "cluster.karmada.io/not-ready"
-#define FL_TAINT_CLUSTER_UNREACHABLE "cluster.karmada.io/unreachable"
 
 extern const fl_controller fl_cluster_status_controller;
 

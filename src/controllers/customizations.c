@@ -41,6 +41,7 @@
 #include "controllers/events.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "interp/bundled.h"
@@ -82,11 +83,6 @@ typedef struct custctl {
     fl_ctrl_workers *workers;
 } custctl;
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 /* ---- the two sources ---- */
 
 static int lua_set(void *b, const json_t *obj, char **err)
@@ -102,7 +98,7 @@ static int lua_del(void *b, const char *name)
 static void lua_targets(const json_t *ric, json_t *out)
 {
     const json_t *t = json_object_get(json_object_get(ric, "spec"), "target");
-    const char *av = jstr(t, "apiVersion"), *kind = jstr(t, "kind");
+    const char *av = fl_json_str(t, "apiVersion"), *kind = fl_json_str(t, "kind");
     if (av && kind) /* the backend refused anything else */
         json_array_append_new(out, json_pack("[s, s]", av, kind));
 }
@@ -263,7 +259,7 @@ static int reconcile(void *ctx, const char *key)
 static void on_add(void *ctx, json_t *obj)
 {
     source *s = ctx;
-    const char *name = jstr(json_object_get(obj, "metadata"), "name");
+    const char *name = fl_json_meta(obj, "name");
     if (!name)
         return;
     char *key = fl_asprintf("%c|%s", s->prefix, name);
@@ -304,7 +300,7 @@ static int watch_source(custctl *c, source *s)
     size_t i;
     json_t *o;
     json_array_foreach(all, i, o) {
-        const char *name = jstr(json_object_get(o, "metadata"), "name");
+        const char *name = fl_json_meta(o, "name");
         if (name)
             reconcile_source(c, s, name);
     }

@@ -38,17 +38,16 @@
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 #include "interp/interp.h"
 
 #define LOG "dependencies"
 #define DEPS_WORKERS 2
 #define MISSING_RETRY_MS 3000
-#define BINDING_FINALIZER "karmada.io/binding-controller"
-#define PP_ID_LABEL "propagationpolicy.karmada.io/permanent-id"
-#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 
@@ -68,16 +67,6 @@ typedef struct depsctl {
     bool resumed;        /* both taken from the note of the revision the start resumed at */
 } depsctl;
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
-
 /* Remember that attached binding aname names dependent key (under mu). */
 static void note_dependent_locked(depsctl *d, const char *key, const char *aname)
 {
@@ -93,14 +82,14 @@ static void note_dependent_locked(depsctl *d, const char *key, const char *aname
 static void note_dependents(depsctl *d, const json_t *obj)
 {
     const json_t *rb = json_object_get(json_object_get(obj, "spec"), "requiredBy");
-    const char *aname = meta(obj, "name");
+    const char *aname = fl_json_meta(obj, "name");
     if (!json_array_size(rb) || !aname)
         return;
     pthread_mutex_lock(&d->mu);
     size_t i;
     json_t *e;
     json_array_foreach(rb, i, e) {
-        const char *ns = jstr(e, "namespace"), *name = jstr(e, "name");
+        const char *ns = fl_json_str(e, "namespace"), *name = fl_json_str(e, "name");
         if (ns && name) {
             char *k = fl_asprintf("%s/%s", ns, name);
             note_dependent_locked(d, k, aname);
@@ -187,8 +176,8 @@ static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old_obj, 
     depsctl *d = ctx;
     if (!k->namespaced || fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
-    char *bname = fl_names_binding(k->kind, meta(new_obj, "name"));
-    char *key = fl_asprintf("%s/%s", meta(new_obj, "namespace"), bname);
+    char *bname = fl_names_binding(k->kind, fl_json_meta(new_obj, "name"));
+    char *key = fl_asprintf("%s/%s", fl_json_meta(new_obj, "namespace"), bname);
     fl_workqueue_add(d->q, key);
     free(key);
     free(bname);
@@ -205,7 +194,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
     json_array_foreach(all, i, b) {
         const json_t *spec = json_object_get(b, "spec"), *res = json_object_get(spec, "resource");
         if (!json_is_true(json_object_get(spec, "propagateDeps")) ||
-            !fl_ctrl_interp_matches(api_version, kind, jstr(res, "apiVersion"), jstr(res, "kind")))
+            !fl_ctrl_interp_matches(api_version, kind, fl_json_str(res, "apiVersion"), fl_json_str(res, "kind")))
             continue;
         char *k = fl_informer_key(b);
         if (k)
@@ -222,8 +211,9 @@ static json_t *snapshot_clusters(const json_t *binding)
     json_t *out = json_array();
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(binding, "spec"), "clusters"), i, c) if (jstr(c, "name"))
-        json_array_append_new(out, json_pack("{s:s}", "name", jstr(c, "name")));
+    json_array_foreach(json_object_get(json_object_get(binding, "spec"), "clusters"), i, c)
+        if (fl_json_str(c, "name"))
+            json_array_append_new(out, json_pack("{s:s}", "name", fl_json_str(c, "name")));
     return out;
 }
 
@@ -239,7 +229,8 @@ static bool set_snapshot(json_t *attached, const char *ns, const char *name, jso
     }
     for (size_t i = 0; i < json_array_size(rb); i++) {
         json_t *e = json_array_get(rb, i);
-        if (strcmp(jstr(e, "namespace") ? jstr(e, "namespace") : "", ns) || strcmp(jstr(e, "name") ? jstr(e, "name") : "", name))
+        if (strcmp(fl_json_str(e, "namespace") ? fl_json_str(e, "namespace") : "", ns) ||
+            strcmp(fl_json_str(e, "name") ? fl_json_str(e, "name") : "", name))
             continue;
         if (!clusters) {
             json_array_remove(rb, i);
@@ -259,7 +250,7 @@ static bool set_snapshot(json_t *attached, const char *ns, const char *name, jso
 static bool claimed_by_policy(const json_t *b)
 {
     const json_t *labels = json_object_get(json_object_get(b, "metadata"), "labels");
-    return jstr(labels, PP_ID_LABEL) || jstr(labels, CPP_ID_LABEL) ||
+    return fl_json_str(labels, FL_PP_ID_LABEL) || fl_json_str(labels, FL_CPP_ID_LABEL) ||
            json_is_object(json_object_get(json_object_get(b, "spec"), "placement"));
 }
 
@@ -270,16 +261,17 @@ static int write_attached(depsctl *d, json_t *attached)
     int rc;
     if (!json_array_size(json_object_get(json_object_get(attached, "spec"), "requiredBy")) &&
         !claimed_by_policy(attached)) {
-        fl_delete_opts o = {.precondition_uid = meta(attached, "uid")};
-        rc = fl_client_delete(d->env.cp, &RBS, meta(attached, "namespace"), meta(attached, "name"), &o, NULL, &ce);
+        fl_delete_opts o = {.precondition_uid = fl_json_meta(attached, "uid")};
+        rc = fl_client_delete(d->env.cp, &RBS, fl_json_meta(attached, "namespace"), fl_json_meta(attached, "name"), &o,
+                              NULL, &ce);
     } else {
-        rc = fl_client_update(d->env.cp, &RBS, meta(attached, "namespace"), attached, NULL, NULL, &ce);
+        rc = fl_client_update(d->env.cp, &RBS, fl_json_meta(attached, "namespace"), attached, NULL, NULL, &ce);
     }
     if (rc == FL_ENOTFOUND)
         rc = 0;
     if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", meta(attached, "namespace"), meta(attached, "name"),
-               ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", fl_json_meta(attached, "namespace"),
+               fl_json_meta(attached, "name"), fl_errmsg(ce.message, rc));
     return rc;
 }
 
@@ -288,10 +280,159 @@ static bool wanted(const json_t *want, const char *name)
 {
     size_t i;
     json_t *w;
-    json_array_foreach(want, i, w) if (!strcmp(jstr(w, "binding"), name)) return true;
+    json_array_foreach(want, i, w)
+        if (!strcmp(fl_json_str(w, "binding"), name))
+            return true;
     return false;
 }
 
+/* The dependencies of binding b's template (ns/name the binding) into *deps (NULL: none, or
+ * it does not follow them), the template into *tmpl. False when the interpreter failed
+ * (reported): what is attached stays until the template or customization changes. */
+static bool dependencies_of(depsctl *d, const json_t *b, const char *ns, const char *name, json_t **tmpl, json_t **deps)
+{
+    const json_t *spec = json_object_get(b, "spec");
+    bool follow = b && !fl_json_meta(b, "deletionTimestamp") && json_is_true(json_object_get(spec, "propagateDeps")) &&
+                  json_array_size(json_object_get(spec, "clusters"));
+    if (!follow)
+        return true;
+    const json_t *res = json_object_get(spec, "resource");
+    const char *av = fl_json_str(res, "apiVersion"), *kind = fl_json_str(res, "kind");
+    const fl_template_kind *k = NULL;
+    if (!av || !kind || !fl_interp_has(d->env.interp, av, kind, FL_INTERP_DEPENDENCY) ||
+        fl_templates_watch(d->env.templates, av, kind, 5000, &k) != 0 ||
+        fl_templates_get(d->env.templates, av, kind, fl_json_str(res, "namespace"), fl_json_str(res, "name"), tmpl,
+                         NULL) != 0)
+        return true;
+    char *err = NULL;
+    if (!fl_interp_get_dependencies(d->env.interp, *tmpl, deps, &err))
+        return true;
+    /* the interpreter's message (customization, script line), on the binding and on the
+     * template (where Karmada reports it) */
+    fl_log(FL_LOG_WARN, LOG, "%s/%s: %s", ns, name, err ? err : "");
+    fl_event(d->env.recorder, b, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
+    fl_event(d->env.recorder, *tmpl, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
+    free(err);
+    return false;
+}
+
+/* What should be attached: each dependency in deps that exists, in namespace ns, as
+ * [{"binding": its binding's name, "object": its template}]. *retry when one is not there
+ * (yet). A new array. */
+static json_t *wanted_attached(depsctl *d, const json_t *deps, const char *ns, bool *retry)
+{
+    json_t *want = json_array();
+    size_t i;
+    json_t *dep;
+    json_array_foreach(deps, i, dep) {
+        const char *dav = fl_json_str(dep, "apiVersion"), *dkind = fl_json_str(dep, "kind"),
+                   *dname = fl_json_str(dep, "name");
+        const char *dns = fl_json_str(dep, "namespace") ? fl_json_str(dep, "namespace") : ns;
+        if (!dav || !dkind || !dname || strcmp(dns, ns))
+            continue; /* dependencies live in the workload's namespace */
+        const fl_template_kind *k = NULL;
+        json_t *obj = NULL;
+        if (fl_templates_watch(d->env.templates, dav, dkind, 5000, &k) || !k ||
+            fl_templates_get(d->env.templates, dav, dkind, dns, dname, &obj, NULL)) {
+            *retry = true; /* not there (yet) */
+            continue;
+        }
+        char *bname = fl_names_binding(dkind, dname);
+        json_array_append_new(want, json_pack("{s:s, s:o}", "binding", bname, "object", obj));
+        free(bname);
+    }
+    return want;
+}
+
+/* A new attached binding bname in ns for template obj: owned by it, with our finalizer. */
+static json_t *new_attached(const char *ns, const char *bname, const json_t *obj)
+{
+    const json_t *om = json_object_get(obj, "metadata");
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s?, s:b, s:b}], s:[s]}, "
+                     "s:{s:{s:s, s:s, s:s, s:s, s:s?, s:s?}}}",
+                     "apiVersion", RBS.api_version, "kind", "ResourceBinding", "metadata", "name", bname, "namespace",
+                     ns, "ownerReferences", "apiVersion", fl_json_str(obj, "apiVersion"), "kind",
+                     fl_json_str(obj, "kind"), "name", fl_json_str(om, "name"), "uid", fl_json_str(om, "uid"),
+                     "controller", 1, "blockOwnerDeletion", 1, "finalizers", FL_BINDING_FINALIZER, "spec", "resource",
+                     "apiVersion", fl_json_str(obj, "apiVersion"), "kind", fl_json_str(obj, "kind"), "namespace", ns,
+                     "name", fl_json_str(om, "name"), "uid", fl_json_str(om, "uid"), "resourceVersion",
+                     fl_json_str(om, "resourceVersion"));
+}
+
+/* Add or refresh the snapshot of binding ns/name (queue key key; its clusters) in every
+ * wanted attached binding, creating those missing. *retry when one is still going. Returns
+ * the first failure. */
+static int attach_wanted(depsctl *d, const char *key, const char *ns, const char *name, const json_t *want,
+                         json_t *clusters, bool *retry)
+{
+    int rc = 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(want, i, w) {
+        const char *bname = fl_json_str(w, "binding");
+        json_t *have = NULL;
+        fl_informer_get(d->rbs, ns, bname, &have);
+        if (have && fl_json_meta(have, "deletionTimestamp")) {
+            json_decref(have);
+            *retry = true;
+            continue;
+        }
+        json_t *att = have ? fl_json_deep_copy(have) : new_attached(ns, bname, json_object_get(w, "object"));
+        bool changed = set_snapshot(att, ns, name, clusters);
+        pthread_mutex_lock(&d->mu);
+        note_dependent_locked(d, key, bname); /* before its event: a pass may follow at once */
+        pthread_mutex_unlock(&d->mu);
+        if (!have || changed) {
+            fl_client_error ce;
+            int r = have ? fl_client_update(d->env.cp, &RBS, ns, att, NULL, NULL, &ce)
+                         : fl_client_create(d->env.cp, &RBS, ns, att, NULL, NULL, &ce);
+            if (r == 0 && !have)
+                fl_log(FL_LOG_INFO, LOG, "%s/%s follows %s/%s (propagateDeps)", ns, bname, ns, name);
+            if (r && r != FL_ECONFLICT && r != FL_EEXIST)
+                fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", ns, bname, fl_errmsg(ce.message, r));
+            if (r && !rc)
+                rc = r;
+        }
+        json_decref(att);
+        json_decref(have);
+    }
+    return rc;
+}
+
+/* Remove the snapshot of binding ns/name (queue key key) where it is no longer wanted: in the
+ * attached bindings noted as naming it. Returns the first failure. */
+static int detach_unwanted(depsctl *d, const char *key, const char *ns, const char *name, const json_t *want)
+{
+    int rc = 0;
+    json_t *attached = attached_of(d, key);
+    size_t i;
+    json_t *aname;
+    json_array_foreach(attached, i, aname) {
+        const char *oname = json_string_value(aname);
+        if (wanted(want, oname))
+            continue;
+        json_t *other = NULL, *att = NULL;
+        if (fl_informer_get(d->rbs, ns, oname, &other) == 0) {
+            att = fl_json_deep_copy(other);
+            json_decref(other);
+        }
+        if (att && set_snapshot(att, ns, name, NULL)) {
+            int r = write_attached(d, att);
+            if (r && !rc)
+                rc = r;
+        } else { /* gone, or names this one no more: forget it */
+            pthread_mutex_lock(&d->mu);
+            json_object_del(json_object_get(d->dependents, key), oname);
+            pthread_mutex_unlock(&d->mu);
+        }
+        json_decref(att);
+    }
+    json_decref(attached);
+    return rc;
+}
+
+/* Reconcile one ResourceBinding (key "ns/name"): attach the bindings of its template's
+ * dependencies, with its clusters, and detach those it no longer depends on. */
 static int reconcile(void *ctx, const char *key)
 {
     depsctl *d = ctx;
@@ -315,121 +456,17 @@ static int reconcile(void *ctx, const char *key)
         free(ns);
         return 0;
     }
-    json_t *want = json_array(), *tmpl = NULL, *deps = NULL;
+    json_t *want = NULL, *tmpl = NULL, *deps = NULL;
     int rc = 0;
     bool retry = false;
-    const json_t *spec = json_object_get(b, "spec");
-    bool follow = b && !meta(b, "deletionTimestamp") && json_is_true(json_object_get(spec, "propagateDeps")) &&
-                  json_array_size(json_object_get(spec, "clusters"));
-    if (follow) {
-        const json_t *res = json_object_get(spec, "resource");
-        const char *av = jstr(res, "apiVersion"), *kind = jstr(res, "kind");
-        const fl_template_kind *k = NULL;
-        if (av && kind && fl_interp_has(d->env.interp, av, kind, FL_INTERP_DEPENDENCY) &&
-            fl_templates_watch(d->env.templates, av, kind, 5000, &k) == 0 &&
-            fl_templates_get(d->env.templates, av, kind, jstr(res, "namespace"), jstr(res, "name"), &tmpl, NULL) == 0) {
-            char *err = NULL;
-            if (fl_interp_get_dependencies(d->env.interp, tmpl, &deps, &err)) {
-                /* the interpreter's message (customization, script line), on the binding and
-                 * on the template (where Karmada reports it) */
-                fl_log(FL_LOG_WARN, LOG, "%s/%s: %s", ns, name, err ? err : "");
-                fl_event(d->env.recorder, b, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
-                fl_event(d->env.recorder, tmpl, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
-                free(err);
-                goto out; /* keep what is attached until the template or customization changes */
-            }
-        }
-    }
-    /* what should be attached: each dependency that exists, with its template */
-    size_t i;
-    json_t *dep;
-    json_array_foreach(deps, i, dep) {
-        const char *dav = jstr(dep, "apiVersion"), *dkind = jstr(dep, "kind"), *dname = jstr(dep, "name");
-        const char *dns = jstr(dep, "namespace") ? jstr(dep, "namespace") : ns;
-        if (!dav || !dkind || !dname || strcmp(dns, ns))
-            continue; /* dependencies live in the workload's namespace */
-        const fl_template_kind *k = NULL;
-        json_t *obj = NULL;
-        if (fl_templates_watch(d->env.templates, dav, dkind, 5000, &k) || !k ||
-            fl_templates_get(d->env.templates, dav, dkind, dns, dname, &obj, NULL)) {
-            retry = true; /* not there (yet) */
-            continue;
-        }
-        char *bname = fl_names_binding(dkind, dname);
-        json_array_append_new(want, json_pack("{s:s, s:o}", "binding", bname, "object", obj));
-        free(bname);
-    }
+    if (!dependencies_of(d, b, ns, name, &tmpl, &deps))
+        goto out;
+    want = wanted_attached(d, deps, ns, &retry);
     json_t *clusters = b ? snapshot_clusters(b) : json_array();
-    /* add or refresh our snapshot in every wanted attached binding */
-    json_t *w;
-    json_array_foreach(want, i, w) {
-        const char *bname = jstr(w, "binding");
-        const json_t *obj = json_object_get(w, "object");
-        json_t *have = NULL;
-        fl_informer_get(d->rbs, ns, bname, &have);
-        json_t *att;
-        if (have) {
-            if (meta(have, "deletionTimestamp")) {
-                json_decref(have);
-                retry = true;
-                continue;
-            }
-            att = fl_json_deep_copy(have);
-        } else {
-            const json_t *om = json_object_get(obj, "metadata");
-            att = json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s?, s:b, s:b}], s:[s]}, "
-                            "s:{s:{s:s, s:s, s:s, s:s, s:s?, s:s?}}}",
-                            "apiVersion", RBS.api_version, "kind", "ResourceBinding", "metadata", "name", bname,
-                            "namespace", ns, "ownerReferences", "apiVersion", jstr(obj, "apiVersion"), "kind",
-                            jstr(obj, "kind"), "name", jstr(om, "name"), "uid", jstr(om, "uid"), "controller", 1,
-                            "blockOwnerDeletion", 1, "finalizers", BINDING_FINALIZER, "spec", "resource",
-                            "apiVersion", jstr(obj, "apiVersion"), "kind", jstr(obj, "kind"), "namespace", ns, "name",
-                            jstr(om, "name"), "uid", jstr(om, "uid"), "resourceVersion", jstr(om, "resourceVersion"));
-        }
-        bool changed = set_snapshot(att, ns, name, clusters);
-        pthread_mutex_lock(&d->mu);
-        note_dependent_locked(d, key, bname); /* before its event: a pass may follow at once */
-        pthread_mutex_unlock(&d->mu);
-        if (!have || changed) {
-            fl_client_error ce;
-            int r = have ? fl_client_update(d->env.cp, &RBS, ns, att, NULL, NULL, &ce)
-                         : fl_client_create(d->env.cp, &RBS, ns, att, NULL, NULL, &ce);
-            if (r == 0 && !have)
-                fl_log(FL_LOG_INFO, LOG, "%s/%s follows %s/%s (propagateDeps)", ns, bname, ns, name);
-            if (r && r != FL_ECONFLICT && r != FL_EEXIST)
-                fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", ns, bname,
-                       ce.message[0] ? ce.message : fl_strerror(r));
-            if (r && !rc)
-                rc = r;
-        }
-        json_decref(att);
-        json_decref(have);
-    }
-    /* remove our snapshot where it is no longer wanted: in the attached bindings noted as
-     * naming this one */
-    json_t *attached = attached_of(d, key);
-    json_t *aname;
-    json_array_foreach(attached, i, aname) {
-        const char *oname = json_string_value(aname);
-        if (wanted(want, oname))
-            continue;
-        json_t *other = NULL, *att = NULL;
-        if (fl_informer_get(d->rbs, ns, oname, &other) == 0) {
-            att = fl_json_deep_copy(other);
-            json_decref(other);
-        }
-        if (att && set_snapshot(att, ns, name, NULL)) {
-            int r = write_attached(d, att);
-            if (r && !rc)
-                rc = r;
-        } else { /* gone, or names this one no more: forget it */
-            pthread_mutex_lock(&d->mu);
-            json_object_del(json_object_get(d->dependents, key), oname);
-            pthread_mutex_unlock(&d->mu);
-        }
-        json_decref(att);
-    }
-    json_decref(attached);
+    rc = attach_wanted(d, key, ns, name, want, clusters, &retry);
+    int r = detach_unwanted(d, key, ns, name, want);
+    if (!rc)
+        rc = r;
     json_decref(clusters);
 out:
     if (!rc && dependent && !propagates) { /* this pass removed its snapshots */

@@ -43,20 +43,16 @@
 #include "controllers/templates.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 #include "interp/interp.h"
 #include "policy/resource_selector.h"
 
 #define LOG "detector"
 #define DETECTOR_WORKERS 4
 
-#define PP_ID_LABEL "propagationpolicy.karmada.io/permanent-id"
-#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
-#define PP_NS_ANNOTATION "propagationpolicy.karmada.io/namespace"
-#define PP_NAME_ANNOTATION "propagationpolicy.karmada.io/name"
-#define CPP_NAME_ANNOTATION "clusterpropagationpolicy.karmada.io/name"
-#define BINDING_FINALIZER "karmada.io/binding-controller"
 /* ours: the policy suspension last copied to the binding, so that a user's own suspension of
  * a binding survives until the policy's suspension changes (issue 6's contract) */
 #define SUSPENSION_ANNOTATION "flotilla.io/policy-suspension"
@@ -81,35 +77,15 @@ typedef struct detector {
 
 /* ---- small helpers ---- */
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
-
-static const char *label(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(json_object_get(o, "metadata"), "labels"), k);
-}
-
-static const char *annotation(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(json_object_get(o, "metadata"), "annotations"), k);
-}
-
 static bool is_cpp(const json_t *policy)
 {
-    const char *k = jstr(policy, "kind");
+    const char *k = fl_json_str(policy, "kind");
     return k && !strcmp(k, "ClusterPropagationPolicy");
 }
 
 static const char *policy_id(const json_t *policy)
 {
-    return label(policy, is_cpp(policy) ? CPP_ID_LABEL : PP_ID_LABEL);
+    return fl_json_meta_map(policy, "labels", is_cpp(policy) ? FL_CPP_ID_LABEL : FL_PP_ID_LABEL);
 }
 
 /* Namespaces whose objects are never propagated: the control plane's own, and the execution
@@ -117,7 +93,8 @@ static const char *policy_id(const json_t *policy)
 static bool reserved_namespace(const char *ns)
 {
     return ns && (!strcmp(ns, "karmada-system") || !strcmp(ns, "karmada-cluster") || !strcmp(ns, "kube-system") ||
-                  !strcmp(ns, "kube-public") || !strcmp(ns, "kube-node-lease") || !strncmp(ns, "karmada-es-", 11));
+                  !strcmp(ns, "kube-public") || !strcmp(ns, "kube-node-lease") ||
+                  !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, strlen(FL_EXECUTION_SPACE_PREFIX)));
 }
 
 /* Karmada's own API groups (policy, work, cluster, config .karmada.io) are never templates. */
@@ -180,7 +157,7 @@ static bool split_template_key(char *s, char **av, char **kind, char **ns, char 
 
 static void enqueue_template(detector *d, bool user, const fl_template_kind *k, const json_t *obj)
 {
-    const char *ns = meta(obj, "namespace"), *name = meta(obj, "name");
+    const char *ns = fl_json_meta(obj, "namespace"), *name = fl_json_meta(obj, "name");
     if (!name || reserved_namespace(ns))
         return;
     char *key = template_key(k->api_version, k->kind, ns, name);
@@ -197,31 +174,19 @@ static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
         enqueue_template(d, fl_templates_listed(d->env.templates, k), k, obj);
 }
 
-/* Replace parent[key], when it is an object, by a shallow copy of its own and return it (or
- * NULL): what is changed in the copy's members is then this caller's, the rest shared. */
-static json_t *own_child(json_t *parent, const char *key)
-{
-    json_t *v = json_object_get(parent, key);
-    if (!json_is_object(v))
-        return NULL;
-    json_t *c = fl_json_shallow_copy(v);
-    json_object_set_new(parent, key, c);
-    return c;
-}
-
 /* Did only the claim (our own labels and annotations) change between old and new? Then the
  * update is our claim coming back, not a change of the user's. */
 static bool only_claim_changed(const json_t *old_obj, const json_t *new_obj)
 {
-    static const char *const labels[] = {PP_ID_LABEL, CPP_ID_LABEL};
-    static const char *const anns[] = {PP_NS_ANNOTATION, PP_NAME_ANNOTATION, CPP_NAME_ANNOTATION};
+    static const char *const labels[] = {FL_PP_ID_LABEL, FL_CPP_ID_LABEL};
+    static const char *const anns[] = {FL_PP_NAMESPACE_ANNOTATION, FL_PP_NAME_ANNOTATION, FL_CPP_NAME_ANNOTATION};
     /* copies only of what is taken out below; the rest stays shared */
     json_t *a = fl_json_shallow_copy(old_obj), *b = fl_json_shallow_copy(new_obj);
     json_t *objs[2] = {a, b};
     for (int i = 0; i < 2; i++) {
-        json_t *md = own_child(objs[i], "metadata");
-        own_child(md, "labels");
-        own_child(md, "annotations");
+        json_t *md = fl_json_own_child(objs[i], "metadata");
+        fl_json_own_child(md, "labels");
+        fl_json_own_child(md, "annotations");
         for (size_t j = 0; j < 2; j++)
             json_object_del(json_object_get(md, "labels"), labels[j]);
         for (size_t j = 0; j < 3; j++)
@@ -286,7 +251,7 @@ static void watch_kinds(detector *d, const json_t *policy)
     size_t i;
     json_t *sel;
     json_array_foreach(json_object_get(json_object_get(policy, "spec"), "resourceSelectors"), i, sel) {
-        const char *av = jstr(sel, "apiVersion"), *kind = jstr(sel, "kind");
+        const char *av = fl_json_str(sel, "apiVersion"), *kind = fl_json_str(sel, "kind");
         if (av && kind && !reserved_group(av))
             fl_templates_watch(d->env.templates, av, kind, 0, NULL); /* one not served: its reconcile retries */
     }
@@ -297,7 +262,7 @@ static void policy_added(void *ctx, json_t *obj)
     detector *d = ctx;
     watch_kinds(d, obj);
     char *key = fl_ctrl_resumed_add(&d->env, obj) ? policy_key(obj) : NULL;
-    const char *rv = meta(obj, "resourceVersion");
+    const char *rv = fl_json_meta(obj, "resourceVersion");
     if (key && rv) {
         pthread_mutex_lock(&d->mu);
         json_object_set_new(d->resumed_policies, key, json_string(rv));
@@ -313,7 +278,7 @@ static bool policy_as_resumed(detector *d, const char *qkey, const json_t *polic
 {
     pthread_mutex_lock(&d->mu);
     const char *had = json_string_value(json_object_get(d->resumed_policies, qkey));
-    const char *rv = policy ? meta(policy, "resourceVersion") : NULL;
+    const char *rv = policy ? fl_json_meta(policy, "resourceVersion") : NULL;
     bool same = had && rv && !strcmp(had, rv);
     if (had && !same)
         json_object_del(d->resumed_policies, qkey);
@@ -337,12 +302,12 @@ static void policy_deleted(void *ctx, json_t *obj)
 static void binding_event(detector *d, const json_t *b, bool user)
 {
     const json_t *r = json_object_get(json_object_get(b, "spec"), "resource");
-    const char *av = jstr(r, "apiVersion"), *kind = jstr(r, "kind"), *name = jstr(r, "name");
+    const char *av = fl_json_str(r, "apiVersion"), *kind = fl_json_str(r, "kind"), *name = fl_json_str(r, "name");
     if (!av || !kind || !name)
         return;
-    if (!label(b, PP_ID_LABEL) && !label(b, CPP_ID_LABEL))
+    if (!fl_json_meta_map(b, "labels", FL_PP_ID_LABEL) && !fl_json_meta_map(b, "labels", FL_CPP_ID_LABEL))
         return; /* not a binding the detector made (an attached dependency binding) */
-    char *key = template_key(av, kind, jstr(r, "namespace"), name);
+    char *key = template_key(av, kind, fl_json_str(r, "namespace"), name);
     queue_template(d, key, user);
     free(key);
 }
@@ -382,7 +347,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
         size_t i;
         json_t *obj;
         json_array_foreach(all, i, obj) {
-            const char *ns = meta(obj, "namespace"), *name = meta(obj, "name");
+            const char *ns = fl_json_meta(obj, "namespace"), *name = fl_json_meta(obj, "name");
             if (!name || reserved_namespace(ns))
                 continue;
             char *key = template_key(api_version, kind, ns, name);
@@ -398,7 +363,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
         json_t *bind;
         json_array_foreach(all, i, bind) {
             const json_t *r = json_object_get(json_object_get(bind, "spec"), "resource");
-            if (fl_ctrl_interp_matches(api_version, kind, jstr(r, "apiVersion"), jstr(r, "kind")))
+            if (fl_ctrl_interp_matches(api_version, kind, fl_json_str(r, "apiVersion"), fl_json_str(r, "kind")))
                 binding_event(d, bind, false);
         }
         json_decref(all);
@@ -418,12 +383,12 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
     /* resumed at the revision it was reconciled at: what it selects was decided then */
     bool resumed = policy_as_resumed(d, qkey, policy);
     if (policy) {
-        const char *pns = cluster ? NULL : meta(policy, "namespace");
+        const char *pns = cluster ? NULL : fl_json_meta(policy, "namespace");
         json_t *sels = json_object_get(json_object_get(policy, "spec"), "resourceSelectors");
         size_t i;
         json_t *sel;
         json_array_foreach(sels, i, sel) {
-            const char *av = jstr(sel, "apiVersion"), *kind = jstr(sel, "kind");
+            const char *av = fl_json_str(sel, "apiVersion"), *kind = fl_json_str(sel, "kind");
             if (!av || !kind || reserved_group(av))
                 continue;
             const fl_template_kind *k = NULL;
@@ -457,7 +422,7 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
         return rc;
     }
     /* templates claimed by this policy (by name: the policy may be gone, with its ID) */
-    const char *name_ann = cluster ? CPP_NAME_ANNOTATION : PP_NAME_ANNOTATION;
+    const char *name_ann = cluster ? FL_CPP_NAME_ANNOTATION : FL_PP_NAME_ANNOTATION;
     const char *slash = strchr(key, '/');
     const char *pname = cluster || !slash ? key : slash + 1;
     for (int b = 0; b < 2; b++) {
@@ -465,11 +430,11 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
         size_t j;
         json_t *bind;
         json_array_foreach(all, j, bind) {
-            const char *n = annotation(bind, name_ann);
+            const char *n = fl_json_meta_map(bind, "annotations", name_ann);
             if (!n || strcmp(n, pname))
                 continue;
             if (!cluster) {
-                const char *ns = annotation(bind, PP_NS_ANNOTATION);
+                const char *ns = fl_json_meta_map(bind, "annotations", FL_PP_NAMESPACE_ANNOTATION);
                 if (!ns || (size_t)(slash - key) != strlen(ns) || strncmp(ns, key, strlen(ns)))
                     continue;
             }
@@ -487,17 +452,18 @@ static int reconcile_policy(detector *d, bool cluster, const char *key)
 static json_t *claiming_policy(detector *d, const json_t *tmpl)
 {
     json_t *p = NULL;
-    const char *id = label(tmpl, PP_ID_LABEL);
+    const char *id = fl_json_meta_map(tmpl, "labels", FL_PP_ID_LABEL);
     if (id) {
-        const char *ns = annotation(tmpl, PP_NS_ANNOTATION), *name = annotation(tmpl, PP_NAME_ANNOTATION);
+        const char *ns = fl_json_meta_map(tmpl, "annotations", FL_PP_NAMESPACE_ANNOTATION),
+                   *name = fl_json_meta_map(tmpl, "annotations", FL_PP_NAME_ANNOTATION);
         if (ns && name)
             fl_informer_get(d->pps, ns, name, &p);
-    } else if ((id = label(tmpl, CPP_ID_LABEL))) {
-        const char *name = annotation(tmpl, CPP_NAME_ANNOTATION);
+    } else if ((id = fl_json_meta_map(tmpl, "labels", FL_CPP_ID_LABEL))) {
+        const char *name = fl_json_meta_map(tmpl, "annotations", FL_CPP_NAME_ANNOTATION);
         if (name)
             fl_informer_get(d->cpps, NULL, name, &p);
     }
-    if (p && (!policy_id(p) || strcmp(policy_id(p), id) || meta(p, "deletionTimestamp"))) {
+    if (p && (!policy_id(p) || strcmp(policy_id(p), id) || fl_json_meta(p, "deletionTimestamp"))) {
         json_decref(p);
         p = NULL;
     }
@@ -538,20 +504,20 @@ static json_t *claim_patch(const json_t *obj, const json_t *policy)
     const char *want_pp = policy && !cpp ? policy_id(policy) : NULL;
     const char *want_cpp = cpp ? policy_id(policy) : NULL;
     bool change = false;
-#define WANT(map, getter, key, val)                                                                                    \
+#define WANT(map, which, key, val)                                                                                     \
     do {                                                                                                               \
-        const char *have_ = getter(obj, key);                                                                          \
+        const char *have_ = fl_json_meta_map(obj, which, key);                                                         \
         const char *want_ = (val);                                                                                     \
         if (want_ ? !have_ || strcmp(have_, want_) : have_ != NULL) {                                                  \
             json_object_set_new(map, key, want_ ? json_string(want_) : json_null());                                   \
             change = true;                                                                                             \
         }                                                                                                              \
     } while (0)
-    WANT(labels, label, PP_ID_LABEL, want_pp);
-    WANT(labels, label, CPP_ID_LABEL, want_cpp);
-    WANT(anns, annotation, PP_NS_ANNOTATION, want_pp ? meta(policy, "namespace") : NULL);
-    WANT(anns, annotation, PP_NAME_ANNOTATION, want_pp ? meta(policy, "name") : NULL);
-    WANT(anns, annotation, CPP_NAME_ANNOTATION, want_cpp ? meta(policy, "name") : NULL);
+    WANT(labels, "labels", FL_PP_ID_LABEL, want_pp);
+    WANT(labels, "labels", FL_CPP_ID_LABEL, want_cpp);
+    WANT(anns, "annotations", FL_PP_NAMESPACE_ANNOTATION, want_pp ? fl_json_meta(policy, "namespace") : NULL);
+    WANT(anns, "annotations", FL_PP_NAME_ANNOTATION, want_pp ? fl_json_meta(policy, "name") : NULL);
+    WANT(anns, "annotations", FL_CPP_NAME_ANNOTATION, want_cpp ? fl_json_meta(policy, "name") : NULL);
 #undef WANT
     if (!change) {
         json_decref(labels);
@@ -578,7 +544,7 @@ static int patch_metadata(detector *d, const fl_gvr *r, const char *ns, const ch
     free(body);
     if (rc && rc != FL_ENOTFOUND)
         fl_log(FL_LOG_WARN, LOG, "patching %s %s%s%s: %s", r->resource, ns ? ns : "", ns ? "/" : "", name,
-               ce.message[0] ? ce.message : fl_strerror(rc));
+               fl_errmsg(ce.message, rc));
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
 
@@ -597,8 +563,8 @@ static void binding_of(detector *d, const fl_template_kind *k, const char *ns, c
 static bool binding_is_for(const json_t *b, const char *av, const char *kind, const char *name)
 {
     const json_t *r = json_object_get(json_object_get(b, "spec"), "resource");
-    return b && jstr(r, "apiVersion") && !strcmp(jstr(r, "apiVersion"), av) && jstr(r, "kind") &&
-           !strcmp(jstr(r, "kind"), kind) && jstr(r, "name") && !strcmp(jstr(r, "name"), name);
+    return b && fl_json_str(r, "apiVersion") && !strcmp(fl_json_str(r, "apiVersion"), av) && fl_json_str(r, "kind") &&
+           !strcmp(fl_json_str(r, "kind"), kind) && fl_json_str(r, "name") && !strcmp(fl_json_str(r, "name"), name);
 }
 
 /* Put src[key] into dst[key], or remove it when src has none. */
@@ -617,11 +583,11 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
 {
     const json_t *ps = json_object_get(policy, "spec");
     const json_t *md = json_object_get(tmpl, "metadata");
-    json_t *res = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?}", "apiVersion", jstr(tmpl, "apiVersion"), "kind",
-                            jstr(tmpl, "kind"), "name", jstr(md, "name"), "uid", jstr(md, "uid"), "resourceVersion",
-                            jstr(md, "resourceVersion"));
-    if (jstr(md, "namespace"))
-        json_object_set_new(res, "namespace", json_string(jstr(md, "namespace")));
+    json_t *res = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?}", "apiVersion", fl_json_str(tmpl, "apiVersion"), "kind",
+                            fl_json_str(tmpl, "kind"), "name", fl_json_str(md, "name"), "uid", fl_json_str(md, "uid"),
+                            "resourceVersion", fl_json_str(md, "resourceVersion"));
+    if (fl_json_str(md, "namespace"))
+        json_object_set_new(res, "namespace", json_string(fl_json_str(md, "namespace")));
     json_object_set_new(spec, "resource", res);
     copy_field(spec, ps, "placement");
     copy_field(spec, ps, "propagateDeps");
@@ -633,7 +599,7 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
      * policy's own suspension has not changed since we last copied it */
     json_t *psusp = json_object_get(ps, "suspension");
     char *want = psusp && !json_is_null(psusp) ? fl_json_dumps(psusp, NULL) : fl_strdup("");
-    const char *last = jstr(annotations, SUSPENSION_ANNOTATION);
+    const char *last = fl_json_str(annotations, SUSPENSION_ANNOTATION);
     if (!last || strcmp(last, want)) {
         /* suspension.scheduling is the binding's own (users or admission set it; a policy has
          * none): it survives the copy */
@@ -652,7 +618,7 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
     }
     free(want);
 
-    if (fl_interp_has(d->env.interp, jstr(tmpl, "apiVersion"), jstr(tmpl, "kind"), FL_INTERP_REPLICA)) {
+    if (fl_interp_has(d->env.interp, fl_json_str(tmpl, "apiVersion"), fl_json_str(tmpl, "kind"), FL_INTERP_REPLICA)) {
         int64_t replicas = 0;
         json_t *req = NULL;
         int rc = fl_interp_get_replicas(d->env.interp, tmpl, &replicas, &req, err);
@@ -672,50 +638,49 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
 static int delete_binding(detector *d, const fl_gvr *gvr, const char *ns, const char *name, const json_t *b)
 {
     fl_client_error ce;
-    fl_delete_opts o = {.precondition_uid = meta(b, "uid")};
+    fl_delete_opts o = {.precondition_uid = fl_json_meta(b, "uid")};
     int rc = fl_client_delete(d->env.cp, gvr, ns, name, &o, NULL, &ce);
     if (rc == 0)
         fl_log(FL_LOG_INFO, LOG, "template gone: deleted %s %s%s%s", gvr->resource, ns ? ns : "", ns ? "/" : "", name);
     return rc == FL_ENOTFOUND || rc == FL_ECONFLICT ? 0 : rc;
 }
 
-static int reconcile_template(detector *d, const char *key)
-{
-    char *copy = fl_strdup(key), *av, *kind, *ns, *name;
-    bool lazy_cause = !take_user_changed(d, key);
-    int rc = 0;
-    json_t *tmpl = NULL, *chosen = NULL, *existing = NULL, *policies = NULL, *binding = NULL;
-    char *bname = NULL, *err = NULL;
-    if (!split_template_key(copy, &av, &kind, &ns, &name))
-        goto out;
-    const fl_template_kind *k = NULL;
-    rc = fl_templates_watch(d->env.templates, av, kind, 0, &k);
-    if (!k) {
-        rc = 0; /* the kind went away (its CRD deleted): its templates went with it */
-        goto out;
-    }
-    rc = 0;
-    bool synced = false;
-    fl_templates_get(d->env.templates, av, kind, ns, name, &tmpl, &synced);
-    fl_gvr gvr;
-    const char *bns;
-    binding_of(d, k, ns, name, &gvr, &bns, &bname, &existing);
-    if (!tmpl) {
-        if (!synced)
-            rc = FL_ETIMEDOUT; /* absent only because not listed yet: again later */
-        else if (existing && binding_is_for(existing, av, kind, name) &&
-                 (label(existing, PP_ID_LABEL) || label(existing, CPP_ID_LABEL) ||
-                  json_object_get(json_object_get(existing, "metadata"), "ownerReferences")))
-            rc = delete_binding(d, &gvr, bns, bname, existing);
-        goto out;
-    }
-    if (meta(tmpl, "deletionTimestamp"))
-        goto out; /* going: the binding follows once it is gone */
+/* What one reconcile of a template works on, filled in by its steps in order. */
+typedef struct {
+    detector *d;
+    const fl_template_kind *k;
+    const char *av, *kind, *ns, *name; /* the template, from the queue key */
+    json_t *tmpl;                      /* as cached, then as claimed; NULL when gone (owned) */
+    fl_gvr gvr;                        /* its binding's resource, */
+    const char *bns;                   /* namespace (NULL: a ClusterResourceBinding) */
+    char *bname;                       /* and name (owned) */
+    json_t *existing;                  /* the binding as cached, or NULL (owned) */
+    json_t *chosen;                    /* the policy that propagates it, or NULL (owned) */
+} tmpl_rec;
 
-    /* 2. choose */
-    policies = json_array();
-    if (k->namespaced) { /* PropagationPolicies select only in their own namespace */
-        json_t *pp = fl_informer_list(d->pps, ns);
+/* 1. The template is gone: delete the binding we made for it (claimed by a policy or owned
+ * by the template; not one that merely has its name). */
+static int template_gone(tmpl_rec *t, bool synced)
+{
+    if (!synced)
+        return FL_ETIMEDOUT; /* absent only because not listed yet: again later */
+    const json_t *b = t->existing;
+    if (b && binding_is_for(b, t->av, t->kind, t->name) &&
+        (fl_json_meta_map(b, "labels", FL_PP_ID_LABEL) || fl_json_meta_map(b, "labels", FL_CPP_ID_LABEL) ||
+         json_object_get(json_object_get(b, "metadata"), "ownerReferences")))
+        return delete_binding(t->d, &t->gvr, t->bns, t->bname, b);
+    return 0;
+}
+
+/* 2. Choose the policy for the template into t->chosen (NULL: none selects it): the one that
+ * claims it while it still matches, unless a preempting policy takes it; else the best. False
+ * when the policies could not be matched (logged). */
+static bool choose_policy(tmpl_rec *t)
+{
+    detector *d = t->d;
+    json_t *policies = json_array();
+    if (t->k->namespaced) { /* PropagationPolicies select only in their own namespace */
+        json_t *pp = fl_informer_list(d->pps, t->ns);
         json_array_extend(policies, pp);
         json_decref(pp);
     }
@@ -723,204 +688,270 @@ static int reconcile_template(detector *d, const char *key)
     json_array_extend(policies, cpp);
     json_decref(cpp);
     const json_t *best = NULL;
-    if (fl_policy_select(tmpl, policies, &best, NULL, &err)) {
-        fl_log(FL_LOG_WARN, LOG, "%s %s/%s: %s", kind, ns, name, err);
-        goto out;
+    char *err = NULL;
+    if (fl_policy_select(t->tmpl, policies, &best, NULL, &err)) {
+        fl_log(FL_LOG_WARN, LOG, "%s %s/%s: %s", t->kind, t->ns, t->name, err);
+        free(err);
+        json_decref(policies);
+        return false;
     }
-    json_t *claimer = claiming_policy(d, tmpl);
+    json_t *claimer = claiming_policy(d, t->tmpl);
     if (claimer) {
         fl_policy_match_level lvl = FL_POLICY_MATCH_NONE;
         char *e2 = NULL;
-        fl_policy_match_level_of(claimer, tmpl, &lvl, &e2);
+        fl_policy_match_level_of(claimer, t->tmpl, &lvl, &e2);
         free(e2);
         const json_t *pre = NULL;
         if (lvl == FL_POLICY_MATCH_NONE) {
-            chosen = best ? json_incref((json_t *)best) : NULL;
+            t->chosen = best ? json_incref((json_t *)best) : NULL;
             json_decref(claimer);
-        } else if ((pre = preemptor(tmpl, policies, claimer))) {
+        } else if ((pre = preemptor(t->tmpl, policies, claimer))) {
             /* preemption acts for the policies that ask for it: the best of those that may
              * take the template from its claimer, even when a better policy exists that
              * does not preempt */
-            fl_event(d->env.recorder, tmpl, "Normal", "PreemptPolicySucceed", "%s %s%s%s preempted %s %s%s%s",
-                     jstr(pre, "kind"), meta(pre, "namespace") ? meta(pre, "namespace") : "",
-                     meta(pre, "namespace") ? "/" : "", meta(pre, "name"), jstr(claimer, "kind"),
-                     meta(claimer, "namespace") ? meta(claimer, "namespace") : "",
-                     meta(claimer, "namespace") ? "/" : "", meta(claimer, "name"));
-            chosen = json_incref((json_t *)pre);
+            fl_event(d->env.recorder, t->tmpl, "Normal", "PreemptPolicySucceed", "%s %s%s%s preempted %s %s%s%s",
+                     fl_json_str(pre, "kind"), fl_json_meta(pre, "namespace") ? fl_json_meta(pre, "namespace") : "",
+                     fl_json_meta(pre, "namespace") ? "/" : "", fl_json_meta(pre, "name"), fl_json_str(claimer, "kind"),
+                     fl_json_meta(claimer, "namespace") ? fl_json_meta(claimer, "namespace") : "",
+                     fl_json_meta(claimer, "namespace") ? "/" : "", fl_json_meta(claimer, "name"));
+            t->chosen = json_incref((json_t *)pre);
             json_decref(claimer);
         } else {
-            chosen = claimer;
+            t->chosen = claimer;
         }
     } else if (best) {
-        chosen = json_incref((json_t *)best);
+        t->chosen = json_incref((json_t *)best);
     }
+    json_decref(policies);
+    return true;
+}
 
-    /* 3. nobody: release */
-    if (!chosen) {
-        json_t *patch = claim_patch(tmpl, NULL);
+/* 3. No policy selects the template: take our claim off it and off its binding. What was
+ * delivered stays. */
+static int release_template(tmpl_rec *t)
+{
+    int rc = 0;
+    json_t *patch = claim_patch(t->tmpl, NULL);
+    if (patch) {
+        fl_gvr tg = {t->av, t->k->resource};
+        rc = patch_metadata(t->d, &tg, t->k->namespaced ? t->ns : NULL, t->name, patch, NULL);
+        json_decref(patch);
+        if (rc)
+            return rc;
+        fl_log(FL_LOG_INFO, LOG, "%s %s%s%s: no policy selects it any more; released", t->kind, t->ns,
+               *t->ns ? "/" : "", t->name);
+        fl_event(t->d->env.recorder, t->tmpl, "Normal", "PolicyReleased",
+                 "No propagation policy selects it any more: released (what was delivered stays)");
+    }
+    if (t->existing) {
+        patch = claim_patch(t->existing, NULL);
         if (patch) {
-            fl_gvr tg = {av, k->resource};
-            rc = patch_metadata(d, &tg, k->namespaced ? ns : NULL, name, patch, NULL);
+            rc = patch_metadata(t->d, &t->gvr, t->bns, t->bname, patch, NULL);
             json_decref(patch);
-            if (rc)
-                goto out;
-            fl_log(FL_LOG_INFO, LOG, "%s %s%s%s: no policy selects it any more; released", kind, ns, *ns ? "/" : "",
-                   name);
-            fl_event(d->env.recorder, tmpl, "Normal", "PolicyReleased",
-                     "No propagation policy selects it any more: released (what was delivered stays)");
         }
-        if (existing) {
-            patch = claim_patch(existing, NULL);
-            if (patch) {
-                rc = patch_metadata(d, &gvr, bns, bname, patch, NULL);
-                json_decref(patch);
-            }
-        }
+    }
+    return rc;
+}
+
+/* 4. Claim the template for t->chosen, when it is not claimed so already, and go on with
+ * the claimed template (its new resourceVersion) rather than wait for the informer to bring
+ * the claim back: one round trip less before the binding. *go_on is false when the claim
+ * did not land (the template gone, or rc). */
+static int claim_template(tmpl_rec *t, bool *go_on)
+{
+    *go_on = true;
+    json_t *patch = claim_patch(t->tmpl, t->chosen);
+    if (!patch)
+        return 0;
+    fl_gvr tg = {t->av, t->k->resource};
+    json_t *claimed = NULL;
+    int rc = patch_metadata(t->d, &tg, t->k->namespaced ? t->ns : NULL, t->name, patch, &claimed);
+    json_decref(patch);
+    if (rc || !claimed) {
+        json_decref(claimed);
+        *go_on = false;
+        return rc;
+    }
+    json_decref(t->tmpl);
+    t->tmpl = claimed;
+    return 0;
+}
+
+/* Apply the null-means-delete members of src (a claim patch's labels or annotations) to dst. */
+static void merge_claim_map(json_t *dst, const json_t *src)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v) {
+        if (json_is_null(v))
+            json_object_del(dst, k);
+        else
+            json_object_set(dst, k, v);
+    }
+}
+
+/* 5a. The binding to write, but for its spec: a new one (create), or the cached one with the
+ * claim, owner and namespace of now. A new reference. */
+static json_t *binding_metadata(const tmpl_rec *t, bool create)
+{
+    json_t *binding = create ? json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", RB_API, "kind",
+                                         t->k->namespaced ? "ResourceBinding" : "ClusterResourceBinding", "metadata",
+                                         "name", t->bname, "spec")
+                             : fl_json_shallow_copy(t->existing);
+    /* of an existing binding, copies only of the maps changed below (members replaced, not
+     * changed in place); spec.clusters, the status and the managed fields stay shared */
+    fl_json_own_child(binding, "spec");
+    json_t *bmd = fl_json_own_child(binding, "metadata");
+    fl_json_own_child(bmd, "labels");
+    fl_json_own_child(bmd, "annotations");
+    bmd = json_object_get(binding, "metadata");
+    if (create && t->bns)
+        json_object_set_new(bmd, "namespace", json_string(t->bns));
+    json_t *anns = fl_json_ensure_obj(bmd, "annotations");
+    json_t *labels = fl_json_ensure_obj(bmd, "labels");
+    /* claim metadata, as on the template */
+    json_t *cp = claim_patch(binding, t->chosen);
+    if (cp) {
+        json_t *pm = json_object_get(cp, "metadata");
+        merge_claim_map(labels, json_object_get(pm, "labels"));
+        merge_claim_map(anns, json_object_get(pm, "annotations"));
+        json_decref(cp);
+    }
+    json_object_set_new(bmd, "ownerReferences",
+                        json_pack("[{s:s, s:s, s:s, s:s?, s:b, s:b}]", "apiVersion", t->av, "kind", t->kind, "name",
+                                  t->name, "uid", fl_json_meta(t->tmpl, "uid"), "controller", 1, "blockOwnerDeletion",
+                                  1));
+    if (create)
+        json_object_set_new(bmd, "finalizers", json_pack("[s]", FL_BINDING_FINALIZER));
+    return binding;
+}
+
+/* Is binding the existing one but for spec.resource.resourceVersion? The template's
+ * resourceVersion alone moves with every status write of its aggregation: the binding follows
+ * it only when something else changes too. */
+static bool same_but_resource_version(json_t *binding, const json_t *existing)
+{
+    json_t *res = json_object_get(json_object_get(binding, "spec"), "resource");
+    json_t *had = json_object_get(json_object_get(json_object_get(existing, "spec"), "resource"), "resourceVersion");
+    json_t *now_rv = json_incref(json_object_get(res, "resourceVersion"));
+    if (had)
+        json_object_set(res, "resourceVersion", had);
+    bool same = fl_json_same(binding, existing);
+    if (now_rv)
+        json_object_set(res, "resourceVersion", now_rv);
+    json_decref(now_rv);
+    return same;
+}
+
+/* 5b. Create or update the binding (*binding is handed over on update, and NULL after), with
+ * the events Karmada records on the template. */
+static int write_binding(tmpl_rec *t, json_t **binding, bool create)
+{
+    detector *d = t->d;
+    const json_t *chosen = t->chosen;
+    if (create && t->existing) {
+        /* a binding of that name for another object (a kind collision): leave it, say so */
+        fl_event(d->env.recorder, t->tmpl, "Warning", "ApplyPolicyFailed",
+                 "binding %s already exists for another resource", t->bname);
+        return 0;
+    }
+    fl_client_error ce;
+    json_t *written = NULL;
+    int rc;
+    if (create) {
+        rc = fl_client_create(d->env.cp, &t->gvr, t->bns, *binding, NULL, &written, &ce);
+    } else {
+        /* handed over: in process the server stores it without copying the whole binding */
+        rc = fl_client_update_given(d->env.cp, &t->gvr, t->bns, *binding, NULL, NULL, &ce);
+        *binding = NULL;
+    }
+    json_decref(written);
+    if (rc == FL_ECONFLICT || rc == FL_EEXIST)
+        return rc; /* our cache is behind: the event that brings it requeues us */
+    const char *pns = fl_json_meta(chosen, "namespace");
+    if (rc) {
+        fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", t->gvr.resource,
+               t->bns ? t->bns : "", t->bns ? "/" : "", t->bname, fl_errmsg(ce.message, rc));
+        fl_event(d->env.recorder, t->tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
+                 pns ? pns : "", pns ? "/" : "", fl_json_meta(chosen, "name"), fl_errmsg(ce.message, rc));
+        return rc;
+    }
+    if (create)
+        fl_event(d->env.recorder, t->tmpl, "Normal", "ApplyPolicySucceed", "Apply policy(%s%s%s) succeed",
+                 pns ? pns : "", pns ? "/" : "", fl_json_meta(chosen, "name"));
+    return 0;
+}
+
+/* Reconcile one template: 1. gone, its binding goes; 2. choose its policy; 3. none: release
+ * it; 4. claim it; 5. write its binding. */
+static int reconcile_template(detector *d, const char *key)
+{
+    char *copy = fl_strdup(key), *av, *kind, *ns, *name;
+    bool lazy_cause = !take_user_changed(d, key);
+    int rc = 0;
+    tmpl_rec t = {.d = d};
+    json_t *binding = NULL;
+    char *err = NULL;
+    if (!split_template_key(copy, &av, &kind, &ns, &name))
+        goto out;
+    t.av = av, t.kind = kind, t.ns = ns, t.name = name;
+    fl_templates_watch(d->env.templates, av, kind, 0, &t.k);
+    if (!t.k)
+        goto out; /* the kind went away (its CRD deleted): its templates went with it */
+    bool synced = false;
+    fl_templates_get(d->env.templates, av, kind, ns, name, &t.tmpl, &synced);
+    binding_of(d, t.k, ns, name, &t.gvr, &t.bns, &t.bname, &t.existing);
+    if (!t.tmpl) {
+        rc = template_gone(&t, synced);
+        goto out;
+    }
+    if (fl_json_meta(t.tmpl, "deletionTimestamp"))
+        goto out; /* going: the binding follows once it is gone */
+
+    if (!choose_policy(&t))
+        goto out;
+    if (!t.chosen) {
+        rc = release_template(&t);
         goto out;
     }
 
     /* Lazy: on a policy change alone, claim the template but build or change nothing else;
      * its next own change applies the policy */
-    const char *act = jstr(json_object_get(chosen, "spec"), "activationPreference");
+    const char *act = fl_json_str(json_object_get(t.chosen, "spec"), "activationPreference");
     bool lazy = lazy_cause && act && !strcmp(act, "Lazy");
-    json_t *patch = claim_patch(tmpl, chosen);
-
-    /* 4. claim the template */
-    if (patch) {
-        fl_gvr tg = {av, k->resource};
-        json_t *claimed = NULL;
-        rc = patch_metadata(d, &tg, k->namespaced ? ns : NULL, name, patch, &claimed);
-        json_decref(patch);
-        if (rc || !claimed) {
-            json_decref(claimed);
-            goto out;
-        }
-        /* go on with the claimed template (its new resourceVersion) rather than wait for
-         * the informer to bring the claim back: one round trip less before the binding */
-        json_decref(tmpl);
-        tmpl = claimed;
-    }
-    if (lazy)
+    bool go_on;
+    rc = claim_template(&t, &go_on);
+    if (!go_on || lazy)
         goto out;
 
-    /* ... and its binding */
-    bool create = !existing || (existing && !binding_is_for(existing, av, kind, name));
-    if (existing && !create && meta(existing, "deletionTimestamp")) {
+    bool create = !t.existing || !binding_is_for(t.existing, av, kind, name);
+    if (!create && fl_json_meta(t.existing, "deletionTimestamp")) {
         rc = FL_ETIMEDOUT; /* the old one is still going: create the new one after */
         goto out;
     }
-    binding = create ? json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", RB_API, "kind",
-                                 k->namespaced ? "ResourceBinding" : "ClusterResourceBinding", "metadata", "name",
-                                 bname, "spec")
-                     : fl_json_shallow_copy(existing);
-    /* of an existing binding, copies only of the maps changed below (members replaced, not
-     * changed in place); spec.clusters, the status and the managed fields stay shared */
-    own_child(binding, "spec");
-    json_t *bmd = own_child(binding, "metadata");
-    own_child(bmd, "labels");
-    own_child(bmd, "annotations");
-    bmd = json_object_get(binding, "metadata");
-    if (create && bns)
-        json_object_set_new(bmd, "namespace", json_string(bns));
-    json_t *anns = json_object_get(bmd, "annotations");
-    if (!json_is_object(anns)) {
-        anns = json_object();
-        json_object_set_new(bmd, "annotations", anns);
-    }
-    json_t *labels = json_object_get(bmd, "labels");
-    if (!json_is_object(labels)) {
-        labels = json_object();
-        json_object_set_new(bmd, "labels", labels);
-    }
-    /* claim metadata, as on the template */
-    json_t *cp = claim_patch(binding, chosen);
-    if (cp) {
-        json_t *pm = json_object_get(cp, "metadata");
-        const char *kk;
-        json_t *v;
-        json_object_foreach(json_object_get(pm, "labels"), kk, v) {
-            if (json_is_null(v))
-                json_object_del(labels, kk);
-            else
-                json_object_set(labels, kk, v);
-        }
-        json_object_foreach(json_object_get(pm, "annotations"), kk, v) {
-            if (json_is_null(v))
-                json_object_del(anns, kk);
-            else
-                json_object_set(anns, kk, v);
-        }
-        json_decref(cp);
-    }
-    json_object_set_new(bmd, "ownerReferences",
-                        json_pack("[{s:s, s:s, s:s, s:s?, s:b, s:b}]", "apiVersion", av, "kind", kind, "name", name,
-                                  "uid", meta(tmpl, "uid"), "controller", 1, "blockOwnerDeletion", 1));
-    if (create)
-        json_object_set_new(bmd, "finalizers", json_pack("[s]", BINDING_FINALIZER));
-    json_t *spec = json_object_get(binding, "spec");
-    rc = fill_binding_spec(d, spec, anns, tmpl, chosen, &err);
+    binding = binding_metadata(&t, create);
+    json_t *anns = json_object_get(json_object_get(binding, "metadata"), "annotations");
+    rc = fill_binding_spec(d, json_object_get(binding, "spec"), anns, t.tmpl, t.chosen, &err);
     if (rc) {
         /* on the template, as Karmada reports it, and on the binding, which keeps the
          * replicas it had; the message is the interpreter's (customization, script line) */
-        fl_log(FL_LOG_WARN, LOG, "%s %s%s%s: %s", kind, ns, *ns ? "/" : "", name, err ? err : fl_strerror(rc));
-        fl_event(d->env.recorder, tmpl, "Warning", "GetReplicasFailed", "%s", err ? err : fl_strerror(rc));
+        const char *why = err ? err : fl_strerror(rc);
+        fl_log(FL_LOG_WARN, LOG, "%s %s%s%s: %s", kind, ns, *ns ? "/" : "", name, why);
+        fl_event(d->env.recorder, t.tmpl, "Warning", "GetReplicasFailed", "%s", why);
         if (!create)
-            fl_event(d->env.recorder, existing, "Warning", "GetReplicasFailed", "%s", err ? err : fl_strerror(rc));
+            fl_event(d->env.recorder, t.existing, "Warning", "GetReplicasFailed", "%s", why);
         rc = 0; /* the template or the customization must change first (both requeue us) */
         goto out;
     }
-    if (!create) {
-        /* the template's resourceVersion alone moves with every status write of its
-         * aggregation: follow it only when something else changes too */
-        json_t *res = json_object_get(spec, "resource");
-        json_t *had = json_object_get(json_object_get(json_object_get(existing, "spec"), "resource"), "resourceVersion");
-        json_t *now_rv = json_incref(json_object_get(res, "resourceVersion"));
-        if (had)
-            json_object_set(res, "resourceVersion", had);
-        bool same = fl_json_same(binding, existing);
-        if (now_rv)
-            json_object_set(res, "resourceVersion", now_rv);
-        json_decref(now_rv);
-        if (same)
-            goto out;
-    }
-    fl_client_error ce;
-    json_t *written = NULL;
-    if (create && existing) {
-        /* a binding of that name for another object (a kind collision): leave it, say so */
-        fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed",
-                 "binding %s already exists for another resource", bname);
+    if (!create && same_but_resource_version(binding, t.existing))
         goto out;
-    }
-    if (create) {
-        rc = fl_client_create(d->env.cp, &gvr, bns, binding, NULL, &written, &ce);
-    } else {
-        /* handed over: in process the server stores it without copying the whole binding */
-        rc = fl_client_update_given(d->env.cp, &gvr, bns, binding, NULL, NULL, &ce);
-        binding = NULL;
-    }
-    if (rc == FL_ECONFLICT || rc == FL_EEXIST)
-        goto out; /* our cache is behind: the event that brings it requeues us */
-    if (rc) {
-        fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", gvr.resource, bns ? bns : "",
-               bns ? "/" : "", bname, ce.message[0] ? ce.message : fl_strerror(rc));
-        fl_event(d->env.recorder, tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
-                 meta(chosen, "namespace") ? meta(chosen, "namespace") : "", meta(chosen, "namespace") ? "/" : "",
-                 meta(chosen, "name"), ce.message[0] ? ce.message : fl_strerror(rc));
-        goto out;
-    }
-    if (create)
-        fl_event(d->env.recorder, tmpl, "Normal", "ApplyPolicySucceed", "Apply policy(%s%s%s) succeed",
-                 meta(chosen, "namespace") ? meta(chosen, "namespace") : "", meta(chosen, "namespace") ? "/" : "",
-                 meta(chosen, "name"));
-    json_decref(written);
+    rc = write_binding(&t, &binding, create);
 out:
-    json_decref(tmpl);
-    json_decref(chosen);
-    json_decref(existing);
-    json_decref(policies);
+    json_decref(t.tmpl);
+    json_decref(t.chosen);
+    json_decref(t.existing);
     json_decref(binding);
-    free(bname);
+    free(t.bname);
     free(err);
     free(copy);
     return rc;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/err.h"
+#include "core/json_get.h"
 #include "core/keep.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -85,11 +86,6 @@ struct fl_recorder {
     size_t nunwritten;                 /* entries with unwritten repeats */
     int64_t flush_ms;                  /* the earliest time one of them is due */
 };
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
 
 /* ---- memory of recent events (writer thread only) ---- */
 
@@ -202,7 +198,7 @@ static void write_one(fl_recorder *r, pending *p)
     if (!ev)
         return;
     char name[300];
-    const char *objname = jstr(json_object_get(ev, "involvedObject"), "name");
+    const char *objname = fl_json_str(json_object_get(ev, "involvedObject"), "name");
     snprintf(name, sizeof name, "%.200s.%llx%04lx", objname ? objname : "object", (unsigned long long)now,
              r->seq++ & 0xffff);
     json_t *md = json_object_get(ev, "metadata");
@@ -214,8 +210,7 @@ static void write_one(fl_recorder *r, pending *p)
     if (rc == 0)
         recent_put(r, p->fingerprint, h, p->ns, name, now);
     else
-        fl_log(FL_LOG_DEBUG, "events", "event %s/%s not written: %s", p->ns, name,
-               ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_DEBUG, "events", "event %s/%s not written: %s", p->ns, name, fl_errmsg(ce.message, rc));
 }
 
 static void pending_free(pending *p)
@@ -342,17 +337,17 @@ void fl_event(fl_recorder *r, const json_t *obj, const char *type, const char *r
     va_end(ap);
 
     const json_t *md = json_object_get(obj, "metadata");
-    const char *ons = jstr(md, "namespace"), *oname = jstr(md, "name"), *uid = jstr(md, "uid");
+    const char *ons = fl_json_str(md, "namespace"), *oname = fl_json_str(md, "name"), *uid = fl_json_str(md, "uid");
     /* cluster-scoped objects' events live in "default", as Kubernetes puts them */
     const char *ns = ons && *ons ? ons : "default";
-    json_t *inv = json_pack("{s:s?, s:s?, s:s?}", "apiVersion", jstr(obj, "apiVersion"), "kind", jstr(obj, "kind"),
-                            "name", oname);
+    json_t *inv = json_pack("{s:s?, s:s?, s:s?}", "apiVersion", fl_json_str(obj, "apiVersion"), "kind",
+                            fl_json_str(obj, "kind"), "name", oname);
     if (ons && *ons)
         json_object_set_new(inv, "namespace", json_string(ons));
     if (uid)
         json_object_set_new(inv, "uid", json_string(uid));
-    if (jstr(md, "resourceVersion"))
-        json_object_set_new(inv, "resourceVersion", json_string(jstr(md, "resourceVersion")));
+    if (fl_json_str(md, "resourceVersion"))
+        json_object_set_new(inv, "resourceVersion", json_string(fl_json_str(md, "resourceVersion")));
     json_t *ev = json_pack("{s:s, s:s, s:{s:s}, s:o, s:s, s:s, s:s, s:{s:s}, s:I, s:s}", "apiVersion", "v1", "kind",
                            "Event", "metadata", "namespace", ns, "involvedObject", inv, "reason", reason, "message",
                            msg, "type", type, "source", "component", r->component, "count", (json_int_t)1,
@@ -360,8 +355,9 @@ void fl_event(fl_recorder *r, const json_t *obj, const char *type, const char *r
 
     pending *p = fl_calloc(1, sizeof *p);
     p->ns = fl_strdup(ns);
-    p->fingerprint = fl_asprintf("%s|%s|%s/%s|%s|%s|%s", uid ? uid : "", jstr(obj, "kind") ? jstr(obj, "kind") : "",
-                                 ns, oname ? oname : "", type, reason, msg);
+    p->fingerprint =
+        fl_asprintf("%s|%s|%s/%s|%s|%s|%s", uid ? uid : "", fl_json_str(obj, "kind") ? fl_json_str(obj, "kind") : "",
+                    ns, oname ? oname : "", type, reason, msg);
     p->event = json_dumps(ev, JSON_COMPACT);
     json_decref(ev);
     p->queued_ms = fl_time_mono_ms();

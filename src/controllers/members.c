@@ -32,6 +32,7 @@
 #include "core/base64.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -200,14 +201,6 @@ static int read_object(fl_members *m, fl_informer *inf, const fl_gvr *r, const c
     return fl_client_get(m->cp, r, ns, name, out, ce);
 }
 
-static const char *jstr(const json_t *o, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(o, a);
-    if (b)
-        v = json_object_get(v, b);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static int fail(char **err, int rc, char *msg)
 {
     if (err)
@@ -234,18 +227,18 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
         goto out;
     }
     json_t *spec = json_object_get(cl, "spec");
-    const char *mode = jstr(spec, "syncMode", NULL);
+    const char *mode = fl_json_str(spec, "syncMode");
     if (mode && !strcmp(mode, "Pull")) {
         rc = fail(err, FL_EUNSUPPORTED,
                   fl_asprintf("cluster %s is in Pull mode: its agent delivers to it", name));
         goto out;
     }
-    const char *endpoint = jstr(spec, "apiEndpoint", NULL);
+    const char *endpoint = fl_json_str(spec, "apiEndpoint");
     if (!endpoint || !*endpoint) {
         rc = fail(err, FL_EINVAL, fl_asprintf("cluster %s: spec.apiEndpoint is empty", name));
         goto out;
     }
-    const char *sns = jstr(spec, "secretRef", "namespace"), *sname = jstr(spec, "secretRef", "name");
+    const char *sns = fl_json_path_str(spec, "secretRef.namespace"), *sname = fl_json_path_str(spec, "secretRef.name");
     if (!sns || !*sns || !sname || !*sname) {
         rc = fail(err, FL_EINVAL, fl_asprintf("cluster %s: spec.secretRef (namespace and name) is required in Push mode",
                                               name));
@@ -271,7 +264,7 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
     }
     pthread_mutex_unlock(&m->mu);
 
-    const char *tok64 = jstr(sec, "data", "token"), *ca64 = jstr(sec, "data", "caBundle");
+    const char *tok64 = fl_json_path_str(sec, "data.token"), *ca64 = fl_json_path_str(sec, "data.caBundle");
     if (!tok64 || !(token = fl_base64_decode(tok64, NULL)) || !*token) {
         rc = fail(err, FL_EINVAL, fl_asprintf("secret %s/%s: data.token is %s", sns, sname,
                                               !tok64 ? "missing" : token ? "empty" : "not valid base64"));

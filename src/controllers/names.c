@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_get.h"
 #include "core/mem.h"
 
 /* Lowercase, and ':' (allowed in RBAC names, not in a CRD object's) as '.'. */
@@ -48,15 +49,22 @@ char *fl_names_execution_space(const char *cluster)
     return fl_cat(FL_EXECUTION_SPACE_PREFIX, cluster, NULL);
 }
 
-static const char *str_at(const json_t *o, const char *k)
+char *fl_names_work_key_cluster(const char *key, const char **name)
 {
-    return json_string_value(json_object_get(o, k));
+    size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
+    const char *slash = strchr(key, '/');
+    *name = NULL;
+    if (strncmp(key, FL_EXECUTION_SPACE_PREFIX, pl) || !slash)
+        return NULL;
+    *name = slash + 1;
+    return fl_strndup(key + pl, (size_t)(slash - key - pl));
 }
 
 char *fl_names_binding_key(const json_t *binding)
 {
     const json_t *md = json_object_get(binding, "metadata");
-    const char *name = str_at(md, "name"), *ns = str_at(md, "namespace"), *kind = str_at(binding, "kind");
+    const char *name = fl_json_str(md, "name"), *ns = fl_json_str(md, "namespace"),
+               *kind = fl_json_str(binding, "kind");
     if (!name)
         return NULL;
     if (kind && !strcmp(kind, "ClusterResourceBinding"))
@@ -75,11 +83,11 @@ char *fl_names_template_binding_key(const char *kind, bool namespaced, const cha
 char *fl_names_work_binding_key(const json_t *work)
 {
     const json_t *anns = json_object_get(json_object_get(work, "metadata"), "annotations");
-    const char *ns = str_at(anns, "resourcebinding.karmada.io/namespace");
-    const char *name = str_at(anns, "resourcebinding.karmada.io/name");
+    const char *ns = fl_json_str(anns, FL_RB_NAMESPACE_ANNOTATION);
+    const char *name = fl_json_str(anns, FL_RB_NAME_ANNOTATION);
     if (ns && name)
         return fl_cat("R|", ns, "/", name, NULL);
-    if ((name = str_at(anns, "clusterresourcebinding.karmada.io/name")))
+    if ((name = fl_json_str(anns, FL_CRB_NAME_ANNOTATION)))
         return fl_cat("C|", name, NULL);
     return NULL;
 }

@@ -9,7 +9,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define FL_EXECUTION_SPACE_PREFIX "karmada-es-"
+#include "core/wellknown.h"
 
 /* "<name>-<kind>" lowercased, ':' (RBAC names) as '.': the ResourceBinding or
  * ClusterResourceBinding of a template. */
@@ -22,6 +22,11 @@ char *fl_names_work(const char *kind, const char *ns, const char *name);
 
 /* "karmada-es-<cluster>". */
 char *fl_names_execution_space(const char *cluster);
+
+/* Of a Work's key "karmada-es-<cluster>/<name>": the cluster (heap, caller frees) and, in
+ * *name, the Work's name (borrowed from key). NULL, and *name NULL, when key names no Work
+ * of an execution space. */
+char *fl_names_work_key_cluster(const char *key, const char **name);
 
 /* Queue keys of the controllers that reconcile bindings (scheduler, binding, binding-status):
  * "R|ns/name" for a ResourceBinding, "C|name" for a ClusterResourceBinding. */

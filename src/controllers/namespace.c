@@ -26,10 +26,12 @@
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/parallel.h"
+#include "core/wellknown.h"
 #include "interp/prune.h"
 #include "policy/override.h"
 
@@ -37,9 +39,6 @@
 #define NS_WORKERS 2
 #define WRITE_THREADS 16
 #define SYNC_LABEL "flotilla.io/namespace-sync"
-#define SKIP_LABEL "namespace.karmada.io/skip-auto-propagation"
-#define CPP_ID_LABEL "clusterpropagationpolicy.karmada.io/permanent-id"
-#define EXEC_FINALIZER "karmada.io/execution-controller"
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 
@@ -49,16 +48,6 @@ typedef struct nsctl {
     fl_workqueue *q;
     fl_ctrl_workers *workers;
 } nsctl;
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
 
 static bool skipped_name(const char *ns)
 {
@@ -71,7 +60,7 @@ static bool skipped_name(const char *ns)
 static void ns_event(void *ctx, json_t *obj)
 {
     nsctl *c = ctx;
-    const char *name = meta(obj, "name");
+    const char *name = fl_json_meta(obj, "name");
     if (name && !skipped_name(name))
         fl_workqueue_add(c->q, name);
 }
@@ -124,7 +113,7 @@ static void cop_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 /* A Work of ours went away or was edited by someone: its namespace decides again. */
 static void work_event(void *ctx, json_t *obj)
 {
-    const char *sync = jstr(json_object_get(json_object_get(obj, "metadata"), "labels"), SYNC_LABEL);
+    const char *sync = fl_json_meta_map(obj, "labels", SYNC_LABEL);
     if (sync && !skipped_name(sync))
         fl_workqueue_add(((nsctl *)ctx)->q, sync);
 }
@@ -155,7 +144,7 @@ static void sync_one(void *ctx, int i)
 {
     sync_job *j = ctx;
     const json_t *cluster = json_array_get(j->clusters, (size_t)i);
-    const char *cname = meta(cluster, "name");
+    const char *cname = fl_json_meta(cluster, "name");
     char *wns = fl_names_execution_space(cname);
     json_t *m = fl_json_deep_copy(j->ns), *applied = NULL, *want = NULL, *have = NULL;
     char *err = NULL, *cov = NULL, *ov = NULL;
@@ -172,12 +161,12 @@ static void sync_one(void *ctx, int i)
         fl_override_annotations(applied, &cov, &ov, &aerr);
         free(aerr);
         if (cov)
-            json_object_set_new(anns, FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER, json_string(cov));
+            json_object_set_new(anns, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION, json_string(cov));
     }
     want = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:o, s:[s]}, s:{s:{s:[O]}}}", "apiVersion", WORKS.api_version,
                      "kind", "Work", "metadata", "name", j->wname, "namespace", wns, "labels", SYNC_LABEL,
-                     meta(j->ns, "name"), "annotations", anns, "finalizers", EXEC_FINALIZER, "spec", "workload",
-                     "manifests", m);
+                     fl_json_meta(j->ns, "name"), "annotations", anns, "finalizers", FL_EXECUTION_FINALIZER, "spec",
+                     "workload", "manifests", m);
     char *wkey = fl_cat(wns, "/", j->wname, NULL);
     fl_informer_get_whole(j->c->works, wkey, &have); /* whole: the update starts from it */
     free(wkey);
@@ -187,7 +176,7 @@ static void sync_one(void *ctx, int i)
         rc = fl_client_create(j->c->env.cp, &WORKS, wns, want, NULL, NULL, &ce);
         if (rc == FL_EEXIST)
             rc = 0; /* the cache is behind; its event brings us back */
-    } else if (!meta(have, "deletionTimestamp")) {
+    } else if (!fl_json_meta(have, "deletionTimestamp")) {
         json_t *upd = fl_json_deep_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
         json_object_set(json_object_get(upd, "metadata"), "annotations", anns);
@@ -196,7 +185,7 @@ static void sync_one(void *ctx, int i)
         json_decref(upd);
     }
     if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, LOG, "Work %s/%s: %s", wns, j->wname, ce.message[0] ? ce.message : fl_strerror(rc));
+        fl_log(FL_LOG_WARN, LOG, "Work %s/%s: %s", wns, j->wname, fl_errmsg(ce.message, rc));
 out:
     j->rc[i] = rc;
     free(err);
@@ -219,22 +208,22 @@ typedef struct remove_walk {
 static void remove_if_ours(void *ctx, json_t *w)
 {
     remove_walk *r = ctx;
-    const char *sync = jstr(json_object_get(json_object_get(w, "metadata"), "labels"), SYNC_LABEL);
-    if (!sync || strcmp(sync, r->name) || meta(w, "deletionTimestamp"))
+    const char *sync = fl_json_meta_map(w, "labels", SYNC_LABEL);
+    if (!sync || strcmp(sync, r->name) || fl_json_meta(w, "deletionTimestamp"))
         return;
-    const char *wns = meta(w, "namespace");
+    const char *wns = fl_json_meta(w, "namespace");
     bool kept = false;
     size_t j;
     json_t *cl;
     json_array_foreach(r->keep, j, cl) {
-        char *es = fl_names_execution_space(meta(cl, "name"));
+        char *es = fl_names_execution_space(fl_json_meta(cl, "name"));
         kept |= !strcmp(es, wns);
         free(es);
     }
     if (kept)
         return;
     fl_client_error ce;
-    int rc = fl_client_delete(r->c->env.cp, &WORKS, wns, meta(w, "name"), NULL, NULL, &ce);
+    int rc = fl_client_delete(r->c->env.cp, &WORKS, wns, fl_json_meta(w, "name"), NULL, NULL, &ce);
     if (rc && rc != FL_ENOTFOUND && !r->rc)
         r->rc = rc;
 }
@@ -256,9 +245,9 @@ static int reconcile(void *ctx, const char *name)
     json_t *ns = NULL;
     fl_informer_get(c->namespaces, NULL, name, &ns);
     const json_t *labels = json_object_get(json_object_get(ns, "metadata"), "labels");
-    const char *skip = jstr(labels, SKIP_LABEL);
-    bool sync = ns && !meta(ns, "deletionTimestamp") && !(skip && !strcasecmp(skip, "true")) &&
-                !jstr(labels, CPP_ID_LABEL);
+    const char *skip = fl_json_str(labels, FL_SKIP_AUTO_PROPAGATION_LABEL);
+    bool sync = ns && !fl_json_meta(ns, "deletionTimestamp") && !(skip && !strcasecmp(skip, "true")) &&
+                !fl_json_str(labels, FL_CPP_ID_LABEL);
     if (!sync) {
         int rc = remove_works(c, name, NULL);
         json_decref(ns);
@@ -268,8 +257,9 @@ static int reconcile(void *ctx, const char *name)
     json_t *all = fl_informer_list(c->clusters, NULL);
     size_t i;
     json_t *cl;
-    json_array_foreach(all, i, cl) if (meta(cl, "name") && !meta(cl, "deletionTimestamp"))
-        json_array_append(clusters, cl);
+    json_array_foreach(all, i, cl)
+        if (fl_json_meta(cl, "name") && !fl_json_meta(cl, "deletionTimestamp"))
+            json_array_append(clusters, cl);
     json_decref(all);
     int n = (int)json_array_size(clusters);
     sync_job j = {.c = c,

@@ -33,6 +33,7 @@
 #include "controllers/names.h"
 #include "core/condition.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -54,16 +55,6 @@ typedef struct schedctl {
     pthread_mutex_t mu;
     fl_sched_snapshot *snap; /* NULL: stale, rebuild before the next decision */
 } schedctl;
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
 
 /* ---- snapshot ---- */
 
@@ -128,8 +119,8 @@ static bool ready(const json_t *cluster)
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(json_object_get(cluster, "status"), "conditions"), i, c) {
-        if (jstr(c, "type") && !strcmp(jstr(c, "type"), "Ready"))
-            return jstr(c, "status") && !strcmp(jstr(c, "status"), "True");
+        if (fl_json_str(c, "type") && !strcmp(fl_json_str(c, "type"), "Ready"))
+            return fl_json_str(c, "status") && !strcmp(fl_json_str(c, "status"), "True");
     }
     return false;
 }
@@ -156,9 +147,9 @@ static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 static json_t *template_ref(const json_t *binding)
 {
     const json_t *r = json_object_get(json_object_get(binding, "spec"), "resource");
-    return json_pack("{s:s?, s:s?, s:{s:s?, s:s?, s:s?}}", "apiVersion", jstr(r, "apiVersion"), "kind",
-                     jstr(r, "kind"), "metadata", "name", jstr(r, "name"), "namespace", jstr(r, "namespace"), "uid",
-                     jstr(r, "uid"));
+    return json_pack("{s:s?, s:s?, s:{s:s?, s:s?, s:s?}}", "apiVersion", fl_json_str(r, "apiVersion"), "kind",
+                     fl_json_str(r, "kind"), "metadata", "name", fl_json_str(r, "name"), "namespace",
+                     fl_json_str(r, "namespace"), "uid", fl_json_str(r, "uid"));
 }
 
 static json_t *targets_json(const fl_sched_result *res)
@@ -203,8 +194,8 @@ static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const 
         json_object_set(st, "schedulerObservedGeneration", gen);
         changed = true;
     }
-    if (res->affinity_name && (!jstr(st, "schedulerObservingAffinityName") ||
-                               strcmp(jstr(st, "schedulerObservingAffinityName"), res->affinity_name))) {
+    if (res->affinity_name && (!fl_json_str(st, "schedulerObservingAffinityName") ||
+                               strcmp(fl_json_str(st, "schedulerObservingAffinityName"), res->affinity_name))) {
         json_object_set_new(st, "schedulerObservingAffinityName", json_string(res->affinity_name));
         changed = true;
     }
@@ -225,11 +216,11 @@ static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const 
             json_object_set_new(st, "lastScheduledTime", json_string(now));
         fl_client_error ce;
         /* handed over (the server keeps it uncopied); its metadata is binding's */
-        rc = fl_client_update_status_given(s->env.cp, gvr, meta(binding, "namespace"), b, NULL, NULL, &ce);
+        rc = fl_client_update_status_given(s->env.cp, gvr, fl_json_meta(binding, "namespace"), b, NULL, NULL, &ce);
         b = NULL;
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
-            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, meta(binding, "name"),
-                   ce.message[0] ? ce.message : fl_strerror(rc));
+            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, fl_json_meta(binding, "name"),
+                   fl_errmsg(ce.message, rc));
         if (rc == FL_ENOTFOUND)
             rc = 0;
     }
@@ -266,7 +257,7 @@ static int reconcile(void *ctx, const char *key)
     fl_sched_snapshot *snap = NULL;
     char *err = NULL;
     json_t *tref = NULL, *upd = NULL, *written = NULL;
-    if (meta(b, "deletionTimestamp") || !json_is_object(json_object_get(spec, "placement")) ||
+    if (fl_json_meta(b, "deletionTimestamp") || !json_is_object(json_object_get(spec, "placement")) ||
         json_is_true(json_object_get(json_object_get(spec, "suspension"), "scheduling")))
         goto out;
     snap = snapshot(s);
@@ -289,13 +280,13 @@ static int reconcile(void *ctx, const char *key)
         json_object_set_new(json_object_get(upd, "spec"), "clusters", want);
         want = NULL;
         fl_client_error ce;
-        rc = fl_client_update(s->env.cp, gvr, meta(b, "namespace"), upd, NULL, &written, &ce);
+        rc = fl_client_update(s->env.cp, gvr, fl_json_meta(b, "namespace"), upd, NULL, &written, &ce);
         if (rc) {
             if (rc == FL_ECONFLICT || rc == FL_ENOTFOUND)
                 rc = rc == FL_ENOTFOUND ? 0 : rc;
             else
-                fl_log(FL_LOG_WARN, LOG, "writing the decision for %s %s: %s", gvr->resource, meta(b, "name"),
-                       ce.message[0] ? ce.message : fl_strerror(rc));
+                fl_log(FL_LOG_WARN, LOG, "writing the decision for %s %s: %s", gvr->resource, fl_json_meta(b, "name"),
+                       fl_errmsg(ce.message, rc));
             goto out;
         }
         status_src = written; /* whole */

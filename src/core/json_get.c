@@ -29,6 +29,12 @@ const char *fl_json_path_str(const json_t *o, const char *path)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+json_int_t fl_json_path_int(const json_t *o, const char *path, json_int_t def)
+{
+    const json_t *v = fl_json_path(o, path);
+    return json_is_integer(v) ? json_integer_value(v) : def;
+}
+
 json_t *fl_json_ensure_obj(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);

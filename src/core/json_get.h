@@ -46,6 +46,10 @@ json_t *fl_json_path(const json_t *o, const char *path);
 /* fl_json_path when the value is a string; else NULL. */
 const char *fl_json_path_str(const json_t *o, const char *path);
 
+/* fl_json_path when the value is an integer; else def (a missing field, or a number written
+ * as a real or a string, is def). */
+json_int_t fl_json_path_int(const json_t *o, const char *path, json_int_t def);
+
 /* o[key] as an object, made (empty) and set when missing or of another type. o must be an
  * object the caller may change. Borrowed from o. */
 json_t *fl_json_ensure_obj(json_t *o, const char *key);

@@ -17,13 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/wellknown.h"
 #include "interp/interp.h"
 
 extern const fl_interp_backend fl_native_backend;
 
-/* The annotation Karmada puts on every manifest: the template's metadata.generation
- * the manifest was rendered from. Reflected as resourceTemplateGeneration. */
-#define FL_NATIVE_TEMPLATE_GENERATION_ANNOTATION "resourcetemplate.karmada.io/generation"
+/* FL_TEMPLATE_GENERATION_ANNOTATION (core/wellknown.h), which Karmada puts on every
+ * manifest: the template's metadata.generation the manifest was rendered from. Reflected
+ * as resourceTemplateGeneration. */
 
 /* ---- field accessors (native.c) ---- */
 

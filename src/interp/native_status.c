@@ -58,14 +58,14 @@ static int template_generation_annotation(const json_t *obj, int64_t *out, char 
     int rc;
     *out = 0;
     if ((rc = fl_native_obj_at(obj, "metadata.annotations", &ann, err)) ||
-        (rc = fl_native_str(ann, "metadata.annotations", FL_NATIVE_TEMPLATE_GENERATION_ANNOTATION, &s, err)))
+        (rc = fl_native_str(ann, "metadata.annotations", FL_TEMPLATE_GENERATION_ANNOTATION, &s, err)))
         return rc;
     if (!s)
         return 0;
     long long v = strtoll(s, &end, 10);
     if (!*s || *end) {
         *err = fl_asprintf("metadata.annotations[%s]: \"%s\" is not an integer",
-                           FL_NATIVE_TEMPLATE_GENERATION_ANNOTATION, s);
+                           FL_TEMPLATE_GENERATION_ANNOTATION, s);
         return FL_EINVAL;
     }
     *out = v;

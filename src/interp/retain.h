@@ -15,14 +15,14 @@
 
 #include <jansson.h>
 
-/* Label on the manifest (as Karmada's hpa-scale-target-marker sets it on the template):
- * "true" means spec.replicas belongs to the member (an HPA scales it there). */
-#define FL_RETAIN_REPLICAS_LABEL "resourcetemplate.karmada.io/retain-replicas"
-/* Annotations Karmada puts on manifests listing the label / annotation keys the template
- * had, so that a key dropped from the template is dropped in the member too, while keys
- * the member added itself are kept. */
-#define FL_MANAGED_LABELS_ANNOTATION "resourcetemplate.karmada.io/managed-labels"
-#define FL_MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
+#include "core/wellknown.h"
+
+/* What it reads from core/wellknown.h: FL_RETAIN_REPLICAS_LABEL on the manifest (as
+ * Karmada's hpa-scale-target-marker sets it on the template), "true" when spec.replicas
+ * belongs to the member (an HPA scales it there); FL_MANAGED_LABELS_ANNOTATION and
+ * FL_MANAGED_ANNOTATIONS_ANNOTATION, which Karmada puts on manifests listing the label /
+ * annotation keys the template had, so that a key dropped from the template is dropped in
+ * the member too, while keys the member added itself are kept. */
 
 /* The object to write: a deep copy of desired with the member-owned fields of observed
  * merged in. group is the API group ("" for core, "apps", ...) and kind the Kind of both

@@ -24,9 +24,7 @@
 
 #include <jansson.h>
 
-/* Annotation keys Karmada writes on a Work to record what was applied. */
-#define FL_OVERRIDE_ANNOTATION_APPLIED "policy.karmada.io/applied-overrides"
-#define FL_OVERRIDE_ANNOTATION_APPLIED_CLUSTER "policy.karmada.io/applied-cluster-overrides"
+#include "core/wellknown.h"
 
 /* Apply, to manifest (an object, modified in place: a deep copy the caller owns), every
  * OverridePolicy/ClusterOverridePolicy in policies (array of objects) whose

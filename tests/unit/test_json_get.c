@@ -46,6 +46,19 @@ static void getters_answer_null_for_missing_or_mistyped_members(void **state)
     json_decref(o);
 }
 
+static void path_int_answers_the_default_unless_the_value_is_an_integer(void **state)
+{
+    (void)state;
+    json_t *o = obj("{\"spec\":{\"replicas\":3,\"ratio\":0.5,\"count\":\"7\",\"zero\":0}}");
+    assert_int_equal(fl_json_path_int(o, "spec.replicas", -1), 3);
+    assert_int_equal(fl_json_path_int(o, "spec.zero", -1), 0);
+    assert_int_equal(fl_json_path_int(o, "spec.ratio", -1), -1); /* a real */
+    assert_int_equal(fl_json_path_int(o, "spec.count", -1), -1); /* a string */
+    assert_int_equal(fl_json_path_int(o, "spec.missing", 9), 9);
+    assert_int_equal(fl_json_path_int(NULL, "spec.replicas", 4), 4);
+    json_decref(o);
+}
+
 static void ensure_obj_makes_a_missing_child_and_keeps_an_existing_one(void **state)
 {
     (void)state;
@@ -113,6 +126,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(getters_answer_null_for_missing_or_mistyped_members),
+        cmocka_unit_test(path_int_answers_the_default_unless_the_value_is_an_integer),
         cmocka_unit_test(ensure_obj_makes_a_missing_child_and_keeps_an_existing_one),
         cmocka_unit_test(own_child_changes_leave_the_original_as_it_was),
         cmocka_unit_test(finalizers_are_added_once_and_removed_without_touching_a_shared_list),

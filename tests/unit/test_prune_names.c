@@ -157,6 +157,20 @@ static void test_work_names_differ_by_kind_and_namespace_and_are_stable(void **s
     free(e);
 }
 
+static void test_work_key_splits_into_cluster_and_name_only_in_an_execution_space(void **state)
+{
+    (void)state;
+    const char *name = NULL;
+    char *cluster = fl_names_work_key_cluster("karmada-es-member7/web-1a2b3c4d", &name);
+    assert_string_equal(cluster, "member7");
+    assert_string_equal(name, "web-1a2b3c4d");
+    free(cluster);
+    assert_null(fl_names_work_key_cluster("default/web", &name));
+    assert_null(name);
+    assert_null(fl_names_work_key_cluster("karmada-es-member7", &name)); /* no name */
+    assert_null(name);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -169,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_prune_ignores_objects_without_metadata),
         cmocka_unit_test(test_binding_names_are_lowercase_and_dns_safe),
         cmocka_unit_test(test_work_names_differ_by_kind_and_namespace_and_are_stable),
+        cmocka_unit_test(test_work_key_splits_into_cluster_and_name_only_in_an_execution_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
