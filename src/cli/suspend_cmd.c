@@ -39,6 +39,7 @@
 #include "core/condition.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/mem.h"
 #include "core/wellknown.h"
 
@@ -342,11 +343,6 @@ static int change(const opts *o, fl_client *cp, json_t **out)
 
 /* ---- the wait ---- */
 
-static const char *label(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
-}
-
 /* The dispatching parts of a suspension (scheduling is the binding's own). */
 static json_t *dispatch_part(const json_t *susp)
 {
@@ -495,7 +491,7 @@ static void binding_pending(watcher *w, const json_t *b, bool cluster_scoped, js
         }
     }
     const char *key = cluster_scoped ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL;
-    const char *id = label(b, key);
+    const char *id = fl_json_meta_map(b, "labels", key);
     json_t *works = json_object();
     if (id) {
         char *sel = fl_asprintf("%s=%s", key, id);
@@ -573,7 +569,7 @@ static int look(const opts *o, watcher *w, json_t *pending, int *targets)
     case T_POLICY: {
         /* the bindings this policy claims; each must carry the policy's suspension first */
         bool cpp = !o->kind->namespaced;
-        const char *id = label(obj, cpp ? FL_CPP_ID_LABEL : FL_PP_ID_LABEL);
+        const char *id = fl_json_meta_map(obj, "labels", cpp ? FL_CPP_ID_LABEL : FL_PP_ID_LABEL);
         if (!id)
             break; /* no binding can name it */
         char *sel = fl_asprintf("%s=%s", cpp ? FL_CPP_ID_LABEL : FL_PP_ID_LABEL, id);

@@ -197,9 +197,9 @@ static void interp_failed(exec *x, const json_t *work, const char *cluster, cons
     /* debug only: the events are the report, and a failing rule fails on every re-queue */
     fl_log(FL_LOG_DEBUG, "execution", "Work %s/%s: %s", fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), msg);
     fl_event(x->recorder, work, "Warning", reason, "%s", msg);
-    const char *bns = fl_json_meta_map(work, "annotations", "resourcebinding.karmada.io/namespace");
-    const char *rb = fl_json_meta_map(work, "annotations", "resourcebinding.karmada.io/name");
-    const char *crb = fl_json_meta_map(work, "annotations", "clusterresourcebinding.karmada.io/name");
+    const char *bns = fl_json_meta_map(work, "annotations", FL_RB_NAMESPACE_ANNOTATION);
+    const char *rb = fl_json_meta_map(work, "annotations", FL_RB_NAME_ANNOTATION);
+    const char *crb = fl_json_meta_map(work, "annotations", FL_CRB_NAME_ANNOTATION);
     json_t *binding = NULL;
     if (bns && rb && x->rbs)
         fl_informer_get(x->rbs, bns, rb, &binding);
