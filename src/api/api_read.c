@@ -24,34 +24,7 @@
 #include "core/mem.h"
 #include "core/parallel.h"
 #include "core/selector.h"
-
-/* ---- growable output buffer ---- */
-
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf;
-
-static void buf_add(buf *b, const char *s, size_t n)
-{
-    if (n > SIZE_MAX / 4)
-        abort(); /* never (a length of something in memory); says so to gcc -O3's bounds check */
-    if (b->len + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap * 2 : 4096;
-        while (c < b->len + n + 1)
-            c *= 2;
-        b->p = fl_realloc(b->p, c);
-        b->cap = c;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void buf_adds(buf *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
+#include "core/strbuf.h"
 
 /* ---- selectors ---- */
 
@@ -194,7 +167,7 @@ void fl_api_get(fl_api *api, fl_req *r, const fl_target *t)
 
 typedef struct list_ctx {
     filter *f;
-    buf out;
+    fl_strbuf out;
     json_t *items;       /* for Table output */
     json_t *objs;        /* in process (want_obj): the stored objects, shared, as items */
     const fl_client_local_list *in; /* with objs: how the caller takes them (may be NULL) */
@@ -317,8 +290,8 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         }
     } else {
         if (c->count)
-            buf_add(&c->out, ",", 1);
-        buf_add(&c->out, kv->value->data, kv->value->len);
+            fl_strbuf_addc(&c->out, ',');
+        fl_strbuf_add(&c->out, kv->value->data, kv->value->len);
     }
     json_decref(parsed);
     c->count++;
@@ -440,32 +413,32 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
         fl_resp_json(r, 200, tbl);
     } else {
         /* the items' text is in c.out; the List around it needs the revision the list read */
-        buf hdr = {0};
-        buf_adds(&hdr, "{\"kind\":\"");
-        buf_adds(&hdr, t->kind->list_kind);
-        buf_adds(&hdr, "\",\"apiVersion\":\"");
-        buf_adds(&hdr, api_version);
-        buf_adds(&hdr, "\",\"metadata\":{\"resourceVersion\":\"");
-        buf_adds(&hdr, rvs);
-        buf_adds(&hdr, "\"");
+        fl_strbuf hdr = FL_STRBUF_INIT;
+        fl_strbuf_adds(&hdr, "{\"kind\":\"");
+        fl_strbuf_adds(&hdr, t->kind->list_kind);
+        fl_strbuf_adds(&hdr, "\",\"apiVersion\":\"");
+        fl_strbuf_adds(&hdr, api_version);
+        fl_strbuf_adds(&hdr, "\",\"metadata\":{\"resourceVersion\":\"");
+        fl_strbuf_adds(&hdr, rvs);
+        fl_strbuf_adds(&hdr, "\"");
         if (tok) {
-            buf_adds(&hdr, ",\"continue\":\"");
-            buf_adds(&hdr, tok);
-            buf_adds(&hdr, "\"");
+            fl_strbuf_adds(&hdr, ",\"continue\":\"");
+            fl_strbuf_adds(&hdr, tok);
+            fl_strbuf_adds(&hdr, "\"");
         }
-        buf_adds(&hdr, "},\"items\":[");
+        fl_strbuf_adds(&hdr, "},\"items\":[");
         if (c.out.len) /* no items: nothing was ever written to it */
-            buf_add(&hdr, c.out.p, c.out.len);
-        buf_adds(&hdr, "]}");
+            fl_strbuf_add(&hdr, c.out.p, c.out.len);
+        fl_strbuf_adds(&hdr, "]}");
         free(r->resp);
         r->code = 200;
-        r->resp = hdr.p;
         r->resp_len = hdr.len;
+        r->resp = fl_strbuf_take(&hdr);
         r->resp_type = "application/json";
     }
     free(tok);
 out:
-    free(c.out.p);
+    fl_strbuf_close(&c.out);
     json_decref(c.items);
     json_decref(c.objs);
     free(c.last_key);
@@ -487,7 +460,7 @@ struct fl_api_stream {
     bool bookmarks;
     int64_t last_rev;
     struct timespec deadline;  /* timeoutSeconds */
-    buf pending;
+    fl_strbuf pending;
     size_t pending_off;
     bool done;
     bool objects;              /* want_obj: events go to evq as objects, not to pending */
@@ -538,9 +511,9 @@ static void emit(fl_api_stream *s, const char *type, const char *key, const fl_b
         s->nq++;
         return;
     }
-    buf_adds(&s->pending, "{\"type\":\"");
-    buf_adds(&s->pending, type);
-    buf_adds(&s->pending, "\",\"object\":");
+    fl_strbuf_adds(&s->pending, "{\"type\":\"");
+    fl_strbuf_adds(&s->pending, type);
+    fl_strbuf_adds(&s->pending, "\",\"object\":");
     if (s->table && strcmp(type, "BOOKMARK") && strcmp(type, "ERROR")) {
         json_t *obj = fl_json_load(data, len);
         json_t *items = json_array();
@@ -550,12 +523,12 @@ static void emit(fl_api_stream *s, const char *type, const char *key, const fl_b
         json_decref(items);
         char *txt = fl_json_dumps(tbl, NULL);
         json_decref(tbl);
-        buf_adds(&s->pending, txt);
+        fl_strbuf_adds(&s->pending, txt);
         free(txt);
     } else {
-        buf_add(&s->pending, data, len);
+        fl_strbuf_add(&s->pending, data, len);
     }
-    buf_adds(&s->pending, "}\n");
+    fl_strbuf_adds(&s->pending, "}\n");
 }
 
 static void emit_bookmark(fl_api_stream *s, int64_t rev, bool initial_end)
@@ -842,8 +815,10 @@ size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
                 n = cap;
             memcpy(out, s->pending.p + s->pending_off, n);
             s->pending_off += n;
-            if (s->pending_off == s->pending.len)
-                s->pending.len = s->pending_off = 0;
+            if (s->pending_off == s->pending.len) { /* all read: the memory serves the next event */
+                fl_strbuf_truncate(&s->pending, 0);
+                s->pending_off = 0;
+            }
             return n;
         }
         if (!stream_pull(s))
@@ -880,7 +855,7 @@ void fl_api_stream_free(fl_api_stream *s)
         return;
     fl_watch_free(s->w);
     filter_close(&s->f);
-    free(s->pending.p);
+    fl_strbuf_close(&s->pending);
     for (size_t i = s->qoff; i < s->nq; i++) {
         json_decref(s->evq[i].obj);
         fl_blob_unref(s->evq[i].text);

@@ -50,6 +50,7 @@
 #include "core/json.h"
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 
 /* Deeper nesting than this is refused by apply and not tracked by update; real
  * objects stay far below it. */
@@ -57,33 +58,12 @@
 #define MAX_KEYS 8
 #define FIELD_MANAGER_MAX 128
 
-/* ------------------------------------------------------------------ */
-/* Small string builder                                                */
-/* ------------------------------------------------------------------ */
-
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->s = fl_realloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-static void sb_json(sbuf *b, const json_t *v)
+/* v's compact JSON text, as a path element shows a key's value. */
+static void add_json(fl_strbuf *b, const json_t *v)
 {
     char *s = fl_json_dumps(v, NULL);
     if (s) {
-        sb_str(b, s);
+        fl_strbuf_adds(b, s);
         free(s);
     }
 }
@@ -218,45 +198,45 @@ static json_t *fields_encode(const json_t *n)
 }
 
 /* One path element in upstream's human notation: ".name", "[name=\"a\"]", "[=1]". */
-static void human_pe(sbuf *b, const char *pe)
+static void human_pe(fl_strbuf *b, const char *pe)
 {
     if (!strncmp(pe, "f:", 2)) {
-        sb_str(b, ".");
-        sb_str(b, pe + 2);
+        fl_strbuf_adds(b, ".");
+        fl_strbuf_adds(b, pe + 2);
     } else if (!strncmp(pe, "k:", 2)) {
         json_t *k = json_loads(pe + 2, 0, NULL);
         const char *key;
         json_t *v;
         bool first = true;
-        sb_str(b, "[");
+        fl_strbuf_adds(b, "[");
         json_object_foreach(k, key, v) {
             if (!first)
-                sb_str(b, ",");
+                fl_strbuf_adds(b, ",");
             first = false;
-            sb_str(b, key);
-            sb_str(b, "=");
-            sb_json(b, v);
+            fl_strbuf_adds(b, key);
+            fl_strbuf_adds(b, "=");
+            add_json(b, v);
         }
-        sb_str(b, "]");
+        fl_strbuf_adds(b, "]");
         json_decref(k);
     } else if (!strncmp(pe, "v:", 2)) {
-        sb_str(b, "[=");
-        sb_str(b, pe + 2);
-        sb_str(b, "]");
+        fl_strbuf_adds(b, "[=");
+        fl_strbuf_adds(b, pe + 2);
+        fl_strbuf_adds(b, "]");
     } else if (!strncmp(pe, "i:", 2)) {
-        sb_str(b, "[");
-        sb_str(b, pe + 2);
-        sb_str(b, "]");
+        fl_strbuf_adds(b, "[");
+        fl_strbuf_adds(b, pe + 2);
+        fl_strbuf_adds(b, "]");
     }
 }
 
 /* Call fn for every member path of set, in the set's (sorted) order. */
 typedef void (*member_fn)(const char *path, void *ctx);
 
-static void set_members_rec(const json_t *n, sbuf *b, member_fn fn, void *ctx)
+static void set_members_rec(const json_t *n, fl_strbuf *b, member_fn fn, void *ctx)
 {
-    if (set_member(n) && b->n)
-        fn(b->s, ctx);
+    if (set_member(n) && b->len)
+        fn(b->p, ctx);
     size_t nk = 0;
     const char **keys = fl_malloc((json_object_size(n) + 1) * sizeof(*keys));
     const char *key;
@@ -267,21 +247,19 @@ static void set_members_rec(const json_t *n, sbuf *b, member_fn fn, void *ctx)
     }
     qsort(keys, nk, sizeof(*keys), cmp_str);
     for (size_t i = 0; i < nk; i++) {
-        size_t mark = b->n;
+        size_t mark = b->len;
         human_pe(b, keys[i]);
         set_members_rec(json_object_get(n, keys[i]), b, fn, ctx);
-        b->n = mark;
-        if (b->s)
-            b->s[mark] = '\0';
+        fl_strbuf_truncate(b, mark);
     }
     free(keys);
 }
 
 static void set_members(const json_t *set, member_fn fn, void *ctx)
 {
-    sbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     set_members_rec(set, &b, fn, ctx);
-    free(b.s);
+    fl_strbuf_close(&b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -373,12 +351,12 @@ static bool push_item(walk *w, char *pe)
 /* The current path in upstream's notation (heap). */
 static char *walk_human(const walk *w)
 {
-    sbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     for (int i = 0; i < w->n; i++)
         human_pe(&b, w->pe[i]);
-    if (!b.s)
-        return fl_strdup(".");
-    return b.s;
+    if (!b.len)
+        fl_strbuf_adds(&b, ".");
+    return fl_strbuf_take(&b);
 }
 
 static void walk_fail(walk *w, const char *fmt, const char *a, size_t idx)
@@ -605,10 +583,10 @@ static bool list_index(walk *w, const lmeta *m, const json_t *arr, bool strict, 
         }
         if (json_object_get(idx, pe)) {
             if (strict) {
-                sbuf b = {0};
+                fl_strbuf b = FL_STRBUF_INIT;
                 human_pe(&b, pe);
-                walk_fail(w, "element %zu: duplicate entries for key %s", b.s, i);
-                free(b.s);
+                walk_fail(w, "element %zu: duplicate entries for key %s", fl_strbuf_str(&b), i);
+                fl_strbuf_close(&b);
                 ok = false;
             }
             free(pe);
