@@ -142,11 +142,6 @@ static void set_intersect(const json_t *a, const json_t *b, json_t *out)
     }
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* One path element in upstream's human notation: ".name", "[name=\"a\"]", "[=1]". */
 static void human_pe(fl_strbuf *b, const char *pe)
 {
@@ -187,15 +182,8 @@ static void set_members_rec(const json_t *n, fl_strbuf *b, member_fn fn, void *c
 {
     if (fl_mf_member(n) && b->len)
         fn(b->p, ctx);
-    size_t nk = 0;
-    const char **keys = fl_malloc((json_object_size(n) + 1) * sizeof(*keys));
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)n, key, v) {
-        if (strcmp(key, "."))
-            keys[nk++] = key;
-    }
-    qsort(keys, nk, sizeof(*keys), cmp_str);
+    size_t nk;
+    const char **keys = fl_mf_children(n, &nk);
     for (size_t i = 0; i < nk; i++) {
         size_t mark = b->len;
         human_pe(b, keys[i]);

@@ -42,19 +42,26 @@ static json_t *fields_decode(const json_t *f)
     return n;
 }
 
+const char **fl_mf_children(const json_t *n, size_t *nk)
+{
+    const char **keys = fl_malloc((json_object_size(n) + 1) * sizeof(*keys));
+    const char *key;
+    json_t *v;
+    *nk = 0;
+    json_object_foreach((json_t *)n, key, v) {
+        if (strcmp(key, "."))
+            keys[(*nk)++] = key;
+    }
+    qsort(keys, *nk, sizeof(*keys), cmp_str);
+    return keys;
+}
+
 /* internal -> FieldsV1, "." first and children sorted, as the apiserver writes it. */
 static json_t *fields_encode(const json_t *n)
 {
     json_t *o = json_object();
-    size_t nk = 0, cap = json_object_size(n);
-    const char **keys = fl_malloc((cap ? cap : 1) * sizeof(*keys));
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)n, key, v) {
-        if (strcmp(key, "."))
-            keys[nk++] = key;
-    }
-    qsort(keys, nk, sizeof(*keys), cmp_str);
+    size_t nk;
+    const char **keys = fl_mf_children(n, &nk);
     if (fl_mf_member(n) && nk)
         json_object_set_new(o, ".", json_object());
     for (size_t i = 0; i < nk; i++)

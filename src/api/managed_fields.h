@@ -45,6 +45,10 @@ static inline void fl_mf_mark(json_t *n)
     json_object_set_new(n, ".", json_object());
 }
 
+/* The keys of node n's children (its path elements, "." left out), sorted; the array is
+ * the caller's to free, the keys are n's. */
+const char **fl_mf_children(const json_t *n, size_t *nk);
+
 /* Read the managedFields array arr (anything else: no entries) into l, overwriting it;
  * entries that are not objects or have no manager are skipped. lazy: an entry's set is decoded only
  * when fl_mf_set asks for it. */
