@@ -21,6 +21,7 @@
 #include "core/json.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/htab.h"
 #include "core/mem.h"
 #include "core/parallel.h"
 #include "core/selector.h"
@@ -474,13 +475,11 @@ struct fl_api_stream {
     double last_activity;      /* monotonic seconds of the last event sent (for bookmarks) */
     /* keys currently matching a filtered watch: to turn updates that stop matching into
      * DELETED and ones that start matching into ADDED, as the Kubernetes watch cache does */
-    struct seen_key **seen;    /* hash buckets (a power of two, or 0) */
-    size_t nseen, nbuckets;
+    fl_htab seen;              /* seen_key by key */
 };
 
 typedef struct seen_key {
-    struct seen_key *next;
-    uint64_t hash;
+    fl_hnode node;
     char key[];
 } seen_key;
 
@@ -554,56 +553,38 @@ static void emit_expired(fl_api_stream *s, const char *msg)
 /* The matching keys are a hash set: a selector watch of a large collection learns every key
  * that matches at its start, and a list searched from the start for each made that start
  * quadratic (30,000 member objects: seconds of strcmp). */
-static seen_key **seen_slot(fl_api_stream *s, const char *key, uint64_t h)
+static bool seen_is(const fl_hnode *n, const void *key)
 {
-    seen_key **p = &s->seen[h & (s->nbuckets - 1)];
-    while (*p && ((*p)->hash != h || strcmp((*p)->key, key)))
-        p = &(*p)->next;
-    return p;
+    return !strcmp(fl_htab_entry(n, seen_key, node)->key, key);
+}
+
+static seen_key *seen_find(fl_api_stream *s, const char *key, uint64_t h)
+{
+    return fl_htab_entry(fl_htab_find(&s->seen, h, seen_is, key), seen_key, node);
 }
 
 static bool seen_has(fl_api_stream *s, const char *key)
 {
-    return s->nbuckets && *seen_slot(s, key, fl_hash_str(key));
+    return seen_find(s, key, fl_hash_str(key)) != NULL;
 }
 
 static void seen_add(fl_api_stream *s, const char *key)
 {
-    if (s->nseen + 1 > s->nbuckets) {
-        size_t nb = s->nbuckets ? s->nbuckets * 2 : 16;
-        seen_key **b = fl_calloc(nb, sizeof *b);
-        for (size_t i = 0; i < s->nbuckets; i++)
-            for (seen_key *e = s->seen[i], *next; e; e = next) {
-                next = e->next;
-                e->next = b[e->hash & (nb - 1)];
-                b[e->hash & (nb - 1)] = e;
-            }
-        free(s->seen);
-        s->seen = b;
-        s->nbuckets = nb;
-    }
     uint64_t h = fl_hash_str(key);
-    seen_key **p = seen_slot(s, key, h);
-    if (*p)
+    if (seen_find(s, key, h))
         return;
     size_t len = strlen(key);
     seen_key *e = fl_malloc(sizeof *e + len + 1);
-    e->next = NULL;
-    e->hash = h;
     memcpy(e->key, key, len + 1);
-    *p = e;
-    s->nseen++;
+    fl_htab_add(&s->seen, &e->node, h);
 }
 
 static void seen_del(fl_api_stream *s, const char *key)
 {
-    if (!s->nbuckets)
-        return;
-    seen_key **p = seen_slot(s, key, fl_hash_str(key)), *e = *p;
+    seen_key *e = seen_find(s, key, fl_hash_str(key));
     if (e) {
-        *p = e->next;
+        fl_htab_remove(&s->seen, &e->node);
         free(e);
-        s->nseen--;
     }
 }
 
@@ -664,6 +645,7 @@ static void relay(fl_api_stream *s, const fl_watch_event *ev)
 void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
 {
     fl_api_stream *s = fl_calloc(1, sizeof *s);
+    fl_htab_init(&s->seen, 16);
     s->api = api;
     s->kind = t->kind;
     if (filter_init(&s->f, r, t)) {
@@ -861,11 +843,9 @@ void fl_api_stream_free(fl_api_stream *s)
         fl_blob_unref(s->evq[i].text);
     }
     free(s->evq);
-    for (size_t i = 0; i < s->nbuckets; i++)
-        for (seen_key *e = s->seen[i], *next; e; e = next) {
-            next = e->next;
-            free(e);
-        }
-    free(s->seen);
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&s->seen, &it); n; n = fl_htab_next(&it))
+        free(fl_htab_entry(n, seen_key, node));
+    fl_htab_close(&s->seen);
     free(s);
 }
