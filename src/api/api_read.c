@@ -21,37 +21,11 @@
 #include "core/json.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/htab.h"
 #include "core/mem.h"
 #include "core/parallel.h"
 #include "core/selector.h"
-
-/* ---- growable output buffer ---- */
-
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf;
-
-static void buf_add(buf *b, const char *s, size_t n)
-{
-    if (n > SIZE_MAX / 4)
-        abort(); /* never (a length of something in memory); says so to gcc -O3's bounds check */
-    if (b->len + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap * 2 : 4096;
-        while (c < b->len + n + 1)
-            c *= 2;
-        b->p = fl_realloc(b->p, c);
-        b->cap = c;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void buf_adds(buf *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
+#include "core/strbuf.h"
 
 /* ---- selectors ---- */
 
@@ -194,7 +168,7 @@ void fl_api_get(fl_api *api, fl_req *r, const fl_target *t)
 
 typedef struct list_ctx {
     filter *f;
-    buf out;
+    fl_strbuf out;
     json_t *items;       /* for Table output */
     json_t *objs;        /* in process (want_obj): the stored objects, shared, as items */
     const fl_client_local_list *in; /* with objs: how the caller takes them (may be NULL) */
@@ -317,8 +291,8 @@ static bool list_cb(void *vctx, const char *key, const fl_kv *kv)
         }
     } else {
         if (c->count)
-            buf_add(&c->out, ",", 1);
-        buf_add(&c->out, kv->value->data, kv->value->len);
+            fl_strbuf_addc(&c->out, ',');
+        fl_strbuf_add(&c->out, kv->value->data, kv->value->len);
     }
     json_decref(parsed);
     c->count++;
@@ -440,32 +414,32 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
         fl_resp_json(r, 200, tbl);
     } else {
         /* the items' text is in c.out; the List around it needs the revision the list read */
-        buf hdr = {0};
-        buf_adds(&hdr, "{\"kind\":\"");
-        buf_adds(&hdr, t->kind->list_kind);
-        buf_adds(&hdr, "\",\"apiVersion\":\"");
-        buf_adds(&hdr, api_version);
-        buf_adds(&hdr, "\",\"metadata\":{\"resourceVersion\":\"");
-        buf_adds(&hdr, rvs);
-        buf_adds(&hdr, "\"");
+        fl_strbuf hdr = FL_STRBUF_INIT;
+        fl_strbuf_adds(&hdr, "{\"kind\":\"");
+        fl_strbuf_adds(&hdr, t->kind->list_kind);
+        fl_strbuf_adds(&hdr, "\",\"apiVersion\":\"");
+        fl_strbuf_adds(&hdr, api_version);
+        fl_strbuf_adds(&hdr, "\",\"metadata\":{\"resourceVersion\":\"");
+        fl_strbuf_adds(&hdr, rvs);
+        fl_strbuf_adds(&hdr, "\"");
         if (tok) {
-            buf_adds(&hdr, ",\"continue\":\"");
-            buf_adds(&hdr, tok);
-            buf_adds(&hdr, "\"");
+            fl_strbuf_adds(&hdr, ",\"continue\":\"");
+            fl_strbuf_adds(&hdr, tok);
+            fl_strbuf_adds(&hdr, "\"");
         }
-        buf_adds(&hdr, "},\"items\":[");
+        fl_strbuf_adds(&hdr, "},\"items\":[");
         if (c.out.len) /* no items: nothing was ever written to it */
-            buf_add(&hdr, c.out.p, c.out.len);
-        buf_adds(&hdr, "]}");
+            fl_strbuf_add(&hdr, c.out.p, c.out.len);
+        fl_strbuf_adds(&hdr, "]}");
         free(r->resp);
         r->code = 200;
-        r->resp = hdr.p;
         r->resp_len = hdr.len;
+        r->resp = fl_strbuf_take(&hdr);
         r->resp_type = "application/json";
     }
     free(tok);
 out:
-    free(c.out.p);
+    fl_strbuf_close(&c.out);
     json_decref(c.items);
     json_decref(c.objs);
     free(c.last_key);
@@ -487,7 +461,7 @@ struct fl_api_stream {
     bool bookmarks;
     int64_t last_rev;
     struct timespec deadline;  /* timeoutSeconds */
-    buf pending;
+    fl_strbuf pending;
     size_t pending_off;
     bool done;
     bool objects;              /* want_obj: events go to evq as objects, not to pending */
@@ -501,13 +475,11 @@ struct fl_api_stream {
     double last_activity;      /* monotonic seconds of the last event sent (for bookmarks) */
     /* keys currently matching a filtered watch: to turn updates that stop matching into
      * DELETED and ones that start matching into ADDED, as the Kubernetes watch cache does */
-    struct seen_key **seen;    /* hash buckets (a power of two, or 0) */
-    size_t nseen, nbuckets;
+    fl_htab seen;              /* seen_key by key */
 };
 
 typedef struct seen_key {
-    struct seen_key *next;
-    uint64_t hash;
+    fl_hnode node;
     char key[];
 } seen_key;
 
@@ -538,9 +510,9 @@ static void emit(fl_api_stream *s, const char *type, const char *key, const fl_b
         s->nq++;
         return;
     }
-    buf_adds(&s->pending, "{\"type\":\"");
-    buf_adds(&s->pending, type);
-    buf_adds(&s->pending, "\",\"object\":");
+    fl_strbuf_adds(&s->pending, "{\"type\":\"");
+    fl_strbuf_adds(&s->pending, type);
+    fl_strbuf_adds(&s->pending, "\",\"object\":");
     if (s->table && strcmp(type, "BOOKMARK") && strcmp(type, "ERROR")) {
         json_t *obj = fl_json_load(data, len);
         json_t *items = json_array();
@@ -550,12 +522,12 @@ static void emit(fl_api_stream *s, const char *type, const char *key, const fl_b
         json_decref(items);
         char *txt = fl_json_dumps(tbl, NULL);
         json_decref(tbl);
-        buf_adds(&s->pending, txt);
+        fl_strbuf_adds(&s->pending, txt);
         free(txt);
     } else {
-        buf_add(&s->pending, data, len);
+        fl_strbuf_add(&s->pending, data, len);
     }
-    buf_adds(&s->pending, "}\n");
+    fl_strbuf_adds(&s->pending, "}\n");
 }
 
 static void emit_bookmark(fl_api_stream *s, int64_t rev, bool initial_end)
@@ -581,56 +553,38 @@ static void emit_expired(fl_api_stream *s, const char *msg)
 /* The matching keys are a hash set: a selector watch of a large collection learns every key
  * that matches at its start, and a list searched from the start for each made that start
  * quadratic (30,000 member objects: seconds of strcmp). */
-static seen_key **seen_slot(fl_api_stream *s, const char *key, uint64_t h)
+static bool seen_is(const fl_hnode *n, const void *key)
 {
-    seen_key **p = &s->seen[h & (s->nbuckets - 1)];
-    while (*p && ((*p)->hash != h || strcmp((*p)->key, key)))
-        p = &(*p)->next;
-    return p;
+    return !strcmp(fl_htab_entry(n, seen_key, node)->key, key);
+}
+
+static seen_key *seen_find(fl_api_stream *s, const char *key, uint64_t h)
+{
+    return fl_htab_entry(fl_htab_find(&s->seen, h, seen_is, key), seen_key, node);
 }
 
 static bool seen_has(fl_api_stream *s, const char *key)
 {
-    return s->nbuckets && *seen_slot(s, key, fl_hash_str(key));
+    return seen_find(s, key, fl_hash_str(key)) != NULL;
 }
 
 static void seen_add(fl_api_stream *s, const char *key)
 {
-    if (s->nseen + 1 > s->nbuckets) {
-        size_t nb = s->nbuckets ? s->nbuckets * 2 : 16;
-        seen_key **b = fl_calloc(nb, sizeof *b);
-        for (size_t i = 0; i < s->nbuckets; i++)
-            for (seen_key *e = s->seen[i], *next; e; e = next) {
-                next = e->next;
-                e->next = b[e->hash & (nb - 1)];
-                b[e->hash & (nb - 1)] = e;
-            }
-        free(s->seen);
-        s->seen = b;
-        s->nbuckets = nb;
-    }
     uint64_t h = fl_hash_str(key);
-    seen_key **p = seen_slot(s, key, h);
-    if (*p)
+    if (seen_find(s, key, h))
         return;
     size_t len = strlen(key);
     seen_key *e = fl_malloc(sizeof *e + len + 1);
-    e->next = NULL;
-    e->hash = h;
     memcpy(e->key, key, len + 1);
-    *p = e;
-    s->nseen++;
+    fl_htab_add(&s->seen, &e->node, h);
 }
 
 static void seen_del(fl_api_stream *s, const char *key)
 {
-    if (!s->nbuckets)
-        return;
-    seen_key **p = seen_slot(s, key, fl_hash_str(key)), *e = *p;
+    seen_key *e = seen_find(s, key, fl_hash_str(key));
     if (e) {
-        *p = e->next;
+        fl_htab_remove(&s->seen, &e->node);
         free(e);
-        s->nseen--;
     }
 }
 
@@ -691,6 +645,7 @@ static void relay(fl_api_stream *s, const fl_watch_event *ev)
 void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
 {
     fl_api_stream *s = fl_calloc(1, sizeof *s);
+    fl_htab_init(&s->seen, 16);
     s->api = api;
     s->kind = t->kind;
     if (filter_init(&s->f, r, t)) {
@@ -842,8 +797,10 @@ size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
                 n = cap;
             memcpy(out, s->pending.p + s->pending_off, n);
             s->pending_off += n;
-            if (s->pending_off == s->pending.len)
-                s->pending.len = s->pending_off = 0;
+            if (s->pending_off == s->pending.len) { /* all read: the memory serves the next event */
+                fl_strbuf_truncate(&s->pending, 0);
+                s->pending_off = 0;
+            }
             return n;
         }
         if (!stream_pull(s))
@@ -880,17 +837,15 @@ void fl_api_stream_free(fl_api_stream *s)
         return;
     fl_watch_free(s->w);
     filter_close(&s->f);
-    free(s->pending.p);
+    fl_strbuf_close(&s->pending);
     for (size_t i = s->qoff; i < s->nq; i++) {
         json_decref(s->evq[i].obj);
         fl_blob_unref(s->evq[i].text);
     }
     free(s->evq);
-    for (size_t i = 0; i < s->nbuckets; i++)
-        for (seen_key *e = s->seen[i], *next; e; e = next) {
-            next = e->next;
-            free(e);
-        }
-    free(s->seen);
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&s->seen, &it); n; n = fl_htab_next(&it))
+        free(fl_htab_entry(n, seen_key, node));
+    fl_htab_close(&s->seen);
     free(s);
 }

@@ -1,4 +1,4 @@
-/* apply.c - server-side apply and managedFields bookkeeping (see apply.h).
+/* apply.c - server-side apply and the update of managedFields (see apply.h).
  *
  * DESIGN. The semantics are those of Kubernetes' structured-merge-diff, expressed
  * over plain jansson values instead of typed values:
@@ -17,8 +17,9 @@
  * A field set is kept in memory in nearly its FieldsV1 form: a JSON object per
  * path node whose keys are path elements ("f:spec", "k:{\"name\":\"a\"}", "v:1")
  * plus "." when the node itself is a member. Unlike FieldsV1, a member leaf is
- * {".":{}} rather than {}, so membership is one lookup; fields_decode/encode
- * translate. Empty nodes are never kept, so json_equal compares sets.
+ * {".":{}} rather than {}, so membership is one lookup; managed_fields.c
+ * translates, and keeps the managedFields entries. Empty nodes are never kept, so
+ * json_equal compares sets.
  *
  * A walker carries the position while the object trees are traversed: the
  * FieldsV1 path (for sets and messages), the dotted path with list elements
@@ -40,6 +41,7 @@
  *    client-side-apply's last-applied annotation.
  *  - Live lists with repeated keys are carried over untouched, not reconciled. */
 #include "api/apply.h"
+#include "api/managed_fields.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,7 @@
 #include "core/json.h"
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 
 /* Deeper nesting than this is refused by apply and not tracked by update; real
  * objects stay far below it. */
@@ -57,48 +60,23 @@
 #define MAX_KEYS 8
 #define FIELD_MANAGER_MAX 128
 
-/* ------------------------------------------------------------------ */
-/* Small string builder                                                */
-/* ------------------------------------------------------------------ */
-
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->s = fl_realloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-static void sb_json(sbuf *b, const json_t *v)
+/* v's compact JSON text, as a path element shows a key's value. */
+static void add_json(fl_strbuf *b, const json_t *v)
 {
     char *s = fl_json_dumps(v, NULL);
     if (s) {
-        sb_str(b, s);
+        fl_strbuf_adds(b, s);
         free(s);
     }
 }
 
 /* ------------------------------------------------------------------ */
-/* Field sets                                                          */
+/* Field sets (their form: managed_fields.h)                           */
 /* ------------------------------------------------------------------ */
-
-static bool set_member(const json_t *n) { return n && json_object_get(n, ".") != NULL; }
-static bool set_empty(const json_t *n) { return !n || json_object_size(n) == 0; }
-static void set_mark(json_t *n) { json_object_set_new(n, ".", json_object()); }
 
 static bool set_has_children(const json_t *n)
 {
-    return n && json_object_size(n) > (set_member(n) ? 1u : 0u);
+    return n && json_object_size(n) > (fl_mf_member(n) ? 1u : 0u);
 }
 
 static json_t *set_child(json_t *n, const char *pe)
@@ -118,7 +96,7 @@ static void set_union(json_t *a, const json_t *b)
     json_t *v;
     json_object_foreach((json_t *)b, key, v) {
         if (!strcmp(key, "."))
-            set_mark(a);
+            fl_mf_mark(a);
         else
             set_union(set_child(a, key), v);
     }
@@ -139,7 +117,7 @@ static void set_subtract(json_t *a, const json_t *b)
         if (!c)
             continue;
         set_subtract(c, v);
-        if (set_empty(c))
+        if (fl_mf_empty(c))
             json_object_del(a, key);
     }
 }
@@ -147,8 +125,8 @@ static void set_subtract(json_t *a, const json_t *b)
 /* out |= members of both a and b. */
 static void set_intersect(const json_t *a, const json_t *b, json_t *out)
 {
-    if (set_member(a) && set_member(b))
-        set_mark(out);
+    if (fl_mf_member(a) && fl_mf_member(b))
+        fl_mf_mark(out);
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)a, key, v) {
@@ -159,129 +137,67 @@ static void set_intersect(const json_t *a, const json_t *b, json_t *out)
             continue;
         json_t *oc = set_child(out, key);
         set_intersect(v, bc, oc);
-        if (set_empty(oc))
+        if (fl_mf_empty(oc))
             json_object_del(out, key);
     }
 }
 
-/* FieldsV1 -> internal. Anything that is not an object is ignored: a corrupt
- * entry must not stop writes to the object. */
-static json_t *fields_decode(const json_t *f)
-{
-    json_t *n = json_object();
-    if (!json_is_object(f))
-        return n;
-    if (json_object_size(f) == 0) {
-        set_mark(n);
-        return n;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)f, key, v) {
-        if (!strcmp(key, ".")) {
-            set_mark(n);
-            continue;
-        }
-        json_t *c = fields_decode(v);
-        if (set_empty(c))
-            json_decref(c);
-        else
-            json_object_set_new(n, key, c);
-    }
-    return n;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* internal -> FieldsV1, "." first and children sorted, as the apiserver writes it. */
-static json_t *fields_encode(const json_t *n)
-{
-    json_t *o = json_object();
-    size_t nk = 0, cap = json_object_size(n);
-    const char **keys = fl_malloc((cap ? cap : 1) * sizeof(*keys));
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)n, key, v) {
-        if (strcmp(key, "."))
-            keys[nk++] = key;
-    }
-    qsort(keys, nk, sizeof(*keys), cmp_str);
-    if (set_member(n) && nk)
-        json_object_set_new(o, ".", json_object());
-    for (size_t i = 0; i < nk; i++)
-        json_object_set_new(o, keys[i], fields_encode(json_object_get(n, keys[i])));
-    free(keys);
-    return o;
-}
-
 /* One path element in upstream's human notation: ".name", "[name=\"a\"]", "[=1]". */
-static void human_pe(sbuf *b, const char *pe)
+static void human_pe(fl_strbuf *b, const char *pe)
 {
     if (!strncmp(pe, "f:", 2)) {
-        sb_str(b, ".");
-        sb_str(b, pe + 2);
+        fl_strbuf_adds(b, ".");
+        fl_strbuf_adds(b, pe + 2);
     } else if (!strncmp(pe, "k:", 2)) {
         json_t *k = json_loads(pe + 2, 0, NULL);
         const char *key;
         json_t *v;
         bool first = true;
-        sb_str(b, "[");
+        fl_strbuf_adds(b, "[");
         json_object_foreach(k, key, v) {
             if (!first)
-                sb_str(b, ",");
+                fl_strbuf_adds(b, ",");
             first = false;
-            sb_str(b, key);
-            sb_str(b, "=");
-            sb_json(b, v);
+            fl_strbuf_adds(b, key);
+            fl_strbuf_adds(b, "=");
+            add_json(b, v);
         }
-        sb_str(b, "]");
+        fl_strbuf_adds(b, "]");
         json_decref(k);
     } else if (!strncmp(pe, "v:", 2)) {
-        sb_str(b, "[=");
-        sb_str(b, pe + 2);
-        sb_str(b, "]");
+        fl_strbuf_adds(b, "[=");
+        fl_strbuf_adds(b, pe + 2);
+        fl_strbuf_adds(b, "]");
     } else if (!strncmp(pe, "i:", 2)) {
-        sb_str(b, "[");
-        sb_str(b, pe + 2);
-        sb_str(b, "]");
+        fl_strbuf_adds(b, "[");
+        fl_strbuf_adds(b, pe + 2);
+        fl_strbuf_adds(b, "]");
     }
 }
 
 /* Call fn for every member path of set, in the set's (sorted) order. */
 typedef void (*member_fn)(const char *path, void *ctx);
 
-static void set_members_rec(const json_t *n, sbuf *b, member_fn fn, void *ctx)
+static void set_members_rec(const json_t *n, fl_strbuf *b, member_fn fn, void *ctx)
 {
-    if (set_member(n) && b->n)
-        fn(b->s, ctx);
-    size_t nk = 0;
-    const char **keys = fl_malloc((json_object_size(n) + 1) * sizeof(*keys));
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)n, key, v) {
-        if (strcmp(key, "."))
-            keys[nk++] = key;
-    }
-    qsort(keys, nk, sizeof(*keys), cmp_str);
+    if (fl_mf_member(n) && b->len)
+        fn(b->p, ctx);
+    size_t nk;
+    const char **keys = fl_mf_children(n, &nk);
     for (size_t i = 0; i < nk; i++) {
-        size_t mark = b->n;
+        size_t mark = b->len;
         human_pe(b, keys[i]);
         set_members_rec(json_object_get(n, keys[i]), b, fn, ctx);
-        b->n = mark;
-        if (b->s)
-            b->s[mark] = '\0';
+        fl_strbuf_truncate(b, mark);
     }
     free(keys);
 }
 
 static void set_members(const json_t *set, member_fn fn, void *ctx)
 {
-    sbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     set_members_rec(set, &b, fn, ctx);
-    free(b.s);
+    fl_strbuf_close(&b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -373,12 +289,12 @@ static bool push_item(walk *w, char *pe)
 /* The current path in upstream's notation (heap). */
 static char *walk_human(const walk *w)
 {
-    sbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     for (int i = 0; i < w->n; i++)
         human_pe(&b, w->pe[i]);
-    if (!b.s)
-        return fl_strdup(".");
-    return b.s;
+    if (!b.len)
+        fl_strbuf_adds(&b, ".");
+    return fl_strbuf_take(&b);
 }
 
 static void walk_fail(walk *w, const char *fmt, const char *a, size_t idx)
@@ -400,7 +316,7 @@ static void mark_here(const walk *w, json_t *set)
     json_t *node = set;
     for (int i = 0; i < w->n; i++)
         node = set_child(node, w->pe[i]);
-    set_mark(node);
+    fl_mf_mark(node);
 }
 
 /* Fields never tracked: apiVersion/kind, and ObjectMeta fields the server owns or
@@ -605,10 +521,10 @@ static bool list_index(walk *w, const lmeta *m, const json_t *arr, bool strict, 
         }
         if (json_object_get(idx, pe)) {
             if (strict) {
-                sbuf b = {0};
+                fl_strbuf b = FL_STRBUF_INIT;
                 human_pe(&b, pe);
-                walk_fail(w, "element %zu: duplicate entries for key %s", b.s, i);
-                free(b.s);
+                walk_fail(w, "element %zu: duplicate entries for key %s", fl_strbuf_str(&b), i);
+                fl_strbuf_close(&b);
                 ok = false;
             }
             free(pe);
@@ -838,14 +754,14 @@ static void prune_val(walk *w, json_t *v, const json_t *last, const json_t *owne
 static bool prune_child(walk *w, json_t *child, const json_t *lc, const json_t *oc)
 {
     /* Owned by nobody any more, not even below: remove it whole. */
-    if (set_member(lc) && set_empty(oc))
+    if (fl_mf_member(lc) && fl_mf_empty(oc))
         return true;
     if (!set_has_children(lc) || !(json_is_object(child) || json_is_array(child)))
         return false;
     bool had = !container_empty(child);
     prune_val(w, child, lc, oc, NULL);
     /* A map or list emptied by pruning goes too, unless someone owns it as such. */
-    return had && container_empty(child) && !set_member(oc);
+    return had && container_empty(child) && !fl_mf_member(oc);
 }
 
 static void prune_val(walk *w, json_t *v, const json_t *last, const json_t *owned, const lmeta *keys)
@@ -893,7 +809,7 @@ static void prune_val(walk *w, json_t *v, const json_t *last, const json_t *owne
             free(pe);
             continue;
         }
-        if (set_member(lc) && set_empty(oc)) {
+        if (fl_mf_member(lc) && fl_mf_empty(oc)) {
             free(pe);
             json_array_remove(v, i);
             continue;
@@ -1026,236 +942,6 @@ static void diff_free(diff *d)
     json_decref(d->removed);
 }
 
-/* ------------------------------------------------------------------ */
-/* managedFields entries                                               */
-/* ------------------------------------------------------------------ */
-
-typedef struct mf_entry {
-    char *manager, *operation, *api_version, *time, *subresource;
-    json_t *set; /* internal form; NULL while only raw is known (mf_set decodes it) */
-    json_t *raw; /* the FieldsV1 as stored, while set is NULL */
-    json_t *orig; /* the entry as it came (mf_decode), or NULL: stored again as it is if unchanged */
-} mf_entry;
-
-typedef struct mf_list {
-    mf_entry *e;
-    size_t n;
-} mf_list;
-
-static char *jstr_dup(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return fl_strdup(s ? s : "");
-}
-
-static void mf_add(mf_list *l, const char *manager, const char *op, const char *api_version, const char *time,
-                   json_t *set)
-{
-    l->e = fl_realloc(l->e, (l->n + 1) * sizeof(*l->e));
-    mf_entry *e = &l->e[l->n++];
-    e->manager = fl_strdup(manager);
-    e->operation = fl_strdup(op);
-    e->api_version = fl_strdup(api_version ? api_version : "");
-    e->time = fl_strdup(time ? time : "");
-    e->subresource = fl_strdup("");
-    e->set = set;
-    e->raw = NULL;
-    e->orig = NULL;
-}
-
-/* lazy: each entry's set is decoded only when mf_set asks for it (an entry a write does not
- * touch is stored again as it was) */
-static void mf_decode(const json_t *arr, mf_list *l, bool lazy)
-{
-    l->e = NULL;
-    l->n = 0;
-    size_t i;
-    json_t *o;
-    json_array_foreach(arr, i, o) {
-        if (!json_is_object(o) || !json_is_string(json_object_get(o, "manager")))
-            continue;
-        l->e = fl_realloc(l->e, (l->n + 1) * sizeof(*l->e));
-        mf_entry *e = &l->e[l->n++];
-        e->manager = jstr_dup(o, "manager");
-        e->operation = jstr_dup(o, "operation");
-        e->api_version = jstr_dup(o, "apiVersion");
-        e->time = jstr_dup(o, "time");
-        e->subresource = jstr_dup(o, "subresource");
-        json_t *f = json_object_get(o, "fieldsV1");
-        e->set = lazy ? NULL : fields_decode(f);
-        e->raw = lazy ? json_incref(f) : NULL;
-        e->orig = json_incref(o);
-    }
-}
-
-static json_t *mf_set(mf_entry *e)
-{
-    if (!e->set) {
-        e->set = fields_decode(e->raw);
-        json_decref(e->raw);
-        e->raw = NULL;
-    }
-    return e->set;
-}
-
-/* Is the FieldsV1 f (a node of it) itself a member (as fields_decode reads it)? */
-static bool raw_member(const json_t *f)
-{
-    return json_is_object(f) && (json_object_size(f) == 0 || json_object_get(f, "."));
-}
-
-/* Does the FieldsV1 f share a member with set s (internal form)? */
-static bool raw_intersects(const json_t *f, const json_t *s)
-{
-    if (set_member(s) && raw_member(f))
-        return true;
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)s, key, v) {
-        if (strcmp(key, ".")) {
-            const json_t *fc = json_is_object(f) ? json_object_get(f, key) : NULL;
-            if (fc && raw_intersects(fc, v))
-                return true;
-        }
-    }
-    return false;
-}
-
-/* Is every member of set s (internal form) a member of the FieldsV1 f? */
-static bool raw_contains(const json_t *f, const json_t *s)
-{
-    if (set_member(s) && !raw_member(f))
-        return false;
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)s, key, v) {
-        if (strcmp(key, ".") && !raw_contains(json_is_object(f) ? json_object_get(f, key) : NULL, v))
-            return false;
-    }
-    return true;
-}
-
-static void mf_free(mf_list *l)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        mf_entry *e = &l->e[i];
-        free(e->manager);
-        free(e->operation);
-        free(e->api_version);
-        free(e->time);
-        free(e->subresource);
-        json_decref(e->set);
-        json_decref(e->raw);
-        json_decref(e->orig);
-    }
-    free(l->e);
-    l->e = NULL;
-    l->n = 0;
-}
-
-static ssize_t mf_find(const mf_list *l, const char *manager, const char *op, const char *api_version)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        const mf_entry *e = &l->e[i];
-        if (!strcmp(e->manager, manager) && !strcmp(e->operation, op) && !e->subresource[0] &&
-            (!api_version || !strcmp(e->api_version, api_version)))
-            return (ssize_t)i;
-    }
-    return -1;
-}
-
-/* Upstream's order: operation, then time, manager, apiVersion, subresource. */
-static int mf_cmp(const void *a, const void *b)
-{
-    const mf_entry *p = a, *q = b;
-    int c;
-    if ((c = strcmp(p->operation, q->operation)) || (c = strcmp(p->time, q->time)) ||
-        (c = strcmp(p->manager, q->manager)) || (c = strcmp(p->api_version, q->api_version)))
-        return c;
-    return strcmp(p->subresource, q->subresource);
-}
-
-/* Is the string member key of o what mf_store writes for v ("" meaning: absent)? */
-static bool same_opt_str(const json_t *o, const char *key, const char *v)
-{
-    const json_t *m = json_object_get(o, key);
-    return v[0] ? json_is_string(m) && !strcmp(json_string_value(m), v) : !m;
-}
-
-/* The entry as mf_store writes it, from e->orig when that is exactly it (an entry this
- * write left alone, or whose time alone moved): most writes change no ownership, and
- * building every entry again was a fifth of what recording them cost. NULL: build it. */
-static json_t *mf_reuse(const mf_entry *e)
-{
-    const json_t *o = e->orig;
-    if (!o || e->set || !e->raw || json_object_get(o, "fieldsV1") != e->raw)
-        return NULL;
-    size_t want = 4 + (e->api_version[0] != 0) + (e->time[0] != 0) + (e->subresource[0] != 0);
-    const json_t *ft = json_object_get(o, "fieldsType");
-    if (json_object_size(o) != want || !json_is_string(ft) || strcmp(json_string_value(ft), "FieldsV1") ||
-        !same_opt_str(o, "manager", e->manager) || !same_opt_str(o, "operation", e->operation) ||
-        !e->manager[0] || !e->operation[0] || !same_opt_str(o, "apiVersion", e->api_version) ||
-        !same_opt_str(o, "subresource", e->subresource) || !json_object_get(o, "time") != !e->time[0])
-        return NULL;
-    /* and in upstream's order, as built below */
-    static const char *const order[] = {"manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1",
-                                        "subresource"};
-    size_t k = 0;
-    for (void *it = json_object_iter((json_t *)o); it; it = json_object_iter_next((json_t *)o, it)) {
-        while (k < 7 && strcmp(order[k], json_object_iter_key(it)))
-            k++;
-        if (k == 7)
-            return NULL;
-    }
-    if (same_opt_str(o, "time", e->time))
-        return json_incref((json_t *)o);
-    json_t *c = json_copy((json_t *)o);
-    json_object_set_new(c, "time", json_string(e->time));
-    return c;
-}
-
-/* Write entries with a non-empty set into obj's metadata.managedFields. */
-static void mf_store(mf_list *l, json_t *obj)
-{
-    if (l->n > 1)
-        qsort(l->e, l->n, sizeof(*l->e), mf_cmp);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < l->n; i++) {
-        const mf_entry *e = &l->e[i];
-        if (e->set ? set_empty(e->set) : !json_is_object(e->raw))
-            continue;
-        json_t *o = mf_reuse(e);
-        if (o) {
-            json_array_append_new(arr, o);
-            continue;
-        }
-        o = json_object();
-        json_object_set_new(o, "manager", json_string(e->manager));
-        json_object_set_new(o, "operation", json_string(e->operation));
-        if (e->api_version[0])
-            json_object_set_new(o, "apiVersion", json_string(e->api_version));
-        if (e->time[0])
-            json_object_set_new(o, "time", json_string(e->time));
-        json_object_set_new(o, "fieldsType", json_string("FieldsV1"));
-        json_object_set_new(o, "fieldsV1", e->set ? fields_encode(e->set) : json_incref(e->raw));
-        if (e->subresource[0])
-            json_object_set_new(o, "subresource", json_string(e->subresource));
-        json_array_append_new(arr, o);
-    }
-    json_t *meta = json_object_get(obj, "metadata");
-    if (!json_array_size(arr)) {
-        if (json_is_object(meta))
-            json_object_del(meta, "managedFields");
-        json_decref(arr);
-        return;
-    }
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(obj, "metadata", meta);
-    }
-    json_object_set_new(meta, "managedFields", arr);
-}
-
 static const char *now_or_clock(const char *now, char *buf, size_t n)
 {
     if (now && *now)
@@ -1341,7 +1027,7 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
 {
     char *msg = NULL, tbuf[32];
     json_t *newset = json_object(), *merged = NULL, *owned = NULL, *changed = NULL, *cf = NULL;
-    mf_list mf = {0};
+    fl_mf_list mf = {0};
     diff d = {0};
     walk w;
     int rc;
@@ -1368,8 +1054,8 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
         goto fail_walk;
 
     /* 3. drop what it stopped applying and nobody else owns */
-    mf_decode(json_object_get(json_object_get(cur, "metadata"), "managedFields"), &mf, false);
-    ssize_t self = mf_find(&mf, manager, "Apply", NULL);
+    fl_mf_decode(json_object_get(json_object_get(cur, "metadata"), "managedFields"), &mf, false);
+    ssize_t self = fl_mf_find(&mf, manager, "Apply", NULL);
     owned = fl_json_deep_copy(newset);
     for (size_t i = 0; i < mf.n; i++)
         if ((ssize_t)i != self)
@@ -1387,7 +1073,7 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
             continue;
         json_t *x = json_object();
         set_intersect(mf.e[i].set, changed, x);
-        if (!set_empty(x)) {
+        if (!fl_mf_empty(x)) {
             conflict_ctx cc = {cf, mf.e[i].manager};
             set_members(x, add_conflict, &cc);
             if (force)
@@ -1406,14 +1092,14 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
     }
 
     /* 5. the manager's Apply entry: time moves only when something changed */
-    bool noop = set_empty(changed) && set_empty(d.removed);
+    bool noop = fl_mf_empty(changed) && fl_mf_empty(d.removed);
     const char *t = now_or_clock(now, tbuf, sizeof(tbuf));
     const char *av = json_string_value(json_object_get(config, "apiVersion"));
     if (self < 0) {
-        mf_add(&mf, manager, "Apply", av, t, newset);
+        fl_mf_add(&mf, manager, "Apply", av, t, newset);
         newset = NULL;
     } else {
-        mf_entry *e = &mf.e[self];
+        fl_mf_entry *e = &mf.e[self];
         if (!noop || !json_equal(e->set, newset) || strcmp(e->api_version, av)) {
             free(e->time);
             e->time = fl_strdup(t);
@@ -1424,7 +1110,7 @@ int fl_apply(const fl_kind *k, const json_t *cur, const json_t *config, const ch
         e->set = newset;
         newset = NULL;
     }
-    mf_store(&mf, merged);
+    fl_mf_store(&mf, merged);
     *out = merged;
     merged = NULL;
     rc = 0;
@@ -1447,7 +1133,7 @@ out:
     json_decref(cf);
     if (d.added)
         diff_free(&d);
-    mf_free(&mf);
+    fl_mf_free(&mf);
     return rc;
 }
 
@@ -1465,14 +1151,14 @@ void fl_managed_fields_update(const fl_kind *k, const json_t *old, json_t *obj, 
     if (old && !json_is_object(old))
         old = NULL;
     char tbuf[32];
-    mf_list mf = {0};
+    fl_mf_list mf = {0};
     diff d = {0};
 
     const json_t *given = json_object_get(json_object_get(obj, "metadata"), "managedFields");
     if (json_is_array(given) && json_array_size(given))
-        mf_decode(given, &mf, true);
+        fl_mf_decode(given, &mf, true);
     else if (!json_is_array(given))
-        mf_decode(json_object_get(json_object_get(old, "metadata"), "managedFields"), &mf, true);
+        fl_mf_decode(json_object_get(json_object_get(old, "metadata"), "managedFields"), &mf, true);
     /* else: an explicit [] resets ownership */
 
     /* On create, compare against an empty object whose metadata/spec/status exist,
@@ -1490,34 +1176,34 @@ void fl_managed_fields_update(const fl_kind *k, const json_t *old, json_t *obj, 
     d.added = NULL;
     set_union(changed, d.modified);
     const char *av = kind_api_version(k, obj);
-    ssize_t self = set_empty(changed) ? -1 : mf_find(&mf, manager, "Update", av);
+    ssize_t self = fl_mf_empty(changed) ? -1 : fl_mf_find(&mf, manager, "Update", av);
     for (size_t i = 0; i < mf.n; i++) {
-        mf_entry *e = &mf.e[i];
+        fl_mf_entry *e = &mf.e[i];
         /* an entry that owns none of what changed keeps its fields as stored; so does the
          * writer's own when it already owns all that changed */
-        if (!e->set && !raw_intersects(e->raw, d.removed) &&
-            ((ssize_t)i == self ? raw_contains(e->raw, changed) : !raw_intersects(e->raw, changed)))
+        if (!e->set && !fl_mf_raw_intersects(e->raw, d.removed) &&
+            ((ssize_t)i == self ? fl_mf_raw_contains(e->raw, changed) : !fl_mf_raw_intersects(e->raw, changed)))
             continue;
-        set_subtract(mf_set(e), changed);
-        set_subtract(mf_set(e), d.removed);
+        set_subtract(fl_mf_set(e), changed);
+        set_subtract(fl_mf_set(e), d.removed);
         if ((ssize_t)i == self)
             set_union(e->set, changed);
     }
-    if (!set_empty(changed)) {
+    if (!fl_mf_empty(changed)) {
         const char *t = now_or_clock(now, tbuf, sizeof(tbuf));
         if (self < 0) {
-            mf_add(&mf, manager, "Update", av, t, changed);
+            fl_mf_add(&mf, manager, "Update", av, t, changed);
             changed = NULL;
         } else {
             free(mf.e[self].time);
             mf.e[self].time = fl_strdup(t);
         }
     }
-    mf_store(&mf, obj);
+    fl_mf_store(&mf, obj);
     json_decref(changed);
     json_decref(base);
     diff_free(&d);
-    mf_free(&mf);
+    fl_mf_free(&mf);
 }
 
 /* ------------------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 
 /* ---------------------------------------------------------------------------------
  * Schema accessors. NULL stands for "no schema", as a nil *Structural does upstream.
@@ -88,48 +89,26 @@ static bool meta_field(const char *k)
 }
 
 /* ---------------------------------------------------------------------------------
- * Paths, built in one growing buffer: ".spec.items[2].bar".
+ * Paths, built in one growing buffer: ".spec.items[2].bar". Each step returns the length
+ * before it, to cut the path back to with fl_strbuf_truncate.
  */
-typedef struct {
-    char *s;
-    size_t n, cap;
-} pathbuf;
-
-static size_t path_add(pathbuf *p, const char *a, const char *b)
+static size_t path_key(fl_strbuf *p, const char *k)
 {
-    size_t old = p->n, la = strlen(a), lb = strlen(b);
-    if (p->n + la + lb + 1 > p->cap) {
-        p->cap = (p->n + la + lb + 1) * 2;
-        p->s = fl_realloc(p->s, p->cap);
-    }
-    memcpy(p->s + p->n, a, la);
-    memcpy(p->s + p->n + la, b, lb);
-    p->n += la + lb;
-    p->s[p->n] = '\0';
+    size_t old = p->len;
+    fl_strbuf_addc(p, '.');
+    fl_strbuf_adds(p, k);
     return old;
 }
 
-static size_t path_key(pathbuf *p, const char *k)
+static size_t path_index(fl_strbuf *p, size_t i)
 {
-    return path_add(p, ".", k);
-}
-
-static size_t path_index(pathbuf *p, size_t i)
-{
-    char b[32];
-    snprintf(b, sizeof b, "[%zu]", i);
-    return path_add(p, b, "");
-}
-
-static void path_pop(pathbuf *p, size_t old)
-{
-    p->n = old;
-    if (p->s)
-        p->s[old] = '\0';
+    size_t old = p->len;
+    fl_strbuf_printf(p, "[%zu]", i);
+    return old;
 }
 
 typedef struct {
-    pathbuf p;
+    fl_strbuf p;
     json_t *found;      /* paths removed, NULL when the caller does not want them */
     const json_t *root; /* the resource: treated as an embedded resource */
 } walk;
@@ -146,8 +125,8 @@ static void record(walk *w, const char *key)
     if (!w->found)
         return;
     size_t s = path_key(&w->p, key);
-    json_array_append_new(w->found, json_string(w->p.s));
-    path_pop(&w->p, s);
+    json_array_append_new(w->found, json_string(w->p.p));
+    fl_strbuf_truncate(&w->p, s);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -174,7 +153,7 @@ static void skip_prune(walk *w, json_t *v, const json_t *s)
                 continue;
             size_t o = path_key(&w->p, k);
             prune(w, c, p ? p : as);
-            path_pop(&w->p, o);
+            fl_strbuf_truncate(&w->p, o);
         }
     } else if (json_is_array(v)) {
         size_t i;
@@ -182,7 +161,7 @@ static void skip_prune(walk *w, json_t *v, const json_t *s)
         json_array_foreach(v, i, e) {
             size_t o = path_index(&w->p, i);
             skip_prune(w, e, items(s));
-            path_pop(&w->p, o);
+            fl_strbuf_truncate(&w->p, o);
         }
     }
 }
@@ -214,9 +193,9 @@ static void prune(walk *w, json_t *v, const json_t *s)
             if (p || has) {
                 size_t o = path_key(&w->p, k);
                 prune(w, c, p ? p : as);
-                path_pop(&w->p, o);
+                fl_strbuf_truncate(&w->p, o);
             } else {
-                if (!meta_field(k) || w->p.n > 0)
+                if (!meta_field(k) || w->p.len > 0)
                     record(w, k);
                 json_object_del(v, k);
             }
@@ -227,7 +206,7 @@ static void prune(walk *w, json_t *v, const json_t *s)
         json_array_foreach(v, i, e) {
             size_t o = path_index(&w->p, i);
             prune(w, e, items(s));
-            path_pop(&w->p, o);
+            fl_strbuf_truncate(&w->p, o);
         }
     }
 }
@@ -313,9 +292,9 @@ static void coerce_meta(walk *w, json_t *meta)
                 continue;
             size_t oi = path_index(&w->p, i);
             drop_unknown_keys(w, e, nested[n].keys);
-            path_pop(&w->p, oi);
+            fl_strbuf_truncate(&w->p, oi);
         }
-        path_pop(&w->p, o);
+        fl_strbuf_truncate(&w->p, o);
     }
 }
 
@@ -329,7 +308,7 @@ static void coerce(walk *w, json_t *v, const json_t *s, bool root)
         if (!root && flag(s, "x-kubernetes-embedded-resource")) {
             size_t o = path_key(&w->p, "metadata");
             coerce_meta(w, json_object_get(v, "metadata"));
-            path_pop(&w->p, o);
+            fl_strbuf_truncate(&w->p, o);
         }
         const char *k;
         json_t *c;
@@ -339,7 +318,7 @@ static void coerce(walk *w, json_t *v, const json_t *s, bool root)
                 continue;
             size_t o = path_key(&w->p, k);
             coerce(w, c, fs, false);
-            path_pop(&w->p, o);
+            fl_strbuf_truncate(&w->p, o);
         }
     } else if (json_is_array(v)) {
         size_t i;
@@ -347,7 +326,7 @@ static void coerce(walk *w, json_t *v, const json_t *s, bool root)
         json_array_foreach(v, i, e) {
             size_t o = path_index(&w->p, i);
             coerce(w, e, items(s), false);
-            path_pop(&w->p, o);
+            fl_strbuf_truncate(&w->p, o);
         }
     }
 }
@@ -391,7 +370,7 @@ void fl_crd_prune(const fl_kind *k, json_t *obj, json_t *unknown)
         json_array_extend(unknown, w.found);
         json_decref(w.found);
     }
-    free(w.p.s);
+    fl_strbuf_close(&w.p);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -454,64 +433,39 @@ void fl_crd_default(const fl_kind *k, json_t *obj)
  * fieldValidation.
  */
 
-/* Growing string. */
-typedef struct {
-    char *s;
-    size_t n, cap;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *t, size_t len)
-{
-    if (b->n + len + 1 > b->cap) {
-        b->cap = (b->n + len + 1) * 2;
-        b->s = fl_realloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, t, len);
-    b->n += len;
-    b->s[b->n] = '\0';
-}
-
-static void sb_str(strbuf *b, const char *t)
-{
-    sb_add(b, t, strlen(t));
-}
-
 /* One strict-decoding complaint: a path from fl_crd_prune(), or a caller's
  * complete message. */
-static void sb_entry(strbuf *b, const char *e)
+static void add_entry(fl_strbuf *b, const char *e)
 {
     if (e[0] == '.') {
-        sb_str(b, "unknown field \"");
-        sb_str(b, e + 1);
-        sb_str(b, "\"");
+        fl_strbuf_adds(b, "unknown field \"");
+        fl_strbuf_adds(b, e + 1);
+        fl_strbuf_adds(b, "\"");
     } else {
-        sb_str(b, e);
+        fl_strbuf_adds(b, e);
     }
 }
 
 /* Go's %q for the bad value, close enough for a query parameter: quotes,
  * backslashes and control bytes escaped, other bytes as they are. */
-static void sb_quote(strbuf *b, const char *t)
+static void add_quoted(fl_strbuf *b, const char *t)
 {
-    sb_str(b, "\"");
+    fl_strbuf_adds(b, "\"");
     for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
-        char esc[8];
         switch (*p) {
-        case '"': sb_str(b, "\\\""); break;
-        case '\\': sb_str(b, "\\\\"); break;
-        case '\n': sb_str(b, "\\n"); break;
-        case '\r': sb_str(b, "\\r"); break;
-        case '\t': sb_str(b, "\\t"); break;
+        case '"': fl_strbuf_adds(b, "\\\""); break;
+        case '\\': fl_strbuf_adds(b, "\\\\"); break;
+        case '\n': fl_strbuf_adds(b, "\\n"); break;
+        case '\r': fl_strbuf_adds(b, "\\r"); break;
+        case '\t': fl_strbuf_adds(b, "\\t"); break;
         default:
-            if (*p < 0x20 || *p == 0x7f) {
-                snprintf(esc, sizeof esc, "\\x%02x", *p);
-                sb_str(b, esc);
-            } else {
-                sb_add(b, (const char *)p, 1);
-            }
+            if (*p < 0x20 || *p == 0x7f)
+                fl_strbuf_printf(b, "\\x%02x", *p);
+            else
+                fl_strbuf_addc(b, (char)*p);
         }
     }
-    sb_str(b, "\"");
+    fl_strbuf_adds(b, "\"");
 }
 
 int fl_crd_field_validation(const char *mode, const json_t *unknown, char **warning, char **err)
@@ -523,11 +477,11 @@ int fl_crd_field_validation(const char *mode, const json_t *unknown, char **warn
         mode = "Warn";
     bool strict = !strcmp(mode, "Strict"), warn = !strcmp(mode, "Warn");
     if (!strict && !warn && strcmp(mode, "Ignore")) {
-        strbuf b = {0};
-        sb_str(&b, "fieldValidation: Unsupported value: ");
-        sb_quote(&b, mode);
-        sb_str(&b, ": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"");
-        *err = b.s;
+        fl_strbuf b = FL_STRBUF_INIT;
+        fl_strbuf_adds(&b, "fieldValidation: Unsupported value: ");
+        add_quoted(&b, mode);
+        fl_strbuf_adds(&b, ": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"");
+        *err = fl_strbuf_take(&b);
         return FL_EINVAL;
     }
     size_t n = 0, i;
@@ -538,23 +492,23 @@ int fl_crd_field_validation(const char *mode, const json_t *unknown, char **warn
     if (!n || !(strict || warn))
         return 0;
 
-    strbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     if (strict)
-        sb_str(&b, "strict decoding error: ");
+        fl_strbuf_adds(&b, "strict decoding error: ");
     bool first = true;
     json_array_foreach(unknown, i, e) {
         const char *s = json_string_value(e);
         if (!s)
             continue;
         if (!first)
-            sb_str(&b, strict ? ", " : "\n");
+            fl_strbuf_adds(&b, strict ? ", " : "\n");
         first = false;
-        sb_entry(&b, s);
+        add_entry(&b, s);
     }
     if (strict) {
-        *err = b.s;
+        *err = fl_strbuf_take(&b);
         return FL_EINVAL;
     }
-    *warning = b.s;
+    *warning = fl_strbuf_take(&b);
     return 0;
 }

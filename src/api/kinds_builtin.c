@@ -28,6 +28,7 @@
 #include "api/validate.h"
 #include "core/json_get.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 
 /* Shared with kinds.c (registry) and kinds_crd.c; not part of kinds.h on purpose. */
 extern fl_kind fl_kinds__builtin[];
@@ -1157,33 +1158,23 @@ static char *since(const char *rfc3339)
     return human_duration((long long)time(NULL) - t);
 }
 
-/* Growable comma-joined string. */
-typedef struct strbuf {
-    char *s;
-    size_t len, cap;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *s)
+/* A comma-joined list: s after a comma, unless nothing is there yet (an empty s adds no
+ * comma before the next one either). */
+static void join_add(fl_strbuf *b, const char *s)
 {
-    size_t n = strlen(s);
-    if (b->len + n + 2 > b->cap) {
-        b->cap = (b->len + n + 2) * 2;
-        b->s = fl_realloc(b->s, b->cap);
-    }
     if (b->len)
-        b->s[b->len++] = ',';
-    memcpy(b->s + b->len, s, n + 1);
-    b->len += n;
+        fl_strbuf_addc(b, ',');
+    fl_strbuf_adds(b, s);
 }
 
 /* Take the joined string, or a copy of def if nothing was added. */
-static char *sb_take(strbuf *b, const char *def)
+static char *join_take(fl_strbuf *b, const char *def)
 {
     if (!b->len) {
-        free(b->s);
+        fl_strbuf_close(b);
         return fl_strdup(def);
     }
-    return b->s;
+    return fl_strbuf_take(b);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -1200,13 +1191,13 @@ static char *format_labels(const json_t *m)
     json_t *v;
     json_object_foreach((json_t *)m, k, v) kv[i++] = fl_asprintf("%s=%s", k, json_is_string(v) ? json_string_value(v) : "");
     qsort(kv, n, sizeof(*kv), cmp_str);
-    strbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     for (i = 0; i < n; i++) {
-        sb_add(&b, kv[i]);
+        join_add(&b, kv[i]);
         free(kv[i]);
     }
     free(kv);
-    return sb_take(&b, "<none>");
+    return join_take(&b, "<none>");
 }
 
 /* metav1.FormatLabelSelector: requirements sorted by key ("k=v", "k in (a,b)",
@@ -1237,13 +1228,13 @@ static char *format_selector(const json_t *sel)
             vs[x] = fl_strdup(s ? s : "");
         }
         qsort(vs, nv, sizeof(*vs), cmp_str);
-        strbuf b = {0};
+        fl_strbuf b = FL_STRBUF_INIT;
         for (size_t x = 0; x < nv; x++) {
-            sb_add(&b, vs[x]);
+            join_add(&b, vs[x]);
             free(vs[x]);
         }
         free(vs);
-        char *joined = sb_take(&b, "");
+        char *joined = join_take(&b, "");
         if (!strcmp(op, "In"))
             req[i++] = fl_asprintf("%s in (%s)", key, joined);
         else if (!strcmp(op, "NotIn"))
@@ -1257,28 +1248,28 @@ static char *format_selector(const json_t *sel)
         free(joined);
     }
     qsort(req, i, sizeof(*req), cmp_str);
-    strbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     for (j = 0; j < i; j++) {
-        sb_add(&b, req[j]);
+        join_add(&b, req[j]);
         free(req[j]);
     }
     free(req);
-    return sb_take(&b, "<none>");
+    return join_take(&b, "<none>");
 }
 
 /* Containers and images of a pod template, comma-joined (wide columns). */
 static void cells_containers_images(json_t *cells, const json_t *podspec)
 {
     const json_t *cs = json_object_get(podspec, "containers");
-    strbuf names = {0}, images = {0};
+    fl_strbuf names = FL_STRBUF_INIT, images = FL_STRBUF_INIT;
     size_t i;
     json_t *c;
     json_array_foreach(cs, i, c) {
-        sb_add(&names, jstr_or(c, "name", ""));
-        sb_add(&images, jstr_or(c, "image", ""));
+        join_add(&names, jstr_or(c, "name", ""));
+        join_add(&images, jstr_or(c, "image", ""));
     }
-    cell_take(cells, sb_take(&names, ""));
-    cell_take(cells, sb_take(&images, ""));
+    cell_take(cells, join_take(&names, ""));
+    cell_take(cells, join_take(&images, ""));
 }
 
 /* The condition of `type` in a conditions array, or NULL. */
@@ -1335,21 +1326,21 @@ static char *service_external_ip(const json_t *o)
     const json_t *ext = fl_json_path(o, "spec.externalIPs");
     size_t i;
     json_t *v;
-    strbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     if (!strcmp(type, "ClusterIP") || !strcmp(type, "NodePort")) {
-        json_array_foreach(ext, i, v) if (json_is_string(v)) sb_add(&b, json_string_value(v));
-        return sb_take(&b, "<none>");
+        json_array_foreach(ext, i, v) if (json_is_string(v)) join_add(&b, json_string_value(v));
+        return join_take(&b, "<none>");
     }
     if (!strcmp(type, "LoadBalancer")) {
         json_array_foreach(fl_json_path(o, "status.loadBalancer.ingress"), i, v) {
             const char *ip = fl_json_path_str(v, "ip"), *host = fl_json_path_str(v, "hostname");
             if (ip && *ip)
-                sb_add(&b, ip);
+                join_add(&b, ip);
             else if (host && *host)
-                sb_add(&b, host);
+                join_add(&b, host);
         }
-        json_array_foreach(ext, i, v) if (json_is_string(v)) sb_add(&b, json_string_value(v));
-        return sb_take(&b, "<pending>");
+        json_array_foreach(ext, i, v) if (json_is_string(v)) join_add(&b, json_string_value(v));
+        return join_take(&b, "<pending>");
     }
     if (!strcmp(type, "ExternalName"))
         return fl_strdup(jstr_or(o, "spec.externalName", ""));
@@ -1361,7 +1352,7 @@ static void row_service(const fl_kind *k, const json_t *o, json_t *cells)
     cell_str(cells, jstr_or(o, "spec.type", "ClusterIP"));
     cell_str(cells, jstr_or(o, "spec.clusterIP", "<none>"));
     cell_take(cells, service_external_ip(o));
-    strbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     size_t i;
     json_t *p;
     json_array_foreach(fl_json_path(o, "spec.ports"), i, p) {
@@ -1372,10 +1363,10 @@ static void row_service(const fl_kind *k, const json_t *o, json_t *cells)
             s = fl_asprintf("%lld:%lld/%s", (long long)fl_json_path_int(p, "port", 0), (long long)node_port, proto);
         else
             s = fl_asprintf("%lld/%s", (long long)fl_json_path_int(p, "port", 0), proto);
-        sb_add(&b, s);
+        join_add(&b, s);
         free(s);
     }
-    cell_take(cells, sb_take(&b, "<none>"));
+    cell_take(cells, join_take(&b, "<none>"));
     cell_take(cells, format_labels(fl_json_path(o, "spec.selector")));
 }
 
@@ -1409,18 +1400,18 @@ static void row_pvc(const fl_kind *k, const json_t *o, json_t *cells)
             cell_str(cells, "");
         /* upstream prints the modes in this fixed order */
         static const char *order[] = {"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"};
-        strbuf b = {0};
+        fl_strbuf b = FL_STRBUF_INIT;
         for (size_t x = 0; x < 4; x++) {
             size_t i;
             json_t *m;
             json_array_foreach(fl_json_path(o, "status.accessModes"), i, m) {
                 if (json_is_string(m) && !strcmp(json_string_value(m), order[x])) {
-                    sb_add(&b, pvc_mode_abbrev(order[x]));
+                    join_add(&b, pvc_mode_abbrev(order[x]));
                     break;
                 }
             }
         }
-        cell_take(cells, sb_take(&b, ""));
+        cell_take(cells, join_take(&b, ""));
     } else {
         cell_str(cells, "");
         cell_str(cells, "");
@@ -1638,15 +1629,15 @@ static void row_node(const fl_kind *k, const json_t *o, json_t *cells)
                 roles[r++] = fl_strdup(json_string_value(v));
         }
     qsort(roles, r, sizeof(*roles), cmp_str);
-    strbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     for (size_t i = 0; i < r; i++) {
         if (!i || strcmp(roles[i], roles[i - 1]))
-            sb_add(&b, roles[i]);
+            join_add(&b, roles[i]);
     }
     for (size_t i = 0; i < r; i++)
         free(roles[i]);
     free(roles);
-    cell_take(cells, sb_take(&b, "<none>"));
+    cell_take(cells, join_take(&b, "<none>"));
     cell_str(cells, jstr_or(o, "status.nodeInfo.kubeletVersion", ""));
 }
 
@@ -1750,11 +1741,11 @@ static void row_cluster(const fl_kind *k, const json_t *o, json_t *cells)
     cell_str(cells, jstr_or(o, "spec.syncMode", ""));
     const char *ready = fl_json_path_str(find_condition(fl_json_path(o, "status.conditions"), "Ready"), "status");
     cell_str(cells, ready ? ready : "Unknown");
-    strbuf b = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
     size_t i;
     json_t *z;
-    json_array_foreach(fl_json_path(o, "spec.zones"), i, z) if (json_is_string(z)) sb_add(&b, json_string_value(z));
-    cell_take(cells, sb_take(&b, "<none>"));
+    json_array_foreach(fl_json_path(o, "spec.zones"), i, z) if (json_is_string(z)) join_add(&b, json_string_value(z));
+    cell_take(cells, join_take(&b, "<none>"));
     cell_str(cells, jstr_or(o, "spec.region", "<none>"));
     cell_str(cells, jstr_or(o, "spec.provider", "<none>"));
     cell_str(cells, jstr_or(o, "spec.apiEndpoint", ""));

@@ -32,6 +32,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 #include "core/timefmt.h"
 
 static CURLcode release_idle_buffers(CURL *curl, void *ssl_ctx, void *userptr)
@@ -45,55 +46,31 @@ static CURLcode release_idle_buffers(CURL *curl, void *ssl_ctx, void *userptr)
 
 /* ---------- small helpers ---------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        b->p = fl_realloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void sb_str(sbuf *b, const char *s)
-{
-    sb_add(b, s, strlen(s));
-}
-
 /* Percent-encode everything but RFC 3986 unreserved characters. */
-static void sb_esc(sbuf *b, const char *s)
+static void add_escaped(fl_strbuf *b, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
             ch == '.' || ch == '_' || ch == '~') {
-            sb_add(b, (const char *)&ch, 1);
+            fl_strbuf_addc(b, (char)ch);
         } else {
             char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-            sb_add(b, e, 3);
+            fl_strbuf_add(b, e, 3);
         }
     }
 }
 
 /* Append "?k=v" or "&k=v" (v escaped); skipped when v is NULL or empty. */
-static void sb_query(sbuf *b, const char *k, const char *v)
+static void add_query(fl_strbuf *b, const char *k, const char *v)
 {
     if (!v || !*v)
         return;
-    sb_str(b, strchr(b->p ? b->p : "", '?') ? "&" : "?");
-    sb_str(b, k);
-    sb_str(b, "=");
-    sb_esc(b, v);
+    fl_strbuf_addc(b, strchr(fl_strbuf_str(b), '?') ? '&' : '?');
+    fl_strbuf_adds(b, k);
+    fl_strbuf_adds(b, "=");
+    add_escaped(b, v);
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -421,7 +398,7 @@ static void slot_put(fl_client *c, slot *s)
 
 typedef struct xfer {
     slot *s;
-    sbuf body;          /* response bytes (non-watch, or a watch's error body / partial line) */
+    fl_strbuf body;        /* response bytes (non-watch, or a watch's error body / partial line) */
     long code;
     bool toobig;
     /* watch mode */
@@ -578,7 +555,7 @@ static bool feed(xfer *x, const char *p, size_t n)
         x->toobig = true;
         return false;
     }
-    sb_add(&x->body, p, n);
+    fl_strbuf_add(&x->body, p, n);
     if (!x->watch || x->code != 200)
         return true;
     /* cut complete lines off the front and deliver them */
@@ -594,8 +571,7 @@ static bool feed(xfer *x, const char *p, size_t n)
     }
     if (x->scan > 0 && x->scan * 2 >= x->body.len) {
         memmove(x->body.p, x->body.p + x->scan, x->body.len - x->scan);
-        x->body.len -= x->scan;
-        x->body.p[x->body.len] = 0;
+        fl_strbuf_truncate(&x->body, x->body.len - x->scan);
         x->scan = 0;
     }
     return true;
@@ -892,7 +868,7 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
                 if (!stop) {
                     json_decref(x->obj);
                     x->obj = NULL;
-                    x->body.len = 0;
+                    fl_strbuf_truncate(&x->body, 0);
                     x->code = 0;
                     x->scan = 0;
                     continue;
@@ -901,8 +877,7 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
         }
         break;
     }
-    free(x->body.p);
-    x->body = (sbuf){0};
+    fl_strbuf_close(&x->body);
     json_decref(x->obj);
     x->obj = NULL;
     return rc;
@@ -950,31 +925,31 @@ static void skip_paths_free(char **paths)
     free(paths);
 }
 
-static void sb_path(sbuf *b, const fl_gvr *r, const char *ns, const char *name, const char *sub)
+static void add_path(fl_strbuf *b, const fl_gvr *r, const char *ns, const char *name, const char *sub)
 {
-    sb_str(b, strchr(r->api_version, '/') ? "/apis/" : "/api/");
-    sb_str(b, r->api_version);
+    fl_strbuf_adds(b, strchr(r->api_version, '/') ? "/apis/" : "/api/");
+    fl_strbuf_adds(b, r->api_version);
     if (ns && *ns) {
-        sb_str(b, "/namespaces/");
-        sb_esc(b, ns);
+        fl_strbuf_adds(b, "/namespaces/");
+        add_escaped(b, ns);
     }
-    sb_str(b, "/");
-    sb_str(b, r->resource);
+    fl_strbuf_adds(b, "/");
+    fl_strbuf_adds(b, r->resource);
     if (name) {
-        sb_str(b, "/");
-        sb_esc(b, name);
+        fl_strbuf_adds(b, "/");
+        add_escaped(b, name);
         if (sub && *sub) {
-            sb_str(b, "/");
-            sb_str(b, sub);
+            fl_strbuf_adds(b, "/");
+            fl_strbuf_adds(b, sub);
         }
     }
 }
 
 char *fl_client_path(const fl_gvr *r, const char *ns, const char *name, const char *sub)
 {
-    sbuf b = {0};
-    sb_path(&b, r, ns, name, sub);
-    return b.p;
+    fl_strbuf b = FL_STRBUF_INIT;
+    add_path(&b, r, ns, name, sub);
+    return fl_strbuf_take(&b);
 }
 
 json_t *fl_client_decode_text(fl_client *c, fl_blob *text)
@@ -1038,10 +1013,10 @@ int fl_client_get(fl_client *c, const fl_gvr *r, const char *ns, const char *nam
         *out = NULL;
         return bad_arg(err, "get: a name is required");
     }
-    sbuf p = {0};
-    sb_path(&p, r, ns, name, NULL);
+    fl_strbuf p = FL_STRBUF_INIT;
+    add_path(&p, r, ns, name, NULL);
     int rc = fl_client_request(c, "GET", p.p, NULL, NULL, 0, NULL, out, err);
-    free(p.p);
+    fl_strbuf_close(&p);
     return rc;
 }
 
@@ -1065,19 +1040,19 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
                      fl_client_cancel *cancel, fl_list_result *out, fl_client_error *err)
 {
     memset(out, 0, sizeof *out);
-    sbuf p = {0};
-    sb_path(&p, r, ns, NULL, NULL);
+    fl_strbuf p = FL_STRBUF_INIT;
+    add_path(&p, r, ns, NULL, NULL);
     char lim[32] = "";
     if (o && o->limit > 0)
         snprintf(lim, sizeof lim, "%lld", (long long)o->limit);
     if (o) {
-        sb_query(&p, "labelSelector", o->label_selector);
-        sb_query(&p, "fieldSelector", o->field_selector);
-        sb_query(&p, "limit", lim);
+        add_query(&p, "labelSelector", o->label_selector);
+        add_query(&p, "fieldSelector", o->field_selector);
+        add_query(&p, "limit", lim);
         if (!cont) /* a continue token carries its own snapshot */
-            sb_query(&p, "resourceVersion", o->resource_version);
+            add_query(&p, "resourceVersion", o->resource_version);
     }
-    sb_query(&p, "continue", cont);
+    add_query(&p, "continue", cont);
     json_t *body = NULL;
     char **skip = skip_paths("items.[].", o ? o->skip_fields : NULL);
     /* in process, the pages of a caller that takes them come as the server lists */
@@ -1096,7 +1071,7 @@ static int list_page(fl_client *c, const fl_gvr *r, const char *ns, const fl_lis
     }
     int rc = perform(c, &rq, cancel, &x, &body, err);
     skip_paths_free(skip);
-    free(p.p);
+    fl_strbuf_close(&p);
     if (rc || !pt.taken) {
         page_texts_clear(&pt);
         json_decref(pt.metas);
@@ -1190,11 +1165,11 @@ int fl_client_list_all(fl_client *c, const fl_gvr *r, const char *ns, const fl_l
     return 0;
 }
 
-static void write_query(sbuf *p, const char *field_manager, bool dry_run)
+static void write_query(fl_strbuf *p, const char *field_manager, bool dry_run)
 {
-    sb_query(p, "fieldManager", field_manager);
+    add_query(p, "fieldManager", field_manager);
     if (dry_run)
-        sb_query(p, "dryRun", "All");
+        add_query(p, "dryRun", "All");
 }
 
 /* given: the caller will not look at obj again (fl_client_update_given) */
@@ -1223,12 +1198,12 @@ static int send_obj(fl_client *c, const char *method, const char *path, const js
 int fl_client_create(fl_client *c, const fl_gvr *r, const char *ns, const json_t *obj,
                      const fl_write_opts *opts, json_t **out, fl_client_error *err)
 {
-    sbuf p = {0};
-    sb_path(&p, r, ns, NULL, NULL);
+    fl_strbuf p = FL_STRBUF_INIT;
+    add_path(&p, r, ns, NULL, NULL);
     if (opts)
         write_query(&p, opts->field_manager, opts->dry_run);
     int rc = send_obj(c, "POST", p.p, obj, false, out, err);
-    free(p.p);
+    fl_strbuf_close(&p);
     return rc;
 }
 
@@ -1241,12 +1216,12 @@ static int put_obj(fl_client *c, const fl_gvr *r, const char *ns, const json_t *
             *out = NULL;
         return bad_arg(err, "update: metadata.name is required");
     }
-    sbuf p = {0};
-    sb_path(&p, r, ns, name, sub);
+    fl_strbuf p = FL_STRBUF_INIT;
+    add_path(&p, r, ns, name, sub);
     if (opts)
         write_query(&p, opts->field_manager, opts->dry_run);
     int rc = send_obj(c, "PUT", p.p, obj, given, out, err);
-    free(p.p);
+    fl_strbuf_close(&p);
     return rc;
 }
 
@@ -1294,15 +1269,15 @@ int fl_client_patch(fl_client *c, const fl_gvr *r, const char *ns, const char *n
         return bad_arg(err, "patch: a name is required");
     if (type == FL_PATCH_APPLY && (!opts || !opts->field_manager || !*opts->field_manager))
         return bad_arg(err, "apply: fieldManager is required");
-    sbuf p = {0};
-    sb_path(&p, r, ns, name, opts ? opts->subresource : NULL);
+    fl_strbuf p = FL_STRBUF_INIT;
+    add_path(&p, r, ns, name, opts ? opts->subresource : NULL);
     if (opts) {
         write_query(&p, opts->field_manager, opts->dry_run);
         if (opts->force)
-            sb_query(&p, "force", "true");
+            add_query(&p, "force", "true");
     }
     int rc = fl_client_request(c, "PATCH", p.p, ct, patch, patch_len, NULL, out, err);
-    free(p.p);
+    fl_strbuf_close(&p);
     return rc;
 }
 
@@ -1313,8 +1288,8 @@ int fl_client_delete(fl_client *c, const fl_gvr *r, const char *ns, const char *
         *out = NULL;
     if (!name || !*name)
         return bad_arg(err, "delete: a name is required");
-    sbuf p = {0};
-    sb_path(&p, r, ns, name, NULL);
+    fl_strbuf p = FL_STRBUF_INIT;
+    add_path(&p, r, ns, name, NULL);
     char *body = NULL;
     if (opts) {
         json_t *d = json_pack("{s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
@@ -1338,7 +1313,7 @@ int fl_client_delete(fl_client *c, const fl_gvr *r, const char *ns, const char *
     json_t *resp = NULL;
     int rc = fl_client_request(c, "DELETE", p.p, "application/json", body, body ? strlen(body) : 0, NULL, &resp, err);
     free(body);
-    free(p.p);
+    fl_strbuf_close(&p);
     if (out)
         *out = resp;
     else
@@ -1352,22 +1327,22 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
                     void *ctx, fl_client_cancel *cancel, fl_client_error *err)
 {
     fl_watch_opts o = opts ? *opts : (fl_watch_opts){0};
-    sbuf p = {0};
-    sb_path(&p, r, ns, NULL, NULL);
-    sb_query(&p, "watch", "true");
-    sb_query(&p, "resourceVersion", o.resource_version);
-    sb_query(&p, "labelSelector", o.label_selector);
-    sb_query(&p, "fieldSelector", o.field_selector);
+    fl_strbuf p = FL_STRBUF_INIT;
+    add_path(&p, r, ns, NULL, NULL);
+    add_query(&p, "watch", "true");
+    add_query(&p, "resourceVersion", o.resource_version);
+    add_query(&p, "labelSelector", o.label_selector);
+    add_query(&p, "fieldSelector", o.field_selector);
     if (o.allow_bookmarks)
-        sb_query(&p, "allowWatchBookmarks", "true");
+        add_query(&p, "allowWatchBookmarks", "true");
     if (o.send_initial_events) {
-        sb_query(&p, "sendInitialEvents", "true");
-        sb_query(&p, "resourceVersionMatch", "NotOlderThan");
+        add_query(&p, "sendInitialEvents", "true");
+        add_query(&p, "resourceVersionMatch", "NotOlderThan");
     }
     char to[32] = "";
     if (o.timeout_seconds > 0)
         snprintf(to, sizeof to, "%d", o.timeout_seconds);
-    sb_query(&p, "timeoutSeconds", to);
+    add_query(&p, "timeoutSeconds", to);
     /* the server ends the stream at timeoutSeconds; give it slack before giving up on it */
     req rq = {.method = "GET", .path = p.p, .watch = true, .want_obj = c->local.stream_next != NULL,
               .timeout_ms = o.timeout_seconds > 0 ? (o.timeout_seconds + 30) * 1000 : 0};
@@ -1375,7 +1350,7 @@ int fl_client_watch(fl_client *c, const fl_gvr *r, const char *ns, const fl_watc
     xfer x = {.watch = true, .fn = fn, .ctx = ctx, .skip = (const char *const *)skip};
     int rc = perform(c, &rq, cancel, &x, NULL, err);
     skip_paths_free(skip);
-    free(p.p);
+    fl_strbuf_close(&p);
     return rc;
 }
 

@@ -42,6 +42,7 @@
 #include "core/blob.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/htab.h"
 #include "core/json.h"
 #include "core/keep.h"
 #include "core/log.h"
@@ -53,7 +54,7 @@
  * only that stored value, read without the partial fields; or (shed) the text of what
  * shed_keep kept of it. */
 typedef struct centry {
-    struct centry *next; /* hash chain */
+    fl_hnode node;       /* in a cmap, by key */
     json_t *obj;
     fl_blob *text;
     bool stored;         /* text is the server's stored value (in process), not our encoding */
@@ -68,10 +69,7 @@ typedef struct centry {
     char key[];
 } centry;
 
-typedef struct cmap {
-    centry **b;
-    size_t nb, n;
-} cmap;
+typedef fl_htab cmap; /* centry by key (core/htab.h); a zeroed one is empty */
 
 typedef struct hot_slot {
     fl_blob *text; /* a reference: the address is never reused while the slot holds it */
@@ -136,57 +134,33 @@ static fl_informer *resting;
 
 /* ---- the cache ---- */
 
-static centry **cmap_slot(cmap *m, const char *key)
+static bool centry_is(const fl_hnode *n, const void *key)
 {
-    centry **p = &m->b[fl_hash_str(key) & (m->nb - 1)];
-    while (*p && strcmp((*p)->key, key))
-        p = &(*p)->next;
-    return p;
+    return !strcmp(fl_htab_entry(n, centry, node)->key, key);
 }
 
 static centry *cmap_get(cmap *m, const char *key)
 {
-    return m->nb ? *cmap_slot(m, key) : NULL;
-}
-
-static void cmap_grow(cmap *m)
-{
-    size_t nb = m->nb ? m->nb * 2 : 64;
-    centry **b = fl_calloc(nb, sizeof *b);
-    for (size_t i = 0; i < m->nb; i++)
-        for (centry *e = m->b[i], *next; e; e = next) {
-            next = e->next;
-            centry **h = &b[fl_hash_str(e->key) & (nb - 1)];
-            e->next = *h;
-            *h = e;
-        }
-    free(m->b);
-    m->b = b;
-    m->nb = nb;
+    return fl_htab_entry(fl_htab_find(m, fl_hash_str(key), centry_is, key), centry, node);
 }
 
 /* Put e in place of the entry with its key; returns that entry (now unlinked) or NULL. */
 static centry *cmap_put(cmap *m, centry *e)
 {
-    if (m->n + 1 > m->nb)
-        cmap_grow(m);
-    centry **p = cmap_slot(m, e->key), *old = *p;
-    e->next = old ? old->next : NULL;
-    *p = e;
-    if (!old)
-        m->n++;
+    uint64_t h = fl_hash_str(e->key);
+    centry *old = fl_htab_entry(fl_htab_find(m, h, centry_is, e->key), centry, node);
+    if (old)
+        fl_htab_replace(m, &old->node, &e->node);
+    else
+        fl_htab_add(m, &e->node, h);
     return old;
 }
 
 static centry *cmap_take(cmap *m, const char *key)
 {
-    if (!m->nb)
-        return NULL;
-    centry **p = cmap_slot(m, key), *old = *p;
-    if (old) {
-        *p = old->next;
-        m->n--;
-    }
+    centry *old = cmap_get(m, key);
+    if (old)
+        fl_htab_remove(m, &old->node);
     return old;
 }
 
@@ -202,13 +176,10 @@ static void centry_free(centry *e)
 
 static void cmap_clear(cmap *m)
 {
-    for (size_t i = 0; i < m->nb; i++)
-        for (centry *e = m->b[i], *next; e; e = next) {
-            next = e->next;
-            centry_free(e);
-        }
-    free(m->b);
-    memset(m, 0, sizeof *m);
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(m, &it); n; n = fl_htab_next(&it))
+        centry_free(fl_htab_entry(n, centry, node));
+    fl_htab_close(m);
 }
 
 /* obj's text, as a blob kept for an entry. */
@@ -233,7 +204,6 @@ static centry *centry_new(fl_informer *inf, const char *key, json_t *obj, fl_blo
     size_t kl = strlen(key);
     centry *e = fl_keep_malloc(sizeof *e + kl + 1); /* entries live as long as their objects */
     memcpy(e->key, key, kl + 1);
-    e->next = NULL;
     e->rv = fl_keep_strdup(fl_client_object_rv(obj));
     e->obj = NULL;
     e->text = NULL;
@@ -511,10 +481,12 @@ void fl_informer_each_tag(fl_informer *inf, const char *ns, void (*fn)(void *ctx
 {
     size_t nslen = ns ? strlen(ns) : 0;
     pthread_rwlock_rdlock(&inf->lock);
-    for (size_t b = 0; b < inf->cache.nb; b++)
-        for (centry *e = inf->cache.b[b]; e; e = e->next)
-            if (!ns || (strncmp(e->key, ns, nslen) == 0 && e->key[nslen] == '/'))
-                fn(ctx, e->key, e->tag);
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&inf->cache, &it); n; n = fl_htab_next(&it)) {
+        centry *e = fl_htab_entry(n, centry, node);
+        if (!ns || (strncmp(e->key, ns, nslen) == 0 && e->key[nslen] == '/'))
+            fn(ctx, e->key, e->tag);
+    }
     pthread_rwlock_unlock(&inf->lock);
 }
 
@@ -762,7 +734,7 @@ static void log_first_list(fl_informer *inf, int64_t t0)
 {
     int64_t ms = fl_time_mono_ms() - t0;
     pthread_rwlock_rdlock(&inf->lock);
-    size_t n = inf->cache.n;
+    size_t n = fl_htab_count(&inf->cache);
     pthread_rwlock_unlock(&inf->lock);
     fl_log(ms >= 100 ? FL_LOG_INFO : FL_LOG_DEBUG, "informer", "%s%s%s: listed %zu in %lld ms", inf->resource,
            inf->ns ? " in " : "", inf->ns ? inf->ns : "", n, (long long)ms);
@@ -791,7 +763,7 @@ static int relist(fl_informer *inf)
     bool first = !fl_informer_has_synced(inf);
     int64_t t0 = fl_time_mono_ms();
     /* only this thread writes the cache: no lock to read its size */
-    ls.progressive = first && !inf->silent_first && inf->cache.n == 0;
+    ls.progressive = first && !inf->silent_first && fl_htab_count(&inf->cache) == 0;
     int rc = fl_client_list_all(inf->client, &r, inf->ns, &o, inf->cancel, &l, &err);
     if (rc) {
         listing_reset(&ls);
@@ -835,13 +807,15 @@ static int relist(fl_informer *inf)
     }
     fl_workqueue_flush_wakes();
     free(ls.keys);
-    for (size_t b = 0; b < old.nb; b++)
-        for (centry *e = old.b[b]; e; e = e->next)
-            if (!cmap_get(&inf->cache, e->key)) {
-                json_t *p = gone_obj(inf, e);
-                emit_delete(inf, p);
-                json_decref(p);
-            }
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&old, &it); n; n = fl_htab_next(&it)) {
+        centry *e = fl_htab_entry(n, centry, node);
+        if (!cmap_get(&inf->cache, e->key)) {
+            json_t *p = gone_obj(inf, e);
+            emit_delete(inf, p);
+            json_decref(p);
+        }
+    }
     cmap_clear(&old);
     atomic_store(&inf->told, rv_num(l.resource_version));
     fl_list_result_close(&l);
@@ -1355,15 +1329,17 @@ static listed *take_all(fl_informer *inf, const char *ns, size_t *n)
 {
     size_t nslen = ns ? strlen(ns) : 0;
     pthread_rwlock_rdlock(&inf->lock);
-    listed *all = fl_malloc((inf->cache.n ? inf->cache.n : 1) * sizeof *all);
+    size_t total = fl_htab_count(&inf->cache);
+    listed *all = fl_malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;
-    for (size_t b = 0; b < inf->cache.nb; b++)
-        for (centry *e = inf->cache.b[b]; e; e = e->next) {
-            if (e->shed || (ns && (strncmp(e->key, ns, nslen) != 0 || e->key[nslen] != '/')))
-                continue;
-            all[k].key = fl_strdup(e->key);
-            all[k++].r = centry_ref(e);
-        }
+    fl_htab_iter it;
+    for (fl_hnode *h = fl_htab_first(&inf->cache, &it); h; h = fl_htab_next(&it)) {
+        centry *e = fl_htab_entry(h, centry, node);
+        if (e->shed || (ns && (strncmp(e->key, ns, nslen) != 0 || e->key[nslen] != '/')))
+            continue;
+        all[k].key = fl_strdup(e->key);
+        all[k++].r = centry_ref(e);
+    }
     pthread_rwlock_unlock(&inf->lock);
     qsort(all, k, sizeof *all, cmp_listed);
     *n = k;

@@ -2,7 +2,7 @@
  *
  * One mutex guards everything; the critical sections are a few pointer moves, so
  * contention stays low even with many workers. Each key known to the queue has one
- * item, found through a chained hash table, carrying its whole state:
+ * item, found through the shared hash table (core/htab.h), carrying its whole state:
  *   dirty       added and not yet handed out (it wants a reconcile)
  *   processing  handed out by get() and not yet done()
  *   heap_idx    position in the delay heap (-1: not waiting)
@@ -23,10 +23,11 @@
 #include "client/workqueue.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/htab.h"
 #include "core/mem.h"
 
 typedef struct wq_item {
-    struct wq_item *hnext;   /* hash chain */
+    fl_hnode node;           /* in the queue's table, by key */
     struct wq_item *qnext;   /* ready FIFO */
     int64_t due_ms;          /* when heap_idx >= 0 */
     long heap_idx;
@@ -41,8 +42,7 @@ struct fl_workqueue {
     int64_t base_ms, max_ms;
     bool shutting;
 
-    wq_item **buckets;
-    size_t nbuckets, nitems;
+    fl_htab items;           /* every key the queue knows */
 
     wq_item *head, *tail;    /* ready FIFO */
     size_t nready;
@@ -126,47 +126,29 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* ---- hash table ---- */
+/* ---- the items, by key ---- */
+
+static bool item_is(const fl_hnode *n, const void *key)
+{
+    return !strcmp(fl_htab_entry(n, wq_item, node)->key, key);
+}
 
 static wq_item *find(fl_workqueue *q, const char *key)
 {
-    for (wq_item *it = q->buckets[fl_hash_str(key) & (q->nbuckets - 1)]; it; it = it->hnext)
-        if (!strcmp(it->key, key))
-            return it;
-    return NULL;
-}
-
-static void grow(fl_workqueue *q)
-{
-    size_t n = q->nbuckets * 2;
-    wq_item **b = fl_calloc(n, sizeof *b);
-    for (size_t i = 0; i < q->nbuckets; i++)
-        for (wq_item *it = q->buckets[i], *next; it; it = next) {
-            next = it->hnext;
-            size_t j = fl_hash_str(it->key) & (n - 1);
-            it->hnext = b[j];
-            b[j] = it;
-        }
-    free(q->buckets);
-    q->buckets = b;
-    q->nbuckets = n;
+    return fl_htab_entry(fl_htab_find(&q->items, fl_hash_str(key), item_is, key), wq_item, node);
 }
 
 static wq_item *find_or_make(fl_workqueue *q, const char *key)
 {
-    wq_item *it = find(q, key);
+    uint64_t h = fl_hash_str(key);
+    wq_item *it = fl_htab_entry(fl_htab_find(&q->items, h, item_is, key), wq_item, node);
     if (it)
         return it;
-    if (q->nitems >= q->nbuckets)
-        grow(q);
     size_t n = strlen(key);
     it = fl_calloc(1, sizeof *it + n + 1);
     memcpy(it->key, key, n + 1);
     it->heap_idx = -1;
-    size_t j = fl_hash_str(key) & (q->nbuckets - 1);
-    it->hnext = q->buckets[j];
-    q->buckets[j] = it;
-    q->nitems++;
+    fl_htab_add(&q->items, &it->node, h);
     return it;
 }
 
@@ -175,12 +157,7 @@ static void maybe_release(fl_workqueue *q, wq_item *it)
 {
     if (it->dirty || it->processing || it->heap_idx >= 0 || it->failures)
         return;
-    for (wq_item **pp = &q->buckets[fl_hash_str(it->key) & (q->nbuckets - 1)]; *pp; pp = &(*pp)->hnext)
-        if (*pp == it) {
-            *pp = it->hnext;
-            break;
-        }
-    q->nitems--;
+    fl_htab_remove(&q->items, &it->node);
     free(it);
 }
 
@@ -293,8 +270,7 @@ fl_workqueue *fl_workqueue_new(const fl_workqueue_config *cfg)
     fl_workqueue *q = fl_calloc(1, sizeof *q);
     q->base_ms = cfg && cfg->base_delay_ms > 0 ? cfg->base_delay_ms : 5;
     q->max_ms = cfg && cfg->max_delay_ms > 0 ? cfg->max_delay_ms : 1000000;
-    q->nbuckets = 64;
-    q->buckets = fl_calloc(q->nbuckets, sizeof *q->buckets);
+    fl_htab_init(&q->items, 64);
     pthread_mutex_init(&q->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -308,12 +284,10 @@ void fl_workqueue_free(fl_workqueue *q)
 {
     if (!q)
         return;
-    for (size_t i = 0; i < q->nbuckets; i++)
-        for (wq_item *it = q->buckets[i], *next; it; it = next) {
-            next = it->hnext;
-            free(it);
-        }
-    free(q->buckets);
+    fl_htab_iter i;
+    for (fl_hnode *n = fl_htab_first(&q->items, &i); n; n = fl_htab_next(&i))
+        free(fl_htab_entry(n, wq_item, node));
+    fl_htab_close(&q->items);
     free(q->heap);
     pthread_cond_destroy(&q->cond);
     pthread_mutex_destroy(&q->mu);
@@ -467,7 +441,7 @@ size_t fl_workqueue_len(fl_workqueue *q)
 bool fl_workqueue_idle(fl_workqueue *q)
 {
     pthread_mutex_lock(&q->mu);
-    bool idle = q->nitems == 0;
+    bool idle = fl_htab_count(&q->items) == 0;
     pthread_mutex_unlock(&q->mu);
     return idle;
 }

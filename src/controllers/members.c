@@ -32,6 +32,7 @@
 #include "core/base64.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/htab.h"
 #include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -41,7 +42,7 @@ static const fl_gvr SECRETS = {"v1", "secrets"};
 
 /* A member's client and what it was built from. */
 typedef struct member_entry {
-    struct member_entry *next;  /* hash chain */
+    fl_hnode node;              /* in the table, by name */
     char *name;
     char *cluster_rv, *secret_rv;
     char *fingerprint;          /* endpoint, TLS settings and token the client uses */
@@ -59,8 +60,7 @@ struct fl_members {
     pthread_mutex_t mu;
     fl_informer *clusters;
     secret_informer *secrets;
-    member_entry **buckets;
-    size_t nbuckets, nentries;
+    fl_htab entries;            /* member_entry by cluster name */
     fl_client **retired;
     size_t nretired, cap_retired;
 };
@@ -68,33 +68,14 @@ struct fl_members {
 
 /* ---- the table ---- */
 
-static size_t hash_name(const char *s, size_t nbuckets)
+static bool entry_is(const fl_hnode *n, const void *name)
 {
-    return (size_t)(fl_hash_str(s) & (nbuckets - 1));
+    return !strcmp(fl_htab_entry(n, member_entry, node)->name, name);
 }
 
-static member_entry **find_slot(fl_members *m, const char *name)
+static member_entry *find(fl_members *m, const char *name)
 {
-    member_entry **pp = &m->buckets[hash_name(name, m->nbuckets)];
-    while (*pp && strcmp((*pp)->name, name))
-        pp = &(*pp)->next;
-    return pp;
-}
-
-static void grow(fl_members *m)
-{
-    size_t n = m->nbuckets * 2;
-    member_entry **b = fl_calloc(n, sizeof *b);
-    for (size_t i = 0; i < m->nbuckets; i++)
-        for (member_entry *e = m->buckets[i], *next; e; e = next) {
-            next = e->next;
-            size_t j = hash_name(e->name, n);
-            e->next = b[j];
-            b[j] = e;
-        }
-    free(m->buckets);
-    m->buckets = b;
-    m->nbuckets = n;
+    return fl_htab_entry(fl_htab_find(&m->entries, fl_hash_str(name), entry_is, name), member_entry, node);
 }
 
 static void retire(fl_members *m, fl_client *c)
@@ -142,8 +123,7 @@ fl_members *fl_members_new(fl_client *cp)
     fl_members *m = fl_calloc(1, sizeof *m);
     m->cp = cp;
     pthread_mutex_init(&m->mu, NULL);
-    m->nbuckets = 16;
-    m->buckets = fl_calloc(m->nbuckets, sizeof *m->buckets);
+    fl_htab_init(&m->entries, 16);
     m->clusters = start_informer(cp, &CLUSTERS, NULL);
     return m;
 }
@@ -159,16 +139,16 @@ void fl_members_free(fl_members *m)
         free(s->ns);
         free(s);
     }
-    for (size_t i = 0; i < m->nbuckets; i++)
-        for (member_entry *e = m->buckets[i], *next; e; e = next) {
-            next = e->next;
-            fl_client_free(e->client);
-            entry_free(e);
-        }
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&m->entries, &it); n; n = fl_htab_next(&it)) {
+        member_entry *e = fl_htab_entry(n, member_entry, node);
+        fl_client_free(e->client);
+        entry_free(e);
+    }
     for (size_t i = 0; i < m->nretired; i++)
         fl_client_free(m->retired[i]);
     free(m->retired);
-    free(m->buckets);
+    fl_htab_close(&m->entries);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -256,7 +236,7 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
 
     /* the common case: nothing moved since the client was built */
     pthread_mutex_lock(&m->mu);
-    member_entry *e = *find_slot(m, name);
+    member_entry *e = find(m, name);
     if (e && !strcmp(e->cluster_rv, crv) && !strcmp(e->secret_rv, srv)) {
         *out = e->client;
         pthread_mutex_unlock(&m->mu);
@@ -279,8 +259,7 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
     fp = fl_asprintf("%s\n%d\n%s\n%s", endpoint, insecure, token, ca ? ca : "");
 
     pthread_mutex_lock(&m->mu);
-    member_entry **slot = find_slot(m, name);
-    e = *slot;
+    e = find(m, name);
     if (e && !strcmp(e->fingerprint, fp)) {
         /* only the resourceVersions moved (a status write, a relabel) */
         set_str(&e->cluster_rv, crv);
@@ -315,14 +294,9 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
         fl_log(FL_LOG_INFO, "members", "cluster %s: credentials or endpoint changed, new client for %s", name,
                endpoint);
     } else {
-        if (m->nentries >= m->nbuckets) {
-            grow(m);
-            slot = find_slot(m, name);
-        }
         e = fl_calloc(1, sizeof *e);
         e->name = fl_strdup(name);
-        *slot = e;
-        m->nentries++;
+        fl_htab_add(&m->entries, &e->node, fl_hash_str(name));
     }
     e->client = c;
     set_str(&e->cluster_rv, crv);
@@ -344,10 +318,9 @@ out:
 void fl_members_forget(fl_members *m, const char *name)
 {
     pthread_mutex_lock(&m->mu);
-    member_entry **slot = find_slot(m, name), *e = *slot;
+    member_entry *e = find(m, name);
     if (e) {
-        *slot = e->next;
-        m->nentries--;
+        fl_htab_remove(&m->entries, &e->node);
         retire(m, e->client);
         entry_free(e);
     }

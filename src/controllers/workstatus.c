@@ -13,7 +13,7 @@
  * has a manifest of its kind: the controller's periodic resync builds the set in use and
  * fl_ws_watches_sweep() stops the rest (a member that was unjoined loses all of them).
  *
- * The registry is a chained hash table under one mutex. Entries are reference counted:
+ * The registry is a hash table (core/htab.h) under one mutex. Entries are reference counted:
  * the table holds one reference, each reconcile using a watch another, so a sweep or a
  * replacement never stops an informer a worker is reading; the last put stops and frees
  * it, outside the mutex (a stop joins the informer's thread, whose handlers never take
@@ -45,13 +45,14 @@
 #include "core/json_get.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/htab.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
 #include "core/wellknown.h"
 
 struct fl_ws_watch {
-    fl_ws_watch *next;         /* hash chain */
+    fl_hnode node;             /* in the registry's table, by key */
     char *key;                 /* fl_ws_use_key() */
     char *resource;            /* what the member serves the kind as */
     fl_ws_watches *reg;
@@ -68,8 +69,7 @@ struct fl_ws_watch {
 struct fl_ws_watches {
     pthread_mutex_t mu;
     fl_workqueue *q;
-    fl_ws_watch **buckets;
-    size_t nbuckets, count;
+    fl_htab table;             /* fl_ws_watch by key */
     bool closed;
     void (*relisted)(void *ctx, const char *cluster); /* fl_ws_watches_on_relisted */
     void *relisted_ctx;
@@ -174,8 +174,7 @@ fl_ws_watches *fl_ws_watches_new(fl_workqueue *q)
     fl_ws_watches *w = fl_calloc(1, sizeof *w);
     pthread_mutex_init(&w->mu, NULL);
     w->q = q;
-    w->nbuckets = 64;
-    w->buckets = fl_calloc(w->nbuckets, sizeof *w->buckets);
+    fl_htab_init(&w->table, 64);
     return w;
 }
 
@@ -193,32 +192,15 @@ static void watch_free(fl_ws_watch *wt)
 /* Take wt out of the table (mutex held). Returns true when that dropped the last reference. */
 static bool unlist_locked(fl_ws_watches *w, fl_ws_watch *wt)
 {
-    fl_ws_watch **pp = &w->buckets[fl_hash_str(wt->key) & (w->nbuckets - 1)];
-    while (*pp && *pp != wt)
-        pp = &(*pp)->next;
-    if (*pp) {
-        *pp = wt->next;
-        w->count--;
-    }
-    wt->next = NULL;
+    if (wt->listed)
+        fl_htab_remove(&w->table, &wt->node);
     wt->listed = false;
     return --wt->refs == 0;
 }
 
-static void grow_locked(fl_ws_watches *w)
+static bool watch_is(const fl_hnode *n, const void *key)
 {
-    size_t n = w->nbuckets * 2;
-    fl_ws_watch **b = fl_calloc(n, sizeof *b);
-    for (size_t i = 0; i < w->nbuckets; i++)
-        for (fl_ws_watch *wt = w->buckets[i], *next; wt; wt = next) {
-            next = wt->next;
-            size_t h = fl_hash_str(wt->key) & (n - 1);
-            wt->next = b[h];
-            b[h] = wt;
-        }
-    free(w->buckets);
-    w->buckets = b;
-    w->nbuckets = n;
+    return !strcmp(fl_htab_entry(n, fl_ws_watch, node)->key, key);
 }
 
 /* fl_ws_watch_get, for a watch that starts at the member revision from (NULL: lists). */
@@ -235,10 +217,8 @@ static int watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, c
         free(key);
         return FL_ECLOSED;
     }
-    size_t h = fl_hash_str(key) & (w->nbuckets - 1);
-    for (wt = w->buckets[h]; wt; wt = wt->next)
-        if (!strcmp(wt->key, key))
-            break;
+    uint64_t h = fl_hash_str(key);
+    wt = fl_htab_entry(fl_htab_find(&w->table, h, watch_is, key), fl_ws_watch, node);
     bool replacing = false;
     if (wt && wt->client != client) {
         /* the cluster's credentials or endpoint changed: watch again with the new client */
@@ -287,11 +267,7 @@ static int watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, c
                          "Member watches started (one per member, kind and member client)", 1);
         wt->refs = 1;
         wt->listed = true;
-        if (++w->count > w->nbuckets)
-            grow_locked(w);
-        h = fl_hash_str(wt->key) & (w->nbuckets - 1);
-        wt->next = w->buckets[h];
-        w->buckets[h] = wt;
+        fl_htab_add(&w->table, &wt->node, h);
         fresh = true;
     }
     wt->refs++;
@@ -342,20 +318,21 @@ json_t *fl_ws_watches_marks(fl_ws_watches *w)
 {
     json_t *marks = json_array();
     pthread_mutex_lock(&w->mu);
-    for (size_t i = 0; marks && i < w->nbuckets; i++)
-        for (fl_ws_watch *wt = w->buckets[i]; marks && wt; wt = wt->next) {
-            int64_t rv = fl_informer_told_rv(wt->inf);
-            const char *nl1 = strchr(wt->key, '\n'), *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
-            if (!rv || !nl2 || !fl_informer_has_synced(wt->inf)) { /* not known how far it is */
-                json_decref(marks);
-                marks = NULL;
-                break;
-            }
-            char num[24];
-            snprintf(num, sizeof num, "%lld", (long long)rv);
-            json_array_append_new(marks, json_pack("[s#s#sss]", wt->key, (int)(nl1 - wt->key), nl1 + 1,
-                                                   (int)(nl2 - nl1 - 1), nl2 + 1, wt->resource, num));
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&w->table, &it); marks && n; n = fl_htab_next(&it)) {
+        fl_ws_watch *wt = fl_htab_entry(n, fl_ws_watch, node);
+        int64_t rv = fl_informer_told_rv(wt->inf);
+        const char *nl1 = strchr(wt->key, '\n'), *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+        if (!rv || !nl2 || !fl_informer_has_synced(wt->inf)) { /* not known how far it is */
+            json_decref(marks);
+            marks = NULL;
+            break;
         }
+        char num[24];
+        snprintf(num, sizeof num, "%lld", (long long)rv);
+        json_array_append_new(marks, json_pack("[s#s#sss]", wt->key, (int)(nl1 - wt->key), nl1 + 1,
+                                               (int)(nl2 - nl1 - 1), nl2 + 1, wt->resource, num));
+    }
     pthread_mutex_unlock(&w->mu);
     return marks;
 }
@@ -414,19 +391,19 @@ void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use)
 {
     fl_ws_watch *dead = NULL;
     pthread_mutex_lock(&w->mu);
-    for (size_t i = 0; i < w->nbuckets; i++)
-        for (fl_ws_watch *wt = w->buckets[i], *next; wt; wt = next) {
-            next = wt->next;
-            if (json_object_get(in_use, wt->key) || cluster_in_use(in_use, wt->key))
-                continue;
-            if (unlist_locked(w, wt)) {
-                wt->next = dead;
-                dead = wt;
-            }
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&w->table, &it); n; n = fl_htab_next(&it)) {
+        fl_ws_watch *wt = fl_htab_entry(n, fl_ws_watch, node);
+        if (json_object_get(in_use, wt->key) || cluster_in_use(in_use, wt->key))
+            continue;
+        if (unlist_locked(w, wt)) { /* out of the table: its node links the dead now */
+            wt->node.next = dead ? &dead->node : NULL;
+            dead = wt;
         }
+    }
     pthread_mutex_unlock(&w->mu);
     for (fl_ws_watch *wt = dead, *next; wt; wt = next) {
-        next = wt->next;
+        next = fl_htab_entry(wt->node.next, fl_ws_watch, node);
         char *nl = strchr(wt->key, '\n');
         fl_log(FL_LOG_DEBUG, "execution", "no Work uses %s in cluster %.*s any more; watch stopped",
                nl ? nl + 1 : wt->key, nl ? (int)(nl - wt->key) : 0, wt->key);
@@ -437,7 +414,7 @@ void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use)
 size_t fl_ws_watches_count(fl_ws_watches *w)
 {
     pthread_mutex_lock(&w->mu);
-    size_t n = w->count;
+    size_t n = fl_htab_count(&w->table);
     pthread_mutex_unlock(&w->mu);
     return n;
 }
@@ -456,7 +433,7 @@ void fl_ws_watches_free(fl_ws_watches *w)
         return;
     fl_ws_watches_close(w);
     pthread_mutex_destroy(&w->mu);
-    free(w->buckets);
+    fl_htab_close(&w->table);
     free(w);
 }
 

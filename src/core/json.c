@@ -30,7 +30,7 @@ static bool word_needs_escape(uint64_t w)
 static void put_string(out *o, const char *s, size_t n)
 {
     grow(o, n + 2);
-    o->p[o->len++] = '"';
+    putc1(o, '"');
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         /* most strings have nothing to escape: 8 bytes per step while that holds */
@@ -82,7 +82,7 @@ static void put_int(out *o, json_int_t v)
 static void encode(out *o, const json_t *v)
 {
     if (v == o->mark)
-        o->mark_at = o->len;
+        o->mark_at = o->b.len;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         putc1(o, '{');
@@ -152,12 +152,11 @@ char *fl_json_dumps_mark(const json_t *v, const json_t *mark, size_t *len, size_
         encode(&o, v);
     else
         put(&o, "null", 4);
-    o.p[o.len] = 0;
     if (len)
-        *len = o.len;
+        *len = o.b.len;
     if (mark_at)
         *mark_at = o.mark_at;
-    return o.p;
+    return o.b.p;
 }
 
 /* ---- decoding ---- */
@@ -233,16 +232,14 @@ int fl_jp_string(in *s, out *scratch, const char **str, size_t *n)
         s->p = (const char *)p + 1;
         return 0;
     }
-    scratch->len = 0;
+    fl_strbuf_truncate(&scratch->b, 0);
     put(scratch, (const char *)start, (size_t)(p - start));
     while (p < end) {
         unsigned c = *p;
         if (c == '"') {
             s->p = (const char *)p + 1;
-            grow(scratch, 1);
-            scratch->p[scratch->len] = 0;
-            *str = scratch->p;
-            *n = scratch->len;
+            *str = scratch->b.p; /* put made it a string */
+            *n = scratch->b.len;
             return 0;
         }
         if (c < 0x20)
@@ -766,7 +763,7 @@ int fl_json_loadb(const char *buf, size_t len, size_t flags, json_t **out_v, cha
     in s = {buf, buf + len, flags, 0};
     out scratch = {0};
     json_t *v = fl_jp_value(&s, &scratch);
-    free(scratch.p);
+    fl_strbuf_close(&scratch.b);
     if (v) {
         skip_ws(&s);
         if (s.p == s.end) {
@@ -819,7 +816,7 @@ json_t *fl_json_load_skipping(const char *buf, size_t len, const char *const *sk
     fl_jp_skip_start(&s, fits ? &t : NULL);
     out scratch = {0};
     json_t *v = fits ? fl_jp_value(&s, &scratch) : NULL;
-    free(scratch.p);
+    fl_strbuf_close(&scratch.b);
     if (v) {
         skip_ws(&s);
         if (s.p == s.end)

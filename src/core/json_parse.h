@@ -10,36 +10,29 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "core/strbuf.h"
 
+/* The encoder's output, the decoder's scratch: a string builder (core/strbuf.h), and for
+ * the encoder, where one value's text begins. */
 typedef struct out {
-    char *p;
-    size_t len, cap;
+    fl_strbuf b;
     const json_t *mark;  /* fl_json_dumps_mark: where this value's text begins goes in mark_at */
     size_t mark_at;
 } out;
 
 static inline void grow(out *o, size_t need)
 {
-    if (o->len + need + 1 <= o->cap)
-        return;
-    size_t c = o->cap ? o->cap : 1024;
-    while (c < o->len + need + 1)
-        c *= 2;
-    o->p = fl_realloc(o->p, c);
-    o->cap = c;
+    fl_strbuf_reserve(&o->b, need);
 }
 
 static inline void put(out *o, const char *s, size_t n)
 {
-    grow(o, n);
-    memcpy(o->p + o->len, s, n);
-    o->len += n;
+    fl_strbuf_add(&o->b, s, n);
 }
 
 static inline void putc1(out *o, char c)
 {
-    grow(o, 1);
-    o->p[o->len++] = c;
+    fl_strbuf_addc(&o->b, c);
 }
 
 #define SKIP_MAX_PATHS 32 /* paths to skip in one decoding, at most */

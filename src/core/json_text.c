@@ -121,7 +121,7 @@ static int scan_value(in *s, out *o, out *scratch, size_t *meta)
                 bool meta_here = meta && s->depth == 1 && kn == 8 && !memcmp(k, "metadata", 8);
                 uint32_t kwas = track ? fl_jp_skip_enter(s, k, kn) : 0;
                 skip_ws(s);
-                size_t from = o->len;
+                size_t from = o->b.len;
                 int vr = scan_value(s, o, scratch, meta);
                 if (track)
                     fl_jp_skip_leave(s, kwas);
@@ -129,7 +129,7 @@ static int scan_value(in *s, out *o, out *scratch, size_t *meta)
                     break;
                 if (meta_here) {
                     meta[0] = from;
-                    meta[1] = o->len - from;
+                    meta[1] = o->b.len - from;
                 }
             }
         } else {
@@ -201,7 +201,7 @@ int fl_json_find(const char *buf, size_t len, const char *path, size_t *at, size
         seg = dot + 1;
     }
 done:
-    free(scratch.p);
+    fl_strbuf_close(&scratch.b);
     return rc;
 }
 
@@ -256,10 +256,10 @@ json_t *fl_json_load_items(const char *buf, size_t len, const char *const *skip,
                     in e = {.p = s.p, .end = s.end};
                     fl_jp_skip_start(&e, &t);
                     size_t meta[2] = {0, 0};
-                    text.len = 0;
+                    fl_strbuf_truncate(&text.b, 0);
                     if (scan_value(&e, &text, &scratch, meta))
                         goto bad;
-                    fn(ctx, text.p, text.len, meta[0], meta[1]);
+                    fn(ctx, text.b.p, text.b.len, meta[0], meta[1]);
                     s.p = e.p;
                     int more = after_item(&s, ']');
                     if (more < 0)
@@ -283,12 +283,12 @@ end:
     skip_ws(&s);
     if (s.p != s.end)
         goto bad;
-    free(scratch.p);
-    free(text.p);
+    fl_strbuf_close(&scratch.b);
+    fl_strbuf_close(&text.b);
     return obj;
 bad:
     json_decref(obj);
-    free(scratch.p);
-    free(text.p);
+    fl_strbuf_close(&scratch.b);
+    fl_strbuf_close(&text.b);
     return NULL;
 }

@@ -46,6 +46,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -927,34 +928,12 @@ int fl_yaml_parse_all(const char *buf, size_t len, json_t **out, char **err)
 
 /* ------------------------------------------------------------- dumping -- */
 
-struct sbuf {
-    char *p;
-    size_t len, cap;
-};
-
-static void sb_put(struct sbuf *sb, const char *s, size_t n)
-{
-    if (sb->len + n + 1 > sb->cap) {
-        while (sb->len + n + 1 > sb->cap)
-            sb->cap = sb->cap ? sb->cap * 2 : 256;
-        sb->p = fl_realloc(sb->p, sb->cap);
-    }
-    memcpy(sb->p + sb->len, s, n);
-    sb->len += n;
-    sb->p[sb->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *sb, const char *s)
-{
-    sb_put(sb, s, strlen(s));
-}
-
-static void sb_indent(struct sbuf *sb, int n)
+static void put_indent(fl_strbuf *sb, int n)
 {
     static const char spaces[] = "                                ";
     while (n > 0) {
         int k = n > 32 ? 32 : n;
-        sb_put(sb, spaces, (size_t)k);
+        fl_strbuf_add(sb, spaces, (size_t)k);
         n -= k;
     }
 }
@@ -1076,9 +1055,9 @@ static bool plain_ok(const char *s, size_t n)
     return true;
 }
 
-static void put_double_quoted(struct sbuf *sb, const char *s, size_t n)
+static void put_double_quoted(fl_strbuf *sb, const char *s, size_t n)
 {
-    sb_put(sb, "\"", 1);
+    fl_strbuf_addc(sb, '"');
     for (size_t i = 0; i < n;) {
         size_t start = i;
         uint32_t c = utf8_next(s, n, &i);
@@ -1111,31 +1090,31 @@ static void put_double_quoted(struct sbuf *sb, const char *s, size_t n)
             }
         }
         if (rep)
-            sb_puts(sb, rep);
+            fl_strbuf_adds(sb, rep);
         else
-            sb_put(sb, s + start, i - start);
+            fl_strbuf_add(sb, s + start, i - start);
     }
-    sb_put(sb, "\"", 1);
+    fl_strbuf_addc(sb, '"');
 }
 
-static void put_single_quoted(struct sbuf *sb, const char *s, size_t n)
+static void put_single_quoted(fl_strbuf *sb, const char *s, size_t n)
 {
-    sb_put(sb, "'", 1);
+    fl_strbuf_addc(sb, '\'');
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '\'')
-            sb_put(sb, "'", 1);
-        sb_put(sb, s + i, 1);
+            fl_strbuf_addc(sb, '\'');
+        fl_strbuf_addc(sb, s[i]);
     }
-    sb_put(sb, "'", 1);
+    fl_strbuf_addc(sb, '\'');
 }
 
 /* A one-line rendering of a string: plain, single- or double-quoted. */
-static void put_inline_string(struct sbuf *sb, const char *s, size_t n)
+static void put_inline_string(fl_strbuf *sb, const char *s, size_t n)
 {
     if (resolves_to_other_type(s, n) && all_printable(s, n, false))
         put_double_quoted(sb, s, n);
     else if (plain_ok(s, n))
-        sb_put(sb, s, n);
+        fl_strbuf_add(sb, s, n);
     else if (n > 0 && all_printable(s, n, false))
         put_single_quoted(sb, s, n);
     else
@@ -1158,28 +1137,28 @@ static bool literal_ok(const char *s, size_t n)
     return true;
 }
 
-static void put_literal(struct sbuf *sb, const char *s, size_t n, int indent)
+static void put_literal(fl_strbuf *sb, const char *s, size_t n, int indent)
 {
     size_t trailing = 0;
     while (trailing < n && s[n - 1 - trailing] == '\n')
         trailing++;
-    sb_puts(sb, trailing == 0 ? "|-" : trailing == 1 ? "|" : "|+");
-    sb_put(sb, "\n", 1);
+    fl_strbuf_adds(sb, trailing == 0 ? "|-" : trailing == 1 ? "|" : "|+");
+    fl_strbuf_addc(sb, '\n');
     size_t body = trailing > 0 ? n - 1 : n; /* the final break is the chomping's */
     size_t start = 0;
     for (size_t i = 0; i <= body; i++) {
         if (i < body && s[i] != '\n')
             continue;
         if (i > start) {
-            sb_indent(sb, indent);
-            sb_put(sb, s + start, i - start);
+            put_indent(sb, indent);
+            fl_strbuf_add(sb, s + start, i - start);
         }
-        sb_put(sb, "\n", 1);
+        fl_strbuf_addc(sb, '\n');
         start = i + 1;
     }
 }
 
-static void put_real(struct sbuf *sb, double d)
+static void put_real(fl_strbuf *sb, double d)
 {
     char buf[40];
     for (int p = 15; p <= 17; p++) {
@@ -1190,19 +1169,19 @@ static void put_real(struct sbuf *sb, double d)
     /* Keep it a float on the way back in: "3" would read as an integer. */
     if (!strpbrk(buf, ".eEn"))
         strcat(buf, ".0");
-    sb_puts(sb, buf);
+    fl_strbuf_adds(sb, buf);
 }
 
 /* Scalars and empty collections: everything that fits after "key: " or "- ".
  * Multi-line strings continue on following lines at `indent`. */
-static void put_scalar(struct sbuf *sb, const json_t *v, int indent)
+static void put_scalar(fl_strbuf *sb, const json_t *v, int indent)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
-        sb_puts(sb, "{}\n");
+        fl_strbuf_adds(sb, "{}\n");
         return;
     case JSON_ARRAY:
-        sb_puts(sb, "[]\n");
+        fl_strbuf_adds(sb, "[]\n");
         return;
     case JSON_STRING: {
         const char *s = json_string_value(v);
@@ -1217,23 +1196,23 @@ static void put_scalar(struct sbuf *sb, const json_t *v, int indent)
     case JSON_INTEGER: {
         char buf[32];
         snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        sb_puts(sb, buf);
+        fl_strbuf_adds(sb, buf);
         break;
     }
     case JSON_REAL:
         put_real(sb, json_real_value(v));
         break;
     case JSON_TRUE:
-        sb_puts(sb, "true");
+        fl_strbuf_adds(sb, "true");
         break;
     case JSON_FALSE:
-        sb_puts(sb, "false");
+        fl_strbuf_adds(sb, "false");
         break;
     case JSON_NULL:
-        sb_puts(sb, "null");
+        fl_strbuf_adds(sb, "null");
         break;
     }
-    sb_put(sb, "\n", 1);
+    fl_strbuf_addc(sb, '\n');
 }
 
 static bool is_collection(const json_t *v)
@@ -1244,9 +1223,9 @@ static bool is_collection(const json_t *v)
 /* Implicit keys are limited to 1024 characters; longer ones use "? key". */
 #define MAX_IMPLICIT_KEY 1000
 
-static void dump_node(struct sbuf *sb, const json_t *v, int indent, bool inline_first);
+static void dump_node(fl_strbuf *sb, const json_t *v, int indent, bool inline_first);
 
-static void dump_object(struct sbuf *sb, const json_t *v, int indent, bool inline_first)
+static void dump_object(fl_strbuf *sb, const json_t *v, int indent, bool inline_first)
 {
     bool first = true;
     for (void *it = json_object_iter((json_t *)v); it; it = json_object_iter_next((json_t *)v, it)) {
@@ -1254,7 +1233,7 @@ static void dump_object(struct sbuf *sb, const json_t *v, int indent, bool inlin
         size_t kl = json_object_iter_key_len(it);
         json_t *val = json_object_iter_value(it);
         if (!(first && inline_first))
-            sb_indent(sb, indent);
+            put_indent(sb, indent);
         first = false;
         size_t before = sb->len;
         put_inline_string(sb, k, kl);
@@ -1262,33 +1241,33 @@ static void dump_object(struct sbuf *sb, const json_t *v, int indent, bool inlin
         if (explicit_key) {
             /* Re-emit as "? key" on its own line and ":" below it. */
             char *key_text = fl_strndup(sb->p + before, sb->len - before);
-            sb->len = before;
-            sb_puts(sb, "? ");
-            sb_puts(sb, key_text);
+            fl_strbuf_truncate(sb, before);
+            fl_strbuf_adds(sb, "? ");
+            fl_strbuf_adds(sb, key_text);
             free(key_text);
-            sb_put(sb, "\n", 1);
-            sb_indent(sb, indent);
+            fl_strbuf_addc(sb, '\n');
+            put_indent(sb, indent);
         }
-        sb_put(sb, ":", 1);
+        fl_strbuf_addc(sb, ':');
         if (is_collection(val)) {
-            sb_put(sb, "\n", 1);
+            fl_strbuf_addc(sb, '\n');
             /* kubectl style: a sequence under a key sits at the key's column. */
             int child = json_is_array(val) && !explicit_key ? indent : indent + 2;
             dump_node(sb, val, child, false);
         } else {
-            sb_put(sb, " ", 1);
+            fl_strbuf_addc(sb, ' ');
             put_scalar(sb, val, indent + 2);
         }
     }
 }
 
-static void dump_array(struct sbuf *sb, const json_t *v, int indent, bool inline_first)
+static void dump_array(fl_strbuf *sb, const json_t *v, int indent, bool inline_first)
 {
     for (size_t i = 0; i < json_array_size(v); i++) {
         json_t *item = json_array_get(v, i);
         if (!(i == 0 && inline_first))
-            sb_indent(sb, indent);
-        sb_puts(sb, "- ");
+            put_indent(sb, indent);
+        fl_strbuf_adds(sb, "- ");
         if (is_collection(item))
             dump_node(sb, item, indent + 2, true);
         else
@@ -1298,7 +1277,7 @@ static void dump_array(struct sbuf *sb, const json_t *v, int indent, bool inline
 
 /* Write v at `indent`; with inline_first the cursor already sits at that
  * column (after "- "), so the first line needs no indentation. */
-static void dump_node(struct sbuf *sb, const json_t *v, int indent, bool inline_first)
+static void dump_node(fl_strbuf *sb, const json_t *v, int indent, bool inline_first)
 {
     if (json_is_object(v) && json_object_size(v) > 0)
         dump_object(sb, v, indent, inline_first);
@@ -1306,18 +1285,17 @@ static void dump_node(struct sbuf *sb, const json_t *v, int indent, bool inline_
         dump_array(sb, v, indent, inline_first);
     else {
         if (!inline_first)
-            sb_indent(sb, indent);
+            put_indent(sb, indent);
         put_scalar(sb, v, indent + 2);
     }
 }
 
 char *fl_yaml_dump(const json_t *v)
 {
-    struct sbuf sb = { 0 };
-    sb_put(&sb, "", 0);
+    fl_strbuf sb = FL_STRBUF_INIT;
     if (!v)
-        sb_puts(&sb, "null\n");
+        fl_strbuf_adds(&sb, "null\n");
     else
         dump_node(&sb, v, 0, false);
-    return sb.p;
+    return fl_strbuf_take(&sb);
 }
