@@ -9,10 +9,6 @@ top of src/ (main.c) is the part "main". The same pass fails a hand-written .c/.
 MAX_FILE_LINES lines (generated tables exempt, by name) and a function over MAX_FUNC_LINES
 lines, counted from the line that names it to its closing brace.
 
-KNOWN_OVER lists the offenders that were over a limit when the check arrived and are being
-split elsewhere. It must shrink to empty: remove an entry when its file or function is
-split (the check says when an entry no longer applies) and never add one.
-
   scripts/check_arch.py                 # check ./src against the architecture page
   scripts/check_arch.py --src DIR --doc FILE
 Exit status 0 when everything holds, 1 with one line per violation (file:line: what).
@@ -29,12 +25,6 @@ MAX_FUNC_LINES = 150
 GENERATED = {
     "api/kinds_builtin.c",
     "api/protobuf_schema.c",
-}
-
-# Over a limit today and being split elsewhere. MUST SHRINK TO EMPTY; never add to it.
-# "path" for a file over MAX_FILE_LINES, "path:function" for a function over MAX_FUNC_LINES.
-KNOWN_OVER = {
-    "api/apply.c",
 }
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -94,7 +84,7 @@ def functions(lines):
 
 
 def check(src, arrows):
-    problems, used = [], set()
+    problems = []
     for dirpath, dirnames, filenames in os.walk(src):
         dirnames.sort()
         for fn in sorted(filenames):
@@ -122,19 +112,13 @@ def check(src, arrows):
             if rel in GENERATED:
                 continue
             if len(lines) > MAX_FILE_LINES:
-                if rel in KNOWN_OVER:
-                    used.add(rel)
-                else:
-                    problems.append(f"{shown}:{len(lines)}: {len(lines)} lines, over the limit of {MAX_FILE_LINES}")
+                problems.append(f"{shown}:{len(lines)}: {len(lines)} lines, over the limit of {MAX_FILE_LINES}")
             for name, first, last in functions(lines):
                 n = last - first + 1
                 if n <= MAX_FUNC_LINES:
                     continue
-                if f"{rel}:{name}" in KNOWN_OVER:
-                    used.add(f"{rel}:{name}")
-                else:
-                    problems.append(f"{shown}:{first}: function {name} is {n} lines, over the limit of {MAX_FUNC_LINES}")
-    return problems, KNOWN_OVER - used
+                problems.append(f"{shown}:{first}: function {name} is {n} lines, over the limit of {MAX_FUNC_LINES}")
+    return problems
 
 
 def main():
@@ -144,16 +128,13 @@ def main():
     ap.add_argument("--doc", default=os.path.join(here, "docs/internals/architecture.md"))
     args = ap.parse_args()
     arrows = read_arrows(args.doc)
-    problems, stale = check(args.src, arrows)
-    for s in sorted(stale):
-        print(f"check_arch: note: {s} is within the limits now; remove it from KNOWN_OVER in {__file__}")
+    problems = check(args.src, arrows)
     for p in problems:
         print(p)
     if problems:
         print(f"check_arch: {len(problems)} problem(s); the arrows are in {args.doc}")
         return 1
-    print(f"check_arch: {len(arrows)} parts, every include allowed, files and functions within the limits"
-          + (f" ({len(KNOWN_OVER) - len(stale)} known over)" if KNOWN_OVER else ""))
+    print(f"check_arch: {len(arrows)} parts, every include allowed, files and functions within the limits")
     return 0
 
 
