@@ -76,14 +76,12 @@ typedef struct san {
 static int fail(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(char **err, const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fl_vasprintf(fmt, ap);
     va_end(ap);
     unsigned long e = ERR_peek_last_error();
-    if (msg && e) {
+    if (e) {
         char buf[256];
         ERR_error_string_n(e, buf, sizeof buf);
         char *m2 = fl_asprintf("%s (%s)", msg, buf);
@@ -92,7 +90,7 @@ static int fail(char **err, const char *fmt, ...)
     }
     ERR_clear_error();
     if (err)
-        *err = msg ? msg : fl_strdup("pki: error");
+        *err = msg;
     else
         free(msg);
     return FL_EIO;
