@@ -191,6 +191,20 @@ static int save_pem(const char *path, const char *pem, mode_t mode, char **err)
     return 0;
 }
 
+/* Write key (0600) then cert (0644) as PEM; the key's text is wiped before it is freed. */
+static int save_pair(const char *key_path, EVP_PKEY *key, const char *cert_path, X509 *cert, char **err)
+{
+    char *kp = key_to_pem(key), *cp = cert_to_pem(cert);
+    int rc = save_pem(key_path, kp, 0600, err);
+    if (!rc)
+        rc = save_pem(cert_path, cp, 0644, err);
+    if (kp)
+        OPENSSL_cleanse(kp, strlen(kp));
+    free(kp);
+    free(cp);
+    return rc;
+}
+
 /* ---------- certificate building ---------- */
 
 static EVP_PKEY *new_key(void)
@@ -552,15 +566,7 @@ int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, c
             rc = fail(err, "pki: cannot generate the CA");
             goto out;
         }
-        char *kp = key_to_pem(ca_key), *cp = cert_to_pem(ca);
-        rc = save_pem(ca_key_p, kp, 0600, err);
-        if (!rc)
-            rc = save_pem(ca_crt, cp, 0644, err);
-        if (kp)
-            OPENSSL_cleanse(kp, strlen(kp));
-        free(kp);
-        free(cp);
-        if (rc)
+        if ((rc = save_pair(ca_key_p, ca_key, ca_crt, ca, err)))
             goto out;
         fl_log(FL_LOG_INFO, "pki", "created CA %s", ca_crt);
     } else {
@@ -589,15 +595,7 @@ int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, c
             rc = fail(err, "pki: cannot issue the serving certificate");
             goto out;
         }
-        char *kp = key_to_pem(srv_key), *cp = cert_to_pem(srv);
-        rc = save_pem(srv_key_p, kp, 0600, err);
-        if (!rc)
-            rc = save_pem(srv_crt, cp, 0644, err);
-        if (kp)
-            OPENSSL_cleanse(kp, strlen(kp));
-        free(kp);
-        free(cp);
-        if (rc)
+        if ((rc = save_pair(srv_key_p, srv_key, srv_crt, srv, err)))
             goto out;
     }
 
