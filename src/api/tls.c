@@ -76,14 +76,12 @@ typedef struct san {
 static int fail(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(char **err, const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fl_vasprintf(fmt, ap);
     va_end(ap);
     unsigned long e = ERR_peek_last_error();
-    if (msg && e) {
+    if (e) {
         char buf[256];
         ERR_error_string_n(e, buf, sizeof buf);
         char *m2 = fl_asprintf("%s (%s)", msg, buf);
@@ -92,7 +90,7 @@ static int fail(char **err, const char *fmt, ...)
     }
     ERR_clear_error();
     if (err)
-        *err = msg ? msg : fl_strdup("pki: error");
+        *err = msg;
     else
         free(msg);
     return FL_EIO;
@@ -191,6 +189,20 @@ static int save_pem(const char *path, const char *pem, mode_t mode, char **err)
     if (fl_write_file_atomic(path, pem, strlen(pem), mode))
         return fail(err, "pki: cannot write %s: %s", path, strerror(errno));
     return 0;
+}
+
+/* Write key (0600) then cert (0644) as PEM; the key's text is wiped before it is freed. */
+static int save_pair(const char *key_path, EVP_PKEY *key, const char *cert_path, X509 *cert, char **err)
+{
+    char *kp = key_to_pem(key), *cp = cert_to_pem(cert);
+    int rc = save_pem(key_path, kp, 0600, err);
+    if (!rc)
+        rc = save_pem(cert_path, cp, 0644, err);
+    if (kp)
+        OPENSSL_cleanse(kp, strlen(kp));
+    free(kp);
+    free(cp);
+    return rc;
 }
 
 /* ---------- certificate building ---------- */
@@ -554,15 +566,7 @@ int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, c
             rc = fail(err, "pki: cannot generate the CA");
             goto out;
         }
-        char *kp = key_to_pem(ca_key), *cp = cert_to_pem(ca);
-        rc = save_pem(ca_key_p, kp, 0600, err);
-        if (!rc)
-            rc = save_pem(ca_crt, cp, 0644, err);
-        if (kp)
-            OPENSSL_cleanse(kp, strlen(kp));
-        free(kp);
-        free(cp);
-        if (rc)
+        if ((rc = save_pair(ca_key_p, ca_key, ca_crt, ca, err)))
             goto out;
         fl_log(FL_LOG_INFO, "pki", "created CA %s", ca_crt);
     } else {
@@ -591,15 +595,7 @@ int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, c
             rc = fail(err, "pki: cannot issue the serving certificate");
             goto out;
         }
-        char *kp = key_to_pem(srv_key), *cp = cert_to_pem(srv);
-        rc = save_pem(srv_key_p, kp, 0600, err);
-        if (!rc)
-            rc = save_pem(srv_crt, cp, 0644, err);
-        if (kp)
-            OPENSSL_cleanse(kp, strlen(kp));
-        free(kp);
-        free(cp);
-        if (rc)
+        if ((rc = save_pair(srv_key_p, srv_key, srv_crt, srv, err)))
             goto out;
     }
 

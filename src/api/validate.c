@@ -183,13 +183,11 @@ void fl_cause_add(json_t *causes, const char *reason, const char *field, const c
 {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fl_vasprintf(fmt, ap);
     va_end(ap);
     json_t *c = json_object();
     json_object_set_new(c, "reason", json_string(reason));
-    json_object_set_new(c, "message", msg ? json_string(msg) : json_string(""));
+    json_object_set_new(c, "message", json_string(msg));
     json_object_set_new(c, "field", json_string(field ? field : ""));
     json_array_append_new(causes, c);
     free(msg);
@@ -233,12 +231,10 @@ void fl_v_invalid(json_t *causes, const char *field, const json_t *value, const 
 {
     va_list ap;
     va_start(ap, fmt);
-    char *detail = NULL;
-    if (vasprintf(&detail, fmt, ap) < 0)
-        detail = NULL;
+    char *detail = fl_vasprintf(fmt, ap);
     va_end(ap);
     char *vt = value_text(value);
-    if (detail && *detail)
+    if (*detail)
         fl_cause_add(causes, "FieldValueInvalid", field, "Invalid value: %s: %s", vt, detail);
     else
         fl_cause_add(causes, "FieldValueInvalid", field, "Invalid value: %s", vt);

@@ -48,11 +48,9 @@ static int fail(kc_ctx *k, int rc, const char *fmt, ...)
     if (k->err && !*k->err) {
         va_list ap;
         va_start(ap, fmt);
-        char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) < 0)
-            msg = NULL;
+        char *msg = fl_vasprintf(fmt, ap);
         va_end(ap);
-        *k->err = fl_asprintf("%s: %s", k->origin, msg ? msg : "error");
+        *k->err = fl_asprintf("%s: %s", k->origin, msg);
         free(msg);
     }
     return rc;

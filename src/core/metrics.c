@@ -2,10 +2,10 @@
  *
  * Three kinds of series, all behind one mutex:
  *
- *   request series  one per (verb, resource) in an open-addressing hash table; each
+ *   request series  one per (verb, resource) in a hash table (core/htab.h); each
  *                   holds the latency histogram (per-bucket counts, sum, count) and a
  *                   short array of (code, count) pairs, so fl_metrics_request costs one
- *                   hash, one probe and a few additions under the lock. They render as
+ *                   hash, one bucket walk and a few additions under the lock. They render as
  *                   flotilla_apiserver_request_total{verb,resource,code} and
  *                   flotilla_apiserver_request_duration_seconds{verb,resource}.
  *   counters        name -> value, created on first fl_metrics_count.
@@ -20,6 +20,7 @@
  * codes ascending) so that scrapes and tests are deterministic. */
 #include "core/metrics.h"
 
+#include "core/htab.h"
 #include "core/mem.h"
 
 #include <math.h>
@@ -52,7 +53,7 @@ typedef struct code_count {
 } code_count;
 
 typedef struct req_series {
-    uint64_t hash;
+    fl_hnode node; /* in table, by (verb, resource) */
     char *verb;
     char *resource;
     uint64_t bucket[NBUCKETS + 1];  /* non-cumulative; last is (5, +Inf) */
@@ -76,8 +77,7 @@ typedef struct gauge {
 } gauge;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static req_series **table;      /* open addressing, power-of-two size */
-static size_t table_cap, table_len;
+static fl_htab table;           /* req_series; zeroed: empty */
 static counter *counters;
 static size_t ncounters, capcounters;
 static gauge *gauges;
@@ -97,48 +97,30 @@ static uint64_t series_hash(const char *verb, const char *resource)
     return h;
 }
 
-/* Slot index for (verb, resource): the matching series or the empty slot where it
- * belongs. Lock held; table_cap > 0. */
-static size_t probe(uint64_t h, const char *verb, const char *resource)
-{
-    size_t mask = table_cap - 1, i = (size_t)h & mask;
-    while (table[i]) {
-        req_series *s = table[i];
-        if (s->hash == h && !strcmp(s->verb, verb) && !strcmp(s->resource, resource))
-            break;
-        i = (i + 1) & mask;
-    }
-    return i;
-}
+typedef struct series_key {
+    const char *verb, *resource;
+} series_key;
 
-static void grow_table(void)
+static bool series_is(const fl_hnode *n, const void *key)
 {
-    size_t old_cap = table_cap;
-    req_series **old = table;
-    table_cap = old_cap ? old_cap * 2 : 64;
-    table = fl_calloc(table_cap, sizeof *table);
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i])
-            table[probe(old[i]->hash, old[i]->verb, old[i]->resource)] = old[i];
-    free(old);
+    const req_series *s = fl_htab_entry(n, req_series, node);
+    const series_key *k = key;
+    return !strcmp(s->verb, k->verb) && !strcmp(s->resource, k->resource);
 }
 
 /* The series for (verb, resource), created if new. Lock held. */
 static req_series *series_get(uint64_t h, const char *verb, const char *resource)
 {
-    if (table_cap == 0 || (table_len + 1) * 2 > table_cap)
-        grow_table();
-    size_t i = probe(h, verb, resource);
-    if (table[i])
-        return table[i];
-    if (table_len >= MAX_SERIES && strcmp(resource, OTHER_RESOURCE) != 0)
+    series_key k = {verb, resource};
+    req_series *s = fl_htab_entry(fl_htab_find(&table, h, series_is, &k), req_series, node);
+    if (s)
+        return s;
+    if (fl_htab_count(&table) >= MAX_SERIES && strcmp(resource, OTHER_RESOURCE) != 0)
         return series_get(series_hash(verb, OTHER_RESOURCE), verb, OTHER_RESOURCE);
-    req_series *s = fl_calloc(1, sizeof *s);
-    s->hash = h;
+    s = fl_calloc(1, sizeof *s);
     s->verb = fl_strdup(verb);
     s->resource = fl_strdup(resource);
-    table[i] = s;
-    table_len++;
+    fl_htab_add(&table, &s->node, h);
     return s;
 }
 
@@ -216,18 +198,15 @@ void fl_metrics_gauge(const char *name, const char *help, double (*fn)(void *ctx
 void fl_metrics_reset(void)
 {
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < table_cap; i++) {
-        req_series *s = table[i];
-        if (!s)
-            continue;
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&table, &it); n; n = fl_htab_next(&it)) {
+        req_series *s = fl_htab_entry(n, req_series, node);
         free(s->verb);
         free(s->resource);
         free(s->codes);
         free(s);
     }
-    free(table);
-    table = NULL;
-    table_cap = table_len = 0;
+    fl_htab_close(&table);
     free(counters);
     counters = NULL;
     ncounters = capcounters = 0;
@@ -350,12 +329,13 @@ static char *series_labels(const req_series *s)
  * hot path finds codes by linear search either way. */
 static void render_requests(FILE *f)
 {
-    req_series **v = fl_malloc((table_len ? table_len : 1) * sizeof *v);
-    char **labels = fl_malloc((table_len ? table_len : 1) * sizeof *labels);
+    size_t len = fl_htab_count(&table);
+    req_series **v = fl_malloc((len ? len : 1) * sizeof *v);
+    char **labels = fl_malloc((len ? len : 1) * sizeof *labels);
     size_t n = 0;
-    for (size_t i = 0; i < table_cap; i++)
-        if (table[i])
-            v[n++] = table[i];
+    fl_htab_iter it;
+    for (fl_hnode *hn = fl_htab_first(&table, &it); hn; hn = fl_htab_next(&it))
+        v[n++] = fl_htab_entry(hn, req_series, node);
     qsort(v, n, sizeof *v, cmp_series);
     for (size_t i = 0; i < n; i++)
         labels[i] = series_labels(v[i]);

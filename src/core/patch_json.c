@@ -183,11 +183,9 @@ static int fail(jp_run *r, const char *fmt, ...)
     if (r->err && !*r->err) {
         va_list ap;
         va_start(ap, fmt);
-        char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) < 0)
-            msg = NULL;
+        char *msg = fl_vasprintf(fmt, ap);
         va_end(ap);
-        *r->err = fl_asprintf("op %zu (%s): %s", r->index, r->op, msg ? msg : "invalid operation");
+        *r->err = fl_asprintf("op %zu (%s): %s", r->index, r->op, msg);
         free(msg);
     }
     return FL_EINVAL;

@@ -58,11 +58,9 @@ static int smp_fail(smp *s, const char *dpath, const char *fmt, ...)
     if (s->err && !*s->err) {
         va_list ap;
         va_start(ap, fmt);
-        char *msg = NULL;
-        if (vasprintf(&msg, fmt, ap) < 0)
-            msg = NULL;
+        char *msg = fl_vasprintf(fmt, ap);
         va_end(ap);
-        *s->err = fl_asprintf("%s: %s", dpath[0] ? dpath : "(root)", msg ? msg : "invalid patch");
+        *s->err = fl_asprintf("%s: %s", dpath[0] ? dpath : "(root)", msg);
         free(msg);
     }
     return FL_EINVAL;

@@ -296,14 +296,12 @@ static int fail(struct builder *b, const struct fy_mark *m, const char *fmt, ...
         return FL_EINVAL;
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fl_vasprintf(fmt, ap);
     va_end(ap);
     if (!m || m->line < 0)
         m = no_mark();
     b->err = fl_asprintf("line %d, column %d: %s", m->line >= 0 ? m->line + 1 : 1,
-                         m->column >= 0 ? m->column + 1 : 1, msg ? msg : "invalid YAML");
+                         m->column >= 0 ? m->column + 1 : 1, msg);
     free(msg);
     return FL_EINVAL;
 }

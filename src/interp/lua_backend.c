@@ -31,6 +31,7 @@
 #include "core/mem.h"
 #include "core/quantity.h"
 #include "core/selector.h"
+#include "interp/rules.h"
 
 #define NOPS FL_INTERP_OP_COUNT
 
@@ -265,11 +266,23 @@ struct fl_lua_backend {
     char *name;
     fl_lua_limits lim;
     fl_lua_pool *pool;
-    pthread_mutex_t wmu; /* serialises set/delete/attach */
-    fl_interp *ip;       /* attached registry, or NULL */
     fl_interp_backend vt; /* fl_lua_backend_vtable with this backend's name */
-    struct ruleset *cur; /* read by calls under the registry's read lock */
+    fl_interp_rules rules; /* the customizations; rules.cur is a struct ruleset */
 };
+
+static void *rules_build(void *self, void *items, size_t n)
+{
+    (void)self;
+    return ruleset_build(items, n);
+}
+
+/* A replaced set's states may hold its scripts' functions: the pool makes fresh ones. */
+static void rules_drop(void *self, void *rs)
+{
+    fl_lua_backend *b = self;
+    ruleset_free(rs);
+    fl_lua_pool_forget(b->pool);
+}
 
 fl_lua_backend *fl_lua_backend_new(const char *name, const fl_lua_limits *limits)
 {
@@ -280,8 +293,7 @@ fl_lua_backend *fl_lua_backend_new(const char *name, const fl_lua_limits *limits
     if (limits)
         b->lim = *limits;
     b->pool = fl_lua_pool_new(limits);
-    pthread_mutex_init(&b->wmu, NULL);
-    b->cur = ruleset_build(NULL, 0);
+    fl_interp_rules_init(&b->rules, &b->vt, b, (fl_interp_rules_ops){rules_build, rules_drop});
     return b;
 }
 
@@ -289,38 +301,20 @@ void fl_lua_backend_free(fl_lua_backend *b)
 {
     if (!b)
         return;
-    ruleset_free(b->cur);
+    fl_interp_rules_close(&b->rules);
     fl_lua_pool_free(b->pool);
-    pthread_mutex_destroy(&b->wmu);
     free(b->name);
     free(b);
 }
 
 void fl_lua_backend_attach(fl_lua_backend *b, fl_interp *ip)
 {
-    pthread_mutex_lock(&b->wmu);
-    if (!b->ip) {
-        b->ip = ip;
-        fl_interp_add_backend(ip, &b->vt, b);
-    }
-    pthread_mutex_unlock(&b->wmu);
+    fl_interp_rules_attach(&b->rules, ip);
 }
 
 void fl_lua_backend_detach(fl_lua_backend *b)
 {
-    pthread_mutex_lock(&b->wmu);
-    if (b->ip)
-        fl_interp_remove_backend(b->ip, &b->vt, b);
-    b->ip = NULL;
-    pthread_mutex_unlock(&b->wmu);
-}
-
-/* Install v[0..n) as the set (writer mutex held); frees the old one. */
-static void install(fl_lua_backend *b, struct custom **v, size_t n)
-{
-    struct ruleset *old = fl_interp_swap(b->ip, &b->cur, ruleset_build(v, n));
-    ruleset_free(old);
-    fl_lua_pool_forget(b->pool);
+    fl_interp_rules_detach(&b->rules);
 }
 
 int fl_lua_backend_set(fl_lua_backend *b, const json_t *ric, char **err)
@@ -343,11 +337,7 @@ int fl_lua_backend_set(fl_lua_backend *b, const json_t *ric, char **err)
         custom_free(c);
         goto out;
     }
-    pthread_mutex_lock(&b->wmu);
-    struct ruleset *cur = b->cur;
-    struct custom **v = fl_malloc((cur->n + 1) * sizeof *v);
-    install(b, v, fl_interp_named_put(v, cur->v, cur->n, c));
-    pthread_mutex_unlock(&b->wmu);
+    fl_interp_rules_put(&b->rules, c);
 out:
     if (err)
         *err = e;
@@ -358,26 +348,12 @@ out:
 
 int fl_lua_backend_delete(fl_lua_backend *b, const char *name)
 {
-    pthread_mutex_lock(&b->wmu);
-    struct ruleset *cur = b->cur;
-    struct custom **v = fl_malloc((cur->n ? cur->n : 1) * sizeof *v);
-    size_t n = fl_interp_named_drop(v, cur->v, cur->n, name);
-    if (n == cur->n) {
-        free(v);
-        pthread_mutex_unlock(&b->wmu);
-        return FL_ENOTFOUND;
-    }
-    install(b, v, n);
-    pthread_mutex_unlock(&b->wmu);
-    return 0;
+    return fl_interp_rules_remove(&b->rules, name);
 }
 
 size_t fl_lua_backend_count(fl_lua_backend *b)
 {
-    pthread_mutex_lock(&b->wmu);
-    size_t n = b->cur->n;
-    pthread_mutex_unlock(&b->wmu);
-    return n;
+    return fl_interp_rules_count(&b->rules);
 }
 
 void fl_lua_backend_stats(fl_lua_backend *b, unsigned *states, size_t *idle_bytes)
@@ -704,13 +680,13 @@ static const struct target *target_of(void *self, const json_t *obj)
     fl_lua_backend *b = self;
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
     const char *kind = json_string_value(json_object_get(obj, "kind"));
-    return av && kind ? target_find(b->cur, av, kind, false) : NULL;
+    return av && kind ? target_find(b->rules.cur, av, kind, false) : NULL;
 }
 
 static bool vt_has(void *self, const char *av, const char *kind, enum fl_interp_op op)
 {
     fl_lua_backend *b = self;
-    const struct target *t = target_find(b->cur, av, kind, false);
+    const struct target *t = target_find(b->rules.cur, av, kind, false);
     return t && (t->mask & (1u << op));
 }
 

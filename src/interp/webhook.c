@@ -40,6 +40,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "interp/rules.h"
 
 #define NOPS FL_INTERP_OP_COUNT
 #define ALL_OPS ((1u << NOPS) - 1)
@@ -90,9 +91,7 @@ struct fl_webhook_backend {
     pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
     pthread_mutex_t pools_mu;
     struct pool *pools;
-    pthread_mutex_t wmu;   /* serialises set/delete/attach/detach */
-    fl_interp *ip;
-    struct ruleset *cur;   /* read by calls under the registry's read lock */
+    fl_interp_rules rules; /* the configurations; rules.cur is a struct ruleset */
 };
 
 /* ---- small helpers ---- */
@@ -757,6 +756,17 @@ static void ruleset_free(fl_webhook_backend *b, struct ruleset *rs)
     free(rs);
 }
 
+static void *rules_build(void *self, void *items, size_t n)
+{
+    (void)self;
+    return ruleset_build(items, n);
+}
+
+static void rules_drop(void *self, void *rs)
+{
+    ruleset_free(self, rs);
+}
+
 /* Is s (n bytes) in the list v (NULL: "*")? */
 static bool list_has(char *const *v, size_t nv, const char *s, size_t n)
 {
@@ -836,8 +846,7 @@ fl_webhook_backend *fl_webhook_backend_new(const fl_webhook_options *opts)
         curl_share_setopt(b->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     }
     pthread_mutex_init(&b->pools_mu, NULL);
-    pthread_mutex_init(&b->wmu, NULL);
-    b->cur = ruleset_build(NULL, 0);
+    fl_interp_rules_init(&b->rules, &fl_webhook_backend_vtable, b, (fl_interp_rules_ops){rules_build, rules_drop});
     return b;
 }
 
@@ -845,13 +854,12 @@ void fl_webhook_backend_free(fl_webhook_backend *b)
 {
     if (!b)
         return;
-    ruleset_free(b, b->cur); /* closes every pool: each is held by some webhook */
+    fl_interp_rules_close(&b->rules); /* closes every pool: each is held by some webhook */
     if (b->share)
         curl_share_cleanup(b->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&b->share_mu[i]);
     pthread_mutex_destroy(&b->pools_mu);
-    pthread_mutex_destroy(&b->wmu);
     free(b->user_agent);
     free(b->noproxy);
     free(b);
@@ -860,29 +868,12 @@ void fl_webhook_backend_free(fl_webhook_backend *b)
 /* The registry entry: the vtable is shared, self tells backends apart. */
 void fl_webhook_backend_attach(fl_webhook_backend *b, fl_interp *ip)
 {
-    pthread_mutex_lock(&b->wmu);
-    if (!b->ip) {
-        b->ip = ip;
-        fl_interp_add_backend(ip, &fl_webhook_backend_vtable, b);
-    }
-    pthread_mutex_unlock(&b->wmu);
+    fl_interp_rules_attach(&b->rules, ip);
 }
 
 void fl_webhook_backend_detach(fl_webhook_backend *b)
 {
-    pthread_mutex_lock(&b->wmu);
-    if (b->ip)
-        fl_interp_remove_backend(b->ip, &fl_webhook_backend_vtable, b);
-    b->ip = NULL;
-    pthread_mutex_unlock(&b->wmu);
-}
-
-/* Install v[0..n) as the set (writer mutex held); frees the old one once no call can see
- * it (after fl_interp_edit returns). */
-static void install(fl_webhook_backend *b, struct config **v, size_t n)
-{
-    struct ruleset *old = fl_interp_swap(b->ip, &b->cur, ruleset_build(v, n));
-    ruleset_free(b, old);
+    fl_interp_rules_detach(&b->rules);
 }
 
 int fl_webhook_backend_set(fl_webhook_backend *b, const json_t *config, char **err)
@@ -901,36 +892,18 @@ int fl_webhook_backend_set(fl_webhook_backend *b, const json_t *config, char **e
             free(e);
         return rc;
     }
-    pthread_mutex_lock(&b->wmu);
-    struct ruleset *cur = b->cur;
-    struct config **v = fl_malloc((cur->n + 1) * sizeof *v);
-    install(b, v, fl_interp_named_put(v, cur->v, cur->n, c));
-    pthread_mutex_unlock(&b->wmu);
+    fl_interp_rules_put(&b->rules, c);
     return 0;
 }
 
 int fl_webhook_backend_delete(fl_webhook_backend *b, const char *name)
 {
-    pthread_mutex_lock(&b->wmu);
-    struct ruleset *cur = b->cur;
-    struct config **v = fl_malloc((cur->n ? cur->n : 1) * sizeof *v);
-    size_t n = fl_interp_named_drop(v, cur->v, cur->n, name);
-    if (n == cur->n) {
-        free(v);
-        pthread_mutex_unlock(&b->wmu);
-        return FL_ENOTFOUND;
-    }
-    install(b, v, n);
-    pthread_mutex_unlock(&b->wmu);
-    return 0;
+    return fl_interp_rules_remove(&b->rules, name);
 }
 
 size_t fl_webhook_backend_count(fl_webhook_backend *b)
 {
-    pthread_mutex_lock(&b->wmu);
-    size_t n = b->cur->n;
-    pthread_mutex_unlock(&b->wmu);
-    return n;
+    return fl_interp_rules_count(&b->rules);
 }
 
 /* ---- one call ---- */
@@ -1087,13 +1060,13 @@ static const struct hook *answering(void *self, const json_t *obj, enum fl_inter
     fl_webhook_backend *b = self;
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
     const char *kind = json_string_value(json_object_get(obj, "kind"));
-    return av && kind ? first_hook(b->cur, av, kind, op) : NULL;
+    return av && kind ? first_hook(b->rules.cur, av, kind, op) : NULL;
 }
 
 static bool vt_has(void *self, const char *av, const char *kind, enum fl_interp_op op)
 {
     fl_webhook_backend *b = self;
-    return (unsigned)op < NOPS && first_hook(b->cur, av, kind, op) != NULL;
+    return (unsigned)op < NOPS && first_hook(b->rules.cur, av, kind, op) != NULL;
 }
 
 static int vt_get_replicas(void *self, const json_t *obj, int64_t *replicas, json_t **requirements, char **err)

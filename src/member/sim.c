@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "core/err.h"
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -319,44 +320,28 @@ static int put_status(fl_sim *s, sim_cluster *c, const sim_ref *r, const json_t 
 /* converging objects: hash per cluster, one heap of due times          */
 /* ------------------------------------------------------------------ */
 
-static sim_obj *obj_find(sim_cluster *c, const char *key)
+static bool obj_is(const fl_hnode *n, const void *key)
 {
-    if (!c->tab)
-        return NULL;
-    uint32_t h = fnv1a(key, strlen(key));
-    for (sim_obj *o = c->tab[h & (c->tabcap - 1)]; o; o = o->hnext)
-        if (o->hash == h && !strcmp(o->key, key))
-            return o;
-    return NULL;
+    return !strcmp(fl_htab_entry(n, sim_obj, node)->key, key);
+}
+
+static sim_obj *obj_find(sim_cluster *c, const char *key, uint64_t h)
+{
+    return fl_htab_entry(fl_htab_find(&c->objs, h, obj_is, key), sim_obj, node);
 }
 
 sim_obj *fl_sim_obj_get(sim_cluster *c, const char *key)
 {
-    sim_obj *o = obj_find(c, key);
+    uint64_t h = fl_hash_str(key);
+    sim_obj *o = obj_find(c, key, h);
     if (o)
         return o;
-    if (c->nobj + 1 > c->tabcap) {
-        size_t ncap = c->tabcap ? c->tabcap * 2 : 8;
-        sim_obj **nt = fl_calloc(ncap, sizeof *nt);
-        for (size_t i = 0; i < c->tabcap; i++)
-            for (sim_obj *p = c->tab[i], *next; p; p = next) {
-                next = p->hnext;
-                p->hnext = nt[p->hash & (ncap - 1)];
-                nt[p->hash & (ncap - 1)] = p;
-            }
-        free(c->tab);
-        c->tab = nt;
-        c->tabcap = ncap;
-    }
     size_t kl = strlen(key);
     o = fl_calloc(1, sizeof *o + kl + 1);
     memcpy(o->key, key, kl + 1);
-    o->hash = fnv1a(key, kl);
     o->c = c;
     o->heap_i = SIZE_MAX;
-    o->hnext = c->tab[o->hash & (c->tabcap - 1)];
-    c->tab[o->hash & (c->tabcap - 1)] = o;
-    c->nobj++;
+    fl_htab_add(&c->objs, &o->node, h);
     return o;
 }
 
@@ -418,19 +403,12 @@ static void schedule(fl_sim *s, sim_obj *o, int64_t due)
 
 static void obj_forget(fl_sim *s, sim_cluster *c, const char *key)
 {
-    if (!c->tab)
+    sim_obj *o = obj_find(c, key, fl_hash_str(key));
+    if (!o)
         return;
-    uint32_t h = fnv1a(key, strlen(key));
-    for (sim_obj **pp = &c->tab[h & (c->tabcap - 1)]; *pp; pp = &(*pp)->hnext) {
-        sim_obj *o = *pp;
-        if (o->hash == h && !strcmp(o->key, key)) {
-            *pp = o->hnext;
-            heap_remove(s, o);
-            c->nobj--;
-            free(o);
-            return;
-        }
-    }
+    fl_htab_remove(&c->objs, &o->node);
+    heap_remove(s, o);
+    free(o);
 }
 
 /* ------------------------------------------------------------------ */
@@ -764,6 +742,7 @@ int fl_sim_add_cluster(fl_sim *s, const char *name, fl_api *api)
     sim_cluster *c = fl_calloc(1, sizeof *c);
     c->name = fl_strdup(name);
     c->api = api;
+    fl_htab_init(&c->objs, 8); /* most clusters converge a handful of objects at a time */
     pthread_mutex_lock(&s->mu);
     if (s->npending == s->cappending) {
         s->cappending = s->cappending ? s->cappending * 2 : 16;
@@ -782,12 +761,10 @@ uint64_t fl_sim_writes(fl_sim *s)
 
 static void cluster_free(sim_cluster *c)
 {
-    for (size_t i = 0; i < c->tabcap; i++)
-        for (sim_obj *o = c->tab[i], *next; o; o = next) {
-            next = o->hnext;
-            free(o);
-        }
-    free(c->tab);
+    fl_htab_iter it;
+    for (fl_hnode *n = fl_htab_first(&c->objs, &it); n; n = fl_htab_next(&it))
+        free(fl_htab_entry(n, sim_obj, node));
+    fl_htab_close(&c->objs);
     fl_watch_free(c->w);
     free(c->name);
     free(c);

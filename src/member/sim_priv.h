@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/htab.h"
 #include "core/json_get.h"
 #include "member/sim.h"
 
@@ -25,7 +26,7 @@ enum sim_kind { SK_NONE = -1, SK_DEPLOY, SK_RS, SK_STS, SK_DS, SK_JOB, SK_POD, S
 
 /* A converging object: timing state, its place in the heap. */
 typedef struct sim_obj {
-    struct sim_obj *hnext;      /* cluster hash chain */
+    fl_hnode node;              /* in its cluster's table, by key */
     struct sim_cluster *c;
     size_t heap_i;              /* index in fl_sim.heap, SIZE_MAX when not queued */
     int64_t due;                /* monotonic ms at which to evaluate again */
@@ -33,7 +34,6 @@ typedef struct sim_obj {
     int64_t start;              /* Job: monotonic ms at which it started; 0 = unknown */
     int32_t base, target;       /* growth: ready count at `since`, and the count aimed at */
     bool growing;
-    uint32_t hash;
     char key[];
 } sim_obj;
 
@@ -42,8 +42,7 @@ typedef struct sim_cluster {
     fl_api *api;
     fl_watch *w;                /* NULL: (re-)list before following events */
     bool dead;                  /* the store closed under us: ignore from now on */
-    sim_obj **tab;              /* hash of converging objects (NULL until the first) */
-    size_t tabcap, nobj;
+    fl_htab objs;               /* the converging objects (sim_obj), by key */
     uint32_t next_node;         /* round-robin scheduling cursor */
     uint32_t next_ip;           /* pod IP allocator */
 } sim_cluster;
@@ -87,7 +86,7 @@ typedef struct sim_eval {
     int64_t due;            /* out: next look (monotonic ms), 0 = converged */
 } sim_eval;
 
-/* FNV-1a: the clusters' tables of records, and the template hash in names. */
+/* FNV-1a: the template hash in names, and the ids made from names. */
 static inline uint32_t fnv1a(const char *p, size_t n)
 {
     uint32_t h = 2166136261u;
