@@ -65,11 +65,8 @@ char *fl_asprintf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *out = NULL;
-    int n = vasprintf(&out, fmt, ap);
+    char *out = fl_vasprintf(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        oom(0);
     return out;
 }
 
