@@ -45,14 +45,10 @@ typedef struct kc_ctx {
 static int fail(kc_ctx *k, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(kc_ctx *k, int rc, const char *fmt, ...)
 {
-    if (k->err && !*k->err) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *msg = fl_vasprintf(fmt, ap);
-        va_end(ap);
-        *k->err = fl_asprintf("%s: %s", k->origin, msg);
-        free(msg);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fl_err_vset(k->err, k->origin, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

@@ -1,6 +1,10 @@
 /* err.c - text for FL_E* codes. */
 #include "core/err.h"
 
+#include <stdlib.h>
+
+#include "core/mem.h"
+
 const char *fl_strerror(int rc)
 {
     switch (rc) {
@@ -18,4 +22,13 @@ const char *fl_strerror(int rc)
     case FL_EUNSUPPORTED: return "not supported";
     }
     return "unknown error";
+}
+
+void fl_err_vset(char **err, const char *where, const char *fmt, va_list ap)
+{
+    if (!err || *err)
+        return;
+    char *msg = fl_vasprintf(fmt, ap);
+    *err = fl_asprintf("%s: %s", where, msg);
+    free(msg);
 }

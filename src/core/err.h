@@ -6,6 +6,8 @@
 #ifndef FL_ERR_H
 #define FL_ERR_H
 
+#include <stdarg.h>
+
 enum {
     FL_OK = 0,
     FL_ENOMEM = -1,      /* never returned in practice: allocation failure aborts (mem.h) */
@@ -30,5 +32,11 @@ static inline const char *fl_errmsg(const char *message, int rc)
 {
     return message && message[0] ? message : fl_strerror(rc);
 }
+
+/* Record the first error of a run for the user: when err is not NULL and *err is still NULL,
+ * *err becomes "<where>: <message fmt makes>" (heap; the caller frees it). A later call
+ * keeps the first, which names where the input first went wrong. For parsers and appliers
+ * that hand back one readable line (a patch, a kubeconfig, a Lua value). Any thread. */
+void fl_err_vset(char **err, const char *where, const char *fmt, va_list ap);
 
 #endif

@@ -180,14 +180,14 @@ static int fail(jp_run *r, const char *fmt, ...) __attribute__((format(printf, 2
 /* Record "op <index> (<verb>): <message>" as the run's error. Returns FL_EINVAL. */
 static int fail(jp_run *r, const char *fmt, ...)
 {
-    if (r->err && !*r->err) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *msg = fl_vasprintf(fmt, ap);
-        va_end(ap);
-        *r->err = fl_asprintf("op %zu (%s): %s", r->index, r->op, msg);
-        free(msg);
-    }
+    if (!r->err || *r->err)
+        return FL_EINVAL;
+    char *where = fl_asprintf("op %zu (%s)", r->index, r->op);
+    va_list ap;
+    va_start(ap, fmt);
+    fl_err_vset(r->err, where, fmt, ap);
+    va_end(ap);
+    free(where);
     return FL_EINVAL;
 }
 

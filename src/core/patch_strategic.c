@@ -55,14 +55,10 @@ static int smp_fail(smp *s, const char *dpath, const char *fmt, ...)
 /* Record "<path>: <message>" (first error wins). Returns FL_EINVAL. */
 static int smp_fail(smp *s, const char *dpath, const char *fmt, ...)
 {
-    if (s->err && !*s->err) {
-        va_list ap;
-        va_start(ap, fmt);
-        char *msg = fl_vasprintf(fmt, ap);
-        va_end(ap);
-        *s->err = fl_asprintf("%s: %s", dpath[0] ? dpath : "(root)", msg);
-        free(msg);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fl_err_vset(s->err, dpath[0] ? dpath : "(root)", fmt, ap);
+    va_end(ap);
     return FL_EINVAL;
 }
 

@@ -217,10 +217,8 @@ static int fail(struct conv *c, const char *fmt, ...)
     }
     va_list ap;
     va_start(ap, fmt);
-    char *what = fl_vasprintf(fmt, ap);
+    fl_err_vset(c->err, path, fmt, ap);
     va_end(ap);
-    *c->err = fl_asprintf("%s: %s", path, what);
-    free(what);
     return FL_EINVAL;
 }
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -122,6 +123,26 @@ static void errmsg_prefers_the_message_over_the_code(void **state)
     assert_string_equal(fl_errmsg(NULL, FL_ECONFLICT), fl_strerror(FL_ECONFLICT));
 }
 
+static void set_first(char **err, const char *where, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fl_err_vset(err, where, fmt, ap);
+    va_end(ap);
+}
+
+static void err_vset_keeps_the_first_error_with_where_it_happened(void **state)
+{
+    (void)state;
+    char *err = NULL;
+    set_first(&err, "spec.replicas", "expected %s, got %d", "a string", 3);
+    assert_string_equal(err, "spec.replicas: expected a string, got 3");
+    set_first(&err, "spec.other", "a later error");
+    assert_string_equal(err, "spec.replicas: expected a string, got 3");
+    free(err);
+    set_first(NULL, "x", "nobody asked"); /* no place to put it: nothing happens */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +152,7 @@ int main(void)
         cmocka_unit_test(own_child_changes_leave_the_original_as_it_was),
         cmocka_unit_test(finalizers_are_added_once_and_removed_without_touching_a_shared_list),
         cmocka_unit_test(errmsg_prefers_the_message_over_the_code),
+        cmocka_unit_test(err_vset_keeps_the_first_error_with_where_it_happened),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
