@@ -33,19 +33,12 @@
 #define DEPLOYS "/apis/apps/v1/namespaces/default/deployments"
 #define OPS "/apis/policy.karmada.io/v1alpha1/namespaces/default/overridepolicies"
 
-#define BINDING_FINALIZER "karmada.io/binding-controller"
-#define EXEC_FINALIZER "karmada.io/execution-controller"
 
-typedef struct fixture {
-    fl_store *store;
-    fl_api api;
-    test_ctrl ctrl;
-} fixture;
+typedef test_fixture fixture;
 
 static int setup(void **state)
 {
-    fixture *f = fl_calloc(1, sizeof *f);
-    f->store = test_api_open_memory(&f->api, "default");
+    fixture *f = test_fixture_new();
     /* the execution spaces, as the cluster controller makes them */
     assert_int_equal(fl_api_ensure_namespace(&f->api, "karmada-es-member1"), 0);
     assert_int_equal(fl_api_ensure_namespace(&f->api, "karmada-es-member2"), 0);
@@ -56,10 +49,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    test_ctrl_stop(&f->api, &f->ctrl);
-    fl_store_free(f->store);
-    free(f);
+    test_fixture_free(*state);
     return 0;
 }
 
@@ -147,12 +137,12 @@ static void test_a_scheduled_binding_makes_one_work_per_cluster(void **state)
     const char *rb_id = fl_json_meta_map(rb, "labels", "resourcebinding.karmada.io/permanent-id");
     assert_non_null(rb_id);
     /* the binding carries the binding controller's finalizer */
-    assert_true(fl_json_has_finalizer(rb, BINDING_FINALIZER));
+    assert_true(fl_json_has_finalizer(rb, "karmada.io/binding-controller"));
 
     json_t *w = work_of(f, "member2");
     /* the Work: the execution controller's finalizer, the binding's ID and name */
     assert_string_equal(fl_json_meta(w, "namespace"), "karmada-es-member2");
-    assert_true(fl_json_has_finalizer(w, EXEC_FINALIZER));
+    assert_true(fl_json_has_finalizer(w, "karmada.io/execution-controller"));
     assert_string_equal(fl_json_meta_map(w, "labels", "resourcebinding.karmada.io/permanent-id"), rb_id);
     assert_string_equal(fl_json_meta_map(w, "annotations", "resourcebinding.karmada.io/namespace"), "default");
     assert_string_equal(fl_json_meta_map(w, "annotations", "work.karmada.io/conflict-resolution"), "abort");
@@ -266,7 +256,7 @@ static void test_a_binding_deleted_removes_its_works(void **state)
     WAIT_UNTIL(work_deleted(f, "member1") && work_deleted(f, "member2"), DEADLINE_MS);
     json_t *rb = test_api_get(&f->api, RBS "/nginx-deployment");
     assert_non_null(rb);
-    assert_true(fl_json_has_finalizer(rb, BINDING_FINALIZER));
+    assert_true(fl_json_has_finalizer(rb, "karmada.io/binding-controller"));
     json_decref(rb);
     /* once they are gone, so is the binding */
     release_works(f, "member1");

@@ -31,16 +31,11 @@
 #define DEPLOYS "/apis/apps/v1/namespaces/default/deployments"
 #define CMS "/api/v1/namespaces/default/configmaps"
 
-typedef struct fixture {
-    fl_store *store;
-    fl_api api;
-    test_ctrl ctrl;
-} fixture;
+typedef test_fixture fixture;
 
 static int setup(void **state)
 {
-    fixture *f = fl_calloc(1, sizeof *f);
-    f->store = test_api_open_memory(&f->api, "default");
+    fixture *f = test_fixture_new();
     test_ctrl_start(&f->api, "dependencies", &f->ctrl);
     *state = f;
     return 0;
@@ -48,10 +43,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    test_ctrl_stop(&f->api, &f->ctrl);
-    fl_store_free(f->store);
-    free(f);
+    test_fixture_free(*state);
     return 0;
 }
 

@@ -104,9 +104,7 @@ static int fs_set_text(void *ctx, const char *name, const char *text)
 }
 
 typedef struct fixture {
-    fl_store *store;
-    fl_api api;
-    test_ctrl ctrl;
+    test_fixture *t;
     fake_store fs;
     fl_reconciled_store iface;
 } fixture;
@@ -115,15 +113,15 @@ static int setup(void **state)
 {
     setenv("FLOTILLA_RECONCILED_QUIET_MS", "50", 1);
     fixture *f = fl_calloc(1, sizeof *f);
-    f->store = test_api_open_memory(&f->api, "default");
-    test_ctrl_start(&f->api, "scheduler", &f->ctrl);
+    f->t = test_fixture_new();
+    test_ctrl_start(&f->t->api, "scheduler", &f->t->ctrl);
     f->iface = (fl_reconciled_store){.ctx = &f->fs,
                                      .head = fs_head,
                                      .note_get = fs_get,
                                      .note_set = fs_set,
                                      .note_get_text = fs_get_text,
                                      .note_set_text = fs_set_text};
-    WAIT_UNTIL(fl_ctrl_manager_idle(f->ctrl.m), DEADLINE_MS);
+    WAIT_UNTIL(fl_ctrl_manager_idle(f->t->ctrl.m), DEADLINE_MS);
     *state = f;
     return 0;
 }
@@ -131,8 +129,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    test_ctrl_stop(&f->api, &f->ctrl);
-    fl_store_free(f->store);
+    test_fixture_free(f->t);
     for (int i = 0; i < f->fs.n; i++)
         free(f->fs.notes[i].text);
     free(f);
@@ -153,15 +150,15 @@ static void a_still_head_with_idle_controllers_is_noted_with_the_build(void **st
     fl_reconciled r;
     fl_reconciled_init(&r, &f->iface);
     assert_int_equal(fl_reconciled_resumed_rev(&r), 0); /* nothing noted: no resume */
-    fl_reconciled_tick(&r, f->ctrl.m, 1000);             /* the head is seen */
-    fl_reconciled_tick(&r, f->ctrl.m, 1000 + QUIET_MS - 1);
+    fl_reconciled_tick(&r, f->t->ctrl.m, 1000);             /* the head is seen */
+    fl_reconciled_tick(&r, f->t->ctrl.m, 1000 + QUIET_MS - 1);
     assert_int_equal(note(f, "reconciled_rev"), -1); /* not still for long enough yet */
-    fl_reconciled_tick(&r, f->ctrl.m, 1000 + QUIET_MS);
+    fl_reconciled_tick(&r, f->t->ctrl.m, 1000 + QUIET_MS);
     assert_int_equal(note(f, "reconciled_rev"), 7);
     assert_int_equal(note(f, "reconciled_build"), fl_build_id());
     assert_int_equal(fl_reconciled_noted(&r), 7);
     int sets = f->fs.sets;
-    fl_reconciled_tick(&r, f->ctrl.m, 1000 + 10 * QUIET_MS); /* the same head: written once */
+    fl_reconciled_tick(&r, f->t->ctrl.m, 1000 + 10 * QUIET_MS); /* the same head: written once */
     assert_int_equal(f->fs.sets, sets);
 }
 
@@ -172,18 +169,18 @@ static void a_moving_head_is_noted_only_once_it_is_still_again(void **state)
     fl_reconciled r;
     fl_reconciled_init(&r, &f->iface);
     int64_t t = 1000;
-    fl_reconciled_tick(&r, f->ctrl.m, t);
+    fl_reconciled_tick(&r, f->t->ctrl.m, t);
     for (int i = 0; i < 5; i++) { /* a write every half spell */
         t += QUIET_MS / 2;
         f->fs.head++;
-        fl_reconciled_tick(&r, f->ctrl.m, t);
+        fl_reconciled_tick(&r, f->t->ctrl.m, t);
         assert_int_equal(note(f, "reconciled_rev"), -1);
     }
     t += QUIET_MS / 2;
-    fl_reconciled_tick(&r, f->ctrl.m, t); /* still for half a spell only */
+    fl_reconciled_tick(&r, f->t->ctrl.m, t); /* still for half a spell only */
     assert_int_equal(note(f, "reconciled_rev"), -1);
     t += QUIET_MS / 2;
-    fl_reconciled_tick(&r, f->ctrl.m, t);
+    fl_reconciled_tick(&r, f->t->ctrl.m, t);
     assert_int_equal(note(f, "reconciled_rev"), 15);
 }
 
@@ -193,8 +190,8 @@ static void only_a_start_at_the_noted_head_by_the_same_build_resumes(void **stat
     f->fs.head = 21;
     fl_reconciled r;
     fl_reconciled_init(&r, &f->iface);
-    fl_reconciled_tick(&r, f->ctrl.m, 0);
-    fl_reconciled_tick(&r, f->ctrl.m, QUIET_MS);
+    fl_reconciled_tick(&r, f->t->ctrl.m, 0);
+    fl_reconciled_tick(&r, f->t->ctrl.m, QUIET_MS);
     assert_int_equal(note(f, "reconciled_rev"), 21);
 
     fl_reconciled again; /* a restart with nothing written since */
@@ -221,12 +218,12 @@ static void a_note_that_failed_is_written_on_a_later_tick(void **state)
     f->fs.head = 30;
     fl_reconciled r;
     fl_reconciled_init(&r, &f->iface);
-    fl_reconciled_tick(&r, f->ctrl.m, 0);
+    fl_reconciled_tick(&r, f->t->ctrl.m, 0);
     f->fs.fail_sets = 1; /* the build's note fails: the revision must not be noted alone */
-    fl_reconciled_tick(&r, f->ctrl.m, QUIET_MS);
+    fl_reconciled_tick(&r, f->t->ctrl.m, QUIET_MS);
     assert_int_equal(note(f, "reconciled_rev"), -1);
     assert_int_equal(fl_reconciled_noted(&r), 0);
-    fl_reconciled_tick(&r, f->ctrl.m, QUIET_MS + 250);
+    fl_reconciled_tick(&r, f->t->ctrl.m, QUIET_MS + 250);
     assert_int_equal(note(f, "reconciled_rev"), 30);
     assert_int_equal(fl_reconciled_noted(&r), 30);
 }

@@ -30,11 +30,7 @@
 #define CLUSTERS "/apis/cluster.karmada.io/v1alpha1/clusters"
 #define RBS "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings"
 
-typedef struct fixture {
-    fl_store *store;
-    fl_api api;
-    test_ctrl ctrl;
-} fixture;
+typedef test_fixture fixture;
 
 /* A member as the cluster-status controller leaves it: Ready, serving Deployments and
  * ConfigMaps; labelled env=prod when prod. */
@@ -57,8 +53,7 @@ static void create_cluster(fixture *f, const char *name, bool prod)
 
 static int setup(void **state)
 {
-    fixture *f = fl_calloc(1, sizeof *f);
-    f->store = test_api_open_memory(&f->api, "default");
+    fixture *f = test_fixture_new();
     create_cluster(f, "member1", true);
     create_cluster(f, "member2", true);
     create_cluster(f, "member3", false);
@@ -69,10 +64,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    test_ctrl_stop(&f->api, &f->ctrl);
-    fl_store_free(f->store);
-    free(f);
+    test_fixture_free(*state);
     return 0;
 }
 

@@ -105,4 +105,30 @@ static inline void test_ctrl_stop(fl_api *api, test_ctrl *t)
     t->cp = NULL;
 }
 
+/* The fixture of a controller's unit test: an in-process API over a fresh memory store with
+ * namespace "default" (test_fixture_new), and the controller under test, started alone with
+ * test_ctrl_start(&f->api, name, &f->ctrl) once the test has put in place what the controller
+ * should find at its start. test_fixture_free stops it (if started) and frees the rest. */
+typedef struct test_fixture {
+    fl_store *store;
+    fl_api api;
+    test_ctrl ctrl;
+} test_fixture;
+
+static inline test_fixture *test_fixture_new(void)
+{
+    test_fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->store = test_api_open_memory(&f->api, "default");
+    return f;
+}
+
+static inline void test_fixture_free(test_fixture *f)
+{
+    if (f->ctrl.m)
+        test_ctrl_stop(&f->api, &f->ctrl);
+    fl_store_free(f->store);
+    free(f);
+}
+
 #endif
