@@ -1,7 +1,9 @@
 /* err.c - text for FL_E* codes. */
 #include "core/err.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/mem.h"
 
@@ -31,4 +33,16 @@ void fl_err_vset(char **err, const char *where, const char *fmt, va_list ap)
     char *msg = fl_vasprintf(fmt, ap);
     *err = fl_asprintf("%s: %s", where, msg);
     free(msg);
+}
+
+char *fl_err_one_line(const char *s, size_t len, size_t max)
+{
+    bool cut = len > max;
+    if (cut)
+        len = max;
+    char *out = fl_malloc(len + 4);
+    for (size_t i = 0; i < len; i++)
+        out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
+    strcpy(out + len, cut ? "..." : "");
+    return out;
 }

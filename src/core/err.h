@@ -7,6 +7,7 @@
 #define FL_ERR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum {
     FL_OK = 0,
@@ -38,5 +39,10 @@ static inline const char *fl_errmsg(const char *message, int rc)
  * keeps the first, which names where the input first went wrong. For parsers and appliers
  * that hand back one readable line (a patch, a kubeconfig, a Lua value). Any thread. */
 void fl_err_vset(char **err, const char *where, const char *fmt, va_list ap);
+
+/* len bytes of s made fit to quote in a one-line message: control characters become spaces,
+ * and at most max bytes are kept ("..." marks a cut). A heap string; never NULL. For text a
+ * user or a remote party sent (a value, a webhook's message). Any thread. */
+char *fl_err_one_line(const char *s, size_t len, size_t max);
 
 #endif

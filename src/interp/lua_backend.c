@@ -31,6 +31,7 @@
 #include "core/mem.h"
 #include "core/quantity.h"
 #include "core/selector.h"
+#include "interp/requirements.h"
 #include "interp/rules.h"
 
 #define NOPS FL_INTERP_OP_COUNT
@@ -373,73 +374,21 @@ static const char *type_of(lua_State *L, int idx)
     return t >= 0 && t < 9 ? words[t] : "nothing";
 }
 
-/* A quantity value (string or number) as its canonical string, in place. */
-static int canonical_quantity(json_t *list, const char *key, json_t *v, char **err)
-{
-    char num[64], out[64];
-    const char *text = fl_json_scalar_text(v, num, sizeof num);
-    fl_quantity q;
-    if (!text || fl_quantity_parse(text, &q)) {
-        *err = text ? fl_asprintf("requirement.resourceRequest.%s: invalid quantity \"%s\"", key, text)
-                    : fl_asprintf("requirement.resourceRequest.%s: must be a quantity", key);
-        return FL_EINVAL;
-    }
-    fl_quantity_format(&q, out, sizeof out);
-    json_object_set_new(list, key, json_string(out));
-    return 0;
-}
-
-/* GetReplicas' requirement: a ReplicaRequirements object, quantities made canonical. */
+/* GetReplicas' requirement: a ReplicaRequirements object, quantities made canonical; a
+ * failure names the field below "requirement". */
 static int check_requirements(json_t *req, char **err)
 {
-    static const struct {
-        const char *key;
-        json_type type;
-        const char *word;
-    } fields[] = {
-        {"nodeClaim", JSON_OBJECT, "an object"},
-        {"resourceRequest", JSON_OBJECT, "an object"},
-        {"namespace", JSON_STRING, "a string"},
-        {"priorityClassName", JSON_STRING, "a string"},
-    };
     if (!json_is_object(req)) {
         *err = fl_strdup("requirement: must be a table of ReplicaRequirements");
         return FL_EINVAL;
     }
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        json_t *v = json_object_get(req, fields[i].key);
-        if (v && !json_is_null(v) && json_typeof(v) != fields[i].type) {
-            *err = fl_asprintf("requirement.%s: must be %s", fields[i].key, fields[i].word);
-            return FL_EINVAL;
-        }
+    char *why = NULL;
+    int rc = fl_interp_check_requirements(req, &why);
+    if (rc) {
+        *err = fl_asprintf("requirement.%s", why);
+        free(why);
     }
-    static const struct {
-        const char *key;
-        json_type type;
-        const char *word;
-    } claim_fields[] = {
-        {"nodeSelector", JSON_OBJECT, "an object"},
-        {"tolerations", JSON_ARRAY, "an array"},
-        {"hardNodeAffinity", JSON_OBJECT, "an object"},
-    };
-    json_t *claim = json_object_get(req, "nodeClaim");
-    for (size_t i = 0; claim && i < sizeof claim_fields / sizeof claim_fields[0]; i++) {
-        json_t *v = json_object_get(claim, claim_fields[i].key);
-        if (v && !json_is_null(v) && json_typeof(v) != claim_fields[i].type) {
-            *err = fl_asprintf("requirement.nodeClaim.%s: must be %s", claim_fields[i].key, claim_fields[i].word);
-            return FL_EINVAL;
-        }
-    }
-    json_t *list = json_object_get(req, "resourceRequest");
-    const char *key;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe(list, tmp, key, v) {
-        int rc = canonical_quantity(list, key, v, err);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return rc;
 }
 
 /* One dependency reference, element i. */

@@ -40,6 +40,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "interp/requirements.h"
 #include "interp/rules.h"
 
 #define NOPS FL_INTERP_OP_COUNT
@@ -1016,7 +1017,7 @@ static int post(fl_webhook_backend *b, const struct hook *h, enum fl_interp_op o
     default: rc = fl_webhook_call_fail(h, op, FL_EIO, err, "%s", why); break;
     }
     if (!rc && (status < 200 || status > 299)) {
-        char *text = fl_webhook_one_line(s.buf ? s.buf : "", s.len, 200);
+        char *text = fl_err_one_line(s.buf ? s.buf : "", s.len, 200);
         rc = fl_webhook_call_fail(h, op, FL_EIO, err, "HTTP %ld%s%s", status, *text ? ": " : "", text);
         free(text);
     }
@@ -1098,7 +1099,7 @@ static int vt_get_replicas(void *self, const json_t *obj, int64_t *replicas, jso
             goto out;
         }
         req = fl_json_deep_copy(req);
-        if ((rc = fl_webhook_check_requirements(req, &why))) {
+        if ((rc = fl_interp_check_requirements(req, &why))) {
             rc = fl_webhook_call_fail(h, a.op, rc, err, "response.replicaRequirements.%s", why);
             free(why);
             json_decref(req);

@@ -60,9 +60,6 @@ struct args {
 int fl_webhook_call_fail(const struct hook *h, enum fl_interp_op op, int rc, char **err, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* s made fit for a one-line message: control characters become spaces, and at most max
- * bytes are kept ("..." marks a cut). Heap string. */
-char *fl_webhook_one_line(const char *s, size_t len, size_t max);
 
 /* A fresh random (version 4) UUID, for request.uid. */
 void fl_webhook_new_uid(char out[37]);
@@ -83,10 +80,6 @@ int fl_webhook_verify(const struct hook *h, enum fl_interp_op op, const char *ui
 int fl_webhook_apply_response_patch(const struct hook *h, enum fl_interp_op op, const json_t *r, const json_t *obj,
                                     json_t **out, char **err);
 
-/* response.replicaRequirements (req, changed in place): the types of a ResourceBinding's
- * spec.replicaRequirements, with quantities made canonical. 0, or FL_EINVAL with *why
- * (heap) naming the field below response.replicaRequirements. */
-int fl_webhook_check_requirements(json_t *req, char **why);
 
 /* Dependency reference d (element i of response.dependencies), as Karmada's
  * VerifyDependencies. 0, or FL_EINVAL with *why (heap). */

@@ -22,7 +22,6 @@
 #include "core/json.h"
 #include "core/mem.h"
 #include "core/patch.h"
-#include "core/quantity.h"
 #include "core/selector.h"
 
 int fl_webhook_call_fail(const struct hook *h, enum fl_interp_op op, int rc, char **err, const char *fmt, ...)
@@ -105,7 +104,7 @@ int fl_webhook_verify(const struct hook *h, enum fl_interp_op op, const char *ui
         return fl_webhook_call_fail(h, op, FL_EINVAL, err, "the answer has no response object");
     const json_t *ruid = json_object_get(r, "uid");
     if (!json_is_string(ruid) || strcmp(json_string_value(ruid), uid)) {
-        char *got = json_is_string(ruid) ? fl_webhook_one_line(json_string_value(ruid), json_string_length(ruid), 80)
+        char *got = json_is_string(ruid) ? fl_err_one_line(json_string_value(ruid), json_string_length(ruid), 80)
                                          : fl_strdup(ruid ? "a non-string" : "nothing");
         int rc = fl_webhook_call_fail(h, op, FL_EINVAL, err, "response.uid: expected \"%s\", got %s%s%s", uid,
                            json_is_string(ruid) ? "\"" : "", got, json_is_string(ruid) ? "\"" : "");
@@ -121,7 +120,7 @@ int fl_webhook_verify(const struct hook *h, enum fl_interp_op op, const char *ui
             return fl_webhook_call_fail(h, op, FL_EINVAL, err,
                              "response.successful is false and response.status, which must say why, is missing");
         const json_t *msg = json_object_get(st, "message");
-        char *m = fl_webhook_one_line(json_is_string(msg) ? json_string_value(msg) : "", json_string_length(msg), 400);
+        char *m = fl_err_one_line(json_is_string(msg) ? json_string_value(msg) : "", json_string_length(msg), 400);
         int rc = fl_webhook_call_fail(h, op, FL_EINVAL, err, "the webhook failed the request: %s (code %lld)",
                            *m ? m : "no message", (long long)json_integer_value(json_object_get(st, "code")));
         free(m);
@@ -155,7 +154,7 @@ int fl_webhook_apply_response_patch(const struct hook *h, enum fl_interp_op op, 
         return fl_webhook_call_fail(h, op, FL_EINVAL, err,
                          "response.patchType: missing (must be JSONPatch when a patch is given)");
     if (strcmp(json_string_value(type), "JSONPatch")) {
-        char *t = fl_webhook_one_line(json_string_value(type), json_string_length(type), 80);
+        char *t = fl_err_one_line(json_string_value(type), json_string_length(type), 80);
         int rc = fl_webhook_call_fail(h, op, FL_EINVAL, err, "response.patchType: \"%s\" is not supported (only JSONPatch)", t);
         free(t);
         return rc;
@@ -188,69 +187,6 @@ int fl_webhook_apply_response_patch(const struct hook *h, enum fl_interp_op op, 
         free(e);
     }
     return rc;
-}
-
-/* A quantity value of a resource list, as its canonical string, in place. */
-static int canonical_quantity(json_t *list, const char *key, json_t *v, char **why)
-{
-    char num[64], out[64];
-    const char *text = fl_json_scalar_text(v, num, sizeof num);
-    fl_quantity q;
-    if (!text || fl_quantity_parse(text, &q)) {
-        char *t = text ? fl_webhook_one_line(text, strlen(text), 64) : NULL;
-        *why = t ? fl_asprintf("resourceRequest.%s: invalid quantity \"%s\"", key, t)
-                 : fl_asprintf("resourceRequest.%s: must be a quantity", key);
-        free(t);
-        return FL_EINVAL;
-    }
-    fl_quantity_format(&q, out, sizeof out);
-    json_object_set_new(list, key, json_string(out));
-    return 0;
-}
-
-/* replicaRequirements: the types of a ResourceBinding's spec.replicaRequirements, with
- * quantities made canonical. *why names the field below response.replicaRequirements. */
-int fl_webhook_check_requirements(json_t *req, char **why)
-{
-    static const struct {
-        const char *key;
-        json_type type;
-        const char *word;
-    } fields[] = {
-        {"nodeClaim", JSON_OBJECT, "an object"},
-        {"resourceRequest", JSON_OBJECT, "an object"},
-        {"namespace", JSON_STRING, "a string"},
-        {"priorityClassName", JSON_STRING, "a string"},
-    }, claim[] = {
-        {"nodeSelector", JSON_OBJECT, "an object"},
-        {"tolerations", JSON_ARRAY, "an array"},
-        {"hardNodeAffinity", JSON_OBJECT, "an object"},
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        json_t *v = json_object_get(req, fields[i].key);
-        if (v && !json_is_null(v) && json_typeof(v) != fields[i].type) {
-            *why = fl_asprintf("%s: must be %s", fields[i].key, fields[i].word);
-            return FL_EINVAL;
-        }
-    }
-    json_t *nc = json_object_get(req, "nodeClaim");
-    for (size_t i = 0; json_is_object(nc) && i < sizeof claim / sizeof claim[0]; i++) {
-        json_t *v = json_object_get(nc, claim[i].key);
-        if (v && !json_is_null(v) && json_typeof(v) != claim[i].type) {
-            *why = fl_asprintf("nodeClaim.%s: must be %s", claim[i].key, claim[i].word);
-            return FL_EINVAL;
-        }
-    }
-    json_t *list = json_object_get(req, "resourceRequest"), *v;
-    const char *key;
-    void *tmp;
-    if (json_is_object(list))
-        json_object_foreach_safe(list, tmp, key, v) {
-            int rc = canonical_quantity(list, key, v, why);
-            if (rc)
-                return rc;
-        }
-    return 0;
 }
 
 /* One dependency reference (element i), as Karmada's VerifyDependencies. */
@@ -298,16 +234,3 @@ int fl_webhook_check_dependency(const json_t *d, size_t i, char **why)
 }
 
 
-/* s made fit for a one-line message: control characters become spaces, and at most max
- * bytes are kept ("..." marks a cut). Heap string. */
-char *fl_webhook_one_line(const char *s, size_t len, size_t max)
-{
-    bool cut = len > max;
-    if (cut)
-        len = max;
-    char *out = fl_malloc(len + 4);
-    for (size_t i = 0; i < len; i++)
-        out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
-    strcpy(out + len, cut ? "..." : "");
-    return out;
-}
