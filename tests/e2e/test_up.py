@@ -161,6 +161,12 @@ def test_up_restarts_on_its_data_directory_and_delivers_again():
                       f"run {run}: deployment keep on {m}")
             assert _stop_up(p) == 0, f"run {run}: flotilla up did not stop cleanly"
             p = None
+        # the children run under ASan+UBSan in CI: any report in their logs fails the test
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".log"):
+                text = open(os.path.join(d, name), errors="replace").read()
+                for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+                    assert marker not in text, f"{name}:\n{text[text.find(marker) - 200:][:4000]}"
     finally:
         if p is not None:
             p.kill()
