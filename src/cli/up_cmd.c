@@ -3,13 +3,22 @@
  * The local default and the README's main job. It runs the other commands of this same
  * binary as child processes, exactly as a user would: `flotilla server`, `flotilla member`
  * for the members, and `flotilla ctl join` for each of them; then it waits until every
- * Cluster is Ready, prints how to use it, and on SIGINT/SIGTERM stops the children. */
+ * Cluster is Ready, prints how to use it, and on SIGINT/SIGTERM stops the children.
+ *
+ * It is restartable on its data directory. The control plane keeps its store there; the
+ * simulated members are memory stores with new tokens and a new port each run, so every
+ * run joins them again (a join brings the Cluster and its Secret up to date) and the
+ * control plane delivers its Works to them again. Nothing a previous run left may be read
+ * as this run's: the kubeconfigs it waits for are removed before their writer starts, and
+ * only the part of the members' log written by this run counts. The children end with it,
+ * also when it is killed: each asks the kernel for SIGTERM when its parent dies. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,7 +35,8 @@ static void usage(FILE *f)
     fprintf(f, "Usage: flotilla up [--data-dir DIR] [--members N] [--listen ADDR:PORT]\n"
                "\n"
                "Runs a Flotilla control plane and N simulated member clusters (member1..memberN), joins\n"
-               "them, waits until they are Ready, and keeps running until Ctrl-C.\n"
+               "them, waits until they are Ready, and keeps running until Ctrl-C. Run again on the same\n"
+               "DIR, it brings the same control plane back and joins fresh members to it.\n"
                "\n"
                "  --data-dir DIR      default .flotilla: DIR/kubeconfig for the control plane,\n"
                "                      DIR/members/<name>.kubeconfig for each member\n"
@@ -35,10 +45,17 @@ static void usage(FILE *f)
                "  --listen ADDR:PORT  the control plane's address (default 127.0.0.1:6443)\n");
 }
 
+/* Run this binary with argv in a child, its output appended to log_path (or to stderr).
+ * The child gets SIGTERM when this process dies, however it dies, so a `kill -9` of `up`
+ * leaves no orphans. Returns the child's pid, or -1. */
 static pid_t spawn(char *const argv[], const char *log_path)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* the parent may have died between fork and prctl: then no signal would ever come */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+            _exit(127);
         sigset_t none;
         sigemptyset(&none);
         pthread_sigmask(SIG_SETMASK, &none, NULL);
@@ -72,6 +89,15 @@ static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* Sleep ms, or less when SIGINT or SIGTERM (blocked, in sigs) arrives: then true, so the
+ * waits of start-up can be cut short by Ctrl-C as the running state can. */
+static bool stop_requested(const sigset_t *sigs, int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    int sig = sigtimedwait(sigs, NULL, &ts);
+    return sig == SIGINT || sig == SIGTERM;
 }
 
 static bool child_alive(pid_t pid)
@@ -123,7 +149,13 @@ typedef struct up_run {
     char *mdir, *kc, *slog, *mlog;  /* heap paths under dir */
     pid_t server, member;           /* -1 when not running */
     pid_t *agents;                  /* pull entries */
+    sigset_t sigs;                  /* SIGINT and SIGTERM, blocked; taken with sigtimedwait */
 } up_run;
+
+static void say_stopped(void)
+{
+    fprintf(stderr, "flotilla up: stopped before it was up\n");
+}
 
 /* Parse the options into u. Returns -1 to go on, else the exit code (usage, --help). */
 static int parse_options(int argc, char **argv, up_run *u)
@@ -167,7 +199,10 @@ static int wait_server(up_run *u, fl_client **cp)
             u->server = -1;
             return -1;
         }
-        sleep_ms(50);
+        if (stop_requested(&u->sigs, 50)) {
+            say_stopped();
+            return -1;
+        }
     }
     fl_kubeconfig kcfg;
     memset(&kcfg, 0, sizeof kcfg);
@@ -182,38 +217,62 @@ static int wait_server(up_run *u, fl_client **cp)
     return 0;
 }
 
-/* Start the simulated members and wait until this run's kubeconfigs are written. Returns 0
- * or -1 after saying why. */
+/* The size of path, or 0 when it does not exist yet. */
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* Has the member host printed its "kubeconfigs:" line at or after offset in its log? That
+ * line comes once every kubeconfig is written. */
+static bool members_up_since(const char *log_path, long offset)
+{
+    FILE *f = fopen(log_path, "r");
+    if (!f)
+        return false;
+    bool up = false;
+    char line[512];
+    if (fseek(f, offset, SEEK_SET) == 0)
+        while (!up && fgets(line, sizeof line, f))
+            up = strstr(line, "kubeconfigs:") != NULL;
+    fclose(f);
+    return up;
+}
+
+/* Start the simulated members and wait until this run's kubeconfigs are written. A previous
+ * run's kubeconfigs name its port and tokens, both gone: they are removed first, and the
+ * log (appended to, so it keeps earlier runs) is read only from where this run starts.
+ * Returns 0 or -1 after saying why. */
 static int start_members(up_run *u)
 {
+    for (int i = 1; i <= u->members; i++) {
+        char *mkc = fl_asprintf("%s/member%d.kubeconfig", u->mdir, i);
+        if (unlink(mkc) != 0 && errno != ENOENT)
+            fprintf(stderr, "flotilla up: cannot remove %s: %s\n", mkc, strerror(errno));
+        free(mkc);
+    }
     char nbuf[16];
     snprintf(nbuf, sizeof nbuf, "%d", u->members);
     fprintf(stderr, "starting %d simulated member%s (log: %s)\n", u->members, u->members == 1 ? "" : "s", u->mlog);
     char *member_argv[] = {"flotilla", "member", "--data-dir", u->mdir, "--clusters", nbuf, NULL};
+    long offset = file_size(u->mlog);
     u->member = spawn(member_argv, u->mlog);
-    char *last = fl_asprintf("%s/member%d.kubeconfig", u->mdir, u->members);
-    /* the kubeconfigs of a previous run may be there: wait for this run's member log line */
     for (int i = 0; i < 600; i++) {
-        FILE *f = fopen(u->mlog, "r");
-        char line[512];
-        bool up = false;
-        while (f && fgets(line, sizeof line, f))
-            if (strstr(line, "kubeconfigs:"))
-                up = true;
-        if (f)
-            fclose(f);
-        if (up && access(last, R_OK) == 0)
-            break;
+        if (members_up_since(u->mlog, offset))
+            return 0;
         if (!child_alive(u->member)) {
             fprintf(stderr, "flotilla up: the members exited; see %s\n", u->mlog);
             u->member = -1;
-            free(last);
             return -1;
         }
-        sleep_ms(50);
+        if (stop_requested(&u->sigs, 50)) {
+            say_stopped();
+            return -1;
+        }
     }
-    free(last);
-    return 0;
+    fprintf(stderr, "flotilla up: the members did not start in 30 s; see %s\n", u->mlog);
+    return -1;
 }
 
 /* Join every member: the first ones in push mode (`flotilla ctl join`), the last `pull`
@@ -264,8 +323,10 @@ static int wait_ready(const up_run *u, fl_client *cp)
         }
         if (t % 20 == 0 || ready == u->members)
             fprintf(stderr, "waiting for members: %d/%d Ready\n", ready, u->members);
-        if (ready < u->members)
-            sleep_ms(100);
+        if (ready < u->members && stop_requested(&u->sigs, 100)) {
+            say_stopped();
+            return -1;
+        }
     }
     if (ready < u->members) {
         fprintf(stderr, "flotilla up: only %d of %d members became Ready in 60 s\n", ready, u->members);
@@ -275,12 +336,10 @@ static int wait_ready(const up_run *u, fl_client *cp)
 }
 
 /* Run until SIGINT/SIGTERM (exit code 0) or until a child exits (1). */
-static int serve_until_stopped(const up_run *u, sigset_t *sigs)
+static int serve_until_stopped(const up_run *u)
 {
     for (;;) {
-        struct timespec ts = {1, 0};
-        int sig = sigtimedwait(sigs, NULL, &ts);
-        if (sig == SIGINT || sig == SIGTERM)
+        if (stop_requested(&u->sigs, 1000))
             return 0;
         if (!child_alive(u->server) || (u->member > 0 && !child_alive(u->member))) {
             fprintf(stderr, "flotilla up: a child process exited; see %s and %s\n", u->slog, u->mlog);
@@ -299,8 +358,7 @@ int fl_cmd_up(int argc, char **argv)
         fprintf(stderr, "flotilla up: cannot create %s: %s\n", u.dir, strerror(errno));
         return 1;
     }
-    sigset_t sigs;
-    fl_cli_block_signals(&sigs);
+    fl_cli_block_signals(&u.sigs);
 
     u.mdir = fl_asprintf("%s/members", u.dir);
     u.kc = fl_asprintf("%s/kubeconfig", u.dir);
@@ -320,7 +378,7 @@ int fl_cmd_up(int argc, char **argv)
     printf("Flotilla is up: export KUBECONFIG=%s (control plane); members: %s/<name>.kubeconfig. Ctrl-C stops it.\n",
            u.kc, u.mdir);
     fflush(stdout);
-    rc = serve_until_stopped(&u, &sigs);
+    rc = serve_until_stopped(&u);
 out:
     fl_client_free(cp);
     for (int i = 0; i < u.pull; i++)
