@@ -129,3 +129,22 @@ def test_the_lock_goes_with_a_killed_server(fresh_server):
     assert rc != 0 and f"pid {s.proc.pid}" in err, err
     assert f"pid {first}" not in err
 
+
+def test_a_second_member_host_on_a_running_ones_directory_exits_naming_the_first(data_dir):
+    first = subprocess.Popen([BIN, "member", "--data-dir", data_dir, "--clusters", "1", "--listen", "127.0.0.1:0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert "cluster at" in first.stdout.readline()
+        kc = open(os.path.join(data_dir, "member1.kubeconfig"), "rb").read()
+        try:
+            r = subprocess.run([BIN, "member", "--data-dir", data_dir, "--clusters", "1", "--listen", "127.0.0.1:0"],
+                               capture_output=True, text=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("a second flotilla member on the same directory started")
+        assert r.returncode != 0
+        assert len(r.stderr.splitlines()) == 1 and f"pid {first.pid}" in r.stderr and data_dir in r.stderr, r.stderr
+        assert open(os.path.join(data_dir, "member1.kubeconfig"), "rb").read() == kc
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=20)
