@@ -2,7 +2,9 @@
  * admin bearer token (the kubeconfig that hands them to clients is written by
  * client/kubeconfig.c).
  *
- * Everything lives in DIR/pki/ (mode 0700) and is generated once, on first start:
+ * Everything lives in DIR/pki/ (mode 0700; keys and tokens 0600, and a start on one that
+ * others may read is refused, as ssh refuses such a key) and is generated once, on first
+ * start:
  *
  *   ca.crt / ca.key          EC P-256 self-signed CA "flotilla-ca", 10 years
  *   server.crt / server.key  EC P-256 "flotilla-server" signed by the CA, 1 year,
@@ -502,6 +504,29 @@ static int ensure_token(const char *path, char **out, char **err)
 
 /* ---------- public ---------- */
 
+const char *const fl_pki_secret_files[] = {"ca.key", "server.key", "admin.token", "bootstrap.token", NULL};
+
+/* Refuse keys and tokens others can read: they were exposed, and going on would hide it. */
+static int check_secrets_private(const char *pki, char **err)
+{
+    enum { N = sizeof fl_pki_secret_files / sizeof *fl_pki_secret_files };
+    char *paths[N] = {0};
+    for (size_t i = 0; fl_pki_secret_files[i]; i++)
+        paths[i] = fl_asprintf("%s/%s", pki, fl_pki_secret_files[i]);
+    char *why = NULL;
+    int rc = fl_file_check_private((const char *const *)paths, &why);
+    for (size_t i = 0; i < N; i++)
+        free(paths[i]);
+    if (rc) {
+        if (err)
+            *err = why;
+        else
+            free(why);
+        return FL_EIO;
+    }
+    return 0;
+}
+
 int fl_token_ensure(const char *path, char **out, char **err)
 {
     if (err)
@@ -526,6 +551,8 @@ int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, c
     int rc;
 
     if ((rc = wanted_sans(extra_sans, &sans, &nsans, err)))
+        goto out;
+    if ((rc = check_secrets_private(pki, err)))
         goto out;
     if (mkdir_p(pki) < 0) {
         rc = fail(err, "pki: cannot create %s: %s", pki, strerror(errno));

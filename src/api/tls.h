@@ -13,10 +13,16 @@ typedef struct fl_pki {
     char *admin_token;      /* 64 hex chars */
 } fl_pki;
 
+/* The files under DIR/pki/ that hold secrets (the private keys, the admin and the bootstrap
+ * token), NULL-terminated: what must stay private to the server's user (0600). */
+extern const char *const fl_pki_secret_files[];
+
 /* Load DIR/pki/{ca.crt,ca.key,server.crt,server.key} and DIR/pki/admin.token, creating
  * whatever is missing (CA: EC P-256, 10 years; serving cert signed by the CA with SANs
  * localhost, 127.0.0.1, ::1 and each entry of extra_sans (IPs or DNS names), 1 year).
- * Keys are written mode 0600. Returns 0 or FL_EIO with *err a heap message. */
+ * Keys are written mode 0600. An existing key or token that the group or others may read is
+ * refused before anything is written, *err naming it and the chmod to run. Returns 0 or
+ * FL_EIO with *err a heap message. */
 int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, char **err);
 void fl_pki_close(fl_pki *p);
 

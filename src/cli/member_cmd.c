@@ -1,13 +1,20 @@
-/* member_cmd.c - `flotilla member`: simulated member clusters (src/member/). */
+/* member_cmd.c - `flotilla member`: simulated member clusters (src/member/). One member host
+ * owns a data directory at a time (DIR/member.lock), as one server does its own: a second
+ * would take over the kubeconfigs the first's clients read. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "api/kinds.h"
 #include "cli/cli.h"
 #include "core/err.h"
+#include "core/file.h"
+#include "core/mem.h"
 #include "core/log.h"
 #include "member/member.h"
 
@@ -72,6 +79,22 @@ int fl_cmd_member(int argc, char **argv)
                 cfg.listen);
         return 2;
     }
+    if (mkdir(cfg.data_dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "flotilla member: cannot create %s: %s\n", cfg.data_dir, strerror(errno));
+        return 1;
+    }
+    char *lock = fl_asprintf("%s/member.lock", cfg.data_dir);
+    int lock_fd = -1; /* held until exit, when the kernel lets it go (kill -9 too) */
+    long holder = 0;
+    int lrc = fl_file_lock(lock, &lock_fd, &holder);
+    if (lrc == FL_EEXIST)
+        fprintf(stderr, "flotilla member: %s is in use by another flotilla member (pid %ld); stop it first or use "
+                        "another --data-dir\n", cfg.data_dir, holder);
+    else if (lrc)
+        fprintf(stderr, "flotilla member: cannot lock %s: %s\n", lock, strerror(errno));
+    free(lock);
+    if (lrc)
+        return 1;
     sigset_t sigs;
     fl_cli_block_signals(&sigs);
     fl_kinds_init();
@@ -80,6 +103,7 @@ int fl_cmd_member(int argc, char **argv)
     if (fl_member_host_start(&cfg, &h, &err) != 0) {
         fprintf(stderr, "flotilla member: %s\n", err ? err : "cannot start");
         free(err);
+        close(lock_fd);
         return 1;
     }
     printf("flotilla member: %d cluster%s at %s/clusters/<name>; kubeconfigs: %s/<name>.kubeconfig\n", cfg.clusters,
@@ -89,5 +113,6 @@ int fl_cmd_member(int argc, char **argv)
     sigwait(&sigs, &sig);
     fl_log(FL_LOG_INFO, "member", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     fl_member_host_stop(h);
+    close(lock_fd);
     return 0;
 }

@@ -6,6 +6,10 @@
  * the API until SIGTERM/SIGINT, then shuts down gracefully: stop accepting, let requests
  * finish, end watches, close the store (every acknowledged write is already durable).
  *
+ * Everything it writes is private to its user (umask 077 from the start: the data directory
+ * 0700, the store and its WAL 0600, as are the keys, tokens and kubeconfigs, which set their
+ * modes themselves), and one server owns a data directory at a time (DIR/server.lock).
+ *
  * fl_cmd_server runs the steps below in order; each says what it sets up, and
  * server_close undoes whatever of them ran. */
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "api/auth.h"
@@ -29,6 +34,7 @@
 #include "controllers/controller.h"
 #include "controllers/reconciled.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -38,6 +44,11 @@
  * more writes (a burst, not the periodic heartbeats). */
 #define QUIET_MS 3000
 #define QUIET_WRITES 1000
+
+/* Under the data directory: the store (SQLite adds -wal and -shm beside it) and the lock
+ * held by the server that owns the directory. */
+#define STORE_FILE "store.db"
+#define LOCK_FILE "server.lock"
 
 static void usage(FILE *f)
 {
@@ -141,6 +152,7 @@ typedef struct server_opts {
  * outlasts every thread the steps start. */
 typedef struct server {
     server_opts o;
+    int lock_fd; /* DIR/server.lock, held until exit; -1 when not taken */
     sigset_t sigs;
     fl_store *store;
     fl_pki pki;
@@ -202,11 +214,65 @@ static int parse_args(int argc, char **argv, server_opts *o)
     return -1;
 }
 
+/* Make the data directory this process's: refuse to start on a secret others may read (the
+ * store, its WAL, a key, a token or a kubeconfig: they were exposed, and going on would hide
+ * it), take the directory's lock so that a second server on it exits at once instead of
+ * serving stale lists and taking over the kubeconfig, and make the directory itself 0700
+ * (one made by hand with the usual umask is 0755; tightening it is safe and said in the log).
+ * The first two read only: a refused start writes nothing. One line and an error on failure. */
+static int claim_data_dir(server *sv)
+{
+    const char *dir = sv->o.data_dir;
+    static const char *const own[] = {STORE_FILE, STORE_FILE "-wal", STORE_FILE "-shm", "kubeconfig",
+                                      "bootstrap-kubeconfig"};
+    size_t nown = sizeof own / sizeof *own, npki = 0, n = 0;
+    while (fl_pki_secret_files[npki])
+        npki++;
+    char **paths = fl_calloc(nown + npki + 1, sizeof *paths); /* NULL-terminated */
+    for (size_t i = 0; i < nown; i++)
+        paths[n++] = fl_asprintf("%s/%s", dir, own[i]);
+    for (size_t i = 0; i < npki; i++)
+        paths[n++] = fl_asprintf("%s/pki/%s", dir, fl_pki_secret_files[i]);
+    char *why = NULL;
+    int rc = fl_file_check_private((const char *const *)paths, &why);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    if (rc) {
+        fprintf(stderr, "flotilla server: %s\n", why);
+        free(why);
+        return rc;
+    }
+
+    char *lock = fl_asprintf("%s/%s", dir, LOCK_FILE);
+    long holder = 0;
+    rc = fl_file_lock(lock, &sv->lock_fd, &holder);
+    if (rc == FL_EEXIST)
+        fprintf(stderr, "flotilla server: %s is in use by another flotilla server (pid %ld); stop it first or use "
+                        "another --data-dir\n", dir, holder);
+    else if (rc)
+        fprintf(stderr, "flotilla server: cannot lock %s: %s\n", lock, strerror(errno));
+    free(lock);
+    if (rc)
+        return rc;
+
+    mode_t was = 0;
+    if (fl_file_private_dir(dir, &was) != 0) {
+        fprintf(stderr, "flotilla server: %s is open to others (mode %04o) and cannot be made private: %s; "
+                        "run: chmod 700 %s\n", dir, (unsigned)was, strerror(errno), dir);
+        return FL_EIO;
+    }
+    if (was & 077)
+        fl_log(FL_LOG_WARN, "server", "the data directory %s was mode %04o; made it 0700, as it holds the store, "
+                                      "keys and tokens", dir, (unsigned)was);
+    return 0;
+}
+
 /* Open the store in the data directory, and read whether this start resumes at a reconciled
  * revision before anything writes to it (the system namespaces, if they are missing). */
 static int open_store(server *sv)
 {
-    char *db = fl_asprintf("%s/store.db", sv->o.data_dir);
+    char *db = fl_asprintf("%s/" STORE_FILE, sv->o.data_dir);
     fl_store_config scfg = {.path = db,
                             .compact_window = sv->o.window,
                             .durable = !sv->o.no_fsync,
@@ -391,14 +457,22 @@ static void server_close(server *sv)
     fl_pki_close(&sv->pki);
     free(sv->kubeconfig);
     free(sv->url);
+    if (sv->lock_fd >= 0)
+        close(sv->lock_fd); /* last: the directory is another server's to take from here on */
+    sv->lock_fd = -1;
 }
 
 int fl_cmd_server(int argc, char **argv)
 {
-    server sv = {0};
+    server sv = {.lock_fd = -1};
+    /* Before anything is created: the store and whatever else lands in the data directory
+     * hold credentials, and are this user's alone. */
+    umask(077);
     int rc = parse_args(argc, argv, &sv.o);
     if (rc >= 0)
         return rc;
+    if (claim_data_dir(&sv))
+        return 1;
     /* block the signals before any thread starts, so only sigwait sees them */
     fl_cli_block_signals(&sv.sigs);
     fl_kinds_init();

@@ -297,6 +297,40 @@ static void test_missing_server_cert_is_reissued_damaged_ca_is_an_error(void **s
     fl_pki_close(&a);
 }
 
+/* A key or token others may read was exposed: refused, untouched, with the chmod to run. */
+static void test_a_key_others_can_read_is_refused_and_left_alone(void **state)
+{
+    const char *dir = *state;
+    fl_pki a, b;
+    char *err = NULL;
+    assert_int_equal(fl_pki_ensure(dir, NULL, &a, &err), 0);
+    char *key = path_in(dir, "pki/ca.key"), *tok = path_in(dir, "pki/admin.token");
+    char *before = slurp(key);
+    assert_int_equal(chmod(key, 0644), 0);
+    assert_int_equal(chmod(tok, 0620), 0);
+    assert_int_equal(fl_pki_ensure(dir, NULL, &b, &err), FL_EIO);
+    assert_null(b.admin_token);
+    char *want = NULL;
+    assert_true(asprintf(&want, "%s is readable by others (mode 0644); run: chmod 600 %s %s", key, key, tok) > 0);
+    assert_string_equal(err, want);
+    free(want);
+    free(err);
+    char *after = slurp(key);
+    assert_string_equal(after, before);
+    assert_int_equal(mode_of(dir, "pki/ca.key"), 0644);
+
+    assert_int_equal(chmod(key, 0600), 0);
+    assert_int_equal(chmod(tok, 0600), 0);
+    assert_int_equal(fl_pki_ensure(dir, NULL, &b, &err), 0);
+    assert_string_equal(a.ca_cert_pem, b.ca_cert_pem);
+    fl_pki_close(&a);
+    fl_pki_close(&b);
+    free(before);
+    free(after);
+    free(key);
+    free(tok);
+}
+
 static void test_bad_san_is_rejected(void **state)
 {
     fl_pki p;
@@ -395,6 +429,7 @@ int main(void)
         T(test_restart_reuses_ca_cert_and_token),
         T(test_extra_san_reissues_server_cert_from_same_ca),
         T(test_missing_server_cert_is_reissued_damaged_ca_is_an_error),
+        T(test_a_key_others_can_read_is_refused_and_left_alone),
         T(test_bad_san_is_rejected),
         T(test_kubeconfig_has_server_ca_and_token),
         cmocka_unit_test(test_kubeconfig_write_fails_in_missing_dir),
