@@ -28,6 +28,7 @@
 #include "client/client.h"
 #include "client/kubeconfig.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/mem.h"
 
 static void usage(FILE *f)
@@ -150,6 +151,7 @@ typedef struct up_run {
     pid_t server, member;           /* -1 when not running */
     pid_t *agents;                  /* pull entries */
     sigset_t sigs;                  /* SIGINT and SIGTERM, blocked; taken with sigtimedwait */
+    int lock_fd;                    /* DIR/up.lock, held until exit; -1 when not taken */
 } up_run;
 
 static void say_stopped(void)
@@ -187,6 +189,51 @@ static int parse_options(int argc, char **argv, up_run *u)
         return 2;
     }
     return -1;
+}
+
+/* Wait, up to 15 s, until nobody holds the lock at path, which a child of ours is about to
+ * take (what: "server", "member host"): after a kill -9 of a previous `up`, its children are
+ * still stopping for a moment. 0 when free, -1 after saying why (or stopped). */
+static int wait_lock_free(up_run *u, const char *path, const char *what)
+{
+    bool said = false;
+    for (int i = 0; i < 150; i++) {
+        int fd = -1;
+        long holder = 0;
+        int rc = fl_file_lock(path, &fd, &holder);
+        if (rc == 0) {
+            close(fd);
+            return 0;
+        }
+        if (rc != FL_EEXIST)
+            return 0; /* not ours to judge: the child reports what it finds */
+        if (!said)
+            fprintf(stderr, "waiting for the previous %s (pid %ld) to stop\n", what, holder);
+        said = true;
+        if (stop_requested(&u->sigs, 100)) {
+            say_stopped();
+            return -1;
+        }
+    }
+    fprintf(stderr, "flotilla up: %s still holds %s after 15 s; stop it first\n", what, path);
+    return -1;
+}
+
+/* Own the data directory for this run before touching anything in it: DIR/up.lock, held until
+ * exit (the kernel drops it if we are killed). A second `up` on the same directory would remove
+ * the first one's kubeconfigs before its own server is refused. 0, or 1 after saying why. */
+static int claim_dir(up_run *u)
+{
+    char *path = fl_asprintf("%s/up.lock", u->dir);
+    long holder = 0;
+    int rc = fl_file_lock(path, &u->lock_fd, &holder);
+    if (rc == FL_EEXIST)
+        fprintf(stderr, "flotilla up: %s is in use by another flotilla up (pid %ld); stop it first or use another --data-dir\n",
+                u->dir, holder);
+    else if (rc)
+        fprintf(stderr, "flotilla up: cannot lock %s: %s\n", path, strerror(errno));
+    free(path);
+    return rc ? 1 : 0;
 }
 
 /* Wait until the server has written its kubeconfig (it serves then), and connect to it.
@@ -252,6 +299,11 @@ static int start_members(up_run *u)
             fprintf(stderr, "flotilla up: cannot remove %s: %s\n", mkc, strerror(errno));
         free(mkc);
     }
+    char *member_lock = fl_asprintf("%s/member.lock", u->mdir);
+    int free_rc = wait_lock_free(u, member_lock, "member host");
+    free(member_lock);
+    if (free_rc != 0)
+        return -1;
     char nbuf[16];
     snprintf(nbuf, sizeof nbuf, "%d", u->members);
     fprintf(stderr, "starting %d simulated member%s (log: %s)\n", u->members, u->members == 1 ? "" : "s", u->mlog);
@@ -350,7 +402,7 @@ static int serve_until_stopped(const up_run *u)
 
 int fl_cmd_up(int argc, char **argv)
 {
-    up_run u = {.dir = ".flotilla", .listen = "127.0.0.1:6443", .members = 3, .server = -1, .member = -1};
+    up_run u = {.dir = ".flotilla", .listen = "127.0.0.1:6443", .members = 3, .server = -1, .member = -1, .lock_fd = -1};
     int rc = parse_options(argc, argv, &u);
     if (rc >= 0)
         return rc;
@@ -359,17 +411,24 @@ int fl_cmd_up(int argc, char **argv)
         return 1;
     }
     fl_cli_block_signals(&u.sigs);
+    if (claim_dir(&u) != 0)
+        return 1;
 
     u.mdir = fl_asprintf("%s/members", u.dir);
     u.kc = fl_asprintf("%s/kubeconfig", u.dir);
     u.slog = fl_asprintf("%s/server.log", u.dir);
     u.mlog = fl_asprintf("%s/members.log", u.dir);
     unlink(u.kc); /* written anew once the server serves: its presence means "up" */
-    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen, NULL};
-    u.server = spawn(server_argv, u.slog);
     u.agents = fl_calloc((size_t)(u.pull > 0 ? u.pull : 1), sizeof *u.agents);
     fl_client *cp = NULL;
     rc = 1;
+    char *server_lock = fl_asprintf("%s/server.lock", u.dir);
+    int free_rc = wait_lock_free(&u, server_lock, "server");
+    free(server_lock);
+    if (free_rc != 0)
+        goto out;
+    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen, NULL};
+    u.server = spawn(server_argv, u.slog);
     fprintf(stderr, "starting the control plane on %s (log: %s)\n", u.listen, u.slog);
     if (wait_server(&u, &cp) != 0)
         goto out;
@@ -390,5 +449,7 @@ out:
     free(u.kc);
     free(u.slog);
     free(u.mlog);
+    if (u.lock_fd >= 0)
+        close(u.lock_fd);
     return rc;
 }

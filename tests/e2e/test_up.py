@@ -197,3 +197,53 @@ def test_up_killed_takes_its_children_with_it():
             if _running(k):
                 os.kill(k, signal.SIGKILL)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_second_up_on_a_running_ones_directory_is_refused_and_changes_nothing():
+    """A second `flotilla up` on the same directory exits at once naming the first, before it
+    removes anything: the first keeps its kubeconfigs and keeps serving."""
+    d = tempfile.mkdtemp(prefix="flotilla-up-twice-")
+    p = _start_up(d, free_port(), members=1)
+    try:
+        kc = os.path.join(d, "kubeconfig")
+        mkc = os.path.join(d, "members", "member1.kubeconfig")
+        before = (open(kc).read(), open(mkc).read())
+        second = subprocess.run([BIN, "up", "--data-dir", d, "--members", "1", "--listen",
+                                 f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=30)
+        assert second.returncode != 0
+        assert f"in use by another flotilla up (pid {p.pid})" in second.stderr, second.stderr
+        assert (open(kc).read(), open(mkc).read()) == before
+        assert _kubectl_json(kc, "get", "clusters") is not None, "the first stopped serving"
+        assert _stop_up(p) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_up_waits_for_a_stopping_server_of_a_previous_run_to_let_go():
+    """Right after a kill -9 of `up`, its server may still be stopping, holding DIR/server.lock
+    (here held by the test for 1.5 s, as such a server would): a new `up` waits for it and
+    then comes up, instead of having its own server refused."""
+    import fcntl
+    import threading
+    d = tempfile.mkdtemp(prefix="flotilla-up-rekill-")
+    fd = os.open(os.path.join(d, "server.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, b"%d" % os.getpid())
+    release = threading.Timer(1.5, lambda: os.close(fd))
+    release.start()
+    p = None
+    try:
+        p = _start_up(d, free_port(), members=1)
+        kc = os.path.join(d, "kubeconfig")
+        _wait(lambda: (_kubectl_json(kc, "get", "clusters") or {}).get("items"), 30, "the clusters")
+        assert _stop_up(p) == 0
+        assert f"waiting for the previous server (pid {os.getpid()}) to stop" in p.stderr.read()
+    finally:
+        release.join()
+        if p and p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
