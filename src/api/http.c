@@ -1,7 +1,7 @@
 /* http.c - libmicrohttpd transport (see http.h).
  *
  * MHD calls on_request several times per request: first with the headers (we set up
- * per-request state and refuse at once a Content-Length past the body limit), then
+ * per-request state and refuse at once a Content-Length far past the body limit), then
  * with each body chunk, then once more to get the response. Watches answer with a
  * callback response of unknown size (chunked encoding) whose reader blocks on the
  * store watch; that is why the daemon runs one thread per connection. */
@@ -27,6 +27,10 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/strbuf.h"
+
+/* A Content-Length beyond this many times the body limit is answered 413 before any of the
+ * body is read (see on_request). */
+#define EARLY_413_FACTOR 4
 
 struct fl_http {
     struct MHD_Daemon *d;
@@ -204,12 +208,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         clock_gettime(CLOCK_MONOTONIC, &st->start);
         st->verb = method;
         *con_cls = st;
-        /* a body announced larger than the limit is refused now, before it is read, and before
+        /* A body announced larger than the limit is refused. One far larger (or not sent yet:
+         * the client waits for "100 Continue") is refused now, before it is read and before
          * authentication: waiting for gigabytes that may never come would hold the connection
-         * until the client gives up. MHD closes the connection after this answer. */
+         * until the client gives up. MHD closes the connection after that answer, and a client
+         * still sending would see the reset before the answer, so a body of up to
+         * EARLY_413_FACTOR times the limit is read and dropped, and answered after, as
+         * Go's server drains a little of what a handler left unread. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > h->cfg.max_body)
-            return send_too_big(c, st, h->cfg.max_body);
+        unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+        if (announced > h->cfg.max_body) {
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+            if (announced / EARLY_413_FACTOR > h->cfg.max_body || (expect && !strcasecmp(expect, "100-continue")))
+                return send_too_big(c, st, h->cfg.max_body);
+            st->too_big = true;
+        }
         return MHD_YES;
     }
     if (*upload_size) {

@@ -3,7 +3,8 @@
  * Owns the listening socket, TLS (1.2 or newer, AEAD ciphers by default; GnuTLS underneath,
  * so kube-apiserver's --tls-min-version and --tls-cipher-suites become a priority string), bearer-token authentication (one token, or the
  * server's token table, auth.h, which names the caller for authorization), the request size
- * limit (413 past 3 MiB, as Kubernetes; at once when Content-Length announces more), the
+ * limit (413 past 3 MiB, as Kubernetes; at once when Content-Length announces
+ * over 4 times that), the
  * in-flight cap (429 under overload; the health checks are exempt, as in kube-apiserver), and
  * per-request metrics; hands each request to fl_api_handle(). Watches stream from
  * the connection's own thread. */
