@@ -198,33 +198,38 @@ static bool is_watch_request(struct MHD_Connection *c, const char *url)
     return strstr(url, "/watch/") != NULL;
 }
 
+/* The first call of a request, with its headers: the per-request state, and the early 413. */
+static enum MHD_Result begin_request(fl_http *h, struct MHD_Connection *c, const char *method, void **con_cls)
+{
+    conn_state *st = fl_calloc(1, sizeof *st);
+    clock_gettime(CLOCK_MONOTONIC, &st->start);
+    st->verb = method;
+    *con_cls = st;
+    /* A body announced larger than the limit is refused. One far larger (or not sent yet:
+     * the client waits for "100 Continue") is refused now, before it is read and before
+     * authentication: waiting for gigabytes that may never come would hold the connection
+     * until the client gives up. MHD closes the connection after that answer, and a client
+     * still sending would see the reset before the answer, so a body of up to
+     * EARLY_413_FACTOR times the limit is read and dropped, and answered after, as
+     * Go's server drains a little of what a handler left unread. */
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+    if (announced > h->cfg.max_body) {
+        const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+        if (announced / EARLY_413_FACTOR > h->cfg.max_body || (expect && !strcasecmp(expect, "100-continue")))
+            return send_too_big(c, st, h->cfg.max_body);
+        st->too_big = true;
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     fl_http *h = cls;
     conn_state *st = *con_cls;
-    if (!st) {
-        st = fl_calloc(1, sizeof *st);
-        clock_gettime(CLOCK_MONOTONIC, &st->start);
-        st->verb = method;
-        *con_cls = st;
-        /* A body announced larger than the limit is refused. One far larger (or not sent yet:
-         * the client waits for "100 Continue") is refused now, before it is read and before
-         * authentication: waiting for gigabytes that may never come would hold the connection
-         * until the client gives up. MHD closes the connection after that answer, and a client
-         * still sending would see the reset before the answer, so a body of up to
-         * EARLY_413_FACTOR times the limit is read and dropped, and answered after, as
-         * Go's server drains a little of what a handler left unread. */
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
-        if (announced > h->cfg.max_body) {
-            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
-            if (announced / EARLY_413_FACTOR > h->cfg.max_body || (expect && !strcasecmp(expect, "100-continue")))
-                return send_too_big(c, st, h->cfg.max_body);
-            st->too_big = true;
-        }
-        return MHD_YES;
-    }
+    if (!st)
+        return begin_request(h, c, method, con_cls);
     if (*upload_size) {
         if (!st->too_big) {
             if (st->len + *upload_size > h->cfg.max_body) {
