@@ -126,10 +126,95 @@ static bool filter_match(const filter *f, const char *key, const fl_blob *v, jso
     return true;
 }
 
+/* ---- resourceVersion ---- */
+
+/* The resourceVersion query parameter as a revision: 0 when absent or empty, else a
+ * non-negative integer. Anything else is answered with 400 naming the parameter (a
+ * misspelt revision must not be read as "the latest"); returns -1 then, 0 otherwise. */
+static int query_rv(fl_req *r, const fl_target *t, int64_t *rv)
+{
+    *rv = 0;
+    const char *q = fl_req_query(r, "resourceVersion");
+    if (!q || !q[0])
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(q, &end, 10);
+    if (*end || v < 0 || errno || q[0] == '-' || q[0] == '+' || q[0] == ' ') {
+        json_t *causes = json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueInvalid", "field", "resourceVersion",
+                                   "message", "must be a non-negative integer");
+        fl_resp_status(r, 400, "BadRequest", t, causes,
+                       "resourceVersion: Invalid value: \"%s\": must be a non-negative integer", q);
+        return -1;
+    }
+    *rv = v;
+    return 0;
+}
+
+/* A ListOptions refusal as kube-apiserver words it (422, the field named in the causes). */
+static void list_options_invalid(fl_req *r, const char *type, const char *detail)
+{
+    json_t *causes = json_pack("[{s:s, s:s, s:s}]", "reason", type, "field", "resourceVersionMatch", "message",
+                               detail);
+    fl_resp_status(r, 422, "Invalid", NULL, causes,
+                   "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: %s: %s",
+                   !strcmp(type, "FieldValueForbidden") ? "Forbidden" : "Unsupported value", detail);
+}
+
+/* The revision a LIST reads at, from resourceVersion and resourceVersionMatch, checked as
+ * kube-apiserver's ValidateListOptions checks them: 0 for the current state (no
+ * resourceVersion, "0", or NotOlderThan, which the current state always satisfies), else
+ * the revision an Exact list must answer as of. Returns -1 once it has answered the
+ * request (400, 422, or 504 for a revision the store has not reached), 0 otherwise. */
+static int list_rv(fl_api *api, fl_req *r, const fl_target *t, bool has_continue, int64_t *at_rev)
+{
+    *at_rev = 0;
+    int64_t rv;
+    if (query_rv(r, t, &rv))
+        return -1;
+    const char *rvq = fl_req_query(r, "resourceVersion");
+    const char *match = fl_req_query(r, "resourceVersionMatch");
+    if (!match || !match[0])
+        return 0;
+    if (!rvq || !rvq[0]) {
+        list_options_invalid(r, "FieldValueForbidden",
+                             "resourceVersionMatch is forbidden unless resourceVersion is provided");
+        return -1;
+    }
+    if (has_continue) {
+        list_options_invalid(r, "FieldValueForbidden", "resourceVersionMatch is forbidden when continue is provided");
+        return -1;
+    }
+    bool exact = !strcmp(match, "Exact");
+    if (!exact && strcmp(match, "NotOlderThan")) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "\"%.64s\": supported values: \"Exact\", \"NotOlderThan\", \"\"", match);
+        list_options_invalid(r, "FieldValueNotSupported", detail);
+        return -1;
+    }
+    if (exact && rv == 0) {
+        list_options_invalid(r, "FieldValueForbidden", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+        return -1;
+    }
+    int64_t head = fl_store_rev(api->store);
+    if (rv > head) {
+        json_t *causes = json_pack("[{s:s, s:s}]", "reason", "ResourceVersionTooLarge", "message",
+                                   "Too large resource version");
+        fl_resp_status(r, 504, "Timeout", t, causes, "Too large resource version: %lld, current: %lld",
+                       (long long)rv, (long long)head);
+        return -1;
+    }
+    *at_rev = exact ? rv : 0;
+    return 0;
+}
+
 /* ---- GET ---- */
 
 void fl_api_get(fl_api *api, fl_req *r, const fl_target *t)
 {
+    int64_t rv_unused;
+    if (query_rv(r, t, &rv_unused)) /* any valid one is satisfied by the current object */
+        return;
     char *key = fl_obj_key(t->kind, t->ns, t->name);
     fl_kv kv;
     int rc = fl_store_get(api->store, key, &kv);
@@ -355,6 +440,9 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     int64_t at_rev = 0;
     char *start = NULL;
     const char *cont = fl_req_query(r, "continue");
+    if (list_rv(api, r, t, cont && cont[0], &at_rev))
+        goto out;
+    bool exact = at_rev > 0;
     if (cont && cont[0]) {
         if (parse_continue(cont, prefix, &at_rev, &start)) {
             fl_resp_status(r, 400, "BadRequest", t, NULL, "continue key is not valid: %s", cont);
@@ -375,7 +463,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     int64_t rev = 0;
     bool more = false;
     /* in process, a list of every item may leave those the caller knows already bare */
-    bool bare = c.objs && c.in && c.in->bare_upto > 0 && !filter_active(&f) && !c.limit && !start;
+    bool bare = c.objs && c.in && c.in->bare_upto > 0 && !filter_active(&f) && !c.limit && !start && !at_rev;
     int rc = bare ? fl_store_list_bare(api->store, prefix, c.in->bare_upto, list_cb, &c, &rev)
                   : fl_store_list(api->store, prefix, start, at_rev, 0, list_cb, &c, &rev, &more);
     pend_flush(&c);
@@ -384,6 +472,10 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     free(c.pend_obj);
     free(c.pend_rev);
     free(c.texts);
+    if (rc == FL_EEXPIRED && exact) {
+        fl_resp_status(r, 410, "Expired", t, NULL, "The resourceVersion for the provided list is too old.");
+        goto out;
+    }
     if (rc == FL_EEXPIRED) {
         fl_resp_status(r, 410, "Expired", t, NULL,
                        "The provided continue parameter is too old to display a consistent list result. You can "
@@ -682,10 +774,8 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
         initial = !sie || fl_query_true(sie);
         from = fl_store_rev(api->store); /* without initial events: changes from now on */
     } else {
-        char *end;
-        long long v = strtoll(rvq, &end, 10);
-        if (*end || v < 0) {
-            fl_resp_status(r, 400, "BadRequest", t, NULL, "invalid resource version: %s", rvq);
+        int64_t v;
+        if (query_rv(r, t, &v)) {
             filter_close(&s->f);
             free(s);
             return;

@@ -1,7 +1,7 @@
 /* http.c - libmicrohttpd transport (see http.h).
  *
  * MHD calls on_request several times per request: first with the headers (we set up
- * per-request state and check the body size limit early from Content-Length), then
+ * per-request state and refuse at once a Content-Length far past the body limit), then
  * with each body chunk, then once more to get the response. Watches answer with a
  * callback response of unknown size (chunked encoding) whose reader blocks on the
  * store watch; that is why the daemon runs one thread per connection. */
@@ -26,6 +26,11 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
+
+/* A Content-Length beyond this many times the body limit is answered 413 before any of the
+ * body is read (see on_request). */
+#define EARLY_413_FACTOR 4
 
 struct fl_http {
     struct MHD_Daemon *d;
@@ -126,6 +131,27 @@ static enum MHD_Result send_status(struct MHD_Connection *c, conn_state *st, int
     return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL, NULL);
 }
 
+static enum MHD_Result send_too_big(struct MHD_Connection *c, conn_state *st, size_t limit)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "Request entity too large: limit is %zu", limit);
+    return send_status(c, st, 413, "RequestEntityTooLarge", msg);
+}
+
+/* /healthz, /livez, /readyz and their checks (/healthz/ping, ...): a probe of a server that
+ * is merely busy must not fail, so these are outside the in-flight limit, as kube-apiserver
+ * exempts them. They answer from memory, and take no slot. */
+static bool health_path(const char *url)
+{
+    static const char *const roots[] = {"/healthz", "/livez", "/readyz"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        size_t n = strlen(roots[i]);
+        if (!strncmp(url, roots[i], n) && (url[n] == 0 || url[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
 static bool public_path(const char *url)
 {
     return !strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz") ||
@@ -172,21 +198,38 @@ static bool is_watch_request(struct MHD_Connection *c, const char *url)
     return strstr(url, "/watch/") != NULL;
 }
 
+/* The first call of a request, with its headers: the per-request state, and the early 413. */
+static enum MHD_Result begin_request(fl_http *h, struct MHD_Connection *c, const char *method, void **con_cls)
+{
+    conn_state *st = fl_calloc(1, sizeof *st);
+    clock_gettime(CLOCK_MONOTONIC, &st->start);
+    st->verb = method;
+    *con_cls = st;
+    /* A body announced larger than the limit is refused. One far larger (or not sent yet:
+     * the client waits for "100 Continue") is refused now, before it is read and before
+     * authentication: waiting for gigabytes that may never come would hold the connection
+     * until the client gives up. MHD closes the connection after that answer, and a client
+     * still sending would see the reset before the answer, so a body of up to
+     * EARLY_413_FACTOR times the limit is read and dropped, and answered after, as
+     * Go's server drains a little of what a handler left unread. */
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+    if (announced > h->cfg.max_body) {
+        const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+        if (announced / EARLY_413_FACTOR > h->cfg.max_body || (expect && !strcasecmp(expect, "100-continue")))
+            return send_too_big(c, st, h->cfg.max_body);
+        st->too_big = true;
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     fl_http *h = cls;
     conn_state *st = *con_cls;
-    if (!st) {
-        st = fl_calloc(1, sizeof *st);
-        clock_gettime(CLOCK_MONOTONIC, &st->start);
-        st->verb = method;
-        *con_cls = st;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > h->cfg.max_body)
-            st->too_big = true;
-        return MHD_YES;
-    }
+    if (!st)
+        return begin_request(h, c, method, con_cls);
     if (*upload_size) {
         if (!st->too_big) {
             if (st->len + *upload_size > h->cfg.max_body) {
@@ -246,11 +289,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!ok && (auth || !public_path(route.path)))
             return send_status(c, st, 401, "Unauthorized", "Unauthorized");
     }
-    if (st->too_big) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "Request entity too large: limit is %zu", h->cfg.max_body);
-        return send_status(c, st, 413, "RequestEntityTooLarge", msg);
-    }
+    if (st->too_big)
+        return send_too_big(c, st, h->cfg.max_body);
     bool watch = !strcmp(method, "GET") && is_watch_request(c, url);
     if (watch) {
         if (atomic_fetch_add(&h->watches, 1) >= h->cfg.max_watches) {
@@ -258,7 +298,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_status(c, st, 429, "TooManyRequests", "too many watches, please try again later");
         }
         st->watch = true;
-    } else {
+    } else if (!health_path(route.path)) {
         if (atomic_fetch_add(&h->inflight, 1) >= h->cfg.max_inflight) {
             atomic_fetch_sub(&h->inflight, 1);
             return send_status(c, st, 429, "TooManyRequests", "Too many requests, please try again later.");
@@ -330,6 +370,124 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     free(st->body);
     free(st);
     *con_cls = NULL;
+}
+
+/* ---- TLS: kube-apiserver's flags as a GnuTLS priority string ---- */
+
+/* A cipher suite as kube-apiserver names it (Go's crypto/tls names, which are IANA's), and the
+ * parts GnuTLS enables it by: key exchange ("" for TLS 1.3's suites, which name none), bulk
+ * cipher, MAC. RC4 suites are left out: GnuTLS no longer offers them. */
+typedef struct tls_suite {
+    const char *name, *kx, *cipher, *mac;
+} tls_suite;
+
+static const tls_suite tls_suites[] = {
+    {"TLS_AES_128_GCM_SHA256", "", "AES-128-GCM", "AEAD"},
+    {"TLS_AES_256_GCM_SHA384", "", "AES-256-GCM", "AEAD"},
+    {"TLS_CHACHA20_POLY1305_SHA256", "", "CHACHA20-POLY1305", "AEAD"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA", "AES-128-GCM", "AEAD"},
+    {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA", "AES-128-GCM", "AEAD"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA", "AES-256-GCM", "AEAD"},
+    {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA", "AES-256-GCM", "AEAD"},
+    {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA", "CHACHA20-POLY1305", "AEAD"},
+    {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA", "CHACHA20-POLY1305", "AEAD"},
+    {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305", "ECDHE-ECDSA", "CHACHA20-POLY1305", "AEAD"},
+    {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", "ECDHE-RSA", "CHACHA20-POLY1305", "AEAD"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA", "AES-128-CBC", "SHA1"},
+    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA", "AES-128-CBC", "SHA1"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA", "AES-256-CBC", "SHA1"},
+    {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA", "AES-256-CBC", "SHA1"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "ECDHE-ECDSA", "AES-128-CBC", "SHA256"},
+    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "ECDHE-RSA", "AES-128-CBC", "SHA256"},
+    {"TLS_RSA_WITH_AES_128_GCM_SHA256", "RSA", "AES-128-GCM", "AEAD"},
+    {"TLS_RSA_WITH_AES_256_GCM_SHA384", "RSA", "AES-256-GCM", "AEAD"},
+    {"TLS_RSA_WITH_AES_128_CBC_SHA", "RSA", "AES-128-CBC", "SHA1"},
+    {"TLS_RSA_WITH_AES_256_CBC_SHA", "RSA", "AES-256-CBC", "SHA1"},
+    {"TLS_RSA_WITH_AES_128_CBC_SHA256", "RSA", "AES-128-CBC", "SHA256"},
+    {"TLS_RSA_WITH_3DES_EDE_CBC_SHA", "RSA", "3DES-CBC", "SHA1"},
+    {"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", "ECDHE-RSA", "3DES-CBC", "SHA1"},
+};
+
+/* The default, as a modern kube-apiserver would be configured: forward secrecy and AEAD only. */
+#define TLS_DEFAULT_SUITES                                                                                            \
+    "-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA"
+
+/* Append ":+part" unless the string has it already: a part several suites share is named once. */
+static void add_part(fl_strbuf *b, const char *part)
+{
+    if (!part[0])
+        return;
+    char item[48];
+    snprintf(item, sizeof item, ":+%s", part);
+    const char *p = fl_strbuf_str(b);
+    size_t n = strlen(item);
+    for (const char *hit = strstr(p, item); hit; hit = strstr(hit + 1, item))
+        if (hit[n] == ':' || hit[n] == 0)
+            return;
+    fl_strbuf_adds(b, item);
+}
+
+int fl_http_tls_priorities(const char *min_version, const char *cipher_suites, char **out, char **err)
+{
+    *out = NULL;
+    *err = NULL;
+    const char *versions;
+    if (!min_version || !min_version[0] || !strcmp(min_version, "VersionTLS12"))
+        versions = "+VERS-TLS1.3:+VERS-TLS1.2";
+    else if (!strcmp(min_version, "VersionTLS13"))
+        versions = "+VERS-TLS1.3";
+    else {
+        *err = fl_asprintf("--tls-min-version %s: expected VersionTLS12 or VersionTLS13 (TLS 1.0 and 1.1 are "
+                           "not offered)", min_version);
+        return FL_EINVAL;
+    }
+    fl_strbuf b = FL_STRBUF_INIT;
+    fl_strbuf_printf(&b, "NORMAL:-VERS-ALL:%s:", versions);
+    if (!cipher_suites || !cipher_suites[0]) {
+        fl_strbuf_adds(&b, TLS_DEFAULT_SUITES);
+        *out = fl_strbuf_take(&b);
+        return 0;
+    }
+    /* the parts of every suite named: ciphers, then MACs, then key exchanges */
+    fl_strbuf parts[3] = {FL_STRBUF_INIT, FL_STRBUF_INIT, FL_STRBUF_INIT};
+    for (int i = 0; i < 3; i++)
+        fl_strbuf_adds(&parts[i], i == 0 ? "-CIPHER-ALL" : i == 1 ? ":-MAC-ALL" : ":-KX-ALL");
+    int rc = 0;
+    const char *p = cipher_suites;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        while (n && (*p == ' ')) {
+            p++;
+            n--;
+        }
+        size_t m = n;
+        while (m && p[m - 1] == ' ')
+            m--;
+        const tls_suite *found = NULL;
+        for (size_t i = 0; m && i < sizeof tls_suites / sizeof tls_suites[0]; i++)
+            if (strlen(tls_suites[i].name) == m && !strncmp(tls_suites[i].name, p, m))
+                found = &tls_suites[i];
+        if (!found) {
+            *err = fl_asprintf("--tls-cipher-suites: unknown or unsupported cipher suite \"%.*s\" (IANA names such "
+                               "as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", (int)m, p);
+            rc = FL_EINVAL;
+            goto cleanup;
+        }
+        add_part(&parts[0], found->cipher);
+        add_part(&parts[1], found->mac);
+        add_part(&parts[2], found->kx);
+        p += n;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    for (int i = 0; i < 3; i++)
+        fl_strbuf_add(&b, parts[i].p, parts[i].len);
+    *out = fl_strbuf_take(&b);
+cleanup:
+    for (int i = 0; i < 3; i++)
+        fl_strbuf_close(&parts[i]);
+    fl_strbuf_close(&b);
+    return rc;
 }
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)
@@ -411,7 +569,7 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
                      MHD_USE_POLL | MHD_USE_ITC | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     if (cfg->cert_pem)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[14];
+    struct MHD_OptionItem opts[16];
     int n = 0;
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h};
@@ -423,12 +581,21 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL};
+    char *priorities = NULL;
     if (cfg->cert_pem) {
+        if (fl_http_tls_priorities(cfg->tls_min_version, cfg->tls_cipher_suites, &priorities, err)) {
+            free(h->token);
+            free(h);
+            return FL_EINVAL;
+        }
+        /* MHD hands it to gnutls_priority_init while starting: it need not outlive the start */
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, priorities};
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->cert_pem};
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->key_pem};
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    free(priorities);
     if (!h->d) {
         *err = fl_asprintf("cannot listen on %s (address in use, or TLS key/certificate rejected)", cfg->listen);
         free(h->token);

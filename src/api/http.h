@@ -1,8 +1,11 @@
 /* http.h - the HTTP(S) transport: libmicrohttpd, one thread per connection.
  *
- * Owns the listening socket, TLS, bearer-token authentication (one token, or the
+ * Owns the listening socket, TLS (1.2 or newer, AEAD ciphers by default; GnuTLS underneath,
+ * so kube-apiserver's --tls-min-version and --tls-cipher-suites become a priority string), bearer-token authentication (one token, or the
  * server's token table, auth.h, which names the caller for authorization), the request size
- * limit (413 past 3 MiB, as Kubernetes), the in-flight cap (429 under overload), and
+ * limit (413 past 3 MiB, as Kubernetes; at once when Content-Length announces
+ * over 4 times that), the
+ * in-flight cap (429 under overload; the health checks are exempt, as in kube-apiserver), and
  * per-request metrics; hands each request to fl_api_handle(). Watches stream from
  * the connection's own thread. */
 #ifndef FL_HTTP_H
@@ -43,12 +46,22 @@ typedef struct fl_http_config {
     struct fl_auth *auth;      /* set: bearer tokens are looked up in this table instead of compared
                                 * with token, and each request carries its identity (fl_req.user)
                                 * for the authorizer; see auth.h. Not owned. */
+    const char *tls_min_version;   /* kube-apiserver's names: "VersionTLS12" (NULL = that) or "VersionTLS13" */
+    const char *tls_cipher_suites; /* comma-separated IANA names; NULL or "" = ECDHE with AEAD ciphers */
     size_t max_body;           /* bytes; 0 = 3 MiB */
     int max_inflight;          /* concurrent non-watch requests; 0 = 400 */
     int max_watches;           /* concurrent watches; 0 = 10000 */
     fl_http_router router;     /* NULL: every request goes to the api given to fl_http_start */
     void *router_ctx;
 } fl_http_config;
+
+/* The GnuTLS priority string for a minimum TLS version and a list of cipher suites, named as
+ * kube-apiserver's --tls-min-version and --tls-cipher-suites take them (either may be NULL: the
+ * default). GnuTLS enables key exchanges, ciphers and MACs separately, so the suites named allow
+ * their parts in any combination (and their ciphers in TLS 1.3 as well). Returns 0 with *out
+ * (heap) set, or FL_EINVAL with *err (heap, one line naming the flag and the value) and *out
+ * NULL. Any thread. */
+int fl_http_tls_priorities(const char *min_version, const char *cipher_suites, char **out, char **err);
 
 /* Start serving. *out set on every path. Returns 0 or FL_EIO with *err (heap) saying why. */
 int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **err);

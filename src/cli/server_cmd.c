@@ -63,6 +63,9 @@ static void usage(FILE *f)
                "  --compact-window N        revisions kept for watches (default 100000)\n"
                "  --bookmark-interval-ms N  idle time before a watch bookmark (default 60000)\n"
                "  --no-fsync                do not fsync each commit (faster, loses the last writes on power loss)\n"
+               "  --tls-min-version V       VersionTLS12 (default) or VersionTLS13\n"
+               "  --tls-cipher-suites LIST  comma-separated IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
+               "                            (default: ECDHE with AES-GCM or ChaCha20-Poly1305)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -143,6 +146,7 @@ static void free_token(char *t)
 
 typedef struct server_opts {
     const char *data_dir, *listen;
+    const char *tls_min_version, *tls_cipher_suites; /* as given; checked by parse_args */
     bool insecure, no_fsync;
     int max_inflight, bookmark_ms;
     long long window;
@@ -178,6 +182,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
         {"compact-window", required_argument, 0, 'w'}, {"bookmark-interval-ms", required_argument, 0, 'b'},
         {"no-fsync", no_argument, 0, 'n'},            {"help", no_argument, 0, 'h'},
+        {"tls-min-version", required_argument, 0, 'T'}, {"tls-cipher-suites", required_argument, 0, 'C'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -190,6 +195,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
         case 'w': o->window = atoll(optarg); break;
         case 'b': o->bookmark_ms = atoi(optarg); break;
         case 'n': o->no_fsync = true; break;
+        case 'T': o->tls_min_version = optarg; break;
+        case 'C': o->tls_cipher_suites = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -207,6 +214,14 @@ static int parse_args(int argc, char **argv, server_opts *o)
         fprintf(stderr, "flotilla server: numeric options must be positive\n");
         return 2;
     }
+    /* a TLS flag that names nothing GnuTLS can use is refused now, not after the store opened */
+    char *prio = NULL, *err = NULL;
+    if (fl_http_tls_priorities(o->tls_min_version, o->tls_cipher_suites, &prio, &err)) {
+        fprintf(stderr, "flotilla server: %s\n", err);
+        free(err);
+        return 2;
+    }
+    free(prio);
     if (mkdir(o->data_dir, 0700) != 0 && errno != EEXIST) {
         fprintf(stderr, "flotilla server: cannot create %s: %s\n", o->data_dir, strerror(errno));
         return 1;
@@ -356,6 +371,8 @@ static int start_http(server *sv)
                            .key_pem = insecure ? NULL : sv->pki.server_key_pem,
                            .token = insecure ? NULL : sv->pki.admin_token,
                            .auth = insecure ? NULL : sv->auth,
+                           .tls_min_version = sv->o.tls_min_version,
+                           .tls_cipher_suites = sv->o.tls_cipher_suites,
                            .max_inflight = sv->o.max_inflight};
     char *err = NULL;
     int rc = fl_http_start(&hcfg, &sv->api, &sv->http, &err);
