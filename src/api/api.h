@@ -19,6 +19,14 @@
 #include "client/client.h"
 #include "store/store.h"
 
+/* What a request body may decode to: the transport's limit on the body itself (http.h,
+ * kube-apiserver's 3 MiB), held again after decoding, where YAML aliases and JSON patch
+ * copies could otherwise turn a small body into a huge object. */
+#define FL_API_MAX_REQUEST_BYTES ((size_t)3 << 20)
+/* The largest object a write stores unless configured (fl_api.max_object_bytes): etcd's
+ * default request limit, 1.5 MiB, so that what Flotilla accepts a Kubernetes cluster would. */
+#define FL_API_DEFAULT_MAX_OBJECT_BYTES ((size_t)1536 << 10)
+
 typedef struct fl_api {
     fl_store *store;
     int bookmark_interval_ms;  /* how often an idle watch with allowWatchBookmarks gets a BOOKMARK */
@@ -29,6 +37,8 @@ typedef struct fl_api {
     struct fl_auth *auth;      /* the server's token table and authorizer (auth.h): requests are
                                 * authorized and /apis/flotilla.io/v1alpha1/register is served.
                                 * NULL (simulated members): neither. Not owned. */
+    size_t max_object_bytes;   /* the largest encoded object a create, update, patch or apply
+                                * stores (413 past it); 0 = FL_API_DEFAULT_MAX_OBJECT_BYTES */
 } fl_api;
 
 typedef struct fl_kvpair {

@@ -5,7 +5,11 @@
  * re-reads and retries on a lost compare-and-swap, so a patch never overwrites a change it
  * did not see. Server-side apply (application/apply-patch+yaml) merges the applied
  * configuration by field ownership (apply.c) and, when the object does not exist yet,
- * creates it through the create path. */
+ * creates it through the create path.
+ *
+ * A patch can build more than its body holds: an applied configuration's YAML aliases, a
+ * JSON patch's copies. Both are bounded by the request limit while they are expanded (413);
+ * the patched object as a whole meets the stored-object limit where every write does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +41,14 @@ static json_t *mutate_patch(void *vctx, fl_req *r, const fl_target *t, const jso
     if (c->type == 1)
         rc = fl_patch_merge(cur, c->patch, &out, &err);
     else if (c->type == 2)
-        rc = fl_patch_json(cur, c->patch, &out, &err);
+        rc = fl_patch_json_limited(cur, c->patch, FL_API_MAX_REQUEST_BYTES, &out, &err);
     else
         rc = fl_patch_strategic(cur, c->patch, fl_kind_smp_lookup, (void *)t->kind, &out, &err);
+    if (rc == FL_ETOOBIG) {
+        fl_api_resp_too_large(r, t, FL_API_MAX_REQUEST_BYTES, "the patch could not be applied", err);
+        free(err);
+        return NULL;
+    }
     if (rc) {
         int code = c->type == 2 ? 422 : 400;
         fl_resp_status(r, code, code == 422 ? "Invalid" : "BadRequest", t, NULL, "the patch could not be applied: %s",
@@ -152,7 +161,13 @@ static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
     }
     json_t *config = NULL;
     char *err = NULL;
-    if (!r->body || fl_yaml_parse(r->body, r->body_len, &config, &err) != 0 || !json_is_object(config)) {
+    int rc = r->body ? fl_yaml_parse_limited(r->body, r->body_len, FL_API_MAX_REQUEST_BYTES, &config, &err) : FL_EINVAL;
+    if (rc == FL_ETOOBIG) {
+        fl_api_resp_too_large(r, t, FL_API_MAX_REQUEST_BYTES, "error decoding the applied configuration", err);
+        free(err);
+        return;
+    }
+    if (rc || !json_is_object(config)) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding the applied configuration: %s",
                        err ? err : "expected an object");
         free(err);
@@ -187,7 +202,7 @@ static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
     apply_ctx c = {config, fl_strdup(fm), force && !strcmp(force, "true")};
     char *key = fl_obj_key(t->kind, t->ns, t->name);
     fl_kv kv;
-    int rc = fl_store_get(api->store, key, &kv);
+    rc = fl_store_get(api->store, key, &kv);
     free(key);
     if (rc == FL_ENOTFOUND) {
         char now[32];

@@ -8,6 +8,12 @@
  * writer puts the revision into the text and the object once it is known (render_pre),
  * so stored bytes are served as they are. Nothing is written unless every check passed.
  *
+ * Two sizes are bounded. What a body decodes to is held to the request limit while it is
+ * decoded (YAML aliases here and in apply, JSON patch copies in api_patch.c): the wire limit
+ * alone lets a 1 MiB body with one string aliased 200 times become 200 MiB. And the encoded
+ * object a create or update stores is held to fl_api.max_object_bytes, measured on the very
+ * bytes that would be written, which is where etcd draws its line too.
+ *
  * PATCH and server-side apply (api_patch.c) produce their object through the same
  * fl_api_guaranteed_update; deletes, finalizers, the dependents' garbage collection and namespace
  * finalization are in api_delete.c. What the three files share is in api_write.h. */
@@ -67,7 +73,13 @@ json_t *fl_req_body_object(fl_req *r, const fl_target *t)
         }
     } else if (is_yaml(r->content_type)) {
         char *err = NULL;
-        if (fl_yaml_parse(r->body, r->body_len, &obj, &err) != 0) {
+        int rc = fl_yaml_parse_limited(r->body, r->body_len, FL_API_MAX_REQUEST_BYTES, &obj, &err);
+        if (rc == FL_ETOOBIG) {
+            fl_api_resp_too_large(r, t, FL_API_MAX_REQUEST_BYTES, "error decoding YAML", err);
+            free(err);
+            return NULL;
+        }
+        if (rc != 0) {
             fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding YAML: %s", err ? err : "invalid");
             free(err);
             return NULL;
@@ -159,6 +171,26 @@ static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, 
     free(manager);
 }
 
+/* (contract in api_write.h) */
+void fl_api_resp_too_large(fl_req *r, const fl_target *t, size_t limit, const char *what, const char *detail)
+{
+    fl_resp_status(r, 413, "RequestEntityTooLarge", t, NULL, "Request entity too large: limit is %zu (%s: %s)", limit,
+                   what, detail && detail[0] ? detail : "too large");
+}
+
+/* 413 for an object whose encoding (bytes long) is more than the API stores. */
+static void resp_object_too_large(fl_api *api, fl_req *r, const fl_target *t, size_t bytes)
+{
+    fl_resp_status(r, 413, "RequestEntityTooLarge", t, NULL,
+                   "Request entity too large: limit is %zu (the %s \"%s\" would be %zu bytes stored)",
+                   fl_api_max_object_bytes(api), t->kind->kind, t->name, bytes);
+}
+
+size_t fl_api_max_object_bytes(const fl_api *api)
+{
+    return api->max_object_bytes ? api->max_object_bytes : FL_API_DEFAULT_MAX_OBJECT_BYTES;
+}
+
 /* ---- store writes ---- */
 
 typedef struct render_ctx {
@@ -208,11 +240,13 @@ static void keep_rendered(void *vctx, fl_blob *value)
 
 /* Write obj under key. On success obj carries the new resourceVersion, and *stored (when
  * not NULL) a reference to the bytes now stored, which answer the request as they are.
+ * limit (0: none): an encoding longer than that is not written; FL_ETOOBIG, and its length
+ * in *too_big (set on that path only).
  * keep: obj is remembered as what those bytes decode to (fl_api_decoded): nobody changes
  * obj after this call. The encoding happens here, on the caller's thread, and the store's
  * single writer only puts the revision in: every write waits for that thread. */
 static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj, fl_blob **stored,
-                          bool keep)
+                          bool keep, size_t limit, size_t *too_big)
 {
     render_ctx rc = {.obj = obj, .keep = keep};
     json_t *meta = fl_obj_meta(obj);
@@ -226,7 +260,14 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
         op.render_blob = render_pre;
     else
         op.render = render_obj; /* cannot happen: the placeholder is in obj's metadata */
-    int err = fl_store_write(api->store, &op);
+    int err;
+    /* measured with resourceVersion "", as a client sends it: the revision is the store's */
+    if (limit && rc.pre_len > limit) {
+        *too_big = rc.pre_len;
+        err = FL_ETOOBIG;
+    } else {
+        err = fl_store_write(api->store, &op);
+    }
     fl_api_kept_release(&rc.evicted);
     free(rc.pre);
     if (err) {
@@ -245,7 +286,7 @@ static int store_put_blob(fl_api *api, int type, const char *key, int64_t prev_r
 
 int fl_api_store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj)
 {
-    return store_put_blob(api, type, key, prev_rev, obj, NULL, false);
+    return store_put_blob(api, type, key, prev_rev, obj, NULL, false, 0, NULL);
 }
 
 /* The final state of a deleted object (contract in api_write.h). */
@@ -665,9 +706,11 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     }
     int rc;
     fl_blob *stored = NULL;
+    size_t bytes = 0;
     for (int attempt = 0;; attempt++) {
         /* remembered decoded unless the caller takes obj (and may change it) */
-        rc = store_put_blob(api, FL_STORE_CREATE, key, 0, obj, &stored, !r->want_obj);
+        rc = store_put_blob(api, FL_STORE_CREATE, key, 0, obj, &stored, !r->want_obj, fl_api_max_object_bytes(api),
+                            &bytes);
         if (rc != FL_EEXIST || !generated || attempt == 5)
             break;
         /* generated name collided: draw another suffix, as the apiserver's callers would retry */
@@ -679,6 +722,10 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
         free(key);
         key = fl_obj_key(k, t->ns, n);
         free(n);
+    }
+    if (rc == FL_ETOOBIG) {
+        resp_object_too_large(api, r, t, bytes);
+        goto out;
     }
     if (rc) {
         fl_resp_store_error(r, rc, t);
@@ -868,8 +915,10 @@ void fl_api_guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, fl_api
             }
         }
         fl_blob *stored = NULL;
+        size_t bytes = 0;
+        /* an object leaving the store is not held to the limit: it must always be deletable */
         rc = store_put_blob(api, finalized ? FL_STORE_DELETE : FL_STORE_UPDATE, key, kv.rev, obj, &stored,
-                            !finalized && !scale && !r->want_obj);
+                            !finalized && !scale && !r->want_obj, finalized ? 0 : fl_api_max_object_bytes(api), &bytes);
         if (rc == FL_ECONFLICT && !pinned) {
             json_decref(cur);
             json_decref(obj);
@@ -878,7 +927,10 @@ void fl_api_guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, fl_api
         if (rc) {
             json_decref(cur);
             json_decref(obj);
-            fl_resp_store_error(r, rc, t);
+            if (rc == FL_ETOOBIG)
+                resp_object_too_large(api, r, t, bytes);
+            else
+                fl_resp_store_error(r, rc, t);
             break;
         }
         fl_api_track_owned(cur, finalized ? NULL : obj);

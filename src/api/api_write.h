@@ -20,6 +20,13 @@ bool fl_api_is_protobuf(const char *ct);
  * the store's FL_E* (FL_ECONFLICT on a lost compare-and-swap); obj stays the caller's. */
 int fl_api_store_put(fl_api *api, int type, const char *key, int64_t prev_rev, json_t *obj);
 
+/* The largest encoded object api stores: its max_object_bytes, or the default. */
+size_t fl_api_max_object_bytes(const fl_api *api);
+
+/* Respond 413 RequestEntityTooLarge naming limit, in kube-apiserver's words ("Request entity
+ * too large: limit is N"), followed by what was too large and why ("(what: detail)"). */
+void fl_api_resp_too_large(fl_req *r, const fl_target *t, size_t limit, const char *what, const char *detail);
+
 /* A store render callback (fl_store_op.render, no context): the final state of a deleted
  * object, its current bytes with the new revision. Heap text, *len set. */
 char *fl_api_render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t *len);

@@ -20,12 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "api/auth.h"
-#include "core/metrics.h"
 #include "api/tls.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/strbuf.h"
 
 /* A Content-Length beyond this many times the body limit is answered 413 before any of the
@@ -559,7 +560,7 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
     h->api = api;
     h->cfg = *cfg;
     if (!h->cfg.max_body)
-        h->cfg.max_body = 3 * 1024 * 1024;
+        h->cfg.max_body = FL_API_MAX_REQUEST_BYTES; /* the bound decoding holds bodies to, too */
     if (!h->cfg.max_inflight)
         h->cfg.max_inflight = 400;
     if (!h->cfg.max_watches)

@@ -66,6 +66,7 @@ static void usage(FILE *f)
                "  --tls-min-version V       VersionTLS12 (default) or VersionTLS13\n"
                "  --tls-cipher-suites LIST  comma-separated IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
                "                            (default: ECDHE with AES-GCM or ChaCha20-Poly1305)\n"
+               "  --max-object-bytes N      largest object stored, encoded (default 1572864, etcd's 1.5 MiB)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -150,6 +151,7 @@ typedef struct server_opts {
     bool insecure, no_fsync;
     int max_inflight, bookmark_ms;
     long long window;
+    size_t max_object_bytes; /* 0: the API's default */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -183,6 +185,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"compact-window", required_argument, 0, 'w'}, {"bookmark-interval-ms", required_argument, 0, 'b'},
         {"no-fsync", no_argument, 0, 'n'},            {"help", no_argument, 0, 'h'},
         {"tls-min-version", required_argument, 0, 'T'}, {"tls-cipher-suites", required_argument, 0, 'C'},
+        {"max-object-bytes", required_argument, 0, 'O'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -197,6 +200,18 @@ static int parse_args(int argc, char **argv, server_opts *o)
         case 'n': o->no_fsync = true; break;
         case 'T': o->tls_min_version = optarg; break;
         case 'C': o->tls_cipher_suites = optarg; break;
+        case 'O': {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > SIZE_MAX) {
+                fprintf(stderr, "flotilla server: --max-object-bytes: expected a positive number of bytes, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            o->max_object_bytes = (size_t)v;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -333,7 +348,8 @@ static int ensure_credentials(server *sv)
  * the system namespaces, and the metrics of the store and of the reconciled revision. */
 static void setup_api(server *sv)
 {
-    sv->api = (fl_api){.store = sv->store, .bookmark_interval_ms = sv->o.bookmark_ms};
+    sv->api = (fl_api){.store = sv->store, .bookmark_interval_ms = sv->o.bookmark_ms,
+                       .max_object_bytes = sv->o.max_object_bytes};
     fl_auth_new(&sv->api, sv->pki.admin_token, sv->bootstrap_token, &sv->auth);
     sv->api.auth = sv->auth;
     sv->ncrd = fl_api_load_crds(&sv->api);

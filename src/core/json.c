@@ -159,6 +159,42 @@ char *fl_json_dumps_mark(const json_t *v, const json_t *mark, size_t *len, size_
     return o.b.p;
 }
 
+/* (contract in json.h) Recursive, as deep as v: values here come from decoders that
+ * bound their depth. */
+size_t fl_json_size_upto(const json_t *v, size_t limit)
+{
+    size_t n = 0;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        n = 2;
+        void *it;
+        for (it = json_object_iter((json_t *)v); it && n <= limit; it = json_object_iter_next((json_t *)v, it)) {
+            n += json_object_iter_key_len(it) + 4; /* "key": and a comma */
+            if (n <= limit)
+                n += fl_json_size_upto(json_object_iter_value(it), limit - n);
+        }
+        break;
+    }
+    case JSON_ARRAY:
+        n = 2;
+        for (size_t i = 0; i < json_array_size(v) && n <= limit; i++)
+            n += 1 + fl_json_size_upto(json_array_get(v, i), limit - n);
+        break;
+    case JSON_STRING: n = json_string_length(v) + 2; break;
+    case JSON_INTEGER: {
+        json_int_t i = json_integer_value(v);
+        n = i < 0 ? 2 : 1;
+        for (; i <= -10 || i >= 10; i /= 10)
+            n++;
+        break;
+    }
+    case JSON_REAL: n = 24; break;
+    case JSON_FALSE: n = 5; break;
+    default: n = 4; break; /* true, null */
+    }
+    return n;
+}
+
 /* ---- decoding ---- */
 
 static int hex4(const char *p, unsigned *v)

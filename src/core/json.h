@@ -91,6 +91,13 @@ char *fl_json_dumps(const json_t *v, size_t *len);
  * *mark_at, or SIZE_MAX when mark is not in v. */
 char *fl_json_dumps_mark(const json_t *v, const json_t *mark, size_t *len, size_t *mark_at);
 
+/* About how many bytes v's compact encoding takes (strings and keys counted without their
+ * escapes), counting no further than just past limit: a value larger than limit answers
+ * some number above it, after walking about limit bytes' worth of v. For bounds on what a
+ * decoder or a patch builds, where the exact figure does not matter but the cost of
+ * measuring must stay proportional to the bound. */
+size_t fl_json_size_upto(const json_t *v, size_t limit);
+
 /* ---- texts: parts of a document found or copied without decoding it ---- */
 
 /* Where the value at path (dot-separated object keys, "metadata.labels") is in buf, a

@@ -21,6 +21,11 @@ int fl_patch_merge(const json_t *orig, const json_t *patch, json_t **out, char *
 /* RFC 6902: add, remove, replace, move, copy, test; JSON pointers with ~0/~1 escapes,
  * "-" for append. A failed test or a missing path is FL_EINVAL (API maps to 422). */
 int fl_patch_json(const json_t *orig, const json_t *patch, json_t **out, char **err);
+/* fl_patch_json for patches from the network: the "copy" operations together may add no more
+ * than max_copied bytes (as encoded, estimated), checked before each copy is made; past it
+ * FL_ETOOBIG naming the operation. max_copied 0: no bound. (The other operations add only
+ * what the patch itself holds.) */
+int fl_patch_json_limited(const json_t *orig, const json_t *patch, size_t max_copied, json_t **out, char **err);
 
 /* Patch metadata for one field of a built-in kind, as Go struct tags give it upstream
  * (patchStrategy / patchMergeKey). */

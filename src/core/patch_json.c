@@ -10,7 +10,12 @@
  * Pointers are split into unescaped tokens once per operation (~1 -> '/',
  * ~0 -> '~'). Array tokens must be canonical decimal indexes ("0", "17", never
  * "01" or "+1"); "-" names the slot past the end and is only meaningful as the
- * last token of an "add" (or the target of a move/copy). */
+ * last token of an "add" (or the target of a move/copy).
+ *
+ * "copy" is the one operation whose result can outgrow the patch and the
+ * original together: each copy of a subtree into itself doubles it, so forty
+ * operations would ask for a terabyte. fl_patch_json_limited counts what the
+ * copies add and stops before the copy that would pass its bound. */
 #include "core/patch.h"
 
 #include <stdarg.h>
@@ -173,6 +178,8 @@ typedef struct jp_run {
     size_t index;
     const char *op;
     char **err;
+    size_t max_copied; /* 0: no bound */
+    size_t copied;     /* bytes (as encoded, estimated) the copies have added so far */
 } jp_run;
 
 static int fail(jp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -365,10 +372,17 @@ static int apply_op(jp_run *r, const json_t *op)
             rc = 0;
     } else if (is_copy) {
         json_t *src = jptr_get(r->doc, &f, f.n);
-        if (!src)
+        size_t left = r->max_copied > r->copied ? r->max_copied - r->copied : 0;
+        size_t bytes = src && r->max_copied ? fl_json_size_upto(src, left) : 0;
+        if (!src) {
             rc = fail(r, "from %s not found", from);
-        else
+        } else if (bytes > left) {
+            fail(r, "from %s: the copies make the document larger than %zu bytes", from, r->max_copied);
+            rc = FL_ETOOBIG;
+        } else {
+            r->copied += bytes;
             rc = do_add(r, &p, path, fl_json_deep_copy(src));
+        }
     } else { /* move */
         /* A location cannot be moved into one of its own children. */
         if (from_len < path_len && memcmp(from, path, from_len) == 0 && path[from_len] == '/') {
@@ -392,6 +406,11 @@ out:
 
 int fl_patch_json(const json_t *orig, const json_t *patch, json_t **out, char **err)
 {
+    return fl_patch_json_limited(orig, patch, 0, out, err);
+}
+
+int fl_patch_json_limited(const json_t *orig, const json_t *patch, size_t max_copied, json_t **out, char **err)
+{
     *out = NULL;
     if (err)
         *err = NULL;
@@ -405,7 +424,7 @@ int fl_patch_json(const json_t *orig, const json_t *patch, json_t **out, char **
             *err = fl_strdup("json patch: the patch must be a JSON array of operations");
         return FL_EINVAL;
     }
-    jp_run r = {.doc = fl_json_deep_copy(orig), .err = err};
+    jp_run r = {.doc = fl_json_deep_copy(orig), .err = err, .max_copied = max_copied};
     for (r.index = 0; r.index < json_array_size(patch); r.index++) {
         int rc = apply_op(&r, json_array_get(patch, r.index));
         if (rc != 0) {

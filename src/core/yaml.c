@@ -31,7 +31,11 @@
  *   - a key repeated in one mapping is an error (the API server's strict
  *     field validation rejects it too) instead of last-one-wins.
  * Aliases are deep copies (callers may mutate the result), bounded by a budget
- * so that a "billion laughs" document fails instead of eating the machine.
+ * so that a "billion laughs" document fails instead of eating the machine. The
+ * budget counts nodes, which a few aliases of one huge string do not spend: a
+ * caller that takes bytes from the network also bounds the bytes (the size of
+ * the document's JSON encoding, estimated), and the bound is checked at each
+ * alias, before its copy is made (fl_yaml_parse_limited).
  *
  * Dumping writes kubectl's block style: keys in object order, sequences under
  * a key at the key's indentation ("containers:\n- image: x"), strings plain
@@ -274,6 +278,8 @@ struct builder {
     json_t *anchors;   /* anchor name -> completed value */
     size_t events;     /* nodes written in the input */
     size_t alias_nodes;
+    size_t max_bytes;   /* 0: no bound on bytes */
+    size_t alias_bytes; /* added by aliases, over the whole stream */
     json_t *root;
     bool empty_doc;
     char *err;         /* first error, "line L, column C: ..." */
@@ -687,6 +693,18 @@ static int on_alias(struct builder *b, struct fy_event *e)
     json_t *target = name ? json_object_get(b->anchors, name) : NULL;
     if (!target)
         return fail(b, m, "alias *%s refers to no anchor defined before it", name ? name : "");
+    if (b->max_bytes) {
+        /* What the input wrote decodes to no more than its own length (escapes, quotes and
+         * indentation only shrink), so the input and every alias's copy bound the whole. */
+        size_t used = b->input_len + b->alias_bytes;
+        size_t left = b->max_bytes > used ? b->max_bytes - used : 0;
+        size_t bytes = fl_json_size_upto(target, left);
+        if (bytes > left) {
+            fail(b, m, "aliases expand the document past %zu bytes", b->max_bytes);
+            return FL_ETOOBIG;
+        }
+        b->alias_bytes += bytes;
+    }
     size_t budget = ALIAS_BASE_BUDGET + ALIAS_PER_EVENT * b->events;
     size_t left = budget > b->alias_nodes ? budget - b->alias_nodes : 0;
     size_t cnt = count_nodes(target, left);
@@ -789,8 +807,9 @@ static struct fy_mark mark_at(const char *buf, size_t off)
     return m;
 }
 
-/* Parse the stream; with all=false stop at a second document. Writes *out. */
-static int parse_stream(const char *buf, size_t len, bool all, json_t **out, char **err)
+/* Parse the stream; with all=false stop at a second document; max_bytes bounds what the
+ * aliases expand to (0: no bound). Writes *out. */
+static int parse_stream(const char *buf, size_t len, bool all, size_t max_bytes, json_t **out, char **err)
 {
     *out = NULL;
     *err = NULL;
@@ -816,7 +835,8 @@ static int parse_stream(const char *buf, size_t len, bool all, json_t **out, cha
         *err = fl_strdup("line 1, column 1: cannot start the YAML parser");
         return FL_EINVAL;
     }
-    struct builder b = { .anchors = json_object(), .input = len ? buf : "", .input_len = len };
+    struct builder b = { .anchors = json_object(), .input = len ? buf : "", .input_len = len,
+                         .max_bytes = max_bytes };
     json_t *docs = json_array();
     int rc = 0;
     size_t bad = utf8_invalid_at(buf, len);
@@ -916,12 +936,17 @@ out:
 
 int fl_yaml_parse(const char *buf, size_t len, json_t **out, char **err)
 {
-    return parse_stream(buf, len, false, out, err);
+    return parse_stream(buf, len, false, 0, out, err);
+}
+
+int fl_yaml_parse_limited(const char *buf, size_t len, size_t max_bytes, json_t **out, char **err)
+{
+    return parse_stream(buf, len, false, max_bytes, out, err);
 }
 
 int fl_yaml_parse_all(const char *buf, size_t len, json_t **out, char **err)
 {
-    return parse_stream(buf, len, true, out, err);
+    return parse_stream(buf, len, true, 0, out, err);
 }
 
 /* ------------------------------------------------------------- dumping -- */

@@ -16,6 +16,11 @@
 
 /* Parse exactly one document (an empty stream is FL_EINVAL "no document"). */
 int fl_yaml_parse(const char *buf, size_t len, json_t **out, char **err);
+/* fl_yaml_parse for bytes from the network: the document may decode to no more than
+ * max_bytes (its JSON encoding, estimated: the input's length plus what each alias copies),
+ * checked at each alias before it is expanded. Past it: FL_ETOOBIG, *err "line L, column C:
+ * aliases expand the document past N bytes". max_bytes 0: no bound, as fl_yaml_parse. */
+int fl_yaml_parse_limited(const char *buf, size_t len, size_t max_bytes, json_t **out, char **err);
 /* Parse a multi-document stream ("---" separated) into a JSON array, skipping empty documents. */
 int fl_yaml_parse_all(const char *buf, size_t len, json_t **out, char **err);
 /* Render a JSON value as block YAML (kubectl -o yaml style, 2-space indent, keys in

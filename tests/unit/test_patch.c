@@ -749,6 +749,41 @@ static void test_smp_large_lists_merge_in_linear_time(void **st)
     json_decref(p);
 }
 
+/* Copies doubling a subtree stop at the bound, before the copy that would pass it, and the
+ * operation that would is named; within the bound the patch applies as without one. */
+static void test_json_patch_copies_stop_at_the_bound(void **state)
+{
+    (void)state;
+    json_t *orig = json_pack("{s:{s:s}}", "x", "a", "0123456789012345678901234567890123456789");
+    json_t *patch = json_array();
+    for (int i = 0; i < 40; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/x/n%d", i);
+        json_array_append_new(patch, json_pack("{s:s, s:s, s:s}", "op", "copy", "from", "/x", "path", path));
+    }
+    json_t *out = (json_t *)0x1;
+    char *err = NULL;
+    assert_int_equal(fl_patch_json_limited(orig, patch, 100000, &out, &err), FL_ETOOBIG);
+    assert_null(out);
+    assert_non_null(err);
+    if (!strstr(err, "(copy): from /x: the copies make the document larger than 100000 bytes"))
+        fail_msg("unexpected error: %s", err);
+    free(err);
+    /* five doublings of ~50 bytes are well within it */
+    json_t *five = json_array();
+    for (size_t i = 0; i < 5; i++)
+        json_array_append(five, json_array_get(patch, i));
+    assert_int_equal(fl_patch_json_limited(orig, five, 100000, &out, &err), 0);
+    json_t *plain = NULL;
+    assert_int_equal(fl_patch_json(orig, five, &plain, NULL), 0);
+    assert_true(json_equal(out, plain));
+    json_decref(out);
+    json_decref(plain);
+    json_decref(five);
+    json_decref(patch);
+    json_decref(orig);
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -826,6 +861,7 @@ int main(void)
         cmocka_unit_test(test_smp_lookup_sees_elided_paths),
         cmocka_unit_test(test_smp_without_lookup_merges_maps_and_replaces_lists),
         cmocka_unit_test(test_smp_large_lists_merge_in_linear_time),
+        cmocka_unit_test(test_json_patch_copies_stop_at_the_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

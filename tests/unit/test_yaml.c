@@ -297,6 +297,71 @@ static void test_alias_bomb_is_refused(void **state)
     assert_yaml_error(bomb, "alias bomb");
 }
 
+/* One long string referenced by many aliases spends few nodes but many bytes. */
+static char *string_aliases(size_t string_bytes, int aliases, size_t *len)
+{
+    size_t cap = string_bytes + 64 + (size_t)aliases * 16;
+    char *y = malloc(cap);
+    size_t n = (size_t)snprintf(y, cap, "k0: &s \"");
+    memset(y + n, 'x', string_bytes);
+    n += string_bytes;
+    n += (size_t)snprintf(y + n, cap - n, "\"\n");
+    for (int i = 1; i <= aliases; i++)
+        n += (size_t)snprintf(y + n, cap - n, "k%d: *s\n", i);
+    *len = n;
+    return y;
+}
+
+static void test_alias_bytes_past_the_bound_are_refused_before_expanding(void **state)
+{
+    size_t len;
+    char *y = string_aliases(100000, 200, &len); /* 100 kB that would expand to 20 MB */
+    json_t *v = (json_t *)0x1;
+    char *err = NULL;
+    assert_int_equal(fl_yaml_parse_limited(y, len, 1000000, &v, &err), FL_ETOOBIG);
+    assert_null(v);
+    assert_non_null(err);
+    /* the alias that crosses the bound is named: the 9th of them, on line 10 */
+    if (!strstr(err, "line 10, column 5: aliases expand the document past 1000000 bytes"))
+        fail_msg("unexpected error: %s", err);
+    free(err);
+    free(y);
+}
+
+static void test_alias_bytes_within_the_bound_parse(void **state)
+{
+    size_t len;
+    char *y = string_aliases(1000, 200, &len);
+    json_t *v = NULL;
+    char *err = NULL;
+    assert_int_equal(fl_yaml_parse_limited(y, len, 3 << 20, &v, &err), 0);
+    assert_null(err);
+    assert_int_equal(json_object_size(v), 201);
+    assert_int_equal(json_string_length(json_object_get(v, "k200")), 1000);
+    json_decref(v);
+    /* a bound of 0 is none, and plain fl_yaml_parse has none either */
+    assert_int_equal(fl_yaml_parse_limited(y, len, 0, &v, &err), 0);
+    json_decref(v);
+    free(y);
+}
+
+static void test_alias_bound_counts_nested_and_merged_copies(void **state)
+{
+    const char *y = "a: &a {k: \"0123456789012345678901234567890123456789\"}\n"
+                    "b: &b [*a, *a, *a, *a]\n"
+                    "c: {<<: *a, x: *b}\n"
+                    "d: *b\n";
+    json_t *v = (json_t *)0x1;
+    char *err = NULL;
+    /* the input is ~110 bytes; each *b copies ~4 x 50 */
+    assert_int_equal(fl_yaml_parse_limited(y, strlen(y), 400, &v, &err), FL_ETOOBIG);
+    assert_null(v);
+    free(err);
+    assert_int_equal(fl_yaml_parse_limited(y, strlen(y), 4000, &v, &err), 0);
+    assert_int_equal(json_array_size(json_object_get(v, "d")), 4);
+    json_decref(v);
+}
+
 static void test_merge_keys(void **state)
 {
     assert_yaml_is("base: &b {x: 1, z: 2}\nobj:\n  <<: *b\n  z: 3\n",
@@ -549,6 +614,9 @@ int main(void)
         cmocka_unit_test(test_redefined_anchor_uses_latest),
         cmocka_unit_test(test_alias_errors),
         cmocka_unit_test(test_alias_bomb_is_refused),
+        cmocka_unit_test(test_alias_bytes_past_the_bound_are_refused_before_expanding),
+        cmocka_unit_test(test_alias_bytes_within_the_bound_parse),
+        cmocka_unit_test(test_alias_bound_counts_nested_and_merged_copies),
         cmocka_unit_test(test_merge_keys),
         cmocka_unit_test(test_merge_explicit_key_wins_even_before_merge),
         cmocka_unit_test(test_merge_list_earlier_source_wins),
