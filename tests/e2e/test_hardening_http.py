@@ -108,8 +108,8 @@ def hold_inflight_slot(server, path):
 def test_health_endpoints_answer_while_the_inflight_limit_is_reached(server_factory):
     s = server_factory("--max-requests-inflight", "1")
     ensure_namespace(s, NS)
-    big = "x" * (2 * 1024 * 1024)
-    for i in range(12):  # 24 MiB of list: more than any socket buffers hold
+    big = "x" * (1024 * 1024)  # under the 1.5 MiB object limit
+    for i in range(24):  # 24 MiB of list: more than any socket buffers hold
         code, body = s.curl("POST", CM, configmap(f"big-{i}", {"k": big}))
         assert code == 201, body
     held = hold_inflight_slot(s, CM)
