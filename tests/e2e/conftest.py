@@ -414,20 +414,29 @@ class Fleet:
         return "\n".join(lines[-n:])
 
 
-@contextlib.contextmanager
-def running_fleet(members=3, pull=0):
-    """`flotilla up` with `members` members, the last `pull` of them in pull mode with their
-    agents. It must stop cleanly, and any sanitizer report in the server's or members' logs
-    fails the caller."""
-    d = tempfile.mkdtemp(prefix="flotilla-fleet-")
-    args = [BIN, "up", "--data-dir", d, "--members", str(members), "--listen", f"127.0.0.1:{free_port()}"]
+def start_up(d, port, members=2, pull=0):
+    """`flotilla up` on directory d listening on port, with `members` members, the last `pull`
+    of them in pull mode; returns the process once it has printed its "Flotilla is up" line
+    (its stdout and stderr are pipes), or fails the caller with what it said."""
+    args = [BIN, "up", "--data-dir", d, "--members", str(members), "--listen", f"127.0.0.1:{port}"]
     if pull:
         args += ["--pull", str(pull)]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if "Flotilla is up" not in line:
         p.kill()
-        raise RuntimeError(f"flotilla up failed: {line} {p.stderr.read()}")
+        p.wait(timeout=30)
+        raise AssertionError(f"flotilla up failed: {line!r} {p.stderr.read()}")
+    return p
+
+
+@contextlib.contextmanager
+def running_fleet(members=3, pull=0):
+    """`flotilla up` with `members` members, the last `pull` of them in pull mode with their
+    agents. It must stop cleanly, and any sanitizer report in the server's or members' logs
+    fails the caller."""
+    d = tempfile.mkdtemp(prefix="flotilla-fleet-")
+    p = start_up(d, free_port(), members, pull)
     yield Fleet(d)
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=60)

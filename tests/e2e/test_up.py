@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from conftest import BIN, KUBECTL, free_port
+from conftest import BIN, KUBECTL, free_port, start_up
 
 
 def test_up_runs_a_control_plane_with_ready_members_and_stops_cleanly():
@@ -60,20 +60,6 @@ def test_up_with_pull_members_runs_their_agents():
     assert rc == 0
     time.sleep(0.2)
     assert not subprocess.run(["pgrep", "-f", d], capture_output=True, text=True).stdout.split()
-
-
-def _start_up(d, port, members=2, pull=0):
-    """`flotilla up` on d; returns the process once it has printed its "up" line."""
-    args = [BIN, "up", "--data-dir", d, "--members", str(members), "--listen", f"127.0.0.1:{port}"]
-    if pull:
-        args += ["--pull", str(pull)]
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    if "Flotilla is up" not in line:
-        p.kill()
-        p.wait(timeout=30)
-        raise AssertionError(f"flotilla up failed: {line!r} {p.stderr.read()}")
-    return p
 
 
 def _stop_up(p):
@@ -144,7 +130,7 @@ def test_up_restarts_on_its_data_directory_and_delivers_again():
     p = None
     try:
         for run in range(4):
-            p = _start_up(d, port, members=2, pull=1)
+            p = start_up(d, port, members=2, pull=1)
             clusters = _kubectl_json(kc, "get", "clusters")
             assert clusters, f"run {run}: kubectl get clusters failed"
             for c in clusters["items"]:
@@ -177,7 +163,7 @@ def test_up_restarts_on_its_data_directory_and_delivers_again():
 def test_up_killed_takes_its_children_with_it():
     """kill -9 of `flotilla up` leaves no server, member host or agent of it running."""
     d = tempfile.mkdtemp(prefix="flotilla-up-kill-")
-    p = _start_up(d, free_port(), members=2, pull=1)
+    p = start_up(d, free_port(), members=2, pull=1)
     kids = []
     try:
         kids = _children(p.pid)
@@ -203,7 +189,7 @@ def test_a_second_up_on_a_running_ones_directory_is_refused_and_changes_nothing(
     """A second `flotilla up` on the same directory exits at once naming the first, before it
     removes anything: the first keeps its kubeconfigs and keeps serving."""
     d = tempfile.mkdtemp(prefix="flotilla-up-twice-")
-    p = _start_up(d, free_port(), members=1)
+    p = start_up(d, free_port(), members=1)
     try:
         kc = os.path.join(d, "kubeconfig")
         mkc = os.path.join(d, "members", "member1.kubeconfig")
@@ -236,7 +222,7 @@ def test_up_waits_for_a_stopping_server_of_a_previous_run_to_let_go():
     release.start()
     p = None
     try:
-        p = _start_up(d, free_port(), members=1)
+        p = start_up(d, free_port(), members=1)
         kc = os.path.join(d, "kubeconfig")
         _wait(lambda: (_kubectl_json(kc, "get", "clusters") or {}).get("items"), 30, "the clusters")
         assert _stop_up(p) == 0
