@@ -164,9 +164,11 @@ static void list_options_invalid(fl_req *r, const char *type, const char *detail
 /* The revision a LIST reads at, from resourceVersion and resourceVersionMatch, checked as
  * kube-apiserver's ValidateListOptions checks them: 0 for the current state (no
  * resourceVersion, "0", or NotOlderThan, which the current state always satisfies), else
- * the revision an Exact list must answer as of. Returns -1 once it has answered the
+ * the revision an Exact list must answer as of. Without a resourceVersionMatch, a non-zero
+ * resourceVersion with a limit (the first page of a paginated list) is Exact, as in
+ * kube-apiserver; without a limit it is NotOlderThan. Returns -1 once it has answered the
  * request (400, 422, or 504 for a revision the store has not reached), 0 otherwise. */
-static int list_rv(fl_api *api, fl_req *r, const fl_target *t, bool has_continue, int64_t *at_rev)
+static int list_rv(fl_api *api, fl_req *r, const fl_target *t, bool has_continue, bool has_limit, int64_t *at_rev)
 {
     *at_rev = 0;
     int64_t rv;
@@ -174,8 +176,11 @@ static int list_rv(fl_api *api, fl_req *r, const fl_target *t, bool has_continue
         return -1;
     const char *rvq = fl_req_query(r, "resourceVersion");
     const char *match = fl_req_query(r, "resourceVersionMatch");
-    if (!match || !match[0])
-        return 0;
+    if (!match || !match[0]) {
+        if (!has_limit || has_continue || rv == 0)
+            return 0;
+        match = "Exact";
+    }
     if (!rvq || !rvq[0]) {
         list_options_invalid(r, "FieldValueForbidden",
                              "resourceVersionMatch is forbidden unless resourceVersion is provided");
@@ -440,7 +445,7 @@ void fl_api_list(fl_api *api, fl_req *r, const fl_target *t)
     int64_t at_rev = 0;
     char *start = NULL;
     const char *cont = fl_req_query(r, "continue");
-    if (list_rv(api, r, t, cont && cont[0], &at_rev))
+    if (list_rv(api, r, t, cont && cont[0], c.limit > 0, &at_rev))
         goto out;
     bool exact = at_rev > 0;
     if (cont && cont[0]) {

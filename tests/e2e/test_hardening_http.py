@@ -199,6 +199,26 @@ def test_exact_at_an_older_kept_revision_answers_that_revision(ns):
     assert "exact-b" in names and names["exact-a"]["data"] == {"v": "2"}, names
 
 
+def test_a_resource_version_with_a_limit_and_no_match_is_exact(ns):
+    """As kube-apiserver: without resourceVersionMatch, a non-zero resourceVersion with a limit
+    (the first page of a paginated list) is Exact; without a limit it is NotOlderThan."""
+    code, body = ns.curl("POST", CM, configmap("paged-a", {"v": "1"}))
+    assert code == 201, body
+    before = ns.list_rv(CM)
+    code, body = ns.curl("PATCH", f"{CM}/paged-a", {"data": {"v": "2"}},
+                         content_type="application/merge-patch+json")
+    assert code == 200, body
+    code, body = ns.curl("GET", f"{CM}?resourceVersion={before}&limit=500")
+    assert code == 200, body
+    assert body["metadata"]["resourceVersion"] == before, body
+    names = {i["metadata"]["name"]: i for i in body["items"]}
+    assert names["paged-a"]["data"] == {"v": "1"}, names["paged-a"]
+    code, body = ns.curl("GET", f"{CM}?resourceVersion={before}")
+    assert code == 200, body
+    names = {i["metadata"]["name"]: i for i in body["items"]}
+    assert names["paged-a"]["data"] == {"v": "2"}, names["paged-a"]
+
+
 def test_exact_below_compaction_is_410(server_factory):
     s = server_factory("--compact-window", "10")
     ensure_namespace(s, NS)
@@ -218,6 +238,9 @@ def test_exact_below_compaction_is_410(server_factory):
         assert "too old" in body["message"], body
         return True
     wait_for(expired, timeout=20, interval=0.5, what="410 Expired for an Exact list below compaction")
+    # a first page at that revision is Exact too: 410, so that a client relists from scratch
+    code, body = s.curl("GET", f"{CM}?resourceVersion={old}&limit=10")
+    assert code == 410 and body["reason"] == "Expired", body
 
 
 # ---- an impossible Content-Length ----
