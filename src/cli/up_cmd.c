@@ -101,10 +101,15 @@ static bool stop_requested(const sigset_t *sigs, int ms)
     return sig == SIGINT || sig == SIGTERM;
 }
 
-static bool child_alive(pid_t pid)
+/* Is the child *pid still running? One that has exited is reaped here and *pid becomes -1,
+ * so that nobody signals its pid, which the system may give to another process. */
+static bool child_alive(pid_t *pid)
 {
     int st;
-    return waitpid(pid, &st, WNOHANG) == 0;
+    if (*pid > 0 && waitpid(*pid, &st, WNOHANG) == 0)
+        return true;
+    *pid = -1;
+    return false;
 }
 
 static void stop_child(pid_t pid)
@@ -241,9 +246,8 @@ static int claim_dir(up_run *u)
 static int wait_server(up_run *u, fl_client **cp)
 {
     for (int i = 0; i < 300 && access(u->kc, R_OK) != 0; i++) {
-        if (!child_alive(u->server)) {
+        if (!child_alive(&u->server)) {
             fprintf(stderr, "flotilla up: the control plane exited; see %s\n", u->slog);
-            u->server = -1;
             return -1;
         }
         if (stop_requested(&u->sigs, 50)) {
@@ -313,9 +317,8 @@ static int start_members(up_run *u)
     for (int i = 0; i < 600; i++) {
         if (members_up_since(u->mlog, offset))
             return 0;
-        if (!child_alive(u->member)) {
+        if (!child_alive(&u->member)) {
             fprintf(stderr, "flotilla up: the members exited; see %s\n", u->mlog);
-            u->member = -1;
             return -1;
         }
         if (stop_requested(&u->sigs, 50)) {
@@ -388,12 +391,13 @@ static int wait_ready(const up_run *u, fl_client *cp)
 }
 
 /* Run until SIGINT/SIGTERM (exit code 0) or until a child exits (1). */
-static int serve_until_stopped(const up_run *u)
+static int serve_until_stopped(up_run *u)
 {
     for (;;) {
         if (stop_requested(&u->sigs, 1000))
             return 0;
-        if (!child_alive(u->server) || (u->member > 0 && !child_alive(u->member))) {
+        bool members_gone = u->member > 0 && !child_alive(&u->member);
+        if (!child_alive(&u->server) || members_gone) {
             fprintf(stderr, "flotilla up: a child process exited; see %s and %s\n", u->slog, u->mlog);
             return 1;
         }
