@@ -164,8 +164,8 @@ static char *request_manager(const fl_req *r)
 
 static void record_update(const fl_req *r, const fl_kind *k, const json_t *old, json_t *obj)
 {
-    char now[32];
-    fl_time_now_rfc3339(now);
+    char now[FL_TIME_BUF];
+    fl_time_format(fl_time_now_ms(), false, now);
     char *manager = request_manager(r);
     fl_managed_fields_update(k, old, obj, manager, now);
     free(manager);
@@ -189,6 +189,19 @@ static void resp_object_too_large(fl_api *api, fl_req *r, const fl_target *t, si
 size_t fl_api_max_object_bytes(const fl_api *api)
 {
     return api->max_object_bytes ? api->max_object_bytes : FL_API_DEFAULT_MAX_OBJECT_BYTES;
+}
+
+/* A CRD's kind is served from the moment it is registered, before its write: one the store
+ * would refuse as too large must be refused before that (413 answered), or its kind would be
+ * served without a stored CRD. The store's own check stays the authority for everything else. */
+static bool crd_too_large(fl_api *api, fl_req *r, const fl_target *t, const json_t *obj)
+{
+    size_t max = fl_api_max_object_bytes(api), bytes = fl_json_size_upto(obj, max);
+    if (bytes <= max)
+        return false;
+    free(fl_json_dumps(obj, &bytes)); /* the figure the message gives: rare, so measured exactly */
+    resp_object_too_large(api, r, t, bytes);
+    return true;
 }
 
 /* ---- store writes ---- */
@@ -581,8 +594,8 @@ static void on_create_defaults(const fl_kind *k, json_t *obj)
                             json_string(fl_obj_str(obj, "metadata", "name")));
     }
     if (!strcmp(k->kind, "CustomResourceDefinition")) {
-        char now[32];
-        fl_time_now_rfc3339(now);
+        char now[FL_TIME_BUF];
+        fl_time_format(fl_time_now_ms(), false, now);
         json_t *names = json_object_get(json_object_get(obj, "spec"), "names");
         json_t *conds = json_pack("[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}]", "type", "NamesAccepted",
                                   "status", "True", "lastTransitionTime", now, "reason", "NoConflicts", "message",
@@ -660,9 +673,9 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     }
     snprintf(t->name, sizeof t->name, "%s", name);
     /* server-owned fields */
-    char uid[37], now[32];
+    char uid[37], now[FL_TIME_BUF];
     fl_random_uuid4(uid);
-    fl_time_now_rfc3339(now);
+    fl_time_format(fl_time_now_ms(), false, now);
     json_object_set_new(meta, "uid", json_string(uid));
     json_object_set_new(meta, "creationTimestamp", json_string(now));
     json_object_set_new(meta, "generation", json_integer(1));
@@ -695,6 +708,8 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     }
     if (is_crd) {
         char *err = NULL;
+        if (crd_too_large(api, r, t, obj))
+            goto out;
         if (fl_kindreg_apply_crd(api->kinds, obj, &err) != 0) {
             json_t *causes = json_array();
             fl_cause_add(causes, "FieldValueInvalid", "spec", "%s", err ? err : "invalid");
@@ -903,6 +918,11 @@ void fl_api_guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, fl_api
                            json_array_size(json_object_get(json_object_get(obj, "spec"), "finalizers")) > 0);
         if (is_crd && !strcmp(t->sub, "")) {
             char *err = NULL;
+            if (!finalized && crd_too_large(api, r, t, obj)) {
+                json_decref(cur);
+                json_decref(obj);
+                break;
+            }
             if (fl_kindreg_apply_crd(api->kinds, obj, &err) != 0) {
                 json_t *causes = json_array();
                 fl_cause_add(causes, "FieldValueInvalid", "spec", "%s", err ? err : "invalid");

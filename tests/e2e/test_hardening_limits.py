@@ -168,3 +168,35 @@ def test_kubectl_apply_of_normal_manifests_still_works(server, tmp_path):
         assert "configmap/applied" in r.stdout and "deployment.apps/web" in r.stdout, r.stdout
     got = json.loads(server.kubectl("get", "deploy", "web", "-n", NS, "-o", "json").stdout)
     assert got["spec"]["template"]["metadata"]["labels"] == {"app": "web"}
+
+
+def test_a_crd_too_large_to_store_is_refused_before_its_kind_is_served(server_factory):
+    """A CRD's kind is served from its registration: one the store would refuse must be refused
+    before that, or its kind would be served with no CustomResourceDefinition stored."""
+    s = server_factory("--max-object-bytes", "8192")
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+    def crd(description):
+        schema = {"type": "object", "description": description,
+                  "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+        return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "widgets.big.example.com"},
+                "spec": {"group": "big.example.com", "scope": "Namespaced",
+                         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                         "versions": [{"name": "v1", "served": True, "storage": True,
+                                       "schema": {"openAPIV3Schema": schema}}]}}
+
+    code, resp = s.curl("POST", crds, crd("x" * 10000))
+    assert_too_large(code, resp, 8192)
+    assert s.curl("GET", f"{crds}/widgets.big.example.com")[0] == 404
+    assert s.curl("GET", "/apis/big.example.com/v1/namespaces/default/widgets")[0] == 404
+    # a small one is stored and served; growing it past the limit keeps the stored schema
+    code, resp = s.curl("POST", crds, crd("small"))
+    assert code == 201, resp
+    assert s.curl("GET", "/apis/big.example.com/v1/namespaces/default/widgets")[0] == 200
+    grown = crd("x" * 10000)
+    grown["metadata"]["resourceVersion"] = resp["metadata"]["resourceVersion"]
+    code, resp = s.curl("PUT", f"{crds}/widgets.big.example.com", grown)
+    assert_too_large(code, resp, 8192)
+    code, resp = s.curl("GET", f"{crds}/widgets.big.example.com")
+    assert code == 200 and resp["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] == "small"
