@@ -504,15 +504,16 @@ static int ensure_token(const char *path, char **out, char **err)
 
 /* ---------- public ---------- */
 
-const char *const fl_pki_secret_files[] = {"ca.key", "server.key", "admin.token", "bootstrap.token", NULL};
+/* The files under DIR/pki/ that hold secrets: what must stay private to the server's user. */
+static const char *const SECRET_FILES[] = {"ca.key", "server.key", "admin.token", "bootstrap.token", NULL};
 
 /* Refuse keys and tokens others can read: they were exposed, and going on would hide it. */
 static int check_secrets_private(const char *pki, char **err)
 {
-    enum { N = sizeof fl_pki_secret_files / sizeof *fl_pki_secret_files };
+    enum { N = sizeof SECRET_FILES / sizeof *SECRET_FILES };
     char *paths[N] = {0};
-    for (size_t i = 0; fl_pki_secret_files[i]; i++)
-        paths[i] = fl_asprintf("%s/%s", pki, fl_pki_secret_files[i]);
+    for (size_t i = 0; SECRET_FILES[i]; i++)
+        paths[i] = fl_asprintf("%s/%s", pki, SECRET_FILES[i]);
     char *why = NULL;
     int rc = fl_file_check_private((const char *const *)paths, &why);
     for (size_t i = 0; i < N; i++)
@@ -525,6 +526,14 @@ static int check_secrets_private(const char *pki, char **err)
         return FL_EIO;
     }
     return 0;
+}
+
+int fl_pki_check_private(const char *dir, char **err)
+{
+    char *pki = fl_asprintf("%s/pki", dir);
+    int rc = check_secrets_private(pki, err);
+    free(pki);
+    return rc;
 }
 
 int fl_token_ensure(const char *path, char **out, char **err)

@@ -13,9 +13,11 @@ typedef struct fl_pki {
     char *admin_token;      /* 64 hex chars */
 } fl_pki;
 
-/* The files under DIR/pki/ that hold secrets (the private keys, the admin and the bootstrap
- * token), NULL-terminated: what must stay private to the server's user (0600). */
-extern const char *const fl_pki_secret_files[];
+/* Check that the files under DIR/pki/ that hold secrets (the private keys, the admin and the
+ * bootstrap token) are private to the server's user, as fl_pki_ensure does before it writes
+ * anything: 0, or FL_EIO with *err (heap; may be NULL) naming the first file others can reach
+ * and the chmod to run. Reads only. Any thread. */
+int fl_pki_check_private(const char *dir, char **err);
 
 /* Load DIR/pki/{ca.crt,ca.key,server.crt,server.key} and DIR/pki/admin.token, creating
  * whatever is missing (CA: EC P-256, 10 years; serving cert signed by the CA with SANs

@@ -229,6 +229,11 @@ static int parse_args(int argc, char **argv, server_opts *o)
         fprintf(stderr, "flotilla server: numeric options must be positive\n");
         return 2;
     }
+    if (o->insecure && (o->tls_min_version || o->tls_cipher_suites)) {
+        fprintf(stderr, "flotilla server: --tls-min-version and --tls-cipher-suites have no effect with "
+                        "--insecure-http\n");
+        return 2;
+    }
     /* a TLS flag that names nothing GnuTLS can use is refused now, not after the store opened */
     char *prio = NULL, *err = NULL;
     if (fl_http_tls_priorities(o->tls_min_version, o->tls_cipher_suites, &prio, &err)) {
@@ -255,19 +260,16 @@ static int claim_data_dir(server *sv)
     const char *dir = sv->o.data_dir;
     static const char *const own[] = {STORE_FILE, STORE_FILE "-wal", STORE_FILE "-shm", "kubeconfig",
                                       "bootstrap-kubeconfig"};
-    size_t nown = sizeof own / sizeof *own, npki = 0, n = 0;
-    while (fl_pki_secret_files[npki])
-        npki++;
-    char **paths = fl_calloc(nown + npki + 1, sizeof *paths); /* NULL-terminated */
-    for (size_t i = 0; i < nown; i++)
-        paths[n++] = fl_asprintf("%s/%s", dir, own[i]);
-    for (size_t i = 0; i < npki; i++)
-        paths[n++] = fl_asprintf("%s/pki/%s", dir, fl_pki_secret_files[i]);
+    enum { NOWN = sizeof own / sizeof *own };
+    char *paths[NOWN + 1] = {0}; /* NULL-terminated */
+    for (size_t i = 0; i < NOWN; i++)
+        paths[i] = fl_asprintf("%s/%s", dir, own[i]);
     char *why = NULL;
     int rc = fl_file_check_private((const char *const *)paths, &why);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < NOWN; i++)
         free(paths[i]);
-    free(paths);
+    if (!rc)
+        rc = fl_pki_check_private(dir, &why);
     if (rc) {
         fprintf(stderr, "flotilla server: %s\n", why);
         free(why);
@@ -332,6 +334,7 @@ static int ensure_credentials(server *sv)
     char *err = NULL;
     if (fl_pki_ensure(sv->o.data_dir, NULL, &sv->pki, &err) != 0) {
         fprintf(stderr, "flotilla server: %s\n", err ? err : "cannot create certificates");
+        free(err);
         return FL_EIO;
     }
     char *bt = fl_asprintf("%s/pki/bootstrap.token", sv->o.data_dir);

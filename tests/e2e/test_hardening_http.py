@@ -74,14 +74,16 @@ def test_tls_cipher_suites_limit_what_tls_1_2_negotiates(server_factory):
             assert "AES256-GCM" in t.cipher()[0]
 
 
-@pytest.mark.parametrize("flag,value,mentions", [
-    ("--tls-cipher-suites", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_NOT_A_SUITE", "TLS_NOT_A_SUITE"),
-    ("--tls-min-version", "VersionTLS10", "VersionTLS10"),
+@pytest.mark.parametrize("flag,value,mentions,extra", [
+    ("--tls-cipher-suites", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_NOT_A_SUITE", "TLS_NOT_A_SUITE", []),
+    ("--tls-min-version", "VersionTLS10", "VersionTLS10", []),
+    # without TLS the flags could only be ignored: refused instead
+    ("--tls-min-version", "VersionTLS13", "--insecure-http", ["--insecure-http"]),
 ])
-def test_bad_tls_flag_is_refused_at_start_with_one_line(flag, value, mentions):
+def test_bad_tls_flag_is_refused_at_start_with_one_line(flag, value, mentions, extra):
     d = tempfile.mkdtemp(prefix="flotilla-e2e-")
     try:
-        r = subprocess.run([BIN, "server", "--data-dir", d, "--listen", "127.0.0.1:0", flag, value],
+        r = subprocess.run([BIN, "server", "--data-dir", d, "--listen", "127.0.0.1:0", flag, value, *extra],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode != 0, r.stderr
         lines = [l for l in r.stderr.splitlines() if l.strip()]
