@@ -367,8 +367,8 @@ int fl_api_delete_object(fl_api *api, const fl_kind *k, const char *ns, const ch
             json_t *meta = fl_obj_meta(obj);
             bool already = json_object_get(meta, "deletionTimestamp") != NULL;
             if (!already) {
-                char now[32];
-                fl_time_now_rfc3339(now);
+                char now[FL_TIME_BUF];
+                fl_time_format(fl_time_now_ms(), false, now);
                 json_object_set_new(meta, "deletionTimestamp", json_string(now));
                 json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
                 if (is_ns)

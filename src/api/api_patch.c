@@ -133,8 +133,8 @@ static void respond_apply_error(fl_req *r, const fl_target *t, int rc, json_t *c
 static json_t *mutate_apply(void *vctx, fl_req *r, const fl_target *t, const json_t *cur, int64_t *pinned)
 {
     apply_ctx *c = vctx;
-    char now[32];
-    fl_time_now_rfc3339(now);
+    char now[FL_TIME_BUF];
+    fl_time_format(fl_time_now_ms(), false, now);
     json_t *out = NULL, *conflicts = NULL;
     char *err = NULL;
     int rc = fl_apply(t->kind, cur, c->config, c->manager, c->force, now, &out, &conflicts, &err);
@@ -205,8 +205,8 @@ static void apply_patch(fl_api *api, fl_req *r, const fl_target *t)
     rc = fl_store_get(api->store, key, &kv);
     free(key);
     if (rc == FL_ENOTFOUND) {
-        char now[32];
-        fl_time_now_rfc3339(now);
+        char now[FL_TIME_BUF];
+        fl_time_format(fl_time_now_ms(), false, now);
         json_t *out = NULL, *conflicts = NULL;
         rc = fl_apply(t->kind, NULL, config, c.manager, c.force, now, &out, &conflicts, &err);
         if (rc) {

@@ -69,11 +69,3 @@ int64_t fl_time_parse(const char *s)
     }
     return -1;
 }
-
-void fl_time_now_rfc3339(char buf[32])
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}

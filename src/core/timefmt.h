@@ -22,8 +22,5 @@ struct timespec fl_time_after(clockid_t clk, int64_t ms);
 void fl_time_format(int64_t ms, bool millis, char buf[FL_TIME_BUF]);
 /* Parse RFC 3339 (fraction and offset optional) into ms since the epoch; -1 if malformed or NULL. */
 int64_t fl_time_parse(const char *s);
-/* The current wall-clock time as RFC 3339 in UTC, whole seconds ("2024-05-01T10:00:00Z"),
- * the form of creationTimestamp and deletionTimestamp. */
-void fl_time_now_rfc3339(char buf[32]);
 
 #endif
