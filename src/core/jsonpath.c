@@ -20,6 +20,7 @@
 
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 
 typedef struct matchset {
     const json_t **v;
@@ -296,24 +297,17 @@ json_t *fl_jsonpath_eval(const json_t *obj, const char *path)
     if (cur.n == 1) {
         result = json_incref((json_t *)cur.v[0]);
     } else if (cur.n > 1) {
-        size_t cap = 64, len = 0;
-        char *buf = fl_malloc(cap);
-        buf[0] = '\0';
+        fl_strbuf b = FL_STRBUF_INIT;
         for (size_t i = 0; i < cur.n; i++) {
             char *t = fl_jsonpath_text(cur.v[i]);
-            size_t tl = strlen(t);
-            if (len + tl + 2 > cap) {
-                cap = (len + tl + 2) * 2;
-                buf = fl_realloc(buf, cap);
-            }
             if (i)
-                buf[len++] = ',';
-            memcpy(buf + len, t, tl + 1);
-            len += tl;
+                fl_strbuf_addc(&b, ',');
+            fl_strbuf_adds(&b, t);
             free(t);
         }
-        result = json_string(buf);
-        free(buf);
+        char *text = fl_strbuf_take(&b);
+        result = json_string(text);
+        free(text);
     }
 out:
     free(cur.v);
