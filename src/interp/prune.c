@@ -5,20 +5,11 @@
 #include <stdbool.h>
 #include <string.h>
 
-static json_t *obj_at(json_t *o, const char *k)
-{
-    json_t *v = json_is_object(o) ? json_object_get(o, k) : NULL;
-    return json_is_object(v) ? v : NULL;
-}
-
-static const char *str_at(json_t *o, const char *k)
-{
-    return json_string_value(json_is_object(o) ? json_object_get(o, k) : NULL);
-}
+#include "core/json_get.h"
 
 static void prune_deployment(json_t *obj)
 {
-    json_t *anns = obj_at(obj_at(obj, "metadata"), "annotations");
+    json_t *anns = fl_json_obj(fl_json_obj(obj, "metadata"), "annotations");
     json_object_del(anns, "deployment.kubernetes.io/revision");
     json_object_del(anns, "deployment.kubernetes.io/revision-history");
 }
@@ -27,13 +18,13 @@ static void prune_deployment(json_t *obj)
  * that match it (with the control plane's uid in them): the member generates its own. */
 static void prune_job(json_t *obj)
 {
-    json_t *spec = obj_at(obj, "spec");
+    json_t *spec = fl_json_obj(obj, "spec");
     if (json_is_true(json_object_get(spec, "manualSelector")))
         return;
-    json_t *ml = obj_at(obj_at(spec, "selector"), "matchLabels");
+    json_t *ml = fl_json_obj(fl_json_obj(spec, "selector"), "matchLabels");
     json_object_del(ml, "controller-uid");
     json_object_del(ml, "batch.kubernetes.io/controller-uid");
-    json_t *tl = obj_at(obj_at(obj_at(spec, "template"), "metadata"), "labels");
+    json_t *tl = fl_json_obj(fl_json_obj(fl_json_obj(spec, "template"), "metadata"), "labels");
     json_object_del(tl, "controller-uid");
     json_object_del(tl, "job-name");
     json_object_del(tl, "batch.kubernetes.io/controller-uid");
@@ -44,8 +35,8 @@ static void prune_job(json_t *obj)
 
 static void prune_service(json_t *obj)
 {
-    json_t *spec = obj_at(obj, "spec");
-    const char *ip = str_at(spec, "clusterIP");
+    json_t *spec = fl_json_obj(obj, "spec");
+    const char *ip = fl_json_str(spec, "clusterIP");
     if (ip && !strcmp(ip, "None"))
         return; /* headless: the user's choice, not an allocation */
     json_object_del(spec, "clusterIP");
@@ -55,12 +46,12 @@ static void prune_service(json_t *obj)
 static void prune_service_account(json_t *obj)
 {
     json_t *secrets = json_object_get(obj, "secrets");
-    const char *name = str_at(obj_at(obj, "metadata"), "name");
+    const char *name = fl_json_str(fl_json_obj(obj, "metadata"), "name");
     if (!json_is_array(secrets) || !name)
         return;
     size_t plen = strlen(name);
     for (size_t i = json_array_size(secrets); i-- > 0;) {
-        const char *s = str_at(json_array_get(secrets, i), "name");
+        const char *s = fl_json_str(json_array_get(secrets, i), "name");
         if (s && !strncmp(s, name, plen) && !strncmp(s + plen, "-token-", 7))
             json_array_remove(secrets, i);
     }
@@ -68,16 +59,16 @@ static void prune_service_account(json_t *obj)
 
 static void prune_secret(json_t *obj)
 {
-    const char *type = str_at(obj, "type");
+    const char *type = fl_json_str(obj, "type");
     if (!type || strcmp(type, "kubernetes.io/service-account-token"))
         return;
-    json_object_del(obj_at(obj_at(obj, "metadata"), "annotations"), "kubernetes.io/service-account.uid");
+    json_object_del(fl_json_obj(fl_json_obj(obj, "metadata"), "annotations"), "kubernetes.io/service-account.uid");
     json_object_del(obj, "data");
 }
 
 static void prune_pvc(json_t *obj)
 {
-    json_object_del(obj_at(obj_at(obj, "metadata"), "annotations"), "volume.kubernetes.io/selected-node");
+    json_object_del(fl_json_obj(fl_json_obj(obj, "metadata"), "annotations"), "volume.kubernetes.io/selected-node");
 }
 
 static const struct {
@@ -91,7 +82,7 @@ static const struct {
 
 void fl_prune(json_t *obj)
 {
-    json_t *md = obj_at(obj, "metadata");
+    json_t *md = fl_json_obj(obj, "metadata");
     static const char *const server_owned[] = {"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                                                "generation",        "managedFields",     "resourceVersion",
                                                "selfLink",          "uid",               "ownerReferences",
@@ -99,7 +90,7 @@ void fl_prune(json_t *obj)
     for (size_t i = 0; md && i < sizeof server_owned / sizeof server_owned[0]; i++)
         json_object_del(md, server_owned[i]);
     json_object_del(obj, "status");
-    const char *av = str_at(obj, "apiVersion"), *kind = str_at(obj, "kind");
+    const char *av = fl_json_str(obj, "apiVersion"), *kind = fl_json_str(obj, "kind");
     if (!av || !kind)
         return;
     const char *slash = strchr(av, '/');
@@ -109,3 +100,4 @@ void fl_prune(json_t *obj)
             !strncmp(kind_rules[i].group, av, glen))
             kind_rules[i].fn(obj);
 }
+

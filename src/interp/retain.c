@@ -7,33 +7,12 @@
  * the one place that says which built-in kind keeps what. */
 #include "interp/retain.h"
 #include "core/json.h"
+#include "core/json_get.h"
 
 #include <stdbool.h>
 #include <string.h>
 
 /* ---- small jansson helpers ---- */
-
-static json_t *obj_at(json_t *o, const char *key)
-{
-    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-    return json_is_object(v) ? v : NULL;
-}
-
-/* o[key] as an object, created when missing (or replaced when not an object). */
-static json_t *obj_ensure(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    if (!json_is_object(v)) {
-        v = json_object();
-        json_object_set_new(o, key, v);
-    }
-    return v;
-}
-
-static const char *str_at(const json_t *o, const char *key)
-{
-    return json_is_object(o) ? json_string_value(json_object_get(o, key)) : NULL;
-}
 
 /* Copy observed[key] into out[key] when observed has it (a deep copy: observed may be
  * shared with an informer cache). When `nonempty`, an empty string/array/object does not
@@ -76,10 +55,10 @@ static void retain_metadata(json_t *out, const json_t *observed)
     static const char *const owned[] = {"uid", "resourceVersion", "generation", "creationTimestamp",
                                         "managedFields", "ownerReferences", "deletionTimestamp",
                                         "deletionGracePeriodSeconds", "selfLink", NULL};
-    json_t *om = obj_at((json_t *)observed, "metadata");
+    json_t *om = fl_json_obj((json_t *)observed, "metadata");
     if (!om)
         return;
-    json_t *m = obj_ensure(out, "metadata");
+    json_t *m = fl_json_ensure_obj(out, "metadata");
     for (size_t i = 0; owned[i]; i++) {
         json_object_del(m, owned[i]);
         keep(m, om, owned[i], false);
@@ -106,12 +85,12 @@ static void retain_metadata(json_t *out, const json_t *observed)
  * and no longer has is dropped, as Karmada does. */
 static void retain_string_map(json_t *out, const json_t *observed, const char *which, const char *managed_ann)
 {
-    json_t *om = obj_at((json_t *)observed, "metadata");
-    json_t *omap = obj_at(om, which);
+    json_t *om = fl_json_obj((json_t *)observed, "metadata");
+    json_t *omap = fl_json_obj(om, which);
     if (!omap || !json_object_size(omap))
         return;
-    const char *recorded = str_at(obj_at(om, "annotations"), managed_ann);
-    json_t *dmap = obj_ensure(obj_ensure(out, "metadata"), which);
+    const char *recorded = fl_json_str(fl_json_obj(om, "annotations"), managed_ann);
+    json_t *dmap = fl_json_ensure_obj(fl_json_ensure_obj(out, "metadata"), which);
     const char *k;
     json_t *v;
     json_object_foreach(omap, k, v) {
@@ -137,10 +116,10 @@ static void retain_status(json_t *out, const json_t *observed)
  * without them would ask for new ones (or be refused: clusterIP is immutable). */
 static void retain_service(json_t *out, const json_t *observed)
 {
-    json_t *os = obj_at((json_t *)observed, "spec");
+    json_t *os = fl_json_obj((json_t *)observed, "spec");
     if (!os)
         return;
-    json_t *s = obj_ensure(out, "spec");
+    json_t *s = fl_json_ensure_obj(out, "spec");
     keep(s, os, "clusterIP", true);
     keep(s, os, "clusterIPs", true);
     if (!json_integer_value(json_object_get(s, "healthCheckNodePort")))
@@ -153,9 +132,9 @@ static void retain_service(json_t *out, const json_t *observed)
     json_array_foreach(ports, i, p) {
         if (!json_is_object(p) || json_integer_value(json_object_get(p, "nodePort")))
             continue;
-        const char *name = str_at(p, "name");
+        const char *name = fl_json_str(p, "name");
         json_array_foreach(oports, j, op) {
-            const char *oname = str_at(op, "name");
+            const char *oname = fl_json_str(op, "name");
             bool same = name && oname ? !strcmp(name, oname)
                                       : fl_json_same(json_object_get(p, "port"), json_object_get(op, "port"));
             if (same) {
@@ -171,11 +150,11 @@ static void retain_service(json_t *out, const json_t *observed)
  * (a PUT without it would reset the member's count to the default of 1). */
 static void retain_replicas(json_t *out, const json_t *observed)
 {
-    json_t *os = obj_at((json_t *)observed, "spec");
+    json_t *os = fl_json_obj((json_t *)observed, "spec");
     if (!os || !json_object_get(os, "replicas"))
         return;
-    json_t *s = obj_ensure(out, "spec");
-    const char *label = str_at(obj_at(obj_at(out, "metadata"), "labels"), FL_RETAIN_REPLICAS_LABEL);
+    json_t *s = fl_json_ensure_obj(out, "spec");
+    const char *label = fl_json_str(fl_json_obj(fl_json_obj(out, "metadata"), "labels"), FL_RETAIN_REPLICAS_LABEL);
     if ((label && !strcmp(label, "true")) || !json_object_get(s, "replicas"))
         keep(s, os, "replicas", false);
 }
@@ -188,9 +167,9 @@ static void retain_mounts(json_t *s, json_t *os, const char *list)
     size_t i, j;
     json_t *c, *oc;
     json_array_foreach(ocs, j, oc) {
-        const char *oname = str_at(oc, "name");
+        const char *oname = fl_json_str(oc, "name");
         json_array_foreach(cs, i, c) {
-            const char *name = str_at(c, "name");
+            const char *name = fl_json_str(c, "name");
             if (json_is_object(c) && name && oname && !strcmp(name, oname)) {
                 json_object_del(c, "volumeMounts");
                 keep(c, oc, "volumeMounts", false);
@@ -203,10 +182,10 @@ static void retain_mounts(json_t *s, json_t *os, const char *list)
 /* Pod: scheduled by the member (nodeName) and given its service account's token volume. */
 static void retain_pod(json_t *out, const json_t *observed)
 {
-    json_t *os = obj_at((json_t *)observed, "spec");
+    json_t *os = fl_json_obj((json_t *)observed, "spec");
     if (!os)
         return;
-    json_t *s = obj_ensure(out, "spec");
+    json_t *s = fl_json_ensure_obj(out, "spec");
     keep(s, os, "nodeName", true);
     keep(s, os, "serviceAccountName", true);
     keep(s, os, "volumes", false);
@@ -217,36 +196,36 @@ static void retain_pod(json_t *out, const json_t *observed)
 /* PersistentVolumeClaim: the member binds it to a volume; volumeName cannot change after. */
 static void retain_pvc(json_t *out, const json_t *observed)
 {
-    json_t *os = obj_at((json_t *)observed, "spec");
+    json_t *os = fl_json_obj((json_t *)observed, "spec");
     if (os)
-        keep(obj_ensure(out, "spec"), os, "volumeName", true);
+        keep(fl_json_ensure_obj(out, "spec"), os, "volumeName", true);
 }
 
 /* PersistentVolume: the member's volume controller sets claimRef. */
 static void retain_pv(json_t *out, const json_t *observed)
 {
-    json_t *os = obj_at((json_t *)observed, "spec");
+    json_t *os = fl_json_obj((json_t *)observed, "spec");
     if (os)
-        keep(obj_ensure(out, "spec"), os, "claimRef", false);
+        keep(fl_json_ensure_obj(out, "spec"), os, "claimRef", false);
 }
 
 /* Job: the member's job controller generates the selector and the template labels
  * (controller-uid, job-name); both are immutable after creation. */
 static void retain_job(json_t *out, const json_t *observed)
 {
-    json_t *os = obj_at((json_t *)observed, "spec");
+    json_t *os = fl_json_obj((json_t *)observed, "spec");
     if (!os)
         return;
-    json_t *s = obj_ensure(out, "spec");
-    json_t *osel = obj_at(os, "selector");
+    json_t *s = fl_json_ensure_obj(out, "spec");
+    json_t *osel = fl_json_obj(os, "selector");
     if (osel && json_object_get(osel, "matchLabels")) {
-        json_t *sel = obj_ensure(s, "selector");
+        json_t *sel = fl_json_ensure_obj(s, "selector");
         json_object_del(sel, "matchLabels");
         keep(sel, osel, "matchLabels", false);
     }
-    json_t *olabels = obj_at(obj_at(obj_at(os, "template"), "metadata"), "labels");
+    json_t *olabels = fl_json_obj(fl_json_obj(fl_json_obj(os, "template"), "metadata"), "labels");
     if (olabels) {
-        json_t *tm = obj_ensure(obj_ensure(s, "template"), "metadata");
+        json_t *tm = fl_json_ensure_obj(fl_json_ensure_obj(s, "template"), "metadata");
         json_object_set_new(tm, "labels", fl_json_deep_copy(olabels));
     }
 }
