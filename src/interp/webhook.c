@@ -40,6 +40,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/random.h"
 #include "interp/requirements.h"
 #include "interp/rules.h"
 
@@ -1043,7 +1044,7 @@ static int call_hook(fl_webhook_backend *b, const struct hook *h, const struct a
                          "clientConfig.service (%s): service references cannot be resolved by Flotilla, which has no "
                          "in-cluster DNS; give the webhook's address in clientConfig.url",
                          h->service);
-    fl_webhook_new_uid(uid);
+    fl_random_uuid4(uid);
     body = fl_webhook_request_body(a, uid, &len);
     int rc = post(b, h, a->op, body, len, &text, &tlen, err);
     free(body);

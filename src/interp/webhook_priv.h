@@ -61,8 +61,6 @@ int fl_webhook_call_fail(const struct hook *h, enum fl_interp_op op, int rc, cha
     __attribute__((format(printf, 5, 6)));
 
 
-/* A fresh random (version 4) UUID, for request.uid. */
-void fl_webhook_new_uid(char out[37]);
 
 /* The ResourceInterpreterContext for a, with request.uid uid: heap text of *len bytes. */
 char *fl_webhook_request_body(const struct args *a, const char *uid, size_t *len);

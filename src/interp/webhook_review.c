@@ -11,7 +11,6 @@
  * call between the two is webhook.c's. Pure: any thread. */
 #include "interp/webhook_priv.h"
 
-#include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,20 +38,6 @@ int fl_webhook_call_fail(const struct hook *h, enum fl_interp_op op, int rc, cha
         *err = fl_asprintf("webhook \"%s\" of " KIND " \"%s\": %s: %s", h->name, h->config, op_name(op), m);
     free(m);
     return rc;
-}
-
-/* A fresh random (version 4) UUID, for request.uid. */
-void fl_webhook_new_uid(char out[37])
-{
-    unsigned char r[16];
-    if (RAND_bytes(r, sizeof r) != 1) {
-        fprintf(stderr, "flotilla: RAND_bytes failed\n");
-        abort();
-    }
-    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
-    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-             r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 }
 
 /* The ResourceInterpreterContext for a (heap text). */
