@@ -810,7 +810,7 @@ static int relist(fl_informer *inf)
     fl_htab_iter it;
     for (fl_hnode *n = fl_htab_first(&old, &it); n; n = fl_htab_next(&it)) {
         centry *e = fl_htab_entry(n, centry, node);
-        if (!cmap_get(&inf->cache, e->key)) {
+        if (!fl_htab_find(&inf->cache, n->hash, centry_is, e->key)) { /* the hash the entry keeps */
             json_t *p = gone_obj(inf, e);
             emit_delete(inf, p);
             json_decref(p);
