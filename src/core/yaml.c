@@ -694,8 +694,8 @@ static int on_alias(struct builder *b, struct fy_event *e)
     if (!target)
         return fail(b, m, "alias *%s refers to no anchor defined before it", name ? name : "");
     if (b->max_bytes) {
-        /* What the input wrote decodes to no more than its own length (escapes, quotes and
-         * indentation only shrink), so the input and every alias's copy bound the whole. */
+        /* What the input writes itself encodes to a small multiple of its length; aliases are
+         * what can multiply it, so the input's length and every copy's encoding are counted. */
         size_t used = b->input_len + b->alias_bytes;
         size_t left = b->max_bytes > used ? b->max_bytes - used : 0;
         size_t bytes = fl_json_size_upto(target, left);

@@ -16,10 +16,12 @@
 
 /* Parse exactly one document (an empty stream is FL_EINVAL "no document"). */
 int fl_yaml_parse(const char *buf, size_t len, json_t **out, char **err);
-/* fl_yaml_parse for bytes from the network: the document may decode to no more than
- * max_bytes (its JSON encoding, estimated: the input's length plus what each alias copies),
- * checked at each alias before it is expanded. Past it: FL_ETOOBIG, *err "line L, column C:
- * aliases expand the document past N bytes". max_bytes 0: no bound, as fl_yaml_parse. */
+/* fl_yaml_parse for bytes from the network: the input's length plus the JSON encoding of
+ * every alias's copy may come to no more than max_bytes, checked at each alias before it is
+ * expanded. Past it: FL_ETOOBIG, *err "line L, column C: aliases expand the document past N
+ * bytes". What the input writes itself encodes to a small multiple of its length (quotes and
+ * separators are added), so only aliases could multiply it, and they are what is counted.
+ * max_bytes 0: no bound, as fl_yaml_parse. */
 int fl_yaml_parse_limited(const char *buf, size_t len, size_t max_bytes, json_t **out, char **err);
 /* Parse a multi-document stream ("---" separated) into a JSON array, skipping empty documents. */
 int fl_yaml_parse_all(const char *buf, size_t len, json_t **out, char **err);
