@@ -38,8 +38,6 @@
  * every one may be called from any thread concurrently, as the public ones. The optional
  * ones may be NULL: the public function then answers as noted. */
 typedef struct fl_store_backend {
-    const char *name; /* for logs: "sqlite", "memory" */
-
     /* cfg non-NULL and chosen for this backend (fl_store_open). Allocates the backend's
      * store, initialises its base (fl_store_base_init), loads the current state into the
      * cache, sets head and compact_rev, creates the hub. *out set on every path. */

@@ -241,11 +241,6 @@ static int64_t mem_compact(fl_store *s)
 
 /* ---- reading ---- */
 
-static int mem_get(fl_store *s, const char *key, fl_kv *out)
-{
-    return fl_store_base_get(s, key, out); /* every value is in memory */
-}
-
 static int mem_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)
 {
     /* no log: only the current revision is there to read */
@@ -428,10 +423,9 @@ static int mem_note_get(fl_store *s, const char *name, int64_t *value, char **te
 
 /* No rest, quick_bytes or mark: its values are its state, and nothing is loaded. */
 const fl_store_backend fl_store_memory_backend = {
-    .name = "memory",
     .open = mem_open,
     .free = mem_free,
-    .get = mem_get,
+    .get = fl_store_base_get, /* every value is in memory */
     .get_at = mem_get_at,
     .list = mem_list,
     .list_bare = mem_list_bare,

@@ -38,7 +38,6 @@
 #include "core/mem.h"
 #include "store/store_cache.h"
 #include "store/store_impl.h"
-#include "store/store_sqlite.h"
 #include "store/store_watch.h"
 
 #define DEFAULT_WINDOW 100000
@@ -950,7 +949,6 @@ static size_t sqlite_quick_bytes(fl_store *bs)
 }
 
 const fl_store_backend fl_store_sqlite_backend = {
-    .name = "sqlite",
     .open = sqlite_open,
     .free = sqlite_free,
     .get = sqlite_get,
