@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controllers/names.h"
 #include "core/env.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -253,16 +254,15 @@ typedef struct resync_walk {
 static void resync_one(void *ctx, const char *key, uint32_t tag)
 {
     resync_walk *r = ctx;
-    size_t plen = strlen(FL_EXECUTION_SPACE_PREFIX);
-    const char *slash = strchr(key, '/');
-    if (strncmp(key, FL_EXECUTION_SPACE_PREFIX, plen) || !slash || slash == key + plen)
+    const char *wname;
+    char *cluster = fl_names_work_key_cluster(key, &wname);
+    if (!cluster)
         return;
     /* only what did not apply: an apply that failed on something our watches cannot see (an
      * object of the same name that we do not manage, deleted since) is tried again at least
      * this often; a settled Work costs nothing at rest */
     if (tag && !(tag & TAG_SETTLED))
         json_array_append_new(r->unsettled, json_string(key));
-    char *cluster = fl_strndup(key + plen, (size_t)(slash - (key + plen)));
     json_t *d = json_object_get(r->deliver, cluster);
     if (!d) {
         fl_exec_cluster cl = {0};

@@ -54,8 +54,8 @@ char *fl_names_work_key_cluster(const char *key, const char **name)
     size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
     const char *slash = strchr(key, '/');
     *name = NULL;
-    if (strncmp(key, FL_EXECUTION_SPACE_PREFIX, pl) || !slash)
-        return NULL;
+    if (strncmp(key, FL_EXECUTION_SPACE_PREFIX, pl) || !slash || slash == key + pl)
+        return NULL; /* not an execution space's, or one with no cluster */
     *name = slash + 1;
     return fl_strndup(key + pl, (size_t)(slash - key - pl));
 }

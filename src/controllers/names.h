@@ -25,7 +25,7 @@ char *fl_names_execution_space(const char *cluster);
 
 /* Of a Work's key "karmada-es-<cluster>/<name>": the cluster (heap, caller frees) and, in
  * *name, the Work's name (borrowed from key). NULL, and *name NULL, when key names no Work
- * of an execution space. */
+ * of an execution space (or an execution space with no cluster name). */
 char *fl_names_work_key_cluster(const char *key, const char **name);
 
 /* Queue keys of the controllers that reconcile bindings (scheduler, binding, binding-status):

@@ -169,6 +169,8 @@ static void test_work_key_splits_into_cluster_and_name_only_in_an_execution_spac
     assert_null(name);
     assert_null(fl_names_work_key_cluster("karmada-es-member7", &name)); /* no name */
     assert_null(name);
+    assert_null(fl_names_work_key_cluster("karmada-es-/web", &name)); /* no cluster */
+    assert_null(name);
 }
 
 int main(void)
