@@ -836,7 +836,7 @@ static bool usage_fn(void *ctx, const char *key, const fl_kv *kv)
     } else {
         ps = fl_json_path(o, "spec.template.spec");
         const char *field = us->kind == SK_DS ? "numberReady" : us->kind == SK_JOB ? "active" : "readyReplicas";
-        count = jint(st, field, 0);
+        count = fl_json_path_int(st, field, 0);
         if (us->kind == SK_JOB && fl_sim_podspec_fake(ps))
             count = 0; /* pods that never pulled hold no resources on the node */
     }

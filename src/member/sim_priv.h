@@ -97,13 +97,6 @@ static inline uint32_t fnv1a(const char *p, size_t n)
     return h;
 }
 
-/* The integer at a dotted path of object keys (fl_json_path), or dflt. */
-static inline json_int_t jint(const json_t *o, const char *path, json_int_t dflt)
-{
-    json_t *v = fl_json_path(o, path);
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
 /* The string at a dotted path of object keys (fl_json_path_str), or dflt. */
 static inline const char *jstr_or(const json_t *o, const char *path, const char *dflt)
 {

@@ -168,13 +168,13 @@ static int32_t max_unavailable(const json_t *spec, int32_t replicas)
 static json_t *status_deployment(sim_eval *x)
 {
     const json_t *spec = json_object_get(x->obj, "spec"), *st = json_object_get(x->obj, "status");
-    int32_t replicas = (int32_t)jint(spec, "replicas", 1);
-    json_int_t gen = jint(x->obj, "metadata.generation", 1);
+    int32_t replicas = (int32_t)fl_json_path_int(spec, "replicas", 1);
+    json_int_t gen = fl_json_path_int(x->obj, "metadata.generation", 1);
     bool fake = fl_sim_podspec_fake(fl_json_path(spec, "template.spec"));
-    int32_t stored = (int32_t)jint(st, "readyReplicas", 0);
+    int32_t stored = (int32_t)fl_json_path_int(st, "readyReplicas", 0);
     int32_t ready = fake ? 0 : grow(x, stored, replicas);
-    bool progress = ready != stored || jint(st, "observedGeneration", 0) != gen ||
-                    jint(st, "replicas", 0) != replicas || !st;
+    bool progress = ready != stored || fl_json_path_int(st, "observedGeneration", 0) != gen ||
+                    fl_json_path_int(st, "replicas", 0) != replicas || !st;
     bool complete = !fake && ready >= replicas;
     const json_t *oc = json_object_get(st, "conditions");
 
@@ -199,7 +199,7 @@ static json_t *status_deployment(sim_eval *x)
         /* no progress since the Progressing condition's lastUpdateTime: past the deadline? */
         json_int_t deadline = x->s->cfg.progress_deadline_override_s > 0
                                   ? x->s->cfg.progress_deadline_override_s
-                                  : jint(spec, "progressDeadlineSeconds", 600);
+                                  : fl_json_path_int(spec, "progressDeadlineSeconds", 600);
         const json_t *old = NULL;
         size_t i;
         json_t *c;
@@ -235,29 +235,29 @@ static json_t *status_deployment(sim_eval *x)
 static json_t *status_replicaset(sim_eval *x)
 {
     const json_t *spec = json_object_get(x->obj, "spec"), *st = json_object_get(x->obj, "status");
-    int32_t replicas = (int32_t)jint(spec, "replicas", 1);
+    int32_t replicas = (int32_t)fl_json_path_int(spec, "replicas", 1);
     bool fake = fl_sim_podspec_fake(fl_json_path(spec, "template.spec"));
-    int32_t ready = fake ? 0 : grow(x, (int32_t)jint(st, "readyReplicas", 0), replicas);
+    int32_t ready = fake ? 0 : grow(x, (int32_t)fl_json_path_int(st, "readyReplicas", 0), replicas);
     json_t *out = json_object();
     json_object_set_new(out, "replicas", json_integer(replicas));
     set_nz(out, "fullyLabeledReplicas", replicas);
     set_nz(out, "readyReplicas", ready);
     set_nz(out, "availableReplicas", ready);
-    json_object_set_new(out, "observedGeneration", json_integer(jint(x->obj, "metadata.generation", 1)));
+    json_object_set_new(out, "observedGeneration", json_integer(fl_json_path_int(x->obj, "metadata.generation", 1)));
     return out;
 }
 
 static json_t *status_statefulset(sim_eval *x)
 {
     const json_t *spec = json_object_get(x->obj, "spec"), *st = json_object_get(x->obj, "status");
-    int32_t replicas = (int32_t)jint(spec, "replicas", 1);
+    int32_t replicas = (int32_t)fl_json_path_int(spec, "replicas", 1);
     bool fake = fl_sim_podspec_fake(fl_json_path(spec, "template.spec"));
-    int32_t ready = fake ? 0 : grow(x, (int32_t)jint(st, "readyReplicas", 0), replicas);
+    int32_t ready = fake ? 0 : grow(x, (int32_t)fl_json_path_int(st, "readyReplicas", 0), replicas);
     char hash[11], rev[600];
     template_hash(json_object_get(spec, "template"), hash);
     snprintf(rev, sizeof rev, "%s-%s", x->ref->name, hash);
     json_t *out = json_object();
-    json_object_set_new(out, "observedGeneration", json_integer(jint(x->obj, "metadata.generation", 1)));
+    json_object_set_new(out, "observedGeneration", json_integer(fl_json_path_int(x->obj, "metadata.generation", 1)));
     json_object_set_new(out, "replicas", json_integer(replicas));
     set_nz(out, "readyReplicas", ready);
     set_nz(out, "currentReplicas", replicas);
@@ -329,13 +329,13 @@ static json_t *status_daemonset(sim_eval *x)
     int32_t desired = (int32_t)ns.n;
     node_scan_free(&ns);
     bool fake = fl_sim_podspec_fake(fl_json_path(spec, "template.spec"));
-    int32_t ready = fake ? 0 : grow(x, (int32_t)jint(st, "numberReady", 0), desired);
+    int32_t ready = fake ? 0 : grow(x, (int32_t)fl_json_path_int(st, "numberReady", 0), desired);
     json_t *out = json_object();
     json_object_set_new(out, "currentNumberScheduled", json_integer(desired));
     json_object_set_new(out, "numberMisscheduled", json_integer(0));
     json_object_set_new(out, "desiredNumberScheduled", json_integer(desired));
     json_object_set_new(out, "numberReady", json_integer(ready));
-    json_object_set_new(out, "observedGeneration", json_integer(jint(x->obj, "metadata.generation", 1)));
+    json_object_set_new(out, "observedGeneration", json_integer(fl_json_path_int(x->obj, "metadata.generation", 1)));
     set_nz(out, "updatedNumberScheduled", desired);
     set_nz(out, "numberAvailable", ready);
     set_nz(out, "numberUnavailable", desired - ready);
@@ -357,7 +357,7 @@ static json_t *status_job(sim_eval *x)
     const json_t *spec = json_object_get(x->obj, "spec"), *st = json_object_get(x->obj, "status");
     if (has_true_cond(st, "Complete") || has_true_cond(st, "Failed") || json_is_true(json_object_get(spec, "suspend")))
         return NULL;
-    json_int_t completions = jint(spec, "completions", 1), parallelism = jint(spec, "parallelism", 1);
+    json_int_t completions = fl_json_path_int(spec, "completions", 1), parallelism = fl_json_path_int(spec, "parallelism", 1);
     if (parallelism <= 0 || completions <= 0)
         return NULL;
     json_int_t active = parallelism < completions ? parallelism : completions;
