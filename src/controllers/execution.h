@@ -24,7 +24,7 @@
 #include "client/informer.h"
 #include "controllers/controller.h"
 #include "controllers/events.h"
-#include "core/wellknown.h" /* the marks and names below were defined here; their users include this */
+#include "core/wellknown.h" /* the engine's marks on what it delivers, which its users read too */
 #include "interp/interp.h"
 
 /* The push controller `flotilla server` runs (listed in controllers.c): Works of
