@@ -454,6 +454,7 @@ int fl_http_tls_priorities(const char *min_version, const char *cipher_suites, c
     for (int i = 0; i < 3; i++)
         fl_strbuf_adds(&parts[i], i == 0 ? "-CIPHER-ALL" : i == 1 ? ":-MAC-ALL" : ":-KX-ALL");
     int rc = 0;
+    bool aead = false; /* a suite named whose cipher TLS 1.3 can use */
     const char *p = cipher_suites;
     while (*p) {
         size_t n = strcspn(p, ",");
@@ -474,12 +475,19 @@ int fl_http_tls_priorities(const char *min_version, const char *cipher_suites, c
             rc = FL_EINVAL;
             goto cleanup;
         }
+        aead = aead || !strcmp(found->mac, "AEAD");
         add_part(&parts[0], found->cipher);
         add_part(&parts[1], found->mac);
         add_part(&parts[2], found->kx);
         p += n;
         while (*p == ',' || *p == ' ')
             p++;
+    }
+    if (!aead && !strcmp(versions, "+VERS-TLS1.3")) {
+        *err = fl_strdup("--tls-cipher-suites names no suite TLS 1.3 can use (AES-GCM or ChaCha20-Poly1305), "
+                         "and --tls-min-version VersionTLS13 allows TLS 1.3 only");
+        rc = FL_EINVAL;
+        goto cleanup;
     }
     for (int i = 0; i < 3; i++)
         fl_strbuf_add(&b, parts[i].p, parts[i].len);

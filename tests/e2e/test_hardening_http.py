@@ -79,6 +79,9 @@ def test_tls_cipher_suites_limit_what_tls_1_2_negotiates(server_factory):
     ("--tls-min-version", "VersionTLS10", "VersionTLS10", []),
     # without TLS the flags could only be ignored: refused instead
     ("--tls-min-version", "VersionTLS13", "--insecure-http", ["--insecure-http"]),
+    # TLS 1.3 only, with none of its ciphers among the suites: nothing could be negotiated
+    ("--tls-cipher-suites", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLS 1.3",
+     ["--tls-min-version", "VersionTLS13"]),
 ])
 def test_bad_tls_flag_is_refused_at_start_with_one_line(flag, value, mentions, extra):
     d = tempfile.mkdtemp(prefix="flotilla-e2e-")
