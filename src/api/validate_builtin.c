@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/validate.h"
 #include "api/validate_priv.h"
@@ -269,9 +270,10 @@ static void resources(json_t *causes, const char *base, const json_t *res)
     }
 }
 
-static bool has_volume(const json_t *volumes, const char *name)
+/* Does some element of arr (volumes, containers) have this name? */
+static bool has_name(const json_t *arr, const char *name)
 {
-    return name && seen_before(volumes, json_array_size(volumes), "name", name);
+    return name && seen_before(arr, json_array_size(arr), "name", name);
 }
 
 static void volume_mounts(json_t *causes, const char *base, const json_t *mounts, const json_t *volumes)
@@ -283,7 +285,7 @@ static void volume_mounts(json_t *causes, const char *base, const json_t *mounts
         const char *name = fl_v_nonempty(m, "name");
         if (!name)
             fl_v_required(causes, fl_vpath(p, "%s.volumeMounts[%zu].name", base, i), NULL);
-        if (!has_volume(volumes, name))
+        if (!has_name(volumes, name))
             not_found(causes, fl_vpath(p, "%s.volumeMounts[%zu].name", base, i), name);
         const char *path = fl_v_require_str(causes, fl_vpath(p, "%s.volumeMounts[%zu].mountPath", base, i), m,
                                             "mountPath");
@@ -310,7 +312,7 @@ static void container_list(json_t *causes, const char *base, const json_t *spec,
         fl_vpath(cbase, "%s.%s[%zu]", base, key, i);
         required_label(causes, fl_vpath(p, "%s.name", cbase), c, "name");
         const char *name = fl_v_nonempty(c, "name");
-        if (name && (seen_before(list, i, "name", name) || (init && has_volume(others, name))))
+        if (name && (seen_before(list, i, "name", name) || (init && has_name(others, name))))
             fl_v_duplicate(causes, p, json_object_get(c, "name"), NULL);
         fl_v_require_str(causes, fl_vpath(p, "%s.image", cbase), c, "image");
         container_ports(causes, cbase, fl_v_arr(c, "ports"));
@@ -640,6 +642,7 @@ static char *cron_int(const char *s, size_t n, unsigned *out)
 {
     size_t i = (n && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
     bool digits = i < n;
+    char num[16];
     for (size_t j = i; j < n; j++)
         if (s[j] < '0' || s[j] > '9')
             digits = false;
@@ -649,7 +652,9 @@ static char *cron_int(const char *s, size_t n, unsigned *out)
     if (n - i > 9)
         return fl_asprintf("failed to parse int from %.*s: strconv.Atoi: parsing \"%.*s\": value out of range", (int)n,
                            s, (int)n, s);
-    long v = strtol(s, NULL, 10);
+    memcpy(num, s, n); /* n <= 10 here; s itself runs on into the next field */
+    num[n] = '\0';
+    long v = strtol(num, NULL, 10);
     if (v < 0)
         return fl_asprintf("negative number (%ld) not allowed: %.*s", v, (int)n, s);
     *out = (unsigned)v;
@@ -746,7 +751,7 @@ static bool go_duration_ok(const char *s)
         size_t best = 0;
         for (size_t i = 0; units[i]; i++) {
             size_t ul = strlen(units[i]);
-            if (!strncmp(s, units[i], ul) && ul > best && !(ul == 1 && s[1] == 's' && units[i][0] == 'm'))
+            if (!strncmp(s, units[i], ul) && ul > best) /* longest match: "ms" before "m" */
                 best = ul;
         }
         if (!best)
