@@ -276,7 +276,22 @@ static bool has_name(const json_t *arr, const char *name)
     return name && seen_before(arr, json_array_size(arr), "name", name);
 }
 
-static void volume_mounts(json_t *causes, const char *base, const json_t *mounts, const json_t *volumes)
+/* Does a StatefulSet's volumeClaimTemplates list a claim of this name? Its pods get a
+ * volume for each claim, so a volumeMount may name one. */
+static bool has_claim(const json_t *claims, const char *name)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(claims, i, c) {
+        const char *n = fl_v_str(fl_v_obj(c, "metadata"), "name");
+        if (name && n && !strcmp(n, name))
+            return true;
+    }
+    return false;
+}
+
+static void volume_mounts(json_t *causes, const char *base, const json_t *mounts, const json_t *volumes,
+                          const json_t *claims)
 {
     char p[FL_VPATH_MAX];
     size_t i;
@@ -285,7 +300,7 @@ static void volume_mounts(json_t *causes, const char *base, const json_t *mounts
         const char *name = fl_v_nonempty(m, "name");
         if (!name)
             fl_v_required(causes, fl_vpath(p, "%s.volumeMounts[%zu].name", base, i), NULL);
-        if (!has_name(volumes, name))
+        if (!has_name(volumes, name) && !has_claim(claims, name))
             not_found(causes, fl_vpath(p, "%s.volumeMounts[%zu].name", base, i), name);
         const char *path = fl_v_require_str(causes, fl_vpath(p, "%s.volumeMounts[%zu].mountPath", base, i), m,
                                             "mountPath");
@@ -297,7 +312,7 @@ static void volume_mounts(json_t *causes, const char *base, const json_t *mounts
 /* containers or initContainers of spec, at "<base>.containers" / "<base>.initContainers".
  * Names are unique within containers; an init container's name must also differ from every
  * container's (upstream reports it on the init container). */
-static void container_list(json_t *causes, const char *base, const json_t *spec, bool init)
+static void container_list(json_t *causes, const char *base, const json_t *spec, const json_t *claims, bool init)
 {
     const char *key = init ? "initContainers" : "containers";
     char p[FL_VPATH_MAX], cbase[FL_VPATH_MAX];
@@ -317,7 +332,7 @@ static void container_list(json_t *causes, const char *base, const json_t *spec,
         fl_v_require_str(causes, fl_vpath(p, "%s.image", cbase), c, "image");
         container_ports(causes, cbase, fl_v_arr(c, "ports"));
         resources(causes, cbase, fl_v_obj(c, "resources"));
-        volume_mounts(causes, cbase, fl_v_arr(c, "volumeMounts"), volumes);
+        volume_mounts(causes, cbase, fl_v_arr(c, "volumeMounts"), volumes, claims);
         static const char *const pull[] = {"Always", "IfNotPresent", "Never", NULL};
         if (fl_v_nonempty(c, "imagePullPolicy"))
             fl_v_enum(causes, fl_vpath(p, "%s.imagePullPolicy", cbase), c, "imagePullPolicy", pull, false);
@@ -350,13 +365,14 @@ static void volumes(json_t *causes, const char *base, const json_t *vols)
     }
 }
 
-/* A PodSpec at base ("spec" for a Pod, "spec.template.spec" for a workload). */
-static void pod_spec(json_t *causes, const char *base, const json_t *spec)
+/* A PodSpec at base ("spec" for a Pod, "spec.template.spec" for a workload); claims: a
+ * StatefulSet's volumeClaimTemplates (NULL otherwise). */
+static void pod_spec(json_t *causes, const char *base, const json_t *spec, const json_t *claims)
 {
     char p[FL_VPATH_MAX];
     volumes(causes, base, fl_v_arr(spec, "volumes"));
-    container_list(causes, base, spec, false);
-    container_list(causes, base, spec, true);
+    container_list(causes, base, spec, claims, false);
+    container_list(causes, base, spec, claims, true);
     if (fl_v_nonempty(spec, "restartPolicy"))
         fl_v_enum(causes, fl_vpath(p, "%s.restartPolicy", base), spec, "restartPolicy", RESTART_POLICIES, false);
     static const char *const dns[] = {"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None", NULL};
@@ -372,14 +388,14 @@ static void pod_spec(json_t *causes, const char *base, const json_t *spec)
 /* A PodTemplateSpec at base ("spec.template"): its labels/annotations and its PodSpec, then
  * the restart policies the owning kind allows (absent reads as the default, Always). */
 static void pod_template(json_t *causes, const char *base, const json_t *tmpl, const char *const *restart,
-                         const char *owner)
+                         const char *owner, const json_t *claims)
 {
     char p[FL_VPATH_MAX];
     json_t *meta = fl_v_obj(tmpl, "metadata"), *spec = fl_v_obj(tmpl, "spec");
     fl_v_labels(causes, fl_vpath(p, "%s.metadata.labels", base), fl_v_obj(meta, "labels"));
     fl_v_annotations(causes, fl_vpath(p, "%s.metadata.annotations", base), fl_v_obj(meta, "annotations"));
     fl_vpath(p, "%s.spec", base);
-    pod_spec(causes, p, spec);
+    pod_spec(causes, p, spec, claims);
     const char *rp = fl_v_nonempty(spec, "restartPolicy");
     if (!rp)
         rp = "Always";
@@ -399,16 +415,19 @@ static void pod_template(json_t *causes, const char *base, const json_t *tmpl, c
  * Workloads (apps/validation, batch/validation).
  */
 
-/* spec.selector of a workload: required (unless !required), a valid LabelSelector, not empty
- * (empty_msg names the kind as upstream words it), and matching spec.template's labels. On
- * update (old != NULL) the selector is immutable in apps/v1. */
-static void workload_selector(json_t *causes, const json_t *spec, const json_t *old, const char *empty_msg)
+/* spec.selector of a workload: required (a DaemonSet's is not: upstream only finds that an
+ * absent one matches no labels), a valid LabelSelector, not empty (empty_msg names the kind
+ * as upstream words it), and matching spec.template's labels. On update (old != NULL) the
+ * selector is immutable in apps/v1. */
+static void workload_selector(json_t *causes, const json_t *spec, const json_t *old, const char *empty_msg,
+                              bool required)
 {
     json_t *sel = json_object_get(spec, "selector");
     if (json_is_null(sel))
         sel = NULL;
     if (!sel) {
-        fl_v_required(causes, "spec.selector", NULL);
+        if (required)
+            fl_v_required(causes, "spec.selector", NULL);
     } else {
         fl_v_label_selector(causes, "spec.selector", sel);
         if (json_object_size(fl_v_obj(sel, "matchLabels")) + json_array_size(fl_v_arr(sel, "matchExpressions")) == 0)
@@ -498,8 +517,8 @@ void fl_validate_deployment(const fl_kind *k, const json_t *obj, const json_t *o
     (void)k;
     json_t *spec = fl_v_obj(obj, "spec");
     nonneg(causes, "spec.replicas", spec, "replicas");
-    workload_selector(causes, spec, old, "empty selector is invalid for deployment");
-    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "Deployment");
+    workload_selector(causes, spec, old, "empty selector is invalid for deployment", true);
+    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "ReplicaSet", NULL); /* upstream's words */
     deployment_strategy(causes, spec);
     nonneg(causes, "spec.minReadySeconds", spec, "minReadySeconds");
     nonneg(causes, "spec.revisionHistoryLimit", spec, "revisionHistoryLimit");
@@ -518,8 +537,41 @@ void fl_validate_replicaset(const fl_kind *k, const json_t *obj, const json_t *o
     nonneg(causes, "spec.replicas", spec, "replicas");
     nonneg(causes, "spec.minReadySeconds", spec, "minReadySeconds");
     /* upstream words the ReplicaSet's empty-selector message as a deployment's */
-    workload_selector(causes, spec, old, "empty selector is invalid for deployment");
-    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "ReplicaSet");
+    workload_selector(causes, spec, old, "empty selector is invalid for deployment", true);
+    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "ReplicaSet", NULL);
+}
+
+/* On update only replicas, ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy
+ * and minReadySeconds may change. An absent podManagementPolicy or revisionHistoryLimit
+ * reads as its default, as upstream compares defaulted objects. */
+static void statefulset_update(json_t *causes, const json_t *spec, const json_t *old_spec)
+{
+    static const char *const mutable[] = {"replicas", "ordinals", "template", "updateStrategy",
+                                          "persistentVolumeClaimRetentionPolicy", "minReadySeconds", NULL};
+    json_t *a = json_is_object(spec) ? json_deep_copy(spec) : json_object();
+    json_t *b = json_is_object(old_spec) ? json_deep_copy(old_spec) : json_object();
+    json_t *both[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        for (size_t j = 0; mutable[j]; j++)
+            json_object_del(both[i], mutable[j]);
+        if (!fl_v_nonempty(both[i], "podManagementPolicy"))
+            json_object_set_new(both[i], "podManagementPolicy", json_string("OrderedReady"));
+        if (!json_is_integer(json_object_get(both[i], "revisionHistoryLimit")))
+            json_object_set_new(both[i], "revisionHistoryLimit", json_integer(10));
+        const char *key;
+        void *tmp;
+        json_t *v;
+        json_object_foreach_safe(both[i], tmp, key, v) {
+            if (json_is_null(v))
+                json_object_del(both[i], key);
+        }
+    }
+    if (!json_equal(a, b))
+        fl_v_forbidden(causes, "spec",
+                       "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+                       "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden");
+    json_decref(a);
+    json_decref(b);
 }
 
 void fl_validate_statefulset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
@@ -537,6 +589,11 @@ void fl_validate_statefulset(const fl_kind *k, const json_t *obj, const json_t *
     else if (ut && !strcmp(ut, "OnDelete") && ru && !json_is_null(ru))
         fl_v_invalid(causes, "spec.updateStrategy.rollingUpdate", ru, "only allowed for updateStrategy 'RollingUpdate'");
     nonneg(causes, "spec.updateStrategy.rollingUpdate.partition", ru, "partition");
+    json_t *mu = json_object_get(ru, "maxUnavailable");
+    const char *fu = "spec.updateStrategy.rollingUpdate.maxUnavailable";
+    if (mu && !json_is_null(mu) && positive_int_or_percent(causes, fu, mu) && int_or_percent(mu, 1) == 0)
+        fl_v_invalid(causes, fu, mu, "cannot be 0");
+    not_over_100(causes, fu, mu);
     const char *svc = fl_v_nonempty(spec, "serviceName");
     const char *msg = svc ? fl_validate_dns1123_label(svc) : NULL;
     if (msg)
@@ -544,8 +601,11 @@ void fl_validate_statefulset(const fl_kind *k, const json_t *obj, const json_t *
     nonneg(causes, "spec.replicas", spec, "replicas");
     nonneg(causes, "spec.minReadySeconds", spec, "minReadySeconds");
     nonneg(causes, "spec.revisionHistoryLimit", spec, "revisionHistoryLimit");
-    workload_selector(causes, spec, old, "empty selector is invalid for statefulset");
-    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "StatefulSet");
+    workload_selector(causes, spec, old, "empty selector is invalid for statefulset", true);
+    if (old)
+        statefulset_update(causes, spec, fl_v_obj(old, "spec"));
+    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "StatefulSet",
+                 fl_v_arr(spec, "volumeClaimTemplates"));
 }
 
 void fl_validate_daemonset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
@@ -553,8 +613,8 @@ void fl_validate_daemonset(const fl_kind *k, const json_t *obj, const json_t *ol
     (void)k;
     static const char *const types[] = {"RollingUpdate", "OnDelete", NULL};
     json_t *spec = fl_v_obj(obj, "spec");
-    workload_selector(causes, spec, old, "empty selector is invalid for daemonset");
-    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "DaemonSet");
+    workload_selector(causes, spec, old, "empty selector is invalid for daemonset", false);
+    pod_template(causes, "spec.template", fl_v_obj(spec, "template"), ALWAYS_ONLY, "DaemonSet", NULL);
     nonneg(causes, "spec.minReadySeconds", spec, "minReadySeconds");
     nonneg(causes, "spec.revisionHistoryLimit", spec, "revisionHistoryLimit");
     json_t *us = fl_v_obj(spec, "updateStrategy");
@@ -611,7 +671,7 @@ static void job_spec(json_t *causes, const char *base, const json_t *spec, const
             fl_labelsel_free(ls);
         }
     }
-    pod_template(causes, fl_vpath(p, "%s.template", base), tmpl, JOB_RESTART_POLICIES, "Job");
+    pod_template(causes, fl_vpath(p, "%s.template", base), tmpl, JOB_RESTART_POLICIES, "Job", NULL);
     (void)old_spec;
 }
 
@@ -859,7 +919,7 @@ void fl_validate_pod(const fl_kind *k, const json_t *obj, const json_t *old, jso
 {
     (void)k;
     (void)old;
-    pod_spec(causes, "spec", fl_v_obj(obj, "spec"));
+    pod_spec(causes, "spec", fl_v_obj(obj, "spec"), NULL);
 }
 
 static void service_ports(json_t *causes, const json_t *spec, const char *type)

@@ -212,9 +212,40 @@ def test_statefulset_daemonset_replicaset_rules(server):
     assert c["spec.template.spec.restartPolicy"] == ['Unsupported value: "OnFailure": supported values: "Always"']
     assert c["spec.template.spec.containers[0].image"] == ["Required value"], c
 
-    good = deployment("s2", serviceName="s2")
-    good["kind"] = "StatefulSet"
-    accepted(server, f"{APPS}/statefulsets", good)
+    ds = deployment("ds2", selector=None)
+    ds["kind"] = "DaemonSet"
+    c = refused(server, f"{APPS}/daemonsets", ds)
+    # upstream has no Required for a DaemonSet's selector: an absent one just matches nothing
+    assert c == {"spec.template.metadata.labels": [
+        'Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']}, c
+
+
+def test_statefulset_claims_and_update_rules(server):
+    sts = deployment("s2", serviceName="s2", updateStrategy={"rollingUpdate": {"maxUnavailable": 0}},
+                     template=pod_template(containers=[{"name": "db", "image": "postgres",
+                                                        "volumeMounts": [{"name": "data", "mountPath": "/var"}]}]),
+                     volumeClaimTemplates=[{"metadata": {"name": "data"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}])
+    sts["kind"] = "StatefulSet"
+    c = refused(server, f"{APPS}/statefulsets", sts)
+    assert c == {"spec.updateStrategy.rollingUpdate.maxUnavailable": ["Invalid value: 0: cannot be 0"]}, c
+    # a volumeMount may name a volumeClaimTemplate: the pods get a volume for it
+    del sts["spec"]["updateStrategy"]
+    accepted(server, f"{APPS}/statefulsets", sts)
+    code, stored = server.curl("GET", f"{APPS}/statefulsets/s2")
+    changed = copy.deepcopy(stored)
+    changed["spec"]["serviceName"] = "other"
+    code, body = server.curl("PUT", f"{APPS}/statefulsets/s2", changed)
+    assert code == 422, body
+    assert causes(body) == {"spec": [
+        "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+        "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]}, body
+    # replicas, template and an explicit default podManagementPolicy may change
+    stored["spec"]["replicas"] = 5
+    stored["spec"]["podManagementPolicy"] = "OrderedReady"
+    stored["spec"]["template"]["spec"]["containers"][0]["image"] = "postgres:17"
+    code, body = server.curl("PUT", f"{APPS}/statefulsets/s2", stored)
+    assert code == 200, body
 
 
 # ------------------------------------------------------------------------ Jobs, CronJobs
