@@ -783,8 +783,12 @@ static const char *name_msg(const fl_kind *k, const json_t *obj, const char *nam
             name = tmp;
         }
     }
-    if (kind_is(k, "", "Namespace") || kind_is(k, "", "Service"))
+    if (kind_is(k, "", "Namespace"))
         return fl_validate_dns1123_label(name);
+    /* a Service's name is a DNS name under the cluster domain and an env-var prefix in
+     * its namespace's Pods, so kube-apiserver wants it to start with a letter */
+    if (kind_is(k, "", "Service"))
+        return dns1035_label(name);
     if (kind_is(k, "cluster.karmada.io", "Cluster")) {
         /* Karmada: cluster names are DNS labels of at most 48 characters. */
         if (strlen(name) > 48)

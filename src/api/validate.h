@@ -25,7 +25,7 @@ int fl_validate_types_under(const fl_kind *k, const json_t *obj, const char *top
 
 /* Validate for create (old == NULL) or update. Appends causes to `causes` (a JSON array
  * the caller owns); returns the number appended. Covers: metadata.name format for the
- * kind (DNS-1123 subdomain; DNS-1123 label for Namespace and Service), generateName,
+ * kind (DNS-1123 subdomain; DNS-1123 label for Namespace, DNS-1035 label for Service), generateName,
  * label keys/values and annotation keys, immutable fields on update (metadata.uid is
  * ignored by the caller), and k->validate. */
 int fl_validate_object(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
@@ -62,5 +62,18 @@ void fl_validate_cluster(const fl_kind *k, const json_t *obj, const json_t *old,
 void fl_validate_resource_binding(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_work(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_interpreter_customization(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+
+/* Built-in kinds (validate_builtin.c): kube-apiserver's rules for them, reading an absent
+ * field as the default upstream would have filled before validating. */
+void fl_validate_pod(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_service(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_configmap(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_secret(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_deployment(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_replicaset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_statefulset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_daemonset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_job(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_cronjob(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 
 #endif

@@ -213,8 +213,9 @@ static void test_validate_hooks(void **state)
     assert_ptr_equal(
         fl_kind_by_resource("config.karmada.io", "v1alpha1", "resourceinterpretercustomizations")->validate,
         fl_validate_interpreter_customization);
-    assert_null(fl_kind_by_resource("", "v1", "configmaps")->validate);
-    assert_null(fl_kind_by_resource("apps", "v1", "deployments")->validate);
+    assert_ptr_equal(fl_kind_by_resource("", "v1", "configmaps")->validate, fl_validate_configmap);
+    assert_ptr_equal(fl_kind_by_resource("apps", "v1", "deployments")->validate, fl_validate_deployment);
+    assert_null(fl_kind_by_resource("", "v1", "serviceaccounts")->validate);
 }
 
 /* Columns never include NAME or AGE; a row function appends exactly one cell per column,
