@@ -41,7 +41,7 @@
 #include "core/mem.h"
 
 int fl_kinds__version_cmp(const char *a, const char *b); /* kinds.c */
-extern const fl_field fl_kinds__objectmeta_fields[];     /* kinds_builtin.c */
+#include "api/kinds_schema.h"
 
 #define REF_PATCH "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
 #define REF_STATUS "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Status"
@@ -149,7 +149,16 @@ static json_t *prop(json_t *node, const char *name, size_t len)
     return child;
 }
 
-static void set_type(json_t *s, enum fl_ftype t)
+/* Tables being expanded, innermost last: a table that refers to itself (JSONSchemaProps)
+ * is expanded once and its recursion served as free-form. */
+typedef struct expand_stack {
+    const fl_field *tabs[32];
+    int n;
+} expand_stack;
+
+static void add_fields(json_t *node, const fl_field *t, expand_stack *st);
+
+static void set_scalar(json_t *s, enum fl_ftype t)
 {
     switch (t) {
     case FL_F_STRING:
@@ -161,24 +170,10 @@ static void set_type(json_t *s, enum fl_ftype t)
         break;
     case FL_F_NUMBER:
         json_object_set_new(s, "type", json_string("number"));
+        json_object_set_new(s, "format", json_string("double"));
         break;
     case FL_F_BOOL:
         json_object_set_new(s, "type", json_string("boolean"));
-        break;
-    case FL_F_OBJECT:
-        json_object_set_new(s, "type", json_string("object"));
-        break;
-    case FL_F_ARRAY:
-        /* without a sub table the elements are scalars; the table cannot say which, and
-         * nearly all such lists upstream hold strings. (kubectl explain fails on an
-         * empty schema, so items is never {}.) */
-        json_object_set_new(s, "type", json_string("array"));
-        if (!json_object_get(s, "items"))
-            json_object_set_new(s, "items", json_pack("{s:s}", "type", "string"));
-        break;
-    case FL_F_MAPSTR:
-        json_object_set_new(s, "type", json_string("object"));
-        json_object_set_new(s, "additionalProperties", json_pack("{s:s}", "type", "string"));
         break;
     case FL_F_INTORSTR:
         json_object_set_new(s, "type", json_string("string"));
@@ -187,15 +182,70 @@ static void set_type(json_t *s, enum fl_ftype t)
         break;
     case FL_F_QUANTITY:
         json_object_set_new(s, "type", json_string("string"));
+        json_object_set_new(s, "format", json_string("quantity"));
         break;
+    case FL_F_MAPSTR:
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "additionalProperties", json_pack("{s:s}", "type", "string"));
+        break;
+    case FL_F_OBJECT:
+        /* without a table: free-form (FieldsV1, RawExtension) */
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "x-kubernetes-preserve-unknown-fields", json_true());
+        break;
+    case FL_F_ARRAY:
+    case FL_F_MAP:
     case FL_F_ANY:
+        /* kubectl explain fails on an empty schema, so "anything" is said explicitly */
         json_object_set_new(s, "x-kubernetes-preserve-unknown-fields", json_true());
         break;
     }
 }
 
+/* The schema of a value of type t whose object form (if any) is described by sub. */
+static json_t *value_schema(enum fl_ftype t, const fl_field *sub, expand_stack *st)
+{
+    json_t *s = json_object();
+    bool on_stack = false;
+    for (int i = 0; sub && i < st->n; i++)
+        on_stack = on_stack || st->tabs[i] == sub;
+    if (sub && (t == FL_F_OBJECT || t == FL_F_ANY) && !on_stack && st->n < (int)(sizeof st->tabs / sizeof st->tabs[0])) {
+        json_object_set_new(s, "type", json_string("object"));
+        st->tabs[st->n++] = sub;
+        add_fields(s, sub, st);
+        st->n--;
+    } else {
+        set_scalar(s, t == FL_F_ANY && sub ? FL_F_OBJECT : t);
+    }
+    return s;
+}
+
+/* Type, members and tags of the schema s for field f. */
+static void set_field(json_t *s, const fl_field *f, expand_stack *st)
+{
+    if (f->type == FL_F_ARRAY) {
+        json_object_set_new(s, "type", json_string("array"));
+        /* a list without element type is upstream's []string nearly always */
+        enum fl_ftype et = f->sub ? FL_F_OBJECT : f->elem == FL_F_ANY ? FL_F_STRING : f->elem;
+        json_object_set_new(s, "items", value_schema(et, f->sub, st));
+    } else if (f->type == FL_F_MAP) {
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "additionalProperties", value_schema(f->sub ? FL_F_OBJECT : f->elem, f->sub, st));
+    } else if (f->sub) {
+        json_t *v = value_schema(f->type, f->sub, st);
+        json_object_update(s, v);
+        json_decref(v);
+    } else {
+        set_scalar(s, f->type);
+    }
+    if (f->merge_key)
+        json_object_set_new(s, "x-kubernetes-patch-merge-key", json_string(f->merge_key));
+    if (f->strategy)
+        json_object_set_new(s, "x-kubernetes-patch-strategy", json_string(f->strategy));
+}
+
 /* Add a field table's fields under node (paths relative to node). */
-static void add_fields(json_t *node, const fl_field *t)
+static void add_fields(json_t *node, const fl_field *t, expand_stack *st)
 {
     for (; t && t->path; t++) {
         json_t *parent = node;
@@ -208,20 +258,23 @@ static void add_fields(json_t *node, const fl_field *t)
             p = dot + 1;
         }
         json_t *leaf = prop(parent, p, strlen(p));
-        set_type(leaf, t->type);
-        if (t->merge_key)
-            json_object_set_new(leaf, "x-kubernetes-patch-merge-key", json_string(t->merge_key));
-        if (t->strategy)
-            json_object_set_new(leaf, "x-kubernetes-patch-strategy", json_string(t->strategy));
-        if (t->sub) {
-            json_t *target = leaf;
-            if (t->type == FL_F_ARRAY) {
-                target = json_object_get(leaf, "items");
-                json_object_set_new(target, "type", json_string("object"));
+        set_field(leaf, t, st);
+        if (t->required) {
+            json_t *req = json_object_get(parent, "required");
+            if (!req) {
+                req = json_array();
+                json_object_set_new(parent, "required", req);
             }
-            add_fields(target, t->sub);
+            json_array_append_new(req, json_string(p));
         }
     }
+}
+
+static void add_table(json_t *node, const fl_field *t)
+{
+    expand_stack st = {.n = 0};
+    st.tabs[st.n++] = t;
+    add_fields(node, t, &st);
 }
 
 static json_t *gvk_list(const char *group, const char *version, const char *kind)
@@ -239,7 +292,7 @@ static json_t *objectmeta_schema(void)
     json_t *m = json_pack("{s:s, s:s}", "type", "object", "description",
                           "Standard object's metadata. More info: "
                           "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata");
-    add_fields(m, fl_kinds__objectmeta_fields);
+    add_table(m, fl_schema_meta_v1_ObjectMeta);
     return m;
 }
 
@@ -397,7 +450,7 @@ static json_t *kind_schema(const fl_kind *k)
         ensure_typemeta(s);
     } else {
         s = json_pack("{s:s}", "type", "object");
-        add_fields(s, k->fields);
+        add_table(s, k->fields);
         ensure_typemeta(s);
     }
     json_object_set_new(s, "x-kubernetes-group-version-kind", gvk_list(k->group, k->version, k->kind));
@@ -434,7 +487,7 @@ static json_t *scale_schema(void)
         {.path = "status.selector", .type = FL_F_STRING},
         {.path = NULL},
     };
-    add_fields(s, scale_fields);
+    add_table(s, scale_fields);
     json_object_set_new(json_object_get(s, "properties"), "metadata", objectmeta_schema());
     json_object_set_new(s, "x-kubernetes-group-version-kind", gvk_list("autoscaling", "v1", "Scale"));
     return s;
