@@ -88,7 +88,25 @@ EXTRA = [
 # Fields upstream defines that nothing in Flotilla acts on yet: the table marks them
 # `unsupported` and the API server refuses an object that sets one (422) instead of
 # storing a setting it would ignore. Keep in step with docs/propagation.md.
-UNSUPPORTED = {}
+# Paths are "<definition below com.github.karmada-io.karmada.pkg.apis.>.<field>".
+UNSUPPORTED = [
+    "policy.v1alpha1.PropagationSpec.association",         # deprecated upstream; propagateDeps works
+    "policy.v1alpha1.PropagationSpec.dependentOverrides",  # no wait for OverridePolicies
+    "policy.v1alpha1.PropagationSpec.schedulePriority",    # no priority queue in the scheduler
+    "policy.v1alpha1.Placement.workloadAffinity",          # no inter-workload affinity groups
+    "work.v1alpha2.ResourceBindingSpec.schedulePriority",
+    "work.v1alpha2.ResourceBindingSpec.workloadAffinityGroups",
+    "work.v1alpha2.GracefulEvictionTask.clustersBeforeFailover",
+    "work.v1alpha2.GracefulEvictionTask.preservedLabelState",
+    "work.v1alpha2.GracefulEvictionTask.producer",
+    "work.v1alpha2.GracefulEvictionTask.purgeMode",
+    "work.v1alpha2.GracefulEvictionTask.suppressDeletion",
+    "cluster.v1alpha1.ClusterSpec.impersonatorSecretRef",   # members are reached with one identity
+    "cluster.v1alpha1.ClusterSpec.proxyHeader",             # no proxy support in the member client
+    "cluster.v1alpha1.ClusterSpec.proxyURL",
+    "cluster.v1alpha1.ClusterSpec.resourceModels",          # no resource-model estimator
+    "config.v1alpha1.CustomizationRules.componentResource",  # no GetComponents operation
+]
 
 SCALAR = {"string": "FL_F_STRING", "integer": "FL_F_INT", "number": "FL_F_NUMBER", "boolean": "FL_F_BOOL"}
 

@@ -2219,13 +2219,13 @@ static const fl_field karmada_cluster_v1alpha1_ResourceModel[] = {
 static const fl_field karmada_cluster_v1alpha1_ClusterSpec[] = {
     { .path = "apiEndpoint", .type = FL_F_STRING },
     { .path = "id", .type = FL_F_STRING },
-    { .path = "impersonatorSecretRef", .type = FL_F_OBJECT, .sub = karmada_cluster_v1alpha1_LocalSecretReference },
+    { .path = "impersonatorSecretRef", .type = FL_F_OBJECT, .sub = karmada_cluster_v1alpha1_LocalSecretReference, .unsupported = true },
     { .path = "insecureSkipTLSVerification", .type = FL_F_BOOL },
     { .path = "provider", .type = FL_F_STRING },
-    { .path = "proxyHeader", .type = FL_F_MAPSTR },
-    { .path = "proxyURL", .type = FL_F_STRING },
+    { .path = "proxyHeader", .type = FL_F_MAPSTR, .unsupported = true },
+    { .path = "proxyURL", .type = FL_F_STRING, .unsupported = true },
     { .path = "region", .type = FL_F_STRING },
-    { .path = "resourceModels", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_cluster_v1alpha1_ResourceModel },
+    { .path = "resourceModels", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_cluster_v1alpha1_ResourceModel, .unsupported = true },
     { .path = "secretRef", .type = FL_F_OBJECT, .sub = karmada_cluster_v1alpha1_LocalSecretReference },
     { .path = "suspendDispatching", .type = FL_F_BOOL },
     { .path = "syncMode", .type = FL_F_STRING, .required = true },
@@ -2428,7 +2428,7 @@ static const fl_field karmada_policy_v1alpha1_Placement[] = {
     { .path = "clusterTolerations", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_Toleration },
     { .path = "replicaScheduling", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_ReplicaSchedulingStrategy },
     { .path = "spreadConstraints", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_SpreadConstraint },
-    { .path = "workloadAffinity", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_WorkloadAffinity },
+    { .path = "workloadAffinity", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_WorkloadAffinity, .unsupported = true },
     { .path = NULL },
 };
 
@@ -2465,9 +2465,9 @@ static const fl_field karmada_policy_v1alpha1_Suspension[] = {
 /* com.github.karmada-io.karmada.pkg.apis.policy.v1alpha1.PropagationSpec */
 static const fl_field karmada_policy_v1alpha1_PropagationSpec[] = {
     { .path = "activationPreference", .type = FL_F_STRING },
-    { .path = "association", .type = FL_F_BOOL },
+    { .path = "association", .type = FL_F_BOOL, .unsupported = true },
     { .path = "conflictResolution", .type = FL_F_STRING },
-    { .path = "dependentOverrides", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "dependentOverrides", .type = FL_F_ARRAY, .elem = FL_F_STRING, .unsupported = true },
     { .path = "failover", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_FailoverBehavior },
     { .path = "placement", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_Placement },
     { .path = "preemption", .type = FL_F_STRING },
@@ -2475,7 +2475,7 @@ static const fl_field karmada_policy_v1alpha1_PropagationSpec[] = {
     { .path = "priority", .type = FL_F_INT },
     { .path = "propagateDeps", .type = FL_F_BOOL },
     { .path = "resourceSelectors", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_ResourceSelector, .required = true },
-    { .path = "schedulePriority", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_SchedulePriority },
+    { .path = "schedulePriority", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_SchedulePriority, .unsupported = true },
     { .path = "schedulerName", .type = FL_F_STRING },
     { .path = "suspension", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_Suspension },
     { .path = NULL },
@@ -2691,17 +2691,17 @@ static const fl_field karmada_work_v1alpha2_Component[] = {
 
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha2.GracefulEvictionTask */
 static const fl_field karmada_work_v1alpha2_GracefulEvictionTask[] = {
-    { .path = "clustersBeforeFailover", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "clustersBeforeFailover", .type = FL_F_ARRAY, .elem = FL_F_STRING, .unsupported = true },
     { .path = "creationTimestamp", .type = FL_F_STRING },
     { .path = "fromCluster", .type = FL_F_STRING, .required = true },
     { .path = "gracePeriodSeconds", .type = FL_F_INT },
     { .path = "message", .type = FL_F_STRING },
-    { .path = "preservedLabelState", .type = FL_F_MAPSTR },
-    { .path = "producer", .type = FL_F_STRING, .required = true },
-    { .path = "purgeMode", .type = FL_F_STRING },
+    { .path = "preservedLabelState", .type = FL_F_MAPSTR, .unsupported = true },
+    { .path = "producer", .type = FL_F_STRING, .required = true, .unsupported = true },
+    { .path = "purgeMode", .type = FL_F_STRING, .unsupported = true },
     { .path = "reason", .type = FL_F_STRING, .required = true },
     { .path = "replicas", .type = FL_F_INT },
-    { .path = "suppressDeletion", .type = FL_F_BOOL },
+    { .path = "suppressDeletion", .type = FL_F_BOOL, .unsupported = true },
     { .path = NULL },
 };
 
@@ -2769,10 +2769,10 @@ static const fl_field karmada_work_v1alpha2_ResourceBindingSpec[] = {
     { .path = "requiredBy", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_work_v1alpha2_BindingSnapshot },
     { .path = "rescheduleTriggeredAt", .type = FL_F_STRING },
     { .path = "resource", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha2_ObjectReference, .required = true },
-    { .path = "schedulePriority", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha2_SchedulePriority },
+    { .path = "schedulePriority", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha2_SchedulePriority, .unsupported = true },
     { .path = "schedulerName", .type = FL_F_STRING },
     { .path = "suspension", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha2_Suspension },
-    { .path = "workloadAffinityGroups", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha2_WorkloadAffinityGroups },
+    { .path = "workloadAffinityGroups", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha2_WorkloadAffinityGroups, .unsupported = true },
     { .path = NULL },
 };
 
@@ -2866,7 +2866,7 @@ static const fl_field karmada_config_v1alpha1_StatusReflection[] = {
 
 /* com.github.karmada-io.karmada.pkg.apis.config.v1alpha1.CustomizationRules */
 static const fl_field karmada_config_v1alpha1_CustomizationRules[] = {
-    { .path = "componentResource", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ComponentResourceRequirement },
+    { .path = "componentResource", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ComponentResourceRequirement, .unsupported = true },
     { .path = "dependencyInterpretation", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_DependencyInterpretation },
     { .path = "healthInterpretation", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_HealthInterpretation },
     { .path = "replicaResource", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ReplicaResourceRequirement },
