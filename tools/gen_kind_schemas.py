@@ -83,6 +83,8 @@ SPECIAL = {
 EXTRA = [
     # pause all delivery to a member cluster (docs/propagation.md)
     (KARMADA + "cluster.v1alpha1.ClusterSpec", "suspendDispatching", "FL_F_BOOL"),
+    # the member object's resourceVersion a status was read at (docs/propagation.md, "Ours")
+    (KARMADA + "work.v1alpha1.ManifestStatus", "resourceVersion", "FL_F_STRING"),
 ]
 
 # Fields upstream defines that nothing in Flotilla acts on yet: the table marks them

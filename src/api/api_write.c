@@ -50,10 +50,8 @@ static bool is_yaml(const char *ct)
     return ct && (strstr(ct, "yaml") != NULL);
 }
 
-/* The JSON body repeats keys (Go's decoder keeps the last value, as jansson does without
- * JSON_REJECT_DUPLICATES): answer per ?fieldValidation= - Strict: 400 naming them, Warn
- * (the default): Warning headers, Ignore: nothing. Returns -1 after responding. */
-static int duplicate_fields(fl_req *r, const fl_target *t)
+/* (contract in api_write.h) */
+int fl_api_duplicate_fields(fl_req *r, const fl_target *t)
 {
     json_t *dups = json_array();
     fl_crd_duplicate_fields(r->body, r->body_len, dups);
@@ -117,7 +115,7 @@ json_t *fl_req_body_object(fl_req *r, const fl_target *t)
                 return NULL;
             }
             free(err);
-            if (json_is_object(obj) && duplicate_fields(r, t)) {
+            if (json_is_object(obj) && fl_api_duplicate_fields(r, t)) {
                 json_decref(obj);
                 return NULL;
             }

@@ -2637,6 +2637,7 @@ static const fl_field karmada_work_v1alpha1_ResourceIdentifier[] = {
 static const fl_field karmada_work_v1alpha1_ManifestStatus[] = {
     { .path = "health", .type = FL_F_STRING },
     { .path = "identifier", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha1_ResourceIdentifier, .required = true },
+    { .path = "resourceVersion", .type = FL_F_STRING },
     { .path = "status", .type = FL_F_OBJECT },
     { .path = NULL },
 };

@@ -130,6 +130,14 @@ def test_duplicate_field(server):
     assert 'duplicate field \\"immutable\\"' in headers.get("warning", ""), headers
     assert got["immutable"] is True  # the last one wins, as in Go's decoder
 
+    path = "/api/v1/namespaces/fv/configmaps/cm-dup?fieldValidation=Strict"
+    code, _, err = server.http("PATCH", path, '{"data":{"b":"1","b":"2"}}',
+                               content_type="application/merge-patch+json")
+    assert code == 400 and 'strict decoding error: duplicate field "data.b"' in err["message"], err
+    code, _, got = server.http("PATCH", path.replace("Strict", "Ignore"), '{"data":{"b":"1","b":"2"}}',
+                               content_type="application/strategic-merge-patch+json")
+    assert code == 200 and got["data"]["b"] == "2", got
+
 
 def test_propagation_policy_bogus_and_misplaced_fields_refused(server):
     ensure_namespace(server, "fv")
