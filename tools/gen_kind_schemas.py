@@ -21,6 +21,11 @@ pure function of the inputs (sorted, no timestamps), so rerunning it is a no-op.
 Usage: tools/gen_kind_schemas.py --k8s swagger.json --karmada karmada-swagger.json \
            --note "Kubernetes 1.32, Karmada v1.18.2" \
            --out-c src/api/kinds_schema.c --out-h src/api/kinds_schema.h
+
+The checked-in output was made from Kubernetes 1.32's OpenAPI v2 as kubernetes-client/
+javascript publishes it (commit f89c179b, src/gen/swagger.json.unprocessed) and Karmada's
+api/openapi-spec/swagger.json at its newest stable tag, v1.18.2; the note in the output
+says so. To move to newer releases, fetch those two files at the new versions and rerun.
 """
 import argparse
 import json

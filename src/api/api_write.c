@@ -393,10 +393,10 @@ static int refuse_unsupported(fl_req *r, const fl_target *t, const json_t *obj)
 /* Drop the fields the kind's schema does not declare - a custom resource's structural
  * schema, a built-in or Karmada kind's generated field table - and answer per
  * ?fieldValidation= (Strict: 400 naming them; Warn, the default: Warning headers; Ignore:
- * silently), then fill schema defaults and refuse fields Flotilla does not support.
- * Returns -1 after responding. Built-in kinds only get the defaults Karmada's own CRDs
- * declare (fl_default_karmada). */
-static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj)
+ * silently; a server-side apply refused in its own words), then fill schema defaults and
+ * refuse fields Flotilla does not support. Returns -1 after responding. Built-in kinds only
+ * get the defaults Karmada's own CRDs declare (fl_default_karmada). */
+static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj, bool apply)
 {
     const fl_kind *k = t->kind;
     fl_default_karmada(k, obj);
@@ -404,10 +404,19 @@ static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj)
     fl_crd_prune(k, obj, unknown);
     char *warning = NULL, *err = NULL;
     int rc = fl_crd_field_validation(fl_req_query(r, "fieldValidation"), unknown, &warning, &err);
-    json_decref(unknown);
-    if (rc) {
+    if (rc && apply && json_string_value(json_array_get(unknown, 0))) {
+        /* server-side apply types the configuration first; its words for the first field */
+        const char *ns = fl_obj_str(obj, "metadata", "namespace"), *name = fl_obj_str(obj, "metadata", "name");
+        fl_resp_status(r, 400, "BadRequest", t, NULL,
+                       "failed to create typed patch object (%s/%s; %s/%s, Kind=%s): %s: field not declared in schema",
+                       ns ? ns : "", name ? name : "", k->group, k->version, k->kind,
+                       json_string_value(json_array_get(unknown, 0)));
+    } else if (rc) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "%s in version \"%s\" cannot be handled as a %s: %s", k->kind,
                        k->version, k->kind, err ? err : "invalid");
+    }
+    json_decref(unknown);
+    if (rc) {
         free(warning);
         free(err);
         return -1;
@@ -702,7 +711,7 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     char *key = NULL;
     if (check_gvk(r, t, obj))
         goto out;
-    if (crd_schema_apply(r, t, obj))
+    if (crd_schema_apply(r, t, obj, applied))
         goto out;
     json_t *meta = fl_obj_meta(obj);
     /* namespace: from the URL; a different one in the body is an error */
@@ -953,7 +962,7 @@ void fl_api_guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, fl_api
             break;
         }
         json_t *obj = merge_for_update(t, cur, in, !r->want_obj);
-        if (crd_schema_apply(r, t, obj)) {
+        if (crd_schema_apply(r, t, obj, verb == FL_API_UPDATE_APPLY)) {
             json_decref(cur);
             json_decref(obj);
             break;

@@ -570,8 +570,14 @@ static bool smp_walk(const fl_field *t, const char *path, fl_smp_meta *out)
             return true;
         }
         /* "spec.template.spec" + sub table: continue with the rest of the path */
-        if (path[n] == '.' && t->sub && smp_walk(t->sub, path + n + 1, out))
+        if (path[n] == '.' && t->sub && t->type != FL_F_MAP && smp_walk(t->sub, path + n + 1, out))
             return true;
+        /* a map's values: the next segment is a key, the table applies after it */
+        if (path[n] == '.' && t->sub && t->type == FL_F_MAP) {
+            const char *after = strchr(path + n + 1, '.');
+            if (after && smp_walk(t->sub, after + 1, out))
+                return true;
+        }
     }
     return false;
 }

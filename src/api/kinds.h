@@ -51,7 +51,7 @@ enum fl_ftype {
  *
  * The tables of the served built-in and Karmada kinds are generated from the published
  * schemas (kinds_schema.c, tools/gen_kind_schemas.py): one path segment per row, and
- * complete, so a key missing from a table is an unknown field (fl_validate_prune).
+ * complete, so a key missing from a table is an unknown field (fl_crd_prune, crd_schema.h).
  * An FL_F_OBJECT without sub, and FL_F_ANY, are free-form: nothing inside is unknown. */
 typedef struct fl_field {
     const char *path;

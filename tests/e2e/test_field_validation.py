@@ -112,8 +112,12 @@ def test_server_side_apply_unknown_field(server):
     r = server.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(cm("cm-ssa", datta={"b": "2"})),
                        check=False)
     assert r.returncode != 0
-    assert 'unknown field "datta"' in r.stderr, r.stderr
+    assert ("failed to create typed patch object (fv/cm-ssa; /v1, Kind=ConfigMap): .datta: "
+            "field not declared in schema") in r.stderr, r.stderr
     assert not exists(server, "configmap", "cm-ssa")
+    r = server.kubectl("apply", "--server-side", "--validate=false", "-f", "-",
+                       input=json.dumps(cm("cm-ssa", datta={"b": "2"})))
+    assert "datta" not in server.kubectl_json("get", "configmap", "cm-ssa", "-n", "fv")
 
 
 def test_duplicate_field(server):

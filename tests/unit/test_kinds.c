@@ -604,6 +604,9 @@ static void test_smp_metadata_as_upstream_tags(void **state)
     expect_smp("", "v1", "serviceaccounts", "secrets", true, false, "name");
     expect_smp("", "v1", "configmaps", "metadata.finalizers", true, false, NULL);
     expect_no_smp("", "v1", "configmaps", "data");
+    /* through a map's values: "properties.<name>" then the schema's own fields */
+    expect_smp("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+               "spec.versions.schema.openAPIV3Schema.properties.spec.x-kubernetes-validations", true, false, "rule");
 #undef P
     /* dynamic kinds have no table, but ObjectMeta's tags still apply */
     json_t *crd = parse(crontab_crd);
