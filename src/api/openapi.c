@@ -1,6 +1,9 @@
 /* openapi.c - the OpenAPI v3 index (/openapi/v3) and one OpenAPI 3.0 document per
- * group-version (/openapi/v3/api/v1, /openapi/v3/apis/<group>/<version>), derived
- * from the kind table.
+ * group-version (/openapi/v3/api/v1, /openapi/v3/apis/<group>/<version>), and the one
+ * swagger 2.0 document of every kind (/openapi/v2; its protobuf form: openapi_v2.c),
+ * derived from the kind table. Schemas are the kinds' field tables expanded inline
+ * (no $ref between definitions), without descriptions; a table that refers to itself
+ * (a CRD's JSONSchemaProps) is expanded once and free-form below that.
  *
  * What kubectl (1.32) reads from these documents, and therefore what they must get
  * exactly right:
