@@ -122,7 +122,11 @@ int main(int argc, char **argv)
     json_t *status = json_object();
     json_object_set_new(work, "status", status);
     for (int i = 0; i < n; i++) {
-        json_object_set_new(status, "observedGeneration", json_integer(i));
+        /* a field WorkStatus has (unknown ones are dropped on write) */
+        json_object_set_new(status, "conditions",
+                            json_pack("[{s:s, s:s, s:I, s:s, s:s, s:s}]", "type", "Applied", "status", "True",
+                                      "observedGeneration", (json_int_t)i, "reason", "AppliedSuccessful", "message",
+                                      "applied", "lastTransitionTime", "2026-11-22T08:49:57Z"));
         if (fl_client_update_status(c, &WORKS, "karmada-es-member1", work, NULL, NULL, &e)) {
             fprintf(stderr, "write_path: PUT status: %s\n", e.message);
             return 1;

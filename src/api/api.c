@@ -16,6 +16,7 @@
 
 #include "api/auth.h"
 #include "api/discovery.h"
+#include "api/openapi_v2.h"
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -405,6 +406,20 @@ static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
     }
     if (n >= 1 && !strcmp(segs[0], "openapi")) {
         r->verb = "GET";
+        if (n == 2 && !strcmp(segs[1], "v2")) {
+            /* client-go asks for gnostic's protobuf and decodes whatever comes back as
+             * that; everyone else gets JSON */
+            if (r->accept && strstr(r->accept, FL_OPENAPI_V2_PB_TYPE)) {
+                size_t len = 0;
+                char *pb = fl_openapi_v2_pb(api->kinds, &len);
+                fl_resp_raw(r, 200, pb, len);
+                free(pb);
+                r->resp_type = "application/octet-stream"; /* as upstream: Go cannot parse the @ */
+            } else {
+                fl_resp_json(r, 200, fl_openapi_v2(api->kinds));
+            }
+            return true;
+        }
         if (n == 2 && !strcmp(segs[1], "v3")) {
             fl_resp_json(r, 200, fl_openapi_v3_index(api->kinds));
             return true;

@@ -266,8 +266,17 @@ void fl_api_patch(fl_api *api, fl_req *r, const fl_target *t)
         return;
     }
     json_error_t je;
-    if (r->body && fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &c.patch, NULL) != 0)
-        c.patch = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je); /* fails: its words */
+    if (r->body && fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &c.patch, NULL) != 0) {
+        /* a merge patch repeating a key: fieldValidation decides, the last value wins */
+        if (c.type != 2 && fl_json_loadb(r->body, r->body_len, 0, &c.patch, NULL) == 0) {
+            if (fl_api_duplicate_fields(r, t)) {
+                json_decref(c.patch);
+                return;
+            }
+        } else {
+            c.patch = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je); /* fails: its words */
+        }
+    }
     if (!c.patch) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding patch: %s",
                        r->body ? je.text : "empty body");

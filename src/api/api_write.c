@@ -33,6 +33,7 @@
 #include "core/mem.h"
 #include "core/patch.h"
 #include "core/random.h"
+#include "core/strbuf.h"
 #include "core/timefmt.h"
 #include "core/wellknown.h"
 #include "core/yaml.h"
@@ -47,6 +48,26 @@ bool fl_api_is_protobuf(const char *ct)
 static bool is_yaml(const char *ct)
 {
     return ct && (strstr(ct, "yaml") != NULL);
+}
+
+/* (contract in api_write.h) */
+int fl_api_duplicate_fields(fl_req *r, const fl_target *t)
+{
+    json_t *dups = json_array();
+    fl_crd_duplicate_fields(r->body, r->body_len, dups);
+    char *warning = NULL, *err = NULL;
+    int rc = fl_crd_field_validation(fl_req_query(r, "fieldValidation"), dups, &warning, &err);
+    json_decref(dups);
+    if (rc) {
+        const fl_kind *k = t->kind;
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s in version \"%s\" cannot be handled as a %s: %s", k->kind,
+                       k->version, k->kind, err ? err : "invalid");
+        free(err);
+        free(warning);
+        return -1;
+    }
+    fl_api_add_warnings(r, warning);
+    return 0;
 }
 
 json_t *fl_req_body_object(fl_req *r, const fl_target *t)
@@ -87,9 +108,17 @@ json_t *fl_req_body_object(fl_req *r, const fl_target *t)
     } else {
         char *err = NULL;
         if (fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &obj, &err) != 0) {
-            fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding JSON: %s", err ? err : "invalid");
+            /* valid JSON but for repeated keys: those are fieldValidation's business */
+            if (fl_json_loadb(r->body, r->body_len, 0, &obj, NULL) != 0) {
+                fl_resp_status(r, 400, "BadRequest", t, NULL, "error decoding JSON: %s", err ? err : "invalid");
+                free(err);
+                return NULL;
+            }
             free(err);
-            return NULL;
+            if (json_is_object(obj) && fl_api_duplicate_fields(r, t)) {
+                json_decref(obj);
+                return NULL;
+            }
         }
     }
     if (!json_is_object(obj)) {
@@ -332,35 +361,86 @@ static void resp_stored(fl_req *r, int code, fl_blob *b, json_t *obj)
     fl_blob_unref(b);
 }
 
-/* Custom resources: drop the fields their structural schema does not declare, answer per
- * ?fieldValidation= (Strict: 400 naming them; Warn, the default: Warning headers), then fill
- * schema defaults. Returns -1 after responding. Built-in kinds only get the defaults Karmada's
- * own CRDs declare (fl_default_karmada). */
-static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj)
+/* Respond 422 naming the fields of obj that the schema has but nothing here acts on
+ * (fl_crd_unsupported_fields); returns -1 then. Accepting a setting and ignoring it
+ * would be worse than refusing it. */
+static int refuse_unsupported(fl_req *r, const fl_target *t, const json_t *obj)
+{
+    json_t *paths = json_array();
+    fl_crd_unsupported_fields(t->kind, obj, paths);
+    if (!json_array_size(paths)) {
+        json_decref(paths);
+        return 0;
+    }
+    json_t *causes = json_array();
+    fl_strbuf text = FL_STRBUF_INIT;
+    size_t i;
+    json_t *p;
+    json_array_foreach(paths, i, p) {
+        const char *field = json_string_value(p) + 1; /* no leading dot */
+        fl_cause_add(causes, "FieldValueForbidden", field, "Forbidden: not supported by this server yet");
+        fl_strbuf_printf(&text, "%s%s: Forbidden: not supported by this server yet", i ? ", " : "", field);
+    }
+    const char *name = fl_obj_str(obj, "metadata", "name");
+    const fl_kind *k = t->kind;
+    fl_resp_status(r, 422, "Invalid", t, causes, "%s%s%s \"%s\" is invalid: %s", k->kind, k->group[0] ? "." : "",
+                   k->group, name ? name : "", fl_strbuf_str(&text));
+    fl_strbuf_close(&text);
+    json_decref(paths);
+    return -1;
+}
+
+/* Drop the fields the kind's schema does not declare - a custom resource's structural
+ * schema, a built-in or Karmada kind's generated field table - and answer per
+ * ?fieldValidation= (Strict: 400 naming them; Warn, the default: Warning headers; Ignore:
+ * silently; a server-side apply refused in its own words), then fill schema defaults and
+ * refuse fields Flotilla does not support. Returns -1 after responding. Built-in kinds only
+ * get the defaults Karmada's own CRDs declare (fl_default_karmada). */
+static int crd_schema_apply(fl_req *r, const fl_target *t, json_t *obj, bool apply)
 {
     const fl_kind *k = t->kind;
     fl_default_karmada(k, obj);
-    if (!k->dynamic)
-        return 0;
     json_t *unknown = json_array();
     fl_crd_prune(k, obj, unknown);
     char *warning = NULL, *err = NULL;
     int rc = fl_crd_field_validation(fl_req_query(r, "fieldValidation"), unknown, &warning, &err);
-    json_decref(unknown);
-    if (rc) {
+    if (rc && apply && json_string_value(json_array_get(unknown, 0))) {
+        /* server-side apply types the configuration first; its words for the first field */
+        const char *ns = fl_obj_str(obj, "metadata", "namespace"), *name = fl_obj_str(obj, "metadata", "name");
+        fl_resp_status(r, 400, "BadRequest", t, NULL,
+                       "failed to create typed patch object (%s/%s; %s/%s, Kind=%s): %s: field not declared in schema",
+                       ns ? ns : "", name ? name : "", k->group, k->version, k->kind,
+                       json_string_value(json_array_get(unknown, 0)));
+    } else if (rc) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "%s in version \"%s\" cannot be handled as a %s: %s", k->kind,
                        k->version, k->kind, err ? err : "invalid");
+    }
+    json_decref(unknown);
+    if (rc) {
         free(warning);
         free(err);
         return -1;
     }
-    if (warning) {
-        free(r->warnings);
-        r->warnings = warning;
-    }
+    fl_api_add_warnings(r, warning);
     free(err);
-    fl_crd_default(k, obj);
-    return 0;
+    if (k->dynamic)
+        fl_crd_default(k, obj);
+    return refuse_unsupported(r, t, obj);
+}
+
+/* (contract in api_write.h) */
+void fl_api_add_warnings(fl_req *r, char *warnings)
+{
+    if (!warnings)
+        return;
+    if (!r->warnings) {
+        r->warnings = warnings;
+        return;
+    }
+    char *both = fl_asprintf("%s\n%s", r->warnings, warnings);
+    free(r->warnings);
+    free(warnings);
+    r->warnings = both;
 }
 
 /* ?fieldValidation= must be one of the apiserver's values (checked before decoding, 422). */
@@ -631,7 +711,7 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     char *key = NULL;
     if (check_gvk(r, t, obj))
         goto out;
-    if (crd_schema_apply(r, t, obj))
+    if (crd_schema_apply(r, t, obj, applied))
         goto out;
     json_t *meta = fl_obj_meta(obj);
     /* namespace: from the URL; a different one in the body is an error */
@@ -882,7 +962,7 @@ void fl_api_guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, fl_api
             break;
         }
         json_t *obj = merge_for_update(t, cur, in, !r->want_obj);
-        if (crd_schema_apply(r, t, obj)) {
+        if (crd_schema_apply(r, t, obj, verb == FL_API_UPDATE_APPLY)) {
             json_decref(cur);
             json_decref(obj);
             break;

@@ -35,6 +35,17 @@ char *fl_api_render_current(void *vctx, const fl_blob *cur, int64_t rev, size_t 
  * Returns 0, or -1 after responding 422 (options_kind names the options in the message). */
 int fl_api_check_field_validation(fl_req *r, const fl_target *t, const char *options_kind);
 
+/* The JSON body of r repeats object keys (Go's decoder keeps the last value, as jansson
+ * does without JSON_REJECT_DUPLICATES): answer per ?fieldValidation= - Strict: 400
+ * `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error:
+ * duplicate field "spec.x"`, Warn (the default): one Warning header each, Ignore:
+ * nothing. Returns 0 to proceed, or -1 after responding. Request thread. */
+int fl_api_duplicate_fields(fl_req *r, const fl_target *t);
+
+/* Add warnings (heap, one per line, taken; NULL = none) to the response's Warning
+ * headers after any already there. Request thread. */
+void fl_api_add_warnings(fl_req *r, char *warnings);
+
 /* Create obj (stolen) and respond. applied: obj came from server-side apply and already
  * carries its managedFields. */
 void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *obj, bool applied);

@@ -351,8 +351,105 @@ static void append_sorted(json_t *dst, json_t *src)
     free(v);
 }
 
+/* ---------------------------------------------------------------------------------
+ * Built-in and Karmada kinds: their generated field table (kinds_schema.c) stands for
+ * the schema, and what it does not name is what kube-apiserver's typed decode drops.
+ * With `report` the walk only lists the fields marked unsupported that obj sets.
+ */
+static const fl_field *table_field(const fl_field *tab, const char *key)
+{
+    for (; tab && tab->path; tab++)
+        if (!strcmp(tab->path, key))
+            return tab;
+    return NULL;
+}
+
+static void table_walk(walk *w, json_t *o, const fl_field *tab, bool report);
+
+/* Below field f: its object, each object of its list, or each object value of its map. */
+static void table_descend(walk *w, json_t *v, const fl_field *f, bool report)
+{
+    if (!f->sub)
+        return;
+    if (f->type == FL_F_ARRAY && json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *e = json_array_get(v, i);
+            if (!json_is_object(e))
+                continue;
+            size_t s = path_index(&w->p, i);
+            table_walk(w, e, f->sub, report);
+            fl_strbuf_truncate(&w->p, s);
+        }
+    } else if (f->type == FL_F_MAP && json_is_object(v)) {
+        const char *key;
+        json_t *e;
+        json_object_foreach(v, key, e) {
+            if (!json_is_object(e))
+                continue;
+            size_t s = path_key(&w->p, key);
+            table_walk(w, e, f->sub, report);
+            fl_strbuf_truncate(&w->p, s);
+        }
+    } else if (json_is_object(v)) {
+        table_walk(w, v, f->sub, report);
+    }
+}
+
+/* An unsupported field counts as set unless it is null, false, 0, "" or empty. */
+static bool is_set(const json_t *v)
+{
+    if (json_is_object(v))
+        return json_object_size(v) > 0;
+    if (json_is_array(v))
+        return json_array_size(v) > 0;
+    if (json_is_string(v))
+        return json_string_length(v) > 0;
+    if (json_is_integer(v))
+        return json_integer_value(v) != 0;
+    if (json_is_real(v))
+        return json_real_value(v) != 0;
+    return json_is_true(v);
+}
+
+static void table_walk(walk *w, json_t *o, const fl_field *tab, bool report)
+{
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, key, v) {
+        const fl_field *f = table_field(tab, key);
+        if (!f) {
+            if (!report) {
+                record(w, key);
+                json_object_del(o, key);
+            }
+            continue;
+        }
+        if (report && f->unsupported && is_set(v))
+            record(w, key);
+        size_t s = path_key(&w->p, key);
+        table_descend(w, v, f, report);
+        fl_strbuf_truncate(&w->p, s);
+    }
+}
+
+void fl_crd_unsupported_fields(const fl_kind *k, const json_t *obj, json_t *out)
+{
+    if (!k || k->dynamic || !k->fields || !json_is_object(obj) || !json_is_array(out))
+        return;
+    walk w = {.p = {NULL, 0, 0}, .found = out, .root = obj};
+    table_walk(&w, (json_t *)obj, k->fields, true);
+    fl_strbuf_close(&w.p);
+}
+
 void fl_crd_prune(const fl_kind *k, json_t *obj, json_t *unknown)
 {
+    if (k && !k->dynamic && k->fields && json_is_object(obj)) {
+        walk w = {.p = {NULL, 0, 0}, .found = json_is_array(unknown) ? unknown : NULL, .root = obj};
+        table_walk(&w, obj, k->fields, false);
+        fl_strbuf_close(&w.p);
+        return;
+    }
     const json_t *s = root_schema(k);
     if (!s || !json_is_object(obj))
         return;
@@ -427,6 +524,123 @@ void fl_crd_default(const fl_kind *k, json_t *obj)
     const json_t *s = root_schema(k);
     if (s && json_is_object(obj))
         apply_defaults(obj, s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Duplicate keys in a JSON body. jansson either refuses them or keeps the last value
+ * silently; this scan of the (already valid) text names them, for fieldValidation.
+ */
+typedef struct {
+    const char *s;
+    size_t n, i;
+    int depth;
+    fl_strbuf path;
+    json_t *out;
+} dup_scan;
+
+static void dup_ws(dup_scan *d)
+{
+    while (d->i < d->n && (d->s[d->i] == ' ' || d->s[d->i] == '\t' || d->s[d->i] == '\n' || d->s[d->i] == '\r'))
+        d->i++;
+}
+
+/* Step over the string at d->i (its opening quote); returns its decoded value when
+ * want (heap), else NULL. */
+static char *dup_string(dup_scan *d, bool want)
+{
+    size_t start = d->i++;
+    while (d->i < d->n && d->s[d->i] != '"')
+        d->i += d->s[d->i] == '\\' ? 2 : 1;
+    d->i++;
+    if (!want || d->i > d->n)
+        return NULL;
+    json_t *v = json_loadb(d->s + start, d->i - start, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    char *out = json_is_string(v) ? fl_strdup(json_string_value(v)) : NULL;
+    json_decref(v);
+    return out;
+}
+
+static void dup_value(dup_scan *d);
+
+static void dup_object(dup_scan *d)
+{
+    json_t *seen = json_object();
+    d->i++;
+    for (;;) {
+        dup_ws(d);
+        if (d->i >= d->n || d->s[d->i] == '}')
+            break;
+        if (d->s[d->i] == ',') {
+            d->i++;
+            continue;
+        }
+        char *key = dup_string(d, true);
+        dup_ws(d);
+        if (d->i < d->n && d->s[d->i] == ':')
+            d->i++;
+        size_t old = path_key(&d->path, key ? key : "");
+        if (key && json_object_get(seen, key))
+            json_array_append_new(d->out, json_sprintf("duplicate field \"%s\"", d->path.p + 1));
+        else if (key)
+            json_object_set_new(seen, key, json_true());
+        dup_value(d);
+        fl_strbuf_truncate(&d->path, old);
+        free(key);
+    }
+    d->i++;
+    json_decref(seen);
+}
+
+static void dup_array(dup_scan *d)
+{
+    size_t idx = 0;
+    d->i++;
+    for (;;) {
+        dup_ws(d);
+        if (d->i >= d->n || d->s[d->i] == ']')
+            break;
+        if (d->s[d->i] == ',') {
+            d->i++;
+            continue;
+        }
+        size_t old = path_index(&d->path, idx++);
+        dup_value(d);
+        fl_strbuf_truncate(&d->path, old);
+    }
+    d->i++;
+}
+
+static void dup_value(dup_scan *d)
+{
+    dup_ws(d);
+    if (d->i >= d->n)
+        return;
+    char c = d->s[d->i];
+    if ((c == '{' || c == '[') && d->depth >= 2048) {
+        d->i = d->n; /* deeper than any decoder accepts: give up */
+        return;
+    }
+    d->depth++;
+    if (c == '{')
+        dup_object(d);
+    else if (c == '[')
+        dup_array(d);
+    else if (c == '"')
+        dup_string(d, false);
+    else
+        while (d->i < d->n && !strchr(",]} \t\r\n", d->s[d->i]))
+            d->i++;
+    d->depth--;
+}
+
+void fl_crd_duplicate_fields(const char *buf, size_t len, json_t *out)
+{
+    if (!buf || !json_is_array(out))
+        return;
+    dup_scan d = {.s = buf, .n = len, .i = 0, .depth = 0, .path = {NULL, 0, 0}, .out = out};
+    fl_strbuf_adds(&d.path, "");
+    dup_value(&d);
+    fl_strbuf_close(&d.path);
 }
 
 /* ---------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 /* crd_schema.h - what the apiserver does to a custom resource's body against the
  * structural schema of its CRD version before storing it: pruning of undeclared
  * fields, removal of disallowed nulls, defaulting, and the fieldValidation
- * (Ignore/Warn/Strict) decision about what pruning found.
+ * (Ignore/Warn/Strict) decision about what pruning found. Pruning and that decision
+ * also serve the built-in and Karmada kinds, against their generated field tables.
  *
  * Order on create, update and patch (as in the apiextensions-apiserver, where
  * pruning runs while the body is decoded and defaulting right after):
@@ -52,9 +53,22 @@
  * pruned paths come first, sorted bytewise (upstream sorts them), then the embedded
  * metadata ones in the order found.
  *
- * No-op when k is NULL, not dynamic, or its version has no object schema, or obj is
- * not an object. */
+ * Built-in and Karmada kinds (not dynamic, with a field table) are pruned against
+ * their generated table instead (kinds_schema.c), as kube-apiserver's typed decode
+ * drops what the Go types do not have: every key a table does not name is removed and
+ * reported, in document order, below free-form fields (FL_F_ANY, an FL_F_OBJECT
+ * without table) nothing is. Paths as above: ".spec.template.spec.containers[0].x",
+ * map values as ".key".
+ *
+ * No-op when k is NULL, neither dynamic with an object schema nor built-in with a
+ * table, or obj is not an object. */
 void fl_crd_prune(const fl_kind *k, json_t *obj, json_t *unknown);
+
+/* The fields of obj that k's table marks `unsupported` (upstream has them, nothing in
+ * Flotilla acts on them yet) and that obj sets to something other than null, false,
+ * 0, "" or empty: their paths, ".spec.placement.foo" as fl_crd_prune writes them,
+ * appended to out. Built-in and Karmada kinds only (no-op otherwise). */
+void fl_crd_unsupported_fields(const fl_kind *k, const json_t *obj, json_t *out);
 
 /* Apply the schema's `default` values to obj in place, recursively, the way the
  * apiserver defaults custom resources on create, update and read:
@@ -68,6 +82,11 @@ void fl_crd_prune(const fl_kind *k, json_t *obj, json_t *unknown);
  * - the additionalProperties schema's defaults apply inside every value of a map.
  * No-op when k is NULL, not dynamic, has no schema, or obj is not an object. */
 void fl_crd_default(const fl_kind *k, json_t *obj);
+
+/* The duplicate object keys of the JSON text buf[0..len) (valid JSON: jansson decoded
+ * it), as complete messages for fl_crd_field_validation appended to out:
+ * `duplicate field "spec.replicas"` (list elements as "[2]"), in document order. */
+void fl_crd_duplicate_fields(const char *buf, size_t len, json_t *out);
 
 /* Decide what the fieldValidation query parameter makes of the unknown fields.
  *

@@ -32,7 +32,7 @@
 /* From kinds_builtin.c / kinds_crd.c; internal to the kinds module. */
 extern fl_kind fl_kinds__builtin[];
 extern const size_t fl_kinds__builtin_count;
-extern const fl_field fl_kinds__objectmeta_fields[];
+extern const fl_field fl_schema_meta_v1_ObjectMeta[];
 void fl_kinds__dynamic_free(fl_kind *k);
 
 /* Declared here for kinds_crd.c and discovery.c (no private header in this module). */
@@ -570,8 +570,14 @@ static bool smp_walk(const fl_field *t, const char *path, fl_smp_meta *out)
             return true;
         }
         /* "spec.template.spec" + sub table: continue with the rest of the path */
-        if (path[n] == '.' && t->sub && smp_walk(t->sub, path + n + 1, out))
+        if (path[n] == '.' && t->sub && t->type != FL_F_MAP && smp_walk(t->sub, path + n + 1, out))
             return true;
+        /* a map's values: the next segment is a key, the table applies after it */
+        if (path[n] == '.' && t->sub && t->type == FL_F_MAP) {
+            const char *after = strchr(path + n + 1, '.');
+            if (after && smp_walk(t->sub, after + 1, out))
+                return true;
+        }
     }
     return false;
 }
@@ -586,6 +592,6 @@ bool fl_kind_smp_lookup(void *ctx, const char *path, fl_smp_meta *out)
         return smp_walk(k->fields, path, out);
     /* dynamic kinds have no table; their metadata still follows ObjectMeta's tags */
     if (!strncmp(path, "metadata.", 9))
-        return smp_walk(fl_kinds__objectmeta_fields, path + 9, out);
+        return smp_walk(fl_schema_meta_v1_ObjectMeta, path + 9, out);
     return false;
 }

@@ -41,11 +41,18 @@ enum fl_ftype {
     FL_F_MAPSTR,    /* object whose values are all strings (labels, data) */
     FL_F_INTORSTR,  /* intstr.IntOrString */
     FL_F_QUANTITY,  /* resource.Quantity: string or number */
+    FL_F_MAP,       /* object with arbitrary keys whose values are `elem` (objects: `sub`) */
 };
 
 /* One field of a kind's schema. path is dotted from the object root with list elements
  * elided ("spec.template.spec.containers.name"). sub, when set, is a nested table whose
- * paths are relative to this field (used to share PodSpec, ObjectMeta, LabelSelector). */
+ * paths are relative to this field (for a list, to each element; for FL_F_MAP, to each
+ * value): one table per upstream definition, shared (PodSpec, ObjectMeta, LabelSelector).
+ *
+ * The tables of the served built-in and Karmada kinds are generated from the published
+ * schemas (kinds_schema.c, tools/gen_kind_schemas.py): one path segment per row, and
+ * complete, so a key missing from a table is an unknown field (fl_crd_prune, crd_schema.h).
+ * An FL_F_OBJECT without sub, and FL_F_ANY, are free-form: nothing inside is unknown. */
 typedef struct fl_field {
     const char *path;
     enum fl_ftype type;
@@ -53,6 +60,8 @@ typedef struct fl_field {
     const char *strategy;      /* SMP patchStrategy: "merge", "replace", "retainKeys", "merge,retainKeys" */
     const struct fl_field *sub; /* NULL-path-terminated nested table, or NULL */
     bool required;
+    enum fl_ftype elem;        /* FL_F_ARRAY/FL_F_MAP: type of the elements/values (FL_F_ANY: unchecked) */
+    bool unsupported;          /* upstream's, but nothing here acts on it: refused when set (422) */
 } fl_field;
 
 /* A server-side Table column. jsonpath is a Kubernetes JSONPath ("{.status.readyReplicas}"

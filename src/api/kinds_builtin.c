@@ -1,18 +1,15 @@
 /* kinds_builtin.c - the static table of built-in kinds: names, scope, subresources,
- * field selectors, schema hints with strategic-merge-patch metadata, Table columns
- * and row functions.
+ * field selectors, field tables, Table columns and row functions.
  *
  * This is data, declared once (STYLE.md "Tables that list things"): discovery,
  * OpenAPI, `kubectl get` columns, type checks and strategic merge patch all read it.
- * Names, short names, categories and patch tags follow what upstream serves:
- * Kubernetes' Go struct tags (patchStrategy/patchMergeKey) for the core, apps, batch
- * and coordination kinds, Karmada's CRDs (charts/karmada/_crds/bases) and its
- * aggregated API server (Cluster) for the Karmada kinds.
+ * Names, short names and categories follow what upstream serves: Kubernetes for the
+ * core, apps, batch and coordination kinds, Karmada's CRDs (charts/karmada/_crds/bases)
+ * and its aggregated API server (Cluster) for the Karmada kinds.
  *
- * Field tables use dotted paths from the object root with list elements elided;
- * `sub` points at a nested table whose paths are relative to the field (for an array,
- * relative to each element). Shared structures (ObjectMeta, PodSpec, Container,
- * LabelSelector) are one table each, referenced by `sub`.
+ * The field tables (types, required fields, strategic-merge-patch tags) are generated
+ * from the published OpenAPI documents into kinds_schema.c by tools/gen_kind_schemas.py;
+ * this file only points each kind at its table.
  *
  * Row functions reproduce the cells of upstream's printers (pkg/printers/internalversion)
  * for the columns after NAME; AGE is added by the table renderer (table.c). Every row
@@ -25,6 +22,7 @@
 #include <time.h>
 
 #include "api/kinds.h"
+#include "api/kinds_schema.h"
 #include "api/validate.h"
 #include "core/json_get.h"
 #include "core/mem.h"
@@ -33,1049 +31,6 @@
 /* Shared with kinds.c (registry) and kinds_crd.c; not part of kinds.h on purpose. */
 extern fl_kind fl_kinds__builtin[];
 extern const size_t fl_kinds__builtin_count;
-extern const fl_field fl_kinds__objectmeta_fields[];
-
-#define F(p, t) { .path = (p), .type = (t) }
-#define FR(p, t) { .path = (p), .type = (t), .required = true }
-#define FS(p, t, s) { .path = (p), .type = (t), .sub = (s) }
-#define FSR(p, t, s) { .path = (p), .type = (t), .sub = (s), .required = true }
-/* list with patch metadata: FL(path, mergeKey, strategy, sub) */
-#define FL(p, key, strat, s) { .path = (p), .type = FL_F_ARRAY, .merge_key = (key), .strategy = (strat), .sub = (s) }
-#define FEND { .path = NULL }
-
-/* ------------------------------------------------------------------ */
-/* Shared structures                                                   */
-/* ------------------------------------------------------------------ */
-
-/* Elements are objects this table does not describe further (arrays whose sub is
- * NULL hold scalars, strings unless noted). */
-static const fl_field opaque_fields[] = { FEND };
-
-static const fl_field owner_ref_fields[] = {
-    FR("apiVersion", FL_F_STRING), FR("kind", FL_F_STRING), FR("name", FL_F_STRING),
-    FR("uid", FL_F_STRING), F("controller", FL_F_BOOL), F("blockOwnerDeletion", FL_F_BOOL),
-    FEND,
-};
-
-static const fl_field managed_fields_fields[] = {
-    F("manager", FL_F_STRING), F("operation", FL_F_STRING), F("apiVersion", FL_F_STRING),
-    F("time", FL_F_STRING), F("fieldsType", FL_F_STRING), F("fieldsV1", FL_F_OBJECT),
-    F("subresource", FL_F_STRING), FEND,
-};
-
-/* ObjectMeta: finalizers `patchStrategy:"merge"`, ownerReferences merge on uid. */
-const fl_field fl_kinds__objectmeta_fields[] = {
-    F("name", FL_F_STRING),
-    F("generateName", FL_F_STRING),
-    F("namespace", FL_F_STRING),
-    F("selfLink", FL_F_STRING),
-    F("uid", FL_F_STRING),
-    F("resourceVersion", FL_F_STRING),
-    F("generation", FL_F_INT),
-    F("creationTimestamp", FL_F_ANY),   /* string, or null in client-generated manifests */
-    F("deletionTimestamp", FL_F_STRING),
-    F("deletionGracePeriodSeconds", FL_F_INT),
-    F("labels", FL_F_MAPSTR),
-    F("annotations", FL_F_MAPSTR),
-    FL("ownerReferences", "uid", "merge", owner_ref_fields),
-    FL("finalizers", NULL, "merge", NULL),
-    FS("managedFields", FL_F_ARRAY, managed_fields_fields),
-    FEND,
-};
-
-static const fl_field label_selector_req_fields[] = {
-    FR("key", FL_F_STRING), FR("operator", FL_F_STRING), F("values", FL_F_ARRAY), FEND,
-};
-
-static const fl_field label_selector_fields[] = {
-    F("matchLabels", FL_F_MAPSTR),
-    FS("matchExpressions", FL_F_ARRAY, label_selector_req_fields),
-    FEND,
-};
-
-static const fl_field local_ref_fields[] = { F("name", FL_F_STRING), FEND };
-
-static const fl_field key_to_path_fields[] = {
-    FR("key", FL_F_STRING), FR("path", FL_F_STRING), F("mode", FL_F_INT), FEND,
-};
-
-static const fl_field object_field_selector_fields[] = {
-    F("apiVersion", FL_F_STRING), FR("fieldPath", FL_F_STRING), FEND,
-};
-
-static const fl_field resource_field_selector_fields[] = {
-    F("containerName", FL_F_STRING), FR("resource", FL_F_STRING), F("divisor", FL_F_QUANTITY), FEND,
-};
-
-static const fl_field key_selector_fields[] = {
-    F("name", FL_F_STRING), FR("key", FL_F_STRING), F("optional", FL_F_BOOL), FEND,
-};
-
-static const fl_field env_var_fields[] = {
-    FR("name", FL_F_STRING),
-    F("value", FL_F_STRING),
-    F("valueFrom", FL_F_OBJECT),
-    FS("valueFrom.fieldRef", FL_F_OBJECT, object_field_selector_fields),
-    FS("valueFrom.resourceFieldRef", FL_F_OBJECT, resource_field_selector_fields),
-    FS("valueFrom.configMapKeyRef", FL_F_OBJECT, key_selector_fields),
-    FS("valueFrom.secretKeyRef", FL_F_OBJECT, key_selector_fields),
-    FEND,
-};
-
-static const fl_field optional_ref_fields[] = { F("name", FL_F_STRING), F("optional", FL_F_BOOL), FEND };
-
-static const fl_field env_from_fields[] = {
-    F("prefix", FL_F_STRING),
-    FS("configMapRef", FL_F_OBJECT, optional_ref_fields),
-    FS("secretRef", FL_F_OBJECT, optional_ref_fields),
-    FEND,
-};
-
-static const fl_field container_port_fields[] = {
-    F("name", FL_F_STRING), F("hostPort", FL_F_INT), FR("containerPort", FL_F_INT),
-    F("protocol", FL_F_STRING), F("hostIP", FL_F_STRING), FEND,
-};
-
-static const fl_field resource_claim_ref_fields[] = {
-    FR("name", FL_F_STRING), F("request", FL_F_STRING), FEND,
-};
-
-static const fl_field resources_fields[] = {
-    F("limits", FL_F_OBJECT),    /* map of quantities */
-    F("requests", FL_F_OBJECT),
-    FS("claims", FL_F_ARRAY, resource_claim_ref_fields),
-    FEND,
-};
-
-static const fl_field resize_policy_fields[] = {
-    FR("resourceName", FL_F_STRING), FR("restartPolicy", FL_F_STRING), FEND,
-};
-
-static const fl_field volume_mount_fields[] = {
-    FR("name", FL_F_STRING), F("readOnly", FL_F_BOOL), F("recursiveReadOnly", FL_F_STRING),
-    FR("mountPath", FL_F_STRING), F("subPath", FL_F_STRING), F("mountPropagation", FL_F_STRING),
-    F("subPathExpr", FL_F_STRING), FEND,
-};
-
-static const fl_field volume_device_fields[] = {
-    FR("name", FL_F_STRING), FR("devicePath", FL_F_STRING), FEND,
-};
-
-static const fl_field http_header_fields[] = { FR("name", FL_F_STRING), FR("value", FL_F_STRING), FEND };
-
-/* ProbeHandler / LifecycleHandler actions, listed once and included in both tables. */
-#define HANDLER_FIELDS \
-    F("exec", FL_F_OBJECT), \
-    F("exec.command", FL_F_ARRAY), \
-    F("httpGet", FL_F_OBJECT), \
-    F("httpGet.path", FL_F_STRING), \
-    F("httpGet.port", FL_F_INTORSTR), \
-    F("httpGet.host", FL_F_STRING), \
-    F("httpGet.scheme", FL_F_STRING), \
-    FS("httpGet.httpHeaders", FL_F_ARRAY, http_header_fields), \
-    F("tcpSocket", FL_F_OBJECT), \
-    F("tcpSocket.port", FL_F_INTORSTR), \
-    F("tcpSocket.host", FL_F_STRING), \
-    F("grpc", FL_F_OBJECT), \
-    F("grpc.port", FL_F_INT), \
-    F("grpc.service", FL_F_STRING)
-
-static const fl_field handler_fields[] = {
-    HANDLER_FIELDS,
-    F("sleep", FL_F_OBJECT),
-    F("sleep.seconds", FL_F_INT),
-    FEND,
-};
-
-static const fl_field probe_fields[] = {
-    HANDLER_FIELDS,
-    F("initialDelaySeconds", FL_F_INT),
-    F("timeoutSeconds", FL_F_INT),
-    F("periodSeconds", FL_F_INT),
-    F("successThreshold", FL_F_INT),
-    F("failureThreshold", FL_F_INT),
-    F("terminationGracePeriodSeconds", FL_F_INT),
-    FEND,
-};
-
-static const fl_field lifecycle_fields[] = {
-    FS("postStart", FL_F_OBJECT, handler_fields),
-    FS("preStop", FL_F_OBJECT, handler_fields),
-    F("stopSignal", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field se_linux_fields[] = {
-    F("user", FL_F_STRING), F("role", FL_F_STRING), F("type", FL_F_STRING), F("level", FL_F_STRING), FEND,
-};
-
-static const fl_field profile_fields[] = {
-    FR("type", FL_F_STRING), F("localhostProfile", FL_F_STRING), FEND,
-};
-
-static const fl_field windows_options_fields[] = {
-    F("gmsaCredentialSpecName", FL_F_STRING), F("gmsaCredentialSpec", FL_F_STRING),
-    F("runAsUserName", FL_F_STRING), F("hostProcess", FL_F_BOOL), FEND,
-};
-
-static const fl_field container_security_fields[] = {
-    F("capabilities", FL_F_OBJECT),
-    F("capabilities.add", FL_F_ARRAY),
-    F("capabilities.drop", FL_F_ARRAY),
-    F("privileged", FL_F_BOOL),
-    FS("seLinuxOptions", FL_F_OBJECT, se_linux_fields),
-    FS("windowsOptions", FL_F_OBJECT, windows_options_fields),
-    F("runAsUser", FL_F_INT),
-    F("runAsGroup", FL_F_INT),
-    F("runAsNonRoot", FL_F_BOOL),
-    F("readOnlyRootFilesystem", FL_F_BOOL),
-    F("allowPrivilegeEscalation", FL_F_BOOL),
-    F("procMount", FL_F_STRING),
-    FS("seccompProfile", FL_F_OBJECT, profile_fields),
-    FS("appArmorProfile", FL_F_OBJECT, profile_fields),
-    FEND,
-};
-
-/* Container: ports merge on containerPort, env merge on name, volumeMounts merge on
- * mountPath, volumeDevices merge on devicePath; resizePolicy is atomic upstream. */
-static const fl_field container_fields[] = {
-    FR("name", FL_F_STRING),
-    F("image", FL_F_STRING),
-    F("command", FL_F_ARRAY),
-    F("args", FL_F_ARRAY),
-    F("workingDir", FL_F_STRING),
-    FL("ports", "containerPort", "merge", container_port_fields),
-    FS("envFrom", FL_F_ARRAY, env_from_fields),
-    FL("env", "name", "merge", env_var_fields),
-    FS("resources", FL_F_OBJECT, resources_fields),
-    FS("resizePolicy", FL_F_ARRAY, resize_policy_fields),
-    F("restartPolicy", FL_F_STRING),
-    FL("volumeMounts", "mountPath", "merge", volume_mount_fields),
-    FL("volumeDevices", "devicePath", "merge", volume_device_fields),
-    FS("livenessProbe", FL_F_OBJECT, probe_fields),
-    FS("readinessProbe", FL_F_OBJECT, probe_fields),
-    FS("startupProbe", FL_F_OBJECT, probe_fields),
-    FS("lifecycle", FL_F_OBJECT, lifecycle_fields),
-    F("terminationMessagePath", FL_F_STRING),
-    F("terminationMessagePolicy", FL_F_STRING),
-    F("imagePullPolicy", FL_F_STRING),
-    FS("securityContext", FL_F_OBJECT, container_security_fields),
-    F("stdin", FL_F_BOOL),
-    F("stdinOnce", FL_F_BOOL),
-    F("tty", FL_F_BOOL),
-    F("targetContainerName", FL_F_STRING),  /* ephemeral containers only */
-    FEND,
-};
-
-/* Volumes: the common sources. */
-static const fl_field volume_fields[] = {
-    FR("name", FL_F_STRING),
-    F("configMap", FL_F_OBJECT),
-    F("configMap.name", FL_F_STRING),
-    FS("configMap.items", FL_F_ARRAY, key_to_path_fields),
-    F("configMap.defaultMode", FL_F_INT),
-    F("configMap.optional", FL_F_BOOL),
-    F("secret", FL_F_OBJECT),
-    F("secret.secretName", FL_F_STRING),
-    FS("secret.items", FL_F_ARRAY, key_to_path_fields),
-    F("secret.defaultMode", FL_F_INT),
-    F("secret.optional", FL_F_BOOL),
-    F("emptyDir", FL_F_OBJECT),
-    F("emptyDir.medium", FL_F_STRING),
-    F("emptyDir.sizeLimit", FL_F_QUANTITY),
-    F("hostPath", FL_F_OBJECT),
-    FR("hostPath.path", FL_F_STRING),
-    F("hostPath.type", FL_F_STRING),
-    F("persistentVolumeClaim", FL_F_OBJECT),
-    FR("persistentVolumeClaim.claimName", FL_F_STRING),
-    F("persistentVolumeClaim.readOnly", FL_F_BOOL),
-    F("projected", FL_F_OBJECT),
-    FS("projected.sources", FL_F_ARRAY, opaque_fields),
-    F("projected.defaultMode", FL_F_INT),
-    F("downwardAPI", FL_F_OBJECT),
-    FS("downwardAPI.items", FL_F_ARRAY, opaque_fields),
-    F("downwardAPI.defaultMode", FL_F_INT),
-    F("nfs", FL_F_OBJECT),
-    F("nfs.server", FL_F_STRING),
-    F("nfs.path", FL_F_STRING),
-    F("nfs.readOnly", FL_F_BOOL),
-    F("csi", FL_F_OBJECT),
-    F("csi.driver", FL_F_STRING),
-    F("csi.readOnly", FL_F_BOOL),
-    F("csi.fsType", FL_F_STRING),
-    F("csi.volumeAttributes", FL_F_MAPSTR),
-    FS("csi.nodePublishSecretRef", FL_F_OBJECT, local_ref_fields),
-    F("ephemeral", FL_F_OBJECT),
-    F("ephemeral.volumeClaimTemplate", FL_F_OBJECT),
-    F("image", FL_F_OBJECT),
-    F("image.reference", FL_F_STRING),
-    F("image.pullPolicy", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field toleration_fields[] = {
-    F("key", FL_F_STRING), F("operator", FL_F_STRING), F("value", FL_F_STRING),
-    F("effect", FL_F_STRING), F("tolerationSeconds", FL_F_INT), FEND,
-};
-
-static const fl_field host_alias_fields[] = { FR("ip", FL_F_STRING), F("hostnames", FL_F_ARRAY), FEND };
-
-static const fl_field node_selector_req_fields[] = {
-    FR("key", FL_F_STRING), FR("operator", FL_F_STRING), F("values", FL_F_ARRAY), FEND,
-};
-
-static const fl_field node_selector_term_fields[] = {
-    FS("matchExpressions", FL_F_ARRAY, node_selector_req_fields),
-    FS("matchFields", FL_F_ARRAY, node_selector_req_fields),
-    FEND,
-};
-
-static const fl_field preferred_sched_term_fields[] = {
-    FR("weight", FL_F_INT), FSR("preference", FL_F_OBJECT, node_selector_term_fields), FEND,
-};
-
-static const fl_field pod_affinity_term_fields[] = {
-    FS("labelSelector", FL_F_OBJECT, label_selector_fields),
-    F("namespaces", FL_F_ARRAY),
-    FR("topologyKey", FL_F_STRING),
-    FS("namespaceSelector", FL_F_OBJECT, label_selector_fields),
-    F("matchLabelKeys", FL_F_ARRAY),
-    F("mismatchLabelKeys", FL_F_ARRAY),
-    FEND,
-};
-
-static const fl_field weighted_pod_affinity_fields[] = {
-    FR("weight", FL_F_INT), FSR("podAffinityTerm", FL_F_OBJECT, pod_affinity_term_fields), FEND,
-};
-
-static const fl_field pod_affinity_fields[] = {
-    FS("requiredDuringSchedulingIgnoredDuringExecution", FL_F_ARRAY, pod_affinity_term_fields),
-    FS("preferredDuringSchedulingIgnoredDuringExecution", FL_F_ARRAY, weighted_pod_affinity_fields),
-    FEND,
-};
-
-static const fl_field affinity_fields[] = {
-    F("nodeAffinity", FL_F_OBJECT),
-    F("nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution", FL_F_OBJECT),
-    FS("nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", FL_F_ARRAY,
-       node_selector_term_fields),
-    FS("nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution", FL_F_ARRAY, preferred_sched_term_fields),
-    FS("podAffinity", FL_F_OBJECT, pod_affinity_fields),
-    FS("podAntiAffinity", FL_F_OBJECT, pod_affinity_fields),
-    FEND,
-};
-
-static const fl_field sysctl_fields[] = { FR("name", FL_F_STRING), FR("value", FL_F_STRING), FEND };
-
-static const fl_field pod_security_fields[] = {
-    FS("seLinuxOptions", FL_F_OBJECT, se_linux_fields),
-    FS("windowsOptions", FL_F_OBJECT, windows_options_fields),
-    F("runAsUser", FL_F_INT),
-    F("runAsGroup", FL_F_INT),
-    F("runAsNonRoot", FL_F_BOOL),
-    F("supplementalGroups", FL_F_ARRAY),
-    F("supplementalGroupsPolicy", FL_F_STRING),
-    F("fsGroup", FL_F_INT),
-    FS("sysctls", FL_F_ARRAY, sysctl_fields),
-    F("fsGroupChangePolicy", FL_F_STRING),
-    FS("seccompProfile", FL_F_OBJECT, profile_fields),
-    FS("appArmorProfile", FL_F_OBJECT, profile_fields),
-    F("seLinuxChangePolicy", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field dns_option_fields[] = { F("name", FL_F_STRING), F("value", FL_F_STRING), FEND };
-
-static const fl_field dns_config_fields[] = {
-    F("nameservers", FL_F_ARRAY), F("searches", FL_F_ARRAY), FS("options", FL_F_ARRAY, dns_option_fields), FEND,
-};
-
-static const fl_field readiness_gate_fields[] = { FR("conditionType", FL_F_STRING), FEND };
-
-static const fl_field topology_spread_fields[] = {
-    FR("maxSkew", FL_F_INT),
-    FR("topologyKey", FL_F_STRING),
-    FR("whenUnsatisfiable", FL_F_STRING),
-    FS("labelSelector", FL_F_OBJECT, label_selector_fields),
-    F("minDomains", FL_F_INT),
-    F("nodeAffinityPolicy", FL_F_STRING),
-    F("nodeTaintsPolicy", FL_F_STRING),
-    F("matchLabelKeys", FL_F_ARRAY),
-    FEND,
-};
-
-static const fl_field pod_os_fields[] = { FR("name", FL_F_STRING), FEND };
-
-static const fl_field scheduling_gate_fields[] = { FR("name", FL_F_STRING), FEND };
-
-static const fl_field pod_resource_claim_fields[] = {
-    FR("name", FL_F_STRING), F("resourceClaimName", FL_F_STRING), F("resourceClaimTemplateName", FL_F_STRING),
-    FEND,
-};
-
-/* PodSpec, with upstream's patch tags. */
-static const fl_field podspec_fields[] = {
-    FL("volumes", "name", "merge,retainKeys", volume_fields),
-    FL("initContainers", "name", "merge", container_fields),
-    FL("containers", "name", "merge", container_fields),
-    FL("ephemeralContainers", "name", "merge", container_fields),
-    F("restartPolicy", FL_F_STRING),
-    F("terminationGracePeriodSeconds", FL_F_INT),
-    F("activeDeadlineSeconds", FL_F_INT),
-    F("dnsPolicy", FL_F_STRING),
-    F("nodeSelector", FL_F_MAPSTR),
-    F("serviceAccountName", FL_F_STRING),
-    F("serviceAccount", FL_F_STRING),
-    F("automountServiceAccountToken", FL_F_BOOL),
-    F("nodeName", FL_F_STRING),
-    F("hostNetwork", FL_F_BOOL),
-    F("hostPID", FL_F_BOOL),
-    F("hostIPC", FL_F_BOOL),
-    F("shareProcessNamespace", FL_F_BOOL),
-    FS("securityContext", FL_F_OBJECT, pod_security_fields),
-    FL("imagePullSecrets", "name", "merge", local_ref_fields),
-    F("hostname", FL_F_STRING),
-    F("subdomain", FL_F_STRING),
-    FS("affinity", FL_F_OBJECT, affinity_fields),
-    F("schedulerName", FL_F_STRING),
-    FS("tolerations", FL_F_ARRAY, toleration_fields),
-    FL("hostAliases", "ip", "merge", host_alias_fields),
-    F("priorityClassName", FL_F_STRING),
-    F("priority", FL_F_INT),
-    FS("dnsConfig", FL_F_OBJECT, dns_config_fields),
-    FS("readinessGates", FL_F_ARRAY, readiness_gate_fields),
-    F("runtimeClassName", FL_F_STRING),
-    F("enableServiceLinks", FL_F_BOOL),
-    F("preemptionPolicy", FL_F_STRING),
-    F("overhead", FL_F_OBJECT),
-    FL("topologySpreadConstraints", "topologyKey", "merge", topology_spread_fields),
-    F("setHostnameAsFQDN", FL_F_BOOL),
-    FS("os", FL_F_OBJECT, pod_os_fields),
-    F("hostUsers", FL_F_BOOL),
-    FL("schedulingGates", "name", "merge", scheduling_gate_fields),
-    FL("resourceClaims", "name", "merge,retainKeys", pod_resource_claim_fields),
-    FS("resources", FL_F_OBJECT, resources_fields),
-    FEND,
-};
-
-static const fl_field pod_template_fields[] = {
-    FS("metadata", FL_F_OBJECT, fl_kinds__objectmeta_fields),
-    FS("spec", FL_F_OBJECT, podspec_fields),
-    FEND,
-};
-
-/* Condition lists in status are merged on type upstream. */
-static const fl_field condition_fields[] = {
-    FR("type", FL_F_STRING), FR("status", FL_F_STRING), F("observedGeneration", FL_F_INT),
-    F("lastTransitionTime", FL_F_STRING), F("lastUpdateTime", FL_F_STRING), F("lastProbeTime", FL_F_STRING),
-    F("lastHeartbeatTime", FL_F_STRING), F("reason", FL_F_STRING), F("message", FL_F_STRING), FEND,
-};
-
-/* ------------------------------------------------------------------ */
-/* core/v1                                                             */
-/* ------------------------------------------------------------------ */
-
-#define META FS("metadata", FL_F_OBJECT, fl_kinds__objectmeta_fields)
-#define TYPEMETA F("apiVersion", FL_F_STRING), F("kind", FL_F_STRING)
-
-static const fl_field namespace_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.finalizers", FL_F_ARRAY),
-    F("status", FL_F_OBJECT),
-    F("status.phase", FL_F_STRING),
-    FL("status.conditions", "type", "merge", condition_fields),
-    FEND,
-};
-
-static const fl_field configmap_fields[] = {
-    TYPEMETA, META,
-    F("data", FL_F_MAPSTR),
-    F("binaryData", FL_F_MAPSTR),
-    F("immutable", FL_F_BOOL),
-    FEND,
-};
-
-static const fl_field secret_fields[] = {
-    TYPEMETA, META,
-    F("data", FL_F_MAPSTR),
-    F("stringData", FL_F_MAPSTR),
-    F("type", FL_F_STRING),
-    F("immutable", FL_F_BOOL),
-    FEND,
-};
-
-static const fl_field service_port_fields[] = {
-    F("name", FL_F_STRING), F("protocol", FL_F_STRING), F("appProtocol", FL_F_STRING),
-    FR("port", FL_F_INT), F("targetPort", FL_F_INTORSTR), F("nodePort", FL_F_INT), FEND,
-};
-
-static const fl_field port_status_fields[] = {
-    FR("port", FL_F_INT), FR("protocol", FL_F_STRING), F("error", FL_F_STRING), FEND,
-};
-
-static const fl_field lb_ingress_fields[] = {
-    F("ip", FL_F_STRING), F("hostname", FL_F_STRING), F("ipMode", FL_F_STRING),
-    FS("ports", FL_F_ARRAY, port_status_fields), FEND,
-};
-
-static const fl_field service_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    FL("spec.ports", "port", "merge", service_port_fields),
-    F("spec.selector", FL_F_MAPSTR),
-    F("spec.clusterIP", FL_F_STRING),
-    F("spec.clusterIPs", FL_F_ARRAY),
-    F("spec.type", FL_F_STRING),
-    F("spec.externalIPs", FL_F_ARRAY),
-    F("spec.sessionAffinity", FL_F_STRING),
-    F("spec.loadBalancerIP", FL_F_STRING),
-    F("spec.loadBalancerSourceRanges", FL_F_ARRAY),
-    F("spec.externalName", FL_F_STRING),
-    F("spec.externalTrafficPolicy", FL_F_STRING),
-    F("spec.healthCheckNodePort", FL_F_INT),
-    F("spec.publishNotReadyAddresses", FL_F_BOOL),
-    F("spec.sessionAffinityConfig", FL_F_OBJECT),
-    F("spec.sessionAffinityConfig.clientIP", FL_F_OBJECT),
-    F("spec.sessionAffinityConfig.clientIP.timeoutSeconds", FL_F_INT),
-    F("spec.ipFamilies", FL_F_ARRAY),
-    F("spec.ipFamilyPolicy", FL_F_STRING),
-    F("spec.allocateLoadBalancerNodePorts", FL_F_BOOL),
-    F("spec.loadBalancerClass", FL_F_STRING),
-    F("spec.internalTrafficPolicy", FL_F_STRING),
-    F("spec.trafficDistribution", FL_F_STRING),
-    F("status", FL_F_OBJECT),
-    F("status.loadBalancer", FL_F_OBJECT),
-    FS("status.loadBalancer.ingress", FL_F_ARRAY, lb_ingress_fields),
-    FL("status.conditions", "type", "merge", condition_fields),
-    FEND,
-};
-
-static const fl_field object_ref_fields[] = {
-    F("kind", FL_F_STRING), F("namespace", FL_F_STRING), F("name", FL_F_STRING), F("uid", FL_F_STRING),
-    F("apiVersion", FL_F_STRING), F("resourceVersion", FL_F_STRING), F("fieldPath", FL_F_STRING), FEND,
-};
-
-static const fl_field serviceaccount_fields[] = {
-    TYPEMETA, META,
-    FL("secrets", "name", "merge", object_ref_fields),
-    FS("imagePullSecrets", FL_F_ARRAY, local_ref_fields),
-    F("automountServiceAccountToken", FL_F_BOOL),
-    FEND,
-};
-
-static const fl_field typed_local_ref_fields[] = {
-    F("apiGroup", FL_F_STRING), FR("kind", FL_F_STRING), FR("name", FL_F_STRING), F("namespace", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field pvc_spec_fields[] = {
-    F("accessModes", FL_F_ARRAY),
-    FS("selector", FL_F_OBJECT, label_selector_fields),
-    FS("resources", FL_F_OBJECT, resources_fields),
-    F("volumeName", FL_F_STRING),
-    F("storageClassName", FL_F_STRING),
-    F("volumeMode", FL_F_STRING),
-    FS("dataSource", FL_F_OBJECT, typed_local_ref_fields),
-    FS("dataSourceRef", FL_F_OBJECT, typed_local_ref_fields),
-    F("volumeAttributesClassName", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field pvc_fields[] = {
-    TYPEMETA, META,
-    FS("spec", FL_F_OBJECT, pvc_spec_fields),
-    F("status", FL_F_OBJECT),
-    F("status.phase", FL_F_STRING),
-    F("status.accessModes", FL_F_ARRAY),
-    F("status.capacity", FL_F_OBJECT),
-    FL("status.conditions", "type", "merge", condition_fields),
-    F("status.allocatedResources", FL_F_OBJECT),
-    F("status.allocatedResourceStatuses", FL_F_MAPSTR),
-    F("status.currentVolumeAttributesClassName", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field pod_ip_fields[] = { FR("ip", FL_F_STRING), FEND };
-
-static const fl_field container_status_fields[] = {
-    FR("name", FL_F_STRING), F("state", FL_F_OBJECT), F("lastState", FL_F_OBJECT), F("ready", FL_F_BOOL),
-    F("restartCount", FL_F_INT), F("image", FL_F_STRING), F("imageID", FL_F_STRING),
-    F("containerID", FL_F_STRING), F("started", FL_F_BOOL), FEND,
-};
-
-static const fl_field pod_fields[] = {
-    TYPEMETA, META,
-    FS("spec", FL_F_OBJECT, podspec_fields),
-    F("status", FL_F_OBJECT),
-    F("status.phase", FL_F_STRING),
-    FL("status.conditions", "type", "merge", condition_fields),
-    F("status.message", FL_F_STRING),
-    F("status.reason", FL_F_STRING),
-    F("status.nominatedNodeName", FL_F_STRING),
-    F("status.hostIP", FL_F_STRING),
-    FL("status.hostIPs", "ip", "merge", pod_ip_fields),
-    F("status.podIP", FL_F_STRING),
-    FL("status.podIPs", "ip", "merge", pod_ip_fields),
-    F("status.startTime", FL_F_STRING),
-    FS("status.initContainerStatuses", FL_F_ARRAY, container_status_fields),
-    FS("status.containerStatuses", FL_F_ARRAY, container_status_fields),
-    FS("status.ephemeralContainerStatuses", FL_F_ARRAY, container_status_fields),
-    F("status.qosClass", FL_F_STRING),
-    FL("status.resourceClaimStatuses", "name", "merge,retainKeys", NULL),
-    FEND,
-};
-
-static const fl_field event_source_fields[] = { F("component", FL_F_STRING), F("host", FL_F_STRING), FEND };
-
-static const fl_field event_fields[] = {
-    TYPEMETA, META,
-    FSR("involvedObject", FL_F_OBJECT, object_ref_fields),
-    F("reason", FL_F_STRING),
-    F("message", FL_F_STRING),
-    FS("source", FL_F_OBJECT, event_source_fields),
-    F("firstTimestamp", FL_F_ANY),
-    F("lastTimestamp", FL_F_ANY),
-    F("count", FL_F_INT),
-    F("type", FL_F_STRING),
-    F("eventTime", FL_F_ANY),
-    F("series", FL_F_OBJECT),
-    F("series.count", FL_F_INT),
-    F("series.lastObservedTime", FL_F_STRING),
-    F("action", FL_F_STRING),
-    FS("related", FL_F_OBJECT, object_ref_fields),
-    F("reportingComponent", FL_F_STRING),
-    F("reportingInstance", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field taint_fields[] = {
-    FR("key", FL_F_STRING), F("value", FL_F_STRING), FR("effect", FL_F_STRING), F("timeAdded", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field node_address_fields[] = { FR("type", FL_F_STRING), FR("address", FL_F_STRING), FEND };
-
-static const fl_field node_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.podCIDR", FL_F_STRING),
-    FL("spec.podCIDRs", NULL, "merge", NULL),
-    F("spec.providerID", FL_F_STRING),
-    F("spec.unschedulable", FL_F_BOOL),
-    FS("spec.taints", FL_F_ARRAY, taint_fields),
-    F("spec.configSource", FL_F_OBJECT),
-    F("status", FL_F_OBJECT),
-    F("status.capacity", FL_F_OBJECT),
-    F("status.allocatable", FL_F_OBJECT),
-    F("status.phase", FL_F_STRING),
-    FL("status.conditions", "type", "merge", condition_fields),
-    FL("status.addresses", "type", "merge", node_address_fields),
-    F("status.daemonEndpoints", FL_F_OBJECT),
-    F("status.nodeInfo", FL_F_OBJECT),
-    F("status.nodeInfo.kubeletVersion", FL_F_STRING),
-    F("status.nodeInfo.osImage", FL_F_STRING),
-    F("status.nodeInfo.kernelVersion", FL_F_STRING),
-    F("status.nodeInfo.containerRuntimeVersion", FL_F_STRING),
-    F("status.nodeInfo.architecture", FL_F_STRING),
-    F("status.nodeInfo.operatingSystem", FL_F_STRING),
-    FS("status.images", FL_F_ARRAY, opaque_fields),
-    F("status.volumesInUse", FL_F_ARRAY),
-    FS("status.volumesAttached", FL_F_ARRAY, opaque_fields),
-    FEND,
-};
-
-/* ------------------------------------------------------------------ */
-/* apps/v1                                                             */
-/* ------------------------------------------------------------------ */
-
-static const fl_field deployment_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.replicas", FL_F_INT),
-    FSR("spec.selector", FL_F_OBJECT, label_selector_fields),
-    FSR("spec.template", FL_F_OBJECT, pod_template_fields),
-    { .path = "spec.strategy", .type = FL_F_OBJECT, .strategy = "retainKeys" },
-    F("spec.strategy.type", FL_F_STRING),
-    F("spec.strategy.rollingUpdate", FL_F_OBJECT),
-    F("spec.strategy.rollingUpdate.maxUnavailable", FL_F_INTORSTR),
-    F("spec.strategy.rollingUpdate.maxSurge", FL_F_INTORSTR),
-    F("spec.minReadySeconds", FL_F_INT),
-    F("spec.revisionHistoryLimit", FL_F_INT),
-    F("spec.paused", FL_F_BOOL),
-    F("spec.progressDeadlineSeconds", FL_F_INT),
-    F("status", FL_F_OBJECT),
-    F("status.observedGeneration", FL_F_INT),
-    F("status.replicas", FL_F_INT),
-    F("status.updatedReplicas", FL_F_INT),
-    F("status.readyReplicas", FL_F_INT),
-    F("status.availableReplicas", FL_F_INT),
-    F("status.unavailableReplicas", FL_F_INT),
-    F("status.terminatingReplicas", FL_F_INT),
-    FL("status.conditions", "type", "merge", condition_fields),
-    F("status.collisionCount", FL_F_INT),
-    FEND,
-};
-
-static const fl_field statefulset_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.replicas", FL_F_INT),
-    FSR("spec.selector", FL_F_OBJECT, label_selector_fields),
-    FSR("spec.template", FL_F_OBJECT, pod_template_fields),
-    FS("spec.volumeClaimTemplates", FL_F_ARRAY, opaque_fields),
-    F("spec.serviceName", FL_F_STRING),
-    F("spec.podManagementPolicy", FL_F_STRING),
-    F("spec.updateStrategy", FL_F_OBJECT),
-    F("spec.updateStrategy.type", FL_F_STRING),
-    F("spec.updateStrategy.rollingUpdate", FL_F_OBJECT),
-    F("spec.updateStrategy.rollingUpdate.partition", FL_F_INT),
-    F("spec.updateStrategy.rollingUpdate.maxUnavailable", FL_F_INTORSTR),
-    F("spec.revisionHistoryLimit", FL_F_INT),
-    F("spec.minReadySeconds", FL_F_INT),
-    F("spec.persistentVolumeClaimRetentionPolicy", FL_F_OBJECT),
-    F("spec.persistentVolumeClaimRetentionPolicy.whenDeleted", FL_F_STRING),
-    F("spec.persistentVolumeClaimRetentionPolicy.whenScaled", FL_F_STRING),
-    F("spec.ordinals", FL_F_OBJECT),
-    F("spec.ordinals.start", FL_F_INT),
-    F("status", FL_F_OBJECT),
-    F("status.observedGeneration", FL_F_INT),
-    F("status.replicas", FL_F_INT),
-    F("status.readyReplicas", FL_F_INT),
-    F("status.currentReplicas", FL_F_INT),
-    F("status.updatedReplicas", FL_F_INT),
-    F("status.currentRevision", FL_F_STRING),
-    F("status.updateRevision", FL_F_STRING),
-    F("status.collisionCount", FL_F_INT),
-    FL("status.conditions", "type", "merge", condition_fields),
-    F("status.availableReplicas", FL_F_INT),
-    FEND,
-};
-
-static const fl_field daemonset_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    FSR("spec.selector", FL_F_OBJECT, label_selector_fields),
-    FSR("spec.template", FL_F_OBJECT, pod_template_fields),
-    F("spec.updateStrategy", FL_F_OBJECT),
-    F("spec.updateStrategy.type", FL_F_STRING),
-    F("spec.updateStrategy.rollingUpdate", FL_F_OBJECT),
-    F("spec.updateStrategy.rollingUpdate.maxUnavailable", FL_F_INTORSTR),
-    F("spec.updateStrategy.rollingUpdate.maxSurge", FL_F_INTORSTR),
-    F("spec.minReadySeconds", FL_F_INT),
-    F("spec.revisionHistoryLimit", FL_F_INT),
-    F("status", FL_F_OBJECT),
-    F("status.currentNumberScheduled", FL_F_INT),
-    F("status.numberMisscheduled", FL_F_INT),
-    F("status.desiredNumberScheduled", FL_F_INT),
-    F("status.numberReady", FL_F_INT),
-    F("status.observedGeneration", FL_F_INT),
-    F("status.updatedNumberScheduled", FL_F_INT),
-    F("status.numberAvailable", FL_F_INT),
-    F("status.numberUnavailable", FL_F_INT),
-    F("status.collisionCount", FL_F_INT),
-    FL("status.conditions", "type", "merge", condition_fields),
-    FEND,
-};
-
-static const fl_field replicaset_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.replicas", FL_F_INT),
-    F("spec.minReadySeconds", FL_F_INT),
-    FSR("spec.selector", FL_F_OBJECT, label_selector_fields),
-    FS("spec.template", FL_F_OBJECT, pod_template_fields),
-    F("status", FL_F_OBJECT),
-    F("status.replicas", FL_F_INT),
-    F("status.fullyLabeledReplicas", FL_F_INT),
-    F("status.readyReplicas", FL_F_INT),
-    F("status.availableReplicas", FL_F_INT),
-    F("status.terminatingReplicas", FL_F_INT),
-    F("status.observedGeneration", FL_F_INT),
-    FL("status.conditions", "type", "merge", condition_fields),
-    FEND,
-};
-
-/* ------------------------------------------------------------------ */
-/* batch/v1                                                            */
-/* ------------------------------------------------------------------ */
-
-static const fl_field job_spec_fields[] = {
-    F("parallelism", FL_F_INT),
-    F("completions", FL_F_INT),
-    F("activeDeadlineSeconds", FL_F_INT),
-    F("podFailurePolicy", FL_F_OBJECT),
-    FS("podFailurePolicy.rules", FL_F_ARRAY, opaque_fields),
-    F("successPolicy", FL_F_OBJECT),
-    FS("successPolicy.rules", FL_F_ARRAY, opaque_fields),
-    F("backoffLimit", FL_F_INT),
-    F("backoffLimitPerIndex", FL_F_INT),
-    F("maxFailedIndexes", FL_F_INT),
-    FS("selector", FL_F_OBJECT, label_selector_fields),
-    F("manualSelector", FL_F_BOOL),
-    FSR("template", FL_F_OBJECT, pod_template_fields),
-    F("ttlSecondsAfterFinished", FL_F_INT),
-    F("completionMode", FL_F_STRING),
-    F("suspend", FL_F_BOOL),
-    F("podReplacementPolicy", FL_F_STRING),
-    F("managedBy", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field job_fields[] = {
-    TYPEMETA, META,
-    FS("spec", FL_F_OBJECT, job_spec_fields),
-    F("status", FL_F_OBJECT),
-    FL("status.conditions", "type", "merge", condition_fields),
-    F("status.startTime", FL_F_STRING),
-    F("status.completionTime", FL_F_STRING),
-    F("status.active", FL_F_INT),
-    F("status.succeeded", FL_F_INT),
-    F("status.failed", FL_F_INT),
-    F("status.terminating", FL_F_INT),
-    F("status.completedIndexes", FL_F_STRING),
-    F("status.failedIndexes", FL_F_STRING),
-    F("status.uncountedTerminatedPods", FL_F_OBJECT),
-    F("status.ready", FL_F_INT),
-    FEND,
-};
-
-static const fl_field job_template_fields[] = {
-    FS("metadata", FL_F_OBJECT, fl_kinds__objectmeta_fields),
-    FS("spec", FL_F_OBJECT, job_spec_fields),
-    FEND,
-};
-
-static const fl_field cronjob_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    FR("spec.schedule", FL_F_STRING),
-    F("spec.timeZone", FL_F_STRING),
-    F("spec.startingDeadlineSeconds", FL_F_INT),
-    F("spec.concurrencyPolicy", FL_F_STRING),
-    F("spec.suspend", FL_F_BOOL),
-    FSR("spec.jobTemplate", FL_F_OBJECT, job_template_fields),
-    F("spec.successfulJobsHistoryLimit", FL_F_INT),
-    F("spec.failedJobsHistoryLimit", FL_F_INT),
-    F("status", FL_F_OBJECT),
-    FS("status.active", FL_F_ARRAY, object_ref_fields),
-    F("status.lastScheduleTime", FL_F_STRING),
-    F("status.lastSuccessfulTime", FL_F_STRING),
-    FEND,
-};
-
-/* ------------------------------------------------------------------ */
-/* coordination.k8s.io/v1, apiextensions.k8s.io/v1                     */
-/* ------------------------------------------------------------------ */
-
-static const fl_field lease_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.holderIdentity", FL_F_STRING),
-    F("spec.leaseDurationSeconds", FL_F_INT),
-    F("spec.acquireTime", FL_F_STRING),
-    F("spec.renewTime", FL_F_STRING),
-    F("spec.leaseTransitions", FL_F_INT),
-    F("spec.strategy", FL_F_STRING),
-    F("spec.preferredHolder", FL_F_STRING),
-    FEND,
-};
-
-static const fl_field crd_column_fields[] = {
-    FR("name", FL_F_STRING), FR("type", FL_F_STRING), F("format", FL_F_STRING), F("description", FL_F_STRING),
-    F("priority", FL_F_INT), FR("jsonPath", FL_F_STRING), FEND,
-};
-
-static const fl_field crd_version_fields[] = {
-    FR("name", FL_F_STRING),
-    FR("served", FL_F_BOOL),
-    FR("storage", FL_F_BOOL),
-    F("deprecated", FL_F_BOOL),
-    F("deprecationWarning", FL_F_STRING),
-    F("schema", FL_F_OBJECT),
-    F("schema.openAPIV3Schema", FL_F_OBJECT),
-    F("subresources", FL_F_OBJECT),
-    F("subresources.status", FL_F_OBJECT),
-    F("subresources.scale", FL_F_OBJECT),
-    FS("additionalPrinterColumns", FL_F_ARRAY, crd_column_fields),
-    FS("selectableFields", FL_F_ARRAY, opaque_fields),
-    FEND,
-};
-
-static const fl_field crd_names_fields[] = {
-    FR("plural", FL_F_STRING), F("singular", FL_F_STRING), F("shortNames", FL_F_ARRAY),
-    FR("kind", FL_F_STRING), F("listKind", FL_F_STRING), F("categories", FL_F_ARRAY), FEND,
-};
-
-static const fl_field crd_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    FR("spec.group", FL_F_STRING),
-    FSR("spec.names", FL_F_OBJECT, crd_names_fields),
-    FR("spec.scope", FL_F_STRING),
-    FS("spec.versions", FL_F_ARRAY, crd_version_fields),
-    F("spec.conversion", FL_F_OBJECT),
-    F("spec.conversion.strategy", FL_F_STRING),
-    F("spec.conversion.webhook", FL_F_OBJECT),
-    F("spec.preserveUnknownFields", FL_F_BOOL),
-    F("status", FL_F_OBJECT),
-    FS("status.conditions", FL_F_ARRAY, condition_fields),
-    FS("status.acceptedNames", FL_F_OBJECT, crd_names_fields),
-    F("status.storedVersions", FL_F_ARRAY),
-    FEND,
-};
-
-/* ------------------------------------------------------------------ */
-/* Karmada                                                             */
-/* ------------------------------------------------------------------ */
-
-static const fl_field karmada_selector_fields[] = {
-    FR("apiVersion", FL_F_STRING), FR("kind", FL_F_STRING), F("namespace", FL_F_STRING),
-    F("name", FL_F_STRING), FS("labelSelector", FL_F_OBJECT, label_selector_fields), FEND,
-};
-
-static const fl_field cluster_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.id", FL_F_STRING),
-    FR("spec.syncMode", FL_F_STRING),
-    F("spec.apiEndpoint", FL_F_STRING),
-    F("spec.secretRef", FL_F_OBJECT),
-    F("spec.secretRef.namespace", FL_F_STRING),
-    F("spec.secretRef.name", FL_F_STRING),
-    F("spec.impersonatorSecretRef", FL_F_OBJECT),
-    F("spec.insecureSkipTLSVerification", FL_F_BOOL),
-    F("spec.proxyURL", FL_F_STRING),
-    F("spec.proxyHeader", FL_F_MAPSTR),
-    F("spec.provider", FL_F_STRING),
-    F("spec.region", FL_F_STRING),
-    F("spec.zone", FL_F_STRING),
-    F("spec.zones", FL_F_ARRAY),
-    FS("spec.taints", FL_F_ARRAY, taint_fields),
-    FS("spec.resourceModels", FL_F_ARRAY, opaque_fields),
-    F("spec.suspendDispatching", FL_F_BOOL), /* ours: pause all delivery to the cluster */
-    F("status", FL_F_OBJECT),
-    F("status.kubernetesVersion", FL_F_STRING),
-    FS("status.apiEnablements", FL_F_ARRAY, opaque_fields),
-    FS("status.conditions", FL_F_ARRAY, condition_fields),
-    F("status.nodeSummary", FL_F_OBJECT),
-    F("status.resourceSummary", FL_F_OBJECT),
-    F("status.remedyActions", FL_F_ARRAY),
-    FEND,
-};
-
-static const fl_field propagation_policy_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    FS("spec.resourceSelectors", FL_F_ARRAY, karmada_selector_fields),
-    F("spec.association", FL_F_BOOL),
-    F("spec.propagateDeps", FL_F_BOOL),
-    F("spec.placement", FL_F_OBJECT),
-    F("spec.priority", FL_F_INT),
-    F("spec.preemption", FL_F_STRING),
-    F("spec.dependentOverrides", FL_F_ARRAY),
-    F("spec.schedulerName", FL_F_STRING),
-    F("spec.failover", FL_F_OBJECT),
-    F("spec.conflictResolution", FL_F_STRING),
-    F("spec.activationPreference", FL_F_STRING),
-    F("spec.suspension", FL_F_OBJECT),
-    F("spec.preserveResourcesOnDeletion", FL_F_BOOL),
-    FEND,
-};
-
-static const fl_field override_policy_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    FS("spec.resourceSelectors", FL_F_ARRAY, karmada_selector_fields),
-    FS("spec.overrideRules", FL_F_ARRAY, opaque_fields),
-    F("spec.targetCluster", FL_F_OBJECT),
-    F("spec.overriders", FL_F_OBJECT),
-    FEND,
-};
-
-static const fl_field target_cluster_fields[] = { FR("name", FL_F_STRING), F("replicas", FL_F_INT), FEND };
-
-static const fl_field binding_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    FR("spec.resource", FL_F_OBJECT),
-    F("spec.resource.apiVersion", FL_F_STRING),
-    F("spec.resource.kind", FL_F_STRING),
-    F("spec.resource.namespace", FL_F_STRING),
-    F("spec.resource.name", FL_F_STRING),
-    F("spec.resource.uid", FL_F_STRING),
-    F("spec.resource.resourceVersion", FL_F_STRING),
-    F("spec.propagateDeps", FL_F_BOOL),
-    F("spec.replicaRequirements", FL_F_OBJECT),
-    F("spec.replicas", FL_F_INT),
-    FS("spec.clusters", FL_F_ARRAY, target_cluster_fields),
-    F("spec.placement", FL_F_OBJECT),
-    FS("spec.gracefulEvictionTasks", FL_F_ARRAY, opaque_fields),
-    FS("spec.requiredBy", FL_F_ARRAY, opaque_fields),
-    F("spec.schedulerName", FL_F_STRING),
-    F("spec.failover", FL_F_OBJECT),
-    F("spec.conflictResolution", FL_F_STRING),
-    F("spec.rescheduleTriggeredAt", FL_F_STRING),
-    F("spec.suspension", FL_F_OBJECT),
-    F("spec.preserveResourcesOnDeletion", FL_F_BOOL),
-    F("status", FL_F_OBJECT),
-    F("status.schedulerObservedGeneration", FL_F_INT),
-    F("status.schedulerObservingAffinityName", FL_F_STRING),
-    F("status.lastScheduledTime", FL_F_STRING),
-    FS("status.conditions", FL_F_ARRAY, condition_fields),
-    FS("status.aggregatedStatus", FL_F_ARRAY, opaque_fields),
-    FEND,
-};
-
-static const fl_field work_fields[] = {
-    TYPEMETA, META,
-    F("spec", FL_F_OBJECT),
-    F("spec.workload", FL_F_OBJECT),
-    FS("spec.workload.manifests", FL_F_ARRAY, opaque_fields),
-    F("spec.suspendDispatching", FL_F_BOOL),
-    F("spec.preserveResourcesOnDeletion", FL_F_BOOL),
-    F("status", FL_F_OBJECT),
-    FS("status.conditions", FL_F_ARRAY, condition_fields),
-    FS("status.manifestStatuses", FL_F_ARRAY, opaque_fields),
-    FEND,
-};
-
-static const fl_field ric_fields[] = {
-    TYPEMETA, META,
-    FR("spec", FL_F_OBJECT),
-    FR("spec.target", FL_F_OBJECT),
-    FR("spec.target.apiVersion", FL_F_STRING),
-    FR("spec.target.kind", FL_F_STRING),
-    FR("spec.customizations", FL_F_OBJECT),
-    FEND,
-};
-
-static const fl_field riwc_rule_fields[] = {
-    FR("operations", FL_F_ARRAY), FR("apiGroups", FL_F_ARRAY), FR("apiVersions", FL_F_ARRAY),
-    FR("kinds", FL_F_ARRAY), FEND,
-};
-
-static const fl_field riwc_webhook_fields[] = {
-    FR("name", FL_F_STRING),
-    FR("clientConfig", FL_F_OBJECT),
-    F("clientConfig.url", FL_F_STRING),
-    F("clientConfig.service", FL_F_OBJECT),
-    FR("clientConfig.service.namespace", FL_F_STRING),
-    FR("clientConfig.service.name", FL_F_STRING),
-    F("clientConfig.service.path", FL_F_STRING),
-    F("clientConfig.service.port", FL_F_INT),
-    F("clientConfig.caBundle", FL_F_STRING),
-    FS("rules", FL_F_ARRAY, riwc_rule_fields),
-    F("timeoutSeconds", FL_F_INT),
-    FR("interpreterContextVersions", FL_F_ARRAY),
-    FEND,
-};
-
-static const fl_field riwc_fields[] = {
-    TYPEMETA, META,
-    FSR("webhooks", FL_F_ARRAY, riwc_webhook_fields),
-    FEND,
-};
 
 /* ------------------------------------------------------------------ */
 /* Row helpers                                                         */
@@ -1929,29 +884,32 @@ fl_kind fl_kinds__builtin[] = {
     /* core/v1 */
     { .group = "", .version = "v1", .kind = "Namespace", .list_kind = "NamespaceList", .resource = "namespaces",
       .singular = "namespace", .namespaced = CLUSTER, .has_status = true, .short_names = {"ns"},
-      .field_selectors = {"status.phase"}, .fields = namespace_fields, .columns = namespace_columns,
+      .field_selectors = {"status.phase"}, .fields = fl_schema_core_v1_Namespace, .columns = namespace_columns,
       .row = row_namespace, .validate = fl_validate_namespace },
     { .group = "", .version = "v1", .kind = "ConfigMap", .list_kind = "ConfigMapList", .resource = "configmaps",
-      .singular = "configmap", .namespaced = NS, .short_names = {"cm"}, .fields = configmap_fields,
-      .columns = configmap_columns, .row = row_configmap, .validate = fl_validate_configmap },
+      .singular = "configmap", .namespaced = NS, .short_names = {"cm"}, .fields = fl_schema_core_v1_ConfigMap,
+      .columns = configmap_columns, .row = row_configmap,
+      .validate = fl_validate_configmap },
     { .group = "", .version = "v1", .kind = "Secret", .list_kind = "SecretList", .resource = "secrets",
-      .singular = "secret", .namespaced = NS, .field_selectors = {"type"}, .fields = secret_fields,
-      .columns = secret_columns, .row = row_secret, .validate = fl_validate_secret },
+      .singular = "secret", .namespaced = NS, .field_selectors = {"type"}, .fields = fl_schema_core_v1_Secret,
+      .columns = secret_columns, .row = row_secret,
+      .validate = fl_validate_secret },
     { .group = "", .version = "v1", .kind = "Service", .list_kind = "ServiceList", .resource = "services",
       .singular = "service", .namespaced = NS, .has_status = true, .short_names = {"svc"}, .categories = {"all"},
-      .fields = service_fields, .columns = service_columns, .row = row_service,
+      .fields = fl_schema_core_v1_Service, .columns = service_columns, .row = row_service,
       .validate = fl_validate_service },
     { .group = "", .version = "v1", .kind = "ServiceAccount", .list_kind = "ServiceAccountList",
       .resource = "serviceaccounts", .singular = "serviceaccount", .namespaced = NS, .short_names = {"sa"},
-      .fields = serviceaccount_fields, .columns = serviceaccount_columns, .row = row_serviceaccount },
+      .fields = fl_schema_core_v1_ServiceAccount, .columns = serviceaccount_columns, .row = row_serviceaccount },
     { .group = "", .version = "v1", .kind = "PersistentVolumeClaim", .list_kind = "PersistentVolumeClaimList",
       .resource = "persistentvolumeclaims", .singular = "persistentvolumeclaim", .namespaced = NS,
-      .has_status = true, .short_names = {"pvc"}, .fields = pvc_fields, .columns = pvc_columns, .row = row_pvc },
+      .has_status = true, .short_names = {"pvc"}, .fields = fl_schema_core_v1_PersistentVolumeClaim, .columns = pvc_columns, .row = row_pvc },
     { .group = "", .version = "v1", .kind = "Pod", .list_kind = "PodList", .resource = "pods", .singular = "pod",
       .namespaced = NS, .has_status = true, .short_names = {"po"}, .categories = {"all"},
       .field_selectors = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
                           "status.phase", "status.podIP", "status.nominatedNodeName"},
-      .fields = pod_fields, .columns = pod_columns, .row = row_pod, .validate = fl_validate_pod },
+      .fields = fl_schema_core_v1_Pod, .columns = pod_columns, .row = row_pod,
+      .validate = fl_validate_pod },
     /* Event supports more selectors upstream (involvedObject.apiVersion/resourceVersion/fieldPath,
      * source) than field_selectors[8] can hold with its NULL terminator; these are the ones
      * kubectl describe/events use. */
@@ -1959,94 +917,97 @@ fl_kind fl_kinds__builtin[] = {
       .singular = "event", .namespaced = NS, .short_names = {"ev"},
       .field_selectors = {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
                           "involvedObject.uid", "reason", "reportingComponent", "type"},
-      .fields = event_fields, .columns = event_columns, .row = row_event },
+      .fields = fl_schema_core_v1_Event, .columns = event_columns, .row = row_event },
     { .group = "", .version = "v1", .kind = "Node", .list_kind = "NodeList", .resource = "nodes", .singular = "node",
       .namespaced = CLUSTER, .has_status = true, .short_names = {"no"}, .field_selectors = {"spec.unschedulable"},
-      .fields = node_fields, .columns = node_columns, .row = row_node },
+      .fields = fl_schema_core_v1_Node, .columns = node_columns, .row = row_node },
     /* apps/v1 */
     { .group = "apps", .version = "v1", .kind = "Deployment", .list_kind = "DeploymentList",
       .resource = "deployments", .singular = "deployment", .namespaced = NS, .has_status = true, .has_scale = true,
-      .short_names = {"deploy"}, .categories = {"all"}, .fields = deployment_fields,
-      .columns = deployment_columns, .row = row_deployment, .validate = fl_validate_deployment },
+      .short_names = {"deploy"}, .categories = {"all"}, .fields = fl_schema_apps_v1_Deployment,
+      .columns = deployment_columns, .row = row_deployment,
+      .validate = fl_validate_deployment },
     { .group = "apps", .version = "v1", .kind = "StatefulSet", .list_kind = "StatefulSetList",
       .resource = "statefulsets", .singular = "statefulset", .namespaced = NS, .has_status = true,
-      .has_scale = true, .short_names = {"sts"}, .categories = {"all"}, .fields = statefulset_fields,
-      .columns = statefulset_columns, .row = row_statefulset, .validate = fl_validate_statefulset },
+      .has_scale = true, .short_names = {"sts"}, .categories = {"all"}, .fields = fl_schema_apps_v1_StatefulSet,
+      .columns = statefulset_columns, .row = row_statefulset,
+      .validate = fl_validate_statefulset },
     { .group = "apps", .version = "v1", .kind = "DaemonSet", .list_kind = "DaemonSetList", .resource = "daemonsets",
       .singular = "daemonset", .namespaced = NS, .has_status = true, .short_names = {"ds"}, .categories = {"all"},
-      .fields = daemonset_fields, .columns = daemonset_columns, .row = row_daemonset,
+      .fields = fl_schema_apps_v1_DaemonSet, .columns = daemonset_columns, .row = row_daemonset,
       .validate = fl_validate_daemonset },
     { .group = "apps", .version = "v1", .kind = "ReplicaSet", .list_kind = "ReplicaSetList",
       .resource = "replicasets", .singular = "replicaset", .namespaced = NS, .has_status = true, .has_scale = true,
       .short_names = {"rs"}, .categories = {"all"}, .field_selectors = {"status.replicas"},
-      .fields = replicaset_fields, .columns = replicaset_columns, .row = row_replicaset,
+      .fields = fl_schema_apps_v1_ReplicaSet, .columns = replicaset_columns, .row = row_replicaset,
       .validate = fl_validate_replicaset },
     /* batch/v1 */
     { .group = "batch", .version = "v1", .kind = "Job", .list_kind = "JobList", .resource = "jobs", .singular = "job",
       .namespaced = NS, .has_status = true, .categories = {"all"}, .field_selectors = {"status.successful"},
-      .fields = job_fields, .columns = job_columns, .row = row_job, .validate = fl_validate_job },
+      .fields = fl_schema_batch_v1_Job, .columns = job_columns, .row = row_job,
+      .validate = fl_validate_job },
     { .group = "batch", .version = "v1", .kind = "CronJob", .list_kind = "CronJobList", .resource = "cronjobs",
       .singular = "cronjob", .namespaced = NS, .has_status = true, .short_names = {"cj"}, .categories = {"all"},
-      .fields = cronjob_fields, .columns = cronjob_columns, .row = row_cronjob,
+      .fields = fl_schema_batch_v1_CronJob, .columns = cronjob_columns, .row = row_cronjob,
       .validate = fl_validate_cronjob },
     /* coordination.k8s.io/v1 */
     { .group = "coordination.k8s.io", .version = "v1", .kind = "Lease", .list_kind = "LeaseList",
-      .resource = "leases", .singular = "lease", .namespaced = NS, .fields = lease_fields,
+      .resource = "leases", .singular = "lease", .namespaced = NS, .fields = fl_schema_coordination_v1_Lease,
       .columns = lease_columns, .row = row_lease },
     /* apiextensions.k8s.io/v1 */
     { .group = "apiextensions.k8s.io", .version = "v1", .kind = "CustomResourceDefinition",
       .list_kind = "CustomResourceDefinitionList", .resource = "customresourcedefinitions",
       .singular = "customresourcedefinition", .namespaced = CLUSTER, .has_status = true,
-      .short_names = {"crd", "crds"}, .categories = {"api-extensions"}, .fields = crd_fields,
+      .short_names = {"crd", "crds"}, .categories = {"api-extensions"}, .fields = fl_schema_apiextensions_v1_CustomResourceDefinition,
       .columns = crd_columns, .validate = fl_validate_crd },
     /* cluster.karmada.io/v1alpha1 (Karmada's aggregated API server) */
     { .group = "cluster.karmada.io", .version = "v1alpha1", .kind = "Cluster", .list_kind = "ClusterList",
       .resource = "clusters", .singular = "cluster", .namespaced = CLUSTER, .has_status = true,
-      .fields = cluster_fields, .columns = cluster_columns, .row = row_cluster,
+      .fields = fl_schema_karmada_cluster_v1alpha1_Cluster, .columns = cluster_columns, .row = row_cluster,
       .validate = fl_validate_cluster },
     /* policy.karmada.io/v1alpha1 */
     { .group = "policy.karmada.io", .version = "v1alpha1", .kind = "PropagationPolicy",
       .list_kind = "PropagationPolicyList", .resource = "propagationpolicies", .singular = "propagationpolicy",
-      .namespaced = NS, .short_names = {"pp"}, .categories = {"karmada-io"}, .fields = propagation_policy_fields,
+      .namespaced = NS, .short_names = {"pp"}, .categories = {"karmada-io"}, .fields = fl_schema_karmada_policy_v1alpha1_PropagationPolicy,
       .columns = propagation_policy_columns, .validate = fl_validate_propagation_policy },
     { .group = "policy.karmada.io", .version = "v1alpha1", .kind = "ClusterPropagationPolicy",
       .list_kind = "ClusterPropagationPolicyList", .resource = "clusterpropagationpolicies",
       .singular = "clusterpropagationpolicy", .namespaced = CLUSTER, .short_names = {"cpp"},
-      .categories = {"karmada-io"}, .fields = propagation_policy_fields, .columns = propagation_policy_columns,
+      .categories = {"karmada-io"}, .fields = fl_schema_karmada_policy_v1alpha1_ClusterPropagationPolicy, .columns = propagation_policy_columns,
       .validate = fl_validate_propagation_policy },
     { .group = "policy.karmada.io", .version = "v1alpha1", .kind = "OverridePolicy", .list_kind = "OverridePolicyList",
       .resource = "overridepolicies", .singular = "overridepolicy", .namespaced = NS, .short_names = {"op"},
-      .categories = {"karmada-io"}, .fields = override_policy_fields, .columns = no_columns,
+      .categories = {"karmada-io"}, .fields = fl_schema_karmada_policy_v1alpha1_OverridePolicy, .columns = no_columns,
       .validate = fl_validate_override_policy },
     { .group = "policy.karmada.io", .version = "v1alpha1", .kind = "ClusterOverridePolicy",
       .list_kind = "ClusterOverridePolicyList", .resource = "clusteroverridepolicies",
       .singular = "clusteroverridepolicy", .namespaced = CLUSTER, .short_names = {"cop"},
-      .categories = {"karmada-io"}, .fields = override_policy_fields, .columns = no_columns,
+      .categories = {"karmada-io"}, .fields = fl_schema_karmada_policy_v1alpha1_ClusterOverridePolicy, .columns = no_columns,
       .validate = fl_validate_override_policy },
     /* work.karmada.io */
     { .group = "work.karmada.io", .version = "v1alpha1", .kind = "Work", .list_kind = "WorkList", .resource = "works",
       .singular = "work", .namespaced = NS, .has_status = true, .short_names = {"wk"},
-      .categories = {"karmada-io"}, .fields = work_fields, .columns = work_columns, .validate = fl_validate_work },
+      .categories = {"karmada-io"}, .fields = fl_schema_karmada_work_v1alpha1_Work, .columns = work_columns, .validate = fl_validate_work },
     { .group = "work.karmada.io", .version = "v1alpha2", .kind = "ResourceBinding", .list_kind = "ResourceBindingList",
       .resource = "resourcebindings", .singular = "resourcebinding", .namespaced = NS, .has_status = true,
-      .short_names = {"rb"}, .categories = {"karmada-io"}, .fields = binding_fields, .columns = binding_columns,
+      .short_names = {"rb"}, .categories = {"karmada-io"}, .fields = fl_schema_karmada_work_v1alpha2_ResourceBinding, .columns = binding_columns,
       .validate = fl_validate_resource_binding },
     { .group = "work.karmada.io", .version = "v1alpha2", .kind = "ClusterResourceBinding",
       .list_kind = "ClusterResourceBindingList", .resource = "clusterresourcebindings",
       .singular = "clusterresourcebinding", .namespaced = CLUSTER, .has_status = true, .short_names = {"crb"},
-      .categories = {"karmada-io"}, .fields = binding_fields, .columns = binding_columns,
+      .categories = {"karmada-io"}, .fields = fl_schema_karmada_work_v1alpha2_ClusterResourceBinding, .columns = binding_columns,
       .validate = fl_validate_resource_binding },
     /* config.karmada.io/v1alpha1 */
     { .group = "config.karmada.io", .version = "v1alpha1", .kind = "ResourceInterpreterCustomization",
       .list_kind = "ResourceInterpreterCustomizationList", .resource = "resourceinterpretercustomizations",
       .singular = "resourceinterpretercustomization", .namespaced = CLUSTER, .short_names = {"ric"},
-      .categories = {"karmada-io"}, .fields = ric_fields, .columns = ric_columns,
+      .categories = {"karmada-io"}, .fields = fl_schema_karmada_config_v1alpha1_ResourceInterpreterCustomization, .columns = ric_columns,
       .validate = fl_validate_interpreter_customization },
     { .group = "config.karmada.io", .version = "v1alpha1", .kind = "ResourceInterpreterWebhookConfiguration",
       .list_kind = "ResourceInterpreterWebhookConfigurationList",
       .resource = "resourceinterpreterwebhookconfigurations",
       .singular = "resourceinterpreterwebhookconfiguration", .namespaced = CLUSTER, .categories = {"karmada-io"},
-      .fields = riwc_fields, .columns = no_columns },
+      .fields = fl_schema_karmada_config_v1alpha1_ResourceInterpreterWebhookConfiguration, .columns = no_columns },
 };
 
 const size_t fl_kinds__builtin_count = sizeof(fl_kinds__builtin) / sizeof(fl_kinds__builtin[0]);

@@ -1,6 +1,9 @@
 /* openapi.c - the OpenAPI v3 index (/openapi/v3) and one OpenAPI 3.0 document per
- * group-version (/openapi/v3/api/v1, /openapi/v3/apis/<group>/<version>), derived
- * from the kind table.
+ * group-version (/openapi/v3/api/v1, /openapi/v3/apis/<group>/<version>), and the one
+ * swagger 2.0 document of every kind (/openapi/v2; its protobuf form: openapi_v2.c),
+ * derived from the kind table. Schemas are the kinds' field tables expanded inline
+ * (no $ref between definitions), without descriptions; a table that refers to itself
+ * (a CRD's JSONSchemaProps) is expanded once and free-form below that.
  *
  * What kubectl (1.32) reads from these documents, and therefore what they must get
  * exactly right:
@@ -36,12 +39,13 @@
 #include <string.h>
 
 #include "api/discovery.h"
+#include "api/openapi_v2.h"
 #include "api/kinds.h"
 #include "core/json.h"
 #include "core/mem.h"
 
 int fl_kinds__version_cmp(const char *a, const char *b); /* kinds.c */
-extern const fl_field fl_kinds__objectmeta_fields[];     /* kinds_builtin.c */
+#include "api/kinds_schema.h"
 
 #define REF_PATCH "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
 #define REF_STATUS "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Status"
@@ -55,6 +59,9 @@ typedef struct oa_cache {
     bool valid;
     json_t *index; /* {"paths": {...}} */
     json_t *docs;  /* gvpath -> document */
+    json_t *v2;    /* the swagger 2.0 document, built on first use */
+    unsigned char *v2_pb; /* its protobuf form, built on first use */
+    size_t v2_pb_len;
 } oa_cache;
 
 static const char cache_key; /* names our slot in each registry */
@@ -149,7 +156,16 @@ static json_t *prop(json_t *node, const char *name, size_t len)
     return child;
 }
 
-static void set_type(json_t *s, enum fl_ftype t)
+/* Tables being expanded, innermost last: a table that refers to itself (JSONSchemaProps)
+ * is expanded once and its recursion served as free-form. */
+typedef struct expand_stack {
+    const fl_field *tabs[32];
+    int n;
+} expand_stack;
+
+static void add_fields(json_t *node, const fl_field *t, expand_stack *st);
+
+static void set_scalar(json_t *s, enum fl_ftype t)
 {
     switch (t) {
     case FL_F_STRING:
@@ -161,24 +177,10 @@ static void set_type(json_t *s, enum fl_ftype t)
         break;
     case FL_F_NUMBER:
         json_object_set_new(s, "type", json_string("number"));
+        json_object_set_new(s, "format", json_string("double"));
         break;
     case FL_F_BOOL:
         json_object_set_new(s, "type", json_string("boolean"));
-        break;
-    case FL_F_OBJECT:
-        json_object_set_new(s, "type", json_string("object"));
-        break;
-    case FL_F_ARRAY:
-        /* without a sub table the elements are scalars; the table cannot say which, and
-         * nearly all such lists upstream hold strings. (kubectl explain fails on an
-         * empty schema, so items is never {}.) */
-        json_object_set_new(s, "type", json_string("array"));
-        if (!json_object_get(s, "items"))
-            json_object_set_new(s, "items", json_pack("{s:s}", "type", "string"));
-        break;
-    case FL_F_MAPSTR:
-        json_object_set_new(s, "type", json_string("object"));
-        json_object_set_new(s, "additionalProperties", json_pack("{s:s}", "type", "string"));
         break;
     case FL_F_INTORSTR:
         json_object_set_new(s, "type", json_string("string"));
@@ -187,15 +189,73 @@ static void set_type(json_t *s, enum fl_ftype t)
         break;
     case FL_F_QUANTITY:
         json_object_set_new(s, "type", json_string("string"));
+        json_object_set_new(s, "format", json_string("quantity"));
         break;
+    case FL_F_MAPSTR:
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "additionalProperties", json_pack("{s:s}", "type", "string"));
+        break;
+    case FL_F_OBJECT:
+        /* without a table: free-form (FieldsV1, RawExtension) */
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "x-kubernetes-preserve-unknown-fields", json_true());
+        break;
+    case FL_F_ARRAY:
+    case FL_F_MAP:
     case FL_F_ANY:
+        /* kubectl explain fails on an empty schema, so "anything" is said explicitly */
         json_object_set_new(s, "x-kubernetes-preserve-unknown-fields", json_true());
         break;
     }
 }
 
+/* The schema of a value of type t whose object form (if any) is described by sub. */
+static json_t *value_schema(enum fl_ftype t, const fl_field *sub, expand_stack *st)
+{
+    json_t *s = json_object();
+    bool on_stack = false;
+    for (int i = 0; sub && i < st->n; i++)
+        on_stack = on_stack || st->tabs[i] == sub;
+    if (sub && (t == FL_F_OBJECT || t == FL_F_ANY) && !on_stack && st->n < (int)(sizeof st->tabs / sizeof st->tabs[0])) {
+        json_object_set_new(s, "type", json_string("object"));
+        st->tabs[st->n++] = sub;
+        add_fields(s, sub, st);
+        st->n--;
+    } else {
+        set_scalar(s, t == FL_F_ANY && sub ? FL_F_OBJECT : t);
+    }
+    return s;
+}
+
+/* Type, members and tags of the schema s for field f. */
+static void set_field(json_t *s, const fl_field *f, expand_stack *st)
+{
+    if (f->type == FL_F_ARRAY) {
+        json_object_set_new(s, "type", json_string("array"));
+        /* a list without element type is upstream's []string nearly always */
+        enum fl_ftype et = f->sub ? FL_F_OBJECT : f->elem == FL_F_ANY ? FL_F_STRING : f->elem;
+        json_object_set_new(s, "items", value_schema(et, f->sub, st));
+    } else if (f->type == FL_F_MAP) {
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "additionalProperties", value_schema(f->sub ? FL_F_OBJECT : f->elem, f->sub, st));
+    } else if (f->sub) {
+        json_t *v = value_schema(f->type, f->sub, st);
+        json_object_update(s, v);
+        json_decref(v);
+    } else {
+        set_scalar(s, f->type);
+    }
+    if (f->merge_key)
+        json_object_set_new(s, "x-kubernetes-patch-merge-key", json_string(f->merge_key));
+    if (f->strategy)
+        json_object_set_new(s, "x-kubernetes-patch-strategy", json_string(f->strategy));
+    if (f->unsupported)
+        json_object_set_new(s, "description",
+                            json_string("Not supported by this server yet: an object setting it is refused."));
+}
+
 /* Add a field table's fields under node (paths relative to node). */
-static void add_fields(json_t *node, const fl_field *t)
+static void add_fields(json_t *node, const fl_field *t, expand_stack *st)
 {
     for (; t && t->path; t++) {
         json_t *parent = node;
@@ -208,20 +268,23 @@ static void add_fields(json_t *node, const fl_field *t)
             p = dot + 1;
         }
         json_t *leaf = prop(parent, p, strlen(p));
-        set_type(leaf, t->type);
-        if (t->merge_key)
-            json_object_set_new(leaf, "x-kubernetes-patch-merge-key", json_string(t->merge_key));
-        if (t->strategy)
-            json_object_set_new(leaf, "x-kubernetes-patch-strategy", json_string(t->strategy));
-        if (t->sub) {
-            json_t *target = leaf;
-            if (t->type == FL_F_ARRAY) {
-                target = json_object_get(leaf, "items");
-                json_object_set_new(target, "type", json_string("object"));
+        set_field(leaf, t, st);
+        if (t->required) {
+            json_t *req = json_object_get(parent, "required");
+            if (!req) {
+                req = json_array();
+                json_object_set_new(parent, "required", req);
             }
-            add_fields(target, t->sub);
+            json_array_append_new(req, json_string(p));
         }
     }
+}
+
+static void add_table(json_t *node, const fl_field *t)
+{
+    expand_stack st = {.n = 0};
+    st.tabs[st.n++] = t;
+    add_fields(node, t, &st);
 }
 
 static json_t *gvk_list(const char *group, const char *version, const char *kind)
@@ -239,7 +302,7 @@ static json_t *objectmeta_schema(void)
     json_t *m = json_pack("{s:s, s:s}", "type", "object", "description",
                           "Standard object's metadata. More info: "
                           "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata");
-    add_fields(m, fl_kinds__objectmeta_fields);
+    add_table(m, fl_schema_meta_v1_ObjectMeta);
     return m;
 }
 
@@ -397,7 +460,7 @@ static json_t *kind_schema(const fl_kind *k)
         ensure_typemeta(s);
     } else {
         s = json_pack("{s:s}", "type", "object");
-        add_fields(s, k->fields);
+        add_table(s, k->fields);
         ensure_typemeta(s);
     }
     json_object_set_new(s, "x-kubernetes-group-version-kind", gvk_list(k->group, k->version, k->kind));
@@ -434,7 +497,7 @@ static json_t *scale_schema(void)
         {.path = "status.selector", .type = FL_F_STRING},
         {.path = NULL},
     };
-    add_fields(s, scale_fields);
+    add_table(s, scale_fields);
     json_object_set_new(json_object_get(s, "properties"), "metadata", objectmeta_schema());
     json_object_set_new(s, "x-kubernetes-group-version-kind", gvk_list("autoscaling", "v1", "Scale"));
     return s;
@@ -754,6 +817,132 @@ static json_t *build_doc(const fl_kind **kinds, size_t n, const char *group, con
                      "v1", "paths", paths, "components", "schemas", schemas);
 }
 
+/* ------------------------------------------------------------------ */
+/* OpenAPI v2 (/openapi/v2): one swagger 2.0 document for every kind    */
+/* ------------------------------------------------------------------ */
+
+/* "#/components/schemas/X" -> "#/definitions/X" throughout v, in place. */
+static void v2_refs(json_t *v)
+{
+    static const char v3[] = "#/components/schemas/";
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *e;
+        json_object_foreach(v, key, e) {
+            const char *r = json_string_value(e);
+            if (!strcmp(key, "$ref") && r && !strncmp(r, v3, sizeof v3 - 1))
+                json_object_set_new(v, key, json_sprintf("#/definitions/%s", r + sizeof v3 - 1));
+            else
+                v2_refs(e);
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) v2_refs(e);
+    }
+}
+
+static json_t *v2_query(const char *name, const char *type)
+{
+    return json_pack("{s:s, s:s, s:s, s:b}", "name", name, "in", "query", "type", type, "uniqueItems", 1);
+}
+
+static json_t *v2_path_param(const char *name)
+{
+    return json_pack("{s:s, s:s, s:s, s:b, s:b}", "name", name, "in", "path", "type", "string", "required", 1,
+                     "uniqueItems", 1);
+}
+
+/* One operation of kind k; params is taken, body_ref names the body's definition (NULL: none). */
+static json_t *v2_op(const fl_kind *k, const char *action, const char *verb_id, json_t *params,
+                     const char *body_ref, const char *resp_name, bool patch)
+{
+    char *gc = group_camel(k->group);
+    char vc[64];
+    snprintf(vc, sizeof vc, "%s", k->version);
+    vc[0] = (char)(vc[0] >= 'a' && vc[0] <= 'z' ? vc[0] - 'a' + 'A' : vc[0]);
+    char *id = fl_asprintf("%s%s%s%s%s", verb_id, gc, vc, k->namespaced ? "Namespaced" : "", k->kind);
+    char *tag = fl_asprintf("%s_%s", k->group[0] ? k->group : "core", k->version);
+    json_t *consumes = patch ? json_pack("[s, s, s, s]", "application/json-patch+json", "application/merge-patch+json",
+                                         "application/strategic-merge-patch+json", "application/apply-patch+yaml")
+                             : json_pack("[s]", "*/*");
+    if (body_ref)
+        json_array_insert_new(params, 0,
+                              json_pack("{s:s, s:s, s:b, s:{s:s++}}", "name", "body", "in", "body", "required", 1,
+                                        "schema", "$ref", "#/definitions/", body_ref, ""));
+    json_t *o = json_pack("{s:[s], s:s, s:o, s:[s, s], s:[s], s:o, s:{s:{s:s, s:{s:s++}}, s:{s:s}}, s:s, s:o}",
+                          "tags", tag, "operationId", id, "consumes", consumes, "produces", "application/json",
+                          "application/yaml", "schemes", "https", "parameters", params, "responses", "200",
+                          "description", "OK", "schema", "$ref", "#/definitions/", resp_name, "", "401",
+                          "description", "Unauthorized", "x-kubernetes-action", action,
+                          "x-kubernetes-group-version-kind", gvk_obj(k->group, k->version, k->kind));
+    free(gc);
+    free(id);
+    free(tag);
+    return o;
+}
+
+static json_t *v2_write_params(bool patch)
+{
+    json_t *a = json_pack("[o, o, o]", v2_query("dryRun", "string"), v2_query("fieldManager", "string"),
+                          v2_query("fieldValidation", "string"));
+    if (patch)
+        json_array_append_new(a, v2_query("force", "boolean"));
+    return a;
+}
+
+static void v2_add_kind(json_t *paths, json_t *defs, const fl_kind *k)
+{
+    char *sname = schema_name(k->group, k->version, k->kind, k->dynamic);
+    char *lname = schema_name(k->group, k->version, k->list_kind, k->dynamic);
+    char *base = k->group[0] ? fl_asprintf("/apis/%s/%s", k->group, k->version) : fl_asprintf("/api/%s", k->version);
+    char *coll = k->namespaced ? fl_asprintf("%s/namespaces/{namespace}/%s", base, k->resource)
+                               : fl_asprintf("%s/%s", base, k->resource);
+    char *item = fl_asprintf("%s/{name}", coll);
+    json_t *pc = json_object(), *pi = json_object();
+    json_object_set_new(pc, "get", v2_op(k, "list", "list", json_pack("[o, o]", v2_query("labelSelector", "string"),
+                                                                       v2_query("fieldSelector", "string")),
+                                         NULL, lname, false));
+    json_object_set_new(pc, "post", v2_op(k, "post", "create", v2_write_params(false), sname, sname, false));
+    json_object_set_new(pi, "get", v2_op(k, "get", "read", json_array(), NULL, sname, false));
+    json_object_set_new(pi, "put", v2_op(k, "put", "replace", v2_write_params(false), sname, sname, false));
+    json_object_set_new(pi, "patch", v2_op(k, "patch", "patch", v2_write_params(true),
+                                           "io.k8s.apimachinery.pkg.apis.meta.v1.Patch", sname, true));
+    json_object_set_new(pi, "delete", v2_op(k, "delete", "delete", json_array(), NULL,
+                                            "io.k8s.apimachinery.pkg.apis.meta.v1.Status", false));
+    json_t *pp = k->namespaced ? json_pack("[o]", v2_path_param("namespace")) : json_array();
+    json_object_set_new(pc, "parameters", json_incref(pp));
+    json_t *ip = fl_json_deep_copy(pp);
+    json_array_insert_new(ip, 0, v2_path_param("name"));
+    json_object_set_new(pi, "parameters", ip);
+    json_decref(pp);
+    json_object_set_new(paths, coll, pc);
+    json_object_set_new(paths, item, pi);
+
+    json_object_set_new(defs, sname, kind_schema(k));
+    json_t *list = list_schema(k, sname);
+    v2_refs(list);
+    json_object_set_new(defs, lname, list);
+    free(sname);
+    free(lname);
+    free(base);
+    free(coll);
+    free(item);
+}
+
+static json_t *build_v2(const fl_kind **kinds, size_t n)
+{
+    json_t *paths = json_object(), *defs = json_object();
+    for (size_t i = 0; i < n; i++)
+        v2_add_kind(paths, defs, kinds[i]);
+    json_object_set_new(defs, "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
+                        json_pack("{s:s}", "type", "object"));
+    json_object_set_new(defs, "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+                        json_pack("{s:s}", "type", "object"));
+    return json_pack("{s:s, s:{s:s, s:s}, s:o, s:o}", "swagger", "2.0", "info", "title", "Flotilla", "version", "v1",
+                     "paths", paths, "definitions", defs);
+}
+
 /* 32 hex digits over the canonical serialisation (two independent FNV-1a 64 hashes). */
 static char *doc_hash(const json_t *doc)
 {
@@ -780,6 +969,8 @@ static void cache_free(void *p)
     oa_cache *c = p;
     json_decref(c->index);
     json_decref(c->docs);
+    json_decref(c->v2);
+    free(c->v2_pb);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -792,6 +983,11 @@ static void cache_refresh(fl_kindreg *reg, oa_cache *c)
         return;
     json_decref(c->index);
     json_decref(c->docs);
+    json_decref(c->v2);
+    free(c->v2_pb);
+    c->v2 = NULL;
+    c->v2_pb = NULL;
+    c->v2_pb_len = 0;
     const fl_kind **kinds;
     size_t n = fl_kindreg_list(reg, &kinds);
     json_t *paths = json_object();
@@ -847,4 +1043,36 @@ json_t *fl_openapi_v3_doc(fl_kindreg *reg, const char *gvpath)
     pthread_mutex_unlock(&c->lock);
     free(key);
     return v;
+}
+
+/* The swagger document of the cache's registry, built on first use. Caller holds c->lock. */
+static json_t *v2_doc(fl_kindreg *reg, oa_cache *c)
+{
+    if (!c->v2) {
+        const fl_kind **kinds;
+        size_t n = fl_kindreg_list(fl_kindreg_shared(reg), &kinds);
+        c->v2 = build_v2(kinds, n);
+        free(kinds);
+    }
+    return c->v2;
+}
+
+json_t *fl_openapi_v2(fl_kindreg *reg)
+{
+    oa_cache *c = cache_lock_fresh(reg);
+    json_t *v = json_incref(v2_doc(reg, c));
+    pthread_mutex_unlock(&c->lock);
+    return v;
+}
+
+char *fl_openapi_v2_pb(fl_kindreg *reg, size_t *len)
+{
+    oa_cache *c = cache_lock_fresh(reg);
+    if (!c->v2_pb)
+        c->v2_pb = fl_openapi_v2_encode(v2_doc(reg, c), &c->v2_pb_len);
+    char *out = fl_malloc(c->v2_pb_len ? c->v2_pb_len : 1);
+    memcpy(out, c->v2_pb, c->v2_pb_len);
+    *len = c->v2_pb_len;
+    pthread_mutex_unlock(&c->lock);
+    return out;
 }

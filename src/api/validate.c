@@ -497,6 +497,7 @@ static const char *ftype_name(enum fl_ftype t)
     case FL_F_NUMBER: return "number";
     case FL_F_BOOL: return "boolean";
     case FL_F_OBJECT:
+    case FL_F_MAP:
     case FL_F_MAPSTR: return "object";
     case FL_F_ARRAY: return "array";
     case FL_F_INTORSTR: return "integer or string";
@@ -525,7 +526,8 @@ static int check_ftype(enum fl_ftype t, const json_t *v, pathbuf *p, char **msg)
     case FL_F_INT: ok = is_integral(v); break;
     case FL_F_NUMBER: ok = json_is_number(v); break;
     case FL_F_BOOL: ok = json_is_boolean(v); break;
-    case FL_F_OBJECT: ok = json_is_object(v); break;
+    case FL_F_OBJECT:
+    case FL_F_MAP: ok = json_is_object(v); break;
     case FL_F_ARRAY: ok = json_is_array(v); break;
     case FL_F_INTORSTR: ok = json_is_string(v) || is_integral(v); break;
     case FL_F_QUANTITY: ok = json_is_string(v) || json_is_number(v); break;
@@ -552,6 +554,44 @@ static int check_ftype(enum fl_ftype t, const json_t *v, pathbuf *p, char **msg)
 
 static int walk_table(const fl_field *tab, const json_t *root, pathbuf *p, char **msg);
 
+/* The elements of a list, or the values of a map, against f->elem and f->sub. */
+static int walk_members(const fl_field *f, const json_t *v, pathbuf *p, char **msg)
+{
+    bool map = f->type == FL_F_MAP;
+    if ((map && !json_is_object(v)) || (!map && (f->type != FL_F_ARRAY || !json_is_array(v))))
+        return 0;
+    enum fl_ftype et = f->sub ? FL_F_OBJECT : f->elem;
+    if (et == FL_F_ANY && !f->sub)
+        return 0;
+    const char *key;
+    json_t *e;
+    size_t i = 0;
+    void *it = map ? json_object_iter((json_t *)v) : NULL;
+    for (;;) {
+        if (map) {
+            if (!it)
+                break;
+            key = json_object_iter_key(it);
+            e = json_object_iter_value(it);
+            it = json_object_iter_next((json_t *)v, it);
+        } else {
+            if (i >= json_array_size(v))
+                break;
+            key = NULL;
+            e = json_array_get(v, i);
+        }
+        size_t s = map ? path_key(p, key, true) : path_index(p, i);
+        i++;
+        int rc = check_ftype(et, e, p, msg);
+        if (rc == 0 && f->sub && json_is_object(e))
+            rc = walk_table(f->sub, e, p, msg);
+        path_pop(p, s);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* Resolve the dotted remainder `rest` of f->path below v, fanning out over list
  * elements (which the paths elide), and check whatever is found. */
 static int walk_field(const fl_field *f, const json_t *v, const char *rest, pathbuf *p, char **msg)
@@ -560,6 +600,8 @@ static int walk_field(const fl_field *f, const json_t *v, const char *rest, path
         return 0;
     if (*rest == '\0') {
         int rc = check_ftype(f->type, v, p, msg);
+        if (rc == 0 && (f->type == FL_F_ARRAY || f->type == FL_F_MAP))
+            return walk_members(f, v, p, msg);
         if (rc == 0 && f->sub)
             rc = walk_table(f->sub, v, p, msg);
         return rc;

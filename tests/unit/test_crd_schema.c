@@ -469,6 +469,71 @@ static void prune_then_strict_end_to_end(void **state)
     freekind(&k);
 }
 
+
+/* ---- built-in kinds: pruning against a field table, duplicates ---- */
+
+static const fl_field t_port[] = {
+    {.path = "name", .type = FL_F_STRING},
+    {.path = "port", .type = FL_F_INT},
+    {.path = NULL},
+};
+static const fl_field t_spec[] = {
+    {.path = "labels", .type = FL_F_MAPSTR},
+    {.path = "later", .type = FL_F_STRING, .unsupported = true},
+    {.path = "ports", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = t_port},
+    {.path = "raw", .type = FL_F_OBJECT},
+    {.path = "named", .type = FL_F_MAP, .elem = FL_F_OBJECT, .sub = t_port},
+    {.path = NULL},
+};
+static const fl_field t_root[] = {
+    {.path = "apiVersion", .type = FL_F_STRING},
+    {.path = "kind", .type = FL_F_STRING},
+    {.path = "metadata", .type = FL_F_OBJECT},
+    {.path = "spec", .type = FL_F_OBJECT, .sub = t_spec},
+    {.path = NULL},
+};
+
+static void builtin_kind_is_pruned_against_its_table_in_document_order(void **state)
+{
+    (void)state;
+    fl_kind k = {.group = "", .version = "v1", .kind = "Thing", .fields = t_root};
+    json_t *o = js("{'kind':'Thing','spek':1,'spec':{'ports':[{'name':'a'},{'name':'b','prot':1}],"
+                   "'raw':{'anything':1},'named':{'x':{'port':1,'bad':2}},'labels':{'k':'v'}}}");
+    json_t *unknown = json_array();
+    fl_crd_prune(&k, o, unknown);
+    assert_json(o, "{'kind':'Thing','spec':{'ports':[{'name':'a'},{'name':'b'}],'raw':{'anything':1},"
+                   "'named':{'x':{'port':1}},'labels':{'k':'v'}}}");
+    assert_json(unknown, "['.spek','.spec.ports[1].prot','.spec.named.x.bad']");
+    json_decref(unknown);
+    json_decref(o);
+}
+
+static void unsupported_fields_are_reported_only_when_set(void **state)
+{
+    (void)state;
+    fl_kind k = {.group = "", .version = "v1", .kind = "Thing", .fields = t_root};
+    json_t *out = json_array();
+    json_t *o = js("{'spec':{'later':''}}");
+    fl_crd_unsupported_fields(&k, o, out);
+    assert_int_equal(json_array_size(out), 0);
+    json_decref(o);
+    o = js("{'spec':{'later':'soon'}}");
+    fl_crd_unsupported_fields(&k, o, out);
+    assert_json(out, "['.spec.later']");
+    json_decref(o);
+    json_decref(out);
+}
+
+static void duplicate_keys_are_named_with_their_paths(void **state)
+{
+    (void)state;
+    const char *body = "{\"a\":1,\"s\":{\"x\":[{\"k\":1,\"k\":2}],\"y\":\"}\\\"\",\"y\":3},\"a\":2}";
+    json_t *out = json_array();
+    fl_crd_duplicate_fields(body, strlen(body), out);
+    assert_json(out, "['duplicate field \\'s.x[0].k\\'','duplicate field \\'s.y\\'','duplicate field \\'a\\'']");
+    json_decref(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +564,9 @@ int main(void)
         cmocka_unit_test(ignore_proceeds_silently),
         cmocka_unit_test(invalid_mode_names_the_allowed_values),
         cmocka_unit_test(prune_then_strict_end_to_end),
+        cmocka_unit_test(builtin_kind_is_pruned_against_its_table_in_document_order),
+        cmocka_unit_test(unsupported_fields_are_reported_only_when_set),
+        cmocka_unit_test(duplicate_keys_are_named_with_their_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

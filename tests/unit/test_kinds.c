@@ -605,6 +605,9 @@ static void test_smp_metadata_as_upstream_tags(void **state)
     expect_smp("", "v1", "serviceaccounts", "secrets", true, false, "name");
     expect_smp("", "v1", "configmaps", "metadata.finalizers", true, false, NULL);
     expect_no_smp("", "v1", "configmaps", "data");
+    /* through a map's values: "properties.<name>" then the schema's own fields */
+    expect_smp("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+               "spec.versions.schema.openAPIV3Schema.properties.spec.x-kubernetes-validations", true, false, "rule");
 #undef P
     /* dynamic kinds have no table, but ObjectMeta's tags still apply */
     json_t *crd = parse(crontab_crd);
@@ -894,6 +897,76 @@ static void test_concurrent_member_registries(void **state)
     json_decref(cb);
 }
 
+
+/* ---- generated field tables (kinds_schema.c) ---- */
+
+static const fl_field *field_of(const fl_field *t, const char *name)
+{
+    for (; t && t->path; t++)
+        if (!strcmp(t->path, name))
+            return t;
+    return NULL;
+}
+
+static void test_every_builtin_kind_has_a_complete_table(void **state)
+{
+    (void)state;
+    const fl_kind **kinds;
+    size_t n = fl_kinds_list(&kinds);
+    size_t builtin = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kinds[i]->dynamic)
+            continue;
+        builtin++;
+        const fl_field *t = kinds[i]->fields;
+        assert_non_null(t);
+        for (const char *top = "apiVersion"; top; top = !strcmp(top, "apiVersion") ? "kind"
+                                                     : !strcmp(top, "kind")       ? "metadata"
+                                                                                  : NULL)
+            if (!field_of(t, top))
+                fail_msg("%s has no %s", kinds[i]->kind, top);
+        /* one path segment per row: the tables are complete, so nothing is dotted */
+        for (; t->path; t++)
+            assert_null(strchr(t->path, '.'));
+    }
+    free(kinds);
+    assert_true(builtin >= 27);
+}
+
+static void test_podspec_containers_are_required_with_their_merge_key(void **state)
+{
+    (void)state;
+    const fl_kind *k = fl_kind_by_gvk("apps/v1", "Deployment");
+    assert_non_null(k);
+    const fl_field *f = field_of(k->fields, "spec");
+    assert_non_null(f);
+    f = field_of(f->sub, "template");
+    assert_true(f && f->required);
+    f = field_of(field_of(f->sub, "spec")->sub, "containers");
+    assert_non_null(f);
+    assert_true(f->required);
+    assert_int_equal(f->type, FL_F_ARRAY);
+    assert_string_equal(f->merge_key, "name");
+    assert_string_equal(f->strategy, "merge");
+    assert_non_null(field_of(f->sub, "imagePullPolicy"));
+    const fl_field *res = field_of(f->sub, "resources");
+    const fl_field *limits = field_of(res->sub, "limits");
+    assert_int_equal(limits->type, FL_F_MAP);
+    assert_int_equal(limits->elem, FL_F_QUANTITY);
+}
+
+static void test_karmada_fields_nothing_acts_on_are_marked_unsupported(void **state)
+{
+    (void)state;
+    const fl_kind *k = fl_kind_by_gvk("policy.karmada.io/v1alpha1", "PropagationPolicy");
+    const fl_field *spec = field_of(k->fields, "spec");
+    assert_true(field_of(spec->sub, "schedulePriority")->unsupported);
+    assert_false(field_of(spec->sub, "failover")->unsupported);
+    const fl_field *placement = field_of(spec->sub, "placement");
+    assert_true(field_of(placement->sub, "workloadAffinity")->unsupported);
+    assert_false(field_of(placement->sub, "clusterAffinity")->unsupported);
+}
+
 int main(void)
 {
     fl_kinds_init();
@@ -916,6 +989,9 @@ int main(void)
         cmocka_unit_test(test_registry_free_releases_kinds_and_caches),
         cmocka_unit_test(test_registries_without_crds_share_derived_documents),
         cmocka_unit_test(test_concurrent_member_registries),
+        cmocka_unit_test(test_every_builtin_kind_has_a_complete_table),
+        cmocka_unit_test(test_podspec_containers_are_required_with_their_merge_key),
+        cmocka_unit_test(test_karmada_fields_nothing_acts_on_are_marked_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
