@@ -169,6 +169,11 @@ def test_not_ready_member_gets_the_noexecute_taint_and_loses_it_when_ready(fleet
         assert pairs(taints(fleet, "member2")) == [(NOT_READY, "NoSchedule")]
         # the taint stays as added: no rewrite of timeAdded while the cluster stays down
         assert next(t for t in taints(fleet, "member1") if t["effect"] == "NoExecute") == ne
+        # a label change runs the policies again: the status controller's taint is not theirs to remove
+        ns = next(t for t in taints(fleet, "member1") if t["effect"] == "NoSchedule")
+        fleet.kubectl("label", "cluster", "member1", "ctp-test=relabelled")
+        time.sleep(1.5)
+        assert sorted(taints(fleet, "member1"), key=lambda t: t["effect"]) == [ne, ns]
 
         events = fleet.get("events", "-A")["items"]
         ev = [e for e in events if e["reason"] == "TaintClusterSucceed" and e["involvedObject"]["name"] == "member1"]
@@ -182,6 +187,7 @@ def test_not_ready_member_gets_the_noexecute_taint_and_loses_it_when_ready(fleet
     wait_for(lambda: taints(fleet, "member1") == [] and taints(fleet, "member2") == [], timeout=20,
              what="both taints gone once Ready again")
     assert ready_condition(fleet, "member1")["status"] == "True"
+    fleet.kubectl("label", "cluster", "member1", "ctp-test-")
     fleet.delete("clustertaintpolicy", "ctp-noexecute")
     fleet.delete("clustertaintpolicy", "ctp-status-owned")
 
