@@ -9,7 +9,8 @@ with timeAdded within seconds of its Ready condition turning False, next to the 
 controller's own NoSchedule taint, which a policy cannot take away; both go when it is Ready
 again through the policy's removeOnConditions; targetClusters limits which clusters a policy
 touches; two policies apply in creation order, not name order; a TaintClusterSucceed event is
-recorded on the Cluster; deleting a policy leaves its taints. Every wait is bounded."""
+recorded on the Cluster; deleting a policy leaves its taints; a restarted control plane neither
+re-adds nor re-stamps a taint (a Pull cluster without an agent turns Unknown). Every wait is bounded."""
 import datetime
 import json
 import os
@@ -215,3 +216,37 @@ def test_policies_apply_in_creation_order_and_deleting_one_keeps_its_taints(flee
     time.sleep(1.0)
     assert taints(fleet, "member3") == ts
     fleet.kubectl("patch", "cluster", "member3", "--type=json", "-p", '[{"op":"remove","path":"/spec/taints"}]')
+
+
+def test_restart_keeps_taints_and_their_time(fresh_server, monkeypatch):
+    """All state is in the store: a restarted control plane neither re-adds nor re-stamps."""
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    cp = fresh_server.start()
+    cp.kubectl("create", "namespace", "karmada-cluster")
+    # a Pull cluster whose agent never renews its Lease turns Ready Unknown
+    cp.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "p1"},
+        "spec": {"syncMode": "Pull"}}))
+    cp.kubectl("create", "-f", "-", input=json.dumps(policy(
+        "ctp-unreachable", [{"key": "cluster.karmada.io/unreachable", "effect": "NoExecute", "value": "x"}],
+        add=ready_in("Unknown"))))
+
+    def get_taints():
+        code, c = cp.curl("GET", "/apis/cluster.karmada.io/v1alpha1/clusters/p1")
+        return (c.get("spec") or {}).get("taints") or [] if code == 200 else []
+
+    ts = wait_for(lambda: (x := get_taints()) and len(x) == 2 and x, timeout=20,
+                  what="the policy's taint and the status controller's")
+    ne = next(t for t in ts if t["effect"] == "NoExecute")
+    assert ne["value"] == "x"
+    time.sleep(1.2)  # a new timeAdded would differ
+    assert cp.stop() == 0
+    cp.start()
+    # a second policy's taint shows the policies ran again after the restart
+    cp.kubectl("create", "-f", "-", input=json.dumps(policy(
+        "ctp-second", [{"key": "example.com/second", "effect": "NoSchedule"}], add=ready_in("Unknown"))))
+    after = wait_for(lambda: (x := get_taints()) and len(x) == 3 and x, timeout=20, what="the second policy's taint")
+    assert [t for t in after if t["effect"] == "NoExecute"] == [ne]
+    assert [t for t in after if t["key"] == "cluster.karmada.io/unreachable" and t["effect"] == "NoSchedule"] == \
+        [t for t in ts if t["effect"] == "NoSchedule"]
