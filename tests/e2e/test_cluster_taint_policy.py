@@ -250,3 +250,28 @@ def test_restart_keeps_taints_and_their_time(fresh_server, monkeypatch):
     assert [t for t in after if t["effect"] == "NoExecute"] == [ne]
     assert [t for t in after if t["key"] == "cluster.karmada.io/unreachable" and t["effect"] == "NoSchedule"] == \
         [t for t in ts if t["effect"] == "NoSchedule"]
+
+
+def test_notin_and_conditions_a_cluster_does_not_have(fleet):
+    target = {"clusterNames": ["member2"]}
+    fleet.apply([
+        policy("ctp-notin", [{"key": "example.com/notin", "effect": "NoSchedule"}],
+               add=[{"conditionType": "Ready", "operator": "NotIn", "statusValues": ["False", "Unknown"]}],
+               targets=target),
+        # a condition type the cluster lacks matches neither In nor NotIn, and conditions are ANDed
+        policy("ctp-missing-in", [{"key": "example.com/missing-in", "effect": "NoSchedule"}],
+               add=[{"conditionType": "NoSuchCondition", "operator": "In", "statusValues": ["True"]}], targets=target),
+        policy("ctp-missing-notin", [{"key": "example.com/missing-notin", "effect": "NoSchedule"}],
+               add=[{"conditionType": "NoSuchCondition", "operator": "NotIn", "statusValues": ["True"]}],
+               targets=target),
+        policy("ctp-and", [{"key": "example.com/and", "effect": "NoSchedule"}],
+               add=ready_in("True") + [{"conditionType": "NoSuchCondition", "operator": "NotIn",
+                                        "statusValues": ["True"]}], targets=target),
+    ])
+    wait_for(lambda: pairs(taints(fleet, "member2")) == [("example.com/notin", "NoSchedule")], timeout=15,
+             what="the NotIn policy's taint")
+    time.sleep(1.0)
+    assert pairs(taints(fleet, "member2")) == [("example.com/notin", "NoSchedule")]
+    for name in ("ctp-notin", "ctp-missing-in", "ctp-missing-notin", "ctp-and"):
+        fleet.delete("clustertaintpolicy", name)
+    fleet.kubectl("patch", "cluster", "member2", "--type=json", "-p", '[{"op":"remove","path":"/spec/taints"}]')
