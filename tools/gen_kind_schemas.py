@@ -60,6 +60,7 @@ ROOTS = [
     ("karmada_policy_v1alpha1_ClusterPropagationPolicy", KARMADA + "policy.v1alpha1.ClusterPropagationPolicy"),
     ("karmada_policy_v1alpha1_OverridePolicy", KARMADA + "policy.v1alpha1.OverridePolicy"),
     ("karmada_policy_v1alpha1_ClusterOverridePolicy", KARMADA + "policy.v1alpha1.ClusterOverridePolicy"),
+    ("karmada_policy_v1alpha1_ClusterTaintPolicy", KARMADA + "policy.v1alpha1.ClusterTaintPolicy"),
     ("karmada_work_v1alpha1_Work", KARMADA + "work.v1alpha1.Work"),
     ("karmada_work_v1alpha2_ResourceBinding", KARMADA + "work.v1alpha2.ResourceBinding"),
     ("karmada_work_v1alpha2_ClusterResourceBinding", KARMADA + "work.v1alpha2.ClusterResourceBinding"),

@@ -984,6 +984,11 @@ fl_kind fl_kinds__builtin[] = {
       .singular = "clusteroverridepolicy", .namespaced = CLUSTER, .short_names = {"cop"},
       .categories = {"karmada-io"}, .fields = fl_schema_karmada_policy_v1alpha1_ClusterOverridePolicy, .columns = no_columns,
       .validate = fl_validate_override_policy },
+    /* Karmada's CRD declares no short name, category or printer columns for this one */
+    { .group = "policy.karmada.io", .version = "v1alpha1", .kind = "ClusterTaintPolicy",
+      .list_kind = "ClusterTaintPolicyList", .resource = "clustertaintpolicies", .singular = "clustertaintpolicy",
+      .namespaced = CLUSTER, .fields = fl_schema_karmada_policy_v1alpha1_ClusterTaintPolicy, .columns = no_columns,
+      .validate = fl_validate_cluster_taint_policy },
     /* work.karmada.io */
     { .group = "work.karmada.io", .version = "v1alpha1", .kind = "Work", .list_kind = "WorkList", .resource = "works",
       .singular = "work", .namespaced = NS, .has_status = true, .short_names = {"wk"},

@@ -2607,6 +2607,40 @@ const fl_field fl_schema_karmada_policy_v1alpha1_ClusterOverridePolicy[] = {
     { .path = NULL },
 };
 
+/* com.github.karmada-io.karmada.pkg.apis.policy.v1alpha1.MatchCondition */
+static const fl_field karmada_policy_v1alpha1_MatchCondition[] = {
+    { .path = "conditionType", .type = FL_F_STRING, .required = true },
+    { .path = "operator", .type = FL_F_STRING, .required = true },
+    { .path = "statusValues", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* com.github.karmada-io.karmada.pkg.apis.policy.v1alpha1.Taint */
+static const fl_field karmada_policy_v1alpha1_Taint[] = {
+    { .path = "effect", .type = FL_F_STRING, .required = true },
+    { .path = "key", .type = FL_F_STRING, .required = true },
+    { .path = "value", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* com.github.karmada-io.karmada.pkg.apis.policy.v1alpha1.ClusterTaintPolicySpec */
+static const fl_field karmada_policy_v1alpha1_ClusterTaintPolicySpec[] = {
+    { .path = "addOnConditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_MatchCondition },
+    { .path = "removeOnConditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_MatchCondition },
+    { .path = "taints", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_Taint, .required = true },
+    { .path = "targetClusters", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_ClusterAffinity },
+    { .path = NULL },
+};
+
+/* com.github.karmada-io.karmada.pkg.apis.policy.v1alpha1.ClusterTaintPolicy */
+const fl_field fl_schema_karmada_policy_v1alpha1_ClusterTaintPolicy[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = karmada_policy_v1alpha1_ClusterTaintPolicySpec, .required = true },
+    { .path = NULL },
+};
+
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha1.WorkloadTemplate */
 static const fl_field karmada_work_v1alpha1_WorkloadTemplate[] = {
     { .path = "manifests", .type = FL_F_ARRAY, .elem = FL_F_OBJECT },

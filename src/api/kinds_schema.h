@@ -31,6 +31,7 @@ extern const fl_field fl_schema_karmada_policy_v1alpha1_PropagationPolicy[];
 extern const fl_field fl_schema_karmada_policy_v1alpha1_ClusterPropagationPolicy[];
 extern const fl_field fl_schema_karmada_policy_v1alpha1_OverridePolicy[];
 extern const fl_field fl_schema_karmada_policy_v1alpha1_ClusterOverridePolicy[];
+extern const fl_field fl_schema_karmada_policy_v1alpha1_ClusterTaintPolicy[];
 extern const fl_field fl_schema_karmada_work_v1alpha1_Work[];
 extern const fl_field fl_schema_karmada_work_v1alpha2_ResourceBinding[];
 extern const fl_field fl_schema_karmada_work_v1alpha2_ClusterResourceBinding[];

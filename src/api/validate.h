@@ -56,6 +56,7 @@ void fl_default_karmada(const fl_kind *k, json_t *obj);
  * causes with field paths from the object root ("spec.placement.clusterAffinity"). */
 void fl_validate_propagation_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_override_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_cluster_taint_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_crd(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_namespace(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_cluster(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);

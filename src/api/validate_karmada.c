@@ -591,6 +591,78 @@ void fl_validate_override_policy(const fl_kind *k, const json_t *obj, const json
 }
 
 /* ---------------------------------------------------------------------------------
+ * ClusterTaintPolicy: the CRD's markers (taints required with at least one item; key and
+ * effect required; conditionType, operator and statusValues required) and the webhook's
+ * duplicate rule, with its text. Ours: effect limited to the two a Cluster accepts,
+ * operator to In/NotIn (the controller's only ones), a taint key/value as a Cluster's,
+ * statusValues not empty, and at least one of addOnConditions/removeOnConditions (a
+ * policy with neither can never act). Karmada's webhook refuses NoExecute unless an
+ * administrator allows it (--allow-no-execute-taint-policy); Flotilla allows it, since
+ * its failover acts on NoExecute taints by default.
+ */
+static void match_conditions(const json_t *list, const char *base, json_t *causes)
+{
+    static const char *const ops[] = {"In", "NotIn", NULL};
+    char p[FL_VPATH_MAX];
+    size_t i;
+    json_t *m;
+    json_array_foreach(list, i, m) {
+        fl_v_require_str(causes, fl_vpath(p, "%s[%zu].conditionType", base, i), m, "conditionType");
+        fl_v_enum(causes, fl_vpath(p, "%s[%zu].operator", base, i), m, "operator", ops, true);
+        if (json_array_size(fl_v_arr(m, "statusValues")) == 0)
+            fl_v_required(causes, fl_vpath(p, "%s[%zu].statusValues", base, i), NULL);
+    }
+}
+
+void fl_validate_cluster_taint_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
+{
+    static const char *const effects[] = {"NoSchedule", "NoExecute", NULL};
+    char p[FL_VPATH_MAX];
+    json_t *spec = fl_v_obj(obj, "spec");
+    if (!spec) {
+        fl_v_required(causes, "spec", NULL);
+        return;
+    }
+    cluster_affinity(fl_v_obj(spec, "targetClusters"), "spec.targetClusters", causes);
+    json_t *add = fl_v_arr(spec, "addOnConditions"), *remove = fl_v_arr(spec, "removeOnConditions");
+    if (json_array_size(add) == 0 && json_array_size(remove) == 0)
+        fl_v_required(causes, "spec.addOnConditions", "at least one of addOnConditions and removeOnConditions "
+                                                       "must be set");
+    match_conditions(add, "spec.addOnConditions", causes);
+    match_conditions(remove, "spec.removeOnConditions", causes);
+
+    json_t *taints = fl_v_arr(spec, "taints");
+    if (json_array_size(taints) == 0) {
+        fl_v_required(causes, "spec.taints", NULL);
+        return;
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(taints, i, t) {
+        const char *key = fl_v_require_str(causes, fl_vpath(p, "spec.taints[%zu].key", i), t, "key");
+        if (key)
+            fl_v_label_name(causes, p, key);
+        const char *val = fl_v_str(t, "value"), *msg;
+        if (val && (msg = fl_validate_label_value(val)))
+            fl_v_invalid_str(causes, fl_vpath(p, "spec.taints[%zu].value", i), val, msg);
+        if (!fl_v_enum(causes, fl_vpath(p, "spec.taints[%zu].effect", i), t, "effect", effects, true) || !key)
+            continue;
+        const char *eff = fl_v_str(t, "effect");
+        for (size_t j = 0; j < i; j++) {
+            json_t *o = json_array_get(taints, j);
+            const char *ok = fl_v_str(o, "key"), *oe = fl_v_str(o, "effect");
+            if (ok && oe && !strcmp(ok, key) && !strcmp(oe, eff)) {
+                char detail[FL_VPATH_MAX];
+                snprintf(detail, sizeof detail, "Duplicate taint with the same key(%s) and effect(%s) is not allowed",
+                         key, eff);
+                fl_v_duplicate(causes, fl_vpath(p, "spec.taints[%zu]", i), t, detail);
+                break;
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------
  * Cluster (pkg/apis/cluster/validation).
  */
 

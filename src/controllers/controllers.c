@@ -14,6 +14,7 @@ extern const fl_controller fl_binding_controller;
 extern const fl_controller fl_binding_status_controller;
 extern const fl_controller fl_dependencies_controller;
 extern const fl_controller fl_namespace_sync_controller;
+extern const fl_controller fl_cluster_taint_policy_controller;
 
 const fl_controller *const fl_server_controllers[] = {
     &fl_customizations_controller,
@@ -25,6 +26,7 @@ const fl_controller *const fl_server_controllers[] = {
     &fl_execution_controller,
     &fl_binding_status_controller,
     &fl_cluster_status_controller,
+    &fl_cluster_taint_policy_controller,
     NULL,
 };
 
