@@ -428,7 +428,9 @@ static void job_run(fl_http_job *job)
 static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state *st, req_job *j)
 {
     fl_req *r = &j->r;
-    st->verb = r->verb ? r->verb : st->verb;
+    /* r->verb is static, or r->method (the job's copy, freed below): then MHD's method stays */
+    if (r->verb && r->verb != r->method)
+        st->verb = r->verb;
     snprintf(st->resource, sizeof st->resource, "%s", r->resource);
     st->code = r->code;
     enum MHD_Result ret;

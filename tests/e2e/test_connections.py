@@ -140,7 +140,10 @@ s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(port))), server_h
 s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
 buf = b""
 while b"\r\n\r\n" not in buf:
-    buf += s.recv(4096)
+    chunk = s.recv(4096)
+    if not chunk:
+        sys.exit(f"closed before the headers: {buf!r}")
+    buf += chunk
 print("ready", s.getsockname()[1], flush=True)
 time.sleep(300)
 """
