@@ -293,6 +293,8 @@ static req_job *job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, co
 
 static void job_free(req_job *j)
 {
+    /* a watch answered but never sent (the connection closed at shutdown) */
+    fl_api_stream_free(j->r.stream);
     free_query(&j->r);
     free(j->r.resp);
     free(j->r.warnings);
@@ -438,6 +440,7 @@ static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state 
         stream_ctx *sc = fl_calloc(1, sizeof *sc);
         sc->h = h;
         sc->s = r->stream;
+        r->stream = NULL; /* the response's now */
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         sc->fd = ci ? ci->connect_fd : -1;
         fl_http_conn *conn = conn_of(c);
