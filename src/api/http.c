@@ -47,6 +47,9 @@
 #define MHD_THREADS 2
 #define MIN_WORKERS 4
 #define MAX_WORKERS 16
+/* The buffer MHD gives a watch's reader: one TLS record's worth. An idle watch keeps it,
+ * so it is most of what a watch costs beside the TLS session. */
+#define STREAM_BLOCK (16 * 1024)
 
 struct fl_http {
     struct MHD_Daemon *d;
@@ -449,7 +452,7 @@ static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state 
             fl_api_stream_set_notify(sc->s, stream_notify, sc);
         }
         st->watch = false; /* the slot now belongs to the stream */
-        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader,
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader,
                                                                       sc, stream_free);
         MHD_add_response_header(resp, "Content-Type", "application/json");
         MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
