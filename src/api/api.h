@@ -6,7 +6,7 @@
  * stream (fl_api_stream) that the transport pulls from. Keeping HTTP out of here lets
  * the fuzz target and unit tests drive requests directly.
  *
- * Threads: fl_api_handle runs on the connection's thread; many run at once. */
+ * Threads: fl_api_handle runs on a worker of the HTTP transport; many run at once. */
 #ifndef FL_API_H
 #define FL_API_H
 

@@ -500,6 +500,37 @@ static enum MHD_Result begin_request(fl_http *h, struct MHD_Connection *c, const
     return MHD_YES;
 }
 
+/* A GET of one object or of its subresource (not a list): /api/v1/[namespaces/NS/]RES/NAME[/SUB]
+ * or the same under /apis/GROUP/VERSION, and /api/v1/namespaces/NAME. */
+static bool one_object_get(const char *method, const char *path)
+{
+    if (strcmp(method, "GET"))
+        return false;
+    int skip;
+    if (!strncmp(path, "/api/", 5))
+        skip = 2;
+    else if (!strncmp(path, "/apis/", 6))
+        skip = 3;
+    else
+        return false;
+    int k = 0;
+    bool ns_first = false;
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (k == skip)
+            ns_first = n == 10 && !strncmp(p, "namespaces", 10);
+        k++;
+        p += n;
+    }
+    k -= skip; /* segments after the group version */
+    return k >= 2 && !(k == 3 && ns_first);
+}
+
 static void add_body(fl_http *h, conn_state *st, const char *upload, size_t n)
 {
     if (st->too_big)
@@ -554,8 +585,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     j->slot_later = j->route.hold || j->route.delay_ms > 0;
     if (!j->slot_later)
         take_slot(h, j);
-    /* the health checks answer from memory, at once: a probe must not queue behind work */
-    if (health_path(j->route.path) && !j->slot_later) {
+    /* the health checks answer from memory, at once: a probe must not queue behind work;
+     * a GET of one object is a point read, cheaper than the trip to a worker and back */
+    if (!j->slot_later && (health_path(j->route.path) || (!j->watch && one_object_get(method, j->route.path)))) {
         job_handle(j);
         return respond(h, c, st, j);
     }

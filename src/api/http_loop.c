@@ -424,10 +424,7 @@ void fl_http_loop_free(fl_http_loop *l)
     while (l->workers > 0)
         pthread_cond_wait(&l->done_cv, &l->job_mu);
     pthread_mutex_unlock(&l->job_mu);
-    poke(l, 1);
-    uint64_t one = 1;
-    ssize_t w = write(l->evfd, &one, sizeof one);
-    (void)w;
+    poke(l, 1); /* the sweeper sees stopping */
     pthread_join(l->sweeper, NULL);
     close(l->epfd);
     close(l->evfd);
