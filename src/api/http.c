@@ -5,8 +5,9 @@
  * with each body chunk, then once more when the request is complete. MHD runs a couple of
  * event-loop threads (epoll) that only move bytes, so a connection, idle or not, costs no
  * thread: a complete request is copied into a job and its connection suspended while a
- * worker of http_loop.c handles it (handlers block on the store); the worker resumes the
- * connection and MHD calls on_request once more, which queues the answer. A watch answers
+ * worker of http_loop.c handles it (http_job.c: handlers block on the store); the worker
+ * resumes the connection and MHD calls on_request once more, which queues the answer (a GET
+ * of one object, a point read, and the health checks are answered at once instead). A watch answers
  * with a callback response of unknown size (chunked encoding) whose reader takes what the
  * stream has ready without blocking, and otherwise suspends the connection until the store
  * publishes, a bookmark or the deadline is due, or the peer hangs up (http_loop.h). The
@@ -32,7 +33,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/http_loop.h"
-#include "api/tls.h"
+#include "api/http_priv.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -51,62 +52,11 @@
  * so it is most of what a watch costs beside the TLS session. */
 #define STREAM_BLOCK (16 * 1024)
 
-struct fl_http {
-    struct MHD_Daemon *d;
-    fl_api *api;
-    fl_http_config cfg;
-    char *token;
-    atomic_int inflight;
-    atomic_int watches;
-    atomic_int pending;        /* jobs submitted whose connection is not resumed yet */
-    atomic_bool closing;       /* fl_http_stop began: no new job, streams end */
-    fl_http_loop *loop;
-    int port;
-};
-
-struct req_job;
-
-typedef struct conn_state {
-    struct timespec start;
-    char *body;
-    size_t len, cap;
-    bool too_big;
-    bool counted;      /* holds an in-flight slot */
-    bool watch;        /* holds a watch slot */
-    const char *verb;
-    char resource[96];
-    int code;
-    char user[FL_AUTH_USER_MAX]; /* the identity the token table found */
-    fl_http_conn *conn;          /* the connection's record in the loop (deadlines), or NULL */
-    struct req_job *job;         /* handled by a worker; answered when MHD calls again */
-} conn_state;
-
 static double elapsed(const struct timespec *t0)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    fl_req *r = cls;
-    if (r->nquery >= 64)
-        return MHD_YES;
-    r->query = fl_realloc(r->query, (r->nquery + 1) * sizeof *r->query);
-    r->query[r->nquery].key = fl_strdup(key);
-    r->query[r->nquery].value = fl_strdup(value ? value : "");
-    r->nquery++;
-    return MHD_YES;
-}
-
-static void free_query(fl_req *r)
-{
-    for (size_t i = 0; i < r->nquery; i++) {
-        free(r->query[i].key);
-        free(r->query[i].value);
-    }
-    free(r->query);
 }
 
 /* Each line of warnings becomes a `Warning: 299 - "text"` header, as the apiserver sends them. */
@@ -164,27 +114,6 @@ static enum MHD_Result send_too_big(struct MHD_Connection *c, conn_state *st, si
     return send_status(c, st, 413, "RequestEntityTooLarge", msg);
 }
 
-/* /healthz, /livez, /readyz and their checks (/healthz/ping, ...): a probe of a server that
- * is merely busy must not fail, so these are outside the in-flight limit, as kube-apiserver
- * exempts them. They answer from memory, and take no slot. */
-static bool health_path(const char *url)
-{
-    static const char *const roots[] = {"/healthz", "/livez", "/readyz"};
-    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
-        size_t n = strlen(roots[i]);
-        if (!strncmp(url, roots[i], n) && (url[n] == 0 || url[n] == '/'))
-            return true;
-    }
-    return false;
-}
-
-static bool public_path(const char *url)
-{
-    return !strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz") ||
-           !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) || !strncmp(url, "/readyz/", 8) ||
-           !strncmp(url, "/livez/", 7);
-}
-
 /* ---- watches: a callback response that parks its connection while nothing is ready ---- */
 
 typedef struct stream_ctx {
@@ -240,193 +169,10 @@ static void stream_free(void *cls)
     free(sc);
 }
 
-static bool is_watch_request(struct MHD_Connection *c, const char *url)
-{
-    const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
-    if (w && strcmp(w, "0") && strcasecmp(w, "false"))
-        return true;
-    return strstr(url, "/watch/") != NULL;
-}
-
 static fl_http_conn *conn_of(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
-}
-
-/* ---- a request's handling, off MHD's threads ---- */
-
-/* What a worker needs of a request, copied while MHD's thread has it, and the answer. */
-typedef struct req_job {
-    fl_http_job job;       /* first: the loop hands it back */
-    fl_http *h;
-    struct MHD_Connection *c;
-    conn_state *st;
-    fl_http_route route;   /* route.path points into url */
-    char *method, *url, *authorization, *content_type, *accept, *user_agent;
-    fl_req r;              /* query owned here; then the answer */
-    bool watch;
-    bool over;             /* no slot was free (429 once authenticated) */
-    bool slot_later;       /* the route waits first: take the slot after */
-    bool held, delayed;
-    int64_t hold_until;
-} req_job;
-
-static char *dup_or_null(const char *v)
-{
-    return v ? fl_strdup(v) : NULL;
-}
-
-static req_job *job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, const char *url, const char *method)
-{
-    req_job *j = fl_calloc(1, sizeof *j);
-    j->h = h;
-    j->c = c;
-    j->st = st;
-    j->method = fl_strdup(method);
-    j->url = fl_strdup(url);
-    j->authorization = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
-    j->content_type = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"));
-    j->accept = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"));
-    j->user_agent = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent"));
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &j->r);
-    j->watch = !strcmp(method, "GET") && is_watch_request(c, url);
-    return j;
-}
-
-static void job_free(req_job *j)
-{
-    /* a watch answered but never sent (the connection closed at shutdown) */
-    fl_api_stream_free(j->r.stream);
-    free_query(&j->r);
-    free(j->r.resp);
-    free(j->r.warnings);
-    free(j->method);
-    free(j->url);
-    free(j->authorization);
-    free(j->content_type);
-    free(j->accept);
-    free(j->user_agent);
-    free(j);
-}
-
-/* Answer with a Status; true (the job is answered). */
-static bool job_status(req_job *j, int code, const char *reason, const char *msg)
-{
-    j->r.code = code;
-    j->r.resp = fl_asprintf("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-                            "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
-                            msg, reason, code);
-    j->r.resp_len = strlen(j->r.resp);
-    j->r.resp_type = "application/json";
-    j->r.retry_after = code == 429 ? "1" : NULL;
-    return true;
-}
-
-/* An in-flight slot (or a watch slot); j->over when none is free. The slot is the
- * connection's until on_completed (a watch's passes to its stream). */
-static void take_slot(fl_http *h, req_job *j)
-{
-    if (j->watch) {
-        if (atomic_fetch_add(&h->watches, 1) >= h->cfg.max_watches) {
-            atomic_fetch_sub(&h->watches, 1);
-            j->over = true;
-        } else {
-            j->st->watch = true;
-        }
-    } else if (!health_path(j->route.path)) {
-        if (atomic_fetch_add(&h->inflight, 1) >= h->cfg.max_inflight) {
-            atomic_fetch_sub(&h->inflight, 1);
-            j->over = true;
-        } else {
-            j->st->counted = true;
-        }
-    }
-}
-
-/* The request's handling: false when it was deferred (a partition or delay to wait out),
- * true when j->r holds the answer. */
-static bool job_handle(req_job *j)
-{
-    fl_http *h = j->h;
-    conn_state *st = j->st;
-    fl_http_route *route = &j->route;
-    bool stopping = h->api->stopping || atomic_load(&h->closing);
-    int64_t now = fl_http_now_ms();
-    if (route->hold) {
-        if (!j->held) {
-            j->held = true;
-            j->hold_until = now + 60000;
-        }
-        if (*route->hold && now < j->hold_until && !stopping) {
-            fl_http_loop_defer(h->loop, &j->job, now + 100); /* look again, holding no thread */
-            return false;
-        }
-        if (*route->hold)
-            return job_status(j, 503, "ServiceUnavailable", "the cluster is partitioned");
-    }
-    if (route->fail_code)
-        return job_status(j, route->fail_code, "ServiceUnavailable", "the cluster's API is down");
-    if (route->delay_ms > 0 && !j->delayed && !stopping) {
-        j->delayed = true;
-        fl_http_loop_defer(h->loop, &j->job, now + route->delay_ms);
-        return false;
-    }
-    const char *user = NULL; /* NULL: authentication is off, nothing is authorized */
-    const char *auth = j->authorization;
-    if (h->cfg.auth && !route->handle) {
-        /* the token table: every token names an identity; public paths need none */
-        if (auth && !strncmp(auth, "Bearer ", 7) &&
-            fl_auth_authenticate(h->cfg.auth, auth + 7, st->user, sizeof st->user) == 0)
-            user = st->user;
-        else if (!auth && public_path(route->path))
-            user = FL_AUTH_ANONYMOUS;
-        else /* credentials that fail are refused even where none are needed, as the apiserver does */
-            return job_status(j, 401, "Unauthorized", "Unauthorized");
-    } else if (route->token) {
-        bool ok = auth && !strncmp(auth, "Bearer ", 7) && fl_token_equal(auth + 7, route->token);
-        if (!ok && (auth || !public_path(route->path)))
-            return job_status(j, 401, "Unauthorized", "Unauthorized");
-    }
-    if (st->too_big) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "Request entity too large: limit is %zu", h->cfg.max_body);
-        return job_status(j, 413, "RequestEntityTooLarge", msg);
-    }
-    if (j->slot_later)
-        take_slot(h, j);
-    if (j->over)
-        return j->watch ? job_status(j, 429, "TooManyRequests", "too many watches, please try again later")
-                        : job_status(j, 429, "TooManyRequests", "Too many requests, please try again later.");
-    fl_req *r = &j->r;
-    r->method = j->method;
-    r->path = route->path;
-    r->content_type = j->content_type;
-    r->accept = j->accept;
-    r->user_agent = j->user_agent;
-    r->user = user;
-    r->body = st->body;
-    r->body_len = st->len;
-    if (route->handle)
-        route->handle(route->handle_ctx, r);
-    else
-        fl_api_handle(route->api, r);
-    if (r->stream) {
-        free(r->warnings);
-        r->warnings = NULL;
-    }
-    return true;
-}
-
-/* On a worker: handle, then hand the connection back to MHD, which calls on_request again. */
-static void job_run(fl_http_job *job)
-{
-    req_job *j = (req_job *)job;
-    if (!job_handle(j))
-        return;
-    fl_http *h = j->h;
-    MHD_resume_connection(j->c); /* j is MHD's thread's from here on */
-    atomic_fetch_sub(&h->pending, 1);
 }
 
 /* On MHD's thread, once the job is answered: queue the answer. */
@@ -467,7 +213,7 @@ static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state 
                           r->retry_after, r->warnings);
         r->resp = NULL; /* send_buffer's now */
     }
-    job_free(j);
+    fl_http_job_free(j);
     return ret;
 }
 
@@ -575,29 +321,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     /* the whole request is here: no deadline while it is handled, or while a watch streams */
     if (st->conn)
         fl_http_conn_deadline(h->loop, st->conn, 0);
-    req_job *j = job_new(h, c, st, url, method);
+    req_job *j = fl_http_job_new(h, c, st, url, method);
     j->route = (fl_http_route){h->api, j->url, h->token};
     if (h->cfg.router && h->cfg.router(h->cfg.router_ctx, j->url, &j->route) != 0) {
-        job_free(j);
+        fl_http_job_free(j);
         return send_status(c, st, 404, "NotFound", "the server could not find the requested resource");
     }
     /* a route that waits takes its slot after waiting, as it did when it held a thread */
     j->slot_later = j->route.hold || j->route.delay_ms > 0;
     if (!j->slot_later)
-        take_slot(h, j);
+        fl_http_take_slot(h, j);
     /* the health checks answer from memory, at once: a probe must not queue behind work;
      * a GET of one object is a point read, cheaper than the trip to a worker and back */
-    if (!j->slot_later && (health_path(j->route.path) || (!j->watch && one_object_get(method, j->route.path)))) {
-        job_handle(j);
+    if (!j->slot_later && (fl_http_health_path(j->route.path) || (!j->watch && one_object_get(method, j->route.path)))) {
+        fl_http_job_handle(j);
         return respond(h, c, st, j);
     }
     atomic_fetch_add(&h->pending, 1);
     if (atomic_load(&h->closing)) { /* fl_http_stop is waiting for the jobs to end */
         atomic_fetch_sub(&h->pending, 1);
-        job_status(j, 503, "ServiceUnavailable", "the server is shutting down");
+        fl_http_job_status(j, 503, "ServiceUnavailable", "the server is shutting down");
         return respond(h, c, st, j);
     }
-    j->job.run = job_run;
+    j->job.run = fl_http_job_run;
     st->job = j;
     MHD_suspend_connection(c); /* before the job can resume it */
     fl_http_loop_submit(h->loop, &j->job);
@@ -618,7 +364,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
         atomic_fetch_sub(&h->watches, 1);
     fl_metrics_request(st->verb ? st->verb : "", st->resource, st->code, elapsed(&st->start));
     if (st->job)
-        job_free(st->job);
+        fl_http_job_free(st->job);
     /* kept alive for the next request, for a while */
     if (st->conn)
         fl_http_conn_deadline(h->loop, st->conn, fl_http_now_ms() + (int64_t)h->cfg.idle_timeout_s * 1000);
