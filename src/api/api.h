@@ -6,7 +6,7 @@
  * stream (fl_api_stream) that the transport pulls from. Keeping HTTP out of here lets
  * the fuzz target and unit tests drive requests directly.
  *
- * Threads: fl_api_handle runs on the connection's thread; many run at once. */
+ * Threads: fl_api_handle runs on a worker of the HTTP transport; many run at once. */
 #ifndef FL_API_H
 #define FL_API_H
 
@@ -107,6 +107,16 @@ void fl_api_stream_free(fl_api_stream *s);
 /* Make a blocked fl_api_stream_read return 0 soon, and every later one at once. Any
  * thread, while the stream is not freed. */
 void fl_api_stream_cancel(fl_api_stream *s);
+/* fl_api_stream_read without blocking, for a transport that parks the connection meanwhile:
+ * bytes written (> 0); 0 when nothing is ready now, with *wake_ms set to the CLOCK_MONOTONIC
+ * time in milliseconds at which the stream needs another look though nothing was published
+ * (a bookmark is due, timeoutSeconds ends); -1 at the end of the stream (fl_api.stopping, a
+ * cancel, the deadline, a closed store). Same thread rules as fl_api_stream_read. */
+long fl_api_stream_try_read(fl_api_stream *s, char *buf, size_t cap, int64_t *wake_ms);
+/* Call fn(ctx) whenever a fl_api_stream_try_read that found nothing may find more (see
+ * fl_watch_set_notify: quick, on the store's publishing thread). Set before the first
+ * try_read; never called after fl_api_stream_free returns. */
+void fl_api_stream_set_notify(fl_api_stream *s, void (*fn)(void *ctx), void *ctx);
 
 /* The object a stored value b decodes to: a new reference, read-only (it may be the one the
  * API last wrote, shared, which costs no decoding); NULL when the bytes are not JSON.

@@ -843,64 +843,102 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
     r->stream = s;
 }
 
-/* Wait for the next store event (or the time for a bookmark) and relay it. false when the
- * stream has ended. */
-static bool stream_pull(fl_api_stream *s)
+/* Wait for the next store event (or the time for a bookmark) and relay it: 1 when something
+ * was relayed (or a wait ended without one, blocking), 0 when the stream has ended. With
+ * block false it does not wait: -1 when nothing is ready, with *wake_ms the time it next
+ * needs a look (the bookmark interval, the deadline). */
+static int stream_pull(fl_api_stream *s, bool block, int64_t *wake_ms)
 {
     if (s->done || s->api->stopping || !s->w || atomic_load(&s->cancelled))
-        return false;
+        return 0;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double left = (double)(s->deadline.tv_sec - now.tv_sec) + (s->deadline.tv_nsec - now.tv_nsec) / 1e9;
     if (left <= 0)
-        return false;
+        return 0;
     int wait_ms = (int)(left * 1000) + 1;
     int bmi = s->api->bookmark_interval_ms > 0 ? s->api->bookmark_interval_ms : 60000;
     if (wait_ms > bmi)
         wait_ms = bmi;
     if (wait_ms > 1000)
         wait_ms = 1000;  /* wake at least once a second to notice shutdown */
+    if (!block)
+        wait_ms = 0;
     fl_watch_event *ev = NULL;
     int rc = fl_watch_next(s->w, &ev, wait_ms);
     if (rc == 0) {
         relay(s, ev);
-        return true;
+        return 1;
     }
     if (rc == FL_ETIMEDOUT) {
-        if (wait_ms >= FL_NODE_IDLE_MS)
+        if (block && wait_ms >= FL_NODE_IDLE_MS)
             fl_node_cache_drain(); /* a second without an event: the watcher is idle */
         if (s->bookmarks && now_s() - s->last_activity >= bmi / 1000.0) {
             s->last_activity = now_s();
             int64_t head = fl_store_rev(s->api->store);
             emit_bookmark(s, head > s->last_rev ? head : s->last_rev, false);
+            return 1;
         }
-        return true;
+        if (block)
+            return 1;
+        int64_t at = (int64_t)s->deadline.tv_sec * 1000 + s->deadline.tv_nsec / 1000000 + 1;
+        if (s->bookmarks) {
+            int64_t bm = (int64_t)((s->last_activity + bmi / 1000.0) * 1000) + 1;
+            if (bm < at)
+                at = bm;
+        }
+        *wake_ms = at;
+        return -1;
     }
     if (rc == FL_EEXPIRED) {
         emit_expired(s, "watch fell too far behind; re-list and watch again");
-        return true;
+        return 1;
     }
-    return false; /* closed */
+    return 0; /* closed */
+}
+
+/* Hand out what is pending, up to cap bytes; 0 when nothing is. */
+static size_t take_pending(fl_api_stream *s, char *out, size_t cap)
+{
+    size_t n = s->pending.len - s->pending_off;
+    if (n > cap)
+        n = cap;
+    memcpy(out, s->pending.p + s->pending_off, n);
+    s->pending_off += n;
+    if (s->pending_off == s->pending.len) { /* all read: the memory serves the next event */
+        fl_strbuf_truncate(&s->pending, 0);
+        s->pending_off = 0;
+    }
+    return n;
 }
 
 size_t fl_api_stream_read(fl_api_stream *s, char *out, size_t cap)
 {
     for (;;) {
-        if (s->pending_off < s->pending.len) {
-            size_t n = s->pending.len - s->pending_off;
-            if (n > cap)
-                n = cap;
-            memcpy(out, s->pending.p + s->pending_off, n);
-            s->pending_off += n;
-            if (s->pending_off == s->pending.len) { /* all read: the memory serves the next event */
-                fl_strbuf_truncate(&s->pending, 0);
-                s->pending_off = 0;
-            }
-            return n;
-        }
-        if (!stream_pull(s))
+        if (s->pending_off < s->pending.len)
+            return take_pending(s, out, cap);
+        if (!stream_pull(s, true, NULL))
             return 0;
     }
+}
+
+long fl_api_stream_try_read(fl_api_stream *s, char *out, size_t cap, int64_t *wake_ms)
+{
+    for (;;) {
+        if (s->pending_off < s->pending.len)
+            return (long)take_pending(s, out, cap);
+        int rc = stream_pull(s, false, wake_ms);
+        if (rc == 0)
+            return -1;
+        if (rc < 0)
+            return 0;
+    }
+}
+
+void fl_api_stream_set_notify(fl_api_stream *s, void (*fn)(void *ctx), void *ctx)
+{
+    if (s->w)
+        fl_watch_set_notify(s->w, fn, ctx);
 }
 
 int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj, fl_blob **text)
@@ -914,7 +952,7 @@ int fl_api_stream_next(fl_api_stream *s, const char **type, json_t **obj, fl_blo
                 s->nq = s->qoff = 0;
             return 1;
         }
-        if (!stream_pull(s))
+        if (!stream_pull(s, true, NULL))
             return 0;
     }
 }

@@ -2,9 +2,18 @@
  *
  * MHD calls on_request several times per request: first with the headers (we set up
  * per-request state and refuse at once a Content-Length far past the body limit), then
- * with each body chunk, then once more to get the response. Watches answer with a
- * callback response of unknown size (chunked encoding) whose reader blocks on the
- * store watch; that is why the daemon runs one thread per connection. */
+ * with each body chunk, then once more when the request is complete. MHD runs a couple of
+ * event-loop threads (epoll) that only move bytes, so a connection, idle or not, costs no
+ * thread: a complete request is copied into a job and its connection suspended while a
+ * worker of http_loop.c handles it (http_job.c: handlers block on the store); the worker
+ * resumes the connection and MHD calls on_request once more, which queues the answer (a GET
+ * of one object, a point read, and the health checks are answered at once instead). A watch answers
+ * with a callback response of unknown size (chunked encoding) whose reader takes what the
+ * stream has ready without blocking, and otherwise suspends the connection until the store
+ * publishes, a bookmark or the deadline is due, or the peer hangs up (http_loop.h). The
+ * sweeper of http_loop.c also enforces the request header, body and idle timeouts, which
+ * MHD's own timeout (inactivity, reset by each byte) cannot: a client dribbling a header
+ * byte a second would keep it alive forever. */
 #include "api/http.h"
 
 #include <arpa/inet.h>
@@ -16,72 +25,38 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
 #include "api/auth.h"
-#include "api/tls.h"
+#include "api/http_loop.h"
+#include "api/http_priv.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/metrics.h"
-#include "core/strbuf.h"
 
 /* A Content-Length beyond this many times the body limit is answered 413 before any of the
  * body is read (see on_request). */
 #define EARLY_413_FACTOR 4
-
-struct fl_http {
-    struct MHD_Daemon *d;
-    fl_api *api;
-    fl_http_config cfg;
-    char *token;
-    atomic_int inflight;
-    atomic_int watches;
-    int port;
-};
-
-typedef struct conn_state {
-    struct timespec start;
-    char *body;
-    size_t len, cap;
-    bool too_big;
-    bool counted;      /* holds an in-flight slot */
-    bool watch;        /* holds a watch slot */
-    const char *verb;
-    char resource[96];
-    int code;
-    char user[FL_AUTH_USER_MAX]; /* the identity the token table found */
-} conn_state;
+/* MHD's event-loop threads, and the workers that handle requests (more start under load,
+ * up to the maximum, and end when idle): the whole transport's threads, whatever the number
+ * of connections. */
+#define MHD_THREADS 2
+#define MIN_WORKERS 4
+#define MAX_WORKERS 16
+/* The buffer MHD gives a watch's reader: one TLS record's worth. An idle watch keeps it,
+ * so it is most of what a watch costs beside the TLS session. */
+#define STREAM_BLOCK (16 * 1024)
 
 static double elapsed(const struct timespec *t0)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    fl_req *r = cls;
-    if (r->nquery >= 64)
-        return MHD_YES;
-    r->query = fl_realloc(r->query, (r->nquery + 1) * sizeof *r->query);
-    r->query[r->nquery].key = fl_strdup(key);
-    r->query[r->nquery].value = fl_strdup(value ? value : "");
-    r->nquery++;
-    return MHD_YES;
-}
-
-static void free_query(fl_req *r)
-{
-    for (size_t i = 0; i < r->nquery; i++) {
-        free(r->query[i].key);
-        free(r->query[i].value);
-    }
-    free(r->query);
 }
 
 /* Each line of warnings becomes a `Warning: 299 - "text"` header, as the apiserver sends them. */
@@ -139,37 +114,25 @@ static enum MHD_Result send_too_big(struct MHD_Connection *c, conn_state *st, si
     return send_status(c, st, 413, "RequestEntityTooLarge", msg);
 }
 
-/* /healthz, /livez, /readyz and their checks (/healthz/ping, ...): a probe of a server that
- * is merely busy must not fail, so these are outside the in-flight limit, as kube-apiserver
- * exempts them. They answer from memory, and take no slot. */
-static bool health_path(const char *url)
-{
-    static const char *const roots[] = {"/healthz", "/livez", "/readyz"};
-    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
-        size_t n = strlen(roots[i]);
-        if (!strncmp(url, roots[i], n) && (url[n] == 0 || url[n] == '/'))
-            return true;
-    }
-    return false;
-}
-
-static bool public_path(const char *url)
-{
-    return !strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz") ||
-           !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) || !strncmp(url, "/readyz/", 8) ||
-           !strncmp(url, "/livez/", 7);
-}
+/* ---- watches: a callback response that parks its connection while nothing is ready ---- */
 
 typedef struct stream_ctx {
     fl_http *h;
     fl_api_stream *s;
-    conn_state *st;
     int fd;            /* the connection's socket, -1 if unknown */
+    fl_http_park park; /* park.conn NULL: no socket context, the reader blocks instead */
 } stream_ctx;
+
+static void stream_notify(void *cls)
+{
+    stream_ctx *sc = cls;
+    fl_http_park_wake(&sc->park);
+}
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     stream_ctx *sc = cls;
+    (void)pos;
     /* MHD corks the socket of a TLS response while "more data follows", and the kernel
      * would then hold our last event for up to 200 ms while we wait for the next one.
      * By the time MHD asks for more, the previous chunk is in the kernel: uncork to push it. */
@@ -177,26 +140,81 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         int off = 0;
         setsockopt(sc->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
     }
-    size_t n = fl_api_stream_read(sc->s, buf, max);
-    if (n == 0)
+    if (!sc->park.conn) {
+        size_t n = fl_api_stream_read(sc->s, buf, max);
+        return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    fl_http_park_begin(&sc->park);
+    if (atomic_load(&sc->park.hung_up))
+        return MHD_CONTENT_READER_END_WITH_ERROR; /* the watcher went away */
+    if (atomic_load(&sc->h->closing))
         return MHD_CONTENT_READER_END_OF_STREAM;
-    return (ssize_t)n;
+    int64_t wake = 0;
+    long n = fl_api_stream_try_read(sc->s, buf, max, &wake);
+    if (n > 0)
+        return (ssize_t)n;
+    if (n < 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    /* nothing now: no thread waits; a publish, the wake-up time or a hang-up resumes it */
+    fl_http_park_suspend(sc->h->loop, &sc->park, wake);
+    return 0;
 }
 
 static void stream_free(void *cls)
 {
     stream_ctx *sc = cls;
-    fl_api_stream_free(sc->s);
+    fl_http_park_detach(sc->h->loop, &sc->park);
+    fl_api_stream_free(sc->s); /* its watch: no notification after this */
     atomic_fetch_sub(&sc->h->watches, 1);
     free(sc);
 }
 
-static bool is_watch_request(struct MHD_Connection *c, const char *url)
+static fl_http_conn *conn_of(struct MHD_Connection *c)
 {
-    const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
-    if (w && strcmp(w, "0") && strcasecmp(w, "false"))
-        return true;
-    return strstr(url, "/watch/") != NULL;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* On MHD's thread, once the job is answered: queue the answer. */
+static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state *st, req_job *j)
+{
+    fl_req *r = &j->r;
+    /* r->verb is static, or r->method (the job's copy, freed below): then MHD's method stays */
+    if (r->verb && r->verb != r->method)
+        st->verb = r->verb;
+    snprintf(st->resource, sizeof st->resource, "%s", r->resource);
+    st->code = r->code;
+    enum MHD_Result ret;
+    if (r->stream) {
+        stream_ctx *sc = fl_calloc(1, sizeof *sc);
+        sc->h = h;
+        sc->s = r->stream;
+        r->stream = NULL; /* the response's now */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        sc->fd = ci ? ci->connect_fd : -1;
+        fl_http_conn *conn = conn_of(c);
+        if (conn) {
+            fl_http_park_attach(h->loop, &sc->park, conn);
+            fl_api_stream_set_notify(sc->s, stream_notify, sc);
+        }
+        st->watch = false; /* the slot now belongs to the stream */
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader,
+                                                                      sc, stream_free);
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+        ret = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp);
+    } else {
+        if (st->watch) {
+            atomic_fetch_sub(&h->watches, 1);
+            st->watch = false;
+        }
+        ret = send_buffer(c, r->code, r->resp ? r->resp : fl_strdup(""), r->resp ? r->resp_len : 0, r->resp_type,
+                          r->retry_after, r->warnings);
+        r->resp = NULL; /* send_buffer's now */
+    }
+    fl_http_job_free(j);
+    return ret;
 }
 
 /* The first call of a request, with its headers: the per-request state, and the early 413. */
@@ -205,7 +223,11 @@ static enum MHD_Result begin_request(fl_http *h, struct MHD_Connection *c, const
     conn_state *st = fl_calloc(1, sizeof *st);
     clock_gettime(CLOCK_MONOTONIC, &st->start);
     st->verb = method;
+    st->conn = conn_of(c);
     *con_cls = st;
+    /* the headers are in: now the body has its own time */
+    if (st->conn)
+        fl_http_conn_deadline(h->loop, st->conn, fl_http_now_ms() + (int64_t)h->cfg.body_timeout_s * 1000);
     /* A body announced larger than the limit is refused. One far larger (or not sent yet:
      * the client waits for "100 Continue") is refused now, before it is read and before
      * authentication: waiting for gigabytes that may never come would hold the connection
@@ -224,143 +246,116 @@ static enum MHD_Result begin_request(fl_http *h, struct MHD_Connection *c, const
     return MHD_YES;
 }
 
+/* A GET of one object or of its subresource (not a list): /api/v1/[namespaces/NS/]RES/NAME[/SUB]
+ * or the same under /apis/GROUP/VERSION, and /api/v1/namespaces/NAME. */
+static bool one_object_get(const char *method, const char *path)
+{
+    if (strcmp(method, "GET"))
+        return false;
+    int skip;
+    if (!strncmp(path, "/api/", 5))
+        skip = 2;
+    else if (!strncmp(path, "/apis/", 6))
+        skip = 3;
+    else
+        return false;
+    int k = 0;
+    bool ns_first = false;
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (k == skip)
+            ns_first = n == 10 && !strncmp(p, "namespaces", 10);
+        k++;
+        p += n;
+    }
+    k -= skip; /* segments after the group version */
+    return k >= 2 && !(k == 3 && ns_first);
+}
+
+static void add_body(fl_http *h, conn_state *st, const char *upload, size_t n)
+{
+    if (st->too_big)
+        return;
+    if (st->len + n > h->cfg.max_body) {
+        st->too_big = true;
+        free(st->body);
+        st->body = NULL;
+        st->len = st->cap = 0;
+        return;
+    }
+    if (st->len + n + 1 > st->cap) {
+        size_t cap = st->cap ? st->cap : 4096;
+        while (cap < st->len + n + 1)
+            cap *= 2;
+        st->body = fl_realloc(st->body, cap);
+        st->cap = cap;
+    }
+    memcpy(st->body + st->len, upload, n);
+    st->len += n;
+    st->body[st->len] = 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     fl_http *h = cls;
     conn_state *st = *con_cls;
+    (void)version;
     if (!st)
         return begin_request(h, c, method, con_cls);
     if (*upload_size) {
-        if (!st->too_big) {
-            if (st->len + *upload_size > h->cfg.max_body) {
-                st->too_big = true;
-                free(st->body);
-                st->body = NULL;
-                st->len = st->cap = 0;
-            } else {
-                if (st->len + *upload_size + 1 > st->cap) {
-                    size_t cap = st->cap ? st->cap : 4096;
-                    while (cap < st->len + *upload_size + 1)
-                        cap *= 2;
-                    st->body = fl_realloc(st->body, cap);
-                    st->cap = cap;
-                }
-                memcpy(st->body + st->len, upload, *upload_size);
-                st->len += *upload_size;
-                st->body[st->len] = 0;
-            }
-        }
+        add_body(h, st, upload, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
-
-    /* the whole request is here: which API instance serves it, and is the caller allowed? */
-    fl_http_route route = {h->api, url, h->token};
-    if (h->cfg.router && h->cfg.router(h->cfg.router_ctx, url, &route) != 0)
+    if (st->job) { /* resumed: the worker has answered */
+        req_job *j = st->job;
+        st->job = NULL;
+        return respond(h, c, st, j);
+    }
+    /* the whole request is here: no deadline while it is handled, or while a watch streams */
+    if (st->conn)
+        fl_http_conn_deadline(h->loop, st->conn, 0);
+    req_job *j = fl_http_job_new(h, c, st, url, method);
+    j->route = (fl_http_route){h->api, j->url, h->token};
+    if (h->cfg.router && h->cfg.router(h->cfg.router_ctx, j->url, &j->route) != 0) {
+        fl_http_job_free(j);
         return send_status(c, st, 404, "NotFound", "the server could not find the requested resource");
-    if (route.hold) {
-        for (int waited = 0; *route.hold && waited < 60000 && !h->api->stopping; waited += 100) {
-            struct timespec ts = {0, 100 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-        if (*route.hold)
-            return send_status(c, st, 503, "ServiceUnavailable", "the cluster is partitioned");
     }
-    if (route.fail_code)
-        return send_status(c, st, route.fail_code, "ServiceUnavailable", "the cluster's API is down");
-    if (route.delay_ms > 0) {
-        struct timespec ts = {route.delay_ms / 1000, (long)(route.delay_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
+    /* a route that waits takes its slot after waiting, as it did when it held a thread */
+    j->slot_later = j->route.hold || j->route.delay_ms > 0;
+    if (!j->slot_later)
+        fl_http_take_slot(h, j);
+    /* the health checks answer from memory, at once: a probe must not queue behind work;
+     * a GET of one object is a point read, cheaper than the trip to a worker and back */
+    if (!j->slot_later && (fl_http_health_path(j->route.path) || (!j->watch && one_object_get(method, j->route.path)))) {
+        fl_http_job_handle(j);
+        return respond(h, c, st, j);
     }
-    const char *user = NULL; /* NULL: authentication is off, nothing is authorized */
-    if (h->cfg.auth && !route.handle) {
-        /* the token table: every token names an identity; public paths need none */
-        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        if (auth && !strncmp(auth, "Bearer ", 7) &&
-            fl_auth_authenticate(h->cfg.auth, auth + 7, st->user, sizeof st->user) == 0)
-            user = st->user;
-        else if (!auth && public_path(route.path))
-            user = FL_AUTH_ANONYMOUS;
-        else /* credentials that fail are refused even where none are needed, as the apiserver does */
-            return send_status(c, st, 401, "Unauthorized", "Unauthorized");
-    } else if (route.token) {
-        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        bool ok = auth && !strncmp(auth, "Bearer ", 7) && fl_token_equal(auth + 7, route.token);
-        if (!ok && (auth || !public_path(route.path)))
-            return send_status(c, st, 401, "Unauthorized", "Unauthorized");
+    atomic_fetch_add(&h->pending, 1);
+    if (atomic_load(&h->closing)) { /* fl_http_stop is waiting for the jobs to end */
+        atomic_fetch_sub(&h->pending, 1);
+        fl_http_job_status(j, 503, "ServiceUnavailable", "the server is shutting down");
+        return respond(h, c, st, j);
     }
-    if (st->too_big)
-        return send_too_big(c, st, h->cfg.max_body);
-    bool watch = !strcmp(method, "GET") && is_watch_request(c, url);
-    if (watch) {
-        if (atomic_fetch_add(&h->watches, 1) >= h->cfg.max_watches) {
-            atomic_fetch_sub(&h->watches, 1);
-            return send_status(c, st, 429, "TooManyRequests", "too many watches, please try again later");
-        }
-        st->watch = true;
-    } else if (!health_path(route.path)) {
-        if (atomic_fetch_add(&h->inflight, 1) >= h->cfg.max_inflight) {
-            atomic_fetch_sub(&h->inflight, 1);
-            return send_status(c, st, 429, "TooManyRequests", "Too many requests, please try again later.");
-        }
-        st->counted = true;
-    }
-
-    fl_req r;
-    memset(&r, 0, sizeof r);
-    r.method = method;
-    r.path = route.path;
-    r.content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-    r.accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
-    r.user_agent = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
-    r.user = user;
-    r.body = st->body;
-    r.body_len = st->len;
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &r);
-    if (route.handle)
-        route.handle(route.handle_ctx, &r);
-    else
-        fl_api_handle(route.api, &r);
-    free_query(&r);
-    if (r.stream) {
-        free(r.warnings);
-        r.warnings = NULL;
-    }
-    st->verb = r.verb ? r.verb : method;
-    snprintf(st->resource, sizeof st->resource, "%s", r.resource);
-    st->code = r.code;
-
-    if (r.stream) {
-        stream_ctx *sc = fl_malloc(sizeof *sc);
-        sc->h = h;
-        sc->s = r.stream;
-        sc->st = st;
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        sc->fd = ci ? ci->connect_fd : -1;
-        st->watch = false; /* the slot now belongs to the stream */
-        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader,
-                                                                      sc, stream_free);
-        MHD_add_response_header(resp, "Content-Type", "application/json");
-        MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
-        enum MHD_Result ret = MHD_queue_response(c, 200, resp);
-        MHD_destroy_response(resp);
-        return ret;
-    }
-    if (st->watch) {
-        atomic_fetch_sub(&h->watches, 1);
-        st->watch = false;
-    }
-    enum MHD_Result ret = send_buffer(c, r.code, r.resp ? r.resp : fl_strdup(""), r.resp ? r.resp_len : 0,
-                                      r.resp_type, r.retry_after, r.warnings);
-    free(r.warnings);
-    return ret;
+    j->job.run = fl_http_job_run;
+    st->job = j;
+    MHD_suspend_connection(c); /* before the job can resume it */
+    fl_http_loop_submit(h->loop, &j->job);
+    return MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     fl_http *h = cls;
     conn_state *st = *con_cls;
+    (void)c;
+    (void)toe;
     if (!st)
         return;
     if (st->counted)
@@ -368,135 +363,37 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (st->watch)
         atomic_fetch_sub(&h->watches, 1);
     fl_metrics_request(st->verb ? st->verb : "", st->resource, st->code, elapsed(&st->start));
+    if (st->job)
+        fl_http_job_free(st->job);
+    /* kept alive for the next request, for a while */
+    if (st->conn)
+        fl_http_conn_deadline(h->loop, st->conn, fl_http_now_ms() + (int64_t)h->cfg.idle_timeout_s * 1000);
     free(st->body);
     free(st);
     *con_cls = NULL;
 }
 
-/* ---- TLS: kube-apiserver's flags as a GnuTLS priority string ---- */
-
-/* A cipher suite as kube-apiserver names it (Go's crypto/tls names, which are IANA's), and the
- * parts GnuTLS enables it by: key exchange ("" for TLS 1.3's suites, which name none), bulk
- * cipher, MAC. RC4 suites are left out: GnuTLS no longer offers them. */
-typedef struct tls_suite {
-    const char *name, *kx, *cipher, *mac;
-} tls_suite;
-
-static const tls_suite tls_suites[] = {
-    {"TLS_AES_128_GCM_SHA256", "", "AES-128-GCM", "AEAD"},
-    {"TLS_AES_256_GCM_SHA384", "", "AES-256-GCM", "AEAD"},
-    {"TLS_CHACHA20_POLY1305_SHA256", "", "CHACHA20-POLY1305", "AEAD"},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA", "AES-128-GCM", "AEAD"},
-    {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA", "AES-128-GCM", "AEAD"},
-    {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA", "AES-256-GCM", "AEAD"},
-    {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA", "AES-256-GCM", "AEAD"},
-    {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA", "CHACHA20-POLY1305", "AEAD"},
-    {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA", "CHACHA20-POLY1305", "AEAD"},
-    {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305", "ECDHE-ECDSA", "CHACHA20-POLY1305", "AEAD"},
-    {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", "ECDHE-RSA", "CHACHA20-POLY1305", "AEAD"},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA", "AES-128-CBC", "SHA1"},
-    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA", "AES-128-CBC", "SHA1"},
-    {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA", "AES-256-CBC", "SHA1"},
-    {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA", "AES-256-CBC", "SHA1"},
-    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "ECDHE-ECDSA", "AES-128-CBC", "SHA256"},
-    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "ECDHE-RSA", "AES-128-CBC", "SHA256"},
-    {"TLS_RSA_WITH_AES_128_GCM_SHA256", "RSA", "AES-128-GCM", "AEAD"},
-    {"TLS_RSA_WITH_AES_256_GCM_SHA384", "RSA", "AES-256-GCM", "AEAD"},
-    {"TLS_RSA_WITH_AES_128_CBC_SHA", "RSA", "AES-128-CBC", "SHA1"},
-    {"TLS_RSA_WITH_AES_256_CBC_SHA", "RSA", "AES-256-CBC", "SHA1"},
-    {"TLS_RSA_WITH_AES_128_CBC_SHA256", "RSA", "AES-128-CBC", "SHA256"},
-    {"TLS_RSA_WITH_3DES_EDE_CBC_SHA", "RSA", "3DES-CBC", "SHA1"},
-    {"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", "ECDHE-RSA", "3DES-CBC", "SHA1"},
-};
-
-/* The default, as a modern kube-apiserver would be configured: forward secrecy and AEAD only. */
-#define TLS_DEFAULT_SUITES                                                                                            \
-    "-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA"
-
-/* Append ":+part" unless the string has it already: a part several suites share is named once. */
-static void add_part(fl_strbuf *b, const char *part)
+/* A connection opens (the request header timeout runs from now) or closes. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
 {
-    if (!part[0])
+    fl_http *h = cls;
+    if (toe != MHD_CONNECTION_NOTIFY_STARTED) {
+        fl_http_conn_close(h->loop, *socket_context);
+        *socket_context = NULL;
         return;
-    char item[48];
-    snprintf(item, sizeof item, ":+%s", part);
-    const char *p = fl_strbuf_str(b);
-    size_t n = strlen(item);
-    for (const char *hit = strstr(p, item); hit; hit = strstr(hit + 1, item))
-        if (hit[n] == ':' || hit[n] == 0)
-            return;
-    fl_strbuf_adds(b, item);
-}
-
-int fl_http_tls_priorities(const char *min_version, const char *cipher_suites, char **out, char **err)
-{
-    *out = NULL;
-    *err = NULL;
-    const char *versions;
-    if (!min_version || !min_version[0] || !strcmp(min_version, "VersionTLS12"))
-        versions = "+VERS-TLS1.3:+VERS-TLS1.2";
-    else if (!strcmp(min_version, "VersionTLS13"))
-        versions = "+VERS-TLS1.3";
-    else {
-        *err = fl_asprintf("--tls-min-version %s: expected VersionTLS12 or VersionTLS13 (TLS 1.0 and 1.1 are "
-                           "not offered)", min_version);
-        return FL_EINVAL;
     }
-    fl_strbuf b = FL_STRBUF_INIT;
-    fl_strbuf_printf(&b, "NORMAL:-VERS-ALL:%s:", versions);
-    if (!cipher_suites || !cipher_suites[0]) {
-        fl_strbuf_adds(&b, TLS_DEFAULT_SUITES);
-        *out = fl_strbuf_take(&b);
-        return 0;
-    }
-    /* the parts of every suite named: ciphers, then MACs, then key exchanges */
-    fl_strbuf parts[3] = {FL_STRBUF_INIT, FL_STRBUF_INIT, FL_STRBUF_INIT};
-    for (int i = 0; i < 3; i++)
-        fl_strbuf_adds(&parts[i], i == 0 ? "-CIPHER-ALL" : i == 1 ? ":-MAC-ALL" : ":-KX-ALL");
-    int rc = 0;
-    bool aead = false; /* a suite named whose cipher TLS 1.3 can use */
-    const char *p = cipher_suites;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        while (n && (*p == ' ')) {
-            p++;
-            n--;
-        }
-        size_t m = n;
-        while (m && p[m - 1] == ' ')
-            m--;
-        const tls_suite *found = NULL;
-        for (size_t i = 0; m && i < sizeof tls_suites / sizeof tls_suites[0]; i++)
-            if (strlen(tls_suites[i].name) == m && !strncmp(tls_suites[i].name, p, m))
-                found = &tls_suites[i];
-        if (!found) {
-            *err = fl_asprintf("--tls-cipher-suites: unknown or unsupported cipher suite \"%.*s\" (IANA names such "
-                               "as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", (int)m, p);
-            rc = FL_EINVAL;
-            goto cleanup;
-        }
-        aead = aead || !strcmp(found->mac, "AEAD");
-        add_part(&parts[0], found->cipher);
-        add_part(&parts[1], found->mac);
-        add_part(&parts[2], found->kx);
-        p += n;
-        while (*p == ',' || *p == ' ')
-            p++;
-    }
-    if (!aead && !strcmp(versions, "+VERS-TLS1.3")) {
-        *err = fl_strdup("--tls-cipher-suites names no suite TLS 1.3 can use (AES-GCM or ChaCha20-Poly1305), "
-                         "and --tls-min-version VersionTLS13 allows TLS 1.3 only");
-        rc = FL_EINVAL;
-        goto cleanup;
-    }
-    for (int i = 0; i < 3; i++)
-        fl_strbuf_add(&b, parts[i].p, parts[i].len);
-    *out = fl_strbuf_take(&b);
-cleanup:
-    for (int i = 0; i < 3; i++)
-        fl_strbuf_close(&parts[i]);
-    fl_strbuf_close(&b);
-    return rc;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = ci ? ci->connect_fd : -1;
+    /* a peer that vanishes without a FIN (its host gone) is found by keep-alive probes,
+     * which end a parked watch through the sweeper's hang-up watch */
+    int on = 1, idle = 30, intvl = 10, cnt = 3;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    *socket_context =
+        fl_http_conn_open(h->loop, c, fd, fl_http_now_ms() + (int64_t)h->cfg.header_timeout_s * 1000);
 }
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)
@@ -555,6 +452,23 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
     return -1;
 }
 
+/* Every connection is a descriptor: let the process have as many as it may. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static void http_free(fl_http *h)
+{
+    fl_http_loop_free(h->loop);
+    free(h->token);
+    free(h);
+}
+
 int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **err)
 {
     *out = NULL;
@@ -564,6 +478,9 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
         *err = fl_asprintf("--listen %s: expected ADDRESS:PORT with a numeric IP address", cfg->listen);
         return FL_EINVAL;
     }
+    char *priorities = NULL;
+    if (cfg->cert_pem && fl_http_tls_priorities(cfg->tls_min_version, cfg->tls_cipher_suites, &priorities, err))
+        return FL_EINVAL;
     fl_http *h = fl_calloc(1, sizeof *h);
     h->api = api;
     h->cfg = *cfg;
@@ -573,16 +490,32 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
         h->cfg.max_inflight = 400;
     if (!h->cfg.max_watches)
         h->cfg.max_watches = 10000;
+    if (h->cfg.header_timeout_s <= 0)
+        h->cfg.header_timeout_s = FL_HTTP_HEADER_TIMEOUT_S;
+    if (h->cfg.body_timeout_s <= 0)
+        h->cfg.body_timeout_s = FL_HTTP_BODY_TIMEOUT_S;
+    if (h->cfg.idle_timeout_s <= 0)
+        h->cfg.idle_timeout_s = FL_HTTP_IDLE_TIMEOUT_S;
     h->token = cfg->token ? fl_strdup(cfg->token) : NULL;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-                     MHD_USE_POLL | MHD_USE_ITC | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    if (fl_http_loop_new(MIN_WORKERS, MAX_WORKERS, &h->loop, err)) {
+        free(priorities);
+        http_free(h);
+        return FL_EIO;
+    }
+    raise_nofile();
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     if (cfg->cert_pem)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[16];
+    struct MHD_OptionItem opts[20];
     int n = 0;
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, h};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, MHD_THREADS, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 16384, NULL};
+    /* MHD's timeout counts inactivity, which a byte a second defeats; the sweeper keeps
+     * deadlines instead (see on_connection, begin_request, on_completed) */
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, 1024 * 1024, NULL};
     /* MHD zeroes each connection's pool between requests; Kubernetes clients send small
@@ -590,13 +523,7 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL};
-    char *priorities = NULL;
     if (cfg->cert_pem) {
-        if (fl_http_tls_priorities(cfg->tls_min_version, cfg->tls_cipher_suites, &priorities, err)) {
-            free(h->token);
-            free(h);
-            return FL_EINVAL;
-        }
         /* MHD hands it to gnutls_priority_init while starting: it need not outlive the start */
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, priorities};
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->cert_pem};
@@ -607,8 +534,7 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
     free(priorities);
     if (!h->d) {
         *err = fl_asprintf("cannot listen on %s (address in use, or TLS key/certificate rejected)", cfg->listen);
-        free(h->token);
-        free(h);
+        http_free(h);
         return FL_EIO;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -632,16 +558,20 @@ void fl_http_stop(fl_http *h)
     if (!h)
         return;
     h->api->stopping = 1;
+    atomic_store(&h->closing, true);
     /* quiescing hands the listening socket to us: close it, or the port stays bound */
     MHD_socket lsock = MHD_quiesce_daemon(h->d);
-    /* give running requests a bounded time to finish */
-    for (int i = 0; i < 100 && atomic_load(&h->inflight) > 0; i++) {
+    /* MHD must not be stopped with a connection suspended: end every parked watch, let the
+     * jobs (which resume theirs) finish, and the waits of partitioned routes end now */
+    fl_http_loop_drain(h->loop);
+    for (int i = 0; atomic_load(&h->pending) > 0; i++) {
+        if (i == 100)
+            fl_log(FL_LOG_WARN, "http", "stopping: waiting for %d requests to finish", atomic_load(&h->pending));
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(h->d);
     if (lsock != MHD_INVALID_SOCKET)
         close(lsock);
-    free(h->token);
-    free(h);
+    http_free(h);
 }

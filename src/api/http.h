@@ -1,4 +1,6 @@
-/* http.h - the HTTP(S) transport: libmicrohttpd, one thread per connection.
+/* http.h - the HTTP(S) transport: libmicrohttpd on a few event-loop threads, requests
+ * handled by a small pool of workers (http_loop.h), so that idle connections and watches
+ * cost memory, not threads.
  *
  * Owns the listening socket, TLS (1.2 or newer, AEAD ciphers by default; GnuTLS underneath,
  * so kube-apiserver's --tls-min-version and --tls-cipher-suites become a priority string), bearer-token authentication (one token, or the
@@ -6,8 +8,10 @@
  * limit (413 past 3 MiB, as Kubernetes; at once when Content-Length announces
  * over 4 times that), the
  * in-flight cap (429 under overload; the health checks are exempt, as in kube-apiserver), and
- * per-request metrics; hands each request to fl_api_handle(). Watches stream from
- * the connection's own thread. */
+ * per-request metrics, the request header, body and idle keep-alive timeouts; hands each
+ * request to fl_api_handle() on a worker. A watch with nothing to send parks its connection
+ * (no thread waits) until the store publishes, and is ended within seconds when its client
+ * goes away. */
 #ifndef FL_HTTP_H
 #define FL_HTTP_H
 
@@ -18,10 +22,17 @@
 
 typedef struct fl_http fl_http;
 
+/* The defaults of the timeouts (fl_http_config): Go's net/http as kube-apiserver sets it up
+ * reads headers within 32 s and keeps an idle connection 90 s; a body gets the minute that
+ * kube-apiserver gives a whole request (--request-timeout). */
+#define FL_HTTP_HEADER_TIMEOUT_S 32
+#define FL_HTTP_BODY_TIMEOUT_S 60
+#define FL_HTTP_IDLE_TIMEOUT_S 90
+
 /* Several API instances behind one listener (simulated member clusters): the router maps a
  * request URL to the instance that serves it, the path within that instance, and the bearer
  * token it requires (NULL = none). Returns 0, or -1 for a URL no instance serves (404).
- * Called on connection threads; must be thread-safe. */
+ * Called on MHD's threads; must be quick and thread-safe. */
 typedef struct fl_http_route {
     fl_api *api;
     const char *path;    /* points into the URL */
@@ -51,6 +62,10 @@ typedef struct fl_http_config {
     size_t max_body;           /* bytes; 0 = 3 MiB */
     int max_inflight;          /* concurrent non-watch requests; 0 = 400 */
     int max_watches;           /* concurrent watches; 0 = 10000 */
+    /* seconds (0 = the default below): a connection must send a request's headers within
+     * header_timeout_s of opening, its body within body_timeout_s of the headers, and a kept
+     * alive connection with no request for idle_timeout_s is closed */
+    int header_timeout_s, body_timeout_s, idle_timeout_s;
     fl_http_router router;     /* NULL: every request goes to the api given to fl_http_start */
     void *router_ctx;
 } fl_http_config;

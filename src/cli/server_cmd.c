@@ -67,6 +67,9 @@ static void usage(FILE *f)
                "  --tls-cipher-suites LIST  comma-separated IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
                "                            (default: ECDHE with AES-GCM or ChaCha20-Poly1305)\n"
                "  --max-object-bytes N      largest object stored, encoded (default 1572864, etcd's 1.5 MiB)\n"
+               "  --http-header-timeout S   seconds a connection has to send a request's headers (default 32)\n"
+               "  --http-body-timeout S     seconds a request has to send its body after them (default 60)\n"
+               "  --http-idle-timeout S     seconds an idle keep-alive connection is kept (default 90)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -150,6 +153,7 @@ typedef struct server_opts {
     const char *tls_min_version, *tls_cipher_suites; /* as given; checked by parse_args */
     bool insecure, no_fsync;
     int max_inflight, bookmark_ms;
+    int header_timeout_s, body_timeout_s, idle_timeout_s;
     long long window;
     size_t max_object_bytes; /* 0: the API's default */
 } server_opts;
@@ -178,7 +182,9 @@ static fl_reconciled reconciled;
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, server_opts *o)
 {
-    *o = (server_opts){.listen = "127.0.0.1:6443", .max_inflight = 400, .bookmark_ms = 60000, .window = 100000};
+    *o = (server_opts){.listen = "127.0.0.1:6443", .max_inflight = 400, .bookmark_ms = 60000, .window = 100000,
+                       .header_timeout_s = FL_HTTP_HEADER_TIMEOUT_S, .body_timeout_s = FL_HTTP_BODY_TIMEOUT_S,
+                       .idle_timeout_s = FL_HTTP_IDLE_TIMEOUT_S};
     static const struct option longopts[] = {
         {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
         {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
@@ -186,6 +192,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"no-fsync", no_argument, 0, 'n'},            {"help", no_argument, 0, 'h'},
         {"tls-min-version", required_argument, 0, 'T'}, {"tls-cipher-suites", required_argument, 0, 'C'},
         {"max-object-bytes", required_argument, 0, 'O'},
+        {"http-header-timeout", required_argument, 0, 'H'}, {"http-body-timeout", required_argument, 0, 'B'},
+        {"http-idle-timeout", required_argument, 0, 'I'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -200,6 +208,9 @@ static int parse_args(int argc, char **argv, server_opts *o)
         case 'n': o->no_fsync = true; break;
         case 'T': o->tls_min_version = optarg; break;
         case 'C': o->tls_cipher_suites = optarg; break;
+        case 'H': o->header_timeout_s = atoi(optarg); break;
+        case 'B': o->body_timeout_s = atoi(optarg); break;
+        case 'I': o->idle_timeout_s = atoi(optarg); break;
         case 'O': {
             char *end;
             errno = 0;
@@ -225,7 +236,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
                 o->listen);
         return 2;
     }
-    if (o->max_inflight <= 0 || o->window <= 0 || o->bookmark_ms <= 0) {
+    if (o->max_inflight <= 0 || o->window <= 0 || o->bookmark_ms <= 0 || o->header_timeout_s <= 0 ||
+        o->body_timeout_s <= 0 || o->idle_timeout_s <= 0) {
         fprintf(stderr, "flotilla server: numeric options must be positive\n");
         return 2;
     }
@@ -392,7 +404,10 @@ static int start_http(server *sv)
                            .auth = insecure ? NULL : sv->auth,
                            .tls_min_version = sv->o.tls_min_version,
                            .tls_cipher_suites = sv->o.tls_cipher_suites,
-                           .max_inflight = sv->o.max_inflight};
+                           .max_inflight = sv->o.max_inflight,
+                           .header_timeout_s = sv->o.header_timeout_s,
+                           .body_timeout_s = sv->o.body_timeout_s,
+                           .idle_timeout_s = sv->o.idle_timeout_s};
     char *err = NULL;
     int rc = fl_http_start(&hcfg, &sv->api, &sv->http, &err);
     if (rc) {

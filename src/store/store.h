@@ -252,6 +252,13 @@ int fl_watch_next(fl_watch *w, fl_watch_event **ev, int timeout_ms);
 void fl_watch_cancel(fl_watch *w);
 /* Stop and free. NULL-safe. Not concurrently with fl_watch_next on the same watch. */
 void fl_watch_free(fl_watch *w);
+/* Call fn(ctx) whenever the watch may have something new for fl_watch_next: an event queued,
+ * the watch cancelled, expired or closed with the store. For a caller that polls with
+ * timeout 0 instead of blocking (the HTTP transport parks a watch's connection). fn runs on
+ * the publishing thread with store locks held: it must be quick and must not call into the
+ * store. Set it before the first poll; fn(NULL) removes it. It is never called after
+ * fl_watch_free returns. Any thread. */
+void fl_watch_set_notify(fl_watch *w, void (*fn)(void *ctx), void *ctx);
 
 /* Number of open watches (gauge for /metrics). */
 size_t fl_store_watch_count(fl_store *s);

@@ -72,6 +72,8 @@ struct fl_watch {
     fl_store_event **q;        /* ring queue, under mu */
     size_t qcap, qhead, qlen;
     int flags;                 /* W_*, set under mu, read atomically */
+    void (*notify)(void *);    /* fl_watch_set_notify, under mu */
+    void *notify_ctx;
 
     /* Owned by the thread calling fl_watch_next. */
     int64_t replay_pos, replay_to;  /* log replay pending while replay_pos < replay_to */
@@ -164,7 +166,11 @@ void fl_watch_hub_free(fl_watch_hub *h)
         pthread_mutex_lock(&w->mu);
         set_flag(w, W_CLOSED);
         pthread_cond_broadcast(&w->cv);
+        void (*notify)(void *) = w->notify;
+        void *ctx = w->notify_ctx;
         pthread_mutex_unlock(&w->mu);
+        if (notify)
+            notify(ctx);
         w->linked = false;
     }
     h->watches = NULL;
@@ -283,10 +289,15 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
             }
         }
         bool wake = pushed || (w->flags & W_EXPIRED);
+        void (*notify)(void *) = w->notify;
+        void *ctx = w->notify_ctx;
         pthread_mutex_unlock(&w->mu);
         /* after w->mu, which the woken reader takes first (h->mu, still held, keeps w alive) */
-        if (wake)
+        if (wake) {
             pthread_cond_signal(&w->cv);
+            if (notify)
+                notify(ctx);
+        }
     }
     pthread_mutex_unlock(&h->mu);
     /* Normally the ring still holds a reference, so this frees nothing; only a
@@ -495,6 +506,18 @@ void fl_watch_cancel(fl_watch *w)
     pthread_mutex_lock(&w->mu);
     set_flag(w, W_CANCELLED);
     pthread_cond_broadcast(&w->cv);
+    void (*notify)(void *) = w->notify;
+    void *ctx = w->notify_ctx;
+    pthread_mutex_unlock(&w->mu);
+    if (notify)
+        notify(ctx);
+}
+
+void fl_watch_set_notify(fl_watch *w, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&w->mu);
+    w->notify = fn;
+    w->notify_ctx = fn ? ctx : NULL;
     pthread_mutex_unlock(&w->mu);
 }
 

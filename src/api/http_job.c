@@ -1,0 +1,225 @@
+/* http_job.c - a request's handling on a worker of the HTTP transport (see http_priv.h).
+ *
+ * on_request (http.c) copies what the handler needs of a complete request into a job,
+ * suspends the connection and submits the job; here the job waits out a simulated
+ * partition or delay on the sweeper (holding no thread), authenticates, takes its slot and
+ * calls fl_api_handle, then resumes the connection, and MHD's thread queues the answer. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/http_priv.h"
+#include "api/tls.h"
+#include "core/mem.h"
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    fl_req *r = cls;
+    if (r->nquery >= 64)
+        return MHD_YES;
+    r->query = fl_realloc(r->query, (r->nquery + 1) * sizeof *r->query);
+    r->query[r->nquery].key = fl_strdup(key);
+    r->query[r->nquery].value = fl_strdup(value ? value : "");
+    r->nquery++;
+    return MHD_YES;
+}
+
+static void free_query(fl_req *r)
+{
+    for (size_t i = 0; i < r->nquery; i++) {
+        free(r->query[i].key);
+        free(r->query[i].value);
+    }
+    free(r->query);
+}
+
+/* /healthz, /livez, /readyz and their checks (/healthz/ping, ...): a probe of a server that
+ * is merely busy must not fail, so these are outside the in-flight limit, as kube-apiserver
+ * exempts them. They answer from memory, and take no slot. */
+bool fl_http_health_path(const char *url)
+{
+    static const char *const roots[] = {"/healthz", "/livez", "/readyz"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        size_t n = strlen(roots[i]);
+        if (!strncmp(url, roots[i], n) && (url[n] == 0 || url[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
+static bool public_path(const char *url)
+{
+    return !strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz") ||
+           !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) || !strncmp(url, "/readyz/", 8) ||
+           !strncmp(url, "/livez/", 7);
+}
+
+static bool is_watch_request(struct MHD_Connection *c, const char *url)
+{
+    const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+    if (w && strcmp(w, "0") && strcasecmp(w, "false"))
+        return true;
+    return strstr(url, "/watch/") != NULL;
+}
+
+/* ---- a request's handling, off MHD's threads ---- */
+
+static char *dup_or_null(const char *v)
+{
+    return v ? fl_strdup(v) : NULL;
+}
+
+req_job *fl_http_job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, const char *url, const char *method)
+{
+    req_job *j = fl_calloc(1, sizeof *j);
+    j->h = h;
+    j->c = c;
+    j->st = st;
+    j->method = fl_strdup(method);
+    j->url = fl_strdup(url);
+    j->authorization = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+    j->content_type = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"));
+    j->accept = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"));
+    j->user_agent = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent"));
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &j->r);
+    j->watch = !strcmp(method, "GET") && is_watch_request(c, url);
+    return j;
+}
+
+void fl_http_job_free(req_job *j)
+{
+    /* a watch answered but never sent (the connection closed at shutdown) */
+    fl_api_stream_free(j->r.stream);
+    free_query(&j->r);
+    free(j->r.resp);
+    free(j->r.warnings);
+    free(j->method);
+    free(j->url);
+    free(j->authorization);
+    free(j->content_type);
+    free(j->accept);
+    free(j->user_agent);
+    free(j);
+}
+
+/* Answer with a Status; true (the job is answered). */
+bool fl_http_job_status(req_job *j, int code, const char *reason, const char *msg)
+{
+    j->r.code = code;
+    j->r.resp = fl_asprintf("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                            "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
+                            msg, reason, code);
+    j->r.resp_len = strlen(j->r.resp);
+    j->r.resp_type = "application/json";
+    j->r.retry_after = code == 429 ? "1" : NULL;
+    return true;
+}
+
+/* An in-flight slot (or a watch slot); j->over when none is free. The slot is the
+ * connection's until on_completed (a watch's passes to its stream). */
+void fl_http_take_slot(fl_http *h, req_job *j)
+{
+    if (j->watch) {
+        if (atomic_fetch_add(&h->watches, 1) >= h->cfg.max_watches) {
+            atomic_fetch_sub(&h->watches, 1);
+            j->over = true;
+        } else {
+            j->st->watch = true;
+        }
+    } else if (!fl_http_health_path(j->route.path)) {
+        if (atomic_fetch_add(&h->inflight, 1) >= h->cfg.max_inflight) {
+            atomic_fetch_sub(&h->inflight, 1);
+            j->over = true;
+        } else {
+            j->st->counted = true;
+        }
+    }
+}
+
+/* The request's handling: false when it was deferred (a partition or delay to wait out),
+ * true when j->r holds the answer. */
+bool fl_http_job_handle(req_job *j)
+{
+    fl_http *h = j->h;
+    conn_state *st = j->st;
+    fl_http_route *route = &j->route;
+    bool stopping = h->api->stopping || atomic_load(&h->closing);
+    int64_t now = fl_http_now_ms();
+    if (route->hold) {
+        if (!j->held) {
+            j->held = true;
+            j->hold_until = now + 60000;
+        }
+        if (*route->hold && now < j->hold_until && !stopping) {
+            fl_http_loop_defer(h->loop, &j->job, now + 100); /* look again, holding no thread */
+            return false;
+        }
+        if (*route->hold)
+            return fl_http_job_status(j, 503, "ServiceUnavailable", "the cluster is partitioned");
+    }
+    if (route->fail_code)
+        return fl_http_job_status(j, route->fail_code, "ServiceUnavailable", "the cluster's API is down");
+    if (route->delay_ms > 0 && !j->delayed && !stopping) {
+        j->delayed = true;
+        fl_http_loop_defer(h->loop, &j->job, now + route->delay_ms);
+        return false;
+    }
+    const char *user = NULL; /* NULL: authentication is off, nothing is authorized */
+    const char *auth = j->authorization;
+    if (h->cfg.auth && !route->handle) {
+        /* the token table: every token names an identity; public paths need none */
+        if (auth && !strncmp(auth, "Bearer ", 7) &&
+            fl_auth_authenticate(h->cfg.auth, auth + 7, st->user, sizeof st->user) == 0)
+            user = st->user;
+        else if (!auth && public_path(route->path))
+            user = FL_AUTH_ANONYMOUS;
+        else /* credentials that fail are refused even where none are needed, as the apiserver does */
+            return fl_http_job_status(j, 401, "Unauthorized", "Unauthorized");
+    } else if (route->token) {
+        bool ok = auth && !strncmp(auth, "Bearer ", 7) && fl_token_equal(auth + 7, route->token);
+        if (!ok && (auth || !public_path(route->path)))
+            return fl_http_job_status(j, 401, "Unauthorized", "Unauthorized");
+    }
+    if (st->too_big) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "Request entity too large: limit is %zu", h->cfg.max_body);
+        return fl_http_job_status(j, 413, "RequestEntityTooLarge", msg);
+    }
+    if (j->slot_later)
+        fl_http_take_slot(h, j);
+    if (j->over)
+        return j->watch ? fl_http_job_status(j, 429, "TooManyRequests", "too many watches, please try again later")
+                        : fl_http_job_status(j, 429, "TooManyRequests", "Too many requests, please try again later.");
+    fl_req *r = &j->r;
+    r->method = j->method;
+    r->path = route->path;
+    r->content_type = j->content_type;
+    r->accept = j->accept;
+    r->user_agent = j->user_agent;
+    r->user = user;
+    r->body = st->body;
+    r->body_len = st->len;
+    if (route->handle)
+        route->handle(route->handle_ctx, r);
+    else
+        fl_api_handle(route->api, r);
+    if (r->stream) {
+        free(r->warnings);
+        r->warnings = NULL;
+    }
+    return true;
+}
+
+/* On a worker: handle, then hand the connection back to MHD, which calls on_request again. */
+void fl_http_job_run(fl_http_job *job)
+{
+    req_job *j = (req_job *)job;
+    if (!fl_http_job_handle(j))
+        return;
+    fl_http *h = j->h;
+    MHD_resume_connection(j->c); /* j is MHD's thread's from here on */
+    atomic_fetch_sub(&h->pending, 1);
+}
+
