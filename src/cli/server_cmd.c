@@ -32,6 +32,7 @@
 #include "client/informer.h"
 #include "client/kubeconfig.h"
 #include "controllers/controller.h"
+#include "controllers/eviction.h"
 #include "controllers/reconciled.h"
 #include "core/err.h"
 #include "core/file.h"
@@ -67,6 +68,9 @@ static void usage(FILE *f)
                "  --tls-cipher-suites LIST  comma-separated IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
                "                            (default: ECDHE with AES-GCM or ChaCha20-Poly1305)\n"
                "  --max-object-bytes N      largest object stored, encoded (default 1572864, etcd's 1.5 MiB)\n"
+               "  --eviction-rate R         taint evictions per second (default 0.5; 0 or less: unlimited)\n"
+               "  --graceful-eviction-timeout S  seconds a Gracefully eviction task keeps the old copy at most\n"
+               "                            when it sets no gracePeriodSeconds (default 600)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -152,6 +156,8 @@ typedef struct server_opts {
     int max_inflight, bookmark_ms;
     long long window;
     size_t max_object_bytes; /* 0: the API's default */
+    double eviction_rate;    /* controllers/eviction.h */
+    long long eviction_timeout_s;
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -178,7 +184,12 @@ static fl_reconciled reconciled;
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, server_opts *o)
 {
-    *o = (server_opts){.listen = "127.0.0.1:6443", .max_inflight = 400, .bookmark_ms = 60000, .window = 100000};
+    *o = (server_opts){.listen = "127.0.0.1:6443",
+                       .max_inflight = 400,
+                       .bookmark_ms = 60000,
+                       .window = 100000,
+                       .eviction_rate = FL_EVICTION_DEFAULT_RATE,
+                       .eviction_timeout_s = FL_EVICTION_DEFAULT_GRACE_S};
     static const struct option longopts[] = {
         {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
         {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
@@ -186,6 +197,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"no-fsync", no_argument, 0, 'n'},            {"help", no_argument, 0, 'h'},
         {"tls-min-version", required_argument, 0, 'T'}, {"tls-cipher-suites", required_argument, 0, 'C'},
         {"max-object-bytes", required_argument, 0, 'O'},
+        {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -210,6 +222,30 @@ static int parse_args(int argc, char **argv, server_opts *o)
                 return 2;
             }
             o->max_object_bytes = (size_t)v;
+            break;
+        }
+        case 'E': {
+            char *end;
+            errno = 0;
+            o->eviction_rate = strtod(optarg, &end);
+            if (errno || end == optarg || *end) {
+                fprintf(stderr, "flotilla server: --eviction-rate: expected a number of evictions per second, not "
+                                "\"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'G': {
+            char *end;
+            errno = 0;
+            o->eviction_timeout_s = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || o->eviction_timeout_s <= 0) {
+                fprintf(stderr, "flotilla server: --graceful-eviction-timeout: expected a positive number of "
+                                "seconds, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
             break;
         }
         case 'h': usage(stdout); return 0;
@@ -437,6 +473,7 @@ static void start_controllers(server *sv)
         fl_log(FL_LOG_INFO, "server", "the controllers had finished at revision %lld: they resume there%s",
                (long long)resumed_rev,
                fl_reconciled_watches_noted(&reconciled) ? ", and the member watches where they had reached" : "");
+    fl_eviction_configure(sv->o.eviction_rate, sv->o.eviction_timeout_s);
     fl_ctrl_manager_start(&env, fl_server_controllers, &sv->ctrl);
     json_decref(notes); /* the controllers took what they keep */
 }
