@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import Fleet, free_port, start_up, wait_for
+from conftest import BIN, Fleet, free_port, start_up, wait_for
 
 TAINT_KEY = "fail-test"
 
@@ -199,6 +199,48 @@ def test_bad_eviction_tasks_are_refused_and_good_ones_kept(fleet):
     fleet.kubectl("patch", "rb", rb, "--type=json", "-p",
                   json.dumps([{"op": "remove", "path": "/spec/gracefulEvictionTasks"}]))
     cleanup(fleet, name, old)
+
+
+def test_evictions_are_paced_at_the_default_rate(fleet):
+    """Three bindings leave one cluster at once: 0.5 evictions per second puts them ~2 s apart."""
+    names = [f"fo-rate-{i}" for i in range(3)]
+    for n in names:
+        start(fleet, n, ["member3"], toleration_seconds=1)
+    for n in names:  # a second cluster to go to; the scheduler keeps them where they are
+        fleet.apply(policy(n, ["member3", "member1"], toleration_seconds=1))
+    time.sleep(1)
+    assert all(placed(fleet, n) == "member3" for n in names)
+    taint(fleet, "member3")
+    moved = {}
+    deadline = time.time() + 30
+    while len(moved) < len(names):
+        assert time.time() < deadline, f"only {sorted(moved)} moved"
+        items = fleet.get("rb")["items"]
+        now = time.time()
+        for rb in items:
+            n = rb["metadata"]["name"][:-len("-deployment")]
+            clusters = [c["name"] for c in rb["spec"].get("clusters") or []]
+            if n in names and n not in moved and clusters == ["member1"]:
+                moved[n] = now
+        time.sleep(0.05)
+    times = sorted(moved.values())
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert all(1.5 <= g <= 3.5 for g in gaps), gaps
+    for n in names:
+        fleet.delete("deploy", n)
+        fleet.delete("pp", n)
+    cleanup(fleet, names[0], "member3")
+
+
+def test_server_takes_the_eviction_flags_and_refuses_bad_values(tmp_path):
+    for flag, value, text in (("--eviction-rate", "fast", "expected a number of evictions per second"),
+                              ("--graceful-eviction-timeout", "0", "expected a positive number of seconds")):
+        r = subprocess.run([BIN, "server", "--data-dir", str(tmp_path), flag, value], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 2 and f"{flag}: {text}, not \"{value}\"" in r.stderr, (r.returncode, r.stderr)
+    r = subprocess.run([BIN, "server", "--data-dir", str(tmp_path), "--eviction-rate", "0",
+                        "--graceful-eviction-timeout", "30", "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and "--eviction-rate R" in r.stdout, (r.returncode, r.stderr)
 
 
 def server_pid(up_pid):
