@@ -159,6 +159,8 @@ static fl_informer *informer_of(evictctl *e, const char *key)
     return key[0] == 'C' ? e->crbs : e->rbs;
 }
 
+static void write_held(evictctl *e, const char *key, bool held, const char *reason, const char *message);
+
 /* The earliest deadline over the binding's clusters, FOREVER if none. */
 static int64_t binding_deadline(evictctl *e, const json_t *binding)
 {
@@ -226,7 +228,11 @@ static int reconcile(void *ctx, const char *key)
     int64_t d = FOREVER;
     if (!fl_informer_get_key(informer_of(e, key), key + 2, &b) && !fl_json_meta(b, "deletionTimestamp"))
         d = binding_deadline(e, b);
+    const char *held_status = fl_json_str(fl_condition_of(b, SUPPRESSED_CONDITION), "status");
+    bool was_held = held_status && !strcmp(held_status, "True");
     json_decref(b);
+    if (d == FOREVER && was_held) /* the taint went, or the placement tolerates it now */
+        write_held(e, key, false, "NoLongerNeeded", "no eviction is due any more");
     pthread_mutex_lock(&e->mu);
     if (d == FOREVER) {
         json_object_del(e->pending, key);
@@ -255,8 +261,9 @@ static bool cluster_ready(const json_t *cluster)
     return s && !strcmp(s, "True");
 }
 
-/* Set (held: True with reason and message) or clear the FailoverSuppressed condition of the
- * binding at key, reading it whole (its status carries the aggregated status). */
+/* Set the FailoverSuppressed condition of the binding at key: True when held, else False
+ * (only where it is there), with reason and message; the binding read whole (its status
+ * carries the aggregated status). */
 static void write_held(evictctl *e, const char *key, bool held, const char *reason, const char *message)
 {
     json_t *b = NULL;
@@ -269,9 +276,8 @@ static void write_held(evictctl *e, const char *key, bool held, const char *reas
     }
     json_t *status;
     json_t *copy = fl_ctrl_status_copy(b, &status);
-    bool changed = fl_condition_set(status, SUPPRESSED_CONDITION, held ? "True" : "False",
-                                    held ? reason : "Evicted", held ? message : "the eviction is no longer held back",
-                                    -1, fl_time_now_ms());
+    bool changed = fl_condition_set(status, SUPPRESSED_CONDITION, held ? "True" : "False", reason, message, -1,
+                                    fl_time_now_ms());
     if (changed) {
         fl_client_error ce;
         int rc = fl_client_update_status_given(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
@@ -419,7 +425,7 @@ static bool evict(evictctl *e, const char *key, int64_t now)
             pthread_mutex_lock(&e->mu);
             json_object_del(e->held, key);
             pthread_mutex_unlock(&e->mu);
-            write_held(e, key, false, NULL, NULL);
+            write_held(e, key, false, "Evicted", "the eviction is no longer held back");
         } else if (rc != FL_ENOTFOUND) {
             json_array_foreach(from, i, c) {
                 fl_event(e->env.recorder, b, "Warning", "EvictWorkloadFromClusterFailed",

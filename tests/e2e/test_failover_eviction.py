@@ -179,6 +179,13 @@ def test_eviction_is_held_back_when_no_other_cluster_fits(fleet):
     assert cond and cond[0]["status"] == "True" and cond[0]["reason"] == "NoClusterFits", rb["status"]
     assert placed(fleet, name) == old and not tasks(fleet, name)
     assert exists(fleet, name, old)
+    untaint(fleet, old)  # nothing to hold back any more: the condition says so
+
+    def released():
+        conds = (fleet.get("rb", f"{name}-deployment") or {}).get("status", {}).get("conditions", [])
+        return [c for c in conds if c["type"] == "FailoverSuppressed" and c["status"] == "False"]
+    wait_for(released, timeout=15, what="FailoverSuppressed False")
+    assert placed(fleet, name) == old and exists(fleet, name, old)
     cleanup(fleet, name, old)
 
 
@@ -199,6 +206,38 @@ def test_bad_eviction_tasks_are_refused_and_good_ones_kept(fleet):
     fleet.kubectl("patch", "rb", rb, "--type=json", "-p",
                   json.dumps([{"op": "remove", "path": "/spec/gracefulEvictionTasks"}]))
     cleanup(fleet, name, old)
+
+
+def test_cluster_resource_binding_is_evicted_too(fleet):
+    name = "widgets.failover.example.io"
+    crb = f"{name}-customresourcedefinition"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
+           "spec": {"group": "failover.example.io", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    spec = policy("x", ["member1", "member2"])["spec"]
+    spec["resourceSelectors"] = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                                  "name": name}]
+    fleet.apply([crd, {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+                       "metadata": {"name": "fo-widgets"}, "spec": spec}])
+
+    def on():
+        b = fleet.get("crb", crb) or {}
+        cl = [c["name"] for c in b.get("spec", {}).get("clusters") or []]
+        return cl[0] if len(cl) == 1 else None
+    old = wait_for(on, timeout=30, what="the CRD scheduled")
+    new = "member2" if old == "member1" else "member1"
+    wait_for(lambda: fleet.get("crd", name, member=old), timeout=30, what="the CRD in its member")
+    taint(fleet, old)
+    wait_for(lambda: on() == new, timeout=15, what="the ClusterResourceBinding moved")
+    wait_for(lambda: fleet.get("crd", name, member=new), timeout=30, what="the new copy")
+    wait_for(lambda: fleet.get("crd", name, member=old) is None, timeout=30, what="the old copy gone")
+    untaint(fleet, old)
+    fleet.delete("crd", name)
+    fleet.delete("cpp", "fo-widgets")
+    wait_for(lambda: fleet.get("crb", crb) is None, timeout=30, what="the ClusterResourceBinding gone")
 
 
 def test_evictions_are_paced_at_the_default_rate(fleet):
