@@ -125,6 +125,37 @@ def test_gracefully_moves_and_keeps_the_old_copy_until_the_new_one_is_healthy(fl
     cleanup(fleet, name, old)
 
 
+def test_gracefully_keeps_the_old_copy_while_the_new_one_is_unhealthy_until_the_grace_period(fleet):
+    name = "fo-grace-period"
+    old = start(fleet, name, ["member1", "member2"], toleration_seconds=3600)
+    new = "member2" if old == "member1" else "member1"
+    # the copy in the new cluster never becomes ready
+    fleet.apply({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
+                 "metadata": {"name": name, "namespace": "default"},
+                 "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+                          "overrideRules": [{"targetCluster": {"clusterNames": [new]},
+                                             "overriders": {"imageOverrider": [
+                                                 {"component": "Registry", "operator": "replace",
+                                                  "value": "fake.io"}]}}]}})
+    fleet.patch("rb", f"{name}-deployment", patch={"spec": {"gracefulEvictionTasks": [
+        {"fromCluster": old, "purgeMode": "Gracefully", "gracePeriodSeconds": 6, "reason": "Maintenance",
+         "producer": "ops-team"}]}})
+    wait_for(lambda: placed(fleet, name) == new and exists(fleet, name, new), timeout=15,
+             what=f"{name} moved to {new}")
+    created = wait_for(lambda: (tasks(fleet, name) or [{}])[0].get("creationTimestamp"), timeout=10,
+                       what="the task's creationTimestamp")
+    end = calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ")) + 6
+    while time.time() < end - 1.5:
+        assert exists(fleet, name, old), "the old copy went before the new one was healthy"
+        assert health(fleet, name, new) != "Healthy"
+        time.sleep(0.2)
+    wait_for(lambda: not exists(fleet, name, old), timeout=15, what="the old copy gone after the grace period")
+    assert time.time() >= end - 1.5
+    assert not tasks(fleet, name)
+    fleet.delete("op", name)
+    cleanup(fleet, name, old)
+
+
 def test_directly_deletes_the_old_copy_before_the_new_one_exists(fleet):
     name = "fo-direct"
     old = start(fleet, name, ["member1", "member2"], purge_mode="Directly")
