@@ -216,6 +216,30 @@ def test_eviction_is_held_back_when_no_other_cluster_fits(fleet):
     cleanup(fleet, name, old)
 
 
+def test_eviction_is_held_back_while_more_than_a_third_of_the_clusters_are_not_ready(fleet):
+    name = "fo-outage"
+    old = start(fleet, name, ["member1", "member2"], toleration_seconds=1)
+    new = "member2" if old == "member1" else "member1"
+    down = ["fo-down-1", "fo-down-2"]  # Pull clusters without an agent: never Ready; 2 of 5 down
+    fleet.apply([{"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": c},
+                  "spec": {"syncMode": "Pull"}} for c in down])
+    try:
+        taint(fleet, old)
+        wait_for(lambda: events(fleet, f"{name}-deployment", "FailoverSuppressed"), timeout=15,
+                 what="a FailoverSuppressed event")
+        rb = fleet.get("rb", f"{name}-deployment")
+        cond = [c for c in rb["status"].get("conditions", []) if c["type"] == "FailoverSuppressed"]
+        assert cond and cond[0]["reason"] == "TooManyClustersNotReady", rb["status"]
+        assert "2 of 5 clusters are not Ready" in cond[0]["message"], cond
+        assert placed(fleet, name) == old and exists(fleet, name, old)
+    finally:
+        for c in down:
+            fleet.delete("cluster", c)
+    # the outage is over: the eviction goes ahead
+    wait_for(lambda: placed(fleet, name) == new, timeout=20, what=f"{name} moved to {new}")
+    cleanup(fleet, name, old)
+
+
 def test_bad_eviction_tasks_are_refused_and_good_ones_kept(fleet):
     name = "fo-bad"
     old = start(fleet, name, ["member1", "member2"], toleration_seconds=3600)
