@@ -104,11 +104,7 @@ UNSUPPORTED = [
     "policy.v1alpha1.Placement.workloadAffinity",          # no inter-workload affinity groups
     "work.v1alpha2.ResourceBindingSpec.schedulePriority",
     "work.v1alpha2.ResourceBindingSpec.workloadAffinityGroups",
-    "work.v1alpha2.GracefulEvictionTask.clustersBeforeFailover",
-    "work.v1alpha2.GracefulEvictionTask.preservedLabelState",
-    "work.v1alpha2.GracefulEvictionTask.producer",
-    "work.v1alpha2.GracefulEvictionTask.purgeMode",
-    "work.v1alpha2.GracefulEvictionTask.suppressDeletion",
+    "work.v1alpha2.GracefulEvictionTask.preservedLabelState",  # no state preservation yet
     "cluster.v1alpha1.ClusterSpec.impersonatorSecretRef",   # members are reached with one identity
     "cluster.v1alpha1.ClusterSpec.proxyHeader",             # no proxy support in the member client
     "cluster.v1alpha1.ClusterSpec.proxyURL",

@@ -2726,17 +2726,17 @@ static const fl_field karmada_work_v1alpha2_Component[] = {
 
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha2.GracefulEvictionTask */
 static const fl_field karmada_work_v1alpha2_GracefulEvictionTask[] = {
-    { .path = "clustersBeforeFailover", .type = FL_F_ARRAY, .elem = FL_F_STRING, .unsupported = true },
+    { .path = "clustersBeforeFailover", .type = FL_F_ARRAY, .elem = FL_F_STRING },
     { .path = "creationTimestamp", .type = FL_F_STRING },
     { .path = "fromCluster", .type = FL_F_STRING, .required = true },
     { .path = "gracePeriodSeconds", .type = FL_F_INT },
     { .path = "message", .type = FL_F_STRING },
     { .path = "preservedLabelState", .type = FL_F_MAPSTR, .unsupported = true },
-    { .path = "producer", .type = FL_F_STRING, .required = true, .unsupported = true },
-    { .path = "purgeMode", .type = FL_F_STRING, .unsupported = true },
+    { .path = "producer", .type = FL_F_STRING, .required = true },
+    { .path = "purgeMode", .type = FL_F_STRING },
     { .path = "reason", .type = FL_F_STRING, .required = true },
     { .path = "replicas", .type = FL_F_INT },
-    { .path = "suppressDeletion", .type = FL_F_BOOL, .unsupported = true },
+    { .path = "suppressDeletion", .type = FL_F_BOOL },
     { .path = NULL },
 };
 

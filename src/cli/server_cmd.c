@@ -14,6 +14,7 @@
  * server_close undoes whatever of them ran. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include "client/informer.h"
 #include "client/kubeconfig.h"
 #include "controllers/controller.h"
+#include "controllers/eviction.h"
 #include "controllers/reconciled.h"
 #include "core/err.h"
 #include "core/file.h"
@@ -70,6 +72,9 @@ static void usage(FILE *f)
                "  --http-header-timeout S   seconds a connection has to send a request's headers (default 32)\n"
                "  --http-body-timeout S     seconds a request has to send its body after them (default 60)\n"
                "  --http-idle-timeout S     seconds an idle keep-alive connection is kept (default 90)\n"
+               "  --eviction-rate R         taint evictions per second (default 0.5; 0 or less: unlimited)\n"
+               "  --graceful-eviction-timeout S  seconds a Gracefully eviction task keeps the old copy at most\n"
+               "                            when it sets no gracePeriodSeconds (default 600)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -156,6 +161,8 @@ typedef struct server_opts {
     int header_timeout_s, body_timeout_s, idle_timeout_s;
     long long window;
     size_t max_object_bytes; /* 0: the API's default */
+    double eviction_rate;    /* controllers/eviction.h */
+    long long eviction_timeout_s;
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -179,12 +186,27 @@ typedef struct server {
 /* The reconciled revision outlives the process's gauges, which read it. */
 static fl_reconciled reconciled;
 
+/* A positive whole number for a flag, or one line naming the flag and exit status 2. */
+static int positive_arg(const char *flag, const char *arg, const char *unit, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v <= 0) {
+        fprintf(stderr, "flotilla server: --%s: expected a positive number of %s, not \"%s\"\n", flag, unit, arg);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, server_opts *o)
 {
     *o = (server_opts){.listen = "127.0.0.1:6443", .max_inflight = 400, .bookmark_ms = 60000, .window = 100000,
                        .header_timeout_s = FL_HTTP_HEADER_TIMEOUT_S, .body_timeout_s = FL_HTTP_BODY_TIMEOUT_S,
-                       .idle_timeout_s = FL_HTTP_IDLE_TIMEOUT_S};
+                       .idle_timeout_s = FL_HTTP_IDLE_TIMEOUT_S, .eviction_rate = FL_EVICTION_DEFAULT_RATE,
+                       .eviction_timeout_s = FL_EVICTION_DEFAULT_GRACE_S};
     static const struct option longopts[] = {
         {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
         {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
@@ -194,6 +216,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"max-object-bytes", required_argument, 0, 'O'},
         {"http-header-timeout", required_argument, 0, 'H'}, {"http-body-timeout", required_argument, 0, 'B'},
         {"http-idle-timeout", required_argument, 0, 'I'},
+        {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -208,9 +231,18 @@ static int parse_args(int argc, char **argv, server_opts *o)
         case 'n': o->no_fsync = true; break;
         case 'T': o->tls_min_version = optarg; break;
         case 'C': o->tls_cipher_suites = optarg; break;
-        case 'H': o->header_timeout_s = atoi(optarg); break;
-        case 'B': o->body_timeout_s = atoi(optarg); break;
-        case 'I': o->idle_timeout_s = atoi(optarg); break;
+        case 'H':
+        case 'B':
+        case 'I': {
+            static const char *const names[] = {"http-header-timeout", "http-body-timeout", "http-idle-timeout"};
+            int *dst[] = {&o->header_timeout_s, &o->body_timeout_s, &o->idle_timeout_s};
+            int i = c == 'H' ? 0 : c == 'B' ? 1 : 2;
+            long long v;
+            if (positive_arg(names[i], optarg, "seconds", &v))
+                return 2;
+            *dst[i] = v > INT_MAX ? INT_MAX : (int)v;
+            break;
+        }
         case 'O': {
             char *end;
             errno = 0;
@@ -223,6 +255,22 @@ static int parse_args(int argc, char **argv, server_opts *o)
             o->max_object_bytes = (size_t)v;
             break;
         }
+        case 'E': {
+            char *end;
+            errno = 0;
+            o->eviction_rate = strtod(optarg, &end);
+            if (errno || end == optarg || *end) {
+                fprintf(stderr, "flotilla server: --eviction-rate: expected a number of evictions per second, not "
+                                "\"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'G':
+            if (positive_arg("graceful-eviction-timeout", optarg, "seconds", &o->eviction_timeout_s))
+                return 2;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -452,6 +500,7 @@ static void start_controllers(server *sv)
         fl_log(FL_LOG_INFO, "server", "the controllers had finished at revision %lld: they resume there%s",
                (long long)resumed_rev,
                fl_reconciled_watches_noted(&reconciled) ? ", and the member watches where they had reached" : "");
+    fl_eviction_configure(sv->o.eviction_rate, sv->o.eviction_timeout_s);
     fl_ctrl_manager_start(&env, fl_server_controllers, &sv->ctrl);
     json_decref(notes); /* the controllers took what they keep */
 }

@@ -14,8 +14,12 @@
  *      generation, the Work's name and namespace, the conflict resolution, and the lists of
  *      managed label and annotation keys (which the member's Retain uses).
  * A Work is written only when what it would contain differs from the cached one. Works of
- * clusters that are no longer targets are deleted. The binding carries our finalizer; when
- * it goes, its Works go first.
+ * clusters that are no longer targets are deleted, but for those a graceful eviction task
+ * keeps (spec.gracefulEvictionTasks, purge mode Gracefully or Never): the old copy stays as
+ * it was, no longer rendered, until the task is removed (eviction_tasks.c). A Directly task's
+ * Work is deleted at once, and while a Work of the binding is left in a Directly task's
+ * cluster no Work of it is written anywhere: two copies never run at once. The binding
+ * carries our finalizer; when it goes, its Works go first.
  *
  * The Works of one binding are written in parallel (fl_parallel): a Deployment sent to
  * 100 clusters costs a few group commits instead of 100 sequential round trips.
@@ -36,6 +40,7 @@
 #include "controllers/controller.h"
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
+#include "controllers/eviction.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/metrics.h"
@@ -1099,8 +1104,35 @@ static bool work_targeted(const render *r, const char *wkey)
     return keep;
 }
 
+/* Is the Work at wkey in a cluster a Gracefully or Never eviction task of the binding keeps? */
+static bool kept_by_task(const json_t *binding, const char *wkey)
+{
+    const char *wname;
+    char *cluster = fl_names_work_key_cluster(wkey, &wname);
+    const json_t *task = cluster ? fl_eviction_task_of(json_object_get(binding, "spec"), cluster) : NULL;
+    free(cluster);
+    return task && fl_eviction_purge_mode(task) != 'D';
+}
+
+/* Has the binding (owned: its Works) a Work left in the cluster of a Directly eviction task? */
+static bool directly_pending(const json_t *binding, const json_t *owned)
+{
+    size_t i;
+    json_t *wk;
+    json_array_foreach(owned, i, wk) {
+        const char *wname;
+        char *cluster = fl_names_work_key_cluster(json_string_value(wk), &wname);
+        const json_t *task = cluster ? fl_eviction_task_of(json_object_get(binding, "spec"), cluster) : NULL;
+        free(cluster);
+        if (task && fl_eviction_purge_mode(task) == 'D')
+            return true;
+    }
+    return false;
+}
+
 /* Orphans: delete the Works of the binding (owned) in clusters that are no longer targets,
- * but those the binding's suspension keeps. A failure goes into *rc unless it holds one. */
+ * but those the binding's suspension or a graceful eviction task keeps. A failure goes into
+ * *rc unless it holds one. */
 static void remove_orphans(const render *r, const json_t *owned, int *rc)
 {
     bindctl *b = r->b;
@@ -1108,7 +1140,7 @@ static void remove_orphans(const render *r, const json_t *owned, int *rc)
     json_t *wk;
     json_array_foreach(owned, i, wk) {
         const char *s = json_string_value(wk);
-        if (work_targeted(r, s) || orphan_suspended(b, r->binding, s, rc))
+        if (work_targeted(r, s) || kept_by_task(r->binding, s) || orphan_suspended(b, r->binding, s, rc))
             continue;
         int d = delete_work(b, s);
         if (d == 0) {
@@ -1169,6 +1201,14 @@ static int reconcile(void *ctx, const char *key)
         goto out;
     }
     targets = targets_of(spec, &n);
+    if (directly_pending(binding, owned)) {
+        /* Directly: the old copy goes first; the new ones wait for its Work to be gone (its
+         * deletion requeues us; the timer is a safety net) */
+        r = (render){.b = b, .binding = binding, .targets = targets, .n = n, .wname = wname};
+        remove_orphans(&r, owned, &rc);
+        fl_workqueue_add_after(b->q, key, 5000);
+        goto out;
+    }
     policies = override_policies(b, k->namespaced ? rns : NULL);
     r = (render){.b = b,
                  .binding = binding,

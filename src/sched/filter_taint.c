@@ -156,3 +156,13 @@ const char *fl_sched_filter_taint(const struct fl_sched_binding *b, uint32_t idx
     }
     return NULL;
 }
+
+bool fl_sched_tolerates(const json_t *tol, const json_t *taint)
+{
+    bool bad = false;
+    struct fl_sched_tol t = {str_or_empty(tol, "key", &bad), str_or_empty(tol, "operator", &bad),
+                             str_or_empty(tol, "value", &bad), str_or_empty(tol, "effect", &bad)};
+    struct fl_sched_taint x = {.key = str_or_empty(taint, "key", &bad), .value = str_or_empty(taint, "value", &bad),
+                               .effect = str_or_empty(taint, "effect", &bad)};
+    return !bad && tolerates(&t, &x);
+}

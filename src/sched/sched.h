@@ -117,4 +117,10 @@ int fl_sched_run(fl_sched_snapshot *snap, const json_t *spec, const json_t *stat
 /* Free a result (and its reference on the snapshot). NULL is a no-op. */
 void fl_sched_result_free(fl_sched_result *r);
 
+/* Whether toleration tol (a placement.clusterTolerations entry) tolerates taint (a Cluster
+ * spec.taints entry), as the TaintToleration filter decides it: Kubernetes' ToleratesTaint
+ * with Lt/Gt disabled. tolerationSeconds is not looked at (the taint eviction's business).
+ * A field of the wrong type tolerates nothing. Pure; any thread. */
+bool fl_sched_tolerates(const json_t *tol, const json_t *taint);
+
 #endif

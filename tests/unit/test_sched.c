@@ -389,6 +389,33 @@ static void test_taints_and_tolerations(void **state)
     fl_sched_snapshot_free(snap);
 }
 
+static void test_one_toleration_matches_one_taint_as_the_filter_does(void **state)
+{
+    (void)state;
+    json_t *taint = J("{\"key\":\"team\",\"value\":\"a\",\"effect\":\"NoExecute\"}");
+    static const struct {
+        const char *tol;
+        bool want;
+    } cases[] = {
+        {"{\"key\":\"team\",\"operator\":\"Exists\"}", true},
+        {"{\"key\":\"team\",\"value\":\"a\",\"effect\":\"NoExecute\",\"tolerationSeconds\":2}", true},
+        {"{\"key\":\"team\",\"value\":\"b\"}", false},
+        {"{\"key\":\"team\",\"value\":\"a\",\"effect\":\"NoSchedule\"}", false},
+        {"{\"operator\":\"Exists\"}", true},
+        {"{\"operator\":\"Exists\",\"effect\":\"NoExecute\"}", true},
+        {"{\"key\":\"other\",\"operator\":\"Exists\"}", false},
+        {"{\"key\":\"team\",\"operator\":\"Gt\",\"value\":\"1\"}", false},
+        {"{\"key\":7}", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *tol = J(cases[i].tol);
+        if (fl_sched_tolerates(tol, taint) != cases[i].want)
+            fail_msg("toleration %s: want %d", cases[i].tol, cases[i].want);
+        json_decref(tol);
+    }
+    json_decref(taint);
+}
+
 static void test_api_enablement_and_template_kind(void **state)
 {
     (void)state;
@@ -1253,6 +1280,7 @@ int main(void)
         cmocka_unit_test(test_duplicated_gives_every_cluster_all_replicas),
         cmocka_unit_test(test_cluster_affinity_names_labels_fields_and_exclude),
         cmocka_unit_test(test_taints_and_tolerations),
+        cmocka_unit_test(test_one_toleration_matches_one_taint_as_the_filter_does),
         cmocka_unit_test(test_api_enablement_and_template_kind),
         cmocka_unit_test(test_eviction_and_deleting_clusters_are_excluded),
         cmocka_unit_test(test_no_cluster_fit_histogram_is_sorted_as_strings),

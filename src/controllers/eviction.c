@@ -1,0 +1,575 @@
+/* eviction.c - taint-based eviction: a binding scheduled to a cluster whose NoExecute taint
+ * it does not tolerate leaves that cluster (Karmada's taint manager, on by default here).
+ *
+ *     Cluster spec.taints (NoExecute) ──► binding: spec.clusters minus the cluster, plus a
+ *                                         spec.gracefulEvictionTasks entry, in one write
+ *
+ * When: for each cluster of spec.clusters, every NoExecute taint needs a toleration in
+ * spec.placement.clusterTolerations (the first that tolerates it counts); an untolerated
+ * taint means now; a toleration with tolerationSeconds means taint.timeAdded + seconds;
+ * one without tolerates forever. The binding's deadline is the earliest over its clusters.
+ * Deadlines come only from stored timestamps, so a restart evicts at the same moment: a
+ * NoExecute taint written without timeAdded gets it stamped here first (Karmada's API
+ * server does that on every Cluster write).
+ *
+ * Two halves: workers over a queue of binding keys compute each binding's deadline into
+ * `pending`; one evictor thread takes the earliest due deadline first, at most `rate` per
+ * second (fl_eviction_rate), re-reads the binding and evicts. Before it writes, it holds
+ * the eviction back (a FailoverSuppressed Warning and condition on the binding, retried
+ * every SUPPRESS_RETRY_MS) when more than a third of the clusters are not Ready, or when the
+ * scheduler, asked with the eviction already made, finds no cluster for the binding.
+ *
+ * Queue keys: "R|ns/name", "C|name" (bindings), "K|name" (a Cluster to stamp). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controllers/controller.h"
+#include "controllers/events.h"
+#include "controllers/eviction.h"
+#include "controllers/names.h"
+#include "core/condition.h"
+#include "core/err.h"
+#include "core/json.h"
+#include "core/json_get.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/timefmt.h"
+#include "sched/sched.h"
+
+#define LOG "eviction"
+#define EVICTION_WORKERS 2
+#define SUPPRESS_RETRY_MS 5000
+#define FOREVER INT64_MAX
+#define SUPPRESSED_CONDITION "FailoverSuppressed"
+
+static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
+static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
+static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
+
+/* ---- settings and shared helpers (eviction.h) ---- */
+
+static double g_rate = FL_EVICTION_DEFAULT_RATE;
+static int64_t g_grace_s = FL_EVICTION_DEFAULT_GRACE_S;
+
+void fl_eviction_configure(double rate, int64_t grace_seconds)
+{
+    g_rate = rate;
+    g_grace_s = grace_seconds > 0 ? grace_seconds : FL_EVICTION_DEFAULT_GRACE_S;
+}
+
+double fl_eviction_rate(void)
+{
+    return g_rate;
+}
+
+int64_t fl_eviction_grace_seconds(void)
+{
+    return g_grace_s;
+}
+
+char fl_eviction_purge_mode(const json_t *task)
+{
+    const char *m = fl_json_str(task, "purgeMode");
+    if (m && (!strcmp(m, "Directly") || !strcmp(m, "Immediately")))
+        return 'D';
+    if (m && !strcmp(m, "Never"))
+        return 'N';
+    return 'G';
+}
+
+const json_t *fl_eviction_task_of(const json_t *spec, const char *cluster)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(spec, "gracefulEvictionTasks"), i, t) {
+        const char *from = fl_json_str(t, "fromCluster");
+        if (from && !strcmp(from, cluster))
+            return t;
+    }
+    return NULL;
+}
+
+/* ---- the controller ---- */
+
+typedef struct evictctl {
+    fl_ctrl_env env;
+    fl_informer *rbs, *crbs, *clusters;
+    fl_workqueue *q;
+    fl_ctrl_workers *workers;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    json_t *pending;    /* binding key -> deadline (ms since the epoch) (under mu) */
+    json_t *held;       /* binding key -> ms before which a held-back eviction is not retried */
+    int64_t next_slot;  /* the rate: no eviction before this (ms since the epoch) */
+    bool stop;
+    pthread_t thread;
+} evictctl;
+
+static bool is_noexecute(const json_t *taint)
+{
+    const char *e = fl_json_str(taint, "effect");
+    return e && !strcmp(e, "NoExecute");
+}
+
+/* When the binding with tolerations tols must leave cluster: ms since the epoch (0: now),
+ * or FOREVER. *why gets what decided it (a static or heap string the caller frees). */
+static int64_t cluster_deadline(const json_t *tols, const json_t *cluster, char **why)
+{
+    int64_t deadline = FOREVER;
+    size_t i, j;
+    json_t *taint, *tol;
+    json_array_foreach(json_object_get(json_object_get(cluster, "spec"), "taints"), i, taint) {
+        if (!is_noexecute(taint))
+            continue;
+        const json_t *used = NULL;
+        json_array_foreach(tols, j, tol) {
+            if (fl_sched_tolerates(tol, taint)) {
+                used = tol;
+                break;
+            }
+        }
+        const char *k = fl_json_str(taint, "key"), *v = fl_json_str(taint, "value");
+        if (!used) {
+            free(*why);
+            *why = fl_asprintf("cluster %s has the taint {%s%s%s:NoExecute}, which the placement does not tolerate",
+                               fl_json_meta(cluster, "name"), k ? k : "", v && *v ? "=" : "", v ? v : "");
+            return 0;
+        }
+        json_t *secs = json_object_get(used, "tolerationSeconds");
+        int64_t added = fl_time_parse(fl_json_str(taint, "timeAdded"));
+        if (!json_is_integer(secs) || added < 0)
+            continue; /* forever; a taint not stamped yet gets its time from cluster_stamp */
+        int64_t d = added + (int64_t)json_integer_value(secs) * 1000;
+        if (d < deadline) {
+            deadline = d;
+            free(*why);
+            *why = fl_asprintf("cluster %s has the taint {%s%s%s:NoExecute}, tolerated for %llds from %s",
+                               fl_json_meta(cluster, "name"), k ? k : "", v && *v ? "=" : "", v ? v : "",
+                               (long long)json_integer_value(secs), fl_json_str(taint, "timeAdded"));
+        }
+    }
+    return deadline < 0 ? 0 : deadline;
+}
+
+static fl_informer *informer_of(evictctl *e, const char *key)
+{
+    return key[0] == 'C' ? e->crbs : e->rbs;
+}
+
+static void write_held(evictctl *e, const char *key, bool held, const char *reason, const char *message);
+
+/* The earliest deadline over the binding's clusters, FOREVER if none. */
+static int64_t binding_deadline(evictctl *e, const json_t *binding)
+{
+    const json_t *spec = json_object_get(binding, "spec");
+    const json_t *tols = json_object_get(json_object_get(spec, "placement"), "clusterTolerations");
+    int64_t best = FOREVER;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(spec, "clusters"), i, c) {
+        json_t *cluster = NULL;
+        const char *name = fl_json_str(c, "name");
+        if (!name || fl_informer_get(e->clusters, NULL, name, &cluster))
+            continue;
+        char *why = NULL;
+        int64_t d = cluster_deadline(tols, cluster, &why);
+        free(why);
+        json_decref(cluster);
+        if (d < best)
+            best = d;
+    }
+    return best;
+}
+
+/* Stamp timeAdded = now on the cluster's NoExecute taints that lack it. */
+static int cluster_stamp(evictctl *e, const char *name)
+{
+    json_t *cluster = NULL;
+    if (fl_informer_get(e->clusters, NULL, name, &cluster))
+        return 0;
+    json_t *copy = NULL;
+    size_t i;
+    json_t *taint;
+    char now[FL_TIME_BUF];
+    fl_time_format(fl_time_now_ms(), false, now);
+    json_array_foreach(json_object_get(json_object_get(cluster, "spec"), "taints"), i, taint) {
+        if (!is_noexecute(taint) || fl_json_str(taint, "timeAdded"))
+            continue;
+        if (!copy)
+            copy = fl_json_deep_copy(cluster);
+        json_object_set_new(json_array_get(json_object_get(json_object_get(copy, "spec"), "taints"), i), "timeAdded",
+                            json_string(now));
+    }
+    int rc = 0;
+    if (copy) {
+        fl_client_error ce;
+        rc = fl_client_update(e->env.cp, &CLUSTERS, NULL, copy, NULL, NULL, &ce);
+        if (rc == FL_ENOTFOUND || rc == FL_ECONFLICT)
+            rc = rc == FL_ECONFLICT ? FL_ECONFLICT : 0; /* a conflict: the newer cluster comes back */
+        else if (rc)
+            fl_log(FL_LOG_WARN, LOG, "stamping timeAdded on cluster %s: %s", name, fl_errmsg(ce.message, rc));
+        json_decref(copy);
+    }
+    json_decref(cluster);
+    return rc;
+}
+
+static int reconcile(void *ctx, const char *key)
+{
+    evictctl *e = ctx;
+    if (key[0] == 'K')
+        return cluster_stamp(e, key + 2);
+    if (!fl_informer_has_synced(e->clusters) || !fl_informer_has_synced(informer_of(e, key)))
+        return FL_ETIMEDOUT;
+    json_t *b = NULL;
+    int64_t d = FOREVER;
+    if (!fl_informer_get_key(informer_of(e, key), key + 2, &b) && !fl_json_meta(b, "deletionTimestamp"))
+        d = binding_deadline(e, b);
+    const char *held_status = fl_json_str(fl_condition_of(b, SUPPRESSED_CONDITION), "status");
+    bool was_held = held_status && !strcmp(held_status, "True");
+    json_decref(b);
+    if (d == FOREVER && was_held) /* the taint went, or the placement tolerates it now */
+        write_held(e, key, false, "NoLongerNeeded", "no eviction is due any more");
+    pthread_mutex_lock(&e->mu);
+    if (d == FOREVER) {
+        json_object_del(e->pending, key);
+        json_object_del(e->held, key);
+    } else {
+        json_int_t held = json_integer_value(json_object_get(e->held, key));
+        if (d < held)
+            d = held;
+        json_t *have = json_object_get(e->pending, key);
+        if (!have || json_integer_value(have) != d) {
+            json_object_set_new(e->pending, key, json_integer(d));
+            pthread_cond_signal(&e->cv);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+/* ---- evicting ---- */
+
+/* Is the Ready condition of cluster True? */
+static bool cluster_ready(const json_t *cluster)
+{
+    const json_t *c = fl_condition_of(cluster, "Ready");
+    const char *s = fl_json_str(c, "status");
+    return s && !strcmp(s, "True");
+}
+
+/* Set the FailoverSuppressed condition of the binding at key: True when held, else False
+ * (only where it is there), with reason and message; the binding read whole (its status
+ * carries the aggregated status). */
+static void write_held(evictctl *e, const char *key, bool held, const char *reason, const char *message)
+{
+    json_t *b = NULL;
+    if (fl_informer_get_whole(informer_of(e, key), key + 2, &b))
+        return;
+    const json_t *cond = fl_condition_of(b, SUPPRESSED_CONDITION);
+    if (!held && !cond) {
+        json_decref(b);
+        return;
+    }
+    json_t *status;
+    json_t *copy = fl_ctrl_status_copy(b, &status);
+    bool changed = fl_condition_set(status, SUPPRESSED_CONDITION, held ? "True" : "False", reason, message, -1,
+                                    fl_time_now_ms());
+    if (changed) {
+        fl_client_error ce;
+        int rc = fl_client_update_status_given(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
+                                               copy, NULL, NULL, &ce);
+        if (rc && rc != FL_ENOTFOUND && rc != FL_ECONFLICT)
+            fl_log(FL_LOG_WARN, LOG, "writing %s on %s: %s", SUPPRESSED_CONDITION, key, fl_errmsg(ce.message, rc));
+    } else {
+        json_decref(copy);
+    }
+    json_decref(b);
+}
+
+/* Hold the eviction of the binding back: tell it (once per reason) and retry later. */
+static void hold_back(evictctl *e, const char *key, const json_t *b, const char *reason, const char *message)
+{
+    const json_t *cond = fl_condition_of(b, SUPPRESSED_CONDITION);
+    const char *had = fl_json_str(cond, "status"), *had_reason = fl_json_str(cond, "reason");
+    if (!had || strcmp(had, "True") || !had_reason || strcmp(had_reason, reason))
+        fl_event(e->env.recorder, b, "Warning", "FailoverSuppressed", "%s", message);
+    write_held(e, key, true, reason, message);
+    pthread_mutex_lock(&e->mu);
+    json_object_set_new(e->held, key, json_integer(fl_time_now_ms() + SUPPRESS_RETRY_MS));
+    pthread_mutex_unlock(&e->mu);
+    fl_workqueue_add_after(e->q, key, SUPPRESS_RETRY_MS);
+}
+
+/* Too many clusters not Ready at once? *msg (heap) says how many. */
+static bool too_many_not_ready(evictctl *e, char **msg)
+{
+    json_t *all = fl_informer_list(e->clusters, NULL);
+    size_t n = json_array_size(all), down = 0, i;
+    json_t *c;
+    json_array_foreach(all, i, c) down += !cluster_ready(c);
+    json_decref(all);
+    if (down * 3 <= n)
+        return false;
+    *msg = fl_asprintf("eviction held back: %zu of %zu clusters are not Ready, more than a third; the workload "
+                       "stays where it is until fewer are down",
+                       down, n);
+    return true;
+}
+
+/* Would the scheduler find a cluster for spec (the binding's spec after the eviction)? When
+ * not, *msg (heap) says why. */
+static bool another_cluster_fits(evictctl *e, const json_t *spec, const json_t *status, char **msg)
+{
+    json_t *all = fl_informer_list(e->clusters, NULL);
+    size_t n = json_array_size(all);
+    const json_t **v = fl_calloc(n ? n : 1, sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(all, i);
+    fl_sched_snapshot *snap = NULL;
+    fl_sched_snapshot_new(v, n, &snap);
+    free(v);
+    json_decref(all);
+    fl_sched_result *res = NULL;
+    char *err = NULL;
+    bool fits = false;
+    if (fl_sched_run(snap, spec, status, NULL, &res, &err) == 0)
+        fits = res->outcome == FL_SCHED_SUCCESS && res->ntargets > 0;
+    if (!fits)
+        *msg = fl_asprintf("eviction held back: no other cluster fits the placement (%s); the workload stays "
+                           "where it is",
+                           err ? err : res && res->message ? res->message : "no cluster");
+    free(err);
+    fl_sched_result_free(res);
+    fl_sched_snapshot_free(snap);
+    return fits;
+}
+
+/* The task for cluster c (a spec.clusters entry) of binding b, evicted at now for why. */
+static json_t *new_task(const json_t *spec, const json_t *c, const char *why, int64_t now)
+{
+    const char *mode = fl_json_str(json_object_get(json_object_get(spec, "failover"), "cluster"), "purgeMode");
+    json_t *before = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(spec, "clusters"), i, x) {
+        if (fl_json_str(x, "name"))
+            json_array_append_new(before, json_string(fl_json_str(x, "name")));
+    }
+    char ts[FL_TIME_BUF];
+    fl_time_format(now, false, ts);
+    json_t *t = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "fromCluster", fl_json_str(c, "name"), "purgeMode",
+                          mode && *mode ? mode : "Gracefully", "reason", "TaintUntolerated", "message", why, "producer",
+                          "TaintManager", "clustersBeforeFailover", before, "creationTimestamp", ts);
+    json_int_t replicas = json_integer_value(json_object_get(c, "replicas"));
+    if (replicas > 0)
+        json_object_set_new(t, "replicas", json_integer(replicas));
+    return t;
+}
+
+/* Evict the binding at key from its clusters due at now. Returns whether it wrote an eviction. */
+static bool evict(evictctl *e, const char *key, int64_t now)
+{
+    json_t *b = NULL;
+    if (fl_informer_get_key(informer_of(e, key), key + 2, &b) || fl_json_meta(b, "deletionTimestamp")) {
+        json_decref(b);
+        return false;
+    }
+    const json_t *spec = json_object_get(b, "spec");
+    const json_t *tols = json_object_get(json_object_get(spec, "placement"), "clusterTolerations");
+    json_t *upd = fl_json_deep_copy(b);
+    json_t *uspec = json_object_get(upd, "spec");
+    json_t *keep = json_array(), *tasks = json_object_get(uspec, "gracefulEvictionTasks");
+    if (!json_is_array(tasks)) {
+        tasks = json_array();
+        json_object_set_new(uspec, "gracefulEvictionTasks", tasks);
+    }
+    json_t *from = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(spec, "clusters"), i, c) {
+        json_t *cluster = NULL;
+        char *why = NULL;
+        const char *name = fl_json_str(c, "name");
+        int64_t d = name && !fl_informer_get(e->clusters, NULL, name, &cluster) ? cluster_deadline(tols, cluster, &why)
+                                                                                : FOREVER;
+        json_decref(cluster);
+        if (d > now) {
+            json_array_append(keep, c);
+        } else {
+            json_array_append_new(from, json_string(name));
+            if (!fl_eviction_task_of(spec, name))
+                json_array_append_new(tasks, new_task(spec, c, why, now));
+        }
+        free(why);
+    }
+    json_object_set_new(uspec, "clusters", keep);
+    bool wrote = false;
+    char *msg = NULL;
+    if (json_array_size(from) == 0) {
+        fl_workqueue_add(e->q, key); /* nothing due any more: compute again */
+    } else if (too_many_not_ready(e, &msg)) {
+        hold_back(e, key, b, "TooManyClustersNotReady", msg);
+    } else if (!another_cluster_fits(e, uspec, json_object_get(b, "status"), &msg)) {
+        hold_back(e, key, b, "NoClusterFits", msg);
+    } else {
+        fl_client_error ce;
+        int rc = fl_client_update(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"), upd, NULL,
+                                  NULL, &ce);
+        if (rc == 0) {
+            wrote = true;
+            fl_log(FL_LOG_INFO, LOG, "evicted %s from %s", key, json_string_value(json_array_get(from, 0)));
+            pthread_mutex_lock(&e->mu);
+            json_object_del(e->held, key);
+            pthread_mutex_unlock(&e->mu);
+            write_held(e, key, false, "Evicted", "the eviction is no longer held back");
+        } else if (rc != FL_ENOTFOUND) {
+            json_array_foreach(from, i, c) {
+                fl_event(e->env.recorder, b, "Warning", "EvictWorkloadFromClusterFailed",
+                         "Evict from cluster %s failed: %s", json_string_value(c), fl_errmsg(ce.message, rc));
+            }
+            fl_workqueue_add_after(e->q, key, 1000);
+        }
+    }
+    free(msg);
+    json_decref(from);
+    json_decref(upd);
+    json_decref(b);
+    return wrote;
+}
+
+/* The evictor: the earliest due deadline first, at the rate. */
+static void *evictor(void *arg)
+{
+    evictctl *e = arg;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stop) {
+        const char *k, *best = NULL;
+        json_t *v;
+        int64_t bd = FOREVER;
+        json_object_foreach(e->pending, k, v) {
+            if (json_integer_value(v) < bd) {
+                bd = json_integer_value(v);
+                best = k;
+            }
+        }
+        int64_t now = fl_time_now_ms(), at = bd;
+        if (best && fl_eviction_rate() > 0 && e->next_slot > at)
+            at = e->next_slot;
+        if (!best || at > now) {
+            int64_t wait = best ? at - now : 1000;
+            struct timespec ts = fl_time_after(CLOCK_REALTIME, wait > 1000 ? 1000 : wait);
+            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+            continue;
+        }
+        char *key = fl_strdup(best);
+        json_object_del(e->pending, key);
+        pthread_mutex_unlock(&e->mu);
+        bool wrote = evict(e, key, now);
+        free(key);
+        pthread_mutex_lock(&e->mu);
+        if (wrote && fl_eviction_rate() > 0)
+            e->next_slot = now + (int64_t)(1000.0 / fl_eviction_rate());
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* ---- handlers ---- */
+
+static void binding_event(void *ctx, json_t *obj)
+{
+    fl_ctrl_queue_binding(((evictctl *)ctx)->q, obj);
+}
+
+static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    /* status writes change no deadline; the condition we write is one of them */
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+        binding_event(ctx, new_obj);
+}
+
+static bool has_noexecute(const json_t *cluster)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(json_object_get(cluster, "spec"), "taints"), i, t) {
+        if (is_noexecute(t))
+            return true;
+    }
+    return false;
+}
+
+static void cluster_event(evictctl *e, const json_t *old_obj, const json_t *obj)
+{
+    const json_t *ot = json_object_get(json_object_get(old_obj, "spec"), "taints");
+    const json_t *nt = json_object_get(json_object_get(obj, "spec"), "taints");
+    bool ready_changed = old_obj && cluster_ready(old_obj) != cluster_ready(obj);
+    if (old_obj && fl_json_same(ot, nt) && !ready_changed)
+        return;
+    if (!has_noexecute(obj) && !(old_obj && has_noexecute(old_obj)) && !ready_changed)
+        return;
+    char *k = fl_asprintf("K|%s", fl_json_meta(obj, "name"));
+    fl_workqueue_add(e->q, k);
+    free(k);
+    fl_ctrl_resume_broad(&e->env);
+    fl_ctrl_queue_bindings(e->q, e->rbs, e->crbs);
+}
+
+static void cluster_added(void *ctx, json_t *obj)
+{
+    cluster_event(ctx, NULL, obj);
+}
+
+static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    cluster_event(ctx, old_obj, new_obj);
+}
+
+/* ---- lifecycle ---- */
+
+static int evictctl_start(const fl_ctrl_env *env, void **state)
+{
+    evictctl *e = fl_calloc(1, sizeof *e);
+    e->env = *env;
+    e->q = fl_workqueue_new(NULL);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    e->pending = json_object();
+    e->held = json_object();
+    e->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
+    e->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
+    e->clusters = fl_ctrl_informer(env, CLUSTERS.api_version, CLUSTERS.resource);
+    fl_informer_handlers bh = {.on_add = binding_event, .on_update = binding_updated, .ctx = e};
+    fl_informer_add_handlers(e->rbs, &bh);
+    fl_informer_add_handlers(e->crbs, &bh);
+    fl_informer_handlers ch = {.on_add = cluster_added, .on_update = cluster_updated, .ctx = e};
+    fl_informer_add_handlers(e->clusters, &ch);
+    e->workers = fl_ctrl_workers_start_synced(e->q, "eviction", EVICTION_WORKERS, reconcile, e,
+                                              (fl_informer *const[]){e->clusters, e->rbs, e->crbs, NULL});
+    pthread_create(&e->thread, NULL, evictor, e);
+    *state = e;
+    return 0;
+}
+
+static void evictctl_stop(void *state)
+{
+    evictctl *e = state;
+    pthread_mutex_lock(&e->mu);
+    e->stop = true;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->thread, NULL);
+    fl_ctrl_workers_join(e->workers);
+    fl_workqueue_free(e->q);
+    json_decref(e->pending);
+    json_decref(e->held);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+const fl_controller fl_eviction_controller = {"eviction", evictctl_start, evictctl_stop};
