@@ -46,7 +46,7 @@
  * up to the maximum, and end when idle): the whole transport's threads, whatever the number
  * of connections. */
 #define MHD_THREADS 2
-#define MIN_WORKERS 4
+#define MIN_WORKERS 2
 #define MAX_WORKERS 16
 /* The buffer MHD gives a watch's reader: one TLS record's worth. An idle watch keeps it,
  * so it is most of what a watch costs beside the TLS session. */

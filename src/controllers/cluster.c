@@ -983,17 +983,15 @@ static int cluster_start(const fl_ctrl_env *env, void **state)
     st->members = env->members;
     st->watchdog_stop = fl_client_cancel_new();
 
-    fl_informer_config cc = {.client = env->cp,
-                             .resource = CLUSTERS,
-                             .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = st}};
+    /* Clusters through the manager's shared informer (one watch and one thread for every
+     * controller that reads them); the agents' Leases, in one namespace, through our own. */
+    st->clusters = fl_ctrl_informer(env, CLUSTERS.api_version, CLUSTERS.resource);
+    fl_informer_handlers ch = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = st};
+    fl_informer_add_handlers(st->clusters, &ch);
     fl_informer_config lc = {.client = env->cp, .resource = LEASES, .ns = LEASE_NAMESPACE};
-    int rc = fl_informer_new(&cc, &st->clusters);
-    if (rc == 0)
-        rc = fl_informer_new(&lc, &st->leases);
+    int rc = fl_informer_new(&lc, &st->leases);
     if (rc == 0)
         rc = fl_informer_start(st->leases);
-    if (rc == 0)
-        rc = fl_informer_start(st->clusters);
     for (int i = 0; rc == 0 && i < NWORKERS; i++) {
         worker *w = &st->w[i];
         w->st = st;
@@ -1030,8 +1028,8 @@ static void cluster_stop(void *state)
     for (int i = 0; i < st->nworkers; i++)
         fl_client_cancel_fire(st->w[i].cancel);
     fl_workqueue_shut_down(st->q);
-    /* no handler may run once the informers are stopped; then the workers drain */
-    fl_informer_stop(st->clusters);
+    /* no handler may run once the informers are stopped (the manager stopped the shared
+     * one already); then the workers drain */
     fl_informer_stop(st->leases);
     for (int i = 0; i < st->nworkers; i++)
         pthread_join(st->w[i].th, NULL);
@@ -1041,7 +1039,6 @@ static void cluster_stop(void *state)
     }
     for (int i = 0; i < st->nworkers; i++)
         fl_client_cancel_free(st->w[i].cancel);
-    fl_informer_free(st->clusters);
     fl_informer_free(st->leases);
     fl_workqueue_free(st->q);
     fl_client_cancel_free(st->watchdog_stop);

@@ -40,7 +40,7 @@
 #include "sched/sched.h"
 
 #define LOG "eviction"
-#define EVICTION_WORKERS 2
+#define EVICTION_WORKERS 1 /* deadlines are cheap to compute; the evictor thread writes */
 #define SUPPRESS_RETRY_MS 5000
 #define FOREVER INT64_MAX
 #define SUPPRESSED_CONDITION "FailoverSuppressed"

@@ -35,7 +35,7 @@
 #include "core/timefmt.h"
 
 #define LOG "eviction-tasks"
-#define TASK_WORKERS 2
+#define TASK_WORKERS 1
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
