@@ -36,7 +36,7 @@
 #include "policy/override.h"
 
 #define LOG "namespace-sync"
-#define NS_WORKERS 2
+#define NS_WORKERS 1 /* namespaces change rarely; each sync fans out on the parallel pool */
 #define WRITE_THREADS 16
 #define SYNC_LABEL "flotilla.io/namespace-sync"
 
