@@ -116,25 +116,11 @@ static void *opener_main(void *arg)
  * waiting. Returns how many failed. */
 static int open_all(const fb_server *s, SSL_CTX *ctx, conn *c, int n, const char *request, int *max_threads);
 
-static int count_threads(pid_t pid)
+/* Entries of /proc/PID/<dir>: "task" counts threads, "fd" descriptors; -1 if unreadable. */
+static int count_proc(pid_t pid, const char *dir)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
-
-static int count_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, dir);
     DIR *d = opendir(path);
     if (!d)
         return -1;
@@ -156,7 +142,7 @@ static int open_all(const fb_server *s, SSL_CTX *ctx, conn *c, int n, const char
         pthread_create(&t[i], NULL, opener_main, &o[i]);
     }
     while (atomic_load(&opened) + atomic_load(&failed) < n) {
-        int th = count_threads(s->pid);
+        int th = count_proc(s->pid, "task");
         if (th > *max_threads)
             *max_threads = th;
         usleep(100 * 1000);
@@ -277,9 +263,9 @@ int main(int argc, char **argv)
     /* baseline: an idle server */
     double b50, b99;
     int bad = gets(cu, &s, g, &b50, &b99);
-    int th0 = count_threads(s.pid);
+    int th0 = count_proc(s.pid, "task");
     long rss0 = fb_proc_kib(s.pid, "VmRSS");
-    int fds0 = count_fds(s.pid);
+    int fds0 = count_proc(s.pid, "fd");
 
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     SSL_CTX_load_verify_locations(ctx, s.ca, NULL);
@@ -307,9 +293,9 @@ int main(int argc, char **argv)
 
     double l50, l99;
     bad += gets(cu, &s, g, &l50, &l99);
-    int th1 = count_threads(s.pid);
+    int th1 = count_proc(s.pid, "task");
     long rss1 = fb_proc_kib(s.pid, "VmRSS");
-    int fds1 = count_fds(s.pid);
+    int fds1 = count_proc(s.pid, "fd");
     if (th1 > max_threads)
         max_threads = th1;
 

@@ -360,6 +360,20 @@ static void *sweeper_main(void *arg)
 
 /* ---- life cycle ---- */
 
+/* What fl_http_loop_new made, once no thread uses it any more. */
+static void release(fl_http_loop *l)
+{
+    if (l->epfd >= 0)
+        close(l->epfd);
+    if (l->evfd >= 0)
+        close(l->evfd);
+    pthread_cond_destroy(&l->done_cv);
+    pthread_cond_destroy(&l->job_cv);
+    pthread_mutex_destroy(&l->job_mu);
+    pthread_mutex_destroy(&l->conn_mu);
+    free(l);
+}
+
 int fl_http_loop_new(int min_workers, int max_workers, fl_http_loop **out, char **err)
 {
     *out = NULL;
@@ -389,15 +403,7 @@ int fl_http_loop_new(int min_workers, int max_workers, fl_http_loop **out, char 
     *out = l;
     return 0;
 fail:
-    if (l->epfd >= 0)
-        close(l->epfd);
-    if (l->evfd >= 0)
-        close(l->evfd);
-    pthread_cond_destroy(&l->done_cv);
-    pthread_cond_destroy(&l->job_cv);
-    pthread_mutex_destroy(&l->job_mu);
-    pthread_mutex_destroy(&l->conn_mu);
-    free(l);
+    release(l);
     return -1;
 }
 
@@ -426,11 +432,5 @@ void fl_http_loop_free(fl_http_loop *l)
     pthread_mutex_unlock(&l->job_mu);
     poke(l, 1); /* the sweeper sees stopping */
     pthread_join(l->sweeper, NULL);
-    close(l->epfd);
-    close(l->evfd);
-    pthread_cond_destroy(&l->done_cv);
-    pthread_cond_destroy(&l->job_cv);
-    pthread_mutex_destroy(&l->job_mu);
-    pthread_mutex_destroy(&l->conn_mu);
-    free(l);
+    release(l);
 }
