@@ -518,44 +518,46 @@ static void families_reset(void)
     }
 }
 
-/* A label value, escaped as the text format wants. */
-static void put_label_value(FILE *f, const char *v)
+/* A series' labels as text, `l1="v1",l2="v2"` escaped, or "" without labels: built once per
+ * series and render, since a histogram writes it on twenty lines. Heap string. */
+static char *labelled_text(const fl_metric *m, const fl_metric_series *s)
 {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            fputc_unlocked('\\', f), fputc_unlocked(*v, f);
-        else if (*v == '\n')
-            fputs_unlocked("\\n", f);
-        else
-            fputc_unlocked(*v, f);
+    const char *parts[] = {m->label1, "=\"", s->v1, "\"", m->label2 ? "," : NULL, m->label2, "=\"", s->v2, "\""};
+    size_t np = !m->label1 ? 0 : m->label2 ? 9 : 4, cap = 1;
+    for (size_t i = 0; i < np; i++)
+        cap += 2 * strlen(parts[i]); /* every byte of a value may need its escape */
+    char *buf = fl_malloc(cap), *o = buf;
+    for (size_t i = 0; i < np; i++) {
+        bool value = i == 2 || i == 7;
+        for (const char *c = parts[i]; *c; c++) {
+            if (value && (*c == '\\' || *c == '"' || *c == '\n')) {
+                *o++ = '\\';
+                *o++ = *c == '\n' ? 'n' : *c;
+            } else {
+                *o++ = *c;
+            }
+        }
     }
+    *o = '\0';
+    return buf;
 }
 
-/* name{l1="v1",l2="v2"[,le="x"]} -- the braces left out when there is no label at all. */
-static void put_series_name(FILE *f, const fl_metric *m, const fl_metric_series *s, const char *suffix,
-                            const char *le)
+/* name{labels[,le="x"]} -- the braces left out when there is no label at all. */
+static void put_series_name(FILE *f, const fl_metric *m, const char *labels, const char *suffix, const char *le)
 {
     fputs_unlocked(m->name, f);
     fputs_unlocked(suffix, f);
-    if (!m->label1 && !le) {
+    if (!*labels && !le) {
         fputc_unlocked(' ', f);
         return;
     }
     fputc_unlocked('{', f);
-    const char *sep = "";
-    if (m->label1) {
-        fprintf(f, "%s=\"", m->label1);
-        put_label_value(f, s->v1);
-        fputc_unlocked('"', f);
-        sep = ",";
-    }
-    if (m->label2) {
-        fprintf(f, ",%s=\"", m->label2);
-        put_label_value(f, s->v2);
+    fputs_unlocked(labels, f);
+    if (le) {
+        fputs_unlocked(*labels ? ",le=\"" : "le=\"", f);
+        fputs_unlocked(le, f);
         fputc_unlocked('"', f);
     }
-    if (le)
-        fprintf(f, "%sle=\"%s\"", sep, le);
     fputs_unlocked("} ", f);
 }
 
@@ -588,10 +590,12 @@ static void render_family(FILE *f, fl_metric *m)
     }
     for (size_t i = 0; i < n; i++) {
         fl_metric_series *s = v[i];
+        char *labels = labelled_text(m, s);
         if (m->type != FL_METRIC_HISTOGRAM) {
-            put_series_name(f, m, s, "", NULL);
+            put_series_name(f, m, labels, "", NULL);
             put_value(f, fl_metric_value(s));
             fputc_unlocked('\n', f);
+            free(labels);
             continue;
         }
         /* count first: a reader racing an observation then sees buckets >= count, never
@@ -599,16 +603,17 @@ static void render_family(FILE *f, fl_metric *m)
         uint64_t count = atomic_load(&s->count), cum = 0;
         for (size_t b = 0; b <= m->nbuckets; b++) {
             cum += atomic_load_explicit(&s->buckets[b], memory_order_relaxed);
-            put_series_name(f, m, s, "_bucket", b < m->nbuckets ? m->le_text[b] : "+Inf");
+            put_series_name(f, m, labels, "_bucket", b < m->nbuckets ? m->le_text[b] : "+Inf");
             put_u64(f, b < m->nbuckets ? cum : (cum > count ? cum : count));
             fputc_unlocked('\n', f);
         }
-        put_series_name(f, m, s, "_sum", NULL);
+        put_series_name(f, m, labels, "_sum", NULL);
         put_value(f, fl_metric_value(s));
         fputc_unlocked('\n', f);
-        put_series_name(f, m, s, "_count", NULL);
+        put_series_name(f, m, labels, "_count", NULL);
         put_u64(f, cum > count ? cum : count);
         fputc_unlocked('\n', f);
+        free(labels);
     }
     free(v);
 }
