@@ -24,6 +24,7 @@
 
 #include "core/htab.h"
 #include "core/mem.h"
+#include "core/strbuf.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -226,47 +227,47 @@ void fl_metrics_reset(void)
 /* ---------- rendering ---------- */
 
 /* HELP text escapes backslash and newline only. */
-static void put_help(FILE *f, const char *name, const char *help, const char *type)
+static void put_help(fl_strbuf *f, const char *name, const char *help, const char *type)
 {
-    fprintf(f, "# HELP %s ", name);
+    fl_strbuf_printf(f, "# HELP %s ", name);
     for (const char *s = help ? help : ""; *s; s++) {
         if (*s == '\\')
-            fputs("\\\\", f);
+            fl_strbuf_adds(f, "\\\\");
         else if (*s == '\n')
-            fputs("\\n", f);
+            fl_strbuf_adds(f, "\\n");
         else
-            fputc(*s, f);
+            fl_strbuf_addc(f, *s);
     }
-    fprintf(f, "\n# TYPE %s %s\n", name, type);
+    fl_strbuf_printf(f, "\n# TYPE %s %s\n", name, type);
 }
 
-/* n in decimal; the stream is locked by the caller (flockfile) */
-static void put_u64(FILE *f, unsigned long long n)
+/* n in decimal */
+static void put_u64(fl_strbuf *f, unsigned long long n)
 {
     char buf[24], *p = buf + sizeof buf;
     do {
         *--p = (char)('0' + n % 10);
         n /= 10;
     } while (n);
-    fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), f);
+    fl_strbuf_add(f, p, (size_t)(buf + sizeof buf - p));
 }
 
 /* Shortest text that reads back as the same double ("0.1", not
  * "0.10000000000000001"); Prometheus spellings for the special values. */
-static void put_value(FILE *f, double v)
+static void put_value(fl_strbuf *f, double v)
 {
     if (isnan(v)) {
-        fputs("NaN", f);
+        fl_strbuf_adds(f, "NaN");
         return;
     }
     if (isinf(v)) {
-        fputs(v > 0 ? "+Inf" : "-Inf", f);
+        fl_strbuf_adds(f, v > 0 ? "+Inf" : "-Inf");
         return;
     }
     if (fabs(v) < 9007199254740992.0 && v == (double)(long long)v && !(v == 0 && signbit(v))) {
         /* a whole number (counters, most gauges): the same text, without the search below */
         if (v < 0)
-            fputc_unlocked('-', f);
+            fl_strbuf_addc(f, '-');
         put_u64(f, (unsigned long long)fabs(v));
         return;
     }
@@ -276,7 +277,7 @@ static void put_value(FILE *f, double v)
         if (strtod(buf, NULL) == v)
             break;
     }
-    fputs(buf, f);
+    fl_strbuf_adds(f, buf);
 }
 
 /* ---------- labelled families ----------
@@ -543,22 +544,22 @@ static char *labelled_text(const fl_metric *m, const fl_metric_series *s)
 }
 
 /* name{labels[,le="x"]} -- the braces left out when there is no label at all. */
-static void put_series_name(FILE *f, const fl_metric *m, const char *labels, const char *suffix, const char *le)
+static void put_series_name(fl_strbuf *f, const fl_metric *m, const char *labels, const char *suffix, const char *le)
 {
-    fputs_unlocked(m->name, f);
-    fputs_unlocked(suffix, f);
+    fl_strbuf_adds(f, m->name);
+    fl_strbuf_adds(f, suffix);
     if (!*labels && !le) {
-        fputc_unlocked(' ', f);
+        fl_strbuf_addc(f, ' ');
         return;
     }
-    fputc_unlocked('{', f);
-    fputs_unlocked(labels, f);
+    fl_strbuf_addc(f, '{');
+    fl_strbuf_adds(f, labels);
     if (le) {
-        fputs_unlocked(*labels ? ",le=\"" : "le=\"", f);
-        fputs_unlocked(le, f);
-        fputc_unlocked('"', f);
+        fl_strbuf_adds(f, *labels ? ",le=\"" : "le=\"");
+        fl_strbuf_adds(f, le);
+        fl_strbuf_addc(f, '"');
     }
-    fputs_unlocked("} ", f);
+    fl_strbuf_adds(f, "} ");
 }
 
 static int cmp_family(const void *a, const void *b)
@@ -573,7 +574,7 @@ static int cmp_labelled(const void *a, const void *b)
     return c ? c : strcmp(x->v2, y->v2);
 }
 
-static void render_family(FILE *f, fl_metric *m)
+static void render_family(fl_strbuf *f, fl_metric *m)
 {
     size_t len = fl_htab_count(&m->series), n = 0;
     fl_metric_series **v = fl_malloc((len ? len : 1) * sizeof *v);
@@ -594,7 +595,7 @@ static void render_family(FILE *f, fl_metric *m)
         if (m->type != FL_METRIC_HISTOGRAM) {
             put_series_name(f, m, labels, "", NULL);
             put_value(f, fl_metric_value(s));
-            fputc_unlocked('\n', f);
+            fl_strbuf_addc(f, '\n');
             free(labels);
             continue;
         }
@@ -605,34 +606,27 @@ static void render_family(FILE *f, fl_metric *m)
             cum += atomic_load_explicit(&s->buckets[b], memory_order_relaxed);
             put_series_name(f, m, labels, "_bucket", b < m->nbuckets ? m->le_text[b] : "+Inf");
             put_u64(f, b < m->nbuckets ? cum : (cum > count ? cum : count));
-            fputc_unlocked('\n', f);
+            fl_strbuf_addc(f, '\n');
         }
         put_series_name(f, m, labels, "_sum", NULL);
         put_value(f, fl_metric_value(s));
-        fputc_unlocked('\n', f);
+        fl_strbuf_addc(f, '\n');
         put_series_name(f, m, labels, "_count", NULL);
         put_u64(f, cum > count ? cum : count);
-        fputc_unlocked('\n', f);
+        fl_strbuf_addc(f, '\n');
         free(labels);
     }
     free(v);
 }
 
 /* Every labelled family, by name. Lock held. */
-static void render_families(FILE *f)
+static void render_families(fl_strbuf *f)
 {
     fl_metric *sorted[MAX_FAMILIES];
     memcpy(sorted, families, nfamilies * sizeof *sorted);
     qsort(sorted, nfamilies, sizeof *sorted, cmp_family);
     for (size_t i = 0; i < nfamilies; i++)
         render_family(f, sorted[i]);
-}
-
-/* open_memstream only fails for want of memory: same policy as mem.h, abort. */
-static _Noreturn void render_oom(void)
-{
-    fputs("flotilla: out of memory rendering metrics\n", stderr);
-    abort();
 }
 
 static int cmp_series(const void *a, const void *b)
@@ -683,7 +677,7 @@ static char *series_labels(const req_series *s)
 
 /* Request families. Lock held. Sorting the code arrays in place is harmless: the
  * hot path finds codes by linear search either way. */
-static void render_requests(FILE *f)
+static void render_requests(fl_strbuf *f)
 {
     size_t len = fl_htab_count(&table);
     req_series **v = fl_malloc((len ? len : 1) * sizeof *v);
@@ -702,13 +696,13 @@ static void render_requests(FILE *f)
         req_series *s = v[i];
         qsort(s->codes, s->ncodes, sizeof *s->codes, cmp_code);
         for (size_t j = 0; j < s->ncodes; j++) {
-            fputs_unlocked(REQ_TOTAL, f);
-            fputs_unlocked(labels[i], f);
-            fputs_unlocked(",code=\"", f);
+            fl_strbuf_adds(f, REQ_TOTAL);
+            fl_strbuf_adds(f, labels[i]);
+            fl_strbuf_adds(f, ",code=\"");
             put_u64(f, (unsigned long long)s->codes[j].code);
-            fputs_unlocked("\"} ", f);
+            fl_strbuf_adds(f, "\"} ");
             put_u64(f, (unsigned long long)s->codes[j].n);
-            fputc_unlocked('\n', f);
+            fl_strbuf_addc(f, '\n');
         }
     }
 
@@ -718,21 +712,21 @@ static void render_requests(FILE *f)
         uint64_t cum = 0;
         for (size_t b = 0; b <= NBUCKETS; b++) {
             cum += s->bucket[b];
-            fputs_unlocked(REQ_DURATION "_bucket", f);
-            fputs_unlocked(labels[i], f);
-            fputs_unlocked(",le=\"", f);
-            fputs_unlocked(b < NBUCKETS ? bucket_label[b] : "+Inf", f);
-            fputs_unlocked("\"} ", f);
+            fl_strbuf_adds(f, REQ_DURATION "_bucket");
+            fl_strbuf_adds(f, labels[i]);
+            fl_strbuf_adds(f, ",le=\"");
+            fl_strbuf_adds(f, b < NBUCKETS ? bucket_label[b] : "+Inf");
+            fl_strbuf_adds(f, "\"} ");
             put_u64(f, (unsigned long long)cum);
-            fputc_unlocked('\n', f);
+            fl_strbuf_addc(f, '\n');
         }
-        fprintf(f, REQ_DURATION "_sum%s} ", labels[i]);
+        fl_strbuf_printf(f, REQ_DURATION "_sum%s} ", labels[i]);
         put_value(f, s->sum);
-        fputs_unlocked("\n" REQ_DURATION "_count", f);
-        fputs_unlocked(labels[i], f);
-        fputs_unlocked("} ", f);
+        fl_strbuf_adds(f, "\n" REQ_DURATION "_count");
+        fl_strbuf_adds(f, labels[i]);
+        fl_strbuf_adds(f, "} ");
         put_u64(f, (unsigned long long)s->count);
-        fputc_unlocked('\n', f);
+        fl_strbuf_addc(f, '\n');
         free(labels[i]);
     }
     free(labels);
@@ -741,14 +735,8 @@ static void render_requests(FILE *f)
 
 char *fl_metrics_render(size_t *len)
 {
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    if (!f)
-        render_oom();
-
+    fl_strbuf out = FL_STRBUF_INIT, *f = &out;
     run_hooks(); /* before the lock: hooks take series handles */
-    flockfile(f); /* one stream, one thread: the writes below need no lock of their own */
     pthread_mutex_lock(&lock);
     render_requests(f);
     render_families(f);
@@ -756,10 +744,10 @@ char *fl_metrics_render(size_t *len)
         qsort(counters, ncounters, sizeof *counters, cmp_counter);
     for (size_t i = 0; i < ncounters; i++) {
         put_help(f, counters[i].name, counters[i].help, "counter");
-        fputs(counters[i].name, f);
-        fputc(' ', f);
+        fl_strbuf_adds(f, counters[i].name);
+        fl_strbuf_addc(f, ' ');
         put_value(f, counters[i].value);
-        fputc('\n', f);
+        fl_strbuf_addc(f, '\n');
     }
     /* Copy the gauges and call them unlocked (see the file comment). */
     size_t ng = ngauges;
@@ -772,17 +760,13 @@ char *fl_metrics_render(size_t *len)
     for (size_t i = 0; i < ng; i++) {
         double v = g[i].fn(g[i].ctx);
         put_help(f, g[i].name, g[i].help, "gauge");
-        fputs(g[i].name, f);
-        fputc(' ', f);
+        fl_strbuf_adds(f, g[i].name);
+        fl_strbuf_addc(f, ' ');
         put_value(f, v);
-        fputc('\n', f);
+        fl_strbuf_addc(f, '\n');
     }
     free(g);
-    funlockfile(f);
-
-    if (fclose(f) != 0)
-        render_oom();
     if (len)
-        *len = n;
-    return buf;
+        *len = out.len;
+    return fl_strbuf_take(&out);
 }
