@@ -6,7 +6,7 @@
  * by one libcurl multi handle in one thread, as an informer-heavy client would - watch
  * ConfigMaps in the namespace from the namespace's creation revision (the multi handle is
  * driven by epoll and curl_multi_socket_action, so a wakeup costs only the sockets with data). Once the server
- * reports every watch open (the flotilla_watch_count gauge on /metrics), one writer creates
+ * reports every watch open (the flotilla_watches gauge on /metrics), one writer creates
  * M ConfigMaps at a steady pace, noting the monotonic time just before each POST starts
  * (`sent`) and when its 201 arrives (`ack`). The watcher thread notes when each watcher
  * receives the ADDED event for each object (the object's name carries its sequence
@@ -320,8 +320,8 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     while (fb_now_ns() < deadline && atomic_load(&rs.opened) < nwatchers && !atomic_load(&rs.stop))
         usleep(20000);
     int opened = atomic_load(&rs.opened);
-    double gauge = fb_metric(s, "flotilla_watch_count");
-    printf("  %d watches open after %.2f s (server's flotilla_watch_count gauge: %s%.0f)\n", opened,
+    double gauge = fb_metric(s, "flotilla_watches");
+    printf("  %d watches open after %.2f s (server's flotilla_watches gauge: %s%.0f)\n", opened,
            (double)(fb_now_ns() - t_open) / 1e9, gauge < 0 ? "unavailable, " : "", gauge);
     if (opened < nwatchers)
         printf("  SERVER PROBLEM: only %d of %d watches answered within 120 s; measuring anyway\n", opened,

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev
-  liblua5.4-dev libcmocka-dev sqlite3 python3-kubernetes python3-pytest curl unzip)
+  liblua5.4-dev libcmocka-dev sqlite3 python3-kubernetes python3-pytest curl unzip
+  prometheus)  # prometheus: promtool and a real server for tests/e2e/test_metrics.py
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -425,7 +425,7 @@ static void setup_api(server *sv)
     fl_metrics_gauge("flotilla_store_keys", "Live keys in the store.", gauge_keys, store);
     fl_metrics_gauge("flotilla_store_revision", "Head revision of the store.", gauge_rev, store);
     fl_metrics_gauge("flotilla_store_compact_revision", "Compacted revision of the store.", gauge_compact, store);
-    fl_metrics_gauge("flotilla_watch_count", "Open watches.", gauge_watches, store);
+    fl_metrics_gauge("flotilla_watches", "Open watches (API watch streams).", gauge_watches, store);
     fl_metrics_gauge("flotilla_controllers_resumed",
                      "1 when this process started at the revision its controllers had last finished at, "
                      "and skipped their first passes.",
@@ -438,6 +438,7 @@ static void setup_api(server *sv)
                      "1 when the member watches, and where each had reached, are noted with that revision: a "
                      "start there resumes them instead of listing the members.",
                      gauge_watches_noted, &reconciled);
+    fl_procmetrics_register();
 }
 
 /* Serve the API, then write the kubeconfigs, which name the address clients should dial:

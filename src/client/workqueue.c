@@ -14,7 +14,13 @@
  * Delays are a binary min-heap on the due time (CLOCK_MONOTONIC ms). There is no
  * timer thread: before every get(), and in every waiting getter when the earliest
  * due time passes, due items move into the FIFO. Adding a key that becomes the
- * earliest wakes the getters so they shorten their sleep. */
+ * earliest wakes the getters so they shorten their sleep.
+ *
+ * A named queue (fl_workqueue_set_name) counts client-go's workqueue_* metrics: adds and
+ * retries through series handles taken once (atomics, no allocation), queue and work
+ * durations from two timestamps kept on the item, and at scrape time (a metrics hook)
+ * depth, unfinished work and the longest running processor from the ready count and a
+ * list of the items being processed (at most one per worker, so the walk is short). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +31,7 @@
 #include "core/hash.h"
 #include "core/htab.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 
 typedef struct wq_item {
     fl_hnode node;           /* in the queue's table, by key */
@@ -33,6 +40,8 @@ typedef struct wq_item {
     long heap_idx;
     int failures;
     bool dirty, processing;
+    int64_t added_ns, started_ns; /* named queues: when it became dirty, when get() took it */
+    struct wq_item *pnext, *pprev; /* named queues: the processing list */
     char key[];
 } wq_item;
 
@@ -51,6 +60,11 @@ struct fl_workqueue {
     size_t nheap, heap_cap;
 
     int wake;                /* owed to sleeping getters at unlock: WAKE_ONE or WAKE_ALL */
+
+    /* metrics, once named (NULL series: not counted) */
+    char *name;
+    wq_item *processing;     /* list through pnext/pprev */
+    fl_metric_series *m_adds, *m_retries, *m_queue_s, *m_work_s, *m_depth, *m_unfinished, *m_longest;
 };
 
 enum { WAKE_NONE, WAKE_ONE, WAKE_ALL };
@@ -124,6 +138,13 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- the items, by key ---- */
@@ -218,6 +239,10 @@ static void mark_dirty(fl_workqueue *q, wq_item *it)
     if (it->dirty)
         return;
     it->dirty = true;
+    if (q->m_adds) {
+        fl_metric_add(q->m_adds, 1);
+        it->added_ns = now_ns();
+    }
     if (it->processing)
         return; /* queued again by done() */
     it->qnext = NULL;
@@ -280,10 +305,77 @@ fl_workqueue *fl_workqueue_new(const fl_workqueue_config *cfg)
     return q;
 }
 
+/* The gauges of a named queue, at scrape time (a metrics hook). */
+static void scrape(void *arg)
+{
+    fl_workqueue *q = arg;
+    pthread_mutex_lock(&q->mu);
+    int64_t now = now_ns(), longest = 0;
+    double unfinished = 0;
+    for (wq_item *it = q->processing; it; it = it->pnext) {
+        int64_t d = now - it->started_ns;
+        unfinished += (double)d / 1e9;
+        if (d > longest)
+            longest = d;
+    }
+    fl_metric_set(q->m_depth, (double)q->nready);
+    fl_metric_set(q->m_unfinished, unfinished);
+    fl_metric_set(q->m_longest, (double)longest / 1e9);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void fl_workqueue_set_name(fl_workqueue *q, const char *name)
+{
+    fl_metric *adds = fl_metric_family(FL_METRIC_COUNTER, "workqueue_adds_total",
+                                       "Adds handled by the work queue (an add of a key already queued is not counted).",
+                                       "name", NULL, NULL, 0);
+    fl_metric *retries = fl_metric_family(FL_METRIC_COUNTER, "workqueue_retries_total",
+                                          "Rate-limited re-adds (retries after a failed reconcile).", "name", NULL,
+                                          NULL, 0);
+    fl_metric *queue_s = fl_metric_family(FL_METRIC_HISTOGRAM, "workqueue_queue_duration_seconds",
+                                          "Seconds a key waits in the queue before a worker takes it.", "name", NULL,
+                                          NULL, 0);
+    fl_metric *work_s = fl_metric_family(FL_METRIC_HISTOGRAM, "workqueue_work_duration_seconds",
+                                         "Seconds a worker spends on a key (get to done).", "name", NULL, NULL, 0);
+    fl_metric *depth =
+        fl_metric_family(FL_METRIC_GAUGE, "workqueue_depth", "Keys queued and ready now.", "name", NULL, NULL, 0);
+    fl_metric *unfinished = fl_metric_family(
+        FL_METRIC_GAUGE, "workqueue_unfinished_work_seconds",
+        "Seconds of work in progress not yet done, summed over the keys being processed; a large value with "
+        "little growth of work_duration means stuck workers.",
+        "name", NULL, NULL, 0);
+    fl_metric *longest =
+        fl_metric_family(FL_METRIC_GAUGE, "workqueue_longest_running_processor_seconds",
+                         "Seconds the longest running worker of the queue has been on its key.", "name", NULL, NULL, 0);
+    pthread_mutex_lock(&q->mu);
+    bool first = !q->name;
+    free(q->name);
+    q->name = fl_strdup(name);
+    q->m_adds = fl_metric_with(adds, name, NULL);
+    q->m_retries = fl_metric_with(retries, name, NULL);
+    q->m_queue_s = fl_metric_with(queue_s, name, NULL);
+    q->m_work_s = fl_metric_with(work_s, name, NULL);
+    q->m_depth = fl_metric_with(depth, name, NULL);
+    q->m_unfinished = fl_metric_with(unfinished, name, NULL);
+    q->m_longest = fl_metric_with(longest, name, NULL);
+    if (first) { /* keys queued before the name (an informer's first list): counted and timed from now */
+        int64_t now = now_ns();
+        for (wq_item *it = q->head; it; it = it->qnext)
+            it->added_ns = now;
+        fl_metric_add(q->m_adds, (double)q->nready);
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (first)
+        fl_metrics_on_scrape(scrape, q);
+}
+
 void fl_workqueue_free(fl_workqueue *q)
 {
     if (!q)
         return;
+    if (q->name)
+        fl_metrics_remove_hook(scrape, q);
+    free(q->name);
     fl_htab_iter i;
     for (fl_hnode *n = fl_htab_first(&q->items, &i); n; n = fl_htab_next(&i))
         free(fl_htab_entry(n, wq_item, node));
@@ -319,6 +411,8 @@ int64_t fl_workqueue_add_rate_limited(fl_workqueue *q, const char *key)
             delay = q->base_ms << n;
         if (it->failures < 1000000)
             it->failures++;
+        if (q->m_retries)
+            fl_metric_add(q->m_retries, 1);
         add_locked(q, key, delay);
     }
     unlock_and_wake(q);
@@ -368,6 +462,16 @@ int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
             q->nready--;
             it->dirty = false;
             it->processing = true;
+            if (q->m_queue_s) {
+                it->started_ns = now_ns();
+                if (it->added_ns)
+                    fl_metric_observe(q->m_queue_s, (double)(it->started_ns - it->added_ns) / 1e9);
+                it->pprev = NULL;
+                it->pnext = q->processing;
+                if (it->pnext)
+                    it->pnext->pprev = it;
+                q->processing = it;
+            }
             *key = fl_strdup(it->key);
             rc = 0;
             break;
@@ -401,9 +505,22 @@ void fl_workqueue_done(fl_workqueue *q, const char *key)
     wq_item *it = find(q, key);
     if (it && it->processing) {
         it->processing = false;
-        if (it->dirty) {
-            it->dirty = false; /* mark_dirty re-queues it */
-            mark_dirty(q, it);
+        if (q->m_work_s && it->started_ns) { /* 0: taken before the queue was named */
+            fl_metric_observe(q->m_work_s, (double)(now_ns() - it->started_ns) / 1e9);
+            *(it->pprev ? &it->pprev->pnext : &q->processing) = it->pnext;
+            if (it->pnext)
+                it->pnext->pprev = it->pprev;
+            it->started_ns = 0;
+        }
+        if (it->dirty) { /* added while processing: queued now, counted and timed at that add */
+            it->qnext = NULL;
+            if (q->tail)
+                q->tail->qnext = it;
+            else
+                q->head = it;
+            q->tail = it;
+            q->nready++;
+            owe(q, WAKE_ONE);
         }
         maybe_release(q, it);
     }

@@ -38,6 +38,12 @@ typedef struct fl_workqueue_config {
 
 /* New queue; cfg may be NULL for the defaults. Never NULL (allocation failure aborts). */
 fl_workqueue *fl_workqueue_new(const fl_workqueue_config *cfg);
+/* Name the queue and count its client-go metrics under workqueue_*{name="..."}: adds,
+ * retries, queue and work duration, and at scrape time depth, unfinished work and the
+ * longest running processor (core/metrics.h). Call once, before the queue is used; name
+ * is copied and must come from a bounded set (controller names). Queues sharing a name
+ * share their counters; an unnamed queue counts nothing and pays nothing. */
+void fl_workqueue_set_name(fl_workqueue *q, const char *name);
 /* Free. Call after shut_down once no thread uses the queue. NULL-safe. */
 void fl_workqueue_free(fl_workqueue *q);
 

@@ -47,6 +47,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
 static const fl_gvr LEASES = {"coordination.k8s.io/v1", "leases"};
@@ -187,11 +188,41 @@ int fl_cluster_probe_health(fl_client *c, fl_client_cancel *cancel, char *why, s
     return ce.http ? H_UNHEALTHY : H_UNREACHABLE;
 }
 
+/* ---- metrics ----
+ * flotilla_cluster_ready{cluster} follows the stored Ready condition (whoever wrote it:
+ * this controller for Push, the agent's Lease for Pull), set from the informer's events;
+ * the health-check latency is timed around the probe. The cluster label is bounded by the
+ * fleet size (one series per Cluster; a deleted Cluster's series are dropped). */
+
+static fl_metric *ready_family(void)
+{
+    return fl_metric_family(FL_METRIC_GAUGE, "flotilla_cluster_ready",
+                            "1 when the Cluster's Ready condition is True, else 0; one series per member cluster.",
+                            "cluster", NULL, NULL, 0);
+}
+
+static fl_metric *health_family(void)
+{
+    return fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_cluster_health_check_duration_seconds",
+                            "Seconds a member cluster took to answer its health check (/readyz), timeouts included.",
+                            "cluster", NULL, NULL, 0);
+}
+
+static void note_ready(const json_t *cluster)
+{
+    const char *name = fl_json_str(json_object_get(cluster, "metadata"), "name");
+    const char *r = ready_status(cluster);
+    if (name)
+        fl_metric_set(fl_metric_with(ready_family(), name, NULL), r && !strcmp(r, "True") ? 1 : 0);
+}
+
 /* The health check under the worker's deadline. */
-static int health_check(worker *w, fl_client *c, char *why, size_t cap)
+static int health_check(worker *w, fl_client *c, const char *name, char *why, size_t cap)
 {
     arm(w, w->st->probe_timeout_ms);
+    double t0 = fl_ctrl_now_s();
     int h = fl_cluster_probe_health(c, w->cancel, why, cap);
+    fl_metric_observe(fl_metric_with(health_family(), name, NULL), fl_ctrl_now_s() - t0);
     disarm(w);
     if (h == H_UNREACHABLE && fl_client_cancel_fired(w->cancel) && !atomic_load(&w->st->stop))
         snprintf(why, cap, "no answer within %lld ms", (long long)w->st->probe_timeout_ms);
@@ -859,7 +890,7 @@ static void reconcile(worker *w, const char *name)
             snprintf(why, sizeof why, "failed to create a client: %s", err ? err : fl_strerror(rc));
             free(err);
         } else {
-            ob.health = health_check(w, mc, why, sizeof why);
+            ob.health = health_check(w, mc, name, why, sizeof why);
         }
         ob.why = why;
         if (ob.health != H_OK)
@@ -927,6 +958,7 @@ static void enqueue(cstatus *st, const json_t *obj)
 
 static void on_add(void *ctx, json_t *obj)
 {
+    note_ready(obj);
     enqueue(ctx, obj);
 }
 
@@ -935,6 +967,7 @@ static void on_add(void *ctx, json_t *obj)
 static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     const char *a = ready_status(old_obj), *b = ready_status(new_obj);
+    note_ready(new_obj);
     bool ready_moved = (!a) != (!b) || (a && b && strcmp(a, b));
     if (ready_moved || !fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
                                    json_object_get(json_object_get(new_obj, "metadata"), "generation")))
@@ -948,6 +981,8 @@ static void on_delete(void *ctx, json_t *obj)
     if (!key)
         return;
     fl_members_forget(st->members, key);
+    fl_metric_drop(ready_family(), key, NULL);
+    fl_metric_drop(health_family(), key, NULL);
     pthread_mutex_lock(&st->mu);
     json_object_del(st->mem, key);
     pthread_mutex_unlock(&st->mu);
@@ -980,6 +1015,7 @@ static int cluster_start(const fl_ctrl_env *env, void **state)
     pthread_mutex_init(&st->mu, NULL);
     st->mem = json_object();
     st->q = fl_workqueue_new(NULL);
+    fl_workqueue_set_name(st->q, "cluster-status");
     st->members = env->members;
     st->watchdog_stop = fl_client_cancel_new();
 

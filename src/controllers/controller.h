@@ -90,6 +90,19 @@ void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced);
 /* Shut q down (if not yet), join the workers, free. NULL-safe. */
 void fl_ctrl_workers_join(fl_ctrl_workers *w);
 
+/* Reconcile metrics of one controller, as the shared workers count them:
+ * flotilla_controller_reconcile_total{controller,result} with result success (0),
+ * requeue (> 0) or error (< 0), and flotilla_controller_reconcile_duration_seconds
+ * {controller}. For a controller with a worker loop of its own; init once (takes the
+ * metrics lock), observe lock-free from any worker. */
+typedef struct fl_ctrl_reconcile_metrics {
+    struct fl_metric_series *success, *requeue, *error, *duration;
+} fl_ctrl_reconcile_metrics;
+void fl_ctrl_reconcile_metrics_init(fl_ctrl_reconcile_metrics *m, const char *controller);
+void fl_ctrl_reconcile_observe(const fl_ctrl_reconcile_metrics *m, int rc, double seconds);
+/* Seconds on CLOCK_MONOTONIC, to time a reconcile. */
+double fl_ctrl_now_s(void);
+
 /* Queue a ResourceBinding or ClusterResourceBinding in q under its key
  * (fl_names_binding_key: "R|ns/name", "C|name"), for the controllers that reconcile
  * bindings. Any thread. */

@@ -1104,9 +1104,14 @@ static void *worker(void *arg)
      * And a worker waiting on the queue meanwhile is woken by every add of the list, a
      * futex wake each: at 180,000 Works, a quarter of the listing thread's time. */
     fl_ctrl_wait_synced(x->q, (fl_informer *const[]){x->works, NULL});
+    fl_ctrl_reconcile_metrics metrics;
+    fl_ctrl_reconcile_metrics_init(&metrics, "execution");
     while (fl_workqueue_get(x->q, -1, &key) == 0) {
         if (!atomic_load(&x->quit)) {
-            if (reconcile(x, key) == 0)
+            double t0 = fl_ctrl_now_s();
+            int rc = reconcile(x, key);
+            fl_ctrl_reconcile_observe(&metrics, rc, fl_ctrl_now_s() - t0);
+            if (rc == 0)
                 fl_workqueue_forget(x->q, key);
             else
                 fl_workqueue_add_rate_limited(x->q, key);
@@ -1270,6 +1275,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     if (x->want_workers > EXEC_MAX_WORKERS)
         x->want_workers = EXEC_MAX_WORKERS;
     x->q = fl_workqueue_new(NULL);
+    fl_workqueue_set_name(x->q, "execution");
     x->stop = fl_client_cancel_new();
     x->watches = fl_ws_watches_new(x->q);
     fl_ws_watches_on_relisted(x->watches, fl_exec_relisted, x);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/informer.h"
 #include "client/workqueue.h"
@@ -18,6 +19,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "interp/interp.h"
 
 typedef struct interp_sub {
@@ -357,7 +359,35 @@ struct fl_ctrl_workers {
     int n;
     pthread_t *threads;
     fl_informer **synced; /* NULL-terminated; NULL for none */
+    fl_ctrl_reconcile_metrics metrics;
 };
+
+void fl_ctrl_reconcile_metrics_init(fl_ctrl_reconcile_metrics *m, const char *controller)
+{
+    fl_metric *total = fl_metric_family(FL_METRIC_COUNTER, "flotilla_controller_reconcile_total",
+                                        "Reconciles by controller and result: success, requeue (asked to run again "
+                                        "after its back-off) or error.",
+                                        "controller", "result", NULL, 0);
+    fl_metric *dur = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_controller_reconcile_duration_seconds",
+                                      "Seconds one reconcile took, by controller.", "controller", NULL, NULL, 0);
+    m->success = fl_metric_with(total, controller, "success");
+    m->requeue = fl_metric_with(total, controller, "requeue");
+    m->error = fl_metric_with(total, controller, "error");
+    m->duration = fl_metric_with(dur, controller, NULL);
+}
+
+void fl_ctrl_reconcile_observe(const fl_ctrl_reconcile_metrics *m, int rc, double seconds)
+{
+    fl_metric_add(rc == 0 ? m->success : rc > 0 ? m->requeue : m->error, 1);
+    fl_metric_observe(m->duration, seconds);
+}
+
+double fl_ctrl_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced)
 {
@@ -379,7 +409,10 @@ static void *worker_main(void *arg)
         /* stopping: what is still queued is not worked off (the store is the truth; the next
          * start reconciles everything), or a backlog of thousands would hold the stop up */
         if (!fl_workqueue_shutting_down(w->q)) {
-            if (w->reconcile(w->ctx, key) == 0)
+            double t0 = fl_ctrl_now_s();
+            int rc = w->reconcile(w->ctx, key);
+            fl_ctrl_reconcile_observe(&w->metrics, rc, fl_ctrl_now_s() - t0);
+            if (rc == 0)
                 fl_workqueue_forget(w->q, key);
             else
                 fl_workqueue_add_rate_limited(w->q, key);
@@ -403,6 +436,10 @@ fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, const char *name,
     fl_ctrl_workers *w = fl_calloc(1, sizeof *w);
     w->q = q;
     snprintf(w->tname, sizeof w->tname, "w-%s", name);
+    /* the queue takes the controller's name for its workqueue_* metrics (client-go names a
+     * controller's queue after it too); keys added before this moment are not counted */
+    fl_workqueue_set_name(q, name);
+    fl_ctrl_reconcile_metrics_init(&w->metrics, name);
     w->reconcile = reconcile;
     w->ctx = ctx;
     size_t ns = 0;

@@ -1,6 +1,7 @@
-/* test_metrics.c - Prometheus exposition (src/api/metrics.c): exact sample lines for
+/* test_metrics.c - Prometheus exposition (src/core/metrics.c): exact sample lines for
  * counted requests, cumulative histogram buckets, label and HELP escaping, counters,
- * gauge callbacks, reset, and counting from many threads at once. */
+ * gauge callbacks, reset, and counting from many threads at once; the labelled families
+ * (fl_metric_*), scrape hooks, and a named work queue's client-go metrics. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/workqueue.h"
 #include "core/metrics.h"
 
 static int reset(void **state)
@@ -259,6 +261,205 @@ static void test_concurrent_requests_are_all_counted(void **state)
     free(s);
 }
 
+/* ---- labelled families ---- */
+
+static void test_labelled_counter_renders_help_type_and_sorted_series(void **state)
+{
+    fl_metric *m = fl_metric_family(FL_METRIC_COUNTER, "flotilla_t_reconcile_total", "Reconciles.", "controller",
+                                    "result", NULL, 0);
+    fl_metric_add(fl_metric_with(m, "sched", "success"), 2);
+    fl_metric_add(fl_metric_with(m, "binding", "error"), 1);
+    fl_metric_add(fl_metric_with(m, "binding", "error"), -5); /* a counter never goes down */
+    char *s = render();
+    assert_line(s, "# HELP flotilla_t_reconcile_total Reconciles.");
+    assert_line(s, "# TYPE flotilla_t_reconcile_total counter");
+    assert_line(s, "flotilla_t_reconcile_total{controller=\"binding\",result=\"error\"} 1");
+    assert_line(s, "flotilla_t_reconcile_total{controller=\"sched\",result=\"success\"} 2");
+    assert_true(strstr(s, "controller=\"binding\"") < strstr(s, "controller=\"sched\""));
+    free(s);
+}
+
+static void test_labelled_histogram_buckets_sum_and_count(void **state)
+{
+    static const double le[] = {0.1, 1, 10};
+    fl_metric *m = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_t_duration_seconds", "Durations.", "name", NULL,
+                                    le, 3);
+    fl_metric_series *q = fl_metric_with(m, "q", NULL);
+    fl_metric_observe(q, 0.05);
+    fl_metric_observe(q, 0.5);
+    fl_metric_observe(q, 0.1); /* on a bound: in that bucket (le is "less or equal") */
+    fl_metric_observe(q, 100);
+    fl_metric_observe(q, NAN); /* counts as 0 */
+    char *s = render();
+    assert_line(s, "# TYPE flotilla_t_duration_seconds histogram");
+    assert_line(s, "flotilla_t_duration_seconds_bucket{name=\"q\",le=\"0.1\"} 3");
+    assert_line(s, "flotilla_t_duration_seconds_bucket{name=\"q\",le=\"1\"} 4");
+    assert_line(s, "flotilla_t_duration_seconds_bucket{name=\"q\",le=\"10\"} 4");
+    assert_line(s, "flotilla_t_duration_seconds_bucket{name=\"q\",le=\"+Inf\"} 5");
+    assert_line(s, "flotilla_t_duration_seconds_sum{name=\"q\"} 100.65");
+    assert_line(s, "flotilla_t_duration_seconds_count{name=\"q\"} 5");
+    free(s);
+}
+
+static void test_unlabelled_gauge_and_default_latency_buckets(void **state)
+{
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_t_depth", "Depth.", NULL, NULL, NULL, 0),
+                                 NULL, NULL),
+                  7);
+    fl_metric *h = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_t_lat_seconds", "L.", NULL, NULL, NULL, 0);
+    fl_metric_observe(fl_metric_with(h, NULL, NULL), 0.0005);
+    char *s = render();
+    assert_line(s, "flotilla_t_depth 7");
+    assert_line(s, "flotilla_t_lat_seconds_bucket{le=\"0.001\"} 1");
+    assert_line(s, "flotilla_t_lat_seconds_bucket{le=\"600\"} 1");
+    assert_line(s, "flotilla_t_lat_seconds_count 1");
+    free(s);
+}
+
+static void test_registering_a_family_again_returns_the_same_one(void **state)
+{
+    fl_metric *a = fl_metric_family(FL_METRIC_COUNTER, "flotilla_t_same_total", "x", "l", NULL, NULL, 0);
+    fl_metric *b = fl_metric_family(FL_METRIC_COUNTER, "flotilla_t_same_total", "x", "l", NULL, NULL, 0);
+    assert_ptr_equal(a, b);
+    assert_ptr_equal(fl_metric_with(a, "v", NULL), fl_metric_with(b, "v", NULL));
+}
+
+static void test_dropped_series_is_hidden_until_taken_again(void **state)
+{
+    fl_metric *m = fl_metric_family(FL_METRIC_GAUGE, "flotilla_t_ready", "Ready.", "cluster", NULL, NULL, 0);
+    fl_metric_series *a = fl_metric_with(m, "a", NULL);
+    fl_metric_set(a, 1);
+    fl_metric_set(fl_metric_with(m, "b", NULL), 1);
+    fl_metric_drop(m, "a", NULL);
+    fl_metric_set(a, 0); /* the handle still works */
+    char *s = render();
+    assert_null(strstr(s, "cluster=\"a\""));
+    assert_line(s, "flotilla_t_ready{cluster=\"b\"} 1");
+    free(s);
+    fl_metric_with(m, "a", NULL);
+    s = render();
+    assert_line(s, "flotilla_t_ready{cluster=\"a\"} 0");
+    free(s);
+}
+
+static void test_unbounded_label_values_fold_into_other(void **state)
+{
+    fl_metric *m = fl_metric_family(FL_METRIC_COUNTER, "flotilla_t_many_total", "x", "k", NULL, NULL, 0);
+    char v[32];
+    for (int i = 0; i < FL_METRIC_MAX_SERIES + 10; i++) {
+        snprintf(v, sizeof v, "k%d", i);
+        fl_metric_add(fl_metric_with(m, v, NULL), 1);
+    }
+    char *s = render();
+    assert_line(s, "flotilla_t_many_total{k=\"k0\"} 1");
+    /* MAX values have a series each, the rest share one */
+    assert_line(s, "flotilla_t_many_total{k=\"k2047\"} 1");
+    assert_line(s, "flotilla_t_many_total{k=\"_other\"} 10");
+    assert_null(strstr(s, "k=\"k2048\""));
+    free(s);
+}
+
+static void test_reset_hides_and_zeroes_families_handles_stay_valid(void **state)
+{
+    fl_metric *m = fl_metric_family(FL_METRIC_COUNTER, "flotilla_t_kept_total", "x", NULL, NULL, NULL, 0);
+    fl_metric_series *c = fl_metric_with(m, NULL, NULL);
+    fl_metric_add(c, 3);
+    fl_metrics_reset();
+    char *s = render();
+    assert_null(strstr(s, "flotilla_t_kept_total"));
+    free(s);
+    fl_metric_add(fl_metric_with(m, NULL, NULL), 1);
+    assert_true(fl_metric_value(c) == 1);
+}
+
+static int hook_calls;
+static void count_hook(void *ctx)
+{
+    hook_calls++;
+    fl_metric_set(ctx, hook_calls);
+}
+
+static void test_scrape_hooks_run_before_render_until_removed(void **state)
+{
+    fl_metric_series *g =
+        fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_t_hooked", "x", NULL, NULL, NULL, 0), NULL, NULL);
+    hook_calls = 0;
+    fl_metrics_on_scrape(count_hook, g);
+    fl_metrics_on_scrape(count_hook, g); /* once only */
+    char *s = render();
+    assert_line(s, "flotilla_t_hooked 1");
+    free(s);
+    fl_metrics_remove_hook(count_hook, g);
+    free(render());
+    assert_int_equal(hook_calls, 1);
+}
+
+static fl_metric_series *shared_counter, *shared_histogram;
+
+static void *hammer_series(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        fl_metric_add(shared_counter, 1);
+        fl_metric_observe(shared_histogram, 0.5);
+    }
+    return NULL;
+}
+
+static void test_concurrent_observations_through_handles_are_all_counted(void **state)
+{
+    shared_counter = fl_metric_with(
+        fl_metric_family(FL_METRIC_COUNTER, "flotilla_t_hammer_total", "x", NULL, NULL, NULL, 0), NULL, NULL);
+    shared_histogram = fl_metric_with(
+        fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_t_hammer_seconds", "x", NULL, NULL, NULL, 0), NULL, NULL);
+    pthread_t t[THREADS];
+    for (long i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, hammer_series, NULL), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    char *s = render();
+    assert_line(s, "flotilla_t_hammer_total 160000");
+    assert_line(s, "flotilla_t_hammer_seconds_count 160000");
+    assert_line(s, "flotilla_t_hammer_seconds_sum 80000");
+    assert_line(s, "flotilla_t_hammer_seconds_bucket{le=\"+Inf\"} 160000");
+    free(s);
+}
+
+static void test_named_workqueue_counts_client_go_metrics(void **state)
+{
+    fl_workqueue *q = fl_workqueue_new(NULL);
+    fl_workqueue_add(q, "early"); /* before the name: counted at naming */
+    fl_workqueue_set_name(q, "t-queue");
+    fl_workqueue_add(q, "a");
+    fl_workqueue_add(q, "a"); /* coalesced: not an add */
+    char *s = render();
+    assert_line(s, "workqueue_adds_total{name=\"t-queue\"} 2");
+    assert_line(s, "workqueue_depth{name=\"t-queue\"} 2");
+    free(s);
+    char *key;
+    assert_int_equal(fl_workqueue_get(q, 1000, &key), 0);
+    fl_workqueue_add(q, key); /* added while processing: queued again at done, one add */
+    s = render();
+    assert_line(s, "workqueue_depth{name=\"t-queue\"} 1");
+    assert_null(strstr(s, "workqueue_longest_running_processor_seconds{name=\"t-queue\"} 0\n"));
+    free(s);
+    fl_workqueue_add_rate_limited(q, "b");
+    fl_workqueue_done(q, key);
+    free(key);
+    s = render();
+    assert_line(s, "workqueue_adds_total{name=\"t-queue\"} 3");
+    assert_line(s, "workqueue_retries_total{name=\"t-queue\"} 1");
+    assert_line(s, "workqueue_depth{name=\"t-queue\"} 2");
+    assert_line(s, "workqueue_work_duration_seconds_count{name=\"t-queue\"} 1");
+    assert_line(s, "workqueue_queue_duration_seconds_count{name=\"t-queue\"} 1");
+    assert_line(s, "workqueue_unfinished_work_seconds{name=\"t-queue\"} 0");
+    assert_line(s, "workqueue_longest_running_processor_seconds{name=\"t-queue\"} 0");
+    free(s);
+    fl_workqueue_shut_down(q);
+    fl_workqueue_free(q); /* its hook goes with it: a render after must not touch it */
+    free(render());
+}
+
 #define T(f) cmocka_unit_test_setup(f, reset)
 
 int main(void)
@@ -273,6 +474,16 @@ int main(void)
         T(test_reset_drops_everything),
         T(test_many_resources_are_capped),
         T(test_concurrent_requests_are_all_counted),
+        T(test_labelled_counter_renders_help_type_and_sorted_series),
+        T(test_labelled_histogram_buckets_sum_and_count),
+        T(test_unlabelled_gauge_and_default_latency_buckets),
+        T(test_registering_a_family_again_returns_the_same_one),
+        T(test_dropped_series_is_hidden_until_taken_again),
+        T(test_unbounded_label_values_fold_into_other),
+        T(test_reset_hides_and_zeroes_families_handles_stay_valid),
+        T(test_scrape_hooks_run_before_render_until_removed),
+        T(test_concurrent_observations_through_handles_are_all_counted),
+        T(test_named_workqueue_counts_client_go_metrics),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fl_metrics_reset();
