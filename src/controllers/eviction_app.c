@@ -287,6 +287,38 @@ static json_t *history_of(json_t *status)
     return h;
 }
 
+/* The history entry a task written by the evictor starts (a new object). */
+static json_t *entry_of_task(const json_t *t)
+{
+    const char *reason = fl_json_str(t, "reason");
+    json_t *e = json_pack("{s:s, s:s?, s:s?, s:O?}", "reason",
+                          reason && !strcmp(reason, "ApplicationFailure") ? "ApplicationFailover" : "ClusterFailover",
+                          "startTime", fl_json_str(t, "creationTimestamp"), "fromCluster", fl_json_str(t, "fromCluster"),
+                          "clustersBeforeFailover", json_object_get(t, "clustersBeforeFailover"));
+    if (json_object_size(json_object_get(t, "preservedLabelState")))
+        json_object_set(e, "preservedLabelState", json_object_get(t, "preservedLabelState"));
+    return e;
+}
+
+/* The entry of h for the failover from cluster from that started at start, or NULL. */
+static json_t *entry_for(const json_t *h, const char *from, const char *start)
+{
+    size_t j;
+    json_t *e;
+    json_array_foreach(h, j, e) {
+        const char *ef = fl_json_str(e, "fromCluster"), *es = fl_json_str(e, "startTime");
+        if (ef && es && from && start && !strcmp(ef, from) && !strcmp(es, start))
+            return e;
+    }
+    return NULL;
+}
+
+static void trim(json_t *h)
+{
+    while (json_array_size(h) > (size_t)g_history_limit)
+        json_array_remove(h, 0);
+}
+
 static bool start_edit(json_t *status, const json_t *binding, void *arg)
 {
     (void)binding;
@@ -296,29 +328,14 @@ static bool start_edit(json_t *status, const json_t *binding, void *arg)
     size_t i;
     json_t *t;
     json_array_foreach(tasks, i, t) {
-        const char *from = fl_json_str(t, "fromCluster"), *start = fl_json_str(t, "creationTimestamp");
-        bool have = false;
-        size_t j;
-        json_t *e;
-        json_array_foreach(h, j, e) {
-            const char *ef = fl_json_str(e, "fromCluster"), *es = fl_json_str(e, "startTime");
-            have |= ef && es && from && start && !strcmp(ef, from) && !strcmp(es, start);
-        }
-        if (have)
+        /* the task may be over, and its entry written complete, already */
+        if (entry_for(h, fl_json_str(t, "fromCluster"), fl_json_str(t, "creationTimestamp")))
             continue;
-        const char *reason = fl_json_str(t, "reason");
-        json_t *e2 = json_pack("{s:s, s:s?, s:s?, s:O?}", "reason",
-                               reason && !strcmp(reason, "ApplicationFailure") ? "ApplicationFailover"
-                                                                               : "ClusterFailover",
-                               "startTime", start, "fromCluster", from, "clustersBeforeFailover",
-                               json_object_get(t, "clustersBeforeFailover"));
-        if (json_object_size(json_object_get(t, "preservedLabelState")))
-            json_object_set(e2, "preservedLabelState", json_object_get(t, "preservedLabelState"));
-        json_array_append_new(h, e2);
+        json_array_append_new(h, entry_of_task(t));
         changed = true;
     }
-    while (changed && json_array_size(h) > (size_t)g_history_limit)
-        json_array_remove(h, 0);
+    if (changed)
+        trim(h);
     /* the clocks of clusters left are done with */
     json_t *clocks = json_object_get(status, "failoverClocks");
     for (size_t k = json_array_size(clocks); k-- > 0;) {
@@ -337,13 +354,19 @@ int fl_evict_history_start(fl_client *cp, const fl_gvr *gvr, const char *ns, con
 }
 
 typedef struct complete_arg {
-    const json_t *done; /* [{fromCluster, startTime, outcome}] */
+    const json_t *done; /* [{fromCluster, startTime, outcome, task?}] */
 } complete_arg;
+
+static bool ours(const json_t *task)
+{
+    const char *p = fl_json_str(task, "producer");
+    return p && (!strcmp(p, "TaintManager") || !strcmp(p, "ApplicationFailover"));
+}
 
 static bool complete_edit(json_t *status, const json_t *binding, void *arg)
 {
     const complete_arg *a = arg;
-    json_t *h = json_object_get(status, "failoverHistory");
+    json_t *h = history_of(status);
     json_t *after = json_array();
     size_t i;
     json_t *x, *e;
@@ -354,12 +377,20 @@ static bool complete_edit(json_t *status, const json_t *binding, void *arg)
     char now[FL_TIME_BUF];
     fl_time_format(fl_time_now_ms(), false, now);
     bool changed = false;
+    /* a task of ours over before the evictor wrote its entry: the entry is written here */
+    json_t *d;
+    json_array_foreach(a->done, i, d) {
+        const json_t *task = json_object_get(d, "task");
+        if (task && ours(task) && !entry_for(h, fl_json_str(d, "fromCluster"), fl_json_str(d, "startTime"))) {
+            json_array_append_new(h, entry_of_task(task));
+            trim(h);
+        }
+    }
     json_array_foreach(h, i, e) {
         if (fl_json_str(e, "completionTime"))
             continue;
         const char *ef = fl_json_str(e, "fromCluster"), *es = fl_json_str(e, "startTime");
         size_t j;
-        json_t *d;
         json_array_foreach(a->done, j, d) {
             const char *df = fl_json_str(d, "fromCluster"), *ds = fl_json_str(d, "startTime");
             if (!ef || !df || strcmp(ef, df) || (ds && es && strcmp(ds, es)))

@@ -38,8 +38,9 @@ json_t *fl_evict_clusters_before(const json_t *spec);
  * fl_eviction_history_limit, and drop the clocks of their clusters; read from the server and
  * written to its status, again on conflicts. 0 or a negative FL_E* code. */
 int fl_evict_history_start(fl_client *cp, const fl_gvr *gvr, const char *ns, const char *name, const json_t *tasks);
-/* Complete the open entries named by done ([{fromCluster, startTime, outcome}]) with the
- * binding's spec.clusters as clustersAfterFailover. */
+/* Complete the open entries named by done ([{fromCluster, startTime, outcome, task?}]) with
+ * the binding's spec.clusters as clustersAfterFailover; a task of the evictor's (producer
+ * TaintManager or ApplicationFailover) whose entry is not there yet gets one, complete. */
 int fl_evict_history_complete(fl_client *cp, const fl_gvr *gvr, const char *ns, const char *name, const json_t *done);
 
 #endif

@@ -202,9 +202,10 @@ static int reconcile(void *ctx, const char *key)
             changed = true;
         } else if (task_done(t, b, task, now, &recheck, &outcome)) {
             json_array_append(done, task);
-            json_array_append_new(outcomes, json_pack("{s:s?, s:s?, s:s}", "fromCluster",
+            json_array_append_new(outcomes, json_pack("{s:s?, s:s?, s:s, s:O}", "fromCluster",
                                                       fl_json_str(task, "fromCluster"), "startTime",
-                                                      fl_json_str(task, "creationTimestamp"), "outcome", outcome));
+                                                      fl_json_str(task, "creationTimestamp"), "outcome", outcome,
+                                                      "task", task));
             changed = true;
         } else {
             json_array_append(keep, task);
