@@ -91,7 +91,33 @@ EXTRA = [
     (KARMADA + "cluster.v1alpha1.ClusterSpec", "suspendDispatching", "FL_F_BOOL"),
     # the member object's resourceVersion a status was read at (docs/propagation.md, "Ours")
     (KARMADA + "work.v1alpha1.ManifestStatus", "resourceVersion", "FL_F_STRING"),
+    # application failover's clocks, kept in the store so a restart keeps them, and the
+    # failover history (docs/failover.md, "Ours")
+    (KARMADA + "work.v1alpha2.ResourceBindingStatus", "failoverClocks", ("FL_F_ARRAY", "flotilla.FailoverClock")),
+    (KARMADA + "work.v1alpha2.ResourceBindingStatus", "failoverHistory",
+     ("FL_F_ARRAY", "flotilla.FailoverHistoryItem")),
 ]
+
+# Tables of Flotilla's own object types that EXTRA rows refer to: name -> {field: fl_ftype}
+# (a tuple: ("FL_F_ARRAY", element type)).
+EXTRA_TYPES = {
+    "flotilla.FailoverClock": {
+        "clusterName": "FL_F_STRING",
+        "unhealthySince": "FL_F_STRING",       # when the copy turned Unhealthy
+        "pausedSince": "FL_F_STRING",          # set while the copy reports Unknown
+        "pausedMilliseconds": "FL_F_INT",      # time spent Unknown since unhealthySince
+    },
+    "flotilla.FailoverHistoryItem": {
+        "reason": "FL_F_STRING",
+        "startTime": "FL_F_STRING",
+        "fromCluster": "FL_F_STRING",
+        "clustersBeforeFailover": ("FL_F_ARRAY", "FL_F_STRING"),
+        "clustersAfterFailover": ("FL_F_ARRAY", "FL_F_STRING"),
+        "preservedLabelState": "FL_F_MAPSTR",
+        "completionTime": "FL_F_STRING",
+        "outcome": "FL_F_STRING",
+    },
+}
 
 # Fields upstream defines that nothing in Flotilla acts on yet: the table marks them
 # `unsupported` and the API server refuses an object that sets one (422) instead of
@@ -104,7 +130,6 @@ UNSUPPORTED = [
     "policy.v1alpha1.Placement.workloadAffinity",          # no inter-workload affinity groups
     "work.v1alpha2.ResourceBindingSpec.schedulePriority",
     "work.v1alpha2.ResourceBindingSpec.workloadAffinityGroups",
-    "work.v1alpha2.GracefulEvictionTask.preservedLabelState",  # no state preservation yet
     "cluster.v1alpha1.ClusterSpec.impersonatorSecretRef",   # members are reached with one identity
     "cluster.v1alpha1.ClusterSpec.proxyHeader",             # no proxy support in the member client
     "cluster.v1alpha1.ClusterSpec.proxyURL",
@@ -118,6 +143,8 @@ SCALAR = {"string": "FL_F_STRING", "integer": "FL_F_INT", "number": "FL_F_NUMBER
 def cname(defname):
     if defname.startswith(KARMADA):
         return "karmada_" + "_".join(defname[len(KARMADA):].split("."))
+    if defname.startswith("flotilla."):
+        return "flotilla_" + defname[len("flotilla."):]
     parts = defname.split(".")
     return "_".join(p.replace("-", "_") for p in parts[-3:])
 
@@ -182,7 +209,12 @@ class Gen:
         extra = {n: t for (dn, n, t) in EXTRA if dn == defname}
         for name in sorted(set(props) | set(extra)):
             if name in extra:
-                rows.append({"path": name, "type": extra[name], "elem": None, "sub": None})
+                t = extra[name]
+                if isinstance(t, tuple):
+                    self.visit_extra(t[1])
+                    rows.append({"path": name, "type": t[0], "elem": "FL_F_OBJECT", "sub": t[1]})
+                else:
+                    rows.append({"path": name, "type": t, "elem": None, "sub": None})
                 continue
             node = props[name]
             t, elem, sub = self.value(node)
@@ -193,6 +225,19 @@ class Gen:
             rows.append(row)
             if sub and sub != defname:
                 self.visit(sub, stack + (defname,))
+        self.tables[defname] = rows
+        self.order.append(defname)
+
+
+    def visit_extra(self, defname):
+        if defname in self.tables:
+            return
+        rows = []
+        for name, t in sorted(EXTRA_TYPES[defname].items()):
+            if isinstance(t, tuple):
+                rows.append({"path": name, "type": t[0], "elem": t[1], "sub": None})
+            else:
+                rows.append({"path": name, "type": t, "elem": None, "sub": None})
         self.tables[defname] = rows
         self.order.append(defname)
 

@@ -2731,7 +2731,7 @@ static const fl_field karmada_work_v1alpha2_GracefulEvictionTask[] = {
     { .path = "fromCluster", .type = FL_F_STRING, .required = true },
     { .path = "gracePeriodSeconds", .type = FL_F_INT },
     { .path = "message", .type = FL_F_STRING },
-    { .path = "preservedLabelState", .type = FL_F_MAPSTR, .unsupported = true },
+    { .path = "preservedLabelState", .type = FL_F_MAPSTR },
     { .path = "producer", .type = FL_F_STRING, .required = true },
     { .path = "purgeMode", .type = FL_F_STRING },
     { .path = "reason", .type = FL_F_STRING, .required = true },
@@ -2821,10 +2821,34 @@ static const fl_field karmada_work_v1alpha2_AggregatedStatusItem[] = {
     { .path = NULL },
 };
 
+/* flotilla.FailoverClock */
+static const fl_field flotilla_FailoverClock[] = {
+    { .path = "clusterName", .type = FL_F_STRING },
+    { .path = "pausedMilliseconds", .type = FL_F_INT },
+    { .path = "pausedSince", .type = FL_F_STRING },
+    { .path = "unhealthySince", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* flotilla.FailoverHistoryItem */
+static const fl_field flotilla_FailoverHistoryItem[] = {
+    { .path = "clustersAfterFailover", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "clustersBeforeFailover", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "completionTime", .type = FL_F_STRING },
+    { .path = "fromCluster", .type = FL_F_STRING },
+    { .path = "outcome", .type = FL_F_STRING },
+    { .path = "preservedLabelState", .type = FL_F_MAPSTR },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "startTime", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha2.ResourceBindingStatus */
 static const fl_field karmada_work_v1alpha2_ResourceBindingStatus[] = {
     { .path = "aggregatedStatus", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_work_v1alpha2_AggregatedStatusItem },
     { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = meta_v1_Condition },
+    { .path = "failoverClocks", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = flotilla_FailoverClock },
+    { .path = "failoverHistory", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = flotilla_FailoverHistoryItem },
     { .path = "lastScheduledTime", .type = FL_F_STRING },
     { .path = "schedulerObservedGeneration", .type = FL_F_INT },
     { .path = "schedulerObservingAffinityName", .type = FL_F_STRING },

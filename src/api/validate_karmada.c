@@ -318,6 +318,50 @@ static const char *purge_mode(const json_t *obj, const char *field, bool allow_n
     return s;
 }
 
+/* Why path is not a JSONPath expression the state preservation can evaluate (kubectl's
+ * template form, "{.replicas}", "{.conditions[?(@.type==\"Ready\")].status}"), or NULL: one
+ * "{...}" with a path starting at the status ('.' or '['), brackets, parentheses and quotes
+ * balanced. */
+static const char *jsonpath_problem(const char *path)
+{
+    size_t n = strlen(path);
+    if (n < 3 || path[0] != '{' || path[n - 1] != '}')
+        return "must be a JSONPath template in braces, such as {.replicas}";
+    if (path[1] != '.' && path[1] != '[')
+        return "the path must start with '.' or '[' (it is read from the status)";
+    int sq = 0, paren = 0;
+    char quote = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        char c = path[i];
+        if (quote) {
+            if (c == '\\' && i + 2 < n)
+                i++;
+            else if (c == quote)
+                quote = 0;
+            continue;
+        }
+        if (c == '"' || c == '\'')
+            quote = c;
+        else if (c == '[')
+            sq++;
+        else if (c == ']' && --sq < 0)
+            return "a ']' without its '['";
+        else if (c == '(')
+            paren++;
+        else if (c == ')' && --paren < 0)
+            return "a ')' without its '('";
+        else if (c == '{' || c == '}')
+            return "braces inside the template";
+        else if (c == '.' && path[i + 1] == '.' && path[i + 2] == '.')
+            return "'...' is not a path step";
+    }
+    if (quote)
+        return "an unclosed quote";
+    if (sq || paren)
+        return "unbalanced brackets or parentheses";
+    return NULL;
+}
+
 static void state_preservation(const json_t *sp, const char *field, json_t *causes)
 {
     char p[FL_VPATH_MAX];
@@ -335,7 +379,10 @@ static void state_preservation(const json_t *sp, const char *field, json_t *caus
                                              "aliasLabelName");
         if (alias)
             fl_v_label_name(causes, p, alias);
-        fl_v_require_str(causes, fl_vpath(p, "%s.rules[%zu].jsonPath", field, i), r, "jsonPath");
+        const char *jp = fl_v_require_str(causes, fl_vpath(p, "%s.rules[%zu].jsonPath", field, i), r, "jsonPath");
+        const char *why = jp ? jsonpath_problem(jp) : NULL;
+        if (why)
+            fl_v_invalid_str(causes, p, jp, why);
     }
 }
 

@@ -75,6 +75,7 @@ static void usage(FILE *f)
                "  --eviction-rate R         taint evictions per second (default 0.5; 0 or less: unlimited)\n"
                "  --graceful-eviction-timeout S  seconds a Gracefully eviction task keeps the old copy at most\n"
                "                            when it sets no gracePeriodSeconds (default 600)\n"
+               "  --failover-history-limit N  status.failoverHistory entries a binding keeps (default 5)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -163,6 +164,7 @@ typedef struct server_opts {
     size_t max_object_bytes; /* 0: the API's default */
     double eviction_rate;    /* controllers/eviction.h */
     long long eviction_timeout_s;
+    long long failover_history_limit;
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -206,7 +208,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
     *o = (server_opts){.listen = "127.0.0.1:6443", .max_inflight = 400, .bookmark_ms = 60000, .window = 100000,
                        .header_timeout_s = FL_HTTP_HEADER_TIMEOUT_S, .body_timeout_s = FL_HTTP_BODY_TIMEOUT_S,
                        .idle_timeout_s = FL_HTTP_IDLE_TIMEOUT_S, .eviction_rate = FL_EVICTION_DEFAULT_RATE,
-                       .eviction_timeout_s = FL_EVICTION_DEFAULT_GRACE_S};
+                       .eviction_timeout_s = FL_EVICTION_DEFAULT_GRACE_S,
+                       .failover_history_limit = FL_EVICTION_DEFAULT_HISTORY};
     static const struct option longopts[] = {
         {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
         {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
@@ -217,6 +220,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"http-header-timeout", required_argument, 0, 'H'}, {"http-body-timeout", required_argument, 0, 'B'},
         {"http-idle-timeout", required_argument, 0, 'I'},
         {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
+        {"failover-history-limit", required_argument, 0, 'Y'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -271,6 +275,18 @@ static int parse_args(int argc, char **argv, server_opts *o)
             if (positive_arg("graceful-eviction-timeout", optarg, "seconds", &o->eviction_timeout_s))
                 return 2;
             break;
+        case 'Y': {
+            char *end;
+            errno = 0;
+            o->failover_history_limit = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || o->failover_history_limit < 0 || o->failover_history_limit > 1000) {
+                fprintf(stderr, "flotilla server: --failover-history-limit: expected a number of entries from 0 to "
+                                "1000, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -502,6 +518,7 @@ static void start_controllers(server *sv)
                (long long)resumed_rev,
                fl_reconciled_watches_noted(&reconciled) ? ", and the member watches where they had reached" : "");
     fl_eviction_configure(sv->o.eviction_rate, sv->o.eviction_timeout_s);
+    fl_eviction_set_history_limit((int)sv->o.failover_history_limit);
     fl_ctrl_manager_start(&env, fl_server_controllers, &sv->ctrl);
     json_decref(notes); /* the controllers took what they keep */
 }

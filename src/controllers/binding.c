@@ -465,6 +465,26 @@ typedef struct render {
     int nwrites;
 } render;
 
+/* State preservation (docs/failover.md): the labels the binding's graceful eviction tasks
+ * preserved from a cluster it left go on a new copy, in its labels and its pod template's
+ * (where it has one, spec.template), until the tasks are over. m's spec may be shared with
+ * other targets: it is copied before it changes. */
+static void inject_preserved(const json_t *bspec, const char *cluster, json_t *m, json_t *labels)
+{
+    json_t *pls = fl_eviction_preserved_labels(bspec, cluster);
+    if (json_object_size(pls)) {
+        json_object_update(labels, pls);
+        json_t *tpl = json_object_get(json_object_get(m, "spec"), "template");
+        if (json_is_object(tpl)) {
+            json_t *spec = fl_json_deep_copy(json_object_get(m, "spec"));
+            json_object_set_new(m, "spec", spec);
+            json_t *tmd = fl_json_ensure_obj(json_object_get(spec, "template"), "metadata");
+            json_object_update(fl_json_ensure_obj(tmd, "labels"), pls);
+        }
+    }
+    json_decref(pls);
+}
+
 /* The template as a target's manifest starts, a new object: pruned and, for a workload,
  * its replicas revised to the target's share (Duplicated: all of them), as Karmada revises
  * every workload's. */
@@ -599,6 +619,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
     }
     json_object_set_new(anns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
+    inject_preserved(bspec, t->cluster, m, labels);
     static const char *const ann_extra[] = {FL_MANAGED_ANNOTATIONS_ANNOTATION, FL_MANAGED_LABELS_ANNOTATION};
     char *ml = managed_keys(labels, NULL, 0);
     json_object_set_new(anns, FL_MANAGED_LABELS_ANNOTATION, json_string(ml));
@@ -692,9 +713,10 @@ static uint64_t binding_inputs_digest(const render *r)
 static uint64_t inputs_digest(const render *r, uint64_t shared, int i)
 {
     const target *t = &r->targets[i];
-    json_t *in = json_pack("[I, s, I, b]", (json_int_t)shared, t->cluster, (json_int_t)t->replicas,
-                           fl_dispatch_suspended(json_object_get(json_object_get(r->binding, "spec"), "suspension"),
-                                                 t->cluster));
+    const json_t *bspec = json_object_get(r->binding, "spec");
+    json_t *in = json_pack("[I, s, I, b, o]", (json_int_t)shared, t->cluster, (json_int_t)t->replicas,
+                           fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster),
+                           fl_eviction_preserved_labels(bspec, t->cluster));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
     return h;

@@ -29,6 +29,7 @@
 #include "controllers/controller.h"
 #include "controllers/events.h"
 #include "controllers/eviction.h"
+#include "controllers/eviction_priv.h"
 #include "controllers/names.h"
 #include "core/condition.h"
 #include "core/err.h"
@@ -37,6 +38,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
+#include "interp/interp.h"
 #include "sched/sched.h"
 
 #define LOG "eviction"
@@ -44,6 +46,8 @@
 #define SUPPRESS_RETRY_MS 5000
 #define FOREVER INT64_MAX
 #define SUPPRESSED_CONDITION "FailoverSuppressed"
+#define APP_CONDITION "ApplicationFailover"
+#define NO_REPORT_GRACE_MS 60000 /* a copy not reporting health this long after scheduling: say so */
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
@@ -180,8 +184,91 @@ static int64_t binding_deadline(evictctl *e, const json_t *binding)
         json_decref(cluster);
         if (d < best)
             best = d;
+        int64_t a = fl_evict_app_deadline(binding, name);
+        if (a < best)
+            best = a < 0 ? 0 : a;
     }
     return best;
+}
+
+/* Application failover's side of a reconcile of binding b (read whole) at now: the clocks
+ * brought up to date with the aggregated health, and the ApplicationFailover condition
+ * saying whether it can judge the copies, written together. Returns when to look again
+ * (ms since the epoch), FOREVER if not needed; 0 or FL_ECONFLICT in *rc. */
+static int64_t app_observe(evictctl *e, const char *key, const json_t *b, int64_t now, int *rc)
+{
+    const json_t *spec = json_object_get(b, "spec");
+    const json_t *res = json_object_get(spec, "resource");
+    const char *av = fl_json_str(res, "apiVersion"), *kind = fl_json_str(res, "kind");
+    int64_t again = FOREVER;
+    char *msg = NULL;
+    const char *reason = "HealthObserved";
+    *rc = 0;
+    if (!av || !kind || !fl_interp_has(e->env.interp, av, kind, FL_INTERP_HEALTH)) {
+        reason = "NoHealthRule";
+        msg = fl_asprintf("application failover cannot judge %s %s: the kind has no health rule (a native one, a "
+                          "ResourceInterpreterCustomization's healthInterpretation, or a webhook's InterpretHealth); "
+                          "its copies are never failed over",
+                          av ? av : "", kind ? kind : "");
+    } else {
+        int64_t sched = fl_time_parse(fl_json_str(json_object_get(b, "status"), "lastScheduledTime"));
+        if (sched < 0)
+            sched = fl_time_parse(fl_json_meta(b, "creationTimestamp"));
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, "clusters"), i, c) {
+            const char *name = fl_json_str(c, "name");
+            if (!name || fl_evict_status_item(b, name))
+                continue;
+            if (sched >= 0 && now < sched + NO_REPORT_GRACE_MS) {
+                again = sched + NO_REPORT_GRACE_MS;
+                continue;
+            }
+            reason = "NoHealthReported";
+            free(msg);
+            msg = fl_asprintf("application failover cannot judge the copy in cluster %s yet: no status has been "
+                              "reported from it",
+                              name);
+        }
+    }
+    json_t *clocks = fl_evict_app_clocks(b, now);
+    const json_t *status = json_object_get(b, "status");
+    const json_t *had_clocks = json_object_get(status, "failoverClocks");
+    bool clocks_changed = !fl_json_same(had_clocks, clocks) && !(json_array_size(clocks) == 0 && !had_clocks);
+    const json_t *cond = fl_condition_of(b, APP_CONDITION);
+    bool ok = !strcmp(reason, "HealthObserved");
+    const char *had_reason = fl_json_str(cond, "reason");
+    if (!ok && (!had_reason || strcmp(had_reason, reason)))
+        fl_event(e->env.recorder, b, "Warning", "ApplicationFailoverInactive", "%s", msg);
+    json_t *st;
+    json_t *copy = fl_ctrl_status_copy(b, &st);
+    bool changed = false;
+    if (!ok || cond)
+        changed = fl_condition_set(st, APP_CONDITION, ok ? "True" : "False", reason,
+                                   ok ? "the copies' health is reported; unhealthy ones fail over after the toleration"
+                                      : msg,
+                                   -1, now);
+    if (clocks_changed) {
+        if (json_array_size(clocks))
+            json_object_set(st, "failoverClocks", clocks);
+        else
+            json_object_del(st, "failoverClocks");
+        changed = true;
+    }
+    if (changed) {
+        fl_client_error ce;
+        int wrc = fl_client_update_status_given(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
+                                                copy, NULL, NULL, &ce);
+        if (wrc == FL_ECONFLICT)
+            *rc = FL_ECONFLICT; /* the newer binding comes back */
+        else if (wrc && wrc != FL_ENOTFOUND)
+            fl_log(FL_LOG_WARN, LOG, "writing the failover clocks of %s: %s", key, fl_errmsg(ce.message, wrc));
+    } else {
+        json_decref(copy);
+    }
+    json_decref(clocks);
+    free(msg);
+    return again;
 }
 
 /* Stamp timeAdded = now on the cluster's NoExecute taints that lack it. */
@@ -226,8 +313,19 @@ static int reconcile(void *ctx, const char *key)
         return FL_ETIMEDOUT;
     json_t *b = NULL;
     int64_t d = FOREVER;
-    if (!fl_informer_get_key(informer_of(e, key), key + 2, &b) && !fl_json_meta(b, "deletionTimestamp"))
+    if (!fl_informer_get_whole(informer_of(e, key), key + 2, &b) && !fl_json_meta(b, "deletionTimestamp")) {
         d = binding_deadline(e, b);
+        if (fl_evict_app_policy(json_object_get(b, "spec"))) {
+            int rc = 0;
+            int64_t again = app_observe(e, key, b, fl_time_now_ms(), &rc);
+            if (rc) {
+                json_decref(b);
+                return rc;
+            }
+            if (again != FOREVER)
+                fl_workqueue_add_after(e->q, key, again - fl_time_now_ms() + 50);
+        }
+    }
     const char *held_status = fl_json_str(fl_condition_of(b, SUPPRESSED_CONDITION), "status");
     bool was_held = held_status && !strcmp(held_status, "True");
     json_decref(b);
@@ -348,25 +446,31 @@ static bool another_cluster_fits(evictctl *e, const json_t *spec, const json_t *
     return fits;
 }
 
-/* The task for cluster c (a spec.clusters entry) of binding b, evicted at now for why. */
-static json_t *new_task(const json_t *spec, const json_t *c, const char *why, int64_t now)
+/* The task for cluster c (a spec.clusters entry) of binding b, evicted at now for why: by a
+ * taint, or by application failover (app). */
+static json_t *new_task(evictctl *e, const json_t *b, const json_t *c, const char *why, bool app, int64_t now)
 {
-    const char *mode = fl_json_str(json_object_get(json_object_get(spec, "failover"), "cluster"), "purgeMode");
-    json_t *before = json_array();
-    size_t i;
-    json_t *x;
-    json_array_foreach(json_object_get(spec, "clusters"), i, x) {
-        if (fl_json_str(x, "name"))
-            json_array_append_new(before, json_string(fl_json_str(x, "name")));
-    }
+    const json_t *spec = json_object_get(b, "spec");
+    const json_t *behavior = app ? fl_evict_app_policy(spec)
+                                 : json_object_get(json_object_get(spec, "failover"), "cluster");
+    const char *mode = fl_json_str(behavior, "purgeMode");
     char ts[FL_TIME_BUF];
     fl_time_format(now, false, ts);
     json_t *t = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "fromCluster", fl_json_str(c, "name"), "purgeMode",
-                          mode && *mode ? mode : "Gracefully", "reason", "TaintUntolerated", "message", why, "producer",
-                          "TaintManager", "clustersBeforeFailover", before, "creationTimestamp", ts);
+                          mode && *mode ? mode : "Gracefully", "reason", app ? "ApplicationFailure" : "TaintUntolerated",
+                          "message", why, "producer", app ? "ApplicationFailover" : "TaintManager",
+                          "clustersBeforeFailover", fl_evict_clusters_before(spec), "creationTimestamp", ts);
     json_int_t replicas = json_integer_value(json_object_get(c, "replicas"));
     if (replicas > 0)
         json_object_set_new(t, "replicas", json_integer(replicas));
+    if (app && fl_eviction_purge_mode(t) == 'G' && json_is_integer(json_object_get(behavior, "gracePeriodSeconds")))
+        json_object_set(t, "gracePeriodSeconds", json_object_get(behavior, "gracePeriodSeconds"));
+    if (app && fl_eviction_purge_mode(t) == 'N')
+        json_object_set_new(t, "suppressDeletion", json_true());
+    json_t *pls = fl_evict_preserve(b, behavior, fl_json_str(c, "name"), e->env.recorder);
+    if (json_object_size(pls))
+        json_object_set(t, "preservedLabelState", pls);
+    json_decref(pls);
     return t;
 }
 
@@ -374,20 +478,22 @@ static json_t *new_task(const json_t *spec, const json_t *c, const char *why, in
 static bool evict(evictctl *e, const char *key, int64_t now)
 {
     json_t *b = NULL;
-    if (fl_informer_get_key(informer_of(e, key), key + 2, &b) || fl_json_meta(b, "deletionTimestamp")) {
+    if (fl_informer_get_whole(informer_of(e, key), key + 2, &b) || fl_json_meta(b, "deletionTimestamp")) {
         json_decref(b);
         return false;
     }
     const json_t *spec = json_object_get(b, "spec");
     const json_t *tols = json_object_get(json_object_get(spec, "placement"), "clusterTolerations");
     json_t *upd = fl_json_deep_copy(b);
+    json_object_del(upd, "status");
     json_t *uspec = json_object_get(upd, "spec");
     json_t *keep = json_array(), *tasks = json_object_get(uspec, "gracefulEvictionTasks");
     if (!json_is_array(tasks)) {
         tasks = json_array();
         json_object_set_new(uspec, "gracefulEvictionTasks", tasks);
     }
-    json_t *from = json_array();
+    json_t *from = json_array(), *added = json_array();
+    int64_t tol_ms = fl_evict_app_policy(spec) ? fl_evict_app_toleration_ms(fl_evict_app_policy(spec)) : 0;
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(spec, "clusters"), i, c) {
@@ -397,12 +503,24 @@ static bool evict(evictctl *e, const char *key, int64_t now)
         int64_t d = name && !fl_informer_get(e->clusters, NULL, name, &cluster) ? cluster_deadline(tols, cluster, &why)
                                                                                 : FOREVER;
         json_decref(cluster);
+        bool app = false;
+        if (d > now && name && fl_evict_app_deadline(b, name) <= now) {
+            app = true;
+            d = now;
+            free(why);
+            why = fl_asprintf("the copy in cluster %s has been Unhealthy for %llds (decisionConditions."
+                              "tolerationSeconds)",
+                              name, (long long)(tol_ms / 1000));
+        }
         if (d > now) {
             json_array_append(keep, c);
         } else {
             json_array_append_new(from, json_string(name));
-            if (!fl_eviction_task_of(spec, name))
-                json_array_append_new(tasks, new_task(spec, c, why, now));
+            if (!fl_eviction_task_of(spec, name)) {
+                json_t *t = new_task(e, b, c, why, app, now);
+                json_array_append_new(tasks, t);
+                json_array_append(added, t);
+            }
         }
         free(why);
     }
@@ -422,6 +540,12 @@ static bool evict(evictctl *e, const char *key, int64_t now)
         if (rc == 0) {
             wrote = true;
             fl_log(FL_LOG_INFO, LOG, "evicted %s from %s", key, json_string_value(json_array_get(from, 0)));
+            json_array_foreach(added, i, c) {
+                fl_event(e->env.recorder, b, "Normal", "FailoverStarted", "%s: leaving cluster %s, purge mode %s",
+                         fl_json_str(c, "reason"), fl_json_str(c, "fromCluster"), fl_json_str(c, "purgeMode"));
+            }
+            fl_evict_history_start(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
+                                   fl_json_meta(b, "name"), added);
             pthread_mutex_lock(&e->mu);
             json_object_del(e->held, key);
             pthread_mutex_unlock(&e->mu);
@@ -436,6 +560,7 @@ static bool evict(evictctl *e, const char *key, int64_t now)
     }
     free(msg);
     json_decref(from);
+    json_decref(added);
     json_decref(upd);
     json_decref(b);
     return wrote;
@@ -487,8 +612,11 @@ static void binding_event(void *ctx, json_t *obj)
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    /* status writes change no deadline; the condition we write is one of them */
-    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    /* status writes change no taint deadline (the condition we write is one of them); under
+     * application failover, health arrives that way */
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
+        (fl_evict_app_policy(json_object_get(new_obj, "spec")) &&
+         !fl_json_same(json_object_get(old_obj, "status"), json_object_get(new_obj, "status"))))
         binding_event(ctx, new_obj);
 }
 

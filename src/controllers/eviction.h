@@ -13,12 +13,23 @@
 
 #define FL_EVICTION_DEFAULT_RATE 0.5        /* evictions per second (Karmada's --resource-eviction-rate) */
 #define FL_EVICTION_DEFAULT_GRACE_S 600     /* Karmada's --graceful-eviction-timeout, 10m */
+#define FL_EVICTION_DEFAULT_HISTORY 5       /* status.failoverHistory entries kept */
 
 /* Set the eviction rate (per second; <= 0: unlimited) and the grace period of a Gracefully
  * task without gracePeriodSeconds (seconds, > 0). Call before the controllers start. */
 void fl_eviction_configure(double rate, int64_t grace_seconds);
 double fl_eviction_rate(void);
 int64_t fl_eviction_grace_seconds(void);
+
+/* How many status.failoverHistory entries a binding keeps (< 0: the default). Call before
+ * the controllers start. */
+void fl_eviction_set_history_limit(int limit);
+int fl_eviction_history_limit(void);
+
+/* The labels the graceful eviction tasks of spec (a binding's) preserved for a copy in
+ * cluster: every task's preservedLabelState, in order, but a task's whose fromCluster or
+ * clustersBeforeFailover names cluster. A new object (empty: none). */
+json_t *fl_eviction_preserved_labels(const json_t *spec, const char *cluster);
 
 /* A task's purge mode, the deprecated spellings folded in: 'D' (Directly, Immediately),
  * 'N' (Never), 'G' (Gracefully, Graciously, and an absent or unknown one). */

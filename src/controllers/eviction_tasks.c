@@ -8,14 +8,18 @@
  *   Directly / Immediately  removed once the binding has no Work left in the old cluster (the
  *                           binding controller deletes it first and writes no new Work until
  *                           it is gone; no timeout, so a partitioned cluster never runs a copy
- *                           beside the new one)
+ *                           beside the new one), and then, as Gracefully, once the new copies
+ *                           are healthy or the grace period is over: until then the labels it
+ *                           preserved stay on the new copies
  *   Gracefully / Graciously removed when every cluster of spec.clusters reports the workload
  *                           Healthy for the binding's current generation, or gracePeriodSeconds
  *                           (default: fl_eviction_grace_seconds) after creationTimestamp
  *
  * A task without creationTimestamp gets it first. Timeouts are computed from the stored
  * timestamp, so a restart keeps them. Each removal is an EvictWorkloadFromClusterSucceed event
- * on the binding. Nothing here depends on the old cluster being reachable or Ready: a task
+ * on the binding, and completes the task's entry in status.failoverHistory with the outcome:
+ * NewCopyHealthy, GracePeriodExpired, RemovedByHand (suppressDeletion set false, or the task
+ * removed by someone else), NoClusterAvailable (the binding has no cluster left). Nothing here depends on the old cluster being reachable or Ready: a task
  * whose cluster came back is judged like any other. Queue keys: "R|ns/name", "C|name". */
 #include <pthread.h>
 #include <stdint.h>
@@ -26,6 +30,7 @@
 #include "controllers/controller.h"
 #include "controllers/events.h"
 #include "controllers/eviction.h"
+#include "controllers/eviction_priv.h"
 #include "controllers/names.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -90,10 +95,13 @@ static bool work_left(taskctl *t, const json_t *binding, const char *cluster)
     return left;
 }
 
-/* Whether task (of binding, at now) is done; *recheck_ms lowered to when it may be next. */
-static bool task_done(taskctl *t, const json_t *binding, const json_t *task, int64_t now, int64_t *recheck_ms)
+/* Whether task (of binding, at now) is done, and *outcome (static) why; *recheck_ms lowered
+ * to when it may be next. */
+static bool task_done(taskctl *t, const json_t *binding, const json_t *task, int64_t now, int64_t *recheck_ms,
+                      const char **outcome)
 {
     json_t *sup = json_object_get(task, "suppressDeletion");
+    *outcome = "RemovedByHand";
     if (json_is_boolean(sup))
         return json_is_false(sup);
     const char *from = fl_json_str(task, "fromCluster");
@@ -101,7 +109,9 @@ static bool task_done(taskctl *t, const json_t *binding, const json_t *task, int
     case 'N':
         return false;
     case 'D':
-        return from && !work_left(t, binding, from);
+        if (!from || work_left(t, binding, from))
+            return false;
+        break;
     default:
         break;
     }
@@ -109,11 +119,53 @@ static bool task_done(taskctl *t, const json_t *binding, const json_t *task, int
     int64_t grace = json_is_integer(gp) && json_integer_value(gp) > 0 ? (int64_t)json_integer_value(gp)
                                                                         : fl_eviction_grace_seconds();
     int64_t end = fl_time_parse(fl_json_str(task, "creationTimestamp")) + grace * 1000;
-    if (now >= end || all_healthy(binding))
+    if (all_healthy(binding)) {
+        *outcome = "NewCopyHealthy";
         return true;
+    }
+    if (now >= end) {
+        *outcome = "GracePeriodExpired";
+        return true;
+    }
     if (end - now < *recheck_ms)
         *recheck_ms = end - now;
     return false;
+}
+
+/* Complete, as RemovedByHand, the open history entries of binding b (at key) whose task is
+ * gone without this controller (someone removed it). Our own removals complete their
+ * entries right after the write, from a fresh read, so a stale cache finds them closed. */
+static void removed_by_hand(taskctl *t, const char *key, const json_t *b)
+{
+    const json_t *spec = json_object_get(b, "spec");
+    json_t *gone = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(json_object_get(b, "status"), "failoverHistory"), i, e) {
+        const char *from = fl_json_str(e, "fromCluster");
+        if (fl_json_str(e, "completionTime") || !from)
+            continue;
+        const json_t *task = fl_eviction_task_of(spec, from);
+        const char *ts = fl_json_str(task, "creationTimestamp"), *es = fl_json_str(e, "startTime");
+        if (task && (!ts || !es || !strcmp(ts, es)))
+            continue;
+        if (!gone)
+            gone = json_array();
+        json_array_append_new(gone, json_pack("{s:s, s:s?, s:s}", "fromCluster", from, "startTime", es, "outcome",
+                                              "RemovedByHand"));
+    }
+    if (!gone)
+        return;
+    /* give our own removal's completion the time to land first */
+    json_t *fresh = NULL;
+    fl_client_error ce;
+    if (fl_client_get(t->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"), fl_json_meta(b, "name"),
+                      &fresh, &ce) == 0 &&
+        fl_json_same(json_object_get(fresh, "spec"), spec))
+        fl_evict_history_complete(t->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
+                                  fl_json_meta(b, "name"), gone);
+    json_decref(fresh);
+    json_decref(gone);
 }
 
 static int reconcile(void *ctx, const char *key)
@@ -125,13 +177,19 @@ static int reconcile(void *ctx, const char *key)
     if (fl_informer_get_whole(informer_of(t, key), key + 2, &b))
         return 0;
     const json_t *tasks = json_object_get(json_object_get(b, "spec"), "gracefulEvictionTasks");
-    if (json_array_size(tasks) == 0 || fl_json_meta(b, "deletionTimestamp")) {
+    if (fl_json_meta(b, "deletionTimestamp")) {
+        json_decref(b);
+        return 0;
+    }
+    removed_by_hand(t, key, b);
+    if (json_array_size(tasks) == 0) {
         json_decref(b);
         return 0;
     }
     int64_t now = fl_time_now_ms(), recheck = INT64_MAX;
-    json_t *keep = json_array(), *done = json_array();
+    json_t *keep = json_array(), *done = json_array(), *outcomes = json_array();
     bool changed = false;
+    const char *outcome = NULL;
     size_t i;
     json_t *task;
     json_array_foreach(tasks, i, task) {
@@ -142,8 +200,12 @@ static int reconcile(void *ctx, const char *key)
             json_object_set_new(stamped, "creationTimestamp", json_string(ts));
             json_array_append_new(keep, stamped);
             changed = true;
-        } else if (task_done(t, b, task, now, &recheck)) {
+        } else if (task_done(t, b, task, now, &recheck, &outcome)) {
             json_array_append(done, task);
+            json_array_append_new(outcomes, json_pack("{s:s?, s:s?, s:s, s:O}", "fromCluster",
+                                                      fl_json_str(task, "fromCluster"), "startTime",
+                                                      fl_json_str(task, "creationTimestamp"), "outcome", outcome,
+                                                      "task", task));
             changed = true;
         } else {
             json_array_append(keep, task);
@@ -169,7 +231,12 @@ static int reconcile(void *ctx, const char *key)
                 fl_log(FL_LOG_INFO, LOG, "%s: the eviction from %s is over", key, fl_json_str(task, "fromCluster"));
                 fl_event(t->env.recorder, b, "Normal", "EvictWorkloadFromClusterSucceed",
                          "Evict from cluster %s succeed.", fl_json_str(task, "fromCluster"));
+                fl_event(t->env.recorder, b, "Normal", "FailoverCompleted", "the failover from cluster %s is over: %s",
+                         fl_json_str(task, "fromCluster"),
+                         fl_json_str(json_array_get(outcomes, i), "outcome"));
             }
+            fl_evict_history_complete(t->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
+                                      fl_json_meta(b, "name"), outcomes);
         } else if (rc == FL_ENOTFOUND || rc == FL_ECONFLICT) {
             rc = 0; /* gone, or a newer binding comes back */
         } else {
@@ -180,6 +247,7 @@ static int reconcile(void *ctx, const char *key)
         fl_workqueue_add_after(t->q, key, recheck + 50);
     json_decref(keep);
     json_decref(done);
+    json_decref(outcomes);
     json_decref(b);
     return rc;
 }
@@ -194,8 +262,11 @@ static void binding_event(void *ctx, json_t *obj)
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    (void)old_obj;
-    binding_event(ctx, new_obj); /* health arrives as status updates */
+    /* health arrives as status updates; a task removed by hand closes its history entry */
+    if (json_array_size(json_object_get(json_object_get(old_obj, "spec"), "gracefulEvictionTasks")))
+        fl_ctrl_queue_binding(((taskctl *)ctx)->q, new_obj);
+    else
+        binding_event(ctx, new_obj);
 }
 
 /* A Work gone: a Directly task of its binding may be over. */

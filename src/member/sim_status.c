@@ -382,6 +382,24 @@ static json_t *status_job(sim_eval *x)
         else
             want_due(x, at);
     }
+    /* activeDeadlineSeconds: a Job still running then fails, as the Job controller fails it
+     * (an image that never pulls included) */
+    json_int_t ads = fl_json_path_int(spec, "activeDeadlineSeconds", 0);
+    time_t started = parse_time(start);
+    if (!done && ads > 0 && started >= 0) {
+        if (x->wall - started >= ads) {
+            const char *m = "Job was active longer than specified deadline";
+            json_t *conds = json_array();
+            const json_t *oc = json_object_get(st, "conditions");
+            json_array_append_new(conds, mk_cond(oc, COND_JOB, "FailureTarget", "True", "DeadlineExceeded", m, x->nows, 0));
+            json_array_append_new(conds, mk_cond(oc, COND_JOB, "Failed", "True", "DeadlineExceeded", m, x->nows, 0));
+            json_object_set_new(out, "conditions", conds);
+            json_object_set_new(out, "failed", json_integer(active));
+            json_object_set_new(out, "ready", json_integer(0));
+            return out;
+        }
+        want_due(x, x->now + (int64_t)(started + ads - x->wall) * 1000 + 20);
+    }
     if (done) {
         const char *m = "Reached expected number of succeeded pods";
         json_object_set_new(out, "completionTime", json_string(x->nows));
