@@ -180,8 +180,10 @@ static void restart(bench *b, const char *label, const char *const *extra)
     disconnect(b);
     if (fb_server_stop(&b->s) != 0)
         problem(b, "the server did not stop cleanly");
+    char dir[sizeof b->s.dir]; /* fb_server_start clears b->s first */
+    snprintf(dir, sizeof dir, "%s", b->s.dir);
     int64_t t0 = fb_now_ns();
-    if (fb_server_start(b->flotilla, b->s.dir, extra, &b->s)) {
+    if (fb_server_start(b->flotilla, dir, extra, &b->s)) {
         b->problems++;
         return;
     }
@@ -365,7 +367,8 @@ int main(int argc, char **argv)
         return 1;
     }
     connect_to(&b);
-    b.problems += fb_join(b.flotilla, b.c, &b.s, &mh, mdir, clusters, false, root, NULL);
+    pid_t *agents = NULL; /* push mode: stays NULL */
+    b.problems += fb_join(b.flotilla, b.c, &b.s, &mh, mdir, clusters, false, root, &agents);
     int ready = fb_wait_ready(b.c, &b.s, clusters, 300);
     printf("%d clusters (push) Ready: %d; server %s\n", clusters, ready, b.flotilla);
     if (ready < clusters)
