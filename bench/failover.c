@@ -180,8 +180,13 @@ static void restart(bench *b, const char *label, const char *const *extra)
     disconnect(b);
     if (fb_server_stop(&b->s) != 0)
         problem(b, "the server did not stop cleanly");
-    char dir[sizeof b->s.dir]; /* fb_server_start clears b->s first */
+    char dir[sizeof b->s.dir], log[sizeof dir + 16], old[sizeof dir + 32]; /* fb_server_start clears b->s */
     snprintf(dir, sizeof dir, "%s", b->s.dir);
+    /* fb_server_start finds the port in server.log, which the child truncates: the old log's
+     * "listening on" line must not be there to be read first */
+    snprintf(log, sizeof log, "%s/server.log", dir);
+    snprintf(old, sizeof old, "%s/server-before-restart.log", dir);
+    rename(log, old);
     int64_t t0 = fb_now_ns();
     if (fb_server_start(b->flotilla, dir, extra, &b->s)) {
         b->problems++;
