@@ -357,6 +357,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "failover: needs at least 3 clusters, 1 Deployment and 1 pending deadline\n");
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it comes, also into a file */
     fb_raise_nofile();
     bench b = {.flotilla = fb_flotilla_path(flotilla_arg)};
     char *root = fb_mkdtemp(NULL, "fl-bench-failover");
