@@ -183,6 +183,50 @@ def test_no_failover_yet_says_so(fleet):
         fleet.delete("pp", name)
 
 
+def test_a_cluster_scoped_template_reads_its_cluster_resource_binding(fleet):
+    """A CRD (cluster-scoped) moved by a Never task a person wrote on its ClusterResourceBinding."""
+    name = "gizmos.fo-cli.example.io"
+    crb = f"{name}-customresourcedefinition"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
+           "spec": {"group": "fo-cli.example.io", "scope": "Namespaced",
+                    "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    spec = policy("x", ["member1", "member2"])["spec"]
+    spec["resourceSelectors"] = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                                  "name": name}]
+    fleet.apply([crd, {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+                       "metadata": {"name": "fo-cli-gizmos"}, "spec": spec}])
+
+    def on():
+        b = fleet.get("crb", crb) or {}
+        cl = [c["name"] for c in b.get("spec", {}).get("clusters") or []]
+        return cl[0] if len(cl) == 1 else None
+    old = wait_for(on, timeout=30, what="the CRD scheduled")
+    new = "member2" if old == "member1" else "member1"
+    try:
+        fleet.patch("crb", crb, patch={"spec": {"gracefulEvictionTasks": [
+            {"fromCluster": old, "purgeMode": "Never", "reason": "Maintenance", "producer": "ops"}]}})
+        wait_for(lambda: on() == new, timeout=20, what=f"the ClusterResourceBinding moved to {new}")
+        # -n is ignored for a cluster-scoped kind, as kubectl does
+        r = history(fleet, f"crd/{name}", "-n", "default")
+        assert r.returncode == 0, r.stderr
+        t = rows(r.stdout)
+        assert len(t) == 2 and t[1][1:5] == [old, new, "Maintenance", "Never"], r.stdout
+        assert t[1][6:] == ["InProgress", "<pending>"], r.stdout
+        j = history(fleet, f"customresourcedefinitions.apiextensions.k8s.io/{name}", "-o", "json")
+        raw = json.loads(j.stdout)
+        assert raw["binding"] == crb and "namespace" not in raw, raw
+        assert [x["fromCluster"] for x in raw["gracefulEvictionTasks"]] == [old], raw
+    finally:
+        fleet.kubectl("patch", "crb", crb, "--type=json", "-p",
+                      json.dumps([{"op": "remove", "path": "/spec/gracefulEvictionTasks"}]), check=False)
+        fleet.delete("crd", name)
+        fleet.delete("cpp", "fo-cli-gizmos")
+        wait_for(lambda: fleet.get("crb", crb) is None, timeout=30, what="the ClusterResourceBinding gone")
+
+
 def one_line(r):
     return r.stderr.count("\n") == 1 and r.stderr.startswith("flotilla ctl failover history: ")
 
