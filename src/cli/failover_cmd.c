@@ -406,7 +406,7 @@ static void print_raw(const opts *o, const json_t *rb)
 static int run(const opts *o)
 {
     fl_client *cp = NULL;
-    if (fl_cli_control_plane(o->kubeconfig, o->context, "failover", &cp))
+    if (fl_cli_control_plane(o->kubeconfig, o->context, VERB, &cp))
         return 1;
     resolved k = {0};
     json_t *tmpl = NULL, *rb = NULL;
