@@ -4,6 +4,7 @@
  *   flotilla ctl [--kubeconfig F] [--context C] unjoin NAME
  *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
+ *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
  *
  * As with karmadactl, --kubeconfig/--context name the control plane (kubectl's rules:
  * $KUBECONFIG, then ~/.kube/config, when absent) and the member's kubeconfig is given
@@ -27,6 +28,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/failover_cmd.h"
 #include "cli/interpret_cmd.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"
@@ -66,6 +68,8 @@ static void usage(FILE *f)
                "  interpret -f CUSTOMIZATION (--check | --operation OP ...)\n"
                "                 run a ResourceInterpreterCustomization's Lua offline\n"
                "                 (see 'flotilla ctl interpret --help')\n"
+               "  failover history KIND/NAME [-n NS] [-o yaml|json]\n"
+               "                 where a workload has been and why it moved\n"
                "\n"
                "Options:\n"
                "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
@@ -433,7 +437,7 @@ static int verb_index(int argc, char **argv)
 {
     static const char *const with_value[] = {"--kubeconfig", "--context", "--cluster-kubeconfig", "--cluster-context",
                                              "--members-kubeconfig", "--set", "-n", "--namespace", "--clusters",
-                                             "--timeout", NULL};
+                                             "--timeout", "-o", "--output", NULL};
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] != '-')
             return i;
@@ -450,6 +454,16 @@ int fl_cmd_ctl(int argc, char **argv)
     int v = verb_index(argc, argv);
     if (v == 1 && !strcmp(argv[v], "interpret")) /* offline: no control plane, flags of its own */
         return fl_ctl_interpret(argc - 1, argv + 1);
+    if (v > 0 && !strcmp(argv[v], "failover")) {
+        char **rest = fl_calloc((size_t)argc, sizeof *rest);
+        int n = 0;
+        for (int i = 1; i < argc; i++)
+            if (i != v)
+                rest[n++] = argv[i];
+        int rc = fl_ctl_failover(n, rest);
+        free(rest);
+        return rc;
+    }
     if (v > 0 && (!strcmp(argv[v], "suspend") || !strcmp(argv[v], "resume"))) {
         char **rest = fl_calloc((size_t)argc, sizeof *rest);
         int n = 0;

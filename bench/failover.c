@@ -1,0 +1,395 @@
+/* failover.c - a whole cluster lost at scale, and what pending eviction deadlines cost.
+ *
+ *   failover [--clusters 100] [--deployments 1000] [--pending N] [--flotilla PATH] [--keep]
+ *
+ * Starts `flotilla server --eviction-rate 0` (unlimited) and `flotilla member --clusters N`,
+ * joins them (push), then:
+ *
+ * 1. Cluster loss. Every cluster but member1 gets a NoSchedule taint, so that M Deployments
+ *    under one policy (clusterAffinity: every cluster; one cluster each: a spreadConstraint
+ *    on cluster with maxGroups 1; no tolerations) all land on member1. Baseline: from the
+ *    first create to all M Healthy there (the binding's aggregatedStatus health), i.e. the same
+ *    M propagated fresh. The NoSchedule taints then go (nothing moves: no failback, no
+ *    rescheduling of a satisfied placement) and member1 gets a NoExecute taint none of them
+ *    tolerates. Measured: from that write to all M Healthy elsewhere (each binding's one
+ *    cluster is not member1 and its aggregatedStatus says Healthy there), with the moment
+ *    every binding had left member1 and, apart, the moment the old copies were gone (no
+ *    gracefulEvictionTasks left: Gracefully, the default, purges once the new copy is healthy).
+ *    Target (issue 39): <= 10 s for 1,000 Deployments on 100 clusters.
+ * 2. Pending deadlines. P more Deployments pinned to member2 that tolerate a taint for an hour;
+ *    the server restarted once (baseline: those bindings, no deadline pending), then member2
+ *    tainted so P deadlines are pending (none due), the server's RSS read before and after
+ *    (after its CPU settles), and the server restarted again. Restart cost: from the spawn to
+ *    /healthz, to /readyz, and to settled (CPU below 20% of a core for two half-second windows:
+ *    the informers listed and the eviction workers recomputed every deadline). Checked: no
+ *    binding left member2 (the deadlines are an hour away, before and after the restart).
+ *
+ * The RSS difference counts everything the taint made the server allocate and keep (the
+ * deadlines, the bindings re-read, allocator slack), so it is an upper bound per deadline. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+#define NS_LOSS "fo-loss"
+#define NS_HOLD "fo-hold"
+#define LOST "member1"
+#define HOLDER "member2"
+
+typedef struct bench {
+    const char *flotilla;
+    fb_server s;
+    struct curl_slist *h, *ph;
+    CURL *c, *pc; /* JSON requests; merge patches */
+    fb_buf out;
+    int problems;
+} bench;
+
+static void connect_to(bench *b)
+{
+    b->h = fb_headers(&b->s);
+    b->c = fb_curl_new(&b->s, b->h);
+    b->ph = b->s.auth[0] ? curl_slist_append(NULL, b->s.auth) : NULL;
+    b->ph = curl_slist_append(b->ph, "Content-Type: application/merge-patch+json");
+    b->pc = fb_curl_new(&b->s, b->ph);
+}
+
+static void disconnect(bench *b)
+{
+    curl_easy_cleanup(b->c);
+    curl_easy_cleanup(b->pc);
+    curl_slist_free_all(b->h);
+    curl_slist_free_all(b->ph);
+    b->c = b->pc = NULL;
+    b->h = b->ph = NULL;
+}
+
+static void problem(bench *b, const char *what)
+{
+    fprintf(stderr, "SERVER PROBLEM: %s: %.300s\n", what, b->out.p ? b->out.p : "");
+    b->problems++;
+}
+
+static void post(bench *b, const char *path, const char *body)
+{
+    long code = fb_request(b->c, &b->s, "POST", path, body, strlen(body), &b->out);
+    if (code != 201 && code != 409) {
+        char what[300];
+        snprintf(what, sizeof what, "POST %s answered %ld", path, code);
+        problem(b, what);
+    }
+}
+
+static void taint(bench *b, const char *cluster, const char *taints_json)
+{
+    char path[200], body[400];
+    snprintf(path, sizeof path, "/apis/cluster.karmada.io/v1alpha1/clusters/%s", cluster);
+    snprintf(body, sizeof body, "{\"spec\":{\"taints\":%s}}", taints_json);
+    if (fb_request(b->pc, &b->s, "PATCH", path, body, strlen(body), &b->out) != 200)
+        problem(b, "tainting a cluster");
+}
+
+static void create_deployments(bench *b, const char *ns, int n)
+{
+    char path[200], body[900];
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", ns);
+    for (int i = 0; i < n && !b->problems; i++) {
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d%d\",\"namespace\":\"%s\"},"
+                 "\"spec\":{\"replicas\":1,\"selector\":{\"matchLabels\":{\"app\":\"d%d\"}},\"template\":{\"metadata\":"
+                 "{\"labels\":{\"app\":\"d%d\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"nginx\","
+                 "\"resources\":{\"requests\":{\"cpu\":\"1m\",\"memory\":\"1Mi\"}}}]}}}}",
+                 i, ns, i, i);
+        post(b, path, body);
+    }
+}
+
+/* Where each binding of ns is: counts of those with one cluster other than `not` that is
+ * Healthy there (*healthy), on `on` (*at), left `not` (*left), with tasks (*tasks). */
+typedef struct census {
+    int bindings, at, left, healthy, healthy_at, tasks;
+} census;
+
+static int take_census(bench *b, const char *ns, const char *on, const char *not, census *cs)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/apis/work.karmada.io/v1alpha2/namespaces/%s/resourcebindings", ns);
+    memset(cs, 0, sizeof *cs);
+    if (fb_request(b->c, &b->s, "GET", path, NULL, 0, &b->out) != 200)
+        return -1;
+    json_t *list = json_loads(b->out.p, 0, NULL);
+    if (!list)
+        return -1;
+    size_t i, j;
+    json_t *rb, *a;
+    json_array_foreach(json_object_get(list, "items"), i, rb) {
+        cs->bindings++;
+        json_t *spec = json_object_get(rb, "spec"), *cl = json_object_get(spec, "clusters");
+        if (json_array_size(json_object_get(spec, "gracefulEvictionTasks")))
+            cs->tasks++;
+        if (json_array_size(cl) != 1)
+            continue;
+        const char *where = json_string_value(json_object_get(json_array_get(cl, 0), "name"));
+        if (!where)
+            continue;
+        bool here = on && !strcmp(where, on), away = not && strcmp(where, not);
+        cs->at += here;
+        cs->left += away;
+        json_array_foreach(json_object_get(json_object_get(rb, "status"), "aggregatedStatus"), j, a) {
+            const char *cn = json_string_value(json_object_get(a, "clusterName")),
+                       *hl = json_string_value(json_object_get(a, "health"));
+            if (cn && hl && !strcmp(cn, where) && !strcmp(hl, "Healthy")) {
+                cs->healthy += away;
+                cs->healthy_at += here;
+            }
+        }
+    }
+    json_decref(list);
+    return 0;
+}
+
+static double secs(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+/* Wait (at most timeout_s) until the server's CPU stays under 20% of a core for two
+ * half-second windows; seconds waited, or -1 on timeout. */
+static double settle(bench *b, int timeout_s)
+{
+    int64_t t0 = fb_now_ns(), end = t0 + (int64_t)timeout_s * 1000000000LL;
+    int quiet = 0;
+    double prev = fb_proc_cpu_s(b->s.pid);
+    while (fb_now_ns() < end) {
+        usleep(500000);
+        double now = fb_proc_cpu_s(b->s.pid);
+        quiet = now - prev < 0.1 ? quiet + 1 : 0;
+        prev = now;
+        if (quiet == 2)
+            return secs(fb_now_ns() - t0) - 1.0; /* the two quiet windows are not part of it */
+    }
+    return -1;
+}
+
+/* Stop the server, start it again on the same data directory; print the times. */
+static void restart(bench *b, const char *label, const char *const *extra)
+{
+    disconnect(b);
+    if (fb_server_stop(&b->s) != 0)
+        problem(b, "the server did not stop cleanly");
+    char dir[sizeof b->s.dir], log[sizeof dir + 16], old[sizeof dir + 32]; /* fb_server_start clears b->s */
+    snprintf(dir, sizeof dir, "%s", b->s.dir);
+    /* fb_server_start finds the port in server.log, which the child truncates: the old log's
+     * "listening on" line must not be there to be read first */
+    snprintf(log, sizeof log, "%s/server.log", dir);
+    snprintf(old, sizeof old, "%s/server-before-restart.log", dir);
+    rename(log, old);
+    int64_t t0 = fb_now_ns();
+    if (fb_server_start(b->flotilla, dir, extra, &b->s)) {
+        b->problems++;
+        return;
+    }
+    int64_t t_health = fb_now_ns() - t0;
+    connect_to(b);
+    int64_t t_ready = -1;
+    for (int i = 0; i < 600; i++) {
+        if (fb_request(b->c, &b->s, "GET", "/readyz", NULL, 0, &b->out) == 200) {
+            t_ready = fb_now_ns() - t0;
+            break;
+        }
+        usleep(50000);
+    }
+    double st = settle(b, 120);
+    printf("  restart, %s: /healthz %.2f s, /readyz %.2f s, settled %.2f s after the spawn\n", label, secs(t_health),
+           t_ready < 0 ? -1.0 : secs(t_ready), st < 0 ? -1.0 : secs(fb_now_ns() - t0) - 1.0);
+}
+
+static const char *POLICY_LOSS =
+    "{\"apiVersion\":\"policy.karmada.io/v1alpha1\",\"kind\":\"PropagationPolicy\",\"metadata\":{\"name\":\"all\","
+    "\"namespace\":\"" NS_LOSS "\"},\"spec\":{\"resourceSelectors\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\"}],"
+    "\"placement\":{\"clusterAffinity\":{\"labelSelector\":{}},\"spreadConstraints\":[{\"spreadByField\":\"cluster\","
+    "\"maxGroups\":1,\"minGroups\":1}],\"replicaScheduling\":{\"replicaSchedulingType\":\"Duplicated\"}}}}";
+
+static const char *POLICY_HOLD =
+    "{\"apiVersion\":\"policy.karmada.io/v1alpha1\",\"kind\":\"PropagationPolicy\",\"metadata\":{\"name\":\"hold\","
+    "\"namespace\":\"" NS_HOLD "\"},\"spec\":{\"resourceSelectors\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\"}],"
+    "\"placement\":{\"clusterAffinity\":{\"clusterNames\":[\"" HOLDER "\"]},\"replicaScheduling\":"
+    "{\"replicaSchedulingType\":\"Duplicated\"},\"clusterTolerations\":[{\"key\":\"bench-hold\",\"operator\":\"Exists\","
+    "\"effect\":\"NoExecute\",\"tolerationSeconds\":3600}]}}}";
+
+/* Phase 1: the baseline and the loss of member1. */
+static void cluster_loss(bench *b, int clusters, int m)
+{
+    char name[64];
+    for (int i = 2; i <= clusters && !b->problems; i++) {
+        snprintf(name, sizeof name, "member%d", i);
+        taint(b, name, "[{\"key\":\"bench-pin\",\"effect\":\"NoSchedule\"}]");
+    }
+    post(b, "/api/v1/namespaces", "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"" NS_LOSS "\"}}");
+    post(b, "/apis/policy.karmada.io/v1alpha1/namespaces/" NS_LOSS "/propagationpolicies", POLICY_LOSS);
+    int64_t t0 = fb_now_ns();
+    create_deployments(b, NS_LOSS, m);
+    int64_t t_created = fb_now_ns() - t0;
+    census cs = {0};
+    int64_t end = fb_now_ns() + 600LL * 1000000000LL;
+    while (!b->problems && fb_now_ns() < end) {
+        if (take_census(b, NS_LOSS, LOST, NULL, &cs) == 0 && cs.healthy_at == m)
+            break;
+        usleep(100000);
+    }
+    int64_t t_fresh = fb_now_ns() - t0;
+    if (cs.healthy_at != m) {
+        fprintf(stderr, "SERVER PROBLEM: %d of %d Deployments Healthy on %s after 600 s\n", cs.healthy_at, m, LOST);
+        b->problems++;
+        return;
+    }
+    printf("baseline, %d Deployments propagated fresh to %s: all Healthy %.2f s after the first create "
+           "(creates done at %.2f s)\n", m, LOST, secs(t_fresh), secs(t_created));
+
+    for (int i = 2; i <= clusters && !b->problems; i++) {
+        snprintf(name, sizeof name, "member%d", i);
+        taint(b, name, "null");
+    }
+    sleep(2);
+    if (take_census(b, NS_LOSS, LOST, NULL, &cs) || cs.at != m) {
+        fprintf(stderr, "SERVER PROBLEM: %d of %d bindings still on %s after the NoSchedule taints went\n", cs.at, m,
+                LOST);
+        b->problems++;
+        return;
+    }
+
+    t0 = fb_now_ns();
+    taint(b, LOST, "[{\"key\":\"bench-down\",\"effect\":\"NoExecute\"}]");
+    int64_t t_left = -1, t_healthy = -1, t_purged = -1;
+    end = fb_now_ns() + 600LL * 1000000000LL;
+    while (!b->problems && fb_now_ns() < end && t_purged < 0) {
+        if (take_census(b, NS_LOSS, NULL, LOST, &cs) == 0) {
+            int64_t now = fb_now_ns() - t0;
+            if (t_left < 0 && cs.left == m)
+                t_left = now;
+            if (t_healthy < 0 && cs.healthy == m)
+                t_healthy = now;
+            if (t_healthy >= 0 && cs.tasks == 0)
+                t_purged = now;
+        }
+        usleep(100000);
+    }
+    if (t_healthy < 0) {
+        fprintf(stderr, "SERVER PROBLEM: after 600 s %d of %d left %s, %d Healthy elsewhere\n", cs.left, m, LOST,
+                cs.healthy);
+        b->problems++;
+        return;
+    }
+    printf("NoExecute taint on %s, none tolerating it, --eviction-rate 0, %d clusters:\n", LOST, clusters);
+    printf("  every binding off %s %.2f s, all %d Healthy elsewhere %.2f s, old copies gone (no tasks left) %.2f s\n",
+           LOST, secs(t_left), m, secs(t_healthy), t_purged < 0 ? -1.0 : secs(t_purged));
+    printf("  failover / fresh propagation: x%.2f\n", (double)t_healthy / (double)t_fresh);
+    printf("target <= 10 s from the taint to all Healthy elsewhere: %s\n", secs(t_healthy) <= 10 ? "met" : "NOT met");
+}
+
+/* Phase 2: RSS per pending deadline and the cost of a restart with them pending. */
+static void pending_deadlines(bench *b, int p, const char *const *extra)
+{
+    post(b, "/api/v1/namespaces", "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"" NS_HOLD "\"}}");
+    post(b, "/apis/policy.karmada.io/v1alpha1/namespaces/" NS_HOLD "/propagationpolicies", POLICY_HOLD);
+    create_deployments(b, NS_HOLD, p);
+    census cs = {0};
+    int64_t end = fb_now_ns() + 600LL * 1000000000LL;
+    while (!b->problems && fb_now_ns() < end) {
+        if (take_census(b, NS_HOLD, HOLDER, NULL, &cs) == 0 && cs.healthy_at == p)
+            break;
+        usleep(200000);
+    }
+    if (cs.healthy_at != p) {
+        fprintf(stderr, "SERVER PROBLEM: %d of %d Deployments Healthy on %s\n", cs.healthy_at, p, HOLDER);
+        b->problems++;
+        return;
+    }
+    printf("%d more Deployments on %s, tolerating the taint bench-hold for 1 hour:\n", p, HOLDER);
+    restart(b, "no deadline pending (baseline)", extra);
+    if (b->problems)
+        return;
+    settle(b, 60);
+    long before = fb_proc_kib(b->s.pid, "VmRSS");
+    taint(b, HOLDER, "[{\"key\":\"bench-hold\",\"effect\":\"NoExecute\"}]");
+    double st = settle(b, 120);
+    long after = fb_proc_kib(b->s.pid, "VmRSS");
+    printf("  tainted: deadlines computed (server settled) %.2f s after the taint\n", st);
+    printf("  server RSS %ld KiB before, %ld KiB after: %.0f bytes per pending deadline (upper bound)\n", before, after,
+           (double)(after - before) * 1024 / p);
+    restart(b, "with the deadlines pending", extra);
+    if (b->problems)
+        return;
+    if (take_census(b, NS_HOLD, HOLDER, NULL, &cs) || cs.at != p) {
+        fprintf(stderr, "SERVER PROBLEM: %d of %d bindings on %s after the restart (deadlines are 1 h away)\n", cs.at,
+                p, HOLDER);
+        b->problems++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int clusters = 100, m = 1000, p = -1;
+    bool keep = false;
+    const char *flotilla_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--clusters") && i + 1 < argc)
+            clusters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--deployments") && i + 1 < argc)
+            m = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pending") && i + 1 < argc)
+            p = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--keep"))
+            keep = true;
+        else if (!strcmp(argv[i], "--flotilla") && i + 1 < argc)
+            flotilla_arg = argv[++i];
+        else {
+            fprintf(stderr, "usage: failover [--clusters N] [--deployments M] [--pending P] [--flotilla PATH] [--keep]\n");
+            return 2;
+        }
+    }
+    if (p < 0)
+        p = m;
+    if (clusters < 3 || m < 1 || p < 1) {
+        fprintf(stderr, "failover: needs at least 3 clusters, 1 Deployment and 1 pending deadline\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it comes, also into a file */
+    fb_raise_nofile();
+    bench b = {.flotilla = fb_flotilla_path(flotilla_arg)};
+    char *root = fb_mkdtemp(NULL, "fl-bench-failover");
+    char sdir[600], mdir[600];
+    snprintf(sdir, sizeof sdir, "%s/server", root);
+    snprintf(mdir, sizeof mdir, "%s/members", root);
+    static const char *const extra[] = {"--eviction-rate", "0", NULL};
+    if (fb_server_start(b.flotilla, sdir, extra, &b.s))
+        return 1;
+    fb_member_host mh;
+    if (fb_member_start(b.flotilla, mdir, clusters, &mh)) {
+        fb_server_stop(&b.s);
+        return 1;
+    }
+    connect_to(&b);
+    pid_t *agents = NULL; /* push mode: stays NULL */
+    b.problems += fb_join(b.flotilla, b.c, &b.s, &mh, mdir, clusters, false, root, &agents);
+    int ready = fb_wait_ready(b.c, &b.s, clusters, 300);
+    printf("%d clusters (push) Ready: %d; server %s\n", clusters, ready, b.flotilla);
+    if (ready < clusters)
+        b.problems++;
+    if (!b.problems)
+        cluster_loss(&b, clusters, m);
+    if (!b.problems)
+        pending_deadlines(&b, p, extra);
+    if (b.problems)
+        printf("NOT MEASURED in full: problems above\n");
+    disconnect(&b);
+    free(b.out.p);
+    fb_member_stop(&mh);
+    if (fb_server_stop(&b.s) != 0)
+        b.problems++;
+    fb_scratch_done(root, keep);
+    return b.problems ? 1 : 0;
+}
