@@ -5,7 +5,7 @@
  * ConfigMap collection that nothing writes to, and I idle keep-alive connections (default
  * 2,000) that made one request each, all over TLS from this process (OpenSSL directly, a
  * few KiB a connection, so the client's own memory does not limit the count); once the
- * server reports the watches open (flotilla_watch_count), the same G GETs again, the
+ * server reports the watches open (flotilla_watches), the same G GETs again, the
  * server's threads and RSS per connection. Last, one ConfigMap is created in the watched
  * namespace, and the time until every watch has received its ADDED event is measured.
  *
@@ -258,7 +258,7 @@ int main(int argc, char **argv)
         return 1;
     }
     long long rv = fb_json_rv(out.p);
-    double watches0 = fb_metric(&s, "flotilla_watch_count");
+    double watches0 = fb_metric(&s, "flotilla_watches");
 
     /* baseline: an idle server */
     double b50, b99;
@@ -287,9 +287,9 @@ int main(int argc, char **argv)
     int wfail = open_all(&s, ctx, w, nw, wreq, &max_threads);
     double open_s = (double)(fb_now_ns() - t0) / 1e9;
     int ifail = open_all(&s, ctx, idle, ni, ireq, &max_threads);
-    for (int i = 0; i < 100 && fb_metric(&s, "flotilla_watch_count") < watches0 + nw - wfail; i++)
+    for (int i = 0; i < 100 && fb_metric(&s, "flotilla_watches") < watches0 + nw - wfail; i++)
         usleep(100 * 1000);
-    double watches1 = fb_metric(&s, "flotilla_watch_count");
+    double watches1 = fb_metric(&s, "flotilla_watches");
 
     double l50, l99;
     bad += gets(cu, &s, g, &l50, &l99);

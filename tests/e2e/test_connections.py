@@ -69,7 +69,7 @@ def threads(server):
 def watch_gauge(server):
     code, text = server.curl("GET", "/metrics")
     assert code == 200, text
-    m = re.search(r"^flotilla_watch_count (\d+)", text, re.M)
+    m = re.search(r"^flotilla_watches (\d+)", text, re.M)
     assert m, text[:2000]
     return int(m.group(1))
 
