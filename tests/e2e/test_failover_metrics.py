@@ -67,7 +67,7 @@ def test_failover_metrics_move_after_a_taint_eviction(fleet):
 
 def fault(fleet, cluster, what):
     r = subprocess.run([BIN, "ctl", "fault", cluster, "--members-kubeconfig",
-                        os.path.join(fleet.dir, "admin.kubeconfig"), "--set", what],
+                        os.path.join(fleet.dir, "members", "admin.kubeconfig"), "--set", what],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
 
