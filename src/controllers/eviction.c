@@ -19,6 +19,10 @@
  * every SUPPRESS_RETRY_MS) when more than a third of the clusters are not Ready, or when the
  * scheduler, asked with the eviction already made, finds no cluster for the binding.
  *
+ * Metrics (docs/observability.md): flotilla_failover_total{reason,purge_mode} per task
+ * written, flotilla_failover_suppressed_total{reason} per suppression begun (the Warning
+ * event, not every retry), flotilla_eviction_pending (deadlines held, read at scrape).
+ *
  * Queue keys: "R|ns/name", "C|name" (bindings), "K|name" (a Cluster to stamp). */
 #include <pthread.h>
 #include <stdint.h>
@@ -37,6 +41,7 @@
 #include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/parallel.h"
 #include "core/timefmt.h"
 #include "interp/interp.h"
@@ -404,13 +409,55 @@ static void write_held(evictctl *e, const char *key, bool held, const char *reas
     json_decref(b);
 }
 
+/* ---- metrics ---- */
+
+/* Count one suppression begun; reason is TooManyClustersNotReady or NoClusterFits. */
+static void count_suppressed(const char *reason)
+{
+    fl_metric *m = fl_metric_family(FL_METRIC_COUNTER, "flotilla_failover_suppressed_total",
+                                    "Evictions held back (FailoverSuppressed), by why; counted once per suppression "
+                                    "begun, not per retry.",
+                                    "reason", NULL, NULL, 0);
+    fl_metric_add(fl_metric_with(m, reason, NULL), 1);
+}
+
+/* Count one failover begun: the task t was written. */
+static void count_started(const json_t *t)
+{
+    fl_metric *m = fl_metric_family(FL_METRIC_COUNTER, "flotilla_failover_total",
+                                    "Failovers begun: a binding evicted from a cluster, by trigger and purge mode.",
+                                    "reason", "purge_mode", NULL, 0);
+    const char *producer = fl_json_str(t, "producer");
+    bool app = producer && !strcmp(producer, "ApplicationFailover");
+    char mode = fl_eviction_purge_mode(t);
+    fl_metric_add(fl_metric_with(m, app ? "ApplicationFailover" : "ClusterFailover",
+                                 mode == 'D' ? "Directly" : mode == 'N' ? "Never" : "Gracefully"),
+                  1);
+}
+
+static void scrape_pending(void *ctx)
+{
+    evictctl *e = ctx;
+    pthread_mutex_lock(&e->mu);
+    size_t n = json_object_size(e->pending);
+    pthread_mutex_unlock(&e->mu);
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_eviction_pending",
+                                                  "Eviction deadlines the evictor holds (bindings with a "
+                                                  "NoExecute taint or an Unhealthy copy on a clock).",
+                                                  NULL, NULL, NULL, 0),
+                                 NULL, NULL),
+                  (double)n);
+}
+
 /* Hold the eviction of the binding back: tell it (once per reason) and retry later. */
 static void hold_back(evictctl *e, const char *key, const json_t *b, const char *reason, const char *message)
 {
     const json_t *cond = fl_condition_of(b, SUPPRESSED_CONDITION);
     const char *had = fl_json_str(cond, "status"), *had_reason = fl_json_str(cond, "reason");
-    if (!had || strcmp(had, "True") || !had_reason || strcmp(had_reason, reason))
+    if (!had || strcmp(had, "True") || !had_reason || strcmp(had_reason, reason)) {
         fl_event(e->env.recorder, b, "Warning", "FailoverSuppressed", "%s", message);
+        count_suppressed(reason);
+    }
     write_held(e, key, true, reason, message);
     pthread_mutex_lock(&e->mu);
     json_object_set_new(e->held, key, json_integer(fl_time_now_ms() + SUPPRESS_RETRY_MS));
@@ -575,6 +622,7 @@ static bool evict(evictctl *e, const char *key, int64_t now)
             json_array_foreach(added, i, c) {
                 fl_event(e->env.recorder, b, "Normal", "FailoverStarted", "%s: leaving cluster %s, purge mode %s",
                          fl_json_str(c, "reason"), fl_json_str(c, "fromCluster"), fl_json_str(c, "purgeMode"));
+                count_started(c);
             }
             fl_evict_history_start(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
                                    fl_json_meta(b, "name"), added);
@@ -762,6 +810,8 @@ static int evictctl_start(const fl_ctrl_env *env, void **state)
                                               (fl_informer *const[]){e->clusters, e->rbs, e->crbs, NULL});
     fl_workqueue_add(e->q, ALL_KEY);
     pthread_create(&e->thread, NULL, evictor, e);
+    scrape_pending(e); /* the family shows at zero from the start */
+    fl_metrics_on_scrape(scrape_pending, e);
     *state = e;
     return 0;
 }
@@ -769,6 +819,7 @@ static int evictctl_start(const fl_ctrl_env *env, void **state)
 static void evictctl_stop(void *state)
 {
     evictctl *e = state;
+    fl_metrics_remove_hook(scrape_pending, e);
     pthread_mutex_lock(&e->mu);
     e->stop = true;
     pthread_cond_signal(&e->cv);

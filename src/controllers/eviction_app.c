@@ -35,6 +35,7 @@
 #include "core/jsonpath.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/timefmt.h"
 
 #define LOG "eviction"
@@ -355,6 +356,7 @@ int fl_evict_history_start(fl_client *cp, const fl_gvr *gvr, const char *ns, con
 
 typedef struct complete_arg {
     const json_t *done; /* [{fromCluster, startTime, outcome, task?}] */
+    json_t *closed;     /* the entries the last edit completed: [{outcome, startTime}] */
 } complete_arg;
 
 static bool ours(const json_t *task)
@@ -377,6 +379,7 @@ static bool complete_edit(json_t *status, const json_t *binding, void *arg)
     char now[FL_TIME_BUF];
     fl_time_format(fl_time_now_ms(), false, now);
     bool changed = false;
+    json_array_clear(a->closed);
     /* a task of ours over before the evictor wrote its entry: the entry is written here */
     json_t *d;
     json_array_foreach(a->done, i, d) {
@@ -401,6 +404,8 @@ static bool complete_edit(json_t *status, const json_t *binding, void *arg)
             json_object_set_new(e, "completionTime", json_string(now));
             json_object_set_new(e, "outcome", json_string(outcome ? outcome : "RemovedByHand"));
             json_object_set(e, "clustersAfterFailover", after);
+            json_array_append_new(a->closed, json_pack("{s:s, s:s?}", "outcome", outcome ? outcome : "RemovedByHand",
+                                                       "startTime", es));
             changed = true;
             break;
         }
@@ -409,8 +414,39 @@ static bool complete_edit(json_t *status, const json_t *binding, void *arg)
     return changed;
 }
 
+/* Bucket bounds for a failover's length: seconds (Directly) to an hour (a long grace period). */
+static const double DURATION_BUCKETS[] = {1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 3600};
+
+/* Count the failovers whose history entries were just completed (closed: [{outcome,
+ * startTime}]): flotilla_failover_completed_total{outcome} and
+ * flotilla_failover_duration_seconds (the entry's startTime, the task's creationTimestamp,
+ * to now). Counted here, where an entry gets its completionTime, so each failover counts
+ * once whichever path (the task removed by us or by hand) closes it. */
+static void count_completed(const json_t *closed)
+{
+    fl_metric *done = fl_metric_family(FL_METRIC_COUNTER, "flotilla_failover_completed_total",
+                                       "Failovers over (their eviction task gone), by outcome.", "outcome", NULL,
+                                       NULL, 0);
+    fl_metric *dur = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_failover_duration_seconds",
+                                      "From a failover's start (its eviction task written) to its completion.",
+                                      NULL, NULL, DURATION_BUCKETS, sizeof DURATION_BUCKETS / sizeof DURATION_BUCKETS[0]);
+    int64_t now = fl_time_now_ms();
+    size_t i;
+    json_t *c;
+    json_array_foreach(closed, i, c) {
+        fl_metric_add(fl_metric_with(done, fl_json_str(c, "outcome"), NULL), 1);
+        int64_t t0 = fl_time_parse(fl_json_str(c, "startTime"));
+        if (t0 >= 0)
+            fl_metric_observe(fl_metric_with(dur, NULL, NULL), (double)(now - t0) / 1000.0);
+    }
+}
+
 int fl_evict_history_complete(fl_client *cp, const fl_gvr *gvr, const char *ns, const char *name, const json_t *done)
 {
-    complete_arg a = {done};
-    return status_edit(cp, gvr, ns, name, complete_edit, &a);
+    complete_arg a = {done, json_array()};
+    int rc = status_edit(cp, gvr, ns, name, complete_edit, &a);
+    if (rc == 0)
+        count_completed(a.closed);
+    json_decref(a.closed);
+    return rc;
 }

@@ -256,7 +256,10 @@ static int reconcile(void *ctx, const char *key)
 
 static void binding_event(void *ctx, json_t *obj)
 {
-    if (json_array_size(json_object_get(json_object_get(obj, "spec"), "gracefulEvictionTasks")))
+    /* a binding a resumed first list leaves bare has no spec to look at: the reconcile
+     * reads it whole (else a grace period running at a restart never ends) */
+    if (fl_informer_bare(obj) ||
+        json_array_size(json_object_get(json_object_get(obj, "spec"), "gracefulEvictionTasks")))
         fl_ctrl_queue_binding(((taskctl *)ctx)->q, obj);
 }
 

@@ -372,3 +372,46 @@ def test_a_restart_mid_toleration_evicts_at_the_original_deadline():
     finally:
         up.send_signal(signal.SIGINT)
         up.wait(timeout=60)
+
+
+def fault(fleet, cluster, setting):
+    r = subprocess.run([BIN, "ctl", "fault", cluster, "--members-kubeconfig",
+                        os.path.join(fleet.dir, "members", "admin.kubeconfig"), "--set", setting],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_cluster_that_comes_back_keeps_what_its_bindings_select_and_gets_no_failback(fleet):
+    """A member goes down and is tainted: one workload (tolerating the taint for good) stays
+    bound to it, another leaves. When it comes back and the taint goes, the staying one's copy
+    is never deleted there, the one that left does not return, and its old copy goes."""
+    name, pinned = "fo-back", "fo-back-pinned"
+    old = start(fleet, name, ["member1", "member2"], toleration_seconds=0)
+    new = "member2" if old == "member1" else "member1"
+    p = policy(pinned, [old])
+    del p["spec"]["placement"]["clusterTolerations"][0]["tolerationSeconds"]  # tolerates forever
+    fleet.apply([deployment(pinned), p])
+    wait_for(lambda: exists(fleet, pinned, old), timeout=30, what=f"{pinned} in {old}")
+    fault(fleet, old, "down")
+    try:
+        taint(fleet, old)
+        wait_for(lambda: placed(fleet, name) == new, timeout=15, what=f"{name} moved to {new}")
+        wait_for(lambda: exists(fleet, name, new), timeout=30, what=f"{name} in {new}")
+        time.sleep(2)
+        assert placed(fleet, pinned) == old, "the binding that tolerates the taint left"
+    finally:
+        fault(fleet, old, "clear")
+    untaint(fleet, old)
+    # back: poll both for a while
+    deadline, old_copy_gone = time.time() + 12, False
+    while time.time() < deadline:
+        assert exists(fleet, pinned, old), f"{pinned}'s copy was deleted from {old}, which its binding selects"
+        assert placed(fleet, name) == new, f"{name} failed back to {old}"
+        assert exists(fleet, name, new), f"{name}'s copy in {new} went"
+        old_copy_gone = old_copy_gone or not exists(fleet, name, old)
+        time.sleep(0.2)
+    assert old_copy_gone, f"{name}'s old copy stayed in {old} after it came back"
+    assert placed(fleet, pinned) == old
+    fleet.delete("deploy", pinned)
+    fleet.delete("pp", pinned)
+    cleanup(fleet, name, old)
