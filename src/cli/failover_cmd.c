@@ -154,7 +154,10 @@ char *fl_failover_table(const json_t *binding)
         row *r = &rows[n++];
         r->cell[C_STARTED] = or_none(fl_json_str(h, "startTime"));
         r->cell[C_FROM] = or_none(fl_json_str(h, "fromCluster"));
-        r->cell[C_TO] = join_clusters(json_object_get(h, "clustersAfterFailover"), NULL);
+        /* still under way, the entry names no clusters after it yet: where the binding is now */
+        const json_t *after = json_object_get(h, "clustersAfterFailover");
+        r->cell[C_TO] = !done && !json_array_size(after) ? join_clusters(now_at, fl_json_str(h, "fromCluster"))
+                                                         : join_clusters(after, NULL);
         r->cell[C_REASON] = or_none(fl_json_str(h, "reason"));
         r->cell[C_PURGE] = or_none(purge ? purge : fl_json_str(t, "purgeMode"));
         r->cell[C_STATE] = label_state(json_object_get(h, "preservedLabelState"));

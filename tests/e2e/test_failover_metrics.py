@@ -93,7 +93,11 @@ def test_directly_under_a_partition_never_runs_two_copies(fleet):
     both, seen_new = 0, False
     deadline = time.time() + 40
     while time.time() < deadline and not seen_new:
-        o, n = exists(fleet, name, old), exists(fleet, name, new)
+        # the new cluster first: the old copy only ever goes away, so seen after a new copy was
+        # seen, it was there at the same moment (old first, a move between the reads would look
+        # like two copies at once)
+        n = exists(fleet, name, new)
+        o = exists(fleet, name, old)
         both += o and n
         seen_new = n and not o
         time.sleep(0.05)
