@@ -40,3 +40,26 @@ int fl_cli_control_plane(const char *kubeconfig, const char *context, const char
     }
     return 0;
 }
+
+const char *fl_cli_take_flag(const fl_cli_flag *flags, size_t n, int argc, char **argv, int *i, void *opts)
+{
+    const char *a = argv[*i];
+    bool dbl = a[1] == '-';
+    const char *f = a + (dbl ? 2 : 1);
+    size_t len = strcspn(f, "=");
+    size_t k;
+    for (k = 0; k < n; k++) {
+        bool by_name = strlen(flags[k].name) == len && !strncmp(flags[k].name, f, len);
+        bool by_short = !dbl && flags[k].shortname && strlen(flags[k].shortname) == len &&
+                        !strncmp(flags[k].shortname, f, len);
+        if (by_name || by_short)
+            break;
+    }
+    if (k == n)
+        return "unknown flag %s";
+    const char *v = f[len] == '=' ? f + len + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+    if (!v || !*v)
+        return "flag %s needs a value";
+    *(const char **)((char *)opts + flags[k].off) = v;
+    return NULL;
+}

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Block SIGTERM and SIGINT (into *sigs, for sigwait) and ignore SIGPIPE. Call before any
  * thread starts, so only the waiting thread sees the signals. */
@@ -17,6 +18,18 @@ bool fl_cli_is_loopback(const char *listen);
  * one line "flotilla ctl VERB: control plane kubeconfig: ..." on stderr. */
 struct fl_client;
 int fl_cli_control_plane(const char *kubeconfig, const char *context, const char *verb, struct fl_client **out);
+
+/* A flag of a `flotilla ctl` verb that takes a value: "--name VALUE", "--name=VALUE", "-short
+ * VALUE" (or "-name VALUE"). The value is stored as a const char * at off in the verb's options. */
+typedef struct fl_cli_flag {
+    const char *name, *shortname; /* shortname may be NULL */
+    size_t off;
+} fl_cli_flag;
+
+/* argv[*i] starts with '-': find it among flags[0..n) and store its value into opts, taking the
+ * next argument (and advancing *i) unless it came with '='. NULL when taken, else a usage error's
+ * format with one %s for the flag as written. */
+const char *fl_cli_take_flag(const fl_cli_flag *flags, size_t n, int argc, char **argv, int *i, void *opts);
 
 /* Each returns the process exit code: 0 ok, 1 failure, 2 usage error. */
 int fl_cmd_server(int argc, char **argv);

@@ -89,16 +89,13 @@ static int usage_error(const char *fmt, const char *arg)
 /* Flags with a value, as "--flag VALUE" or "--flag=VALUE". */
 static int parse(int argc, char **argv, ctl_opts *o, bool *help)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } flags[] = {
-        {"kubeconfig", offsetof(ctl_opts, kubeconfig)},
-        {"context", offsetof(ctl_opts, context)},
-        {"cluster-kubeconfig", offsetof(ctl_opts, cluster_kubeconfig)},
-        {"cluster-context", offsetof(ctl_opts, cluster_context)},
-        {"members-kubeconfig", offsetof(ctl_opts, members_kubeconfig)},
-        {"set", offsetof(ctl_opts, set)},
+    static const fl_cli_flag flags[] = {
+        {"kubeconfig", NULL, offsetof(ctl_opts, kubeconfig)},
+        {"context", NULL, offsetof(ctl_opts, context)},
+        {"cluster-kubeconfig", NULL, offsetof(ctl_opts, cluster_kubeconfig)},
+        {"cluster-context", NULL, offsetof(ctl_opts, cluster_context)},
+        {"members-kubeconfig", NULL, offsetof(ctl_opts, members_kubeconfig)},
+        {"set", NULL, offsetof(ctl_opts, set)},
     };
     const char *pos[3] = {0};
     int npos = 0;
@@ -109,18 +106,9 @@ static int parse(int argc, char **argv, ctl_opts *o, bool *help)
             return 0;
         }
         if (a[0] == '-' && a[1]) {
-            const char *f = a + (a[1] == '-' ? 2 : 1);
-            size_t n = strcspn(f, "=");
-            size_t k;
-            for (k = 0; k < sizeof flags / sizeof flags[0]; k++)
-                if (strlen(flags[k].name) == n && !strncmp(flags[k].name, f, n))
-                    break;
-            if (k == sizeof flags / sizeof flags[0])
-                return usage_error("unknown flag %s", a);
-            const char *v = f[n] == '=' ? f + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v || !*v)
-                return usage_error("flag %s needs a value", a);
-            *(const char **)((char *)o + flags[k].off) = v;
+            const char *why = fl_cli_take_flag(flags, sizeof flags / sizeof *flags, argc, argv, &i, o);
+            if (why)
+                return usage_error(why, a);
             continue;
         }
         if (npos == 3)

@@ -264,10 +264,7 @@ static void usage(void)
 
 static int parse(int argc, char **argv, opts *o, bool *help)
 {
-    static const struct {
-        const char *name, *shortname;
-        size_t off;
-    } flags[] = {
+    static const fl_cli_flag flags[] = {
         {"kubeconfig", NULL, offsetof(opts, kubeconfig)}, {"context", NULL, offsetof(opts, context)},
         {"namespace", "n", offsetof(opts, ns)},           {"output", "o", offsetof(opts, output)},
     };
@@ -280,20 +277,9 @@ static int parse(int argc, char **argv, opts *o, bool *help)
             return 0;
         }
         if (a[0] == '-' && a[1]) {
-            bool dbl = a[1] == '-';
-            const char *f = a + (dbl ? 2 : 1);
-            size_t n = strcspn(f, "=");
-            size_t k;
-            for (k = 0; k < sizeof flags / sizeof *flags; k++)
-                if (dbl ? strlen(flags[k].name) == n && !strncmp(flags[k].name, f, n)
-                        : flags[k].shortname && strlen(flags[k].shortname) == n && !strncmp(flags[k].shortname, f, n))
-                    break;
-            if (k == sizeof flags / sizeof *flags)
-                return usage_error("unknown flag %s", a);
-            const char *v = f[n] == '=' ? f + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v || !*v)
-                return usage_error("flag %s needs a value", a);
-            *(const char **)((char *)o + flags[k].off) = v;
+            const char *why = fl_cli_take_flag(flags, sizeof flags / sizeof *flags, argc, argv, &i, o);
+            if (why)
+                return usage_error(why, a);
             continue;
         }
         if (npos == 3)
