@@ -234,6 +234,19 @@ static wq_item *heap_pop(fl_workqueue *q)
 
 /* ---- the queue proper ---- */
 
+/* Put it at the end of the FIFO of ready keys and wake a worker. */
+static void push_ready(fl_workqueue *q, wq_item *it)
+{
+    it->qnext = NULL;
+    if (q->tail)
+        q->tail->qnext = it;
+    else
+        q->head = it;
+    q->tail = it;
+    q->nready++;
+    owe(q, WAKE_ONE);
+}
+
 static void mark_dirty(fl_workqueue *q, wq_item *it)
 {
     if (it->dirty)
@@ -245,14 +258,7 @@ static void mark_dirty(fl_workqueue *q, wq_item *it)
     }
     if (it->processing)
         return; /* queued again by done() */
-    it->qnext = NULL;
-    if (q->tail)
-        q->tail->qnext = it;
-    else
-        q->head = it;
-    q->tail = it;
-    q->nready++;
-    owe(q, WAKE_ONE);
+    push_ready(q, it);
 }
 
 /* Move every due delayed item into the FIFO. */
@@ -512,16 +518,8 @@ void fl_workqueue_done(fl_workqueue *q, const char *key)
                 it->pnext->pprev = it->pprev;
             it->started_ns = 0;
         }
-        if (it->dirty) { /* added while processing: queued now, counted and timed at that add */
-            it->qnext = NULL;
-            if (q->tail)
-                q->tail->qnext = it;
-            else
-                q->head = it;
-            q->tail = it;
-            q->nready++;
-            owe(q, WAKE_ONE);
-        }
+        if (it->dirty) /* added while processing: queued now, counted and timed at that add */
+            push_ready(q, it);
         maybe_release(q, it);
     }
     unlock_and_wake(q);
