@@ -31,6 +31,7 @@
 #include "core/hash.h"
 #include "core/htab.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 #include "core/metrics.h"
 
 typedef struct wq_item {
@@ -131,20 +132,6 @@ static void unlock_and_wake(fl_workqueue *q)
     if (how != WAKE_NONE && deferred.depth && defer_wake(q, how))
         return;
     wake(q, how);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- the items, by key ---- */
@@ -254,7 +241,7 @@ static void mark_dirty(fl_workqueue *q, wq_item *it)
     it->dirty = true;
     if (q->m_adds) {
         fl_metric_add(q->m_adds, 1);
-        it->added_ns = now_ns();
+        it->added_ns = fl_time_mono_ns();
     }
     if (it->processing)
         return; /* queued again by done() */
@@ -277,7 +264,7 @@ static void add_locked(fl_workqueue *q, const char *key, int64_t delay_ms)
         mark_dirty(q, it);
         return;
     }
-    int64_t due = now_ms() + delay_ms;
+    int64_t due = fl_time_mono_ms() + delay_ms;
     if (it->heap_idx >= 0) {
         if (due >= it->due_ms)
             return; /* keep the earlier time: nothing changes, nobody need wake */
@@ -316,7 +303,7 @@ static void scrape(void *arg)
 {
     fl_workqueue *q = arg;
     pthread_mutex_lock(&q->mu);
-    int64_t now = now_ns(), longest = 0;
+    int64_t now = fl_time_mono_ns(), longest = 0;
     double unfinished = 0;
     for (wq_item *it = q->processing; it; it = it->pnext) {
         int64_t d = now - it->started_ns;
@@ -365,7 +352,7 @@ void fl_workqueue_set_name(fl_workqueue *q, const char *name)
     q->m_unfinished = fl_metric_with(unfinished, name, NULL);
     q->m_longest = fl_metric_with(longest, name, NULL);
     if (first) { /* keys queued before the name (an informer's first list): counted and timed from now */
-        int64_t now = now_ns();
+        int64_t now = fl_time_mono_ns();
         for (wq_item *it = q->head; it; it = it->qnext)
             it->added_ns = now;
         fl_metric_add(q->m_adds, (double)q->nready);
@@ -454,11 +441,11 @@ static void deadline_ts(int64_t ms, struct timespec *ts)
 int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
 {
     *key = NULL;
-    int64_t give_up = timeout_ms >= 0 ? now_ms() + timeout_ms : INT64_MAX;
+    int64_t give_up = timeout_ms >= 0 ? fl_time_mono_ms() + timeout_ms : INT64_MAX;
     pthread_mutex_lock(&q->mu);
     int rc;
     for (;;) {
-        int64_t now = now_ms();
+        int64_t now = fl_time_mono_ms();
         promote(q, now);
         if (q->head) {
             wq_item *it = q->head;
@@ -469,7 +456,7 @@ int fl_workqueue_get(fl_workqueue *q, int timeout_ms, char **key)
             it->dirty = false;
             it->processing = true;
             if (q->m_queue_s) {
-                it->started_ns = now_ns();
+                it->started_ns = fl_time_mono_ns();
                 if (it->added_ns)
                     fl_metric_observe(q->m_queue_s, (double)(it->started_ns - it->added_ns) / 1e9);
                 it->pprev = NULL;
@@ -512,7 +499,7 @@ void fl_workqueue_done(fl_workqueue *q, const char *key)
     if (it && it->processing) {
         it->processing = false;
         if (q->m_work_s && it->started_ns) { /* 0: taken before the queue was named */
-            fl_metric_observe(q->m_work_s, (double)(now_ns() - it->started_ns) / 1e9);
+            fl_metric_observe(q->m_work_s, (double)(fl_time_mono_ns() - it->started_ns) / 1e9);
             *(it->pprev ? &it->pprev->pnext : &q->processing) = it->pnext;
             if (it->pnext)
                 it->pnext->pprev = it->pprev;

@@ -54,6 +54,7 @@
 #include "core/wellknown.h"
 #include "interp/interp.h"
 #include "interp/prune.h"
+#include "policy/cluster_affinity.h"
 #include "policy/override.h"
 
 #define LOG "binding"
@@ -376,12 +377,8 @@ static void policy_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    json_t *os = json_object_get(old_obj, "spec"), *ns = json_object_get(new_obj, "spec");
-    if (!fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
-                    json_object_get(json_object_get(new_obj, "metadata"), "labels")) ||
-        !fl_json_same(json_object_get(os, "provider"), json_object_get(ns, "provider")) ||
-        !fl_json_same(json_object_get(os, "region"), json_object_get(ns, "region")) ||
-        !fl_json_same(json_object_get(os, "zone"), json_object_get(ns, "zone")))
+    /* OverridePolicies pick clusters by these; taints and status change no manifest */
+    if (fl_policy_cluster_affinity_fields_changed(old_obj, new_obj))
         requeue_all(ctx);
 }
 

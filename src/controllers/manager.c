@@ -19,6 +19,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 #include "core/metrics.h"
 #include "interp/interp.h"
 
@@ -282,16 +283,26 @@ void fl_ctrl_queue_binding(fl_workqueue *q, const json_t *binding)
     free(key);
 }
 
+typedef struct queue_walk {
+    fl_workqueue *q;
+    const char *prefix; /* "R|" or "C|": the binding key is the prefix and the cache key */
+} queue_walk;
+
+static void queue_key(void *ctx, const char *key, uint32_t tag)
+{
+    (void)tag;
+    const queue_walk *w = ctx;
+    char *k = fl_cat(w->prefix, key, NULL);
+    fl_workqueue_add(w->q, k);
+    free(k);
+}
+
 void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs)
 {
-    fl_informer *infs[2] = {rbs, crbs};
-    for (int i = 0; i < 2; i++) {
-        json_t *all = fl_informer_list(infs[i], NULL);
-        size_t j;
-        json_t *o;
-        json_array_foreach(all, j, o) fl_ctrl_queue_binding(q, o);
-        json_decref(all);
-    }
+    /* keys only: a walk of the cache decodes no binding (a Cluster's taint queues them all) */
+    queue_walk r = {q, "R|"}, c = {q, "C|"};
+    fl_informer_each_tag(rbs, NULL, queue_key, &r);
+    fl_informer_each_tag(crbs, NULL, queue_key, &c);
 }
 
 /* ---- interpreter changes ---- */
@@ -384,9 +395,7 @@ void fl_ctrl_reconcile_observe(const fl_ctrl_reconcile_metrics *m, int rc, doubl
 
 double fl_ctrl_now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)fl_time_mono_ns() / 1e9;
 }
 
 void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced)

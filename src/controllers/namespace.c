@@ -33,6 +33,7 @@
 #include "core/parallel.h"
 #include "core/wellknown.h"
 #include "interp/prune.h"
+#include "policy/cluster_affinity.h"
 #include "policy/override.h"
 
 #define LOG "namespace-sync"
@@ -91,10 +92,10 @@ static void cluster_set_changed(void *ctx, json_t *obj)
 
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    /* labels and location matter to ClusterOverridePolicies; deletion to the Works */
-    if (!fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "labels"),
-                    json_object_get(json_object_get(new_obj, "metadata"), "labels")) ||
-        !fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    /* ClusterOverridePolicies pick clusters by these, and a cluster being deleted keeps no
+     * Work; taints and status change no Namespace */
+    if (fl_policy_cluster_affinity_fields_changed(old_obj, new_obj) ||
+        !fl_json_meta(old_obj, "deletionTimestamp") != !fl_json_meta(new_obj, "deletionTimestamp"))
         requeue_all(ctx);
 }
 

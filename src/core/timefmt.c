@@ -19,6 +19,13 @@ int64_t fl_time_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t fl_time_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 struct timespec fl_time_after(clockid_t clk, int64_t ms)
 {
     struct timespec ts;

@@ -16,6 +16,8 @@ int64_t fl_time_now_ms(void);
 /* Milliseconds from CLOCK_MONOTONIC: for durations and deadlines, which a change of the
  * wall clock must not stretch or cut short. */
 int64_t fl_time_mono_ms(void);
+/* Nanoseconds from CLOCK_MONOTONIC: for timing short work (metrics' durations). */
+int64_t fl_time_mono_ns(void);
 /* The absolute time ms milliseconds from now on clock clk, for pthread_cond_timedwait. */
 struct timespec fl_time_after(clockid_t clk, int64_t ms);
 /* RFC 3339 in UTC into buf: seconds ("...:00Z") or, with millis, ".123Z". */

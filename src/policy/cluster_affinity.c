@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "core/selector.h"
 
@@ -402,4 +403,17 @@ int fl_policy_cluster_affinity_match(const json_t *affinity, const json_t *clust
         rc = fl_policy_cluster_affinity_eval(a, cluster, match, err);
     fl_policy_cluster_affinity_free(a);
     return rc;
+}
+
+bool fl_policy_cluster_affinity_fields_changed(const json_t *old_cluster, const json_t *new_cluster)
+{
+    static const char *const SPEC_FIELDS[] = {"provider", "region", "zone", "zones"};
+    if (!fl_json_same(json_object_get(json_object_get(old_cluster, "metadata"), "labels"),
+                      json_object_get(json_object_get(new_cluster, "metadata"), "labels")))
+        return true;
+    const json_t *os = json_object_get(old_cluster, "spec"), *ns = json_object_get(new_cluster, "spec");
+    for (size_t i = 0; i < sizeof SPEC_FIELDS / sizeof SPEC_FIELDS[0]; i++)
+        if (!fl_json_same(json_object_get(os, SPEC_FIELDS[i]), json_object_get(ns, SPEC_FIELDS[i])))
+            return true;
+    return false;
 }

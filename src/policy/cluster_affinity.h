@@ -56,6 +56,12 @@ int fl_policy_cluster_affinity_eval(const fl_cluster_affinity *aff, const json_t
 /* True when the affinity matches every cluster (no constraint at all). */
 bool fl_policy_cluster_affinity_is_empty(const fl_cluster_affinity *aff);
 
+/* Whether anything an affinity looks at differs between two versions of a Cluster (labels,
+ * provider, region, zone, zones; a cluster's name never changes): a controller whose
+ * affinities (OverridePolicies' targetCluster) matched the old one decides again only then.
+ * Taints, status and the rest do not count. */
+bool fl_policy_cluster_affinity_fields_changed(const json_t *old_cluster, const json_t *new_cluster);
+
 /* Free a compiled affinity; NULL is a no-op. */
 void fl_policy_cluster_affinity_free(fl_cluster_affinity *aff);
 

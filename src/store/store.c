@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/metrics.h"
+#include "core/timefmt.h"
 #include "store/store_cache.h"
 #include "store/store_impl.h"
 #include "store/store_watch.h"
@@ -29,6 +31,34 @@ void fl_store_base_init(fl_store *s, const fl_store_backend *be)
     pthread_rwlock_init(&s->lock, &ra);
     pthread_rwlockattr_destroy(&ra);
     fl_store_cache_init(&s->cache);
+    /* what a writer waits, its commit included (etcd's request latency; a group commit
+     * shares one fsync among many) */
+    static const char *const OPS[] = {"create", "update", "delete"};
+    static const double WAIT[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+    fl_metric *wait = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_store_write_duration_seconds",
+                                       "From a write handed to the store to its commit (or refusal), by operation "
+                                       "and result.",
+                                       "op", "result", WAIT, sizeof WAIT / sizeof WAIT[0]);
+    for (int t = 0; t < 3; t++)
+        for (int r = 0; r < 2; r++)
+            s->write_s[t][r] = fl_metric_with(wait, OPS[t], r ? "error" : "ok");
+    static const double SECS[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+    static const double WRITES[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+    s->commit_s = fl_metric_with(fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_store_commit_duration_seconds",
+                                                  "One group commit: its writes checked, rendered and stored, the "
+                                                  "commit (one fsync when durable) and the events published.",
+                                                  NULL, NULL, SECS, sizeof SECS / sizeof SECS[0]),
+                                 NULL, NULL);
+    s->commit_n = fl_metric_with(fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_store_commit_writes",
+                                                  "Writes one group commit took.", NULL, NULL, WRITES,
+                                                  sizeof WRITES / sizeof WRITES[0]),
+                                 NULL, NULL);
+}
+
+void fl_store_base_count_commit(fl_store *s, size_t writes, int64_t ns)
+{
+    fl_metric_observe(s->commit_s, (double)ns / 1e9);
+    fl_metric_observe(s->commit_n, (double)writes);
 }
 
 void fl_store_base_close(fl_store *s)
@@ -214,7 +244,10 @@ int fl_store_write(fl_store *s, fl_store_op *op)
     op->value = NULL;
     if (!op->key || (!op->render && !op->render_blob) || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
         return FL_EINVAL;
-    return s->be->write(s, op);
+    int64_t t0 = fl_time_mono_ns();
+    int rc = s->be->write(s, op);
+    fl_metric_observe(s->write_s[op->type - FL_STORE_CREATE][rc != 0], (double)(fl_time_mono_ns() - t0) / 1e9);
+    return rc;
 }
 
 int fl_store_note_set(fl_store *s, const char *name, int64_t value)

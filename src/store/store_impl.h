@@ -90,12 +90,17 @@ struct fl_store {
     int64_t head;              /* atomic; written under lock by the backend's writer */
     int64_t compact_rev;       /* atomic */
     fl_watch_hub *hub;         /* created by the backend's open once head is known */
+    struct fl_metric_series *write_s[3][2]; /* flotilla_store_write_duration_seconds by
+                                               [op type - FL_STORE_CREATE][failed] */
+    struct fl_metric_series *commit_s, *commit_n; /* the backend's group commits: time, writes */
 };
 
 /* Initialise s's shared state for backend be (hub NULL, revisions 0). The lock prefers
  * writers: readers never nest it (lists copy out before calling back), so a stream of
  * readers cannot starve the writer. */
 void fl_store_base_init(fl_store *s, const fl_store_backend *be);
+/* Count one group commit of the backend's writer: how many writes, how long (ns). */
+void fl_store_base_count_commit(fl_store *s, size_t writes, int64_t ns);
 /* Free the cache and destroy the lock (the hub is the backend's to free first). */
 void fl_store_base_close(fl_store *s);
 

@@ -216,6 +216,7 @@ static int stage_op(fl_store_sqlite *s, struct batch *b, size_t i, int64_t *head
 
 static void run_batch(fl_store_sqlite *s, struct batch *b, size_t n)
 {
+    int64_t t0 = fl_time_mono_ns();
     memset(b->slots, -1, sizeof(b->slots));
     b->npend = 0;
     int64_t head = s->base.head;
@@ -265,6 +266,7 @@ static void run_batch(fl_store_sqlite *s, struct batch *b, size_t n)
         pthread_rwlock_unlock(&s->base.lock);
         fl_watch_hub_publish(s->base.hub, b->ev, nev);
     }
+    fl_store_base_count_commit(&s->base, n, fl_time_mono_ns() - t0);
     /* No lock: each caller sleeps on its own semaphore and owns r once it is posted
      * (sem_post may be the last touch of a semaphore its waiter then destroys). */
     for (size_t i = 0; i < n; i++) {

@@ -150,6 +150,16 @@ def test_metrics_move_as_three_deployments_to_two_clusters_predict(propagated):
         "detector", "binding", "scheduler", "execution", "cluster-status")}
     assert all(v == 0 for (n, _), v in after.items() if n == "workqueue_depth")
     assert value(after, "workqueue_unfinished_work_seconds", name="execution") == 0
+    # the store: every write timed, by operation; the group commits timed and sized
+    assert grew("flotilla_store_write_duration_seconds_count", op="create", result="ok") >= 3 + 6
+    assert grew("flotilla_store_write_duration_seconds_count", op="update", result="ok") >= 6
+    commits = grew("flotilla_store_commit_duration_seconds_count")
+    assert 1 <= commits == grew("flotilla_store_commit_writes_count")
+    # a commit takes one write or more, and no more than were made
+    writes = grew("flotilla_store_commit_writes_sum")
+    made = sum(grew("flotilla_store_write_duration_seconds_count", op=o, result=r)
+               for o in ("create", "update", "delete") for r in ("ok", "error"))
+    assert commits <= writes <= made
     # both members Ready, and probed
     for m in MEMBERS:
         assert value(after, "flotilla_cluster_ready", cluster=m) == 1, m

@@ -315,6 +315,35 @@ static void test_affinity_compiled_reuse(void **state)
     json_decref(b);
 }
 
+/* What an affinity reads moved or not: labels and the location fields count; taints, status
+ * and the rest do not (a taint on 100 clusters must not re-render every Work). */
+static void test_affinity_fields_changed(void **state)
+{
+    (void)state;
+    json_t *base = cluster("m1", "{\"env\":\"prod\"}", "{\"provider\":\"aws\",\"region\":\"r1\",\"zones\":[\"z1\"]}");
+    json_t *same = json_deep_copy(base);
+    json_object_set_new(json_object_get(same, "spec"), "taints",
+                        J("[{\"key\":\"down\",\"effect\":\"NoExecute\"}]"));
+    json_object_set_new(same, "status", J("{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}"));
+    assert_false(fl_policy_cluster_affinity_fields_changed(base, same));
+    assert_false(fl_policy_cluster_affinity_fields_changed(base, base));
+    json_t *ch[] = {cluster("m1", "{\"env\":\"dev\"}", "{\"provider\":\"aws\",\"region\":\"r1\",\"zones\":[\"z1\"]}"),
+                    cluster("m1", NULL, "{\"provider\":\"aws\",\"region\":\"r1\",\"zones\":[\"z1\"]}"),
+                    cluster("m1", "{\"env\":\"prod\"}", "{\"provider\":\"gcp\",\"region\":\"r1\",\"zones\":[\"z1\"]}"),
+                    cluster("m1", "{\"env\":\"prod\"}", "{\"provider\":\"aws\",\"region\":\"r2\",\"zones\":[\"z1\"]}"),
+                    cluster("m1", "{\"env\":\"prod\"}", "{\"provider\":\"aws\",\"region\":\"r1\",\"zones\":[\"z2\"]}"),
+                    cluster("m1", "{\"env\":\"prod\"}", "{\"provider\":\"aws\",\"region\":\"r1\"}"),
+                    cluster("m1", "{\"env\":\"prod\"}",
+                            "{\"provider\":\"aws\",\"region\":\"r1\",\"zones\":[\"z1\"],\"zone\":\"z1\"}")};
+    for (size_t i = 0; i < sizeof ch / sizeof ch[0]; i++) {
+        assert_true(fl_policy_cluster_affinity_fields_changed(base, ch[i]));
+        assert_true(fl_policy_cluster_affinity_fields_changed(ch[i], base));
+        json_decref(ch[i]);
+    }
+    json_decref(same);
+    json_decref(base);
+}
+
 /* ---------- resource selectors ---------- */
 
 static json_t *deploy(const char *ns, const char *name, const char *labels)
@@ -734,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_affinity_malformed_names_field),
         cmocka_unit_test(test_affinity_malformed_cluster),
         cmocka_unit_test(test_affinity_compiled_reuse),
+        cmocka_unit_test(test_affinity_fields_changed),
         cmocka_unit_test(test_selector_levels),
         cmocka_unit_test(test_selector_namespaces),
         cmocka_unit_test(test_selector_list_best_level),
