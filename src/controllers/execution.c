@@ -69,6 +69,9 @@
 /* Works joining delivery within about a second that make a burst (in_burst);
  * FLOTILLA_EXEC_BURST_WORKS */
 #define EXEC_BURST_WORKS 200
+/* Works waiting for delivery that hold a first status back (first_status_later);
+ * FLOTILLA_EXEC_HOLD_UNDELIVERED */
+#define EXEC_HOLD_UNDELIVERED 64
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 
@@ -769,7 +772,9 @@ static bool first_status_later(exec *x, const json_t *work, const json_t *status
         wait = x->first_status_ms;
     } else if (json_integer_value(json_array_get(seen, FS_DUE)) > now) {
         wait = json_integer_value(json_array_get(seen, FS_DUE)) - now;
-    } else if (json_object_size(x->undelivered) > (json_object_get(x->undelivered, key) ? 1u : 0u) && now < cap) {
+    } else if (json_object_size(x->undelivered) - (json_object_get(x->undelivered, key) ? 1u : 0u) >=
+                   (size_t)x->hold_undelivered &&
+               now < cap) {
         /* deliveries first: due at the cap, or sooner when they are done */
         json_array_set_new(seen, FS_DUE, json_integer(cap));
         json_array_set_new(seen, FS_HELD_NOW, json_true());
@@ -1292,6 +1297,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
     x->undelivered = json_object();
     x->burst_works = fl_env_count("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
+    x->hold_undelivered = fl_env_count("FLOTILLA_EXEC_HOLD_UNDELIVERED", EXEC_HOLD_UNDELIVERED, 1);
     x->ahead_seen = json_object();
     x->ahead_todo = json_array();
     pthread_condattr_t ca;

@@ -62,6 +62,7 @@ struct fl_exec {
     /* Works that joined undelivered in the second from window_ms: burst_works or more
      * start a burst, which lasts while more keep joining (in_burst) */
     int64_t window_ms, adds, burst_works, burst_until_ms;
+    int64_t hold_undelivered; /* first statuses wait while this many other Works wait for delivery */
     /* Member watches started ahead, while the Work cache makes its first list
      * (fl_exec_watch_ahead): the (cluster, kind) use keys seen, and those waiting for the
      * ahead thread; under mu */

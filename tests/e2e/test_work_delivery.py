@@ -791,6 +791,14 @@ DELIVERY_FIRST_MAX_MS = 4000
 
 @pytest.fixture(scope="module")
 def delivery_first_pair():
+    # one Work waiting for its delivery holds first statuses back (64 do by default)
+    yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": "100",
+                          "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS),
+                          "FLOTILLA_EXEC_HOLD_UNDELIVERED": "1"})
+
+
+@pytest.fixture(scope="module")
+def few_waiting_pair():
     yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": "100",
                           "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS)})
 
@@ -852,6 +860,24 @@ def test_first_statuses_wait_for_other_works_deliveries(delivery_first_pair, sil
     assert waited < DELIVERY_FIRST_MAX_MS / 1000 + 5, waited
 
 
+def test_a_few_works_waiting_for_delivery_hold_no_first_status(few_waiting_pair, silent_member):
+    # a trickle (a failover moving Works a few at a time) is no burst: were each first status
+    # held while any other Work waits for delivery, the last to move would wait the cap
+    cp, member = few_waiting_pair
+    join(cp, member, "m2")
+    code, body = cp.curl("PATCH", "/apis/cluster.karmada.io/v1alpha1/clusters/m2",
+                         {"spec": {"apiEndpoint": silent_member}}, content_type="application/merge-patch+json")
+    assert code == 200, body
+    for i in range(3):
+        hung = work(f"hung{i}", [configmap(f"hung{i}", {"a": "1"})])
+        hung["metadata"]["namespace"] = "karmada-es-m2"
+        code, body = cp.curl("POST", WORKS.replace("karmada-es-m1", "karmada-es-m2"), hung)
+        assert code == 201, body
+    time.sleep(0.5)
+    waited = first_status_after_delivery(cp, member, "not-held")
+    assert waited < 2.0, f"three Works waiting for delivery held a first status {waited:.2f} s"
+
+
 @pytest.fixture(scope="module")
 def burst_pair():
     # every Work makes a burst here (FLOTILLA_EXEC_BURST_WORKS=1), as 200 within a second do
@@ -890,7 +916,8 @@ def recheck_pair():
     # the same settings as delivery_first_pair, in a fresh pair: that one keeps a Work whose
     # delivery hangs, which a restart would deliver again
     yield from pair_with({"FLOTILLA_EXEC_FIRST_STATUS_MS": "100",
-                          "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS)})
+                          "FLOTILLA_EXEC_FIRST_STATUS_MAX_MS": str(DELIVERY_FIRST_MAX_MS),
+                          "FLOTILLA_EXEC_HOLD_UNDELIVERED": "1"})
 
 
 def test_after_a_restart_works_only_rechecked_hold_no_status(recheck_pair, silent_member):
