@@ -84,6 +84,13 @@ fl_ctrl_workers *fl_ctrl_workers_start(fl_workqueue *q, const char *name, int n,
 fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, const char *name, int n,
                                               int (*reconcile)(void *ctx, const char *key), void *ctx,
                                               fl_informer *const *synced);
+/* The same, but each of the n threads takes up to batch keys that are ready at once and
+ * reconciles them side by side on the parallel pool (core/parallel.h), without threads of
+ * its own: for a controller whose reconciles mostly wait for their writes' commits, where a
+ * burst of keys would otherwise wait in line for one commit after another. */
+fl_ctrl_workers *fl_ctrl_workers_start_batched(fl_workqueue *q, const char *name, int n, int batch,
+                                               int (*reconcile)(void *ctx, const char *key), void *ctx,
+                                               fl_informer *const *synced);
 /* Return once every informer in synced (NULL-terminated; NULL for none) has made its first
  * list, or q shuts down, or an informer stops: what a worker does before taking keys. */
 void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced);

@@ -49,6 +49,10 @@
 
 #define LOG "eviction"
 #define EVICTION_WORKERS 1 /* deadlines are cheap to compute; the evictor thread writes */
+/* keys one worker reconciles side by side: an application-failover binding's health changes
+ * write its clocks, and 200 copies turning Unhealthy at once started their clocks up to
+ * 150 ms late, one commit after another */
+#define EVICTION_BATCH 16
 #define SUPPRESS_RETRY_MS 5000
 #define FOREVER INT64_MAX
 /* A key of the queue that stands for every binding: a Cluster's taints or readiness changed,
@@ -624,8 +628,6 @@ static bool evict(evictctl *e, const char *key, int64_t now)
                          fl_json_str(c, "reason"), fl_json_str(c, "fromCluster"), fl_json_str(c, "purgeMode"));
                 count_started(c);
             }
-            fl_evict_history_start(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
-                                   fl_json_meta(b, "name"), added);
             pthread_mutex_lock(&e->mu);
             json_object_del(e->held, key);
             pthread_mutex_unlock(&e->mu);
@@ -731,10 +733,11 @@ static void binding_event(void *ctx, json_t *obj)
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* status writes change no taint deadline (the condition we write is one of them); under
-     * application failover, health arrives that way */
+     * application failover, health arrives that way, in status.aggregatedStatus, which the
+     * shared binding cache leaves out (fl_ctrl_informer): every write is looked at, or a
+     * copy's clock started only at the binding's next other change */
     if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) ||
-        (fl_evict_app_policy(json_object_get(new_obj, "spec")) &&
-         !fl_json_same(json_object_get(old_obj, "status"), json_object_get(new_obj, "status"))))
+        fl_evict_app_policy(json_object_get(new_obj, "spec")))
         binding_event(ctx, new_obj);
 }
 
@@ -806,8 +809,8 @@ static int evictctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_handlers ch = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_deleted,
                                .ctx = e};
     fl_informer_add_handlers(e->clusters, &ch);
-    e->workers = fl_ctrl_workers_start_synced(e->q, "eviction", EVICTION_WORKERS, reconcile, e,
-                                              (fl_informer *const[]){e->clusters, e->rbs, e->crbs, NULL});
+    e->workers = fl_ctrl_workers_start_batched(e->q, "eviction", EVICTION_WORKERS, EVICTION_BATCH, reconcile, e,
+                                               (fl_informer *const[]){e->clusters, e->rbs, e->crbs, NULL});
     fl_workqueue_add(e->q, ALL_KEY);
     pthread_create(&e->thread, NULL, evictor, e);
     scrape_pending(e); /* the family shows at zero from the start */

@@ -314,10 +314,21 @@ static json_t *entry_for(const json_t *h, const char *from, const char *start)
     return NULL;
 }
 
+/* Down to the limit, the oldest completed entries first: an open one goes only when none is
+ * complete (else the tasks controller would find its task unstarted and start it again). */
 static void trim(json_t *h)
 {
-    while (json_array_size(h) > (size_t)g_history_limit)
-        json_array_remove(h, 0);
+    while (json_array_size(h) > (size_t)g_history_limit) {
+        size_t drop = 0, i;
+        json_t *e;
+        json_array_foreach(h, i, e) {
+            if (fl_json_str(e, "completionTime")) {
+                drop = i;
+                break;
+            }
+        }
+        json_array_remove(h, drop);
+    }
 }
 
 static bool start_edit(json_t *status, const json_t *binding, void *arg)
@@ -349,6 +360,34 @@ static bool start_edit(json_t *status, const json_t *binding, void *arg)
     return changed;
 }
 
+static bool ours(const json_t *task)
+{
+    const char *p = fl_json_str(task, "producer");
+    return p && (!strcmp(p, "TaintManager") || !strcmp(p, "ApplicationFailover"));
+}
+
+json_t *fl_evict_history_unstarted(const json_t *binding)
+{
+    if (g_history_limit == 0)
+        return NULL;
+    const json_t *h = json_object_get(json_object_get(binding, "status"), "failoverHistory");
+    size_t open = 0, i;
+    json_t *e, *t, *out = NULL;
+    json_array_foreach(h, i, e) open += !fl_json_str(e, "completionTime");
+    json_array_foreach(json_object_get(json_object_get(binding, "spec"), "gracefulEvictionTasks"), i, t) {
+        if (!ours(t) || !fl_json_str(t, "creationTimestamp") ||
+            entry_for(h, fl_json_str(t, "fromCluster"), fl_json_str(t, "creationTimestamp")))
+            continue;
+        if (open >= (size_t)g_history_limit)
+            break; /* as many open as are kept: a new one would push an open one out */
+        if (!out)
+            out = json_array();
+        json_array_append(out, t);
+        open++;
+    }
+    return out;
+}
+
 int fl_evict_history_start(fl_client *cp, const fl_gvr *gvr, const char *ns, const char *name, const json_t *tasks)
 {
     return status_edit(cp, gvr, ns, name, start_edit, (void *)tasks);
@@ -359,11 +398,6 @@ typedef struct complete_arg {
     json_t *closed;     /* the entries the last edit completed: [{outcome, startTime}] */
 } complete_arg;
 
-static bool ours(const json_t *task)
-{
-    const char *p = fl_json_str(task, "producer");
-    return p && (!strcmp(p, "TaintManager") || !strcmp(p, "ApplicationFailover"));
-}
 
 static bool complete_edit(json_t *status, const json_t *binding, void *arg)
 {

@@ -34,6 +34,10 @@ json_t *fl_evict_preserve(const json_t *binding, const json_t *behavior, const c
  * (new array). */
 json_t *fl_evict_clusters_before(const json_t *spec);
 
+/* The binding's eviction tasks of the evictor's (producer TaintManager or
+ * ApplicationFailover) that no status.failoverHistory entry stands for yet (a new array), or
+ * NULL for none (also when history is off, or as many entries are open as are kept). */
+json_t *fl_evict_history_unstarted(const json_t *binding);
 /* Append a failover history entry for each of tasks (the ones just written), trimmed to
  * fl_eviction_history_limit, and drop the clocks of their clusters; read from the server and
  * written to its status, again on conflicts. 0 or a negative FL_E* code. */

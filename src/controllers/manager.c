@@ -19,6 +19,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/parallel.h"
 #include "core/timefmt.h"
 #include "core/metrics.h"
 #include "interp/interp.h"
@@ -371,6 +372,7 @@ struct fl_ctrl_workers {
     pthread_t *threads;
     fl_informer **synced; /* NULL-terminated; NULL for none */
     fl_ctrl_reconcile_metrics metrics;
+    int batch;            /* keys a thread takes at once (fl_ctrl_workers_start_batched); 1 */
 };
 
 void fl_ctrl_reconcile_metrics_init(fl_ctrl_reconcile_metrics *m, const char *controller)
@@ -408,27 +410,55 @@ void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced)
         }
 }
 
+/* Reconcile one key taken from the queue, count it, and give it back. */
+static void work_one(fl_ctrl_workers *w, char *key)
+{
+    /* stopping: what is still queued is not worked off (the store is the truth; the next
+     * start reconciles everything), or a backlog of thousands would hold the stop up */
+    if (!fl_workqueue_shutting_down(w->q)) {
+        double t0 = fl_ctrl_now_s();
+        int rc = w->reconcile(w->ctx, key);
+        fl_ctrl_reconcile_observe(&w->metrics, rc, fl_ctrl_now_s() - t0);
+        if (rc == 0)
+            fl_workqueue_forget(w->q, key);
+        else
+            fl_workqueue_add_rate_limited(w->q, key);
+    }
+    fl_workqueue_done(w->q, key);
+    free(key);
+}
+
+typedef struct key_batch {
+    fl_ctrl_workers *w;
+    char **keys;
+} key_batch;
+
+static void work_batched(void *ctx, int i)
+{
+    key_batch *b = ctx;
+    work_one(b->w, b->keys[i]);
+}
+
 static void *worker_main(void *arg)
 {
     fl_ctrl_workers *w = arg;
     char *key;
     pthread_setname_np(pthread_self(), w->tname);
     fl_ctrl_wait_synced(w->q, w->synced);
+    char **keys = fl_calloc((size_t)w->batch, sizeof *keys);
     while (fl_workqueue_get(w->q, -1, &key) == 0) {
-        /* stopping: what is still queued is not worked off (the store is the truth; the next
-         * start reconciles everything), or a backlog of thousands would hold the stop up */
-        if (!fl_workqueue_shutting_down(w->q)) {
-            double t0 = fl_ctrl_now_s();
-            int rc = w->reconcile(w->ctx, key);
-            fl_ctrl_reconcile_observe(&w->metrics, rc, fl_ctrl_now_s() - t0);
-            if (rc == 0)
-                fl_workqueue_forget(w->q, key);
-            else
-                fl_workqueue_add_rate_limited(w->q, key);
+        keys[0] = key;
+        int n = 1;
+        while (n < w->batch && fl_workqueue_get(w->q, 0, &keys[n]) == 0)
+            n++;
+        if (n == 1) {
+            work_one(w, key);
+        } else {
+            key_batch b = {w, keys};
+            fl_parallel(n, n, work_batched, &b);
         }
-        fl_workqueue_done(w->q, key);
-        free(key);
     }
+    free(keys);
     return NULL;
 }
 
@@ -442,7 +472,15 @@ fl_ctrl_workers *fl_ctrl_workers_start_synced(fl_workqueue *q, const char *name,
                                               int (*reconcile)(void *ctx, const char *key), void *ctx,
                                               fl_informer *const *synced)
 {
+    return fl_ctrl_workers_start_batched(q, name, n, 1, reconcile, ctx, synced);
+}
+
+fl_ctrl_workers *fl_ctrl_workers_start_batched(fl_workqueue *q, const char *name, int n, int batch,
+                                               int (*reconcile)(void *ctx, const char *key), void *ctx,
+                                               fl_informer *const *synced)
+{
     fl_ctrl_workers *w = fl_calloc(1, sizeof *w);
+    w->batch = batch > 1 ? batch : 1;
     w->q = q;
     snprintf(w->tname, sizeof w->tname, "w-%s", name);
     /* the queue takes the controller's name for its workqueue_* metrics (client-go names a
