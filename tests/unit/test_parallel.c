@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/workqueue.h"
@@ -120,6 +121,51 @@ static void test_workers_stop_without_working_off_the_backlog(void **state)
     fl_workqueue_free(q);
 }
 
+static atomic_int running, most_at_once;
+static atomic_int seen[64];
+
+static int counting_reconcile(void *ctx, const char *key)
+{
+    (void)ctx;
+    int now = atomic_fetch_add(&running, 1) + 1;
+    for (int m = atomic_load(&most_at_once); now > m && !atomic_compare_exchange_weak(&most_at_once, &m, now);)
+        ;
+    atomic_fetch_add(&seen[atoi(strchr(key, '-') + 1)], 1);
+    sleep_ms(10);
+    atomic_fetch_sub(&running, 1);
+    return 0;
+}
+
+/* One batched worker thread reconciles the keys ready at once side by side on the pool, each
+ * key once; an unbatched one, one after another. */
+static void test_batched_workers_reconcile_ready_keys_side_by_side(void **state)
+{
+    (void)state;
+    for (int batch = 1; batch <= 8; batch += 7) {
+        fl_workqueue *q = fl_workqueue_new(&(fl_workqueue_config){0});
+        char key[32];
+        for (int i = 0; i < 64; i++) {
+            atomic_store(&seen[i], 0);
+            snprintf(key, sizeof key, "ns/item-%d", i);
+            fl_workqueue_add(q, key);
+        }
+        atomic_store(&running, 0);
+        atomic_store(&most_at_once, 0);
+        fl_ctrl_workers *w = fl_ctrl_workers_start_batched(q, "test", 1, batch, counting_reconcile, NULL, NULL);
+        for (int t = 0; t < 500 && !fl_workqueue_idle(q); t++)
+            sleep_ms(10);
+        assert_true(fl_workqueue_idle(q));
+        fl_ctrl_workers_join(w);
+        for (int i = 0; i < 64; i++)
+            assert_int_equal(atomic_load(&seen[i]), 1);
+        if (batch == 1)
+            assert_int_equal(atomic_load(&most_at_once), 1);
+        else
+            assert_true(atomic_load(&most_at_once) > 1);
+        fl_workqueue_free(q);
+    }
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -128,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_one_thread_or_one_item_runs_inline),
         cmocka_unit_test(test_concurrent_callers_keep_their_batches_apart),
         cmocka_unit_test(test_workers_stop_without_working_off_the_backlog),
+        cmocka_unit_test(test_batched_workers_reconcile_ready_keys_side_by_side),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
