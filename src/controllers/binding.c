@@ -59,6 +59,10 @@
 
 #define LOG "binding"
 #define BINDING_WORKERS 4
+/* keys each worker reconciles side by side on the parallel pool: most of a reconcile is
+ * waiting for its writes' commits (a decision or a render is one or two), and a thousand
+ * bindings moved at once waited for them in line (fl_ctrl_workers_start_batched) */
+#define KEYS_AT_ONCE 4
 #define WRITE_THREADS 16
 /* ours: the suspension the binding asked for this Work when we last wrote it */
 #define WORK_SUSPENSION_ANNOTATION "flotilla.io/binding-suspension"
@@ -1295,7 +1299,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_template_handlers th = {.on_add = tmpl_added, .on_update = tmpl_updated, .ctx = b};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, b);
-    b->workers = fl_ctrl_workers_start_synced(b->q, "binding", BINDING_WORKERS, reconcile, b,
+    b->workers = fl_ctrl_workers_start_batched(b->q, "binding", BINDING_WORKERS, KEYS_AT_ONCE, reconcile, b,
                                               (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs, NULL});
     *state = b;
     return 0;

@@ -39,6 +39,10 @@
 
 #define LOG "binding-status"
 #define STATUS_WORKERS 4
+/* keys each worker reconciles side by side on the parallel pool: most of a reconcile is
+ * waiting for its writes' commits (a decision or a render is one or two), and a thousand
+ * bindings moved at once waited for them in line (fl_ctrl_workers_start_batched) */
+#define KEYS_AT_ONCE 4
 
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
@@ -467,7 +471,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     fl_template_handlers th = {.on_update = tmpl_updated, .ctx = s};
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, s);
-    s->workers = fl_ctrl_workers_start_synced(s->q, "bindingstatus", STATUS_WORKERS, reconcile, s,
+    s->workers = fl_ctrl_workers_start_batched(s->q, "bindingstatus", STATUS_WORKERS, KEYS_AT_ONCE, reconcile, s,
                                               (fl_informer *const[]){s->works, s->rbs, s->crbs, NULL});
     *state = s;
     return 0;

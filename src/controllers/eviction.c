@@ -129,6 +129,7 @@ typedef struct evictctl {
     pthread_mutex_t snap_mu;
     fl_sched_snapshot *snap;
     bool snap_stale; /* under snap_mu */
+    size_t clusters_n, clusters_down; /* Clusters, and those not Ready, when snap was built */
 } evictctl;
 
 static bool is_noexecute(const json_t *taint)
@@ -469,21 +470,6 @@ static void hold_back(evictctl *e, const char *key, const json_t *b, const char 
     fl_workqueue_add_after(e->q, key, SUPPRESS_RETRY_MS);
 }
 
-/* Too many clusters not Ready at once? *msg (heap) says how many. */
-static bool too_many_not_ready(evictctl *e, char **msg)
-{
-    json_t *all = fl_informer_list(e->clusters, NULL);
-    size_t n = json_array_size(all), down = 0, i;
-    json_t *c;
-    json_array_foreach(all, i, c) down += !cluster_ready(c);
-    json_decref(all);
-    if (down * 3 <= n)
-        return false;
-    *msg = fl_asprintf("eviction held back: %zu of %zu clusters are not Ready, more than a third; the workload "
-                       "stays where it is until fewer are down",
-                       down, n);
-    return true;
-}
 
 /* Would the scheduler find a cluster for spec (the binding's spec after the eviction)? When
  * not, *msg (heap) says why. */
@@ -502,6 +488,10 @@ static fl_sched_snapshot *clusters_snapshot(evictctl *e)
             fl_sched_snapshot_free(e->snap);
             e->snap = snap;
             e->snap_stale = false;
+            e->clusters_n = n;
+            e->clusters_down = 0;
+            for (size_t i = 0; i < n; i++)
+                e->clusters_down += !cluster_ready(v[i]);
         }
         free(v);
         json_decref(all);
@@ -509,6 +499,22 @@ static fl_sched_snapshot *clusters_snapshot(evictctl *e)
     fl_sched_snapshot *snap = e->snap ? fl_sched_snapshot_ref(e->snap) : NULL;
     pthread_mutex_unlock(&e->snap_mu);
     return snap;
+}
+
+/* Too many clusters not Ready at once? *msg (heap) says how many. Counted when the Clusters'
+ * snapshot is built, not listed for every eviction. */
+static bool too_many_not_ready(evictctl *e, char **msg)
+{
+    fl_sched_snapshot_free(clusters_snapshot(e));
+    pthread_mutex_lock(&e->snap_mu);
+    size_t n = e->clusters_n, down = e->clusters_down;
+    pthread_mutex_unlock(&e->snap_mu);
+    if (down * 3 <= n)
+        return false;
+    *msg = fl_asprintf("eviction held back: %zu of %zu clusters are not Ready, more than a third; the workload "
+                       "stays where it is until fewer are down",
+                       down, n);
+    return true;
 }
 
 static bool another_cluster_fits(evictctl *e, const json_t *spec, const json_t *status, char **msg)

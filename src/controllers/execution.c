@@ -51,6 +51,7 @@
 #include "controllers/controller.h"
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
+#include "controllers/names.h"
 #include "core/condition.h"
 #include "core/env.h"
 #include "core/json.h"
@@ -705,6 +706,53 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
 /* How long a burst lasts after the last Work joined delivery */
 #define BURST_LINGER_MS 2000
 
+/* The Work at key (of the binding at bkey, NULL for none) waits for its delivery, with a new
+ * sequence number (x->mu held). */
+static void undelivered_add(exec *x, const char *key, const char *bkey)
+{
+    json_t *had = json_object_get(x->undelivered, key);
+    if (!had && bkey) {
+        json_t *n = json_object_get(x->undelivered_by, bkey);
+        json_object_set_new(x->undelivered_by, bkey, json_integer(n ? json_integer_value(n) + 1 : 1));
+    }
+    const char *was = had ? json_string_value(json_array_get(had, 1)) : NULL;
+    json_object_set_new(x->undelivered, key,
+                        json_pack("[I, s?]", (json_int_t)x->undelivered_seq++, had ? was : bkey));
+}
+
+/* The Work at key no longer waits (x->mu held). */
+static void undelivered_del(exec *x, const char *key)
+{
+    const char *bkey = json_string_value(json_array_get(json_object_get(x->undelivered, key), 1));
+    json_t *n = bkey ? json_object_get(x->undelivered_by, bkey) : NULL;
+    if (n && json_integer_value(n) > 1)
+        json_object_set_new(x->undelivered_by, bkey, json_integer(json_integer_value(n) - 1));
+    else if (n)
+        json_object_del(x->undelivered_by, bkey);
+    json_object_del(x->undelivered, key);
+}
+
+/* How many Works other than the one at key wait for delivery: of any binding (*all), and of
+ * its own binding (*same) (x->mu held). */
+static void undelivered_others(exec *x, const char *key, size_t *all, size_t *same)
+{
+    json_t *mine = json_object_get(x->undelivered, key);
+    const char *bkey = json_string_value(json_array_get(mine, 1));
+    *all = json_object_size(x->undelivered) - (mine ? 1u : 0u);
+    json_int_t n = bkey ? json_integer_value(json_object_get(x->undelivered_by, bkey)) : 0;
+    *same = (size_t)(n > 0 ? n - (mine ? 1 : 0) : 0);
+}
+
+/* Does a first status of the Work at key wait for other deliveries (x->mu held): for its own
+ * workload's other Works (one workload to 100 clusters: its deliveries first), or for many of
+ * any (a burst)? Not for a few of other workloads' (a failover moving them one by one). */
+static bool undelivered_waits(exec *x, const char *key)
+{
+    size_t all, same;
+    undelivered_others(x, key, &all, &same);
+    return same > 0 || all >= (size_t)x->hold_undelivered;
+}
+
 /* Count a Work joining undelivered (x->mu held). */
 static void count_add(exec *x, int64_t now)
 {
@@ -772,9 +820,7 @@ static bool first_status_later(exec *x, const json_t *work, const json_t *status
         wait = x->first_status_ms;
     } else if (json_integer_value(json_array_get(seen, FS_DUE)) > now) {
         wait = json_integer_value(json_array_get(seen, FS_DUE)) - now;
-    } else if (json_object_size(x->undelivered) - (json_object_get(x->undelivered, key) ? 1u : 0u) >=
-                   (size_t)x->hold_undelivered &&
-               now < cap) {
+    } else if (undelivered_waits(x, key) && now < cap) {
         /* deliveries first: due at the cap, or sooner when they are done */
         json_array_set_new(seen, FS_DUE, json_integer(cap));
         json_array_set_new(seen, FS_HELD_NOW, json_true());
@@ -1009,7 +1055,7 @@ static int reconcile(exec *x, const char *key)
      * pass at the time (or at the release) writes it */
     pthread_mutex_lock(&x->mu);
     json_t *pending = json_object_get(x->undelivered, key);
-    json_int_t seq = pending ? json_integer_value(pending) : -1;
+    json_int_t seq = pending ? json_integer_value(json_array_get(pending, 0)) : -1;
     json_t *seen = seq < 0 ? json_object_get(x->first_status, key) : NULL;
     int64_t left = seen ? json_integer_value(json_array_get(seen, FS_DUE)) - fl_time_now_ms() : 0;
     pthread_mutex_unlock(&x->mu);
@@ -1082,8 +1128,8 @@ out:
         json_t *released = NULL;
         pthread_mutex_lock(&x->mu);
         pending = json_object_get(x->undelivered, key);
-        if (pending && json_integer_value(pending) == seq) {
-            json_object_del(x->undelivered, key);
+        if (pending && json_integer_value(json_array_get(pending, 0)) == seq) {
+            undelivered_del(x, key);
             if (!json_object_size(x->undelivered))
                 released = release_held(x);
         }
@@ -1165,7 +1211,9 @@ void fl_exec_enqueue_work(exec *x, const json_t *work, bool delivery)
     char *key = fl_informer_key(work);
     if (key && delivery && !fl_exec_settled(work)) {
         pthread_mutex_lock(&x->mu);
-        json_object_set_new(x->undelivered, key, json_integer(x->undelivered_seq++));
+        char *bkey = fl_names_work_binding_key(work);
+        undelivered_add(x, key, bkey);
+        free(bkey);
         count_add(x, fl_time_now_ms());
         pthread_mutex_unlock(&x->mu);
     }
@@ -1296,6 +1344,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->first_status_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MS", EXEC_FIRST_STATUS_MS, 0);
     x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
     x->undelivered = json_object();
+    x->undelivered_by = json_object();
     x->burst_works = fl_env_count("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
     x->hold_undelivered = fl_env_count("FLOTILLA_EXEC_HOLD_UNDELIVERED", EXEC_HOLD_UNDELIVERED, 1);
     x->ahead_seen = json_object();
@@ -1378,6 +1427,7 @@ void fl_exec_free(fl_exec *x)
     json_decref(x->want_ack);
     json_decref(x->first_status);
     json_decref(x->undelivered);
+    json_decref(x->undelivered_by);
     json_decref(x->ahead_seen);
     json_decref(x->ahead_todo);
     json_decref(x->resume_todo);

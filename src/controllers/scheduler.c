@@ -42,6 +42,10 @@
 
 #define LOG "scheduler"
 #define SCHED_WORKERS 4
+/* keys each worker reconciles side by side on the parallel pool: most of a reconcile is
+ * waiting for its writes' commits (a decision or a render is one or two), and a thousand
+ * bindings moved at once waited for them in line (fl_ctrl_workers_start_batched) */
+#define SCHED_KEYS_AT_ONCE 4
 #define MAX_FILTER_EVENTS 10
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
@@ -336,7 +340,7 @@ static int schedctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_handlers ch = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_added,
                                .ctx = s};
     fl_informer_add_handlers(s->clusters, &ch);
-    s->workers = fl_ctrl_workers_start_synced(s->q, "scheduler", SCHED_WORKERS, reconcile, s,
+    s->workers = fl_ctrl_workers_start_batched(s->q, "scheduler", SCHED_WORKERS, SCHED_KEYS_AT_ONCE, reconcile, s,
                                               (fl_informer *const[]){s->clusters, s->rbs, s->crbs, NULL});
     *state = s;
     return 0;
