@@ -37,6 +37,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/timefmt.h"
 #include "sched/sched.h"
 
@@ -58,7 +59,74 @@ typedef struct schedctl {
     fl_ctrl_workers *workers;
     pthread_mutex_t mu;
     fl_sched_snapshot *snap; /* NULL: stale, rebuild before the next decision */
+    json_t *unschedulable;   /* keys whose last decision found no placement (under mu) */
+    struct {
+        fl_metric_series *attempts[3], *e2e[3], *step[FL_SCHED_NSTEPS], *incoming[3], *unschedulable;
+    } m;
 } schedctl;
+
+/* ---- metrics: Karmada's karmada_scheduler_* under our prefix ---- */
+
+enum { RES_SCHEDULED, RES_UNSCHEDULABLE, RES_ERROR };
+enum { EV_ADD, EV_UPDATE, EV_CLUSTER };
+
+static void metrics_init(schedctl *s)
+{
+    static const char *const results[] = {"scheduled", "unschedulable", "error"};
+    static const char *const steps[] = {"Filter", "Select", "AssignReplicas"};
+    static const char *const events[] = {"BindingAdd", "BindingUpdate", "ClusterChanged"};
+    /* a step over 100 clusters takes microseconds */
+    static const double STEP_BUCKETS[] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1};
+    fl_metric *att = fl_metric_family(FL_METRIC_COUNTER, "flotilla_scheduler_schedule_attempts_total",
+                                      "Scheduling decisions made for ResourceBindings and ClusterResourceBindings, by "
+                                      "result (scheduled, unschedulable: no placement fits, error).",
+                                      "result", NULL, NULL, 0);
+    fl_metric *e2e = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_scheduler_e2e_scheduling_duration_seconds",
+                                      "From taking a binding off the queue to its decision written, by result.",
+                                      "result", NULL, NULL, 0);
+    fl_metric *step = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_scheduler_scheduling_algorithm_duration_seconds",
+                                       "Time in each step of the scheduling algorithm (Filter, Select with its "
+                                       "scoring, AssignReplicas), per decision.",
+                                       "schedule_step", NULL, STEP_BUCKETS, sizeof STEP_BUCKETS / sizeof STEP_BUCKETS[0]);
+    fl_metric *in = fl_metric_family(FL_METRIC_COUNTER, "flotilla_scheduler_queue_incoming_bindings_total",
+                                     "Bindings queued for a decision, by the event that queued them.", "event", NULL,
+                                     NULL, 0);
+    for (int i = 0; i < 3; i++) {
+        s->m.attempts[i] = fl_metric_with(att, results[i], NULL);
+        s->m.e2e[i] = fl_metric_with(e2e, results[i], NULL);
+        s->m.incoming[i] = fl_metric_with(in, events[i], NULL);
+    }
+    for (int i = 0; i < FL_SCHED_NSTEPS; i++)
+        s->m.step[i] = fl_metric_with(step, steps[i], NULL);
+    s->m.unschedulable = fl_metric_with(
+        fl_metric_family(FL_METRIC_GAUGE, "flotilla_scheduler_unschedulable_bindings",
+                         "Bindings whose last decision found no placement that fits (they wait for a cluster or "
+                         "policy change).",
+                         NULL, NULL, NULL, 0),
+        NULL, NULL);
+}
+
+/* A decision for key: counted, timed from t0 (fl_time_mono_ns), its steps observed, and the
+ * key in or out of the unschedulable set. result < 0: no decision (deleted, suspended). */
+static void count_decision(schedctl *s, const char *key, int result, int64_t t0, const fl_sched_result *res)
+{
+    if (result >= 0) {
+        fl_metric_add(s->m.attempts[result], 1);
+        fl_metric_observe(s->m.e2e[result], (double)(fl_time_mono_ns() - t0) / 1e9);
+    }
+    for (int i = 0; res && i < FL_SCHED_NSTEPS; i++)
+        if (res->step_ns[i])
+            fl_metric_observe(s->m.step[i], (double)res->step_ns[i] / 1e9);
+    if (result == RES_ERROR)
+        return; /* it stays as it was until a decision */
+    pthread_mutex_lock(&s->mu);
+    if (result == RES_UNSCHEDULABLE)
+        json_object_set_new(s->unschedulable, key, json_true());
+    else
+        json_object_del(s->unschedulable, key);
+    fl_metric_set(s->m.unschedulable, (double)json_object_size(s->unschedulable));
+    pthread_mutex_unlock(&s->mu);
+}
 
 /* ---- snapshot ---- */
 
@@ -94,19 +162,33 @@ static void snapshot_stale(schedctl *s)
 static void binding_added(void *ctx, json_t *obj)
 {
     schedctl *s = ctx;
-    if (!fl_ctrl_resumed_add(&s->env, obj))
+    if (!fl_ctrl_resumed_add(&s->env, obj)) {
+        fl_metric_add(s->m.incoming[EV_ADD], 1);
         fl_ctrl_queue_binding(s->q, obj);
+    }
 }
 
 static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     /* our own status writes, and others', do not call for a decision */
-    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
+    if (!fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec"))) {
+        fl_metric_add(((schedctl *)ctx)->m.incoming[EV_UPDATE], 1);
         fl_ctrl_queue_binding(((schedctl *)ctx)->q, new_obj);
+    }
+}
+
+/* A binding gone is no longer waiting for a placement. */
+static void binding_deleted(void *ctx, json_t *obj)
+{
+    char *key = fl_names_binding_key(obj);
+    if (key)
+        count_decision(ctx, key, -1, 0, NULL);
+    free(key);
 }
 
 static void requeue_all(schedctl *s)
 {
+    fl_metric_add(s->m.incoming[EV_CLUSTER], 1);
     fl_ctrl_resume_broad(&s->env);
     fl_ctrl_queue_bindings(s->q, s->rbs, s->crbs);
 }
@@ -253,8 +335,12 @@ static int reconcile(void *ctx, const char *key)
     json_t *b = NULL;
     fl_informer_src src = {0}; /* the binding lacks its aggregatedStatus (fl_ctrl_informer) */
     fl_informer *inf = cluster_scoped ? s->crbs : s->rbs;
-    if (fl_informer_get_partial(inf, key + 2, &b, &src))
+    if (fl_informer_get_partial(inf, key + 2, &b, &src)) {
+        count_decision(s, key, -1, 0, NULL); /* gone: not unschedulable any more */
         return 0;
+    }
+    int64_t t0 = fl_time_mono_ns();
+    int result = -1;
     const json_t *spec = json_object_get(b, "spec");
     int rc = 0;
     fl_sched_result *res = NULL;
@@ -271,6 +357,7 @@ static int reconcile(void *ctx, const char *key)
         fl_event(s->env.recorder, tref, "Warning", "ScheduleBindingFailed", "%s", err);
         fl_sched_result fake = {.outcome = FL_SCHED_ERROR, .reason = "SchedulerError", .message = err};
         rc = write_status(s, inf, gvr, b, &src, &fake);
+        result = RES_ERROR;
         goto out;
     }
     const json_t *cur = json_object_get(spec, "clusters");
@@ -311,6 +398,9 @@ static int reconcile(void *ctx, const char *key)
     json_decref(want);
     rc = write_status(s, inf, gvr, status_src, status_rest, res);
 out:
+    if (res)
+        result = rc ? RES_ERROR : res->outcome == FL_SCHED_SUCCESS ? RES_SCHEDULED : RES_UNSCHEDULABLE;
+    count_decision(s, key, result, t0, res);
     fl_sched_result_free(res);
     fl_sched_snapshot_free(snap);
     free(err);
@@ -331,10 +421,13 @@ static int schedctl_start(const fl_ctrl_env *env, void **state)
     s->q = fl_workqueue_new(NULL);
     fl_ctrl_resumable(env, s->q);
     pthread_mutex_init(&s->mu, NULL);
+    s->unschedulable = json_object();
+    metrics_init(s);
     s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
     s->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
-    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .ctx = s};
+    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_deleted,
+                               .ctx = s};
     fl_informer_add_handlers(s->rbs, &bh);
     fl_informer_add_handlers(s->crbs, &bh);
     fl_informer_handlers ch = {.on_add = cluster_added, .on_update = cluster_updated, .on_delete = cluster_added,
@@ -352,6 +445,7 @@ static void schedctl_stop(void *state)
     fl_ctrl_workers_join(s->workers);
     fl_workqueue_free(s->q);
     fl_sched_snapshot_free(s->snap);
+    json_decref(s->unschedulable);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -28,6 +28,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 #include "core/quantity.h"
 
 #include <stdio.h>
@@ -803,6 +804,7 @@ struct filt {
 struct attempt {
     int outcome;
     char *message;
+    int64_t step_ns[FL_SCHED_NSTEPS]; /* this term's */
     struct filt *filtered;
     size_t nfiltered;
     uint32_t *tidx;           /* targets, by index (= by name) */
@@ -933,6 +935,7 @@ static void run_term(const fl_sched_snapshot *snap, const struct fl_sched_bindin
     int32_t *rep = NULL;
     size_t nc = 0;
     bool overflow = term->has_overflow && b->workload;
+    int64_t t = fl_time_mono_ns(), t1;
 
     for (uint32_t i = 0; i < n; i++) {
         const struct fl_sched_cluster *c = &snap->clusters[i];
@@ -965,6 +968,9 @@ static void run_term(const fl_sched_snapshot *snap, const struct fl_sched_bindin
             .avail = (int64_t)alloc + assigned,
         };
     }
+    t1 = fl_time_mono_ns();
+    a->step_ns[FL_SCHED_STEP_FILTER] = t1 - t;
+    t = t1;
     if (nc == 0) {
         a->outcome = FL_SCHED_NO_CLUSTER_FIT;
         a->message = no_fit_message(snap, a);
@@ -977,6 +983,9 @@ static void run_term(const fl_sched_snapshot *snap, const struct fl_sched_bindin
     size_t nsel = 0;
     char *msg = NULL;
     a->outcome = fl_sched_spread_select(b, snap, cands, nc, sel, &nsel, &msg);
+    t1 = fl_time_mono_ns();
+    a->step_ns[FL_SCHED_STEP_SELECT] = t1 - t;
+    t = t1;
     if (a->outcome != FL_SCHED_SUCCESS) {
         a->message = fl_asprintf("failed to select clusters: %s", msg);
         free(msg);
@@ -986,6 +995,7 @@ static void run_term(const fl_sched_snapshot *snap, const struct fl_sched_bindin
     for (size_t i = 0; i < n; i++)
         rep[i] = -1;
     a->outcome = fl_sched_assign(b, term, snap, sel, nsel, rep, &msg);
+    a->step_ns[FL_SCHED_STEP_ASSIGN] = fl_time_mono_ns() - t;
     if (a->outcome != FL_SCHED_SUCCESS) {
         a->message = fl_asprintf("failed to assign replicas: %s", msg);
         free(msg);
@@ -1059,6 +1069,12 @@ void fl_sched_result_free(fl_sched_result *pub)
     free(r);
 }
 
+static void add_steps(int64_t *steps, const struct attempt *a)
+{
+    for (int i = 0; i < FL_SCHED_NSTEPS; i++)
+        steps[i] += a->step_ns[i];
+}
+
 int fl_sched_run(fl_sched_snapshot *snap, const json_t *spec, const json_t *status, const fl_sched_opts *opts,
                  fl_sched_result **out, char **err)
 {
@@ -1073,11 +1089,13 @@ int fl_sched_run(fl_sched_snapshot *snap, const json_t *spec, const json_t *stat
     if (rc)
         goto done;
     struct attempt a;
+    int64_t steps[FL_SCHED_NSTEPS] = {0};
     if (!b.use_terms) {
         run_term(snap, &b, &b.single, opts, &a);
+        add_steps(steps, &a);
         *out = make_result(snap, &a, NULL);
         attempt_clear(&a);
-        goto done;
+        goto timed;
     }
     /* clusterAffinities: from the recorded term (or the first), falling back in order */
     size_t start = 0;
@@ -1098,6 +1116,7 @@ int fl_sched_run(fl_sched_snapshot *snap, const json_t *spec, const json_t *stat
                 break;
             }
         run_term(snap, &b, t, opts, &a);
+        add_steps(steps, &a);
         if (a.outcome == FL_SCHED_SUCCESS) {
             *out = make_result(snap, &a, b.terms[i].name);
             attempt_clear(&a);
@@ -1117,6 +1136,8 @@ int fl_sched_run(fl_sched_snapshot *snap, const json_t *spec, const json_t *stat
             (*out)->update_clusters = false;
     }
     attempt_clear(&first);
+timed:
+    memcpy((*out)->step_ns, steps, sizeof steps);
 done:
     binding_clear(&b);
     return rc;

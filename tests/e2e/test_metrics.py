@@ -160,6 +160,16 @@ def test_metrics_move_as_three_deployments_to_two_clusters_predict(propagated):
     made = sum(grew("flotilla_store_write_duration_seconds_count", op=o, result=r)
                for o in ("create", "update", "delete") for r in ("ok", "error"))
     assert commits <= writes <= made
+    # the scheduler: each binding added and decided at least once, every decision timed, each
+    # algorithm step observed (a decision that found clusters went through all three)
+    assert grew("flotilla_scheduler_queue_incoming_bindings_total", event="BindingAdd") >= 3
+    assert grew("flotilla_scheduler_schedule_attempts_total", result="scheduled") >= 3
+    for r in ("scheduled", "unschedulable", "error"):
+        assert value(after, "flotilla_scheduler_e2e_scheduling_duration_seconds_count", result=r) == \
+            value(after, "flotilla_scheduler_schedule_attempts_total", result=r), r
+    for step in ("Filter", "Select", "AssignReplicas"):
+        assert grew("flotilla_scheduler_scheduling_algorithm_duration_seconds_count", schedule_step=step) >= 3, step
+    assert value(after, "flotilla_scheduler_unschedulable_bindings") == 0
     # both members Ready, and probed
     for m in MEMBERS:
         assert value(after, "flotilla_cluster_ready", cluster=m) == 1, m
@@ -171,6 +181,24 @@ def test_metrics_move_as_three_deployments_to_two_clusters_predict(propagated):
     assert value(after, "process_max_fds") >= value(after, "process_open_fds")
     assert value(after, "process_threads") > 1
     assert abs(value(after, "process_start_time_seconds") - time.time()) < 3600
+
+
+def test_a_binding_no_cluster_fits_counts_as_unschedulable_until_it_goes(fleet, propagated):
+    scrape, _, _ = propagated
+    before = samples(scrape.text())
+    fleet.apply({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                 "metadata": {"name": "nowhere", "namespace": "default"},
+                 "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "lost"}],
+                          "placement": {"clusterAffinity": {"clusterNames": ["no-such-cluster"]}}}})
+    fleet.apply(deployment("lost"))
+    during = wait_for(lambda: (lambda s: s if value(s, "flotilla_scheduler_unschedulable_bindings") == 1 else None)(
+        samples(scrape.text())), timeout=WAIT, what="one unschedulable binding")
+    assert value(during, "flotilla_scheduler_schedule_attempts_total", result="unschedulable") > \
+        value(before, "flotilla_scheduler_schedule_attempts_total", result="unschedulable")
+    fleet.delete("deployment", "lost")
+    fleet.delete("propagationpolicy", "nowhere")
+    wait_for(lambda: value(samples(scrape.text()), "flotilla_scheduler_unschedulable_bindings") == 0,
+             timeout=WAIT, what="no unschedulable binding once it is deleted")
 
 
 @pytest.fixture

@@ -118,6 +118,13 @@ static fl_sched_result *run_opts(fl_sched_snapshot *snap, json_t *sp, const char
         fail_msg("fl_sched_run failed: %s", err);
     assert_null(err);
     json_decref(st);
+    /* every decision times the steps it went through (the scheduler's metrics): filtering
+     * always, selecting and assigning when it found a placement */
+    assert_true(r->step_ns[FL_SCHED_STEP_FILTER] > 0);
+    if (r->outcome == FL_SCHED_SUCCESS) {
+        assert_true(r->step_ns[FL_SCHED_STEP_SELECT] > 0);
+        assert_true(r->step_ns[FL_SCHED_STEP_ASSIGN] > 0);
+    }
     return r;
 }
 
