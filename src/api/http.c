@@ -469,6 +469,30 @@ static void http_free(fl_http *h)
     free(h);
 }
 
+/* The requests being handled now, at each scrape. */
+static void scrape_http(void *ctx)
+{
+    fl_http *h = ctx;
+    fl_metric_set(h->m_inflight, (double)atomic_load(&h->inflight));
+}
+
+static void metrics_init(fl_http *h)
+{
+    h->m_inflight = fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_http_inflight_requests",
+                                                    "Requests being handled now (watches not counted), against the "
+                                                    "limit past which new ones get 429.",
+                                                    NULL, NULL, NULL, 0),
+                                   NULL, NULL);
+    fl_metric *dropped = fl_metric_family(FL_METRIC_COUNTER, "flotilla_http_dropped_requests_total",
+                                          "Requests answered 429 TooManyRequests at the door: too many in flight "
+                                          "(request_kind request) or too many watches open (watch).",
+                                          "request_kind", NULL, NULL, 0);
+    h->m_dropped[0] = fl_metric_with(dropped, "request", NULL);
+    h->m_dropped[1] = fl_metric_with(dropped, "watch", NULL);
+    fl_metrics_on_scrape(scrape_http, h);
+    h->scrape_hooked = true;
+}
+
 int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **err)
 {
     *out = NULL;
@@ -539,6 +563,7 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : 0;
+    metrics_init(h);
     *out = h;
     return 0;
 }
@@ -573,5 +598,7 @@ void fl_http_stop(fl_http *h)
     MHD_stop_daemon(h->d);
     if (lsock != MHD_INVALID_SOCKET)
         close(lsock);
+    if (h->scrape_hooked)
+        fl_metrics_remove_hook(scrape_http, h);
     http_free(h);
 }

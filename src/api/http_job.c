@@ -13,6 +13,7 @@
 #include "api/http_priv.h"
 #include "api/tls.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -189,9 +190,11 @@ bool fl_http_job_handle(req_job *j)
     }
     if (j->slot_later)
         fl_http_take_slot(h, j);
-    if (j->over)
+    if (j->over) {
+        fl_metric_add(h->m_dropped[j->watch ? 1 : 0], 1);
         return j->watch ? fl_http_job_status(j, 429, "TooManyRequests", "too many watches, please try again later")
                         : fl_http_job_status(j, 429, "TooManyRequests", "Too many requests, please try again later.");
+    }
     fl_req *r = &j->r;
     r->method = j->method;
     r->path = route->path;

@@ -24,6 +24,8 @@ struct fl_http {
     char *token;
     atomic_int inflight;
     atomic_int watches;
+    struct fl_metric_series *m_inflight, *m_dropped[2]; /* [0] requests, [1] watches (429s) */
+    bool scrape_hooked;
     atomic_int pending;        /* jobs submitted whose connection is not resumed yet */
     atomic_bool closing;       /* fl_http_stop began: no new job, streams end */
     fl_http_loop *loop;

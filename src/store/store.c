@@ -49,10 +49,26 @@ void fl_store_base_init(fl_store *s, const fl_store_backend *be)
                                                   "commit (one fsync when durable) and the events published.",
                                                   NULL, NULL, SECS, sizeof SECS / sizeof SECS[0]),
                                  NULL, NULL);
+    s->compact_n = fl_metric_with(fl_metric_family(FL_METRIC_COUNTER, "flotilla_store_compactions_total",
+                                                   "Compaction passes of the store's history finished (on a "
+                                                   "timer; each drops the revisions older than the window, if any).",
+                                                   NULL, NULL, NULL, 0),
+                                  NULL, NULL);
+    s->compact_s = fl_metric_with(fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_store_compaction_duration_seconds",
+                                                   "From a compaction's start to its end (it runs in chunks between "
+                                                   "write batches).",
+                                                   NULL, NULL, NULL, 0),
+                                  NULL, NULL);
     s->commit_n = fl_metric_with(fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_store_commit_writes",
                                                   "Writes one group commit took.", NULL, NULL, WRITES,
                                                   sizeof WRITES / sizeof WRITES[0]),
                                  NULL, NULL);
+}
+
+void fl_store_base_count_compaction(fl_store *s, int64_t ns)
+{
+    fl_metric_add(s->compact_n, 1);
+    fl_metric_observe(s->compact_s, (double)ns / 1e9);
 }
 
 void fl_store_base_count_commit(fl_store *s, size_t writes, int64_t ns)

@@ -93,6 +93,7 @@ struct fl_store {
     struct fl_metric_series *write_s[3][2]; /* flotilla_store_write_duration_seconds by
                                                [op type - FL_STORE_CREATE][failed] */
     struct fl_metric_series *commit_s, *commit_n; /* the backend's group commits: time, writes */
+    struct fl_metric_series *compact_n, *compact_s; /* compactions finished, and how long each took */
 };
 
 /* Initialise s's shared state for backend be (hub NULL, revisions 0). The lock prefers
@@ -101,6 +102,8 @@ struct fl_store {
 void fl_store_base_init(fl_store *s, const fl_store_backend *be);
 /* Count one group commit of the backend's writer: how many writes, how long (ns). */
 void fl_store_base_count_commit(fl_store *s, size_t writes, int64_t ns);
+/* Count one compaction finished, from its start to its end (ns). */
+void fl_store_base_count_compaction(fl_store *s, int64_t ns);
 /* Free the cache and destroy the lock (the hub is the backend's to free first). */
 void fl_store_base_close(fl_store *s);
 

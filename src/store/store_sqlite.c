@@ -30,12 +30,14 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "store/store_cache.h"
 #include "store/store_impl.h"
 #include "store/store_watch.h"
@@ -484,6 +486,27 @@ static int replay_log(void *ctx, const char *prefix, int64_t from, int64_t to, s
 
 static void sqlite_free(fl_store *bs);
 
+/* flotilla_store_db_size_bytes at each scrape: the database file and its write-ahead log, as
+ * the disk holds them (etcd_mvcc_db_total_size_in_bytes for this store). */
+static void scrape_size(void *ctx)
+{
+    fl_store_sqlite *s = ctx;
+    struct stat st;
+    double bytes = 0;
+    if (stat(s->path, &st) == 0)
+        bytes += (double)st.st_size;
+    char *wal = fl_cat(s->path, "-wal", NULL);
+    if (stat(wal, &st) == 0)
+        bytes += (double)st.st_size;
+    free(wal);
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_store_db_size_bytes",
+                                                  "Bytes of the SQLite store on disk: the database file and its "
+                                                  "write-ahead log.",
+                                                  NULL, NULL, NULL, 0),
+                                 NULL, NULL),
+                  bytes);
+}
+
 static int sqlite_open(const fl_store_config *cfg, fl_store **out)
 {
     *out = NULL;
@@ -550,6 +573,8 @@ static int sqlite_open(const fl_store_config *cfg, fl_store **out)
     s->writer_started = true;
     if (s->interval_ms > 0 && pthread_create(&s->timer, NULL, fl_store_sqlite_timer_main, s) == 0)
         s->timer_started = true;
+    fl_metrics_on_scrape(scrape_size, s);
+    s->size_hook = true;
     fl_log(FL_LOG_INFO, "store", "opened %s: %zu keys, revision %lld, compacted at %lld", s->path,
            s->base.cache.count, (long long)s->base.head, (long long)s->base.compact_rev);
     *out = &s->base;
@@ -562,6 +587,8 @@ fail:
 static void sqlite_free(fl_store *bs)
 {
     fl_store_sqlite *s = (fl_store_sqlite *)bs;
+    if (s->size_hook)
+        fl_metrics_remove_hook(scrape_size, s);
     if (s->timer_started) {
         pthread_mutex_lock(&s->timer_mu);
         s->timer_stop = true;

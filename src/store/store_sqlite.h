@@ -66,6 +66,7 @@ typedef struct fl_store_sqlite {
     fl_store base;             /* first: a fl_store * is a fl_store_sqlite * */
 
     char *path;
+    bool size_hook;            /* flotilla_store_db_size_bytes registered (scrape_size) */
     int64_t window;
     int interval_ms;
     bool durable;

@@ -320,7 +320,7 @@ void *fl_store_sqlite_writer_main(void *arg)
     pthread_setname_np(pthread_self(), "fl-store");
     bool job = false;
     uint64_t job_gen = 0;
-    int64_t job_target = 0;
+    int64_t job_target = 0, job_t0 = 0;
     for (;;) {
         pthread_mutex_lock(&s->q_mu);
         while (!s->q_head && s->compact_requested == s->compact_done && !s->closing)
@@ -347,9 +347,11 @@ void *fl_store_sqlite_writer_main(void *arg)
                 job = true;
                 job_gen = gen;
                 job_target = s->base.head - s->window;
+                job_t0 = fl_time_mono_ns();
             }
             if (compact_step(s, job_target)) {
                 job = false;
+                fl_store_base_count_compaction(&s->base, fl_time_mono_ns() - job_t0);
                 pthread_mutex_lock(&s->q_mu);
                 s->compact_done = job_gen;
                 pthread_cond_broadcast(&s->compact_cv);

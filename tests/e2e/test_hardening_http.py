@@ -130,6 +130,20 @@ def test_health_endpoints_answer_while_the_inflight_limit_is_reached(server_fact
     finally:
         held.close()
     wait_for(lambda: s.curl("GET", "/api/v1/namespaces")[0] == 200, timeout=10, what="the slot to be freed")
+    # what /metrics says of it: the requests turned away, and (the scrape itself) one in flight
+    code, text = s.curl("GET", "/metrics")
+    assert code == 200, text
+    assert metric(text, 'flotilla_http_dropped_requests_total{request_kind="request"}') >= 1, text
+    assert metric(text, 'flotilla_http_inflight_requests') >= 1
+    assert metric(text, 'flotilla_http_dropped_requests_total{request_kind="watch"}') == 0
+
+
+def metric(text, series):
+    """The value of one sample line of a /metrics text (series: the name with its labels)."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{series} not in /metrics")
 
 
 # ---- resourceVersion and resourceVersionMatch ----
@@ -243,6 +257,13 @@ def test_exact_below_compaction_is_410(server_factory):
         assert "too old" in body["message"], body
         return True
     wait_for(expired, timeout=20, interval=0.5, what="410 Expired for an Exact list below compaction")
+    # the compaction is counted and timed, and the store's file has a size
+    code, text = s.curl("GET", "/metrics")
+    assert code == 200, text
+    assert metric(text, "flotilla_store_compactions_total") >= 1
+    assert metric(text, "flotilla_store_compaction_duration_seconds_count") == \
+        metric(text, "flotilla_store_compactions_total")
+    assert metric(text, "flotilla_store_db_size_bytes") > 4096
     # a first page at that revision is Exact too: 410, so that a client relists from scratch
     code, body = s.curl("GET", f"{CM}?resourceVersion={old}&limit=10")
     assert code == 410 and body["reason"] == "Expired", body
