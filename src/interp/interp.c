@@ -20,6 +20,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "interp/native.h"
 #include "interp/retain.h"
 
@@ -30,10 +31,18 @@ struct entry {
     bool native;
 };
 
+/* The backends calls are counted by (flotilla_interpreter_calls_total): native rules, the
+ * users' Lua customizations, the bundled Lua ones, webhooks; "other" for a backend registered
+ * under another name, "none" for no hook. */
+static const char *const backend_names[] = {"native", "customization", "bundled", "webhook", "other", "none"};
+#define NBACKENDS (sizeof backend_names / sizeof backend_names[0])
+
 struct fl_interp {
     pthread_rwlock_t lock;
     struct entry *head;
     _Atomic uint64_t edits; /* changes of the hooks, counted under the write lock */
+    /* flotilla_interpreter_calls_total by [operation][backend][failed] */
+    fl_metric_series *calls[FL_INTERP_OP_COUNT][NBACKENDS][2];
 };
 
 static const char *const op_names[FL_INTERP_OP_COUNT] = {
@@ -76,6 +85,20 @@ fl_interp *fl_interp_new(void)
     pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&ip->lock, &attr);
     pthread_rwlockattr_destroy(&attr);
+    fl_metric *calls = fl_metric_family(FL_METRIC_COUNTER, "flotilla_interpreter_calls_total",
+                                        "Resource interpreter calls by operation (Karmada's names) and the backend "
+                                        "that answered (native, customization, bundled, webhook; none: no hook).",
+                                        "operation", "backend", NULL, 0);
+    fl_metric *failed = fl_metric_family(FL_METRIC_COUNTER, "flotilla_interpreter_errors_total",
+                                         "Resource interpreter calls a backend answered with a failure (a script "
+                                         "error, a limit hit, a webhook refusing or unreachable), by operation and "
+                                         "backend.",
+                                         "operation", "backend", NULL, 0);
+    for (int o = 0; o < FL_INTERP_OP_COUNT; o++)
+        for (size_t b = 0; b < NBACKENDS; b++) {
+            ip->calls[o][b][0] = fl_metric_with(calls, op_names[o], backend_names[b]);
+            ip->calls[o][b][1] = fl_metric_with(failed, op_names[o], backend_names[b]);
+        }
     push(ip, &fl_native_backend, NULL, true);
     return ip;
 }
@@ -282,8 +305,22 @@ static int call_init(struct call *c, enum fl_interp_op op, const json_t *obj, co
 
 /* The final word of a call: rc with *err naming backend (e, NULL when none had a hook),
  * operation and object around the backend's own message berr (freed here). */
-static int call_done(const struct call *c, const struct entry *e, int rc, char *berr, char **err)
+static void count_call(fl_interp *ip, const struct call *c, const struct entry *e, int rc)
 {
+    size_t b = NBACKENDS - 1; /* none */
+    for (size_t i = 0; e && i < NBACKENDS - 1; i++)
+        if (i == NBACKENDS - 2 || !strcmp(e->b->name, backend_names[i])) {
+            b = i;
+            break;
+        }
+    fl_metric_add(ip->calls[c->op][b][0], 1);
+    if (rc && e) /* no hook at all is not a failure: the caller falls back */
+        fl_metric_add(ip->calls[c->op][b][1], 1);
+}
+
+static int call_done(fl_interp *ip, const struct call *c, const struct entry *e, int rc, char *berr, char **err)
+{
+    count_call(ip, c, e, rc);
     if (rc == 0 || !err) {
         free(berr);
         return rc;
@@ -326,7 +363,7 @@ static int call_done(const struct call *c, const struct entry *e, int rc, char *
         if ((rc) != 0) {                                                                                               \
             RESET;                                                                                                     \
         }                                                                                                              \
-        (rc) = call_done(&(c), e_, (rc), berr_, (err));                                                                \
+        (rc) = call_done((ip), &(c), e_, (rc), berr_, (err));                                                          \
     } while (0)
 
 static void clear_json(json_t **p)

@@ -29,6 +29,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/quantity.h"
 #include "core/selector.h"
 #include "interp/requirements.h"
@@ -285,6 +286,26 @@ static void rules_drop(void *self, void *rs)
     fl_lua_pool_forget(b->pool);
 }
 
+/* The pool's states alive and the bytes its idle ones hold, at each scrape. */
+static void scrape_pool(void *ctx)
+{
+    fl_lua_backend *b = ctx;
+    unsigned states = 0;
+    size_t idle = 0;
+    fl_lua_pool_stats(b->pool, &states, &idle);
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_interpreter_lua_states",
+                                                  "Sandboxed Lua states alive in a Lua backend's pool (they are made "
+                                                  "on demand up to the limit, and dropped when idle).",
+                                                  "backend", NULL, NULL, 0),
+                                 b->name, NULL),
+                  states);
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_interpreter_lua_idle_bytes",
+                                                  "Bytes the idle Lua states of a backend's pool hold.", "backend", NULL,
+                                                  NULL, 0),
+                                 b->name, NULL),
+                  (double)idle);
+}
+
 fl_lua_backend *fl_lua_backend_new(const char *name, const fl_lua_limits *limits)
 {
     fl_lua_backend *b = fl_calloc(1, sizeof *b);
@@ -295,6 +316,7 @@ fl_lua_backend *fl_lua_backend_new(const char *name, const fl_lua_limits *limits
         b->lim = *limits;
     b->pool = fl_lua_pool_new(limits);
     fl_interp_rules_init(&b->rules, &b->vt, b, (fl_interp_rules_ops){rules_build, rules_drop});
+    fl_metrics_on_scrape(scrape_pool, b);
     return b;
 }
 
@@ -302,6 +324,7 @@ void fl_lua_backend_free(fl_lua_backend *b)
 {
     if (!b)
         return;
+    fl_metrics_remove_hook(scrape_pool, b);
     fl_interp_rules_close(&b->rules);
     fl_lua_pool_free(b->pool);
     free(b->name);

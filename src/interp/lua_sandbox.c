@@ -40,6 +40,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 
 /* Registry keys (their addresses). */
 static const char base_key = 'b';   /* the shared read-only globals */
@@ -507,6 +508,23 @@ static int trampoline(lua_State *L)
     return t->c->nresults;
 }
 
+/* flotilla_interpreter_lua_limits_total{limit}: calls a limit stopped. */
+static void count_limit(int which)
+{
+    static const char *const names[] = {"instructions", "time", "memory"};
+    static fl_metric_series *series[3];
+    fl_metric_series *m = __atomic_load_n(&series[which], __ATOMIC_ACQUIRE);
+    if (!m) {
+        m = fl_metric_with(fl_metric_family(FL_METRIC_COUNTER, "flotilla_interpreter_lua_limits_total",
+                                            "Lua customization calls stopped by a limit: the instruction budget, the "
+                                            "time limit or the memory cap.",
+                                            "limit", NULL, NULL, 0),
+                           names[which], NULL);
+        __atomic_store_n(&series[which], m, __ATOMIC_RELEASE);
+    }
+    fl_metric_add(m, 1);
+}
+
 static char *cap_text(size_t cap)
 {
     if (cap % ((size_t)1 << 20) == 0)
@@ -535,13 +553,16 @@ static int run(struct lstate *st, const fl_lua_limits *lim, uint64_t gen, const 
     if (status != LUA_OK || hit) {
         *dirty = true;
         free(t.err);
-        if (hit == STOP_BUDGET)
+        if (hit == STOP_BUDGET) {
+            count_limit(0);
             *err = fl_asprintf("instruction budget of %llu exhausted", (unsigned long long)st->budget);
-        else if (hit == STOP_TIME)
+        } else if (hit == STOP_TIME) {
+            count_limit(1);
             *err = fl_asprintf("time limit of %u ms exceeded", lim->timeout_ms);
-        else if (status == LUA_ERRMEM || st->refused)
+        } else if (status == LUA_ERRMEM || st->refused) {
+            count_limit(2);
             *err = cap_text(st->cap);
-        else
+        } else
             *err = error_text(L);
         rc = FL_EINVAL;
     } else if (t.rc) {

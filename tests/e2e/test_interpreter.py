@@ -434,6 +434,20 @@ def test_runaway_customizations_are_stopped_reported_and_harmless(fleet, crds):
     assert during <= before + 3.0, f"a Deployment took {during:.2f}s to propagate with runaway scripts around " \
                                    f"(vs {before:.2f}s before)"
 
+    # /metrics counts the calls the limits stopped, and the failures by operation and backend
+    text = fleet.kubectl("get", "--raw", "/metrics").stdout
+    def sample(series):
+        found = [float(l.split()[-1]) for l in text.splitlines() if l.startswith(series + " ")]
+        assert found, f"{series} not in /metrics"
+        return found[0]
+    assert sample('flotilla_interpreter_lua_limits_total{limit="memory"}') >= 1
+    assert sample('flotilla_interpreter_lua_limits_total{limit="instructions"}') + \
+        sample('flotilla_interpreter_lua_limits_total{limit="time"}') >= 1
+    assert sample('flotilla_interpreter_errors_total{operation="InterpretHealth",backend="customization"}') >= 1
+    assert sample('flotilla_interpreter_errors_total{operation="AggregateStatus",backend="customization"}') >= 1
+    assert sample('flotilla_interpreter_calls_total{operation="InterpretHealth",backend="native"}') >= 4
+    assert sample('flotilla_interpreter_lua_states{backend="customization"}') >= 0
+
     # deleted: Spinner has no health rule any more, which is Healthy and no event at all
     fleet.kubectl("delete", "ric", "spin-loop", "spin-bomb")
     wait_for(lambda: binding_health(fleet, "s1-spinner") == {"member1": "Healthy", "member2": "Healthy"},
