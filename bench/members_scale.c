@@ -64,6 +64,37 @@ static size_t watch_write(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
+/* What one GET /metrics costs: the median of 5 scrapes' wall time, the server's CPU per
+ * scrape, and the bytes (issue 44: scrape time and size at 1,000 clusters). */
+typedef struct scrape_cost {
+    double ms, cpu_ms;
+    size_t bytes;
+} scrape_cost;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static scrape_cost measure_scrape(CURL *c, const fb_server *s, fb_buf *out)
+{
+    double t[5];
+    scrape_cost r = {0};
+    double cpu0 = fb_proc_cpu_s(s->pid);
+    for (int i = 0; i < 5; i++) {
+        int64_t t0 = fb_now_ns();
+        if (fb_request(c, s, "GET", "/metrics", NULL, 0, out) != 200)
+            fprintf(stderr, "SERVER PROBLEM: GET /metrics failed\n");
+        t[i] = (double)(fb_now_ns() - t0) / 1e6;
+        r.bytes = out->n;
+    }
+    r.cpu_ms = (fb_proc_cpu_s(s->pid) - cpu0) * 1000.0 / 5;
+    qsort(t, 5, sizeof t[0], cmp_double);
+    r.ms = t[2];
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     int clusters = 1000, work[4] = {100, 1000}, nwork = 2;
@@ -123,6 +154,7 @@ int main(int argc, char **argv)
     struct curl_slist *h = fb_headers(&s);
     CURL *c = fb_curl_new(&s, h);
     fb_buf out = {0};
+    scrape_cost scrape_idle = measure_scrape(c, &s, &out); /* the baseline: no cluster joined yet */
     char ca_path[700];
     snprintf(ca_path, sizeof ca_path, "%s/pki/ca.crt", mndir);
     int64_t j0 = fb_now_ns();
@@ -244,6 +276,11 @@ int main(int argc, char **argv)
         free(lat);
     }
     long rss_server_end = fb_proc_kib(s.pid, "VmRSS");
+    scrape_cost scrape_full = measure_scrape(c, &s, &out);
+    printf("GET /metrics (median of 5): %.1f ms, %.1f ms server CPU, %zu KiB with %d clusters joined and delivered to; "
+           "%.1f ms, %.1f ms CPU, %zu KiB before the first joined (x%.1f the time)\n",
+           scrape_full.ms, scrape_full.cpu_ms, scrape_full.bytes / 1024, clusters, scrape_idle.ms, scrape_idle.cpu_ms,
+           scrape_idle.bytes / 1024, scrape_idle.ms > 0 ? scrape_full.ms / scrape_idle.ms : 0.0);
     printf("\nSummary\n| clusters | member RSS per cluster KiB | join to all Ready s | server RSS MiB (joined, after delivery) |\n"
            "|---|---|---|---|\n| %d | %.1f | %.2f | %.1f, %.1f |\n",
            clusters, clusters > 1 ? (double)(rss_members - rss_one) / (clusters - 1) : 0.0, join_s,
