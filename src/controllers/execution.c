@@ -706,6 +706,8 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
 /* How long a burst lasts after the last Work joined delivery */
 #define BURST_LINGER_MS 2000
 
+static void count_delivery(exec *x, const char *key, int rc);
+
 /* The Work at key (of the binding at bkey, NULL for none) waits for its delivery, with a new
  * sequence number (x->mu held). */
 static void undelivered_add(exec *x, const char *key, const char *bkey)
@@ -716,8 +718,10 @@ static void undelivered_add(exec *x, const char *key, const char *bkey)
         json_object_set_new(x->undelivered_by, bkey, json_integer(n ? json_integer_value(n) + 1 : 1));
     }
     const char *was = had ? json_string_value(json_array_get(had, 1)) : NULL;
+    /* its first enqueue's time stays: a delivery is timed from when it was first wanted */
+    json_int_t since = had ? json_integer_value(json_array_get(had, 2)) : (json_int_t)fl_time_mono_ns();
     json_object_set_new(x->undelivered, key,
-                        json_pack("[I, s?]", (json_int_t)x->undelivered_seq++, had ? was : bkey));
+                        json_pack("[I, s?, I]", (json_int_t)x->undelivered_seq++, had ? was : bkey, since));
 }
 
 /* The Work at key no longer waits (x->mu held). */
@@ -1121,6 +1125,8 @@ static int reconcile(exec *x, const char *key)
     }
     bool applied = false;
     rc = fl_exec_deliver(x, cluster, work, &src, suspended, apply_work, &applied);
+    if (applied && seq >= 0 && rc != NOT_LISTED_YET)
+        count_delivery(x, key, rc);
 out:
     /* this pass tried the delivery (or found nothing to deliver), unless the member watches
      * it needs are still listing; an enqueue meanwhile stays for the next pass */
@@ -1144,6 +1150,17 @@ out:
     json_decref(work);
     fl_informer_src_close(&src);
     return rc == NOT_LISTED_YET ? 0 : rc; /* parked: the list's end brings it back */
+}
+
+/* flotilla_execution_delivery_duration_seconds: from the Work's change first queued to this
+ * apply's end in the member, by result. */
+static void count_delivery(exec *x, const char *key, int rc)
+{
+    pthread_mutex_lock(&x->mu);
+    json_int_t since = json_integer_value(json_array_get(json_object_get(x->undelivered, key), 2));
+    pthread_mutex_unlock(&x->mu);
+    if (since > 0)
+        fl_metric_observe(x->m_delivery[rc != 0], (double)(fl_time_mono_ns() - since) / 1e9);
 }
 
 static void *worker(void *arg)
@@ -1345,6 +1362,12 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
     x->undelivered = json_object();
     x->undelivered_by = json_object();
+    fl_metric *delivery = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_execution_delivery_duration_seconds",
+                                           "From a Work's change first queued for delivery to its manifests applied in "
+                                           "the member (result ok), or the apply failing (error).",
+                                           "result", NULL, NULL, 0);
+    x->m_delivery[0] = fl_metric_with(delivery, "ok", NULL);
+    x->m_delivery[1] = fl_metric_with(delivery, "error", NULL);
     x->burst_works = fl_env_count("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
     x->hold_undelivered = fl_env_count("FLOTILLA_EXEC_HOLD_UNDELIVERED", EXEC_HOLD_UNDELIVERED, 1);
     x->ahead_seen = json_object();

@@ -55,9 +55,10 @@ struct fl_exec {
     int64_t first_status_ms, first_status_max_ms;
     /* Works added, or changed in what delivery reads, whose delivery has not been tried
      * since or is being tried: key -> [the enqueue's number (undelivered_seq), its binding's
-     * key or null]; under mu. First statuses wait for them (first_status_later). */
+     * key or null, the first enqueue's CLOCK_MONOTONIC ns]; under mu. First statuses wait for them (first_status_later). */
     json_t *undelivered;
     json_t *undelivered_by; /* binding key -> how many of its Works are in undelivered */
+    struct fl_metric_series *m_delivery[2]; /* flotilla_execution_delivery_duration_seconds: ok, error */
     json_int_t undelivered_seq;
     int64_t busy_told_ms; /* busy_told: when last (the server's tick alone calls fl_exec_marks) */
     /* Works that joined undelivered in the second from window_ms: burst_works or more
