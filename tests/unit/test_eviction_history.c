@@ -12,27 +12,14 @@
 
 #include "controllers/eviction.h"
 #include "controllers/eviction_priv.h"
-
-static json_t *obj(const char *text)
-{
-    char *buf = strdup(text);
-    for (char *p = buf; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t err;
-    json_t *v = json_loads(buf, 0, &err);
-    if (!v)
-        fail_msg("bad test JSON: %s: %s", err.text, buf);
-    free(buf);
-    return v;
-}
+#include "testutil.h"
 
 /* A binding with these tasks (JSON array text) and history entries (JSON array text). */
 static json_t *binding(const char *tasks, const char *history)
 {
-    json_t *b = obj("{'spec':{'clusters':[{'name':'m3'}]},'status':{}}");
-    json_object_set_new(json_object_get(b, "spec"), "gracefulEvictionTasks", obj(tasks));
-    json_object_set_new(json_object_get(b, "status"), "failoverHistory", obj(history));
+    json_t *b = test_json("{'spec':{'clusters':[{'name':'m3'}]},'status':{}}");
+    json_object_set_new(json_object_get(b, "spec"), "gracefulEvictionTasks", test_json(tasks));
+    json_object_set_new(json_object_get(b, "status"), "failoverHistory", test_json(history));
     return b;
 }
 

@@ -11,20 +11,7 @@
 #include <cmocka.h>
 
 #include "cli/failover_cmd.h"
-
-static json_t *obj(const char *text)
-{
-    char *buf = strdup(text);
-    for (char *p = buf; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t err;
-    json_t *v = json_loads(buf, 0, &err);
-    if (!v)
-        fail_msg("bad test JSON: %s: %s", err.text, buf);
-    free(buf);
-    return v;
-}
+#include "testutil.h"
 
 /* Line i (0 = the header) of text, split on runs of 2+ spaces into at most 8 cells. */
 static int cells(const char *text, int line, char out[8][128])
@@ -63,7 +50,7 @@ static int count_lines(const char *text)
 static void test_nothing_to_show_gives_null(void **state)
 {
     (void)state;
-    json_t *rb = obj("{'spec': {'clusters': [{'name': 'm1'}]}, 'status': {}}");
+    json_t *rb = test_json("{'spec': {'clusters': [{'name': 'm1'}]}, 'status': {}}");
     assert_null(fl_failover_table(rb));
     json_decref(rb);
 }
@@ -72,7 +59,7 @@ static void test_history_rows_are_in_start_order_with_every_column(void **state)
 {
     (void)state;
     /* stored newest last; the second item is out of order on purpose: the table sorts */
-    json_t *rb = obj("{'spec': {'clusters': [{'name': 'm3'}]},"
+    json_t *rb = test_json("{'spec': {'clusters': [{'name': 'm3'}]},"
                      " 'status': {'failoverHistory': ["
                      "  {'reason': 'ApplicationFailover', 'startTime': '2026-01-02T10:00:00Z', 'fromCluster': 'm2',"
                      "   'clustersBeforeFailover': ['m2'], 'clustersAfterFailover': ['m3'],"
@@ -111,7 +98,7 @@ static void test_history_rows_are_in_start_order_with_every_column(void **state)
 static void test_columns_line_up_as_kubectl_prints_them(void **state)
 {
     (void)state;
-    json_t *rb = obj("{'spec': {'clusters': [{'name': 'a-very-long-cluster-name'}],"
+    json_t *rb = test_json("{'spec': {'clusters': [{'name': 'a-very-long-cluster-name'}],"
                      "  'gracefulEvictionTasks': [{'fromCluster': 'm1', 'purgeMode': 'Directly',"
                      "   'reason': 'TaintUntolerated', 'creationTimestamp': '2026-01-01T00:00:00Z'}]}}");
     char *t = fl_failover_table(rb);
@@ -130,7 +117,7 @@ static void test_columns_line_up_as_kubectl_prints_them(void **state)
 static void test_a_pending_task_is_an_in_progress_row_going_where_the_binding_is_now(void **state)
 {
     (void)state;
-    json_t *rb = obj("{'spec': {'clusters': [{'name': 'm2', 'replicas': 1}],"
+    json_t *rb = test_json("{'spec': {'clusters': [{'name': 'm2', 'replicas': 1}],"
                      "  'gracefulEvictionTasks': [{'fromCluster': 'm1', 'purgeMode': 'Never',"
                      "   'reason': 'TaintUntolerated', 'producer': 'TaintManager',"
                      "   'creationTimestamp': '2026-03-04T05:06:07Z', 'preservedLabelState': {'ckpt': 'c9'},"
@@ -155,7 +142,7 @@ static void test_a_pending_task_is_an_in_progress_row_going_where_the_binding_is
 static void test_an_open_history_item_and_its_task_are_one_row_with_the_task_purge_mode(void **state)
 {
     (void)state;
-    json_t *rb = obj("{'spec': {'clusters': [{'name': 'm2'}],"
+    json_t *rb = test_json("{'spec': {'clusters': [{'name': 'm2'}],"
                      "  'gracefulEvictionTasks': [{'fromCluster': 'm1', 'purgeMode': 'Gracefully',"
                      "   'reason': 'TaintUntolerated', 'creationTimestamp': '2026-03-04T05:06:07Z'}]},"
                      " 'status': {'failoverHistory': [{'reason': 'ClusterFailover', 'fromCluster': 'm1',"
@@ -176,7 +163,7 @@ static void test_an_open_history_item_and_its_task_are_one_row_with_the_task_pur
 static void test_a_task_after_a_finished_failover_from_the_same_cluster_has_its_own_row(void **state)
 {
     (void)state;
-    json_t *rb = obj("{'spec': {'clusters': [{'name': 'm3'}],"
+    json_t *rb = test_json("{'spec': {'clusters': [{'name': 'm3'}],"
                      "  'gracefulEvictionTasks': [{'fromCluster': 'm1', 'purgeMode': 'Directly',"
                      "   'reason': 'TaintUntolerated', 'creationTimestamp': '2026-05-01T00:00:00Z'}]},"
                      " 'status': {'failoverHistory': [{'reason': 'ClusterFailover', 'fromCluster': 'm1',"
