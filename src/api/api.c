@@ -16,6 +16,7 @@
 
 #include "api/auth.h"
 #include "api/discovery.h"
+#include "api/health.h"
 #include "api/openapi_v2.h"
 #include "api/validate.h"
 #include "core/err.h"
@@ -341,51 +342,19 @@ static void respond_version(fl_req *r)
     fl_resp_json(r, 200, v);
 }
 
-static void respond_text(fl_req *r, int code, const char *text)
-{
-    fl_resp_raw(r, code, text, strlen(text));
-    r->resp_type = "text/plain; charset=utf-8";
-}
-
 static bool wants_aggregated(const fl_req *r)
 {
     return r->accept && strstr(r->accept, "as=APIGroupDiscoveryList");
 }
 
-/* /healthz, /livez, /readyz, one of their checks (/readyz/ping), and ?verbose, with
- * kube-apiserver's check names and wording. The store is in process: when the server
- * answers at all, its checks pass, until it shuts down. */
-static void respond_health(fl_api *api, fl_req *r, const char *endpoint, const char *check)
-{
-    static const char *const checks[] = {"ping", "log", "etcd", "shutdown"};
-    r->verb = "GET";
-    bool known = !check;
-    for (size_t i = 0; check && i < sizeof checks / sizeof checks[0]; i++)
-        known |= !strcmp(check, checks[i]) && (strcmp(check, "shutdown") || !strcmp(endpoint, "readyz"));
-    if (!known) {
-        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
-        return;
-    }
-    if (api->stopping) {
-        respond_text(r, 503, "shutting down");
-        return;
-    }
-    if (!check && fl_req_query(r, "verbose")) {
-        char *text = fl_asprintf("[+]ping ok\n[+]log ok\n[+]etcd ok\n%s%s check passed\n",
-                                 !strcmp(endpoint, "readyz") ? "[+]shutdown ok\n" : "", endpoint);
-        respond_text(r, 200, text);
-        free(text);
-        return;
-    }
-    respond_text(r, 200, "ok");
-}
-
 /* Discovery and other non-resource endpoints; returns true if handled. */
 static bool handle_nonresource(fl_api *api, fl_req *r, char segs[][256], int n)
 {
-    if ((n == 1 || n == 2) &&
-        (!strcmp(segs[0], "healthz") || !strcmp(segs[0], "livez") || !strcmp(segs[0], "readyz"))) {
-        respond_health(api, r, segs[0], n == 2 ? segs[1] : NULL);
+    if (n >= 1 && (!strcmp(segs[0], "healthz") || !strcmp(segs[0], "livez") || !strcmp(segs[0], "readyz"))) {
+        /* a check's name may hold a slash: /readyz/poststarthook/start-controllers */
+        const char *one = r->path + strspn(r->path, "/") + strlen(segs[0]);
+        one += strspn(one, "/");
+        fl_health_respond(api, r, segs[0], n >= 2 ? one : NULL);
         return true;
     }
     if (n == 1 && !strcmp(segs[0], "metrics")) {

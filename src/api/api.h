@@ -32,11 +32,16 @@ typedef struct fl_api {
     int bookmark_interval_ms;  /* how often an idle watch with allowWatchBookmarks gets a BOOKMARK */
     const char *server_url;    /* for /api serverAddressByClientCIDRs (may be NULL) */
     volatile int stopping;     /* set at shutdown: watches end */
+    volatile int shutting_down; /* set when a shutdown begins, before stopping (the server's
+                                * --shutdown-delay-duration): /readyz fails, all else is served */
     fl_kindreg *kinds;         /* the kinds served (and CRDs applied to); NULL = fl_kindreg_default(),
                                 * the server's. A simulated member sets its own. Not owned. */
     struct fl_auth *auth;      /* the server's token table and authorizer (auth.h): requests are
                                 * authorized and /apis/flotilla.io/v1alpha1/register is served.
                                 * NULL (simulated members): neither. Not owned. */
+    const struct fl_health_check *health_checks; /* the process's own checks for /livez,
+                                * /readyz and /healthz beside the API's (health.h), ended by a
+                                * NULL name; NULL: none. Not owned. */
     size_t max_object_bytes;   /* the largest encoded object a create, update, patch or apply
                                 * stores (413 past it); 0 = FL_API_DEFAULT_MAX_OBJECT_BYTES */
 } fl_api;

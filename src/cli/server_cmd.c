@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/health.h"
 #include "api/http.h"
 #include "api/kinds.h"
 #include "core/metrics.h"
@@ -76,6 +78,8 @@ static void usage(FILE *f)
                "  --graceful-eviction-timeout S  seconds a Gracefully eviction task keeps the old copy at most\n"
                "                            when it sets no gracePeriodSeconds (default 600)\n"
                "  --failover-history-limit N  status.failoverHistory entries a binding keeps (default 5)\n"
+               "  --shutdown-delay-duration S  seconds to keep serving after SIGTERM with /readyz failing, so\n"
+               "                            load balancers stop sending first (default 0; a second signal ends it)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -165,6 +169,7 @@ typedef struct server_opts {
     double eviction_rate;    /* controllers/eviction.h */
     long long eviction_timeout_s;
     long long failover_history_limit;
+    long long shutdown_delay_s; /* --shutdown-delay-duration */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -187,6 +192,44 @@ typedef struct server {
 
 /* The reconciled revision outlives the process's gauges, which read it. */
 static fl_reconciled reconciled;
+
+/* What /readyz and /livez ask of the controllers (api/health.h), on the HTTP threads: the
+ * manager from its start until its stop, under a lock, so that no probe reads one being freed. */
+static struct {
+    pthread_mutex_t mu;
+    fl_ctrl_manager *m; /* under mu: NULL before the start and from the stop on */
+    bool started;       /* under mu: the controllers' start has returned (stays true) */
+} ctrl_health = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* informer-sync: every informer the controllers read has made its first list */
+static int check_informer_sync(void *ctx, char *why, size_t cap)
+{
+    (void)ctx;
+    pthread_mutex_lock(&ctrl_health.mu);
+    bool running = ctrl_health.m != NULL, ok = fl_ctrl_manager_synced(ctrl_health.m);
+    pthread_mutex_unlock(&ctrl_health.mu);
+    if (!ok)
+        snprintf(why, cap, "%s", running ? "informers have not made their first list yet" : "controllers not running");
+    return !ok;
+}
+
+/* poststarthook/start-controllers: the controllers have started */
+static int check_controllers_started(void *ctx, char *why, size_t cap)
+{
+    (void)ctx;
+    pthread_mutex_lock(&ctrl_health.mu);
+    bool ok = ctrl_health.started;
+    pthread_mutex_unlock(&ctrl_health.mu);
+    if (!ok)
+        snprintf(why, cap, "not finished");
+    return !ok;
+}
+
+static const fl_health_check server_checks[] = {
+    {"informer-sync", FL_HEALTH_READYZ, check_informer_sync, NULL},
+    {"poststarthook/start-controllers", FL_HEALTH_ALL, check_controllers_started, NULL},
+    {NULL, 0, NULL, NULL},
+};
 
 /* A positive whole number for a flag, or one line naming the flag and exit status 2. */
 static int positive_arg(const char *flag, const char *arg, const char *unit, long long *out)
@@ -221,6 +264,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"http-idle-timeout", required_argument, 0, 'I'},
         {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
         {"failover-history-limit", required_argument, 0, 'Y'},
+        {"shutdown-delay-duration", required_argument, 0, 'D'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -282,6 +326,21 @@ static int parse_args(int argc, char **argv, server_opts *o)
             if (errno || end == optarg || *end || o->failover_history_limit < 0 || o->failover_history_limit > 1000) {
                 fprintf(stderr, "flotilla server: --failover-history-limit: expected a number of entries from 0 to "
                                 "1000, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'D': {
+            /* whole seconds, as kube-apiserver's duration may be written with an "s" */
+            char *end;
+            errno = 0;
+            o->shutdown_delay_s = strtoll(optarg, &end, 10);
+            if (*end == 's' && end != optarg)
+                end++;
+            if (errno || end == optarg || *end || o->shutdown_delay_s < 0 || o->shutdown_delay_s > 3600) {
+                fprintf(stderr, "flotilla server: --shutdown-delay-duration: expected seconds from 0 to 3600, not "
+                                "\"%s\"\n",
                         optarg);
                 return 2;
             }
@@ -428,6 +487,7 @@ static int ensure_credentials(server *sv)
 static void setup_api(server *sv)
 {
     sv->api = (fl_api){.store = sv->store, .bookmark_interval_ms = sv->o.bookmark_ms,
+                       .health_checks = server_checks,
                        .max_object_bytes = sv->o.max_object_bytes};
     fl_auth_new(&sv->api, sv->pki.admin_token, sv->bootstrap_token, &sv->auth);
     sv->api.auth = sv->auth;
@@ -520,6 +580,10 @@ static void start_controllers(server *sv)
     fl_eviction_configure(sv->o.eviction_rate, sv->o.eviction_timeout_s);
     fl_eviction_set_history_limit((int)sv->o.failover_history_limit);
     fl_ctrl_manager_start(&env, fl_server_controllers, &sv->ctrl);
+    pthread_mutex_lock(&ctrl_health.mu);
+    ctrl_health.m = sv->ctrl;
+    ctrl_health.started = true;
+    pthread_mutex_unlock(&ctrl_health.mu);
     json_decref(notes); /* the controllers took what they keep */
 }
 
@@ -561,11 +625,29 @@ static int run_until_signal(server *sv)
     return sig;
 }
 
+/* --shutdown-delay-duration: /readyz fails (its shutdown check) while everything else is
+ * served as before, for the delay or until a second signal, so that whoever routes by
+ * readiness stops sending new requests before the server stops taking them. */
+static void shutdown_delay(server *sv)
+{
+    if (sv->o.shutdown_delay_s <= 0)
+        return;
+    sv->api.shutting_down = 1;
+    fl_log(FL_LOG_INFO, "server", "/readyz fails from now; serving %lld s more before stopping",
+           sv->o.shutdown_delay_s);
+    const struct timespec delay = {(time_t)sv->o.shutdown_delay_s, 0};
+    if (sigtimedwait(&sv->sigs, NULL, &delay) >= 0)
+        fl_log(FL_LOG_INFO, "server", "a second signal: stopping now");
+}
+
 /* Undo what the steps set up, in reverse: stop the controllers and stop serving before the
  * store closes. Every acknowledged write is already durable. */
 static void server_close(server *sv)
 {
     sv->api.stopping = 1;
+    pthread_mutex_lock(&ctrl_health.mu);
+    ctrl_health.m = NULL; /* no probe looks at the manager from here on */
+    pthread_mutex_unlock(&ctrl_health.mu);
     fl_ctrl_manager_stop(sv->ctrl);
     fl_client_free(sv->cp);
     fl_http_stop(sv->http);
@@ -611,6 +693,7 @@ int fl_cmd_server(int argc, char **argv)
 
     int sig = run_until_signal(&sv);
     fl_log(FL_LOG_INFO, "server", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    shutdown_delay(&sv);
     server_close(&sv);
     fl_log(FL_LOG_INFO, "server", "stopped");
     return 0;

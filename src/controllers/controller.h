@@ -172,6 +172,11 @@ void fl_ctrl_queue_bindings_of(fl_workqueue *q, fl_informer *rbs, fl_informer *c
  * whose adds a controller skips. A controller that keeps indexes builds them from those
  * adds all the same. */
 void fl_ctrl_resumable(const fl_ctrl_env *env, fl_workqueue *q);
+/* Whether every controller's start() has returned and every informer they read (the shared
+ * ones and the templates' kinds) has made its first list: /readyz's informer-sync, as
+ * kube-apiserver's waits for its informers' caches. False for NULL. Any thread while m is not
+ * being stopped; quick (each informer's lock, in turn). */
+bool fl_ctrl_manager_synced(fl_ctrl_manager *m);
 /* Whether every registered queue is idle (fl_workqueue_idle). Any thread. */
 bool fl_ctrl_manager_idle(fl_ctrl_manager *m);
 /* Before a controller queues what a change may concern among all the objects of a kind (a

@@ -214,6 +214,11 @@ static bool all_listed(fl_ctrl_manager *m)
     return fl_templates_all_listed(m->env.templates);
 }
 
+bool fl_ctrl_manager_synced(fl_ctrl_manager *m)
+{
+    return m && m->started && all_listed(m);
+}
+
 /* Lists first, queues next, lists again: a reconcile still in a queue may start watching
  * another kind before it is done, and that kind's first list must be over too. */
 bool fl_ctrl_manager_idle(fl_ctrl_manager *m)

@@ -10,8 +10,10 @@
 #include "store/store.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/metrics.h"
@@ -206,6 +208,30 @@ size_t fl_store_quick_bytes(fl_store *s)
 int64_t fl_store_rev(fl_store *s)
 {
     return __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+}
+
+int fl_store_probe(fl_store *s, bool write_path, char *why, size_t cap)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)FL_STORE_PROBE_WAIT_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    /* the lock every get, list and watch start takes: a writer that holds it while wedged
+     * (or a reader that never lets go) shows here */
+    if (pthread_rwlock_timedrdlock(&s->lock, &until) != 0) {
+        if (why)
+            snprintf(why, cap, "no read of the store within %d ms", FL_STORE_PROBE_WAIT_MS);
+        return FL_ETIMEDOUT;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    int64_t waited = write_path && s->be->queued_ms ? s->be->queued_ms(s, fl_time_mono_ms()) : 0;
+    if (waited > FL_STORE_WEDGED_MS) {
+        if (why)
+            snprintf(why, cap, "a write has waited %lld ms for the store's writer", (long long)waited);
+        return FL_ETIMEDOUT;
+    }
+    return 0;
 }
 
 int64_t fl_store_compact_rev(fl_store *s)

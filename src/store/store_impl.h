@@ -76,6 +76,10 @@ typedef struct fl_store_backend {
      * *keys already NULL. */
     long (*marked)(fl_store *s, char ***keys);
     long (*marked_said)(fl_store *s);
+    /* Optional (NULL: writes are applied on the caller's thread, none waits in a queue):
+     * milliseconds the oldest write still waiting for the backend's writer has waited at
+     * monotonic time now_ms, 0 when none waits. Quick: takes only the queue's lock. */
+    int64_t (*queued_ms)(fl_store *s, int64_t now_ms);
 } fl_store_backend;
 
 extern const fl_store_backend fl_store_sqlite_backend;

@@ -991,4 +991,5 @@ const fl_store_backend fl_store_sqlite_backend = {
     .quick_bytes = sqlite_quick_bytes,
     .marked = sqlite_marked,
     .marked_said = sqlite_marked_said,
+    .queued_ms = fl_store_sqlite_queued_ms,
 };

@@ -90,6 +90,7 @@ typedef struct fl_store_sqlite {
     pthread_mutex_t q_mu;      /* the write queue and the compaction handshake */
     pthread_cond_t q_cv;       /* wakes the writer */
     struct wreq *q_head, *q_tail;
+    int64_t q_since_ms;        /* under q_mu: when q_head's writes began to wait (monotonic) */
     bool closing;              /* under q_mu */
     bool writer_done;
     uint64_t compact_requested, compact_done;
@@ -125,6 +126,8 @@ void *fl_store_sqlite_timer_main(void *arg);
 
 /* The backend's operations that store_sqlite_write.c implements (store_impl.h). */
 int fl_store_sqlite_write(fl_store *s, fl_store_op *op);
+/* fl_store_backend.queued_ms: how long the writes in the queue have waited. */
+int64_t fl_store_sqlite_queued_ms(fl_store *s, int64_t now_ms);
 int64_t fl_store_sqlite_compact(fl_store *s);
 
 #endif

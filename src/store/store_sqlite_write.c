@@ -41,6 +41,7 @@ int fl_store_sqlite_write(fl_store *bs, fl_store_op *op)
             s->q_tail->next = &r;
         } else {
             s->q_head = &r;
+            s->q_since_ms = fl_time_mono_ms();
             wake = true; /* the writer sleeps only on an empty queue */
         }
         s->q_tail = &r;
@@ -336,6 +337,8 @@ void *fl_store_sqlite_writer_main(void *arg)
         }
         if (!s->q_head)
             s->q_tail = NULL;
+        else /* more than one batch was queued: the rest waits from now, for the next one */
+            s->q_since_ms = fl_time_mono_ms();
         bool compact = s->compact_requested != s->compact_done;
         uint64_t gen = s->compact_requested;
         pthread_mutex_unlock(&s->q_mu);
@@ -366,6 +369,15 @@ void *fl_store_sqlite_writer_main(void *arg)
     pthread_mutex_unlock(&s->q_mu);
     free(b);
     return NULL;
+}
+
+int64_t fl_store_sqlite_queued_ms(fl_store *bs, int64_t now_ms)
+{
+    fl_store_sqlite *s = (fl_store_sqlite *)bs;
+    pthread_mutex_lock(&s->q_mu);
+    int64_t ms = s->q_head ? now_ms - s->q_since_ms : 0;
+    pthread_mutex_unlock(&s->q_mu);
+    return ms > 0 ? ms : 0;
 }
 
 int64_t fl_store_sqlite_compact(fl_store *bs)
