@@ -5,6 +5,7 @@ One `flotilla up` with two members per module; the module propagates three Deplo
 members once (the fixture `propagated`) and every test reads what that left on /metrics.
 Prometheus and promtool are Debian's `prometheus` package (scripts/setup.sh installs it).
 """
+import contextlib
 import json
 import os
 import re
@@ -173,18 +174,21 @@ def test_metrics_move_as_three_deployments_to_two_clusters_predict(propagated):
     assert abs(value(after, "process_start_time_seconds") - time.time()) < 3600
 
 
-@pytest.fixture
-def prometheus(propagated):
+@contextlib.contextmanager
+def prometheus_scraping(scrape, rule_files=()):
     """A real Prometheus on a loopback port with its own data directory, scraping the control plane
-    every second over HTTPS with the CA and the bearer token; stopped at the end."""
-    scrape, _, _ = propagated
+    every second over HTTPS with the CA and the bearer token, evaluating rule_files every second;
+    stopped at the end. Yields its base URL."""
     d = tempfile.mkdtemp(prefix="flotilla-prom-")
     u = urllib.parse.urlparse(scrape.url)
     config = os.path.join(d, "prometheus.yml")
+    rules = "".join(f"\n  - {os.path.abspath(r)}" for r in rule_files)
     with open(config, "w") as f:
         f.write(f"""global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:{rules or " []"}
 scrape_configs:
   - job_name: flotilla
     scheme: https
@@ -223,6 +227,12 @@ scrape_configs:
             p.wait()
         log.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def prometheus(propagated):
+    with prometheus_scraping(propagated[0]) as base:
+        yield base
 
 
 def promql(base, query):
