@@ -5,6 +5,7 @@ One `flotilla up` with two members per module; the module propagates three Deplo
 members once (the fixture `propagated`) and every test reads what that left on /metrics.
 Prometheus and promtool are Debian's `prometheus` package (scripts/setup.sh installs it).
 """
+import contextlib
 import json
 import os
 import re
@@ -204,18 +205,21 @@ def test_a_binding_no_cluster_fits_counts_as_unschedulable_until_it_goes(fleet, 
              timeout=WAIT, what="no unschedulable binding once it is deleted")
 
 
-@pytest.fixture
-def prometheus(propagated):
+@contextlib.contextmanager
+def prometheus_scraping(scrape, rule_files=()):
     """A real Prometheus on a loopback port with its own data directory, scraping the control plane
-    every second over HTTPS with the CA and the bearer token; stopped at the end."""
-    scrape, _, _ = propagated
+    every second over HTTPS with the CA and the bearer token, evaluating rule_files every second;
+    stopped at the end. Yields its base URL."""
     d = tempfile.mkdtemp(prefix="flotilla-prom-")
     u = urllib.parse.urlparse(scrape.url)
     config = os.path.join(d, "prometheus.yml")
+    rules = "".join(f"\n  - {os.path.abspath(r)}" for r in rule_files)
     with open(config, "w") as f:
         f.write(f"""global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:{rules or " []"}
 scrape_configs:
   - job_name: flotilla
     scheme: https
@@ -254,6 +258,12 @@ scrape_configs:
             p.wait()
         log.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def prometheus(propagated):
+    with prometheus_scraping(propagated[0]) as base:
+        yield base
 
 
 def promql(base, query):
