@@ -187,19 +187,26 @@ static size_t render_json(char *line, const struct timespec *ts, const struct tm
     return n + sizeof tail - 1;
 }
 
-/* Render one text line, as the logger always wrote them: "I 05:07:20.284 module: message". */
+/* Render one text line, as the logger always wrote them: "I 05:07:20.284 module: message".
+ * A line break inside the message is written as \n or \r, so that an entry stays one line
+ * there too. */
 static size_t render_text(char *line, const struct timespec *ts, const struct tm *tm, int level,
                           const char *module, const char *msg)
 {
     static const char *names[] = {"E", "W", "I", "D"};
-    int n = snprintf(line, FL_LOG_LINE_MAX, "%s %02d:%02d:%02d.%03ld %s: %s", names[level], tm->tm_hour,
-                     tm->tm_min, tm->tm_sec, ts->tv_nsec / 1000000, module, msg);
-    if (n < 0)
-        n = 0;
-    if ((size_t)n >= FL_LOG_LINE_MAX - 1)
-        n = FL_LOG_LINE_MAX - 2;
+    int h = snprintf(line, FL_LOG_LINE_MAX, "%s %02d:%02d:%02d.%03ld %s: ", names[level], tm->tm_hour, tm->tm_min,
+                     tm->tm_sec, ts->tv_nsec / 1000000, module);
+    size_t n = h < 0 ? 0 : (size_t)h < FL_LOG_LINE_MAX / 2 ? (size_t)h : FL_LOG_LINE_MAX / 2;
+    for (const char *p = msg; *p && n < FL_LOG_LINE_MAX - 3; p++) {
+        if (*p == '\n' || *p == '\r') {
+            line[n++] = '\\';
+            line[n++] = *p == '\n' ? 'n' : 'r';
+        } else {
+            line[n++] = *p;
+        }
+    }
     line[n++] = '\n';
-    return (size_t)n;
+    return n;
 }
 
 void fl_log(int level, const char *module, const char *fmt, ...)

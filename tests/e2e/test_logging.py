@@ -194,7 +194,7 @@ def test_up_hands_the_flags_to_the_server_members_and_agents():
         rc = p.wait(timeout=60)
     assert rc == 0
     # up sends each child's stdout and stderr to one file: the stdout lines are the known ones
-    stdout_lines = ("flotilla server listening on ", "kubeconfig: ", "flotilla member: ")
+    stdout_lines = ("flotilla server listening on ", "kubeconfig: ", "flotilla member: ", "flotilla agent: cluster ")
     found = {}
     for name in ("server.log", "members.log", "agent-member2.log"):
         with open(os.path.join(d, name), encoding="utf-8") as f:

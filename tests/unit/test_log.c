@@ -163,6 +163,11 @@ static void text_lines_keep_their_shape(void **state)
     out = capture(FL_LOG_DEBUG, "http", "d");
     assert_int_equal(out[0], 'D');
     free(out);
+    /* a line break in a message does not start a line that is no entry */
+    out = capture(FL_LOG_WARN, "execution", "no Work uses apps/v1\nDeployment\r here");
+    assert_ptr_equal(strchr(out, '\n'), out + strlen(out) - 1);
+    assert_non_null(strstr(out, " execution: no Work uses apps/v1\\nDeployment\\r here\n"));
+    free(out);
 }
 
 /* Is a line of this level written under these settings? */
