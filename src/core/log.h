@@ -7,7 +7,8 @@
  *     every error, warn and info line, plus the lines of verbosity N or less (N >= 2: debug).
  *     FLOTILLA_LOG=debug is -v 2; FLOTILLA_LOG=warn or error has no -v equivalent.
  * The format is text unless --logging-format=json (fl_log_configure):
- *   text: "I 05:07:20.284 module: message" (E, W, I, D; UTC time of day);
+ *   text: "I 05:07:20.284 module: message" (E, W, I, D; UTC time of day; a line break in the
+ *         message written as \n or \r);
  *   json: {"ts":"2026-12-07T05:07:20.284Z","level":"info","v":0,"component":"module","msg":"message"}
  *         with the message escaped (control characters as \n, \t or \u00XX; invalid UTF-8 as
  *         U+FFFD), one object per line.
