@@ -57,7 +57,7 @@ int fl_cmd_member(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'v': log_v = optarg; break;
+        case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
         case 'L': log_format = optarg; break;
         case 'd': cfg.data_dir = optarg; break;
         case 'n': cfg.clusters = atoi(optarg); break;

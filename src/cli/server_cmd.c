@@ -232,7 +232,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
     while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': o->data_dir = optarg; break;
-        case 'v': log_v = optarg; break;
+        case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
         case 'L': log_format = optarg; break;
         case 'l': o->listen = optarg; break;
         case 'k': o->insecure = true; break;

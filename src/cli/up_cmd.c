@@ -185,7 +185,7 @@ static int parse_options(int argc, char **argv, up_run *u)
     while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': u->dir = optarg; break;
-        case 'v': log_v = optarg; break;
+        case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
         case 'L': log_format = optarg; break;
         case 'n': u->members = atoi(optarg); break;
         case 'p': u->pull = atoi(optarg); break;

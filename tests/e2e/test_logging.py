@@ -151,7 +151,7 @@ def test_without_v_there_are_no_debug_lines_and_flotilla_log_still_works(server_
         lines = [l for l in f.read().splitlines() if l.startswith("{")]
     assert lines and all(json.loads(l)["level"] != "debug" for l in lines)
     # FLOTILLA_LOG=debug alone still shows debug lines; an explicit -v 0 wins over it
-    for extra, want_debug in (((), True), (("--v=0",), False)):
+    for extra, want_debug in (((), True), (("-v=0",), False)):
         d = tempfile.mkdtemp(prefix="flotilla-e2e-")
         s = LoggingServer(d, ["--logging-format=json", *extra], env={"FLOTILLA_LOG": "debug"})
         try:
