@@ -49,6 +49,7 @@ static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
 
 typedef struct agent_opts {
     const char *server_kc, *server_ctx, *member_kc, *member_ctx, *name, *out;
+    const char *log_format, *log_v; /* core/log.h */
 } agent_opts;
 
 static void usage(FILE *f)
@@ -66,6 +67,8 @@ static void usage(FILE *f)
                "  --agent-kubeconfig FILE   the agent's own identity, reused when it still works and written\n"
                "                            after registering (default: NAME-agent.kubeconfig beside the member\n"
                "                            kubeconfig)\n"
+               "  -v, --v N                 log verbosity: 0 (default) error, warn and info; 2 or more adds debug\n"
+               "  --logging-format F        text (default) or json: one JSON object per line on stderr\n"
                "\n"
                "Environment: FLOTILLA_AGENT_LEASE_INTERVAL_MS (10000), FLOTILLA_AGENT_STATUS_INTERVAL_MS (10000),\n"
                "FLOTILLA_AGENT_PROBE_TIMEOUT_MS (5000).\n");
@@ -106,6 +109,7 @@ static int parse(int argc, char **argv, agent_opts *o, bool *help)
         {"server-kubeconfig", offsetof(agent_opts, server_kc)}, {"server-context", offsetof(agent_opts, server_ctx)},
         {"member-kubeconfig", offsetof(agent_opts, member_kc)}, {"member-context", offsetof(agent_opts, member_ctx)},
         {"cluster-name", offsetof(agent_opts, name)},           {"agent-kubeconfig", offsetof(agent_opts, out)},
+        {"logging-format", offsetof(agent_opts, log_format)},   {"v", offsetof(agent_opts, log_v)},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -113,11 +117,12 @@ static int parse(int argc, char **argv, agent_opts *o, bool *help)
             *help = true;
             return 0;
         }
-        if (strncmp(a, "--", 2)) {
+        bool short_v = !strcmp(a, "-v") || !strncmp(a, "-v=", 3); /* klog's -v N */
+        if (strncmp(a, "--", 2) && !short_v) {
             fprintf(stderr, "flotilla agent: unexpected argument \"%s\" (see 'flotilla agent --help')\n", a);
             return 2;
         }
-        const char *f = a + 2;
+        const char *f = a + (short_v ? 1 : 2);
         size_t n = strcspn(f, "="), k;
         for (k = 0; k < sizeof flags / sizeof flags[0]; k++)
             if (strlen(flags[k].name) == n && !strncmp(flags[k].name, f, n))
@@ -132,6 +137,11 @@ static int parse(int argc, char **argv, agent_opts *o, bool *help)
             return 2;
         }
         *(const char **)((char *)o + flags[k].off) = v;
+    }
+    char why[256];
+    if (fl_log_configure(o->log_format, o->log_v, why, sizeof why)) {
+        fprintf(stderr, "flotilla agent: %s\n", why);
+        return 2;
     }
     const char *missing = !o->server_kc ? "--server-kubeconfig" : !o->member_kc ? "--member-kubeconfig"
                         : !o->name      ? "--cluster-name"

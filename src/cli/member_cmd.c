@@ -34,6 +34,8 @@ static void usage(FILE *f)
                "  --ready-per-second R      replicas becoming ready per second (default 10)\n"
                "  --job-seconds S           seconds until a Job completes (default 2)\n"
                "  --nodes N                 Nodes per cluster (default 3)\n"
+               "  -v, --v N                 log verbosity: 0 (default) error, warn and info; 2 or more adds debug\n"
+               "  --logging-format F        text (default) or json: one JSON object per line on stderr\n"
                "\n"
                "Faults at run time: PUT URL/admin/clusters/<name>/fault {\"down\":true} (or slowMs, partition)\n"
                "with the bearer token in DIR/pki/admin.token.\n");
@@ -48,11 +50,15 @@ int fl_cmd_member(int argc, char **argv)
         {"listen", required_argument, 0, 'l'},         {"insecure-http", no_argument, 0, 'k'},
         {"ready-per-second", required_argument, 0, 'r'}, {"job-seconds", required_argument, 0, 'j'},
         {"nodes", required_argument, 0, 'N'},          {"help", no_argument, 0, 'h'},
+        {"v", required_argument, 0, 'v'},              {"logging-format", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int c;
+    const char *log_format = NULL, *log_v = NULL; /* core/log.h */
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
+        case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
+        case 'L': log_format = optarg; break;
         case 'd': cfg.data_dir = optarg; break;
         case 'n': cfg.clusters = atoi(optarg); break;
         case 'p': cfg.name_prefix = optarg; break;
@@ -65,6 +71,11 @@ int fl_cmd_member(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    char why[256];
+    if (fl_log_configure(log_format, log_v, why, sizeof why)) {
+        fprintf(stderr, "flotilla member: %s\n", why);
+        return 2;
     }
     if (!cfg.data_dir) {
         fprintf(stderr, "flotilla member: --data-dir is required\n");

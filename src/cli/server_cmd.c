@@ -80,6 +80,9 @@ static void usage(FILE *f)
                "  --failover-history-limit N  status.failoverHistory entries a binding keeps (default 5)\n"
                "  --shutdown-delay-duration S  seconds to keep serving after SIGTERM with /readyz failing, so\n"
                "                            load balancers stop sending first (default 0; a second signal ends it)\n"
+               "  -v, --v N                 log verbosity: 0 (default) error, warn and info; 2 or more adds debug\n"
+               "                            (wins over FLOTILLA_LOG)\n"
+               "  --logging-format F        text (default) or json: one JSON object per line on stderr\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -265,12 +268,16 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
         {"failover-history-limit", required_argument, 0, 'Y'},
         {"shutdown-delay-duration", required_argument, 0, 'D'},
+        {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int c;
+    const char *log_format = NULL, *log_v = NULL; /* core/log.h */
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': o->data_dir = optarg; break;
+        case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
+        case 'L': log_format = optarg; break;
         case 'l': o->listen = optarg; break;
         case 'k': o->insecure = true; break;
         case 'm': o->max_inflight = atoi(optarg); break;
@@ -349,6 +356,11 @@ static int parse_args(int argc, char **argv, server_opts *o)
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    char why[256];
+    if (fl_log_configure(log_format, log_v, why, sizeof why)) {
+        fprintf(stderr, "flotilla server: %s\n", why);
+        return 2;
     }
     if (!o->data_dir) {
         fprintf(stderr, "flotilla server: --data-dir is required\n");

@@ -29,6 +29,7 @@
 #include "client/kubeconfig.h"
 #include "core/err.h"
 #include "core/file.h"
+#include "core/log.h"
 #include "core/mem.h"
 
 static void usage(FILE *f)
@@ -43,7 +44,9 @@ static void usage(FILE *f)
                "                      DIR/members/<name>.kubeconfig for each member\n"
                "  --members N         default 3\n"
                "  --pull M            the last M members in pull mode, each with its `flotilla agent`\n"
-               "  --listen ADDR:PORT  the control plane's address (default 127.0.0.1:6443)\n");
+               "  --listen ADDR:PORT  the control plane's address (default 127.0.0.1:6443)\n"
+               "  -v, --v N           log verbosity of the server, members and agents (see flotilla server --help)\n"
+               "  --logging-format F  text (default) or json, for their logs\n");
 }
 
 /* Run this binary with argv in a child, its output appended to log_path (or to stderr).
@@ -157,6 +160,7 @@ typedef struct up_run {
     pid_t *agents;                  /* pull entries */
     sigset_t sigs;                  /* SIGINT and SIGTERM, blocked; taken with sigtimedwait */
     int lock_fd;                    /* DIR/up.lock, held until exit; -1 when not taken */
+    char *log_args[5];              /* --logging-format F, --v N as given, packed, NULL-ended */
 } up_run;
 
 static void say_stopped(void)
@@ -172,18 +176,38 @@ static int parse_options(int argc, char **argv, up_run *u)
                                              {"pull", required_argument, 0, 'p'},
                                              {"listen", required_argument, 0, 'l'},
                                              {"help", no_argument, 0, 'h'},
+                                             {"v", required_argument, 0, 'v'},
+                                             {"logging-format", required_argument, 0, 'L'},
                                              {0, 0, 0, 0}};
     int c;
+    char *log_format = NULL, *log_v = NULL;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': u->dir = optarg; break;
+        case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
+        case 'L': log_format = optarg; break;
         case 'n': u->members = atoi(optarg); break;
         case 'p': u->pull = atoi(optarg); break;
         case 'l': u->listen = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    char why[256];
+    if (fl_log_configure(log_format, log_v, why, sizeof why)) {
+        fprintf(stderr, "flotilla up: %s\n", why);
+        return 2;
+    }
+    /* handed on as given to every child that logs: server, member host, agents */
+    int k = 0;
+    if (log_format) {
+        u->log_args[k++] = "--logging-format";
+        u->log_args[k++] = log_format;
+    }
+    if (log_v) {
+        u->log_args[k++] = "--v";
+        u->log_args[k++] = log_v;
     }
     if (u->members < 0 || u->members > 10000) {
         fprintf(stderr, "flotilla up: --members must be between 0 and 10000\n");
@@ -311,7 +335,9 @@ static int start_members(up_run *u)
     char nbuf[16];
     snprintf(nbuf, sizeof nbuf, "%d", u->members);
     fprintf(stderr, "starting %d simulated member%s (log: %s)\n", u->members, u->members == 1 ? "" : "s", u->mlog);
-    char *member_argv[] = {"flotilla", "member", "--data-dir", u->mdir, "--clusters", nbuf, NULL};
+    char *const *la = u->log_args;
+    char *member_argv[] = {"flotilla", "member", "--data-dir", u->mdir, "--clusters", nbuf,
+                           la[0],      la[1],    la[2],        la[3],   NULL};
     long offset = file_size(u->mlog);
     u->member = spawn(member_argv, u->mlog);
     for (int i = 0; i < 600; i++) {
@@ -347,8 +373,9 @@ static int join_members(up_run *u)
             jrc = run_wait(join_argv, NULL);
         } else {
             char *alog = fl_asprintf("%s/agent-%s.log", u->dir, name);
+            char *const *la = u->log_args;
             char *agent_argv[] = {"flotilla", "agent", "--server-kubeconfig", bootstrap, "--member-kubeconfig", mkc,
-                                  "--cluster-name", name, NULL};
+                                  "--cluster-name", name, la[0], la[1], la[2], la[3], NULL};
             pid_t a = spawn(agent_argv, alog);
             u->agents[i - 1 - (u->members - u->pull)] = a;
             fprintf(stderr, "cluster %s joining (Pull) through its agent (log: %s)\n", name, alog);
@@ -431,7 +458,8 @@ int fl_cmd_up(int argc, char **argv)
     free(server_lock);
     if (free_rc != 0)
         goto out;
-    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen, NULL};
+    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen,
+                           u.log_args[0], u.log_args[1], u.log_args[2], u.log_args[3], NULL};
     u.server = spawn(server_argv, u.slog);
     fprintf(stderr, "starting the control plane on %s (log: %s)\n", u.listen, u.slog);
     if (wait_server(&u, &cp) != 0)
