@@ -404,9 +404,14 @@ void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use)
     pthread_mutex_unlock(&w->mu);
     for (fl_ws_watch *wt = dead, *next; wt; wt = next) {
         next = fl_htab_entry(wt->node.next, fl_ws_watch, node);
+        /* the key is "cluster\napiVersion\nkind...": each part said apart */
         char *nl = strchr(wt->key, '\n');
-        fl_log(FL_LOG_DEBUG, "execution", "no Work uses %s in cluster %.*s any more; watch stopped",
-               nl ? nl + 1 : wt->key, nl ? (int)(nl - wt->key) : 0, wt->key);
+        char *what = fl_strdup(nl ? nl + 1 : wt->key);
+        for (char *p = what; (p = strchr(p, '\n'));)
+            *p = ' ';
+        fl_log(FL_LOG_DEBUG, "execution", "no Work uses %s in cluster %.*s any more; watch stopped", what,
+               nl ? (int)(nl - wt->key) : 0, wt->key);
+        free(what);
         watch_free(wt);
     }
 }
