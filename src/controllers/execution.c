@@ -708,6 +708,27 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
 
 static void count_delivery(exec *x, const char *key, int rc);
 
+/* At each scrape: the member watches open, and the Works waiting for their delivery. */
+static void scrape_exec(void *ctx)
+{
+    exec *x = ctx;
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_execution_member_watches",
+                                                  "Watches the execution controller keeps open on members: one per "
+                                                  "member, kind and member client, shared by every Work that needs it.",
+                                                  NULL, NULL, NULL, 0),
+                                 NULL, NULL),
+                  (double)fl_ws_watches_count(x->watches));
+    pthread_mutex_lock(&x->mu);
+    size_t waiting = json_object_size(x->undelivered);
+    pthread_mutex_unlock(&x->mu);
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_execution_works_waiting",
+                                                  "Works new or changed whose delivery has not been tried yet or is "
+                                                  "being tried.",
+                                                  NULL, NULL, NULL, 0),
+                                 NULL, NULL),
+                  (double)waiting);
+}
+
 /* The Work at key (of the binding at bkey, NULL for none) waits for its delivery, with a new
  * sequence number (x->mu held). */
 static void undelivered_add(exec *x, const char *key, const char *bkey)
@@ -1348,6 +1369,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     fl_workqueue_set_name(x->q, "execution");
     x->stop = fl_client_cancel_new();
     x->watches = fl_ws_watches_new(x->q);
+    fl_metrics_on_scrape(scrape_exec, x);
     fl_ws_watches_on_relisted(x->watches, fl_exec_relisted, x);
     x->resume_clusters = json_object();
     pthread_mutex_init(&x->tag_mu, NULL);
@@ -1440,6 +1462,7 @@ void fl_exec_free(fl_exec *x)
         pthread_mutex_unlock(&x->mu);
         pthread_join(x->ahead, NULL);
     }
+    fl_metrics_remove_hook(scrape_exec, x);
     fl_ws_watches_free(x->watches);
     if (!x->works_borrowed)
         fl_informer_free(x->works);

@@ -151,6 +151,9 @@ def test_metrics_move_as_three_deployments_to_two_clusters_predict(propagated):
         "detector", "binding", "scheduler", "execution", "cluster-status")}
     assert all(v == 0 for (n, _), v in after.items() if n == "workqueue_depth")
     assert value(after, "workqueue_unfinished_work_seconds", name="execution") == 0
+    # a Deployment watch on each member, shared by its Works; nothing left waiting for delivery
+    assert value(after, "flotilla_execution_member_watches") >= len(MEMBERS)
+    assert value(after, "flotilla_execution_works_waiting") == 0
     # each of the six Works delivered, and its delivery timed (queued to applied in the member)
     assert grew("flotilla_execution_delivery_duration_seconds_count", result="ok") >= 6
     assert grew("flotilla_execution_delivery_duration_seconds_sum", result="ok") > 0
