@@ -41,7 +41,8 @@
  * reconcile, and applying (or removing) a Work's manifests. What a suspended Work or a
  * paused cluster does instead of a delivery is in execution_suspend.c; the member watches
  * started ahead of the first list, resumed where they were noted, and swept by the resync,
- * in execution_watches.c. They share the engine's state through execution_priv.h. */
+ * in execution_watches.c; the Works waiting for delivery and the first statuses held for
+ * them, in execution_waiting.c. They share the engine's state through execution_priv.h. */
 #include "controllers/execution_priv.h"
 
 #include <stdlib.h>
@@ -703,196 +704,6 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
     return listing ? WATCH_LISTING : unchanged ? WATCH_UNCHANGED : WATCH_APPLY;
 }
 
-/* How long a burst lasts after the last Work joined delivery */
-#define BURST_LINGER_MS 2000
-
-static void count_delivery(exec *x, const char *key, int rc);
-
-/* At each scrape: the member watches open, and the Works waiting for their delivery. */
-static void scrape_exec(void *ctx)
-{
-    exec *x = ctx;
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_execution_member_watches",
-                                                  "Watches the execution controller keeps open on members: one per "
-                                                  "member, kind and member client, shared by every Work that needs it.",
-                                                  NULL, NULL, NULL, 0),
-                                 NULL, NULL),
-                  (double)fl_ws_watches_count(x->watches));
-    pthread_mutex_lock(&x->mu);
-    size_t waiting = json_object_size(x->undelivered);
-    pthread_mutex_unlock(&x->mu);
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_execution_works_waiting",
-                                                  "Works new or changed whose delivery has not been tried yet or is "
-                                                  "being tried.",
-                                                  NULL, NULL, NULL, 0),
-                                 NULL, NULL),
-                  (double)waiting);
-}
-
-/* The Work at key (of the binding at bkey, NULL for none) waits for its delivery, with a new
- * sequence number (x->mu held). */
-static void undelivered_add(exec *x, const char *key, const char *bkey)
-{
-    json_t *had = json_object_get(x->undelivered, key);
-    if (!had && bkey) {
-        json_t *n = json_object_get(x->undelivered_by, bkey);
-        json_object_set_new(x->undelivered_by, bkey, json_integer(n ? json_integer_value(n) + 1 : 1));
-    }
-    const char *was = had ? json_string_value(json_array_get(had, 1)) : NULL;
-    /* its first enqueue's time stays: a delivery is timed from when it was first wanted */
-    json_int_t since = had ? json_integer_value(json_array_get(had, 2)) : (json_int_t)fl_time_mono_ns();
-    json_object_set_new(x->undelivered, key,
-                        json_pack("[I, s?, I]", (json_int_t)x->undelivered_seq++, had ? was : bkey, since));
-}
-
-/* The Work at key no longer waits (x->mu held). */
-static void undelivered_del(exec *x, const char *key)
-{
-    const char *bkey = json_string_value(json_array_get(json_object_get(x->undelivered, key), 1));
-    json_t *n = bkey ? json_object_get(x->undelivered_by, bkey) : NULL;
-    if (n && json_integer_value(n) > 1)
-        json_object_set_new(x->undelivered_by, bkey, json_integer(json_integer_value(n) - 1));
-    else if (n)
-        json_object_del(x->undelivered_by, bkey);
-    json_object_del(x->undelivered, key);
-}
-
-/* How many Works other than the one at key wait for delivery: of any binding (*all), and of
- * its own binding (*same) (x->mu held). */
-static void undelivered_others(exec *x, const char *key, size_t *all, size_t *same)
-{
-    json_t *mine = json_object_get(x->undelivered, key);
-    const char *bkey = json_string_value(json_array_get(mine, 1));
-    *all = json_object_size(x->undelivered) - (mine ? 1u : 0u);
-    json_int_t n = bkey ? json_integer_value(json_object_get(x->undelivered_by, bkey)) : 0;
-    *same = (size_t)(n > 0 ? n - (mine ? 1 : 0) : 0);
-}
-
-/* Does a first status of the Work at key wait for other deliveries (x->mu held): for its own
- * workload's other Works (one workload to 100 clusters: its deliveries first), or for many of
- * any (a burst)? Not for a few of other workloads' (a failover moving them one by one). */
-static bool undelivered_waits(exec *x, const char *key)
-{
-    size_t all, same;
-    undelivered_others(x, key, &all, &same);
-    return same > 0 || all >= (size_t)x->hold_undelivered;
-}
-
-/* Count a Work joining undelivered (x->mu held). */
-static void count_add(exec *x, int64_t now)
-{
-    if (now - x->window_ms >= 1000) {
-        x->adds = 0;
-        x->window_ms = now;
-    }
-    if (++x->adds >= x->burst_works || now < x->burst_until_ms)
-        x->burst_until_ms = now + BURST_LINGER_MS;
-}
-
-/* Whether Works are arriving in a burst (x->mu held): burst_works or more joined delivery
- * within a second, and others have joined since, each within BURST_LINGER_MS of the last.
- * Its pipeline pauses at times (the binding controller behind) while more Works are on
- * their way, and the Works waiting for delivery run out meanwhile. */
-static bool in_burst(exec *x, int64_t now)
-{
-    return now < x->burst_until_ms;
-}
-
-/* Whether a manifestStatuses entry says its object is Unhealthy (not ready yet). */
-static bool any_unhealthy(const json_t *statuses)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(statuses, i, e) {
-        const char *h = fl_json_str(e, "health");
-        if (h && !strcmp(h, "Unhealthy"))
-            return true;
-    }
-    return false;
-}
-
-/* Does the first status of a Work that has just applied wait? It waits first_status_ms
- * after the first apply, for two reasons. The member reports a new object's status within
- * that time (its controllers see the create at once), so one write carries Applied and
- * the member's status, where it would be two writes in a row. And a new workload goes to
- * many clusters at once: until its Works are delivered, status writes only compete with
- * them for the CPU. So after that time it goes on waiting while other Works wait for their
- * delivery (undelivered): it is held until the last of them is tried (release_held), or
- * first_status_max_ms after its apply. A burst of new workloads is delivered first, and
- * its statuses follow. A status held so, or one due during a burst (in_burst), is written
- * once its objects are not Unhealthy (or at the cap): written when due, a third of a
- * 1,000-Deployment burst's first statuses said "not ready" and were written again a second
- * later, and the bindings' and templates' statuses with them. Only a Work with no
- * conditions yet waits, and only after an apply that succeeded: every later status
- * (a resumed Work's acknowledgement among them) and every failure is written at once.
- * Reconciles before the time that are not deliveries (the member's events for the new
- * objects) are skipped (reconcile); the one at the time writes it. */
-static bool first_status_later(exec *x, const json_t *work, const json_t *statuses)
-{
-    if (x->first_status_ms <= 0 || json_object_get(fl_json_obj(work, "status"), "conditions"))
-        return false;
-    char *key = fl_informer_key(work);
-    if (!key)
-        return false;
-    json_int_t gen = json_integer_value(json_object_get(fl_json_obj(work, "metadata"), "generation"));
-    int64_t now = fl_time_now_ms(), wait = 0;
-    pthread_mutex_lock(&x->mu);
-    json_t *seen = json_object_get(x->first_status, key);
-    int64_t cap = seen ? json_integer_value(json_array_get(seen, FS_APPLIED)) + x->first_status_max_ms : 0;
-    if (!seen || json_integer_value(json_array_get(seen, FS_GENERATION)) != gen) {
-        /* in enum fs_field's order */
-        json_object_set_new(x->first_status, key, json_pack("[IIIbb]", gen, now + x->first_status_ms, now, 0, 0));
-        wait = x->first_status_ms;
-    } else if (json_integer_value(json_array_get(seen, FS_DUE)) > now) {
-        wait = json_integer_value(json_array_get(seen, FS_DUE)) - now;
-    } else if (undelivered_waits(x, key) && now < cap) {
-        /* deliveries first: due at the cap, or sooner when they are done */
-        json_array_set_new(seen, FS_DUE, json_integer(cap));
-        json_array_set_new(seen, FS_HELD_NOW, json_true());
-        json_array_set_new(seen, FS_HELD, json_true());
-        wait = cap - now;
-    } else if ((json_is_true(json_array_get(seen, FS_HELD)) || in_burst(x, now)) && now < cap &&
-               any_unhealthy(statuses)) {
-        /* released, its objects not ready: the member's events come through (nothing is
-         * due, so they are not skipped), and the one that makes them ready writes it */
-        wait = cap - now;
-    } else {
-        json_object_del(x->first_status, key);
-    }
-    pthread_mutex_unlock(&x->mu);
-    /* again on every early pass: the queue keeps the earlier of two times, so this only
-     * makes sure the key comes back at the time */
-    if (wait > 0)
-        fl_workqueue_add_after(x->q, key, wait);
-    free(key);
-    return wait > 0;
-}
-
-/* The last Work waiting for delivery has been tried (x->mu held): the first statuses held
- * for it are due now. Returns their keys, for the caller to queue once it has let go of mu. */
-static json_t *release_held(exec *x)
-{
-    json_t *keys = json_array();
-    const char *key;
-    json_t *seen;
-    int64_t now = fl_time_now_ms();
-    json_object_foreach(x->first_status, key, seen) {
-        if (!json_is_true(json_array_get(seen, FS_HELD_NOW)))
-            continue;
-        json_array_set_new(seen, FS_DUE, json_integer(now));
-        json_array_set_new(seen, FS_HELD_NOW, json_false());
-        json_array_append_new(keys, json_string(key));
-    }
-    return keys;
-}
-
-static void first_status_forget(exec *x, const char *key)
-{
-    pthread_mutex_lock(&x->mu);
-    json_object_del(x->first_status, key);
-    pthread_mutex_unlock(&x->mu);
-}
-
 static int apply_work(exec *x, const char *cluster, const json_t *listed, const fl_informer_src *src)
 {
     const json_t *work = listed; /* whole once the manifests are applied (below) */
@@ -970,7 +781,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, const 
         fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), msg);
         wrc = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
-    } else if (first_status_later(x, work, statuses)) {
+    } else if (fl_exec_first_status_later(x, work, statuses)) {
         json_decref(statuses);
         wrc = 0;
     } else {
@@ -1094,7 +905,7 @@ static int reconcile(exec *x, const char *key)
     char *cluster = NULL;
     int rc = 0;
     if (fl_informer_get_partial(x->works, key, &work, &src)) {
-        first_status_forget(x, key);
+        fl_exec_first_status_forget(x, key);
         goto out; /* gone: the member watches go at the next sweep */
     }
     /* a copy: `work` is replaced below once our finalizer is on */
@@ -1147,7 +958,7 @@ static int reconcile(exec *x, const char *key)
     bool applied = false;
     rc = fl_exec_deliver(x, cluster, work, &src, suspended, apply_work, &applied);
     if (applied && seq >= 0 && rc != NOT_LISTED_YET)
-        count_delivery(x, key, rc);
+        fl_exec_count_delivery(x, key, rc);
 out:
     /* this pass tried the delivery (or found nothing to deliver), unless the member watches
      * it needs are still listing; an enqueue meanwhile stays for the next pass */
@@ -1156,9 +967,9 @@ out:
         pthread_mutex_lock(&x->mu);
         pending = json_object_get(x->undelivered, key);
         if (pending && json_integer_value(json_array_get(pending, 0)) == seq) {
-            undelivered_del(x, key);
+            fl_exec_undelivered_del(x, key);
             if (!json_object_size(x->undelivered))
-                released = release_held(x);
+                released = fl_exec_release_held(x);
         }
         pthread_mutex_unlock(&x->mu);
         size_t i;
@@ -1171,17 +982,6 @@ out:
     json_decref(work);
     fl_informer_src_close(&src);
     return rc == NOT_LISTED_YET ? 0 : rc; /* parked: the list's end brings it back */
-}
-
-/* flotilla_execution_delivery_duration_seconds: from the Work's change first queued to this
- * apply's end in the member, by result. */
-static void count_delivery(exec *x, const char *key, int rc)
-{
-    pthread_mutex_lock(&x->mu);
-    json_int_t since = json_integer_value(json_array_get(json_object_get(x->undelivered, key), 2));
-    pthread_mutex_unlock(&x->mu);
-    if (since > 0)
-        fl_metric_observe(x->m_delivery[rc != 0], (double)(fl_time_mono_ns() - since) / 1e9);
 }
 
 static void *worker(void *arg)
@@ -1250,9 +1050,8 @@ void fl_exec_enqueue_work(exec *x, const json_t *work, bool delivery)
     if (key && delivery && !fl_exec_settled(work)) {
         pthread_mutex_lock(&x->mu);
         char *bkey = fl_names_work_binding_key(work);
-        undelivered_add(x, key, bkey);
+        fl_exec_undelivered_add(x, key, bkey);
         free(bkey);
-        count_add(x, fl_time_now_ms());
         pthread_mutex_unlock(&x->mu);
     }
     if (key)
@@ -1369,7 +1168,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     fl_workqueue_set_name(x->q, "execution");
     x->stop = fl_client_cancel_new();
     x->watches = fl_ws_watches_new(x->q);
-    fl_metrics_on_scrape(scrape_exec, x);
+    fl_metrics_on_scrape(fl_exec_scrape, x);
     fl_ws_watches_on_relisted(x->watches, fl_exec_relisted, x);
     x->resume_clusters = json_object();
     pthread_mutex_init(&x->tag_mu, NULL);
@@ -1462,7 +1261,7 @@ void fl_exec_free(fl_exec *x)
         pthread_mutex_unlock(&x->mu);
         pthread_join(x->ahead, NULL);
     }
-    fl_metrics_remove_hook(scrape_exec, x);
+    fl_metrics_remove_hook(fl_exec_scrape, x);
     fl_ws_watches_free(x->watches);
     if (!x->works_borrowed)
         fl_informer_free(x->works);
@@ -1484,19 +1283,4 @@ void fl_exec_free(fl_exec *x)
     pthread_cond_destroy(&x->ahead_cv);
     pthread_mutex_destroy(&x->mu);
     free(x);
-}
-
-/* fl_recorder_hold_while's busy: Works wait for their delivery (see first_status_later) */
-static bool delivering(void *ctx)
-{
-    exec *x = ctx;
-    pthread_mutex_lock(&x->mu);
-    bool busy = json_object_size(x->undelivered) > 0;
-    pthread_mutex_unlock(&x->mu);
-    return busy;
-}
-
-void fl_exec_hold_events(fl_exec *x, fl_recorder *r)
-{
-    fl_recorder_hold_while(r, delivering, x, x->first_status_max_ms);
 }

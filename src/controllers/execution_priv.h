@@ -1,6 +1,6 @@
 /* execution_priv.h - what the execution engine's files share, and nothing else includes.
  *
- * The engine (fl_exec, execution.h) is one object in four files:
+ * The engine (fl_exec, execution.h) is one object in five files:
  *   execution.c          the engine: its lifecycle, the Work informer's handlers, the
  *                        reconcile and the apply of a Work's manifests to its member;
  *   execution_suspend.c  suspension: what a suspended Work or a paused cluster reports
@@ -8,6 +8,8 @@
  *   execution_watches.c  the member watches over time: started ahead while the Work cache
  *                        makes its first list, resumed where they were noted, swept by the
  *                        resync, which also retries the Works that did not apply;
+ *   execution_waiting.c  the Works waiting for delivery and the first statuses held for
+ *                        them, and what /metrics says of them;
  *   execution_push.c     the push controller of `flotilla server` (the public API, and
  *                        fl_exec_hold_events).
  * This header holds the engine's state, a manifest's target in its member, and the few
@@ -170,6 +172,26 @@ uint32_t fl_exec_work_tag(void *ctx, const json_t *w);
  * ended by fl_exec_free. */
 void *fl_exec_ahead_loop(void *arg);
 void *fl_exec_resync_loop(void *arg);
+
+/* ---- execution_waiting.c ---- */
+
+/* The Work at key (of the binding at bkey, NULL for none) waits for its delivery with a new
+ * sequence number; its first enqueue's time stays (x->mu held). */
+void fl_exec_undelivered_add(fl_exec *x, const char *key, const char *bkey);
+/* The Work at key no longer waits (x->mu held). */
+void fl_exec_undelivered_del(fl_exec *x, const char *key);
+/* Does the first status of work, which has just applied with statuses, wait? If so it is
+ * queued again for its time. x->mu not held. */
+bool fl_exec_first_status_later(fl_exec *x, const json_t *work, const json_t *statuses);
+/* The last waiting delivery was tried (x->mu held): the keys of the first statuses held for
+ * it, due now, for the caller to queue once it has let go of mu. */
+json_t *fl_exec_release_held(fl_exec *x);
+/* The Work at key is gone: no first status to wait for. x->mu not held. */
+void fl_exec_first_status_forget(fl_exec *x, const char *key);
+/* A delivery of the Work at key ended with rc: observe its time (x->mu not held). */
+void fl_exec_count_delivery(fl_exec *x, const char *key, int rc);
+/* The scrape hook: member watches open, Works waiting (ctx: the engine). */
+void fl_exec_scrape(void *ctx);
 
 /* ---- for execution_push.c ---- */
 
