@@ -513,16 +513,16 @@ static void count_limit(int which)
 {
     static const char *const names[] = {"instructions", "time", "memory"};
     static fl_metric_series *series[3];
-    fl_metric_series *m = __atomic_load_n(&series[which], __ATOMIC_ACQUIRE);
-    if (!m) {
-        m = fl_metric_with(fl_metric_family(FL_METRIC_COUNTER, "flotilla_interpreter_lua_limits_total",
-                                            "Lua customization calls stopped by a limit: the instruction budget, the "
-                                            "time limit or the memory cap.",
-                                            "limit", NULL, NULL, 0),
-                           names[which], NULL);
-        __atomic_store_n(&series[which], m, __ATOMIC_RELEASE);
+    if (!__atomic_load_n(&series[which], __ATOMIC_ACQUIRE)) {
+        /* all three at once: a limit not hit yet shows 0, not nothing */
+        fl_metric *f = fl_metric_family(FL_METRIC_COUNTER, "flotilla_interpreter_lua_limits_total",
+                                        "Lua customization calls stopped by a limit: the instruction budget, the "
+                                        "time limit or the memory cap.",
+                                        "limit", NULL, NULL, 0);
+        for (int i = 0; i < 3; i++)
+            __atomic_store_n(&series[i], fl_metric_with(f, names[i], NULL), __ATOMIC_RELEASE);
     }
-    fl_metric_add(m, 1);
+    fl_metric_add(__atomic_load_n(&series[which], __ATOMIC_ACQUIRE), 1);
 }
 
 static char *cap_text(size_t cap)
