@@ -19,9 +19,9 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/parallel.h"
 #include "core/timefmt.h"
-#include "core/metrics.h"
 #include "interp/interp.h"
 
 typedef struct interp_sub {

@@ -28,8 +28,8 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/mem.h"
-#include "core/timefmt.h"
 #include "core/quantity.h"
+#include "core/timefmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
