@@ -446,12 +446,10 @@ static void scrape_pending(void *ctx)
     pthread_mutex_lock(&e->mu);
     size_t n = json_object_size(e->pending);
     pthread_mutex_unlock(&e->mu);
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_eviction_pending",
-                                                  "Eviction deadlines the evictor holds (bindings with a "
-                                                  "NoExecute taint or an Unhealthy copy on a clock).",
-                                                  NULL, NULL, NULL, 0),
-                                 NULL, NULL),
-                  (double)n);
+    fl_metric_gauge_set("flotilla_eviction_pending",
+                        "Eviction deadlines the evictor holds (bindings with a NoExecute taint or an Unhealthy copy "
+                        "on a clock).",
+                        NULL, NULL, (double)n);
 }
 
 /* Hold the eviction of the binding back: tell it (once per reason) and retry later. */

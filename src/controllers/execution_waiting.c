@@ -26,21 +26,16 @@
 void fl_exec_scrape(void *ctx)
 {
     exec *x = ctx;
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_execution_member_watches",
-                                                  "Watches the execution controller keeps open on members: one per "
-                                                  "member, kind and member client, shared by every Work that needs it.",
-                                                  NULL, NULL, NULL, 0),
-                                 NULL, NULL),
-                  (double)fl_ws_watches_count(x->watches));
+    fl_metric_gauge_set("flotilla_execution_member_watches",
+                        "Watches the execution controller keeps open on members: one per member, kind and member "
+                        "client, shared by every Work that needs it.",
+                        NULL, NULL, (double)fl_ws_watches_count(x->watches));
     pthread_mutex_lock(&x->mu);
     size_t waiting = json_object_size(x->undelivered);
     pthread_mutex_unlock(&x->mu);
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_execution_works_waiting",
-                                                  "Works new or changed whose delivery has not been tried yet or is "
-                                                  "being tried.",
-                                                  NULL, NULL, NULL, 0),
-                                 NULL, NULL),
-                  (double)waiting);
+    fl_metric_gauge_set("flotilla_execution_works_waiting",
+                        "Works new or changed whose delivery has not been tried yet or is being tried.", NULL, NULL,
+                        (double)waiting);
 }
 
 /* Count a Work joining undelivered (x->mu held). */

@@ -770,3 +770,8 @@ char *fl_metrics_render(size_t *len)
         *len = out.len;
     return fl_strbuf_take(&out);
 }
+
+void fl_metric_gauge_set(const char *name, const char *help, const char *label, const char *value, double v)
+{
+    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, name, help, label, NULL, NULL, 0), value, NULL), v);
+}

@@ -64,6 +64,9 @@ void fl_metric_observe(fl_metric_series *s, double v);
 /* A counter or gauge's value now (tests, hooks). */
 double fl_metric_value(const fl_metric_series *s);
 
+/* Set the gauge name{label=value} (label NULL: unlabelled), registering the family on first
+ * use: what a scrape hook does with a figure it reads. Takes the lock. */
+void fl_metric_gauge_set(const char *name, const char *help, const char *label, const char *value, double v);
 /* fn(ctx) runs at the start of every render, before anything is read, serialised with
  * other hooks and with fl_metrics_remove_hook; it may call fl_metric_with/set but not
  * add or remove hooks. */

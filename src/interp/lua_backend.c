@@ -293,17 +293,12 @@ static void scrape_pool(void *ctx)
     unsigned states = 0;
     size_t idle = 0;
     fl_lua_pool_stats(b->pool, &states, &idle);
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_interpreter_lua_states",
-                                                  "Sandboxed Lua states alive in a Lua backend's pool (they are made "
-                                                  "on demand up to the limit, and dropped when idle).",
-                                                  "backend", NULL, NULL, 0),
-                                 b->name, NULL),
-                  states);
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_interpreter_lua_idle_bytes",
-                                                  "Bytes the idle Lua states of a backend's pool hold.", "backend", NULL,
-                                                  NULL, 0),
-                                 b->name, NULL),
-                  (double)idle);
+    fl_metric_gauge_set("flotilla_interpreter_lua_states",
+                        "Sandboxed Lua states alive in a Lua backend's pool (they are made on demand up to the "
+                        "limit, and dropped when idle).",
+                        "backend", b->name, states);
+    fl_metric_gauge_set("flotilla_interpreter_lua_idle_bytes", "Bytes the idle Lua states of a backend's pool hold.",
+                        "backend", b->name, (double)idle);
 }
 
 fl_lua_backend *fl_lua_backend_new(const char *name, const fl_lua_limits *limits)

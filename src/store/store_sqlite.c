@@ -499,12 +499,9 @@ static void scrape_size(void *ctx)
     if (stat(wal, &st) == 0)
         bytes += (double)st.st_size;
     free(wal);
-    fl_metric_set(fl_metric_with(fl_metric_family(FL_METRIC_GAUGE, "flotilla_store_db_size_bytes",
-                                                  "Bytes of the SQLite store on disk: the database file and its "
-                                                  "write-ahead log.",
-                                                  NULL, NULL, NULL, 0),
-                                 NULL, NULL),
-                  bytes);
+    fl_metric_gauge_set("flotilla_store_db_size_bytes",
+                        "Bytes of the SQLite store on disk: the database file and its write-ahead log.", NULL, NULL,
+                        bytes);
 }
 
 static int sqlite_open(const fl_store_config *cfg, fl_store **out)
