@@ -190,6 +190,7 @@ struct fl_client {
     char *noproxy;
     int timeout_ms, connect_timeout_ms, max_idle;
     const char *const *answer_skip; /* paths left out of an answer's object, or NULL */
+    fl_client_observer observer;    /* options.observer (its ctx owned) */
 
     pthread_mutex_t pool_mu;
     slot *idle;
@@ -242,6 +243,7 @@ static fl_client *client_alloc(const char *server, const fl_client_options *opts
     c->max_idle = o.max_idle > 0 ? o.max_idle : 16;
     static const char *const no_managed_fields[] = {"metadata.managedFields", NULL};
     c->answer_skip = o.answers_without_managed_fields ? no_managed_fields : NULL;
+    c->observer = o.observer;
     pthread_mutex_init(&c->pool_mu, NULL);
     pthread_mutex_init(&c->disc_mu, NULL);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -255,14 +257,15 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
     *out = NULL;
     if (err)
         *err = NULL;
-    if (!kc || !kc->server || !*kc->server) {
+    const char *bad = !kc || !kc->server || !*kc->server ? "client: the kubeconfig names no server"
+                      : kc->token && strpbrk(kc->token, "\r\n") ? "the user's token contains a line break"
+                                                                  : NULL; /* it goes into a header line */
+    if (bad) {
         if (err)
-            *err = fl_strdup("client: the kubeconfig names no server");
-        return FL_EINVAL;
-    }
-    if (kc->token && strpbrk(kc->token, "\r\n")) { /* it goes into a header line */
-        if (err)
-            *err = fl_asprintf("%s: the user's token contains a line break", kc->origin ? kc->origin : "kubeconfig");
+            *err = kc && kc->server && *kc->server ? fl_asprintf("%s: %s", kc->origin ? kc->origin : "kubeconfig", bad)
+                                                   : fl_strdup(bad);
+        if (opts && opts->observer.free) /* the client owns it, and there is none */
+            opts->observer.free(opts->observer.ctx);
         return FL_EINVAL;
     }
     pthread_once(&curl_once, curl_start);
@@ -331,6 +334,8 @@ void fl_client_free(fl_client *c)
     pthread_mutex_destroy(&c->pool_mu);
     pthread_mutex_destroy(&c->disc_mu);
     json_decref(c->disc);
+    if (c->observer.free)
+        c->observer.free(c->observer.ctx);
     if (c->auth_header)
         explicit_bzero(c->auth_header, strlen(c->auth_header));
     if (c->key_pem)
@@ -788,6 +793,8 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
     if (err)
         memset(err, 0, sizeof *err);
     int rc = 0;
+    bool transport = false;
+    int64_t started_ns = c->observer.fn ? fl_time_mono_ns() : 0;
     for (int attempt = 0;; attempt++) {
         x->err = err;
         bool cancelled = false;
@@ -823,6 +830,7 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
             snprintf(msg, sizeof msg, "%s %s%s: %s", r->method, c->server, r->path, curl_easy_strerror(res));
             fill_err(err, x->code, "", "", msg);
             rc = res == CURLE_OPERATION_TIMEDOUT ? FL_ETIMEDOUT : FL_EIO;
+            transport = true;
         } else if (x->code >= 200 && x->code < 300) {
             rc = 0;
             if (out && x->obj) {
@@ -877,6 +885,9 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
         }
         break;
     }
+    if (c->observer.fn && rc != FL_ECLOSED)
+        c->observer.fn(c->observer.ctx, r->watch, rc, x->code, transport,
+                       (double)(fl_time_mono_ns() - started_ns) / 1e9);
     fl_strbuf_close(&x->body);
     json_decref(x->obj);
     x->obj = NULL;

@@ -60,6 +60,16 @@ typedef struct fl_gvr {
     const char *resource;
 } fl_gvr;
 
+/* Told of every request a client finishes, on the requesting thread: a watch (when its
+ * stream ends), rc (0 or FL_E*), the HTTP status (0 when no answer came), whether the
+ * transport failed (no answer, a timeout), and the seconds it took. The client owns ctx from
+ * fl_client_new on (free(ctx) at fl_client_free, when free is set). */
+typedef struct fl_client_observer {
+    void (*fn)(void *ctx, bool watch, int rc, long http, bool transport, double seconds);
+    void *ctx;
+    void (*free)(void *ctx);
+} fl_client_observer;
+
 typedef struct fl_client_options {
     const char *user_agent;   /* NULL = "flotilla"; the server names the default field manager after it */
     int timeout_ms;           /* whole-request timeout for non-watch requests; 0 = 30000 */
@@ -69,6 +79,8 @@ typedef struct fl_client_options {
      * for a caller that never reads them (a quarter to a half of a workload's nodes); an
      * update sent without them keeps the object's own (an absent list is not a reset) */
     bool answers_without_managed_fields;
+    /* told of every finished request (not a cancelled one) */
+    fl_client_observer observer;
 } fl_client_options;
 
 /* Create a client for kc's server and credentials (copied: kc may be closed after).

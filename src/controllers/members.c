@@ -20,6 +20,8 @@
  * borrowed pointers without telling us when they are done; credentials change rarely,
  * so the list stays short.
  *
+ * Each client counts its requests for /metrics (flotilla_member_request_*{cluster}).
+ *
  * One mutex guards the table; no I/O happens under it. */
 #include "controllers/members.h"
 
@@ -36,6 +38,7 @@
 #include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
 static const fl_gvr SECRETS = {"v1", "secrets"};
@@ -181,6 +184,68 @@ static int read_object(fl_members *m, fl_informer *inf, const fl_gvr *r, const c
     return fl_client_get(m->cp, r, ns, name, out, ce);
 }
 
+/* ---- a member's API, as /metrics tells it ----
+ * Every member client counts its requests (fl_client_observer): the latency of each answer
+ * (watches left out: they last) and the failures that say the member, or our access to it,
+ * is in trouble. Answers a caller expects and handles (404, 409, 422) are not failures. The
+ * cluster label is bounded by the fleet's size (docs/observability.md). */
+
+typedef struct member_observer {
+    char *cluster;
+    fl_metric_series *duration;
+} member_observer;
+
+static fl_metric *duration_family(void)
+{
+    return fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_member_request_duration_seconds",
+                            "Time a member cluster's API took to answer a request of the control plane (watches "
+                            "not counted), by cluster.",
+                            "cluster", NULL, NULL, 0);
+}
+
+static fl_metric *errors_family(void)
+{
+    return fl_metric_family(FL_METRIC_COUNTER, "flotilla_member_request_errors_total",
+                            "Requests to a member cluster's API that failed, by cluster and reason: Timeout, "
+                            "ConnectionFailed, ServerError (5xx), TooManyRequests (429 after retries), Unauthorized "
+                            "(401), Forbidden (403).",
+                            "cluster", "reason", NULL, 0);
+}
+
+/* Why a finished request failed, as flotilla_member_request_errors_total says it, or NULL. */
+static const char *failure_reason(int rc, long http, bool transport)
+{
+    if (transport)
+        return rc == FL_ETIMEDOUT ? "Timeout" : "ConnectionFailed";
+    return http >= 500 ? "ServerError" : http == 429 ? "TooManyRequests" : http == 401 ? "Unauthorized"
+                                         : http == 403 ? "Forbidden" : NULL;
+}
+
+static void observe_request(void *ctx, bool watch, int rc, long http, bool transport, double seconds)
+{
+    member_observer *o = ctx;
+    if (!watch)
+        fl_metric_observe(o->duration, seconds);
+    const char *why = failure_reason(rc, http, transport);
+    if (why && (!watch || http == 0)) /* a watch that never got an answer; one that ended is normal */
+        fl_metric_add(fl_metric_with(errors_family(), o->cluster, why), 1);
+}
+
+static void observer_free(void *ctx)
+{
+    member_observer *o = ctx;
+    free(o->cluster);
+    free(o);
+}
+
+static fl_client_observer observer_for(const char *cluster)
+{
+    member_observer *o = fl_calloc(1, sizeof *o);
+    o->cluster = fl_strdup(cluster);
+    o->duration = fl_metric_with(duration_family(), cluster, NULL);
+    return (fl_client_observer){observe_request, o, observer_free};
+}
+
 static int fail(char **err, int rc, char *msg)
 {
     if (err)
@@ -280,7 +345,8 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
     /* delivery reads member objects' status and versions, never who manages their fields */
     rc = fl_client_new(&kc,
                        &(fl_client_options){.user_agent = "flotilla-controller-manager",
-                                            .answers_without_managed_fields = true},
+                                            .answers_without_managed_fields = true,
+                                            .observer = observer_for(name)},
                        &c, &cerr);
     fl_kubeconfig_close(&kc);
     if (rc) {
@@ -317,6 +383,8 @@ out:
 
 void fl_members_forget(fl_members *m, const char *name)
 {
+    fl_metric_drop_first(duration_family(), name);
+    fl_metric_drop_first(errors_family(), name);
     pthread_mutex_lock(&m->mu);
     member_entry *e = find(m, name);
     if (e) {

@@ -438,6 +438,18 @@ void fl_metric_drop(fl_metric *m, const char *v1, const char *v2)
     pthread_mutex_unlock(&lock);
 }
 
+void fl_metric_drop_first(fl_metric *m, const char *v1)
+{
+    fl_htab_iter it;
+    pthread_mutex_lock(&lock);
+    for (fl_hnode *n = fl_htab_first(&m->series, &it); n; n = fl_htab_next(&it)) {
+        fl_metric_series *s = fl_htab_entry(n, fl_metric_series, node);
+        if (!strcmp(s->v1, v1))
+            atomic_store(&s->hidden, true);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 void fl_metric_add(fl_metric_series *s, double delta)
 {
     if (s->fam->type == FL_METRIC_COUNTER && !(delta >= 0))

@@ -36,7 +36,8 @@ typedef enum { FL_METRIC_COUNTER, FL_METRIC_GAUGE, FL_METRIC_HISTOGRAM } fl_metr
 typedef struct fl_metric fl_metric;
 typedef struct fl_metric_series fl_metric_series;
 
-#define FL_METRIC_MAX_SERIES 2048
+/* room for a family of cluster x three states at 2,700 clusters; a series is a few hundred bytes */
+#define FL_METRIC_MAX_SERIES 8192
 
 /* Bucket bounds in seconds for latencies from a millisecond to a minute, and for
  * durations up to ten minutes (reconciles, queue waits, health checks). */
@@ -55,6 +56,9 @@ fl_metric *fl_metric_family(fl_metric_type type, const char *name, const char *h
 fl_metric_series *fl_metric_with(fl_metric *m, const char *v1, const char *v2);
 /* Stop rendering the series of (v1, v2) (a deleted cluster); handles stay valid. */
 void fl_metric_drop(fl_metric *m, const char *v1, const char *v2);
+/* Stop rendering every series whose first label is v1, whatever the second (all of a
+ * deleted cluster's). Walks the family: not for a hot path. */
+void fl_metric_drop_first(fl_metric *m, const char *v1);
 /* Counter or gauge: add delta (a counter ignores a negative one). Lock-free. */
 void fl_metric_add(fl_metric_series *s, double delta);
 /* Gauge: set. Lock-free. */
