@@ -27,6 +27,7 @@
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/names.h"
+#include "controllers/statuslag.h"
 #include "controllers/templates.h"
 #include "core/condition.h"
 #include "core/json.h"
@@ -53,6 +54,7 @@ typedef struct statusctl {
     fl_informer *rbs, *crbs, *works;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
+    fl_status_lag *lag; /* stage "binding": a Work's status change -> the binding's and template's */
 } statusctl;
 
 /* ---- handlers ---- */
@@ -107,8 +109,10 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 static void work_event(statusctl *s, const json_t *work)
 {
     char *key = fl_names_work_binding_key(work);
-    if (key)
+    if (key) {
+        fl_status_lag_seen(s->lag, key);
         fl_workqueue_add_after(s->q, key, WORK_STATUS_DELAY_MS);
+    }
     free(key);
 }
 
@@ -215,9 +219,10 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     /* the acknowledgement that completes a binding's roll-up is written at once, not with the
      * gathered status changes: a tool waits on it (docs/suspension.md) */
     if (now && fl_dispatch_work_ack(new_obj) != FL_DISPATCH_PENDING && !fl_json_same(was, now) &&
-        (key = fl_names_work_binding_key(new_obj)) && binding_acked(s, key))
+        (key = fl_names_work_binding_key(new_obj)) && binding_acked(s, key)) {
+        fl_status_lag_seen(s->lag, key);
         fl_workqueue_add(s->q, key);
-    else
+    } else
         work_event(s, new_obj);
     free(key);
 }
@@ -374,6 +379,7 @@ static int reconcile(void *ctx, const char *key)
     json_t *b = NULL; /* whole: the informer leaves its aggregatedStatus out (fl_ctrl_informer) */
     fl_informer_get_whole(cluster_scoped ? s->crbs : s->rbs, key + 2, &b);
     if (!b || fl_json_meta(b, "deletionTimestamp")) {
+        fl_status_lag_forget(s->lag, key);
         json_decref(b);
         return 0;
     }
@@ -445,6 +451,8 @@ static int reconcile(void *ctx, const char *key)
     }
     if (rc == 0)
         rc = aggregate_template(s, b, items, dispatching);
+    if (rc == 0)
+        fl_status_lag_reflected(s->lag, key);
     json_decref(dispatching);
     json_decref(nb);
     json_decref(items);
@@ -459,6 +467,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     statusctl *s = fl_calloc(1, sizeof *s);
     s->env = *env;
     s->q = fl_workqueue_new(NULL);
+    s->lag = fl_status_lag_new("binding");
     fl_ctrl_resumable(env, s->q);
     s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
@@ -482,6 +491,7 @@ static void statusctl_stop(void *state)
     statusctl *s = state;
     fl_ctrl_workers_join(s->workers);
     fl_workqueue_free(s->q);
+    fl_status_lag_free(s->lag);
     free(s);
 }
 

@@ -906,6 +906,7 @@ static int reconcile(exec *x, const char *key)
     int rc = 0;
     if (fl_informer_get_partial(x->works, key, &work, &src)) {
         fl_exec_first_status_forget(x, key);
+        fl_status_lag_forget(fl_ws_watches_lag(x->watches), key);
         goto out; /* gone: the member watches go at the next sweep */
     }
     /* a copy: `work` is replaced below once our finalizer is on */
@@ -959,6 +960,8 @@ static int reconcile(exec *x, const char *key)
     rc = fl_exec_deliver(x, cluster, work, &src, suspended, apply_work, &applied);
     if (applied && seq >= 0 && rc != NOT_LISTED_YET)
         fl_exec_count_delivery(x, key, rc);
+    if (rc == 0) /* its status says what its member objects are now */
+        fl_status_lag_reflected(fl_ws_watches_lag(x->watches), key);
 out:
     /* this pass tried the delivery (or found nothing to deliver), unless the member watches
      * it needs are still listing; an enqueue meanwhile stays for the next pass */
@@ -1174,6 +1177,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     pthread_mutex_init(&x->tag_mu, NULL);
     x->kind_sets = json_array();
     x->kind_set_ids = json_object();
+    x->scraped_clusters = json_object();
     atomic_init(&x->quit, false);
     pthread_mutex_init(&x->mu, NULL);
     x->inflight = json_object();
@@ -1279,6 +1283,7 @@ void fl_exec_free(fl_exec *x)
     json_decref(x->resume_clusters);
     json_decref(x->kind_sets);
     json_decref(x->kind_set_ids);
+    json_decref(x->scraped_clusters);
     pthread_mutex_destroy(&x->tag_mu);
     pthread_cond_destroy(&x->ahead_cv);
     pthread_mutex_destroy(&x->mu);

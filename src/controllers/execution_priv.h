@@ -80,6 +80,9 @@ struct fl_exec {
      * tag_mu */
     pthread_mutex_t tag_mu;
     json_t *kind_sets, *kind_set_ids;
+    /* the clusters the last scrape counted Works of (fl_exec_scrape_works; scrapes are
+     * serialised) */
+    json_t *scraped_clusters;
     pthread_cond_t ahead_cv;
     pthread_t ahead;
     bool ahead_started;
@@ -192,6 +195,8 @@ void fl_exec_first_status_forget(fl_exec *x, const char *key);
 void fl_exec_count_delivery(fl_exec *x, const char *key, int rc);
 /* The scrape hook: member watches open, Works waiting (ctx: the engine). */
 void fl_exec_scrape(void *ctx);
+/* At each scrape: flotilla_works{cluster, applied}, from the Work cache's tags. */
+void fl_exec_scrape_works(exec *x);
 
 /* ---- for execution_push.c ---- */
 

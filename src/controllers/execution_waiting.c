@@ -36,6 +36,7 @@ void fl_exec_scrape(void *ctx)
     fl_metric_gauge_set("flotilla_execution_works_waiting",
                         "Works new or changed whose delivery has not been tried yet or is being tried.", NULL, NULL,
                         (double)waiting);
+    fl_exec_scrape_works(x);
 }
 
 /* Count a Work joining undelivered (x->mu held). */

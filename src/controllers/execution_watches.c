@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "controllers/names.h"
+#include "core/condition.h"
 #include "core/env.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -203,16 +204,28 @@ void *fl_exec_ahead_loop(void *arg)
  * it is settled, and which of the kind sets (the kinds its manifests name) it uses; the walk
  * reads those and decodes only the Works it re-queues. */
 
-#define TAG_SETTLED 1u /* the rest of a tag: the kind set's index in x->kind_sets, from 1 */
+/* A tag: bit 0 settled; bits 1-2 the Applied condition (for /metrics); the rest the kind
+ * set's index in x->kind_sets, from 1 (0: the manifests are not known). */
+#define TAG_SETTLED 1u
+#define TAG_APPLIED_SHIFT 1
+#define TAG_SET_SHIFT 3
+enum { APPLIED_NONE, APPLIED_TRUE, APPLIED_FALSE };
 
-/* The tag of Work w (informer thread): 0 when its manifests are not known (a Work a resumed
- * start listed bare). */
+static uint32_t applied_bits(const json_t *w)
+{
+    const char *st = fl_json_str(fl_condition_of(w, "Applied"), "status");
+    uint32_t a = !st ? APPLIED_NONE : !strcmp(st, "True") ? APPLIED_TRUE : APPLIED_FALSE;
+    return a << TAG_APPLIED_SHIFT;
+}
+
+/* The tag of Work w (informer thread). Its kind set is 0 when its manifests are not known (a
+ * Work a resumed start listed bare). */
 uint32_t fl_exec_work_tag(void *ctx, const json_t *w)
 {
     exec *x = ctx;
     const json_t *manifests = json_object_get(fl_json_obj(fl_json_obj(w, "spec"), "workload"), "manifests");
     if (!json_is_array(manifests))
-        return 0;
+        return applied_bits(w);
     size_t i;
     json_t *m;
     char *names = fl_strdup("");
@@ -239,7 +252,53 @@ uint32_t fl_exec_work_tag(void *ctx, const json_t *w)
     }
     pthread_mutex_unlock(&x->tag_mu);
     free(names);
-    return idx < (json_int_t)(UINT32_MAX >> 1) ? (uint32_t)idx << 1 | (fl_exec_settled(w) ? TAG_SETTLED : 0) : 0;
+    if (idx >= (json_int_t)(UINT32_MAX >> TAG_SET_SHIFT))
+        return applied_bits(w);
+    return (uint32_t)idx << TAG_SET_SHIFT | applied_bits(w) | (fl_exec_settled(w) ? TAG_SETTLED : 0);
+}
+
+/* ---- Works by cluster and Applied condition, for /metrics ---- */
+
+static const char *const applied_names[] = {"Unknown", "True", "False"};
+
+static void count_work(void *ctx, const char *key, uint32_t tag)
+{
+    json_t *counts = ctx;
+    const char *wname;
+    char *cluster = fl_names_work_key_cluster(key, &wname);
+    if (!cluster)
+        return;
+    json_t *c = json_object_get(counts, cluster);
+    if (!c) {
+        c = json_pack("[iii]", 0, 0, 0);
+        json_object_set_new(counts, cluster, c);
+    }
+    size_t a = (tag >> TAG_APPLIED_SHIFT) & 3u;
+    json_t *n = json_array_get(c, a < 3 ? a : APPLIED_NONE);
+    json_integer_set(n, json_integer_value(n) + 1);
+    free(cluster);
+}
+
+void fl_exec_scrape_works(exec *x)
+{
+    static const char help[] =
+        "Works of a member cluster by their Applied condition: True (applied), False (the apply failed), "
+        "Unknown (not tried yet).";
+    fl_metric *fam = fl_metric_family(FL_METRIC_GAUGE, "flotilla_works", help, "cluster", "applied", NULL, 0);
+    json_t *counts = json_object();
+    fl_informer_each_tag(x->works, NULL, count_work, counts);
+    const char *cluster;
+    json_t *c;
+    json_object_foreach(counts, cluster, c) {
+        for (size_t a = 0; a < 3; a++)
+            fl_metric_set(fl_metric_with(fam, cluster, applied_names[a]),
+                          (double)json_integer_value(json_array_get(c, a)));
+        json_object_del(x->scraped_clusters, cluster);
+    }
+    json_object_foreach(x->scraped_clusters, cluster, c) /* no Work there any more */
+        fl_metric_drop_first(fam, cluster);
+    json_decref(x->scraped_clusters);
+    x->scraped_clusters = counts;
 }
 
 typedef struct resync_walk {
@@ -261,7 +320,8 @@ static void resync_one(void *ctx, const char *key, uint32_t tag)
     /* only what did not apply: an apply that failed on something our watches cannot see (an
      * object of the same name that we do not manage, deleted since) is tried again at least
      * this often; a settled Work costs nothing at rest */
-    if (tag && !(tag & TAG_SETTLED))
+    uint32_t set_idx = tag >> TAG_SET_SHIFT;
+    if (set_idx && !(tag & TAG_SETTLED))
         json_array_append_new(r->unsettled, json_string(key));
     json_t *d = json_object_get(r->deliver, cluster);
     if (!d) {
@@ -270,8 +330,8 @@ static void resync_one(void *ctx, const char *key, uint32_t tag)
         d = json_boolean(cl.deliver);
         json_object_set_new(r->deliver, cluster, d);
     }
-    const json_t *set = tag ? json_array_get(r->kind_sets, (tag >> 1) - 1) : NULL;
-    if (json_is_true(d) && !tag) { /* its kinds are not known: every watch of its cluster stays */
+    const json_t *set = set_idx ? json_array_get(r->kind_sets, set_idx - 1) : NULL;
+    if (json_is_true(d) && !set_idx) { /* its kinds are not known: every watch of its cluster stays */
         char *all = fl_cat(cluster, "\n*", NULL);
         json_object_set_new(r->in_use, all, json_true());
         free(all);

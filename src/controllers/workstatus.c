@@ -40,6 +40,7 @@
 
 #include "core/metrics.h"
 #include "controllers/dispatching.h"
+#include "controllers/statuslag.h"
 #include "core/condition.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -73,6 +74,7 @@ struct fl_ws_watches {
     bool closed;
     void (*relisted)(void *ctx, const char *cluster); /* fl_ws_watches_on_relisted */
     void *relisted_ctx;
+    fl_status_lag *lag;        /* stage "work": a member object's change -> its Work's status */
 };
 
 /* ---- handlers: on the informer's thread ---- */
@@ -110,6 +112,7 @@ static void enqueue_owner(fl_ws_watch *wt, const json_t *obj)
     if (!owner_of(obj, &ns, &name))
         return;
     char *key = fl_cat(ns, "/", name, NULL);
+    fl_status_lag_seen(wt->reg->lag, key);
     fl_workqueue_add(wt->q, key);
     free(key);
 }
@@ -175,7 +178,13 @@ fl_ws_watches *fl_ws_watches_new(fl_workqueue *q)
     pthread_mutex_init(&w->mu, NULL);
     w->q = q;
     fl_htab_init(&w->table, 64);
+    w->lag = fl_status_lag_new("work");
     return w;
+}
+
+fl_status_lag *fl_ws_watches_lag(fl_ws_watches *w)
+{
+    return w->lag;
 }
 
 static void watch_free(fl_ws_watch *wt)
@@ -439,6 +448,7 @@ void fl_ws_watches_free(fl_ws_watches *w)
     fl_ws_watches_close(w);
     pthread_mutex_destroy(&w->mu);
     fl_htab_close(&w->table);
+    fl_status_lag_free(w->lag);
     free(w);
 }
 

@@ -15,6 +15,7 @@
 #include "client/client.h"
 #include "client/informer.h"
 #include "client/workqueue.h"
+#include "controllers/statuslag.h"
 #include "interp/interp.h"
 
 /* ---- member watches ----
@@ -71,6 +72,9 @@ void fl_ws_watch_put(fl_ws_watches *w, fl_ws_watch *wt);
 void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use);
 /* "cluster\napiVersion\nkind" as a heap string: the key of a watch in the registry. */
 char *fl_ws_use_key(const char *cluster, const char *api_version, const char *kind);
+/* The clock of the status path's "work" stage (statuslag.h): the watches start a Work's when
+ * an object of it changes in its member; the reconcile that writes its status stops it. */
+fl_status_lag *fl_ws_watches_lag(fl_ws_watches *w);
 /* Number of running watches (for logs and tests). */
 size_t fl_ws_watches_count(fl_ws_watches *w);
 
