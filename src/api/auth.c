@@ -13,7 +13,8 @@
  * request, with nothing to invalidate.
  *
  * The authorizer is a table of rules for agents (agent_rules below); admin may do everything,
- * bootstrap only what every identity may (discovery, /version, health) plus registration.
+ * bootstrap only what every identity may (discovery, /version, health) plus registration, the
+ * metrics reader that and GET /metrics.
  *
  * Registration runs its reads and writes through fl_api_handle as in-process requests (user
  * NULL), so they get the same validation, defaulting and watch events as any client's. One
@@ -41,7 +42,7 @@
 #define DIGEST_LEN SHA256_DIGEST_LENGTH
 #define TOKEN_BYTES 32
 
-enum ident { ID_ADMIN, ID_BOOTSTRAP, ID_AGENT };
+enum ident { ID_ADMIN, ID_BOOTSTRAP, ID_AGENT, ID_METRICS_READER };
 
 typedef struct entry {
     unsigned char digest[DIGEST_LEN];
@@ -186,6 +187,13 @@ int fl_auth_new(fl_api *api, const char *admin_token, const char *bootstrap_toke
     return 0;
 }
 
+void fl_auth_set_metrics_reader(fl_auth *a, const char *token)
+{
+    pthread_mutex_lock(&a->mu);
+    add_fixed(a, token, ID_METRICS_READER);
+    pthread_mutex_unlock(&a->mu);
+}
+
 void fl_auth_free(fl_auth *a)
 {
     if (!a)
@@ -305,8 +313,8 @@ int fl_auth_authenticate(fl_auth *a, const char *token, char *user, size_t cap)
         snprintf(user, cap, "%s", FL_AUTH_ADMIN);
         return 0;
     }
-    if (e.ident == ID_BOOTSTRAP) {
-        snprintf(user, cap, "%s", FL_AUTH_BOOTSTRAP);
+    if (e.ident == ID_BOOTSTRAP || e.ident == ID_METRICS_READER) {
+        snprintf(user, cap, "%s", e.ident == ID_BOOTSTRAP ? FL_AUTH_BOOTSTRAP : FL_AUTH_METRICS_READER);
         return 0;
     }
     int64_t srev = 0, crev = 0;
@@ -477,7 +485,8 @@ bool fl_auth_allowed(const fl_auth_attrs *at)
     if (!user || !strcmp(user, FL_AUTH_ADMIN))
         return true;
     if (at->path) /* non-resource */
-        return !strcmp(at->verb, "get") && public_info_path(at->path);
+        return !strcmp(at->verb, "get") &&
+               (public_info_path(at->path) || (!strcmp(user, FL_AUTH_METRICS_READER) && !strcmp(at->path, "/metrics")));
     if (strncmp(user, FL_AUTH_AGENT_PREFIX, strlen(FL_AUTH_AGENT_PREFIX)))
         return false; /* bootstrap, anonymous: no resources (registration is not a resource) */
     const char *cluster = user + strlen(FL_AUTH_AGENT_PREFIX);

@@ -1,12 +1,14 @@
 /* auth.h - who is calling, and what they may do: the server's token table, its authorizer,
  * and the pull-mode registration endpoint.
  *
- * Three kinds of identity hold bearer tokens (docs/internals/auth.md):
+ * Four kinds of identity hold bearer tokens (docs/internals/auth.md):
  *   "admin"                          DIR/pki/admin.token: allowed everything;
  *   "system:bootstrap"               DIR/pki/bootstrap.token: may register a pull cluster, read
  *                                    discovery and /version, nothing else;
  *   "system:flotilla:agent:<name>"   issued by registration, one per pull cluster: its own Cluster,
- *                                    its own Lease, its own execution namespace karmada-es-<name>.
+ *                                    its own Lease, its own execution namespace karmada-es-<name>;
+ *   "system:flotilla:metrics-reader" DIR/pki/metrics-reader.token: GET /metrics, discovery,
+ *                                    /version and health, nothing else (for Prometheus).
  * Tokens are kept as SHA-256 digests only, in memory and in the store (Secret
  * karmada-cluster/<name>-agent-token, data.tokenSHA256). An agent token is checked against that
  * Secret and its Cluster on every request (both reads come from the store's memory), so deleting
@@ -34,6 +36,7 @@ typedef struct fl_auth fl_auth;
 #define FL_AUTH_BOOTSTRAP "system:bootstrap"
 #define FL_AUTH_ANONYMOUS "system:anonymous"
 #define FL_AUTH_AGENT_PREFIX "system:flotilla:agent:"
+#define FL_AUTH_METRICS_READER "system:flotilla:metrics-reader"
 
 /* Where the agent tokens live, and the registration endpoint. */
 #define FL_AUTH_SECRET_NAMESPACE "karmada-cluster"
@@ -53,6 +56,9 @@ typedef struct fl_auth fl_auth;
 int fl_auth_new(fl_api *api, const char *admin_token, const char *bootstrap_token, fl_auth **out);
 /* NULL-safe. No request may be running. */
 void fl_auth_free(fl_auth *a);
+/* Let token (copied as a digest; NULL or "" adds nothing) authenticate as the metrics reader:
+ * GET /metrics plus what every identity may read, nothing else (what Prometheus needs). */
+void fl_auth_set_metrics_reader(fl_auth *a, const char *token);
 
 /* (Re)load the agent tokens from the Secrets labelled flotilla.io/agent-token in
  * karmada-cluster (at start-up: a restart keeps agents working). Returns how many were

@@ -184,6 +184,7 @@ typedef struct server {
     fl_store *store;
     fl_pki pki;
     char *bootstrap_token;
+    char *metrics_token; /* DIR/pki/metrics-reader.token: the metrics reader's */
     fl_api api;
     fl_auth *auth;
     int ncrd, nagents;
@@ -487,8 +488,13 @@ static int ensure_credentials(server *sv)
     char *bt = fl_asprintf("%s/pki/bootstrap.token", sv->o.data_dir);
     int rc = fl_token_ensure(bt, &sv->bootstrap_token, &err);
     free(bt);
+    if (!rc) {
+        char *mt = fl_asprintf("%s/pki/metrics-reader.token", sv->o.data_dir);
+        rc = fl_token_ensure(mt, &sv->metrics_token, &err);
+        free(mt);
+    }
     if (rc) {
-        fprintf(stderr, "flotilla server: %s\n", err ? err : "cannot create the bootstrap token");
+        fprintf(stderr, "flotilla server: %s\n", err ? err : "cannot create a token");
         free(err);
     }
     return rc;
@@ -502,6 +508,7 @@ static void setup_api(server *sv)
                        .health_checks = server_checks,
                        .max_object_bytes = sv->o.max_object_bytes};
     fl_auth_new(&sv->api, sv->pki.admin_token, sv->bootstrap_token, &sv->auth);
+    fl_auth_set_metrics_reader(sv->auth, sv->metrics_token);
     sv->api.auth = sv->auth;
     sv->ncrd = fl_api_load_crds(&sv->api);
     sv->nagents = fl_auth_load(sv->auth);
@@ -665,6 +672,7 @@ static void server_close(server *sv)
     fl_http_stop(sv->http);
     fl_auth_free(sv->auth);
     free_token(sv->bootstrap_token);
+    free_token(sv->metrics_token);
     fl_store_free(sv->store);
     fl_pki_close(&sv->pki);
     free(sv->kubeconfig);

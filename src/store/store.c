@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/env.h"
 #include "core/err.h"
 #include "core/metrics.h"
 #include "core/timefmt.h"
@@ -226,7 +227,7 @@ int fl_store_probe(fl_store *s, bool write_path, char *why, size_t cap)
     }
     pthread_rwlock_unlock(&s->lock);
     int64_t waited = write_path && s->be->queued_ms ? s->be->queued_ms(s, fl_time_mono_ms()) : 0;
-    if (waited > FL_STORE_WEDGED_MS) {
+    if (waited > fl_env_ms("FLOTILLA_STORE_WEDGED_MS", FL_STORE_WEDGED_MS, 1)) {
         if (why)
             snprintf(why, cap, "a write has waited %lld ms for the store's writer", (long long)waited);
         return FL_ETIMEDOUT;

@@ -131,8 +131,9 @@ int64_t fl_store_rev(fl_store *s);
 /* A health probe that writes nothing, for /livez and /readyz: 0 when a reader takes the
  * store's read lock within FL_STORE_PROBE_WAIT_MS (the index every read starts from answers)
  * and, with write_path, no write has waited in the backend's queue longer than
- * FL_STORE_WEDGED_MS (the writer takes batches). FL_ETIMEDOUT otherwise, with why (cap
- * bytes, may be NULL) saying which. Any thread; waits at most FL_STORE_PROBE_WAIT_MS. */
+ * FL_STORE_WEDGED_MS (the writer takes batches; FLOTILLA_STORE_WEDGED_MS sets another bound,
+ * for tests). FL_ETIMEDOUT otherwise, with why (cap bytes, may be NULL) saying which. Any
+ * thread; waits at most FL_STORE_PROBE_WAIT_MS. */
 #define FL_STORE_PROBE_WAIT_MS 200
 #define FL_STORE_WEDGED_MS 10000
 int fl_store_probe(fl_store *s, bool write_path, char *why, size_t cap);

@@ -47,13 +47,21 @@ def policy():
 
 
 class Scrape:
-    """Where and how to scrape the fleet's control plane: URL, CA file, admin bearer token."""
+    """Where and how to scrape the fleet's control plane: URL, CA file, and the bearer token of the
+    metrics reader the server makes for Prometheus (DIR/pki/metrics-reader.token)."""
 
     def __init__(self, fleet):
         with open(fleet.kubeconfig) as f:
             self.url = re.search(r'server:\s*"?(https://[^"\s]+)', f.read()).group(1)
         self.ca = os.path.join(fleet.dir, "pki", "ca.crt")
-        self.token_file = os.path.join(fleet.dir, "pki", "admin.token")
+        self.token_file = os.path.join(fleet.dir, "pki", "metrics-reader.token")
+
+    def status(self, path):
+        """The HTTP status of GET path with the scrape's token."""
+        r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", self.ca, "-H",
+                            f"Authorization: Bearer {open(self.token_file).read().strip()}", self.url + path],
+                           capture_output=True, text=True, timeout=30)
+        return int(r.stdout)
 
     def text(self):
         r = subprocess.run(["curl", "-sS", "--fail", "--cacert", self.ca, "-H",
@@ -292,3 +300,60 @@ def test_a_real_prometheus_scrapes_over_https_and_answers_promql(prometheus):
     q = promql(prometheus, 'histogram_quantile(0.99, sum by (le) '
                            '(workqueue_work_duration_seconds_bucket{name="execution"}))')
     assert len(q) == 1 and q[0][1] >= 0, q
+
+
+def test_the_metrics_reader_reads_metrics_and_health_and_nothing_else(propagated):
+    scrape = propagated[0]
+    assert scrape.status("/metrics") == 200
+    assert scrape.status("/readyz") == 200
+    for path in ("/api/v1/namespaces", "/apis/apps/v1/namespaces/default/deployments",
+                 "/api/v1/namespaces/karmada-cluster/secrets", "/api/v1/nodes"):
+        assert scrape.status(path) == 403, path
+
+
+def test_works_bindings_member_calls_and_status_lag_after_a_propagation(propagated):
+    _, before, after = propagated
+    def grew(metric, **labels):
+        return value(after, metric, **labels) - value(before, metric, **labels)
+    # each member holds the three Works, applied; none failed or untried
+    for m in MEMBERS:
+        assert value(after, "flotilla_works", cluster=m, applied="True") >= 3, m
+        assert value(after, "flotilla_works", cluster=m, applied="False") == 0, m
+        assert value(after, "flotilla_works", cluster=m, applied="Unknown") == 0, m
+    # the three bindings scheduled
+    assert value(after, "flotilla_bindings", scheduled="True") >= 3
+    assert value(after, "flotilla_bindings", scheduled="Unknown") == 0
+    # each member's API answered the deliveries (applies, reads) and was timed, without failures
+    for m in MEMBERS:
+        assert grew("flotilla_member_request_duration_seconds_count", cluster=m) >= 3, m
+        assert grew("flotilla_member_request_duration_seconds_sum", cluster=m) > 0, m
+        assert not [k for k in after if k[0] == "flotilla_member_request_errors_total" and m in k[1]], m
+    # status came back: the member objects' changes into their Works, the Works into the bindings
+    assert grew("flotilla_status_lag_seconds_count", stage="work") >= 6
+    assert grew("flotilla_status_lag_seconds_count", stage="binding") >= 3
+    for stage in ("work", "binding"):
+        assert value(after, "flotilla_status_lag_seconds_bucket", stage=stage, le="+Inf") == \
+            value(after, "flotilla_status_lag_seconds_count", stage=stage)
+
+
+def test_a_member_that_answers_503_counts_server_errors_for_that_cluster_only(fleet, propagated):
+    """Last in the module: it takes member2 down for a moment."""
+    scrape = propagated[0]
+    endpoint = fleet.get("cluster", "member2")["spec"]["apiEndpoint"]
+    host = endpoint[:endpoint.index("/clusters/")]
+    members = os.path.join(fleet.dir, "members", "pki")
+
+    def fault(down):
+        token = open(os.path.join(members, "admin.token")).read().strip()
+        r = subprocess.run(["curl", "-sS", "--fail", "--cacert", os.path.join(members, "ca.crt"), "-X", "PUT",
+                            "-H", f"Authorization: Bearer {token}", f"{host}/admin/clusters/member2/fault",
+                            "-d", json.dumps({"down": down})], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+    fault(True)
+    try:
+        s = wait_for(lambda: (lambda s: s if value(s, "flotilla_member_request_errors_total", cluster="member2",
+                                                   reason="ServerError") >= 1 else None)(samples(scrape.text())),
+                     timeout=WAIT, what="a ServerError counted for member2")
+        assert value(s, "flotilla_member_request_errors_total", cluster="member1", reason="ServerError") == 0
+    finally:
+        fault(False)

@@ -43,6 +43,10 @@ static const decision decisions[] = {
     {FL_AUTH_BOOTSTRAP, "list", "", "configmaps", "", "default", "", false},
     {FL_AUTH_BOOTSTRAP, "get", "cluster.karmada.io", "clusters", "", "", "m1", false},
     {FL_AUTH_BOOTSTRAP, "create", "cluster.karmada.io", "clusters", "", "", "m1", false},
+    /* the metrics reader: no resources */
+    {FL_AUTH_METRICS_READER, "list", "", "namespaces", "", "", "", false},
+    {FL_AUTH_METRICS_READER, "get", "", "secrets", "", "karmada-cluster", "m1-agent-token", false},
+    {FL_AUTH_METRICS_READER, "list", "cluster.karmada.io", "clusters", "", "", "", false},
     /* its own Cluster */
     {AGENT_M1, "get", "cluster.karmada.io", "clusters", "", "", "m1", true},
     {AGENT_M1, "watch", "cluster.karmada.io", "clusters", "", "", "m1", true},
@@ -139,6 +143,11 @@ static void test_authorizer_non_resource_paths(void **state)
         {FL_AUTH_BOOTSTRAP, "get", "/metrics", false},
         {FL_AUTH_ANONYMOUS, "get", "/healthz", true},
         {FL_AUTH_ADMIN, "get", "/metrics", true},
+        {FL_AUTH_METRICS_READER, "get", "/metrics", true},
+        {FL_AUTH_METRICS_READER, "get", "/readyz", true},
+        {FL_AUTH_METRICS_READER, "post", "/metrics", false},
+        {FL_AUTH_METRICS_READER, "get", "/metrics/extra", false},
+        {FL_AUTH_METRICS_READER, "get", "/debug/pprof", false},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         fl_auth_attrs at = {.user = rows[i].user, .verb = rows[i].verb, .path = rows[i].path, .group = "",
@@ -234,6 +243,10 @@ static void test_admin_and_bootstrap_tokens_name_their_identities(void **state)
     assert_true(authenticates_as(f, "c0ffee", NULL));
     assert_true(authenticates_as(f, "", NULL));
     assert_true(authenticates_as(f, NULL, NULL));
+    assert_true(authenticates_as(f, "5ca1ab1e", NULL));
+    fl_auth_set_metrics_reader(f->auth, "5ca1ab1e");
+    assert_true(authenticates_as(f, "5ca1ab1e", FL_AUTH_METRICS_READER));
+    assert_true(authenticates_as(f, ADMIN_TOKEN, FL_AUTH_ADMIN));
     char small[8];
     assert_int_equal(fl_auth_authenticate(f->auth, ADMIN_TOKEN, small, sizeof small), FL_ENOTFOUND);
 }

@@ -297,6 +297,51 @@ static void test_create_get_update_delete(void **state)
     fl_blob_unref(kv.value);
 }
 
+/* A write in the background (wedged_writer_probe). */
+static void *background_put(void *arg)
+{
+    fl_store *s = ((void **)arg)[0];
+    const char *key = ((void **)arg)[1];
+    int64_t rev = 0;
+    ((void **)arg)[2] = (void *)(intptr_t)do_write(s, FL_STORE_CREATE, key, 0, "v", &rev, NULL);
+    return NULL;
+}
+
+/* /readyz's store check: a writer that cannot commit (another process holds the database's
+ * write lock) fails the write-path probe once a queued write waited past the bound, and passes
+ * again once the writer commits; reads never stopped. */
+static void test_probe_says_wedged_while_the_writer_cannot_commit_and_recovers(void **state)
+{
+    fixture *f = *state;
+    setenv("FLOTILLA_STORE_WEDGED_MS", "300", 1);
+    char why[128] = "";
+    assert_int_equal(fl_store_probe(f->s, true, why, sizeof why), 0);
+    sqlite3 *other = NULL;
+    assert_int_equal(sqlite3_open(f->path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    void *a[3] = {f->s, "/w/1", (void *)(intptr_t)-1}, *b[3] = {f->s, "/w/2", (void *)(intptr_t)-1};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, background_put, a), 0);
+    nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+    assert_int_equal(pthread_create(&tb, NULL, background_put, b), 0); /* queued behind the first */
+    int rc = 0;
+    for (int i = 0; i < 40 && rc == 0; i++) { /* at most 4 s */
+        nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+        rc = fl_store_probe(f->s, true, why, sizeof why);
+    }
+    assert_int_equal(rc, FL_ETIMEDOUT);
+    assert_non_null(strstr(why, "waited"));
+    assert_int_equal(fl_store_probe(f->s, false, NULL, 0), 0); /* reads still answer */
+    assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(other);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal((intptr_t)a[2], 0);
+    assert_int_equal((intptr_t)b[2], 0);
+    assert_int_equal(fl_store_probe(f->s, true, why, sizeof why), 0);
+    unsetenv("FLOTILLA_STORE_WEDGED_MS");
+}
+
 static void test_create_passes_null_current_to_render(void **state)
 {
     fixture *f = *state;
@@ -2227,6 +2272,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_lists_and_watches_at_every_revision_match_sqlite, setup,
                                         teardown),
         cmocka_unit_test(test_memory_10000_stores_with_3_keys_stay_under_200kib_each_and_close_cleanly),
+        cmocka_unit_test_setup_teardown(test_probe_says_wedged_while_the_writer_cannot_commit_and_recovers, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
