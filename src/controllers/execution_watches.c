@@ -261,22 +261,22 @@ uint32_t fl_exec_work_tag(void *ctx, const json_t *w)
 
 static const char *const applied_names[] = {"Unknown", "True", "False"};
 
+/* One Work's entry (the cache read-locked): nothing allocated but a cluster's first counts */
 static void count_work(void *ctx, const char *key, uint32_t tag)
 {
     json_t *counts = ctx;
-    const char *wname;
-    char *cluster = fl_names_work_key_cluster(key, &wname);
+    size_t n;
+    const char *cluster = fl_names_work_key_cluster_span(key, &n);
     if (!cluster)
         return;
-    json_t *c = json_object_get(counts, cluster);
+    json_t *c = json_object_getn(counts, cluster, n);
     if (!c) {
         c = json_pack("[iii]", 0, 0, 0);
-        json_object_set_new(counts, cluster, c);
+        json_object_setn_new(counts, cluster, n, c);
     }
     size_t a = (tag >> TAG_APPLIED_SHIFT) & 3u;
-    json_t *n = json_array_get(c, a < 3 ? a : APPLIED_NONE);
-    json_integer_set(n, json_integer_value(n) + 1);
-    free(cluster);
+    json_t *v = json_array_get(c, a < 3 ? a : APPLIED_NONE);
+    json_integer_set(v, json_integer_value(v) + 1);
 }
 
 void fl_exec_scrape_works(exec *x)

@@ -49,15 +49,22 @@ char *fl_names_execution_space(const char *cluster)
     return fl_cat(FL_EXECUTION_SPACE_PREFIX, cluster, NULL);
 }
 
-char *fl_names_work_key_cluster(const char *key, const char **name)
+const char *fl_names_work_key_cluster_span(const char *key, size_t *len)
 {
     size_t pl = strlen(FL_EXECUTION_SPACE_PREFIX);
     const char *slash = strchr(key, '/');
-    *name = NULL;
     if (strncmp(key, FL_EXECUTION_SPACE_PREFIX, pl) || !slash || slash == key + pl)
         return NULL; /* not an execution space's, or one with no cluster */
-    *name = slash + 1;
-    return fl_strndup(key + pl, (size_t)(slash - key - pl));
+    *len = (size_t)(slash - key - pl);
+    return key + pl;
+}
+
+char *fl_names_work_key_cluster(const char *key, const char **name)
+{
+    size_t n;
+    const char *cluster = fl_names_work_key_cluster_span(key, &n);
+    *name = cluster ? cluster + n + 1 : NULL;
+    return cluster ? fl_strndup(cluster, n) : NULL;
 }
 
 char *fl_names_binding_key(const json_t *binding)

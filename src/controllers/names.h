@@ -27,6 +27,9 @@ char *fl_names_execution_space(const char *cluster);
  * *name, the Work's name (borrowed from key). NULL, and *name NULL, when key names no Work
  * of an execution space (or an execution space with no cluster name). */
 char *fl_names_work_key_cluster(const char *key, const char **name);
+/* The same without allocating: the cluster's name in key (borrowed, *len bytes, not
+ * terminated), or NULL. */
+const char *fl_names_work_key_cluster_span(const char *key, size_t *len);
 
 /* Queue keys of the controllers that reconcile bindings (scheduler, binding, binding-status):
  * "R|ns/name" for a ResourceBinding, "C|name" for a ClusterResourceBinding. */
