@@ -28,6 +28,7 @@
 #include "controllers/events.h"
 #include "controllers/names.h"
 #include "controllers/statuslag.h"
+#include "controllers/summary.h"
 #include "controllers/templates.h"
 #include "core/condition.h"
 #include "core/json.h"
@@ -51,7 +52,7 @@ static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings
 
 typedef struct statusctl {
     fl_ctrl_env env;
-    fl_informer *rbs, *crbs, *works;
+    fl_informer *rbs, *crbs, *works, *clusters;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
     fl_status_lag *lag; /* stage "binding": a Work's status change -> the binding's and template's */
@@ -247,6 +248,20 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
     fl_ctrl_queue_bindings_of(s->q, s->rbs, s->crbs, api_version, kind);
 }
 
+/* A Cluster's Ready condition flipped: its bindings' summaries say Unknown, or no longer. */
+static bool cluster_ready(const json_t *cluster)
+{
+    const char *st = fl_json_str(fl_condition_of(cluster, "Ready"), "status");
+    return st && !strcmp(st, "True");
+}
+
+static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    statusctl *s = ctx;
+    if (cluster_ready(old_obj) != cluster_ready(new_obj))
+        fl_ctrl_queue_bindings(s->q, s->rbs, s->crbs);
+}
+
 /* ---- aggregation ---- */
 
 /* One AggregatedStatusItem for cluster from its Work (NULL: not there yet). */
@@ -407,15 +422,23 @@ static int reconcile(void *ctx, const char *key)
         }
     }
     json_t *works = json_object(); /* cluster -> its Work, for the suspension roll-up */
+    fl_summary *sum = fl_summary_new();
     json_array_foreach(names, i, c) {
         const char *cluster = json_string_value(c);
         json_t *work = work_of(s, wname, cluster);
         if (work)
             json_object_set(works, cluster, work);
         json_t *it = item_for(cluster, work);
-        applied += json_is_true(json_object_get(it, "applied"));
+        bool ok = json_is_true(json_object_get(it, "applied"));
+        applied += ok;
         n++;
         json_array_append_new(items, it);
+        json_t *cl = NULL;
+        fl_informer_get_key(s->clusters, cluster, &cl);
+        const char *reason, *message;
+        const char *state = fl_summary_cluster_state(work, cl && cluster_ready(cl), &reason, &message);
+        fl_summary_add(sum, cluster, ok, state, reason, message);
+        json_decref(cl);
         json_decref(work);
     }
     json_decref(names);
@@ -425,10 +448,21 @@ static int reconcile(void *ctx, const char *key)
      * conditions); the rest is shared with the informer's read-only copy */
     json_t *st;
     json_t *nb = fl_ctrl_status_copy(b, &st);
+    /* what is stored is bounded: Karmada's items, the worst 100 of a larger fleet, and the summary;
+     * the template's status aggregates every item */
+    json_t *kept = fl_summary_bound_items(sum, items);
     const json_t *had = json_object_get(st, "aggregatedStatus");
-    bool change = !fl_json_same(had, items) && (had || json_array_size(items)); /* none is [] */
+    bool change = !fl_json_same(had, kept) && (had || json_array_size(kept)); /* none is [] */
     if (change)
-        json_object_set(st, "aggregatedStatus", items);
+        json_object_set(st, "aggregatedStatus", kept);
+    json_decref(kept);
+    json_t *summary = fl_summary_json(sum, json_object_get(st, "summary"), fl_time_now_ms());
+    fl_summary_free(sum);
+    if (!fl_json_same(summary, json_object_get(st, "summary"))) {
+        json_object_set(st, "summary", summary);
+        change = true;
+    }
+    json_decref(summary);
     if (n)
         change |= applied == n ? fl_condition_set(st, "FullyApplied", "True", "FullyAppliedSuccess",
                                                   "All works have been successfully applied", -1, fl_time_now_ms())
@@ -472,6 +506,9 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
     s->works = fl_ctrl_informer(env, "work.karmada.io/v1alpha1", "works");
+    s->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
+    fl_informer_handlers ch = {.on_update = cluster_updated, .ctx = s};
+    fl_informer_add_handlers(s->clusters, &ch);
     fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .ctx = s};
     fl_informer_add_handlers(s->rbs, &bh);
     fl_informer_add_handlers(s->crbs, &bh);
@@ -481,7 +518,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, s);
     s->workers = fl_ctrl_workers_start_batched(s->q, "bindingstatus", STATUS_WORKERS, KEYS_AT_ONCE, reconcile, s,
-                                              (fl_informer *const[]){s->works, s->rbs, s->crbs, NULL});
+                                              (fl_informer *const[]){s->works, s->rbs, s->crbs, s->clusters, NULL});
     *state = s;
     return 0;
 }
