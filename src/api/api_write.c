@@ -1181,8 +1181,8 @@ static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
         c->loaded++;
     else
         fl_log_kv(FL_LOG_WARN, "api", "a stored CRD cannot be served", "object",
-                  FL_LOG_OBJ("CustomResourceDefinition", NULL, fl_obj_str(obj, "metadata", "name")), "err", err ? err : "?",
-                  NULL);
+                  FL_LOG_OBJ("CustomResourceDefinition", NULL, fl_obj_str(obj, "metadata", "name")), "err",
+                  err ? err : "?", NULL);
     free(err);
     json_decref(obj);
     return true;

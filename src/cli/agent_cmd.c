@@ -307,7 +307,8 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         }
         fl_log_kvf(FL_LOG_WARN, "agent", FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, o->name), "cluster", o->name),
                    "%s has no registration endpoint; registered the Cluster (Pull) with the identity in %s and "
-                   "kept using it (no agent kubeconfig written)", kc.server, kc.origin);
+                   "kept using it (no agent kubeconfig written)",
+                   kc.server, kc.origin);
         *cp = boot;
         boot = NULL;
         ret = 0;

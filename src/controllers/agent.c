@@ -149,7 +149,8 @@ static void set_cluster(fl_agent *a, json_t *cl)
     engine_view(cl, &v1);
     pthread_mutex_unlock(&a->mu);
     if (v0.paused != v1.paused || (v1.paused && v0.generation != v1.generation)) {
-        fl_log_kv(FL_LOG_INFO, LOG, v1.paused ? "delivery paused" : "delivery resumed", "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
+        fl_log_kv(FL_LOG_INFO, LOG, v1.paused ? "delivery paused" : "delivery resumed", "object",
+                  FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
         fl_exec_requeue_cluster(a->engine, a->name);
     }
     if (d0 != d1 || x0 != x1) {
@@ -243,7 +244,8 @@ static int renew_lease(fl_agent *a)
                 if (rc == FL_EEXIST)
                     continue; /* raced with ourselves (a previous run): read it */
                 if (rc == 0)
-                    fl_log_kv(FL_LOG_INFO, LOG, "created the lease", "object", FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, NULL);
+                    fl_log_kv(FL_LOG_INFO, LOG, "created the lease", "object",
+                              FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, NULL);
                 break;
             }
             if (rc)
@@ -263,7 +265,8 @@ static int renew_lease(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log_kv(FL_LOG_WARN, LOG, "renewing the lease failed", "object", FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, "err",
+        fl_log_kv(FL_LOG_WARN, LOG, "renewing the lease failed", "object",
+                  FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, "err",
                   fl_errmsg(ce.message, rc), NULL);
     return rc;
 }
@@ -280,7 +283,8 @@ static void *lease_main(void *arg)
         next = fl_jittered_ms(a->lease_ms);
         rc = renew_lease(a);
         if (!rc && failed)
-            fl_log_kv(FL_LOG_INFO, LOG, "the lease is renewed again", "object", FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, NULL);
+            fl_log_kv(FL_LOG_INFO, LOG, "the lease is renewed again", "object",
+                      FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, NULL);
         failed = rc != 0;
     }
     return NULL;
@@ -297,10 +301,11 @@ static void report_status(fl_agent *a)
         return;
     if (health != a->last_health) {
         if (health == FL_CLUSTER_HEALTHY)
-            fl_log_kv(FL_LOG_INFO, LOG, "the member cluster answers its health check", "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
+            fl_log_kv(FL_LOG_INFO, LOG, "the member cluster answers its health check", "object",
+                      FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
         else
-            fl_log_kv(FL_LOG_WARN, LOG, "the member cluster fails its health check", "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", why,
-                      NULL);
+            fl_log_kv(FL_LOG_WARN, LOG, "the member cluster fails its health check", "object",
+                      FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", why, NULL);
         a->last_health = health;
     }
     fl_cluster_collected col = {0};
@@ -362,8 +367,8 @@ static void report_status(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log_kv(FL_LOG_WARN, LOG, "reporting the Cluster status failed", "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err",
-                  fl_errmsg(ce.message, rc), NULL);
+        fl_log_kv(FL_LOG_WARN, LOG, "reporting the Cluster status failed", "object",
+                  FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", fl_errmsg(ce.message, rc), NULL);
     fl_cluster_collected_close(&col);
 }
 
@@ -378,8 +383,8 @@ static int read_cluster(fl_agent *a)
         return 0;
     }
     if (rc != FL_ECLOSED)
-        fl_log_kv(FL_LOG_WARN, LOG, "reading the Cluster failed", "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", fl_errmsg(ce.message, rc),
-                  NULL);
+        fl_log_kv(FL_LOG_WARN, LOG, "reading the Cluster failed", "object", FL_LOG_OBJ("Cluster", NULL, a->name),
+                  "cluster", a->name, "err", fl_errmsg(ce.message, rc), NULL);
     return rc;
 }
 
@@ -393,7 +398,8 @@ static void *status_main(void *arg)
             return NULL;
     int rc = fl_exec_start(a->engine);
     if (rc)
-        fl_log_kv(FL_LOG_ERROR, LOG, "Work delivery did not start", "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", fl_strerror(rc), NULL);
+        fl_log_kv(FL_LOG_ERROR, LOG, "Work delivery did not start", "object", FL_LOG_OBJ("Cluster", NULL, a->name),
+                  "cluster", a->name, "err", fl_strerror(rc), NULL);
     rc = fl_informer_start(a->watch);
     if (rc)
         fl_log_kv(FL_LOG_WARN, LOG, "watching the Cluster failed (changes are seen at each status pass)", "object",

@@ -441,7 +441,8 @@ static int reconcile(void *ctx, const char *key)
             rc = 0;
         else if (rc && rc != FL_ECONFLICT)
             fl_log_kv(FL_LOG_WARN, LOG, "writing the binding status failed", "object",
-                      FL_LOG_OBJ(fl_json_meta(b, "namespace") ? "ResourceBinding" : "ClusterResourceBinding", fl_json_meta(b, "namespace"), fl_json_meta(b, "name")),
+                      FL_LOG_OBJ(fl_json_meta(b, "namespace") ? "ResourceBinding" : "ClusterResourceBinding",
+                                 fl_json_meta(b, "namespace"), fl_json_meta(b, "name")),
                       "err", fl_errmsg(ce.message, rc), NULL);
     }
     if (rc == 0)

@@ -749,7 +749,8 @@ static int release_template(tmpl_rec *t)
     if (t->existing) {
         patch = claim_patch(t->existing, NULL);
         if (patch) {
-            rc = patch_metadata(t->d, &t->gvr, t->bns ? "ResourceBinding" : "ClusterResourceBinding", t->bns, t->bname, patch, NULL);
+            rc = patch_metadata(t->d, &t->gvr, t->bns ? "ResourceBinding" : "ClusterResourceBinding", t->bns, t->bname,
+                                patch, NULL);
             json_decref(patch);
         }
     }
@@ -874,7 +875,8 @@ static int write_binding(tmpl_rec *t, json_t **binding, bool create)
     const char *pns = fl_json_meta(chosen, "namespace");
     if (rc) {
         fl_log_kv(FL_LOG_WARN, LOG, create ? "creating the binding failed" : "updating the binding failed", "object",
-                  FL_LOG_OBJ(t->bns ? "ResourceBinding" : "ClusterResourceBinding", t->bns, t->bname), "err", fl_errmsg(ce.message, rc), NULL);
+                  FL_LOG_OBJ(t->bns ? "ResourceBinding" : "ClusterResourceBinding", t->bns, t->bname), "err",
+                  fl_errmsg(ce.message, rc), NULL);
         fl_event(d->env.recorder, t->tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
                  pns ? pns : "", pns ? "/" : "", fl_json_meta(chosen, "name"), fl_errmsg(ce.message, rc));
         return rc;

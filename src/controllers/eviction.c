@@ -282,7 +282,8 @@ static int64_t app_observe(evictctl *e, const char *key, const json_t *b, int64_
         if (wrc == FL_ECONFLICT)
             *rc = FL_ECONFLICT; /* the newer binding comes back */
         else if (wrc && wrc != FL_ENOTFOUND)
-            fl_log_kv(FL_LOG_WARN, LOG, "writing the failover clocks failed", "object", FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "err",
+            fl_log_kv(FL_LOG_WARN, LOG, "writing the failover clocks failed", "object",
+                      FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "err",
                       fl_errmsg(ce.message, wrc), NULL);
     } else {
         json_decref(copy);
@@ -409,7 +410,8 @@ static void write_held(evictctl *e, const char *key, bool held, const char *reas
         int rc = fl_client_update_status_given(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
                                                copy, NULL, NULL, &ce);
         if (rc && rc != FL_ENOTFOUND && rc != FL_ECONFLICT)
-            fl_log_kv(FL_LOG_WARN, LOG, "writing the " SUPPRESSED_CONDITION " condition failed", "object", FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "err",
+            fl_log_kv(FL_LOG_WARN, LOG, "writing the " SUPPRESSED_CONDITION " condition failed", "object",
+                      FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "err",
                       fl_errmsg(ce.message, rc), NULL);
     } else {
         json_decref(copy);
@@ -629,8 +631,9 @@ static bool evict(evictctl *e, const char *key, int64_t now)
                                   NULL, &ce);
         if (rc == 0) {
             wrote = true;
-            fl_log_kv(FL_LOG_INFO, LOG, "evicted from the cluster", "object", FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "cluster",
-                      json_string_value(json_array_get(from, 0)), NULL);
+            fl_log_kv(FL_LOG_INFO, LOG, "evicted from the cluster", "object",
+                      FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2),
+                      "cluster", json_string_value(json_array_get(from, 0)), NULL);
             json_array_foreach(added, i, c) {
                 fl_event(e->env.recorder, b, "Normal", "FailoverStarted", "%s: leaving cluster %s, purge mode %s",
                          fl_json_str(c, "reason"), fl_json_str(c, "fromCluster"), fl_json_str(c, "purgeMode"));

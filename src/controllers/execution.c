@@ -145,7 +145,8 @@ static int set_finalizer(exec *x, const json_t *work, const fl_informer_src *src
         rc = 0; /* gone already */
     if (rc && rc != FL_ECONFLICT)
         fl_log_kv(FL_LOG_WARN, "execution", add ? "adding the finalizer failed" : "removing the finalizer failed",
-                  "object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err", fl_errmsg(ce.message, rc), NULL);
+                  "object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err",
+                  fl_errmsg(ce.message, rc), NULL);
     json_decref(copy);
     return rc;
 }
@@ -200,7 +201,8 @@ static void mark(json_t *obj, const json_t *work)
 static void interp_failed(exec *x, const json_t *work, const char *cluster, const char *reason, const char *msg)
 {
     /* debug only: the events are the report, and a failing rule fails on every re-queue */
-    fl_log_kv(FL_LOG_DEBUG, "execution", "interpreter rule failed", "object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
+    fl_log_kv(FL_LOG_DEBUG, "execution", "interpreter rule failed", "object",
+              FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
               "err", msg, NULL);
     fl_event(x->recorder, work, "Warning", reason, "%s", msg);
     const char *bns = fl_json_meta_map(work, "annotations", FL_RB_NAMESPACE_ANNOTATION);
@@ -397,7 +399,8 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         rc = fl_client_create(mc, &t->gvr, t->ns, desired, NULL, &out, &ce);
         if (rc == 0) {
             fl_log_kv(FL_LOG_INFO, "execution", "created in member cluster", "object",
-                      FL_LOG_OBJ(t->kind, t->ns, t->name), "cluster", cluster, "work", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
+                      FL_LOG_OBJ(t->kind, t->ns, t->name), "cluster", cluster, "work",
+                      FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
             *observed = out;
             t->wrote = true;
             goto done;
@@ -445,7 +448,8 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
             if (rc == 0) {
                 fl_log_kv(FL_LOG_INFO, "execution",
                           own == OWNER_US ? "updated in member cluster" : "took over in member cluster", "object",
-                          FL_LOG_OBJ(t->kind, t->ns, t->name), "cluster", cluster, "work", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
+                          FL_LOG_OBJ(t->kind, t->ns, t->name), "cluster", cluster, "work",
+                          FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
                 *observed = out;
                 t->wrote = true;
             }
@@ -779,7 +783,8 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, const 
     bool stored = false; /* the status with every entry's version is stored */
     if (first_err) {
         char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
-        fl_log_kv(FL_LOG_WARN, "execution", "applying the Work failed", "object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
+        fl_log_kv(FL_LOG_WARN, "execution", "applying the Work failed", "object",
+                  FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
                   "err", msg, NULL);
         wrc = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
@@ -806,8 +811,9 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
     char *emsg = NULL;
     int rc = fl_exec_member_client(x, cluster, &mc, &emsg);
     if (rc) {
-        fl_log_kv(FL_LOG_WARN, "execution", "cleaning up after the deleted Work failed", "object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster",
-                  cluster, "err", emsg, NULL);
+        fl_log_kv(FL_LOG_WARN, "execution", "cleaning up after the deleted Work failed", "object",
+                  FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
+                  "err", emsg, NULL);
         free(emsg);
         return rc;
     }
@@ -855,14 +861,17 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
                 r = fl_client_patch(mc, &t.gvr, t.ns, t.name, FL_PATCH_MERGE, patch, sizeof patch - 1, NULL, NULL,
                                     &ce);
                 if (r == 0)
-                    fl_log_kv(FL_LOG_INFO, "execution", "released in member cluster (Work deleted, resources preserved)",
-                              "object", FL_LOG_OBJ(t.kind, t.ns, t.name), "cluster", cluster, "work", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
+                    fl_log_kv(FL_LOG_INFO, "execution",
+                              "released in member cluster (Work deleted, resources preserved)", "object",
+                              FL_LOG_OBJ(t.kind, t.ns, t.name), "cluster", cluster, "work",
+                              FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
             } else {
                 fl_delete_opts del = {.propagation_policy = "Background"};
                 r = fl_client_delete(mc, &t.gvr, t.ns, t.name, &del, NULL, &ce);
                 if (r == 0)
                     fl_log_kv(FL_LOG_INFO, "execution", "deleted in member cluster (Work deleted)", "object",
-                              FL_LOG_OBJ(t.kind, t.ns, t.name), "cluster", cluster, "work", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
+                              FL_LOG_OBJ(t.kind, t.ns, t.name), "cluster", cluster, "work",
+                              FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
             }
             free(what);
         }
@@ -870,7 +879,9 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
             r = 0;
         if (r) {
             fl_log_kvf(FL_LOG_WARN, "execution",
-                       FL_LOG_KV("object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster, "err", emsg ? emsg : fl_errmsg(ce.message, r)),
+                       FL_LOG_KV("object",
+                                 FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")),
+                                 "cluster", cluster, "err", emsg ? emsg : fl_errmsg(ce.message, r)),
                        "cleaning up manifest %zu of the deleted Work failed", i);
             if (!first_err)
                 first_err = r;

@@ -125,7 +125,8 @@ static int write_paused(exec *x, const char *cluster, bool paused, long long gen
             fl_log_kv(FL_LOG_WARN, "execution", "writing the Paused condition failed", "object",
                       FL_LOG_OBJ("Cluster", NULL, cluster), "cluster", cluster, "err", fl_errmsg(ce.message, rc), NULL);
         if (rc == 0)
-            fl_log_kvf(FL_LOG_INFO, "execution", FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, cluster), "cluster", cluster),
+            fl_log_kvf(FL_LOG_INFO, "execution",
+                       FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, cluster), "cluster", cluster),
                        "delivery %s (generation %lld)", paused ? "paused" : "resumed", generation);
     }
 out:

@@ -306,7 +306,8 @@ static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const 
         b = NULL;
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
             fl_log_kv(FL_LOG_WARN, LOG, "writing the scheduling status failed", "object",
-                      FL_LOG_OBJ(fl_json_meta(binding, "namespace") ? "ResourceBinding" : "ClusterResourceBinding", fl_json_meta(binding, "namespace"), fl_json_meta(binding, "name")),
+                      FL_LOG_OBJ(fl_json_meta(binding, "namespace") ? "ResourceBinding" : "ClusterResourceBinding",
+                                 fl_json_meta(binding, "namespace"), fl_json_meta(binding, "name")),
                       "err", fl_errmsg(ce.message, rc), NULL);
         if (rc == FL_ENOTFOUND)
             rc = 0;
@@ -378,7 +379,8 @@ static int reconcile(void *ctx, const char *key)
                 rc = rc == FL_ENOTFOUND ? 0 : rc;
             else
                 fl_log_kv(FL_LOG_WARN, LOG, "writing the scheduling decision failed", "object",
-                          FL_LOG_OBJ(fl_json_meta(b, "namespace") ? "ResourceBinding" : "ClusterResourceBinding", fl_json_meta(b, "namespace"), fl_json_meta(b, "name")),
+                          FL_LOG_OBJ(fl_json_meta(b, "namespace") ? "ResourceBinding" : "ClusterResourceBinding",
+                                     fl_json_meta(b, "namespace"), fl_json_meta(b, "name")),
                           "err", fl_errmsg(ce.message, rc), NULL);
             goto out;
         }

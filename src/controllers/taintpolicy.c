@@ -269,7 +269,8 @@ static int reconcile(void *ctx, const char *name)
         rc = 0;
     else if (rc) {
         const char *why = fl_errmsg(ce.message, rc);
-        fl_log_kv(FL_LOG_WARN, LOG, "writing the taints failed", "object", FL_LOG_OBJ("Cluster", NULL, name), "cluster", name, "err", why, NULL);
+        fl_log_kv(FL_LOG_WARN, LOG, "writing the taints failed", "object", FL_LOG_OBJ("Cluster", NULL, name), "cluster",
+                  name, "err", why, NULL);
         if (cluster)
             fl_event(c->env.recorder, cluster, "Warning", "TaintClusterFailed", "%s", why);
     }

@@ -563,7 +563,8 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
         fl_client_error ce = {0};
         rc = fl_client_update_status_given(cp, &WORKS, fl_json_meta(work, "namespace"), copy, NULL, NULL, &ce);
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
-            fl_log_kv(FL_LOG_WARN, "execution", "writing the Work status failed", "object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err",
+            fl_log_kv(FL_LOG_WARN, "execution", "writing the Work status failed", "object",
+                      FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err",
                       fl_errmsg(ce.message, rc), NULL);
     }
     json_decref(st);

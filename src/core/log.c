@@ -211,8 +211,8 @@ static size_t msg_room(size_t room, const kvset *kv)
 }
 
 /* Render one JSON line (newline included) into line[FL_LOG_LINE_MAX]; returns its length. */
-static size_t render_json(char *line, const struct timespec *ts, const struct tm *tm, int level,
-                          const char *module, const char *msg, const kvset *kv)
+static size_t render_json(char *line, const struct timespec *ts, const struct tm *tm, int level, const char *module,
+                          const char *msg, const kvset *kv)
 {
     static const char *levels[] = {"error", "warn", "info", "debug"};
     const size_t end = FL_LOG_LINE_MAX - 2; /* "}\n" */
@@ -246,8 +246,8 @@ static size_t render_json(char *line, const struct timespec *ts, const struct tm
 /* Render one text line, as the logger always wrote them: "I 05:07:20.284 module: message",
  * then the pairs as key="value" (the value escaped as in JSON). A line break inside the
  * message is written as \n or \r, so that an entry stays one line there too. */
-static size_t render_text(char *line, const struct timespec *ts, const struct tm *tm, int level,
-                          const char *module, const char *msg, const kvset *kv)
+static size_t render_text(char *line, const struct timespec *ts, const struct tm *tm, int level, const char *module,
+                          const char *msg, const kvset *kv)
 {
     static const char *names[] = {"E", "W", "I", "D"};
     const size_t end = FL_LOG_LINE_MAX - 1; /* "\n" */

@@ -70,7 +70,8 @@ void fl_log_kvf(int level, const char *module, const char *const *kv, size_t nkv
 
 /* The array of key/value strings for fl_log_kvf (living until the end of the enclosing block)
  * and its length: two arguments. */
-#define FL_LOG_KV(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
+#define FL_LOG_KV(...)                                                                                                 \
+    (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
 
 /* An object's name as a line shows it: "Kind/namespace/name", or "Kind/name" when ns is NULL
  * or empty (cluster-scoped). Written into buf (cap bytes, cut when longer; cap > 0) and
