@@ -1180,7 +1180,9 @@ static bool load_crd_cb(void *vctx, const char *key, const fl_kv *kv)
     if (fl_kindreg_apply_crd(c->api->kinds, obj, &err) == 0)
         c->loaded++;
     else
-        fl_log(FL_LOG_WARN, "api", "stored CRD %s cannot be served: %s", key, err ? err : "?");
+        fl_log_kv(FL_LOG_WARN, "api", "a stored CRD cannot be served", "object",
+                  FL_LOG_OBJ("CustomResourceDefinition", NULL, fl_obj_str(obj, "metadata", "name")), "err",
+                  err ? err : "?", NULL);
     free(err);
     json_decref(obj);
     return true;

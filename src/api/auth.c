@@ -34,6 +34,7 @@
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/wellknown.h"
@@ -325,8 +326,8 @@ int fl_auth_authenticate(fl_auth *a, const char *token, char *user, size_t cap)
         a->v[i].secret_rev = srev;
         a->v[i].cluster_create_rev = crev;
     } else if (found) {
-        fl_log(FL_LOG_INFO, LOG, "agent token of cluster %s revoked (Secret or Cluster gone or replaced)",
-               a->v[i].cluster);
+        fl_log_kv(FL_LOG_INFO, LOG, "agent token revoked (Secret or Cluster gone or replaced)", "object",
+                  FL_LOG_OBJ("Cluster", NULL, a->v[i].cluster), "cluster", a->v[i].cluster, NULL);
         remove_at(a, i);
     }
     pthread_mutex_unlock(&a->mu);
@@ -354,7 +355,9 @@ static bool load_one(void *vctx, const char *key, const fl_kv *kv)
         set_agent(c->a, cluster, digest);
         c->loaded++;
     } else {
-        fl_log(FL_LOG_WARN, LOG, "%s: not a valid agent-token Secret; ignored", key);
+        fl_log_kv(FL_LOG_WARN, LOG, "not a valid agent-token Secret: ignored", secret ? "object" : "key",
+                  secret ? FL_LOG_OBJ("Secret", fl_json_meta(secret, "namespace"), fl_json_meta(secret, "name")) : key,
+                  NULL);
     }
     json_decref(secret);
     return true;
@@ -824,8 +827,9 @@ void fl_auth_register(fl_api *api, fl_req *r)
     if (write_secret(api, r, name, cl, hex) != 0)
         goto out;
     set_agent(a, name, digest); /* the previous token of this cluster stops here */
-    fl_log(FL_LOG_INFO, LOG, "registered pull cluster %s (%s, by %s)", name,
-           created ? "new Cluster" : "token rotated", r->user ? r->user : "the server");
+    fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, name), "cluster", name),
+               "registered pull cluster (%s, by %s)", created ? "new Cluster" : "token rotated",
+               r->user ? r->user : "the server");
     fl_resp_json(r, 201,
                  json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "flotilla.io/v1alpha1", "kind",
                            "ClusterRegistration", "clusterName", name, "token", token));

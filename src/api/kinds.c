@@ -494,8 +494,9 @@ int fl_kinds__crd_replace(fl_kindreg *reg, const char *name, json_t *spec, fl_ki
             const fl_kind *b = &fl_kinds__builtin[i];
             for (size_t j = 0; j < n; j++) {
                 if (!strcmp(b->group, kinds[j]->group) && !strcmp(b->resource, kinds[j]->resource)) {
-                    fl_log(FL_LOG_INFO, "kinds", "CRD %s is served by the built-in kind %s; not replacing it",
-                           name, b->kind);
+                    fl_log_kvf(FL_LOG_INFO, "kinds",
+                               FL_LOG_KV("object", FL_LOG_OBJ("CustomResourceDefinition", NULL, name)),
+                               "served by the built-in kind %s: not replacing it", b->kind);
                     drop_unpublished(kinds, n);
                     kinds = NULL;
                     n = 0;

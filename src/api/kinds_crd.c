@@ -93,8 +93,8 @@ static int copy_names(const json_t *arr, const char **slots, size_t max, const c
         if (used + 1 < max)
             slots[used++] = fl_strdup(json_string_value(v));
         else
-            fl_log(FL_LOG_WARN, "kinds", "CRD %s: %s[%zu] \"%s\" ignored (at most %zu are served)", crd, field, i,
-                   json_string_value(v), max - 1);
+            fl_log_kvf(FL_LOG_WARN, "kinds", FL_LOG_KV("object", FL_LOG_OBJ("CustomResourceDefinition", NULL, crd)),
+                       "%s[%zu] \"%s\" ignored (at most %zu are served)", field, i, json_string_value(v), max - 1);
     }
     return 0;
 }

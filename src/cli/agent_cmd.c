@@ -305,9 +305,10 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
             fail("registering cluster %s on %s: %s", o->name, kc.server, fl_errmsg(ce.message, rc));
             goto out;
         }
-        fl_log(FL_LOG_WARN, "agent",
-               "%s has no registration endpoint; registered Cluster %s (Pull) with the identity in %s and "
-               "kept using it (no agent kubeconfig written)", kc.server, o->name, kc.origin);
+        fl_log_kvf(FL_LOG_WARN, "agent", FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, o->name), "cluster", o->name),
+                   "%s has no registration endpoint; registered the Cluster (Pull) with the identity in %s and "
+                   "kept using it (no agent kubeconfig written)",
+                   kc.server, kc.origin);
         *cp = boot;
         boot = NULL;
         ret = 0;
@@ -337,7 +338,8 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         free(err);
         goto out;
     }
-    fl_log(FL_LOG_INFO, "agent", "registered cluster %s on %s; agent kubeconfig: %s", o->name, kc.server, out_path);
+    fl_log_kvf(FL_LOG_INFO, "agent", FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, o->name), "cluster", o->name),
+               "registered cluster %s on %s; agent kubeconfig: %s", o->name, kc.server, out_path);
     ret = 0;
 out:
     json_decref(answer);

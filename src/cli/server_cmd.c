@@ -515,7 +515,8 @@ static void setup_api(server *sv)
     static const char *system_namespaces[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
     for (int i = 0; system_namespaces[i]; i++)
         if (fl_api_ensure_namespace(&sv->api, system_namespaces[i]))
-            fl_log(FL_LOG_WARN, "server", "could not create namespace %s", system_namespaces[i]);
+            fl_log_kv(FL_LOG_WARN, "server", "creating a system namespace failed", "object",
+                      FL_LOG_OBJ("Namespace", NULL, system_namespaces[i]), NULL);
     fl_store *store = sv->store;
     fl_metrics_gauge("flotilla_store_keys", "Live keys in the store.", gauge_keys, store);
     fl_metrics_gauge("flotilla_store_revision", "Head revision of the store.", gauge_rev, store);

@@ -149,17 +149,20 @@ static void set_cluster(fl_agent *a, json_t *cl)
     engine_view(cl, &v1);
     pthread_mutex_unlock(&a->mu);
     if (v0.paused != v1.paused || (v1.paused && v0.generation != v1.generation)) {
-        fl_log(FL_LOG_INFO, LOG, "Cluster %s: delivery %s", a->name, v1.paused ? "paused" : "resumed");
+        fl_log_kv(FL_LOG_INFO, LOG, v1.paused ? "delivery paused" : "delivery resumed", "object",
+                  FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
         fl_exec_requeue_cluster(a->engine, a->name);
     }
     if (d0 != d1 || x0 != x1) {
         if (!cl)
-            fl_log(FL_LOG_WARN, LOG, "Cluster %s is gone from the control plane: its Works are left alone", a->name);
+            fl_log_kv(FL_LOG_WARN, LOG, "the Cluster is gone from the control plane: its Works are left alone",
+                      "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
         else if (!d1)
-            fl_log(FL_LOG_WARN, LOG, "Cluster %s is not in Pull mode: its Works are left to the control plane",
-                   a->name);
+            fl_log_kv(FL_LOG_WARN, LOG, "the Cluster is not in Pull mode: its Works are left to the control plane",
+                      "object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
         else if (x1)
-            fl_log(FL_LOG_INFO, LOG, "Cluster %s is being deleted: removing what its Works delivered", a->name);
+            fl_log_kv(FL_LOG_INFO, LOG, "the Cluster is being deleted: removing what its Works delivered", "object",
+                      FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
         fl_exec_requeue_cluster(a->engine, a->name);
     }
 }
@@ -241,7 +244,8 @@ static int renew_lease(fl_agent *a)
                 if (rc == FL_EEXIST)
                     continue; /* raced with ourselves (a previous run): read it */
                 if (rc == 0)
-                    fl_log(FL_LOG_INFO, LOG, "created Lease %s/%s", FL_AGENT_LEASE_NAMESPACE, a->name);
+                    fl_log_kv(FL_LOG_INFO, LOG, "created the lease", "object",
+                              FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, NULL);
                 break;
             }
             if (rc)
@@ -261,8 +265,9 @@ static int renew_lease(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "renewing Lease %s/%s: %s", FL_AGENT_LEASE_NAMESPACE, a->name,
-               fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "renewing the lease failed", "object",
+                  FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, "err",
+                  fl_errmsg(ce.message, rc), NULL);
     return rc;
 }
 
@@ -278,7 +283,8 @@ static void *lease_main(void *arg)
         next = fl_jittered_ms(a->lease_ms);
         rc = renew_lease(a);
         if (!rc && failed)
-            fl_log(FL_LOG_INFO, LOG, "Lease %s/%s renewed again", FL_AGENT_LEASE_NAMESPACE, a->name);
+            fl_log_kv(FL_LOG_INFO, LOG, "the lease is renewed again", "object",
+                      FL_LOG_OBJ("Lease", FL_AGENT_LEASE_NAMESPACE, a->name), "cluster", a->name, NULL);
         failed = rc != 0;
     }
     return NULL;
@@ -295,9 +301,11 @@ static void report_status(fl_agent *a)
         return;
     if (health != a->last_health) {
         if (health == FL_CLUSTER_HEALTHY)
-            fl_log(FL_LOG_INFO, LOG, "member cluster %s answers its health check", a->name);
+            fl_log_kv(FL_LOG_INFO, LOG, "the member cluster answers its health check", "object",
+                      FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, NULL);
         else
-            fl_log(FL_LOG_WARN, LOG, "member cluster %s fails its health check: %s", a->name, why);
+            fl_log_kv(FL_LOG_WARN, LOG, "the member cluster fails its health check", "object",
+                      FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", why, NULL);
         a->last_health = health;
     }
     fl_cluster_collected col = {0};
@@ -359,7 +367,8 @@ static void report_status(fl_agent *a)
             break;
     }
     if (rc && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "reporting the status of Cluster %s: %s", a->name, fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "reporting the Cluster status failed", "object",
+                  FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", fl_errmsg(ce.message, rc), NULL);
     fl_cluster_collected_close(&col);
 }
 
@@ -374,7 +383,8 @@ static int read_cluster(fl_agent *a)
         return 0;
     }
     if (rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "reading Cluster %s: %s", a->name, fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "reading the Cluster failed", "object", FL_LOG_OBJ("Cluster", NULL, a->name),
+                  "cluster", a->name, "err", fl_errmsg(ce.message, rc), NULL);
     return rc;
 }
 
@@ -388,11 +398,12 @@ static void *status_main(void *arg)
             return NULL;
     int rc = fl_exec_start(a->engine);
     if (rc)
-        fl_log(FL_LOG_ERROR, LOG, "Work delivery did not start: %s", fl_strerror(rc));
+        fl_log_kv(FL_LOG_ERROR, LOG, "Work delivery did not start", "object", FL_LOG_OBJ("Cluster", NULL, a->name),
+                  "cluster", a->name, "err", fl_strerror(rc), NULL);
     rc = fl_informer_start(a->watch);
     if (rc)
-        fl_log(FL_LOG_WARN, LOG, "watching Cluster %s: %s (changes are seen at each status pass)", a->name,
-               fl_strerror(rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "watching the Cluster failed (changes are seen at each status pass)", "object",
+                  FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name, "err", fl_strerror(rc), NULL);
     /* the same spread as the lease's */
     report_status(a);
     for (int64_t next = fl_random_phase_ms(a->status_ms); !fl_client_cancel_sleep(a->stop, (int)next);
@@ -486,8 +497,9 @@ int fl_agent_start(const fl_agent_config *cfg, fl_agent **out)
         fl_agent_stop(a);
         return rc;
     }
-    fl_log(FL_LOG_INFO, LOG, "cluster %s: lease every %lld ms, status every %lld ms, delivering Works of %s%s",
-           a->name, (long long)a->lease_ms, (long long)a->status_ms, FL_EXECUTION_SPACE_PREFIX, a->name);
+    fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, a->name), "cluster", a->name),
+               "lease every %lld ms, status every %lld ms, delivering Works of %s%s", (long long)a->lease_ms,
+               (long long)a->status_ms, FL_EXECUTION_SPACE_PREFIX, a->name);
     *out = a;
     return 0;
 }

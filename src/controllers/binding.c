@@ -901,7 +901,8 @@ static int delete_work(bindctl *b, const char *wkey)
         if (rc == FL_ENOTFOUND)
             rc = 0;
         else if (rc)
-            fl_log(FL_LOG_WARN, LOG, "deleting Work %s: %s", wkey, fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, LOG, "deleting the Work failed", "object", FL_LOG_OBJ("Work", NULL, wkey), "err",
+                      fl_errmsg(ce.message, rc), NULL);
     }
     free(ns);
     return rc;
@@ -1167,7 +1168,8 @@ static void remove_orphans(const render *r, const json_t *owned, int *rc)
             continue;
         int d = delete_work(b, s);
         if (d == 0) {
-            fl_log(FL_LOG_INFO, LOG, "removed Work %s: its cluster is no longer a target", s);
+            fl_log_kv(FL_LOG_INFO, LOG, "removed the Work: its cluster is no longer a target", "object",
+                      FL_LOG_OBJ("Work", NULL, s), NULL);
             fl_event(b->env.recorder, r->binding, "Normal", "WorkRemoved",
                      "Removed Work %s: its cluster is no longer a target", s);
         } else if (!*rc) {

@@ -306,8 +306,8 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
         /* the template keeps the status it had; the message is the interpreter's (the
          * customization and the script line): on the template, as Karmada reports it, and on
          * the binding */
-        fl_log(FL_LOG_DEBUG, LOG, "%s %s%s%s: %s", kind, ns ? ns : "", ns ? "/" : "", name,
-               err ? err : fl_strerror(rc)); /* every Work status change repeats it: events report */
+        fl_log_kv(FL_LOG_DEBUG, LOG, "aggregating the status failed", "object", FL_LOG_OBJ(kind, ns, name), "err",
+                  err ? err : fl_strerror(rc), NULL); /* every Work status change repeats it: events report */
         fl_event(s->env.recorder, tmpl, "Warning", "AggregateStatusFailed", "%s", err ? err : fl_strerror(rc));
         fl_event(s->env.recorder, binding, "Warning", "AggregateStatusFailed", "%s", err ? err : fl_strerror(rc));
         rc = 0; /* until the template, its members or the customization change */
@@ -348,8 +348,8 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
     if (rc == FL_ENOTFOUND)
         rc = 0;
     else if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, LOG, "status of %s %s%s%s: %s", kind, ns ? ns : "", ns ? "/" : "", name,
-               fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "writing the template status failed", "object", FL_LOG_OBJ(kind, ns, name), "err",
+                  fl_errmsg(ce.message, rc), NULL);
 done:
     free(err);
     json_decref(out);
@@ -480,8 +480,10 @@ static int reconcile(void *ctx, const char *key)
         if (rc == FL_ENOTFOUND)
             rc = 0;
         else if (rc && rc != FL_ECONFLICT)
-            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, fl_json_meta(b, "name"),
-                   fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, LOG, "writing the binding status failed", "object",
+                      FL_LOG_OBJ(fl_json_meta(b, "namespace") ? "ResourceBinding" : "ClusterResourceBinding",
+                                 fl_json_meta(b, "namespace"), fl_json_meta(b, "name")),
+                      "err", fl_errmsg(ce.message, rc), NULL);
     }
     if (rc == 0)
         rc = aggregate_template(s, b, items, dispatching);

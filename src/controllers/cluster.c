@@ -797,8 +797,9 @@ static int write_cluster(cstatus *st, const char *name, json_t *base, const obse
             if (rc == 0) {
                 const char *was = ready_status(base), *is = ready_status(out);
                 if (!was || !is || strcmp(was, is))
-                    fl_log(FL_LOG_INFO, LOG, "cluster %s: Ready %s -> %s", name, was ? was : "(none)",
-                           is ? is : "(none)");
+                    fl_log_kvf(FL_LOG_INFO, LOG,
+                               FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, name), "cluster", name),
+                               "Ready %s -> %s", was ? was : "(none)", is ? is : "(none)");
                 json_decref(base);
                 base = out;
                 json_decref(d);
@@ -820,7 +821,8 @@ static int write_cluster(cstatus *st, const char *name, json_t *base, const obse
     }
     json_decref(base);
     if (rc && rc != FL_ENOTFOUND && rc != FL_ECLOSED)
-        fl_log(FL_LOG_WARN, LOG, "cluster %s: writing status: %s", name, fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "writing the Cluster status failed", "object", FL_LOG_OBJ("Cluster", NULL, name),
+                  "cluster", name, "err", fl_errmsg(ce.message, rc), NULL);
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
 
@@ -859,7 +861,8 @@ static void ensure_execution_space(cstatus *st, const char *name)
     if (rc == 0 || rc == FL_EEXIST)
         mem_set(st, name, "es", 1);
     else
-        fl_log(FL_LOG_WARN, LOG, "cluster %s: cannot create its execution space %s: %s", name, ns, ce.message);
+        fl_log_kv(FL_LOG_WARN, LOG, "creating the execution space failed", "object", FL_LOG_OBJ("Namespace", NULL, ns),
+                  "cluster", name, "err", ce.message, NULL);
     json_decref(out);
     json_decref(obj);
     free(ns);
@@ -898,9 +901,11 @@ static void reconcile(worker *w, const char *name)
         int64_t last = mem_get(st, name, "h", -1);
         if (last != ob.health) {
             if (ob.health == H_OK)
-                fl_log(FL_LOG_INFO, LOG, "cluster %s: health check passes", name);
+                fl_log_kv(FL_LOG_INFO, LOG, "health check passes", "object", FL_LOG_OBJ("Cluster", NULL, name),
+                          "cluster", name, NULL);
             else
-                fl_log(FL_LOG_WARN, LOG, "cluster %s: health check fails: %s", name, why);
+                fl_log_kv(FL_LOG_WARN, LOG, "health check fails", "object", FL_LOG_OBJ("Cluster", NULL, name),
+                          "cluster", name, "err", why, NULL);
             mem_set(st, name, "h", ob.health);
         }
         /* collect only when the cluster will be Ready after this round */

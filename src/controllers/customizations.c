@@ -189,7 +189,8 @@ static int reconcile_source(custctl *c, source *s, const char *name)
     if (!obj) {
         if (had) {
             s->del(s->backend, name);
-            fl_log(FL_LOG_INFO, LOG, "%s %s deleted: its rules are no longer in force", s->kind, name);
+            fl_log_kv(FL_LOG_INFO, LOG, "deleted: its rules are no longer in force", "object",
+                      FL_LOG_OBJ(s->kind, NULL, name), NULL);
             json_t *old_targets = json_incref(json_object_get(had, "targets"));
             json_object_del(s->in_force, name);
             notify(c, old_targets);
@@ -214,7 +215,9 @@ static int reconcile_source(custctl *c, source *s, const char *name)
     int rc = s->set(s->backend, obj, &err);
     if (rc) {
         const char *now = had ? "the previous version stays in force" : "it is not in force";
-        fl_log(FL_LOG_WARN, LOG, "%s %s not loaded (%s): %s", s->kind, name, now, err ? err : fl_strerror(rc));
+        fl_log_kvf(FL_LOG_WARN, LOG,
+                   FL_LOG_KV("object", FL_LOG_OBJ(s->kind, NULL, name), "err", err ? err : fl_strerror(rc)),
+                   "not loaded (%s)", now);
         fl_event(c->env.recorder, obj, "Warning", "LoadCustomizationFailed", "%s; %s",
                  err ? err : fl_strerror(rc), now);
         json_object_set_new(s->rejected, name, rules ? fl_json_deep_copy(rules) : json_null());
@@ -234,7 +237,8 @@ static int reconcile_source(custctl *c, source *s, const char *name)
     json_object_set_new(s->in_force, name,
                         json_pack("{s:o, s:o}", "rules", rules ? fl_json_deep_copy(rules) : json_null(), "targets",
                                   targets));
-    fl_log(FL_LOG_INFO, LOG, "%s %s %s: in force for %s", s->kind, name, updated ? "updated" : "loaded", what);
+    fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ(s->kind, NULL, name)), "%s: in force for %s",
+               updated ? "updated" : "loaded", what);
     fl_event(c->env.recorder, obj, "Normal", "LoadCustomizationSucceed", "%s: its rules are in force for %s",
              updated ? "Updated" : "Loaded", what);
     free(what);

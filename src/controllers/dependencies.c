@@ -270,8 +270,9 @@ static int write_attached(depsctl *d, json_t *attached)
     if (rc == FL_ENOTFOUND)
         rc = 0;
     if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", fl_json_meta(attached, "namespace"),
-               fl_json_meta(attached, "name"), fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "writing the attached binding failed", "object",
+                  FL_LOG_OBJ("ResourceBinding", fl_json_meta(attached, "namespace"), fl_json_meta(attached, "name")),
+                  "err", fl_errmsg(ce.message, rc), NULL);
     return rc;
 }
 
@@ -309,7 +310,8 @@ static bool dependencies_of(depsctl *d, const json_t *b, const char *ns, const c
         return true;
     /* the interpreter's message (customization, script line), on the binding and on the
      * template (where Karmada reports it) */
-    fl_log(FL_LOG_WARN, LOG, "%s/%s: %s", ns, name, err ? err : "");
+    fl_log_kv(FL_LOG_WARN, LOG, "interpreting the dependencies failed", "object",
+              FL_LOG_OBJ("ResourceBinding", ns, name), "err", err, NULL);
     fl_event(d->env.recorder, b, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
     fl_event(d->env.recorder, *tmpl, "Warning", "GetDependenciesFailed", "%s", err ? err : "");
     free(err);
@@ -387,9 +389,12 @@ static int attach_wanted(depsctl *d, const char *key, const char *ns, const char
             int r = have ? fl_client_update(d->env.cp, &RBS, ns, att, NULL, NULL, &ce)
                          : fl_client_create(d->env.cp, &RBS, ns, att, NULL, NULL, &ce);
             if (r == 0 && !have)
-                fl_log(FL_LOG_INFO, LOG, "%s/%s follows %s/%s (propagateDeps)", ns, bname, ns, name);
+                fl_log_kv(FL_LOG_INFO, LOG, "created an attached binding (propagateDeps)", "object",
+                          FL_LOG_OBJ("ResourceBinding", ns, bname), "follows", FL_LOG_OBJ("ResourceBinding", ns, name),
+                          NULL);
             if (r && r != FL_ECONFLICT && r != FL_EEXIST)
-                fl_log(FL_LOG_WARN, LOG, "attached binding %s/%s: %s", ns, bname, fl_errmsg(ce.message, r));
+                fl_log_kv(FL_LOG_WARN, LOG, "writing the attached binding failed", "object",
+                          FL_LOG_OBJ("ResourceBinding", ns, bname), "err", fl_errmsg(ce.message, r), NULL);
             if (r && !rc)
                 rc = r;
         }

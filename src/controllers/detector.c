@@ -534,8 +534,9 @@ static json_t *claim_patch(const json_t *obj, const json_t *policy)
     return json_pack("{s:o}", "metadata", m);
 }
 
-/* Merge-patch metadata; *out (may be NULL) receives the patched object. */
-static int patch_metadata(detector *d, const fl_gvr *r, const char *ns, const char *name, json_t *patch, json_t **out)
+/* Merge-patch metadata of the object of this kind; *out (may be NULL) receives the patched object. */
+static int patch_metadata(detector *d, const fl_gvr *r, const char *kind, const char *ns, const char *name,
+                          json_t *patch, json_t **out)
 {
     size_t n = 0;
     char *body = fl_json_dumps(patch, &n);
@@ -543,8 +544,8 @@ static int patch_metadata(detector *d, const fl_gvr *r, const char *ns, const ch
     int rc = fl_client_patch(d->env.cp, r, ns, name, FL_PATCH_MERGE, body, n, NULL, out, &ce);
     free(body);
     if (rc && rc != FL_ENOTFOUND)
-        fl_log(FL_LOG_WARN, LOG, "patching %s %s%s%s: %s", r->resource, ns ? ns : "", ns ? "/" : "", name,
-               fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "patching the metadata failed", "object", FL_LOG_OBJ(kind, ns, name), "err",
+                  fl_errmsg(ce.message, rc), NULL);
     return rc == FL_ENOTFOUND ? 0 : rc;
 }
 
@@ -641,7 +642,8 @@ static int delete_binding(detector *d, const fl_gvr *gvr, const char *ns, const 
     fl_delete_opts o = {.precondition_uid = fl_json_meta(b, "uid")};
     int rc = fl_client_delete(d->env.cp, gvr, ns, name, &o, NULL, &ce);
     if (rc == 0)
-        fl_log(FL_LOG_INFO, LOG, "template gone: deleted %s %s%s%s", gvr->resource, ns ? ns : "", ns ? "/" : "", name);
+        fl_log_kv(FL_LOG_INFO, LOG, "template gone: deleted its binding", "object",
+                  FL_LOG_OBJ(ns ? "ResourceBinding" : "ClusterResourceBinding", ns, name), NULL);
     return rc == FL_ENOTFOUND || rc == FL_ECONFLICT ? 0 : rc;
 }
 
@@ -690,7 +692,8 @@ static bool choose_policy(tmpl_rec *t)
     const json_t *best = NULL;
     char *err = NULL;
     if (fl_policy_select(t->tmpl, policies, &best, NULL, &err)) {
-        fl_log(FL_LOG_WARN, LOG, "%s %s/%s: %s", t->kind, t->ns, t->name, err);
+        fl_log_kv(FL_LOG_WARN, LOG, "selecting a policy failed", "object", FL_LOG_OBJ(t->kind, t->ns, t->name), "err",
+                  err, NULL);
         free(err);
         json_decref(policies);
         return false;
@@ -734,19 +737,20 @@ static int release_template(tmpl_rec *t)
     json_t *patch = claim_patch(t->tmpl, NULL);
     if (patch) {
         fl_gvr tg = {t->av, t->k->resource};
-        rc = patch_metadata(t->d, &tg, t->k->namespaced ? t->ns : NULL, t->name, patch, NULL);
+        rc = patch_metadata(t->d, &tg, t->kind, t->k->namespaced ? t->ns : NULL, t->name, patch, NULL);
         json_decref(patch);
         if (rc)
             return rc;
-        fl_log(FL_LOG_INFO, LOG, "%s %s%s%s: no policy selects it any more; released", t->kind, t->ns,
-               *t->ns ? "/" : "", t->name);
+        fl_log_kv(FL_LOG_INFO, LOG, "no policy selects it any more: released", "object",
+                  FL_LOG_OBJ(t->kind, t->ns, t->name), NULL);
         fl_event(t->d->env.recorder, t->tmpl, "Normal", "PolicyReleased",
                  "No propagation policy selects it any more: released (what was delivered stays)");
     }
     if (t->existing) {
         patch = claim_patch(t->existing, NULL);
         if (patch) {
-            rc = patch_metadata(t->d, &t->gvr, t->bns, t->bname, patch, NULL);
+            rc = patch_metadata(t->d, &t->gvr, t->bns ? "ResourceBinding" : "ClusterResourceBinding", t->bns, t->bname,
+                                patch, NULL);
             json_decref(patch);
         }
     }
@@ -765,7 +769,7 @@ static int claim_template(tmpl_rec *t, bool *go_on)
         return 0;
     fl_gvr tg = {t->av, t->k->resource};
     json_t *claimed = NULL;
-    int rc = patch_metadata(t->d, &tg, t->k->namespaced ? t->ns : NULL, t->name, patch, &claimed);
+    int rc = patch_metadata(t->d, &tg, t->kind, t->k->namespaced ? t->ns : NULL, t->name, patch, &claimed);
     json_decref(patch);
     if (rc || !claimed) {
         json_decref(claimed);
@@ -870,8 +874,9 @@ static int write_binding(tmpl_rec *t, json_t **binding, bool create)
         return rc; /* our cache is behind: the event that brings it requeues us */
     const char *pns = fl_json_meta(chosen, "namespace");
     if (rc) {
-        fl_log(FL_LOG_WARN, LOG, "%s %s %s%s%s: %s", create ? "creating" : "updating", t->gvr.resource,
-               t->bns ? t->bns : "", t->bns ? "/" : "", t->bname, fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, create ? "creating the binding failed" : "updating the binding failed", "object",
+                  FL_LOG_OBJ(t->bns ? "ResourceBinding" : "ClusterResourceBinding", t->bns, t->bname), "err",
+                  fl_errmsg(ce.message, rc), NULL);
         fl_event(d->env.recorder, t->tmpl, "Warning", "ApplyPolicyFailed", "Apply policy(%s%s%s) failed: %s",
                  pns ? pns : "", pns ? "/" : "", fl_json_meta(chosen, "name"), fl_errmsg(ce.message, rc));
         return rc;
@@ -936,7 +941,8 @@ static int reconcile_template(detector *d, const char *key)
         /* on the template, as Karmada reports it, and on the binding, which keeps the
          * replicas it had; the message is the interpreter's (customization, script line) */
         const char *why = err ? err : fl_strerror(rc);
-        fl_log(FL_LOG_WARN, LOG, "%s %s%s%s: %s", kind, ns, *ns ? "/" : "", name, why);
+        fl_log_kv(FL_LOG_WARN, LOG, "interpreting the replicas failed", "object", FL_LOG_OBJ(kind, ns, name), "err",
+                  why, NULL);
         fl_event(d->env.recorder, t.tmpl, "Warning", "GetReplicasFailed", "%s", why);
         if (!create)
             fl_event(d->env.recorder, t.existing, "Warning", "GetReplicasFailed", "%s", why);

@@ -210,7 +210,8 @@ static void write_one(fl_recorder *r, pending *p)
     if (rc == 0)
         recent_put(r, p->fingerprint, h, p->ns, name, now);
     else
-        fl_log(FL_LOG_DEBUG, "events", "event %s/%s not written: %s", p->ns, name, fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_DEBUG, "events", "writing the event failed", "object", FL_LOG_OBJ("Event", p->ns, name), "err",
+                  fl_errmsg(ce.message, rc), NULL);
 }
 
 static void pending_free(pending *p)

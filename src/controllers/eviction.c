@@ -282,7 +282,9 @@ static int64_t app_observe(evictctl *e, const char *key, const json_t *b, int64_
         if (wrc == FL_ECONFLICT)
             *rc = FL_ECONFLICT; /* the newer binding comes back */
         else if (wrc && wrc != FL_ENOTFOUND)
-            fl_log(FL_LOG_WARN, LOG, "writing the failover clocks of %s: %s", key, fl_errmsg(ce.message, wrc));
+            fl_log_kv(FL_LOG_WARN, LOG, "writing the failover clocks failed", "object",
+                      FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "err",
+                      fl_errmsg(ce.message, wrc), NULL);
     } else {
         json_decref(copy);
     }
@@ -317,7 +319,8 @@ static int cluster_stamp(evictctl *e, const char *name)
         if (rc == FL_ENOTFOUND || rc == FL_ECONFLICT)
             rc = rc == FL_ECONFLICT ? FL_ECONFLICT : 0; /* a conflict: the newer cluster comes back */
         else if (rc)
-            fl_log(FL_LOG_WARN, LOG, "stamping timeAdded on cluster %s: %s", name, fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, LOG, "stamping timeAdded on the taints failed", "object",
+                      FL_LOG_OBJ("Cluster", NULL, name), "cluster", name, "err", fl_errmsg(ce.message, rc), NULL);
         json_decref(copy);
     }
     json_decref(cluster);
@@ -407,7 +410,9 @@ static void write_held(evictctl *e, const char *key, bool held, const char *reas
         int rc = fl_client_update_status_given(e->env.cp, key[0] == 'C' ? &CRBS : &RBS, fl_json_meta(b, "namespace"),
                                                copy, NULL, NULL, &ce);
         if (rc && rc != FL_ENOTFOUND && rc != FL_ECONFLICT)
-            fl_log(FL_LOG_WARN, LOG, "writing %s on %s: %s", SUPPRESSED_CONDITION, key, fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, LOG, "writing the " SUPPRESSED_CONDITION " condition failed", "object",
+                      FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "err",
+                      fl_errmsg(ce.message, rc), NULL);
     } else {
         json_decref(copy);
     }
@@ -626,7 +631,9 @@ static bool evict(evictctl *e, const char *key, int64_t now)
                                   NULL, &ce);
         if (rc == 0) {
             wrote = true;
-            fl_log(FL_LOG_INFO, LOG, "evicted %s from %s", key, json_string_value(json_array_get(from, 0)));
+            fl_log_kv(FL_LOG_INFO, LOG, "evicted from the cluster", "object",
+                      FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2),
+                      "cluster", json_string_value(json_array_get(from, 0)), NULL);
             json_array_foreach(added, i, c) {
                 fl_event(e->env.recorder, b, "Normal", "FailoverStarted", "%s: leaving cluster %s, purge mode %s",
                          fl_json_str(c, "reason"), fl_json_str(c, "fromCluster"), fl_json_str(c, "purgeMode"));

@@ -271,7 +271,8 @@ static int status_edit(fl_client *cp, const fl_gvr *gvr, const char *ns, const c
         rc = fl_client_update_status_given(cp, gvr, ns, b, NULL, NULL, &ce);
         if (rc != FL_ECONFLICT) {
             if (rc && rc != FL_ENOTFOUND)
-                fl_log(FL_LOG_WARN, LOG, "writing the failover history of %s: %s", name, fl_errmsg(ce.message, rc));
+                fl_log_kv(FL_LOG_WARN, LOG, "writing the failover history failed", "object",
+                          FL_LOG_OBJ(fl_json_str(b, "kind"), ns, name), "err", fl_errmsg(ce.message, rc), NULL);
             return rc == FL_ENOTFOUND ? 0 : rc;
         }
     }

@@ -239,7 +239,9 @@ static int reconcile(void *ctx, const char *key)
         json_decref(upd);
         if (rc == 0) {
             json_array_foreach(done, i, task) {
-                fl_log(FL_LOG_INFO, LOG, "%s: the eviction from %s is over", key, fl_json_str(task, "fromCluster"));
+                fl_log_kv(FL_LOG_INFO, LOG, "the eviction is over", "object",
+                          FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2),
+                          "cluster", fl_json_str(task, "fromCluster"), NULL);
                 fl_event(t->env.recorder, b, "Normal", "EvictWorkloadFromClusterSucceed",
                          "Evict from cluster %s succeed.", fl_json_str(task, "fromCluster"));
                 fl_event(t->env.recorder, b, "Normal", "FailoverCompleted", "the failover from cluster %s is over: %s",
@@ -251,7 +253,9 @@ static int reconcile(void *ctx, const char *key)
         } else if (rc == FL_ENOTFOUND || rc == FL_ECONFLICT) {
             rc = 0; /* gone, or a newer binding comes back */
         } else {
-            fl_log(FL_LOG_WARN, LOG, "updating the eviction tasks of %s: %s", key, fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, LOG, "updating the eviction tasks failed", "object",
+                      FL_LOG_OBJ(key[0] == 'C' ? "ClusterResourceBinding" : "ResourceBinding", NULL, key + 2), "err",
+                      fl_errmsg(ce.message, rc), NULL);
         }
     }
     if (!rc && recheck != INT64_MAX)

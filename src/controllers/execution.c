@@ -144,8 +144,9 @@ static int set_finalizer(exec *x, const json_t *work, const fl_informer_src *src
     if (rc == FL_ENOTFOUND && !add)
         rc = 0; /* gone already */
     if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s the finalizer: %s", fl_json_meta(work, "namespace"),
-               fl_json_meta(work, "name"), add ? "adding" : "removing", fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, "execution", add ? "adding the finalizer failed" : "removing the finalizer failed",
+                  "object", FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err",
+                  fl_errmsg(ce.message, rc), NULL);
     json_decref(copy);
     return rc;
 }
@@ -200,7 +201,9 @@ static void mark(json_t *obj, const json_t *work)
 static void interp_failed(exec *x, const json_t *work, const char *cluster, const char *reason, const char *msg)
 {
     /* debug only: the events are the report, and a failing rule fails on every re-queue */
-    fl_log(FL_LOG_DEBUG, "execution", "Work %s/%s: %s", fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), msg);
+    fl_log_kv(FL_LOG_DEBUG, "execution", "interpreter rule failed", "object",
+              FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
+              "err", msg, NULL);
     fl_event(x->recorder, work, "Warning", reason, "%s", msg);
     const char *bns = fl_json_meta_map(work, "annotations", FL_RB_NAMESPACE_ANNOTATION);
     const char *rb = fl_json_meta_map(work, "annotations", FL_RB_NAME_ANNOTATION);
@@ -395,8 +398,9 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
     if (!existing) {
         rc = fl_client_create(mc, &t->gvr, t->ns, desired, NULL, &out, &ce);
         if (rc == 0) {
-            fl_log(FL_LOG_INFO, "execution", "created %s in cluster %s for Work %s/%s", what, cluster,
-                   fl_json_meta(work, "namespace"), fl_json_meta(work, "name"));
+            fl_log_kv(FL_LOG_INFO, "execution", "created in member cluster", "object",
+                      FL_LOG_OBJ(t->kind, t->ns, t->name), "cluster", cluster, "work",
+                      FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
             *observed = out;
             t->wrote = true;
             goto done;
@@ -442,9 +446,10 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         } else {
             rc = fl_client_update(mc, &t->gvr, t->ns, merged, NULL, &out, &ce);
             if (rc == 0) {
-                fl_log(FL_LOG_INFO, "execution", "%s %s in cluster %s for Work %s/%s",
-                       own == OWNER_US ? "updated" : "took over", what, cluster, fl_json_meta(work, "namespace"),
-                       fl_json_meta(work, "name"));
+                fl_log_kv(FL_LOG_INFO, "execution",
+                          own == OWNER_US ? "updated in member cluster" : "took over in member cluster", "object",
+                          FL_LOG_OBJ(t->kind, t->ns, t->name), "cluster", cluster, "work",
+                          FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
                 *observed = out;
                 t->wrote = true;
             }
@@ -778,7 +783,9 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, const 
     bool stored = false; /* the status with every entry's version is stored */
     if (first_err) {
         char *msg = fl_asprintf("Failed to apply all manifests (%zu/%zu): %s", ok, n, errs);
-        fl_log(FL_LOG_WARN, "execution", "Work %s/%s: %s", fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), msg);
+        fl_log_kv(FL_LOG_WARN, "execution", "applying the Work failed", "object",
+                  FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
+                  "err", msg, NULL);
         wrc = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
     } else if (fl_exec_first_status_later(x, work, statuses)) {
@@ -804,7 +811,9 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
     char *emsg = NULL;
     int rc = fl_exec_member_client(x, cluster, &mc, &emsg);
     if (rc) {
-        fl_log(FL_LOG_WARN, "execution", "Work %s/%s deleted: %s", fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), emsg);
+        fl_log_kv(FL_LOG_WARN, "execution", "cleaning up after the deleted Work failed", "object",
+                  FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
+                  "err", emsg, NULL);
         free(emsg);
         return rc;
     }
@@ -852,24 +861,28 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
                 r = fl_client_patch(mc, &t.gvr, t.ns, t.name, FL_PATCH_MERGE, patch, sizeof patch - 1, NULL, NULL,
                                     &ce);
                 if (r == 0)
-                    fl_log(FL_LOG_INFO, "execution",
-                           "released %s in cluster %s (Work %s/%s deleted, resources preserved)",
-                           what, cluster, fl_json_meta(work, "namespace"), fl_json_meta(work, "name"));
+                    fl_log_kv(FL_LOG_INFO, "execution",
+                              "released in member cluster (Work deleted, resources preserved)", "object",
+                              FL_LOG_OBJ(t.kind, t.ns, t.name), "cluster", cluster, "work",
+                              FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
             } else {
                 fl_delete_opts del = {.propagation_policy = "Background"};
                 r = fl_client_delete(mc, &t.gvr, t.ns, t.name, &del, NULL, &ce);
                 if (r == 0)
-                    fl_log(FL_LOG_INFO, "execution", "deleted %s in cluster %s (Work %s/%s deleted)", what, cluster,
-                           fl_json_meta(work, "namespace"), fl_json_meta(work, "name"));
+                    fl_log_kv(FL_LOG_INFO, "execution", "deleted in member cluster (Work deleted)", "object",
+                              FL_LOG_OBJ(t.kind, t.ns, t.name), "cluster", cluster, "work",
+                              FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
             }
             free(what);
         }
         if (r == FL_ENOTFOUND)
             r = 0;
         if (r) {
-            fl_log(FL_LOG_WARN, "execution", "Work %s/%s deleted: cleaning up manifest %zu in cluster %s: %s",
-                   fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), i, cluster,
-                   emsg ? emsg : fl_errmsg(ce.message, r));
+            fl_log_kvf(FL_LOG_WARN, "execution",
+                       FL_LOG_KV("object",
+                                 FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")),
+                                 "cluster", cluster, "err", emsg ? emsg : fl_errmsg(ce.message, r)),
+                       "cleaning up manifest %zu of the deleted Work failed", i);
             if (!first_err)
                 first_err = r;
         }

@@ -122,11 +122,12 @@ static int write_paused(exec *x, const char *cluster, bool paused, long long gen
     if (changed) {
         rc = fl_client_update_status(x->cp, &CLUSTERS, NULL, cl, NULL, NULL, &ce);
         if (rc && rc != FL_ECONFLICT)
-            fl_log(FL_LOG_WARN, "execution", "Cluster %s: writing the Paused condition: %s", cluster,
-                   fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, "execution", "writing the Paused condition failed", "object",
+                      FL_LOG_OBJ("Cluster", NULL, cluster), "cluster", cluster, "err", fl_errmsg(ce.message, rc), NULL);
         if (rc == 0)
-            fl_log(FL_LOG_INFO, "execution", "Cluster %s: delivery %s (generation %lld)", cluster,
-                   paused ? "paused" : "resumed", generation);
+            fl_log_kvf(FL_LOG_INFO, "execution",
+                       FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, cluster), "cluster", cluster),
+                       "delivery %s (generation %lld)", paused ? "paused" : "resumed", generation);
     }
 out:
     json_decref(cl);

@@ -144,7 +144,8 @@ static void start_resumed(exec *x)
                                json_string_value(json_array_get(mk, 4))) == 0) {
             n++;
         } else {
-            fl_log(FL_LOG_INFO, "execution", "%s: its Works are checked in full", emsg ? emsg : cluster);
+            fl_log_kv(FL_LOG_INFO, "execution", "member watch not resumed: its Works are checked in full", "object",
+                      FL_LOG_OBJ("Cluster", NULL, cluster), "cluster", cluster, "err", emsg, NULL);
             fl_exec_requeue_cluster(x, cluster);
         }
         free(emsg);
@@ -160,8 +161,9 @@ static void start_resumed(exec *x)
 /* A watch started at its noted revision had to list (workstatus.c) */
 void fl_exec_relisted(void *ctx, const char *cluster)
 {
-    fl_log(FL_LOG_INFO, "execution", "cluster %s: a member watch could not go on from where it was noted; its "
-           "Works are checked in full", cluster);
+    fl_log_kv(FL_LOG_INFO, "execution",
+              "a member watch could not go on from where it was noted: its Works are checked in full", "object",
+              FL_LOG_OBJ("Cluster", NULL, cluster), "cluster", cluster, NULL);
     fl_exec_requeue_cluster(ctx, cluster);
 }
 

@@ -357,8 +357,8 @@ int fl_members_client(fl_members *m, const char *name, fl_client **out, char **e
     }
     if (e) {
         retire(m, e->client);
-        fl_log(FL_LOG_INFO, "members", "cluster %s: credentials or endpoint changed, new client for %s", name,
-               endpoint);
+        fl_log_kv(FL_LOG_INFO, "members", "credentials or endpoint changed: new client", "object",
+                  FL_LOG_OBJ("Cluster", NULL, name), "cluster", name, "endpoint", endpoint, NULL);
     } else {
         e = fl_calloc(1, sizeof *e);
         e->name = fl_strdup(name);

@@ -186,7 +186,8 @@ static void sync_one(void *ctx, int i)
         json_decref(upd);
     }
     if (rc && rc != FL_ECONFLICT)
-        fl_log(FL_LOG_WARN, LOG, "Work %s/%s: %s", wns, j->wname, fl_errmsg(ce.message, rc));
+        fl_log_kv(FL_LOG_WARN, LOG, "writing the Work failed", "object", FL_LOG_OBJ("Work", wns, j->wname), "err",
+                  fl_errmsg(ce.message, rc), NULL);
 out:
     j->rc[i] = rc;
     free(err);

@@ -305,8 +305,10 @@ static int write_status(schedctl *s, fl_informer *inf, const fl_gvr *gvr, const 
         rc = fl_client_update_status_given(s->env.cp, gvr, fl_json_meta(binding, "namespace"), b, NULL, NULL, &ce);
         b = NULL;
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
-            fl_log(FL_LOG_WARN, LOG, "status of %s %s: %s", gvr->resource, fl_json_meta(binding, "name"),
-                   fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, LOG, "writing the scheduling status failed", "object",
+                      FL_LOG_OBJ(fl_json_meta(binding, "namespace") ? "ResourceBinding" : "ClusterResourceBinding",
+                                 fl_json_meta(binding, "namespace"), fl_json_meta(binding, "name")),
+                      "err", fl_errmsg(ce.message, rc), NULL);
         if (rc == FL_ENOTFOUND)
             rc = 0;
     }
@@ -376,8 +378,10 @@ static int reconcile(void *ctx, const char *key)
             if (rc == FL_ECONFLICT || rc == FL_ENOTFOUND)
                 rc = rc == FL_ENOTFOUND ? 0 : rc;
             else
-                fl_log(FL_LOG_WARN, LOG, "writing the decision for %s %s: %s", gvr->resource, fl_json_meta(b, "name"),
-                       fl_errmsg(ce.message, rc));
+                fl_log_kv(FL_LOG_WARN, LOG, "writing the scheduling decision failed", "object",
+                          FL_LOG_OBJ(fl_json_meta(b, "namespace") ? "ResourceBinding" : "ClusterResourceBinding",
+                                     fl_json_meta(b, "namespace"), fl_json_meta(b, "name")),
+                          "err", fl_errmsg(ce.message, rc), NULL);
             goto out;
         }
         status_src = written; /* whole */

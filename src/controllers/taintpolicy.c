@@ -162,8 +162,9 @@ static bool targets(const json_t *policy, const json_t *cluster)
     bool match = false;
     char *err = NULL;
     if (fl_policy_cluster_affinity_match(member_at(policy, "spec", "targetClusters"), cluster, &match, &err)) {
-        fl_log(FL_LOG_WARN, LOG, "ClusterTaintPolicy %s: targetClusters: %s", fl_json_meta(policy, "name"),
-               err ? err : "invalid");
+        fl_log_kv(FL_LOG_WARN, LOG, "invalid targetClusters", "object",
+                  FL_LOG_OBJ("ClusterTaintPolicy", NULL, fl_json_meta(policy, "name")), "err", err ? err : "invalid",
+                  NULL);
         match = false;
     }
     free(err);
@@ -250,7 +251,7 @@ static int reconcile(void *ctx, const char *name)
         memset(&ce, 0, sizeof ce);
         rc = fl_client_update(c->env.cp, &CLUSTERS, NULL, upd, NULL, &out, &ce);
         if (rc == 0) {
-            fl_log(FL_LOG_INFO, LOG, "cluster %s: %s", name, msg);
+            fl_log_kv(FL_LOG_INFO, LOG, msg, "object", FL_LOG_OBJ("Cluster", NULL, name), "cluster", name, NULL);
             fl_event(c->env.recorder, out ? out : upd, "Normal", "TaintClusterSucceed",
                      "Update Cluster(%s) with taints(%s) succeed", name, msg);
         }
@@ -268,7 +269,8 @@ static int reconcile(void *ctx, const char *name)
         rc = 0;
     else if (rc) {
         const char *why = fl_errmsg(ce.message, rc);
-        fl_log(FL_LOG_WARN, LOG, "cluster %s: writing taints: %s", name, why);
+        fl_log_kv(FL_LOG_WARN, LOG, "writing the taints failed", "object", FL_LOG_OBJ("Cluster", NULL, name), "cluster",
+                  name, "err", why, NULL);
         if (cluster)
             fl_event(c->env.recorder, cluster, "Warning", "TaintClusterFailed", "%s", why);
     }

@@ -285,7 +285,7 @@ static int watch_get(fl_ws_watches *w, const char *cluster, fl_client *client, c
     if (stale)
         watch_free(stale);
     if (fresh)
-        fl_log(FL_LOG_DEBUG, "execution", "watching %s %s in cluster %s", api_version, kind, cluster);
+        fl_log_kvf(FL_LOG_DEBUG, "execution", FL_LOG_KV("cluster", cluster), "watching %s %s", api_version, kind);
 
     if (wait_ms < 0) {
         *out = wt;
@@ -418,8 +418,10 @@ void fl_ws_watches_sweep(fl_ws_watches *w, const json_t *in_use)
         char *what = fl_strdup(nl ? nl + 1 : wt->key);
         for (char *p = what; (p = strchr(p, '\n'));)
             *p = ' ';
-        fl_log(FL_LOG_DEBUG, "execution", "no Work uses %s in cluster %.*s any more; watch stopped", what,
-               nl ? (int)(nl - wt->key) : 0, wt->key);
+        char cluster[256];
+        snprintf(cluster, sizeof cluster, "%.*s", nl ? (int)(nl - wt->key) : 0, wt->key);
+        fl_log_kvf(FL_LOG_DEBUG, "execution", FL_LOG_KV("cluster", cluster), "no Work uses %s any more; watch stopped",
+                   what);
         free(what);
         watch_free(wt);
     }
@@ -571,8 +573,9 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
         fl_client_error ce = {0};
         rc = fl_client_update_status_given(cp, &WORKS, fl_json_meta(work, "namespace"), copy, NULL, NULL, &ce);
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
-            fl_log(FL_LOG_WARN, "execution", "Work %s/%s: writing status: %s", fl_json_meta(work, "namespace"),
-                   fl_json_meta(work, "name"), fl_errmsg(ce.message, rc));
+            fl_log_kv(FL_LOG_WARN, "execution", "writing the Work status failed", "object",
+                      FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err",
+                      fl_errmsg(ce.message, rc), NULL);
     }
     json_decref(st);
     return rc;

@@ -168,12 +168,54 @@ static size_t json_escape(char *out, size_t cap, const char *s)
     return n;
 }
 
+/* The key/value pairs of one line: keys made safe to write unquoted and distinct from the five
+ * fixed JSON members and from each other, values as given ("" for NULL). */
+typedef struct {
+    size_t n;
+    char key[FL_LOG_KV_MAX][FL_LOG_KEY_MAX + 3]; /* "x_", the key, its NUL */
+    const char *val[FL_LOG_KV_MAX];
+    size_t need; /* the bytes the pairs take unescaped, separators included */
+} kvset;
+
+static void kv_add(kvset *s, const char *key, const char *val)
+{
+    static const char *const fixed[] = {"ts", "level", "v", "component", "msg"};
+    if (!key || !*key || s->n == FL_LOG_KV_MAX)
+        return;
+    char *k = s->key[s->n];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        if (!strcmp(key, fixed[i])) {
+            memcpy(k, "x_", 2); /* never a second "level" a parser would take instead */
+            n = 2;
+        }
+    size_t start = n;
+    for (const char *p = key; *p && n - start < FL_LOG_KEY_MAX; p++) {
+        char c = *p;
+        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("_.-/", c);
+        k[n++] = safe ? c : '_';
+    }
+    k[n] = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->key[i], k))
+            return; /* the first value of a key stands */
+    s->val[s->n++] = val ? val : "";
+    s->need += n + strlen(val ? val : "") + 6; /* ,"k":"v" or  k="v" */
+}
+
+/* How much of the room left after the header the message may take: all but what the pairs
+ * need, the pairs keeping at most half of it. */
+static size_t msg_room(size_t room, const kvset *kv)
+{
+    return room - (kv->need < room / 2 ? kv->need : room / 2);
+}
+
 /* Render one JSON line (newline included) into line[FL_LOG_LINE_MAX]; returns its length. */
-static size_t render_json(char *line, const struct timespec *ts, const struct tm *tm, int level,
-                          const char *module, const char *msg)
+static size_t render_json(char *line, const struct timespec *ts, const struct tm *tm, int level, const char *module,
+                          const char *msg, const kvset *kv)
 {
     static const char *levels[] = {"error", "warn", "info", "debug"};
-    static const char tail[] = "\"}\n";
+    const size_t end = FL_LOG_LINE_MAX - 2; /* "}\n" */
     int h = snprintf(line, FL_LOG_LINE_MAX,
                      "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\",\"v\":%d,\"component\":\"",
                      tm->tm_year + 1900, tm->tm_mon + 1, tm->tm_mday, tm->tm_hour, tm->tm_min, tm->tm_sec,
@@ -182,22 +224,38 @@ static size_t render_json(char *line, const struct timespec *ts, const struct tm
     n += json_escape(line + n, COMPONENT_MAX, module);
     memcpy(line + n, "\",\"msg\":\"", 9);
     n += 9;
-    n += json_escape(line + n, FL_LOG_LINE_MAX - n - (sizeof tail - 1), msg);
-    memcpy(line + n, tail, sizeof tail - 1);
-    return n + sizeof tail - 1;
+    n += json_escape(line + n, msg_room(end - n - 1, kv), msg);
+    line[n++] = '"';
+    for (size_t i = 0; i < kv->n; i++) {
+        size_t klen = strlen(kv->key[i]);
+        if (n + klen + 6 > end) /* ,"key":"" */
+            break;
+        line[n++] = ',';
+        line[n++] = '"';
+        memcpy(line + n, kv->key[i], klen); /* only characters that need no escaping */
+        n += klen;
+        memcpy(line + n, "\":\"", 3);
+        n += 3;
+        n += json_escape(line + n, end - n - 1, kv->val[i]);
+        line[n++] = '"';
+    }
+    memcpy(line + n, "}\n", 2);
+    return n + 2;
 }
 
-/* Render one text line, as the logger always wrote them: "I 05:07:20.284 module: message".
- * A line break inside the message is written as \n or \r, so that an entry stays one line
- * there too. */
-static size_t render_text(char *line, const struct timespec *ts, const struct tm *tm, int level,
-                          const char *module, const char *msg)
+/* Render one text line, as the logger always wrote them: "I 05:07:20.284 module: message",
+ * then the pairs as key="value" (the value escaped as in JSON). A line break inside the
+ * message is written as \n or \r, so that an entry stays one line there too. */
+static size_t render_text(char *line, const struct timespec *ts, const struct tm *tm, int level, const char *module,
+                          const char *msg, const kvset *kv)
 {
     static const char *names[] = {"E", "W", "I", "D"};
+    const size_t end = FL_LOG_LINE_MAX - 1; /* "\n" */
     int h = snprintf(line, FL_LOG_LINE_MAX, "%s %02d:%02d:%02d.%03ld %s: ", names[level], tm->tm_hour, tm->tm_min,
                      tm->tm_sec, ts->tv_nsec / 1000000, module);
     size_t n = h < 0 ? 0 : (size_t)h < FL_LOG_LINE_MAX / 2 ? (size_t)h : FL_LOG_LINE_MAX / 2;
-    for (const char *p = msg; *p && n < FL_LOG_LINE_MAX - 3; p++) {
+    size_t msg_end = n + msg_room(end - n, kv);
+    for (const char *p = msg; *p && n + 2 <= msg_end; p++) {
         if (*p == '\n' || *p == '\r') {
             line[n++] = '\\';
             line[n++] = *p == '\n' ? 'n' : 'r';
@@ -205,8 +263,44 @@ static size_t render_text(char *line, const struct timespec *ts, const struct tm
             line[n++] = *p;
         }
     }
+    for (size_t i = 0; i < kv->n; i++) {
+        size_t klen = strlen(kv->key[i]);
+        if (n + klen + 4 > end) /*  key="" */
+            break;
+        line[n++] = ' ';
+        memcpy(line + n, kv->key[i], klen);
+        n += klen;
+        line[n++] = '=';
+        line[n++] = '"';
+        n += json_escape(line + n, end - n - 1, kv->val[i]);
+        line[n++] = '"';
+    }
     line[n++] = '\n';
     return n;
+}
+
+/* Format and write one line whose message is already formatted. */
+static void emit(int level, const char *module, const char *msg, const kvset *kv)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char line[FL_LOG_LINE_MAX];
+    if (!module)
+        module = "";
+    if (!msg)
+        msg = "";
+    size_t n = log_json ? render_json(line, &ts, &tm, level, module, msg, kv)
+                        : render_text(line, &ts, &tm, level, module, msg, kv);
+    /* one write: a pipe or a file opened O_APPEND takes it whole; retried only when a
+     * signal came before anything was written. The caller's errno is left as it was. */
+    int saved = errno;
+    ssize_t w;
+    do
+        w = write(STDERR_FILENO, line, n);
+    while (w < 0 && errno == EINTR);
+    errno = saved;
 }
 
 void fl_log(int level, const char *module, const char *fmt, ...)
@@ -219,21 +313,53 @@ void fl_log(int level, const char *module, const char *fmt, ...)
     if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
         msg[0] = 0;
     va_end(ap);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char line[FL_LOG_LINE_MAX];
-    if (!module)
-        module = "";
-    size_t n = log_json ? render_json(line, &ts, &tm, level, module, msg)
-                        : render_text(line, &ts, &tm, level, module, msg);
-    /* one write: a pipe or a file opened O_APPEND takes it whole; retried only when a
-     * signal came before anything was written. The caller's errno is left as it was. */
-    int saved = errno;
-    ssize_t w;
-    do
-        w = write(STDERR_FILENO, line, n);
-    while (w < 0 && errno == EINTR);
-    errno = saved;
+    kvset kv;
+    kv.n = kv.need = 0;
+    emit(level, module, msg, &kv);
+}
+
+void fl_log_kv(int level, const char *module, const char *msg, ...)
+{
+    if (!fl_log_enabled(level))
+        return;
+    kvset kv;
+    kv.n = kv.need = 0;
+    va_list ap;
+    va_start(ap, msg);
+    for (const char *k; (k = va_arg(ap, const char *)) != NULL;)
+        kv_add(&kv, k, va_arg(ap, const char *));
+    va_end(ap);
+    char cut[MSG_MAX]; /* as long as fl_log's messages may be */
+    if (msg && strlen(msg) >= sizeof cut) {
+        memcpy(cut, msg, sizeof cut - 1);
+        cut[sizeof cut - 1] = 0;
+        msg = cut;
+    }
+    emit(level, module, msg, &kv);
+}
+
+void fl_log_kvf(int level, const char *module, const char *const *pairs, size_t npairs, const char *fmt, ...)
+{
+    if (!fl_log_enabled(level))
+        return;
+    char msg[MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+        msg[0] = 0;
+    va_end(ap);
+    kvset kv;
+    kv.n = kv.need = 0;
+    for (size_t i = 0; pairs && i + 1 < npairs; i += 2)
+        kv_add(&kv, pairs[i], pairs[i + 1]);
+    emit(level, module, msg, &kv);
+}
+
+const char *fl_log_obj(char *buf, size_t cap, const char *kind, const char *ns, const char *name)
+{
+    if (ns && *ns)
+        snprintf(buf, cap, "%s/%s/%s", kind ? kind : "", ns, name ? name : "");
+    else
+        snprintf(buf, cap, "%s/%s", kind ? kind : "", name ? name : "");
+    return buf;
 }

@@ -139,7 +139,8 @@ int fl_member_set_fault(fl_member_host *h, const char *name, bool down, int slow
     v->down = down;
     v->slow_ms = slow_ms > 0 ? slow_ms : 0;
     v->partition = partition;
-    fl_log(FL_LOG_INFO, "member", "%s: down=%d slowMs=%d partition=%d", name, down, v->slow_ms, partition);
+    fl_log_kvf(FL_LOG_INFO, "member", FL_LOG_KV("cluster", name), "down=%d slowMs=%d partition=%d", down, v->slow_ms,
+               partition);
     return 0;
 }
 

@@ -284,7 +284,9 @@ int fl_sim_patch_obj(fl_sim *s, sim_cluster *c, const sim_ref *r, const char *su
     if (code == 200)
         atomic_fetch_add(&s->writes, 1);
     else
-        fl_log(FL_LOG_DEBUG, "member-sim", "%s: PATCH %s: HTTP %d", c->name, path, code);
+        fl_log_kvf(FL_LOG_DEBUG, "member-sim",
+                   FL_LOG_KV("object", FL_LOG_OBJ(fl_json_str(obj, "kind"), r->ns, r->name), "cluster", c->name),
+                   "PATCH %s: HTTP %d", path, code);
     free(path);
     json_decref(body);
     return code;
@@ -555,8 +557,8 @@ static void cluster_follow(sim_cluster *c, keyvec *dirty)
     if (rc == FL_ECLOSED) {
         c->dead = true;
     } else if (rc) {
-        fl_log(FL_LOG_WARN, "member-sim", "%s: watch from revision %lld: %s; retrying next tick", c->name,
-               (long long)head, fl_strerror(rc));
+        fl_log_kvf(FL_LOG_WARN, "member-sim", FL_LOG_KV("cluster", c->name, "err", fl_strerror(rc)),
+                   "watch from revision %lld failed: retrying next tick", (long long)head);
     }
 }
 
@@ -572,13 +574,13 @@ static void cluster_drain(sim_cluster *c, keyvec *dirty)
             break;
         if (rc == FL_EEXPIRED) {
             /* we fell behind the watch backlog: re-list on the next tick */
-            fl_log(FL_LOG_INFO, "member-sim", "%s: watch expired; re-listing", c->name);
+            fl_log_kv(FL_LOG_INFO, "member-sim", "watch expired: re-listing", "cluster", c->name, NULL);
             fl_watch_free(c->w);
             c->w = NULL;
             break;
         }
         if (rc) {
-            fl_log(FL_LOG_INFO, "member-sim", "%s: store closed; no longer simulated", c->name);
+            fl_log_kv(FL_LOG_INFO, "member-sim", "store closed: no longer simulated", "cluster", c->name, NULL);
             c->dead = true;
             break;
         }

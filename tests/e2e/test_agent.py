@@ -389,8 +389,8 @@ def test_deleting_a_work_deletes_or_preserves_its_member_objects(fleet):
 def test_the_push_controller_leaves_pull_works_alone(fleet):
     cp, _, agent = fleet
     # the agent delivered everything so far; the server's execution controller nothing
-    assert "in cluster m1 for Work" in agent.log()
-    assert "in cluster m1" not in server_log(cp)
+    assert 'in member cluster object="' in agent.log() and 'cluster="m1" work="Work/' in agent.log()
+    assert "in member cluster" not in server_log(cp)
 
 
 def test_member_down_turns_not_ready_and_delivery_resumes(fleet):

@@ -1,7 +1,8 @@
 """Logging flags as Kubernetes components have them: `-v N` / `--v=N` and
 `--logging-format=text|json` on `flotilla server`, `member`, `agent` and `up` (which hands them
 to its children). The log is stderr; stdout keeps the few lines printed for people and scripts
-("flotilla server listening on ...", the member host's "kubeconfigs:" line)."""
+("flotilla server listening on ...", the member host's "kubeconfigs:" line). A line about an
+object names it as object="Kind/namespace/name" (a JSON member, or key="value" in text)."""
 import datetime
 import json
 import os
@@ -17,6 +18,7 @@ from conftest import BIN, KUBECTL, Server, free_port, wait_for
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 TEXT = re.compile(r"^[EWID] \d\d:\d\d:\d\d\.\d{3} [^ :]+: ")
+FIXED = {"ts", "level", "v", "component", "msg"}  # the members every JSON line has, first
 LEVELS = {"error": 0, "warn": 0, "info": 0, "debug": 2}  # level -> the klog verbosity of its lines
 
 
@@ -38,13 +40,16 @@ class LoggingServer(Server):
 
 
 def check_json_line(line, where):
-    """One log line: a JSON object with exactly the documented fields. Returns it."""
+    """One log line: a JSON object with the documented fields first, then key/value pairs whose
+    values are strings. Returns it."""
     try:
         obj = json.loads(line)
     except ValueError as e:
         raise AssertionError(f"{where}: not a JSON line ({e}): {line!r}")
     assert isinstance(obj, dict), (where, line)
-    assert set(obj) == {"ts", "level", "v", "component", "msg"}, (where, line)
+    assert list(obj)[:5] == ["ts", "level", "v", "component", "msg"], (where, line)
+    assert all(isinstance(obj[k], str) and k for k in obj if k not in FIXED), (where, line)
+    assert line.count('"level":') == 1 and line.count('"msg":') == 1, (where, line)  # never a second one
     assert TS.match(obj["ts"]), (where, line)
     ts = datetime.datetime.strptime(obj["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
     age = abs((datetime.datetime.now(datetime.timezone.utc) - ts).total_seconds())
@@ -131,6 +136,14 @@ def test_json_logs_are_one_object_a_line_with_ts_level_v_component_msg(tmp_path)
     assert any(o["component"] == "templates" and "apps/v1 Deployment" in o["msg"] for o in debug), debug[:20]
     assert ("info", "member", "received SIGTERM, shutting down") in [
         (o["level"], o["component"], o["msg"]) for o in member_objs]
+    # the lines about the Deployment name it, the member cluster it went to and its Work
+    about = [o for o in objs if o.get("object") == "Deployment/default/logs-json"]
+    assert any(o["component"] == "execution" and o.get("cluster") == "member1" and
+               o.get("work", "").startswith("Work/karmada-es-member1/") for o in about), \
+        [o for o in objs if set(o) - FIXED][:20]
+    # every object named is Kind/namespace/name or Kind/name, the kind capitalised
+    named = [o["object"] for o in objs + member_objs if "object" in o]
+    assert named and all(re.match(r"^[A-Z][A-Za-z]*(/[^/]+){1,2}$", n) for n in named), named
 
 
 def test_text_logs_keep_their_shape_and_v2_adds_debug_lines(tmp_path):
@@ -140,6 +153,9 @@ def test_text_logs_keep_their_shape_and_v2_adds_debug_lines(tmp_path):
         for l in lines:
             assert TEXT.match(l), f"{where}: {l!r}"
     assert any(l.startswith("D ") and " templates: watching apps/v1 Deployment" in l for l in server_lines)
+    # the line about the applied Deployment names it and its member cluster, values quoted
+    assert any(" execution: " in l and ' object="Deployment/default/logs-text" cluster="member1" work="Work/' in l
+               for l in server_lines), [l for l in server_lines if "execution" in l][:20]
     assert server_lines[-1].startswith("I ") and server_lines[-1].endswith(" server: stopped")
 
 
@@ -207,7 +223,8 @@ def test_up_hands_the_flags_to_the_server_members_and_agents():
         assert objs, f"{name} has no log line"
         found[name] = objs
     assert any(o["level"] == "debug" for o in found["server.log"]), "the server did not get -v 2"
-    assert any(o["component"] == "agent" and o["msg"].startswith("registered cluster member2")
+    assert any(o["component"] == "agent" and o["msg"].startswith("registered cluster member2") and
+               o.get("object") == "Cluster/member2" and o.get("cluster") == "member2"
                for o in found["agent-member2.log"])
     shutil.rmtree(d, ignore_errors=True)
 

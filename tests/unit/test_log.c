@@ -1,5 +1,6 @@
 /* test_log.c - the logger's two formats and what it shows: JSON lines that any parser takes
- * whatever the message holds, text lines as they always were, and -v against FLOTILLA_LOG. */
+ * whatever the message and the key/value pairs hold, text lines as they always were with the
+ * pairs after the message, and -v against FLOTILLA_LOG. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,22 +16,39 @@
 
 #include "core/log.h"
 
-/* fl_log once, with fd 2 pointed at a temporary file; what it wrote (heap, NUL-ended). */
+/* fd 2 pointed at a temporary file between cap_begin and cap_end. */
+typedef struct {
+    FILE *tmp;
+    int saved;
+} cap;
+
+static cap cap_begin(void)
+{
+    cap c = {tmpfile(), dup(2)};
+    assert_non_null(c.tmp);
+    assert_true(c.saved >= 0);
+    assert_int_equal(dup2(fileno(c.tmp), 2), 2);
+    return c;
+}
+
+/* What was written since cap_begin (heap, NUL-ended). */
+static char *cap_end(cap c)
+{
+    dup2(c.saved, 2);
+    close(c.saved);
+    long n = lseek(fileno(c.tmp), 0, SEEK_END);
+    char *out = calloc(1, (size_t)n + 1);
+    assert_int_equal(pread(fileno(c.tmp), out, (size_t)n, 0), n);
+    fclose(c.tmp);
+    return out;
+}
+
+/* fl_log once; what it wrote. */
 static char *capture(int level, const char *module, const char *msg)
 {
-    FILE *tmp = tmpfile();
-    assert_non_null(tmp);
-    int saved = dup(2);
-    assert_true(saved >= 0);
-    assert_int_equal(dup2(fileno(tmp), 2), 2);
+    cap c = cap_begin();
     fl_log(level, module, "%s", msg);
-    dup2(saved, 2);
-    close(saved);
-    long n = lseek(fileno(tmp), 0, SEEK_END);
-    char *out = calloc(1, (size_t)n + 1);
-    assert_int_equal(pread(fileno(tmp), out, (size_t)n, 0), n);
-    fclose(tmp);
-    return out;
+    return cap_end(c);
 }
 
 /* Start from a given FLOTILLA_LOG (NULL: unset) and flags, as a process would. */
@@ -227,6 +245,220 @@ static void bad_flags_are_refused_naming_the_flag_and_change_nothing(void **stat
     free(out);
 }
 
+/* The line of a manifest applied to a member: what the pair tests log. */
+static char *capture_applied(void)
+{
+    cap c = cap_begin();
+    fl_log_kv(FL_LOG_INFO, "execution", "applied manifest", "object", FL_LOG_OBJ("Deployment", "default", "nginx"),
+              "cluster", "member1", NULL);
+    return cap_end(c);
+}
+
+static void json_pairs_are_string_members_after_msg(void **state)
+{
+    setup_log(NULL, "json", NULL);
+    char *out = capture_applied();
+    json_t *j = one_json_line(out);
+    assert_string_equal(field(j, "msg"), "applied manifest");
+    assert_string_equal(field(j, "component"), "execution");
+    assert_string_equal(field(j, "object"), "Deployment/default/nginx");
+    assert_string_equal(field(j, "cluster"), "member1");
+    assert_int_equal(json_object_size(j), 7);
+    /* in the order given, after the five fixed members */
+    assert_non_null(strstr(out, "\"msg\":\"applied manifest\",\"object\":\"Deployment/default/nginx\","
+                                "\"cluster\":\"member1\"}\n"));
+    json_decref(j);
+    free(out);
+}
+
+static void text_pairs_follow_the_message_as_key_equals_quoted_value(void **state)
+{
+    setup_log(NULL, "text", NULL);
+    char *out = capture_applied();
+    assert_int_equal(out[0], 'I');
+    assert_non_null(strstr(out, " execution: applied manifest object=\"Deployment/default/nginx\" cluster=\"member1\"\n"));
+    assert_ptr_equal(strchr(out, '\n'), out + strlen(out) - 1);
+    free(out);
+    /* a value with spaces, quotes, backslashes and line breaks stays one quoted value */
+    cap c = cap_begin();
+    fl_log_kv(FL_LOG_WARN, "agent", "renewing the lease failed", "object", FL_LOG_OBJ("Lease", "ns", "m1"), "err",
+              "say \"hi\" C:\\dir\n next\tline", "cluster", NULL, NULL);
+    out = cap_end(c);
+    assert_non_null(strstr(out, " agent: renewing the lease failed object=\"Lease/ns/m1\" "
+                                "err=\"say \\\"hi\\\" C:\\\\dir\\n next\\tline\" cluster=\"\"\n"));
+    assert_ptr_equal(strchr(out, '\n'), out + strlen(out) - 1);
+    free(out);
+}
+
+static void an_object_is_kind_namespace_name_or_kind_name_when_cluster_scoped(void **state)
+{
+    assert_string_equal(FL_LOG_OBJ("Work", "karmada-es-member1", "nginx-687f7fb96f"),
+                        "Work/karmada-es-member1/nginx-687f7fb96f");
+    assert_string_equal(FL_LOG_OBJ("Cluster", NULL, "member1"), "Cluster/member1");
+    assert_string_equal(FL_LOG_OBJ("ClusterResourceBinding", "", "crb"), "ClusterResourceBinding/crb");
+    char small[12];
+    assert_string_equal(fl_log_obj(small, sizeof small, "Deployment", "default", "nginx"), "Deployment/");
+}
+
+static void json_pair_keys_and_values_are_escaped(void **state)
+{
+    setup_log(NULL, "json", NULL);
+    static const char nasty[] = "x\",\"level\":\"error\"} \\ \n\r\t\x01 \xff é";
+    cap c = cap_begin();
+    fl_log_kv(FL_LOG_INFO, "m", "escaped", "err", nasty, "we\"ird key\n", "v", NULL);
+    char *out = cap_end(c);
+    json_t *j = one_json_line(out);
+    assert_string_equal(field(j, "err"), "x\",\"level\":\"error\"} \\ \n\r\t\x01 \xEF\xBF\xBD é");
+    assert_string_equal(field(j, "we_ird_key_"), "v"); /* a key is never quoted or escaped: made safe */
+    assert_string_equal(field(j, "level"), "info");
+    assert_int_equal(json_object_size(j), 7);
+    json_decref(j);
+    free(out);
+}
+
+static void a_pair_never_overwrites_a_fixed_member_nor_repeats_a_key(void **state)
+{
+    setup_log(NULL, "json", NULL);
+    cap c = cap_begin();
+    fl_log_kv(FL_LOG_WARN, "mod", "clash", "ts", "1", "level", "error", "v", "9", "component", "other", "msg", "m2",
+              "object", "Work/a/b", "object", "Work/c/d", "x_level", "again", NULL);
+    char *out = cap_end(c);
+    json_t *j = one_json_line(out);
+    assert_string_equal(field(j, "level"), "warn");
+    assert_int_equal(json_integer_value(json_object_get(j, "v")), 0);
+    assert_string_equal(field(j, "component"), "mod");
+    assert_string_equal(field(j, "msg"), "clash");
+    assert_true(json_is_string(json_object_get(j, "ts")) && strlen(field(j, "ts")) == 24);
+    assert_string_equal(field(j, "x_ts"), "1");
+    assert_string_equal(field(j, "x_level"), "error");
+    assert_string_equal(field(j, "x_v"), "9");
+    assert_string_equal(field(j, "x_component"), "other");
+    assert_string_equal(field(j, "x_msg"), "m2");
+    assert_string_equal(field(j, "object"), "Work/a/b");
+    assert_int_equal(json_object_size(j), 11);
+    /* no member twice in the text either, which a parser would take the last of */
+    const char *first = strstr(out, "\"object\"");
+    assert_null(strstr(first + 1, "\"object\""));
+    first = strstr(out, "\"x_level\"");
+    assert_null(strstr(first + 1, "\"x_level\""));
+    json_decref(j);
+    free(out);
+}
+
+static void kvf_formats_the_message_and_takes_its_pairs_as_an_array(void **state)
+{
+    setup_log(NULL, "json", NULL);
+    const char *ns = NULL;
+    cap c = cap_begin();
+    fl_log_kvf(FL_LOG_ERROR, "cluster", FL_LOG_KV("object", FL_LOG_OBJ("Cluster", ns, "m2"), "cluster", "m2"),
+               "probed in %d ms, %s", 42, "failing");
+    char *out = cap_end(c);
+    json_t *j = one_json_line(out);
+    assert_string_equal(field(j, "msg"), "probed in 42 ms, failing");
+    assert_string_equal(field(j, "object"), "Cluster/m2");
+    assert_string_equal(field(j, "cluster"), "m2");
+    assert_int_equal(json_object_size(j), 7);
+    json_decref(j);
+    free(out);
+    /* a line of a level not shown is not written, pairs or not */
+    setup_log(NULL, "json", "0");
+    c = cap_begin();
+    fl_log_kv(FL_LOG_DEBUG, "m", "hidden", "object", "Work/a/b", NULL);
+    fl_log_kvf(FL_LOG_DEBUG, "m", FL_LOG_KV("object", "Work/a/b"), "hidden %d", 1);
+    out = cap_end(c);
+    assert_string_equal(out, "");
+    free(out);
+}
+
+/* A message that fills the line still leaves the pairs their room; a value past the line is
+ * cut at a character boundary and the line stays one valid JSON object or one text line. */
+static void a_long_line_is_cut_keeping_the_pairs_whole_and_the_line_valid(void **state)
+{
+    char msg[2000], big[5000];
+    memset(msg, '"', sizeof msg - 1); /* 2 bytes each escaped in JSON: past the line alone */
+    msg[sizeof msg - 1] = 0;
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    for (int json = 0; json < 2; json++) {
+        setup_log(NULL, json ? "json" : "text", NULL);
+        cap c = cap_begin();
+        fl_log_kv(FL_LOG_INFO, "m", msg, "object", "Deployment/default/nginx", "cluster", "member1", NULL);
+        char *out = cap_end(c);
+        size_t n = strlen(out);
+        assert_true(n <= FL_LOG_LINE_MAX);
+        assert_ptr_equal(strchr(out, '\n'), out + n - 1);
+        if (json) {
+            assert_true(n > FL_LOG_LINE_MAX - 64); /* the message took the rest */
+            json_t *j = one_json_line(out);
+            assert_string_equal(field(j, "object"), "Deployment/default/nginx");
+            assert_string_equal(field(j, "cluster"), "member1");
+            assert_true(strlen(field(j, "msg")) > 1000);
+            json_decref(j);
+        } else {
+            assert_non_null(strstr(out, "\" object=\"Deployment/default/nginx\" cluster=\"member1\"\n"));
+        }
+        free(out);
+        /* a value longer than the line: cut, the pairs after it left out, the line valid */
+        c = cap_begin();
+        fl_log_kv(FL_LOG_INFO, "m", "short", "object", "Work/a/b", "err", big, "after", "gone", NULL);
+        out = cap_end(c);
+        n = strlen(out);
+        assert_true(n <= FL_LOG_LINE_MAX && n > FL_LOG_LINE_MAX - 8);
+        assert_ptr_equal(strchr(out, '\n'), out + n - 1);
+        assert_null(strstr(out, "after"));
+        if (json) {
+            json_t *j = one_json_line(out);
+            assert_string_equal(field(j, "msg"), "short");
+            assert_string_equal(field(j, "object"), "Work/a/b");
+            assert_true(strlen(field(j, "err")) > 3000);
+            json_decref(j);
+        } else {
+            assert_non_null(strstr(out, " m: short object=\"Work/a/b\" err=\"xxx"));
+            assert_int_equal(out[n - 2], '"');
+        }
+        free(out);
+    }
+    /* escaped values are cut between characters: never half of \" or of U+FFFD */
+    setup_log(NULL, "json", NULL);
+    char q[3000];
+    memset(q, '"', sizeof q - 1);
+    q[sizeof q - 1] = 0;
+    for (int k = 0; k < 2; k++) {
+        if (k)
+            memset(q, 0xff, sizeof q - 1);
+        cap c = cap_begin();
+        fl_log_kv(FL_LOG_INFO, "m", "q", "err", q, NULL);
+        char *out = cap_end(c);
+        json_t *j = one_json_line(out);
+        const char *got = field(j, "err");
+        size_t w = k ? 3 : 1;
+        assert_true(strlen(got) / w > 1000 && strlen(got) % w == 0);
+        json_decref(j);
+        free(out);
+    }
+}
+
+static void pairs_past_the_most_a_line_carries_are_left_out(void **state)
+{
+    setup_log(NULL, "json", NULL);
+    const char *kv[2 * (FL_LOG_KV_MAX + 2)];
+    char keys[FL_LOG_KV_MAX + 2][8];
+    for (int i = 0; i < FL_LOG_KV_MAX + 2; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%d", i);
+        kv[2 * i] = keys[i];
+        kv[2 * i + 1] = "v";
+    }
+    cap c = cap_begin();
+    fl_log_kvf(FL_LOG_INFO, "m", kv, sizeof kv / sizeof *kv, "many");
+    char *out = cap_end(c);
+    json_t *j = one_json_line(out);
+    assert_int_equal(json_object_size(j), 5 + FL_LOG_KV_MAX);
+    assert_string_equal(field(j, "k0"), "v");
+    assert_null(json_object_get(j, "k16"));
+    json_decref(j);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +469,14 @@ int main(void)
         cmocka_unit_test(text_lines_keep_their_shape),
         cmocka_unit_test(verbosity_two_shows_debug_and_wins_over_flotilla_log),
         cmocka_unit_test(bad_flags_are_refused_naming_the_flag_and_change_nothing),
+        cmocka_unit_test(json_pairs_are_string_members_after_msg),
+        cmocka_unit_test(text_pairs_follow_the_message_as_key_equals_quoted_value),
+        cmocka_unit_test(an_object_is_kind_namespace_name_or_kind_name_when_cluster_scoped),
+        cmocka_unit_test(json_pair_keys_and_values_are_escaped),
+        cmocka_unit_test(a_pair_never_overwrites_a_fixed_member_nor_repeats_a_key),
+        cmocka_unit_test(kvf_formats_the_message_and_takes_its_pairs_as_an_array),
+        cmocka_unit_test(a_long_line_is_cut_keeping_the_pairs_whole_and_the_line_valid),
+        cmocka_unit_test(pairs_past_the_most_a_line_carries_are_left_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
