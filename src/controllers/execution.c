@@ -614,7 +614,7 @@ static bool at_recorded_version(exec *x, const json_t *e, size_t i, const fl_exe
 {
     const char *rv = fl_json_str(e, FL_WS_OBSERVED_RV);
     char have[64];
-    return rv && strlen(rv) < sizeof have &&
+    return rv && strlen(rv) < sizeof have && json_object_get(e, "liveStatus") && /* else made before it had one */
            json_integer_value(json_object_get(fl_json_obj(e, "identifier"), "ordinal")) == (json_int_t)i &&
            native_answers(x, t) &&
            fl_informer_get_rv(fl_ws_watch_informer(wt), t->ns, t->name, have, sizeof have) == 0 &&
