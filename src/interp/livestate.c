@@ -70,16 +70,30 @@ static const char *cond_reason(const json_t *c, const char *def)
 
 /* ---- writing the verdict ---- */
 
-/* Copy text into a bounded field made fit for one line (a condition's message, an error). */
+/* The length of s's first n bytes less a multibyte UTF-8 character cut at the end. */
+static size_t utf8_whole(const char *s, size_t n)
+{
+    size_t i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) /* continuation bytes */
+        i--;
+    if (i == 0 || (unsigned char)s[i - 1] < 0x80)
+        return n; /* ends in ASCII */
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    return n - (i - 1) >= need ? n : i - 1;
+}
+
+/* Copy text into a bounded field, on one line (control characters become spaces), cut at a
+ * character boundary with "..." when it does not fit: a condition's message, an error. */
 static void put_text(char *dst, size_t cap, const char *text)
 {
-    if (!text || !*text) {
-        *dst = '\0';
-        return;
-    }
-    char *one = fl_err_one_line(text, strlen(text), cap - 1);
-    snprintf(dst, cap, "%s", one);
-    free(one);
+    size_t len = text ? strlen(text) : 0;
+    bool cut = len >= cap;
+    if (cut)
+        len = utf8_whole(text, cap - 4);
+    for (size_t i = 0; i < len; i++)
+        dst[i] = (unsigned char)text[i] < 0x20 || text[i] == 0x7f ? ' ' : text[i];
+    strcpy(dst + len, cut ? "..." : "");
 }
 
 static void verdict(fl_live *out, enum fl_live_state st, const char *reason, const char *fmt, ...)
@@ -93,8 +107,10 @@ static void verdict(fl_live *out, enum fl_live_state st, const char *reason, con
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(out->message, sizeof out->message, fmt, ap);
+        int n = vsnprintf(out->message, sizeof out->message, fmt, ap);
         va_end(ap);
+        if (n >= (int)sizeof out->message) /* a long name in it: not half a character */
+            out->message[utf8_whole(out->message, sizeof out->message - 1)] = '\0';
     }
 }
 

@@ -16,6 +16,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/json_get.h"
+#include "core/mem.h"
 #include "interp/interp.h"
 #include "interp/livestate.h"
 #include "testutil.h"
@@ -382,6 +383,32 @@ static void test_messages_are_bounded_single_lines_without_times(void **state)
     assert_true(strlen(live.message) < FL_LIVE_MESSAGE_MAX);
     assert_null(strchr(live.message, '\n'));
     json_decref(obj);
+
+    /* cut at a character boundary: still UTF-8 (jansson refuses anything else) */
+    char wide[2 * 200 + 1] = "";
+    for (int i = 0; i < 200; i++)
+        strcat(wide, "\xc3\xa9"); /* U+00E9 */
+    for (int skew = 0; skew < 2; skew++) { /* the cut lands on either byte of a character */
+        char *text = skew ? fl_cat("x", wide, NULL) : fl_strdup(wide);
+        obj = json_pack("{s:{s:[{s:s, s:s, s:s}]}}", "status", "conditions", "type", "Stalled", "status", "True",
+                        "message", text);
+        free(text);
+        fl_live_judge(obj, "example.io/v1", "Widget", NULL, NOW, &live);
+        json_t *ok = json_string(live.message);
+        assert_non_null(ok);
+        json_decref(ok);
+        assert_true(strlen(live.message) < FL_LIVE_MESSAGE_MAX);
+        assert_string_equal(live.message + strlen(live.message) - 3, "...");
+        json_decref(obj);
+    }
+    json_t *pod = json_pack("{s:{s:s, s:[{s:s, s:{s:{s:s}}}]}}", "status", "phase", "Running", "containerStatuses",
+                            "name", wide, "state", "waiting", "reason", "CrashLoopBackOff");
+    fl_live_judge(pod, "v1", "Pod", NULL, NOW, &live);
+    assert_int_equal(live.state, FL_LIVE_FAILED);
+    json_t *ok = json_string(live.message);
+    assert_non_null(ok);
+    json_decref(ok);
+    json_decref(pod);
 
     /* the same object judged later says the same: no clock in the message */
     json_t *dep = test_json("{'spec':{'replicas':3},'status':{'replicas':3,'updatedReplicas':2}}");
