@@ -292,6 +292,9 @@ static const char *crash_looping(const json_t *obj)
     return NULL;
 }
 
+/* the one reason that time alone changes (fl_live_reason_ages) */
+#define NOT_SCHEDULED "PodNotScheduled"
+
 static void pod(const json_t *obj, int64_t now_ms, fl_live *out)
 {
     const char *phase = fl_json_path_str(obj, "status.phase");
@@ -329,7 +332,7 @@ static void pod(const json_t *obj, int64_t now_ms, fl_live *out)
             if (since >= 0 && now_ms - since >= FL_LIVE_UNSCHEDULABLE_MS)
                 verdict_text(out, FL_LIVE_FAILED, "PodUnschedulable", fl_json_str(sc, "message"));
             else
-                verdict(out, FL_LIVE_IN_PROGRESS, "PodNotScheduled", "not scheduled yet");
+                verdict(out, FL_LIVE_IN_PROGRESS, NOT_SCHEDULED, "not scheduled yet");
             return;
         }
         verdict(out, FL_LIVE_IN_PROGRESS, "PodPending", "Pending");
@@ -510,6 +513,11 @@ void fl_live_of(fl_interp *ip, const json_t *obj, const char *api_version, const
     }
     fl_live_judge(obj, api_version, kind, custom ? &h : NULL, fl_time_now_ms(), out);
     free(err);
+}
+
+bool fl_live_reason_ages(const char *reason)
+{
+    return reason && !strcmp(reason, NOT_SCHEDULED);
 }
 
 const char *fl_live_state_name(enum fl_live_state s)

@@ -20,6 +20,7 @@
 #define FL_LIVESTATE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "interp/interp.h"
@@ -68,6 +69,12 @@ void fl_live_judge(const json_t *obj, const char *api_version, const char *kind,
 /* fl_live_judge, asking ip itself for the health of a kind whose health rule is not the
  * native one (ip may be NULL: built-in rules only). The clock is the wall clock. */
 void fl_live_of(fl_interp *ip, const json_t *obj, const char *api_version, const char *kind, fl_live *out);
+
+/* Whether a verdict with this reason may change with time alone, the object staying as it
+ * is: a Pod not scheduled yet ("PodNotScheduled") is Failed once unschedulable for
+ * FL_LIVE_UNSCHEDULABLE_MS. Whoever stores such a verdict judges the object again after that
+ * long. reason may be NULL (false). */
+bool fl_live_reason_ages(const char *reason);
 
 /* "Current", "InProgress", "Failed", "Terminating", "NotFound", "Unknown". Never NULL. */
 const char *fl_live_state_name(enum fl_live_state s);

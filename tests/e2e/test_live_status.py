@@ -7,6 +7,8 @@ agent computes it (member2).
 - an image that never pulls (the simulated members' `fake` registry) with a short
   progressDeadlineSeconds turns Failed with reason ProgressDeadlineExceeded; fixing the image
   turns it Current;
+- a Pod no node can take is InProgress (PodNotScheduled) at first and Failed (PodUnschedulable)
+  15 s after its creation, with nothing else changing;
 - an object deleted in a member is re-created by the controller (Current again, a new uid);
   while delivery to that member is suspended it stays gone and the Work says NotFound.
 """
@@ -161,3 +163,38 @@ def test_deleted_in_member_is_recreated_or_not_found_while_suspended(fleet):
     assert r.returncode == 0, r.stderr
     wait_for(lambda: state(fleet, "live-del", "member1") == "Current", timeout=60, what="Current after the resume")
     cleanup(fleet, "live-del")
+
+
+def test_pod_unschedulable_for_long_turns_failed_with_time_alone(fleet):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "live-nowhere", "namespace": "default"},
+           "spec": {"nodeSelector": {"example.io/no-such-node": "x"},
+                    "containers": [{"name": "app", "image": "nginx:1.25"}]}}
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "live-nowhere", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "Pod", "name": "live-nowhere"}],
+                   "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}}
+    fleet.apply([pod, pp])
+
+    def pod_live():
+        b = fleet.get("rb", "live-nowhere-pod") or {}
+        pid = (b.get("metadata", {}).get("labels") or {}).get("resourcebinding.karmada.io/permanent-id")
+        items = (fleet.get("work", "-n", "karmada-es-member1", "-l",
+                           f"resourcebinding.karmada.io/permanent-id={pid}") or {}).get("items") or [] if pid else []
+        entries = (items[0].get("status") or {}).get("manifestStatuses") or [] if items else []
+        return entries[0].get("liveStatus") if entries else None
+
+    wait_for(lambda: (pod_live() or {}).get("state") in ("InProgress", "Failed"), timeout=30,
+             what="the Pod's live state")
+    first = pod_live()
+    created = fleet.get("pod", "live-nowhere", member="member1")
+    assert created["status"]["phase"] == "Pending", created["status"]
+    if first["state"] == "InProgress":  # judged within its first 15 s, as it should be on a quiet host
+        assert first["reason"] == "PodNotScheduled", first
+    status_before = created["status"]
+    wait_for(lambda: (pod_live() or {}).get("state") == "Failed", timeout=40, what="the Pod Failed")
+    assert pod_live()["reason"] == "PodUnschedulable", pod_live()
+    assert "didn't match" in pod_live()["message"], pod_live()
+    # nothing changed in the member: time alone turned it
+    assert fleet.get("pod", "live-nowhere", member="member1")["status"] == status_before
+    fleet.delete("pod", "live-nowhere")
+    fleet.delete("pp", "live-nowhere")

@@ -420,6 +420,23 @@ static void test_messages_are_bounded_single_lines_without_times(void **state)
     json_decref(dep);
 }
 
+static void test_only_a_pod_not_scheduled_yet_ages(void **state)
+{
+    (void)state;
+    json_t *pod = test_json("{'metadata':{'creationTimestamp':'2025-12-31T23:59:55Z'},'status':{'phase':'Pending',"
+                            "'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}");
+    fl_live live;
+    fl_live_judge(pod, "v1", "Pod", NULL, NOW, &live);
+    assert_true(fl_live_reason_ages(live.reason));
+    /* the same object once the time is up: Failed, and that does not age */
+    fl_live_judge(pod, "v1", "Pod", NULL, NOW + FL_LIVE_UNSCHEDULABLE_MS, &live);
+    assert_int_equal(live.state, FL_LIVE_FAILED);
+    assert_false(fl_live_reason_ages(live.reason));
+    json_decref(pod);
+    assert_false(fl_live_reason_ages(NULL));
+    assert_false(fl_live_reason_ages("LessReady"));
+}
+
 static void test_state_names_round_trip(void **state)
 {
     (void)state;
@@ -608,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_pvc_service_crd_rules),
         cmocka_unit_test(test_other_kinds_by_ready_condition),
         cmocka_unit_test(test_messages_are_bounded_single_lines_without_times),
+        cmocka_unit_test(test_only_a_pod_not_scheduled_yet_ages),
         cmocka_unit_test(test_state_names_round_trip),
         cmocka_unit_test(test_custom_kinds_follow_their_health_rule),
         cmocka_unit_test(test_native_health_rules_do_not_replace_kstatus),
