@@ -91,6 +91,10 @@ EXTRA = [
     (KARMADA + "cluster.v1alpha1.ClusterSpec", "suspendDispatching", "FL_F_BOOL"),
     # the member object's resourceVersion a status was read at (docs/propagation.md, "Ours")
     (KARMADA + "work.v1alpha1.ManifestStatus", "resourceVersion", "FL_F_STRING"),
+    # the member object's live state, kstatus's vocabulary (docs/status.md), per manifest and
+    # per cluster on the binding
+    (KARMADA + "work.v1alpha1.ManifestStatus", "liveStatus", ("FL_F_OBJECT", "flotilla.LiveStatus")),
+    (KARMADA + "work.v1alpha2.AggregatedStatusItem", "liveStatus", "FL_F_STRING"),
     # application failover's clocks, kept in the store so a restart keeps them, and the
     # failover history (docs/failover.md, "Ours")
     (KARMADA + "work.v1alpha2.ResourceBindingStatus", "failoverClocks", ("FL_F_ARRAY", "flotilla.FailoverClock")),
@@ -101,6 +105,11 @@ EXTRA = [
 # Tables of Flotilla's own object types that EXTRA rows refer to: name -> {field: fl_ftype}
 # (a tuple: ("FL_F_ARRAY", element type)).
 EXTRA_TYPES = {
+    "flotilla.LiveStatus": {
+        "state": "FL_F_STRING",                # Current, InProgress, Failed, Terminating, NotFound, Unknown
+        "reason": "FL_F_STRING",
+        "message": "FL_F_STRING",
+    },
     "flotilla.FailoverClock": {
         "clusterName": "FL_F_STRING",
         "unhealthySince": "FL_F_STRING",       # when the copy turned Unhealthy
@@ -210,9 +219,10 @@ class Gen:
         for name in sorted(set(props) | set(extra)):
             if name in extra:
                 t = extra[name]
-                if isinstance(t, tuple):
+                if isinstance(t, tuple):  # (FL_F_ARRAY, element type) or (FL_F_OBJECT, type)
                     self.visit_extra(t[1])
-                    rows.append({"path": name, "type": t[0], "elem": "FL_F_OBJECT", "sub": t[1]})
+                    rows.append({"path": name, "type": t[0], "elem": "FL_F_OBJECT" if t[0] == "FL_F_ARRAY" else None,
+                                 "sub": t[1]})
                 else:
                     rows.append({"path": name, "type": t, "elem": None, "sub": None})
                 continue

@@ -2667,10 +2667,19 @@ static const fl_field karmada_work_v1alpha1_ResourceIdentifier[] = {
     { .path = NULL },
 };
 
+/* flotilla.LiveStatus */
+static const fl_field flotilla_LiveStatus[] = {
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "state", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha1.ManifestStatus */
 static const fl_field karmada_work_v1alpha1_ManifestStatus[] = {
     { .path = "health", .type = FL_F_STRING },
     { .path = "identifier", .type = FL_F_OBJECT, .sub = karmada_work_v1alpha1_ResourceIdentifier, .required = true },
+    { .path = "liveStatus", .type = FL_F_OBJECT, .sub = flotilla_LiveStatus },
     { .path = "resourceVersion", .type = FL_F_STRING },
     { .path = "status", .type = FL_F_OBJECT },
     { .path = NULL },
@@ -2817,6 +2826,7 @@ static const fl_field karmada_work_v1alpha2_AggregatedStatusItem[] = {
     { .path = "appliedMessage", .type = FL_F_STRING },
     { .path = "clusterName", .type = FL_F_STRING, .required = true },
     { .path = "health", .type = FL_F_STRING },
+    { .path = "liveStatus", .type = FL_F_STRING },
     { .path = "status", .type = FL_F_OBJECT },
     { .path = NULL },
 };

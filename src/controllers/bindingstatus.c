@@ -5,7 +5,8 @@
  *
  * For each binding, one item per target cluster (Karmada's AggregatedStatusItem):
  * clusterName, status (the reflected status the executor put in the Work's manifestStatuses),
- * applied and appliedMessage (the Work's Applied condition) and health. The FullyApplied
+ * applied and appliedMessage (the Work's Applied condition), health and (ours) liveStatus, the
+ * state of the Work's first manifest (interp/livestate.h). The FullyApplied
  * condition says whether every target's Work is applied. Then the interpreter's
  * AggregateStatus turns the items into the template's status (for the kinds that have the
  * hook: Deployments sum replicas and carry observedGeneration only when every member has
@@ -279,6 +280,10 @@ static json_t *item_for(const char *cluster, const json_t *work)
         json_object_set(it, "status", (json_t *)st); /* shared, read-only as the Work is */
     const char *health = fl_json_str(ms, "health");
     json_object_set_new(it, "health", json_string(health ? health : "Unknown"));
+    /* ours: the live state (docs/status.md), when the Work reports one */
+    const char *live = fl_json_str(fl_json_obj(ms, "liveStatus"), "state");
+    if (live)
+        json_object_set_new(it, "liveStatus", json_string(live));
     return it;
 }
 

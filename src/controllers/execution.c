@@ -62,6 +62,7 @@
 #include "core/mem.h"
 #include "core/metrics.h"
 #include "core/timefmt.h"
+#include "interp/livestate.h"
 
 #define EXEC_WORKERS 8
 #define EXEC_FIRST_STATUS_MS 100 /* FLOTILLA_EXEC_FIRST_STATUS_MS; 0: at once */
@@ -574,6 +575,12 @@ json_t *fl_exec_manifest_entry(exec *x, const json_t *work, const char *cluster,
                                       prev, &rerr, &herr);
     json_decref(prev);
     report_interp(x, work, cluster, t->kind, t->ns, t->name, rerr, herr);
+    if (fl_live_reason_ages(fl_json_str(fl_json_obj(e, "liveStatus"), "reason"))) {
+        /* its live state changes with time alone: judge it again then */
+        char *key = fl_cat(fl_json_meta(work, "namespace"), "/", fl_json_meta(work, "name"), NULL);
+        fl_workqueue_add_after(x->q, key, FL_LIVE_UNSCHEDULABLE_MS + 500);
+        free(key);
+    }
     return e;
 }
 
@@ -619,7 +626,8 @@ static bool at_recorded_version(exec *x, const json_t *e, size_t i, const fl_exe
 {
     const char *rv = fl_json_str(e, FL_WS_OBSERVED_RV);
     char have[64];
-    return rv && strlen(rv) < sizeof have &&
+    const json_t *live = fl_json_obj(e, "liveStatus"); /* none: made before there was one */
+    return rv && strlen(rv) < sizeof have && live && !fl_live_reason_ages(fl_json_str(live, "reason")) &&
            json_integer_value(json_object_get(fl_json_obj(e, "identifier"), "ordinal")) == (json_int_t)i &&
            native_answers(x, t) &&
            fl_informer_get_rv(fl_ws_watch_informer(wt), t->ns, t->name, have, sizeof have) == 0 &&

@@ -44,9 +44,12 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
             fl_ws_watch *wt = NULL;
             json_t *observed = NULL;
             int grc = FL_ENOTFOUND;
+            bool listed = false;
             if (fl_exec_target_init(mc, cluster, (int)i, m, &t, &emsg) == 0 &&
                 fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0) {
-                grc = fl_informer_get(fl_ws_watch_informer(wt), t.ns, t.name, &observed);
+                fl_informer *inf = fl_ws_watch_informer(wt);
+                grc = fl_informer_get(inf, t.ns, t.name, &observed);
+                listed = fl_informer_has_synced(inf) && fl_informer_complete(inf);
                 fl_ws_watch_put(x->watches, wt);
             }
             const json_t *was = grc == FL_EEXPIRED ? fl_exec_entry_of(work, (int)i) : NULL;
@@ -54,6 +57,8 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
                 json_array_append_new(statuses, fl_exec_manifest_entry(x, work, cluster, (int)i, &t, observed));
             else if (was) /* shed by its watch: the entry that records it is still true */
                 json_array_append_new(statuses, fl_json_deep_copy(was));
+            else if (grc == FL_ENOTFOUND && listed) /* gone from the member, and not put back while stopped */
+                json_array_append_new(statuses, fl_exec_manifest_entry(x, work, cluster, (int)i, &t, NULL));
             json_decref(observed);
             free(emsg);
             emsg = NULL;

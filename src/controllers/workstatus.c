@@ -51,6 +51,7 @@
 #include "core/mem.h"
 #include "core/timefmt.h"
 #include "core/wellknown.h"
+#include "interp/livestate.h"
 
 struct fl_ws_watch {
     fl_hnode node;             /* in the registry's table, by key */
@@ -454,6 +455,18 @@ void fl_ws_watches_free(fl_ws_watches *w)
     free(w);
 }
 
+/* A manifestStatuses entry's liveStatus: {state, reason, message}, the last two only when
+ * they say something. */
+static json_t *live_status_json(const fl_live *live)
+{
+    json_t *o = json_pack("{s:s}", "state", fl_live_state_name(live->state));
+    if (live->reason[0])
+        json_object_set_new(o, "reason", json_string(live->reason));
+    if (live->message[0])
+        json_object_set_new(o, "message", json_string(live->message));
+    return o;
+}
+
 /* Whether a previous manifestStatuses entry describes the same object (its status may
  * stand in for one that cannot be reflected now). */
 static bool same_object(const json_t *prev, const json_t *id)
@@ -486,7 +499,8 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
     /* the interpreter says what of the member's status the binding sees, and its health */
     json_t *st = NULL;
     char *err = NULL;
-    int rrc = json_is_object(obj) ? fl_interp_reflect_status(ip, obj, &st, &err) : FL_EINVAL;
+    /* no object (not in the member): nothing to reflect, and no rule failed */
+    int rrc = json_is_object(obj) ? fl_interp_reflect_status(ip, obj, &st, &err) : obj ? FL_EINVAL : 0;
     if (rrc == FL_EUNSUPPORTED) {
         json_t *whole = json_object_get(obj, "status");
         st = json_is_object(whole) && json_object_size(whole) ? fl_json_deep_copy(whole) : NULL;
@@ -509,17 +523,25 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
         json_decref(st);
     enum fl_health h = FL_HEALTH_UNKNOWN;
     int hrc = json_is_object(obj) ? fl_interp_health(ip, obj, &h, &err) : FL_EINVAL;
-    if (hrc && hrc != FL_EUNSUPPORTED && health_err)
-        *health_err = err ? err : fl_strdup(fl_strerror(hrc));
-    else
-        free(err);
     /* no health rule for the kind: present is healthy, as Karmada's default; a failing rule
-     * is Unknown */
+     * (or no object) is Unknown */
     const char *health = hrc == FL_EUNSUPPORTED     ? "Healthy"
                          : h == FL_HEALTH_HEALTHY   ? "Healthy"
                          : h == FL_HEALTH_UNHEALTHY ? "Unhealthy"
                                                     : "Unknown";
     json_object_set_new(ms, "health", json_string(health));
+    /* the live state: the kstatus rules, or the health rule just run when it is a
+     * customization's or a bundled script's (not the native rules, which the kstatus rules
+     * replace) */
+    bool custom = obj && hrc != FL_EUNSUPPORTED && !fl_interp_native_first(ip, api_version, kind, FL_INTERP_HEALTH);
+    fl_live_health ch = {hrc, h, err};
+    fl_live live;
+    fl_live_judge(obj, api_version, kind, custom ? &ch : NULL, fl_time_now_ms(), &live);
+    json_object_set_new(ms, "liveStatus", live_status_json(&live));
+    if (hrc && hrc != FL_EUNSUPPORTED && obj && health_err)
+        *health_err = err ? err : fl_strdup(fl_strerror(hrc));
+    else
+        free(err);
     free(group);
     return ms;
 }

@@ -81,14 +81,20 @@ size_t fl_ws_watches_count(fl_ws_watches *w);
 /* ---- status ---- */
 
 /* One status.manifestStatuses entry for manifest `ordinal`, whose member object is obj:
- * {identifier{ordinal, group, version, kind, resource, namespace, name}, status, health},
- * status and health ("Healthy", "Unhealthy", "Unknown") as the interpreter ip reflects
- * them. New reference. prev (may be NULL) is the entry the Work had for this ordinal:
+ * {identifier{ordinal, group, version, kind, resource, namespace, name}, status, health,
+ * liveStatus}, status and health ("Healthy", "Unhealthy", "Unknown") as the interpreter ip
+ * reflects them, liveStatus {state, reason, message} the object's live state
+ * (interp/livestate.h: "Current", "InProgress", "Failed", "Terminating", "NotFound",
+ * "Unknown"; reason and message absent when empty). obj NULL: the object is not in the
+ * member, an entry with no status, health "Unknown" and state NotFound, and no error.
+ * New reference. prev (may be NULL) is the entry the Work had for this ordinal:
  * when the interpreter fails to reflect the status, prev's status (if for the same
  * object) stays, and *reflect_err gets the interpreter's message; when health fails, it is
- * "Unknown" and *health_err gets the message. Both heap, the caller frees; NULL when the
- * step succeeded or the kind has no rule for it (not an error); either pointer may be
- * NULL. */
+ * "Unknown" (liveStatus Unknown, the message in it) and *health_err gets the message. Both
+ * heap, the caller frees; NULL when the step succeeded or the kind has no rule for it (not
+ * an error); either pointer may be NULL. The entry is a function of obj (and, for a Pod
+ * unschedulable for a while, the clock): no timestamps, so an object that did not move
+ * gives the same entry and the Work no write. */
 json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_version, const char *kind,
                               const char *resource, const char *ns, const char *name, const json_t *obj,
                               const json_t *prev, char **reflect_err, char **health_err);
