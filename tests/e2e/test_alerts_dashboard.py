@@ -1,7 +1,8 @@
 """The shipped alerting rules and Grafana dashboard (deploy/), checked as an SRE would use them:
 promtool lints the rules and runs their unit tests; every metric the rules and the dashboard
 name is one a real `flotilla up` exports once it has propagated and failed over; a real
-Prometheus loads the rules (healthy, and quiet on a healthy fleet) and answers every panel's query.
+Prometheus loads the rules (healthy, and quiet on a healthy fleet), answers every panel's query,
+and sets the member API errors alert pending for a member whose API fails.
 
 One `flotilla up` with two members per module (test_metrics' fixtures: three Deployments
 propagated to both), then a member down for a moment (its API answering 503, so that a member
@@ -274,3 +275,20 @@ def test_a_real_prometheus_answers_every_panel_and_variable(prometheus_with_rule
         assert values, f"variable {name}: no values for {selector}"
     assert "flotilla" in api(prometheus_with_rules, "/api/v1/label/job/values",
                              **{"match[]": "flotilla_store_revision"})
+
+
+def test_a_failing_member_sets_its_api_errors_alert_pending_in_a_real_prometheus(fleet, prometheus_with_rules):
+    """Last in the module: member2 down again, now under the Prometheus of the rules. The alert's
+    expression matches the series the server really exports: it goes pending for member2 alone."""
+    def pending():
+        alerts = api(prometheus_with_rules, "/api/v1/alerts")["alerts"]
+        mine = [a for a in alerts if a["labels"]["alertname"] == "FlotillaMemberAPIErrors"]
+        return mine if any(a["labels"].get("cluster") == "member2" for a in mine) else None
+    member_fault(fleet, "member2", True)
+    try:
+        mine = wait_for(pending, timeout=60, interval=0.5, what="FlotillaMemberAPIErrors pending for member2")
+    finally:
+        member_fault(fleet, "member2", False)
+    assert [(a["labels"]["cluster"], a["state"], a["labels"]["job"]) for a in mine] == \
+        [("member2", "pending", "flotilla")], mine
+    assert "of the requests to cluster member2 fail" in mine[0]["annotations"]["summary"], mine
