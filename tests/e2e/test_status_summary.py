@@ -96,6 +96,10 @@ def test_current_everywhere_failed_on_one_then_current_again(fleet):
     assert items["member2"] == "Failed"
 
     fleet.delete("overridepolicy", "sum-web-fake")
+    # what a script waits on, with kubectl alone
+    r = fleet.kubectl("wait", "rb/sum-web-deployment", "--for=jsonpath={.status.summary.state}=Current",
+                      "--timeout=60s", check=False)
+    assert r.returncode == 0, r.stderr
     s = wait_for(lambda: (x := summary(fleet, "sum-web")).get("current") == 3 and x, timeout=WAIT,
                  what="Current again")
     assert s["state"] == "Current" and s["notCurrent"] == [] and s["failed"] == 0
