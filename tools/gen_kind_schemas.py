@@ -94,6 +94,8 @@ EXTRA = [
     # the member object's live state, kstatus's vocabulary (docs/status.md), per manifest and
     # per cluster on the binding
     (KARMADA + "work.v1alpha1.ManifestStatus", "liveStatus", ("FL_F_OBJECT", "flotilla.LiveStatus")),
+    # the worst of them (or Failed when the apply failed), for fieldSelector=status.liveState
+    (KARMADA + "work.v1alpha1.WorkStatus", "liveState", "FL_F_STRING"),
     (KARMADA + "work.v1alpha2.AggregatedStatusItem", "liveStatus", "FL_F_STRING"),
     # application failover's clocks, kept in the store so a restart keeps them, and the
     # failover history (docs/failover.md, "Ours")

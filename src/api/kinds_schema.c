@@ -2688,6 +2688,7 @@ static const fl_field karmada_work_v1alpha1_ManifestStatus[] = {
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha1.WorkStatus */
 static const fl_field karmada_work_v1alpha1_WorkStatus[] = {
     { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = meta_v1_Condition },
+    { .path = "liveState", .type = FL_F_STRING },
     { .path = "manifestStatuses", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_work_v1alpha1_ManifestStatus },
     { .path = NULL },
 };

@@ -47,11 +47,19 @@ const char *fl_summary_cluster_state(const json_t *work, bool cluster_ready, con
         *message = "its Work is not written yet";
         return fl_summary_states[IN_PROGRESS];
     }
-    if (fl_json_meta(work, "deletionTimestamp")) {
+    return fl_summary_work_state(json_object_get(work, "status"), fl_json_meta(work, "deletionTimestamp") != NULL,
+                                 reason, message);
+}
+
+const char *fl_summary_work_state(const json_t *status, bool deleting, const char **reason, const char **message)
+{
+    *reason = "";
+    *message = "";
+    if (deleting) {
         *reason = "WorkDeleting";
         return fl_summary_states[TERMINATING];
     }
-    const json_t *applied = fl_condition_of(work, "Applied");
+    const json_t *applied = fl_condition_find(json_object_get(status, "conditions"), "Applied");
     const char *st = fl_json_str(applied, "status");
     if (!st) {
         *reason = "NotApplied";
@@ -64,7 +72,7 @@ const char *fl_summary_cluster_state(const json_t *work, bool cluster_ready, con
         return fl_summary_states[FAILED];
     }
     /* the worst of its manifests' live states */
-    const json_t *entries = json_object_get(json_object_get(work, "status"), "manifestStatuses");
+    const json_t *entries = json_object_get(status, "manifestStatuses");
     int worst = -1;
     size_t i;
     const json_t *e;

@@ -36,6 +36,10 @@ bool fl_summary_state_worse(const char *a, const char *b);
 const char *fl_summary_cluster_state(const json_t *work, bool cluster_ready, const char **reason,
                                      const char **message);
 
+/* The same for a Work's status (borrowed) whatever its cluster's readiness: what the execution
+ * engine writes as the Work's status.liveState (ours), which lists of Works select on. */
+const char *fl_summary_work_state(const json_t *status, bool deleting, const char **reason, const char **message);
+
 typedef struct fl_summary fl_summary;
 
 fl_summary *fl_summary_new(void);

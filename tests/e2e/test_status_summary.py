@@ -94,6 +94,17 @@ def test_current_everywhere_failed_on_one_then_current_again(fleet):
     items = {i["clusterName"]: i.get("liveStatus") for i in fleet.get("rb", "sum-web-deployment")["status"]
              ["aggregatedStatus"]}
     assert items["member2"] == "Failed"
+    # every cluster's detail, served paged and filtered by state: the binding's Works
+    pid = fleet.get("rb", "sum-web-deployment")["metadata"]["labels"]["resourcebinding.karmada.io/permanent-id"]
+    by_id = f"resourcebinding.karmada.io/permanent-id={pid}"
+
+    def works(*args):
+        r = fleet.kubectl("get", "works", "-A", "-l", by_id, "--chunk-size=1", *args, "-o", "json")
+        return sorted(w["metadata"]["namespace"] for w in json.loads(r.stdout)["items"])
+    assert works("--field-selector", "status.liveState=Failed") == ["karmada-es-member2"]
+    assert works("--field-selector", "status.liveState=Current") == ["karmada-es-member1", "karmada-es-member3"]
+    assert works("--field-selector", "status.liveState!=Current") == ["karmada-es-member2"]
+    assert works() == ["karmada-es-member1", "karmada-es-member2", "karmada-es-member3"]
 
     fleet.delete("overridepolicy", "sum-web-fake")
     # what a script waits on, with kubectl alone
