@@ -523,11 +523,23 @@ static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *
     if (json_object_size(d.targets) && id) {
         char *labels = fl_asprintf("%s=%s", crb ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL, id);
         char *ns = o->cluster ? fl_names_execution_space(o->cluster) : NULL;
-        fl_list_opts lo = {.label_selector = labels, .limit = WORK_PAGE, .skip_fields = WORK_SKIP,
-                           .on_page = work_page, .page_ctx = &d, .take_pages = true};
+        /* the states a Work's own status.liveState gives as the summary would (its cluster Ready,
+         * itself not deleting: checked again below) are selected by the server */
+        char *fields = o->state && (!strcmp(o->state, "Current") || !strcmp(o->state, "Failed") ||
+                                    !strcmp(o->state, "NotFound"))
+                           ? fl_asprintf("status.liveState=%s", o->state)
+                           : NULL;
+        fl_list_opts lo = {.label_selector = labels, .field_selector = fields, .limit = WORK_PAGE,
+                           .skip_fields = WORK_SKIP, .on_page = work_page, .page_ctx = &d, .take_pages = true};
         fl_list_result lr;
         fl_client_error ce = {0};
         int e = fl_client_list_all(cp, &WORKS, ns, &lo, NULL, &lr, &ce);
+        if (e == FL_EINVAL && fields) { /* a server that cannot select on it: every Work, filtered here */
+            work_page(&d, NULL, NULL);
+            lo.field_selector = NULL;
+            e = fl_client_list_all(cp, &WORKS, ns, &lo, NULL, &lr, &ce);
+        }
+        free(fields);
         if (e)
             rc = fail("listing the Works of %s: %s", fl_json_meta(b, "name"), fl_errmsg(ce.message, e));
         else
@@ -597,10 +609,11 @@ static char *or_none(const char *s)
     return fl_strdup(s && *s ? s : "<none>");
 }
 
-static int run_drill(fl_client *cp, const opts *o, const json_t *bindings)
+/* The drill-down's table (or -o) of bindings; ready from readiness(). */
+static int run_drill(fl_client *cp, const opts *o, const json_t *bindings, json_t *ready)
 {
-    json_t *ready = NULL, *recs = json_array();
-    int rc = readiness(cp, o, &ready);
+    json_t *recs = json_array();
+    int rc = 0;
     size_t i;
     json_t *b;
     json_array_foreach(bindings, i, b) {
@@ -634,7 +647,6 @@ static int run_drill(fl_client *cp, const opts *o, const json_t *bindings)
         free_cells(cells, n * D_NCOLS);
         free(cells);
     }
-    json_decref(ready);
     json_decref(recs);
     return rc;
 }
@@ -1053,12 +1065,15 @@ static int parse(int argc, char **argv, opts *o, bool *help)
 /* The plain command: read once, print. */
 static int run_once(fl_client *cp, const opts *o, const sel *s)
 {
-    json_t *bs = NULL;
-    int rc = list_bindings(cp, o, s, &bs);
+    json_t *bs = NULL, *ready = NULL;
+    /* a cluster that is not there is an error whatever is selected */
+    int rc = o->cluster || o->state ? readiness(cp, o, &ready) : 0;
+    if (rc == 0)
+        rc = list_bindings(cp, o, s, &bs);
     if (rc == 0 && !json_array_size(bs)) {
         rc = none_found(cp, o, s);
     } else if (rc == 0 && (o->cluster || o->state)) {
-        rc = run_drill(cp, o, bs);
+        rc = run_drill(cp, o, bs, ready);
     } else if (rc == 0 && o->output) {
         json_t *items = json_array();
         size_t i;
@@ -1071,6 +1086,7 @@ static int run_once(fl_client *cp, const opts *o, const sel *s)
         print_bindings(o, bs, width);
     }
     json_decref(bs);
+    json_decref(ready);
     return rc;
 }
 
