@@ -343,8 +343,8 @@ static json_t *summary_item(const json_t *b)
     for (int i = 0; keep[i]; i++)
         if (fl_json_meta(b, keep[i]))
             json_object_set_new(md, keep[i], json_string(fl_json_meta(b, keep[i])));
-    json_t *it = json_pack("{s:s, s:s, s:o}", "apiVersion", fl_json_str(b, "apiVersion") ? fl_json_str(b, "apiVersion") : "",
-                           "kind", fl_json_str(b, "kind") ? fl_json_str(b, "kind") : "", "metadata", md);
+    const char *av = fl_json_str(b, "apiVersion"), *kind = fl_json_str(b, "kind");
+    json_t *it = json_pack("{s:s, s:s, s:o}", "apiVersion", av ? av : "", "kind", kind ? kind : "", "metadata", md);
     const json_t *res = fl_json_path(b, "spec.resource"), *sum = fl_json_path(b, "status.summary");
     if (res)
         json_object_set_new(it, "spec", json_pack("{s:O}", "resource", res));
@@ -469,9 +469,9 @@ static void add_record(drill *d, const char *cluster, const json_t *work)
     if (d->o->state && strcmp(state, d->o->state))
         return;
     const json_t *b = d->binding;
-    json_t *ref = json_pack("{s:s, s:s, s:s}", "apiVersion", fl_json_str(b, "apiVersion") ? fl_json_str(b, "apiVersion") : "",
-                            "kind", fl_json_str(b, "kind") ? fl_json_str(b, "kind") : "", "name",
-                            fl_json_meta(b, "name") ? fl_json_meta(b, "name") : "");
+    const char *av = fl_json_str(b, "apiVersion"), *kind = fl_json_str(b, "kind"), *name = fl_json_meta(b, "name");
+    json_t *ref = json_pack("{s:s, s:s, s:s}", "apiVersion", av ? av : "", "kind", kind ? kind : "", "name",
+                            name ? name : "");
     if (fl_json_meta(b, "namespace"))
         json_object_set_new(ref, "namespace", json_string(fl_json_meta(b, "namespace")));
     json_t *r = json_pack("{s:o, s:s, s:s, s:s, s:s}", "binding", ref, "cluster", cluster, "state", state, "reason",
