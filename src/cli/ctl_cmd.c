@@ -431,7 +431,8 @@ static int verb_index(int argc, char **argv)
 {
     static const char *const with_value[] = {"--kubeconfig", "--context", "--cluster-kubeconfig", "--cluster-context",
                                              "--members-kubeconfig", "--set", "-n", "--namespace", "--clusters",
-                                             "--timeout", "-o", "--output", "--cluster", "--state", NULL};
+                                             "--timeout", "-o", "--output", "--cluster", "--state",
+                                             "--chunk-size", NULL};
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] != '-')
             return i;

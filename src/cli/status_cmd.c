@@ -57,8 +57,7 @@
 #define VERB "status"
 #define SHOWN_NOT_CURRENT 3 /* clusters named in a row, before " + N more..." */
 #define BAR_WIDTH 10
-#define LIST_PAGE 500
-#define WORK_PAGE 200
+#define LIST_PAGE 500 /* items a page of a list, as kubectl's --chunk-size */
 #define DEFAULT_WAIT_MS 60000
 #define SYNC_WAIT_MS 30000 /* the informers' first lists, when no --timeout says otherwise */
 #define WHY_SHOWN 3        /* bindings named in --wait's timeout line */
@@ -80,8 +79,9 @@ const char *const fl_status_headers[FL_STATUS_NCOLS] = {
     "NAMESPACE", "NAME", "STATE", "CURRENT", "PROGRESS", "FAILED", "IN-PROGRESS", "UNKNOWN", "AGE", "NOT CURRENT"};
 
 typedef struct opts {
-    const char *kubeconfig, *context, *ns, *output, *cluster, *state, *timeout;
+    const char *kubeconfig, *context, *ns, *output, *cluster, *state, *timeout, *chunk;
     bool all, watch, wait;
+    int64_t page; /* --chunk-size */
     char *kind;       /* KIND as typed (heap), or NULL */
     const char *name; /* NAME, or NULL */
     int64_t timeout_ms;
@@ -141,6 +141,7 @@ static void usage(void)
            "  --wait                 return once everything selected is Current; exit 1 at --timeout\n"
            "  --timeout DURATION     how long --wait (default 60s) or --watch (default: until stopped)\n"
            "                         runs: 500ms, 30s, 2m, 1m30s\n"
+           "  --chunk-size N         items per page of each list (default 500)\n"
            "  --kubeconfig FILE      the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
            "  --context NAME         context in that kubeconfig\n"
            "\n"
@@ -383,7 +384,7 @@ static int list_bindings(fl_client *cp, const opts *o, const sel *s, json_t **ou
     for (int k = 0; k < 2; k++) {
         if (!(k ? s->crbs : s->rbs))
             continue;
-        fl_list_opts lo = {.field_selector = s->fields, .limit = LIST_PAGE, .skip_fields = BINDING_SKIP};
+        fl_list_opts lo = {.field_selector = s->fields, .limit = o->page, .skip_fields = BINDING_SKIP};
         fl_list_result lr;
         fl_client_error ce = {0};
         int rc = fl_client_list_all(cp, k ? &CRBS : &RBS, k ? NULL : s->ns, &lo, NULL, &lr, &ce);
@@ -529,7 +530,7 @@ static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *
                                     !strcmp(o->state, "NotFound"))
                            ? fl_asprintf("status.liveState=%s", o->state)
                            : NULL;
-        fl_list_opts lo = {.label_selector = labels, .field_selector = fields, .limit = WORK_PAGE,
+        fl_list_opts lo = {.label_selector = labels, .field_selector = fields, .limit = o->page,
                            .skip_fields = WORK_SKIP, .on_page = work_page, .page_ctx = &d, .take_pages = true};
         fl_list_result lr;
         fl_client_error ce = {0};
@@ -588,7 +589,7 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
         json_decref(cl);
         return 0;
     }
-    fl_list_opts lo = {.limit = LIST_PAGE, .skip_fields = CLUSTER_SKIP};
+    fl_list_opts lo = {.limit = o->page, .skip_fields = CLUSTER_SKIP};
     fl_list_result lr;
     int e = fl_client_list_all(cp, &CLUSTERS, NULL, &lo, NULL, &lr, &ce);
     if (e)
@@ -808,13 +809,14 @@ static void apply_batch(const opts *o, const sel *s, const json_t *batch, json_t
 }
 
 /* Start an informer on the selected bindings of one resource. */
-static fl_informer *watch_bindings(fl_client *cp, const sel *s, bool crbs, live *l)
+static fl_informer *watch_bindings(fl_client *cp, const opts *o, const sel *s, bool crbs, live *l)
 {
     fl_informer_config cfg = {
         .client = cp,
         .resource = crbs ? CRBS : RBS,
         .ns = crbs ? NULL : s->ns,
         .field_selector = s->fields,
+        .page_size = o->page,
         .skip_fields = BINDING_SKIP,
         .silent_first_list = true,
         .no_old_objects = true,
@@ -878,8 +880,8 @@ static int run_live(fl_client *cp, const opts *o, const sel *s, const sigset_t *
 
     bool timed = o->wait || o->timeout;
     int64_t deadline = fl_time_mono_ms() + o->timeout_ms;
-    fl_informer *inf[2] = {s->rbs ? watch_bindings(cp, s, false, &l) : NULL,
-                           s->crbs ? watch_bindings(cp, s, true, &l) : NULL};
+    fl_informer *inf[2] = {s->rbs ? watch_bindings(cp, o, s, false, &l) : NULL,
+                           s->crbs ? watch_bindings(cp, o, s, true, &l) : NULL};
     json_t *seen = json_object();
     size_t width[FL_STATUS_NCOLS] = {0};
     int rc = wait_lists(&l, inf, timed ? deadline : 0);
@@ -1001,7 +1003,7 @@ static int parse(int argc, char **argv, opts *o, bool *help)
         {"kubeconfig", NULL, offsetof(opts, kubeconfig)}, {"context", NULL, offsetof(opts, context)},
         {"namespace", "n", offsetof(opts, ns)},           {"output", "o", offsetof(opts, output)},
         {"cluster", NULL, offsetof(opts, cluster)},       {"state", NULL, offsetof(opts, state)},
-        {"timeout", NULL, offsetof(opts, timeout)},
+        {"timeout", NULL, offsetof(opts, timeout)},       {"chunk-size", NULL, offsetof(opts, chunk)},
     };
     const char *pos[2] = {0};
     int npos = 0;
@@ -1056,6 +1058,14 @@ static int parse(int argc, char **argv, opts *o, bool *help)
         return usage_error("%s", "--watch prints the table: it takes no -o");
     if (o->timeout && !o->wait && !o->watch)
         return usage_error("--timeout %s is for --wait and --watch", o->timeout);
+    o->page = LIST_PAGE;
+    if (o->chunk) {
+        char *end = NULL;
+        long long v = strtoll(o->chunk, &end, 10);
+        if (!isdigit((unsigned char)o->chunk[0]) || *end || v < 1 || v > 100000)
+            return usage_error("--chunk-size %s: expected a number of items from 1 to 100000", o->chunk);
+        o->page = v;
+    }
     o->timeout_ms = DEFAULT_WAIT_MS;
     if (o->timeout && (o->timeout_ms = parse_duration(o->timeout)) < 0)
         return usage_error("--timeout %s: expected a duration such as 500ms, 30s, 2m or 1m30s", o->timeout);

@@ -15,7 +15,7 @@ import threading
 
 import yaml
 
-from conftest import BIN, wait_for
+from conftest import BIN, running_fleet, wait_for
 
 WAIT = 60
 
@@ -194,6 +194,73 @@ def test_watch_prints_a_change_and_ends_on_sigterm(fleet):
         cleanup(fleet, name)
 
 
+def test_a_cluster_scoped_template_is_read_from_its_cluster_resource_binding(fleet):
+    name = "gizmos.st-cli.example.io"
+    ref = f"customresourcedefinition/{name}"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
+           "spec": {"group": "st-cli.example.io", "scope": "Namespaced",
+                    "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    cpp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+           "metadata": {"name": "st-gizmos"},
+           "spec": {"resourceSelectors": [{"apiVersion": "apiextensions.k8s.io/v1",
+                                           "kind": "CustomResourceDefinition", "name": name}],
+                    "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}}}
+    fleet.apply([crd, cpp])
+    try:
+        row = wait_for(lambda: (x := row_of(fleet, ref)) and x[1] == "Current" and x,
+                       timeout=WAIT, what="the CRD Current on both members")
+        assert row[2] == "2/2", row
+        # -A reads ClusterResourceBindings too (no namespace); one namespace's table does not
+        j = status(fleet, "-A", "-o", "json")
+        assert j.returncode == 0, j.stderr
+        items = [i for i in json.loads(j.stdout)["items"] if i["spec"]["resource"]["name"] == name]
+        assert [(i["kind"], "namespace" in i["metadata"], i["status"]["summary"]["state"]) for i in items] == \
+            [("ClusterResourceBinding", False, "Current")], items
+        r = status(fleet)
+        assert ref not in r.stdout, r.stdout
+        r = status(fleet, f"crd/{name}", "--cluster", "member2")
+        assert r.returncode == 0 and rows(r.stdout)[1][:3] == [ref, "member2", "Current"], r.stdout
+    finally:
+        fleet.delete("clusterpropagationpolicy", "st-gizmos")
+        fleet.delete("crd", name)
+
+
+def test_state_lists_every_cluster_not_only_the_twenty_the_summary_names():
+    """23 of 26 copies Failed: the summary names 20 (truncated), the table counts the rest, and
+    --state Failed reads all 23 from the Works, page by page."""
+    members = [f"member{i}" for i in range(1, 27)]
+    failing = members[3:]
+    name = "st-many"
+    ref = f"deployment/{name}"
+    with running_fleet(members=26) as big:
+        big.apply([policy(name, members), fake_image_on(name, failing), deployment(name)])
+        row = wait_for(lambda: (x := row_of(big, ref)) and x[4] == "23" and x, timeout=180,
+                       what="23 Failed of 26")
+        assert row[1:3] == ["Failed", "3/26"], row
+        assert row[8].endswith(" + 20 more..."), row  # three named, 20 more of the 23
+        summary = json.loads(status(big, ref, "-o", "json").stdout)["items"][0]["status"]["summary"]
+        assert len(summary["notCurrent"]) == 20 and summary["truncated"] is True, summary
+
+        def failed(*args):
+            r = status(big, ref, "--state", "Failed", *args)
+            assert r.returncode == 0, r.stderr
+            t = rows(r.stdout)
+            assert all(x[2:4] == ["Failed", "ProgressDeadlineExceeded"] for x in t[1:]), r.stdout
+            return [x[1] for x in t[1:]]
+        everyone = failed()
+        assert sorted(everyone) == sorted(failing), everyone
+        assert everyone == sorted(everyone), everyone  # by cluster name
+        assert failed("--chunk-size", "4") == everyone  # six pages of Works
+        r = status(big, ref, "--state", "Current", "--chunk-size", "1")
+        assert r.returncode == 0 and sorted(x[1] for x in rows(r.stdout)[1:]) == sorted(members[:3]), r.stdout
+        r = status(big, ref, "--state", "InProgress")
+        assert r.returncode == 0 and r.stdout == "", r.stdout
+        assert r.stderr.strip() == "No clusters in state InProgress of the 1 binding selected.", r.stderr
+
+
 def test_a_template_without_a_binding_and_bad_input(fleet):
     r = status(fleet, "deployment/st-nothing")
     assert r.returncode == 1 and r.stdout == "", r.stdout
@@ -211,6 +278,7 @@ def test_a_template_without_a_binding_and_bad_input(fleet):
            ("-o", "xml"): "-o xml: expected yaml or json",
            ("-n", "default", "-A"): "-n and -A (--all-namespaces) exclude each other",
            ("--timeout", "5s"): "--timeout 5s is for --wait and --watch",
+           ("--chunk-size", "-3"): "--chunk-size -3: expected a number of items from 1 to 100000",
            ("--watch", "--state", "Failed"): "they take no --cluster or --state",
            ("deployment/a/b",): '"deployment/a/b" is not KIND or KIND/NAME',
            ("deployment", "extra"): 'unexpected argument "extra"'}
