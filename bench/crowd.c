@@ -3,7 +3,7 @@
  * against the same number of Deployments in the same run on the same server.
  *
  *   crowd [--objects 1000] [--clusters 10] [--conns 8] [--order DW] [--deadline-s 120]
- *         [--no-controller] [--flotilla PATH] [--keep]
+ *         [--no-controller] [--status-subresource] [--flotilla PATH] [--keep]
  *
  * One `flotilla server` and one `flotilla member --clusters K`. The Workflow CRD
  * (argoproj.io/v1alpha1, no status subresource, as Argo ships it) is created on the control
@@ -51,6 +51,7 @@
 
 static int problems;
 static int conns = 8; /* --conns: connections the creates go over */
+static bool status_subresource; /* --status-subresource: the Workflow CRD gets one */
 
 enum { K_DEPLOY, K_WORKFLOW, NKINDS };
 static const char *const KIND[NKINDS] = {"Deployment", "Workflow"};
@@ -444,9 +445,12 @@ static void *patcher_main(void *arg)
     snprintf(mem.ca, sizeof mem.ca, "%s/pki/ca.crt", f->mdir);
     CURL *c = fb_curl_new(&mem, p->hdr[0]);
     fb_buf out = {0};
-    static const char body[] =
-        "{\"metadata\":{\"labels\":{\"workflows.argoproj.io/phase\":\"Running\"}},\"status\":{\"phase\":\"Running\","
-        "\"startedAt\":\"2026-12-07T00:00:00Z\",\"progress\":\"0/1\"}}";
+    /* with a status subresource the status goes to /status, and the label is left out */
+    const char *body = status_subresource ? "{\"status\":{\"phase\":\"Running\",\"startedAt\":\"2026-12-07T00:00:00Z\","
+                                            "\"progress\":\"0/1\"}}"
+                                          : "{\"metadata\":{\"labels\":{\"workflows.argoproj.io/phase\":\"Running\"}},"
+                                            "\"status\":{\"phase\":\"Running\",\"startedAt\":\"2026-12-07T00:00:00Z\","
+                                            "\"progress\":\"0/1\"}}";
     for (;;) {
         pthread_mutex_lock(&f->mu);
         while (f->q.head == f->q.tail && !atomic_load(&f->stop))
@@ -460,10 +464,10 @@ static void *patcher_main(void *arg)
         round *r = f->r;
         pthread_mutex_unlock(&f->mu);
         char path[256];
-        snprintf(path, sizeof path, "/clusters/member%d/apis/argoproj.io/v1alpha1/namespaces/default/workflows/w-%d",
-                 cl + 1, i);
+        snprintf(path, sizeof path, "/clusters/member%d/apis/argoproj.io/v1alpha1/namespaces/default/workflows/w-%d%s",
+                 cl + 1, i, status_subresource ? "/status" : "");
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->hdr[cl]);
-        long code = fb_request(c, &mem, "PATCH", path, body, sizeof body - 1, &out);
+        long code = fb_request(c, &mem, "PATCH", path, body, strlen(body), &out);
         pthread_mutex_lock(&f->mu);
         if (r && r == f->r && code == 200) {
             r->patched[(size_t)i * r->k + cl] = fb_now_ns();
@@ -486,13 +490,15 @@ static long cp(fleet *f, const char *method, const char *path, const char *body)
     return fb_request(f->c, &f->s, method, path, body, body ? strlen(body) : 0, &f->out);
 }
 
-/* The Workflow CRD as Argo ships it in shape: namespaced, v1alpha1, no status subresource. */
+/* The Workflow CRD as Argo ships it in shape: namespaced, v1alpha1, no status subresource
+ * (--status-subresource adds one, to see what a status write that leaves the generation alone
+ * changes). */
 static const char WORKFLOW_CRD[] =
     "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\",\"metadata\":{\"name\":"
     "\"workflows.argoproj.io\"},\"spec\":{\"group\":\"argoproj.io\",\"scope\":\"Namespaced\",\"names\":{\"plural\":"
     "\"workflows\",\"singular\":\"workflow\",\"kind\":\"Workflow\",\"listKind\":\"WorkflowList\",\"shortNames\":"
     "[\"wf\"]},\"versions\":[{\"name\":\"v1alpha1\",\"served\":true,\"storage\":true,\"schema\":{\"openAPIV3Schema\":"
-    "{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}]}}";
+    "{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}%s}]}}";
 
 /* Create the CRD at base (the control plane, or a member's /clusters/memberN prefix) on
  * handle c and wait (30 s) until workflows list there. */
@@ -500,7 +506,9 @@ static int install_crd(CURL *c, const fb_server *s, const char *prefix, fb_buf *
 {
     char path[256];
     snprintf(path, sizeof path, "%s/apis/apiextensions.k8s.io/v1/customresourcedefinitions", prefix);
-    long code = fb_request(c, s, "POST", path, WORKFLOW_CRD, strlen(WORKFLOW_CRD), out);
+    char crd[sizeof WORKFLOW_CRD + 64];
+    snprintf(crd, sizeof crd, WORKFLOW_CRD, status_subresource ? ",\"subresources\":{\"status\":{}}" : "");
+    long code = fb_request(c, s, "POST", path, crd, strlen(crd), out);
     if (code != 201 && code != 409) {
         fprintf(stderr, "SERVER PROBLEM: create the Workflow CRD at '%s': HTTP %ld %.300s\n", prefix, code, out->p);
         return -1;
@@ -968,7 +976,7 @@ static void run_round(fleet *f, int kind, int n, int deadline_s, result *res)
 static void usage(void)
 {
     fprintf(stderr, "usage: crowd [--objects 1000] [--clusters 10] [--conns 8] [--order DW] [--deadline-s 120]\n"
-                    "             [--no-controller] [--flotilla PATH] [--keep]\n");
+                    "             [--no-controller] [--status-subresource] [--flotilla PATH] [--keep]\n");
 }
 
 int main(int argc, char **argv)
@@ -982,6 +990,8 @@ int main(int argc, char **argv)
             keep = true;
         else if (!strcmp(a, "--no-controller"))
             controller = false;
+        else if (!strcmp(a, "--status-subresource"))
+            status_subresource = true;
         else if (!v)
             return usage(), 2;
         else if (!strcmp(a, "--objects"))
@@ -1006,7 +1016,8 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const char *flotilla = fb_flotilla_path(flotilla_arg);
     char *root = fb_mkdtemp(NULL, "fl-bench-crowd");
-    printf("machine load at the start: %s\nflotilla binary: %s\n", load_now(), flotilla);
+    printf("machine load at the start: %s\nflotilla binary: %s\nWorkflow CRD: %s\n", load_now(), flotilla,
+           status_subresource ? "WITH a status subresource (not as Argo ships it)" : "no status subresource (as Argo ships it)");
     int64_t run0 = fb_now_ns();
     fleet f;
     int rc = fleet_start(&f, flotilla, root, k, n);
