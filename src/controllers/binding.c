@@ -787,6 +787,47 @@ static void keep_users_suspension(const json_t *have, const json_t *want, json_t
         json_object_del(uspec, "suspendDispatching");
 }
 
+/* The template's generation a manifest carries (its annotation), or NULL. */
+static json_t *manifest_generation(const json_t *m)
+{
+    return json_object_get(json_object_get(json_object_get(m, "metadata"), "annotations"),
+                           FL_TEMPLATE_GENERATION_ANNOTATION);
+}
+
+/* When upd's manifests differ from have's only in the template generation they carry, upd
+ * keeps have's spec. A template of a kind without a status subresource moves its generation
+ * with every status write (ours, aggregating its members' status back): delivering that
+ * would rewrite every Work of it and re-apply it in every member, for nothing a member
+ * needs; then its aggregation writes the status again (the Argo Workflows crowd in
+ * docs/BENCHMARKS.md: ten Work rewrites per template status write). A real change of what is
+ * delivered carries the new generation with it. */
+static void keep_generation_if_same(const json_t *have, json_t *upd)
+{
+    const json_t *hm = json_object_get(json_object_get(json_object_get(have, "spec"), "workload"), "manifests");
+    const json_t *um = json_object_get(json_object_get(json_object_get(upd, "spec"), "workload"), "manifests");
+    size_t n = json_array_size(um);
+    if (!n || n != json_array_size(hm))
+        return;
+    bool moved = false;
+    for (size_t i = 0; i < n && !moved; i++)
+        moved = !fl_json_same(manifest_generation(json_array_get(hm, i)), manifest_generation(json_array_get(um, i)));
+    if (!moved)
+        return; /* same generation: compared as it is */
+    json_t *spec = fl_json_deep_copy(json_object_get(upd, "spec"));
+    json_t *ms = json_object_get(json_object_get(spec, "workload"), "manifests");
+    for (size_t i = 0; i < n; i++) {
+        json_t *anns = json_object_get(json_object_get(json_array_get(ms, i), "metadata"), "annotations");
+        json_t *g = manifest_generation(json_array_get(hm, i));
+        if (g && anns)
+            json_object_set(anns, FL_TEMPLATE_GENERATION_ANNOTATION, g);
+        else if (anns)
+            json_object_del(anns, FL_TEMPLATE_GENERATION_ANNOTATION);
+    }
+    if (fl_json_same(spec, json_object_get(have, "spec")))
+        json_object_set(upd, "spec", json_object_get(have, "spec"));
+    json_decref(spec);
+}
+
 /* What target i's Work needs (on the reconciling thread): r->pending[i] is the Work to
  * create or the update to write, or NULL when the Work is as it should be. Building and
  * comparing is quick; only writes wait, so only they go to the pool: after a restart, a pass
@@ -814,6 +855,7 @@ static void prepare_target(render *r, int i)
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
         json_t *upd = fl_json_shallow_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
+        keep_generation_if_same(have, upd);
         keep_users_suspension(have, want, upd);
         json_t *md = fl_json_shallow_copy(json_object_get(have, "metadata"));
         json_object_set_new(upd, "metadata", md);
