@@ -41,6 +41,24 @@ def member_replicas(fleet, name, member):
     return d["spec"]["replicas"] if d else None
 
 
+def test_a_scale_that_leaves_one_members_share_alone_still_completes_the_rollout(fleet):
+    """6 -> 7 replicas at 1:2 leaves member1 at 2: its Work must still carry the template's new
+    generation, or the template's observedGeneration never catches up."""
+    fleet.apply([deployment("share", 6), weighted_policy("share", "share", {"member1": 1, "member2": 2})])
+    wait_for(lambda: member_replicas(fleet, "share", "member1") == 2 and member_replicas(fleet, "share", "member2") == 4,
+             timeout=30, what="2 and 4 replicas")
+    fleet.kubectl("rollout", "status", "deployment/share", "--timeout=60s", timeout=90)
+    fleet.kubectl("scale", "deployment/share", "--replicas=7")
+    wait_for(lambda: member_replicas(fleet, "share", "member2") == 5, timeout=30, what="5 replicas in member2")
+    assert member_replicas(fleet, "share", "member1") == 2
+    fleet.kubectl("rollout", "status", "deployment/share", "--timeout=60s", timeout=90)
+    top = fleet.get("deploy", "share")
+    assert top["status"]["observedGeneration"] == top["metadata"]["generation"]
+    assert top["status"]["readyReplicas"] == 7
+    fleet.kubectl("delete", "deploy", "share")
+    fleet.kubectl("delete", "pp", "share")
+
+
 def test_divided_weights_overrides_status_and_deletion(fleet):
     """The issue's acceptance: 6 replicas at 1:2 with an image override for member1, 6/6 on
     the control plane, 1:1 moves exactly one replica, deletion reaches every member."""
