@@ -97,17 +97,41 @@ EXTRA = [
     # the member object's live state, kstatus's vocabulary (docs/status.md), per manifest and
     # per cluster on the binding
     (KARMADA + "work.v1alpha1.ManifestStatus", "liveStatus", ("FL_F_OBJECT", "flotilla.LiveStatus")),
+    # the worst of them (or Failed when the apply failed), for fieldSelector=status.liveState
+    (KARMADA + "work.v1alpha1.WorkStatus", "liveState", "FL_F_STRING"),
     (KARMADA + "work.v1alpha2.AggregatedStatusItem", "liveStatus", "FL_F_STRING"),
     # application failover's clocks, kept in the store so a restart keeps them, and the
     # failover history (docs/failover.md, "Ours")
     (KARMADA + "work.v1alpha2.ResourceBindingStatus", "failoverClocks", ("FL_F_ARRAY", "flotilla.FailoverClock")),
     (KARMADA + "work.v1alpha2.ResourceBindingStatus", "failoverHistory",
      ("FL_F_ARRAY", "flotilla.FailoverHistoryItem")),
+    # the binding's live state across its clusters, bounded (docs/status.md)
+    (KARMADA + "work.v1alpha2.ResourceBindingStatus", "summary", ("FL_F_OBJECT", "flotilla.BindingSummary")),
 ]
 
 # Tables of Flotilla's own object types that EXTRA rows refer to: name -> {field: fl_ftype}
 # (a tuple: ("FL_F_ARRAY", element type)).
 EXTRA_TYPES = {
+    "flotilla.BindingSummary": {
+        "state": "FL_F_STRING",                # the worst over its clusters
+        "desired": "FL_F_INT",
+        "applied": "FL_F_INT",
+        "current": "FL_F_INT",
+        "inProgress": "FL_F_INT",
+        "terminating": "FL_F_INT",
+        "unknown": "FL_F_INT",
+        "notFound": "FL_F_INT",
+        "failed": "FL_F_INT",
+        "notCurrent": ("FL_F_ARRAY", "flotilla.ClusterLiveState"),  # at most 20, worst first
+        "truncated": "FL_F_BOOL",
+        "lastChangeTime": "FL_F_STRING",
+    },
+    "flotilla.ClusterLiveState": {
+        "cluster": "FL_F_STRING",
+        "state": "FL_F_STRING",
+        "reason": "FL_F_STRING",
+        "message": "FL_F_STRING",
+    },
     "flotilla.LiveStatus": {
         "state": "FL_F_STRING",                # Current, InProgress, Failed, Terminating, NotFound, Unknown
         "reason": "FL_F_STRING",
@@ -337,7 +361,10 @@ class Gen:
             return
         rows = []
         for name, t in sorted(EXTRA_TYPES[defname].items()):
-            if isinstance(t, tuple):
+            if isinstance(t, tuple) and t[1] in EXTRA_TYPES:  # a list of our own objects
+                self.visit_extra(t[1])
+                rows.append({"path": name, "type": t[0], "elem": "FL_F_OBJECT", "sub": t[1]})
+            elif isinstance(t, tuple):
                 rows.append({"path": name, "type": t[0], "elem": t[1], "sub": None})
             else:
                 rows.append({"path": name, "type": t, "elem": None, "sub": None})

@@ -1003,7 +1003,7 @@ fl_kind fl_kinds__builtin[] = {
     /* work.karmada.io */
     { .group = "work.karmada.io", .version = "v1alpha1", .kind = "Work", .list_kind = "WorkList", .resource = "works",
       .singular = "work", .namespaced = NS, .has_status = true, .short_names = {"wk"},
-      .categories = {"karmada-io"}, .fields = fl_schema_karmada_work_v1alpha1_Work, .columns = work_columns, .validate = fl_validate_work },
+      .categories = {"karmada-io"}, .field_selectors = {"status.liveState"}, .fields = fl_schema_karmada_work_v1alpha1_Work, .columns = work_columns, .validate = fl_validate_work },
     { .group = "work.karmada.io", .version = "v1alpha2", .kind = "ResourceBinding", .list_kind = "ResourceBindingList",
       .resource = "resourcebindings", .singular = "resourcebinding", .namespaced = NS, .has_status = true,
       .short_names = {"rb"}, .categories = {"karmada-io"}, .fields = fl_schema_karmada_work_v1alpha2_ResourceBinding, .columns = binding_columns,

@@ -2688,6 +2688,7 @@ static const fl_field karmada_work_v1alpha1_ManifestStatus[] = {
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha1.WorkStatus */
 static const fl_field karmada_work_v1alpha1_WorkStatus[] = {
     { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = meta_v1_Condition },
+    { .path = "liveState", .type = FL_F_STRING },
     { .path = "manifestStatuses", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_work_v1alpha1_ManifestStatus },
     { .path = NULL },
 };
@@ -2853,6 +2854,32 @@ static const fl_field flotilla_FailoverHistoryItem[] = {
     { .path = NULL },
 };
 
+/* flotilla.ClusterLiveState */
+static const fl_field flotilla_ClusterLiveState[] = {
+    { .path = "cluster", .type = FL_F_STRING },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "state", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* flotilla.BindingSummary */
+static const fl_field flotilla_BindingSummary[] = {
+    { .path = "applied", .type = FL_F_INT },
+    { .path = "current", .type = FL_F_INT },
+    { .path = "desired", .type = FL_F_INT },
+    { .path = "failed", .type = FL_F_INT },
+    { .path = "inProgress", .type = FL_F_INT },
+    { .path = "lastChangeTime", .type = FL_F_STRING },
+    { .path = "notCurrent", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = flotilla_ClusterLiveState },
+    { .path = "notFound", .type = FL_F_INT },
+    { .path = "state", .type = FL_F_STRING },
+    { .path = "terminating", .type = FL_F_INT },
+    { .path = "truncated", .type = FL_F_BOOL },
+    { .path = "unknown", .type = FL_F_INT },
+    { .path = NULL },
+};
+
 /* com.github.karmada-io.karmada.pkg.apis.work.v1alpha2.ResourceBindingStatus */
 static const fl_field karmada_work_v1alpha2_ResourceBindingStatus[] = {
     { .path = "aggregatedStatus", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_work_v1alpha2_AggregatedStatusItem },
@@ -2862,6 +2889,7 @@ static const fl_field karmada_work_v1alpha2_ResourceBindingStatus[] = {
     { .path = "lastScheduledTime", .type = FL_F_STRING },
     { .path = "schedulerObservedGeneration", .type = FL_F_INT },
     { .path = "schedulerObservingAffinityName", .type = FL_F_STRING },
+    { .path = "summary", .type = FL_F_OBJECT, .sub = flotilla_BindingSummary },
     { .path = NULL },
 };
 

@@ -47,11 +47,19 @@ const char *fl_summary_cluster_state(const json_t *work, bool cluster_ready, con
         *message = "its Work is not written yet";
         return fl_summary_states[IN_PROGRESS];
     }
-    if (fl_json_meta(work, "deletionTimestamp")) {
+    return fl_summary_work_state(json_object_get(work, "status"), fl_json_meta(work, "deletionTimestamp") != NULL,
+                                 reason, message);
+}
+
+const char *fl_summary_work_state(const json_t *status, bool deleting, const char **reason, const char **message)
+{
+    *reason = "";
+    *message = "";
+    if (deleting) {
         *reason = "WorkDeleting";
         return fl_summary_states[TERMINATING];
     }
-    const json_t *applied = fl_condition_of(work, "Applied");
+    const json_t *applied = fl_condition_find(json_object_get(status, "conditions"), "Applied");
     const char *st = fl_json_str(applied, "status");
     if (!st) {
         *reason = "NotApplied";
@@ -64,7 +72,7 @@ const char *fl_summary_cluster_state(const json_t *work, bool cluster_ready, con
         return fl_summary_states[FAILED];
     }
     /* the worst of its manifests' live states */
-    const json_t *entries = json_object_get(json_object_get(work, "status"), "manifestStatuses");
+    const json_t *entries = json_object_get(status, "manifestStatuses");
     int worst = -1;
     size_t i;
     const json_t *e;
@@ -218,10 +226,18 @@ json_t *fl_summary_json(const fl_summary *s, const json_t *prev, int64_t now_ms)
     return out;
 }
 
+/* The bytes of item as stored (compact JSON), about. */
+static size_t item_bytes(const json_t *item)
+{
+    return json_dumpb(item, NULL, 0, JSON_COMPACT);
+}
+
 json_t *fl_summary_bound_items(const fl_summary *s, const json_t *items)
 {
-    size_t n = json_array_size(items);
-    if (n <= FL_SUMMARY_ITEMS_MAX)
+    size_t n = json_array_size(items), total = 0, i;
+    const json_t *it;
+    json_array_foreach(items, i, it) total += item_bytes(it) + 1;
+    if (n <= FL_SUMMARY_ITEMS_MAX && total <= FL_SUMMARY_ITEMS_BYTES)
         return json_copy((json_t *)items);
     /* each item's record (by its clusterName), ranked as the summary ranks them */
     typedef struct ranked {
@@ -229,8 +245,6 @@ json_t *fl_summary_bound_items(const fl_summary *s, const json_t *items)
         record r;
     } ranked;
     ranked *v = fl_malloc(n * sizeof *v);
-    size_t i;
-    const json_t *it;
     json_array_foreach(items, i, it) {
         const char *cl = fl_json_str(it, "clusterName");
         const json_t *at = cl ? json_object_get(s->index, cl) : NULL;
@@ -242,8 +256,12 @@ json_t *fl_summary_bound_items(const fl_summary *s, const json_t *items)
         order[i] = &v[i].r;
     qsort(order, n, sizeof *order, by_severity);
     json_t *out = json_array();
-    for (i = 0; i < FL_SUMMARY_ITEMS_MAX; i++) {
+    size_t bytes = 0;
+    for (i = 0; i < n && i < FL_SUMMARY_ITEMS_MAX; i++) {
         const ranked *rk = (const ranked *)((const char *)order[i] - offsetof(ranked, r));
+        bytes += item_bytes(rk->item) + 1;
+        if (bytes > FL_SUMMARY_ITEMS_BYTES && i)
+            break; /* the worst item always stays */
         json_array_append(out, (json_t *)rk->item);
     }
     free(order);

@@ -19,6 +19,9 @@
 
 #define FL_SUMMARY_NOT_CURRENT_MAX 20
 #define FL_SUMMARY_ITEMS_MAX 100
+/* and no more than this many bytes of them, so that a binding stays well under 64 KiB
+ * (a Deployment's item, with its conditions, is about 650 bytes) */
+#define FL_SUMMARY_ITEMS_BYTES (40 * 1024)
 #define FL_SUMMARY_MESSAGE_MAX 256
 
 /* The states, best first; fl_summary_state_worse orders them for a roll-up. */
@@ -32,6 +35,10 @@ bool fl_summary_state_worse(const char *a, const char *b);
  * Ready; *reason and *message (borrowed from work or static; "" when none). */
 const char *fl_summary_cluster_state(const json_t *work, bool cluster_ready, const char **reason,
                                      const char **message);
+
+/* The same for a Work's status (borrowed) whatever its cluster's readiness: what the execution
+ * engine writes as the Work's status.liveState (ours), which lists of Works select on. */
+const char *fl_summary_work_state(const json_t *status, bool deleting, const char **reason, const char **message);
 
 typedef struct fl_summary fl_summary;
 
@@ -49,8 +56,9 @@ const char *fl_summary_state_of(const fl_summary *s, const char *cluster);
  * fleet writes nothing. New reference. */
 json_t *fl_summary_json(const fl_summary *s, const json_t *prev, int64_t now_ms);
 /* Karmada's aggregatedStatus items, bounded: items as they are when there are at most
- * FL_SUMMARY_ITEMS_MAX, else the FL_SUMMARY_ITEMS_MAX worst (not Current first, by state,
- * then by cluster name) in that order. New reference; items (borrowed) are not changed. */
+ * FL_SUMMARY_ITEMS_MAX of at most FL_SUMMARY_ITEMS_BYTES, else the worst (not Current first,
+ * by state, then by cluster name) in that order, as many as fit both bounds (the worst one
+ * always). New reference; items (borrowed) are not changed. */
 json_t *fl_summary_bound_items(const fl_summary *s, const json_t *items);
 
 #endif

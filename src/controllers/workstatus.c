@@ -41,6 +41,7 @@
 #include "core/metrics.h"
 #include "controllers/dispatching.h"
 #include "controllers/statuslag.h"
+#include "controllers/summary.h"
 #include "core/condition.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -579,6 +580,9 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
         json_decref(statuses);
         json_object_del(st, "manifestStatuses");
     }
+    /* the Work's own live state, for lists that select on it (fieldSelector status.liveState) */
+    const char *why, *msg;
+    json_object_set_new(st, "liveState", json_string(fl_summary_work_state(st, false, &why, &msg)));
 
     int rc = 0;
     if (!old || !fl_json_same(st, old)) {

@@ -1,11 +1,14 @@
 """The shipped alerting rules and Grafana dashboard (deploy/), checked as an SRE would use them:
 promtool lints the rules and runs their unit tests; every metric the rules and the dashboard
 name is one a real `flotilla up` exports once it has propagated and failed over; a real
-Prometheus loads the rules (healthy, and quiet on a healthy fleet) and answers every panel's query.
+Prometheus loads the rules (healthy, and quiet on a healthy fleet), answers every panel's query,
+and sets the member API errors alert pending for a member whose API fails.
 
 One `flotilla up` with two members per module (test_metrics' fixtures: three Deployments
-propagated to both), then one taint failover and one eviction held back, so that the failover
-families exist too. Prometheus and promtool come from Debian's `prometheus` (scripts/setup.sh).
+propagated to both), then a member down for a moment (its API answering 503, so that a member
+request error is counted: that family has a series only from its first failure), one taint
+failover and one eviction held back, so that the failover families exist too. Prometheus and
+promtool come from Debian's `prometheus` (scripts/setup.sh).
 """
 import json
 import os
@@ -145,15 +148,44 @@ def test_the_dashboard_is_an_importable_grafana_model():
         for t in p["targets"]:
             assert t["expr"].strip() and t["datasource"]["uid"] == "${datasource}", p["title"]
     rows = [p["title"] for p in panels if p["type"] == "row"]
-    for want in ("API server", "Work queues", "Controllers", "Member clusters", "Store", "Failover", "Process"):
+    for want in ("API server", "Work queues", "Controllers", "Member clusters", "Propagation", "Store", "Failover",
+                 "Process"):
         assert want in rows, rows
+
+
+def member_fault(fleet, name, down):
+    """Take member `name`'s API down (every request answered 503) or bring it back, through the
+    member host's admin endpoint (its own CA and admin token, under DIR/members/pki)."""
+    endpoint = fleet.get("cluster", name)["spec"]["apiEndpoint"]
+    host = endpoint[:endpoint.index("/clusters/")]
+    pki = os.path.join(fleet.dir, "members", "pki")
+    with open(os.path.join(pki, "admin.token")) as f:
+        token = f.read().strip()
+    r = subprocess.run(["curl", "-sS", "--fail", "--cacert", os.path.join(pki, "ca.crt"), "-X", "PUT",
+                        "-H", f"Authorization: Bearer {token}", f"{host}/admin/clusters/{name}/fault",
+                        "-d", json.dumps({"down": down})], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def member_ready(fleet, name):
+    conds = ((fleet.get("cluster", name) or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
 @pytest.fixture(scope="module")
 def failed_over(fleet, propagated):
-    """After the propagation: one binding moved off a tainted member (a failover begun and
-    completed), and one whose only member is tainted (held back: NoClusterFits). The scrape after."""
+    """After the propagation: member2 down until a failed request to it is counted, then back and
+    Ready; one binding moved off a tainted member (a failover begun and completed), and one whose
+    only member is tainted (held back: NoClusterFits). The scrape after, once all is settled."""
     scrape = Scrape(fleet)
+    member_fault(fleet, "member2", True)
+    try:
+        wait_for(lambda: any(n == "flotilla_member_request_errors_total" and 'cluster="member2"' in l
+                             for n, l in samples(scrape.text())),
+                 timeout=60, what="a failed request to member2 on /metrics")
+    finally:
+        member_fault(fleet, "member2", False)
+    wait_for(lambda: member_ready(fleet, "member2"), timeout=60, what="member2 Ready again")
     old = start(fleet, "alerts-moved", ["member1", "member2"], toleration_seconds=0)
     taint(fleet, old)
     wait_for(lambda: placed(fleet, "alerts-moved") not in (None, old), timeout=30, what="alerts-moved moved")
@@ -164,10 +196,13 @@ def failed_over(fleet, propagated):
     wait_for(lambda: any(n == "flotilla_failover_suppressed_total" for n, _ in samples(scrape.text())),
              timeout=30, what="the eviction held back on /metrics")
     cleanup(fleet, "alerts-held", only)
-    # settled: the taints gone, nothing pending, every queue drained
-    return wait_for(lambda: (lambda s: s if all(v == 0 for (n, _), v in s.items() if n in (
-        "workqueue_depth", "flotilla_eviction_pending")) else None)(samples(scrape.text())),
-        timeout=60, what="no eviction pending and every workqueue_depth 0")
+    # settled: the taints gone, nothing pending, every queue drained, both members Ready and no
+    # Work failed (the rules must be quiet on it)
+    return wait_for(lambda: (lambda s: s if all(v == 0 for (n, l), v in s.items() if n in (
+        "workqueue_depth", "flotilla_eviction_pending") or n == "flotilla_works" and 'applied="False"' in l)
+        and all(v == 1 for (n, _), v in s.items() if n == "flotilla_cluster_ready") else None)(
+        samples(scrape.text())), timeout=60,
+        what="no eviction pending, every workqueue_depth 0, every member Ready and no Work failed")
 
 
 def test_every_metric_the_rules_and_the_dashboard_use_is_exported(failed_over):
@@ -186,7 +221,10 @@ def test_every_metric_the_rules_and_the_dashboard_use_is_exported(failed_over):
     # the parse found what the files are about (it did not lose names)
     assert {"flotilla_cluster_ready", "workqueue_depth", "flotilla_controller_reconcile_total",
             "flotilla_store_commit_duration_seconds_bucket", "flotilla_apiserver_request_total",
-            "flotilla_eviction_pending", "flotilla_failover_total", "process_resident_memory_bytes"} <= set(used), used
+            "flotilla_eviction_pending", "flotilla_failover_total", "process_resident_memory_bytes",
+            "flotilla_member_request_errors_total", "flotilla_member_request_duration_seconds_bucket",
+            "flotilla_member_request_duration_seconds_count", "flotilla_works", "flotilla_bindings",
+            "flotilla_status_lag_seconds_bucket"} <= set(used), used
     missing = {n: where for n, where in used.items() if n not in exported}
     assert not missing, f"not on /metrics: {missing}"
 
@@ -230,10 +268,27 @@ def test_a_real_prometheus_answers_every_panel_and_variable(prometheus_with_rule
             raise AssertionError(f"panel {title}: {expr}: {e.read().decode()}") from e
         if not result:
             empty.append((title, expr))
-    assert not empty, f"panels with no data after a propagation and a failover: {empty}"
+    assert not empty, f"panels with no data after a propagation, a member fault and a failover: {empty}"
     for name, selector, label in variable_queries(d):
         values = api(prometheus_with_rules, f"/api/v1/label/{label}/values",
                      **{"match[]": concrete(selector)})
         assert values, f"variable {name}: no values for {selector}"
     assert "flotilla" in api(prometheus_with_rules, "/api/v1/label/job/values",
                              **{"match[]": "flotilla_store_revision"})
+
+
+def test_a_failing_member_sets_its_api_errors_alert_pending_in_a_real_prometheus(fleet, prometheus_with_rules):
+    """Last in the module: member2 down again, now under the Prometheus of the rules. The alert's
+    expression matches the series the server really exports: it goes pending for member2 alone."""
+    def pending():
+        alerts = api(prometheus_with_rules, "/api/v1/alerts")["alerts"]
+        mine = [a for a in alerts if a["labels"]["alertname"] == "FlotillaMemberAPIErrors"]
+        return mine if any(a["labels"].get("cluster") == "member2" for a in mine) else None
+    member_fault(fleet, "member2", True)
+    try:
+        mine = wait_for(pending, timeout=60, interval=0.5, what="FlotillaMemberAPIErrors pending for member2")
+    finally:
+        member_fault(fleet, "member2", False)
+    assert [(a["labels"]["cluster"], a["state"], a["labels"]["job"]) for a in mine] == \
+        [("member2", "pending", "flotilla")], mine
+    assert "of the requests to cluster member2 fail" in mine[0]["annotations"]["summary"], mine

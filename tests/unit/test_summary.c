@@ -176,6 +176,31 @@ static void test_aggregated_status_keeps_small_fleets_whole_and_the_worst_hundre
     fl_summary_free(s);
 }
 
+static void test_aggregated_status_stays_within_its_bytes_even_for_few_clusters(void **state)
+{
+    (void)state;
+    fl_summary *s = fl_summary_new();
+    json_t *items = json_array();
+    char name[32], big[2048];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    for (int i = 0; i < 60; i++) { /* 60 items of 2 KiB: 120 KiB */
+        snprintf(name, sizeof name, "c%02d", i);
+        fl_summary_add(s, name, true, i == 42 ? "Failed" : "Current", "", "");
+        json_array_append_new(items, json_pack("{s:s, s:{s:s}}", "clusterName", name, "status", "blob", big));
+    }
+    json_t *kept = fl_summary_bound_items(s, items);
+    size_t n = json_array_size(kept);
+    assert_true(n >= 10 && n < 60);
+    assert_string_equal(fl_json_str(json_array_get(kept, 0), "clusterName"), "c42");
+    char *text = json_dumps(kept, JSON_COMPACT);
+    assert_true(strlen(text) <= FL_SUMMARY_ITEMS_BYTES);
+    free(text);
+    json_decref(kept);
+    json_decref(items);
+    fl_summary_free(s);
+}
+
 static void test_long_messages_are_cut_at_a_character(void **state)
 {
     (void)state;
@@ -201,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_the_summary_counts_names_twenty_worst_first_and_stays_small),
         cmocka_unit_test(test_last_change_time_stays_while_nothing_else_changes),
         cmocka_unit_test(test_aggregated_status_keeps_small_fleets_whole_and_the_worst_hundred_of_large_ones),
+        cmocka_unit_test(test_aggregated_status_stays_within_its_bytes_even_for_few_clusters),
         cmocka_unit_test(test_long_messages_are_cut_at_a_character),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,151 @@
+"""A binding's live state across its clusters, bounded (issue 45, part 2), with kubectl only:
+status.summary counts the clusters per kstatus state and names the worst ones; Karmada's
+aggregatedStatus keeps its shape but holds at most 100 items.
+
+- a Deployment on three members: Current 3/3, nothing named, and a quiet fleet writes nothing;
+- one member's copy given an image that never pulls: Failed there (ProgressDeadlineExceeded),
+  named in the summary, the binding's state Failed; the override removed: Current again;
+- a member whose API goes down turns Unknown (ClusterNotReady) once its Cluster is not Ready;
+- 105 members: aggregatedStatus holds the 100 worst (the Failed copies first), the summary
+  counts all 105, and the stored binding stays small.
+"""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import running_fleet, wait_for
+
+WAIT = 60
+
+
+def deployment(name, deadline=3):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": 1, "progressDeadlineSeconds": deadline, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}
+
+
+def policy(name, clusters=None):
+    placement = {"clusterAffinity": {"clusterNames": clusters}} if clusters else {}
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+                     "placement": placement}}
+
+
+def fake_image_on(name, clusters):
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
+            "metadata": {"name": f"{name}-fake", "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+                     "overrideRules": [{"targetCluster": {"clusterNames": clusters},
+                                        "overriders": {"imageOverrider": [
+                                            {"component": "Registry", "operator": "replace", "value": "fake.io"}]}}]}}
+
+
+def summary(fleet, name):
+    return ((fleet.get("rb", f"{name}-deployment") or {}).get("status") or {}).get("summary") or {}
+
+
+def member_fault(fleet, cluster, down):
+    """Take cluster's API down (503 to everything) or bring it back, on the member host."""
+    endpoint = fleet.get("cluster", cluster)["spec"]["apiEndpoint"]
+    host = endpoint[:endpoint.index("/clusters/")]
+    pki = os.path.join(fleet.dir, "members", "pki")
+    token = open(os.path.join(pki, "admin.token")).read().strip()
+    r = subprocess.run(["curl", "-sS", "--fail", "--cacert", os.path.join(pki, "ca.crt"), "-X", "PUT",
+                        "-H", f"Authorization: Bearer {token}", f"{host}/admin/clusters/{cluster}/fault",
+                        "-d", json.dumps({"down": down})], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    with running_fleet(members=3) as f:
+        yield f
+
+
+def test_current_everywhere_failed_on_one_then_current_again(fleet):
+    fleet.apply([policy("sum-web", ["member1", "member2", "member3"]), deployment("sum-web")])
+    s = wait_for(lambda: (x := summary(fleet, "sum-web")).get("current") == 3 and x, timeout=WAIT,
+                 what="Current on the three members")
+    assert s["state"] == "Current" and s["desired"] == 3 and s["applied"] == 3
+    assert s["notCurrent"] == [] and s["truncated"] is False
+    assert all(s[k] == 0 for k in ("inProgress", "failed", "terminating", "unknown", "notFound"))
+    # a quiet fleet: nothing is written again
+    rv = fleet.get("rb", "sum-web-deployment")["metadata"]["resourceVersion"]
+    time.sleep(3)
+    b = fleet.get("rb", "sum-web-deployment")
+    assert b["metadata"]["resourceVersion"] == rv
+    assert {i["clusterName"]: i.get("liveStatus") for i in b["status"]["aggregatedStatus"]} == \
+        {"member1": "Current", "member2": "Current", "member3": "Current"}
+
+    # member2's copy cannot pull its image: Failed there once its progress deadline passes
+    fleet.apply(fake_image_on("sum-web", ["member2"]))
+    s = wait_for(lambda: (x := summary(fleet, "sum-web")).get("failed") == 1 and x, timeout=WAIT,
+                 what="Failed on member2")
+    assert s["state"] == "Failed" and s["current"] == 2 and s["desired"] == 3
+    assert [(n["cluster"], n["state"], n.get("reason")) for n in s["notCurrent"]] == \
+        [("member2", "Failed", "ProgressDeadlineExceeded")]
+    assert s["lastChangeTime"]
+    items = {i["clusterName"]: i.get("liveStatus") for i in fleet.get("rb", "sum-web-deployment")["status"]
+             ["aggregatedStatus"]}
+    assert items["member2"] == "Failed"
+    # every cluster's detail, served paged and filtered by state: the binding's Works
+    pid = fleet.get("rb", "sum-web-deployment")["metadata"]["labels"]["resourcebinding.karmada.io/permanent-id"]
+    by_id = f"resourcebinding.karmada.io/permanent-id={pid}"
+
+    def works(*args):
+        r = fleet.kubectl("get", "works", "-A", "-l", by_id, "--chunk-size=1", *args, "-o", "json")
+        return sorted(w["metadata"]["namespace"] for w in json.loads(r.stdout)["items"])
+    assert works("--field-selector", "status.liveState=Failed") == ["karmada-es-member2"]
+    assert works("--field-selector", "status.liveState=Current") == ["karmada-es-member1", "karmada-es-member3"]
+    assert works("--field-selector", "status.liveState!=Current") == ["karmada-es-member2"]
+    assert works() == ["karmada-es-member1", "karmada-es-member2", "karmada-es-member3"]
+
+    fleet.delete("overridepolicy", "sum-web-fake")
+    # what a script waits on, with kubectl alone
+    r = fleet.kubectl("wait", "rb/sum-web-deployment", "--for=jsonpath={.status.summary.state}=Current",
+                      "--timeout=60s", check=False)
+    assert r.returncode == 0, r.stderr
+    s = wait_for(lambda: (x := summary(fleet, "sum-web")).get("current") == 3 and x, timeout=WAIT,
+                 what="Current again")
+    assert s["state"] == "Current" and s["notCurrent"] == [] and s["failed"] == 0
+
+
+def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
+    fleet.apply([policy("sum-down", ["member1", "member3"]), deployment("sum-down")])
+    wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current on both")
+    member_fault(fleet, "member3", True)
+    try:
+        s = wait_for(lambda: (x := summary(fleet, "sum-down")).get("unknown") == 1 and x, timeout=WAIT,
+                     what="Unknown on member3")
+        assert s["state"] == "Unknown" and s["current"] == 1
+        assert [(n["cluster"], n["state"], n.get("reason")) for n in s["notCurrent"]] == \
+            [("member3", "Unknown", "ClusterNotReady")]
+    finally:
+        member_fault(fleet, "member3", False)
+    wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current again")
+
+
+def test_a_large_fleet_keeps_the_hundred_worst_items_and_counts_all():
+    with running_fleet(members=105) as big:
+        failing = ["member7", "member50", "member101"]
+        big.apply([policy("sum-big"), fake_image_on("sum-big", failing), deployment("sum-big")])
+        s = wait_for(lambda: (x := summary(big, "sum-big")).get("desired") == 105 and x.get("failed") == 3
+                     and x.get("current") == 102 and x, timeout=180, what="105 clusters counted, 3 Failed")
+        assert s["state"] == "Failed" and s["truncated"] is False
+        assert [n["cluster"] for n in s["notCurrent"]] == sorted(failing)
+        b = big.get("rb", "sum-big-deployment")
+        items = b["status"]["aggregatedStatus"]
+        # the worst, at most 100 and no more than fit a small binding (a Deployment's item with
+        # its conditions is about 650 bytes)
+        assert 50 <= len(items) <= 100
+        assert [i["clusterName"] for i in items[:3]] == sorted(failing)
+        assert all(i["liveStatus"] == "Failed" for i in items[:3])
+        assert all(i["liveStatus"] == "Current" for i in items[3:])
+        assert len(b["spec"]["clusters"]) == 105
+        assert len(json.dumps(b, separators=(",", ":"))) < 64 * 1024
