@@ -114,6 +114,7 @@ def test_a_propagated_package_is_current_everywhere_and_then_quiet(fleet):
     assert ready["status"] == "True" and ready["reason"] == "AllCurrent", ready
     assert condition(st["conditions"], "Stalled")["status"] == "False"
     assert condition(st["conditions"], "Reconciling")["status"] == "False"
+    fleet.kubectl("wait", "resourcegroup/rg-ok", "-n", NS, "--for=condition=Ready", "--timeout=10s")
     web = entry(fleet, "rg-ok", "rg-ok-web")
     assert web["group"] == "apps" and web["kind"] == "Deployment" and web["namespace"] == NS, web
     cond = condition(web["conditions"], "Ready")
