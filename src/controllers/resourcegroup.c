@@ -18,7 +18,9 @@
  * ResourceGroup informer's events, and binding events (a summary that changed, a binding
  * made or deleted) and template events (made or deleted) queue what the index names. The
  * index is by binding name, which leaves out the group: two kinds of one name in different
- * groups queue each other's groups, which costs a reconcile that writes nothing.
+ * groups queue each other's groups, which costs a reconcile that writes nothing. Those
+ * queueings wait COALESCE_MS, so that a package rolling out (hundreds of summaries moving
+ * within seconds) costs a few reconciles and writes of its group per second, not one each.
  *
  * Reconcile: every entry computed from the caches, then the group's summary and conditions;
  * the status is written only when it differs from what is stored, so a quiet fleet writes
@@ -42,6 +44,10 @@
 #define WORKERS 2
 /* How long a reconcile waits for a template kind's first list before trying again later. */
 #define TEMPLATE_WAIT_MS 2000
+/* A change of a listed resource queues its groups this much later, so that a burst of
+ * changes (a package rolling out: every binding's summary moving) is one reconcile and at
+ * most one write per group per window, not one per change. */
+#define COALESCE_MS 250
 
 static const fl_gvr RGS = {"kpt.dev/v1alpha1", "resourcegroups"};
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
@@ -119,7 +125,7 @@ static void index_rg(rgctl *c, const json_t *rg)
     free(key);
 }
 
-/* Queue the ResourceGroups that list the resource of binding key bk. */
+/* Queue the ResourceGroups that list the resource of binding key bk, COALESCE_MS later. */
 static void queue_listing(rgctl *c, const char *bk)
 {
     if (!bk)
@@ -128,7 +134,7 @@ static void queue_listing(rgctl *c, const char *bk)
     const char *key;
     json_t *v;
     json_object_foreach(json_object_get(c->by_binding, bk), key, v)
-        fl_workqueue_add(c->q, key);
+        fl_workqueue_add_after(c->q, key, COALESCE_MS);
     pthread_mutex_unlock(&c->mu);
 }
 
