@@ -9,14 +9,17 @@
  * Karmada gives it (names.h), checks that the binding is that template's (group included),
  * and turns its summary into the resourceStatuses entry (rgstatus.h). A resource without a
  * binding is looked up among the templates (templates.h, which starts watching its kind):
- * there, it is Unknown (nothing propagates it); absent, NotFound.
+ * there, it is Unknown (nothing propagates it); absent, NotFound. Karmada's policies and
+ * Namespaces, which a package holds too and no binding reports on, are read from the shared
+ * informers instead (OWN_KINDS): present, they are Current.
  *
  * Queue keys: ResourceGroups' "namespace/name". A ResourceGroup is queued when it is created
  * or changes (its spec, or a status someone else wrote), and when anything it lists changes:
  * an index from binding keys (fl_names_template_binding_key: the key of the binding each
  * listed resource would have) to the ResourceGroups listing them is kept from the
  * ResourceGroup informer's events, and binding events (a summary that changed, a binding
- * made or deleted) and template events (made or deleted) queue what the index names. The
+ * made or deleted) and template and OWN_KINDS events (made or deleted) queue what the
+ * index names. The
  * index is by binding name, which leaves out the group: two kinds of one name in different
  * groups queue each other's groups, which costs a reconcile that writes nothing. Those
  * queueings wait COALESCE_MS, so that a package rolling out (hundreds of summaries moving
@@ -28,6 +31,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "controllers/controller.h"
 #include "controllers/names.h"
@@ -39,6 +43,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
+#include "core/wellknown.h"
 
 #define LOG "resource-group"
 #define WORKERS 2
@@ -53,9 +58,35 @@ static const fl_gvr RGS = {"kpt.dev/v1alpha1", "resourcegroups"};
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
 
+/* Kinds a package holds that no binding reports on, read from the shared informers: Karmada's
+ * policies (they act on the control plane) and Namespaces (the namespace controller keeps them
+ * in every cluster without a binding). A ClusterPropagationPolicy may still propagate a
+ * Namespace: its binding, when there is one, comes first. */
+static const struct own_kind {
+    const char *group, *kind, *api_version, *resource;
+    bool namespaced;
+} OWN_KINDS[] = {
+    {"policy.karmada.io", "PropagationPolicy", "policy.karmada.io/v1alpha1", "propagationpolicies", true},
+    {"policy.karmada.io", "ClusterPropagationPolicy", "policy.karmada.io/v1alpha1", "clusterpropagationpolicies",
+     false},
+    {"policy.karmada.io", "OverridePolicy", "policy.karmada.io/v1alpha1", "overridepolicies", true},
+    {"policy.karmada.io", "ClusterOverridePolicy", "policy.karmada.io/v1alpha1", "clusteroverridepolicies", false},
+    {"", "Namespace", "v1", "namespaces", false},
+};
+#define NOWN (sizeof OWN_KINDS / sizeof OWN_KINDS[0])
+
+struct rgctl;
+/* The context of an OWN_KINDS informer's handlers: which kind it is. */
+typedef struct own_ctx {
+    struct rgctl *c;
+    size_t i;
+} own_ctx;
+
 typedef struct rgctl {
     fl_ctrl_env env;
     fl_informer *rgs, *rbs, *crbs;
+    fl_informer *own[NOWN]; /* OWN_KINDS' informers, in that order */
+    own_ctx own_ctx[NOWN];
     fl_workqueue *q;
     fl_ctrl_workers *workers;
     pthread_mutex_t mu;  /* guards the three maps below */
@@ -200,6 +231,35 @@ static int api_version_of(rgctl *c, const char *group, char **av)
     return rc;
 }
 
+/* The OWN_KINDS index of group/kind, or -1. */
+static int own_kind_of(const char *group, const char *kind)
+{
+    for (size_t i = 0; i < NOWN; i++)
+        if (!strcmp(OWN_KINDS[i].group, group) && !strcmp(OWN_KINDS[i].kind, kind))
+            return (int)i;
+    return -1;
+}
+
+/* What an object of OWN_KINDS[i] named by ref is, from its informer. */
+static int find_own(rgctl *c, int i, const char *ns, const char *name, enum fl_rgstatus_found *found)
+{
+    json_t *obj = NULL;
+    int rc = fl_informer_get(c->own[i], OWN_KINDS[i].namespaced ? ns : NULL, name, &obj);
+    if (rc == FL_ENOTFOUND || (rc == 0 && OWN_KINDS[i].namespaced != (ns && *ns))) {
+        *found = FL_RGSTATUS_NO_TEMPLATE;
+        rc = 0;
+    } else if (rc == 0 && fl_json_meta(obj, "deletionTimestamp")) {
+        *found = FL_RGSTATUS_DELETING;
+    } else if (rc == 0 && !*OWN_KINDS[i].group) {
+        const char *skip = fl_json_meta_map(obj, "labels", FL_SKIP_AUTO_PROPAGATION_LABEL);
+        *found = skip && !strcasecmp(skip, "true") ? FL_RGSTATUS_NOT_PROPAGATED : FL_RGSTATUS_NAMESPACE_SYNCED;
+    } else if (rc == 0) {
+        *found = FL_RGSTATUS_CONTROL_PLANE;
+    }
+    json_decref(obj);
+    return rc;
+}
+
 /* What ref is: *found, and with FL_RGSTATUS_BOUND its binding in *binding (a new reference).
  * 0, or an error to retry later (a template cache not listed yet, the server unreachable). */
 static int find(rgctl *c, const json_t *ref, enum fl_rgstatus_found *found, json_t **binding)
@@ -228,6 +288,9 @@ static int find(rgctl *c, const json_t *ref, enum fl_rgstatus_found *found, json
     json_decref(b);
     if (rc && rc != FL_ENOTFOUND)
         return rc;
+    int own = own_kind_of(group ? group : "", kind);
+    if (own >= 0)
+        return find_own(c, own, ns, name, found);
 
     char *av = NULL;
     rc = api_version_of(c, group ? group : "", &av);
@@ -363,6 +426,19 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         binding_event(ctx, new_obj);
 }
 
+/* An object of OWN_KINDS made or deleted: as a template's. */
+static void own_event(void *ctx, json_t *obj)
+{
+    own_ctx *o = ctx;
+    const char *name = fl_json_meta(obj, "name");
+    if (!name)
+        return;
+    char *bk = fl_names_template_binding_key(OWN_KINDS[o->i].kind, OWN_KINDS[o->i].namespaced,
+                                             fl_json_meta(obj, "namespace"), name);
+    queue_listing(o->c, bk);
+    free(bk);
+}
+
 static void tmpl_event(void *ctx, const fl_template_kind *k, json_t *obj)
 {
     const char *name = fl_json_meta(obj, "name");
@@ -395,8 +471,15 @@ static int rgctl_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(c->crbs, &bh);
     fl_template_handlers th = {.on_add = tmpl_event, .on_delete = tmpl_event, .ctx = c};
     fl_templates_subscribe(env->templates, &th);
-    c->workers = fl_ctrl_workers_start_synced(c->q, "resourcegroup", WORKERS, reconcile, c,
-                                              (fl_informer *const[]){c->rgs, c->rbs, c->crbs, NULL});
+    fl_informer *synced[NOWN + 4] = {c->rgs, c->rbs, c->crbs};
+    for (size_t i = 0; i < NOWN; i++) {
+        c->own_ctx[i] = (own_ctx){c, i};
+        fl_informer_handlers oh = {.on_add = own_event, .on_delete = own_event, .ctx = &c->own_ctx[i]};
+        c->own[i] = fl_ctrl_informer(env, OWN_KINDS[i].api_version, OWN_KINDS[i].resource);
+        fl_informer_add_handlers(c->own[i], &oh);
+        synced[3 + i] = c->own[i];
+    }
+    c->workers = fl_ctrl_workers_start_synced(c->q, "resourcegroup", WORKERS, reconcile, c, synced);
     *state = c;
     return 0;
 }

@@ -133,6 +133,22 @@ json_t *fl_rgstatus_resource(const json_t *ref, enum fl_rgstatus_found found, co
         reason = "NotPropagated";
         fl_strbuf_adds(&msg, "no PropagationPolicy propagates it: it has no ResourceBinding, so no cluster runs it");
         break;
+    case FL_RGSTATUS_CONTROL_PLANE:
+        state = "Current";
+        reason = "ControlPlaneObject";
+        fl_strbuf_adds(&msg, "present on the control plane, which is where it acts: no cluster runs it");
+        break;
+    case FL_RGSTATUS_NAMESPACE_SYNCED:
+        state = "Current";
+        reason = "NamespaceSynced";
+        fl_strbuf_adds(&msg, "present; the namespace controller keeps it in every cluster, without a binding "
+                             "to report its copies' state");
+        break;
+    case FL_RGSTATUS_DELETING:
+        state = "Terminating";
+        reason = "DeletionTimestampSet";
+        fl_strbuf_adds(&msg, "being deleted from the control plane");
+        break;
     case FL_RGSTATUS_KIND_NOT_SERVED:
         state = "NotFound";
         reason = "KindNotServed";

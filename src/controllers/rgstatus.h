@@ -5,7 +5,10 @@
  * A listed resource is a template on the control plane. Its state is its binding's
  * status.summary state (summary.h): Current only when Current on every cluster it is bound
  * to. Without a binding it is NotFound when there is no such template (or the control plane
- * serves no such kind), and Unknown when the template exists but nothing propagates it. Each
+ * serves no such kind), and Unknown when the template exists but nothing propagates it. Two
+ * kinds of object a package holds need no binding: Karmada's policies, which live on the
+ * control plane only, and Namespaces, which the namespace controller keeps in every cluster;
+ * they are Current when present (Terminating while being deleted). Each
  * entry of status.resourceStatuses carries that state in `status` and one condition, Ready,
  * whose message counts the clusters by state and names the worst few (bounded); what a client
  * such as kpt set in the entry (sourceHash, actuation, strategy, reconcile, conditions of
@@ -35,6 +38,9 @@ enum fl_rgstatus_found {
     FL_RGSTATUS_NOT_PROPAGATED,  /* the template, but no binding */
     FL_RGSTATUS_NO_TEMPLATE,     /* no such object on the control plane */
     FL_RGSTATUS_KIND_NOT_SERVED, /* the control plane serves no such group and kind */
+    FL_RGSTATUS_CONTROL_PLANE,   /* a policy: present, and meant for the control plane only */
+    FL_RGSTATUS_NAMESPACE_SYNCED, /* a Namespace the namespace controller keeps in every cluster */
+    FL_RGSTATUS_DELETING,        /* one of the two above, being deleted */
 };
 
 /* The resourceStatuses entry of ref (a spec.resources item: group, kind, namespace, name).

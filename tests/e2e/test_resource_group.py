@@ -70,7 +70,9 @@ def package(prefix, web_image="nginx:1.25", deadline=None):
             policy(prefix, [{"apiVersion": "apps/v1", "kind": "Deployment", "name": web},
                             {"apiVersion": "apps/v1", "kind": "Deployment", "name": api},
                             {"apiVersion": "v1", "kind": "ConfigMap", "name": cfg}])]
-    return objs, [ref("apps", "Deployment", web), ref("apps", "Deployment", api), ref("", "ConfigMap", cfg)]
+    # the inventory lists the policy too, as `kpt live apply` would
+    return objs, [ref("apps", "Deployment", web), ref("apps", "Deployment", api), ref("", "ConfigMap", cfg),
+                  ref("policy.karmada.io", "PropagationPolicy", prefix)]
 
 
 def status(fleet, name):
@@ -102,10 +104,10 @@ def cleanup(fleet, prefix, objs):
 def test_a_propagated_package_is_current_everywhere_and_then_quiet(fleet):
     objs, resources = package("rg-ok")
     fleet.apply(objs + [resource_group("rg-ok", resources)])
-    want = {"rg-ok-web": "Current", "rg-ok-api": "Current", "rg-ok-cfg": "Current"}
+    want = {"rg-ok-web": "Current", "rg-ok-api": "Current", "rg-ok-cfg": "Current", "rg-ok": "Current"}
     wait_for(lambda: states(fleet, "rg-ok") == want, timeout=90, what="every listed resource Current")
     st = status(fleet, "rg-ok")
-    assert st["summary"] == {"state": "Current", "total": 3, "current": 3, "inProgress": 0, "terminating": 0,
+    assert st["summary"] == {"state": "Current", "total": 4, "current": 4, "inProgress": 0, "terminating": 0,
                              "unknown": 0, "notFound": 0, "failed": 0}, st["summary"]
     rg = fleet.get("resourcegroup", "rg-ok", "-n", NS)
     assert st["observedGeneration"] == rg["metadata"]["generation"], st
@@ -119,6 +121,8 @@ def test_a_propagated_package_is_current_everywhere_and_then_quiet(fleet):
     assert web["group"] == "apps" and web["kind"] == "Deployment" and web["namespace"] == NS, web
     cond = condition(web["conditions"], "Ready")
     assert cond["status"] == "True" and cond["message"] == "2 clusters: 2 Current", cond
+    # the policy acts on the control plane: Current there, without a binding
+    assert condition(entry(fleet, "rg-ok", "rg-ok")["conditions"], "Ready")["reason"] == "ControlPlaneObject"
 
     # a quiet fleet: nothing is written to the group again
     rv = rg["metadata"]["resourceVersion"]
@@ -133,7 +137,7 @@ def test_a_deployment_that_never_pulls_is_failed_in_the_group_then_current_when_
     wait_for(lambda: states(fleet, "rg-bad").get("rg-bad-web") == "Failed", timeout=90,
              what="rg-bad-web Failed in the ResourceGroup")
     wait_for(lambda: states(fleet, "rg-bad") == {"rg-bad-web": "Failed", "rg-bad-api": "Current",
-                                                 "rg-bad-cfg": "Current"}, timeout=60,
+                                                 "rg-bad-cfg": "Current", "rg-bad": "Current"}, timeout=60,
              what="the others Current")
     web = entry(fleet, "rg-bad", "rg-bad-web")
     cond = condition(web["conditions"], "Ready")
@@ -141,12 +145,12 @@ def test_a_deployment_that_never_pulls_is_failed_in_the_group_then_current_when_
     assert cond["message"].startswith("2 clusters: 2 Failed; member1: Failed (ProgressDeadlineExceeded: "), cond
     assert "member2: Failed" in cond["message"] and "timed out" in cond["message"], cond
     st = status(fleet, "rg-bad")
-    assert st["summary"]["state"] == "Failed" and st["summary"]["failed"] == 1 and st["summary"]["current"] == 2
+    assert st["summary"]["state"] == "Failed" and st["summary"]["failed"] == 1 and st["summary"]["current"] == 3
     stalled, ready = condition(st["conditions"], "Stalled"), condition(st["conditions"], "Ready")
     assert stalled["status"] == "True" and stalled["reason"] == "Failed", stalled
     assert ready["status"] == "False" and "Failed: Deployment default/rg-bad-web" in ready["message"], ready
     rows = fleet.kubectl("get", "resourcegroups", "rg-bad", "-n", NS, "--no-headers").stdout.split()
-    assert rows[:6] == ["rg-bad", "False", "True", "Failed", "2", "3"], rows
+    assert rows[:6] == ["rg-bad", "False", "True", "Failed", "3", "4"], rows
 
     fleet.kubectl("set", "image", "deploy/rg-bad-web", "app=nginx:1.25", "-n", NS)
     wait_for(lambda: states(fleet, "rg-bad").get("rg-bad-web") == "Current", timeout=90,
@@ -158,9 +162,12 @@ def test_a_deployment_that_never_pulls_is_failed_in_the_group_then_current_when_
 
 def test_missing_and_unpropagated_resources_follow_the_templates(fleet):
     fleet.apply(resource_group("rg-gone", [ref("", "ConfigMap", "rg-gone-cm"),
-                                           ref("example.com", "Widget", "w")]))
-    wait_for(lambda: states(fleet, "rg-gone") == {"rg-gone-cm": "NotFound", "w": "NotFound"}, timeout=30,
-             what="both NotFound")
+                                           ref("example.com", "Widget", "w"),
+                                           ref("", "Namespace", "rg-gone-ns", ns=""),
+                                           ref("policy.karmada.io", "PropagationPolicy", "rg-gone-pp")]))
+    wait_for(lambda: states(fleet, "rg-gone") == {"rg-gone-cm": "NotFound", "w": "NotFound",
+                                                  "rg-gone-ns": "NotFound", "rg-gone-pp": "NotFound"}, timeout=30,
+             what="all NotFound")
     assert condition(entry(fleet, "rg-gone", "w")["conditions"], "Ready")["reason"] == "KindNotServed"
     cm = condition(entry(fleet, "rg-gone", "rg-gone-cm")["conditions"], "Ready")
     assert cm["reason"] == "NotFound" and cm["message"] == "no ConfigMap default/rg-gone-cm on the control plane", cm
@@ -177,6 +184,19 @@ def test_missing_and_unpropagated_resources_follow_the_templates(fleet):
     fleet.kubectl("delete", "configmap", "rg-gone-cm", "-n", NS)
     wait_for(lambda: states(fleet, "rg-gone").get("rg-gone-cm") == "NotFound", timeout=20,
              what="NotFound after the delete")
+
+    # a Namespace (the namespace controller keeps it in every cluster) and a policy (it acts on
+    # the control plane) need no binding: Current once they exist
+    fleet.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rg-gone-ns"}},
+                 policy("rg-gone-pp", [{"apiVersion": "v1", "kind": "ConfigMap", "name": "nothing"}])])
+    wait_for(lambda: states(fleet, "rg-gone").get("rg-gone-ns") == "Current" and
+             states(fleet, "rg-gone").get("rg-gone-pp") == "Current", timeout=20,
+             what="the Namespace and the policy Current")
+    assert condition(entry(fleet, "rg-gone", "rg-gone-ns")["conditions"], "Ready")["reason"] == "NamespaceSynced"
+    fleet.kubectl("delete", "propagationpolicy", "rg-gone-pp", "-n", NS)
+    wait_for(lambda: states(fleet, "rg-gone").get("rg-gone-pp") == "NotFound", timeout=20,
+             what="the policy NotFound after its delete")
+    fleet.delete("namespace", "rg-gone-ns")
     fleet.delete("resourcegroup", "rg-gone", "-n", NS)
 
 

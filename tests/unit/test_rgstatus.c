@@ -140,6 +140,9 @@ static void test_what_is_found_without_a_binding(void **state)
         {FL_RGSTATUS_NO_TEMPLATE, "NotFound", "False", "NotFound"},
         {FL_RGSTATUS_KIND_NOT_SERVED, "NotFound", "False", "KindNotServed"},
         {FL_RGSTATUS_NOT_PROPAGATED, "Unknown", "Unknown", "NotPropagated"},
+        {FL_RGSTATUS_CONTROL_PLANE, "Current", "True", "ControlPlaneObject"},
+        {FL_RGSTATUS_NAMESPACE_SYNCED, "Current", "True", "NamespaceSynced"},
+        {FL_RGSTATUS_DELETING, "Terminating", "False", "DeletionTimestampSet"},
     };
     json_t *r = ref("apps", "Deployment", "default", "ghost");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
