@@ -59,9 +59,10 @@ static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
 
 /* Kinds a package holds that no binding reports on, read from the shared informers: Karmada's
- * policies (they act on the control plane) and Namespaces (the namespace controller keeps them
- * in every cluster without a binding). A ClusterPropagationPolicy may still propagate a
- * Namespace: its binding, when there is one, comes first. */
+ * policies and customizations, and ResourceGroups (a subgroup), which act on the control
+ * plane, and Namespaces, which the namespace controller keeps in every cluster without a
+ * binding. A ClusterPropagationPolicy may still propagate a Namespace: its binding, when
+ * there is one, comes first. */
 static const struct own_kind {
     const char *group, *kind, *api_version, *resource;
     bool namespaced;
@@ -71,6 +72,10 @@ static const struct own_kind {
      false},
     {"policy.karmada.io", "OverridePolicy", "policy.karmada.io/v1alpha1", "overridepolicies", true},
     {"policy.karmada.io", "ClusterOverridePolicy", "policy.karmada.io/v1alpha1", "clusteroverridepolicies", false},
+    {"policy.karmada.io", "ClusterTaintPolicy", "policy.karmada.io/v1alpha1", "clustertaintpolicies", false},
+    {"config.karmada.io", "ResourceInterpreterCustomization", "config.karmada.io/v1alpha1",
+     "resourceinterpretercustomizations", false},
+    {"kpt.dev", "ResourceGroup", "kpt.dev/v1alpha1", "resourcegroups", true}, /* a subgroup */
     {"", "Namespace", "v1", "namespaces", false},
 };
 #define NOWN (sizeof OWN_KINDS / sizeof OWN_KINDS[0])
