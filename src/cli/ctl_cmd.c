@@ -5,6 +5,7 @@
  *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
+ *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
  *
  * As with karmadactl, --kubeconfig/--context name the control plane (kubectl's rules:
  * $KUBECONFIG, then ~/.kube/config, when absent) and the member's kubeconfig is given
@@ -30,6 +31,7 @@
 #include "cli/cli.h"
 #include "cli/failover_cmd.h"
 #include "cli/interpret_cmd.h"
+#include "cli/status_cmd.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"
 #include "core/base64.h"
@@ -70,6 +72,10 @@ static void usage(FILE *f)
                "                 (see 'flotilla ctl interpret --help')\n"
                "  failover history KIND/NAME [-n NS] [-o yaml|json]\n"
                "                 where a workload has been and why it moved\n"
+               "  status [KIND[/NAME]] [-n NS | -A] [-o yaml|json] [--cluster NAME] [--state STATE]\n"
+               "         [--watch] [--wait] [--timeout DURATION]\n"
+               "                 is it live on every cluster, and if not, where and why\n"
+               "                 (see 'flotilla ctl status --help')\n"
                "\n"
                "Options:\n"
                "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
@@ -425,7 +431,8 @@ static int verb_index(int argc, char **argv)
 {
     static const char *const with_value[] = {"--kubeconfig", "--context", "--cluster-kubeconfig", "--cluster-context",
                                              "--members-kubeconfig", "--set", "-n", "--namespace", "--clusters",
-                                             "--timeout", "-o", "--output", NULL};
+                                             "--timeout", "-o", "--output", "--cluster", "--state",
+                                             "--chunk-size", NULL};
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] != '-')
             return i;
@@ -442,13 +449,13 @@ int fl_cmd_ctl(int argc, char **argv)
     int v = verb_index(argc, argv);
     if (v == 1 && !strcmp(argv[v], "interpret")) /* offline: no control plane, flags of its own */
         return fl_ctl_interpret(argc - 1, argv + 1);
-    if (v > 0 && !strcmp(argv[v], "failover")) {
+    if (v > 0 && (!strcmp(argv[v], "failover") || !strcmp(argv[v], "status"))) {
         char **rest = fl_calloc((size_t)argc, sizeof *rest);
         int n = 0;
         for (int i = 1; i < argc; i++)
             if (i != v)
                 rest[n++] = argv[i];
-        int rc = fl_ctl_failover(n, rest);
+        int rc = !strcmp(argv[v], "status") ? fl_ctl_status(n, rest) : fl_ctl_failover(n, rest);
         free(rest);
         return rc;
     }

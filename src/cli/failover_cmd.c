@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli/cli.h"
+#include "cli/kind_resolve.h"
 #include "client/client.h"
 #include "controllers/names.h"
 #include "core/err.h"
@@ -38,7 +38,6 @@
 #include "core/yaml.h"
 
 #define VERB "failover history"
-#define AGGREGATED "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
@@ -218,12 +217,6 @@ typedef struct opts {
     const char *ref; /* KIND/NAME as typed */
 } opts;
 
-/* What KIND resolved to. */
-typedef struct resolved {
-    char *api_version, *resource, *kind;
-    bool namespaced;
-} resolved;
-
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
 {
@@ -303,78 +296,6 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     return 0;
 }
 
-static bool in_short_names(const json_t *r, const char *k)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(r, "shortNames"), i, v) if (json_string_value(v) &&
-                                                                   !strcasecmp(json_string_value(v), k)) return true;
-    return false;
-}
-
-/* Look kind (a name as kubectl takes it, group only with the resource: "deployments.apps")
- * up in an aggregated discovery document's preferred versions. */
-static bool find_in(const json_t *doc, const char *kind, const char *group, resolved *out)
-{
-    size_t i, k;
-    json_t *g, *r;
-    json_array_foreach(json_object_get(doc, "items"), i, g) {
-        const char *gname = fl_json_meta(g, "name") ? fl_json_meta(g, "name") : "";
-        json_t *v = json_array_get(json_object_get(g, "versions"), 0); /* the preferred one */
-        const char *version = fl_json_str(v, "version");
-        if (!version)
-            continue;
-        json_array_foreach(json_object_get(v, "resources"), k, r) {
-            const char *res = fl_json_str(r, "resource"), *sing = fl_json_str(r, "singularResource"),
-                       *rk = fl_json_str(json_object_get(r, "responseKind"), "kind");
-            if (!res || !rk || strchr(res, '/'))
-                continue;
-            bool hit = group ? !strcasecmp(res, kind) && !strcasecmp(gname, group)
-                             : !strcasecmp(res, kind) || (sing && !strcasecmp(sing, kind)) ||
-                                   !strcasecmp(rk, kind) || in_short_names(r, kind);
-            if (!hit)
-                continue;
-            out->api_version = *gname ? fl_asprintf("%s/%s", gname, version) : fl_strdup(version);
-            out->resource = fl_strdup(res);
-            out->kind = fl_strdup(rk);
-            const char *scope = fl_json_str(r, "scope");
-            out->namespaced = !scope || strcmp(scope, "Cluster");
-            return true;
-        }
-    }
-    return false;
-}
-
-/* KIND as the server serves it: 0, or 1 with the error printed. */
-static int resolve(fl_client *cp, const char *typed, resolved *out)
-{
-    char *kind = fl_strdup(typed), *dot = strchr(kind, '.');
-    const char *group = NULL;
-    if (dot) {
-        *dot = '\0';
-        group = dot + 1;
-    }
-    static const char *const paths[] = {"/api", "/apis"};
-    int rc = 1;
-    for (size_t p = 0; p < 2 && rc; p++) {
-        json_t *doc = NULL;
-        fl_client_error ce = {0};
-        int e = fl_client_get_as(cp, paths[p], AGGREGATED, NULL, &doc, &ce);
-        if (e) {
-            fail("discovery (%s): %s", paths[p], fl_errmsg(ce.message, e));
-            free(kind);
-            return 1;
-        }
-        if (find_in(doc, kind, group, out))
-            rc = 0;
-        json_decref(doc);
-    }
-    if (rc)
-        fail("the server has no resource type \"%s\"", typed);
-    free(kind);
-    return rc;
-}
-
 static void print_raw(const opts *o, const json_t *rb)
 {
     json_t *hist = fl_json_path(rb, "status.failoverHistory"), *tasks = fl_json_path(rb, "spec.gracefulEvictionTasks");
@@ -397,11 +318,11 @@ static int run(const opts *o)
     fl_client *cp = NULL;
     if (fl_cli_control_plane(o->kubeconfig, o->context, VERB, &cp))
         return 1;
-    resolved k = {0};
+    fl_cli_kind k = {0};
     json_t *tmpl = NULL, *rb = NULL;
     const char *name = strchr(o->ref, '/') + 1;
     char *bname = NULL, *typed = fl_strndup(o->ref, (size_t)(name - o->ref - 1));
-    int rc = resolve(cp, typed, &k);
+    int rc = fl_cli_kind_resolve(cp, typed, VERB, &k);
     if (rc)
         goto out;
     const char *ns = k.namespaced ? o->ns : NULL;
@@ -437,9 +358,7 @@ out:
     json_decref(rb);
     free(bname);
     free(typed);
-    free(k.api_version);
-    free(k.resource);
-    free(k.kind);
+    fl_cli_kind_close(&k);
     fl_client_free(cp);
     return rc;
 }

@@ -75,7 +75,7 @@ static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings
 
 typedef struct bindctl {
     fl_ctrl_env env;
-    fl_informer *rbs, *crbs, *works, *ops, *cops, *clusters;
+    fl_informer *rbs, *crbs, *works, *ops, *cops, *clusters, *crds;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
     pthread_mutex_t mu;
@@ -443,6 +443,7 @@ typedef struct render {
     int n;
     char *wname;
     bool workload; /* the binding has replicas or replica requirements */
+    bool status_moves_generation; /* the template's kind has no status subresource */
     /* With no override policy around, every target's manifest is the pruned, revised
      * template: made once per distinct replica count (before the parallel writes) and
      * shared read-only by the Works, each with a metadata of its own. NULL: per target. */
@@ -787,6 +788,71 @@ static void keep_users_suspension(const json_t *have, const json_t *want, json_t
         json_object_del(uspec, "suspendDispatching");
 }
 
+/* The template's generation a manifest carries (its annotation), or NULL. */
+static json_t *manifest_generation(const json_t *m)
+{
+    return json_object_get(json_object_get(json_object_get(m, "metadata"), "annotations"),
+                           FL_TEMPLATE_GENERATION_ANNOTATION);
+}
+
+/* Whether a status write moves the generation of templates of kind k (api_version): a custom
+ * resource whose CRD serves that version without a status subresource. Built-in kinds keep
+ * their status in a subresource. */
+static bool status_moves_generation(bindctl *b, const char *api_version, const fl_template_kind *k)
+{
+    const char *slash = api_version ? strchr(api_version, '/') : NULL;
+    if (!slash || !k)
+        return false; /* the core group: built in */
+    char *name = fl_asprintf("%s.%.*s", k->resource, (int)(slash - api_version), api_version);
+    json_t *crd = NULL;
+    fl_informer_get(b->crds, NULL, name, &crd);
+    free(name);
+    bool moves = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"), i, v)
+        if (!strcmp(fl_json_str(v, "name") ? fl_json_str(v, "name") : "", slash + 1))
+            moves = !json_object_get(json_object_get(v, "subresources"), "status");
+    json_decref(crd);
+    return moves;
+}
+
+/* A template of a kind whose status writes move its generation: when upd's manifests differ
+ * from have's only in the template generation they carry, upd keeps have's spec. Every
+ * status write (ours, aggregating its members' status back) moves such a template's
+ * generation: delivering that would rewrite every Work of it and re-apply it in every member
+ * for nothing a member needs (the Argo Workflows crowd in docs/BENCHMARKS.md: ten Work
+ * rewrites per template status write). A real change of what is delivered carries the new
+ * generation with it. Not for kinds with a status subresource: there the generation moves
+ * only with the spec, and a member whose share did not change (Divided replicas) must still
+ * learn the template's generation, which the aggregation's observedGeneration waits for. */
+static void keep_generation_if_same(const json_t *have, json_t *upd)
+{
+    const json_t *hm = json_object_get(json_object_get(json_object_get(have, "spec"), "workload"), "manifests");
+    const json_t *um = json_object_get(json_object_get(json_object_get(upd, "spec"), "workload"), "manifests");
+    size_t n = json_array_size(um);
+    if (!n || n != json_array_size(hm))
+        return;
+    bool moved = false;
+    for (size_t i = 0; i < n && !moved; i++)
+        moved = !fl_json_same(manifest_generation(json_array_get(hm, i)), manifest_generation(json_array_get(um, i)));
+    if (!moved)
+        return; /* same generation: compared as it is */
+    json_t *spec = fl_json_deep_copy(json_object_get(upd, "spec"));
+    json_t *ms = json_object_get(json_object_get(spec, "workload"), "manifests");
+    for (size_t i = 0; i < n; i++) {
+        json_t *anns = json_object_get(json_object_get(json_array_get(ms, i), "metadata"), "annotations");
+        json_t *g = manifest_generation(json_array_get(hm, i));
+        if (g && anns)
+            json_object_set(anns, FL_TEMPLATE_GENERATION_ANNOTATION, g);
+        else if (anns)
+            json_object_del(anns, FL_TEMPLATE_GENERATION_ANNOTATION);
+    }
+    if (fl_json_same(spec, json_object_get(have, "spec")))
+        json_object_set(upd, "spec", json_object_get(have, "spec"));
+    json_decref(spec);
+}
+
 /* What target i's Work needs (on the reconciling thread): r->pending[i] is the Work to
  * create or the update to write, or NULL when the Work is as it should be. Building and
  * comparing is quick; only writes wait, so only they go to the pool: after a restart, a pass
@@ -814,6 +880,8 @@ static void prepare_target(render *r, int i)
         /* ours: spec, our labels and annotations; others' (the execution finalizer) kept */
         json_t *upd = fl_json_shallow_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
+        if (r->status_moves_generation)
+            keep_generation_if_same(have, upd);
         keep_users_suspension(have, want, upd);
         json_t *md = fl_json_shallow_copy(json_object_get(have, "metadata"));
         json_object_set_new(upd, "metadata", md);
@@ -1245,7 +1313,8 @@ static int reconcile(void *ctx, const char *key)
                  .n = n,
                  .wname = wname, /* works_name: of this kind, rns and rname */
                  .workload = json_integer_value(json_object_get(spec, "replicas")) > 0 ||
-                             json_is_object(json_object_get(spec, "replicaRequirements"))};
+                             json_is_object(json_object_get(spec, "replicaRequirements")),
+                 .status_moves_generation = status_moves_generation(b, av, k)};
     render_alloc(&r);
     int unchanged = mark_unchanged(&r);
     if (n > 1 && json_array_size(policies) == 0 && unchanged < n)
@@ -1286,6 +1355,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->ops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "overridepolicies");
     b->cops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusteroverridepolicies");
     b->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
+    b->crds = fl_ctrl_informer(env, "apiextensions.k8s.io/v1", "customresourcedefinitions");
     fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_deleted,
                                .ctx = b};
     fl_informer_add_handlers(b->rbs, &bh);
@@ -1302,7 +1372,8 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, b);
     b->workers = fl_ctrl_workers_start_batched(b->q, "binding", BINDING_WORKERS, KEYS_AT_ONCE, reconcile, b,
-                                              (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs, NULL});
+                                              (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs, b->crds,
+                                                                     NULL});
     *state = b;
     return 0;
 }

@@ -175,6 +175,45 @@ def watch_member(fleet, resource, name, member):
     return p, lines
 
 
+def test_a_status_write_on_a_kind_without_the_subresource_rewrites_no_work(fleet, crds):
+    """A Workflow has no status subresource: every status write (our own aggregation's) moves
+    its generation. Its Works are rewritten only when what they deliver changes."""
+    wf = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+          "metadata": {"name": "gen-etl", "namespace": "default"},
+          "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox"}}]}}
+    fleet.apply([wf, policy("gen-etl", "argoproj.io/v1alpha1", "Workflow", "gen-etl", ["member1", "member2"])])
+    for m in ("member1", "member2"):
+        wait_for(lambda: member_obj(fleet, "workflows.argoproj.io", "gen-etl", m), timeout=60, what=f"gen-etl in {m}")
+
+    def works():
+        """{cluster: (Work generation, the template generation its manifest carries)}"""
+        out = {}
+        for m in ("member1", "member2"):
+            for w in (fleet.get("work", "-n", f"karmada-es-{m}") or {}).get("items", []):
+                mf = w["spec"]["workload"]["manifests"][0]
+                if mf["kind"] == "Workflow" and mf["metadata"]["name"] == "gen-etl":
+                    out[m] = (w["metadata"]["generation"],
+                              mf["metadata"]["annotations"]["resourcetemplate.karmada.io/generation"])
+        return out
+    before = works()
+    g0 = fleet.get("workflows.argoproj.io", "gen-etl")["metadata"]["generation"]
+    # a status write through the object, as an aggregation without the subresource makes one
+    fleet.patch("workflows.argoproj.io", "gen-etl", patch={"status": {"phase": "Pending", "message": "queued"}})
+    assert fleet.get("workflows.argoproj.io", "gen-etl")["metadata"]["generation"] > g0
+    time.sleep(2)
+    assert works() == before, "a status-only template write rewrote its Works"
+    # a change to what is delivered does reach them, with the template's generation
+    fleet.patch("workflows.argoproj.io", "gen-etl", patch={"spec": {"entrypoint": "other"}})
+    g2 = str(fleet.get("workflows.argoproj.io", "gen-etl")["metadata"]["generation"])
+    after = wait_for(lambda: (x := works()) and all(v[1] == g2 for v in x.values()) and x, timeout=30,
+                     what="the Works carrying the spec change")
+    assert all(after[m][0] == before[m][0] + 1 for m in after), (before, after)
+    for m in ("member1", "member2"):
+        wait_for(lambda: (member_obj(fleet, "workflows.argoproj.io", "gen-etl", m) or {}).get("spec", {}).get(
+            "entrypoint") == "other", timeout=30, what=f"the change in {m}")
+    fleet.kubectl("delete", "workflows.argoproj.io", "gen-etl")
+
+
 def test_argo_workflow_retain_keeps_the_members_status_and_suspend_without_a_loop(fleet, crds):
     wf = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "etl", "namespace": "default"},
           "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox",
