@@ -11,6 +11,9 @@ Inputs, given on the command line:
   --note TEXT      where the inputs came from (release tags), for the header comment;
   --out-c, --out-h the two files to write.
 
+Kinds whose schema is in neither input (kpt's ResourceGroup) are described here, in
+OWN_ROOTS and OWN_TYPES, and their tables follow the upstream ones.
+
 One table per upstream definition reachable from ROOTS, shared by reference (PodSpec,
 Container, ObjectMeta, LabelSelector...). Each row is one property: its JSON name, its
 type (enum fl_ftype), for lists and maps the element type, the strategic-merge-patch
@@ -170,6 +173,96 @@ UNSUPPORTED = [
     "config.v1alpha1.CustomizationRules.componentResource",  # no GetComponents operation
 ]
 
+# Kinds Flotilla serves whose schema is in no OpenAPI input: kpt's ResourceGroup (the kpt
+# inventory kind, which kpt installs as a CRD; its fields as kpt-resource-group's
+# config/crd/bases/kpt.dev_resourcegroups.yaml declares them), with the status summary of
+# ours (docs/status.md). (exported C name, type name in OWN_TYPES).
+OWN_ROOTS = [
+    ("kpt_v1alpha1_ResourceGroup", "kpt.v1alpha1.ResourceGroup"),
+]
+
+# Their object types: name -> {field: fl_ftype, or (FL_F_ARRAY | FL_F_OBJECT, type)}, where
+# type is a scalar fl_ftype (list elements), an OWN_TYPES name or an upstream definition.
+OWN_TYPES = {
+    "kpt.v1alpha1.ResourceGroup": {
+        "apiVersion": "FL_F_STRING",
+        "kind": "FL_F_STRING",
+        "metadata": ("FL_F_OBJECT", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+        "spec": ("FL_F_OBJECT", "kpt.v1alpha1.ResourceGroupSpec"),
+        "status": ("FL_F_OBJECT", "kpt.v1alpha1.ResourceGroupStatus"),
+    },
+    "kpt.v1alpha1.ResourceGroupSpec": {
+        "descriptor": ("FL_F_OBJECT", "kpt.v1alpha1.Descriptor"),
+        "resources": ("FL_F_ARRAY", "kpt.v1alpha1.ObjMetadata"),
+        "subgroups": ("FL_F_ARRAY", "kpt.v1alpha1.GroupMetadata"),
+    },
+    "kpt.v1alpha1.Descriptor": {
+        "description": "FL_F_STRING",
+        "links": ("FL_F_ARRAY", "kpt.v1alpha1.Link"),
+        "revision": "FL_F_STRING",
+        "type": "FL_F_STRING",
+    },
+    "kpt.v1alpha1.Link": {"description": "FL_F_STRING", "url": "FL_F_STRING"},
+    "kpt.v1alpha1.ObjMetadata": {
+        "group": "FL_F_STRING", "kind": "FL_F_STRING", "name": "FL_F_STRING", "namespace": "FL_F_STRING",
+    },
+    "kpt.v1alpha1.GroupMetadata": {"name": "FL_F_STRING", "namespace": "FL_F_STRING"},
+    "kpt.v1alpha1.ResourceGroupStatus": {
+        "conditions": ("FL_F_ARRAY", "kpt.v1alpha1.Condition"),
+        "observedGeneration": "FL_F_INT",
+        "resourceStatuses": ("FL_F_ARRAY", "kpt.v1alpha1.ResourceStatus"),
+        "subgroupStatuses": ("FL_F_ARRAY", "kpt.v1alpha1.GroupStatus"),
+        "summary": ("FL_F_OBJECT", "flotilla.ResourceGroupSummary"),  # ours
+    },
+    "kpt.v1alpha1.Condition": {
+        "lastTransitionTime": "FL_F_STRING",
+        "message": "FL_F_STRING",
+        "reason": "FL_F_STRING",
+        "status": "FL_F_STRING",
+        "type": "FL_F_STRING",
+    },
+    "kpt.v1alpha1.ResourceStatus": {
+        "actuation": "FL_F_STRING",
+        "conditions": ("FL_F_ARRAY", "kpt.v1alpha1.Condition"),
+        "group": "FL_F_STRING",
+        "kind": "FL_F_STRING",
+        "name": "FL_F_STRING",
+        "namespace": "FL_F_STRING",
+        "reconcile": "FL_F_STRING",
+        "sourceHash": "FL_F_STRING",
+        "status": "FL_F_STRING",
+        "strategy": "FL_F_STRING",
+    },
+    "kpt.v1alpha1.GroupStatus": {
+        "conditions": ("FL_F_ARRAY", "kpt.v1alpha1.Condition"),
+        "name": "FL_F_STRING",
+        "namespace": "FL_F_STRING",
+        "status": "FL_F_STRING",
+    },
+    # the listed resources counted by their fleet-wide state (docs/status.md)
+    "flotilla.ResourceGroupSummary": {
+        "state": "FL_F_STRING",
+        "total": "FL_F_INT",
+        "current": "FL_F_INT",
+        "inProgress": "FL_F_INT",
+        "terminating": "FL_F_INT",
+        "unknown": "FL_F_INT",
+        "notFound": "FL_F_INT",
+        "failed": "FL_F_INT",
+    },
+}
+
+# The fields the CRD requires, per OWN_TYPES name.
+OWN_REQUIRED = {
+    "kpt.v1alpha1.Link": ("description", "url"),
+    "kpt.v1alpha1.ObjMetadata": ("group", "kind", "name", "namespace"),
+    "kpt.v1alpha1.GroupMetadata": ("name", "namespace"),
+    "kpt.v1alpha1.ResourceGroupStatus": ("observedGeneration",),
+    "kpt.v1alpha1.Condition": ("status", "type"),
+    "kpt.v1alpha1.ResourceStatus": ("group", "kind", "name", "namespace", "status"),
+    "kpt.v1alpha1.GroupStatus": ("name", "namespace", "status"),
+}
+
 SCALAR = {"string": "FL_F_STRING", "integer": "FL_F_INT", "number": "FL_F_NUMBER", "boolean": "FL_F_BOOL"}
 
 
@@ -278,6 +371,31 @@ class Gen:
         self.tables[defname] = rows
         self.order.append(defname)
 
+    def visit_own(self, defname):
+        """An OWN_TYPES table, after the tables it refers to."""
+        if defname in self.tables:
+            return
+        self.tables[defname] = []  # a cycle ends here
+        req = OWN_REQUIRED.get(defname, ())
+        rows = []
+        for name, t in sorted(OWN_TYPES[defname].items()):
+            row = {"path": name, "type": t, "elem": None, "sub": None, "required": name in req}
+            if isinstance(t, tuple):
+                row["type"], of = t
+                if of.startswith("FL_F_"):
+                    row["elem"] = of
+                else:
+                    if of in OWN_TYPES:
+                        self.visit_own(of)
+                    else:
+                        self.visit(of)
+                    row["sub"] = of
+                    if row["type"] == "FL_F_ARRAY":
+                        row["elem"] = "FL_F_OBJECT"
+            rows.append(row)
+        self.tables[defname] = rows
+        self.order.append(defname)
+
 
 def c_row(r):
     parts = ['.path = "%s"' % r["path"], ".type = %s" % r["type"]]
@@ -315,12 +433,14 @@ def main():
     g = Gen(defs, unsupported)
     for _, dn in ROOTS:
         g.visit(dn)
+    for _, dn in OWN_ROOTS:
+        g.visit_own(dn)
     for dn, fields in unsupported.items():
         names = {r["path"] for r in g.tables.get(dn, [])}
         for f in fields:
             if f not in names:
                 sys.exit("UNSUPPORTED names %s.%s, which the schema does not have" % (dn, f))
-    exported = {dn: "fl_schema_" + c for c, dn in ROOTS}
+    exported = {dn: "fl_schema_" + c for c, dn in ROOTS + OWN_ROOTS}
     # Names used in rows: roots are exported under their fl_schema_ name.
     global cname
     base_cname = cname
@@ -368,7 +488,7 @@ def main():
     h.append("")
     h.append('#include "api/kinds.h"')
     h.append("")
-    for c, _ in ROOTS:
+    for c, _ in ROOTS + OWN_ROOTS:
         h.append("extern const fl_field fl_schema_%s[];" % c)
     h.append("")
     h.append("#endif")

@@ -5,7 +5,8 @@
  * OpenAPI, `kubectl get` columns, type checks and strategic merge patch all read it.
  * Names, short names and categories follow what upstream serves: Kubernetes for the
  * core, apps, batch and coordination kinds, Karmada's CRDs (charts/karmada/_crds/bases)
- * and its aggregated API server (Cluster) for the Karmada kinds.
+ * and its aggregated API server (Cluster) for the Karmada kinds, kpt's CRD for its
+ * ResourceGroup.
  *
  * The field tables (types, required fields, strategic-merge-patch tags) are generated
  * from the published OpenAPI documents into kinds_schema.c by tools/gen_kind_schemas.py;
@@ -871,6 +872,16 @@ static const fl_column ric_columns[] = {
     COLJ("TARGET-KIND", "string", ".spec.target.kind", ""),
     CEND,
 };
+/* kpt's ResourceGroup CRD prints its Reconciling and Stalled conditions; State, Current and
+ * Total are ours (status.summary: the listed resources by fleet-wide state, docs/status.md). */
+static const fl_column resource_group_columns[] = {
+    COLJ("Reconciling", "string", ".status.conditions[?(@.type==\"Reconciling\")].status", ""),
+    COLJ("Stalled", "string", ".status.conditions[?(@.type==\"Stalled\")].status", ""),
+    COLJ("State", "string", ".status.summary.state", "The worst fleet-wide state of the listed resources."),
+    COLJ("Current", "integer", ".status.summary.current", "Listed resources Current on every cluster."),
+    COLJ("Total", "integer", ".status.summary.total", "Listed resources."),
+    CEND,
+};
 static const fl_column no_columns[] = { CEND };
 
 /* ------------------------------------------------------------------ */
@@ -1013,6 +1024,12 @@ fl_kind fl_kinds__builtin[] = {
       .resource = "resourceinterpreterwebhookconfigurations",
       .singular = "resourceinterpreterwebhookconfiguration", .namespaced = CLUSTER, .categories = {"karmada-io"},
       .fields = fl_schema_karmada_config_v1alpha1_ResourceInterpreterWebhookConfiguration, .columns = no_columns },
+    /* kpt.dev/v1alpha1: kpt's inventory kind, which kpt installs as a CRD (no short name or
+     * category there); its status here is the listed resources' live fleet state */
+    { .group = "kpt.dev", .version = "v1alpha1", .kind = "ResourceGroup", .list_kind = "ResourceGroupList",
+      .resource = "resourcegroups", .singular = "resourcegroup", .namespaced = NS, .has_status = true,
+      .fields = fl_schema_kpt_v1alpha1_ResourceGroup, .columns = resource_group_columns,
+      .validate = fl_validate_resource_group },
 };
 
 const size_t fl_kinds__builtin_count = sizeof(fl_kinds__builtin) / sizeof(fl_kinds__builtin[0]);

@@ -3041,3 +3041,110 @@ const fl_field fl_schema_karmada_config_v1alpha1_ResourceInterpreterWebhookConfi
     { .path = "webhooks", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ResourceInterpreterWebhook, .required = true },
     { .path = NULL },
 };
+
+/* kpt.v1alpha1.Link */
+static const fl_field kpt_v1alpha1_Link[] = {
+    { .path = "description", .type = FL_F_STRING, .required = true },
+    { .path = "url", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.Descriptor */
+static const fl_field kpt_v1alpha1_Descriptor[] = {
+    { .path = "description", .type = FL_F_STRING },
+    { .path = "links", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_Link },
+    { .path = "revision", .type = FL_F_STRING },
+    { .path = "type", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.ObjMetadata */
+static const fl_field kpt_v1alpha1_ObjMetadata[] = {
+    { .path = "group", .type = FL_F_STRING, .required = true },
+    { .path = "kind", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespace", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.GroupMetadata */
+static const fl_field kpt_v1alpha1_GroupMetadata[] = {
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespace", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.ResourceGroupSpec */
+static const fl_field kpt_v1alpha1_ResourceGroupSpec[] = {
+    { .path = "descriptor", .type = FL_F_OBJECT, .sub = kpt_v1alpha1_Descriptor },
+    { .path = "resources", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_ObjMetadata },
+    { .path = "subgroups", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_GroupMetadata },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.Condition */
+static const fl_field kpt_v1alpha1_Condition[] = {
+    { .path = "lastTransitionTime", .type = FL_F_STRING },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "status", .type = FL_F_STRING, .required = true },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.ResourceStatus */
+static const fl_field kpt_v1alpha1_ResourceStatus[] = {
+    { .path = "actuation", .type = FL_F_STRING },
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_Condition },
+    { .path = "group", .type = FL_F_STRING, .required = true },
+    { .path = "kind", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespace", .type = FL_F_STRING, .required = true },
+    { .path = "reconcile", .type = FL_F_STRING },
+    { .path = "sourceHash", .type = FL_F_STRING },
+    { .path = "status", .type = FL_F_STRING, .required = true },
+    { .path = "strategy", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.GroupStatus */
+static const fl_field kpt_v1alpha1_GroupStatus[] = {
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_Condition },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespace", .type = FL_F_STRING, .required = true },
+    { .path = "status", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* flotilla.ResourceGroupSummary */
+static const fl_field flotilla_ResourceGroupSummary[] = {
+    { .path = "current", .type = FL_F_INT },
+    { .path = "failed", .type = FL_F_INT },
+    { .path = "inProgress", .type = FL_F_INT },
+    { .path = "notFound", .type = FL_F_INT },
+    { .path = "state", .type = FL_F_STRING },
+    { .path = "terminating", .type = FL_F_INT },
+    { .path = "total", .type = FL_F_INT },
+    { .path = "unknown", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.ResourceGroupStatus */
+static const fl_field kpt_v1alpha1_ResourceGroupStatus[] = {
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_Condition },
+    { .path = "observedGeneration", .type = FL_F_INT, .required = true },
+    { .path = "resourceStatuses", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_ResourceStatus },
+    { .path = "subgroupStatuses", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = kpt_v1alpha1_GroupStatus },
+    { .path = "summary", .type = FL_F_OBJECT, .sub = flotilla_ResourceGroupSummary },
+    { .path = NULL },
+};
+
+/* kpt.v1alpha1.ResourceGroup */
+const fl_field fl_schema_kpt_v1alpha1_ResourceGroup[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = kpt_v1alpha1_ResourceGroupSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = kpt_v1alpha1_ResourceGroupStatus },
+    { .path = NULL },
+};

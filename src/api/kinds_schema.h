@@ -37,5 +37,6 @@ extern const fl_field fl_schema_karmada_work_v1alpha2_ResourceBinding[];
 extern const fl_field fl_schema_karmada_work_v1alpha2_ClusterResourceBinding[];
 extern const fl_field fl_schema_karmada_config_v1alpha1_ResourceInterpreterCustomization[];
 extern const fl_field fl_schema_karmada_config_v1alpha1_ResourceInterpreterWebhookConfiguration[];
+extern const fl_field fl_schema_kpt_v1alpha1_ResourceGroup[];
 
 #endif

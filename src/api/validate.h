@@ -63,6 +63,9 @@ void fl_validate_cluster(const fl_kind *k, const json_t *obj, const json_t *old,
 void fl_validate_resource_binding(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_work(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_interpreter_customization(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+/* kpt's ResourceGroup (validate_kpt.c): the fields its CRD requires, and a listed resource's
+ * kind and name not empty. */
+void fl_validate_resource_group(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 
 /* Built-in kinds (validate_builtin.c): kube-apiserver's rules for them, reading an absent
  * field as the default upstream would have filled before validating. */

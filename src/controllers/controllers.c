@@ -1,7 +1,8 @@
 /* controllers.c - the list of controllers `flotilla server` runs, in start order: the
  * interpreter's customizations first (every controller after them asks the interpreter, and
  * must not answer with rules the user has replaced), then the data path from templates to
- * members (DESIGN.md), then the clusters' health, then failover (taint eviction and the
+ * members (DESIGN.md) and the ResourceGroups' roll-up of the bindings' status, then the
+ * clusters' health, then failover (taint eviction and the
  * graceful eviction tasks' lifecycle). Stopped in reverse order, so the
  * customizations go last, once nothing calls the interpreter any more. */
 #include "controllers/cluster.h"
@@ -13,6 +14,7 @@ extern const fl_controller fl_detector_controller;
 extern const fl_controller fl_scheduler_controller;
 extern const fl_controller fl_binding_controller;
 extern const fl_controller fl_binding_status_controller;
+extern const fl_controller fl_resource_group_controller;
 extern const fl_controller fl_dependencies_controller;
 extern const fl_controller fl_namespace_sync_controller;
 extern const fl_controller fl_cluster_taint_policy_controller;
@@ -28,6 +30,7 @@ const fl_controller *const fl_server_controllers[] = {
     &fl_namespace_sync_controller,
     &fl_execution_controller,
     &fl_binding_status_controller,
+    &fl_resource_group_controller,
     &fl_cluster_status_controller,
     &fl_cluster_taint_policy_controller,
     &fl_eviction_controller,
