@@ -370,3 +370,31 @@ def test_a_binding_role_ref_is_immutable_and_the_status_is_422(fleet):
     assert e.value.status == 422 and body["reason"] == "Invalid", body
     assert [(c["field"], c["reason"]) for c in body["details"]["causes"]] == \
         [("roleRef.kind", "FieldValueNotSupported")], body
+
+
+def test_kubectl_typed_create_commands_send_protobuf_and_are_stored_as_meant(fleet):
+    """kubectl's create role/rolebinding/clusterrolebinding/pdb/ingress/priorityclass/quota send
+    protobuf bodies from its typed clients; they decode into what kubectl meant."""
+    ns = ["-n", "default"]
+    fleet.kubectl("create", "role", "pb-role", "--verb=get,list", "--resource=pods", *ns)
+    fleet.kubectl("create", "rolebinding", "pb-rb", "--role=pb-role", "--user=jane",
+                  "--serviceaccount=default:builder", *ns)
+    fleet.kubectl("create", "clusterrolebinding", "pb-crb", "--clusterrole=view", "--group=devs")
+    fleet.kubectl("create", "pdb", "pb-pdb", "--selector=app=x", "--max-unavailable=25%", *ns)
+    fleet.kubectl("create", "ingress", "pb-ing", "--class=nginx", "--rule=foo.example.com/api*=api:8080", *ns)
+    fleet.kubectl("create", "priorityclass", "pb-pc", "--value=1000", "--preemption-policy=Never")
+    fleet.kubectl("create", "quota", "pb-quota", "--hard=pods=10,limits.cpu=2", *ns)
+    role = fleet.get("role", "pb-role", *ns)
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}], role
+    rb = fleet.get("rolebinding", "pb-rb", *ns)
+    assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pb-role"}
+    assert {(s["kind"], s["name"]) for s in rb["subjects"]} == {("User", "jane"), ("ServiceAccount", "builder")}
+    assert fleet.get("clusterrolebinding", "pb-crb")["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "devs"}]
+    assert fleet.get("pdb", "pb-pdb", *ns)["spec"]["maxUnavailable"] == "25%"
+    path = fleet.get("ingress", "pb-ing", *ns)["spec"]["rules"][0]["http"]["paths"][0]
+    assert path == {"path": "/api", "pathType": "Prefix",
+                    "backend": {"service": {"name": "api", "port": {"number": 8080}}}}, path
+    pc = fleet.get("pc", "pb-pc")
+    assert (pc["value"], pc["preemptionPolicy"]) == (1000, "Never")
+    assert fleet.get("quota", "pb-quota", *ns)["spec"]["hard"] == {"pods": "10", "limits.cpu": "2"}
