@@ -55,9 +55,10 @@ void fl_validate_role(const fl_kind *k, const json_t *obj, const json_t *old, js
     char p[FL_VPATH_MAX];
     size_t i;
     json_t *r;
-    json_array_foreach(fl_v_arr(obj, "rules"), i, r) policy_rule(causes, fl_vpath(p, "rules[%zu]", i), r, k->namespaced);
+    bool namespaced = k && k->namespaced;
+    json_array_foreach(fl_v_arr(obj, "rules"), i, r) policy_rule(causes, fl_vpath(p, "rules[%zu]", i), r, namespaced);
     json_t *agg = fl_v_obj(obj, "aggregationRule");
-    if (agg && !k->namespaced) {
+    if (agg && !namespaced) {
         json_t *sels = fl_v_arr(agg, "clusterRoleSelectors");
         if (!json_array_size(sels))
             fl_v_required(causes, "aggregationRule.clusterRoleSelectors",
@@ -114,7 +115,8 @@ void fl_validate_role_binding(const fl_kind *k, const json_t *obj, const json_t 
     const json_t *group = json_object_get(ref, "apiGroup");
     if (!json_is_string(group) || strcmp(json_string_value(group), RBAC_GROUP))
         fl_v_unsupported(causes, "roleRef.apiGroup", group, RBAC_ONLY);
-    fl_v_enum(causes, "roleRef.kind", ref, "kind", k->namespaced ? ROLE_KINDS : CLUSTER_ROLE_ONLY, true);
+    bool namespaced = k && k->namespaced;
+    fl_v_enum(causes, "roleRef.kind", ref, "kind", namespaced ? ROLE_KINDS : CLUSTER_ROLE_ONLY, true);
     const char *name = fl_v_nonempty(ref, "name");
     if (!name)
         fl_v_required(causes, "roleRef.name", NULL);
@@ -122,7 +124,7 @@ void fl_validate_role_binding(const fl_kind *k, const json_t *obj, const json_t 
         fl_v_invalid_str(causes, "roleRef.name", name, fl_validate_rbac_name(name));
     size_t i;
     json_t *s;
-    json_array_foreach(fl_v_arr(obj, "subjects"), i, s) subject(causes, fl_vpath(p, "subjects[%zu]", i), s, k->namespaced);
+    json_array_foreach(fl_v_arr(obj, "subjects"), i, s) subject(causes, fl_vpath(p, "subjects[%zu]", i), s, namespaced);
     /* the role a binding grants is fixed for its life: delete and recreate to change it */
     json_t *old_ref = fl_v_obj(old, "roleRef");
     if (old && !json_equal(ref ? ref : json_null(), old_ref ? old_ref : json_null()))
@@ -395,5 +397,4 @@ void fl_validate_webhook_configuration(const fl_kind *k, const json_t *obj, cons
         if (url == svc)
             fl_v_required(causes, fl_vpath(p, "webhooks[%zu].clientConfig", i), "exactly one of url or service is required");
     }
-    (void)k;
 }
