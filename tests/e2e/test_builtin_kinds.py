@@ -398,3 +398,80 @@ def test_kubectl_typed_create_commands_send_protobuf_and_are_stored_as_meant(fle
     pc = fleet.get("pc", "pb-pc")
     assert (pc["value"], pc["preemptionPolicy"]) == (1000, "Never")
     assert fleet.get("quota", "pb-quota", *ns)["spec"]["hard"] == {"pods": "10", "limits.cpu": "2"}
+
+
+# A minimal valid object of every kind this change serves.
+EVERY_KIND = [
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "e-role"},
+     "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}]},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "e-cr"},
+     "rules": [{"nonResourceURLs": ["/healthz"], "verbs": ["get"]}]},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "e-rb"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "e-role"},
+     "subjects": [{"kind": "ServiceAccount", "name": "default"}]},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "e-crb"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e-cr"},
+     "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]},
+    {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "e-ing"},
+     "spec": {"defaultBackend": {"service": {"name": "web", "port": {"name": "http"}}}}},
+    {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": "e-ic"},
+     "spec": {"controller": "example.com/ingress"}},
+    {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "e-np"},
+     "spec": {"podSelector": {}, "policyTypes": ["Egress"]}},
+    {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "e-hpa"},
+     "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}, "maxReplicas": 3}},
+    {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "e-pdb"},
+     "spec": {"maxUnavailable": "50%", "selector": {"matchLabels": {"app": "db"}}}},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "e-pc"}, "value": 10},
+    {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "e-sc"},
+     "provisioner": "example.com/csi", "volumeBindingMode": "WaitForFirstConsumer"},
+    {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "e.csi.example.com"},
+     "spec": {"attachRequired": False, "volumeLifecycleModes": ["Persistent"]}},
+    {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "e-pv"},
+     "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}},
+    {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "e-ep"},
+     "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]},
+    {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "e-lr"},
+     "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]}},
+    {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "e-quota"}, "spec": {"hard": {"pods": "10"}}},
+    {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "e-rc"},
+     "spec": {"replicas": 1, "selector": {"app": "rc"},
+              "template": {"metadata": {"labels": {"app": "rc"}},
+                           "spec": {"containers": [{"name": "a", "image": "nginx"}]}}}},
+    {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "e-eps"},
+     "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]},
+    {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+     "metadata": {"name": "e-vwc"},
+     "webhooks": [{"name": "check.e.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                   "clientConfig": {"url": "https://hooks.example.com/check"}}]},
+    {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+     "metadata": {"name": "e-mwc"},
+     "webhooks": [{"name": "mutate.e.example.com", "sideEffects": "NoneOnDryRun", "admissionReviewVersions": ["v1"],
+                   "clientConfig": {"service": {"name": "hooks", "namespace": "default"}}}]},
+]
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "IngressClass", "PriorityClass", "StorageClass", "CSIDriver",
+                  "PersistentVolume", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+
+
+@pytest.mark.parametrize("doc", EVERY_KIND, ids=[d["kind"] for d in EVERY_KIND])
+def test_every_new_kind_applies_server_side_diffs_prints_and_explains(fleet, doc):
+    doc = json.loads(json.dumps(doc))
+    ns = [] if doc["kind"] in CLUSTER_SCOPED else ["-n", "default"]
+    r = fleet.kubectl("apply", "--server-side", *ns, "-f", "-", input=json.dumps(doc))
+    assert "serverside-applied" in r.stdout, r.stdout
+    res = f'{doc["kind"].lower()}.{doc["apiVersion"].split("/")[0]}' if "/" in doc["apiVersion"] \
+        else doc["kind"].lower()
+    name = doc["metadata"]["name"]
+    got = fleet.get(res, name, *ns)
+    assert got is not None and got["kind"] == doc["kind"], got
+    # the table prints its columns for the object
+    out = fleet.kubectl("get", res, name, *ns).stdout.splitlines()
+    assert out[0].startswith("NAME") and out[1].startswith(name), out
+    # a change shows in kubectl diff (exit 1), and nothing changes by asking
+    doc["metadata"]["labels"] = {"changed": "v2"}
+    r = fleet.kubectl("diff", "--server-side", *ns, "-f", "-", input=json.dumps(doc), check=False)
+    assert r.returncode == 1 and "changed: v2" in r.stdout, (r.returncode, r.stdout, r.stderr)
+    assert "labels" not in fleet.get(res, name, *ns)["metadata"]
+    # explain reads the served OpenAPI for the kind
+    out = fleet.kubectl("explain", doc["kind"].lower(), f"--api-version={doc['apiVersion']}").stdout
+    assert f"KIND:       {doc['kind']}" in out and f"VERSION:    {doc['apiVersion'].split('/')[-1]}" in out, out
