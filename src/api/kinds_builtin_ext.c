@@ -38,8 +38,6 @@ char *fl_kinds__format_labels(const json_t *m);
 char *fl_kinds__format_selector(const json_t *sel);
 void fl_kinds__containers_images(json_t *cells, const json_t *podspec);
 
-#define str_or fl_kinds__str_or
-
 static void cell_str(json_t *cells, const char *s) { json_array_append_new(cells, json_string(s ? s : "")); }
 
 static void cell_int(json_t *cells, json_int_t v) { json_array_append_new(cells, json_integer(v)); }
@@ -114,18 +112,19 @@ static void free_items(char **items, size_t n)
 /* RoleBinding, ClusterRoleBinding: ROLE (+ USERS, GROUPS, SERVICEACCOUNTS wide). */
 static void row_binding(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_asprintf("%s/%s", str_or(o, "roleRef.kind", ""), str_or(o, "roleRef.name", "")));
+    cell_take(cells,
+              fl_asprintf("%s/%s", fl_kinds__str_or(o, "roleRef.kind", ""), fl_kinds__str_or(o, "roleRef.name", "")));
     fl_strbuf users = FL_STRBUF_INIT, groups = FL_STRBUF_INIT, sas = FL_STRBUF_INIT;
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(o, "subjects"), i, s) {
-        const char *kind = str_or(s, "kind", ""), *name = str_or(s, "name", "");
+        const char *kind = fl_kinds__str_or(s, "kind", ""), *name = fl_kinds__str_or(s, "name", "");
         if (!strcmp(kind, "User"))
             add_sep(&users, ", ", name);
         else if (!strcmp(kind, "Group"))
             add_sep(&groups, ", ", name);
         else if (!strcmp(kind, "ServiceAccount")) {
-            char *sa = fl_asprintf("%s/%s", str_or(s, "namespace", ""), name);
+            char *sa = fl_asprintf("%s/%s", fl_kinds__str_or(s, "namespace", ""), name);
             add_sep(&sas, ", ", sa);
             free(sa);
         }
@@ -168,7 +167,7 @@ static char *lb_status(const json_t *ingress)
 
 static void row_ingress(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, str_or(o, "spec.ingressClassName", "<none>"));
+    cell_str(cells, fl_kinds__str_or(o, "spec.ingressClassName", "<none>"));
     /* upstream formatHosts: the first 3 non-empty hosts; "+ N more..." counts rules */
     const json_t *rules = fl_json_path(o, "spec.rules");
     fl_strbuf b = FL_STRBUF_INIT;
@@ -193,7 +192,7 @@ static void row_ingress(const fl_kind *k, const json_t *o, json_t *cells)
 
 static void row_ingressclass(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, str_or(o, "spec.controller", ""));
+    cell_str(cells, fl_kinds__str_or(o, "spec.controller", ""));
     const json_t *p = fl_json_path(o, "spec.parameters");
     if (!json_is_object(p)) {
         cell_str(cells, "<none>");
@@ -201,9 +200,10 @@ static void row_ingressclass(const fl_kind *k, const json_t *o, json_t *cells)
     }
     const char *group = fl_json_path_str(p, "apiGroup");
     if (group)
-        cell_take(cells, fl_asprintf("%s.%s/%s", str_or(p, "kind", ""), group, str_or(p, "name", "")));
+        cell_take(cells,
+                  fl_asprintf("%s.%s/%s", fl_kinds__str_or(p, "kind", ""), group, fl_kinds__str_or(p, "name", "")));
     else
-        cell_take(cells, fl_asprintf("%s/%s", str_or(p, "kind", ""), str_or(p, "name", "")));
+        cell_take(cells, fl_asprintf("%s/%s", fl_kinds__str_or(p, "kind", ""), fl_kinds__str_or(p, "name", "")));
 }
 
 static void row_networkpolicy(const fl_kind *k, const json_t *o, json_t *cells)
@@ -214,7 +214,7 @@ static void row_networkpolicy(const fl_kind *k, const json_t *o, json_t *cells)
 /* One HPA metric as upstream's formatHPAMetrics shows it; st is the status entry or NULL. */
 static char *hpa_metric(const json_t *spec, const json_t *st)
 {
-    const char *type = str_or(spec, "type", "");
+    const char *type = fl_kinds__str_or(spec, "type", "");
     const char *src = !strcmp(type, "External")            ? "external"
                       : !strcmp(type, "Pods")              ? "pods"
                       : !strcmp(type, "Object")            ? "object"
@@ -243,7 +243,7 @@ static char *hpa_metric(const json_t *spec, const json_t *st)
         t = scalar_text(json_object_get(target, "value"), "0");
     }
     if (resource)
-        out = fl_asprintf("%s: %s/%s", str_or(s, "name", ""), c, t);
+        out = fl_asprintf("%s: %s/%s", fl_kinds__str_or(s, "name", ""), c, t);
     else
         out = fl_asprintf("%s/%s%s", c, t, tavg && strcmp(type, "Pods") ? " (avg)" : "");
     free(c);
@@ -253,8 +253,8 @@ static char *hpa_metric(const json_t *spec, const json_t *st)
 
 static void row_hpa(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_asprintf("%s/%s", str_or(o, "spec.scaleTargetRef.kind", ""),
-                                 str_or(o, "spec.scaleTargetRef.name", "")));
+    cell_take(cells, fl_asprintf("%s/%s", fl_kinds__str_or(o, "spec.scaleTargetRef.kind", ""),
+                                 fl_kinds__str_or(o, "spec.scaleTargetRef.name", "")));
     const json_t *metrics = fl_json_path(o, "spec.metrics"), *cur = fl_json_path(o, "status.currentMetrics");
     size_t n = json_array_size(metrics), i;
     char **items = fl_calloc(n ? n : 1, sizeof(*items));
@@ -280,14 +280,14 @@ static void row_priorityclass(const fl_kind *k, const json_t *o, json_t *cells)
 {
     cell_int(cells, fl_json_path_int(o, "value", 0));
     cell_bool(cells, bool_or(o, "globalDefault", false));
-    cell_str(cells, str_or(o, "preemptionPolicy", ""));
+    cell_str(cells, fl_kinds__str_or(o, "preemptionPolicy", ""));
 }
 
 static void row_storageclass(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, str_or(o, "provisioner", ""));
-    cell_str(cells, str_or(o, "reclaimPolicy", "Delete"));
-    cell_str(cells, str_or(o, "volumeBindingMode", "Immediate"));
+    cell_str(cells, fl_kinds__str_or(o, "provisioner", ""));
+    cell_str(cells, fl_kinds__str_or(o, "reclaimPolicy", "Delete"));
+    cell_str(cells, fl_kinds__str_or(o, "volumeBindingMode", "Immediate"));
     cell_bool(cells, bool_or(o, "allowVolumeExpansion", false));
 }
 
@@ -303,7 +303,7 @@ static void row_csidriver(const fl_kind *k, const json_t *o, json_t *cells)
         fl_strbuf b = FL_STRBUF_INIT;
         size_t i;
         json_t *t;
-        json_array_foreach(tr, i, t) add_sep(&b, ",", str_or(t, "audience", ""));
+        json_array_foreach(tr, i, t) add_sep(&b, ",", fl_kinds__str_or(t, "audience", ""));
         cell_take(cells, take_or(&b, ""));
     }
     cell_bool(cells, bool_or(o, "spec.requiresRepublish", false));
@@ -335,11 +335,12 @@ static void row_pv(const fl_kind *k, const json_t *o, json_t *cells)
         }
     }
     cell_take(cells, take_or(&b, ""));
-    cell_str(cells, str_or(o, "spec.persistentVolumeReclaimPolicy", ""));
-    cell_str(cells, fl_json_path_str(o, "metadata.deletionTimestamp") ? "Terminating" : str_or(o, "status.phase", ""));
+    cell_str(cells, fl_kinds__str_or(o, "spec.persistentVolumeReclaimPolicy", ""));
+    cell_str(cells, fl_json_path_str(o, "metadata.deletionTimestamp") ? "Terminating"
+                                                                      : fl_kinds__str_or(o, "status.phase", ""));
     if (json_is_object(fl_json_path(o, "spec.claimRef")))
-        cell_take(cells, fl_asprintf("%s/%s", str_or(o, "spec.claimRef.namespace", ""),
-                                     str_or(o, "spec.claimRef.name", "")));
+        cell_take(cells, fl_asprintf("%s/%s", fl_kinds__str_or(o, "spec.claimRef.namespace", ""),
+                                     fl_kinds__str_or(o, "spec.claimRef.name", "")));
     else
         cell_str(cells, "");
     const char *sc = fl_json_path_str(o, "spec.storageClassName");
@@ -347,9 +348,9 @@ static void row_pv(const fl_kind *k, const json_t *o, json_t *cells)
         sc = json_string_value(json_object_get(fl_json_path(o, "metadata.annotations"),
                                                "volume.beta.kubernetes.io/storage-class"));
     cell_str(cells, sc ? sc : "");
-    cell_str(cells, str_or(o, "spec.volumeAttributesClassName", "<unset>"));
-    cell_str(cells, str_or(o, "status.reason", ""));
-    cell_str(cells, str_or(o, "spec.volumeMode", "<unset>"));
+    cell_str(cells, fl_kinds__str_or(o, "spec.volumeAttributesClassName", "<unset>"));
+    cell_str(cells, fl_kinds__str_or(o, "status.reason", ""));
+    cell_str(cells, fl_kinds__str_or(o, "spec.volumeMode", "<unset>"));
 }
 
 /* upstream formatEndpoints: "ip:port" per address and port, at most 3, then "+ N more...". */
@@ -367,7 +368,7 @@ static void row_endpoints(const fl_kind *k, const json_t *o, json_t *cells)
         const json_t *addrs = json_object_get(ss, "addresses"), *ports = json_object_get(ss, "ports");
         if (!json_array_size(ports)) {
             count += json_array_size(addrs);
-            json_array_foreach(addrs, a, addr) if (n < 3) list[n++] = fl_strdup(str_or(addr, "ip", ""));
+            json_array_foreach(addrs, a, addr) if (n < 3) list[n++] = fl_strdup(fl_kinds__str_or(addr, "ip", ""));
             continue;
         }
         json_array_foreach(ports, j, p) {
@@ -375,7 +376,7 @@ static void row_endpoints(const fl_kind *k, const json_t *o, json_t *cells)
             json_array_foreach(addrs, a, addr) {
                 if (n == 3)
                     break;
-                const char *ip = str_or(addr, "ip", "");
+                const char *ip = fl_kinds__str_or(addr, "ip", "");
                 long long port = (long long)fl_json_path_int(p, "port", 0);
                 list[n++] = strchr(ip, ':') ? fl_asprintf("[%s]:%lld", ip, port) : fl_asprintf("%s:%lld", ip, port);
             }
@@ -432,7 +433,7 @@ static void row_rc(const fl_kind *k, const json_t *o, json_t *cells)
 
 static void row_endpointslice(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, str_or(o, "addressType", ""));
+    cell_str(cells, fl_kinds__str_or(o, "addressType", ""));
     const json_t *ports = json_object_get(o, "ports");
     size_t n = json_array_size(ports), i, m = 0;
     char **items = fl_calloc(n ? n : 1, sizeof(*items));
@@ -452,7 +453,9 @@ static void row_endpointslice(const fl_kind *k, const json_t *o, json_t *cells)
     m = 0;
     json_array_foreach(json_object_get(o, "endpoints"), i, e) {
         size_t j;
-        json_array_foreach(json_object_get(e, "addresses"), j, a) items[m++] = fl_strdup(json_is_string(a) ? json_string_value(a) : "");
+        json_array_foreach(json_object_get(e, "addresses"), j, a) {
+            items[m++] = fl_strdup(json_is_string(a) ? json_string_value(a) : "");
+        }
     }
     cell_take(cells, list_more(items, m, 3, ",", "<unset>"));
     free_items(items, m);

@@ -29,6 +29,15 @@ value: 100000
 globalDefault: false
 description: the web app's pods
 ---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: webapp:metrics-reader
+  labels: {rbac.authorization.k8s.io/aggregate-to-view: "true"}
+rules:
+- nonResourceURLs: [/metrics]
+  verbs: [get]
+---
 apiVersion: v1
 kind: ServiceAccount
 metadata: {name: web, namespace: webapp}
@@ -165,7 +174,9 @@ POLICIES = {
         {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
          "metadata": {"name": "webapp-cluster-scoped"},
          "spec": {"resourceSelectors": [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                         "name": "webapp-high"}],
+                                         "name": "webapp-high"},
+                                        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                         "name": "webapp:metrics-reader"}],
                   "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}}},
     ]}
 
@@ -185,7 +196,7 @@ def bundle(fleet):
         r = fleet.kubectl("apply", "-f", f.name)
     finally:
         os.unlink(f.name)
-    assert r.stdout.count("created") == 14, r.stdout
+    assert r.stdout.count("created") == 15, r.stdout
     fleet.kubectl("apply", "-f", "-", input=json.dumps(POLICIES))
     return fleet
 
@@ -217,6 +228,9 @@ def test_bundle_applies_unchanged_and_reaches_both_members(bundle):
                      what=f"{kind} {name} in {member}")
         wait_for(lambda: fleet.get("priorityclass", "webapp-high", member=member) is not None, timeout=60,
                  what=f"PriorityClass in {member}")
+        # an RBAC name with a colon (as system:... roles have) propagates too
+        wait_for(lambda: fleet.get("clusterrole", "webapp:metrics-reader", member=member) is not None, timeout=60,
+                 what=f"ClusterRole webapp:metrics-reader in {member}")
     # what a member got is what was applied
     role = fleet.get("role", "web-reader", "-n", NS, member="member2")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps", "secrets"],
