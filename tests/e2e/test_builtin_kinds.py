@@ -489,3 +489,21 @@ def test_every_new_kind_applies_server_side_diffs_prints_and_explains(fleet, doc
     # explain reads the served OpenAPI for the kind
     out = fleet.kubectl("explain", doc["kind"].lower(), f"--api-version={doc['apiVersion']}").stdout
     assert f"KIND:       {doc['kind']}" in out and f"VERSION:    {doc['apiVersion'].split('/')[-1]}" in out, out
+
+
+def test_strategic_merge_patch_merges_webhooks_by_name(fleet):
+    """kubectl patch (strategic) on a webhook configuration merges its webhooks by name, as
+    upstream's patchMergeKey says; client-side apply uses the same keys."""
+    vwc = next(d for d in EVERY_KIND if d["kind"] == "ValidatingWebhookConfiguration")
+    vwc = dict(vwc, metadata={"name": "smp-vwc"})
+    fleet.kubectl("apply", "-f", "-", input=json.dumps(vwc))
+    fleet.kubectl("patch", "validatingwebhookconfiguration", "smp-vwc", "--type", "strategic", "-p", json.dumps(
+        {"webhooks": [{"name": "second.e.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                       "clientConfig": {"url": "https://hooks.example.com/second"}},
+                      {"name": "check.e.example.com", "timeoutSeconds": 5}]}))
+    hooks = {w["name"]: w for w in fleet.get("validatingwebhookconfiguration", "smp-vwc")["webhooks"]}
+    assert set(hooks) == {"check.e.example.com", "second.e.example.com"}, hooks
+    assert hooks["check.e.example.com"]["timeoutSeconds"] == 5
+    assert hooks["check.e.example.com"]["clientConfig"] == {"url": "https://hooks.example.com/check"}
+    out = table(fleet, "validatingwebhookconfiguration", "smp-vwc")[0]
+    assert out["header"] == ["NAME", "WEBHOOKS", "AGE"] and out["rows"][0]["WEBHOOKS"] == "2", out

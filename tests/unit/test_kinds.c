@@ -598,6 +598,16 @@ static void test_smp_metadata_as_upstream_tags(void **state)
     expect_smp("apps", "v1", "statefulsets", "status.conditions", true, false, "type");
     expect_smp("batch", "v1", "jobs", P("containers"), true, false, "name");
     expect_smp("batch", "v1", "jobs", "status.conditions", true, false, "type");
+    /* the chart kinds: upstream's tags reach them through the generated tables */
+    expect_smp("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "webhooks", true, false,
+               "name");
+    expect_smp("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "webhooks.matchConditions",
+               true, false, "name");
+    expect_smp("autoscaling", "v2", "horizontalpodautoscalers", "status.conditions", true, false, "type");
+    expect_smp("policy", "v1", "poddisruptionbudgets", "status.conditions", true, false, "type");
+    expect_smp("", "v1", "replicationcontrollers", P("containers"), true, false, "name");
+    expect_no_smp("rbac.authorization.k8s.io", "v1", "roles", "rules");
+    expect_no_smp("networking.k8s.io", "v1", "ingresses", "spec.rules");
     expect_smp("batch", "v1", "cronjobs", "spec.jobTemplate.spec.template.spec.containers.env", true, false, "name");
     expect_smp("", "v1", "pods", "spec.containers", true, false, "name");
     expect_smp("", "v1", "pods", "spec.containers.ports", true, false, "containerPort");
