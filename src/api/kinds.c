@@ -32,6 +32,8 @@
 /* From kinds_builtin.c / kinds_crd.c; internal to the kinds module. */
 extern fl_kind fl_kinds__builtin[];
 extern const size_t fl_kinds__builtin_count;
+extern fl_kind fl_kinds__builtin_ext[];
+extern const size_t fl_kinds__builtin_ext_count;
 extern const fl_field fl_schema_meta_v1_ObjectMeta[];
 void fl_kinds__dynamic_free(fl_kind *k);
 
@@ -39,6 +41,14 @@ void fl_kinds__dynamic_free(fl_kind *k);
 int fl_kinds__version_cmp(const char *a, const char *b);
 bool fl_kinds__crd_unchanged(fl_kindreg *reg, const char *name, const json_t *spec);
 int fl_kinds__crd_replace(fl_kindreg *reg, const char *name, json_t *spec, fl_kind **kinds, size_t n, char **err);
+
+/* The built-in kinds are two static tables (kinds_builtin.c, kinds_builtin_ext.c): i-th of both. */
+static size_t builtin_count(void) { return fl_kinds__builtin_count + fl_kinds__builtin_ext_count; }
+
+static fl_kind *builtin_at(size_t i)
+{
+    return i < fl_kinds__builtin_count ? &fl_kinds__builtin[i] : &fl_kinds__builtin_ext[i - fl_kinds__builtin_count];
+}
 
 typedef struct snapshot {
     const fl_kind **kinds; /* served kinds, sorted (see kind_cmp) */
@@ -187,7 +197,7 @@ static void snapshot_free(snapshot *s)
  * builds the built-ins' snapshot. Caller holds reg's write lock (or is init). */
 static snapshot *snapshot_build(const fl_kindreg *reg)
 {
-    size_t total = fl_kinds__builtin_count, dyn = 0;
+    size_t total = builtin_count(), dyn = 0;
     for (size_t i = 0; reg && i < reg->ncrds; i++)
         for (size_t j = 0; j < reg->crds[i].n; j++)
             dyn += reg->crds[i].kinds[j]->served;
@@ -196,8 +206,8 @@ static snapshot *snapshot_build(const fl_kindreg *reg)
     total += dyn;
     snapshot *s = fl_calloc(1, sizeof(*s));
     s->kinds = fl_calloc(total ? total : 1, sizeof(*s->kinds));
-    for (size_t i = 0; i < fl_kinds__builtin_count; i++)
-        s->kinds[s->n++] = &fl_kinds__builtin[i];
+    for (size_t i = 0; i < builtin_count(); i++)
+        s->kinds[s->n++] = builtin_at(i);
     for (size_t i = 0; reg && i < reg->ncrds; i++)
         for (size_t j = 0; j < reg->crds[i].n; j++)
             if (reg->crds[i].kinds[j]->served)
@@ -248,8 +258,8 @@ static fl_kindreg *reg_alloc(void)
 
 static void do_init(void)
 {
-    for (size_t i = 0; i < fl_kinds__builtin_count; i++) {
-        fl_kind *k = &fl_kinds__builtin[i];
+    for (size_t i = 0; i < builtin_count(); i++) {
+        fl_kind *k = builtin_at(i);
         set_api_version(k);
         k->served = true;
         k->dynamic = false;
@@ -490,8 +500,8 @@ int fl_kinds__crd_replace(fl_kindreg *reg, const char *name, json_t *spec, fl_ki
         goto out;
     }
     if (kinds) {
-        for (size_t i = 0; i < fl_kinds__builtin_count; i++) {
-            const fl_kind *b = &fl_kinds__builtin[i];
+        for (size_t i = 0; i < builtin_count(); i++) {
+            const fl_kind *b = builtin_at(i);
             for (size_t j = 0; j < n; j++) {
                 if (!strcmp(b->group, kinds[j]->group) && !strcmp(b->resource, kinds[j]->resource)) {
                     fl_log_kvf(FL_LOG_INFO, "kinds",

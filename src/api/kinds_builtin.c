@@ -247,6 +247,12 @@ static bool condition_true(const json_t *conds, const char *type)
     return s && !strcmp(s, "True");
 }
 
+/* The helpers above, for the row functions of kinds_builtin_ext.c (declared there). */
+const char *fl_kinds__str_or(const json_t *o, const char *path, const char *def) { return jstr_or(o, path, def); }
+char *fl_kinds__format_labels(const json_t *m) { return format_labels(m); }
+char *fl_kinds__format_selector(const json_t *sel) { return format_selector(sel); }
+void fl_kinds__containers_images(json_t *cells, const json_t *podspec) { cells_containers_images(cells, podspec); }
+
 /* ------------------------------------------------------------------ */
 /* Row functions                                                       */
 /* ------------------------------------------------------------------ */

@@ -2193,6 +2193,1017 @@ const fl_field fl_schema_apiextensions_v1_CustomResourceDefinition[] = {
     { .path = NULL },
 };
 
+/* io.k8s.api.rbac.v1.PolicyRule */
+static const fl_field rbac_v1_PolicyRule[] = {
+    { .path = "apiGroups", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "nonResourceURLs", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "resourceNames", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "resources", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "verbs", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.rbac.v1.Role */
+const fl_field fl_schema_rbac_v1_Role[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "rules", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = rbac_v1_PolicyRule },
+    { .path = NULL },
+};
+
+/* io.k8s.api.rbac.v1.AggregationRule */
+static const fl_field rbac_v1_AggregationRule[] = {
+    { .path = "clusterRoleSelectors", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = NULL },
+};
+
+/* io.k8s.api.rbac.v1.ClusterRole */
+const fl_field fl_schema_rbac_v1_ClusterRole[] = {
+    { .path = "aggregationRule", .type = FL_F_OBJECT, .sub = rbac_v1_AggregationRule },
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "rules", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = rbac_v1_PolicyRule },
+    { .path = NULL },
+};
+
+/* io.k8s.api.rbac.v1.RoleRef */
+static const fl_field rbac_v1_RoleRef[] = {
+    { .path = "apiGroup", .type = FL_F_STRING, .required = true },
+    { .path = "kind", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.rbac.v1.Subject */
+static const fl_field rbac_v1_Subject[] = {
+    { .path = "apiGroup", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespace", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.rbac.v1.RoleBinding */
+const fl_field fl_schema_rbac_v1_RoleBinding[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "roleRef", .type = FL_F_OBJECT, .sub = rbac_v1_RoleRef, .required = true },
+    { .path = "subjects", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = rbac_v1_Subject },
+    { .path = NULL },
+};
+
+/* io.k8s.api.rbac.v1.ClusterRoleBinding */
+const fl_field fl_schema_rbac_v1_ClusterRoleBinding[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "roleRef", .type = FL_F_OBJECT, .sub = rbac_v1_RoleRef, .required = true },
+    { .path = "subjects", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = rbac_v1_Subject },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.ServiceBackendPort */
+static const fl_field networking_v1_ServiceBackendPort[] = {
+    { .path = "name", .type = FL_F_STRING },
+    { .path = "number", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressServiceBackend */
+static const fl_field networking_v1_IngressServiceBackend[] = {
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "port", .type = FL_F_OBJECT, .sub = networking_v1_ServiceBackendPort },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressBackend */
+static const fl_field networking_v1_IngressBackend[] = {
+    { .path = "resource", .type = FL_F_OBJECT, .sub = core_v1_TypedLocalObjectReference },
+    { .path = "service", .type = FL_F_OBJECT, .sub = networking_v1_IngressServiceBackend },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.HTTPIngressPath */
+static const fl_field networking_v1_HTTPIngressPath[] = {
+    { .path = "backend", .type = FL_F_OBJECT, .sub = networking_v1_IngressBackend, .required = true },
+    { .path = "path", .type = FL_F_STRING },
+    { .path = "pathType", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.HTTPIngressRuleValue */
+static const fl_field networking_v1_HTTPIngressRuleValue[] = {
+    { .path = "paths", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_HTTPIngressPath, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressRule */
+static const fl_field networking_v1_IngressRule[] = {
+    { .path = "host", .type = FL_F_STRING },
+    { .path = "http", .type = FL_F_OBJECT, .sub = networking_v1_HTTPIngressRuleValue },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressTLS */
+static const fl_field networking_v1_IngressTLS[] = {
+    { .path = "hosts", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "secretName", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressSpec */
+static const fl_field networking_v1_IngressSpec[] = {
+    { .path = "defaultBackend", .type = FL_F_OBJECT, .sub = networking_v1_IngressBackend },
+    { .path = "ingressClassName", .type = FL_F_STRING },
+    { .path = "rules", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_IngressRule },
+    { .path = "tls", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_IngressTLS },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressPortStatus */
+static const fl_field networking_v1_IngressPortStatus[] = {
+    { .path = "error", .type = FL_F_STRING },
+    { .path = "port", .type = FL_F_INT, .required = true },
+    { .path = "protocol", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressLoadBalancerIngress */
+static const fl_field networking_v1_IngressLoadBalancerIngress[] = {
+    { .path = "hostname", .type = FL_F_STRING },
+    { .path = "ip", .type = FL_F_STRING },
+    { .path = "ports", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_IngressPortStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressLoadBalancerStatus */
+static const fl_field networking_v1_IngressLoadBalancerStatus[] = {
+    { .path = "ingress", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_IngressLoadBalancerIngress },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressStatus */
+static const fl_field networking_v1_IngressStatus[] = {
+    { .path = "loadBalancer", .type = FL_F_OBJECT, .sub = networking_v1_IngressLoadBalancerStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.Ingress */
+const fl_field fl_schema_networking_v1_Ingress[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = networking_v1_IngressSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = networking_v1_IngressStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressClassParametersReference */
+static const fl_field networking_v1_IngressClassParametersReference[] = {
+    { .path = "apiGroup", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespace", .type = FL_F_STRING },
+    { .path = "scope", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressClassSpec */
+static const fl_field networking_v1_IngressClassSpec[] = {
+    { .path = "controller", .type = FL_F_STRING },
+    { .path = "parameters", .type = FL_F_OBJECT, .sub = networking_v1_IngressClassParametersReference },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IngressClass */
+const fl_field fl_schema_networking_v1_IngressClass[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = networking_v1_IngressClassSpec },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.NetworkPolicyPort */
+static const fl_field networking_v1_NetworkPolicyPort[] = {
+    { .path = "endPort", .type = FL_F_INT },
+    { .path = "port", .type = FL_F_INTORSTR },
+    { .path = "protocol", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.IPBlock */
+static const fl_field networking_v1_IPBlock[] = {
+    { .path = "cidr", .type = FL_F_STRING, .required = true },
+    { .path = "except", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.NetworkPolicyPeer */
+static const fl_field networking_v1_NetworkPolicyPeer[] = {
+    { .path = "ipBlock", .type = FL_F_OBJECT, .sub = networking_v1_IPBlock },
+    { .path = "namespaceSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = "podSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.NetworkPolicyEgressRule */
+static const fl_field networking_v1_NetworkPolicyEgressRule[] = {
+    { .path = "ports", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_NetworkPolicyPort },
+    { .path = "to", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_NetworkPolicyPeer },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.NetworkPolicyIngressRule */
+static const fl_field networking_v1_NetworkPolicyIngressRule[] = {
+    { .path = "from", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_NetworkPolicyPeer },
+    { .path = "ports", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_NetworkPolicyPort },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.NetworkPolicySpec */
+static const fl_field networking_v1_NetworkPolicySpec[] = {
+    { .path = "egress", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_NetworkPolicyEgressRule },
+    { .path = "ingress", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = networking_v1_NetworkPolicyIngressRule },
+    { .path = "podSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector, .required = true },
+    { .path = "policyTypes", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.networking.v1.NetworkPolicy */
+const fl_field fl_schema_networking_v1_NetworkPolicy[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = networking_v1_NetworkPolicySpec },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.HPAScalingPolicy */
+static const fl_field autoscaling_v2_HPAScalingPolicy[] = {
+    { .path = "periodSeconds", .type = FL_F_INT, .required = true },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = "value", .type = FL_F_INT, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.HPAScalingRules */
+static const fl_field autoscaling_v2_HPAScalingRules[] = {
+    { .path = "policies", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = autoscaling_v2_HPAScalingPolicy },
+    { .path = "selectPolicy", .type = FL_F_STRING },
+    { .path = "stabilizationWindowSeconds", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior */
+static const fl_field autoscaling_v2_HorizontalPodAutoscalerBehavior[] = {
+    { .path = "scaleDown", .type = FL_F_OBJECT, .sub = autoscaling_v2_HPAScalingRules },
+    { .path = "scaleUp", .type = FL_F_OBJECT, .sub = autoscaling_v2_HPAScalingRules },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.MetricTarget */
+static const fl_field autoscaling_v2_MetricTarget[] = {
+    { .path = "averageUtilization", .type = FL_F_INT },
+    { .path = "averageValue", .type = FL_F_QUANTITY },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = "value", .type = FL_F_QUANTITY },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ContainerResourceMetricSource */
+static const fl_field autoscaling_v2_ContainerResourceMetricSource[] = {
+    { .path = "container", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "target", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricTarget, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.MetricIdentifier */
+static const fl_field autoscaling_v2_MetricIdentifier[] = {
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "selector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ExternalMetricSource */
+static const fl_field autoscaling_v2_ExternalMetricSource[] = {
+    { .path = "metric", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricIdentifier, .required = true },
+    { .path = "target", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricTarget, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.CrossVersionObjectReference */
+static const fl_field autoscaling_v2_CrossVersionObjectReference[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ObjectMetricSource */
+static const fl_field autoscaling_v2_ObjectMetricSource[] = {
+    { .path = "describedObject", .type = FL_F_OBJECT, .sub = autoscaling_v2_CrossVersionObjectReference, .required = true },
+    { .path = "metric", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricIdentifier, .required = true },
+    { .path = "target", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricTarget, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.PodsMetricSource */
+static const fl_field autoscaling_v2_PodsMetricSource[] = {
+    { .path = "metric", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricIdentifier, .required = true },
+    { .path = "target", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricTarget, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ResourceMetricSource */
+static const fl_field autoscaling_v2_ResourceMetricSource[] = {
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "target", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricTarget, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.MetricSpec */
+static const fl_field autoscaling_v2_MetricSpec[] = {
+    { .path = "containerResource", .type = FL_F_OBJECT, .sub = autoscaling_v2_ContainerResourceMetricSource },
+    { .path = "external", .type = FL_F_OBJECT, .sub = autoscaling_v2_ExternalMetricSource },
+    { .path = "object", .type = FL_F_OBJECT, .sub = autoscaling_v2_ObjectMetricSource },
+    { .path = "pods", .type = FL_F_OBJECT, .sub = autoscaling_v2_PodsMetricSource },
+    { .path = "resource", .type = FL_F_OBJECT, .sub = autoscaling_v2_ResourceMetricSource },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec */
+static const fl_field autoscaling_v2_HorizontalPodAutoscalerSpec[] = {
+    { .path = "behavior", .type = FL_F_OBJECT, .sub = autoscaling_v2_HorizontalPodAutoscalerBehavior },
+    { .path = "maxReplicas", .type = FL_F_INT, .required = true },
+    { .path = "metrics", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = autoscaling_v2_MetricSpec },
+    { .path = "minReplicas", .type = FL_F_INT },
+    { .path = "scaleTargetRef", .type = FL_F_OBJECT, .sub = autoscaling_v2_CrossVersionObjectReference, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition */
+static const fl_field autoscaling_v2_HorizontalPodAutoscalerCondition[] = {
+    { .path = "lastTransitionTime", .type = FL_F_STRING },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "status", .type = FL_F_STRING, .required = true },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.MetricValueStatus */
+static const fl_field autoscaling_v2_MetricValueStatus[] = {
+    { .path = "averageUtilization", .type = FL_F_INT },
+    { .path = "averageValue", .type = FL_F_QUANTITY },
+    { .path = "value", .type = FL_F_QUANTITY },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ContainerResourceMetricStatus */
+static const fl_field autoscaling_v2_ContainerResourceMetricStatus[] = {
+    { .path = "container", .type = FL_F_STRING, .required = true },
+    { .path = "current", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricValueStatus, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ExternalMetricStatus */
+static const fl_field autoscaling_v2_ExternalMetricStatus[] = {
+    { .path = "current", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricValueStatus, .required = true },
+    { .path = "metric", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricIdentifier, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ObjectMetricStatus */
+static const fl_field autoscaling_v2_ObjectMetricStatus[] = {
+    { .path = "current", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricValueStatus, .required = true },
+    { .path = "describedObject", .type = FL_F_OBJECT, .sub = autoscaling_v2_CrossVersionObjectReference, .required = true },
+    { .path = "metric", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricIdentifier, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.PodsMetricStatus */
+static const fl_field autoscaling_v2_PodsMetricStatus[] = {
+    { .path = "current", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricValueStatus, .required = true },
+    { .path = "metric", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricIdentifier, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.ResourceMetricStatus */
+static const fl_field autoscaling_v2_ResourceMetricStatus[] = {
+    { .path = "current", .type = FL_F_OBJECT, .sub = autoscaling_v2_MetricValueStatus, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.MetricStatus */
+static const fl_field autoscaling_v2_MetricStatus[] = {
+    { .path = "containerResource", .type = FL_F_OBJECT, .sub = autoscaling_v2_ContainerResourceMetricStatus },
+    { .path = "external", .type = FL_F_OBJECT, .sub = autoscaling_v2_ExternalMetricStatus },
+    { .path = "object", .type = FL_F_OBJECT, .sub = autoscaling_v2_ObjectMetricStatus },
+    { .path = "pods", .type = FL_F_OBJECT, .sub = autoscaling_v2_PodsMetricStatus },
+    { .path = "resource", .type = FL_F_OBJECT, .sub = autoscaling_v2_ResourceMetricStatus },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus */
+static const fl_field autoscaling_v2_HorizontalPodAutoscalerStatus[] = {
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "type", .strategy = "merge", .sub = autoscaling_v2_HorizontalPodAutoscalerCondition },
+    { .path = "currentMetrics", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = autoscaling_v2_MetricStatus },
+    { .path = "currentReplicas", .type = FL_F_INT },
+    { .path = "desiredReplicas", .type = FL_F_INT, .required = true },
+    { .path = "lastScaleTime", .type = FL_F_STRING },
+    { .path = "observedGeneration", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler */
+const fl_field fl_schema_autoscaling_v2_HorizontalPodAutoscaler[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = autoscaling_v2_HorizontalPodAutoscalerSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = autoscaling_v2_HorizontalPodAutoscalerStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.policy.v1.PodDisruptionBudgetSpec */
+static const fl_field policy_v1_PodDisruptionBudgetSpec[] = {
+    { .path = "maxUnavailable", .type = FL_F_INTORSTR },
+    { .path = "minAvailable", .type = FL_F_INTORSTR },
+    { .path = "selector", .type = FL_F_OBJECT, .strategy = "replace", .sub = meta_v1_LabelSelector },
+    { .path = "unhealthyPodEvictionPolicy", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.policy.v1.PodDisruptionBudgetStatus */
+static const fl_field policy_v1_PodDisruptionBudgetStatus[] = {
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "type", .strategy = "merge", .sub = meta_v1_Condition },
+    { .path = "currentHealthy", .type = FL_F_INT, .required = true },
+    { .path = "desiredHealthy", .type = FL_F_INT, .required = true },
+    { .path = "disruptedPods", .type = FL_F_MAPSTR },
+    { .path = "disruptionsAllowed", .type = FL_F_INT, .required = true },
+    { .path = "expectedPods", .type = FL_F_INT, .required = true },
+    { .path = "observedGeneration", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.policy.v1.PodDisruptionBudget */
+const fl_field fl_schema_policy_v1_PodDisruptionBudget[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = policy_v1_PodDisruptionBudgetSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = policy_v1_PodDisruptionBudgetStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.scheduling.v1.PriorityClass */
+const fl_field fl_schema_scheduling_v1_PriorityClass[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "description", .type = FL_F_STRING },
+    { .path = "globalDefault", .type = FL_F_BOOL },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "preemptionPolicy", .type = FL_F_STRING },
+    { .path = "value", .type = FL_F_INT, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.TopologySelectorLabelRequirement */
+static const fl_field core_v1_TopologySelectorLabelRequirement[] = {
+    { .path = "key", .type = FL_F_STRING, .required = true },
+    { .path = "values", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.TopologySelectorTerm */
+static const fl_field core_v1_TopologySelectorTerm[] = {
+    { .path = "matchLabelExpressions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_TopologySelectorLabelRequirement },
+    { .path = NULL },
+};
+
+/* io.k8s.api.storage.v1.StorageClass */
+const fl_field fl_schema_storage_v1_StorageClass[] = {
+    { .path = "allowVolumeExpansion", .type = FL_F_BOOL },
+    { .path = "allowedTopologies", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_TopologySelectorTerm },
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "mountOptions", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "parameters", .type = FL_F_MAPSTR },
+    { .path = "provisioner", .type = FL_F_STRING, .required = true },
+    { .path = "reclaimPolicy", .type = FL_F_STRING },
+    { .path = "volumeBindingMode", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.storage.v1.TokenRequest */
+static const fl_field storage_v1_TokenRequest[] = {
+    { .path = "audience", .type = FL_F_STRING, .required = true },
+    { .path = "expirationSeconds", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.storage.v1.CSIDriverSpec */
+static const fl_field storage_v1_CSIDriverSpec[] = {
+    { .path = "attachRequired", .type = FL_F_BOOL },
+    { .path = "fsGroupPolicy", .type = FL_F_STRING },
+    { .path = "podInfoOnMount", .type = FL_F_BOOL },
+    { .path = "requiresRepublish", .type = FL_F_BOOL },
+    { .path = "seLinuxMount", .type = FL_F_BOOL },
+    { .path = "storageCapacity", .type = FL_F_BOOL },
+    { .path = "tokenRequests", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = storage_v1_TokenRequest },
+    { .path = "volumeLifecycleModes", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.storage.v1.CSIDriver */
+const fl_field fl_schema_storage_v1_CSIDriver[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = storage_v1_CSIDriverSpec, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.AzureFilePersistentVolumeSource */
+static const fl_field core_v1_AzureFilePersistentVolumeSource[] = {
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretName", .type = FL_F_STRING, .required = true },
+    { .path = "secretNamespace", .type = FL_F_STRING },
+    { .path = "shareName", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.SecretReference */
+static const fl_field core_v1_SecretReference[] = {
+    { .path = "name", .type = FL_F_STRING },
+    { .path = "namespace", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.CephFSPersistentVolumeSource */
+static const fl_field core_v1_CephFSPersistentVolumeSource[] = {
+    { .path = "monitors", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = "path", .type = FL_F_STRING },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretFile", .type = FL_F_STRING },
+    { .path = "secretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "user", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.CinderPersistentVolumeSource */
+static const fl_field core_v1_CinderPersistentVolumeSource[] = {
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "volumeID", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.CSIPersistentVolumeSource */
+static const fl_field core_v1_CSIPersistentVolumeSource[] = {
+    { .path = "controllerExpandSecretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "controllerPublishSecretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "driver", .type = FL_F_STRING, .required = true },
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "nodeExpandSecretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "nodePublishSecretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "nodeStageSecretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "volumeAttributes", .type = FL_F_MAPSTR },
+    { .path = "volumeHandle", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.FlexPersistentVolumeSource */
+static const fl_field core_v1_FlexPersistentVolumeSource[] = {
+    { .path = "driver", .type = FL_F_STRING, .required = true },
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "options", .type = FL_F_MAPSTR },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.GlusterfsPersistentVolumeSource */
+static const fl_field core_v1_GlusterfsPersistentVolumeSource[] = {
+    { .path = "endpoints", .type = FL_F_STRING, .required = true },
+    { .path = "endpointsNamespace", .type = FL_F_STRING },
+    { .path = "path", .type = FL_F_STRING, .required = true },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ISCSIPersistentVolumeSource */
+static const fl_field core_v1_ISCSIPersistentVolumeSource[] = {
+    { .path = "chapAuthDiscovery", .type = FL_F_BOOL },
+    { .path = "chapAuthSession", .type = FL_F_BOOL },
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "initiatorName", .type = FL_F_STRING },
+    { .path = "iqn", .type = FL_F_STRING, .required = true },
+    { .path = "iscsiInterface", .type = FL_F_STRING },
+    { .path = "lun", .type = FL_F_INT, .required = true },
+    { .path = "portals", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "targetPortal", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.LocalVolumeSource */
+static const fl_field core_v1_LocalVolumeSource[] = {
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "path", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.VolumeNodeAffinity */
+static const fl_field core_v1_VolumeNodeAffinity[] = {
+    { .path = "required", .type = FL_F_OBJECT, .sub = core_v1_NodeSelector },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.RBDPersistentVolumeSource */
+static const fl_field core_v1_RBDPersistentVolumeSource[] = {
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "image", .type = FL_F_STRING, .required = true },
+    { .path = "keyring", .type = FL_F_STRING },
+    { .path = "monitors", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = "pool", .type = FL_F_STRING },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference },
+    { .path = "user", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ScaleIOPersistentVolumeSource */
+static const fl_field core_v1_ScaleIOPersistentVolumeSource[] = {
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "gateway", .type = FL_F_STRING, .required = true },
+    { .path = "protectionDomain", .type = FL_F_STRING },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretRef", .type = FL_F_OBJECT, .sub = core_v1_SecretReference, .required = true },
+    { .path = "sslEnabled", .type = FL_F_BOOL },
+    { .path = "storageMode", .type = FL_F_STRING },
+    { .path = "storagePool", .type = FL_F_STRING },
+    { .path = "system", .type = FL_F_STRING, .required = true },
+    { .path = "volumeName", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.StorageOSPersistentVolumeSource */
+static const fl_field core_v1_StorageOSPersistentVolumeSource[] = {
+    { .path = "fsType", .type = FL_F_STRING },
+    { .path = "readOnly", .type = FL_F_BOOL },
+    { .path = "secretRef", .type = FL_F_OBJECT, .sub = core_v1_ObjectReference },
+    { .path = "volumeName", .type = FL_F_STRING },
+    { .path = "volumeNamespace", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.PersistentVolumeSpec */
+static const fl_field core_v1_PersistentVolumeSpec[] = {
+    { .path = "accessModes", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "awsElasticBlockStore", .type = FL_F_OBJECT, .sub = core_v1_AWSElasticBlockStoreVolumeSource },
+    { .path = "azureDisk", .type = FL_F_OBJECT, .sub = core_v1_AzureDiskVolumeSource },
+    { .path = "azureFile", .type = FL_F_OBJECT, .sub = core_v1_AzureFilePersistentVolumeSource },
+    { .path = "capacity", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "cephfs", .type = FL_F_OBJECT, .sub = core_v1_CephFSPersistentVolumeSource },
+    { .path = "cinder", .type = FL_F_OBJECT, .sub = core_v1_CinderPersistentVolumeSource },
+    { .path = "claimRef", .type = FL_F_OBJECT, .sub = core_v1_ObjectReference },
+    { .path = "csi", .type = FL_F_OBJECT, .sub = core_v1_CSIPersistentVolumeSource },
+    { .path = "fc", .type = FL_F_OBJECT, .sub = core_v1_FCVolumeSource },
+    { .path = "flexVolume", .type = FL_F_OBJECT, .sub = core_v1_FlexPersistentVolumeSource },
+    { .path = "flocker", .type = FL_F_OBJECT, .sub = core_v1_FlockerVolumeSource },
+    { .path = "gcePersistentDisk", .type = FL_F_OBJECT, .sub = core_v1_GCEPersistentDiskVolumeSource },
+    { .path = "glusterfs", .type = FL_F_OBJECT, .sub = core_v1_GlusterfsPersistentVolumeSource },
+    { .path = "hostPath", .type = FL_F_OBJECT, .sub = core_v1_HostPathVolumeSource },
+    { .path = "iscsi", .type = FL_F_OBJECT, .sub = core_v1_ISCSIPersistentVolumeSource },
+    { .path = "local", .type = FL_F_OBJECT, .sub = core_v1_LocalVolumeSource },
+    { .path = "mountOptions", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "nfs", .type = FL_F_OBJECT, .sub = core_v1_NFSVolumeSource },
+    { .path = "nodeAffinity", .type = FL_F_OBJECT, .sub = core_v1_VolumeNodeAffinity },
+    { .path = "persistentVolumeReclaimPolicy", .type = FL_F_STRING },
+    { .path = "photonPersistentDisk", .type = FL_F_OBJECT, .sub = core_v1_PhotonPersistentDiskVolumeSource },
+    { .path = "portworxVolume", .type = FL_F_OBJECT, .sub = core_v1_PortworxVolumeSource },
+    { .path = "quobyte", .type = FL_F_OBJECT, .sub = core_v1_QuobyteVolumeSource },
+    { .path = "rbd", .type = FL_F_OBJECT, .sub = core_v1_RBDPersistentVolumeSource },
+    { .path = "scaleIO", .type = FL_F_OBJECT, .sub = core_v1_ScaleIOPersistentVolumeSource },
+    { .path = "storageClassName", .type = FL_F_STRING },
+    { .path = "storageos", .type = FL_F_OBJECT, .sub = core_v1_StorageOSPersistentVolumeSource },
+    { .path = "volumeAttributesClassName", .type = FL_F_STRING },
+    { .path = "volumeMode", .type = FL_F_STRING },
+    { .path = "vsphereVolume", .type = FL_F_OBJECT, .sub = core_v1_VsphereVirtualDiskVolumeSource },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.PersistentVolumeStatus */
+static const fl_field core_v1_PersistentVolumeStatus[] = {
+    { .path = "lastPhaseTransitionTime", .type = FL_F_STRING },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "phase", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.PersistentVolume */
+const fl_field fl_schema_core_v1_PersistentVolume[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = core_v1_PersistentVolumeSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = core_v1_PersistentVolumeStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.EndpointAddress */
+static const fl_field core_v1_EndpointAddress[] = {
+    { .path = "hostname", .type = FL_F_STRING },
+    { .path = "ip", .type = FL_F_STRING, .required = true },
+    { .path = "nodeName", .type = FL_F_STRING },
+    { .path = "targetRef", .type = FL_F_OBJECT, .sub = core_v1_ObjectReference },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.EndpointPort */
+static const fl_field core_v1_EndpointPort[] = {
+    { .path = "appProtocol", .type = FL_F_STRING },
+    { .path = "name", .type = FL_F_STRING },
+    { .path = "port", .type = FL_F_INT, .required = true },
+    { .path = "protocol", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.EndpointSubset */
+static const fl_field core_v1_EndpointSubset[] = {
+    { .path = "addresses", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_EndpointAddress },
+    { .path = "notReadyAddresses", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_EndpointAddress },
+    { .path = "ports", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_EndpointPort },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.Endpoints */
+const fl_field fl_schema_core_v1_Endpoints[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "subsets", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_EndpointSubset },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.LimitRangeItem */
+static const fl_field core_v1_LimitRangeItem[] = {
+    { .path = "default", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "defaultRequest", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "max", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "maxLimitRequestRatio", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "min", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.LimitRangeSpec */
+static const fl_field core_v1_LimitRangeSpec[] = {
+    { .path = "limits", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_LimitRangeItem, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.LimitRange */
+const fl_field fl_schema_core_v1_LimitRange[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = core_v1_LimitRangeSpec },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ScopedResourceSelectorRequirement */
+static const fl_field core_v1_ScopedResourceSelectorRequirement[] = {
+    { .path = "operator", .type = FL_F_STRING, .required = true },
+    { .path = "scopeName", .type = FL_F_STRING, .required = true },
+    { .path = "values", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ScopeSelector */
+static const fl_field core_v1_ScopeSelector[] = {
+    { .path = "matchExpressions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = core_v1_ScopedResourceSelectorRequirement },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ResourceQuotaSpec */
+static const fl_field core_v1_ResourceQuotaSpec[] = {
+    { .path = "hard", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "scopeSelector", .type = FL_F_OBJECT, .sub = core_v1_ScopeSelector },
+    { .path = "scopes", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ResourceQuotaStatus */
+static const fl_field core_v1_ResourceQuotaStatus[] = {
+    { .path = "hard", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = "used", .type = FL_F_MAP, .elem = FL_F_QUANTITY },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ResourceQuota */
+const fl_field fl_schema_core_v1_ResourceQuota[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = core_v1_ResourceQuotaSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = core_v1_ResourceQuotaStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ReplicationControllerSpec */
+static const fl_field core_v1_ReplicationControllerSpec[] = {
+    { .path = "minReadySeconds", .type = FL_F_INT },
+    { .path = "replicas", .type = FL_F_INT },
+    { .path = "selector", .type = FL_F_MAPSTR },
+    { .path = "template", .type = FL_F_OBJECT, .sub = core_v1_PodTemplateSpec },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ReplicationControllerCondition */
+static const fl_field core_v1_ReplicationControllerCondition[] = {
+    { .path = "lastTransitionTime", .type = FL_F_STRING },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "status", .type = FL_F_STRING, .required = true },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ReplicationControllerStatus */
+static const fl_field core_v1_ReplicationControllerStatus[] = {
+    { .path = "availableReplicas", .type = FL_F_INT },
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "type", .strategy = "merge", .sub = core_v1_ReplicationControllerCondition },
+    { .path = "fullyLabeledReplicas", .type = FL_F_INT },
+    { .path = "observedGeneration", .type = FL_F_INT },
+    { .path = "readyReplicas", .type = FL_F_INT },
+    { .path = "replicas", .type = FL_F_INT, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.core.v1.ReplicationController */
+const fl_field fl_schema_core_v1_ReplicationController[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = core_v1_ReplicationControllerSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = core_v1_ReplicationControllerStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.discovery.v1.EndpointConditions */
+static const fl_field discovery_v1_EndpointConditions[] = {
+    { .path = "ready", .type = FL_F_BOOL },
+    { .path = "serving", .type = FL_F_BOOL },
+    { .path = "terminating", .type = FL_F_BOOL },
+    { .path = NULL },
+};
+
+/* io.k8s.api.discovery.v1.ForZone */
+static const fl_field discovery_v1_ForZone[] = {
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.discovery.v1.EndpointHints */
+static const fl_field discovery_v1_EndpointHints[] = {
+    { .path = "forZones", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = discovery_v1_ForZone },
+    { .path = NULL },
+};
+
+/* io.k8s.api.discovery.v1.Endpoint */
+static const fl_field discovery_v1_Endpoint[] = {
+    { .path = "addresses", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = "conditions", .type = FL_F_OBJECT, .sub = discovery_v1_EndpointConditions },
+    { .path = "deprecatedTopology", .type = FL_F_MAPSTR },
+    { .path = "hints", .type = FL_F_OBJECT, .sub = discovery_v1_EndpointHints },
+    { .path = "hostname", .type = FL_F_STRING },
+    { .path = "nodeName", .type = FL_F_STRING },
+    { .path = "targetRef", .type = FL_F_OBJECT, .sub = core_v1_ObjectReference },
+    { .path = "zone", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.discovery.v1.EndpointPort */
+static const fl_field discovery_v1_EndpointPort[] = {
+    { .path = "appProtocol", .type = FL_F_STRING },
+    { .path = "name", .type = FL_F_STRING },
+    { .path = "port", .type = FL_F_INT },
+    { .path = "protocol", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.discovery.v1.EndpointSlice */
+const fl_field fl_schema_discovery_v1_EndpointSlice[] = {
+    { .path = "addressType", .type = FL_F_STRING, .required = true },
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "endpoints", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = discovery_v1_Endpoint, .required = true },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "ports", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = discovery_v1_EndpointPort },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ServiceReference */
+static const fl_field admissionregistration_v1_ServiceReference[] = {
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespace", .type = FL_F_STRING, .required = true },
+    { .path = "path", .type = FL_F_STRING },
+    { .path = "port", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.WebhookClientConfig */
+static const fl_field admissionregistration_v1_WebhookClientConfig[] = {
+    { .path = "caBundle", .type = FL_F_STRING },
+    { .path = "service", .type = FL_F_OBJECT, .sub = admissionregistration_v1_ServiceReference },
+    { .path = "url", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.MatchCondition */
+static const fl_field admissionregistration_v1_MatchCondition[] = {
+    { .path = "expression", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.RuleWithOperations */
+static const fl_field admissionregistration_v1_RuleWithOperations[] = {
+    { .path = "apiGroups", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "apiVersions", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "operations", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "resources", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "scope", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ValidatingWebhook */
+static const fl_field admissionregistration_v1_ValidatingWebhook[] = {
+    { .path = "admissionReviewVersions", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = "clientConfig", .type = FL_F_OBJECT, .sub = admissionregistration_v1_WebhookClientConfig, .required = true },
+    { .path = "failurePolicy", .type = FL_F_STRING },
+    { .path = "matchConditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "name", .strategy = "merge", .sub = admissionregistration_v1_MatchCondition },
+    { .path = "matchPolicy", .type = FL_F_STRING },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespaceSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = "objectSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = "rules", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = admissionregistration_v1_RuleWithOperations },
+    { .path = "sideEffects", .type = FL_F_STRING, .required = true },
+    { .path = "timeoutSeconds", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration */
+const fl_field fl_schema_admissionregistration_v1_ValidatingWebhookConfiguration[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "webhooks", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "name", .strategy = "merge", .sub = admissionregistration_v1_ValidatingWebhook },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.MutatingWebhook */
+static const fl_field admissionregistration_v1_MutatingWebhook[] = {
+    { .path = "admissionReviewVersions", .type = FL_F_ARRAY, .elem = FL_F_STRING, .required = true },
+    { .path = "clientConfig", .type = FL_F_OBJECT, .sub = admissionregistration_v1_WebhookClientConfig, .required = true },
+    { .path = "failurePolicy", .type = FL_F_STRING },
+    { .path = "matchConditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "name", .strategy = "merge", .sub = admissionregistration_v1_MatchCondition },
+    { .path = "matchPolicy", .type = FL_F_STRING },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = "namespaceSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = "objectSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = "reinvocationPolicy", .type = FL_F_STRING },
+    { .path = "rules", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = admissionregistration_v1_RuleWithOperations },
+    { .path = "sideEffects", .type = FL_F_STRING, .required = true },
+    { .path = "timeoutSeconds", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration */
+const fl_field fl_schema_admissionregistration_v1_MutatingWebhookConfiguration[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "webhooks", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "name", .strategy = "merge", .sub = admissionregistration_v1_MutatingWebhook },
+    { .path = NULL },
+};
+
 /* com.github.karmada-io.karmada.pkg.apis.cluster.v1alpha1.LocalSecretReference */
 static const fl_field karmada_cluster_v1alpha1_LocalSecretReference[] = {
     { .path = "name", .type = FL_F_STRING, .required = true },
@@ -2994,23 +4005,6 @@ const fl_field fl_schema_karmada_config_v1alpha1_ResourceInterpreterCustomizatio
     { .path = "kind", .type = FL_F_STRING },
     { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
     { .path = "spec", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ResourceInterpreterCustomizationSpec, .required = true },
-    { .path = NULL },
-};
-
-/* io.k8s.api.admissionregistration.v1.ServiceReference */
-static const fl_field admissionregistration_v1_ServiceReference[] = {
-    { .path = "name", .type = FL_F_STRING, .required = true },
-    { .path = "namespace", .type = FL_F_STRING, .required = true },
-    { .path = "path", .type = FL_F_STRING },
-    { .path = "port", .type = FL_F_INT },
-    { .path = NULL },
-};
-
-/* io.k8s.api.admissionregistration.v1.WebhookClientConfig */
-static const fl_field admissionregistration_v1_WebhookClientConfig[] = {
-    { .path = "caBundle", .type = FL_F_STRING },
-    { .path = "service", .type = FL_F_OBJECT, .sub = admissionregistration_v1_ServiceReference },
-    { .path = "url", .type = FL_F_STRING },
     { .path = NULL },
 };
 

@@ -831,6 +831,8 @@ static const char *name_msg(const fl_kind *k, const json_t *obj, const char *nam
      * its namespace's Pods, so kube-apiserver wants it to start with a letter */
     if (kind_is(k, "", "Service"))
         return dns1035_label(name);
+    if (k && k->group && !strcmp(k->group, "rbac.authorization.k8s.io"))
+        return fl_validate_rbac_name(name);
     if (kind_is(k, "cluster.karmada.io", "Cluster")) {
         /* Karmada: cluster names are DNS labels of at most 48 characters. */
         if (strlen(name) > 48)

@@ -79,5 +79,20 @@ void fl_validate_statefulset(const fl_kind *k, const json_t *obj, const json_t *
 void fl_validate_daemonset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_job(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_cronjob(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+/* The kinds of kinds_builtin_ext.c (validate_builtin_ext.c): RBAC, networking, autoscaling/v2,
+ * policy/v1, scheduling, storage and admission webhook configurations. */
+void fl_validate_role(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_role_binding(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_ingress(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_ingress_class(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_network_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_hpa(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_pdb(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_priority_class(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_storage_class(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_webhook_configuration(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+/* RBAC object names are path segments (ValidateRBACName: "system:aggregate-to-edit" is
+ * valid): NULL if name is fine, else the static message. */
+const char *fl_validate_rbac_name(const char *name);
 
 #endif

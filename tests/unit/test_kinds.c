@@ -218,8 +218,9 @@ static void test_validate_hooks(void **state)
     assert_null(fl_kind_by_resource("", "v1", "serviceaccounts")->validate);
 }
 
-/* Columns never include NAME or AGE; a row function appends exactly one cell per column,
- * and kinds without one give every column a jsonpath. */
+/* Columns never include NAME (nor AGE, but where upstream prints columns after it); a row
+ * function appends exactly one cell per non-Age column, and kinds without one give every
+ * column a jsonpath. */
 static void test_columns_and_row_arity(void **state)
 {
     json_t *samples[] = {
@@ -238,9 +239,14 @@ static void test_columns_and_row_arity(void **state)
         const fl_kind *k = all[i];
         assert_non_null(k->columns);
         size_t ncol = 0;
-        for (const fl_column *c = k->columns; c->name; c++, ncol++) {
-            if (!strcasecmp(c->name, "name") || !strcasecmp(c->name, "age"))
+        for (const fl_column *c = k->columns; c->name; c++) {
+            if (!strcasecmp(c->name, "name"))
                 fail_msg("%s defines column %s", k->kind, c->name);
+            /* an Age column is listed only where upstream prints columns after it; the
+             * renderer fills it, not the row function */
+            if (!strcasecmp(c->name, "age") && (c->jsonpath || c->priority))
+                fail_msg("%s: Age column with a jsonpath or priority", k->kind);
+            ncol += strcasecmp(c->name, "age") != 0;
             assert_non_null(c->type);
             assert_non_null(c->format);
             if (!k->row && !c->jsonpath)
@@ -592,6 +598,16 @@ static void test_smp_metadata_as_upstream_tags(void **state)
     expect_smp("apps", "v1", "statefulsets", "status.conditions", true, false, "type");
     expect_smp("batch", "v1", "jobs", P("containers"), true, false, "name");
     expect_smp("batch", "v1", "jobs", "status.conditions", true, false, "type");
+    /* the chart kinds: upstream's tags reach them through the generated tables */
+    expect_smp("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "webhooks", true, false,
+               "name");
+    expect_smp("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "webhooks.matchConditions",
+               true, false, "name");
+    expect_smp("autoscaling", "v2", "horizontalpodautoscalers", "status.conditions", true, false, "type");
+    expect_smp("policy", "v1", "poddisruptionbudgets", "status.conditions", true, false, "type");
+    expect_smp("", "v1", "replicationcontrollers", P("containers"), true, false, "name");
+    expect_no_smp("rbac.authorization.k8s.io", "v1", "roles", "rules");
+    expect_no_smp("networking.k8s.io", "v1", "ingresses", "spec.rules");
     expect_smp("batch", "v1", "cronjobs", "spec.jobTemplate.spec.template.spec.containers.env", true, false, "name");
     expect_smp("", "v1", "pods", "spec.containers", true, false, "name");
     expect_smp("", "v1", "pods", "spec.containers.ports", true, false, "containerPort");
@@ -967,6 +983,168 @@ static void test_karmada_fields_nothing_acts_on_are_marked_unsupported(void **st
     assert_false(field_of(placement->sub, "clusterAffinity")->unsupported);
 }
 
+/* The kinds of kinds_builtin_ext.c, as kube-apiserver 1.32's discovery lists them. */
+static void test_chart_kinds_names_match_upstream(void **state)
+{
+    static const struct {
+        const char *group, *version, *resource, *kind, *shorts, *category;
+        bool namespaced, status;
+        fl_validate_fn validate;
+    } want[] = {
+        {"rbac.authorization.k8s.io", "v1", "roles", "Role", NULL, NULL, true, false, fl_validate_role},
+        {"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", NULL, NULL, false, false, fl_validate_role},
+        {"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", NULL, NULL, true, false,
+         fl_validate_role_binding},
+        {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", NULL, NULL, false, false,
+         fl_validate_role_binding},
+        {"networking.k8s.io", "v1", "ingresses", "Ingress", "ing", NULL, true, true, fl_validate_ingress},
+        {"networking.k8s.io", "v1", "ingressclasses", "IngressClass", NULL, NULL, false, false,
+         fl_validate_ingress_class},
+        {"networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "netpol", NULL, true, false,
+         fl_validate_network_policy},
+        {"autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa", "all", true, true,
+         fl_validate_hpa},
+        {"policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", "pdb", NULL, true, true, fl_validate_pdb},
+        {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", "pc", NULL, false, false,
+         fl_validate_priority_class},
+        {"storage.k8s.io", "v1", "storageclasses", "StorageClass", "sc", NULL, false, false,
+         fl_validate_storage_class},
+        {"storage.k8s.io", "v1", "csidrivers", "CSIDriver", NULL, NULL, false, false, NULL},
+        {"", "v1", "persistentvolumes", "PersistentVolume", "pv", NULL, false, true, NULL},
+        {"", "v1", "endpoints", "Endpoints", "ep", NULL, true, false, NULL},
+        {"", "v1", "limitranges", "LimitRange", "limits", NULL, true, false, NULL},
+        {"", "v1", "resourcequotas", "ResourceQuota", "quota", NULL, true, true, NULL},
+        {"", "v1", "replicationcontrollers", "ReplicationController", "rc", "all", true, true, NULL},
+        {"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", NULL, NULL, true, false, NULL},
+        {"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
+         NULL, "api-extensions", false, false, fl_validate_webhook_configuration},
+        {"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
+         NULL, "api-extensions", false, false, fl_validate_webhook_configuration},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const fl_kind *k = fl_kind_by_resource(want[i].group, want[i].version, want[i].resource);
+        if (!k)
+            fail_msg("%s/%s %s not served", want[i].group, want[i].version, want[i].resource);
+        assert_string_equal(k->kind, want[i].kind);
+        assert_ptr_equal(fl_kind_by_gvk(k->api_version, want[i].kind), k);
+        assert_int_equal(k->namespaced, want[i].namespaced);
+        assert_int_equal(k->has_status, want[i].status);
+        assert_false(k->has_scale);
+        assert_ptr_equal(k->validate, want[i].validate);
+        if (want[i].shorts) {
+            assert_string_equal(k->short_names[0], want[i].shorts);
+            assert_null(k->short_names[1]);
+        } else {
+            assert_null(k->short_names[0]);
+        }
+        if (want[i].category)
+            assert_true(has_name(k->categories, 3, want[i].category));
+        else
+            assert_null(k->categories[0]);
+        assert_non_null(k->fields);
+    }
+    /* autoscaling/v1 would need the v1<->v2 conversion: not served */
+    assert_null(fl_kind_by_resource("autoscaling", "v1", "horizontalpodautoscalers"));
+}
+
+static const char *cell_s(const json_t *c, size_t i) { return json_string_value(json_array_get(c, i)); }
+
+static void test_chart_kinds_rows_match_kubectl(void **state)
+{
+    json_t *c = row_of("horizontalpodautoscalers", "autoscaling", "v2",
+                       "{\"spec\":{\"scaleTargetRef\":{\"kind\":\"Deployment\",\"name\":\"web\"},\"maxReplicas\":10,"
+                       "\"metrics\":[{\"type\":\"Resource\",\"resource\":{\"name\":\"cpu\",\"target\":{\"type\":"
+                       "\"Utilization\",\"averageUtilization\":70}}},{\"type\":\"Pods\",\"pods\":{\"target\":{\"type\":"
+                       "\"AverageValue\",\"averageValue\":\"1k\"}}},{\"type\":\"External\",\"external\":{\"target\":"
+                       "{\"type\":\"Value\",\"value\":\"5\"}}}]},\"status\":{\"currentReplicas\":3,\"currentMetrics\":"
+                       "[{\"type\":\"Resource\",\"resource\":{\"name\":\"cpu\",\"current\":{\"averageUtilization\":35}}}]}}");
+    assert_string_equal(cell_s(c, 0), "Deployment/web");
+    assert_string_equal(cell_s(c, 1), "cpu: 35%/70%, <unknown>/1k + 1 more...");
+    assert_string_equal(cell_s(c, 2), "<unset>");
+    assert_int_equal(json_integer_value(json_array_get(c, 3)), 10);
+    assert_int_equal(json_integer_value(json_array_get(c, 4)), 3);
+    json_decref(c);
+
+    c = row_of("ingresses", "networking.k8s.io", "v1",
+               "{\"spec\":{\"rules\":[{\"host\":\"a\"},{},{\"host\":\"b\"},{\"host\":\"c\"},{\"host\":\"d\"}]},"
+               "\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"10.0.0.2\"},{\"hostname\":\"lb.example.com\"}]}}}");
+    assert_string_equal(cell_s(c, 0), "<none>");
+    assert_string_equal(cell_s(c, 1), "a,b,c + 2 more...");
+    assert_string_equal(cell_s(c, 2), "10.0.0.2,lb.e..."); /* clipped to 16 bytes */
+    assert_string_equal(cell_s(c, 3), "80");
+    json_decref(c);
+
+    c = row_of("poddisruptionbudgets", "policy", "v1",
+               "{\"spec\":{\"maxUnavailable\":\"25%\"},\"status\":{\"disruptionsAllowed\":2}}");
+    assert_string_equal(cell_s(c, 0), "N/A");
+    assert_string_equal(cell_s(c, 1), "25%");
+    assert_int_equal(json_integer_value(json_array_get(c, 2)), 2);
+    json_decref(c);
+
+    c = row_of("clusterrolebindings", "rbac.authorization.k8s.io", "v1",
+               "{\"roleRef\":{\"kind\":\"ClusterRole\",\"name\":\"view\"},\"subjects\":[{\"kind\":\"User\",\"name\":"
+               "\"a\"},{\"kind\":\"User\",\"name\":\"b\"},{\"kind\":\"Group\",\"name\":\"g\"},{\"kind\":"
+               "\"ServiceAccount\",\"name\":\"sa\",\"namespace\":\"ns\"}]}");
+    assert_string_equal(cell_s(c, 0), "ClusterRole/view");
+    assert_string_equal(cell_s(c, 1), "a, b");
+    assert_string_equal(cell_s(c, 2), "g");
+    assert_string_equal(cell_s(c, 3), "ns/sa");
+    json_decref(c);
+
+    c = row_of("endpoints", "", "v1",
+               "{\"subsets\":[{\"addresses\":[{\"ip\":\"10.0.0.1\"},{\"ip\":\"10.0.0.2\"}],\"ports\":[{\"port\":80},"
+               "{\"port\":443}]}]}");
+    assert_string_equal(cell_s(c, 0), "10.0.0.1:80,10.0.0.2:80,10.0.0.1:443 + 1 more...");
+    json_decref(c);
+
+    c = row_of("persistentvolumes", "", "v1",
+               "{\"spec\":{\"capacity\":{\"storage\":\"10Gi\"},\"accessModes\":[\"ReadWriteMany\",\"ReadWriteOnce\"],"
+               "\"persistentVolumeReclaimPolicy\":\"Retain\",\"claimRef\":{\"namespace\":\"a\",\"name\":\"data\"},"
+               "\"storageClassName\":\"fast\"},\"status\":{\"phase\":\"Bound\"}}");
+    assert_string_equal(cell_s(c, 0), "10Gi");
+    assert_string_equal(cell_s(c, 1), "RWO,RWX");
+    assert_string_equal(cell_s(c, 2), "Retain");
+    assert_string_equal(cell_s(c, 3), "Bound");
+    assert_string_equal(cell_s(c, 4), "a/data");
+    assert_string_equal(cell_s(c, 5), "fast");
+    assert_string_equal(cell_s(c, 6), "<unset>");
+    assert_string_equal(cell_s(c, 8), "<unset>");
+    json_decref(c);
+
+    c = row_of("resourcequotas", "", "v1",
+               "{\"status\":{\"hard\":{\"pods\":\"10\",\"limits.cpu\":\"2\",\"cpu\":\"1\"},\"used\":{\"pods\":\"3\"}}}");
+    assert_string_equal(cell_s(c, 0), "cpu: 0/1, pods: 3/10");
+    assert_string_equal(cell_s(c, 1), "limits.cpu: 0/2");
+    json_decref(c);
+
+    c = row_of("storageclasses", "storage.k8s.io", "v1", "{\"provisioner\":\"ebs.csi.aws.com\"}");
+    assert_string_equal(cell_s(c, 0), "ebs.csi.aws.com");
+    assert_string_equal(cell_s(c, 1), "Delete");
+    assert_string_equal(cell_s(c, 2), "Immediate");
+    assert_true(json_is_false(json_array_get(c, 3)));
+    json_decref(c);
+
+    c = row_of("csidrivers", "storage.k8s.io", "v1", "{\"spec\":{}}");
+    assert_true(json_is_true(json_array_get(c, 0)));
+    assert_string_equal(cell_s(c, 3), "<unset>");
+    assert_string_equal(cell_s(c, 5), "<none>");
+    json_decref(c);
+
+    c = row_of("endpointslices", "discovery.k8s.io", "v1",
+               "{\"addressType\":\"IPv4\",\"ports\":[{\"port\":80},{\"name\":\"https\"}],\"endpoints\":[]}");
+    assert_string_equal(cell_s(c, 0), "IPv4");
+    assert_string_equal(cell_s(c, 1), "80,https");
+    assert_string_equal(cell_s(c, 2), "<unset>");
+    json_decref(c);
+
+    c = row_of("ingressclasses", "networking.k8s.io", "v1",
+               "{\"spec\":{\"controller\":\"k8s.io/ingress-nginx\",\"parameters\":{\"apiGroup\":\"k8s.example.com\","
+               "\"kind\":\"IngressParameters\",\"name\":\"p\"}}}");
+    assert_string_equal(cell_s(c, 0), "k8s.io/ingress-nginx");
+    assert_string_equal(cell_s(c, 1), "IngressParameters.k8s.example.com/p");
+    json_decref(c);
+}
+
 int main(void)
 {
     fl_kinds_init();
@@ -992,6 +1170,8 @@ int main(void)
         cmocka_unit_test(test_every_builtin_kind_has_a_complete_table),
         cmocka_unit_test(test_podspec_containers_are_required_with_their_merge_key),
         cmocka_unit_test(test_karmada_fields_nothing_acts_on_are_marked_unsupported),
+        cmocka_unit_test(test_chart_kinds_names_match_upstream),
+        cmocka_unit_test(test_chart_kinds_rows_match_kubectl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

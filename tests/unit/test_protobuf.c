@@ -362,13 +362,32 @@ static void test_wrong_magic_is_einval(void **state)
 
 static void test_unknown_kind_is_unsupported_and_named(void **state)
 {
-    char *err = expect_fail("rbac.authorization.k8s.io/v1", "Role", "1:{1:'r'}", FL_EUNSUPPORTED);
-    assert_contains(err, "Role");
+    char *err = expect_fail("certificates.k8s.io/v1", "CertificateSigningRequest", "1:{1:'r'}", FL_EUNSUPPORTED);
+    assert_contains(err, "CertificateSigningRequest");
     free(err);
     /* a known kind in an apiVersion we have no table for */
     err = expect_fail("apps/v1beta2", "Deployment", "1:{1:'d'}", FL_EUNSUPPORTED);
     assert_contains(err, "apps/v1beta2");
     free(err);
+}
+
+/* The chart kinds kubectl's typed create commands send (create role, rolebinding, pdb). */
+static void test_rbac_and_pdb_bodies_as_kubectl_create_sends_them(void **state)
+{
+    expect("rbac.authorization.k8s.io/v1", "Role", "1:{1:'r' 3:'default'} 2:{1:'get' 1:'list' 2:'' 3:'pods'}",
+           "{\"kind\":\"Role\",\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"metadata\":{\"name\":\"r\","
+           "\"namespace\":\"default\"},\"rules\":[{\"verbs\":[\"get\",\"list\"],\"apiGroups\":[\"\"],"
+           "\"resources\":[\"pods\"]}]}");
+    expect("rbac.authorization.k8s.io/v1", "RoleBinding",
+           "1:{1:'rb'} 2:{1:'User' 2:'rbac.authorization.k8s.io' 3:'jane'} "
+           "2:{1:'ServiceAccount' 2:'' 3:'sa' 4:'ns'} 3:{1:'rbac.authorization.k8s.io' 2:'Role' 3:'r'}",
+           "{\"kind\":\"RoleBinding\",\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"metadata\":{\"name\":"
+           "\"rb\"},\"subjects\":[{\"kind\":\"User\",\"apiGroup\":\"rbac.authorization.k8s.io\",\"name\":"
+           "\"jane\"},{\"kind\":\"ServiceAccount\",\"name\":\"sa\",\"namespace\":\"ns\"}],\"roleRef\":"
+           "{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"r\"}}");
+    expect("policy/v1", "PodDisruptionBudget", "1:{1:'p'} 2:{2:{1:{1:'app' 2:'x'}} 3:{1:1 3:'25%'}}",
+           "{\"kind\":\"PodDisruptionBudget\",\"apiVersion\":\"policy/v1\",\"metadata\":{\"name\":\"p\"},"
+           "\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"x\"}},\"maxUnavailable\":\"25%\"}}");
 }
 
 static void test_missing_kind_is_einval(void **state)
@@ -766,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_wrong_magic_is_einval),
         cmocka_unit_test(test_unknown_kind_is_unsupported_and_named),
         cmocka_unit_test(test_missing_kind_is_einval),
+        cmocka_unit_test(test_rbac_and_pdb_bodies_as_kubectl_create_sends_them),
         cmocka_unit_test(test_content_encoding_is_unsupported),
         cmocka_unit_test(test_int64_extremes_and_negative_int32),
         cmocka_unit_test(test_int32_takes_the_low_32_bits),

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "api/kinds.h"
 #include "api/validate.h"
 
 /* Run validator fn over the JSON text; returns the causes (caller decrefs). */
@@ -131,6 +132,146 @@ static void test_port_names_list_every_broken_rule(void **state)
     json_decref(causes);
 }
 
+/* Run kind's validator (create when old_text is NULL, else update) over the JSON text. */
+static json_t *run_kind(const char *group, const char *resource, const char *text, const char *old_text)
+{
+    const fl_kind *k = fl_kind_by_resource(group, "v1", resource);
+    if (!k)
+        k = fl_kind_by_resource(group, "v2", resource);
+    assert_non_null(k);
+    assert_non_null(k->validate);
+    json_error_t e;
+    json_t *obj = json_loads(text, 0, &e), *old = old_text ? json_loads(old_text, 0, &e) : NULL;
+    assert_non_null(obj);
+    json_t *causes = json_array();
+    k->validate(k, obj, old, causes);
+    json_decref(obj);
+    json_decref(old);
+    return causes;
+}
+
+#define RBAC "rbac.authorization.k8s.io"
+
+static void test_rbac_rules_and_role_refs(void **state)
+{
+    json_t *c = run_kind(RBAC, "roles",
+                         "{\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"get\"]},"
+                         "{\"resources\":[\"pods\"]},{\"nonResourceURLs\":[\"/healthz\"],\"verbs\":[\"get\"]}]}",
+                         NULL);
+    assert_int_equal(json_array_size(c), 3);
+    assert_string_equal(message_for(c, "rules[1].verbs"), "Required value: verbs must contain at least one value");
+    assert_string_equal(message_for(c, "rules[1].apiGroups"),
+                        "Required value: resource rules must supply at least one api group");
+    assert_string_equal(message_for(c, "rules[2].nonResourceURLs"),
+                        "Invalid value: [\"/healthz\"]: namespaced rules cannot apply to non-resource URLs");
+    json_decref(c);
+    /* a ClusterRole may name URLs; aggregation needs a selector */
+    c = run_kind(RBAC, "clusterroles",
+                 "{\"rules\":[{\"nonResourceURLs\":[\"/healthz\"],\"verbs\":[\"get\"]}],\"aggregationRule\":{}}", NULL);
+    assert_int_equal(json_array_size(c), 1);
+    assert_string_equal(message_for(c, "aggregationRule.clusterRoleSelectors"),
+                        "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil");
+    json_decref(c);
+
+    const char *rb = "{\"roleRef\":{\"apiGroup\":\"" RBAC "\",\"kind\":\"ClusterRole\",\"name\":\"view\"},"
+                     "\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"sa\"},{\"kind\":\"User\",\"name\":\"u\"},"
+                     "{\"kind\":\"Robot\",\"name\":\"r\"}]}";
+    c = run_kind(RBAC, "rolebindings", rb, NULL);
+    assert_int_equal(json_array_size(c), 2);
+    assert_string_equal(message_for(c, "subjects[1].apiGroup"),
+                        "Unsupported value: \"\": supported values: \"" RBAC "\"");
+    assert_string_equal(message_for(c, "subjects[2].kind"),
+                        "Unsupported value: \"Robot\": supported values: \"ServiceAccount\", \"User\", \"Group\"");
+    json_decref(c);
+    /* a ClusterRoleBinding's ServiceAccount subject needs its namespace; roleRef is fixed */
+    c = run_kind(RBAC, "clusterrolebindings",
+                 "{\"roleRef\":{\"apiGroup\":\"" RBAC "\",\"kind\":\"Role\",\"name\":\"edit\"},"
+                 "\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"sa\"}]}",
+                 "{\"roleRef\":{\"apiGroup\":\"" RBAC "\",\"kind\":\"ClusterRole\",\"name\":\"view\"}}");
+    assert_string_equal(message_for(c, "roleRef.kind"), "Unsupported value: \"Role\": supported values: \"ClusterRole\"");
+    assert_string_equal(message_for(c, "subjects[0].namespace"), "Required value");
+    assert_non_null(strstr(message_for(c, "roleRef"), "cannot change roleRef"));
+    json_decref(c);
+    assert_null(fl_validate_rbac_name("system:aggregate-to-edit"));
+    assert_string_equal(fl_validate_rbac_name("a/b"), "may not contain '/'");
+}
+
+static void test_ingress_hpa_pdb_rules(void **state)
+{
+    json_t *c = run_kind("networking.k8s.io", "ingresses",
+                         "{\"spec\":{\"rules\":[{\"http\":{\"paths\":[{\"path\":\"/\",\"backend\":{\"service\":"
+                         "{\"name\":\"web\",\"port\":{\"number\":80}}}},{\"path\":\"api\",\"pathType\":\"Prefix\","
+                         "\"backend\":{\"service\":{\"name\":\"api\"}}},{\"pathType\":\"Exact\",\"path\":\"/x\","
+                         "\"backend\":{}}]}}]}}",
+                         NULL);
+    assert_int_equal(json_array_size(c), 4);
+    assert_string_equal(message_for(c, "spec.rules[0].http.paths[0].pathType"),
+                        "Required value: pathType must be specified");
+    assert_string_equal(message_for(c, "spec.rules[0].http.paths[1].path"),
+                        "Invalid value: \"api\": must be an absolute path");
+    assert_string_equal(message_for(c, "spec.rules[0].http.paths[1].backend.service.port"),
+                        "Required value: port name or number is required");
+    assert_string_equal(message_for(c, "spec.rules[0].http.paths[2].backend"),
+                        "Invalid value: \"\": resource or service backend is required");
+    json_decref(c);
+    c = run_kind("networking.k8s.io", "ingresses", "{\"spec\":{}}", NULL);
+    assert_string_equal(message_for(c, "spec"), "Invalid value: null: either `defaultBackend` or `rules` must be specified");
+    json_decref(c);
+
+    c = run_kind("autoscaling", "horizontalpodautoscalers",
+                 "{\"spec\":{\"minReplicas\":5,\"maxReplicas\":3,\"scaleTargetRef\":{\"name\":\"web\"},"
+                 "\"metrics\":[{\"type\":\"Resource\"},{\"type\":\"Memory\"}]}}",
+                 NULL);
+    assert_int_equal(json_array_size(c), 4);
+    assert_string_equal(message_for(c, "spec.maxReplicas"), "Invalid value: 3: must be greater than or equal to `minReplicas`");
+    assert_string_equal(message_for(c, "spec.scaleTargetRef.kind"), "Required value");
+    assert_string_equal(message_for(c, "spec.metrics[0].resource"),
+                        "Required value: must populate information for the given metric source");
+    assert_non_null(strstr(message_for(c, "spec.metrics[1].type"), "Unsupported value: \"Memory\""));
+    json_decref(c);
+
+    c = run_kind("policy", "poddisruptionbudgets", "{\"spec\":{\"minAvailable\":\"150%\",\"maxUnavailable\":-1}}", NULL);
+    assert_int_equal(json_array_size(c), 3);
+    assert_non_null(strstr(message_for(c, "spec"), "minAvailable and maxUnavailable cannot be both set"));
+    assert_string_equal(message_for(c, "spec.minAvailable"), "Invalid value: \"150%\": must not be greater than 100%");
+    assert_string_equal(message_for(c, "spec.maxUnavailable"), "Invalid value: -1: must be greater than or equal to 0");
+    json_decref(c);
+}
+
+static void test_priority_storage_and_webhook_rules(void **state)
+{
+    json_t *c = run_kind("scheduling.k8s.io", "priorityclasses",
+                         "{\"metadata\":{\"name\":\"system-mine\"},\"value\":1000000001,\"preemptionPolicy\":\"Always\"}",
+                         "{\"metadata\":{\"name\":\"system-mine\"},\"value\":5}");
+    assert_string_equal(message_for(c, "metadata.name"),
+                        "Invalid value: \"system-mine\": priority class names with 'system-' prefix are reserved");
+    assert_non_null(strstr(message_for(c, "preemptionPolicy"), "Unsupported value: \"Always\""));
+    assert_int_equal(json_array_size(c), 4); /* and two on value: too high, and changed */
+    json_decref(c);
+    c = run_kind("storage.k8s.io", "storageclasses", "{\"provisioner\":\"y\",\"reclaimPolicy\":\"Retain\"}",
+                 "{\"provisioner\":\"x\",\"reclaimPolicy\":\"Delete\"}");
+    assert_string_equal(message_for(c, "provisioner"), "Forbidden: updates to provisioner are forbidden.");
+    assert_string_equal(message_for(c, "reclaimPolicy"), "Forbidden: updates to reclaimPolicy are forbidden.");
+    json_decref(c);
+    c = run_kind("admissionregistration.k8s.io", "validatingwebhookconfigurations",
+                 "{\"webhooks\":[{\"name\":\"v.example.com\",\"sideEffects\":\"None\",\"admissionReviewVersions\":"
+                 "[\"v1\"],\"clientConfig\":{\"url\":\"https://x\"}},{\"name\":\"v.example.com\",\"clientConfig\":{}},"
+                 "{\"name\":\"short\",\"sideEffects\":\"Some\",\"admissionReviewVersions\":[\"v1\"],"
+                 "\"clientConfig\":{\"service\":{\"name\":\"s\",\"namespace\":\"n\"}}}]}",
+                 NULL);
+    assert_int_equal(json_array_size(c), 6);
+    assert_string_equal(message_for(c, "webhooks[1].name"), "Duplicate value: \"v.example.com\"");
+    assert_string_equal(message_for(c, "webhooks[1].sideEffects"), "Required value: must specify one of None, NoneOnDryRun");
+    assert_string_equal(message_for(c, "webhooks[1].admissionReviewVersions"),
+                        "Required value: must specify one of v1, v1beta1");
+    assert_string_equal(message_for(c, "webhooks[1].clientConfig"),
+                        "Required value: exactly one of url or service is required");
+    assert_string_equal(message_for(c, "webhooks[2].name"),
+                        "Invalid value: \"short\": should be a domain with at least three segments separated by dots");
+    assert_non_null(strstr(message_for(c, "webhooks[2].sideEffects"), "Unsupported value: \"Some\""));
+    json_decref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -139,6 +280,9 @@ int main(void)
         cmocka_unit_test(test_selector_mismatch_prints_labels_as_go_does),
         cmocka_unit_test(test_hugepages_request_must_equal_its_limit),
         cmocka_unit_test(test_port_names_list_every_broken_rule),
+        cmocka_unit_test(test_rbac_rules_and_role_refs),
+        cmocka_unit_test(test_ingress_hpa_pdb_rules),
+        cmocka_unit_test(test_priority_storage_and_webhook_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
