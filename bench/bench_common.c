@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -766,4 +767,264 @@ void fb_snap_free(fb_reqsnap *s)
     free(s->e);
     s->e = NULL;
     s->n = 0;
+}
+
+void fb_bprintf(fb_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort();
+    if (b->n + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->n + (size_t)n + 1)
+            cap *= 2;
+        b->p = realloc(b->p, cap);
+        if (!b->p)
+            abort();
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)n;
+}
+
+void fb_breset(fb_buf *b)
+{
+    b->n = 0;
+    if (b->p)
+        b->p[0] = 0;
+}
+
+double fb_since_s(int64_t t0)
+{
+    return (double)(fb_now_ns() - t0) / 1e9;
+}
+
+/* ---- many creates on several connections ---- */
+
+typedef struct creates {
+    const fb_server *s;
+    int n;
+    fb_gen_fn gen;
+    void *ctx;
+    int64_t *ack;
+    atomic_int next;
+    atomic_long errors, retries;
+} creates;
+
+static void *creator_main(void *arg)
+{
+    creates *cr = arg;
+    struct curl_slist *h = fb_headers(cr->s);
+    CURL *c = fb_curl_new(cr->s, h);
+    fb_buf body = {0}, out = {0};
+    char path[256];
+    for (int i; (i = atomic_fetch_add(&cr->next, 1)) < cr->n;) {
+        fb_breset(&body);
+        cr->gen(cr->ctx, i, path, sizeof path, &body);
+        long code = 0;
+        /* 429 (too many requests in flight) and transport errors are retried, a few times */
+        for (int attempt = 0; attempt < 50; attempt++) {
+            code = fb_request(c, cr->s, "POST", path, body.p, body.n, &out);
+            if (code != 429 && code != 0)
+                break;
+            atomic_fetch_add(&cr->retries, 1);
+            usleep(10000);
+        }
+        if (cr->ack)
+            cr->ack[i] = fb_now_ns();
+        if (code != 201 && atomic_fetch_add(&cr->errors, 1) < 5)
+            fprintf(stderr, "SERVER PROBLEM: POST %s: HTTP %ld %.300s\n", path, code, out.p ? out.p : "");
+    }
+    free(body.p);
+    free(out.p);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+double fb_create_many(const fb_server *s, int conns, int n, fb_gen_fn gen, void *ctx, int64_t *ack, long *errors,
+                      long *retries)
+{
+    creates cr = {.s = s, .n = n, .gen = gen, .ctx = ctx, .ack = ack};
+    atomic_init(&cr.next, 0);
+    atomic_init(&cr.errors, 0);
+    atomic_init(&cr.retries, 0);
+    pthread_t *t = calloc((size_t)(conns > 0 ? conns : 1), sizeof *t);
+    if (!t)
+        abort();
+    int64_t t0 = fb_now_ns();
+    int started = 0;
+    for (int i = 0; i < conns; i++)
+        if (pthread_create(&t[started], NULL, creator_main, &cr) == 0)
+            started++;
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    double secs = fb_since_s(t0);
+    free(t);
+    if (errors)
+        *errors = atomic_load(&cr.errors);
+    if (retries)
+        *retries = atomic_load(&cr.retries);
+    return secs;
+}
+
+/* ---- watches ---- */
+
+/* One complete event line: count ERRORs, note the resourceVersion, pass the rest on. */
+static void watch_line(fb_watch *w, const char *line, int64_t now)
+{
+    const char *t = strstr(line, "\"type\":\"");
+    if (!t)
+        return;
+    t += 8;
+    int type = !strncmp(t, "ADDED\"", 6) ? 0 : !strncmp(t, "MODIFIED\"", 9) ? 1 : !strncmp(t, "DELETED\"", 8) ? 2 : -1;
+    if (type < 0) {
+        if (!strncmp(t, "ERROR\"", 6))
+            atomic_fetch_add(&w->set->errors, 1);
+        return;
+    }
+    long long rv = fb_json_rv(line);
+    if (rv > w->rv)
+        w->rv = rv;
+    w->on_event(w, type, line, now);
+}
+
+static size_t watch_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    fb_watch *w = userdata;
+    int64_t now = fb_now_ns();
+    fb_buf_write(ptr, size, nmemb, &w->buf);
+    char *line = w->buf.p, *nl;
+    while ((nl = strchr(line, '\n'))) {
+        *nl = 0;
+        watch_line(w, line, now);
+        line = nl + 1;
+    }
+    size_t rest = w->buf.n - (size_t)(line - w->buf.p);
+    memmove(w->buf.p, line, rest);
+    w->buf.n = rest;
+    w->buf.p[rest] = 0;
+    return size * nmemb;
+}
+
+/* (Re)point the handle at base, from the newest resourceVersion seen if any. */
+static void watch_arm(fb_watch *w)
+{
+    char url[600];
+    if (w->rv > 0)
+        snprintf(url, sizeof url, "%s%sresourceVersion=%lld", w->base, strchr(w->base, '?') ? "&" : "?", w->rv);
+    else
+        snprintf(url, sizeof url, "%s", w->base);
+    fb_breset(&w->buf);
+    w->open = false;
+    curl_easy_setopt(w->curl, CURLOPT_URL, url);
+    curl_easy_setopt(w->curl, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(w->curl, CURLOPT_TIMEOUT, 0L);
+    curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, watch_write);
+    curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
+}
+
+void fb_watchset_init(fb_watchset *ws, int cap)
+{
+    memset(ws, 0, sizeof *ws);
+    ws->cap = cap;
+    ws->w = calloc((size_t)(cap > 0 ? cap : 1), sizeof *ws->w);
+    if (!ws->w)
+        abort();
+    atomic_init(&ws->stop, false);
+    atomic_init(&ws->open, 0);
+    atomic_init(&ws->ends, 0);
+    atomic_init(&ws->errors, 0);
+}
+
+fb_watch *fb_watchset_add(fb_watchset *ws, const fb_server *s, const char *path, fb_watch_fn on_event)
+{
+    if (ws->n == ws->cap || ws->started)
+        abort();
+    fb_watch *w = &ws->w[ws->n++];
+    w->set = ws;
+    w->on_event = on_event;
+    w->headers = fb_headers(s);
+    w->curl = fb_curl_new(s, w->headers);
+    snprintf(w->base, sizeof w->base, "%s%s", s->url, path);
+    watch_arm(w);
+    return w;
+}
+
+/* The watcher thread: every watch on one curl multi handle. */
+static void *watcher_main(void *arg)
+{
+    fb_watchset *ws = arg;
+    CURLM *m = curl_multi_init();
+    for (int i = 0; i < ws->n; i++)
+        curl_multi_add_handle(m, ws->w[i].curl);
+    while (!atomic_load(&ws->stop)) {
+        int running = 0, left;
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        while ((msg = curl_multi_info_read(m, &left))) {
+            for (int i = 0; msg->msg == CURLMSG_DONE && i < ws->n; i++) {
+                fb_watch *w = &ws->w[i];
+                if (w->curl != msg->easy_handle)
+                    continue;
+                atomic_fetch_add(&ws->ends, 1);
+                if (w->open)
+                    atomic_fetch_sub(&ws->open, 1);
+                curl_multi_remove_handle(m, w->curl);
+                watch_arm(w);
+                curl_multi_add_handle(m, w->curl);
+            }
+        }
+        for (int i = 0; i < ws->n; i++) {
+            fb_watch *w = &ws->w[i];
+            long code = 0;
+            if (!w->open && curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200) {
+                w->open = true;
+                atomic_fetch_add(&ws->open, 1);
+            }
+        }
+        curl_multi_poll(m, NULL, 0, 20, NULL);
+    }
+    for (int i = 0; i < ws->n; i++)
+        curl_multi_remove_handle(m, ws->w[i].curl);
+    curl_multi_cleanup(m);
+    return NULL;
+}
+
+int fb_watchset_start(fb_watchset *ws, int timeout_s)
+{
+    if (pthread_create(&ws->thread, NULL, watcher_main, ws) != 0)
+        return -1;
+    ws->started = true;
+    int64_t deadline = fb_now_ns() + (int64_t)timeout_s * 1000000000LL;
+    while (atomic_load(&ws->open) < ws->n && fb_now_ns() < deadline)
+        usleep(10000);
+    return atomic_load(&ws->open) < ws->n ? -1 : 0;
+}
+
+void fb_watchset_stop(fb_watchset *ws)
+{
+    if (!ws->started)
+        return;
+    atomic_store(&ws->stop, true);
+    pthread_join(ws->thread, NULL);
+    ws->started = false;
+}
+
+void fb_watchset_close(fb_watchset *ws)
+{
+    fb_watchset_stop(ws);
+    for (int i = 0; i < ws->n; i++) {
+        curl_easy_cleanup(ws->w[i].curl);
+        curl_slist_free_all(ws->w[i].headers);
+        free(ws->w[i].buf.p);
+    }
+    free(ws->w);
+    ws->w = NULL;
+    ws->n = 0;
 }

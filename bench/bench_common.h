@@ -13,6 +13,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,15 @@ struct curl_slist *fb_headers(const fb_server *s);
 /* libcurl write callback appending to an fb_buf passed as CURLOPT_WRITEDATA. */
 size_t fb_buf_write(char *ptr, size_t size, size_t nmemb, void *userdata);
 
+/* Append printf-formatted text to b (kept NUL-terminated). Aborts when out of memory. */
+void fb_bprintf(fb_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Empty b, keeping its memory (and a NUL at p[0] if it has any). */
+void fb_breset(fb_buf *b);
+
+/* Seconds on the monotonic clock since t0 (from fb_now_ns()). */
+double fb_since_s(int64_t t0);
+
 /* One request on a prepared handle: method ("GET", "POST", "PUT"), url path after the server
  * URL, optional body. The response body lands in `out` (reset first). Returns the HTTP code, or
  * 0 on a transport error (message in out). */
@@ -142,6 +152,72 @@ int fb_join(const char *flotilla, CURL *c, const fb_server *s, const fb_member_h
 void fb_agents_stop(pid_t *agents, int n);
 /* Wait (at most timeout_s) until `clusters` Clusters are Ready; the number Ready at the end. */
 int fb_wait_ready(CURL *c, const fb_server *s, int clusters, int timeout_s);
+
+/* ---- many creates on several connections ---- */
+
+/* Builds the i-th object of a batch: its collection path (after the server URL) into path and
+ * its JSON appended to body (emptied before each call). Called from several threads at once. */
+typedef void (*fb_gen_fn)(void *ctx, int i, char *path, size_t pathsz, fb_buf *body);
+
+/* POST objects 0..n-1 from gen on `conns` connections (threads) as fast as they go; 429s and
+ * transport errors are retried (50 times, 10 ms apart). ack (n entries, or NULL) gets each
+ * object's monotonic ns when its answer arrived. The first five failures are printed;
+ * *errors and *retries (either may be NULL) get the counts. Returns the seconds taken. */
+double fb_create_many(const fb_server *s, int conns, int n, fb_gen_fn gen, void *ctx, int64_t *ack, long *errors,
+                      long *retries);
+
+/* ---- watches ----
+ * Many `?watch=1` streams driven by one thread over a curl multi handle. Each event line
+ * reaches its watch's on_event on that thread; a watch that ends is reopened from the newest
+ * resourceVersion it saw, and counted. The set owns its watches. */
+
+typedef struct fb_watch fb_watch;
+
+/* An ADDED (type 0), MODIFIED (1) or DELETED (2) event line, on the watcher thread. `now`
+ * is when the bytes that completed the line arrived. ERROR events are counted, not passed. */
+typedef void (*fb_watch_fn)(fb_watch *w, int type, const char *line, int64_t now);
+
+struct fb_watch {
+    CURL *curl;
+    struct curl_slist *headers;
+    fb_buf buf;
+    char base[400];          /* server URL + path, with its query (?watch=1) */
+    long long rv;            /* newest resourceVersion seen: a watch that ends resumes from it */
+    bool open;               /* answered 200 since it was last (re)armed */
+    fb_watch_fn on_event;
+    struct fb_watchset *set;
+    void *ctx;               /* the caller's, for on_event */
+    int what, kind, cluster; /* the caller's labels, for on_event */
+};
+
+typedef struct fb_watchset {
+    fb_watch *w; /* n watches, room for cap */
+    int n, cap;
+    pthread_t thread;
+    bool started;
+    atomic_bool stop;
+    atomic_int open;     /* watches that have answered 200 */
+    atomic_long ends;    /* watches that ended and were reopened */
+    atomic_long errors;  /* ERROR events */
+} fb_watchset;
+
+/* An empty set with room for cap watches. Exits when out of memory. */
+void fb_watchset_init(fb_watchset *ws, int cap);
+
+/* Add a watch on s->url + path (with its ?watch=1) with s's credentials, calling on_event for
+ * each event; returns it for the caller to fill ctx and its labels (zero). Before start only;
+ * aborts when the set is full. */
+fb_watch *fb_watchset_add(fb_watchset *ws, const fb_server *s, const char *path, fb_watch_fn on_event);
+
+/* Start the watcher thread and wait (at most timeout_s) until every watch has answered 200.
+ * 0, or -1 (the thread may be running: fb_watchset_close stops it). */
+int fb_watchset_start(fb_watchset *ws, int timeout_s);
+
+/* Stop and join the watcher thread if it runs; the watches stay. */
+void fb_watchset_stop(fb_watchset *ws);
+
+/* Stop the thread, then free every watch. */
+void fb_watchset_close(fb_watchset *ws);
 
 /* Write requests per (verb, resource, code) from the server's /metrics: snapshots to diff. */
 typedef struct fb_reqcount {

@@ -32,7 +32,6 @@
  * host and this client, and the load average. Target (issue 45): Workflows delivered and
  * aggregated on the templates <= 5 s for 1,000 to 10 clusters. */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,34 +60,6 @@ static const char *const API[NKINDS] = {"apis/apps/v1", "apis/argoproj.io/v1alph
 static const char *const RESOURCE[NKINDS] = {"deployments", "workflows"};
 
 /* ---- small helpers ---------------------------------------------------------------- */
-
-static void bprintf(fb_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        abort();
-    if (b->n + (size_t)n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->n + (size_t)n + 1)
-            cap *= 2;
-        b->p = realloc(b->p, cap);
-        if (!b->p)
-            abort();
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)n;
-}
-
-static double since_s(int64_t t0)
-{
-    return (double)(fb_now_ns() - t0) / 1e9;
-}
 
 static const char *load_now(void)
 {
@@ -163,16 +134,8 @@ static int round_item(const round *r, const char *name, size_t nl)
 
 enum { W_WORKS, W_BINDINGS, W_TEMPLATES, W_MEMBER };
 
-typedef struct watch {
-    CURL *curl;
-    struct curl_slist *headers;
-    fb_buf buf;
-    struct fleet *f;
-    int what, kind, cluster; /* W_*; the kind of templates/member objects; 0-based member */
-    char base[400];
-    long long rv;
-    bool open;
-} watch;
+/* A watch's labels (fb_watch.what, .kind, .cluster): W_*, the kind of templates or member
+ * objects, the 0-based member; its ctx is the fleet. */
 
 /* A member's Workflow to give a status: (cluster, item) pairs, a ring the patchers drain. */
 typedef struct patchq {
@@ -189,18 +152,13 @@ typedef struct fleet {
     CURL *c;
     struct curl_slist *h;
     fb_buf out;
-    pthread_t watcher;
-    bool watcher_started;
-    atomic_bool stop;
-    atomic_int open;
+    atomic_bool stop; /* the patchers' */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     round *r; /* the round being measured, or NULL */
     bool controller;
     patchq q;
-    watch *w;
-    int nw;
-    long watch_ends, watch_errors;
+    fb_watchset ws;
 } fleet;
 
 /* "name" and "namespace" of the object's metadata: the first such keys after
@@ -297,23 +255,9 @@ static void on_template(round *r, const char *line, int64_t now)
     json_decref(ev);
 }
 
-static void on_event(watch *w, const char *line, int64_t now)
+static void on_event(fb_watch *w, int type, const char *line, int64_t now)
 {
-    fleet *f = w->f;
-    const char *t = strstr(line, "\"type\":\"");
-    if (!t)
-        return;
-    t += 8;
-    int type = !strncmp(t, "ADDED\"", 6) ? 0 : !strncmp(t, "MODIFIED\"", 9) ? 1 : !strncmp(t, "DELETED\"", 8) ? 2 : -1;
-    if (type < 0) {
-        pthread_mutex_lock(&f->mu);
-        f->watch_errors += !strncmp(t, "ERROR\"", 6);
-        pthread_mutex_unlock(&f->mu);
-        return;
-    }
-    long long rv = fb_json_rv(line);
-    if (rv > w->rv)
-        w->rv = rv;
+    fleet *f = w->ctx;
     pthread_mutex_lock(&f->mu);
     round *r = f->r;
     if (!r || type == 2 || ((w->what == W_TEMPLATES || w->what == W_MEMBER) && w->kind != r->kind)) {
@@ -351,82 +295,6 @@ static void on_event(watch *w, const char *line, int64_t now)
         on_template(r, line, now);
     }
     pthread_mutex_unlock(&f->mu);
-}
-
-static size_t watch_write(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    watch *w = userdata;
-    int64_t now = fb_now_ns();
-    fb_buf_write(ptr, size, nmemb, &w->buf);
-    char *line = w->buf.p, *nl;
-    while ((nl = strchr(line, '\n'))) {
-        *nl = 0;
-        on_event(w, line, now);
-        line = nl + 1;
-    }
-    size_t rest = w->buf.n - (size_t)(line - w->buf.p);
-    memmove(w->buf.p, line, rest);
-    w->buf.n = rest;
-    w->buf.p[rest] = 0;
-    return size * nmemb;
-}
-
-static void watch_arm(watch *w)
-{
-    char url[600];
-    if (w->rv > 0)
-        snprintf(url, sizeof url, "%s%sresourceVersion=%lld", w->base, strchr(w->base, '?') ? "&" : "?", w->rv);
-    else
-        snprintf(url, sizeof url, "%s", w->base);
-    w->buf.n = 0;
-    w->open = false;
-    curl_easy_setopt(w->curl, CURLOPT_URL, url);
-    curl_easy_setopt(w->curl, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(w->curl, CURLOPT_TIMEOUT, 0L);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, watch_write);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
-}
-
-/* The watcher thread: every watch on one curl multi handle; one that ends is reopened from
- * the newest resourceVersion it saw (and counted). */
-static void *watcher_main(void *arg)
-{
-    fleet *f = arg;
-    CURLM *m = curl_multi_init();
-    for (int i = 0; i < f->nw; i++)
-        curl_multi_add_handle(m, f->w[i].curl);
-    while (!atomic_load(&f->stop)) {
-        int running = 0, left;
-        curl_multi_perform(m, &running);
-        CURLMsg *msg;
-        while ((msg = curl_multi_info_read(m, &left))) {
-            for (int i = 0; msg->msg == CURLMSG_DONE && i < f->nw; i++) {
-                if (f->w[i].curl != msg->easy_handle)
-                    continue;
-                pthread_mutex_lock(&f->mu);
-                f->watch_ends++;
-                pthread_mutex_unlock(&f->mu);
-                if (f->w[i].open)
-                    atomic_fetch_sub(&f->open, 1);
-                curl_multi_remove_handle(m, f->w[i].curl);
-                watch_arm(&f->w[i]);
-                curl_multi_add_handle(m, f->w[i].curl);
-            }
-        }
-        for (int i = 0; i < f->nw; i++) {
-            long code = 0;
-            if (!f->w[i].open && curl_easy_getinfo(f->w[i].curl, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
-                code == 200) {
-                f->w[i].open = true;
-                atomic_fetch_add(&f->open, 1);
-            }
-        }
-        curl_multi_poll(m, NULL, 0, 20, NULL);
-    }
-    for (int i = 0; i < f->nw; i++)
-        curl_multi_remove_handle(m, f->w[i].curl);
-    curl_multi_cleanup(m);
-    return NULL;
 }
 
 /* ---- the members' workflow controller, played by the client ----------------------------- */
@@ -526,15 +394,11 @@ static int install_crd(CURL *c, const fb_server *s, const char *prefix, fb_buf *
 
 static void add_watch(fleet *f, const fb_server *s, int what, int kind, int cluster, const char *path)
 {
-    watch *w = &f->w[f->nw++];
-    w->f = f;
+    fb_watch *w = fb_watchset_add(&f->ws, s, path, on_event);
+    w->ctx = f;
     w->what = what;
     w->kind = kind;
     w->cluster = cluster;
-    w->headers = fb_headers(s);
-    w->curl = fb_curl_new(s, w->headers);
-    snprintf(w->base, sizeof w->base, "%s%s", s->url, path);
-    watch_arm(w);
 }
 
 /* Server, member host with k clusters, the CRD everywhere, the members joined and Ready,
@@ -558,7 +422,7 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int k, 
     f->q.c = calloc(f->q.cap, sizeof *f->q.c);
     f->q.i = calloc(f->q.cap, sizeof *f->q.i);
     f->tokens = calloc((size_t)k, sizeof *f->tokens);
-    f->w = calloc((size_t)(3 + NKINDS * (k + 1)), sizeof *f->w);
+    fb_watchset_init(&f->ws, 3 + NKINDS * (k + 1));
     if (install_crd(f->c, &f->s, "", &f->out))
         return -1;
     fb_server mem = {0};
@@ -590,14 +454,9 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int k, 
         snprintf(path, sizeof path, "/%s/namespaces/default/%s?watch=1", API[kind], RESOURCE[kind]);
         add_watch(f, &f->s, W_TEMPLATES, kind, -1, path);
     }
-    if (pthread_create(&f->watcher, NULL, watcher_main, f) != 0)
-        return -1;
-    f->watcher_started = true;
     int64_t deadline = fb_now_ns() + 60 * NS_PER_S;
-    while (atomic_load(&f->open) < f->nw && fb_now_ns() < deadline)
-        usleep(10000);
-    if (atomic_load(&f->open) < f->nw) {
-        fprintf(stderr, "SERVER PROBLEM: only %d of %d watches opened in 60 s\n", atomic_load(&f->open), f->nw);
+    if (fb_watchset_start(&f->ws, 60)) {
+        fprintf(stderr, "SERVER PROBLEM: only %d of %d watches opened in 60 s\n", atomic_load(&f->ws.open), f->ws.n);
         return -1;
     }
     int64_t t0 = fb_now_ns();
@@ -613,17 +472,17 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int k, 
         while (cp(f, "GET", path, NULL) != 200 && fb_now_ns() < deadline + 60 * NS_PER_S)
             usleep(20000);
     }
-    printf("%d clusters joined and Ready in %.2f s (the Workflow CRD created in each before)\n", k, since_s(t0));
+    printf("%d clusters joined and Ready in %.2f s (the Workflow CRD created in each before)\n", k, fb_since_s(t0));
     fb_buf b = {0};
-    bprintf(&b,
+    fb_bprintf(&b,
             "{\"apiVersion\":\"policy.karmada.io/v1alpha1\",\"kind\":\"PropagationPolicy\",\"metadata\":{\"name\":"
             "\"crowd\",\"namespace\":\"default\"},\"spec\":{\"resourceSelectors\":[{\"apiVersion\":\"apps/v1\",\"kind\":"
             "\"Deployment\",\"labelSelector\":{\"matchLabels\":{\"bench\":\"crowd\"}}},{\"apiVersion\":"
             "\"argoproj.io/v1alpha1\",\"kind\":\"Workflow\",\"labelSelector\":{\"matchLabels\":{\"bench\":\"crowd\"}}}],"
             "\"placement\":{\"clusterAffinity\":{\"clusterNames\":[");
     for (int c = 1; c <= k; c++)
-        bprintf(&b, "%s\"member%d\"", c > 1 ? "," : "", c);
-    bprintf(&b, "]},\"replicaScheduling\":{\"replicaSchedulingType\":\"Duplicated\"}}}}");
+        fb_bprintf(&b, "%s\"member%d\"", c > 1 ? "," : "", c);
+    fb_bprintf(&b, "]},\"replicaScheduling\":{\"replicaSchedulingType\":\"Duplicated\"}}}}");
     long code = cp(f, "POST", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies", b.p);
     free(b.p);
     if (code != 201) {
@@ -639,17 +498,12 @@ static void fleet_stop(fleet *f, bool keep)
     pthread_mutex_lock(&f->mu);
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
-    if (f->watcher_started)
-        pthread_join(f->watcher, NULL);
-    if (f->watch_ends || f->watch_errors)
-        printf("note: watches ended %ld times, %ld ERROR events (each resumed from its last resourceVersion)\n",
-               f->watch_ends, f->watch_errors);
-    for (int i = 0; i < f->nw; i++) {
-        curl_easy_cleanup(f->w[i].curl);
-        curl_slist_free_all(f->w[i].headers);
-        free(f->w[i].buf.p);
-    }
-    free(f->w);
+    fb_watchset_stop(&f->ws);
+    long ends = atomic_load(&f->ws.ends), errors = atomic_load(&f->ws.errors);
+    if (ends || errors)
+        printf("note: watches ended %ld times, %ld ERROR events (each resumed from its last resourceVersion)\n", ends,
+               errors);
+    fb_watchset_close(&f->ws);
     if (f->mh.pid > 0)
         fb_member_stop(&f->mh);
     if (f->s.pid > 0 && fb_server_stop(&f->s) != 0)
@@ -734,17 +588,10 @@ static long long scrape(fleet *f, queues *q)
 
 /* ---- creates on several connections ----------------------------------------------------- */
 
-typedef struct creates {
-    fleet *f;
-    round *r;
-    atomic_int next;
-    atomic_long errors, retries;
-} creates;
-
 static void object_json(fb_buf *b, int kind, int i)
 {
     if (kind == K_DEPLOY)
-        bprintf(b,
+        fb_bprintf(b,
                 "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d-%d\",\"namespace\":"
                 "\"default\",\"labels\":{\"bench\":\"crowd\",\"app\":\"d-%d\"}},\"spec\":{\"replicas\":1,\"selector\":"
                 "{\"matchLabels\":{\"app\":\"d-%d\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"d-%d\"}},"
@@ -752,7 +599,7 @@ static void object_json(fb_buf *b, int kind, int i)
                 "{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}}]}}}}",
                 i, i, i, i);
     else /* a one-step workflow, as `argo submit` of a hello-world gives */
-        bprintf(b,
+        fb_bprintf(b,
                 "{\"apiVersion\":\"argoproj.io/v1alpha1\",\"kind\":\"Workflow\",\"metadata\":{\"name\":\"w-%d\","
                 "\"namespace\":\"default\",\"labels\":{\"bench\":\"crowd\"}},\"spec\":{\"entrypoint\":\"main\","
                 "\"templates\":[{\"name\":\"main\",\"container\":{\"image\":\"busybox:1.36\",\"command\":[\"echo\","
@@ -760,35 +607,12 @@ static void object_json(fb_buf *b, int kind, int i)
                 i);
 }
 
-static void *creator_main(void *arg)
+/* fb_gen_fn for a round: object i of its kind. */
+static void gen_object(void *ctx, int i, char *path, size_t pathsz, fb_buf *body)
 {
-    creates *cr = arg;
-    struct curl_slist *h = fb_headers(&cr->f->s);
-    CURL *c = fb_curl_new(&cr->f->s, h);
-    fb_buf body = {0}, out = {0};
-    char path[128];
-    int kind = cr->r->kind;
-    snprintf(path, sizeof path, "/%s/namespaces/default/%s", API[kind], RESOURCE[kind]);
-    for (int i; (i = atomic_fetch_add(&cr->next, 1)) < cr->r->n;) {
-        body.n = 0;
-        object_json(&body, kind, i);
-        long code = 0;
-        for (int attempt = 0; attempt < 50; attempt++) { /* 429 and transport errors: retried */
-            code = fb_request(c, &cr->f->s, "POST", path, body.p, body.n, &out);
-            if (code != 429 && code != 0)
-                break;
-            atomic_fetch_add(&cr->retries, 1);
-            usleep(10000);
-        }
-        cr->r->ack[i] = fb_now_ns();
-        if (code != 201 && atomic_fetch_add(&cr->errors, 1) < 5)
-            fprintf(stderr, "SERVER PROBLEM: POST %s: HTTP %ld %.300s\n", path, code, out.p ? out.p : "");
-    }
-    free(body.p);
-    free(out.p);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    return NULL;
+    const round *r = ctx;
+    snprintf(path, pathsz, "/%s/namespaces/default/%s", API[r->kind], RESOURCE[r->kind]);
+    object_json(body, r->kind, i);
 }
 
 /* ---- a round ---------------------------------------------------------------------------- */
@@ -851,19 +675,11 @@ static void run_round(fleet *f, int kind, int n, int deadline_s, result *res)
     res->q1 = res->q0;
     res->before = fb_snap_requests(&f->s);
     double cpu0 = fb_proc_cpu_s(f->s.pid), mcpu0 = fb_proc_cpu_s(f->mh.pid), ccpu0 = fb_proc_cpu_s(getpid());
-    creates cr = {.f = f, .r = r};
-    atomic_init(&cr.next, 0);
-    atomic_init(&cr.errors, 0);
-    atomic_init(&cr.retries, 0);
-    pthread_t t[64];
-    int started = 0;
     int64_t t0 = fb_now_ns();
-    for (int i = 0; i < conns && i < 64; i++)
-        started += pthread_create(&t[started], NULL, creator_main, &cr) == 0;
-    for (int i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-    if (atomic_load(&cr.errors)) {
-        fprintf(stderr, "SERVER PROBLEM: %ld of %d creates failed\n", atomic_load(&cr.errors), n);
+    long errors;
+    fb_create_many(&f->s, conns < 64 ? conns : 64, n, gen_object, r, r->ack, &errors, NULL);
+    if (errors) {
+        fprintf(stderr, "SERVER PROBLEM: %ld of %d creates failed\n", errors, n);
         problems++;
     }
     /* wait for everything, sampling the queues every 250 ms */
@@ -907,7 +723,7 @@ static void run_round(fleet *f, int kind, int n, int deadline_s, result *res)
     f->r = NULL;
     size_t nk = (size_t)n * (size_t)k;
     res->want[M_CREATED] = n;
-    res->got[M_CREATED] = n - atomic_load(&cr.errors);
+    res->got[M_CREATED] = n - errors;
     res->at[M_CREATED] = newest(r->ack, (size_t)n, t0, n);
     res->want[M_MEMBER] = res->want[M_APPLIED] = (long)nk;
     res->got[M_MEMBER] = r->n_member;
@@ -1062,7 +878,7 @@ int main(int argc, char **argv)
     int di = -1, wi = -1;
     for (int i = 0; i < nr; i++)
         *(kinds[i] == K_DEPLOY ? &di : &wi) = i;
-    printf("\n## Summary (run took %.0f s; order %s)\nmachine load at the end: %s\n", since_s(run0), order, load_now());
+    printf("\n## Summary (run took %.0f s; order %s)\nmachine load at the end: %s\n", fb_since_s(run0), order, load_now());
     if (di >= 0 && wi >= 0) {
         result *d = &res[di], *w = &res[wi];
         printf("| from the first POST, %d objects to %d clusters | %s | %s (baseline) | ratio |\n|---|---|---|---|\n", n,

@@ -43,7 +43,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,44 +64,6 @@
 static int problems;
 
 /* ---- small helpers ---------------------------------------------------------------- */
-
-static void bprintf(fb_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char tmp[1];
-    int n = vsnprintf(tmp, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        abort();
-    if (b->n + (size_t)n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->n + (size_t)n + 1)
-            cap *= 2;
-        b->p = realloc(b->p, cap);
-        if (!b->p)
-            abort();
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)n;
-}
-
-static void breset(fb_buf *b)
-{
-    b->n = 0;
-    if (b->p)
-        b->p[0] = 0;
-}
-
-
-
-static double since_s(int64_t t0)
-{
-    return (double)(fb_now_ns() - t0) / 1e9;
-}
 
 static void print_load(const char *when)
 {
@@ -238,17 +199,8 @@ static void on_stage(tracker *tr, int kind, int type, const char *line, const ch
     }
 }
 
-/* One member watch (or a control-plane one, for stages). */
-typedef struct mwatch {
-    CURL *curl;
-    struct curl_slist *headers;
-    fb_buf buf;
-    struct fleet *f;
-    int cluster; /* 0-based: member<cluster+1>; CP_BINDINGS / CP_WORKS: the control plane's */
-    char base[400];
-    long long rv; /* newest resourceVersion seen: a watch that ends resumes from it */
-    bool open;
-} mwatch;
+/* A member watch (or a control-plane one, for stages) is an fb_watch whose ctx is the fleet
+ * and whose cluster is 0-based: member<cluster+1>; CP_BINDINGS / CP_WORKS: the control plane's. */
 
 /* A server, a member host, the joined members and the watches on them. */
 typedef struct fleet {
@@ -263,37 +215,15 @@ typedef struct fleet {
     CURL *c;
     struct curl_slist *h;
     fb_buf out;
-    /* the watcher thread and what it shares with the main thread (under mu) */
-    pthread_t watcher;
-    bool watcher_started;
-    atomic_bool stop;
-    atomic_int open;
+    /* the watches, and what their thread shares with the main thread (under mu) */
+    fb_watchset ws;
     pthread_mutex_t mu;
     tracker *trk;
-    mwatch *w;
-    int nw;
-    long watch_ends, watch_errors;
 } fleet;
 
-static void on_event(mwatch *w, const char *line, int64_t now)
+static void on_event(fb_watch *w, int type, const char *line, int64_t now)
 {
-    fleet *f = w->f;
-    const char *t = strstr(line, "\"type\":\"");
-    if (!t)
-        return;
-    t += 8;
-    int type = !strncmp(t, "ADDED\"", 6) ? 0 : !strncmp(t, "MODIFIED\"", 9) ? 1 : !strncmp(t, "DELETED\"", 8) ? 2 : -1;
-    if (type < 0) {
-        if (!strncmp(t, "ERROR\"", 6)) {
-            pthread_mutex_lock(&f->mu);
-            f->watch_errors++;
-            pthread_mutex_unlock(&f->mu);
-        }
-        return;
-    }
-    long long rv = fb_json_rv(line);
-    if (rv > w->rv)
-        w->rv = rv;
+    fleet *f = w->ctx;
     /* metadata.name: the first "name" key inside metadata (annotation keys that end in
      * /name have a '/' before the quote, escaped JSON in annotations has a backslash) */
     const char *m = strstr(line, "\"metadata\":{");
@@ -331,88 +261,6 @@ static void on_event(mwatch *w, const char *line, int64_t now)
         }
     }
     pthread_mutex_unlock(&f->mu);
-}
-
-static size_t watch_write(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    mwatch *w = userdata;
-    size_t n = size * nmemb;
-    int64_t now = fb_now_ns();
-    fb_buf_write(ptr, size, nmemb, &w->buf);
-    char *line = w->buf.p, *nl;
-    while ((nl = strchr(line, '\n'))) {
-        *nl = 0;
-        on_event(w, line, now);
-        line = nl + 1;
-    }
-    size_t rest = w->buf.n - (size_t)(line - w->buf.p);
-    memmove(w->buf.p, line, rest);
-    w->buf.n = rest;
-    w->buf.p[rest] = 0;
-    return n;
-}
-
-static void watch_arm(mwatch *w)
-{
-    char url[600];
-    if (w->rv > 0)
-        snprintf(url, sizeof url, "%s&resourceVersion=%lld", w->base, w->rv);
-    else
-        snprintf(url, sizeof url, "%s", w->base);
-    breset(&w->buf);
-    w->open = false;
-    curl_easy_setopt(w->curl, CURLOPT_URL, url);
-    curl_easy_setopt(w->curl, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(w->curl, CURLOPT_TIMEOUT, 0L);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, watch_write);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
-}
-
-/* The watcher thread: drives every member watch; a watch that ends is reopened from the
- * last resourceVersion it saw (counted: a member should not end watches). */
-static void *watcher_main(void *arg)
-{
-    fleet *f = arg;
-    CURLM *m = curl_multi_init();
-    for (int i = 0; i < f->nw; i++)
-        curl_multi_add_handle(m, f->w[i].curl);
-    while (!atomic_load(&f->stop)) {
-        int running = 0;
-        curl_multi_perform(m, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(m, &left))) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            for (int i = 0; i < f->nw; i++) {
-                if (f->w[i].curl != msg->easy_handle)
-                    continue;
-                pthread_mutex_lock(&f->mu);
-                f->watch_ends++;
-                pthread_mutex_unlock(&f->mu);
-                if (f->w[i].open)
-                    atomic_fetch_sub(&f->open, 1);
-                curl_multi_remove_handle(m, f->w[i].curl);
-                watch_arm(&f->w[i]);
-                curl_multi_add_handle(m, f->w[i].curl);
-            }
-        }
-        for (int i = 0; i < f->nw; i++) {
-            if (f->w[i].open)
-                continue;
-            long code = 0;
-            curl_easy_getinfo(f->w[i].curl, CURLINFO_RESPONSE_CODE, &code);
-            if (code == 200) {
-                f->w[i].open = true;
-                atomic_fetch_add(&f->open, 1);
-            }
-        }
-        curl_multi_poll(m, NULL, 0, 20, NULL);
-    }
-    for (int i = 0; i < f->nw; i++)
-        curl_multi_remove_handle(m, f->w[i].curl);
-    curl_multi_cleanup(m);
-    return NULL;
 }
 
 static void fleet_track(fleet *f, tracker *t)
@@ -500,10 +348,10 @@ static double wait_quiet(fleet *f, int quiet_ms, int deadline_s)
             last = r;
             changed = fb_now_ns();
         } else if (fb_now_ns() - changed >= quiet_ms * NS_PER_MS) {
-            return since_s(t0);
+            return fb_since_s(t0);
         }
     }
-    return -since_s(t0);
+    return -fb_since_s(t0);
 }
 
 /* "1.2 s", or "not within 60 s" for a wait_quiet() that timed out (main thread only). */
@@ -523,7 +371,7 @@ static const char *quiet_str(double q)
 
 static void deployment_json(fb_buf *b, const char *name, const char *label, int replicas)
 {
-    bprintf(b,
+    fb_bprintf(b,
             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
             "\"default\",\"labels\":{\"bench\":\"%s\",\"app\":\"%s\"}},\"spec\":{\"replicas\":%d,\"selector\":{"
             "\"matchLabels\":{\"app\":\"%s\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"%s\"}},\"spec\":{"
@@ -535,7 +383,7 @@ static void deployment_json(fb_buf *b, const char *name, const char *label, int 
 static void configmap_json(fb_buf *b, const char *name, const char *label)
 {
     /* a 256-byte value: a small application config */
-    bprintf(b,
+    fb_bprintf(b,
             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\","
             "\"labels\":{\"bench\":\"%s\"}},\"data\":{\"config\":\"%0256d\"}}",
             name, label, 0);
@@ -546,29 +394,29 @@ static void configmap_json(fb_buf *b, const char *name, const char *label)
 static void policy_json(fb_buf *b, const char *name, const char *label, int nclusters, bool configmaps,
                         const int *weights)
 {
-    bprintf(b,
+    fb_bprintf(b,
             "{\"apiVersion\":\"policy.karmada.io/v1alpha1\",\"kind\":\"PropagationPolicy\",\"metadata\":{\"name\":"
             "\"%s\",\"namespace\":\"default\"},\"spec\":{\"resourceSelectors\":[{\"apiVersion\":\"apps/v1\","
             "\"kind\":\"Deployment\",\"labelSelector\":{\"matchLabels\":{\"bench\":\"%s\"}}}",
             name, label);
     if (configmaps)
-        bprintf(b, ",{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"labelSelector\":{\"matchLabels\":{\"bench\":"
+        fb_bprintf(b, ",{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"labelSelector\":{\"matchLabels\":{\"bench\":"
                    "\"%s\"}}}",
                 label);
-    bprintf(b, "],\"placement\":{\"clusterAffinity\":{\"clusterNames\":[");
+    fb_bprintf(b, "],\"placement\":{\"clusterAffinity\":{\"clusterNames\":[");
     for (int i = 1; i <= nclusters; i++)
-        bprintf(b, "%s\"member%d\"", i > 1 ? "," : "", i);
-    bprintf(b, "]},\"replicaScheduling\":{");
+        fb_bprintf(b, "%s\"member%d\"", i > 1 ? "," : "", i);
+    fb_bprintf(b, "]},\"replicaScheduling\":{");
     if (!weights) {
-        bprintf(b, "\"replicaSchedulingType\":\"Duplicated\"}}}}");
+        fb_bprintf(b, "\"replicaSchedulingType\":\"Duplicated\"}}}}");
         return;
     }
-    bprintf(b, "\"replicaSchedulingType\":\"Divided\",\"replicaDivisionPreference\":\"Weighted\","
+    fb_bprintf(b, "\"replicaSchedulingType\":\"Divided\",\"replicaDivisionPreference\":\"Weighted\","
                "\"weightPreference\":{\"staticWeightList\":[");
     for (int i = 1; i <= nclusters; i++)
-        bprintf(b, "%s{\"targetCluster\":{\"clusterNames\":[\"member%d\"]},\"weight\":%d}", i > 1 ? "," : "", i,
+        fb_bprintf(b, "%s{\"targetCluster\":{\"clusterNames\":[\"member%d\"]},\"weight\":%d}", i > 1 ? "," : "", i,
                 weights[i - 1]);
-    bprintf(b, "]}}}}}");
+    fb_bprintf(b, "]}}}}}");
 }
 
 static int create_policy(fleet *f, const char *name, const char *label, int nclusters, bool configmaps,
@@ -601,68 +449,11 @@ static long create_deployment(fleet *f, const char *name, const char *label, int
 
 /* ---- many creates on several connections ---------------------------------------------- */
 
-/* Builds the i-th object: its collection path and body. */
-typedef void (*gen_fn)(void *ctx, int i, char *path, size_t pathsz, fb_buf *body);
-
-typedef struct pcreate {
-    fleet *f;
-    int n;
-    gen_fn gen;
-    void *ctx;
-    atomic_int next;
-    atomic_long errors, retries;
-    int64_t *ack; /* per object: monotonic ns its 201 arrived, or NULL */
-} pcreate;
-
-static void *pcreate_main(void *arg)
-{
-    pcreate *pc = arg;
-    struct curl_slist *h = fb_headers(&pc->f->s);
-    CURL *c = fb_curl_new(&pc->f->s, h);
-    fb_buf body = {0}, out = {0};
-    char path[256];
-    for (int i; (i = atomic_fetch_add(&pc->next, 1)) < pc->n;) {
-        breset(&body);
-        pc->gen(pc->ctx, i, path, sizeof path, &body);
-        long code = 0;
-        /* 429 (too many requests in flight) and transport errors are retried, a few times */
-        for (int attempt = 0; attempt < 50; attempt++) {
-            code = fb_request(c, &pc->f->s, "POST", path, body.p, body.n, &out);
-            if (code != 429 && code != 0)
-                break;
-            atomic_fetch_add(&pc->retries, 1);
-            usleep(10000);
-        }
-        if (pc->ack)
-            pc->ack[i] = fb_now_ns();
-        if (code != 201 && atomic_fetch_add(&pc->errors, 1) < 5)
-            fprintf(stderr, "SERVER PROBLEM: POST %s: HTTP %ld %.300s\n", path, code, out.p ? out.p : "");
-    }
-    free(body.p);
-    free(out.p);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    return NULL;
-}
-
 /* Create n objects on `conns` connections as fast as they go; returns the seconds taken. */
-static double create_many(fleet *f, int conns, int n, gen_fn gen, void *ctx, int64_t *ack)
+static double create_many(fleet *f, int conns, int n, fb_gen_fn gen, void *ctx, int64_t *ack)
 {
-    pcreate pc = {.f = f, .n = n, .gen = gen, .ctx = ctx, .ack = ack};
-    atomic_init(&pc.next, 0);
-    atomic_init(&pc.errors, 0);
-    atomic_init(&pc.retries, 0);
-    pthread_t *t = calloc((size_t)conns, sizeof *t);
-    int64_t t0 = fb_now_ns();
-    int started = 0;
-    for (int i = 0; i < conns; i++)
-        if (pthread_create(&t[i], NULL, pcreate_main, &pc) == 0)
-            started++;
-    for (int i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-    double s = since_s(t0);
-    free(t);
-    long errors = atomic_load(&pc.errors), retries = atomic_load(&pc.retries);
+    long errors, retries;
+    double s = fb_create_many(&f->s, conns, n, gen, ctx, ack, &errors, &retries);
     if (errors) {
         fprintf(stderr, "SERVER PROBLEM: %ld of %d creates failed\n", errors, n);
         problems++;
@@ -751,14 +542,14 @@ static int workpost_run(workpost *wp, fleet *f, const char *name, int nclusters)
         char url[600];
         snprintf(url, sizeof url, "%s/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-member%d/works", f->s.url,
                  i + 1);
-        breset(&wp->body[i]);
-        bprintf(&wp->body[i],
+        fb_breset(&wp->body[i]);
+        fb_bprintf(&wp->body[i],
                 "{\"apiVersion\":\"work.karmada.io/v1alpha1\",\"kind\":\"Work\",\"metadata\":{\"name\":\"%s\","
                 "\"namespace\":\"karmada-es-member%d\"},\"spec\":{\"workload\":{\"manifests\":[",
                 name, i + 1);
         deployment_json(&wp->body[i], name, "baseline", 1);
-        bprintf(&wp->body[i], "]}}}");
-        breset(&wp->resp[i]);
+        fb_bprintf(&wp->body[i], "]}}}");
+        fb_breset(&wp->resp[i]);
         curl_easy_setopt(wp->h[i], CURLOPT_URL, url);
         curl_easy_setopt(wp->h[i], CURLOPT_POSTFIELDS, wp->body[i].p);
         curl_easy_setopt(wp->h[i], CURLOPT_POSTFIELDSIZE, (long)wp->body[i].n);
@@ -816,8 +607,7 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int hos
     f->ca64 = ca ? fb_b64(ca, strlen(ca)) : strdup("");
     free(ca);
     f->tokens = calloc((size_t)hosted, sizeof *f->tokens);
-    f->nw = hosted * (configmaps ? 2 : 1) + (stages ? 2 : 0);
-    f->w = calloc((size_t)f->nw, sizeof *f->w);
+    fb_watchset_init(&f->ws, hosted * (configmaps ? 2 : 1) + (stages ? 2 : 0));
     fb_server mem = {0};
     snprintf(mem.url, sizeof mem.url, "%s", f->mh.url);
     snprintf(mem.ca, sizeof mem.ca, "%s", ca_path);
@@ -829,36 +619,24 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int hos
             f->tokens[i] = strdup("");
         snprintf(mem.auth, sizeof mem.auth, "Authorization: Bearer %s", f->tokens[i]);
         for (int k = 0; k < (configmaps ? 2 : 1); k++) {
-            mwatch *w = &f->w[i * (configmaps ? 2 : 1) + k];
-            w->f = f;
-            w->cluster = i;
-            w->headers = fb_headers(&mem);
-            w->curl = fb_curl_new(&mem, w->headers);
-            snprintf(w->base, sizeof w->base, "%s/clusters/member%d/%s/namespaces/default/%s?watch=1", mem.url, i + 1,
+            char path[200];
+            snprintf(path, sizeof path, "/clusters/member%d/%s/namespaces/default/%s?watch=1", i + 1,
                      k ? "api/v1" : "apis/apps/v1", k ? "configmaps" : "deployments");
-            watch_arm(w);
+            fb_watch *w = fb_watchset_add(&f->ws, &mem, path, on_event);
+            w->ctx = f;
+            w->cluster = i;
         }
     }
     for (int k = 0; stages && k < 2; k++) {
-        mwatch *w = &f->w[f->nw - 2 + k];
-        w->f = f;
+        fb_watch *w = fb_watchset_add(&f->ws, &f->s, k ? "/apis/work.karmada.io/v1alpha1/works?watch=1"
+                                                       : "/apis/work.karmada.io/v1alpha2/resourcebindings?watch=1",
+                                      on_event);
+        w->ctx = f;
         w->cluster = k ? CP_WORKS : CP_BINDINGS;
-        w->headers = fb_headers(&f->s);
-        w->curl = fb_curl_new(&f->s, w->headers);
-        snprintf(w->base, sizeof w->base, "%s/apis/work.karmada.io/%s?watch=1", f->s.url,
-                 k ? "v1alpha1/works" : "v1alpha2/resourcebindings");
-        watch_arm(w);
     }
-    atomic_init(&f->stop, false);
-    atomic_init(&f->open, 0);
-    if (pthread_create(&f->watcher, NULL, watcher_main, f) != 0)
-        return -1;
-    f->watcher_started = true;
-    int64_t deadline = fb_now_ns() + 60 * NS_PER_S;
-    while (atomic_load(&f->open) < f->nw && fb_now_ns() < deadline)
-        usleep(10000);
-    if (atomic_load(&f->open) < f->nw) {
-        fprintf(stderr, "SERVER PROBLEM: only %d of %d member watches opened in 60 s\n", atomic_load(&f->open), f->nw);
+    if (fb_watchset_start(&f->ws, 60)) {
+        fprintf(stderr, "SERVER PROBLEM: only %d of %d member watches opened in 60 s\n", atomic_load(&f->ws.open),
+                f->ws.n);
         return -1;
     }
     const char *ns = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"karmada-cluster\"}}";
@@ -874,14 +652,14 @@ static double fleet_join(fleet *f, int n)
     fb_buf body = {0};
     for (int i = f->joined + 1; i <= n && i <= f->hosted; i++) {
         char *tok64 = fb_b64(f->tokens[i - 1], strlen(f->tokens[i - 1]));
-        breset(&body);
-        bprintf(&body,
+        fb_breset(&body);
+        fb_bprintf(&body,
                 "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"member%d\",\"namespace\":"
                 "\"karmada-cluster\"},\"data\":{\"token\":\"%s\",\"caBundle\":\"%s\"}}",
                 i, tok64, f->ca64);
         long c1 = cp_request(f, "POST", "/api/v1/namespaces/karmada-cluster/secrets", body.p);
-        breset(&body);
-        bprintf(&body,
+        fb_breset(&body);
+        fb_bprintf(&body,
                 "{\"apiVersion\":\"cluster.karmada.io/v1alpha1\",\"kind\":\"Cluster\",\"metadata\":{\"name\":"
                 "\"member%d\"},\"spec\":{\"syncMode\":\"Push\",\"apiEndpoint\":\"%s/clusters/member%d\","
                 "\"secretRef\":{\"namespace\":\"karmada-cluster\",\"name\":\"member%d\"}}}",
@@ -919,26 +697,18 @@ static double fleet_join(fleet *f, int n)
             return -1;
         }
     }
-    return since_s(t0);
+    return fb_since_s(t0);
 }
 
 static void fleet_stop(fleet *f, bool keep)
 {
-    if (f->watcher_started) {
-        atomic_store(&f->stop, true);
-        pthread_join(f->watcher, NULL);
-        f->watcher_started = false;
-    }
-    if (f->watch_ends || f->watch_errors)
+    fb_watchset_stop(&f->ws);
+    long ends = atomic_load(&f->ws.ends), errors = atomic_load(&f->ws.errors);
+    if (ends || errors)
         printf("  note: member watches ended %ld times, %ld ERROR events (each resumed from its last "
                "resourceVersion)\n",
-               f->watch_ends, f->watch_errors);
-    for (int i = 0; i < f->nw; i++) {
-        curl_easy_cleanup(f->w[i].curl);
-        curl_slist_free_all(f->w[i].headers);
-        free(f->w[i].buf.p);
-    }
-    free(f->w);
+               ends, errors);
+    fb_watchset_close(&f->ws);
     fb_member_stop(&f->mh);
     if (f->s.pid > 0 && fb_server_stop(&f->s) != 0)
         problems++;
@@ -1011,12 +781,12 @@ static void stage_report(fleet *f, tracker *t, int p, const int64_t *ack, int k,
     static const char *const name[4] = {"ack -> binding created", "-> scheduled", "-> last Work created",
                                         "-> last member ADDED"};
     if (m == 0) {
-        bprintf(out, "stages not seen (no control-plane watch)");
+        fb_bprintf(out, "stages not seen (no control-plane watch)");
     } else {
-        bprintf(out, "stages P50/P99 ms over %d items:", m);
+        fb_bprintf(out, "stages P50/P99 ms over %d items:", m);
         for (int s = 0; s < 4; s++) {
             double p50 = fb_pct_ms(d[s], (size_t)m, 50);
-            bprintf(out, " %s %.1f/%.1f;", name[s], p50, fb_pct_sorted_ms(d[s], (size_t)m, 99));
+            fb_bprintf(out, " %s %.1f/%.1f;", name[s], p50, fb_pct_sorted_ms(d[s], (size_t)m, 99));
         }
     }
     for (int s = 0; s < 4; s++)
@@ -1105,7 +875,7 @@ static int phase_e2e(fleet *f, int n, int k, int gap_ms, e2e_result *r)
         }
         want += (long)k * n;
         got = wait_present(f, want, fb_now_ns() + 60 * NS_PER_S);
-        double wall = since_s(round0);
+        double wall = fb_since_s(round0);
         double cpu = fb_proc_cpu_s(f->s.pid) - cpu0, mcpu = fb_proc_cpu_s(f->mh.pid) - mcpu0;
         wait_quiet(f, 500, 30);
         int m = 0;
@@ -1209,7 +979,7 @@ static int phase_memory(const char *flotilla, const char *root, int m, int n, in
     create_policy(&f, "mem", "mem", n, false, NULL);
     long want = (long)m * n;
     long got = wait_present(&f, want, t0 + deadline_s * NS_PER_S);
-    res->mem_prop_s = since_s(t0);
+    res->mem_prop_s = fb_since_s(t0);
     double q2 = wait_quiet(&f, 1000, 90);
     double cpu = fb_proc_cpu_s(f.s.pid) - cpu0;
     fb_reqsnap after = fb_snap_requests(&f.s);
@@ -1286,7 +1056,7 @@ static int phase_burst(const char *flotilla, const char *root, int m, int n, int
     res->burst_create_s = create_many(&f, conns, m, gen_deployment, &g, ack);
     long want = (long)m * n;
     long got = wait_present(&f, want, t0 + deadline_s * NS_PER_S);
-    res->burst_all_s = since_s(t0);
+    res->burst_all_s = fb_since_s(t0);
     /* what the two processes spent until then: on these two cores, the simulated members
      * take from the same processor as the control plane */
     double cpu_all = fb_proc_cpu_s(f.s.pid) - cpu0, mcpu_all = fb_proc_cpu_s(f.mh.pid) - mcpu0;
@@ -1371,7 +1141,7 @@ static double raw_read_s(const char *db, long *objects, double *mib)
         }
         json_decref(o);
     }
-    double s = since_s(t0);
+    double s = fb_since_s(t0);
     if (rc != SQLITE_DONE)
         fprintf(stderr, "raw read of %s: %s\n", db, sqlite3_errmsg(h));
     sqlite3_finalize(st);
@@ -1407,7 +1177,7 @@ static int phase_restart(const char *flotilla, const char *const *again, const c
     double cs = create_many(&f, conns, 2 * d, gen_mixed, "r4", NULL);
     long want = 2L * d * n;
     long got = wait_present(&f, want, t0 + deadline_s * NS_PER_S);
-    res->r_prop_s = since_s(t0);
+    res->r_prop_s = fb_since_s(t0);
     double q = wait_quiet(&f, 2000, 300);
     printf("  %d objects created in %.1f s; %ld/%ld member objects present after %.1f s (%.0f per s); store quiet "
            "%s later\n",
@@ -1451,7 +1221,7 @@ static int phase_restart(const char *flotilla, const char *const *again, const c
         }
         printf("  reconciled revision noted%s: %s (%.1f s after the store went quiet)\n",
                watches_noted == -1 ? " (this build notes no member watches)" : " with the member watches",
-               noted_rev == (double)store_rev(&f) && watches_noted != 0 ? "yes" : "no", since_s(n0));
+               noted_rev == (double)store_rev(&f) && watches_noted != 0 ? "yes" : "no", fb_since_s(n0));
         rev_before = store_rev(&f);
 
         /* kill -9 and start again on the same data directory */
@@ -1555,15 +1325,15 @@ static int phase_restart(const char *flotilla, const char *const *again, const c
         printf("  restart (kill -9, start on the same data dir), times from the new process's start:\n");
         printf("    /readyz answered (baseline):        %.2f s\n", res->r_ready_s);
         printf("    probe Deployment in all %d members: %s%.2f s (%.0f ms after its create ack)\n", n,
-               probe_at ? "" : "NEVER, last check at ", probe_at ? res->r_probe_s : since_s(r0),
+               probe_at ? "" : "NEVER, last check at ", probe_at ? res->r_probe_s : fb_since_s(r0),
                probe_at ? (double)(probe_at - probe_ack) / 1e6 : -1.0);
         printf("    store revision last moved:          %.2f s (%ld revisions after /readyz)\n", res->r_rev_s,
                res->r_writes);
         printf("    server CPU last >= 10%% of a core:   %.2f s (1 s windows)\n", res->r_cpu_s);
         printf("    last member event:                  %.2f s\n", res->r_member_s);
         printf("    fully reconciled (all of the above, then 1 s quiet): %s%.2f s = %.1f x the start-up to /readyz\n",
-               full ? "" : "NOT within the deadline; ", full ? res->r_full_s : since_s(r0),
-               (full ? res->r_full_s : since_s(r0)) / res->r_ready_s);
+               full ? "" : "NOT within the deadline; ", full ? res->r_full_s : fb_since_s(r0),
+               (full ? res->r_full_s : fb_since_s(r0)) / res->r_ready_s);
         printf("    members: %ld objects re-created, %ld deleted, %ld modified after the restart; server RSS %.1f MiB, "
                "server CPU %.1f s since its start\n",
                res->r_added_again, res->r_deleted, res->r_modified, res->r_rss, r_cpu_total);
@@ -1737,7 +1507,7 @@ int main(int argc, char **argv)
         problems++;
     free(with);
 
-    printf("\n## Summary (run took %.0f s)\n", since_s(run0));
+    printf("\n## Summary (run took %.0f s)\n", fb_since_s(run0));
     print_load("at the end");
     printf("| measurement | result | baseline (same run) | ratio | target |\n|---|---|---|---|---|\n");
     for (int i = 0; i < res.ne2e; i++) {

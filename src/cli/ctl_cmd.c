@@ -20,7 +20,6 @@
  *
  * Flags may come before or after the verb, as kubectl allows. Exit codes: 0 done,
  * 1 failure (one line on stderr saying what and where), 2 usage. */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -29,6 +28,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/ctl_out.h"
 #include "cli/failover_cmd.h"
 #include "cli/interpret_cmd.h"
 #include "cli/status_cmd.h"
@@ -154,19 +154,6 @@ static const char *name_problem(const char *s)
     return NULL;
 }
 
-
-static int fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(const char *verb, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "flotilla ctl %s: ", verb);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
 /* Create obj, or when it exists, let merge() bring the stored one up to date and update
  * it (retrying lost races). What is stored is left in *out (may be NULL). */
 typedef int (*merge_fn)(json_t *stored, const json_t *want, const ctl_opts *o);
@@ -196,7 +183,7 @@ static int create_or_update(fl_client *cp, const fl_gvr *r, const char *ns, cons
             rc = FL_EEXIST; /* someone else wrote it: read again */
     }
     if (rc)
-        return fail(o->verb, "writing %s: %s", what, fl_errmsg(ce.message, rc));
+        return fl_ctl_out_fail(o->verb, "writing %s: %s", what, fl_errmsg(ce.message, rc));
     return 0;
 }
 
@@ -217,7 +204,7 @@ static int merge_cluster(json_t *stored, const json_t *want, const ctl_opts *o)
     }
     const char *mode = json_string_value(json_object_get(spec, "syncMode"));
     if (mode && !strcmp(mode, "Pull"))
-        return fail(o->verb, "cluster %s is registered in Pull mode (its agent manages it); "
+        return fl_ctl_out_fail(o->verb, "cluster %s is registered in Pull mode (its agent manages it); "
                              "unjoin it first to register it in Push mode", o->name);
     json_t *ws = json_object_get(want, "spec");
     static const char *const keys[] = {"syncMode", "apiEndpoint", "secretRef", "insecureSkipTLSVerification", NULL};
@@ -235,14 +222,14 @@ static int cmd_join(const ctl_opts *o)
 {
     const char *bad = name_problem(o->name);
     if (bad)
-        return fail(o->verb, "invalid cluster name \"%s\": %s", o->name, bad);
+        return fl_ctl_out_fail(o->verb, "invalid cluster name \"%s\": %s", o->name, bad);
 
     /* the member's credentials, and proof that they work */
     fl_kubeconfig mk;
     char *err = NULL;
     int rc = fl_kubeconfig_load(o->cluster_kubeconfig, o->cluster_context, &mk, &err);
     if (rc) {
-        fail(o->verb, "member kubeconfig: %s", err ? err : fl_strerror(rc));
+        fl_ctl_out_fail(o->verb, "member kubeconfig: %s", err ? err : fl_strerror(rc));
         free(err);
         return 1;
     }
@@ -250,20 +237,20 @@ static int cmd_join(const ctl_opts *o)
     fl_client *member = NULL, *cp = NULL;
     json_t *ns = NULL, *secret = NULL, *cluster = NULL;
     if (!mk.token) {
-        fail(o->verb, "member kubeconfig %s: user \"%s\" has no bearer token (token or tokenFile); "
+        fl_ctl_out_fail(o->verb, "member kubeconfig %s: user \"%s\" has no bearer token (token or tokenFile); "
                       "the control plane reaches Push members with a token",
              mk.origin, mk.user ? mk.user : "");
         goto out;
     }
     rc = fl_client_new(&mk, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 15000}, &member, &err);
     if (rc) {
-        fail(o->verb, "member kubeconfig: %s", err ? err : fl_strerror(rc));
+        fl_ctl_out_fail(o->verb, "member kubeconfig: %s", err ? err : fl_strerror(rc));
         goto out;
     }
     fl_client_error ce;
     rc = fl_client_request(member, "GET", "/api", NULL, NULL, 0, NULL, NULL, &ce);
     if (rc) {
-        fail(o->verb, "cannot reach member cluster at %s with the credentials in %s: %s", mk.server, mk.origin,
+        fl_ctl_out_fail(o->verb, "cannot reach member cluster at %s with the credentials in %s: %s", mk.server, mk.origin,
              fl_errmsg(ce.message, rc));
         goto out;
     }
@@ -274,7 +261,7 @@ static int cmd_join(const ctl_opts *o)
                    CLUSTER_NAMESPACE);
     rc = fl_client_create(cp, &NAMESPACES, NULL, ns, NULL, NULL, &ce);
     if (rc && rc != FL_EEXIST) {
-        fail(o->verb, "creating namespace %s on the control plane: %s", CLUSTER_NAMESPACE, fl_errmsg(ce.message, rc));
+        fl_ctl_out_fail(o->verb, "creating namespace %s on the control plane: %s", CLUSTER_NAMESPACE, fl_errmsg(ce.message, rc));
         goto out;
     }
 
@@ -331,11 +318,11 @@ static int cmd_unjoin(const ctl_opts *o)
     char *sns = fl_strdup(CLUSTER_NAMESPACE), *sname = fl_strdup(o->name);
     int rc = fl_client_get(cp, &CLUSTERS, NULL, o->name, &cl, &ce);
     if (rc == FL_ENOTFOUND) {
-        fail(o->verb, "cluster %s not found on the control plane", o->name);
+        fl_ctl_out_fail(o->verb, "cluster %s not found on the control plane", o->name);
         goto out;
     }
     if (rc) {
-        fail(o->verb, "reading cluster %s: %s", o->name, fl_errmsg(ce.message, rc));
+        fl_ctl_out_fail(o->verb, "reading cluster %s: %s", o->name, fl_errmsg(ce.message, rc));
         goto out;
     }
     /* the Secret the Cluster points at, which is ours only when join wrote it */
@@ -350,7 +337,7 @@ static int cmd_unjoin(const ctl_opts *o)
     }
     rc = fl_client_delete(cp, &CLUSTERS, NULL, o->name, NULL, NULL, &ce);
     if (rc && rc != FL_ENOTFOUND) {
-        fail(o->verb, "deleting cluster %s: %s", o->name, fl_errmsg(ce.message, rc));
+        fl_ctl_out_fail(o->verb, "deleting cluster %s: %s", o->name, fl_errmsg(ce.message, rc));
         goto out;
     }
     /* finalizers may hold the Cluster while its work is cleaned up; its credentials are
@@ -362,11 +349,11 @@ static int cmd_unjoin(const ctl_opts *o)
         if (rc == FL_ENOTFOUND)
             break;
         if (rc) {
-            fail(o->verb, "waiting for cluster %s to be deleted: %s", o->name, fl_errmsg(ce.message, rc));
+            fl_ctl_out_fail(o->verb, "waiting for cluster %s to be deleted: %s", o->name, fl_errmsg(ce.message, rc));
             goto out;
         }
         if (waited >= UNJOIN_WAIT_MS) {
-            fail(o->verb, "cluster %s is still being deleted after %d s (finalizers pending); run unjoin again later",
+            fl_ctl_out_fail(o->verb, "cluster %s is still being deleted after %d s (finalizers pending); run unjoin again later",
                  o->name, UNJOIN_WAIT_MS / 1000);
             goto out;
         }
@@ -374,7 +361,7 @@ static int cmd_unjoin(const ctl_opts *o)
     }
     rc = fl_client_delete(cp, &SECRETS, sns, sname, NULL, NULL, &ce);
     if (rc && rc != FL_ENOTFOUND) {
-        fail(o->verb, "deleting Secret %s/%s: %s", sns, sname, fl_errmsg(ce.message, rc));
+        fl_ctl_out_fail(o->verb, "deleting Secret %s/%s: %s", sns, sname, fl_errmsg(ce.message, rc));
         goto out;
     }
     printf("cluster %s unjoined\n", o->name);
@@ -410,7 +397,7 @@ static int cmd_fault(const ctl_opts *o)
         rc = fl_client_new(&kc, &(fl_client_options){.user_agent = "flotilla-ctl", .timeout_ms = 10000}, &c, &err);
     fl_kubeconfig_close(&kc);
     if (rc) {
-        fail("fault", "member host kubeconfig: %s", err ? err : fl_strerror(rc));
+        fl_ctl_out_fail("fault", "member host kubeconfig: %s", err ? err : fl_strerror(rc));
         free(err);
         return 1;
     }
@@ -420,7 +407,7 @@ static int cmd_fault(const ctl_opts *o)
     free(path);
     fl_client_free(c);
     if (rc)
-        return fail("fault", "%s: %s", o->name,
+        return fl_ctl_out_fail("fault", "%s: %s", o->name,
                     rc == FL_ENOTFOUND ? "no such simulated cluster" : fl_errmsg(ce.message, rc));
     printf("cluster %s: fault %s\n", o->name, v);
     return 0;

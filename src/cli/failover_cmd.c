@@ -18,7 +18,6 @@
  * 1 failure, 2 usage. */
 #include "cli/failover_cmd.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +26,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/ctl_out.h"
 #include "cli/kind_resolve.h"
 #include "client/client.h"
 #include "controllers/names.h"
@@ -35,7 +35,6 @@
 #include "core/mem.h"
 #include "core/strbuf.h"
 #include "core/timefmt.h"
-#include "core/yaml.h"
 
 #define VERB "failover history"
 
@@ -54,11 +53,6 @@ typedef struct row {
     size_t seq;      /* position of entry, to keep history order among equal times */
 } row;
 
-static char *or_none(const char *s)
-{
-    return fl_strdup(s && *s ? s : "<none>");
-}
-
 /* "a,b" from an array of strings, or of {name} objects (spec.clusters). */
 static char *join_clusters(const json_t *arr, const char *skip)
 {
@@ -73,7 +67,7 @@ static char *join_clusters(const json_t *arr, const char *skip)
             fl_strbuf_addc(&b, ',');
         fl_strbuf_adds(&b, s);
     }
-    char *out = or_none(b.p);
+    char *out = fl_ctl_out_none(b.p);
     fl_strbuf_close(&b);
     return out;
 }
@@ -88,7 +82,7 @@ static char *label_state(const json_t *state)
 {
     size_t n = json_is_object(state) ? json_object_size(state) : 0, k = 0;
     if (!n)
-        return or_none(NULL);
+        return fl_ctl_out_none(NULL);
     const char **keys = fl_calloc(n, sizeof *keys);
     const char *key;
     json_t *v;
@@ -151,14 +145,14 @@ char *fl_failover_table(const json_t *binding)
         const json_t *h = json_array_get(history, i), *t = task_for_history(tasks, history, h);
         const char *done = fl_json_str(h, "completionTime"), *purge = fl_json_str(h, "purgeMode");
         row *r = &rows[n++];
-        r->cell[C_STARTED] = or_none(fl_json_str(h, "startTime"));
-        r->cell[C_FROM] = or_none(fl_json_str(h, "fromCluster"));
+        r->cell[C_STARTED] = fl_ctl_out_none(fl_json_str(h, "startTime"));
+        r->cell[C_FROM] = fl_ctl_out_none(fl_json_str(h, "fromCluster"));
         /* still under way, the entry names no clusters after it yet: where the binding is now */
         const json_t *after = json_object_get(h, "clustersAfterFailover");
         r->cell[C_TO] = !done && !json_array_size(after) ? join_clusters(now_at, fl_json_str(h, "fromCluster"))
                                                          : join_clusters(after, NULL);
-        r->cell[C_REASON] = or_none(fl_json_str(h, "reason"));
-        r->cell[C_PURGE] = or_none(purge ? purge : fl_json_str(t, "purgeMode"));
+        r->cell[C_REASON] = fl_ctl_out_none(fl_json_str(h, "reason"));
+        r->cell[C_PURGE] = fl_ctl_out_none(purge ? purge : fl_json_str(t, "purgeMode"));
         r->cell[C_STATE] = label_state(json_object_get(h, "preservedLabelState"));
         r->cell[C_OUTCOME] = fl_strdup(done ? (fl_json_str(h, "outcome") ? fl_json_str(h, "outcome") : "<none>")
                                             : "InProgress");
@@ -172,11 +166,11 @@ char *fl_failover_table(const json_t *binding)
             continue;
         /* not in the history (yet): where the binding is now is where it went */
         row *r = &rows[n++];
-        r->cell[C_STARTED] = or_none(fl_json_str(t, "creationTimestamp"));
-        r->cell[C_FROM] = or_none(fl_json_str(t, "fromCluster"));
+        r->cell[C_STARTED] = fl_ctl_out_none(fl_json_str(t, "creationTimestamp"));
+        r->cell[C_FROM] = fl_ctl_out_none(fl_json_str(t, "fromCluster"));
         r->cell[C_TO] = join_clusters(now_at, fl_json_str(t, "fromCluster"));
-        r->cell[C_REASON] = or_none(fl_json_str(t, "reason"));
-        r->cell[C_PURGE] = or_none(fl_json_str(t, "purgeMode"));
+        r->cell[C_REASON] = fl_ctl_out_none(fl_json_str(t, "reason"));
+        r->cell[C_PURGE] = fl_ctl_out_none(fl_json_str(t, "purgeMode"));
         r->cell[C_STATE] = label_state(json_object_get(t, "preservedLabelState"));
         r->cell[C_OUTCOME] = fl_strdup("InProgress");
         r->cell[C_COMPLETED] = fl_strdup("<pending>");
@@ -185,27 +179,16 @@ char *fl_failover_table(const json_t *binding)
     }
     qsort(rows, n, sizeof *rows, row_cmp);
 
-    /* kubectl's layout: columns as wide as their widest cell, three spaces apart */
-    size_t width[NCOLS];
-    for (int c = 0; c < NCOLS; c++) {
-        width[c] = strlen(HEADERS[c]);
-        for (size_t i = 0; i < n; i++)
-            if (strlen(rows[i].cell[c]) > width[c])
-                width[c] = strlen(rows[i].cell[c]);
-    }
-    fl_strbuf b = FL_STRBUF_INIT;
-    for (size_t i = 0; i <= n; i++) {
-        for (int c = 0; c < NCOLS; c++) {
-            const char *s = i ? rows[i - 1].cell[c] : HEADERS[c];
-            if (c == NCOLS - 1)
-                fl_strbuf_printf(&b, "%s\n", s);
-            else
-                fl_strbuf_printf(&b, "%-*s   ", (int)width[c], s);
-        }
-    }
+    /* kubectl's layout (ctl_out.h), the rows' cells row-major */
+    char **cells = fl_calloc(n * NCOLS, sizeof *cells);
     for (size_t i = 0; i < n; i++)
-        for (int c = 0; c < NCOLS; c++)
-            free(rows[i].cell[c]);
+        memcpy(cells + i * NCOLS, rows[i].cell, sizeof rows[i].cell);
+    size_t width[NCOLS] = {0};
+    fl_strbuf b = FL_STRBUF_INIT;
+    fl_ctl_out_table(&b, HEADERS, NCOLS, cells, n, NULL, width);
+    for (size_t i = 0; i < n * NCOLS; i++)
+        free(cells[i]);
+    free(cells);
     free(rows);
     return fl_strbuf_take(&b);
 }
@@ -216,26 +199,6 @@ typedef struct opts {
     const char *kubeconfig, *context, *ns, *output;
     const char *ref; /* KIND/NAME as typed */
 } opts;
-
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("flotilla ctl " VERB ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
-static int usage_error(const char *fmt, const char *arg)
-{
-    fputs("flotilla ctl " VERB ": ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see 'flotilla ctl failover history --help')\n", stderr);
-    return 2;
-}
 
 static void usage(void)
 {
@@ -272,25 +235,25 @@ static int parse(int argc, char **argv, opts *o, bool *help)
         if (a[0] == '-' && a[1]) {
             const char *why = fl_cli_take_flag(flags, sizeof flags / sizeof *flags, argc, argv, &i, o);
             if (why)
-                return usage_error(why, a);
+                return fl_ctl_out_usage(VERB, why, a);
             continue;
         }
         if (npos == 3)
-            return usage_error("unexpected argument \"%s\"", a);
+            return fl_ctl_out_usage(VERB, "unexpected argument \"%s\"", a);
         pos[npos++] = a;
     }
     if (npos < 1 || strcmp(pos[0], "history"))
-        return usage_error("%s", npos ? "unknown subcommand: expected \"history\"" : "a subcommand is required: history");
+        return fl_ctl_out_usage(VERB, "%s", npos ? "unknown subcommand: expected \"history\"" : "a subcommand is required: history");
     if (npos < 2)
-        return usage_error("%s", "history needs KIND/NAME, e.g. deployment/web");
+        return fl_ctl_out_usage(VERB, "%s", "history needs KIND/NAME, e.g. deployment/web");
     if (npos > 2)
-        return usage_error("unexpected argument \"%s\"", pos[2]);
+        return fl_ctl_out_usage(VERB, "unexpected argument \"%s\"", pos[2]);
     o->ref = pos[1];
     const char *slash = strchr(o->ref, '/');
     if (!slash || slash == o->ref || !slash[1] || strchr(slash + 1, '/'))
-        return usage_error("\"%s\" is not KIND/NAME (e.g. deployment/web)", o->ref);
+        return fl_ctl_out_usage(VERB, "\"%s\" is not KIND/NAME (e.g. deployment/web)", o->ref);
     if (o->output && strcmp(o->output, "yaml") && strcmp(o->output, "json"))
-        return usage_error("-o %s: expected yaml or json", o->output);
+        return fl_ctl_out_usage(VERB, "-o %s: expected yaml or json", o->output);
     if (!o->ns)
         o->ns = "default";
     return 0;
@@ -305,11 +268,7 @@ static void print_raw(const opts *o, const json_t *rb)
         json_object_set_new(doc, "namespace", json_string(fl_json_meta(rb, "namespace")));
     json_object_set_new(doc, "failoverHistory", json_is_array(hist) ? json_incref(hist) : json_array());
     json_object_set_new(doc, "gracefulEvictionTasks", json_is_array(tasks) ? json_incref(tasks) : json_array());
-    char *text = !strcmp(o->output, "json") ? json_dumps(doc, JSON_INDENT(4) | JSON_PRESERVE_ORDER) : fl_yaml_dump(doc);
-    fputs(text, stdout);
-    if (!strcmp(o->output, "json"))
-        fputc('\n', stdout);
-    free(text);
+    fl_ctl_out_doc(o->output, doc);
     json_decref(doc);
 }
 
@@ -329,16 +288,16 @@ static int run(const opts *o)
     fl_client_error ce = {0};
     int e = fl_client_get(cp, &(fl_gvr){k.api_version, k.resource}, ns, name, &tmpl, &ce);
     if (e) {
-        rc = e == FL_ENOTFOUND ? fail("%s \"%s\" not found%s%s", k.kind, name, ns ? " in namespace " : "", ns ? ns : "")
-                               : fail("%s \"%s\": %s", k.kind, name, fl_errmsg(ce.message, e));
+        rc = e == FL_ENOTFOUND ? fl_ctl_out_fail(VERB, "%s \"%s\" not found%s%s", k.kind, name, ns ? " in namespace " : "", ns ? ns : "")
+                               : fl_ctl_out_fail(VERB, "%s \"%s\": %s", k.kind, name, fl_errmsg(ce.message, e));
         goto out;
     }
     bname = fl_names_binding(k.kind, name);
     e = fl_client_get(cp, ns ? &RBS : &CRBS, ns, bname, &rb, &ce);
     if (e) {
-        rc = e == FL_ENOTFOUND ? fail("%s \"%s\" has no %s \"%s\": no propagation policy has claimed it", k.kind,
+        rc = e == FL_ENOTFOUND ? fl_ctl_out_fail(VERB, "%s \"%s\" has no %s \"%s\": no propagation policy has claimed it", k.kind,
                                       name, ns ? "ResourceBinding" : "ClusterResourceBinding", bname)
-                               : fail("%s \"%s\": %s", ns ? "ResourceBinding" : "ClusterResourceBinding", bname,
+                               : fl_ctl_out_fail(VERB, "%s \"%s\": %s", ns ? "ResourceBinding" : "ClusterResourceBinding", bname,
                                       fl_errmsg(ce.message, e));
         goto out;
     }

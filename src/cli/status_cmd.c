@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +39,7 @@
 #include <strings.h>
 
 #include "cli/cli.h"
+#include "cli/ctl_out.h"
 #include "cli/kind_resolve.h"
 #include "client/client.h"
 #include "client/informer.h"
@@ -52,7 +52,6 @@
 #include "core/strbuf.h"
 #include "core/timefmt.h"
 #include "core/wellknown.h"
-#include "core/yaml.h"
 
 #define VERB "status"
 #define SHOWN_NOT_CURRENT 3 /* clusters named in a row, before " + N more..." */
@@ -97,26 +96,6 @@ typedef struct sel {
 
 /* ---- output ---- */
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("flotilla ctl " VERB ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
-static int usage_error(const char *fmt, const char *arg)
-{
-    fputs("flotilla ctl " VERB ": ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see 'flotilla ctl status --help')\n", stderr);
-    return 2;
-}
-
 static void usage(void)
 {
     printf("Usage: flotilla ctl status [KIND[/NAME]] [options]\n"
@@ -149,34 +128,12 @@ static void usage(void)
            "0 once everything selected is Current and 1 at the timeout; 1 on failure; 2 on bad usage.\n");
 }
 
-/* kubectl's layout: columns as wide as their widest cell (and at least width[c] as it comes
- * in; the widths used go back out), three spaces apart, hidden columns left out. cells is
- * row-major, ncols a row. */
+/* The table on f (ctl_out.h says how it is laid out). */
 static void print_rows(FILE *f, const char *const *hdr, size_t ncols, char *const *cells, size_t nrows,
                        const bool *hide, size_t *width)
 {
-    for (size_t c = 0; c < ncols; c++) {
-        if (hdr && strlen(hdr[c]) > width[c])
-            width[c] = strlen(hdr[c]);
-        for (size_t i = 0; i < nrows; i++)
-            if (strlen(cells[i * ncols + c]) > width[c])
-                width[c] = strlen(cells[i * ncols + c]);
-    }
-    size_t last = ncols - 1;
-    while (last > 0 && hide && hide[last])
-        last--;
     fl_strbuf b = FL_STRBUF_INIT;
-    for (size_t i = hdr ? 0 : 1; i <= nrows; i++) {
-        for (size_t c = 0; c < ncols; c++) {
-            if (hide && hide[c])
-                continue;
-            const char *s = i ? cells[(i - 1) * ncols + c] : hdr[c];
-            if (c == last)
-                fl_strbuf_printf(&b, "%s\n", s);
-            else
-                fl_strbuf_printf(&b, "%-*s   ", (int)width[c], s);
-        }
-    }
+    fl_ctl_out_table(&b, hdr, ncols, cells, nrows, hide, width);
     if (b.len)
         fputs(b.p, f);
     fl_strbuf_close(&b);
@@ -186,11 +143,7 @@ static void print_doc(const char *output, const json_t *items)
 {
     json_t *doc = json_pack("{s:s, s:s, s:{s:s}, s:O}", "apiVersion", "v1", "kind", "List", "metadata",
                             "resourceVersion", "", "items", items);
-    char *text = !strcmp(output, "json") ? json_dumps(doc, JSON_INDENT(4) | JSON_PRESERVE_ORDER) : fl_yaml_dump(doc);
-    fputs(text, stdout);
-    if (!strcmp(output, "json"))
-        fputc('\n', stdout);
-    free(text);
+    fl_ctl_out_doc(output, doc);
     json_decref(doc);
 }
 
@@ -354,6 +307,23 @@ static json_t *summary_item(const json_t *b)
     return it;
 }
 
+/* The bindings (an array, only read) as -o asks, a List of their summary items, or as the
+ * table when there are any. */
+static void print_summaries(const opts *o, const json_t *bindings)
+{
+    if (o->output) {
+        json_t *items = json_array();
+        size_t i;
+        json_t *b;
+        json_array_foreach(bindings, i, b) json_array_append_new(items, summary_item(b));
+        print_doc(o->output, items);
+        json_decref(items);
+    } else if (json_array_size(bindings)) {
+        size_t width[FL_STATUS_NCOLS] = {0};
+        print_bindings(o, bindings, width);
+    }
+}
+
 /* ---- what is selected ---- */
 
 static size_t group_len(const char *api_version)
@@ -389,7 +359,7 @@ static int list_bindings(fl_client *cp, const opts *o, const sel *s, json_t **ou
         fl_client_error ce = {0};
         int rc = fl_client_list_all(cp, k ? &CRBS : &RBS, k ? NULL : s->ns, &lo, NULL, &lr, &ce);
         if (rc)
-            return fail("listing %s: %s", k ? "ClusterResourceBindings" : "ResourceBindings",
+            return fl_ctl_out_fail(VERB, "listing %s: %s", k ? "ClusterResourceBindings" : "ResourceBindings",
                         fl_errmsg(ce.message, rc));
         size_t i;
         json_t *b;
@@ -411,18 +381,18 @@ static int none_found(fl_client *cp, const opts *o, const sel *s)
     }
     const char *ns = s->kind.namespaced ? s->ns : NULL;
     if (s->kind.namespaced && !ns)
-        return fail("no binding for %s \"%s\" in any namespace: no propagation policy has claimed it", s->kind.kind,
+        return fl_ctl_out_fail(VERB, "no binding for %s \"%s\" in any namespace: no propagation policy has claimed it", s->kind.kind,
                     o->name);
     json_t *tmpl = NULL;
     fl_client_error ce = {0};
     int e = fl_client_get(cp, &(fl_gvr){s->kind.api_version, s->kind.resource}, ns, o->name, &tmpl, &ce);
     json_decref(tmpl);
     if (e == FL_ENOTFOUND)
-        return fail("%s \"%s\" not found%s%s", s->kind.kind, o->name, ns ? " in namespace " : "", ns ? ns : "");
+        return fl_ctl_out_fail(VERB, "%s \"%s\" not found%s%s", s->kind.kind, o->name, ns ? " in namespace " : "", ns ? ns : "");
     if (e)
-        return fail("%s \"%s\": %s", s->kind.kind, o->name, fl_errmsg(ce.message, e));
+        return fl_ctl_out_fail(VERB, "%s \"%s\": %s", s->kind.kind, o->name, fl_errmsg(ce.message, e));
     char *bname = fl_names_binding(s->kind.kind, o->name);
-    fail("%s \"%s\" has no %s \"%s\": no propagation policy has claimed it", s->kind.kind, o->name,
+    fl_ctl_out_fail(VERB, "%s \"%s\" has no %s \"%s\": no propagation policy has claimed it", s->kind.kind, o->name,
          ns ? "ResourceBinding" : "ClusterResourceBinding", bname);
     free(bname);
     return 1;
@@ -542,7 +512,7 @@ static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *
         }
         free(fields);
         if (e)
-            rc = fail("listing the Works of %s: %s", fl_json_meta(b, "name"), fl_errmsg(ce.message, e));
+            rc = fl_ctl_out_fail(VERB, "listing the Works of %s: %s", fl_json_meta(b, "name"), fl_errmsg(ce.message, e));
         else
             fl_list_result_close(&lr);
         free(labels);
@@ -582,9 +552,9 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
         json_t *cl = NULL;
         int e = fl_client_get(cp, &CLUSTERS, NULL, o->cluster, &cl, &ce);
         if (e == FL_ENOTFOUND)
-            return fail("cluster \"%s\" not found", o->cluster);
+            return fl_ctl_out_fail(VERB, "cluster \"%s\" not found", o->cluster);
         if (e)
-            return fail("reading cluster %s: %s", o->cluster, fl_errmsg(ce.message, e));
+            return fl_ctl_out_fail(VERB, "reading cluster %s: %s", o->cluster, fl_errmsg(ce.message, e));
         json_object_set_new(*out, o->cluster, json_boolean(cluster_ready(cl)));
         json_decref(cl);
         return 0;
@@ -593,7 +563,7 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
     fl_list_result lr;
     int e = fl_client_list_all(cp, &CLUSTERS, NULL, &lo, NULL, &lr, &ce);
     if (e)
-        return fail("listing clusters: %s", fl_errmsg(ce.message, e));
+        return fl_ctl_out_fail(VERB, "listing clusters: %s", fl_errmsg(ce.message, e));
     size_t i;
     json_t *cl;
     json_array_foreach(lr.items, i, cl) if (fl_json_meta(cl, "name"))
@@ -604,11 +574,6 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
 
 enum { D_NS, D_NAME, D_CLUSTER, D_STATE, D_REASON, D_MESSAGE, D_NCOLS };
 static const char *const D_HEADERS[D_NCOLS] = {"NAMESPACE", "NAME", "CLUSTER", "STATE", "REASON", "MESSAGE"};
-
-static char *or_none(const char *s)
-{
-    return fl_strdup(s && *s ? s : "<none>");
-}
 
 /* The drill-down's table (or -o) of bindings; ready from readiness(). */
 static int run_drill(fl_client *cp, const opts *o, const json_t *bindings, json_t *ready)
@@ -639,8 +604,8 @@ static int run_drill(fl_client *cp, const opts *o, const json_t *bindings, json_
             row[D_NAME] = template_ref(json_object_get(r, "resource"), fl_json_str(ref, "name"));
             row[D_CLUSTER] = fl_strdup(fl_json_str(r, "cluster"));
             row[D_STATE] = fl_strdup(fl_json_str(r, "state"));
-            row[D_REASON] = or_none(fl_json_str(r, "reason"));
-            row[D_MESSAGE] = or_none(fl_json_str(r, "message"));
+            row[D_REASON] = fl_ctl_out_none(fl_json_str(r, "reason"));
+            row[D_MESSAGE] = fl_ctl_out_none(fl_json_str(r, "message"));
         }
         bool hide[D_NCOLS] = {[D_NS] = !o->all};
         size_t width[D_NCOLS] = {0};
@@ -852,17 +817,7 @@ static int wait_lists(live *l, fl_informer *const *inf, int64_t until)
 static void print_final(const opts *o, const sel *s, fl_informer *const *inf)
 {
     json_t *now = snapshot(o, s, inf);
-    if (o->output) {
-        json_t *items = json_array();
-        size_t i;
-        json_t *b;
-        json_array_foreach(now, i, b) json_array_append_new(items, summary_item(b));
-        print_doc(o->output, items);
-        json_decref(items);
-    } else if (json_array_size(now)) {
-        size_t width[FL_STATUS_NCOLS] = {0};
-        print_bindings(o, now, width);
-    }
+    print_summaries(o, now);
     json_decref(now);
 }
 
@@ -887,7 +842,7 @@ static int run_live(fl_client *cp, const opts *o, const sel *s, const sigset_t *
     int rc = wait_lists(&l, inf, timed ? deadline : 0);
     bool done = false, stopped = rc == FL_ECLOSED;
     if (rc == FL_ETIMEDOUT) {
-        rc = fail("the bindings could not be listed in %.1fs", (double)(timed ? o->timeout_ms : SYNC_WAIT_MS) / 1000);
+        rc = fl_ctl_out_fail(VERB, "the bindings could not be listed in %.1fs", (double)(timed ? o->timeout_ms : SYNC_WAIT_MS) / 1000);
         goto out;
     }
     /* what came before the first table is in it */
@@ -941,8 +896,8 @@ static int run_live(fl_client *cp, const opts *o, const sel *s, const sigset_t *
         print_final(o, s, inf);
     if (o->wait && !done) {
         char *why = not_current_line(seen);
-        rc = stopped ? fail("interrupted before everything selected was Current: %s", why)
-                     : fail("timed out after %s waiting for everything selected to be Current: %s",
+        rc = stopped ? fl_ctl_out_fail(VERB, "interrupted before everything selected was Current: %s", why)
+                     : fl_ctl_out_fail(VERB, "timed out after %s waiting for everything selected to be Current: %s",
                             o->timeout ? o->timeout : "60s", why);
         free(why);
     }
@@ -1022,9 +977,9 @@ static int parse(int argc, char **argv, opts *o, bool *help)
         else if (a[0] == '-' && a[1]) {
             const char *why = fl_cli_take_flag(flags, sizeof flags / sizeof *flags, argc, argv, &i, o);
             if (why)
-                return usage_error(why, a);
+                return fl_ctl_out_usage(VERB, why, a);
         } else if (npos == 1) {
-            return usage_error("unexpected argument \"%s\": one KIND or KIND/NAME at most", a);
+            return fl_ctl_out_usage(VERB, "unexpected argument \"%s\": one KIND or KIND/NAME at most", a);
         } else {
             pos[npos++] = a;
         }
@@ -1032,43 +987,43 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     if (npos) {
         const char *slash = strchr(pos[0], '/');
         if (slash == pos[0] || (slash && (!slash[1] || strchr(slash + 1, '/'))))
-            return usage_error("\"%s\" is not KIND or KIND/NAME (e.g. deployment/web)", pos[0]);
+            return fl_ctl_out_usage(VERB, "\"%s\" is not KIND or KIND/NAME (e.g. deployment/web)", pos[0]);
         o->kind = slash ? fl_strndup(pos[0], (size_t)(slash - pos[0])) : fl_strdup(pos[0]);
         o->name = slash ? slash + 1 : NULL;
     }
     if (o->ns && o->all)
-        return usage_error("%s", "-n and -A (--all-namespaces) exclude each other");
+        return fl_ctl_out_usage(VERB, "%s", "-n and -A (--all-namespaces) exclude each other");
     if (!o->ns)
         o->ns = "default";
     if (o->output && strcmp(o->output, "yaml") && strcmp(o->output, "json"))
-        return usage_error("-o %s: expected yaml or json", o->output);
+        return fl_ctl_out_usage(VERB, "-o %s: expected yaml or json", o->output);
     if (o->state) {
         const char *canon = NULL;
         for (int k = 0; fl_summary_states[k]; k++)
             if (!strcasecmp(o->state, fl_summary_states[k]))
                 canon = fl_summary_states[k];
         if (!canon)
-            return usage_error("--state %s: expected Current, InProgress, Failed, Terminating, NotFound or Unknown",
+            return fl_ctl_out_usage(VERB, "--state %s: expected Current, InProgress, Failed, Terminating, NotFound or Unknown",
                                o->state);
         o->state = canon;
     }
     if ((o->watch || o->wait) && (o->cluster || o->state))
-        return usage_error("%s", "--watch and --wait follow the summaries: they take no --cluster or --state");
+        return fl_ctl_out_usage(VERB, "%s", "--watch and --wait follow the summaries: they take no --cluster or --state");
     if (o->watch && o->output)
-        return usage_error("%s", "--watch prints the table: it takes no -o");
+        return fl_ctl_out_usage(VERB, "%s", "--watch prints the table: it takes no -o");
     if (o->timeout && !o->wait && !o->watch)
-        return usage_error("--timeout %s is for --wait and --watch", o->timeout);
+        return fl_ctl_out_usage(VERB, "--timeout %s is for --wait and --watch", o->timeout);
     o->page = LIST_PAGE;
     if (o->chunk) {
         char *end = NULL;
         long long v = strtoll(o->chunk, &end, 10);
         if (!isdigit((unsigned char)o->chunk[0]) || *end || v < 1 || v > 100000)
-            return usage_error("--chunk-size %s: expected a number of items from 1 to 100000", o->chunk);
+            return fl_ctl_out_usage(VERB, "--chunk-size %s: expected a number of items from 1 to 100000", o->chunk);
         o->page = v;
     }
     o->timeout_ms = DEFAULT_WAIT_MS;
     if (o->timeout && (o->timeout_ms = parse_duration(o->timeout)) < 0)
-        return usage_error("--timeout %s: expected a duration such as 500ms, 30s, 2m or 1m30s", o->timeout);
+        return fl_ctl_out_usage(VERB, "--timeout %s: expected a duration such as 500ms, 30s, 2m or 1m30s", o->timeout);
     return 0;
 }
 
@@ -1084,16 +1039,8 @@ static int run_once(fl_client *cp, const opts *o, const sel *s)
         rc = none_found(cp, o, s);
     } else if (rc == 0 && (o->cluster || o->state)) {
         rc = run_drill(cp, o, bs, ready);
-    } else if (rc == 0 && o->output) {
-        json_t *items = json_array();
-        size_t i;
-        json_t *b;
-        json_array_foreach(bs, i, b) json_array_append_new(items, summary_item(b));
-        print_doc(o->output, items);
-        json_decref(items);
     } else if (rc == 0) {
-        size_t width[FL_STATUS_NCOLS] = {0};
-        print_bindings(o, bs, width);
+        print_summaries(o, bs);
     }
     json_decref(bs);
     json_decref(ready);

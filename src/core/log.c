@@ -303,19 +303,31 @@ static void emit(int level, const char *module, const char *msg, const kvset *kv
     errno = saved;
 }
 
+/* fl_log and fl_log_kvf: the message formatted (cut at MSG_MAX bytes), with npairs / 2
+ * key-value pairs from pairs (NULL when npairs is 0). */
+static void emit_fmt(int level, const char *module, const char *const *pairs, size_t npairs, const char *fmt,
+                     va_list ap) __attribute__((format(printf, 5, 0)));
+static void emit_fmt(int level, const char *module, const char *const *pairs, size_t npairs, const char *fmt,
+                     va_list ap)
+{
+    char msg[MSG_MAX];
+    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+        msg[0] = 0;
+    kvset kv;
+    kv.n = kv.need = 0;
+    for (size_t i = 0; pairs && i + 1 < npairs; i += 2)
+        kv_add(&kv, pairs[i], pairs[i + 1]);
+    emit(level, module, msg, &kv);
+}
+
 void fl_log(int level, const char *module, const char *fmt, ...)
 {
     if (!fl_log_enabled(level))
         return;
-    char msg[MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
-        msg[0] = 0;
+    emit_fmt(level, module, NULL, 0, fmt, ap);
     va_end(ap);
-    kvset kv;
-    kv.n = kv.need = 0;
-    emit(level, module, msg, &kv);
 }
 
 void fl_log_kv(int level, const char *module, const char *msg, ...)
@@ -342,17 +354,10 @@ void fl_log_kvf(int level, const char *module, const char *const *pairs, size_t 
 {
     if (!fl_log_enabled(level))
         return;
-    char msg[MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
-        msg[0] = 0;
+    emit_fmt(level, module, pairs, npairs, fmt, ap);
     va_end(ap);
-    kvset kv;
-    kv.n = kv.need = 0;
-    for (size_t i = 0; pairs && i + 1 < npairs; i += 2)
-        kv_add(&kv, pairs[i], pairs[i + 1]);
-    emit(level, module, msg, &kv);
 }
 
 const char *fl_log_obj(char *buf, size_t cap, const char *kind, const char *ns, const char *name)

@@ -366,6 +366,38 @@ def create_crd(server, manifest, timeout=15):
     return path
 
 
+def deployment_manifest(name, deadline=3):
+    """Deployment `name` in default: one replica of nginx labelled app=name. A short
+    progressDeadlineSeconds (`deadline`) turns a copy that cannot pull Failed
+    (ProgressDeadlineExceeded) soon after."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": 1, "progressDeadlineSeconds": deadline, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}
+
+
+def policy_manifest(name, clusters=None):
+    """PropagationPolicy `name` in default selecting Deployment `name`, to the named clusters, or
+    with none named to every cluster."""
+    placement = {"clusterAffinity": {"clusterNames": clusters}} if clusters else {}
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+                     "placement": placement}}
+
+
+def fake_image_override(name, clusters):
+    """OverridePolicy `name`-fake in default: Deployment `name`'s copies on `clusters` take their
+    image from the fake.io registry, whose images the member simulator never pulls."""
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
+            "metadata": {"name": f"{name}-fake", "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+                     "overrideRules": [{"targetCluster": {"clusterNames": clusters},
+                                        "overriders": {"imageOverrider": [
+                                            {"component": "Registry", "operator": "replace", "value": "fake.io"}]}}]}}
+
+
 class Fleet:
     """A `flotilla up` fleet (control plane + members) driven with kubectl, as a user would."""
 

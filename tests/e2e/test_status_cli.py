@@ -15,33 +15,9 @@ import threading
 
 import yaml
 
-from conftest import BIN, running_fleet, wait_for
+from conftest import BIN, deployment_manifest, fake_image_override, policy_manifest, running_fleet, wait_for
 
 WAIT = 60
-
-
-def deployment(name, deadline=3):
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"replicas": 1, "progressDeadlineSeconds": deadline, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}
-
-
-def policy(name, clusters):
-    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
-                     "placement": {"clusterAffinity": {"clusterNames": clusters}}}}
-
-
-def fake_image_on(name, clusters):
-    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
-            "metadata": {"name": f"{name}-fake", "namespace": "default"},
-            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
-                     "overrideRules": [{"targetCluster": {"clusterNames": clusters},
-                                        "overriders": {"imageOverrider": [
-                                            {"component": "Registry", "operator": "replace", "value": "fake.io"}]}}]}}
 
 
 def rows(stdout):
@@ -72,7 +48,7 @@ HEADER = ["NAME", "STATE", "CURRENT", "PROGRESS", "FAILED", "IN-PROGRESS", "UNKN
 
 def test_current_on_two_members(fleet):
     name = "st-ok"
-    fleet.apply([policy(name, ["member1", "member2"]), deployment(name)])
+    fleet.apply([policy_manifest(name, ["member1", "member2"]), deployment_manifest(name)])
     try:
         row = wait_for(lambda: (x := row_of(fleet, f"deployment/{name}")) and x[1] == "Current" and x,
                        timeout=WAIT, what="Current on both members")
@@ -108,7 +84,8 @@ def test_current_on_two_members(fleet):
 def test_a_failed_cluster_is_named_with_its_reason(fleet):
     name = "st-stuck"
     ref = f"deployment/{name}"
-    fleet.apply([policy(name, ["member1", "member2"]), fake_image_on(name, ["member2"]), deployment(name)])
+    fleet.apply([policy_manifest(name, ["member1", "member2"]), fake_image_override(name, ["member2"]),
+                 deployment_manifest(name)])
     try:
         row = wait_for(lambda: (x := row_of(fleet, ref)) and x[1] == "Failed" and x, timeout=WAIT,
                        what="Failed on member2")
@@ -166,7 +143,7 @@ def test_a_failed_cluster_is_named_with_its_reason(fleet):
 def test_watch_prints_a_change_and_ends_on_sigterm(fleet):
     name = "st-watch"
     ref = f"deployment/{name}"
-    fleet.apply([policy(name, ["member1", "member2"]), deployment(name)])
+    fleet.apply([policy_manifest(name, ["member1", "member2"]), deployment_manifest(name)])
     wait_for(lambda: (x := row_of(fleet, ref)) and x[1] == "Current", timeout=WAIT, what="Current first")
     p = subprocess.Popen([BIN, "ctl", "--kubeconfig", fleet.kubeconfig, "status", ref, "--watch"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -178,7 +155,7 @@ def test_watch_prints_a_change_and_ends_on_sigterm(fleet):
     try:
         assert next_row(30) == HEADER
         assert next_row(30)[:3] == [ref, "Current", "2/2"]
-        fleet.apply(fake_image_on(name, ["member2"]))
+        fleet.apply(fake_image_override(name, ["member2"]))
         # each change is a new row; the copy on member2 goes through InProgress to Failed
         seen = []
         while not seen or seen[-1][1] != "Failed":
@@ -236,7 +213,7 @@ def test_state_lists_every_cluster_not_only_the_twenty_the_summary_names():
     name = "st-many"
     ref = f"deployment/{name}"
     with running_fleet(members=26) as big:
-        big.apply([policy(name, members), fake_image_on(name, failing), deployment(name)])
+        big.apply([policy_manifest(name, members), fake_image_override(name, failing), deployment_manifest(name)])
         row = wait_for(lambda: (x := row_of(big, ref)) and x[4] == "23" and x, timeout=180,
                        what="23 Failed of 26")
         assert row[1:3] == ["Failed", "3/26"], row

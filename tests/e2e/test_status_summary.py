@@ -16,34 +16,9 @@ import time
 
 import pytest
 
-from conftest import running_fleet, wait_for
+from conftest import deployment_manifest, fake_image_override, policy_manifest, running_fleet, wait_for
 
 WAIT = 60
-
-
-def deployment(name, deadline=3):
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"replicas": 1, "progressDeadlineSeconds": deadline, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}
-
-
-def policy(name, clusters=None):
-    placement = {"clusterAffinity": {"clusterNames": clusters}} if clusters else {}
-    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
-                     "placement": placement}}
-
-
-def fake_image_on(name, clusters):
-    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
-            "metadata": {"name": f"{name}-fake", "namespace": "default"},
-            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
-                     "overrideRules": [{"targetCluster": {"clusterNames": clusters},
-                                        "overriders": {"imageOverrider": [
-                                            {"component": "Registry", "operator": "replace", "value": "fake.io"}]}}]}}
 
 
 def summary(fleet, name):
@@ -69,7 +44,7 @@ def fleet():
 
 
 def test_current_everywhere_failed_on_one_then_current_again(fleet):
-    fleet.apply([policy("sum-web", ["member1", "member2", "member3"]), deployment("sum-web")])
+    fleet.apply([policy_manifest("sum-web", ["member1", "member2", "member3"]), deployment_manifest("sum-web")])
     s = wait_for(lambda: (x := summary(fleet, "sum-web")).get("current") == 3 and x, timeout=WAIT,
                  what="Current on the three members")
     assert s["state"] == "Current" and s["desired"] == 3 and s["applied"] == 3
@@ -84,7 +59,7 @@ def test_current_everywhere_failed_on_one_then_current_again(fleet):
         {"member1": "Current", "member2": "Current", "member3": "Current"}
 
     # member2's copy cannot pull its image: Failed there once its progress deadline passes
-    fleet.apply(fake_image_on("sum-web", ["member2"]))
+    fleet.apply(fake_image_override("sum-web", ["member2"]))
     s = wait_for(lambda: (x := summary(fleet, "sum-web")).get("failed") == 1 and x, timeout=WAIT,
                  what="Failed on member2")
     assert s["state"] == "Failed" and s["current"] == 2 and s["desired"] == 3
@@ -117,7 +92,7 @@ def test_current_everywhere_failed_on_one_then_current_again(fleet):
 
 
 def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
-    fleet.apply([policy("sum-down", ["member1", "member3"]), deployment("sum-down")])
+    fleet.apply([policy_manifest("sum-down", ["member1", "member3"]), deployment_manifest("sum-down")])
     wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current on both")
     member_fault(fleet, "member3", True)
     try:
@@ -134,7 +109,7 @@ def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
 def test_a_large_fleet_keeps_the_hundred_worst_items_and_counts_all():
     with running_fleet(members=105) as big:
         failing = ["member7", "member50", "member101"]
-        big.apply([policy("sum-big"), fake_image_on("sum-big", failing), deployment("sum-big")])
+        big.apply([policy_manifest("sum-big"), fake_image_override("sum-big", failing), deployment_manifest("sum-big")])
         s = wait_for(lambda: (x := summary(big, "sum-big")).get("desired") == 105 and x.get("failed") == 3
                      and x.get("current") == 102 and x, timeout=180, what="105 clusters counted, 3 Failed")
         assert s["state"] == "Failed" and s["truncated"] is False

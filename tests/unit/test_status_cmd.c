@@ -14,11 +14,32 @@
 #include "core/timefmt.h"
 #include "testutil.h"
 
-static void free_row(char **cells)
+/* A column of the row and the text it should hold. */
+typedef struct cell_want {
+    int col;
+    const char *text;
+} cell_want;
+
+/* The row fl_status_row makes of the binding `json` (test_json's quoting) at now_ms: it says
+ * current or not as given, and each listed column holds its text. */
+static void check_row(const char *json, int64_t now_ms, bool current, const cell_want *want, size_t n)
 {
-    for (int c = 0; c < FL_STATUS_NCOLS; c++)
-        free(cells[c]);
+    json_t *rb = test_json(json);
+    char *c[FL_STATUS_NCOLS];
+    assert_int_equal(fl_status_row(rb, now_ms, c), current);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(c[want[i].col], want[i].text))
+            print_message("column %s:\n", fl_status_headers[want[i].col]);
+        assert_string_equal(c[want[i].col], want[i].text);
+    }
+    for (int col = 0; col < FL_STATUS_NCOLS; col++)
+        free(c[col]);
+    json_decref(rb);
 }
+
+#define CHECK_ROW(json, now_ms, current, ...)                                                                  \
+    check_row(json, now_ms, current, (const cell_want[]){__VA_ARGS__},                                         \
+              sizeof((const cell_want[]){__VA_ARGS__}) / sizeof(cell_want))
 
 static void test_ages_are_printed_as_kubectl_prints_them(void **state)
 {
@@ -43,89 +64,63 @@ static void test_ages_are_printed_as_kubectl_prints_them(void **state)
 static void test_a_failed_binding_names_its_worst_clusters_then_how_many_more(void **state)
 {
     (void)state;
-    json_t *rb = test_json(
-        "{'metadata': {'name': 'web-deployment', 'namespace': 'shop'},"
-        " 'spec': {'resource': {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'name': 'web'}},"
-        " 'status': {'summary': {'state': 'Failed', 'desired': 10, 'applied': 10, 'current': 5, 'inProgress': 2,"
-        "   'terminating': 0, 'unknown': 1, 'notFound': 0, 'failed': 2, 'truncated': false,"
-        "   'lastChangeTime': '2026-12-07T09:00:00Z', 'notCurrent': ["
-        "     {'cluster': 'm3', 'state': 'Failed', 'reason': 'ProgressDeadlineExceeded'},"
-        "     {'cluster': 'm7', 'state': 'Failed', 'reason': 'ImagePullBackOff'},"
-        "     {'cluster': 'm1', 'state': 'Unknown', 'reason': 'ClusterNotReady'},"
-        "     {'cluster': 'm2', 'state': 'InProgress', 'reason': ''},"
-        "     {'cluster': 'm9', 'state': 'InProgress', 'reason': 'LessReady'}]}}}");
-    char *c[FL_STATUS_NCOLS];
-    assert_false(fl_status_row(rb, fl_time_parse("2026-12-07T09:03:12Z"), c));
-    assert_string_equal(c[FL_STATUS_NAMESPACE], "shop");
-    assert_string_equal(c[FL_STATUS_NAME], "deployment/web");
-    assert_string_equal(c[FL_STATUS_STATE], "Failed");
-    assert_string_equal(c[FL_STATUS_CURRENT], "5/10");
-    assert_string_equal(c[FL_STATUS_PROGRESS], "[#####.....]");
-    assert_string_equal(c[FL_STATUS_FAILED], "2");
-    assert_string_equal(c[FL_STATUS_IN_PROGRESS], "2");
-    assert_string_equal(c[FL_STATUS_UNKNOWN], "1");
-    assert_string_equal(c[FL_STATUS_AGE], "3m12s");
-    assert_string_equal(c[FL_STATUS_NOT_CURRENT], "m3 Failed (ProgressDeadlineExceeded), m7 Failed (ImagePullBackOff), "
-                                                  "m1 Unknown (ClusterNotReady) + 2 more...");
-    free_row(c);
-    json_decref(rb);
+    CHECK_ROW("{'metadata': {'name': 'web-deployment', 'namespace': 'shop'},"
+              " 'spec': {'resource': {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'name': 'web'}},"
+              " 'status': {'summary': {'state': 'Failed', 'desired': 10, 'applied': 10, 'current': 5, 'inProgress': 2,"
+              "   'terminating': 0, 'unknown': 1, 'notFound': 0, 'failed': 2, 'truncated': false,"
+              "   'lastChangeTime': '2026-12-07T09:00:00Z', 'notCurrent': ["
+              "     {'cluster': 'm3', 'state': 'Failed', 'reason': 'ProgressDeadlineExceeded'},"
+              "     {'cluster': 'm7', 'state': 'Failed', 'reason': 'ImagePullBackOff'},"
+              "     {'cluster': 'm1', 'state': 'Unknown', 'reason': 'ClusterNotReady'},"
+              "     {'cluster': 'm2', 'state': 'InProgress', 'reason': ''},"
+              "     {'cluster': 'm9', 'state': 'InProgress', 'reason': 'LessReady'}]}}}",
+              fl_time_parse("2026-12-07T09:03:12Z"), false, {FL_STATUS_NAMESPACE, "shop"},
+              {FL_STATUS_NAME, "deployment/web"}, {FL_STATUS_STATE, "Failed"}, {FL_STATUS_CURRENT, "5/10"},
+              {FL_STATUS_PROGRESS, "[#####.....]"}, {FL_STATUS_FAILED, "2"}, {FL_STATUS_IN_PROGRESS, "2"},
+              {FL_STATUS_UNKNOWN, "1"}, {FL_STATUS_AGE, "3m12s"},
+              {FL_STATUS_NOT_CURRENT, "m3 Failed (ProgressDeadlineExceeded), m7 Failed (ImagePullBackOff), "
+                                      "m1 Unknown (ClusterNotReady) + 2 more..."});
 }
 
 static void test_more_not_current_than_the_summary_names_counts_them_all(void **state)
 {
     (void)state;
-    /* a truncated summary names 20 of 9000: the row counts from desired - current */
-    json_t *rb = test_json("{'metadata': {'name': 'x-configmap', 'namespace': 'default'},"
-                           " 'spec': {'resource': {'apiVersion': 'v1', 'kind': 'ConfigMap', 'name': 'x'}},"
-                           " 'status': {'summary': {'state': 'Unknown', 'desired': 10000, 'current': 1000,"
-                           "   'unknown': 9000, 'truncated': true, 'notCurrent': ["
-                           "     {'cluster': 'a', 'state': 'Unknown', 'reason': 'ClusterNotReady'}]}}}");
-    char *c[FL_STATUS_NCOLS];
-    assert_false(fl_status_row(rb, 0, c));
-    assert_string_equal(c[FL_STATUS_NAME], "configmap/x");
-    assert_string_equal(c[FL_STATUS_CURRENT], "1000/10000");
-    assert_string_equal(c[FL_STATUS_PROGRESS], "[#.........]");
-    assert_string_equal(c[FL_STATUS_NOT_CURRENT], "a Unknown (ClusterNotReady) + 8999 more...");
-    assert_string_equal(c[FL_STATUS_AGE], "<unknown>"); /* no time to count from */
-    free_row(c);
-    json_decref(rb);
+    /* a truncated summary names 20 of 9000: the row counts from desired - current; no time to
+     * count an age from */
+    CHECK_ROW("{'metadata': {'name': 'x-configmap', 'namespace': 'default'},"
+              " 'spec': {'resource': {'apiVersion': 'v1', 'kind': 'ConfigMap', 'name': 'x'}},"
+              " 'status': {'summary': {'state': 'Unknown', 'desired': 10000, 'current': 1000,"
+              "   'unknown': 9000, 'truncated': true, 'notCurrent': ["
+              "     {'cluster': 'a', 'state': 'Unknown', 'reason': 'ClusterNotReady'}]}}}",
+              0, false, {FL_STATUS_NAME, "configmap/x"}, {FL_STATUS_CURRENT, "1000/10000"},
+              {FL_STATUS_PROGRESS, "[#.........]"}, {FL_STATUS_NOT_CURRENT, "a Unknown (ClusterNotReady) + 8999 more..."},
+              {FL_STATUS_AGE, "<unknown>"});
 }
 
 static void test_current_everywhere_is_a_full_bar_and_none(void **state)
 {
     (void)state;
-    json_t *rb = test_json("{'metadata': {'name': 'gizmos.example.io-customresourcedefinition'},"
-                           " 'spec': {'resource': {'apiVersion': 'apiextensions.k8s.io/v1',"
-                           "   'kind': 'CustomResourceDefinition', 'name': 'gizmos.example.io'}},"
-                           " 'status': {'summary': {'state': 'Current', 'desired': 3, 'current': 3,"
-                           "   'notCurrent': [], 'lastChangeTime': '2026-12-07T09:00:00Z'}}}");
-    char *c[FL_STATUS_NCOLS];
-    assert_true(fl_status_row(rb, fl_time_parse("2026-12-07T09:00:30Z"), c));
-    assert_string_equal(c[FL_STATUS_NAMESPACE], "");
-    assert_string_equal(c[FL_STATUS_NAME], "customresourcedefinition/gizmos.example.io");
-    assert_string_equal(c[FL_STATUS_PROGRESS], "[##########]");
-    assert_string_equal(c[FL_STATUS_NOT_CURRENT], "<none>");
-    assert_string_equal(c[FL_STATUS_AGE], "30s");
-    free_row(c);
-    json_decref(rb);
+    CHECK_ROW("{'metadata': {'name': 'gizmos.example.io-customresourcedefinition'},"
+              " 'spec': {'resource': {'apiVersion': 'apiextensions.k8s.io/v1',"
+              "   'kind': 'CustomResourceDefinition', 'name': 'gizmos.example.io'}},"
+              " 'status': {'summary': {'state': 'Current', 'desired': 3, 'current': 3,"
+              "   'notCurrent': [], 'lastChangeTime': '2026-12-07T09:00:00Z'}}}",
+              fl_time_parse("2026-12-07T09:00:30Z"), true, {FL_STATUS_NAMESPACE, ""},
+              {FL_STATUS_NAME, "customresourcedefinition/gizmos.example.io"}, {FL_STATUS_PROGRESS, "[##########]"},
+              {FL_STATUS_NOT_CURRENT, "<none>"}, {FL_STATUS_AGE, "30s"});
 }
 
 static void test_a_binding_without_a_summary_is_unknown_with_its_clusters_desired(void **state)
 {
     (void)state;
-    json_t *rb = test_json("{'metadata': {'name': 'web-deployment', 'namespace': 'default',"
-                           "   'creationTimestamp': '2026-12-07T09:00:00Z'},"
-                           " 'spec': {'resource': {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'name': 'web'},"
-                           "   'clusters': [{'name': 'm1'}, {'name': 'm2'}]}}");
-    char *c[FL_STATUS_NCOLS];
-    assert_false(fl_status_row(rb, fl_time_parse("2026-12-07T09:00:05Z"), c));
-    assert_string_equal(c[FL_STATUS_STATE], "Unknown");
-    assert_string_equal(c[FL_STATUS_CURRENT], "0/2");
-    assert_string_equal(c[FL_STATUS_PROGRESS], "[..........]");
-    assert_string_equal(c[FL_STATUS_NOT_CURRENT], "<no status.summary yet>");
-    assert_string_equal(c[FL_STATUS_AGE], "5s"); /* since the binding was made */
-    free_row(c);
-    json_decref(rb);
+    /* its age is since the binding was made */
+    CHECK_ROW("{'metadata': {'name': 'web-deployment', 'namespace': 'default',"
+              "   'creationTimestamp': '2026-12-07T09:00:00Z'},"
+              " 'spec': {'resource': {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'name': 'web'},"
+              "   'clusters': [{'name': 'm1'}, {'name': 'm2'}]}}",
+              fl_time_parse("2026-12-07T09:00:05Z"), false, {FL_STATUS_STATE, "Unknown"}, {FL_STATUS_CURRENT, "0/2"},
+              {FL_STATUS_PROGRESS, "[..........]"}, {FL_STATUS_NOT_CURRENT, "<no status.summary yet>"},
+              {FL_STATUS_AGE, "5s"});
 }
 
 int main(void)
