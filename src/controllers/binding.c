@@ -51,6 +51,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/parallel.h"
+#include "core/timefmt.h"
 #include "core/wellknown.h"
 #include "interp/interp.h"
 #include "interp/prune.h"
@@ -75,7 +76,9 @@ static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings
 
 typedef struct bindctl {
     fl_ctrl_env env;
-    fl_informer *rbs, *crbs, *works, *ops, *cops, *clusters, *crds;
+    fl_informer *rbs, *crbs, *works, *ops, *cops, *clusters;
+    pthread_mutex_t kinds_mu;
+    json_t *status_moves; /* "apiVersion/resource" -> [moves, when read] (status_moves_generation) */
     fl_workqueue *q;
     fl_ctrl_workers *workers;
     pthread_mutex_t mu;
@@ -797,15 +800,31 @@ static json_t *manifest_generation(const json_t *m)
 
 /* Whether a status write moves the generation of templates of kind k (api_version): a custom
  * resource whose CRD serves that version without a status subresource. Built-in kinds keep
- * their status in a subresource. */
+ * their status in a subresource. The CRD is read in process (no informer: the server's thread
+ * budget is full) and the answer kept for STATUS_MOVES_MS. */
+#define STATUS_MOVES_MS 30000
 static bool status_moves_generation(bindctl *b, const char *api_version, const fl_template_kind *k)
 {
     const char *slash = api_version ? strchr(api_version, '/') : NULL;
     if (!slash || !k)
         return false; /* the core group: built in */
+    char *key = fl_cat(api_version, "/", k->resource, NULL);
+    int64_t now = fl_time_mono_ms();
+    pthread_mutex_lock(&b->kinds_mu);
+    json_t *known = json_object_get(b->status_moves, key);
+    int cached = known && now - json_integer_value(json_array_get(known, 1)) < STATUS_MOVES_MS
+                     ? json_is_true(json_array_get(known, 0))
+                     : -1;
+    pthread_mutex_unlock(&b->kinds_mu);
+    if (cached >= 0) {
+        free(key);
+        return cached;
+    }
+    static const fl_gvr CRDS = {"apiextensions.k8s.io/v1", "customresourcedefinitions"};
     char *name = fl_asprintf("%s.%.*s", k->resource, (int)(slash - api_version), api_version);
     json_t *crd = NULL;
-    fl_informer_get(b->crds, NULL, name, &crd);
+    fl_client_error ce;
+    int rc = fl_client_get(b->env.cp, &CRDS, NULL, name, &crd, &ce);
     free(name);
     bool moves = false;
     size_t i;
@@ -814,6 +833,12 @@ static bool status_moves_generation(bindctl *b, const char *api_version, const f
         if (!strcmp(fl_json_str(v, "name") ? fl_json_str(v, "name") : "", slash + 1))
             moves = !json_object_get(json_object_get(v, "subresources"), "status");
     json_decref(crd);
+    if (rc == 0 || rc == FL_ENOTFOUND) { /* not a CRD: a built-in kind */
+        pthread_mutex_lock(&b->kinds_mu);
+        json_object_set_new(b->status_moves, key, json_pack("[bI]", moves, (json_int_t)now));
+        pthread_mutex_unlock(&b->kinds_mu);
+    }
+    free(key);
     return moves;
 }
 
@@ -1345,6 +1370,8 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->q = fl_workqueue_new(NULL);
     fl_ctrl_resumable(env, b->q);
     pthread_mutex_init(&b->mu, NULL);
+    pthread_mutex_init(&b->kinds_mu, NULL);
+    b->status_moves = json_object();
     b->index = json_object();
     b->bare = json_object();
     b->gone = json_object();
@@ -1355,7 +1382,6 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->ops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "overridepolicies");
     b->cops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusteroverridepolicies");
     b->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
-    b->crds = fl_ctrl_informer(env, "apiextensions.k8s.io/v1", "customresourcedefinitions");
     fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_deleted,
                                .ctx = b};
     fl_informer_add_handlers(b->rbs, &bh);
@@ -1372,8 +1398,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, b);
     b->workers = fl_ctrl_workers_start_batched(b->q, "binding", BINDING_WORKERS, KEYS_AT_ONCE, reconcile, b,
-                                              (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs, b->crds,
-                                                                     NULL});
+                                              (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs, NULL});
     *state = b;
     return 0;
 }
@@ -1387,6 +1412,8 @@ static void bindctl_stop(void *state)
     json_decref(b->bare);
     json_decref(b->gone);
     json_decref(b->echo);
+    json_decref(b->status_moves);
+    pthread_mutex_destroy(&b->kinds_mu);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }

@@ -46,7 +46,7 @@
 #include "core/wellknown.h"
 
 #define LOG "resource-group"
-#define WORKERS 2
+#define WORKERS 1 /* the server's thread budget is full (issue 47): one, batched */
 /* How long a reconcile waits for a template kind's first list before trying again later. */
 #define TEMPLATE_WAIT_MS 2000
 /* A change of a listed resource queues its groups this much later, so that a burst of
@@ -66,6 +66,10 @@ static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings
 static const struct own_kind {
     const char *group, *kind, *api_version, *resource;
     bool namespaced;
+    /* read from the control plane when asked (in process), not from an informer of our own:
+     * nothing shares one for this kind, and a thread more is over the server's budget; a
+     * change of it is told by the manager (fl_ctrl_on_interp_change) */
+    bool by_get;
 } OWN_KINDS[] = {
     {"policy.karmada.io", "PropagationPolicy", "policy.karmada.io/v1alpha1", "propagationpolicies", true},
     {"policy.karmada.io", "ClusterPropagationPolicy", "policy.karmada.io/v1alpha1", "clusterpropagationpolicies",
@@ -74,7 +78,7 @@ static const struct own_kind {
     {"policy.karmada.io", "ClusterOverridePolicy", "policy.karmada.io/v1alpha1", "clusteroverridepolicies", false},
     {"policy.karmada.io", "ClusterTaintPolicy", "policy.karmada.io/v1alpha1", "clustertaintpolicies", false},
     {"config.karmada.io", "ResourceInterpreterCustomization", "config.karmada.io/v1alpha1",
-     "resourceinterpretercustomizations", false},
+     "resourceinterpretercustomizations", false, true},
     {"kpt.dev", "ResourceGroup", "kpt.dev/v1alpha1", "resourcegroups", true}, /* a subgroup */
     {"", "Namespace", "v1", "namespaces", false},
 };
@@ -249,7 +253,14 @@ static int own_kind_of(const char *group, const char *kind)
 static int find_own(rgctl *c, int i, const char *ns, const char *name, enum fl_rgstatus_found *found)
 {
     json_t *obj = NULL;
-    int rc = fl_informer_get(c->own[i], OWN_KINDS[i].namespaced ? ns : NULL, name, &obj);
+    int rc;
+    if (c->own[i]) {
+        rc = fl_informer_get(c->own[i], OWN_KINDS[i].namespaced ? ns : NULL, name, &obj);
+    } else {
+        fl_client_error ce;
+        const fl_gvr gvr = {OWN_KINDS[i].api_version, OWN_KINDS[i].resource};
+        rc = fl_client_get(c->env.cp, &gvr, OWN_KINDS[i].namespaced ? ns : NULL, name, &obj, &ce);
+    }
     if (rc == FL_ENOTFOUND || (rc == 0 && OWN_KINDS[i].namespaced != (ns && *ns))) {
         *found = FL_RGSTATUS_NO_TEMPLATE;
         rc = 0;
@@ -431,6 +442,18 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         binding_event(ctx, new_obj);
 }
 
+/* A customization changed (made, edited, deleted): every group looks again (rare). */
+static void customization_changed(void *ctx, const char *api_version, const char *kind)
+{
+    rgctl *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    const char *key;
+    json_t *v;
+    json_object_foreach(c->rg_bindings, key, v)
+        fl_workqueue_add_after(c->q, key, COALESCE_MS);
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* An object of OWN_KINDS made or deleted: as a template's. */
 static void own_event(void *ctx, json_t *obj)
 {
@@ -477,12 +500,16 @@ static int rgctl_start(const fl_ctrl_env *env, void **state)
     fl_template_handlers th = {.on_add = tmpl_event, .on_delete = tmpl_event, .ctx = c};
     fl_templates_subscribe(env->templates, &th);
     fl_informer *synced[NOWN + 4] = {c->rgs, c->rbs, c->crbs};
+    size_t nsynced = 3;
+    fl_ctrl_on_interp_change(env, customization_changed, c);
     for (size_t i = 0; i < NOWN; i++) {
+        if (OWN_KINDS[i].by_get)
+            continue;
         c->own_ctx[i] = (own_ctx){c, i};
         fl_informer_handlers oh = {.on_add = own_event, .on_delete = own_event, .ctx = &c->own_ctx[i]};
         c->own[i] = fl_ctrl_informer(env, OWN_KINDS[i].api_version, OWN_KINDS[i].resource);
         fl_informer_add_handlers(c->own[i], &oh);
-        synced[3 + i] = c->own[i];
+        synced[nsynced++] = c->own[i];
     }
     c->workers = fl_ctrl_workers_start_synced(c->q, "resourcegroup", WORKERS, reconcile, c, synced);
     *state = c;
