@@ -4,8 +4,9 @@
  * A state is made once and serves many calls, so nothing a call needs is rebuilt per
  * call: the sandboxed globals (a `base` table of safe functions and read-only proxies of
  * the libraries), and per script a compiled function bound to the script's own global
- * table (_ENV, created when the state first runs that script, with reads falling back
- * to `base`) sit in the state's registry. A steady-state call is: take an idle state,
+ * table (_ENV, created when the state first runs that script as a copy of `base` plus
+ * what the chunk defines, and put back to that before every later call) sit in the
+ * state's registry. A steady-state call is: take an idle state,
  * look the function up by script id, convert the arguments, call it under the count
  * hook, read the results, give the state back.
  *
@@ -44,8 +45,7 @@
 
 /* Registry keys (their addresses). */
 static const char base_key = 'b';   /* the shared read-only globals */
-static const char envmt_key = 'e';  /* metatable of every script's _ENV: reads fall to base */
-static const char cache_key = 'c';  /* script id -> function */
+static const char cache_key = 'c';  /* script id -> {function, _ENV, snapshot, count} */
 static const char kube_key = 'k';   /* the kube proxy require("kube") returns */
 
 /* Instructions between two looks at the budget and the clock. */
@@ -372,12 +372,6 @@ static int init_state(lua_State *L)
 
     lua_pushvalue(L, 2);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &base_key);
-    lua_createtable(L, 0, 2);
-    lua_pushvalue(L, 2);
-    lua_setfield(L, -2, "__index");
-    lua_pushboolean(L, 0);
-    lua_setfield(L, -2, "__metatable");
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &envmt_key);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &cache_key);
     fl_lua_json_open(L);
@@ -437,9 +431,63 @@ static struct lstate *new_state(const fl_lua_limits *lim, char **err)
 
 /* ---- scripts in a state ---- */
 
+/* Slots of a script's cache entry. */
+enum { ENTRY_FN = 1, ENTRY_ENV, ENTRY_SNAP, ENTRY_NSNAP };
+
+/* Put the script's globals (env) back as the chunk left them (snap, nsnap keys): the
+ * globals a call added go, the ones it changed or removed come back. So a script that
+ * wrote `error = nil` sees nil for the rest of that call and the built-in on the next one,
+ * and nothing one call leaves in the globals reaches the next. Usually one pass over env
+ * with a lookup in snap; the second pass runs only when a call removed a global. Clearing
+ * or changing existing fields during lua_next is allowed. */
+static void reset_globals(lua_State *L, int env, int snap, lua_Integer nsnap)
+{
+    lua_Integer kept = 0;
+    lua_pushnil(L);
+    while (lua_next(L, env)) { /* key, value */
+        lua_pushvalue(L, -2);
+        if (lua_rawget(L, snap) == LUA_TNIL) { /* key, value, nil: added by a call */
+            lua_pop(L, 2);
+            lua_pushvalue(L, -1);
+            lua_pushnil(L);
+            lua_rawset(L, env);
+            continue;
+        }
+        kept++;
+        if (lua_rawequal(L, -1, -2)) { /* unchanged */
+            lua_pop(L, 2);
+            continue;
+        }
+        lua_remove(L, -2); /* key, snap value */
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env); /* key */
+    }
+    if (kept == nsnap)
+        return;
+    lua_pushnil(L);
+    while (lua_next(L, snap)) { /* key, value */
+        lua_pushvalue(L, -2);
+        if (lua_rawget(L, env) != LUA_TNIL) {
+            lua_pop(L, 2);
+            continue;
+        }
+        lua_pop(L, 1);
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+}
+
 /* Push the function of script s, compiling the chunk and running it in a fresh _ENV the
- * first time this state sees s->id. Raises on compile or run errors. gen is the pool's
- * generation: a state whose cache is older starts a new one. */
+ * first time this state sees s->id, and otherwise resetting that _ENV to what the chunk
+ * left (reset_globals). Raises on compile or run errors. gen is the pool's generation: a
+ * state whose cache is older starts a new one.
+ *
+ * A script's _ENV holds its own copy of every sandbox global, as a Lua global table does,
+ * rather than falling back to `base` through a metatable: with a fallback, assigning nil
+ * to a global named like a built-in (`error = status.error`) would bring the built-in
+ * back on the next read, where Karmada's engine reads nil. */
 static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
 {
     struct lstate *st = state_of(L);
@@ -452,22 +500,35 @@ static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
         st->gen = gen;
     }
     int cache = lua_gettop(L);
-    if (lua_rawgeti(L, cache, (lua_Integer)s->id) == LUA_TFUNCTION) {
+    if (lua_rawgeti(L, cache, (lua_Integer)s->id) == LUA_TTABLE) {
+        int entry = lua_gettop(L);
+        lua_rawgeti(L, entry, ENTRY_ENV);
+        lua_rawgeti(L, entry, ENTRY_SNAP);
+        lua_rawgeti(L, entry, ENTRY_NSNAP);
+        reset_globals(L, entry + 1, entry + 2, lua_tointeger(L, -1));
+        lua_rawgeti(L, entry, ENTRY_FN);
         lua_replace(L, cache);
+        lua_settop(L, cache);
         return;
     }
     lua_pop(L, 1);
     if (luaL_loadbufferx(L, s->source, s->len, s->chunkname, "t") != LUA_OK)
         lua_error(L);
     int chunk = lua_gettop(L);
-    lua_createtable(L, 0, 8); /* the script's globals */
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &envmt_key);
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -2, "_G"); /* a script's _G is its own globals */
-    lua_pushvalue(L, -1);
-    lua_setupvalue(L, chunk, 1); /* a main chunk's only upvalue is _ENV */
+    lua_createtable(L, 0, 48); /* the script's globals: the sandbox's, then its own */
     int env = lua_gettop(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &base_key);
+    lua_pushnil(L);
+    while (lua_next(L, env + 1)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, env);
+    lua_setfield(L, env, "_G"); /* a script's _G is its own globals */
+    lua_pushvalue(L, env);
+    lua_setupvalue(L, chunk, 1); /* a main chunk's only upvalue is _ENV */
     lua_pushvalue(L, chunk);
     lua_call(L, 0, 0);
     lua_pushstring(L, s->function);
@@ -477,7 +538,25 @@ static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
             luaL_error(L, "function %s is not defined by the script", s->function);
         luaL_error(L, "%s is a %s, not a function", s->function, lua_typename(L, t));
     }
-    lua_pushvalue(L, -1);
+    int fn = lua_gettop(L);
+    lua_createtable(L, 4, 0); /* the cache entry */
+    int entry = lua_gettop(L);
+    lua_pushvalue(L, fn);
+    lua_rawseti(L, entry, ENTRY_FN);
+    lua_pushvalue(L, env);
+    lua_rawseti(L, entry, ENTRY_ENV);
+    lua_createtable(L, 0, 48); /* snap: the globals as the chunk left them */
+    lua_Integer n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, env)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, entry + 1);
+        n++;
+    }
+    lua_rawseti(L, entry, ENTRY_SNAP);
+    lua_pushinteger(L, n);
+    lua_rawseti(L, entry, ENTRY_NSNAP);
     lua_rawseti(L, cache, (lua_Integer)s->id);
     lua_replace(L, cache);
     lua_settop(L, cache);

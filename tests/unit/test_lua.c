@@ -280,13 +280,53 @@ static void test_globals_are_isolated_between_customizations(void **state)
     assert_int_equal(fl_interp_health(ip, oa, &h, NULL), 0);
     assert_int_equal(h, FL_HEALTH_HEALTHY); /* first call: secret was unset */
     assert_int_equal(fl_interp_health(ip, oa, &h, NULL), 0);
-    assert_int_equal(h, FL_HEALTH_UNHEALTHY); /* a's own globals persist in the state */
+    assert_int_equal(h, FL_HEALTH_HEALTHY); /* nor do they persist to a's next call */
     assert_int_equal(fl_interp_health(ip, ob, &h, NULL), 0);
     assert_int_equal(h, FL_HEALTH_HEALTHY); /* b sees none of them */
     json_decref(oa);
     json_decref(ob);
     json_decref(a);
     json_decref(bb);
+    fl_lua_backend_detach(b);
+    fl_lua_backend_free(b);
+    fl_interp_free(ip);
+}
+
+/* Karmada's FlinkDeployment aggregation writes `error = ''` and then
+ * `error = currentStatus.error`, which may be nil: from then on the global is nil (as in
+ * Karmada's engine), not the built-in, for the rest of the call; the next call starts
+ * from the globals the chunk defined, built-ins included, and a global one call made is
+ * gone. One state, so every call runs in the same lua_State. */
+static void test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call(void **state)
+{
+    (void)state;
+    fl_lua_limits one = {.states = 1};
+    fl_lua_backend *b = fl_lua_backend_new("customization", &one);
+    fl_interp *ip = fl_interp_new();
+    fl_lua_backend_attach(b, ip);
+    json_t *c = ric("c", "x.io/v1", "A", "healthInterpretation",
+                    "limit = 3\n"
+                    "function InterpretHealth(obj)\n"
+                    "  local fresh = type(error) == 'function' and type(pairs) == 'function'\n"
+                    "    and leftover == nil and limit == 3\n"
+                    "  error = ''\n"        /* a raw global first, then nil: the FlinkDeployment case */
+                    "  error = obj.spec.error\n"
+                    "  pairs = nil\n"       /* never written before: the other path */
+                    "  leftover, limit = true, 4\n"
+                    "  return fresh and error == nil and pairs == nil and _G.error == nil\n"
+                    "end",
+                    NULL);
+    assert_int_equal(fl_lua_backend_set(b, c, NULL), 0);
+    json_t *o = J("{'apiVersion': 'x.io/v1', 'kind': 'A', 'spec': {}}");
+    for (int i = 0; i < 3; i++) {
+        enum fl_health h = FL_HEALTH_UNKNOWN;
+        char *err = NULL;
+        assert_int_equal(fl_interp_health(ip, o, &h, &err), 0);
+        assert_null(err);
+        assert_int_equal(h, FL_HEALTH_HEALTHY);
+    }
+    json_decref(o);
+    json_decref(c);
     fl_lua_backend_detach(b);
     fl_lua_backend_free(b);
     fl_interp_free(ip);
@@ -1028,6 +1068,7 @@ int main(void)
         cmocka_unit_test(test_require_kube_works_and_other_modules_fail),
         cmocka_unit_test(test_libraries_are_read_only),
         cmocka_unit_test(test_globals_are_isolated_between_customizations),
+        cmocka_unit_test(test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call),
         cmocka_unit_test(test_budget_stops_infinite_loop_and_next_call_succeeds),
         cmocka_unit_test(test_budget_cannot_be_caught_by_pcall),
         cmocka_unit_test(test_time_limit_stops_expensive_instructions),
