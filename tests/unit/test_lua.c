@@ -491,6 +491,20 @@ static void test_resource_add_sums_in_canonical_form(void **state)
     assert_lua_error("return kube.resourceAdd('1', 'x')", "kube.resourceAdd: argument #2: invalid quantity \"x\"");
 }
 
+/* Kubernetes' Quantity.Add takes the addend's format while the sum is zero: a sum started
+ * from "0" (Karmada's RayCluster aggregation) comes out in the first non-zero addend's
+ * format, and so does a sum that went back to zero. */
+static void test_resource_add_takes_the_format_of_the_addend_after_zero(void **state)
+{
+    (void)state;
+    assert_lua_true("return kube.resourceAdd('0', '6Gi', '7680Mi') == '13824Mi'");
+    assert_lua_true("local m = '0' for _, q in ipairs({'4Gi', '2048Mi', '6Gi'}) do m = kube.resourceAdd(m, q) end\n"
+                    "return m == '12Gi'");
+    assert_lua_true("return kube.resourceAdd('0', '500m', '1Gi') == '1073741824500m'");
+    assert_lua_true("return kube.resourceAdd('1Gi', '-1Gi', '500M') == '500M'");
+    assert_lua_true("return kube.resourceAdd('0', '0') == '0' and kube.resourceAdd('1k', '1Ki') == '2024'");
+}
+
 static void test_accurate_pod_requirements_max_of_init_and_sum_plus_overhead(void **state)
 {
     (void)state;
@@ -1077,6 +1091,7 @@ int main(void)
         cmocka_unit_test(test_costly_patterns_are_refused_and_ordinary_ones_work),
         cmocka_unit_test(test_get_resource_quantity_parses_kubernetes_quantities),
         cmocka_unit_test(test_resource_add_sums_in_canonical_form),
+        cmocka_unit_test(test_resource_add_takes_the_format_of_the_addend_after_zero),
         cmocka_unit_test(test_accurate_pod_requirements_max_of_init_and_sum_plus_overhead),
         cmocka_unit_test(test_get_pod_dependencies_lists_references),
         cmocka_unit_test(test_cloneset_every_operation_through_registry),
