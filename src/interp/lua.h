@@ -188,7 +188,9 @@ int fl_lua_backend_check(const json_t *ric, json_t **report, char **err);
 typedef struct fl_lua_args {
     const json_t *obj;      /* every operation: desiredObj / observedObj / obj */
     const json_t *observed; /* FL_INTERP_RETAIN: observedObj (NULL: nil) */
-    const json_t *items;    /* FL_INTERP_AGGREGATE_STATUS: statusItems array (NULL or []: nil) */
+    const json_t *items;    /* FL_INTERP_AGGREGATE_STATUS: statusItems array (NULL or []: nil,
+                             * unless items_as_given); null elements are nil (holes) */
+    bool items_as_given;    /* [] is an empty table, not nil: karmadactl with a --status-file */
     int64_t replicas;       /* FL_INTERP_REVISE_REPLICA: desiredReplica */
 } fl_lua_args;
 

@@ -483,8 +483,9 @@ static int op_push(lua_State *L, void *arg, char **err)
         return 2;
     case FL_INTERP_REVISE_REPLICA: lua_pushinteger(L, (lua_Integer)in->replicas); return 2;
     case FL_INTERP_AGGREGATE_STATUS:
-        /* no items is nil, as Karmada passes its empty list */
-        if (!json_array_size(in->items))
+        /* no items is nil, as Karmada passes a binding's empty list; karmadactl passes
+         * the items of a status file, so there [] is an empty table */
+        if (!in->items || (!in->items_as_given && !json_array_size(in->items)))
             lua_pushnil(L);
         else if ((rc = push_arg(L, in->items, "statusItems", err)))
             return rc;
