@@ -295,6 +295,17 @@ int fl_lua_push_json(struct lua_State *L, const json_t *v, char **err);
  * below `what` (e.g. what "status" gives "status.conditions[2].type: ..."). */
 int fl_lua_to_json(struct lua_State *L, int idx, const char *what, json_t **out, char **err);
 
+/* As fl_lua_to_json, with the conversion Karmada's engine gives the status ReflectStatus
+ * and AggregateStatus return (flags FL_LUA_JSON_DROP_EMPTY): every table with no entries
+ * below the top level is left out, whether the script or the input made it and whatever
+ * it was ({} or []), members and array elements alike, and JSON nulls the input had in an
+ * object are not written back. A table is judged as the script left it: one whose
+ * members are all dropped stays, as {}. The top level, empty, is {}. (Karmada encodes
+ * every empty table as [] and then deletes the [] it has no reference object for; those
+ * two operations give it none, and Lua never holds its nulls.) */
+#define FL_LUA_JSON_DROP_EMPTY 1
+int fl_lua_to_json_flags(struct lua_State *L, int idx, const char *what, int flags, json_t **out, char **err);
+
 /* Install what the conversions need in L (the shared marker metatables, the null
  * bookkeeping). Protected-call context, as fl_lua_push_json. The sandbox does this for
  * its states; call it only for a state made some other way (tests, fuzzing). */

@@ -332,6 +332,45 @@ static void test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call(void 
     fl_interp_free(ip);
 }
 
+/* ReflectStatus and AggregateStatus results carry no empty tables below the top, as
+ * Karmada's engine writes them (FlinkDeployment's savepointHistory: [] is left out of the
+ * reflected status); other operations keep the input's {} and []. */
+static void test_status_results_leave_out_empty_tables(void **state)
+{
+    (void)state;
+    fl_lua_backend *b = fl_lua_backend_new("customization", NULL);
+    fl_interp *ip = fl_interp_new();
+    fl_lua_backend_attach(b, ip);
+    json_t *c = ric("c", "x.io/v1", "A", "statusReflection",
+                    "function ReflectStatus(o) return o.status end", "statusAggregation",
+                    "function AggregateStatus(d, items)\n"
+                    "  d.status = {clusters = {}, info = items[1].status.info}\n"
+                    "  return d\n"
+                    "end",
+                    "replicaRevision", "function ReviseReplica(o, n) o.spec.replicas = n return o end", NULL);
+    assert_int_equal(fl_lua_backend_set(b, c, NULL), 0);
+    json_t *o = J("{'apiVersion': 'x.io/v1', 'kind': 'A', 'spec': {'args': [], 'extra': {}},"
+                  " 'status': {'info': {'history': [], 'ts': 0, 'extra': {'x': {}}}}}");
+    json_t *out = NULL;
+    assert_int_equal(fl_interp_reflect_status(ip, o, &out, NULL), 0);
+    assert_json(out, "{'info': {'ts': 0, 'extra': {}}}");
+    json_decref(out);
+    json_t *items = J("[{'clusterName': 'm1', 'status': {'info': {'history': [], 'ts': 1}}}]");
+    assert_int_equal(fl_interp_aggregate_status(ip, o, items, &out, NULL), 0);
+    assert_json(json_object_get(out, "status"), "{'info': {'ts': 1}}");
+    assert_null(json_object_get(json_object_get(out, "spec"), "args"));
+    json_decref(out);
+    assert_int_equal(fl_interp_revise_replica(ip, o, 2, &out, NULL), 0);
+    assert_json(json_object_get(out, "spec"), "{'args': [], 'extra': {}, 'replicas': 2}");
+    json_decref(out);
+    json_decref(items);
+    json_decref(o);
+    json_decref(c);
+    fl_lua_backend_detach(b);
+    fl_lua_backend_free(b);
+    fl_interp_free(ip);
+}
+
 /* ---- limits ---- */
 
 static void test_budget_stops_infinite_loop_and_next_call_succeeds(void **state)
@@ -1083,6 +1122,7 @@ int main(void)
         cmocka_unit_test(test_libraries_are_read_only),
         cmocka_unit_test(test_globals_are_isolated_between_customizations),
         cmocka_unit_test(test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call),
+        cmocka_unit_test(test_status_results_leave_out_empty_tables),
         cmocka_unit_test(test_budget_stops_infinite_loop_and_next_call_succeeds),
         cmocka_unit_test(test_budget_cannot_be_caught_by_pcall),
         cmocka_unit_test(test_time_limit_stops_expensive_instructions),
