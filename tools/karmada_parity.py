@@ -117,29 +117,34 @@ def normalize(v, quantities=False):
     return v
 
 
+def excluded_paths(v, path=(), out=None):
+    """The paths (tuples of keys and indexes) of the members v marks {{EXCLUDE}}."""
+    out = set() if out is None else out
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if x == EXCLUDE:
+                out.add(path + (k,))
+            else:
+                excluded_paths(x, path + (k,), out)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            excluded_paths(x, path + (i,), out)
+    return out
+
+
+def without(v, paths, path=()):
+    """v without the members at paths (Karmada removes them from both sides)."""
+    if isinstance(v, dict):
+        return {k: without(x, paths, path + (k,)) for k, x in v.items() if path + (k,) not in paths}
+    if isinstance(v, list):
+        return [without(x, paths, path + (i,)) for i, x in enumerate(v)]
+    return v
+
+
 def drop_excluded(expected, actual):
-    """Both objects without the paths expected marks {{EXCLUDE}} (Karmada's two passes)."""
-    if isinstance(expected, dict):
-        e, a = {}, {}
-        for k, v in expected.items():
-            if v == EXCLUDE:
-                continue
-            sub = actual.get(k) if isinstance(actual, dict) else None
-            e[k], a_k = drop_excluded(v, sub)
-            if isinstance(actual, dict) and k in actual:
-                a[k] = a_k
-        if isinstance(actual, dict):
-            for k, v in actual.items():
-                if k not in expected:
-                    a[k] = v
-                elif expected[k] == EXCLUDE:
-                    continue
-            return e, a
-        return e, actual
-    if isinstance(expected, list) and isinstance(actual, list):
-        pairs = [drop_excluded(x, actual[i] if i < len(actual) else None) for i, x in enumerate(expected)]
-        return [p[0] for p in pairs], [p[1] for p in pairs] + actual[len(expected):]
-    return expected, actual
+    """Both objects without the paths expected marks {{EXCLUDE}}."""
+    paths = excluded_paths(expected)
+    return without(expected, paths), without(actual, paths)
 
 
 def dep_key(d):
