@@ -70,10 +70,11 @@
  * (without string.dump), table, math, os with time and date only (Karmada's safe os);
  * `unpack` as table.unpack for Lua 5.1 scripts; `kube` global and require("kube") (the
  * only module require finds). Each (customization, operation) runs in its own global
- * table (_ENV) holding its own copies of the shared, read-only base's entries, so
- * customizations cannot see or change each other's globals or the libraries, and a nil
- * assigned to a global named like a built-in reads nil; every call starts from the
- * globals as the script's top level left them (nothing a call writes reaches the next). string.find/match/gmatch/gsub
+ * table (_ENV) reading through to its own copy of the shared, read-only base's entries,
+ * so customizations cannot see or change each other's globals or the libraries; a nil
+ * assigned to a global named like a built-in reads nil for the rest of the call, and
+ * every call starts from the globals as the script's top level left them (nothing a call
+ * writes reaches the next). string.find/match/gmatch/gsub
  * refuse a pattern whose backtracking could run for a large part of a second on the
  * given subject (matching runs in C, where the limits cannot stop it).
  *

@@ -308,12 +308,18 @@ static void test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call(void 
                     "limit = 3\n"
                     "function InterpretHealth(obj)\n"
                     "  local fresh = type(error) == 'function' and type(pairs) == 'function'\n"
+                    "    and type(tostring) == 'function' and type(select) == 'function'\n"
                     "    and leftover == nil and limit == 3\n"
                     "  error = ''\n"        /* a raw global first, then nil: the FlinkDeployment case */
                     "  error = obj.spec.error\n"
                     "  pairs = nil\n"       /* never written before: the other path */
                     "  leftover, limit = true, 4\n"
-                    "  return fresh and error == nil and pairs == nil and _G.error == nil\n"
+                    "  _G.tostring = nil\n"  /* through _G, the same table */
+                    "  select = 5\n"
+                    "  local gone = leftover == true and limit == 4 and tostring == nil and select == 5\n"
+                    "  leftover = nil\n"
+                    "  return fresh and gone and leftover == nil and error == nil and pairs == nil\n"
+                    "    and _G.error == nil\n"
                     "end",
                     NULL);
     assert_int_equal(fl_lua_backend_set(b, c, NULL), 0);
