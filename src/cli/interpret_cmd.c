@@ -5,6 +5,9 @@
  *   flotilla ctl interpret -f CUSTOMIZATION --operation OP [--desired-file F]
  *       [--observed-file F] [--status-file F] [--desired-replica N] [-o yaml|json]
  *
+ * aggregateStatus without --status-file passes statusItems nil, with one its items (an
+ * empty list is an empty table), as karmadactl does.
+ *
  * Nothing talks to a server: the customization and the objects come from files (YAML or
  * JSON, "-" for stdin), and fl_lua_run() runs the script in a sandboxed state with the
  * server's limits. --check compiles every script (fl_lua_backend_check) and prints one
@@ -117,9 +120,9 @@ int fl_interpret_execute(const json_t *ric, enum fl_interp_op op, const fl_inter
         rc = the_object(op, in, &args.obj, err);
         break;
     case FL_INTERP_AGGREGATE_STATUS:
-        if (!in->status_items)
-            return input_error(err, "aggregateStatus needs the members' statuses: --status-file FILE");
+        /* as karmadactl: no --status-file is statusItems nil, a file its items (even none) */
         args.items = in->status_items;
+        args.items_as_given = in->status_items != NULL;
         rc = the_object(op, in, &args.obj, err);
         break;
     default:
@@ -292,7 +295,8 @@ static int read_object(const char *path, const char *flag, json_t **obj, char **
     return 0;
 }
 
-/* --status-file: AggregatedStatusItems, one per document, or one array (or List) of them. */
+/* --status-file: AggregatedStatusItems, one per document, or one array (or List) of them.
+ * A null item is kept (the script sees nil at its index); an empty array is no items. */
 static int read_items(const char *path, json_t **items, char **err)
 {
     json_t *docs;
@@ -308,10 +312,10 @@ static int read_items(const char *path, json_t **items, char **err)
     size_t i;
     json_t *d;
     json_array_foreach(docs, i, d) {
-        if (!json_is_object(d)) {
+        if (!json_is_object(d) && !json_is_null(d)) {
             json_decref(docs);
-            return input_error(err, "--status-file %s: item %zu is not an object (want clusterName, status, "
-                                    "applied, health)", path, i + 1);
+            return input_error(err, "--status-file %s: item %zu is not an object or null (want clusterName, "
+                                    "status, applied, health)", path, i + 1);
         }
     }
     *items = docs;
@@ -344,14 +348,14 @@ static void usage(FILE *f)
             "                           reviseReplica        --desired-file --desired-replica N -> revised\n"
             "                           retain               --desired-file --observed-file -> retained\n"
             "                           interpretStatus      --observed-file    -> status\n"
-            "                           aggregateStatus      --desired-file --status-file -> aggregatedStatus\n"
+            "                           aggregateStatus      --desired-file [--status-file] -> aggregatedStatus\n"
             "                           interpretHealth      --observed-file    -> healthy\n"
             "                           interpretDependency  --desired-file     -> dependencies\n"
             "                         (operations other than retain take either object file)\n"
             "  --desired-file FILE    the template (retain: the manifest to write)\n"
             "  --observed-file FILE   the object as a member cluster has it\n"
             "  --status-file FILE     AggregatedStatusItems {clusterName, status, applied, health}: one per\n"
-            "                         document, or a list\n"
+            "                         document, or a list (null items are nil); without it statusItems is nil\n"
             "  --desired-replica N    replicas for reviseReplica\n"
             "  -o, --output FORMAT    yaml (default, as karmadactl prints) or json\n"
             "\n"

@@ -32,7 +32,8 @@ const char *fl_interpret_op_flag(enum fl_interp_op op);
 typedef struct fl_interpret_inputs {
     const json_t *desired;      /* --desired-file */
     const json_t *observed;     /* --observed-file */
-    const json_t *status_items; /* --status-file: array of AggregatedStatusItem */
+    const json_t *status_items; /* --status-file: array of AggregatedStatusItem or null; NULL: none
+                                 * given, statusItems is nil */
     bool has_replica;           /* --desired-replica given */
     int64_t desired_replica;
 } fl_interpret_inputs;
@@ -40,7 +41,7 @@ typedef struct fl_interpret_inputs {
 /* Run operation op of the customization ric on in, as karmadactl's interpret does: retain
  * takes the desired and the observed object; every other operation takes one object,
  * the desired or the observed one (not both); reviseReplica also needs the replica
- * count, aggregateStatus the status items. *results (new reference) is an object of the
+ * count; aggregateStatus takes the status items if any. *results (new reference) is an object of the
  * named results karmadactl prints, in its order:
  *   interpretReplica     {"replica": N, "requires": {...} | null}
  *   reviseReplica        {"revised": {...}}

@@ -70,8 +70,11 @@
  * (without string.dump), table, math, os with time and date only (Karmada's safe os);
  * `unpack` as table.unpack for Lua 5.1 scripts; `kube` global and require("kube") (the
  * only module require finds). Each (customization, operation) runs in its own global
- * table (_ENV) whose reads fall back to a read-only shared base, so customizations cannot
- * see or change each other's globals or the libraries. string.find/match/gmatch/gsub
+ * table (_ENV) reading through to its own copy of the shared, read-only base's entries,
+ * so customizations cannot see or change each other's globals or the libraries; a nil
+ * assigned to a global named like a built-in reads nil for the rest of the call, and
+ * every call starts from the globals as the script's top level left them (nothing a call
+ * writes reaches the next). string.find/match/gmatch/gsub
  * refuse a pattern whose backtracking could run for a large part of a second on the
  * given subject (matching runs in C, where the limits cannot stop it).
  *
@@ -188,7 +191,9 @@ int fl_lua_backend_check(const json_t *ric, json_t **report, char **err);
 typedef struct fl_lua_args {
     const json_t *obj;      /* every operation: desiredObj / observedObj / obj */
     const json_t *observed; /* FL_INTERP_RETAIN: observedObj (NULL: nil) */
-    const json_t *items;    /* FL_INTERP_AGGREGATE_STATUS: statusItems array (NULL or []: nil) */
+    const json_t *items;    /* FL_INTERP_AGGREGATE_STATUS: statusItems array (NULL or []: nil,
+                             * unless items_as_given); null elements are nil (holes) */
+    bool items_as_given;    /* [] is an empty table, not nil: karmadactl with a --status-file */
     int64_t replicas;       /* FL_INTERP_REVISE_REPLICA: desiredReplica */
 } fl_lua_args;
 
@@ -292,6 +297,17 @@ int fl_lua_push_json(struct lua_State *L, const json_t *v, char **err);
  * outside a protected call. Returns 0, or FL_EINVAL with *err (malloc'd) naming the path
  * below `what` (e.g. what "status" gives "status.conditions[2].type: ..."). */
 int fl_lua_to_json(struct lua_State *L, int idx, const char *what, json_t **out, char **err);
+
+/* As fl_lua_to_json, with the conversion Karmada's engine gives the status ReflectStatus
+ * and AggregateStatus return (flags FL_LUA_JSON_DROP_EMPTY): every table with no entries
+ * below the top level is left out, whether the script or the input made it and whatever
+ * it was ({} or []), members and array elements alike, and JSON nulls the input had in an
+ * object are not written back. A table is judged as the script left it: one whose
+ * members are all dropped stays, as {}. The top level, empty, is {}. (Karmada encodes
+ * every empty table as [] and then deletes the [] it has no reference object for; those
+ * two operations give it none, and Lua never holds its nulls.) */
+#define FL_LUA_JSON_DROP_EMPTY 1
+int fl_lua_to_json_flags(struct lua_State *L, int idx, const char *what, int flags, json_t **out, char **err);
 
 /* Install what the conversions need in L (the shared marker metatables, the null
  * bookkeeping). Protected-call context, as fl_lua_push_json. The sandbox does this for

@@ -483,8 +483,9 @@ static int op_push(lua_State *L, void *arg, char **err)
         return 2;
     case FL_INTERP_REVISE_REPLICA: lua_pushinteger(L, (lua_Integer)in->replicas); return 2;
     case FL_INTERP_AGGREGATE_STATUS:
-        /* no items is nil, as Karmada passes its empty list */
-        if (!json_array_size(in->items))
+        /* no items is nil, as Karmada passes a binding's empty list; karmadactl passes
+         * the items of a status file, so there [] is an empty table */
+        if (!in->items || (!in->items_as_given && !json_array_size(in->items)))
             lua_pushnil(L);
         else if ((rc = push_arg(L, in->items, "statusItems", err)))
             return rc;
@@ -493,15 +494,15 @@ static int op_push(lua_State *L, void *arg, char **err)
     }
 }
 
-/* The table at idx as the object an operation returns. */
-static int object_result(lua_State *L, int idx, const char *what, json_t **out, char **err)
+/* The table at idx as the object an operation returns; flags as fl_lua_to_json_flags. */
+static int object_result(lua_State *L, int idx, const char *what, int flags, json_t **out, char **err)
 {
     *out = NULL;
     if (lua_type(L, idx) != LUA_TTABLE) {
         *err = fl_asprintf("%s: must be a table (the object), got %s", what, type_of(L, idx));
         return FL_EINVAL;
     }
-    int rc = fl_lua_to_json(L, idx, what, out, err);
+    int rc = fl_lua_to_json_flags(L, idx, what, flags, out, err);
     if (!rc && !json_is_object(*out)) {
         *err = fl_asprintf("%s: must be an object, got an array", what);
         json_decref(*out);
@@ -561,7 +562,10 @@ static int op_collect(lua_State *L, int base, void *arg, char **err)
     case FL_INTERP_REFLECT_STATUS:
         if (lua_isnil(L, base))
             return 0;
-        return object_result(L, base, "status", &r->obj, err);
+        /* the status as Karmada's engine writes it: no empty tables (lua.h) */
+        return object_result(L, base, "status", FL_LUA_JSON_DROP_EMPTY, &r->obj, err);
+    case FL_INTERP_AGGREGATE_STATUS:
+        return object_result(L, base, "return value", FL_LUA_JSON_DROP_EMPTY, &r->obj, err);
     case FL_INTERP_DEPENDENCY: {
         if (lua_isnil(L, base)) {
             r->obj = json_array();
@@ -589,7 +593,7 @@ static int op_collect(lua_State *L, int base, void *arg, char **err)
         }
         return 0;
     }
-    default: return object_result(L, base, "return value", &r->obj, err);
+    default: return object_result(L, base, "return value", 0, &r->obj, err);
     }
 }
 

@@ -195,6 +195,7 @@ struct conv {
     const void *amt, *omt; /* the marker metatables */
     int nulls;             /* stack index of `nulls` */
     const char *what;      /* the path's first word */
+    bool drop_empty;       /* FL_LUA_JSON_DROP_EMPTY */
     int depth;             /* levels of seg in use */
     struct seg seg[FL_LUA_MAX_DEPTH + 1];
     const void *open[FL_LUA_MAX_DEPTH]; /* tables being converted: a repeat is a cycle */
@@ -295,7 +296,7 @@ static int to_object(struct conv *c, int t, size_t n, int nset, int depth, json_
         m[cnt++] = (struct member){key, klen, v};
     }
     c->depth = depth;
-    if (nset) {
+    if (nset && !c->drop_empty) {
         lua_pushnil(L);
         while (lua_next(L, nset)) {
             lua_pop(L, 1);
@@ -347,6 +348,10 @@ static int to_array(struct conv *c, int t, lua_Integer len, int depth, json_t **
             rc = 0;
         } else {
             rc = to_child(c, lua_gettop(L), depth, NULL, 0, i - 1, &v);
+            if (rc == UNTYPED_EMPTY && c->drop_empty) { /* left out, the rest move up */
+                lua_pop(L, 1);
+                continue;
+            }
             if (rc == UNTYPED_EMPTY) {
                 rc = 0;
                 v = json_object();
@@ -420,6 +425,10 @@ static int to_table(struct conv *c, int t, int depth, json_t **out)
     lua_Integer recorded = ntype == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
 
     int rc;
+    if (n == 0 && c->drop_empty) { /* whatever made it: left out (the top level is {}) */
+        lua_pop(L, 1);
+        return UNTYPED_EMPTY;
+    }
     if (n == 0 && !nset && !recorded) {
         const void *mt = NULL;
         if (lua_getmetatable(L, t)) {
@@ -490,6 +499,11 @@ static int to_value(struct conv *c, int idx, int depth, json_t **out)
 
 int fl_lua_to_json(lua_State *L, int idx, const char *what, json_t **out, char **err)
 {
+    return fl_lua_to_json_flags(L, idx, what, 0, out, err);
+}
+
+int fl_lua_to_json_flags(lua_State *L, int idx, const char *what, int flags, json_t **out, char **err)
+{
     *out = NULL;
     if (err)
         *err = NULL;
@@ -509,6 +523,7 @@ int fl_lua_to_json(lua_State *L, int idx, const char *what, json_t **out, char *
     c->L = L;
     c->err = err;
     c->what = what ? what : "value";
+    c->drop_empty = flags & FL_LUA_JSON_DROP_EMPTY;
     c->depth = 0;
     int top = lua_gettop(L);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key);

@@ -1,7 +1,9 @@
 /* lua_kube.c - the `kube` module Karmada gives interpreter scripts, with the same four
  * functions and the same argument rules (contract in lua.h):
  *
- *   kube.resourceAdd(q1, q2, ...)            -> the sum as a canonical quantity string
+ *   kube.resourceAdd(q1, q2, ...)            -> the sum as a canonical quantity string, in
+ *                                               the format of the first addend that made
+ *                                               it non-zero (Kubernetes' Quantity.Add)
  *   kube.getResourceQuantity(q)              -> the quantity as a number ("100m" -> 0.1)
  *   kube.accuratePodRequirements(template)   -> {nodeClaim = ..., resourceRequest = ...} or nil
  *   kube.getPodDependencies(template, ns)    -> {{apiVersion, kind, namespace, name}, ...}
@@ -75,8 +77,14 @@ static int k_resource_add(lua_State *L)
     int n = lua_gettop(L);
     for (int i = 1; i <= n; i++) {
         check_quantity(L, i, "resourceAdd", &q);
+        /* Kubernetes' Quantity.Add takes the addend's format whenever the sum so far is
+         * zero, so resourceAdd("0", "6Gi", "7680Mi") is "13824Mi", not "14495514624":
+         * scripts start their sums from "0" (RayCluster's desiredMemory). */
+        bool was_zero = fl_quantity_is_zero(&acc);
         if (fl_quantity_add(&acc, &q))
             return luaL_error(L, "kube.resourceAdd: the sum overflows");
+        if (was_zero && q.format != FL_QUANTITY_NONE)
+            acc.format = q.format;
     }
     char buf[64];
     fl_quantity_format(&acc, buf, sizeof buf);

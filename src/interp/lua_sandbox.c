@@ -4,8 +4,9 @@
  * A state is made once and serves many calls, so nothing a call needs is rebuilt per
  * call: the sandboxed globals (a `base` table of safe functions and read-only proxies of
  * the libraries), and per script a compiled function bound to the script's own global
- * table (_ENV, created when the state first runs that script, with reads falling back
- * to `base`) sit in the state's registry. A steady-state call is: take an idle state,
+ * table (_ENV, created when the state first runs that script, reading through to a copy
+ * of `base` plus what the chunk defined, and emptied of what a call wrote before the next
+ * call: see set_global) sit in the state's registry. A steady-state call is: take an idle state,
  * look the function up by script id, convert the arguments, call it under the count
  * hook, read the results, give the state back.
  *
@@ -44,8 +45,7 @@
 
 /* Registry keys (their addresses). */
 static const char base_key = 'b';   /* the shared read-only globals */
-static const char envmt_key = 'e';  /* metatable of every script's _ENV: reads fall to base */
-static const char cache_key = 'c';  /* script id -> function */
+static const char cache_key = 'c';  /* script id -> its entry (ENTRY_*) */
 static const char kube_key = 'k';   /* the kube proxy require("kube") returns */
 
 /* Instructions between two looks at the budget and the clock. */
@@ -372,12 +372,6 @@ static int init_state(lua_State *L)
 
     lua_pushvalue(L, 2);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &base_key);
-    lua_createtable(L, 0, 2);
-    lua_pushvalue(L, 2);
-    lua_setfield(L, -2, "__index");
-    lua_pushboolean(L, 0);
-    lua_setfield(L, -2, "__metatable");
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &envmt_key);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &cache_key);
     fl_lua_json_open(L);
@@ -437,12 +431,98 @@ static struct lstate *new_state(const fl_lua_limits *lim, char **err)
 
 /* ---- scripts in a state ---- */
 
-/* Push the function of script s, compiling the chunk and running it in a fresh _ENV the
- * first time this state sees s->id. Raises on compile or run errors. gen is the pool's
- * generation: a state whose cache is older starts a new one. */
+/* Slots of a script's cache entry. */
+enum { ENTRY_FN = 1, ENTRY_ENV, ENTRY_GLOBALS, ENTRY_OVER, ENTRY_FAST_MT, ENTRY_SLOW_MT };
+
+/* A script's globals. Its _ENV (`env`) starts every call with no entries of its own and
+ * the metatable FAST: reads fall through (__index, a table: the VM's fast path) to
+ * `globals`, the sandbox's entries copied plus what the chunk defined, as the chunk left
+ * them; every write of a name env does not hold reaches set_global (__newindex):
+ *  - a name `globals` holds (a built-in, a function of the script) is never stored in env:
+ *    the value goes to `over` (nil as the OVER_NIL mark) and env switches to the metatable
+ *    SLOW, whose __index (get_global) reads `over` first. So every later write of that
+ *    name reaches set_global too, and `error = ''` then `error = nil` reads nil, as in
+ *    Karmada's engine (a raw entry in env would let the nil write delete it and the read
+ *    fall back to the built-in);
+ *  - any other name is stored in env.
+ * Either way the entry is noted in the registry (dirty_key) and the next call on the
+ * state first empties that env and `over` and puts FAST back (reset_globals), so nothing
+ * a call writes reaches the next call and a script that writes no global costs nothing. */
+static const char dirty_key = 'd'; /* the entry whose globals a call wrote, or nil */
+static const char over_nil = 'n';  /* in `over`: the script assigned nil */
+
+static int get_global(lua_State *L)
+{
+    lua_rawgeti(L, lua_upvalueindex(1), ENTRY_OVER);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) != LUA_TNIL) {
+        if (lua_touserdata(L, -1) == &over_nil)
+            lua_pushnil(L);
+        return 1;
+    }
+    lua_rawgeti(L, lua_upvalueindex(1), ENTRY_GLOBALS);
+    lua_pushvalue(L, 2);
+    lua_rawget(L, -2);
+    return 1;
+}
+
+static int set_global(lua_State *L)
+{
+    lua_settop(L, 3); /* env, key, value */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &dirty_key);
+    lua_rawgeti(L, lua_upvalueindex(1), ENTRY_GLOBALS);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, 4) == LUA_TNIL) { /* a name of the call's own */
+        lua_settop(L, 3);
+        lua_rawset(L, 1);
+        return 0;
+    }
+    lua_rawgeti(L, lua_upvalueindex(1), ENTRY_OVER);
+    lua_pushvalue(L, 2);
+    if (lua_isnil(L, 3))
+        lua_pushlightuserdata(L, (void *)&over_nil);
+    else
+        lua_pushvalue(L, 3);
+    lua_rawset(L, -3);
+    lua_rawgeti(L, lua_upvalueindex(1), ENTRY_SLOW_MT);
+    lua_setmetatable(L, 1);
+    return 0;
+}
+
+/* Undo what the last call wrote to the globals of the entry dirty_key names, if any. */
+static void reset_globals(lua_State *L)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &dirty_key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    int entry = lua_gettop(L);
+    lua_rawgeti(L, entry, ENTRY_ENV);
+    lua_pushnil(L);
+    while (lua_next(L, entry + 1)) { /* clearing fields during lua_next is allowed */
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_pushnil(L);
+        lua_rawset(L, entry + 1);
+    }
+    lua_rawgeti(L, entry, ENTRY_FAST_MT);
+    lua_setmetatable(L, entry + 1);
+    lua_newtable(L);
+    lua_rawseti(L, entry, ENTRY_OVER);
+    lua_settop(L, entry - 1);
+    lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &dirty_key);
+}
+
+/* Push the function of script s, compiling the chunk and running it the first time this
+ * state sees s->id (see set_global for the globals it then gets). Raises on compile or
+ * run errors. gen is the pool's generation: a state whose cache is older starts a new
+ * one. */
 static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
 {
     struct lstate *st = state_of(L);
+    reset_globals(L);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &cache_key);
     if (st->gen != gen) {
         lua_pop(L, 1);
@@ -452,33 +532,79 @@ static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
         st->gen = gen;
     }
     int cache = lua_gettop(L);
-    if (lua_rawgeti(L, cache, (lua_Integer)s->id) == LUA_TFUNCTION) {
+    if (lua_rawgeti(L, cache, (lua_Integer)s->id) == LUA_TTABLE) {
+        lua_rawgeti(L, -1, ENTRY_FN);
         lua_replace(L, cache);
+        lua_settop(L, cache);
         return;
     }
     lua_pop(L, 1);
     if (luaL_loadbufferx(L, s->source, s->len, s->chunkname, "t") != LUA_OK)
         lua_error(L);
     int chunk = lua_gettop(L);
-    lua_createtable(L, 0, 8); /* the script's globals */
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &envmt_key);
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -2, "_G"); /* a script's _G is its own globals */
-    lua_pushvalue(L, -1);
+    /* the chunk runs with `globals` as its _ENV: the sandbox's entries, then its own */
+    lua_createtable(L, 0, 48);
+    int globals = lua_gettop(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &base_key);
+    lua_pushnil(L);
+    while (lua_next(L, globals + 1)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, globals);
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, globals);
+    lua_setfield(L, globals, "_G");
+    lua_pushvalue(L, globals);
     lua_setupvalue(L, chunk, 1); /* a main chunk's only upvalue is _ENV */
-    int env = lua_gettop(L);
     lua_pushvalue(L, chunk);
     lua_call(L, 0, 0);
     lua_pushstring(L, s->function);
-    int t = lua_rawget(L, env);
+    int t = lua_rawget(L, globals);
     if (t != LUA_TFUNCTION) {
         if (t == LUA_TNIL)
             luaL_error(L, "function %s is not defined by the script", s->function);
         luaL_error(L, "%s is a %s, not a function", s->function, lua_typename(L, t));
     }
+    int fn = lua_gettop(L);
+    lua_createtable(L, 6, 0);
+    int entry = lua_gettop(L);
+    lua_pushvalue(L, fn);
+    lua_rawseti(L, entry, ENTRY_FN);
+    lua_pushvalue(L, globals);
+    lua_rawseti(L, entry, ENTRY_GLOBALS);
+    lua_newtable(L);
+    lua_rawseti(L, entry, ENTRY_OVER);
+    lua_newtable(L); /* env */
+    int env = lua_gettop(L);
+    lua_pushvalue(L, env);
+    lua_rawseti(L, entry, ENTRY_ENV);
+    lua_pushvalue(L, env);
+    lua_setfield(L, globals, "_G"); /* from now on a script's _G is its _ENV */
+    lua_pushvalue(L, entry);
+    lua_pushcclosure(L, set_global, 1);
+    int setter = lua_gettop(L);
+    lua_createtable(L, 0, 2); /* FAST */
+    lua_pushvalue(L, globals);
+    lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, setter);
+    lua_setfield(L, -2, "__newindex");
     lua_pushvalue(L, -1);
+    lua_setmetatable(L, env);
+    lua_rawseti(L, entry, ENTRY_FAST_MT);
+    lua_createtable(L, 0, 2); /* SLOW */
+    lua_pushvalue(L, entry);
+    lua_pushcclosure(L, get_global, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, setter);
+    lua_setfield(L, -2, "__newindex");
+    lua_rawseti(L, entry, ENTRY_SLOW_MT);
+    /* every closure the chunk made shares its _ENV upvalue: this moves them all to env */
+    lua_pushvalue(L, env);
+    lua_setupvalue(L, chunk, 1);
+    lua_pushvalue(L, entry);
     lua_rawseti(L, cache, (lua_Integer)s->id);
+    lua_pushvalue(L, fn);
     lua_replace(L, cache);
     lua_settop(L, cache);
 }

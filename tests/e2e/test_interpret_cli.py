@@ -196,6 +196,77 @@ def test_status_file_may_hold_one_item_per_document(files):
     assert json.loads(r.stdout) == c["expected"]
 
 
+# ---- what karmadactl accepts: no status file, empty and null items, zero replicas ----
+
+ITEMS_PROBE = """\
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata:
+  name: items-probe
+spec:
+  target: {apiVersion: example.com/v1, kind: Widget}
+  customizations:
+    statusAggregation:
+      luaScript: |
+        function AggregateStatus(desiredObj, statusItems)
+          local seen = {isNil = statusItems == nil, clusters = {}}
+          if statusItems ~= nil then
+            seen.firstIsNil = statusItems[1] == nil
+            for i = 1, 3 do
+              if statusItems[i] ~= nil then
+                table.insert(seen.clusters, statusItems[i].clusterName)
+              end
+            end
+            seen.count = #seen.clusters
+          end
+          desiredObj.status = seen
+          return desiredObj
+        end
+"""
+WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "n"}}
+
+
+def aggregated(files, *status_args):
+    r = run("-f", files("probe.yaml", raw=ITEMS_PROBE), "--operation", "aggregateStatus",
+            "--desired-file", files("w.yaml", WIDGET), *status_args, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["aggregatedStatus"]["status"]
+
+
+def test_aggregate_status_without_a_status_file_passes_nil_items(files):
+    # karmadactl: no --status-file, statusItems nil (Karmada's scripts test statusItems == nil)
+    assert aggregated(files) == {"isNil": True}
+
+
+def test_aggregate_status_with_an_empty_status_file_passes_an_empty_list(files):
+    # a status file with no items is an empty table, as karmadactl builds a list of its objects
+    assert aggregated(files, "--status-file", files("s.json", [])) == {"isNil": False, "firstIsNil": True,
+                                                                       "count": 0}
+
+
+def test_aggregate_status_accepts_null_items_as_nil(files):
+    items = [None, {"clusterName": "m2", "status": {"ready": 1}}, {"clusterName": "m3"}]
+    got = aggregated(files, "--status-file", files("s.json", items))
+    assert got == {"isNil": False, "firstIsNil": True, "clusters": ["m2", "m3"], "count": 2}
+    # the same items as YAML
+    got = aggregated(files, "--status-file", files("s.yaml", raw="- null\n- clusterName: m2\n- clusterName: m3\n"))
+    assert got["clusters"] == ["m2", "m3"] and got["firstIsNil"] is True
+
+
+def test_status_item_that_is_neither_object_nor_null_is_refused(files):
+    one_error_line(run("-f", files("probe.yaml", raw=ITEMS_PROBE), "--operation", "aggregateStatus",
+                       "--desired-file", files("w.yaml", WIDGET), "--status-file", files("s.json", [{}, 3])), 1,
+                   "--status-file", "item 2", "not an object or null")
+
+
+def test_revise_replica_to_zero(files):
+    c = case("revise-replica.yaml")
+    r = run("-f", CLONESET, "--operation", "reviseReplica", "--desired-file", files("d.yaml", c["desired"]),
+            "--desired-replica", "0", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["revised"]["spec"]["replicas"] == 0
+
+
 # ---- bad input: one line, non-zero exit ----
 
 def test_missing_file():
@@ -236,7 +307,6 @@ def test_malformed_json_names_the_line(files):
     ("retain", ["desired"], "--observed-file"),
     ("retain", ["observed"], "--desired-file"),
     ("reviseReplica", ["desired"], "--desired-replica"),
-    ("aggregateStatus", ["desired"], "--status-file"),
     ("interpretHealth", [], "--observed-file"),
     ("interpretReplica", [], "--desired-file"),
 ])

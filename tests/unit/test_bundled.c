@@ -467,7 +467,7 @@ static void test_execute_names_the_missing_input(void **state)
     } cases[] = {
         {FL_INTERP_RETAIN, {0}, "--desired-file"},
         {FL_INTERP_REVISE_REPLICA, {0}, "--desired-replica"},
-        {FL_INTERP_AGGREGATE_STATUS, {0}, "--status-file"},
+        {FL_INTERP_AGGREGATE_STATUS, {0}, "--desired-file"}, /* no status file: statusItems nil */
         {FL_INTERP_HEALTH, {0}, "--observed-file"},
         {FL_INTERP_REPLICA, {0}, "--desired-file"},
     };

@@ -280,13 +280,98 @@ static void test_globals_are_isolated_between_customizations(void **state)
     assert_int_equal(fl_interp_health(ip, oa, &h, NULL), 0);
     assert_int_equal(h, FL_HEALTH_HEALTHY); /* first call: secret was unset */
     assert_int_equal(fl_interp_health(ip, oa, &h, NULL), 0);
-    assert_int_equal(h, FL_HEALTH_UNHEALTHY); /* a's own globals persist in the state */
+    assert_int_equal(h, FL_HEALTH_HEALTHY); /* nor do they persist to a's next call */
     assert_int_equal(fl_interp_health(ip, ob, &h, NULL), 0);
     assert_int_equal(h, FL_HEALTH_HEALTHY); /* b sees none of them */
     json_decref(oa);
     json_decref(ob);
     json_decref(a);
     json_decref(bb);
+    fl_lua_backend_detach(b);
+    fl_lua_backend_free(b);
+    fl_interp_free(ip);
+}
+
+/* Karmada's FlinkDeployment aggregation writes `error = ''` and then
+ * `error = currentStatus.error`, which may be nil: from then on the global is nil (as in
+ * Karmada's engine), not the built-in, for the rest of the call; the next call starts
+ * from the globals the chunk defined, built-ins included, and a global one call made is
+ * gone. One state, so every call runs in the same lua_State. */
+static void test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call(void **state)
+{
+    (void)state;
+    fl_lua_limits one = {.states = 1};
+    fl_lua_backend *b = fl_lua_backend_new("customization", &one);
+    fl_interp *ip = fl_interp_new();
+    fl_lua_backend_attach(b, ip);
+    json_t *c = ric("c", "x.io/v1", "A", "healthInterpretation",
+                    "limit = 3\n"
+                    "function InterpretHealth(obj)\n"
+                    "  local fresh = type(error) == 'function' and type(pairs) == 'function'\n"
+                    "    and type(tostring) == 'function' and type(select) == 'function'\n"
+                    "    and leftover == nil and limit == 3\n"
+                    "  error = ''\n"        /* a raw global first, then nil: the FlinkDeployment case */
+                    "  error = obj.spec.error\n"
+                    "  pairs = nil\n"       /* never written before: the other path */
+                    "  leftover, limit = true, 4\n"
+                    "  _G.tostring = nil\n"  /* through _G, the same table */
+                    "  select = 5\n"
+                    "  local gone = leftover == true and limit == 4 and tostring == nil and select == 5\n"
+                    "  leftover = nil\n"
+                    "  return fresh and gone and leftover == nil and error == nil and pairs == nil\n"
+                    "    and _G.error == nil\n"
+                    "end",
+                    NULL);
+    assert_int_equal(fl_lua_backend_set(b, c, NULL), 0);
+    json_t *o = J("{'apiVersion': 'x.io/v1', 'kind': 'A', 'spec': {}}");
+    for (int i = 0; i < 3; i++) {
+        enum fl_health h = FL_HEALTH_UNKNOWN;
+        char *err = NULL;
+        assert_int_equal(fl_interp_health(ip, o, &h, &err), 0);
+        assert_null(err);
+        assert_int_equal(h, FL_HEALTH_HEALTHY);
+    }
+    json_decref(o);
+    json_decref(c);
+    fl_lua_backend_detach(b);
+    fl_lua_backend_free(b);
+    fl_interp_free(ip);
+}
+
+/* ReflectStatus and AggregateStatus results carry no empty tables below the top, as
+ * Karmada's engine writes them (FlinkDeployment's savepointHistory: [] is left out of the
+ * reflected status); other operations keep the input's {} and []. */
+static void test_status_results_leave_out_empty_tables(void **state)
+{
+    (void)state;
+    fl_lua_backend *b = fl_lua_backend_new("customization", NULL);
+    fl_interp *ip = fl_interp_new();
+    fl_lua_backend_attach(b, ip);
+    json_t *c = ric("c", "x.io/v1", "A", "statusReflection",
+                    "function ReflectStatus(o) return o.status end", "statusAggregation",
+                    "function AggregateStatus(d, items)\n"
+                    "  d.status = {clusters = {}, info = items[1].status.info}\n"
+                    "  return d\n"
+                    "end",
+                    "replicaRevision", "function ReviseReplica(o, n) o.spec.replicas = n return o end", NULL);
+    assert_int_equal(fl_lua_backend_set(b, c, NULL), 0);
+    json_t *o = J("{'apiVersion': 'x.io/v1', 'kind': 'A', 'spec': {'args': [], 'extra': {}},"
+                  " 'status': {'info': {'history': [], 'ts': 0, 'extra': {'x': {}}}}}");
+    json_t *out = NULL;
+    assert_int_equal(fl_interp_reflect_status(ip, o, &out, NULL), 0);
+    assert_json(out, "{'info': {'ts': 0, 'extra': {}}}");
+    json_decref(out);
+    json_t *items = J("[{'clusterName': 'm1', 'status': {'info': {'history': [], 'ts': 1}}}]");
+    assert_int_equal(fl_interp_aggregate_status(ip, o, items, &out, NULL), 0);
+    assert_json(json_object_get(out, "status"), "{'info': {'ts': 1}}");
+    assert_null(json_object_get(json_object_get(out, "spec"), "args"));
+    json_decref(out);
+    assert_int_equal(fl_interp_revise_replica(ip, o, 2, &out, NULL), 0);
+    assert_json(json_object_get(out, "spec"), "{'args': [], 'extra': {}, 'replicas': 2}");
+    json_decref(out);
+    json_decref(items);
+    json_decref(o);
+    json_decref(c);
     fl_lua_backend_detach(b);
     fl_lua_backend_free(b);
     fl_interp_free(ip);
@@ -449,6 +534,20 @@ static void test_resource_add_sums_in_canonical_form(void **state)
     assert_lua_true("return kube.resourceAdd('1Gi', '512Mi') == '1536Mi'");
     assert_lua_true("return kube.resourceAdd(nil, '2', nil) == '2' and kube.resourceAdd() == '0'");
     assert_lua_error("return kube.resourceAdd('1', 'x')", "kube.resourceAdd: argument #2: invalid quantity \"x\"");
+}
+
+/* Kubernetes' Quantity.Add takes the addend's format while the sum is zero: a sum started
+ * from "0" (Karmada's RayCluster aggregation) comes out in the first non-zero addend's
+ * format, and so does a sum that went back to zero. */
+static void test_resource_add_takes_the_format_of_the_addend_after_zero(void **state)
+{
+    (void)state;
+    assert_lua_true("return kube.resourceAdd('0', '6Gi', '7680Mi') == '13824Mi'");
+    assert_lua_true("local m = '0' for _, q in ipairs({'4Gi', '2048Mi', '6Gi'}) do m = kube.resourceAdd(m, q) end\n"
+                    "return m == '12Gi'");
+    assert_lua_true("return kube.resourceAdd('0', '500m', '1Gi') == '1073741824500m'");
+    assert_lua_true("return kube.resourceAdd('1Gi', '-1Gi', '500M') == '500M'");
+    assert_lua_true("return kube.resourceAdd('0', '0') == '0' and kube.resourceAdd('1k', '1Ki') == '2024'");
 }
 
 static void test_accurate_pod_requirements_max_of_init_and_sum_plus_overhead(void **state)
@@ -1028,6 +1127,8 @@ int main(void)
         cmocka_unit_test(test_require_kube_works_and_other_modules_fail),
         cmocka_unit_test(test_libraries_are_read_only),
         cmocka_unit_test(test_globals_are_isolated_between_customizations),
+        cmocka_unit_test(test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call),
+        cmocka_unit_test(test_status_results_leave_out_empty_tables),
         cmocka_unit_test(test_budget_stops_infinite_loop_and_next_call_succeeds),
         cmocka_unit_test(test_budget_cannot_be_caught_by_pcall),
         cmocka_unit_test(test_time_limit_stops_expensive_instructions),
@@ -1036,6 +1137,7 @@ int main(void)
         cmocka_unit_test(test_costly_patterns_are_refused_and_ordinary_ones_work),
         cmocka_unit_test(test_get_resource_quantity_parses_kubernetes_quantities),
         cmocka_unit_test(test_resource_add_sums_in_canonical_form),
+        cmocka_unit_test(test_resource_add_takes_the_format_of_the_addend_after_zero),
         cmocka_unit_test(test_accurate_pod_requirements_max_of_init_and_sum_plus_overhead),
         cmocka_unit_test(test_get_pod_dependencies_lists_references),
         cmocka_unit_test(test_cloneset_every_operation_through_registry),

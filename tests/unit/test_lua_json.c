@@ -111,6 +111,21 @@ static int from_lua(const char *code, json_t **out, char **err)
     return rc;
 }
 
+/* Push JSON in, run code with it as global `v`, convert the chunk's result with flags. */
+static int through_lua_flags(const char *json, const char *code, int flags, json_t **out, char **err)
+{
+    lua_State *L = new_state();
+    json_t *in = J(json);
+    assert_int_equal(push(L, in, NULL), 0);
+    lua_setglobal(L, "v");
+    json_decref(in);
+    if (luaL_dostring(L, code) != LUA_OK)
+        fail_msg("Lua error: %s", lua_tostring(L, -1));
+    int rc = fl_lua_to_json_flags(L, -1, "v", flags, out, err);
+    lua_close(L);
+    return rc;
+}
+
 /* Push JSON in, run code with it as global `v`, convert the chunk's result. */
 static int through_lua(const char *json, const char *code, json_t **out, char **err)
 {
@@ -297,6 +312,34 @@ static void test_unmarked_empty_table_is_left_out_as_member_and_object_elsewhere
     json_decref(out);
 }
 
+/* The status Karmada's engine takes from ReflectStatus and AggregateStatus has no empty
+ * tables below the top: the input's {} and [] (its FlinkDeployment's savepointHistory: [])
+ * and the script's go, from objects and arrays; a table whose members all went stays as
+ * {} (Kyverno's exclude: {resources: {}} comes back exclude: {}); the input's nulls are
+ * not written back. The same input without the flag keeps all of them. */
+static void test_drop_empty_leaves_out_every_empty_table_below_the_top(void **state)
+{
+    (void)state;
+    const char *in = "{'savepointInfo': {'history': [], 'ts': 0}, 'exclude': {'resources': {}},"
+                     " 'rules': [{}, {'a': []}, 1, []], 'gone': null, 'status': {'conditions': []}}";
+    const char *code = "v.status.replicaStatuses = {}\n"
+                       "v.made = {inner = {}}\n"
+                       "table.insert(v.rules, {})\n"
+                       "return v";
+    json_t *out;
+    assert_int_equal(through_lua_flags(in, code, FL_LUA_JSON_DROP_EMPTY, &out, NULL), 0);
+    assert_json(out, "{'savepointInfo': {'ts': 0}, 'exclude': {}, 'rules': [{}, 1], 'status': {}, 'made': {}}");
+    json_decref(out);
+    assert_int_equal(through_lua(in, code, &out, NULL), 0);
+    assert_json(out, "{'savepointInfo': {'history': [], 'ts': 0}, 'exclude': {'resources': {}},"
+                     " 'rules': [{}, {'a': []}, 1, [], {}], 'gone': null, 'status': {'conditions': []}, 'made': {}}");
+    json_decref(out);
+    /* the top level, empty, is an object */
+    assert_int_equal(through_lua_flags("[]", "return v", FL_LUA_JSON_DROP_EMPTY, &out, NULL), 0);
+    assert_json(out, "{}");
+    json_decref(out);
+}
+
 static void test_float_results_become_integers_when_integral(void **state)
 {
     (void)state;
@@ -419,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_nesting_at_limit_round_trips_and_deeper_is_clean_error),
         cmocka_unit_test(test_sequence_is_array_and_string_keys_are_object_sorted),
         cmocka_unit_test(test_unmarked_empty_table_is_left_out_as_member_and_object_elsewhere),
+        cmocka_unit_test(test_drop_empty_leaves_out_every_empty_table_below_the_top),
         cmocka_unit_test(test_float_results_become_integers_when_integral),
         cmocka_unit_test(test_array_emptied_by_script_stays_array),
         cmocka_unit_test(test_appending_to_array_from_json),
