@@ -13,6 +13,11 @@
  * caught up with the template's generation, so `kubectl rollout status` on the control plane
  * waits for the whole fleet).
  *
+ * Bounded: status.summary (ours, summary.h) counts the clusters per live state and names the
+ * worst, and aggregatedStatus keeps the worst items once a fleet is large (the template still
+ * aggregates every item). A Cluster's Ready flip re-queues every binding: its clusters turn
+ * Unknown, or no longer.
+ *
  * Writes happen only on change (binding status, then the template's status subresource), so
  * a quiet fleet writes nothing. A customization changed for the kind aggregates its bindings
  * again; one that fails leaves the template's status as it was, with an AggregateStatusFailed
