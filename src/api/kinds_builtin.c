@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "api/kinds.h"
+#include "api/kinds_rows.h"
 #include "api/kinds_schema.h"
 #include "api/validate.h"
 #include "core/json_get.h"
@@ -36,23 +37,6 @@ extern const size_t fl_kinds__builtin_count;
 /* ------------------------------------------------------------------ */
 /* Row helpers                                                         */
 /* ------------------------------------------------------------------ */
-
-/* The string at path, or def when it is missing or empty: what a Table cell shows. */
-static const char *jstr_or(const json_t *o, const char *path, const char *def)
-{
-    const char *s = fl_json_path_str(o, path);
-    return s && *s ? s : def;
-}
-
-static void cell_str(json_t *cells, const char *s) { json_array_append_new(cells, json_string(s ? s : "")); }
-
-static void cell_int(json_t *cells, json_int_t v) { json_array_append_new(cells, json_integer(v)); }
-
-static void cell_take(json_t *cells, char *s)
-{
-    json_array_append_new(cells, json_string(s));
-    free(s);
-}
 
 /* RFC 3339 (with optional fraction and offset) -> epoch seconds; -1 if unparsable. */
 static long long parse_time(const char *s)
@@ -114,25 +98,6 @@ static char *since(const char *rfc3339)
     return human_duration((long long)time(NULL) - t);
 }
 
-/* A comma-joined list: s after a comma, unless nothing is there yet (an empty s adds no
- * comma before the next one either). */
-static void join_add(fl_strbuf *b, const char *s)
-{
-    if (b->len)
-        fl_strbuf_addc(b, ',');
-    fl_strbuf_adds(b, s);
-}
-
-/* Take the joined string, or a copy of def if nothing was added. */
-static char *join_take(fl_strbuf *b, const char *def)
-{
-    if (!b->len) {
-        fl_strbuf_close(b);
-        return fl_strdup(def);
-    }
-    return fl_strbuf_take(b);
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* labels.FormatLabels: "k=v,k2=v2" sorted by key, "<none>" when empty. */
@@ -149,11 +114,11 @@ static char *format_labels(const json_t *m)
     qsort(kv, n, sizeof(*kv), cmp_str);
     fl_strbuf b = FL_STRBUF_INIT;
     for (i = 0; i < n; i++) {
-        join_add(&b, kv[i]);
+        fl_row_join(&b, ",", kv[i]);
         free(kv[i]);
     }
     free(kv);
-    return join_take(&b, "<none>");
+    return fl_row_joined(&b, "<none>");
 }
 
 /* metav1.FormatLabelSelector: requirements sorted by key ("k=v", "k in (a,b)",
@@ -174,8 +139,8 @@ static char *format_selector(const json_t *sel)
     if (json_is_object(ml))
         json_object_foreach((json_t *)ml, k, v) req[i++] = fl_asprintf("%s=%s", k, json_is_string(v) ? json_string_value(v) : "");
     json_array_foreach(me, j, v) {
-        const char *key = jstr_or(v, "key", "");
-        const char *op = jstr_or(v, "operator", "");
+        const char *key = fl_row_str_or(v, "key", "");
+        const char *op = fl_row_str_or(v, "operator", "");
         const json_t *vals = json_object_get(v, "values");
         size_t nv = json_is_array(vals) ? json_array_size(vals) : 0;
         char **vs = fl_calloc(nv ? nv : 1, sizeof(*vs));
@@ -186,11 +151,11 @@ static char *format_selector(const json_t *sel)
         qsort(vs, nv, sizeof(*vs), cmp_str);
         fl_strbuf b = FL_STRBUF_INIT;
         for (size_t x = 0; x < nv; x++) {
-            join_add(&b, vs[x]);
+            fl_row_join(&b, ",", vs[x]);
             free(vs[x]);
         }
         free(vs);
-        char *joined = join_take(&b, "");
+        char *joined = fl_row_joined(&b, "");
         if (!strcmp(op, "In"))
             req[i++] = fl_asprintf("%s in (%s)", key, joined);
         else if (!strcmp(op, "NotIn"))
@@ -206,11 +171,11 @@ static char *format_selector(const json_t *sel)
     qsort(req, i, sizeof(*req), cmp_str);
     fl_strbuf b = FL_STRBUF_INIT;
     for (j = 0; j < i; j++) {
-        join_add(&b, req[j]);
+        fl_row_join(&b, ",", req[j]);
         free(req[j]);
     }
     free(req);
-    return join_take(&b, "<none>");
+    return fl_row_joined(&b, "<none>");
 }
 
 /* Containers and images of a pod template, comma-joined (wide columns). */
@@ -221,11 +186,11 @@ static void cells_containers_images(json_t *cells, const json_t *podspec)
     size_t i;
     json_t *c;
     json_array_foreach(cs, i, c) {
-        join_add(&names, jstr_or(c, "name", ""));
-        join_add(&images, jstr_or(c, "image", ""));
+        fl_row_join(&names, ",", fl_row_str_or(c, "name", ""));
+        fl_row_join(&images, ",", fl_row_str_or(c, "image", ""));
     }
-    cell_take(cells, join_take(&names, ""));
-    cell_take(cells, join_take(&images, ""));
+    fl_row_take(cells, fl_row_joined(&names, ""));
+    fl_row_take(cells, fl_row_joined(&images, ""));
 }
 
 /* The condition of `type` in a conditions array, or NULL. */
@@ -247,11 +212,10 @@ static bool condition_true(const json_t *conds, const char *type)
     return s && !strcmp(s, "True");
 }
 
-/* The helpers above, for the row functions of kinds_builtin_ext.c (declared there). */
-const char *fl_kinds__str_or(const json_t *o, const char *path, const char *def) { return jstr_or(o, path, def); }
-char *fl_kinds__format_labels(const json_t *m) { return format_labels(m); }
-char *fl_kinds__format_selector(const json_t *sel) { return format_selector(sel); }
-void fl_kinds__containers_images(json_t *cells, const json_t *podspec) { cells_containers_images(cells, podspec); }
+/* The formats above, for the row functions of kinds_builtin_ext.c (kinds_rows.h). */
+char *fl_row_labels(const json_t *m) { return format_labels(m); }
+char *fl_row_selector(const json_t *sel) { return format_selector(sel); }
+void fl_row_containers_images(json_t *cells, const json_t *podspec) { cells_containers_images(cells, podspec); }
 
 /* ------------------------------------------------------------------ */
 /* Row functions                                                       */
@@ -259,77 +223,77 @@ void fl_kinds__containers_images(json_t *cells, const json_t *podspec) { cells_c
 
 static void row_namespace(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, jstr_or(o, "status.phase", ""));
+    fl_row_str(cells, fl_row_str_or(o, "status.phase", ""));
 }
 
 static void row_configmap(const fl_kind *k, const json_t *o, json_t *cells)
 {
     const json_t *d = json_object_get(o, "data"), *b = json_object_get(o, "binaryData");
-    cell_int(cells, (json_int_t)((json_is_object(d) ? json_object_size(d) : 0) +
+    fl_row_int(cells, (json_int_t)((json_is_object(d) ? json_object_size(d) : 0) +
                                  (json_is_object(b) ? json_object_size(b) : 0)));
 }
 
 static void row_secret(const fl_kind *k, const json_t *o, json_t *cells)
 {
     const json_t *d = json_object_get(o, "data");
-    cell_str(cells, jstr_or(o, "type", "Opaque"));
-    cell_int(cells, (json_int_t)(json_is_object(d) ? json_object_size(d) : 0));
+    fl_row_str(cells, fl_row_str_or(o, "type", "Opaque"));
+    fl_row_int(cells, (json_int_t)(json_is_object(d) ? json_object_size(d) : 0));
 }
 
 static void row_serviceaccount(const fl_kind *k, const json_t *o, json_t *cells)
 {
     const json_t *s = json_object_get(o, "secrets");
-    cell_int(cells, (json_int_t)(json_is_array(s) ? json_array_size(s) : 0));
+    fl_row_int(cells, (json_int_t)(json_is_array(s) ? json_array_size(s) : 0));
 }
 
 static char *service_external_ip(const json_t *o)
 {
-    const char *type = jstr_or(o, "spec.type", "ClusterIP");
+    const char *type = fl_row_str_or(o, "spec.type", "ClusterIP");
     const json_t *ext = fl_json_path(o, "spec.externalIPs");
     size_t i;
     json_t *v;
     fl_strbuf b = FL_STRBUF_INIT;
     if (!strcmp(type, "ClusterIP") || !strcmp(type, "NodePort")) {
-        json_array_foreach(ext, i, v) if (json_is_string(v)) join_add(&b, json_string_value(v));
-        return join_take(&b, "<none>");
+        json_array_foreach(ext, i, v) if (json_is_string(v)) fl_row_join(&b, ",", json_string_value(v));
+        return fl_row_joined(&b, "<none>");
     }
     if (!strcmp(type, "LoadBalancer")) {
         json_array_foreach(fl_json_path(o, "status.loadBalancer.ingress"), i, v) {
             const char *ip = fl_json_path_str(v, "ip"), *host = fl_json_path_str(v, "hostname");
             if (ip && *ip)
-                join_add(&b, ip);
+                fl_row_join(&b, ",", ip);
             else if (host && *host)
-                join_add(&b, host);
+                fl_row_join(&b, ",", host);
         }
-        json_array_foreach(ext, i, v) if (json_is_string(v)) join_add(&b, json_string_value(v));
-        return join_take(&b, "<pending>");
+        json_array_foreach(ext, i, v) if (json_is_string(v)) fl_row_join(&b, ",", json_string_value(v));
+        return fl_row_joined(&b, "<pending>");
     }
     if (!strcmp(type, "ExternalName"))
-        return fl_strdup(jstr_or(o, "spec.externalName", ""));
+        return fl_strdup(fl_row_str_or(o, "spec.externalName", ""));
     return fl_strdup("<unknown>");
 }
 
 static void row_service(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, jstr_or(o, "spec.type", "ClusterIP"));
-    cell_str(cells, jstr_or(o, "spec.clusterIP", "<none>"));
-    cell_take(cells, service_external_ip(o));
+    fl_row_str(cells, fl_row_str_or(o, "spec.type", "ClusterIP"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.clusterIP", "<none>"));
+    fl_row_take(cells, service_external_ip(o));
     fl_strbuf b = FL_STRBUF_INIT;
     size_t i;
     json_t *p;
     json_array_foreach(fl_json_path(o, "spec.ports"), i, p) {
         char *s;
         json_int_t node_port = fl_json_path_int(p, "nodePort", 0);
-        const char *proto = jstr_or(p, "protocol", "TCP");
+        const char *proto = fl_row_str_or(p, "protocol", "TCP");
         if (node_port)
             s = fl_asprintf("%lld:%lld/%s", (long long)fl_json_path_int(p, "port", 0), (long long)node_port, proto);
         else
             s = fl_asprintf("%lld/%s", (long long)fl_json_path_int(p, "port", 0), proto);
-        join_add(&b, s);
+        fl_row_join(&b, ",", s);
         free(s);
     }
-    cell_take(cells, join_take(&b, "<none>"));
-    cell_take(cells, format_labels(fl_json_path(o, "spec.selector")));
+    fl_row_take(cells, fl_row_joined(&b, "<none>"));
+    fl_row_take(cells, format_labels(fl_json_path(o, "spec.selector")));
 }
 
 static const char *pvc_mode_abbrev(const char *m)
@@ -347,19 +311,19 @@ static const char *pvc_mode_abbrev(const char *m)
 
 static void row_pvc(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    const char *volume = jstr_or(o, "spec.volumeName", "");
-    cell_str(cells, fl_json_path_str(o, "metadata.deletionTimestamp")
+    const char *volume = fl_row_str_or(o, "spec.volumeName", "");
+    fl_row_str(cells, fl_json_path_str(o, "metadata.deletionTimestamp")
                         ? "Terminating"
-                        : jstr_or(o, "status.phase", ""));
-    cell_str(cells, volume);
+                        : fl_row_str_or(o, "status.phase", ""));
+    fl_row_str(cells, volume);
     if (*volume) {
         const json_t *cap = fl_json_path(o, "status.capacity.storage");
         if (json_is_string(cap))
-            cell_str(cells, json_string_value(cap));
+            fl_row_str(cells, json_string_value(cap));
         else if (json_is_integer(cap))
-            cell_take(cells, fl_asprintf("%lld", (long long)json_integer_value(cap)));
+            fl_row_take(cells, fl_asprintf("%lld", (long long)json_integer_value(cap)));
         else
-            cell_str(cells, "");
+            fl_row_str(cells, "");
         /* upstream prints the modes in this fixed order */
         static const char *order[] = {"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"};
         fl_strbuf b = FL_STRBUF_INIT;
@@ -368,23 +332,23 @@ static void row_pvc(const fl_kind *k, const json_t *o, json_t *cells)
             json_t *m;
             json_array_foreach(fl_json_path(o, "status.accessModes"), i, m) {
                 if (json_is_string(m) && !strcmp(json_string_value(m), order[x])) {
-                    join_add(&b, pvc_mode_abbrev(order[x]));
+                    fl_row_join(&b, ",", pvc_mode_abbrev(order[x]));
                     break;
                 }
             }
         }
-        cell_take(cells, join_take(&b, ""));
+        fl_row_take(cells, fl_row_joined(&b, ""));
     } else {
-        cell_str(cells, "");
-        cell_str(cells, "");
+        fl_row_str(cells, "");
+        fl_row_str(cells, "");
     }
     const char *sc = fl_json_path_str(o, "spec.storageClassName");
     if (!sc) /* the beta annotation still wins upstream when the field is unset */
         sc = json_string_value(json_object_get(fl_json_path(o, "metadata.annotations"),
                                                "volume.beta.kubernetes.io/storage-class"));
-    cell_str(cells, sc ? sc : "");
-    cell_str(cells, jstr_or(o, "spec.volumeAttributesClassName", "<unset>"));
-    cell_str(cells, jstr_or(o, "spec.volumeMode", "<unset>"));
+    fl_row_str(cells, sc ? sc : "");
+    fl_row_str(cells, fl_row_str_or(o, "spec.volumeAttributesClassName", "<unset>"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.volumeMode", "<unset>"));
 }
 
 /* upstream printPod: READY, STATUS, RESTARTS (+ IP, NODE wide). */
@@ -397,7 +361,7 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
     size_t total = json_array_size(json_object_get(spec, "containers")), ready = 0, i;
     json_t *c;
     char buf[96];
-    char *reason = fl_strdup(jstr_or(status, "phase", ""));
+    char *reason = fl_strdup(fl_row_str_or(status, "phase", ""));
     if (fl_json_path_str(status, "reason") && *fl_json_path_str(status, "reason")) {
         free(reason);
         reason = fl_strdup(fl_json_path_str(status, "reason"));
@@ -418,13 +382,13 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
     bool initializing = false;
     const json_t *istat = json_object_get(status, "initContainerStatuses");
     json_array_foreach(istat, i, c) {
-        const char *name = jstr_or(c, "name", "");
+        const char *name = fl_row_str_or(c, "name", "");
         bool sidecar = false;
         size_t j;
         json_t *ic;
         json_array_foreach(inits, j, ic) {
             const char *rp = fl_json_path_str(ic, "restartPolicy");
-            if (!strcmp(jstr_or(ic, "name", ""), name) && rp && !strcmp(rp, "Always"))
+            if (!strcmp(fl_row_str_or(ic, "name", ""), name) && rp && !strcmp(rp, "Always"))
                 sidecar = true;
         }
         long long rc = fl_json_path_int(c, "restartCount", 0);
@@ -503,7 +467,7 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
     }
     if (json_is_string(fl_json_path(o, "metadata.deletionTimestamp"))) {
         const char *sr = fl_json_path_str(status, "reason");
-        const char *phase = jstr_or(status, "phase", "");
+        const char *phase = fl_row_str_or(status, "phase", "");
         if (sr && !strcmp(sr, "NodeLost")) {
             free(reason);
             reason = fl_strdup("Unknown");
@@ -513,17 +477,17 @@ static void row_pod(const fl_kind *k, const json_t *o, json_t *cells)
         }
     }
     snprintf(buf, sizeof(buf), "%zu/%zu", ready, total);
-    cell_str(cells, buf);
-    cell_take(cells, reason);
+    fl_row_str(cells, buf);
+    fl_row_take(cells, reason);
     if (restarts && last_restart >= 0) {
         char *ago = human_duration((long long)time(NULL) - last_restart);
-        cell_take(cells, fl_asprintf("%lld (%s ago)", restarts, ago));
+        fl_row_take(cells, fl_asprintf("%lld (%s ago)", restarts, ago));
         free(ago);
     } else {
-        cell_take(cells, fl_asprintf("%lld", restarts));
+        fl_row_take(cells, fl_asprintf("%lld", restarts));
     }
-    cell_str(cells, jstr_or(status, "podIP", "<none>"));
-    cell_str(cells, jstr_or(spec, "nodeName", "<none>"));
+    fl_row_str(cells, fl_row_str_or(status, "podIP", "<none>"));
+    fl_row_str(cells, fl_row_str_or(spec, "nodeName", "<none>"));
 }
 
 static void row_event(const fl_kind *k, const json_t *o, json_t *cells)
@@ -544,28 +508,28 @@ static void row_event(const fl_kind *k, const json_t *o, json_t *cells)
         count = fl_json_path_int(o, "series.count", 0);
     if (count > 1) {
         char *first = since(first_ts);
-        cell_take(cells, fl_asprintf("%s (x%lld over %s)", last, (long long)count, first));
+        fl_row_take(cells, fl_asprintf("%s (x%lld over %s)", last, (long long)count, first));
         free(first);
         free(last);
     } else {
-        cell_take(cells, last);
+        fl_row_take(cells, last);
     }
-    cell_str(cells, jstr_or(o, "type", ""));
-    cell_str(cells, jstr_or(o, "reason", ""));
-    char *kind = fl_strdup(jstr_or(o, "involvedObject.kind", ""));
+    fl_row_str(cells, fl_row_str_or(o, "type", ""));
+    fl_row_str(cells, fl_row_str_or(o, "reason", ""));
+    char *kind = fl_strdup(fl_row_str_or(o, "involvedObject.kind", ""));
     for (char *p = kind; *p; p++)
         *p = (char)tolower((unsigned char)*p);
-    const char *name = jstr_or(o, "involvedObject.name", "");
-    cell_take(cells, *name ? fl_asprintf("%s/%s", kind, name) : fl_strdup(kind));
+    const char *name = fl_row_str_or(o, "involvedObject.name", "");
+    fl_row_take(cells, *name ? fl_asprintf("%s/%s", kind, name) : fl_strdup(kind));
     free(kind);
     /* upstream trims surrounding whitespace from the message */
-    const char *msg = jstr_or(o, "message", "");
+    const char *msg = fl_row_str_or(o, "message", "");
     while (isspace((unsigned char)*msg))
         msg++;
     size_t n = strlen(msg);
     while (n && isspace((unsigned char)msg[n - 1]))
         n--;
-    cell_take(cells, fl_strndup(msg, n));
+    fl_row_take(cells, fl_strndup(msg, n));
 }
 
 static void row_node(const fl_kind *k, const json_t *o, json_t *cells)
@@ -574,9 +538,9 @@ static void row_node(const fl_kind *k, const json_t *o, json_t *cells)
     const char *st = fl_json_path_str(ready, "status");
     const char *status = !ready ? "Unknown" : (st && !strcmp(st, "True")) ? "Ready" : "NotReady";
     if (json_is_true(fl_json_path(o, "spec.unschedulable")))
-        cell_take(cells, fl_asprintf("%s,SchedulingDisabled", status));
+        fl_row_take(cells, fl_asprintf("%s,SchedulingDisabled", status));
     else
-        cell_str(cells, status);
+        fl_row_str(cells, status);
     /* roles from node-role.kubernetes.io/<role> and kubernetes.io/role labels */
     const json_t *labels = fl_json_path(o, "metadata.labels");
     size_t n = json_is_object(labels) ? json_object_size(labels) : 0, r = 0;
@@ -594,51 +558,51 @@ static void row_node(const fl_kind *k, const json_t *o, json_t *cells)
     fl_strbuf b = FL_STRBUF_INIT;
     for (size_t i = 0; i < r; i++) {
         if (!i || strcmp(roles[i], roles[i - 1]))
-            join_add(&b, roles[i]);
+            fl_row_join(&b, ",", roles[i]);
     }
     for (size_t i = 0; i < r; i++)
         free(roles[i]);
     free(roles);
-    cell_take(cells, join_take(&b, "<none>"));
-    cell_str(cells, jstr_or(o, "status.nodeInfo.kubeletVersion", ""));
+    fl_row_take(cells, fl_row_joined(&b, "<none>"));
+    fl_row_str(cells, fl_row_str_or(o, "status.nodeInfo.kubeletVersion", ""));
 }
 
 static void row_deployment(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_asprintf("%lld/%lld", (long long)fl_json_path_int(o, "status.readyReplicas", 0),
+    fl_row_take(cells, fl_asprintf("%lld/%lld", (long long)fl_json_path_int(o, "status.readyReplicas", 0),
                                  (long long)fl_json_path_int(o, "spec.replicas", 1)));
-    cell_int(cells, fl_json_path_int(o, "status.updatedReplicas", 0));
-    cell_int(cells, fl_json_path_int(o, "status.availableReplicas", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.updatedReplicas", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.availableReplicas", 0));
     cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
-    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
+    fl_row_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_statefulset(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_asprintf("%lld/%lld", (long long)fl_json_path_int(o, "status.readyReplicas", 0),
+    fl_row_take(cells, fl_asprintf("%lld/%lld", (long long)fl_json_path_int(o, "status.readyReplicas", 0),
                                  (long long)fl_json_path_int(o, "spec.replicas", 1)));
     cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
 }
 
 static void row_replicaset(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_int(cells, fl_json_path_int(o, "spec.replicas", 1));
-    cell_int(cells, fl_json_path_int(o, "status.replicas", 0));
-    cell_int(cells, fl_json_path_int(o, "status.readyReplicas", 0));
+    fl_row_int(cells, fl_json_path_int(o, "spec.replicas", 1));
+    fl_row_int(cells, fl_json_path_int(o, "status.replicas", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.readyReplicas", 0));
     cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
-    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
+    fl_row_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_daemonset(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_int(cells, fl_json_path_int(o, "status.desiredNumberScheduled", 0));
-    cell_int(cells, fl_json_path_int(o, "status.currentNumberScheduled", 0));
-    cell_int(cells, fl_json_path_int(o, "status.numberReady", 0));
-    cell_int(cells, fl_json_path_int(o, "status.updatedNumberScheduled", 0));
-    cell_int(cells, fl_json_path_int(o, "status.numberAvailable", 0));
-    cell_take(cells, format_labels(fl_json_path(o, "spec.template.spec.nodeSelector")));
+    fl_row_int(cells, fl_json_path_int(o, "status.desiredNumberScheduled", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.currentNumberScheduled", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.numberReady", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.updatedNumberScheduled", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.numberAvailable", 0));
+    fl_row_take(cells, format_labels(fl_json_path(o, "spec.template.spec.nodeSelector")));
     cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
-    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
+    fl_row_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_job(const fl_kind *k, const json_t *o, json_t *cells)
@@ -657,61 +621,61 @@ static void row_job(const fl_kind *k, const json_t *o, json_t *cells)
         status = "FailureTarget";
     else if (condition_true(conds, "SuccessCriteriaMet"))
         status = "SuccessCriteriaMet";
-    cell_str(cells, status);
+    fl_row_str(cells, status);
 
     long long succeeded = fl_json_path_int(o, "status.succeeded", 0);
     const json_t *completions = fl_json_path(o, "spec.completions"), *par = fl_json_path(o, "spec.parallelism");
     if (json_is_integer(completions))
-        cell_take(cells, fl_asprintf("%lld/%lld", succeeded, (long long)json_integer_value(completions)));
+        fl_row_take(cells, fl_asprintf("%lld/%lld", succeeded, (long long)json_integer_value(completions)));
     else if (json_is_integer(par) && json_integer_value(par) > 1)
-        cell_take(cells, fl_asprintf("%lld/1 of %lld", succeeded, (long long)json_integer_value(par)));
+        fl_row_take(cells, fl_asprintf("%lld/1 of %lld", succeeded, (long long)json_integer_value(par)));
     else
-        cell_take(cells, fl_asprintf("%lld/1", succeeded));
+        fl_row_take(cells, fl_asprintf("%lld/1", succeeded));
 
     long long start = parse_time(fl_json_path_str(o, "status.startTime"));
     long long end = parse_time(fl_json_path_str(o, "status.completionTime"));
     if (start < 0)
-        cell_str(cells, "");
+        fl_row_str(cells, "");
     else
-        cell_take(cells, human_duration((end >= 0 ? end : (long long)time(NULL)) - start));
+        fl_row_take(cells, human_duration((end >= 0 ? end : (long long)time(NULL)) - start));
     cells_containers_images(cells, fl_json_path(o, "spec.template.spec"));
-    cell_take(cells, format_selector(fl_json_path(o, "spec.selector")));
+    fl_row_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
 static void row_cronjob(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, jstr_or(o, "spec.schedule", ""));
-    cell_str(cells, jstr_or(o, "spec.timeZone", "<none>"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.schedule", ""));
+    fl_row_str(cells, fl_row_str_or(o, "spec.timeZone", "<none>"));
     json_array_append_new(cells, json_boolean(json_is_true(fl_json_path(o, "spec.suspend"))));
-    cell_int(cells, (json_int_t)json_array_size(fl_json_path(o, "status.active")));
+    fl_row_int(cells, (json_int_t)json_array_size(fl_json_path(o, "status.active")));
     const char *last = fl_json_path_str(o, "status.lastScheduleTime");
-    cell_take(cells, last ? since(last) : fl_strdup("<none>"));
+    fl_row_take(cells, last ? since(last) : fl_strdup("<none>"));
     cells_containers_images(cells, fl_json_path(o, "spec.jobTemplate.spec.template.spec"));
-    cell_take(cells, format_selector(fl_json_path(o, "spec.jobTemplate.spec.selector")));
+    fl_row_take(cells, format_selector(fl_json_path(o, "spec.jobTemplate.spec.selector")));
 }
 
 static void row_lease(const fl_kind *k, const json_t *o, json_t *cells)
 {
     const char *h = fl_json_path_str(o, "spec.holderIdentity");
-    cell_str(cells, h ? h : "<unknown>");
+    fl_row_str(cells, h ? h : "<unknown>");
 }
 
 /* Karmada's aggregated API server printer for Cluster. */
 static void row_cluster(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, jstr_or(o, "status.kubernetesVersion", ""));
-    cell_str(cells, jstr_or(o, "spec.syncMode", ""));
+    fl_row_str(cells, fl_row_str_or(o, "status.kubernetesVersion", ""));
+    fl_row_str(cells, fl_row_str_or(o, "spec.syncMode", ""));
     const char *ready = fl_json_path_str(find_condition(fl_json_path(o, "status.conditions"), "Ready"), "status");
-    cell_str(cells, ready ? ready : "Unknown");
+    fl_row_str(cells, ready ? ready : "Unknown");
     fl_strbuf b = FL_STRBUF_INIT;
     size_t i;
     json_t *z;
-    json_array_foreach(fl_json_path(o, "spec.zones"), i, z) if (json_is_string(z)) join_add(&b, json_string_value(z));
-    cell_take(cells, join_take(&b, "<none>"));
-    cell_str(cells, jstr_or(o, "spec.region", "<none>"));
-    cell_str(cells, jstr_or(o, "spec.provider", "<none>"));
-    cell_str(cells, jstr_or(o, "spec.apiEndpoint", ""));
-    cell_str(cells, jstr_or(o, "spec.proxyURL", "<none>"));
+    json_array_foreach(fl_json_path(o, "spec.zones"), i, z) if (json_is_string(z)) fl_row_join(&b, ",", json_string_value(z));
+    fl_row_take(cells, fl_row_joined(&b, "<none>"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.region", "<none>"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.provider", "<none>"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.apiEndpoint", ""));
+    fl_row_str(cells, fl_row_str_or(o, "spec.proxyURL", "<none>"));
 }
 
 /* ------------------------------------------------------------------ */

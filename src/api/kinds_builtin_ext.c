@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "api/kinds.h"
+#include "api/kinds_rows.h"
 #include "api/kinds_schema.h"
 #include "api/validate.h"
 #include "core/json_get.h"
@@ -31,41 +32,6 @@
 /* Shared with kinds.c; not part of kinds.h on purpose. */
 extern fl_kind fl_kinds__builtin_ext[];
 extern const size_t fl_kinds__builtin_ext_count;
-
-/* Row helpers from kinds_builtin.c. */
-const char *fl_kinds__str_or(const json_t *o, const char *path, const char *def);
-char *fl_kinds__format_labels(const json_t *m);
-char *fl_kinds__format_selector(const json_t *sel);
-void fl_kinds__containers_images(json_t *cells, const json_t *podspec);
-
-static void cell_str(json_t *cells, const char *s) { json_array_append_new(cells, json_string(s ? s : "")); }
-
-static void cell_int(json_t *cells, json_int_t v) { json_array_append_new(cells, json_integer(v)); }
-
-static void cell_bool(json_t *cells, bool v) { json_array_append_new(cells, json_boolean(v)); }
-
-static void cell_take(json_t *cells, char *s)
-{
-    json_array_append_new(cells, json_string(s));
-    free(s);
-}
-
-static void add_sep(fl_strbuf *b, const char *sep, const char *s)
-{
-    if (b->len)
-        fl_strbuf_adds(b, sep);
-    fl_strbuf_adds(b, s);
-}
-
-/* The buffer's text, or def when nothing was added. */
-static char *take_or(fl_strbuf *b, const char *def)
-{
-    if (!b->len) {
-        fl_strbuf_close(b);
-        return fl_strdup(def);
-    }
-    return fl_strbuf_take(b);
-}
 
 /* A Quantity or IntOrString as upstream's String() shows it: the string, or the number. */
 static char *scalar_text(const json_t *v, const char *def)
@@ -91,11 +57,11 @@ static char *list_more(char **items, size_t n, size_t max, const char *sep, cons
 {
     fl_strbuf b = FL_STRBUF_INIT;
     for (size_t i = 0; i < n && i < max; i++)
-        add_sep(&b, sep, items[i]);
+        fl_row_join(&b, sep, items[i]);
     if (n > max) {
         fl_strbuf_printf(&b, " + %zu more...", n - max);
     }
-    return take_or(&b, empty);
+    return fl_row_joined(&b, empty);
 }
 
 static void free_items(char **items, size_t n)
@@ -112,26 +78,26 @@ static void free_items(char **items, size_t n)
 /* RoleBinding, ClusterRoleBinding: ROLE (+ USERS, GROUPS, SERVICEACCOUNTS wide). */
 static void row_binding(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells,
-              fl_asprintf("%s/%s", fl_kinds__str_or(o, "roleRef.kind", ""), fl_kinds__str_or(o, "roleRef.name", "")));
+    fl_row_take(cells,
+              fl_asprintf("%s/%s", fl_row_str_or(o, "roleRef.kind", ""), fl_row_str_or(o, "roleRef.name", "")));
     fl_strbuf users = FL_STRBUF_INIT, groups = FL_STRBUF_INIT, sas = FL_STRBUF_INIT;
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(o, "subjects"), i, s) {
-        const char *kind = fl_kinds__str_or(s, "kind", ""), *name = fl_kinds__str_or(s, "name", "");
+        const char *kind = fl_row_str_or(s, "kind", ""), *name = fl_row_str_or(s, "name", "");
         if (!strcmp(kind, "User"))
-            add_sep(&users, ", ", name);
+            fl_row_join(&users, ", ", name);
         else if (!strcmp(kind, "Group"))
-            add_sep(&groups, ", ", name);
+            fl_row_join(&groups, ", ", name);
         else if (!strcmp(kind, "ServiceAccount")) {
-            char *sa = fl_asprintf("%s/%s", fl_kinds__str_or(s, "namespace", ""), name);
-            add_sep(&sas, ", ", sa);
+            char *sa = fl_asprintf("%s/%s", fl_row_str_or(s, "namespace", ""), name);
+            fl_row_join(&sas, ", ", sa);
             free(sa);
         }
     }
-    cell_take(cells, take_or(&users, ""));
-    cell_take(cells, take_or(&groups, ""));
-    cell_take(cells, take_or(&sas, ""));
+    fl_row_take(cells, fl_row_joined(&users, ""));
+    fl_row_take(cells, fl_row_joined(&groups, ""));
+    fl_row_take(cells, fl_row_joined(&sas, ""));
 }
 
 /* Load-balancer ingress points: distinct IPs or hostnames, sorted, clipped to 16 bytes. */
@@ -157,9 +123,9 @@ static char *lb_status(const json_t *ingress)
         }
     fl_strbuf b = FL_STRBUF_INIT;
     for (i = 0; i < m; i++)
-        add_sep(&b, ",", v[i]);
+        fl_row_join(&b, ",", v[i]);
     free_items(v, m);
-    char *r = take_or(&b, "");
+    char *r = fl_row_joined(&b, "");
     if (strlen(r) > 16)
         strcpy(r + 13, "...");
     return r;
@@ -167,7 +133,7 @@ static char *lb_status(const json_t *ingress)
 
 static void row_ingress(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, fl_kinds__str_or(o, "spec.ingressClassName", "<none>"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.ingressClassName", "<none>"));
     /* upstream formatHosts: the first 3 non-empty hosts; "+ N more..." counts rules */
     const json_t *rules = fl_json_path(o, "spec.rules");
     fl_strbuf b = FL_STRBUF_INIT;
@@ -179,42 +145,42 @@ static void row_ingress(const fl_kind *k, const json_t *o, json_t *cells)
         if (m == 3)
             more = true;
         if (!more && h && *h) {
-            add_sep(&b, ",", h);
+            fl_row_join(&b, ",", h);
             m++;
         }
     }
     if (m && more)
         fl_strbuf_printf(&b, " + %zu more...", json_array_size(rules) - 3);
-    cell_take(cells, take_or(&b, "*"));
-    cell_take(cells, lb_status(fl_json_path(o, "status.loadBalancer.ingress")));
-    cell_str(cells, json_array_size(fl_json_path(o, "spec.tls")) ? "80, 443" : "80");
+    fl_row_take(cells, fl_row_joined(&b, "*"));
+    fl_row_take(cells, lb_status(fl_json_path(o, "status.loadBalancer.ingress")));
+    fl_row_str(cells, json_array_size(fl_json_path(o, "spec.tls")) ? "80, 443" : "80");
 }
 
 static void row_ingressclass(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, fl_kinds__str_or(o, "spec.controller", ""));
+    fl_row_str(cells, fl_row_str_or(o, "spec.controller", ""));
     const json_t *p = fl_json_path(o, "spec.parameters");
     if (!json_is_object(p)) {
-        cell_str(cells, "<none>");
+        fl_row_str(cells, "<none>");
         return;
     }
     const char *group = fl_json_path_str(p, "apiGroup");
     if (group)
-        cell_take(cells,
-                  fl_asprintf("%s.%s/%s", fl_kinds__str_or(p, "kind", ""), group, fl_kinds__str_or(p, "name", "")));
+        fl_row_take(cells,
+                  fl_asprintf("%s.%s/%s", fl_row_str_or(p, "kind", ""), group, fl_row_str_or(p, "name", "")));
     else
-        cell_take(cells, fl_asprintf("%s/%s", fl_kinds__str_or(p, "kind", ""), fl_kinds__str_or(p, "name", "")));
+        fl_row_take(cells, fl_asprintf("%s/%s", fl_row_str_or(p, "kind", ""), fl_row_str_or(p, "name", "")));
 }
 
 static void row_networkpolicy(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_kinds__format_selector(fl_json_path(o, "spec.podSelector")));
+    fl_row_take(cells, fl_row_selector(fl_json_path(o, "spec.podSelector")));
 }
 
 /* One HPA metric as upstream's formatHPAMetrics shows it; st is the status entry or NULL. */
 static char *hpa_metric(const json_t *spec, const json_t *st)
 {
-    const char *type = fl_kinds__str_or(spec, "type", "");
+    const char *type = fl_row_str_or(spec, "type", "");
     const char *src = !strcmp(type, "External")            ? "external"
                       : !strcmp(type, "Pods")              ? "pods"
                       : !strcmp(type, "Object")            ? "object"
@@ -243,7 +209,7 @@ static char *hpa_metric(const json_t *spec, const json_t *st)
         t = scalar_text(json_object_get(target, "value"), "0");
     }
     if (resource)
-        out = fl_asprintf("%s: %s/%s", fl_kinds__str_or(s, "name", ""), c, t);
+        out = fl_asprintf("%s: %s/%s", fl_row_str_or(s, "name", ""), c, t);
     else
         out = fl_asprintf("%s/%s%s", c, t, tavg && strcmp(type, "Pods") ? " (avg)" : "");
     free(c);
@@ -253,73 +219,73 @@ static char *hpa_metric(const json_t *spec, const json_t *st)
 
 static void row_hpa(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, fl_asprintf("%s/%s", fl_kinds__str_or(o, "spec.scaleTargetRef.kind", ""),
-                                 fl_kinds__str_or(o, "spec.scaleTargetRef.name", "")));
+    fl_row_take(cells, fl_asprintf("%s/%s", fl_row_str_or(o, "spec.scaleTargetRef.kind", ""),
+                                 fl_row_str_or(o, "spec.scaleTargetRef.name", "")));
     const json_t *metrics = fl_json_path(o, "spec.metrics"), *cur = fl_json_path(o, "status.currentMetrics");
     size_t n = json_array_size(metrics), i;
     char **items = fl_calloc(n ? n : 1, sizeof(*items));
     json_t *m;
     json_array_foreach(metrics, i, m) items[i] = hpa_metric(m, json_array_get(cur, i));
-    cell_take(cells, list_more(items, n, 2, ", ", "<none>"));
+    fl_row_take(cells, list_more(items, n, 2, ", ", "<none>"));
     free_items(items, n);
     const json_t *min = fl_json_path(o, "spec.minReplicas");
-    cell_take(cells, json_is_integer(min) ? fl_asprintf("%lld", (long long)json_integer_value(min))
+    fl_row_take(cells, json_is_integer(min) ? fl_asprintf("%lld", (long long)json_integer_value(min))
                                           : fl_strdup("<unset>"));
-    cell_int(cells, fl_json_path_int(o, "spec.maxReplicas", 0));
-    cell_int(cells, fl_json_path_int(o, "status.currentReplicas", 0));
+    fl_row_int(cells, fl_json_path_int(o, "spec.maxReplicas", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.currentReplicas", 0));
 }
 
 static void row_pdb(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, scalar_text(fl_json_path(o, "spec.minAvailable"), "N/A"));
-    cell_take(cells, scalar_text(fl_json_path(o, "spec.maxUnavailable"), "N/A"));
-    cell_int(cells, fl_json_path_int(o, "status.disruptionsAllowed", 0));
+    fl_row_take(cells, scalar_text(fl_json_path(o, "spec.minAvailable"), "N/A"));
+    fl_row_take(cells, scalar_text(fl_json_path(o, "spec.maxUnavailable"), "N/A"));
+    fl_row_int(cells, fl_json_path_int(o, "status.disruptionsAllowed", 0));
 }
 
 static void row_priorityclass(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_int(cells, fl_json_path_int(o, "value", 0));
-    cell_bool(cells, bool_or(o, "globalDefault", false));
-    cell_str(cells, fl_kinds__str_or(o, "preemptionPolicy", ""));
+    fl_row_int(cells, fl_json_path_int(o, "value", 0));
+    fl_row_bool(cells, bool_or(o, "globalDefault", false));
+    fl_row_str(cells, fl_row_str_or(o, "preemptionPolicy", ""));
 }
 
 static void row_storageclass(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, fl_kinds__str_or(o, "provisioner", ""));
-    cell_str(cells, fl_kinds__str_or(o, "reclaimPolicy", "Delete"));
-    cell_str(cells, fl_kinds__str_or(o, "volumeBindingMode", "Immediate"));
-    cell_bool(cells, bool_or(o, "allowVolumeExpansion", false));
+    fl_row_str(cells, fl_row_str_or(o, "provisioner", ""));
+    fl_row_str(cells, fl_row_str_or(o, "reclaimPolicy", "Delete"));
+    fl_row_str(cells, fl_row_str_or(o, "volumeBindingMode", "Immediate"));
+    fl_row_bool(cells, bool_or(o, "allowVolumeExpansion", false));
 }
 
 static void row_csidriver(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_bool(cells, bool_or(o, "spec.attachRequired", true));
-    cell_bool(cells, bool_or(o, "spec.podInfoOnMount", false));
-    cell_bool(cells, bool_or(o, "spec.storageCapacity", false));
+    fl_row_bool(cells, bool_or(o, "spec.attachRequired", true));
+    fl_row_bool(cells, bool_or(o, "spec.podInfoOnMount", false));
+    fl_row_bool(cells, bool_or(o, "spec.storageCapacity", false));
     const json_t *tr = fl_json_path(o, "spec.tokenRequests");
     if (!json_is_array(tr)) {
-        cell_str(cells, "<unset>");
+        fl_row_str(cells, "<unset>");
     } else {
         fl_strbuf b = FL_STRBUF_INIT;
         size_t i;
         json_t *t;
-        json_array_foreach(tr, i, t) add_sep(&b, ",", fl_kinds__str_or(t, "audience", ""));
-        cell_take(cells, take_or(&b, ""));
+        json_array_foreach(tr, i, t) fl_row_join(&b, ",", fl_row_str_or(t, "audience", ""));
+        fl_row_take(cells, fl_row_joined(&b, ""));
     }
-    cell_bool(cells, bool_or(o, "spec.requiresRepublish", false));
+    fl_row_bool(cells, bool_or(o, "spec.requiresRepublish", false));
     fl_strbuf b = FL_STRBUF_INIT;
     size_t i;
     json_t *m;
     json_array_foreach(fl_json_path(o, "spec.volumeLifecycleModes"), i, m) {
         if (json_is_string(m))
-            add_sep(&b, ",", json_string_value(m));
+            fl_row_join(&b, ",", json_string_value(m));
     }
-    cell_take(cells, take_or(&b, "<none>"));
+    fl_row_take(cells, fl_row_joined(&b, "<none>"));
 }
 
 static void row_pv(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_take(cells, scalar_text(fl_json_path(o, "spec.capacity.storage"), "0"));
+    fl_row_take(cells, scalar_text(fl_json_path(o, "spec.capacity.storage"), "0"));
     /* upstream's GetAccessModesAsString: this fixed order, abbreviated */
     static const char *const modes[][2] = {
         {"ReadWriteOnce", "RWO"}, {"ReadOnlyMany", "ROX"}, {"ReadWriteMany", "RWX"}, {"ReadWriteOncePod", "RWOP"}};
@@ -329,28 +295,28 @@ static void row_pv(const fl_kind *k, const json_t *o, json_t *cells)
         json_t *m;
         json_array_foreach(fl_json_path(o, "spec.accessModes"), i, m) {
             if (json_is_string(m) && !strcmp(json_string_value(m), modes[x][0])) {
-                add_sep(&b, ",", modes[x][1]);
+                fl_row_join(&b, ",", modes[x][1]);
                 break;
             }
         }
     }
-    cell_take(cells, take_or(&b, ""));
-    cell_str(cells, fl_kinds__str_or(o, "spec.persistentVolumeReclaimPolicy", ""));
-    cell_str(cells, fl_json_path_str(o, "metadata.deletionTimestamp") ? "Terminating"
-                                                                      : fl_kinds__str_or(o, "status.phase", ""));
+    fl_row_take(cells, fl_row_joined(&b, ""));
+    fl_row_str(cells, fl_row_str_or(o, "spec.persistentVolumeReclaimPolicy", ""));
+    fl_row_str(cells, fl_json_path_str(o, "metadata.deletionTimestamp") ? "Terminating"
+                                                                      : fl_row_str_or(o, "status.phase", ""));
     if (json_is_object(fl_json_path(o, "spec.claimRef")))
-        cell_take(cells, fl_asprintf("%s/%s", fl_kinds__str_or(o, "spec.claimRef.namespace", ""),
-                                     fl_kinds__str_or(o, "spec.claimRef.name", "")));
+        fl_row_take(cells, fl_asprintf("%s/%s", fl_row_str_or(o, "spec.claimRef.namespace", ""),
+                                     fl_row_str_or(o, "spec.claimRef.name", "")));
     else
-        cell_str(cells, "");
+        fl_row_str(cells, "");
     const char *sc = fl_json_path_str(o, "spec.storageClassName");
     if (!sc) /* the beta annotation still wins upstream when the field is unset */
         sc = json_string_value(json_object_get(fl_json_path(o, "metadata.annotations"),
                                                "volume.beta.kubernetes.io/storage-class"));
-    cell_str(cells, sc ? sc : "");
-    cell_str(cells, fl_kinds__str_or(o, "spec.volumeAttributesClassName", "<unset>"));
-    cell_str(cells, fl_kinds__str_or(o, "status.reason", ""));
-    cell_str(cells, fl_kinds__str_or(o, "spec.volumeMode", "<unset>"));
+    fl_row_str(cells, sc ? sc : "");
+    fl_row_str(cells, fl_row_str_or(o, "spec.volumeAttributesClassName", "<unset>"));
+    fl_row_str(cells, fl_row_str_or(o, "status.reason", ""));
+    fl_row_str(cells, fl_row_str_or(o, "spec.volumeMode", "<unset>"));
 }
 
 /* upstream formatEndpoints: "ip:port" per address and port, at most 3, then "+ N more...". */
@@ -358,7 +324,7 @@ static void row_endpoints(const fl_kind *k, const json_t *o, json_t *cells)
 {
     const json_t *subsets = json_object_get(o, "subsets");
     if (!json_array_size(subsets)) {
-        cell_str(cells, "<none>");
+        fl_row_str(cells, "<none>");
         return;
     }
     char *list[3];
@@ -368,7 +334,7 @@ static void row_endpoints(const fl_kind *k, const json_t *o, json_t *cells)
         const json_t *addrs = json_object_get(ss, "addresses"), *ports = json_object_get(ss, "ports");
         if (!json_array_size(ports)) {
             count += json_array_size(addrs);
-            json_array_foreach(addrs, a, addr) if (n < 3) list[n++] = fl_strdup(fl_kinds__str_or(addr, "ip", ""));
+            json_array_foreach(addrs, a, addr) if (n < 3) list[n++] = fl_strdup(fl_row_str_or(addr, "ip", ""));
             continue;
         }
         json_array_foreach(ports, j, p) {
@@ -376,7 +342,7 @@ static void row_endpoints(const fl_kind *k, const json_t *o, json_t *cells)
             json_array_foreach(addrs, a, addr) {
                 if (n == 3)
                     break;
-                const char *ip = fl_kinds__str_or(addr, "ip", "");
+                const char *ip = fl_row_str_or(addr, "ip", "");
                 long long port = (long long)fl_json_path_int(p, "port", 0);
                 list[n++] = strchr(ip, ':') ? fl_asprintf("[%s]:%lld", ip, port) : fl_asprintf("%s:%lld", ip, port);
             }
@@ -384,12 +350,12 @@ static void row_endpoints(const fl_kind *k, const json_t *o, json_t *cells)
     }
     fl_strbuf b = FL_STRBUF_INIT;
     for (i = 0; i < n; i++) {
-        add_sep(&b, ",", list[i]);
+        fl_row_join(&b, ",", list[i]);
         free(list[i]);
     }
     if (count > 3)
         fl_strbuf_printf(&b, " + %zu more...", count - 3);
-    cell_take(cells, fl_strbuf_take(&b));
+    fl_row_take(cells, fl_strbuf_take(&b));
 }
 
 static void row_resourcequota(const fl_kind *k, const json_t *o, json_t *cells)
@@ -412,28 +378,28 @@ static void row_resourcequota(const fl_kind *k, const json_t *o, json_t *cells)
         char *u = scalar_text(json_object_get(used, names[i]), "0");
         char *h = scalar_text(json_object_get(hard, names[i]), "0");
         char *s = fl_asprintf("%s: %s/%s", names[i], u, h);
-        add_sep(!strncmp(names[i], "limits.", 7) ? &lim : &req, ", ", s);
+        fl_row_join(!strncmp(names[i], "limits.", 7) ? &lim : &req, ", ", s);
         free(s);
         free(u);
         free(h);
     }
     free(names);
-    cell_take(cells, take_or(&req, ""));
-    cell_take(cells, take_or(&lim, ""));
+    fl_row_take(cells, fl_row_joined(&req, ""));
+    fl_row_take(cells, fl_row_joined(&lim, ""));
 }
 
 static void row_rc(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_int(cells, fl_json_path_int(o, "spec.replicas", 1));
-    cell_int(cells, fl_json_path_int(o, "status.replicas", 0));
-    cell_int(cells, fl_json_path_int(o, "status.readyReplicas", 0));
-    fl_kinds__containers_images(cells, fl_json_path(o, "spec.template.spec"));
-    cell_take(cells, fl_kinds__format_labels(fl_json_path(o, "spec.selector")));
+    fl_row_int(cells, fl_json_path_int(o, "spec.replicas", 1));
+    fl_row_int(cells, fl_json_path_int(o, "status.replicas", 0));
+    fl_row_int(cells, fl_json_path_int(o, "status.readyReplicas", 0));
+    fl_row_containers_images(cells, fl_json_path(o, "spec.template.spec"));
+    fl_row_take(cells, fl_row_labels(fl_json_path(o, "spec.selector")));
 }
 
 static void row_endpointslice(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_str(cells, fl_kinds__str_or(o, "addressType", ""));
+    fl_row_str(cells, fl_row_str_or(o, "addressType", ""));
     const json_t *ports = json_object_get(o, "ports");
     size_t n = json_array_size(ports), i, m = 0;
     char **items = fl_calloc(n ? n : 1, sizeof(*items));
@@ -444,7 +410,7 @@ static void row_endpointslice(const fl_kind *k, const json_t *o, json_t *cells)
         items[m++] = json_is_integer(num) ? fl_asprintf("%lld", (long long)json_integer_value(num))
                                           : fl_strdup(name ? name : "*");
     }
-    cell_take(cells, list_more(items, m, 3, ",", "<unset>"));
+    fl_row_take(cells, list_more(items, m, 3, ",", "<unset>"));
     free_items(items, m);
     size_t total = 0;
     json_t *e, *a;
@@ -457,13 +423,13 @@ static void row_endpointslice(const fl_kind *k, const json_t *o, json_t *cells)
             items[m++] = fl_strdup(json_is_string(a) ? json_string_value(a) : "");
         }
     }
-    cell_take(cells, list_more(items, m, 3, ",", "<unset>"));
+    fl_row_take(cells, list_more(items, m, 3, ",", "<unset>"));
     free_items(items, m);
 }
 
 static void row_webhooks(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    cell_int(cells, (json_int_t)json_array_size(json_object_get(o, "webhooks")));
+    fl_row_int(cells, (json_int_t)json_array_size(json_object_get(o, "webhooks")));
 }
 
 /* ------------------------------------------------------------------ */
