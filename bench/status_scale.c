@@ -432,7 +432,14 @@ typedef struct queues {
 
 typedef struct scrape {
     double commit_writes, lag_sum[2], lag_count[2], db_bytes;
+    double counter[6]; /* COUNTERS below */
 } scrape;
+
+/* Counters read before and after the churn: what the controllers did per change. */
+static const char *const COUNTERS[6] = {
+    "workqueue_adds_total{name=\"binding\"",         "workqueue_adds_total{name=\"bindingstatus\"",
+    "workqueue_adds_total{name=\"execution\"",       "flotilla_binding_works_unchanged_total",
+    "flotilla_execution_work_reconciles_total", "flotilla_execution_work_unchanged_total"};
 
 /* Sum of every sample of the family `prefix` (a name, or a name and the start of its
  * labels) in a /metrics text. */
@@ -479,6 +486,8 @@ static void scrape_metrics(bench *b, queues *q, scrape *sc)
         sc->lag_sum[1] = metric_sum(text, "flotilla_status_lag_seconds_sum{stage=\"binding\"");
         sc->lag_count[1] = metric_sum(text, "flotilla_status_lag_seconds_count{stage=\"binding\"");
         sc->db_bytes = metric_sum(text, "flotilla_store_db_size_bytes");
+        for (int i = 0; i < 6; i++)
+            sc->counter[i] = metric_sum(text, COUNTERS[i]);
     }
 }
 
@@ -722,6 +731,27 @@ typedef struct churn_result {
     long changes;
 } churn_result;
 
+/* After a settle that timed out: which (cluster, object) are not Current, and where it stuck
+ * (the member's own state against the summary's). */
+static void report_unsettled(bench *b)
+{
+    pthread_mutex_lock(&b->mu);
+    long member_not = 0, shown_not = 0;
+    int named = 0;
+    for (int c = 0; c < b->n; c++)
+        for (int o = 0; o < b->m; o++) {
+            const cell *x = cellp(b, c, o);
+            member_not += x->member != ST_CURRENT;
+            shown_not += x->shown != ST_CURRENT;
+            if ((x->member != ST_CURRENT || x->shown != ST_CURRENT) && named++ < 8)
+                printf("  not settled: member%d st-%d: member %s, summary %s\n", c + 1, o,
+                       x->member >= 0 ? STATE[(int)x->member] : "?", x->shown >= 0 ? STATE[(int)x->shown] : "?");
+        }
+    printf("  not settled: %ld (cluster, object) not Current in the members, %ld not Current in the summaries\n",
+           member_not, shown_not);
+    pthread_mutex_unlock(&b->mu);
+}
+
 static void idle(bench *b, int idle_s, churn_result *r)
 {
     queues q = {0};
@@ -810,8 +840,10 @@ static void churn(bench *b, double pct, int seconds, int hold_s, churn_result *r
            "each mended %d s later: %ld OverridePolicy writes (%.1f/s), %ld member state changes in the window "
            "(%.1f (cluster, object) changes/s); then all mended, fleet Current again %s %.1f s\n",
            seconds, k, pct, b->n, (b->n + 9) / 10, hold_s, flips, r->flips_per_s, changes, r->changes_per_s, settled ? "after" : "NOT within", settle_s);
-    if (!settled)
+    if (!settled) {
         problems++;
+        report_unsettled(b);
+    }
     printf("  events read: %ld binding, %ld member Deployment; awaited changes superseded by a later one %ld, "
            "shown before this client saw the member change %ld, never shown %ld\n",
            ev_b, ev_m, b->superseded, b->early, pending);
@@ -836,6 +868,11 @@ static void churn(bench *b, double pct, int seconds, int hold_s, churn_result *r
         printf("  server's status lag, stage %s: %.0f observed, mean %.0f ms\n", st ? "binding" : "work", n,
                n > 0 ? (s1.lag_sum[st] - s0.lag_sum[st]) / n * 1000 : 0.0);
     }
+    printf("  controller work over the window (per change):");
+    for (int i = 0; i < 6; i++)
+        printf(" %s%s %.0f (%.2f)", i ? "; " : "", COUNTERS[i], s1.counter[i] - s0.counter[i],
+               changes ? (s1.counter[i] - s0.counter[i]) / (double)changes : 0.0);
+    printf("\n");
     fb_print_writes(&w0, &w1, changes ? (double)changes : 1, "change");
     print_queues(&q);
     fb_snap_free(&w0);
