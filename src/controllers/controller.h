@@ -109,6 +109,14 @@ void fl_ctrl_reconcile_metrics_init(fl_ctrl_reconcile_metrics *m, const char *co
 void fl_ctrl_reconcile_observe(const fl_ctrl_reconcile_metrics *m, int rc, double seconds);
 /* Seconds on CLOCK_MONOTONIC, to time a reconcile. */
 double fl_ctrl_now_s(void);
+/* Give key back to q after a reconcile that returned rc: done (0) forgets its failures; a
+ * conflict (FL_ECONFLICT: a write met a newer object than the cache had, which the cache will
+ * have in a moment) comes back after FL_CTRL_CONFLICT_RETRY_MS, its failures forgotten too;
+ * anything else backs off (fl_workqueue_add_rate_limited). A conflict is no failure: counted
+ * as one, a busy object's key (a binding whose Works the execution controller keeps writing)
+ * backed off to minutes and its changes waited that long. */
+#define FL_CTRL_CONFLICT_RETRY_MS 200
+void fl_ctrl_requeue(fl_workqueue *q, const char *key, int rc);
 
 /* Queue a ResourceBinding or ClusterResourceBinding in q under its key
  * (fl_names_binding_key: "R|ns/name", "C|name"), for the controllers that reconcile

@@ -1023,11 +1023,8 @@ static void *worker(void *arg)
         if (!atomic_load(&x->quit)) {
             double t0 = fl_ctrl_now_s();
             int rc = reconcile(x, key);
-            fl_ctrl_reconcile_observe(&metrics, rc, fl_ctrl_now_s() - t0);
-            if (rc == 0)
-                fl_workqueue_forget(x->q, key);
-            else
-                fl_workqueue_add_rate_limited(x->q, key);
+            fl_ctrl_reconcile_observe(&metrics, rc == FL_ECONFLICT ? 1 : rc, fl_ctrl_now_s() - t0);
+            fl_ctrl_requeue(x->q, key, rc);
         }
         fl_workqueue_done(x->q, key);
         free(key);

@@ -415,6 +415,16 @@ void fl_ctrl_wait_synced(fl_workqueue *q, fl_informer *const *synced)
         }
 }
 
+void fl_ctrl_requeue(fl_workqueue *q, const char *key, int rc)
+{
+    if (rc == 0 || rc == FL_ECONFLICT)
+        fl_workqueue_forget(q, key);
+    if (rc == FL_ECONFLICT)
+        fl_workqueue_add_after(q, key, FL_CTRL_CONFLICT_RETRY_MS);
+    else if (rc)
+        fl_workqueue_add_rate_limited(q, key);
+}
+
 /* Reconcile one key taken from the queue, count it, and give it back. */
 static void work_one(fl_ctrl_workers *w, char *key)
 {
@@ -423,11 +433,8 @@ static void work_one(fl_ctrl_workers *w, char *key)
     if (!fl_workqueue_shutting_down(w->q)) {
         double t0 = fl_ctrl_now_s();
         int rc = w->reconcile(w->ctx, key);
-        fl_ctrl_reconcile_observe(&w->metrics, rc, fl_ctrl_now_s() - t0);
-        if (rc == 0)
-            fl_workqueue_forget(w->q, key);
-        else
-            fl_workqueue_add_rate_limited(w->q, key);
+        fl_ctrl_reconcile_observe(&w->metrics, rc == FL_ECONFLICT ? 1 : rc, fl_ctrl_now_s() - t0);
+        fl_ctrl_requeue(w->q, key, rc);
     }
     fl_workqueue_done(w->q, key);
     free(key);
