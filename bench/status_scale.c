@@ -91,17 +91,6 @@ typedef struct binding_view {
     bool truncated, seen;
 } binding_view;
 
-typedef struct watch {
-    struct bench *b;
-    CURL *curl;
-    struct curl_slist *h;
-    fb_buf buf;
-    char base[400];
-    long long rv;
-    int cluster; /* -1: the control plane's bindings */
-    bool open;
-} watch;
-
 typedef struct bench {
     int n, m;
     fb_server s;
@@ -111,16 +100,12 @@ typedef struct bench {
     struct curl_slist *h;
     fb_buf out;
     pthread_mutex_t mu;
-    atomic_bool stop;
-    atomic_int open;
-    pthread_t watcher;
-    watch *w;
-    int nw;
+    fb_watchset ws; /* every member's Deployments, and the control plane's bindings */
     cell *cells;        /* [cluster * m + object] */
     binding_view *bv;   /* [object] */
     bool measuring;
     lats conv, conv_state[NSTATES], e2e_break, e2e_mend;
-    long superseded, early, watch_ends, events_bind, events_member, changes;
+    long superseded, early, events_bind, events_member, changes;
     size_t largest_binding;
 } bench;
 
@@ -313,108 +298,25 @@ static void on_binding(bench *b, const json_t *obj, size_t bytes, int64_t now)
     pthread_mutex_unlock(&b->mu);
 }
 
-static void on_line(watch *w, const char *line, size_t len, int64_t now)
+/* An event of a member's Deployments (the watch's cluster) or of the bindings (-1). */
+static void on_event(fb_watch *w, int type, const char *line, int64_t now)
 {
-    json_t *ev = json_loadb(line, len, 0, NULL);
-    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *ev = json_loads(line, 0, NULL);
     json_t *obj = json_object_get(ev, "object");
-    if (type && obj && strcmp(type, "ERROR")) {
-        const char *rvs = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-        long long rv = rvs ? atoll(rvs) : 0;
-        if (rv > w->rv)
-            w->rv = rv;
+    if (obj) {
         if (w->cluster >= 0)
-            on_member(w->b, w->cluster, obj, !strcmp(type, "DELETED"), now);
+            on_member(w->ctx, w->cluster, obj, type == 2, now);
         else
-            on_binding(w->b, obj, len, now);
+            on_binding(w->ctx, obj, strlen(line), now);
     }
     json_decref(ev);
 }
 
-static size_t watch_write(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    watch *w = userdata;
-    int64_t now = fb_now_ns();
-    fb_buf_write(ptr, size, nmemb, &w->buf);
-    char *line = w->buf.p, *nl;
-    while ((nl = memchr(line, '\n', w->buf.n - (size_t)(line - w->buf.p)))) {
-        on_line(w, line, (size_t)(nl - line), now);
-        line = nl + 1;
-    }
-    size_t rest = w->buf.n - (size_t)(line - w->buf.p);
-    memmove(w->buf.p, line, rest);
-    w->buf.n = rest;
-    w->buf.p[rest] = 0;
-    return size * nmemb;
-}
-
-static void watch_arm(watch *w)
-{
-    char url[600];
-    if (w->rv > 0)
-        snprintf(url, sizeof url, "%s&resourceVersion=%lld", w->base, w->rv);
-    else
-        snprintf(url, sizeof url, "%s", w->base);
-    w->buf.n = 0;
-    w->open = false;
-    curl_easy_setopt(w->curl, CURLOPT_URL, url);
-    curl_easy_setopt(w->curl, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(w->curl, CURLOPT_TIMEOUT, 0L);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, watch_write);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
-}
-
-/* Every watch on one curl multi handle; one that ends is reopened from the newest
- * resourceVersion it saw. */
-static void *watcher_main(void *arg)
-{
-    bench *b = arg;
-    CURLM *m = curl_multi_init();
-    for (int i = 0; i < b->nw; i++)
-        curl_multi_add_handle(m, b->w[i].curl);
-    while (!atomic_load(&b->stop)) {
-        int running = 0, left;
-        curl_multi_perform(m, &running);
-        CURLMsg *msg;
-        while ((msg = curl_multi_info_read(m, &left))) {
-            for (int i = 0; msg->msg == CURLMSG_DONE && i < b->nw; i++) {
-                if (b->w[i].curl != msg->easy_handle)
-                    continue;
-                pthread_mutex_lock(&b->mu);
-                b->watch_ends++;
-                pthread_mutex_unlock(&b->mu);
-                if (b->w[i].open)
-                    atomic_fetch_sub(&b->open, 1);
-                curl_multi_remove_handle(m, b->w[i].curl);
-                watch_arm(&b->w[i]);
-                curl_multi_add_handle(m, b->w[i].curl);
-            }
-        }
-        for (int i = 0; i < b->nw; i++) {
-            long code = 0;
-            if (!b->w[i].open && curl_easy_getinfo(b->w[i].curl, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
-                code == 200) {
-                b->w[i].open = true;
-                atomic_fetch_add(&b->open, 1);
-            }
-        }
-        curl_multi_poll(m, NULL, 0, 20, NULL);
-    }
-    for (int i = 0; i < b->nw; i++)
-        curl_multi_remove_handle(m, b->w[i].curl);
-    curl_multi_cleanup(m);
-    return NULL;
-}
-
 static void add_watch(bench *b, const fb_server *srv, int cluster, const char *path)
 {
-    watch *w = &b->w[b->nw++];
-    w->b = b;
+    fb_watch *w = fb_watchset_add(&b->ws, srv, path, on_event);
+    w->ctx = b;
     w->cluster = cluster;
-    w->h = fb_headers(srv);
-    w->curl = fb_curl_new(srv, w->h);
-    snprintf(w->base, sizeof w->base, "%s%s", srv->url, path);
-    watch_arm(w);
 }
 
 static long cp(bench *b, const char *method, const char *path, const char *body)
@@ -565,7 +467,7 @@ static int start(bench *b, const char *flotilla, const char *root)
     b->c = fb_curl_new(&b->s, b->h);
     b->cells = calloc((size_t)b->n * (size_t)b->m, sizeof *b->cells);
     b->bv = calloc((size_t)b->m, sizeof *b->bv);
-    b->w = calloc((size_t)b->n + 1, sizeof *b->w);
+    fb_watchset_init(&b->ws, b->n + 1);
     for (size_t i = 0; i < (size_t)b->n * (size_t)b->m; i++)
         b->cells[i] = (cell){.member = ST_NONE, .shown = ST_NONE, .want = ST_NONE, .e2e_bad = -1};
     fb_server mem = {0};
@@ -581,12 +483,8 @@ static int start(bench *b, const char *flotilla, const char *root)
         add_watch(b, &mem, c, path);
     }
     add_watch(b, &b->s, -1, "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings?watch=1");
-    if (pthread_create(&b->watcher, NULL, watcher_main, b) != 0)
-        return -1;
-    for (int64_t end = fb_now_ns() + 60 * NS_PER_S; atomic_load(&b->open) < b->nw && fb_now_ns() < end;)
-        usleep(10000);
-    if (atomic_load(&b->open) < b->nw) {
-        fprintf(stderr, "SERVER PROBLEM: only %d of %d watches opened in 60 s\n", atomic_load(&b->open), b->nw);
+    if (fb_watchset_start(&b->ws, 60)) {
+        fprintf(stderr, "SERVER PROBLEM: only %d of %d watches opened in 60 s\n", atomic_load(&b->ws.open), b->ws.n);
         return -1;
     }
     return 0;
@@ -594,15 +492,7 @@ static int start(bench *b, const char *flotilla, const char *root)
 
 static void stop(bench *b)
 {
-    atomic_store(&b->stop, true);
-    if (b->watcher)
-        pthread_join(b->watcher, NULL);
-    for (int i = 0; i < b->nw; i++) {
-        curl_easy_cleanup(b->w[i].curl);
-        curl_slist_free_all(b->w[i].h);
-        free(b->w[i].buf.p);
-    }
-    free(b->w);
+    fb_watchset_close(&b->ws);
     if (b->c)
         curl_easy_cleanup(b->c);
     curl_slist_free_all(b->h);
@@ -1032,7 +922,7 @@ int main(int argc, char **argv)
         if (part > 0)
             printf("  partition of %.0f%%: Unknown after %.1f s, Current again %.1f s after the heal\n", part,
                    unknown_s, heal_s);
-        printf("  client watch reconnects: %ld\n", b.watch_ends);
+        printf("  client watch reconnects: %ld\n", atomic_load(&b.ws.ends));
     } else {
         problems++;
     }
