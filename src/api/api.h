@@ -62,8 +62,9 @@ typedef struct fl_req {
     const char *content_type;  /* may be NULL */
     const char *accept;        /* may be NULL */
     const char *user_agent;    /* may be NULL; names the default field manager */
-    const char *user;          /* the authenticated identity (auth.h), set by the transport; NULL =
-                                * a trusted caller (in-process, or authentication off): not authorized */
+    const struct fl_identity *who; /* the authenticated identity (auth.h), set by the transport;
+                                * NULL = a trusted caller (in-process, or authentication off): not
+                                * authorized */
     const char *body;          /* request body (NUL-terminated), may be NULL */
     size_t body_len;
     const json_t *body_obj;    /* in process, a create or update: the body as an object instead

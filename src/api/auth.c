@@ -12,7 +12,8 @@
  * garbage collector following the Secret's ownerReference - revokes the token on the next
  * request, with nothing to invalidate.
  *
- * The authorizer is a table of rules for agents (agent_rules below); admin may do everything,
+ * The authorizer is a table of rules for agents (agent_rules below); system:masters (admin) may
+ * do everything,
  * bootstrap only what every identity may (discovery, /version, health) plus registration, the
  * metrics reader that and GET /metrics.
  *
@@ -43,11 +44,12 @@
 #define DIGEST_LEN SHA256_DIGEST_LENGTH
 #define TOKEN_BYTES 32
 
-enum ident { ID_ADMIN, ID_BOOTSTRAP, ID_AGENT, ID_METRICS_READER };
+enum ident { ID_ADMIN, ID_BOOTSTRAP, ID_AGENT, ID_METRICS_READER, ID_FILE };
 
 typedef struct entry {
     unsigned char digest[DIGEST_LEN];
     int ident;                                  /* enum ident */
+    size_t file_index;                          /* ID_FILE: in fl_auth.file_ids */
     char cluster[FL_AUTH_CLUSTER_NAME_MAX + 1]; /* ID_AGENT */
     int64_t secret_rev;                         /* Secret revision last confirmed; 0 = never */
     int64_t cluster_create_rev;                 /* the Cluster incarnation last confirmed */
@@ -59,7 +61,47 @@ struct fl_auth {
     entry *v;           /* sorted by digest */
     size_t n, cap;
     pthread_mutex_t reg_mu; /* one registration at a time */
+    fl_identity *file_ids;  /* --token-auth-file's identities (guarded by mu) */
+    size_t nfile_ids;
 };
+
+/* ---------------------------------------------------------------- identities */
+
+int fl_identity_set(fl_identity *id, const char *user, const char *uid)
+{
+    memset(id, 0, sizeof *id);
+    if (!user || !*user || strlen(user) >= sizeof id->user || (uid && strlen(uid) >= sizeof id->uid))
+        return FL_EINVAL;
+    snprintf(id->user, sizeof id->user, "%s", user);
+    snprintf(id->uid, sizeof id->uid, "%s", uid ? uid : "");
+    return 0;
+}
+
+int fl_identity_add_group(fl_identity *id, const char *group)
+{
+    if (!group || !*group || strlen(group) >= FL_AUTH_GROUP_MAX)
+        return FL_EINVAL;
+    if (fl_identity_in_group(id, group))
+        return 0;
+    if (id->ngroups == FL_AUTH_GROUPS_MAX)
+        return FL_EINVAL;
+    snprintf(id->groups[id->ngroups++], FL_AUTH_GROUP_MAX, "%s", group);
+    return 0;
+}
+
+bool fl_identity_in_group(const fl_identity *id, const char *group)
+{
+    for (size_t i = 0; i < id->ngroups; i++)
+        if (!strcmp(id->groups[i], group))
+            return true;
+    return false;
+}
+
+void fl_identity_anonymous(fl_identity *id)
+{
+    fl_identity_set(id, FL_AUTH_ANONYMOUS, NULL);
+    fl_identity_add_group(id, FL_AUTH_GROUP_UNAUTHENTICATED);
+}
 
 /* ---------------------------------------------------------------- digests */
 
@@ -202,6 +244,9 @@ void fl_auth_free(fl_auth *a)
     if (a->v)
         OPENSSL_cleanse(a->v, a->cap * sizeof *a->v);
     free(a->v);
+    if (a->file_ids)
+        OPENSSL_cleanse(a->file_ids, a->nfile_ids * sizeof *a->file_ids);
+    free(a->file_ids);
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->reg_mu);
     free(a);
@@ -294,11 +339,10 @@ out:
     return ok;
 }
 
-int fl_auth_authenticate(fl_auth *a, const char *token, char *user, size_t cap)
+int fl_auth_authenticate(fl_auth *a, const char *token, fl_identity *who)
 {
-    if (cap)
-        user[0] = 0;
-    if (!token || !*token || cap < FL_AUTH_USER_MAX)
+    memset(who, 0, sizeof *who);
+    if (!token || !*token)
         return FL_ENOTFOUND;
     entry e;
     digest_of(token, e.digest);
@@ -307,35 +351,171 @@ int fl_auth_authenticate(fl_auth *a, const char *token, char *user, size_t cap)
     size_t i = locate(a, e.digest, &found);
     if (found)
         e = a->v[i];
+    if (found && e.ident == ID_FILE)
+        *who = a->file_ids[e.file_index];
     pthread_mutex_unlock(&a->mu);
     if (!found)
         return FL_ENOTFOUND;
-    if (e.ident == ID_ADMIN) {
-        snprintf(user, cap, "%s", FL_AUTH_ADMIN);
-        return 0;
+    switch (e.ident) {
+    case ID_FILE:
+        break;
+    case ID_ADMIN:
+        fl_identity_set(who, FL_AUTH_ADMIN, NULL);
+        fl_identity_add_group(who, FL_AUTH_GROUP_MASTERS);
+        break;
+    case ID_BOOTSTRAP:
+        fl_identity_set(who, FL_AUTH_BOOTSTRAP, NULL);
+        fl_identity_add_group(who, FL_AUTH_GROUP_BOOTSTRAPPERS);
+        break;
+    case ID_METRICS_READER:
+        fl_identity_set(who, FL_AUTH_METRICS_READER, NULL);
+        break;
+    default: {
+        int64_t srev = 0, crev = 0;
+        bool ok = confirm_agent(a, &e, &srev, &crev);
+        pthread_mutex_lock(&a->mu);
+        i = locate(a, e.digest, &found);
+        if (found && ok) {
+            a->v[i].secret_rev = srev;
+            a->v[i].cluster_create_rev = crev;
+        } else if (found) {
+            fl_log_kv(FL_LOG_INFO, LOG, "agent token revoked (Secret or Cluster gone or replaced)", "object",
+                      FL_LOG_OBJ("Cluster", NULL, a->v[i].cluster), "cluster", a->v[i].cluster, NULL);
+            remove_at(a, i);
+        }
+        pthread_mutex_unlock(&a->mu);
+        OPENSSL_cleanse(e.digest, sizeof e.digest);
+        if (!ok)
+            return FL_ENOTFOUND;
+        char user[FL_AUTH_USER_MAX];
+        snprintf(user, sizeof user, "%s%s", FL_AUTH_AGENT_PREFIX, e.cluster);
+        fl_identity_set(who, user, NULL);
+        fl_identity_add_group(who, FL_AUTH_GROUP_AGENTS);
+        break;
     }
-    if (e.ident == ID_BOOTSTRAP || e.ident == ID_METRICS_READER) {
-        snprintf(user, cap, "%s", e.ident == ID_BOOTSTRAP ? FL_AUTH_BOOTSTRAP : FL_AUTH_METRICS_READER);
-        return 0;
     }
-    int64_t srev = 0, crev = 0;
-    bool ok = confirm_agent(a, &e, &srev, &crev);
-    pthread_mutex_lock(&a->mu);
-    i = locate(a, e.digest, &found);
-    if (found && ok) {
-        a->v[i].secret_rev = srev;
-        a->v[i].cluster_create_rev = crev;
-    } else if (found) {
-        fl_log_kv(FL_LOG_INFO, LOG, "agent token revoked (Secret or Cluster gone or replaced)", "object",
-                  FL_LOG_OBJ("Cluster", NULL, a->v[i].cluster), "cluster", a->v[i].cluster, NULL);
-        remove_at(a, i);
-    }
-    pthread_mutex_unlock(&a->mu);
-    OPENSSL_cleanse(e.digest, sizeof e.digest);
-    if (!ok)
-        return FL_ENOTFOUND;
-    snprintf(user, cap, "%s%s", FL_AUTH_AGENT_PREFIX, e.cluster);
+    fl_identity_add_group(who, FL_AUTH_GROUP_AUTHENTICATED);
     return 0;
+}
+
+/* ---------------------------------------------------------------- --token-auth-file */
+
+/* The next CSV field of line at *p (quotes as RFC 4180: "" is a quote inside), into out;
+ * false when it does not fit or a quote is not closed. */
+static bool csv_field(const char **p, char *out, size_t cap)
+{
+    const char *s = *p;
+    size_t n = 0;
+    bool quoted = *s == '"';
+    if (quoted)
+        s++;
+    for (;; s++) {
+        if (quoted && *s == '"' && s[1] == '"') {
+            s++;
+        } else if (quoted && *s == '"') {
+            quoted = false;
+            s++;
+            if (*s && *s != ',')
+                return false;
+            break;
+        } else if (!quoted && (*s == ',' || !*s)) {
+            break;
+        } else if (!*s) {
+            return false;
+        }
+        if (quoted || (*s != ',' && *s)) {
+            if (n + 1 >= cap)
+                return false;
+            out[n++] = *s;
+        }
+    }
+    out[n] = 0;
+    *p = *s == ',' ? s + 1 : s;
+    return true;
+}
+
+int fl_auth_load_token_file(fl_auth *a, const char *path, char **err)
+{
+    *err = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        *err = fl_asprintf("--token-auth-file %s: cannot open it", path);
+        return FL_EINVAL;
+    }
+    entry *es = NULL;
+    fl_identity *ids = NULL;
+    size_t n = 0, cap = 0;
+    char line[4096];
+    int lineno = 0, rc = 0;
+    while (!rc && fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t l = strlen(line);
+        if (l == sizeof line - 1 && line[l - 1] != '\n') {
+            rc = FL_EINVAL;
+            *err = fl_asprintf("--token-auth-file %s line %d: longer than %zu bytes", path, lineno, sizeof line - 2);
+            break;
+        }
+        while (l && (line[l - 1] == '\n' || line[l - 1] == '\r'))
+            line[--l] = 0;
+        if (!l || line[0] == '#')
+            continue;
+        char token[1024], user[FL_AUTH_USER_MAX], uid[FL_AUTH_UID_MAX], groups[FL_AUTH_GROUPS_MAX * FL_AUTH_GROUP_MAX];
+        const char *p = line;
+        groups[0] = 0;
+        if (!csv_field(&p, token, sizeof token) || !csv_field(&p, user, sizeof user) ||
+            !csv_field(&p, uid, sizeof uid) || (*p && !csv_field(&p, groups, sizeof groups)) || *p || !token[0] ||
+            !user[0]) {
+            rc = FL_EINVAL;
+            *err = fl_asprintf("--token-auth-file %s line %d: want token,user,uid[,\"group1,group2\"] "
+                               "(a field is missing, empty, too long, or badly quoted)",
+                               path, lineno);
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            es = fl_realloc(es, cap * sizeof *es);
+            ids = fl_realloc(ids, cap * sizeof *ids);
+        }
+        fl_identity_set(&ids[n], user, uid);
+        for (char *g = groups; *g && !rc;) {
+            size_t gl = strcspn(g, ",");
+            char one[FL_AUTH_GROUP_MAX];
+            if (gl && (gl >= sizeof one || (memcpy(one, g, gl), one[gl] = 0, fl_identity_add_group(&ids[n], one)))) {
+                rc = FL_EINVAL;
+                *err = fl_asprintf("--token-auth-file %s line %d: at most %d groups of fewer than %d bytes", path,
+                                   lineno, FL_AUTH_GROUPS_MAX - 1, FL_AUTH_GROUP_MAX);
+            }
+            g += gl + (g[gl] == ',');
+        }
+        if (!rc && fl_identity_add_group(&ids[n], FL_AUTH_GROUP_AUTHENTICATED)) {
+            rc = FL_EINVAL;
+            *err = fl_asprintf("--token-auth-file %s line %d: at most %d groups", path, lineno, FL_AUTH_GROUPS_MAX - 1);
+        }
+        memset(&es[n], 0, sizeof es[n]);
+        digest_of(token, es[n].digest);
+        OPENSSL_cleanse(token, sizeof token);
+        es[n].ident = ID_FILE;
+        n++;
+    }
+    OPENSSL_cleanse(line, sizeof line);
+    fclose(f);
+    if (!rc) {
+        pthread_mutex_lock(&a->mu);
+        size_t base = a->nfile_ids;
+        a->file_ids = fl_realloc(a->file_ids, (base + n + 1) * sizeof *a->file_ids);
+        for (size_t i = 0; i < n; i++) {
+            a->file_ids[base + i] = ids[i];
+            es[i].file_index = base + i;
+            put_locked(a, &es[i]);
+        }
+        a->nfile_ids = base + n;
+        pthread_mutex_unlock(&a->mu);
+    }
+    if (es)
+        OPENSSL_cleanse(es, cap * sizeof *es);
+    free(es);
+    free(ids);
+    return rc ? rc : (int)n;
 }
 
 typedef struct load_ctx {
@@ -484,9 +664,9 @@ static bool rule_matches(const rule *ru, const fl_auth_attrs *at, const char *cl
 
 bool fl_auth_allowed(const fl_auth_attrs *at)
 {
-    const char *user = at->user;
-    if (!user || !strcmp(user, FL_AUTH_ADMIN))
+    if (!at->who || fl_identity_in_group(at->who, FL_AUTH_GROUP_MASTERS))
         return true;
+    const char *user = at->who->user;
     if (at->path) /* non-resource */
         return !strcmp(at->verb, "get") &&
                (public_info_path(at->path) || (!strcmp(user, FL_AUTH_METRICS_READER) && !strcmp(at->path, "/metrics")));
@@ -543,11 +723,11 @@ static void body_name(const fl_req *r, char *out, size_t cap)
 
 bool fl_auth_authorize(fl_req *r, const char *verb, const fl_target *t)
 {
-    if (!r->user || !strcmp(r->user, FL_AUTH_ADMIN))
+    if (!r->who || fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS))
         return true;
     char name[256];
     snprintf(name, sizeof name, "%s", t->name);
-    bool agent = !strncmp(r->user, FL_AUTH_AGENT_PREFIX, strlen(FL_AUTH_AGENT_PREFIX));
+    bool agent = !strncmp(r->who->user, FL_AUTH_AGENT_PREFIX, strlen(FL_AUTH_AGENT_PREFIX));
     if (!name[0] && (!strcmp(verb, "list") || !strcmp(verb, "watch")))
         selector_name(r, name, sizeof name);
     else if (!name[0] && agent && !strcmp(verb, "create"))
@@ -556,7 +736,7 @@ bool fl_auth_authorize(fl_req *r, const char *verb, const fl_target *t)
     const char *ns = t->ns;
     if (!t->group[0] && !strcmp(t->resource, "namespaces") && !t->has_ns)
         ns = name;
-    fl_auth_attrs at = {.user = r->user, .verb = verb, .path = NULL, .group = t->group,
+    fl_auth_attrs at = {.who = r->who, .verb = verb, .path = NULL, .group = t->group,
                         .resource = t->resource, .subresource = t->sub, .ns = ns, .name = name};
     if (fl_auth_allowed(&at))
         return true;
@@ -578,13 +758,13 @@ bool fl_auth_authorize(fl_req *r, const char *verb, const fl_target *t)
         snprintf(scope, sizeof scope, "at the cluster scope");
     fl_resp_status(r, 403, "Forbidden", &ft, NULL,
                    "%s%s is forbidden: User \"%s\" cannot %s resource \"%s%s%s\" in API group \"%s\" %s", qualified,
-                   named, r->user, verb, t->resource, t->sub[0] ? "/" : "", t->sub, t->group, scope);
+                   named, r->who->user, verb, t->resource, t->sub[0] ? "/" : "", t->sub, t->group, scope);
     return false;
 }
 
 bool fl_auth_authorize_path(fl_req *r)
 {
-    if (!r->user || !strcmp(r->user, FL_AUTH_ADMIN))
+    if (!r->who || fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS))
         return true;
     char verb[16];
     size_t i = 0;
@@ -592,11 +772,11 @@ bool fl_auth_authorize_path(fl_req *r)
         verb[i++] = (char)(*m >= 'A' && *m <= 'Z' ? *m - 'A' + 'a' : *m);
     verb[i] = 0;
     const char *path = r->path && r->path[0] ? r->path : "/";
-    fl_auth_attrs at = {.user = r->user, .verb = verb, .path = path, .group = "", .resource = "",
+    fl_auth_attrs at = {.who = r->who, .verb = verb, .path = path, .group = "", .resource = "",
                         .subresource = "", .ns = "", .name = ""};
     if (fl_auth_allowed(&at))
         return true;
-    fl_resp_status(r, 403, "Forbidden", NULL, NULL, "forbidden: User \"%s\" cannot %s path \"%s\"", r->user, verb,
+    fl_resp_status(r, 403, "Forbidden", NULL, NULL, "forbidden: User \"%s\" cannot %s path \"%s\"", r->who->user, verb,
                    path);
     return false;
 }
@@ -769,11 +949,12 @@ void fl_auth_register(fl_api *api, fl_req *r)
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
         return;
     }
-    if (r->user && strcmp(r->user, FL_AUTH_ADMIN) && strcmp(r->user, FL_AUTH_BOOTSTRAP)) {
+    if (r->who && !fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS) &&
+        !fl_identity_in_group(r->who, FL_AUTH_GROUP_BOOTSTRAPPERS)) {
         fl_resp_status(r, 403, "Forbidden", &register_target, NULL,
                        "register.flotilla.io is forbidden: User \"%s\" cannot create resource \"register\" in API "
                        "group \"flotilla.io\" at the cluster scope",
-                       r->user);
+                       r->who->user);
         return;
     }
     if (!r->method || strcmp(r->method, "POST")) {
@@ -829,7 +1010,7 @@ void fl_auth_register(fl_api *api, fl_req *r)
     set_agent(a, name, digest); /* the previous token of this cluster stops here */
     fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, name), "cluster", name),
                "registered pull cluster (%s, by %s)", created ? "new Cluster" : "token rotated",
-               r->user ? r->user : "the server");
+               r->who ? r->who->user : "the server");
     fl_resp_json(r, 201,
                  json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "flotilla.io/v1alpha1", "kind",
                            "ClusterRegistration", "clusterName", name, "token", token));

@@ -15,9 +15,9 @@
  * either, or re-registering, revokes it at once and on every path (unjoin, namespace deletion,
  * garbage collection).
  *
- * http.c authenticates (fl_auth_authenticate) and puts the identity in fl_req.user; api.c calls
+ * http.c authenticates (fl_auth_authenticate) and puts the identity in fl_req.who; api.c calls
  * the authorizer once the path is parsed (fl_auth_authorize, fl_auth_authorize_path) and routes
- * POST /apis/flotilla.io/v1alpha1/register to fl_auth_register. A request whose user is NULL
+ * POST /apis/flotilla.io/v1alpha1/register to fl_auth_register. A request whose who is NULL
  * comes from inside the process (or from a server started with --insecure-http) and is trusted.
  *
  * Threads: every function may be called from any thread, concurrently, except fl_auth_free. */
@@ -47,8 +47,39 @@ typedef struct fl_auth fl_auth;
 #define FL_AUTH_REGISTER_PATH "/apis/flotilla.io/v1alpha1/register"
 #define FL_AUTH_CLUSTER_NAME_MAX 48
 
-/* Longest user name fl_auth_authenticate writes, NUL included. */
-#define FL_AUTH_USER_MAX (sizeof FL_AUTH_AGENT_PREFIX + FL_AUTH_CLUSTER_NAME_MAX)
+/* The groups every identity is in (Kubernetes' names). The admin identity is in system:masters,
+ * which authorization allows everything, as kube-apiserver does. */
+#define FL_AUTH_GROUP_AUTHENTICATED "system:authenticated"
+#define FL_AUTH_GROUP_UNAUTHENTICATED "system:unauthenticated"
+#define FL_AUTH_GROUP_MASTERS "system:masters"
+#define FL_AUTH_GROUP_BOOTSTRAPPERS "system:bootstrappers"
+#define FL_AUTH_GROUP_AGENTS "system:flotilla:agents"
+
+/* Bounds of an identity, NUL included: names and groups longer, or more groups, are refused
+ * where they come in (a token file line, a certificate, a review's body). */
+#define FL_AUTH_USER_MAX 256
+#define FL_AUTH_UID_MAX 64
+#define FL_AUTH_GROUP_MAX 128
+#define FL_AUTH_GROUPS_MAX 16
+
+/* Who is calling, as Kubernetes' user.Info: a name, a uid ("" when none) and groups. Plain
+ * data, copied by value; a transport keeps one per request. */
+typedef struct fl_identity {
+    char user[FL_AUTH_USER_MAX];
+    char uid[FL_AUTH_UID_MAX];
+    size_t ngroups;
+    char groups[FL_AUTH_GROUPS_MAX][FL_AUTH_GROUP_MAX];
+} fl_identity;
+
+/* Set id to user (and uid, may be NULL) with no groups. FL_EINVAL when either is empty or does
+ * not fit (id is then all empty). */
+int fl_identity_set(fl_identity *id, const char *user, const char *uid);
+/* Add group to id unless it is there. FL_EINVAL when it is empty, too long, or id is full. */
+int fl_identity_add_group(fl_identity *id, const char *group);
+/* Is id in group? */
+bool fl_identity_in_group(const fl_identity *id, const char *group);
+/* The anonymous identity: system:anonymous in system:unauthenticated. */
+void fl_identity_anonymous(fl_identity *id);
 
 /* A table for api (not owned; it must outlive the table) with the admin and bootstrap
  * tokens (copied; either may be NULL to have no such identity). Agent tokens are not
@@ -65,11 +96,18 @@ void fl_auth_set_metrics_reader(fl_auth *a, const char *token);
  * loaded (>= 0); Secrets that do not parse are skipped with a warning. */
 int fl_auth_load(fl_auth *a);
 
-/* Who holds token? On success writes the user name into user (cap >= FL_AUTH_USER_MAX)
- * and returns 0; FL_ENOTFOUND for an unknown, rotated or revoked token. An agent token
- * found in the table is confirmed against its Secret and Cluster in the store; one that
- * no longer matches is dropped from the table. */
-int fl_auth_authenticate(fl_auth *a, const char *token, char *user, size_t cap);
+/* Load kube-apiserver's --token-auth-file: CSV lines `token,user,uid[,"group1,group2,..."]`
+ * (blank lines and lines starting with # skipped). Each token authenticates as that user with
+ * those groups plus system:authenticated. Returns how many tokens were loaded, or FL_EINVAL
+ * with *err (malloc'd) naming the file and line that does not parse (nothing is loaded then). */
+int fl_auth_load_token_file(fl_auth *a, const char *path, char **err);
+
+/* Who holds token? On success fills *who and returns 0; FL_ENOTFOUND (and *who all empty)
+ * for an unknown, rotated or revoked token. Every identity found is in system:authenticated;
+ * admin also in system:masters, bootstrap in system:bootstrappers, agents in
+ * system:flotilla:agents. An agent token found in the table is confirmed against its Secret
+ * and Cluster in the store; one that no longer matches is dropped from the table. */
+int fl_auth_authenticate(fl_auth *a, const char *token, fl_identity *who);
 
 /* Agent tokens in the table (for tests and metrics). */
 size_t fl_auth_agent_count(fl_auth *a);
@@ -77,7 +115,7 @@ size_t fl_auth_agent_count(fl_auth *a);
 /* The attributes authorization decides on, as Kubernetes' authorizer.Attributes. Strings are
  * "" when absent, never NULL (except path, NULL for resource requests). */
 typedef struct fl_auth_attrs {
-    const char *user;
+    const fl_identity *who;  /* NULL: a trusted in-process caller */
     const char *verb;        /* get list watch create update patch delete deletecollection; for
                               * non-resource requests the lower-case HTTP method */
     const char *path;        /* non-resource requests: the URL path; NULL otherwise */
@@ -91,7 +129,7 @@ typedef struct fl_auth_attrs {
 /* The decision, a pure function of the attributes: true = allowed. */
 bool fl_auth_allowed(const fl_auth_attrs *at);
 
-/* Authorize a resource request addressed to t with Kubernetes verb `verb`. r->user NULL is
+/* Authorize a resource request addressed to t with Kubernetes verb `verb`. r->who NULL is
  * always allowed. On denial answers r with 403 Forbidden (Kubernetes' wording) and returns
  * false. The name for list/watch comes from a metadata.name field selector, the name for
  * create from the JSON body. */
@@ -102,7 +140,7 @@ bool fl_auth_authorize_path(fl_req *r);
 /* Is path the registration endpoint? */
 bool fl_auth_is_register_path(const char *path);
 /* Serve POST /apis/flotilla.io/v1alpha1/register {"clusterName": NAME} for api->auth:
- * allowed to the admin and bootstrap identities (and r->user NULL). Creates Cluster NAME
+ * allowed to the admin and bootstrap identities (and r->who NULL). Creates Cluster NAME
  * (syncMode Pull) unless it exists, the namespaces karmada-cluster and karmada-es-NAME,
  * and a fresh agent token whose digest replaces the cluster's previous one; answers 201
  * {"clusterName", "token"}. A Push cluster of that name, or one being deleted: 409. */

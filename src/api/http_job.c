@@ -167,17 +167,18 @@ bool fl_http_job_handle(req_job *j)
         fl_http_loop_defer(h->loop, &j->job, now + route->delay_ms);
         return false;
     }
-    const char *user = NULL; /* NULL: authentication is off, nothing is authorized */
+    const fl_identity *who = NULL; /* NULL: authentication is off, nothing is authorized */
     const char *auth = j->authorization;
     if (h->cfg.auth && !route->handle) {
         /* the token table: every token names an identity; public paths need none */
-        if (auth && !strncmp(auth, "Bearer ", 7) &&
-            fl_auth_authenticate(h->cfg.auth, auth + 7, st->user, sizeof st->user) == 0)
-            user = st->user;
-        else if (!auth && public_path(route->path))
-            user = FL_AUTH_ANONYMOUS;
-        else /* credentials that fail are refused even where none are needed, as the apiserver does */
+        if (auth && !strncmp(auth, "Bearer ", 7) && fl_auth_authenticate(h->cfg.auth, auth + 7, &st->who) == 0) {
+            who = &st->who;
+        } else if (!auth && public_path(route->path)) {
+            fl_identity_anonymous(&st->who);
+            who = &st->who;
+        } else { /* credentials that fail are refused even where none are needed, as the apiserver does */
             return fl_http_job_status(j, 401, "Unauthorized", "Unauthorized");
+        }
     } else if (route->token) {
         bool ok = auth && !strncmp(auth, "Bearer ", 7) && fl_token_equal(auth + 7, route->token);
         if (!ok && (auth || !public_path(route->path)))
@@ -201,7 +202,7 @@ bool fl_http_job_handle(req_job *j)
     r->content_type = j->content_type;
     r->accept = j->accept;
     r->user_agent = j->user_agent;
-    r->user = user;
+    r->who = who;
     r->body = st->body;
     r->body_len = st->len;
     if (route->handle)

@@ -45,7 +45,7 @@ typedef struct conn_state {
     const char *verb;
     char resource[96];
     int code;
-    char user[FL_AUTH_USER_MAX]; /* the identity the token table found */
+    fl_identity who;             /* the identity the token table found */
     fl_http_conn *conn;          /* the connection's record in the loop (deadlines), or NULL */
     req_job *job;                /* handled by a worker; answered when MHD calls again */
 } conn_state;

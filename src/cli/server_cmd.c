@@ -83,6 +83,8 @@ static void usage(FILE *f)
                "  -v, --v N                 log verbosity: 0 (default) error, warn and info; 2 or more adds debug\n"
                "                            (wins over FLOTILLA_LOG)\n"
                "  --logging-format F        text (default) or json: one JSON object per line on stderr\n"
+               "  --token-auth-file FILE    more bearer tokens, as kube-apiserver's: CSV lines\n"
+               "                            token,user,uid[,\"group1,group2\"] (docs/access.md)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -173,6 +175,7 @@ typedef struct server_opts {
     long long eviction_timeout_s;
     long long failover_history_limit;
     long long shutdown_delay_s; /* --shutdown-delay-duration */
+    const char *token_auth_file; /* --token-auth-file, or NULL */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -269,6 +272,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
         {"failover-history-limit", required_argument, 0, 'Y'},
         {"shutdown-delay-duration", required_argument, 0, 'D'},
+        {"token-auth-file", required_argument, 0, 'A'},
         {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int c;
@@ -279,6 +283,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         case 'd': o->data_dir = optarg; break;
         case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
         case 'L': log_format = optarg; break;
+        case 'A': o->token_auth_file = optarg; break;
         case 'l': o->listen = optarg; break;
         case 'k': o->insecure = true; break;
         case 'm': o->max_inflight = atoi(optarg); break;
@@ -502,7 +507,7 @@ static int ensure_credentials(server *sv)
 
 /* The API over the store: authentication, the agents' tokens, the stored CRDs served again,
  * the system namespaces, and the metrics of the store and of the reconciled revision. */
-static void setup_api(server *sv)
+static int setup_api(server *sv)
 {
     sv->api = (fl_api){.store = sv->store, .bookmark_interval_ms = sv->o.bookmark_ms,
                        .health_checks = server_checks,
@@ -510,6 +515,20 @@ static void setup_api(server *sv)
     fl_auth_new(&sv->api, sv->pki.admin_token, sv->bootstrap_token, &sv->auth);
     fl_auth_set_metrics_reader(sv->auth, sv->metrics_token);
     sv->api.auth = sv->auth;
+    if (sv->o.token_auth_file && sv->o.insecure) {
+        fprintf(stderr, "flotilla server: --token-auth-file needs authentication, which --insecure-http turns off\n");
+        return 1;
+    }
+    if (sv->o.token_auth_file) {
+        char *err = NULL;
+        int n = fl_auth_load_token_file(sv->auth, sv->o.token_auth_file, &err);
+        if (n < 0) {
+            fprintf(stderr, "flotilla server: %s\n", err);
+            free(err);
+            return 1;
+        }
+        fl_log(FL_LOG_INFO, "server", "loaded %d tokens from %s", n, sv->o.token_auth_file);
+    }
     sv->ncrd = fl_api_load_crds(&sv->api);
     sv->nagents = fl_auth_load(sv->auth);
     static const char *system_namespaces[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
@@ -535,6 +554,7 @@ static void setup_api(server *sv)
                      "start there resumes them instead of listing the members.",
                      gauge_watches_noted, &reconciled);
     fl_procmetrics_register();
+    return 0;
 }
 
 /* Serve the API, then write the kubeconfigs, which name the address clients should dial:
@@ -703,8 +723,7 @@ int fl_cmd_server(int argc, char **argv)
         server_close(&sv);
         return 1;
     }
-    setup_api(&sv);
-    if (start_http(&sv)) {
+    if (setup_api(&sv) || start_http(&sv)) {
         server_close(&sv);
         return 1;
     }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "api/auth.h"
@@ -108,11 +109,33 @@ static const decision decisions[] = {
     {FL_AUTH_ANONYMOUS, "get", "cluster.karmada.io", "clusters", "", "", "m1", false},
 };
 
+/* The identity the server gives user (its groups as fl_auth_authenticate gives them); NULL for
+ * NULL (a trusted in-process caller). */
+static const fl_identity *ident_of(const char *user, fl_identity *id)
+{
+    if (!user)
+        return NULL;
+    if (!strcmp(user, FL_AUTH_ANONYMOUS)) {
+        fl_identity_anonymous(id);
+        return id;
+    }
+    assert_int_equal(fl_identity_set(id, user, NULL), 0);
+    if (!strcmp(user, FL_AUTH_ADMIN))
+        fl_identity_add_group(id, FL_AUTH_GROUP_MASTERS);
+    else if (!strcmp(user, FL_AUTH_BOOTSTRAP))
+        fl_identity_add_group(id, FL_AUTH_GROUP_BOOTSTRAPPERS);
+    else if (!strncmp(user, FL_AUTH_AGENT_PREFIX, strlen(FL_AUTH_AGENT_PREFIX)))
+        fl_identity_add_group(id, FL_AUTH_GROUP_AGENTS);
+    fl_identity_add_group(id, FL_AUTH_GROUP_AUTHENTICATED);
+    return id;
+}
+
 static void test_authorizer_decision_table(void **state)
 {
     for (size_t i = 0; i < sizeof decisions / sizeof *decisions; i++) {
         const decision *d = &decisions[i];
-        fl_auth_attrs at = {.user = d->user, .verb = d->verb, .path = NULL, .group = d->group,
+        fl_identity id;
+        fl_auth_attrs at = {.who = ident_of(d->user, &id), .verb = d->verb, .path = NULL, .group = d->group,
                             .resource = d->resource, .subresource = d->sub, .ns = d->ns, .name = d->name};
         if (fl_auth_allowed(&at) != d->allowed)
             fail_msg("row %zu: %s %s %s.%s/%s ns=%s name=%s: expected %s", i, d->user, d->verb, d->resource,
@@ -150,7 +173,8 @@ static void test_authorizer_non_resource_paths(void **state)
         {FL_AUTH_METRICS_READER, "get", "/debug/pprof", false},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        fl_auth_attrs at = {.user = rows[i].user, .verb = rows[i].verb, .path = rows[i].path, .group = "",
+        fl_identity id;
+        fl_auth_attrs at = {.who = ident_of(rows[i].user, &id), .verb = rows[i].verb, .path = rows[i].path, .group = "",
                             .resource = "", .subresource = "", .ns = "", .name = ""};
         if (fl_auth_allowed(&at) != rows[i].allowed)
             fail_msg("%s %s %s: expected %s", rows[i].user, rows[i].verb, rows[i].path,
@@ -198,7 +222,8 @@ static int call_as(fixture *f, const char *user, const char *method, const char 
     }
     r.method = method;
     r.path = path;
-    r.user = user;
+    fl_identity id;
+    r.who = ident_of(user, &id);
     r.content_type = !body ? NULL : !strcmp(method, "PATCH") ? "application/merge-patch+json" : "application/json";
     r.body = body;
     r.body_len = body ? strlen(body) : 0;
@@ -228,11 +253,11 @@ static int do_register(fixture *f, const char *user, const char *cluster, char t
 
 static bool authenticates_as(fixture *f, const char *token, const char *want)
 {
-    char user[FL_AUTH_USER_MAX];
-    int rc = fl_auth_authenticate(f->auth, token, user, sizeof user);
+    fl_identity who;
+    int rc = fl_auth_authenticate(f->auth, token, &who);
     if (!want)
-        return rc == FL_ENOTFOUND && !user[0];
-    return rc == 0 && !strcmp(user, want);
+        return rc == FL_ENOTFOUND && !who.user[0] && !who.ngroups;
+    return rc == 0 && !strcmp(who.user, want) && fl_identity_in_group(&who, FL_AUTH_GROUP_AUTHENTICATED);
 }
 
 static void test_admin_and_bootstrap_tokens_name_their_identities(void **state)
@@ -247,8 +272,92 @@ static void test_admin_and_bootstrap_tokens_name_their_identities(void **state)
     fl_auth_set_metrics_reader(f->auth, "5ca1ab1e");
     assert_true(authenticates_as(f, "5ca1ab1e", FL_AUTH_METRICS_READER));
     assert_true(authenticates_as(f, ADMIN_TOKEN, FL_AUTH_ADMIN));
-    char small[8];
-    assert_int_equal(fl_auth_authenticate(f->auth, ADMIN_TOKEN, small, sizeof small), FL_ENOTFOUND);
+    fl_identity who;
+    assert_int_equal(fl_auth_authenticate(f->auth, ADMIN_TOKEN, &who), 0);
+    assert_true(fl_identity_in_group(&who, FL_AUTH_GROUP_MASTERS));
+    assert_int_equal(fl_auth_authenticate(f->auth, BOOT_TOKEN, &who), 0);
+    assert_false(fl_identity_in_group(&who, FL_AUTH_GROUP_MASTERS));
+    assert_true(fl_identity_in_group(&who, FL_AUTH_GROUP_BOOTSTRAPPERS));
+}
+
+/* Write text to a fresh file; returns its path (static buffer). */
+static const char *token_file(const char *text)
+{
+    static char path[] = "/tmp/fl-test-tokens-XXXXXX";
+    snprintf(path, sizeof path, "/tmp/fl-test-tokens-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_token_file_names_users_and_groups(void **state)
+{
+    fixture *f = *state;
+    char *err = NULL;
+    const char *path = token_file("# a comment\n"
+                                  "\n"
+                                  "t-alice,alice,1001,\"team-a,dev\"\n"
+                                  "t-bob,bob,1002\r\n"
+                                  "t-root,root,,system:masters\n");
+    assert_int_equal(fl_auth_load_token_file(f->auth, path, &err), 3);
+    assert_null(err);
+    unlink(path);
+    fl_identity who;
+    assert_int_equal(fl_auth_authenticate(f->auth, "t-alice", &who), 0);
+    assert_string_equal(who.user, "alice");
+    assert_string_equal(who.uid, "1001");
+    assert_int_equal(who.ngroups, 3);
+    assert_string_equal(who.groups[0], "team-a");
+    assert_string_equal(who.groups[1], "dev");
+    assert_string_equal(who.groups[2], FL_AUTH_GROUP_AUTHENTICATED);
+    assert_int_equal(fl_auth_authenticate(f->auth, "t-bob", &who), 0);
+    assert_string_equal(who.user, "bob");
+    assert_int_equal(who.ngroups, 1);
+    assert_true(authenticates_as(f, "t-carol", NULL));
+    /* a file user holds nothing but what its groups give: alice no resources, root all */
+    fl_auth_attrs at = {.verb = "get", .group = "", .resource = "secrets", .subresource = "", .ns = "default",
+                        .name = "s"};
+    assert_int_equal(fl_auth_authenticate(f->auth, "t-alice", &who), 0);
+    at.who = &who;
+    assert_false(fl_auth_allowed(&at));
+    assert_int_equal(fl_auth_authenticate(f->auth, "t-root", &who), 0);
+    assert_true(fl_auth_allowed(&at));
+    /* the admin token still works beside them */
+    assert_true(authenticates_as(f, ADMIN_TOKEN, FL_AUTH_ADMIN));
+}
+
+static void test_token_file_refuses_bad_lines_and_loads_nothing(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *text, *want;
+    } rows[] = {
+        {"t1,u1,1\nt2\n", "line 2"},
+        {"t1,,1\n", "line 1"},
+        {",u1,1\n", "line 1"},
+        {"t1,u1,1,\"g1,g2\n", "line 1"},
+        {"t1,u1,1,\"g\"x\n", "line 1"},
+        {"t1,u1,1,g,extra\n", "line 1"},
+        {"ok,u,1\nt1,u1,1,\"1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16\"\n", "line 2"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        char *err = NULL;
+        const char *path = token_file(rows[i].text);
+        assert_int_equal(fl_auth_load_token_file(f->auth, path, &err), FL_EINVAL);
+        unlink(path);
+        if (!err || !strstr(err, rows[i].want) || !strstr(err, "--token-auth-file"))
+            fail_msg("row %zu: error %s, want it to name %s", i, err ? err : "(none)", rows[i].want);
+        free(err);
+        assert_true(authenticates_as(f, "t1", NULL));
+        assert_true(authenticates_as(f, "ok", NULL));
+    }
+    char *err = NULL;
+    assert_int_equal(fl_auth_load_token_file(f->auth, "/nonexistent/tokens.csv", &err), FL_EINVAL);
+    assert_non_null(strstr(err, "/nonexistent/tokens.csv"));
+    free(err);
 }
 
 static void test_register_creates_pull_cluster_and_agent_token(void **state)
@@ -481,6 +590,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_authorizer_decision_table),
         cmocka_unit_test(test_authorizer_non_resource_paths),
+        T(test_token_file_names_users_and_groups),
+        T(test_token_file_refuses_bad_lines_and_loads_nothing),
         T(test_admin_and_bootstrap_tokens_name_their_identities),
         T(test_register_creates_pull_cluster_and_agent_token),
         T(test_reregistration_rotates_the_token),
