@@ -77,8 +77,6 @@ static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings
 typedef struct bindctl {
     fl_ctrl_env env;
     fl_informer *rbs, *crbs, *works, *ops, *cops, *clusters;
-    pthread_mutex_t kinds_mu;
-    json_t *status_moves; /* "apiVersion/resource" -> [moves, when read] (status_moves_generation) */
     fl_workqueue *q;
     fl_ctrl_workers *workers;
     pthread_mutex_t mu;
@@ -798,50 +796,6 @@ static json_t *manifest_generation(const json_t *m)
                            FL_TEMPLATE_GENERATION_ANNOTATION);
 }
 
-/* Whether a status write moves the generation of templates of kind k (api_version): a custom
- * resource whose CRD serves that version without a status subresource. Built-in kinds keep
- * their status in a subresource. The CRD is read in process (no informer: the server's thread
- * budget is full) and the answer kept for STATUS_MOVES_MS. */
-#define STATUS_MOVES_MS 30000
-static bool status_moves_generation(bindctl *b, const char *api_version, const fl_template_kind *k)
-{
-    const char *slash = api_version ? strchr(api_version, '/') : NULL;
-    if (!slash || !k)
-        return false; /* the core group: built in */
-    char *key = fl_cat(api_version, "/", k->resource, NULL);
-    int64_t now = fl_time_mono_ms();
-    pthread_mutex_lock(&b->kinds_mu);
-    json_t *known = json_object_get(b->status_moves, key);
-    int cached = known && now - json_integer_value(json_array_get(known, 1)) < STATUS_MOVES_MS
-                     ? json_is_true(json_array_get(known, 0))
-                     : -1;
-    pthread_mutex_unlock(&b->kinds_mu);
-    if (cached >= 0) {
-        free(key);
-        return cached;
-    }
-    static const fl_gvr CRDS = {"apiextensions.k8s.io/v1", "customresourcedefinitions"};
-    char *name = fl_asprintf("%s.%.*s", k->resource, (int)(slash - api_version), api_version);
-    json_t *crd = NULL;
-    fl_client_error ce;
-    int rc = fl_client_get(b->env.cp, &CRDS, NULL, name, &crd, &ce);
-    free(name);
-    bool moves = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"), i, v)
-        if (!strcmp(fl_json_str(v, "name") ? fl_json_str(v, "name") : "", slash + 1))
-            moves = !json_object_get(json_object_get(v, "subresources"), "status");
-    json_decref(crd);
-    if (rc == 0 || rc == FL_ENOTFOUND) { /* not a CRD: a built-in kind */
-        pthread_mutex_lock(&b->kinds_mu);
-        json_object_set_new(b->status_moves, key, json_pack("[bI]", moves, (json_int_t)now));
-        pthread_mutex_unlock(&b->kinds_mu);
-    }
-    free(key);
-    return moves;
-}
-
 /* A template of a kind whose status writes move its generation: when upd's manifests differ
  * from have's only in the template generation they carry, upd keeps have's spec. Every
  * status write (ours, aggregating its members' status back) moves such a template's
@@ -1339,7 +1293,7 @@ static int reconcile(void *ctx, const char *key)
                  .wname = wname, /* works_name: of this kind, rns and rname */
                  .workload = json_integer_value(json_object_get(spec, "replicas")) > 0 ||
                              json_is_object(json_object_get(spec, "replicaRequirements")),
-                 .status_moves_generation = status_moves_generation(b, av, k)};
+                 .status_moves_generation = fl_templates_status_in_object(b->env.templates, k)};
     render_alloc(&r);
     int unchanged = mark_unchanged(&r);
     if (n > 1 && json_array_size(policies) == 0 && unchanged < n)
@@ -1370,8 +1324,6 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->q = fl_workqueue_new(NULL);
     fl_ctrl_resumable(env, b->q);
     pthread_mutex_init(&b->mu, NULL);
-    pthread_mutex_init(&b->kinds_mu, NULL);
-    b->status_moves = json_object();
     b->index = json_object();
     b->bare = json_object();
     b->gone = json_object();
@@ -1412,8 +1364,6 @@ static void bindctl_stop(void *state)
     json_decref(b->bare);
     json_decref(b->gone);
     json_decref(b->echo);
-    json_decref(b->status_moves);
-    pthread_mutex_destroy(&b->kinds_mu);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }

@@ -52,9 +52,6 @@
  * waiting for its writes' commits (a decision or a render is one or two), and a thousand
  * bindings moved at once waited for them in line (fl_ctrl_workers_start_batched) */
 #define KEYS_AT_ONCE 4
-/* how long a kind found without a status subresource is written whole without asking */
-#define NO_STATUS_SUB_MS 30000
-
 
 static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
 static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
@@ -66,7 +63,6 @@ typedef struct statusctl {
     fl_ctrl_workers *workers;
     fl_status_lag *lag; /* stage "binding": a Work's status change -> the binding's and template's */
     pthread_mutex_t mu;
-    json_t *no_status_sub; /* "apiVersion/resource" -> when a status write found no subresource */
 } statusctl;
 
 /* ---- handlers ---- */
@@ -297,23 +293,6 @@ static json_t *item_for(const char *cluster, const json_t *work)
     return it;
 }
 
-/* Whether (api_version, resource) was found without a status subresource in the last
- * NO_STATUS_SUB_MS (learn: note that it just was). A kind's every status write would
- * otherwise begin with a 404; a CRD that gains the subresource is tried again after that. */
-static bool no_status_subresource(statusctl *s, const char *api_version, const char *resource, bool learn)
-{
-    char *key = fl_cat(api_version, "/", resource, NULL);
-    int64_t now = fl_time_mono_ms();
-    pthread_mutex_lock(&s->mu);
-    if (learn)
-        json_object_set_new(s->no_status_sub, key, json_integer(now));
-    json_t *at = json_object_get(s->no_status_sub, key);
-    bool known = at && now - json_integer_value(at) < NO_STATUS_SUB_MS;
-    pthread_mutex_unlock(&s->mu);
-    free(key);
-    return known;
-}
-
 /* The template's status from the items, written when it changed. */
 static int aggregate_template(statusctl *s, const json_t *binding, const json_t *items, const json_t *dispatching)
 {
@@ -372,14 +351,12 @@ static int aggregate_template(statusctl *s, const json_t *binding, const json_t 
     fl_gvr gvr = {av, k->resource};
     fl_client_error ce;
     memset(&ce, 0, sizeof ce);
-    bool whole = no_status_subresource(s, av, k->resource, false);
+    bool whole = fl_templates_status_in_object(s->env.templates, k);
     rc = whole ? FL_ENOTFOUND : fl_client_update_status(s->env.cp, &gvr, k->namespaced ? ns : NULL, out, NULL, NULL, &ce);
     if (rc == FL_ENOTFOUND && (whole || ce.http == 404) && fl_json_meta(tmpl, "name")) {
         /* a kind without a status subresource keeps status in the object itself */
         memset(&ce, 0, sizeof ce);
         rc = fl_client_update(s->env.cp, &gvr, k->namespaced ? ns : NULL, out, NULL, NULL, &ce);
-        if (rc == 0 && !whole)
-            no_status_subresource(s, av, k->resource, true);
     }
     if (rc == FL_ENOTFOUND)
         rc = 0;
@@ -541,7 +518,6 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     s->q = fl_workqueue_new(NULL);
     s->lag = fl_status_lag_new("binding");
     pthread_mutex_init(&s->mu, NULL);
-    s->no_status_sub = json_object();
     fl_ctrl_resumable(env, s->q);
     s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
@@ -569,7 +545,6 @@ static void statusctl_stop(void *state)
     fl_ctrl_workers_join(s->workers);
     fl_workqueue_free(s->q);
     fl_status_lag_free(s->lag);
-    json_decref(s->no_status_sub);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -9,13 +9,17 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/informer.h"
 #include "core/err.h"
+#include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 #define MAX_SUBSCRIBERS 16
 
@@ -25,6 +29,8 @@ typedef struct kind_entry {
     char *api_version, *kind, *resource;
     fl_informer *inf;
     struct fl_templates *owner;
+    bool status_in_object;  /* fl_templates_status_in_object's answer, under owner->mu */
+    int64_t status_read_ms; /* when it was read (monotonic); 0: never */
 } kind_entry;
 
 struct fl_templates {
@@ -240,4 +246,42 @@ bool fl_templates_listed(fl_templates *t, const fl_template_kind *k)
         e = e->next;
     pthread_mutex_unlock(&t->mu);
     return e && fl_informer_has_synced(e->inf);
+}
+
+/* ---- where a kind keeps its status ---- */
+
+#define STATUS_READ_MS 30000
+
+bool fl_templates_status_in_object(fl_templates *t, const fl_template_kind *k)
+{
+    const char *slash = k ? strchr(k->api_version, '/') : NULL;
+    if (!slash)
+        return false; /* the core group: built in */
+    kind_entry *e = (kind_entry *)((char *)k - offsetof(kind_entry, k));
+    int64_t now = fl_time_mono_ms();
+    pthread_mutex_lock(&t->mu);
+    bool known = e->status_read_ms && now - e->status_read_ms < STATUS_READ_MS, in_object = e->status_in_object;
+    pthread_mutex_unlock(&t->mu);
+    if (known)
+        return in_object;
+    static const fl_gvr CRDS = {"apiextensions.k8s.io/v1", "customresourcedefinitions"};
+    char name[512];
+    snprintf(name, sizeof name, "%s.%.*s", k->resource, (int)(slash - k->api_version), k->api_version);
+    json_t *crd = NULL;
+    fl_client_error ce;
+    int rc = fl_client_get(t->cp, &CRDS, NULL, name, &crd, &ce);
+    in_object = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"), i, v)
+        if (fl_json_str(v, "name") && !strcmp(fl_json_str(v, "name"), slash + 1))
+            in_object = !json_object_get(json_object_get(v, "subresources"), "status");
+    json_decref(crd);
+    if (rc == 0 || rc == FL_ENOTFOUND) { /* not a CRD: a built-in kind */
+        pthread_mutex_lock(&t->mu);
+        e->status_in_object = in_object;
+        e->status_read_ms = now;
+        pthread_mutex_unlock(&t->mu);
+    }
+    return in_object;
 }

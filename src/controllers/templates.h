@@ -73,6 +73,14 @@ bool fl_templates_all_listed(fl_templates *t);
  * listed, i.e. whether "absent" can be trusted. */
 int fl_templates_get(fl_templates *t, const char *api_version, const char *kind, const char *ns, const char *name,
                      json_t **out, bool *synced);
+/* Whether templates of kind k (as handed out here) keep their status in the object itself: a
+ * custom resource whose CRD serves k's version without a status subresource. A status write
+ * then moves the template's generation and goes to the object, not to /status. Built-in kinds
+ * have the subresource. The CRD is read in process (no informer: the server's thread budget is
+ * full) and the answer kept STATUS_READ_MS per kind (30 s: a CRD that gains or loses the
+ * subresource is seen within that). Any thread; not from a handler. */
+bool fl_templates_status_in_object(fl_templates *t, const fl_template_kind *k);
+
 /* Every cached template of a watched kind (ns NULL: all namespaces), a new array of shared
  * read-only objects; an empty array when the kind is not watched. */
 json_t *fl_templates_list(fl_templates *t, const char *api_version, const char *kind, const char *ns);
