@@ -236,7 +236,9 @@ json_t *fl_summary_bound_items(const fl_summary *s, const json_t *items)
 {
     size_t n = json_array_size(items), total = 0, i;
     const json_t *it;
-    json_array_foreach(items, i, it) total += item_bytes(it) + 1;
+    /* sizes are measured only up to the bounds: a fleet past them is never dumped whole */
+    for (i = 0; n <= FL_SUMMARY_ITEMS_MAX && i < n && total <= FL_SUMMARY_ITEMS_BYTES; i++)
+        total += item_bytes(json_array_get(items, i)) + 1;
     if (n <= FL_SUMMARY_ITEMS_MAX && total <= FL_SUMMARY_ITEMS_BYTES)
         return json_copy((json_t *)items);
     /* each item's record (by its clusterName), ranked as the summary ranks them */
