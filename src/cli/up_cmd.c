@@ -34,7 +34,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: flotilla up [--data-dir DIR] [--members N] [--listen ADDR:PORT]\n"
+    fprintf(f, "Usage: flotilla up [--data-dir DIR] [--members N] [--listen ADDR:PORT] [-- SERVER-FLAG...]\n"
                "\n"
                "Runs a Flotilla control plane and N simulated member clusters (member1..memberN), joins\n"
                "them, waits until they are Ready, and keeps running until Ctrl-C. Run again on the same\n"
@@ -46,7 +46,9 @@ static void usage(FILE *f)
                "  --pull M            the last M members in pull mode, each with its `flotilla agent`\n"
                "  --listen ADDR:PORT  the control plane's address (default 127.0.0.1:6443)\n"
                "  -v, --v N           log verbosity of the server, members and agents (see flotilla server --help)\n"
-               "  --logging-format F  text (default) or json, for their logs\n");
+               "  --logging-format F  text (default) or json, for their logs\n"
+               "  -- FLAG...          the rest goes to `flotilla server` as it is, e.g.\n"
+               "                      flotilla up -- --token-auth-file tokens.csv\n");
 }
 
 /* Run this binary with argv in a child, its output appended to log_path (or to stderr).
@@ -161,6 +163,8 @@ typedef struct up_run {
     sigset_t sigs;                  /* SIGINT and SIGTERM, blocked; taken with sigtimedwait */
     int lock_fd;                    /* DIR/up.lock, held until exit; -1 when not taken */
     char *log_args[5];              /* --logging-format F, --v N as given, packed, NULL-ended */
+    char **server_args;             /* what follows "--" on the command line, for the server */
+    int nserver_args;
 } up_run;
 
 static void say_stopped(void)
@@ -215,6 +219,14 @@ static int parse_options(int argc, char **argv, up_run *u)
     }
     if (u->pull < 0 || u->pull > u->members) {
         fprintf(stderr, "flotilla up: --pull must be between 0 and --members (%d)\n", u->members);
+        return 2;
+    }
+    /* getopt_long stops at "--" and leaves optind after it: the rest is the server's */
+    if (optind < argc && optind > 0 && !strcmp(argv[optind - 1], "--")) {
+        u->server_args = argv + optind;
+        u->nserver_args = argc - optind;
+    } else if (optind < argc) {
+        fprintf(stderr, "flotilla up: unexpected argument \"%s\" (server flags go after \"--\")\n", argv[optind]);
         return 2;
     }
     return -1;
@@ -458,9 +470,17 @@ int fl_cmd_up(int argc, char **argv)
     free(server_lock);
     if (free_rc != 0)
         goto out;
-    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen,
-                           u.log_args[0], u.log_args[1], u.log_args[2], u.log_args[3], NULL};
+    char **server_argv = fl_calloc((size_t)u.nserver_args + 11, sizeof *server_argv);
+    int na = 0;
+    char *fixed[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        server_argv[na++] = fixed[i];
+    for (int i = 0; u.log_args[i]; i++)
+        server_argv[na++] = u.log_args[i];
+    for (int i = 0; i < u.nserver_args; i++)
+        server_argv[na++] = u.server_args[i];
     u.server = spawn(server_argv, u.slog);
+    free(server_argv);
     fprintf(stderr, "starting the control plane on %s (log: %s)\n", u.listen, u.slog);
     if (wait_server(&u, &cp) != 0)
         goto out;

@@ -233,3 +233,30 @@ def test_up_waits_for_a_stopping_server_of_a_previous_run_to_let_go():
             p.kill()
             p.wait(timeout=30)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_up_hands_what_follows_a_double_dash_to_the_server():
+    """`flotilla up -- FLAG...` runs the server with those flags: here a token file whose user
+    then authenticates (a 403 naming it, not a 401); a stray argument before "--" is refused."""
+    d = tempfile.mkdtemp(prefix="flotilla-up-args-")
+    tokens = os.path.join(d, "tokens.csv")
+    with open(tokens, "w") as f:
+        f.write('t-alice-0123456789,alice,1001,"team-a"\n')
+    p = start_up(d, free_port(), members=0, server_args=["--token-auth-file", tokens])
+    try:
+        r = subprocess.run([KUBECTL, "--kubeconfig", os.path.join(d, "kubeconfig"), "--token", "t-alice-0123456789",
+                            "get", "secrets", "-n", "default"], capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0
+        assert 'User "alice" cannot list resource "secrets"' in r.stderr, r.stderr
+        r = subprocess.run([KUBECTL, "--kubeconfig", os.path.join(d, "kubeconfig"), "--token", "t-nobody",
+                            "get", "secrets"], capture_output=True, text=True, timeout=30)
+        assert "Unauthorized" in r.stderr, r.stderr
+        assert _stop_up(p) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+    stray = subprocess.run([BIN, "up", "--data-dir", d, "stray"], capture_output=True, text=True, timeout=30)
+    assert stray.returncode == 2
+    assert stray.stderr.strip() == 'flotilla up: unexpected argument "stray" (server flags go after "--")'
