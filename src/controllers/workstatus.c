@@ -551,6 +551,46 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 
+/* Whether statuses a and b differ only in what the member's objects say (manifestStatuses and
+ * the liveState summed from them), not in the conditions this controller decides. */
+static bool only_observations_differ(const json_t *a, const json_t *b)
+{
+    json_t *x = fl_json_shallow_copy(a), *y = fl_json_shallow_copy(b);
+    json_object_del(x, "manifestStatuses");
+    json_object_del(x, "liveState");
+    json_object_del(y, "manifestStatuses");
+    json_object_del(y, "liveState");
+    bool same = fl_json_same(x, y);
+    json_decref(x);
+    json_decref(y);
+    return same;
+}
+
+/* Write only the observations of st onto the Work: a merge patch of status.manifestStatuses
+ * and status.liveState, with no resourceVersion precondition. What a member's objects say is
+ * true whatever else the Work went through since the informer's copy, and a write pinned to
+ * that copy met a conflict whenever the binding controller had rewritten the Work's spec in
+ * between (about as often as it succeeded under churn: docs/BENCHMARKS.md, live status at
+ * scale). The conditions, which depend on the generation applied, keep the pinned write. */
+static int patch_observations(fl_client *cp, const json_t *work, const json_t *st)
+{
+    json_t *ms = json_object_get(st, "manifestStatuses");
+    json_t *p = json_pack("{s:{s:O, s:O*}}", "status", "manifestStatuses", ms ? ms : json_null(), "liveState",
+                          json_object_get(st, "liveState"));
+    char *body = json_dumps(p, JSON_COMPACT);
+    json_decref(p);
+    const fl_patch_opts opts = {.subresource = "status"};
+    fl_client_error ce = {0};
+    int rc = fl_client_patch(cp, &WORKS, fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), FL_PATCH_MERGE,
+                             body, strlen(body), &opts, NULL, &ce);
+    free(body);
+    if (rc && rc != FL_ENOTFOUND)
+        fl_log_kv(FL_LOG_WARN, "execution", "writing the Work's manifest statuses failed", "object",
+                  FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err",
+                  fl_errmsg(ce.message, rc), NULL);
+    return rc;
+}
+
 int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
                        const char *stopped, json_t *statuses)
 {
@@ -585,7 +625,9 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
     json_object_set_new(st, "liveState", json_string(fl_summary_work_state(st, false, &why, &msg)));
 
     int rc = 0;
-    if (!old || !fl_json_same(st, old)) {
+    if (old && !fl_json_same(st, old) && only_observations_differ(st, old)) {
+        rc = patch_observations(cp, work, st);
+    } else if (!old || !fl_json_same(st, old)) {
         /* a status write carries what the server reads of it: the name, the precondition
          * and the status (not the manifests, which it keeps from the stored Work). Handed
          * over: in process the server stores st as it is instead of copying it; what st

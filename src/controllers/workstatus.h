@@ -110,8 +110,11 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
  * False with that reason; observedGeneration the Work's generation: the acknowledgement
  * of dispatching.h, so call this only once no apply of this Work is in flight) and its
  * manifestStatuses (statuses, stolen; NULL or empty removes them), and write the status
- * through cp only when that changes what the Work has. Returns 0 or the write's FL_E*
- * code (FL_ECONFLICT when the Work moved on: retry). */
+ * through cp only when that changes what the Work has. When only manifestStatuses (and the
+ * liveState summed from them) change, they are merged into the stored Work whatever its
+ * resourceVersion: what the member's objects say does not depend on it. A change of a
+ * condition is written pinned to work's resourceVersion. Returns 0 or the write's FL_E* code
+ * (FL_ECONFLICT when a condition was to change and the Work moved on: retry). */
 int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
                        const char *stopped, json_t *statuses);
 

@@ -478,11 +478,12 @@ def test_control_plane_restart_mid_delivery_loses_and_duplicates_nothing(fleet):
 
 
 def status_writes(cp):
-    """Work status writes the server has answered since it started (from its /metrics)."""
+    """Work status writes (updates and patches) the server has answered since it started (from its
+    /metrics)."""
     code, text = cp.curl("GET", "/metrics")
     assert code == 200, text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("flotilla_apiserver_request_total{") and 'verb="PUT"' in line
+               if line.startswith("flotilla_apiserver_request_total{") and ('verb="PUT"' in line or 'verb="PATCH"' in line)
                and 'resource="works/status"' in line)
 
 

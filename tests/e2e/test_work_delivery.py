@@ -743,8 +743,8 @@ FIRST_STATUS_MS = 1500
 
 
 def work_status_writes(cp):
-    """How many Work status writes the control plane has answered with 200."""
-    return requests_answered(cp, "PUT", "works/status", 200)
+    """How many Work status writes (updates and patches) the control plane has answered with 200."""
+    return requests_answered(cp, "PUT", "works/status", 200) + requests_answered(cp, "PATCH", "works/status", 200)
 
 
 @pytest.fixture(scope="module")
