@@ -588,6 +588,9 @@ json_t *fl_exec_manifest_entry(exec *x, const json_t *work, const char *cluster,
  * waits, parked on that watch, until the list is over (then the list's adds, or the watch,
  * put it back on the queue), and nothing is written. */
 #define NOT_LISTED_YET 1
+/* a Work cache behind our own status write: looked at again this much later at the latest
+ * (its event usually comes first) */
+#define BEHIND_RETRY_MS 100
 /* How long a member watch's first list is waited for without moving (no page) before
  * delivery goes on without it */
 #define LIST_GRACE_MS 3000
@@ -728,7 +731,7 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, const 
                                 json_array_size(json_object_get(fl_json_obj(fl_json_obj(work, "spec"), "workload"), "manifests")),
                                 errs);
         json_t *kept = fl_json_deep_copy(json_object_get(fl_json_obj(work, "status"), "manifestStatuses"));
-        fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, kept);
+        fl_exec_write_status(x, work, false, "AppliedFailed", msg, NULL, kept);
         free(msg);
         free(errs);
         return rc;
@@ -794,14 +797,14 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, const 
         fl_log_kv(FL_LOG_WARN, "execution", "applying the Work failed", "object",
                   FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "cluster", cluster,
                   "err", msg, NULL);
-        wrc = fl_ws_write_status(x->cp, work, false, "AppliedFailed", msg, NULL, statuses);
+        wrc = fl_exec_write_status(x, work, false, "AppliedFailed", msg, NULL, statuses);
         free(msg);
     } else if (fl_exec_first_status_later(x, work, statuses)) {
         json_decref(statuses);
         wrc = 0;
     } else {
-        wrc = fl_ws_write_status(x->cp, work, true, "AppliedSuccessful", "Manifest has been successfully applied",
-                                 NULL, statuses);
+        wrc = fl_exec_write_status(x, work, true, "AppliedSuccessful", "Manifest has been successfully applied", NULL,
+                                   statuses);
         stored = wrc == 0;
     }
     recorded_settle(x, &rec, stored);
@@ -929,6 +932,12 @@ static int reconcile(exec *x, const char *key)
         fl_exec_first_status_forget(x, key);
         fl_status_lag_forget(fl_ws_watches_lag(x->watches), key);
         goto out; /* gone: the member watches go at the next sweep */
+    }
+    if (fl_exec_copy_behind(x, key, work)) {
+        /* our own status write is on its way to the cache, whose event brings the key back */
+        fl_workqueue_add_after(x->q, key, BEHIND_RETRY_MS);
+        rc = NOT_LISTED_YET; /* not a try: a waiting delivery still waits */
+        goto out;
     }
     /* a copy: `work` is replaced below once our finalizer is on */
     cluster = work_cluster(work) ? fl_strdup(work_cluster(work)) : NULL;
@@ -1201,6 +1210,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->inflight = json_object();
     x->want_ack = json_object();
     x->first_status = json_object();
+    x->written = json_object();
     x->first_status_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MS", EXEC_FIRST_STATUS_MS, 0);
     x->first_status_max_ms = fl_env_ms("FLOTILLA_EXEC_FIRST_STATUS_MAX_MS", EXEC_FIRST_STATUS_MAX_MS, 0);
     x->undelivered = json_object();
@@ -1293,6 +1303,7 @@ void fl_exec_free(fl_exec *x)
     json_decref(x->inflight);
     json_decref(x->want_ack);
     json_decref(x->first_status);
+    json_decref(x->written);
     json_decref(x->undelivered);
     json_decref(x->undelivered_by);
     json_decref(x->ahead_seen);

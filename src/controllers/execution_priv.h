@@ -55,6 +55,9 @@ struct fl_exec {
      * key -> an array indexed by enum fs_field; under mu */
     json_t *first_status;
     int64_t first_status_ms, first_status_max_ms;
+    /* Works whose status this engine wrote, until the Work cache holds that write: key -> the
+     * resourceVersion (integer) the write left; under mu (fl_exec_write_status) */
+    json_t *written;
     /* Works added, or changed in what delivery reads, whose delivery has not been tried
      * since or is being tried: key -> [the enqueue's number (undelivered_seq), its binding's
      * key or null, the first enqueue's CLOCK_MONOTONIC ns]; under mu. First statuses wait for them (first_status_later). */
@@ -191,6 +194,14 @@ bool fl_exec_first_status_later(fl_exec *x, const json_t *work, const json_t *st
 json_t *fl_exec_release_held(fl_exec *x);
 /* The Work at key is gone: no first status to wait for. x->mu not held. */
 void fl_exec_first_status_forget(fl_exec *x, const char *key);
+/* fl_ws_write_status through x->cp, noting the resourceVersion a write left the Work at. */
+int fl_exec_write_status(fl_exec *x, const json_t *work, bool applied, const char *reason, const char *message,
+                         const char *stopped, json_t *statuses);
+/* Is work, the Work cache's copy of key, older than this engine's last status write to it?
+ * A reconcile on it would decide from what that write replaced, and its own write would
+ * only meet a conflict: the cache's event of the write brings the key back instead. Forgets
+ * the note once the cache holds the write. x->mu not held. */
+bool fl_exec_copy_behind(fl_exec *x, const char *key, const json_t *work);
 /* A delivery of the Work at key ended with rc: observe its time (x->mu not held). */
 void fl_exec_count_delivery(fl_exec *x, const char *key, int rc);
 /* The scrape hook: member watches open, Works waiting (ctx: the engine). */

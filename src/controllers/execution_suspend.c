@@ -69,7 +69,7 @@ static int report_stopped(exec *x, const char *cluster, const json_t *work, cons
         statuses = fl_json_deep_copy(json_object_get(fl_json_obj(work, "status"), "manifestStatuses"));
     }
     free(emsg);
-    return fl_ws_write_status(x->cp, work, false, NULL, NULL, reason, statuses);
+    return fl_exec_write_status(x, work, false, NULL, NULL, reason, statuses);
 }
 
 /* Count a worker in as delivering to cluster, unless the cluster is paused (false). */

@@ -16,6 +16,7 @@
 #include "controllers/events.h"
 #include "core/json.h"
 #include "core/json_get.h"
+#include "core/mem.h"
 #include "core/metrics.h"
 #include "core/timefmt.h"
 
@@ -202,7 +203,38 @@ void fl_exec_first_status_forget(exec *x, const char *key)
 {
     pthread_mutex_lock(&x->mu);
     json_object_del(x->first_status, key);
+    json_object_del(x->written, key);
     pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- reading our own status writes ---- */
+
+int fl_exec_write_status(exec *x, const json_t *work, bool applied, const char *reason, const char *message,
+                         const char *stopped, json_t *statuses)
+{
+    int64_t rv = 0;
+    int rc = fl_ws_write_status(x->cp, work, applied, reason, message, stopped, statuses, &rv);
+    if (rc == 0 && rv > 0) {
+        char *key = fl_cat(fl_json_meta(work, "namespace"), "/", fl_json_meta(work, "name"), NULL);
+        pthread_mutex_lock(&x->mu);
+        json_object_set_new(x->written, key, json_integer(rv));
+        pthread_mutex_unlock(&x->mu);
+        free(key);
+    }
+    return rc;
+}
+
+bool fl_exec_copy_behind(exec *x, const char *key, const json_t *work)
+{
+    const char *rvs = fl_json_meta(work, "resourceVersion");
+    int64_t rv = rvs ? strtoll(rvs, NULL, 10) : 0;
+    pthread_mutex_lock(&x->mu);
+    json_t *w = json_object_get(x->written, key);
+    bool behind = w && rv < json_integer_value(w);
+    if (w && !behind)
+        json_object_del(x->written, key);
+    pthread_mutex_unlock(&x->mu);
+    return behind;
 }
 
 /* flotilla_execution_delivery_duration_seconds: from the Work's change first queued to this

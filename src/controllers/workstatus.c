@@ -572,7 +572,7 @@ static bool only_observations_differ(const json_t *a, const json_t *b)
  * that copy met a conflict whenever the binding controller had rewritten the Work's spec in
  * between (about as often as it succeeded under churn: docs/BENCHMARKS.md, live status at
  * scale). The conditions, which depend on the generation applied, keep the pinned write. */
-static int patch_observations(fl_client *cp, const json_t *work, const json_t *st)
+static int patch_observations(fl_client *cp, const json_t *work, const json_t *st, json_t **out)
 {
     json_t *ms = json_object_get(st, "manifestStatuses");
     json_t *p = json_pack("{s:{s:O, s:O*}}", "status", "manifestStatuses", ms ? ms : json_null(), "liveState",
@@ -582,7 +582,7 @@ static int patch_observations(fl_client *cp, const json_t *work, const json_t *s
     const fl_patch_opts opts = {.subresource = "status"};
     fl_client_error ce = {0};
     int rc = fl_client_patch(cp, &WORKS, fl_json_meta(work, "namespace"), fl_json_meta(work, "name"), FL_PATCH_MERGE,
-                             body, strlen(body), &opts, NULL, &ce);
+                             body, strlen(body), &opts, out, &ce);
     free(body);
     if (rc && rc != FL_ENOTFOUND)
         fl_log_kv(FL_LOG_WARN, "execution", "writing the Work's manifest statuses failed", "object",
@@ -592,8 +592,10 @@ static int patch_observations(fl_client *cp, const json_t *work, const json_t *s
 }
 
 int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
-                       const char *stopped, json_t *statuses)
+                       const char *stopped, json_t *statuses, int64_t *written_rv)
 {
+    if (written_rv)
+        *written_rv = 0;
     json_t *old = fl_json_obj(work, "status");
     /* the conditions change in place below: a copy of their own; the rest is replaced or
      * shared (manifestStatuses is replaced or dropped, other members are kept as they are) */
@@ -625,8 +627,9 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
     json_object_set_new(st, "liveState", json_string(fl_summary_work_state(st, false, &why, &msg)));
 
     int rc = 0;
+    json_t *stored = NULL;
     if (old && !fl_json_same(st, old) && only_observations_differ(st, old)) {
-        rc = patch_observations(cp, work, st);
+        rc = patch_observations(cp, work, st, written_rv ? &stored : NULL);
     } else if (!old || !fl_json_same(st, old)) {
         /* a status write carries what the server reads of it: the name, the precondition
          * and the status (not the manifests, which it keeps from the stored Work). Handed
@@ -639,12 +642,17 @@ int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const ch
                                  json_object_get(md, "namespace"), "uid", json_object_get(md, "uid"),
                                  "resourceVersion", json_object_get(md, "resourceVersion"), "status", st);
         fl_client_error ce = {0};
-        rc = fl_client_update_status_given(cp, &WORKS, fl_json_meta(work, "namespace"), copy, NULL, NULL, &ce);
+        rc = fl_client_update_status_given(cp, &WORKS, fl_json_meta(work, "namespace"), copy, NULL,
+                                           written_rv ? &stored : NULL, &ce);
         if (rc && rc != FL_ECONFLICT && rc != FL_ENOTFOUND)
             fl_log_kv(FL_LOG_WARN, "execution", "writing the Work status failed", "object",
                       FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), "err",
                       fl_errmsg(ce.message, rc), NULL);
     }
+    const char *rv = rc == 0 ? fl_json_meta(stored, "resourceVersion") : NULL;
+    if (written_rv && rv)
+        *written_rv = strtoll(rv, NULL, 10);
+    json_decref(stored);
     json_decref(st);
     return rc;
 }

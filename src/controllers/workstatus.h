@@ -114,8 +114,10 @@ json_t *fl_ws_manifest_status(fl_interp *ip, int ordinal, const char *api_versio
  * liveState summed from them) change, they are merged into the stored Work whatever its
  * resourceVersion: what the member's objects say does not depend on it. A change of a
  * condition is written pinned to work's resourceVersion. Returns 0 or the write's FL_E* code
- * (FL_ECONFLICT when a condition was to change and the Work moved on: retry). */
+ * (FL_ECONFLICT when a condition was to change and the Work moved on: retry). *written_rv
+ * (may be NULL) gets the resourceVersion the write left the Work at, 0 when nothing was
+ * written. */
 int fl_ws_write_status(fl_client *cp, const json_t *work, bool applied, const char *reason, const char *message,
-                       const char *stopped, json_t *statuses);
+                       const char *stopped, json_t *statuses, int64_t *written_rv);
 
 #endif
