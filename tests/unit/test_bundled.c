@@ -53,6 +53,20 @@ static const char *const want_targets[][2] = {
     {"kubeflow.org/v1", "PyTorchJob"},
     {"ray.io/v1", "RayCluster"},
     {"flink.apache.org/v1beta1", "FlinkDeployment"},
+    /* issue 46: Karmada's other bundled kinds (h-bundleb) */
+    {"source.toolkit.fluxcd.io/v1", "GitRepository"},
+    {"source.toolkit.fluxcd.io/v1beta2", "Bucket"},
+    {"source.toolkit.fluxcd.io/v1beta2", "HelmChart"},
+    {"source.toolkit.fluxcd.io/v1beta2", "HelmRepository"},
+    {"source.toolkit.fluxcd.io/v1beta2", "OCIRepository"},
+    {"kubeflow.org/v1", "Notebook"},
+    {"kubeflow.org/v1", "TFJob"},
+    {"kubeflow.org/v2beta1", "MPIJob"},
+    {"kyverno.io/v1", "ClusterPolicy"},
+    {"kyverno.io/v1", "Policy"},
+    {"ray.io/v1", "RayJob"},
+    {"ray.io/v1", "RayService"},
+    {"sparkoperator.k8s.io/v1beta2", "SparkApplication"},
 };
 #define NWANT (sizeof want_targets / sizeof want_targets[0])
 
