@@ -55,6 +55,12 @@ static const char *const want_targets[][2] = {
     {"flink.apache.org/v1beta1", "FlinkDeployment"},
     /* issue 46: Karmada's other bundled kinds (h-bundlea) */
     {"helm.toolkit.fluxcd.io/v2beta1", "HelmRelease"},
+    {"apps.kruise.io/v1alpha1", "AdvancedCronJob"},
+    {"apps.kruise.io/v1alpha1", "BroadcastJob"},
+    {"apps.kruise.io/v1alpha1", "DaemonSet"},
+    {"apps.kruise.io/v1alpha1", "SidecarSet"},
+    {"apps.kruise.io/v1alpha1", "UnitedDeployment"},
+    {"batch.volcano.sh/v1alpha1", "Job"},
 };
 #define NWANT (sizeof want_targets / sizeof want_targets[0])
 
