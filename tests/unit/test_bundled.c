@@ -53,7 +53,7 @@ static const char *const want_targets[][2] = {
     {"kubeflow.org/v1", "PyTorchJob"},
     {"ray.io/v1", "RayCluster"},
     {"flink.apache.org/v1beta1", "FlinkDeployment"},
-    /* issue 46: Karmada's other bundled kinds (h-bundleb) */
+    /* issue 46: the rest of Karmada's bundled kinds */
     {"source.toolkit.fluxcd.io/v1", "GitRepository"},
     {"source.toolkit.fluxcd.io/v1beta2", "Bucket"},
     {"source.toolkit.fluxcd.io/v1beta2", "HelmChart"},
@@ -67,6 +67,13 @@ static const char *const want_targets[][2] = {
     {"ray.io/v1", "RayJob"},
     {"ray.io/v1", "RayService"},
     {"sparkoperator.k8s.io/v1beta2", "SparkApplication"},
+    {"helm.toolkit.fluxcd.io/v2beta1", "HelmRelease"},
+    {"apps.kruise.io/v1alpha1", "AdvancedCronJob"},
+    {"apps.kruise.io/v1alpha1", "BroadcastJob"},
+    {"apps.kruise.io/v1alpha1", "DaemonSet"},
+    {"apps.kruise.io/v1alpha1", "SidecarSet"},
+    {"apps.kruise.io/v1alpha1", "UnitedDeployment"},
+    {"batch.volcano.sh/v1alpha1", "Job"},
 };
 #define NWANT (sizeof want_targets / sizeof want_targets[0])
 
@@ -264,6 +271,33 @@ static void test_bundled_cases_give_expected_output(void **state)
     if (failed)
         fail_msg("%d bundled test case(s) failed (%d passed); see above", failed, ran);
     assert_true(ran >= (int)NWANT * 3);
+}
+
+/* HelmRelease v2 and v2beta1 share their rules (flux-helmrelease.yaml says so): two
+ * files, because a customization has one target, that must not drift apart. */
+static void test_helmrelease_versions_share_their_rules(void **state)
+{
+    json_t *v2 = NULL, *v2beta1 = NULL;
+    for (size_t i = 0; i < fl_bundled_count(); i++) {
+        json_t *ric;
+        const char *file;
+        assert_int_equal(fl_bundled_get(i, &ric, &file, NULL), 0);
+        if (!strcmp(file, "flux-helmrelease"))
+            v2 = ric;
+        else if (!strcmp(file, "flux-helmrelease-v2beta1"))
+            v2beta1 = ric;
+        else
+            json_decref(ric);
+    }
+    assert_non_null(v2);
+    assert_non_null(v2beta1);
+    json_t *a = json_object_get(json_object_get(v2, "spec"), "customizations");
+    json_t *b = json_object_get(json_object_get(v2beta1, "spec"), "customizations");
+    assert_true(json_object_size(a) > 0);
+    if (!json_equal(a, b))
+        fail_msg("flux-helmrelease.yaml and flux-helmrelease-v2beta1.yaml have different rules");
+    json_decref(v2);
+    json_decref(v2beta1);
 }
 
 /* A testdata folder without its customization would never run. */
@@ -517,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_every_bundled_customization_compiles_and_loads),
         cmocka_unit_test(test_bundled_list_names_each_target_and_its_rules),
         cmocka_unit_test(test_bundled_cases_give_expected_output),
+        cmocka_unit_test(test_helmrelease_versions_share_their_rules),
         cmocka_unit_test(test_every_testdata_folder_belongs_to_a_bundled_file),
         cmocka_unit_test(test_bundled_backend_answers_through_the_registry),
         cmocka_unit_test(test_mistyped_fields_never_crash),
