@@ -57,6 +57,9 @@ typedef struct fl_http_config {
     struct fl_auth *auth;      /* set: bearer tokens are looked up in this table instead of compared
                                 * with token, and each request carries its identity (fl_req.user)
                                 * for the authorizer; see auth.h. Not owned. */
+    const char *client_ca_pem; /* set (with auth): clients are asked, not required, for a certificate,
+                                * which auth verifies (fl_auth_authenticate_cert); GnuTLS names
+                                * these CAs to the client as acceptable issuers. Copied at start. */
     const char *tls_min_version;   /* kube-apiserver's names: "VersionTLS12" (NULL = that) or "VersionTLS13" */
     const char *tls_cipher_suites; /* comma-separated IANA names; NULL or "" = ECDHE with AEAD ciphers */
     size_t max_body;           /* bytes; 0 = 3 MiB */

@@ -1,0 +1,21 @@
+/* authn_review.h - authentication.k8s.io/v1's create-only reviews:
+ *   SelfSubjectReview (POST /apis/authentication.k8s.io/v1/selfsubjectreviews): who the caller
+ *     is, as `kubectl auth whoami` prints it; every authenticated identity may ask, as
+ *     kube-apiserver's system:basic-user role allows;
+ *   TokenReview (POST /apis/authentication.k8s.io/v1/tokenreviews): who holds a bearer token
+ *     (any kind this server accepts), for the audiences asked (default the API's); authorized
+ *     as "create tokenreviews" (system:masters, or RBAC once it grants it).
+ * Neither is stored. Called by fl_api_handle before the resource routing. Any thread. */
+#ifndef FL_AUTHN_REVIEW_H
+#define FL_AUTHN_REVIEW_H
+
+#include <stdbool.h>
+
+#include "api/api.h"
+
+/* Is path one of the two reviews? */
+bool fl_authn_is_review_path(const char *path);
+/* Serve r (its path one of the reviews) for api; api->auth is set. */
+void fl_authn_review(fl_api *api, fl_req *r);
+
+#endif
