@@ -1,4 +1,7 @@
-/* authn_review.h - authentication.k8s.io/v1's create-only reviews:
+/* authn_review.h - the authentication endpoints that are not resources: flotilla.io's client
+ * certificate signing (FL_X509_SIGN_PATH, authn_x509.h; what `flotilla ctl kubeconfig` calls,
+ * authorized as "create clientcertificates.flotilla.io": system:masters), and
+ * authentication.k8s.io/v1's create-only reviews:
  *   SelfSubjectReview (POST /apis/authentication.k8s.io/v1/selfsubjectreviews): who the caller
  *     is, as `kubectl auth whoami` prints it; every authenticated identity may ask, as
  *     kube-apiserver's system:basic-user role allows;
@@ -13,7 +16,7 @@
 
 #include "api/api.h"
 
-/* Is path one of the two reviews? */
+/* Is path one of the reviews or the signing endpoint? */
 bool fl_authn_is_review_path(const char *path);
 /* Serve r (its path one of the reviews) for api; api->auth is set. */
 void fl_authn_review(fl_api *api, fl_req *r);

@@ -9,7 +9,8 @@
  * leeway for clocks), and the ServiceAccount it names still exists with the uid in the token
  * and is not being deleted - and so does the Pod or Secret it is bound to, if any. Deleting the
  * ServiceAccount (or recreating it: a new uid) revokes every token issued for it, on the next
- * request: the checks read the store's memory, nothing is cached.
+ * request: the lookups read the store's memory each time. Only the signature and claims check
+ * of a token is remembered (by its SHA-256, a minute at most, never past exp plus leeway).
  *
  * Threads: every function may be called from any thread, concurrently, except _free. */
 #ifndef FL_SA_TOKEN_H
