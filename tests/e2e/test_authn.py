@@ -205,6 +205,12 @@ def test_certificate_of_another_ca_is_refused(server):
     assert kubectl(kc, "get", "ns").returncode != 0
     c, k = pem_files(server, "mallory", cert, key)
     assert curl_cert(server, c, k) == 401
+    # the same subject from our CA gets in (and is then refused as mallory, not as a stranger)
+    ours, ours_key = load_ca(server)
+    cert, key = issue(ours, ours_key, "mallory", ["team-x"])
+    res, info = whoami(cert_kubeconfig(server, "mallory-ours", cert, key))
+    assert res.returncode == 0 and info["username"] == "mallory" and info["groups"] == ["team-x",
+                                                                                       "system:authenticated"]
 
 
 def test_expired_or_server_only_certificate_is_refused(server):
