@@ -81,8 +81,8 @@ void fl_x509_authn_free(fl_x509_authn *x)
     free(x);
 }
 
-/* The text of the first entry of nid in name, into out; false when absent, empty, not
- * convertible to UTF-8, too long, or holding a NUL. */
+/* The text of entry idx of name, into out; false when absent, empty, not convertible to
+ * UTF-8, too long, or holding a NUL. */
 static bool name_entry(X509_NAME *name, int idx, char *out, size_t cap)
 {
     X509_NAME_ENTRY *e = X509_NAME_get_entry(name, idx);

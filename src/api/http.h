@@ -3,8 +3,9 @@
  * cost memory, not threads.
  *
  * Owns the listening socket, TLS (1.2 or newer, AEAD ciphers by default; GnuTLS underneath,
- * so kube-apiserver's --tls-min-version and --tls-cipher-suites become a priority string), bearer-token authentication (one token, or the
- * server's token table, auth.h, which names the caller for authorization), the request size
+ * so kube-apiserver's --tls-min-version and --tls-cipher-suites become a priority string), authentication
+ * (one bearer token, or the server's authenticators, auth.h: client certificates, the token
+ * table and ServiceAccount tokens, which name the caller for authorization), the request size
  * limit (413 past 3 MiB, as Kubernetes; at once when Content-Length announces
  * over 4 times that), the
  * in-flight cap (429 under overload; the health checks are exempt, as in kube-apiserver), and
