@@ -171,6 +171,9 @@ def test_kubeconfig_authenticates_as_the_user_and_groups(server):
     res = kubectl(kc, "get", "pods")
     assert res.returncode != 0
     assert 'User "alice" cannot list resource "pods" in API group "" in the namespace "team-a"' in res.stderr
+    # so does our own C client (flotilla ctl)
+    res = subprocess.run([BIN, "ctl", "status", "--kubeconfig", kc], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and 'User "alice" cannot list resource "resourcebindings"' in res.stderr, res.stderr
     # the official Python client reads the same kubeconfig (its Debian version predates
     # SelfSubjectReview: the 403 names the user)
     api = client.CoreV1Api(config.new_client_from_config(config_file=kc))
