@@ -208,7 +208,7 @@ bool fl_http_job_handle(req_job *j)
             who = &st->who;
         } else if (auth && !strncmp(auth, "Bearer ", 7) && fl_auth_authenticate(h->cfg.auth, auth + 7, &st->who) == 0) {
             who = &st->who;
-        } else if (!auth && public_path(route->path)) {
+        } else if (!auth && !j->npeer && public_path(route->path)) {
             fl_identity_anonymous(&st->who);
             who = &st->who;
         } else { /* credentials that fail are refused even where none are needed, as the apiserver does */

@@ -208,6 +208,9 @@ def test_certificate_of_another_ca_is_refused(server):
     assert kubectl(kc, "get", "ns").returncode != 0
     c, k = pem_files(server, "mallory", cert, key)
     assert curl_cert(server, c, k) == 401
+    # credentials that fail are refused even where none are needed, as kube-apiserver does
+    assert curl_cert(server, c, k, "/version") == 401
+    assert curl_cert(server, c, k, "/healthz") == 401
     # the same subject from our CA gets in (and is then refused as mallory, not as a stranger)
     ours, ours_key = load_ca(server)
     cert, key = issue(ours, ours_key, "mallory", ["team-x"])
