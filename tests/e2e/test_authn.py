@@ -364,3 +364,19 @@ def test_token_review_is_for_administrators(server):
     code, body = server.curl("POST", TOKENREVIEWS, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                                                     "spec": {}})
     assert code == 422 and body["details"]["causes"][0]["field"] == "spec.token"
+
+
+def test_tokens_and_certificates_outlive_a_restart(server_factory):
+    s = server_factory()
+    s.kubectl("create", "serviceaccount", "keeper", "-n", "default")
+    token = create_token(s, "keeper", "default")
+    r = ctl_kubeconfig(s, "--user", "dave", "--group", "ops")
+    kc = write(s, "dave.kubeconfig", r.stdout)
+    assert s.stop() == 0
+    s.start()
+    # the signing key (DIR/pki/sa.key) and the CA are the same after the restart
+    code, body = curl_token(s, token)
+    assert code == 201 and body["status"]["userInfo"]["username"] == "system:serviceaccount:default:keeper"
+    res, info = whoami(kc)
+    assert res.returncode == 0 and info["username"] == "dave" and info["groups"] == ["ops", "system:authenticated"]
+    assert oct(os.stat(os.path.join(s.data_dir, "pki", "sa.key")).st_mode & 0o777) == "0o600"
