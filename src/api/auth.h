@@ -15,6 +15,10 @@
  * either, or re-registering, revokes it at once and on every path (unjoin, namespace deletion,
  * garbage collection).
  *
+ * Beside the table, fl_auth_set_authenticators plugs in client certificates (authn_x509.h) and
+ * ServiceAccount tokens (sa_token.h), tried as kube-apiserver's union: a certificate first,
+ * then a bearer token (the table, then a JWT).
+ *
  * http.c authenticates (fl_auth_authenticate) and puts the identity in fl_req.who; api.c calls
  * the authorizer once the path is parsed (fl_auth_authorize, fl_auth_authorize_path) and routes
  * POST /apis/flotilla.io/v1alpha1/register to fl_auth_register. A request whose who is NULL
