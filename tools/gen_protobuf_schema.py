@@ -60,6 +60,10 @@ ROOTS = [
      "k8s.io.api.admissionregistration.v1.ValidatingWebhookConfiguration"),
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration",
      "k8s.io.api.admissionregistration.v1.MutatingWebhookConfiguration"),
+    # what kubectl create token and kubectl auth whoami send (sa_token.c, authn_review.c)
+    ("authentication.k8s.io/v1", "TokenRequest", "k8s.io.api.authentication.v1.TokenRequest"),
+    ("authentication.k8s.io/v1", "TokenReview", "k8s.io.api.authentication.v1.TokenReview"),
+    ("authentication.k8s.io/v1", "SelfSubjectReview", "k8s.io.api.authentication.v1.SelfSubjectReview"),
     ("meta.k8s.io/v1", "DeleteOptions", "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
     ("v1", "DeleteOptions", "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
 ]
@@ -73,6 +77,14 @@ SPECIAL = {
     "k8s.io.apimachinery.pkg.api.resource.Quantity": "FL_PB_SP_QUANTITY",
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "FL_PB_SP_INTORSTRING",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "FL_PB_SP_RAWEXTENSION",
+}
+
+# Messages that wrap a Go named slice (`type ExtraValue []string`, encoded as {items}): there
+# is no struct to read, and nothing a request body needs is in them, so the fields of their
+# type are left out of the tables (the decoder skips unknown fields, as protobuf requires).
+WRAPPED_SLICES = {
+    "k8s.io.api.authentication.v1.ExtraValue",
+    "k8s.io.api.authentication.v1.AttestationValue",
 }
 
 SCALARS = {"string": "FL_PB_STRING", "bytes": "FL_PB_BYTES", "bool": "FL_PB_BOOL",
@@ -181,7 +193,7 @@ def main(argv):
         pkg = full.rsplit(".", 1)[0]
         for f in msgs[full]:
             f["rtype"] = resolve(pkg, f["type"])
-            if f["rtype"] not in SCALARS:
+            if f["rtype"] not in SCALARS and f["rtype"] not in WRAPPED_SLICES:
                 stack.append(f["rtype"])
     order.sort()
 
@@ -223,7 +235,7 @@ def main(argv):
                 gi = info.get(f["num"])
                 if gi is None:
                     sys.exit("%s field %d (%s) has no Go tag" % (full, f["num"], f["name"]))
-                if gi["skip"]:
+                if gi["skip"] or f["rtype"] in WRAPPED_SLICES:
                     continue
                 flags = []
                 if f["map"]:

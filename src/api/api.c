@@ -15,9 +15,11 @@
 #include <string.h>
 
 #include "api/auth.h"
+#include "api/authn_review.h"
 #include "api/discovery.h"
 #include "api/health.h"
 #include "api/openapi_v2.h"
+#include "api/sa_token.h"
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -480,6 +482,30 @@ static const char *kube_verb(const char *method, bool coll, bool watch, const ch
     return "unknown";
 }
 
+/* Ours, not resources: pull-mode agents trade the bootstrap token for their own (auth.c);
+ * authentication.k8s.io's reviews and client certificates, create-only, not stored
+ * (authn_review.c). True when r is answered. */
+static bool handle_auth_path(fl_api *api, fl_req *r)
+{
+    if (fl_auth_is_register_path(r->path))
+        fl_auth_register(api, r);
+    else if (fl_authn_is_review_path(r->path))
+        fl_authn_review(api, r);
+    else
+        return false;
+    return true;
+}
+
+/* Does t's kind serve its subresource t->sub (for method m)? */
+static bool sub_served(fl_api *api, const fl_target *t, const char *m)
+{
+    const fl_kind *k = t->kind;
+    return (!strcmp(t->sub, "status") && k->has_status) || (!strcmp(t->sub, "scale") && k->has_scale) ||
+           (!strcmp(t->sub, "finalize") && !strcmp(k->kind, "Namespace") && !k->group[0]) ||
+           (!strcmp(t->sub, "token") && !strcmp(k->kind, "ServiceAccount") && !k->group[0] &&
+            fl_auth_sa_tokens(api->auth) && !strcmp(m, "POST"));
+}
+
 void fl_api_handle(fl_api *api, fl_req *r)
 {
     char segs[10][256];
@@ -490,11 +516,8 @@ void fl_api_handle(fl_api *api, fl_req *r)
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
         return;
     }
-    /* ours, not a resource: pull-mode agents trade the bootstrap token for their own (auth.c) */
-    if (api->auth && fl_auth_is_register_path(r->path)) {
-        fl_auth_register(api, r);
+    if (api->auth && handle_auth_path(api, r))
         return;
-    }
     bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));
     if (!resource_path && api->auth && !fl_auth_authorize_path(r))
         return;
@@ -561,10 +584,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
         return;
     }
     if (t.sub[0]) {
-        bool ok = (!strcmp(t.sub, "status") && t.kind->has_status) ||
-                  (!strcmp(t.sub, "scale") && t.kind->has_scale) ||
-                  (!strcmp(t.sub, "finalize") && !strcmp(t.kind->kind, "Namespace") && !t.kind->group[0]);
-        if (!ok) {
+        if (!sub_served(api, &t, m)) {
             fl_resp_status(r, 404, "NotFound", &t, NULL, "the server could not find the requested resource");
             return;
         }
@@ -594,6 +614,10 @@ void fl_api_handle(fl_api *api, fl_req *r)
             fl_api_get(api, r, &t);
         }
     } else if (!strcmp(m, "POST")) {
+        if (!coll && !strcmp(t.sub, "token")) { /* TokenRequest (sa_token.c) */
+            fl_sa_token_request(fl_auth_sa_tokens(api->auth), r, &t);
+            return;
+        }
         if (!coll && !(t.sub[0] && !strcmp(t.sub, "finalize"))) {
             fl_resp_status(r, 405, "MethodNotAllowed", &t, NULL, "POST is not allowed on a named %s", t.resource);
             return;

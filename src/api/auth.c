@@ -32,6 +32,9 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "api/authn_x509.h"
+#include "api/jwt.h"
+#include "api/sa_token.h"
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -63,6 +66,8 @@ struct fl_auth {
     pthread_mutex_t reg_mu; /* one registration at a time */
     fl_identity *file_ids;  /* --token-auth-file's identities (guarded by mu) */
     size_t nfile_ids;
+    struct fl_x509_authn *x509; /* client certificates, or NULL */
+    struct fl_sa_tokens *sa;    /* ServiceAccount tokens, or NULL */
 };
 
 /* ---------------------------------------------------------------- identities */
@@ -354,8 +359,10 @@ int fl_auth_authenticate(fl_auth *a, const char *token, fl_identity *who)
     if (found && e.ident == ID_FILE)
         *who = a->file_ids[e.file_index];
     pthread_mutex_unlock(&a->mu);
-    if (!found)
-        return FL_ENOTFOUND;
+    if (!found) /* not a token of the table: a ServiceAccount's JWT? */
+        return a->sa && fl_jwt_looks_like(token) && fl_sa_tokens_authenticate(a->sa, token, NULL, 0, who, NULL) == 0
+                   ? 0
+                   : FL_ENOTFOUND;
     switch (e.ident) {
     case ID_FILE:
         break;
@@ -396,6 +403,39 @@ int fl_auth_authenticate(fl_auth *a, const char *token, fl_identity *who)
     }
     fl_identity_add_group(who, FL_AUTH_GROUP_AUTHENTICATED);
     return 0;
+}
+
+void fl_auth_set_authenticators(fl_auth *a, struct fl_x509_authn *x509, struct fl_sa_tokens *sa)
+{
+    a->x509 = x509;
+    a->sa = sa;
+}
+
+struct fl_sa_tokens *fl_auth_sa_tokens(const fl_auth *a)
+{
+    return a ? a->sa : NULL;
+}
+
+struct fl_x509_authn *fl_auth_x509(const fl_auth *a)
+{
+    return a ? a->x509 : NULL;
+}
+
+bool fl_auth_has_x509(const fl_auth *a)
+{
+    return a && a->x509;
+}
+
+int fl_auth_authenticate_cert(fl_auth *a, const fl_x509_der *certs, size_t n, fl_identity *who)
+{
+    memset(who, 0, sizeof *who);
+    if (!a->x509)
+        return FL_ENOTFOUND;
+    const char *why = NULL;
+    if (fl_x509_authn_verify(a->x509, certs, n, 0, who, &why) == 0)
+        return 0;
+    fl_log(FL_LOG_DEBUG, LOG, "client certificate refused: %s", why ? why : "");
+    return FL_ENOTFOUND;
 }
 
 /* ---------------------------------------------------------------- --token-auth-file */

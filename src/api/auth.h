@@ -15,6 +15,10 @@
  * either, or re-registering, revokes it at once and on every path (unjoin, namespace deletion,
  * garbage collection).
  *
+ * Beside the table, fl_auth_set_authenticators plugs in client certificates (authn_x509.h) and
+ * ServiceAccount tokens (sa_token.h), tried as kube-apiserver's union: a certificate first,
+ * then a bearer token (the table, then a JWT).
+ *
  * http.c authenticates (fl_auth_authenticate) and puts the identity in fl_req.who; api.c calls
  * the authorizer once the path is parsed (fl_auth_authorize, fl_auth_authorize_path) and routes
  * POST /apis/flotilla.io/v1alpha1/register to fl_auth_register. A request whose who is NULL
@@ -103,11 +107,28 @@ int fl_auth_load(fl_auth *a);
 int fl_auth_load_token_file(fl_auth *a, const char *path, char **err);
 
 /* Who holds token? On success fills *who and returns 0; FL_ENOTFOUND (and *who all empty)
- * for an unknown, rotated or revoked token. Every identity found is in system:authenticated;
+ * for an unknown, rotated or revoked token. A token not in the table that has a JWT's shape is
+ * tried as a ServiceAccount token (sa_token.h) when fl_auth_set_authenticators gave one. Every identity found is in system:authenticated;
  * admin also in system:masters, bootstrap in system:bootstrappers, agents in
  * system:flotilla:agents. An agent token found in the table is confirmed against its Secret
  * and Cluster in the store; one that no longer matches is dropped from the table. */
 int fl_auth_authenticate(fl_auth *a, const char *token, fl_identity *who);
+
+/* The other authenticators, as kube-apiserver's union: client certificates (authn_x509.h) and
+ * ServiceAccount tokens (sa_token.h). Either may be NULL (none); not owned, they must outlive
+ * a. Call before serving. */
+struct fl_x509_authn;
+struct fl_sa_tokens;
+struct fl_x509_der;
+void fl_auth_set_authenticators(fl_auth *a, struct fl_x509_authn *x509, struct fl_sa_tokens *sa);
+/* What fl_auth_set_authenticators set (NULL when none, or a NULL). */
+struct fl_sa_tokens *fl_auth_sa_tokens(const fl_auth *a);
+struct fl_x509_authn *fl_auth_x509(const fl_auth *a);
+bool fl_auth_has_x509(const fl_auth *a);
+/* Who does the client certificate chain certs (leaf first, DER as TLS delivered it) name?
+ * 0 with *who set, or FL_ENOTFOUND (*who all empty) when no certificate verifier is set or the
+ * chain does not verify for client authentication against the trusted CAs. */
+int fl_auth_authenticate_cert(fl_auth *a, const struct fl_x509_der *certs, size_t n, fl_identity *who);
 
 /* Agent tokens in the table (for tests and metrics). */
 size_t fl_auth_agent_count(fl_auth *a);

@@ -3,8 +3,9 @@
  * cost memory, not threads.
  *
  * Owns the listening socket, TLS (1.2 or newer, AEAD ciphers by default; GnuTLS underneath,
- * so kube-apiserver's --tls-min-version and --tls-cipher-suites become a priority string), bearer-token authentication (one token, or the
- * server's token table, auth.h, which names the caller for authorization), the request size
+ * so kube-apiserver's --tls-min-version and --tls-cipher-suites become a priority string), authentication
+ * (one bearer token, or the server's authenticators, auth.h: client certificates, the token
+ * table and ServiceAccount tokens, which name the caller for authorization), the request size
  * limit (413 past 3 MiB, as Kubernetes; at once when Content-Length announces
  * over 4 times that), the
  * in-flight cap (429 under overload; the health checks are exempt, as in kube-apiserver), and
@@ -57,6 +58,9 @@ typedef struct fl_http_config {
     struct fl_auth *auth;      /* set: bearer tokens are looked up in this table instead of compared
                                 * with token, and each request carries its identity (fl_req.user)
                                 * for the authorizer; see auth.h. Not owned. */
+    const char *client_ca_pem; /* set (with auth): clients are asked, not required, for a certificate,
+                                * which auth verifies (fl_auth_authenticate_cert); GnuTLS names
+                                * these CAs to the client as acceptable issuers. Copied at start. */
     const char *tls_min_version;   /* kube-apiserver's names: "VersionTLS12" (NULL = that) or "VersionTLS13" */
     const char *tls_cipher_suites; /* comma-separated IANA names; NULL or "" = ECDHE with AEAD ciphers */
     size_t max_body;           /* bytes; 0 = 3 MiB */

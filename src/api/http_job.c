@@ -10,6 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include <gnutls/gnutls.h>
+
+#include "api/authn_x509.h"
 #include "api/http_priv.h"
 #include "api/tls.h"
 #include "core/mem.h"
@@ -72,6 +75,29 @@ static char *dup_or_null(const char *v)
     return v ? fl_strdup(v) : NULL;
 }
 
+/* The client certificate chain the TLS session holds (when the server verifies client
+ * certificates), copied while MHD's thread has the connection: the worker checks it. */
+static void copy_peer_certs(fl_http *h, struct MHD_Connection *c, req_job *j)
+{
+    if (!h->cfg.client_ca_pem || !fl_auth_has_x509(h->cfg.auth))
+        return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    unsigned n = 0;
+    const gnutls_datum_t *d = ci && ci->tls_session ? gnutls_certificate_get_peers(ci->tls_session, &n) : NULL;
+    if (!d || !n)
+        return;
+    size_t max = sizeof j->peer_len / sizeof j->peer_len[0], total = 0;
+    j->npeer = n < max ? n : max;
+    for (size_t i = 0; i < j->npeer; i++)
+        total += (j->peer_len[i] = d[i].size);
+    j->peer_certs = fl_malloc(total ? total : 1);
+    total = 0;
+    for (size_t i = 0; i < j->npeer; i++) {
+        memcpy(j->peer_certs + total, d[i].data, d[i].size);
+        total += d[i].size;
+    }
+}
+
 req_job *fl_http_job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, const char *url, const char *method)
 {
     req_job *j = fl_calloc(1, sizeof *j);
@@ -85,6 +111,7 @@ req_job *fl_http_job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, c
     j->accept = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"));
     j->user_agent = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent"));
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &j->r);
+    copy_peer_certs(h, c, j);
     j->watch = !strcmp(method, "GET") && is_watch_request(c, url);
     return j;
 }
@@ -102,6 +129,7 @@ void fl_http_job_free(req_job *j)
     free(j->content_type);
     free(j->accept);
     free(j->user_agent);
+    free(j->peer_certs);
     free(j);
 }
 
@@ -170,10 +198,17 @@ bool fl_http_job_handle(req_job *j)
     const fl_identity *who = NULL; /* NULL: authentication is off, nothing is authorized */
     const char *auth = j->authorization;
     if (h->cfg.auth && !route->handle) {
-        /* the token table: every token names an identity; public paths need none */
-        if (auth && !strncmp(auth, "Bearer ", 7) && fl_auth_authenticate(h->cfg.auth, auth + 7, &st->who) == 0) {
+        /* as kube-apiserver's union of authenticators: a client certificate that verifies, else
+         * a bearer token (the table, or a ServiceAccount's JWT); public paths need neither */
+        fl_x509_der certs[4];
+        size_t off = 0;
+        for (size_t i = 0; i < j->npeer; off += j->peer_len[i++])
+            certs[i] = (fl_x509_der){j->peer_certs + off, j->peer_len[i]};
+        if (j->npeer && fl_auth_authenticate_cert(h->cfg.auth, certs, j->npeer, &st->who) == 0) {
             who = &st->who;
-        } else if (!auth && public_path(route->path)) {
+        } else if (auth && !strncmp(auth, "Bearer ", 7) && fl_auth_authenticate(h->cfg.auth, auth + 7, &st->who) == 0) {
+            who = &st->who;
+        } else if (!auth && !j->npeer && public_path(route->path)) {
             fl_identity_anonymous(&st->who);
             who = &st->who;
         } else { /* credentials that fail are refused even where none are needed, as the apiserver does */

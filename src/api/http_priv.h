@@ -58,6 +58,9 @@ struct req_job {
     conn_state *st;
     fl_http_route route;   /* route.path points into url */
     char *method, *url, *authorization, *content_type, *accept, *user_agent;
+    unsigned char *peer_certs;   /* the client's certificate chain as TLS delivered it (DER, back
+                                  * to back), or NULL; lengths in peer_len */
+    size_t peer_len[4], npeer;
     fl_req r;              /* query owned here; then the answer */
     bool watch;
     bool over;             /* no slot was free (429 once authenticated) */

@@ -45,6 +45,16 @@ static const fl_pb_msg M_apps_v1_StatefulSetPersistentVolumeClaimRetentionPolicy
 static const fl_pb_msg M_apps_v1_StatefulSetSpec;
 static const fl_pb_msg M_apps_v1_StatefulSetStatus;
 static const fl_pb_msg M_apps_v1_StatefulSetUpdateStrategy;
+static const fl_pb_msg M_authentication_v1_BoundObjectReference;
+static const fl_pb_msg M_authentication_v1_SelfSubjectReview;
+static const fl_pb_msg M_authentication_v1_SelfSubjectReviewStatus;
+static const fl_pb_msg M_authentication_v1_TokenRequest;
+static const fl_pb_msg M_authentication_v1_TokenRequestSpec;
+static const fl_pb_msg M_authentication_v1_TokenRequestStatus;
+static const fl_pb_msg M_authentication_v1_TokenReview;
+static const fl_pb_msg M_authentication_v1_TokenReviewSpec;
+static const fl_pb_msg M_authentication_v1_TokenReviewStatus;
+static const fl_pb_msg M_authentication_v1_UserInfo;
 static const fl_pb_msg M_autoscaling_v2_ContainerResourceMetricSource;
 static const fl_pb_msg M_autoscaling_v2_ContainerResourceMetricStatus;
 static const fl_pb_msg M_autoscaling_v2_CrossVersionObjectReference;
@@ -637,6 +647,73 @@ static const fl_pb_field F_apps_v1_StatefulSetUpdateStrategy[] = {
     {2, "rollingUpdate", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_apps_v1_RollingUpdateStatefulSetStrategy},
 };
 static const fl_pb_msg M_apps_v1_StatefulSetUpdateStrategy = {"StatefulSetUpdateStrategy", FL_PB_SP_NONE, F_apps_v1_StatefulSetUpdateStrategy, 2};
+
+static const fl_pb_field F_authentication_v1_BoundObjectReference[] = {
+    {1, "kind", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {2, "apiVersion", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {3, "name", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {4, "uid", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_authentication_v1_BoundObjectReference = {"BoundObjectReference", FL_PB_SP_NONE, F_authentication_v1_BoundObjectReference, 4};
+
+static const fl_pb_field F_authentication_v1_SelfSubjectReview[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "status", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_authentication_v1_SelfSubjectReviewStatus},
+};
+static const fl_pb_msg M_authentication_v1_SelfSubjectReview = {"SelfSubjectReview", FL_PB_SP_NONE, F_authentication_v1_SelfSubjectReview, 2};
+
+static const fl_pb_field F_authentication_v1_SelfSubjectReviewStatus[] = {
+    {1, "userInfo", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_authentication_v1_UserInfo},
+};
+static const fl_pb_msg M_authentication_v1_SelfSubjectReviewStatus = {"SelfSubjectReviewStatus", FL_PB_SP_NONE, F_authentication_v1_SelfSubjectReviewStatus, 1};
+
+static const fl_pb_field F_authentication_v1_TokenRequest[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "spec", FL_PB_MESSAGE, 0, &M_authentication_v1_TokenRequestSpec},
+    {3, "status", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_authentication_v1_TokenRequestStatus},
+};
+static const fl_pb_msg M_authentication_v1_TokenRequest = {"TokenRequest", FL_PB_SP_NONE, F_authentication_v1_TokenRequest, 3};
+
+static const fl_pb_field F_authentication_v1_TokenRequestSpec[] = {
+    {1, "audiences", FL_PB_STRING, FL_PBF_REPEATED, NULL},
+    {3, "boundObjectRef", FL_PB_MESSAGE, FL_PBF_POINTER, &M_authentication_v1_BoundObjectReference},
+    {4, "expirationSeconds", FL_PB_INT64, FL_PBF_POINTER, NULL},
+};
+static const fl_pb_msg M_authentication_v1_TokenRequestSpec = {"TokenRequestSpec", FL_PB_SP_NONE, F_authentication_v1_TokenRequestSpec, 3};
+
+static const fl_pb_field F_authentication_v1_TokenRequestStatus[] = {
+    {1, "token", FL_PB_STRING, 0, NULL},
+    {2, "expirationTimestamp", FL_PB_MESSAGE, 0, &M_meta_v1_Time},
+};
+static const fl_pb_msg M_authentication_v1_TokenRequestStatus = {"TokenRequestStatus", FL_PB_SP_NONE, F_authentication_v1_TokenRequestStatus, 2};
+
+static const fl_pb_field F_authentication_v1_TokenReview[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "spec", FL_PB_MESSAGE, 0, &M_authentication_v1_TokenReviewSpec},
+    {3, "status", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_authentication_v1_TokenReviewStatus},
+};
+static const fl_pb_msg M_authentication_v1_TokenReview = {"TokenReview", FL_PB_SP_NONE, F_authentication_v1_TokenReview, 3};
+
+static const fl_pb_field F_authentication_v1_TokenReviewSpec[] = {
+    {1, "token", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {2, "audiences", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_authentication_v1_TokenReviewSpec = {"TokenReviewSpec", FL_PB_SP_NONE, F_authentication_v1_TokenReviewSpec, 2};
+
+static const fl_pb_field F_authentication_v1_TokenReviewStatus[] = {
+    {1, "authenticated", FL_PB_BOOL, FL_PBF_OMITEMPTY, NULL},
+    {2, "user", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_authentication_v1_UserInfo},
+    {3, "error", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {4, "audiences", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_authentication_v1_TokenReviewStatus = {"TokenReviewStatus", FL_PB_SP_NONE, F_authentication_v1_TokenReviewStatus, 4};
+
+static const fl_pb_field F_authentication_v1_UserInfo[] = {
+    {1, "username", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {2, "uid", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {3, "groups", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_authentication_v1_UserInfo = {"UserInfo", FL_PB_SP_NONE, F_authentication_v1_UserInfo, 3};
 
 static const fl_pb_field F_autoscaling_v2_ContainerResourceMetricSource[] = {
     {1, "name", FL_PB_STRING, 0, NULL},
@@ -3151,6 +3228,9 @@ const fl_pb_kind fl_pb_kinds[] = {
     {"discovery.k8s.io/v1", "EndpointSlice", &M_discovery_v1_EndpointSlice},
     {"admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", &M_admissionregistration_v1_ValidatingWebhookConfiguration},
     {"admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", &M_admissionregistration_v1_MutatingWebhookConfiguration},
+    {"authentication.k8s.io/v1", "TokenRequest", &M_authentication_v1_TokenRequest},
+    {"authentication.k8s.io/v1", "TokenReview", &M_authentication_v1_TokenReview},
+    {"authentication.k8s.io/v1", "SelfSubjectReview", &M_authentication_v1_SelfSubjectReview},
     {"meta.k8s.io/v1", "DeleteOptions", &M_meta_v1_DeleteOptions},
     {"v1", "DeleteOptions", &M_meta_v1_DeleteOptions},
 };

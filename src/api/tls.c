@@ -10,6 +10,7 @@
  *   server.crt / server.key  EC P-256 "flotilla-server" signed by the CA, 1 year,
  *                            SANs localhost, 127.0.0.1, ::1 and the caller's extras
  *   admin.token              32 random bytes as 64 hex digits
+ *   sa.key                   EC P-256 key that signs ServiceAccount tokens (sa_token.c)
  *
  * Later starts load the same files, so kubeconfigs written earlier stay valid. The
  * CA and the token are never replaced behind the user's back: if one is unreadable
@@ -502,10 +503,44 @@ static int ensure_token(const char *path, char **out, char **err)
     return 0;
 }
 
+/* ---------- the ServiceAccount token key ---------- */
+
+/* Load the key that signs ServiceAccount tokens, creating it (EC P-256, mode 0600) when
+ * missing. Unlike the serving certificate it is never replaced silently: every token issued
+ * so far is signed with it. *out is its PKCS#8 PEM (heap). */
+static int ensure_sa_key(const char *path, char **out, char **err)
+{
+    *out = NULL;
+    EVP_PKEY *key = NULL;
+    int rc = load_key(path, &key);
+    if (rc == FL_EINVAL)
+        return fail(err, "pki: %s is damaged; delete it to create a new one (ServiceAccount tokens issued so "
+                         "far stop working)", path);
+    if (rc && rc != FL_ENOTFOUND)
+        return fail(err, "pki: cannot read %s: %s", path, strerror(errno));
+    if (rc == FL_ENOTFOUND) {
+        if (!(key = new_key()))
+            return fail(err, "pki: cannot generate %s", path);
+        char *pem = key_to_pem(key);
+        rc = save_pem(path, pem, 0600, err);
+        if (pem)
+            OPENSSL_cleanse(pem, strlen(pem));
+        free(pem);
+        if (rc) {
+            EVP_PKEY_free(key);
+            return rc;
+        }
+        fl_log(FL_LOG_INFO, "pki", "created ServiceAccount token key %s", path);
+    }
+    *out = key_to_pem(key);
+    EVP_PKEY_free(key);
+    return *out ? 0 : fail(err, "pki: cannot encode %s", path);
+}
+
 /* ---------- public ---------- */
 
 /* The files under DIR/pki/ that hold secrets: what must stay private to the server's user. */
-static const char *const SECRET_FILES[] = {"ca.key", "server.key", "admin.token", "bootstrap.token", NULL};
+static const char *const SECRET_FILES[] = {"ca.key", "server.key", "sa.key", "admin.token", "bootstrap.token", NULL};
 
 /* Refuse keys and tokens others can read: they were exposed, and going on would hide it. */
 static int check_secrets_private(const char *pki, char **err)
@@ -552,7 +587,7 @@ int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, c
     char *pki = fl_asprintf("%s/pki", dir);
     char *ca_crt = fl_asprintf("%s/ca.crt", pki), *ca_key_p = fl_asprintf("%s/ca.key", pki);
     char *srv_crt = fl_asprintf("%s/server.crt", pki), *srv_key_p = fl_asprintf("%s/server.key", pki);
-    char *tok_p = fl_asprintf("%s/admin.token", pki);
+    char *tok_p = fl_asprintf("%s/admin.token", pki), *sa_key_p = fl_asprintf("%s/sa.key", pki);
     EVP_PKEY *ca_key = NULL, *srv_key = NULL;
     X509 *ca = NULL, *srv = NULL;
     san *sans = NULL;
@@ -637,13 +672,16 @@ int fl_pki_ensure(const char *dir, const char *const *extra_sans, fl_pki *out, c
 
     if ((rc = ensure_token(tok_p, &out->admin_token, err)))
         goto out;
+    if ((rc = ensure_sa_key(sa_key_p, &out->sa_key_pem, err)))
+        goto out;
 
     /* Hand back normalised PEM (re-encoded from the parsed objects), so a key the
      * user dropped in as "BEGIN EC PRIVATE KEY" still reaches GnuTLS as PKCS#8. */
     out->ca_cert_pem = cert_to_pem(ca);
     out->server_cert_pem = cert_to_pem(srv);
     out->server_key_pem = key_to_pem(srv_key);
-    if (!out->ca_cert_pem || !out->server_cert_pem || !out->server_key_pem) {
+    out->ca_key_pem = key_to_pem(ca_key);
+    if (!out->ca_cert_pem || !out->server_cert_pem || !out->server_key_pem || !out->ca_key_pem) {
         rc = fail(err, "pki: cannot encode certificates as PEM");
         goto out;
     }
@@ -664,6 +702,7 @@ out:
     free(srv_crt);
     free(srv_key_p);
     free(tok_p);
+    free(sa_key_p);
     return rc;
 }
 
@@ -683,6 +722,8 @@ void fl_pki_close(fl_pki *p)
     free(p->server_cert_pem);
     free_secret(p->server_key_pem);
     free_secret(p->admin_token);
+    free_secret(p->ca_key_pem);
+    free_secret(p->sa_key_pem);
     memset(p, 0, sizeof *p);
 }
 
@@ -699,4 +740,110 @@ int fl_token_equal(const char *a, const char *b)
     SHA256((const unsigned char *)a, strlen(a), da);
     SHA256((const unsigned char *)b, strlen(b), db);
     return CRYPTO_memcmp(da, db, sizeof da) == 0;
+}
+
+/* ---------- client certificates ---------- */
+
+static X509 *cert_from_pem(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    return x;
+}
+
+static EVP_PKEY *key_from_pem(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    return k;
+}
+
+/* Copy the CN and every O of the request's subject into name, in that order: nothing else
+ * of what a requester asks for reaches the certificate. */
+static int copy_subject(X509_NAME *from, X509_NAME *to, char **err)
+{
+    int cn = X509_NAME_get_index_by_NID(from, NID_commonName, -1);
+    if (cn < 0)
+        return fail(err, "the request's subject has no common name (CN): it names the user");
+    if (X509_NAME_get_index_by_NID(from, NID_commonName, cn) >= 0)
+        return fail(err, "the request's subject has more than one common name (CN)");
+    X509_NAME_ENTRY *e = X509_NAME_get_entry(from, cn);
+    if (X509_NAME_add_entry(to, e, -1, 0) != 1)
+        return fail(err, "cannot copy the request's subject");
+    for (int i = X509_NAME_get_index_by_NID(from, NID_organizationName, -1); i >= 0;
+         i = X509_NAME_get_index_by_NID(from, NID_organizationName, i))
+        if (X509_NAME_add_entry(to, X509_NAME_get_entry(from, i), -1, 0) != 1)
+            return fail(err, "cannot copy the request's organizations (O)");
+    return 0;
+}
+
+int fl_pki_sign_client(const char *ca_cert_pem, const char *ca_key_pem, const char *csr_pem, long long seconds,
+                       char **cert_pem, char **err)
+{
+    *cert_pem = NULL;
+    if (err)
+        *err = NULL;
+    X509 *ca = cert_from_pem(ca_cert_pem), *x = NULL;
+    EVP_PKEY *ca_key = key_from_pem(ca_key_pem), *pub = NULL;
+    X509_REQ *req = NULL;
+    int rc = FL_EIO;
+    if (!ca || !ca_key) {
+        rc = fail(err, "pki: the CA certificate or key cannot be read");
+        goto out;
+    }
+    BIO *b = BIO_new_mem_buf(csr_pem, -1);
+    req = b ? PEM_read_bio_X509_REQ(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    if (!req || !(pub = X509_REQ_get_pubkey(req)) || X509_REQ_verify(req, pub) != 1) {
+        fail(err, "not a PEM certificate request (\"BEGIN CERTIFICATE REQUEST\") signed by its own key");
+        rc = FL_EINVAL;
+        goto out;
+    }
+    if (seconds < FL_PKI_CLIENT_MIN_SECONDS) {
+        fail(err, "may not specify a duration less than %d seconds", FL_PKI_CLIENT_MIN_SECONDS);
+        rc = FL_EINVAL;
+        goto out;
+    }
+    /* never past the CA: a certificate its issuer outlives is all a client can check */
+    time_t now = time(NULL), until = now + (time_t)seconds;
+    if (X509_cmp_time(X509_get0_notAfter(ca), &until) < 0) {
+        int days = 0, secs = 0;
+        if (ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notAfter(ca)) == 1 && days >= 0 && secs >= 0)
+            until = now + (time_t)days * 86400 + secs;
+    }
+    if (!(x = X509_new()) || X509_set_version(x, X509_VERSION_3) != 1 || set_random_serial(x) < 0 ||
+        !X509_gmtime_adj(X509_getm_notBefore(x), -BACKDATE_SECS) ||
+        !X509_time_adj_ex(X509_getm_notAfter(x), 0, (long)(until - now), NULL) || X509_set_pubkey(x, pub) != 1 ||
+        X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1) {
+        rc = fail(err, "pki: cannot build the client certificate");
+        goto out;
+    }
+    if ((rc = copy_subject(X509_REQ_get_subject_name(req), X509_get_subject_name(x), err))) {
+        rc = FL_EINVAL;
+        goto out;
+    }
+    X509V3_CTX ctx;
+    X509V3_set_ctx(&ctx, ca, x, NULL, NULL, 0);
+    if (add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
+        add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature,keyEncipherment") < 0 ||
+        add_ext(x, &ctx, NID_ext_key_usage, "clientAuth") < 0 ||
+        add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always") < 0 || X509_sign(x, ca_key, EVP_sha256()) <= 0) {
+        rc = fail(err, "pki: cannot sign the client certificate");
+        goto out;
+    }
+    if (!(*cert_pem = cert_to_pem(x))) {
+        rc = fail(err, "pki: cannot encode the client certificate");
+        goto out;
+    }
+    rc = 0;
+out:
+    ERR_clear_error();
+    X509_free(ca);
+    X509_free(x);
+    X509_REQ_free(req);
+    EVP_PKEY_free(ca_key);
+    EVP_PKEY_free(pub);
+    return rc;
 }

@@ -42,4 +42,7 @@ int fl_cmd_agent(int argc, char **argv);
  * included, the verb itself excluded. */
 int fl_ctl_suspend(bool suspend, int argc, char **argv);
 
+/* `flotilla ctl kubeconfig ...` (kubeconfig_cmd.c); argv as fl_ctl_suspend's. */
+int fl_ctl_kubeconfig(int argc, char **argv);
+
 #endif

@@ -6,6 +6,7 @@
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
  *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
+ *   flotilla ctl kubeconfig --user NAME [--group G]...   (kubeconfig_cmd.c)
  *
  * As with karmadactl, --kubeconfig/--context name the control plane (kubectl's rules:
  * $KUBECONFIG, then ~/.kube/config, when absent) and the member's kubeconfig is given
@@ -76,6 +77,9 @@ static void usage(FILE *f)
                "         [--watch] [--wait] [--timeout DURATION]\n"
                "                 is it live on every cluster, and if not, where and why\n"
                "                 (see 'flotilla ctl status --help')\n"
+               "  kubeconfig --user NAME [--group G]... [--namespace NS] [--days N]\n"
+               "                 print a kubeconfig for a person, with a client certificate signed by\n"
+               "                 the control plane (see 'flotilla ctl kubeconfig --help')\n"
                "\n"
                "Options:\n"
                "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
@@ -419,7 +423,7 @@ static int verb_index(int argc, char **argv)
     static const char *const with_value[] = {"--kubeconfig", "--context", "--cluster-kubeconfig", "--cluster-context",
                                              "--members-kubeconfig", "--set", "-n", "--namespace", "--clusters",
                                              "--timeout", "-o", "--output", "--cluster", "--state",
-                                             "--chunk-size", NULL};
+                                             "--chunk-size", "--user", "--group", "--days", NULL};
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] != '-')
             return i;
@@ -443,6 +447,16 @@ int fl_cmd_ctl(int argc, char **argv)
             if (i != v)
                 rest[n++] = argv[i];
         int rc = !strcmp(argv[v], "status") ? fl_ctl_status(n, rest) : fl_ctl_failover(n, rest);
+        free(rest);
+        return rc;
+    }
+    if (v > 0 && !strcmp(argv[v], "kubeconfig")) {
+        char **rest = fl_calloc((size_t)argc, sizeof *rest);
+        int n = 0;
+        for (int i = 1; i < argc; i++)
+            if (i != v)
+                rest[n++] = argv[i];
+        int rc = fl_ctl_kubeconfig(n, rest);
         free(rest);
         return rc;
     }

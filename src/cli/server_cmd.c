@@ -25,6 +25,8 @@
 
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/authn_x509.h"
+#include "api/sa_token.h"
 #include "api/health.h"
 #include "api/http.h"
 #include "api/kinds.h"
@@ -85,6 +87,13 @@ static void usage(FILE *f)
                "  --logging-format F        text (default) or json: one JSON object per line on stderr\n"
                "  --token-auth-file FILE    more bearer tokens, as kube-apiserver's: CSV lines\n"
                "                            token,user,uid[,\"group1,group2\"] (docs/access.md)\n"
+               "  --client-ca-file FILE     CAs whose client certificates authenticate (CN user, O groups)\n"
+               "                            (default: the server's own CA, DIR/pki/ca.crt)\n"
+               "  --service-account-issuer URL  iss of the ServiceAccount tokens issued and accepted\n"
+               "                            (default https://kubernetes.default.svc)\n"
+               "  --api-audiences LIST      audiences a token must be for (default: the issuer)\n"
+               "  --service-account-max-token-expiration D  cap on a TokenRequest's expirationSeconds\n"
+               "                            (e.g. 24h; default none beyond 2^32 s)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -176,6 +185,9 @@ typedef struct server_opts {
     long long failover_history_limit;
     long long shutdown_delay_s; /* --shutdown-delay-duration */
     const char *token_auth_file; /* --token-auth-file, or NULL */
+    const char *client_ca_file;  /* --client-ca-file, or NULL: DIR/pki/ca.crt */
+    const char *sa_issuer, *api_audiences; /* NULL: the defaults (sa_token.h) */
+    long long sa_max_seconds;    /* --service-account-max-token-expiration; 0: none */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -190,6 +202,9 @@ typedef struct server {
     char *metrics_token; /* DIR/pki/metrics-reader.token: the metrics reader's */
     fl_api api;
     fl_auth *auth;
+    fl_x509_authn *x509;   /* client certificates */
+    fl_sa_tokens *sa;      /* ServiceAccount tokens */
+    char *client_ca_pem;
     int ncrd, nagents;
     fl_http *http;
     char *url, *kubeconfig;
@@ -252,6 +267,46 @@ static int positive_arg(const char *flag, const char *arg, const char *unit, lon
     return 0;
 }
 
+/* A Go duration of whole hours, minutes and seconds ("24h", "1h30m", "600s") in seconds; -1
+ * when s is not one. */
+static long long duration_seconds(const char *s)
+{
+    long long total = 0;
+    if (!*s)
+        return -1;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        long long unit = *end == 'h' ? 3600 : *end == 'm' ? 60 : *end == 's' ? 1 : 0;
+        if (errno || end == s || v < 0 || !unit || v > (1LL << 40))
+            return -1;
+        total += v * unit;
+        s = end + 1;
+    }
+    return total;
+}
+
+/* `flotilla server`'s flags: the value is parse_args's case. */
+static const struct option longopts[] = {
+    {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
+    {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
+    {"compact-window", required_argument, 0, 'w'}, {"bookmark-interval-ms", required_argument, 0, 'b'},
+    {"no-fsync", no_argument, 0, 'n'},            {"help", no_argument, 0, 'h'},
+    {"tls-min-version", required_argument, 0, 'T'}, {"tls-cipher-suites", required_argument, 0, 'C'},
+    {"max-object-bytes", required_argument, 0, 'O'},
+    {"http-header-timeout", required_argument, 0, 'H'}, {"http-body-timeout", required_argument, 0, 'B'},
+    {"http-idle-timeout", required_argument, 0, 'I'},
+    {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
+    {"failover-history-limit", required_argument, 0, 'Y'},
+    {"shutdown-delay-duration", required_argument, 0, 'D'},
+    {"token-auth-file", required_argument, 0, 'A'},
+    {"client-ca-file", required_argument, 0, 'c'}, {"service-account-issuer", required_argument, 0, 'i'},
+    {"api-audiences", required_argument, 0, 'a'},
+    {"service-account-max-token-expiration", required_argument, 0, 'x'},
+    {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
+    {0, 0, 0, 0}};
+
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, server_opts *o)
 {
@@ -260,21 +315,6 @@ static int parse_args(int argc, char **argv, server_opts *o)
                        .idle_timeout_s = FL_HTTP_IDLE_TIMEOUT_S, .eviction_rate = FL_EVICTION_DEFAULT_RATE,
                        .eviction_timeout_s = FL_EVICTION_DEFAULT_GRACE_S,
                        .failover_history_limit = FL_EVICTION_DEFAULT_HISTORY};
-    static const struct option longopts[] = {
-        {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
-        {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
-        {"compact-window", required_argument, 0, 'w'}, {"bookmark-interval-ms", required_argument, 0, 'b'},
-        {"no-fsync", no_argument, 0, 'n'},            {"help", no_argument, 0, 'h'},
-        {"tls-min-version", required_argument, 0, 'T'}, {"tls-cipher-suites", required_argument, 0, 'C'},
-        {"max-object-bytes", required_argument, 0, 'O'},
-        {"http-header-timeout", required_argument, 0, 'H'}, {"http-body-timeout", required_argument, 0, 'B'},
-        {"http-idle-timeout", required_argument, 0, 'I'},
-        {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
-        {"failover-history-limit", required_argument, 0, 'Y'},
-        {"shutdown-delay-duration", required_argument, 0, 'D'},
-        {"token-auth-file", required_argument, 0, 'A'},
-        {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
-        {0, 0, 0, 0}};
     int c;
     const char *log_format = NULL, *log_v = NULL; /* core/log.h */
     optind = 1;
@@ -284,6 +324,16 @@ static int parse_args(int argc, char **argv, server_opts *o)
         case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
         case 'L': log_format = optarg; break;
         case 'A': o->token_auth_file = optarg; break;
+        case 'c': o->client_ca_file = optarg; break;
+        case 'i': o->sa_issuer = optarg; break;
+        case 'a': o->api_audiences = optarg; break;
+        case 'x':
+            if ((o->sa_max_seconds = duration_seconds(optarg)) < FL_SA_MIN_SECONDS) {
+                fprintf(stderr, "flotilla server: --service-account-max-token-expiration: expected a duration of "
+                                "at least 10m (e.g. 24h), not \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
         case 'l': o->listen = optarg; break;
         case 'k': o->insecure = true; break;
         case 'm': o->max_inflight = atoi(optarg); break;
@@ -505,6 +555,39 @@ static int ensure_credentials(server *sv)
     return rc;
 }
 
+/* Client certificates (the CA given, else ours; ours signs them for `flotilla ctl kubeconfig`)
+ * and ServiceAccount tokens (signed with DIR/pki/sa.key). 0, or 1 after one line on stderr. */
+static int setup_authenticators(server *sv)
+{
+    char *err = NULL;
+    int rc = 0;
+    if (sv->o.client_ca_file) {
+        size_t n;
+        if (fl_read_file(sv->o.client_ca_file, 1 << 20, &sv->client_ca_pem, &n)) {
+            fprintf(stderr, "flotilla server: --client-ca-file %s: cannot read it\n", sv->o.client_ca_file);
+            return 1;
+        }
+    } else {
+        sv->client_ca_pem = fl_strdup(sv->pki.ca_cert_pem);
+    }
+    if ((rc = fl_x509_authn_new(sv->client_ca_pem, &sv->x509, &err))) {
+        fprintf(stderr, "flotilla server: --client-ca-file %s: %s\n",
+                sv->o.client_ca_file ? sv->o.client_ca_file : "(the server's CA)", err);
+        goto out;
+    }
+    fl_x509_authn_set_signer(sv->x509, sv->pki.ca_cert_pem, sv->pki.ca_key_pem);
+    fl_sa_config sc = {.key_pem = sv->pki.sa_key_pem, .issuer = sv->o.sa_issuer, .audiences = sv->o.api_audiences,
+                       .max_seconds = sv->o.sa_max_seconds};
+    if ((rc = fl_sa_tokens_new(&sv->api, &sc, &sv->sa, &err))) {
+        fprintf(stderr, "flotilla server: %s\n", err);
+        goto out;
+    }
+    fl_auth_set_authenticators(sv->auth, sv->x509, sv->sa);
+out:
+    free(err);
+    return rc ? 1 : 0;
+}
+
 /* The API over the store: authentication, the agents' tokens, the stored CRDs served again,
  * the system namespaces, and the metrics of the store and of the reconciled revision. */
 static int setup_api(server *sv)
@@ -529,6 +612,8 @@ static int setup_api(server *sv)
         }
         fl_log(FL_LOG_INFO, "server", "loaded %d tokens from %s", n, sv->o.token_auth_file);
     }
+    if (!sv->o.insecure && setup_authenticators(sv))
+        return 1;
     sv->ncrd = fl_api_load_crds(&sv->api);
     sv->nagents = fl_auth_load(sv->auth);
     static const char *system_namespaces[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
@@ -567,6 +652,7 @@ static int start_http(server *sv)
                            .key_pem = insecure ? NULL : sv->pki.server_key_pem,
                            .token = insecure ? NULL : sv->pki.admin_token,
                            .auth = insecure ? NULL : sv->auth,
+                           .client_ca_pem = insecure ? NULL : sv->client_ca_pem,
                            .tls_min_version = sv->o.tls_min_version,
                            .tls_cipher_suites = sv->o.tls_cipher_suites,
                            .max_inflight = sv->o.max_inflight,
@@ -692,6 +778,9 @@ static void server_close(server *sv)
     fl_client_free(sv->cp);
     fl_http_stop(sv->http);
     fl_auth_free(sv->auth);
+    fl_x509_authn_free(sv->x509);
+    fl_sa_tokens_free(sv->sa);
+    free(sv->client_ca_pem);
     free_token(sv->bootstrap_token);
     free_token(sv->metrics_token);
     fl_store_free(sv->store);

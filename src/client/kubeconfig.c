@@ -452,42 +452,75 @@ int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca
     return fl_kubeconfig_write_user(path, server_url, ca_pem, "admin", token);
 }
 
-int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
-                             const char *token)
+/* "name: <b64>" of pem on one line of standard base64, as kubectl itself writes *-data fields. */
+static void pem_field(FILE *f, const char *name, const char *pem)
+{
+    char *b64 = fl_base64_encode(pem, strlen(pem));
+    fprintf(f, "    %s: %s\n", name, b64);
+    OPENSSL_cleanse(b64, strlen(b64));
+    free(b64);
+}
+
+char *fl_kubeconfig_format(const fl_kubeconfig_spec *k, size_t *len)
 {
     char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
     if (!f)
-        return FL_EIO;
-
-    fputs("apiVersion: v1\nkind: Config\nclusters:\n- name: flotilla\n  cluster:\n    server: ", f);
-    yaml_quoted(f, server_url ? server_url : "");
+        return NULL;
+    const char *cluster = k->cluster ? k->cluster : "flotilla";
+    const char *context = k->context ? k->context : "flotilla";
+    fputs("apiVersion: v1\nkind: Config\nclusters:\n- name: ", f);
+    yaml_name(f, cluster);
+    fputs("\n  cluster:\n    server: ", f);
+    yaml_quoted(f, k->server ? k->server : "");
     fputc('\n', f);
-    if (ca_pem) {
-        /* Standard base64 on one line, as kubectl itself writes it. */
-        char *b64 = fl_base64_encode(ca_pem, strlen(ca_pem));
-        fprintf(f, "    certificate-authority-data: %s\n", b64);
-        free(b64);
-    }
+    if (k->ca_pem)
+        pem_field(f, "certificate-authority-data", k->ca_pem);
     fputs("users:\n- name: ", f);
-    yaml_name(f, user);
+    yaml_name(f, k->user);
     fputs("\n  user:", f);
-    if (token) {
+    if (k->token) {
         fputs("\n    token: ", f);
-        yaml_quoted(f, token);
+        yaml_quoted(f, k->token);
         fputc('\n', f);
+    } else if (k->cert_pem && k->key_pem) {
+        fputc('\n', f);
+        pem_field(f, "client-certificate-data", k->cert_pem);
+        pem_field(f, "client-key-data", k->key_pem);
     } else {
         fputs(" {}\n", f);
     }
-    fputs("contexts:\n- name: flotilla\n  context:\n    cluster: flotilla\n    user: ", f);
-    yaml_name(f, user);
-    fputs("\ncurrent-context: flotilla\npreferences: {}\n", f);
+    fputs("contexts:\n- name: ", f);
+    yaml_name(f, context);
+    fputs("\n  context:\n    cluster: ", f);
+    yaml_name(f, cluster);
+    fputs("\n    user: ", f);
+    yaml_name(f, k->user);
+    if (k->namespace) {
+        fputs("\n    namespace: ", f);
+        yaml_name(f, k->namespace);
+    }
+    fputs("\ncurrent-context: ", f);
+    yaml_name(f, context);
+    fputs("\npreferences: {}\n", f);
     if (fclose(f) != 0) {
         free(buf);
-        return FL_EIO;
+        return NULL;
     }
+    if (len)
+        *len = n;
+    return buf;
+}
 
+int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
+                             const char *token)
+{
+    size_t len = 0;
+    char *buf = fl_kubeconfig_format(
+        &(fl_kubeconfig_spec){.server = server_url, .ca_pem = ca_pem, .user = user, .token = token}, &len);
+    if (!buf)
+        return FL_EIO;
     int rc = fl_write_file_atomic(path, buf, len, 0600);
     if (rc)
         fl_log(FL_LOG_ERROR, "pki", "cannot write kubeconfig %s: %s", path, strerror(errno));

@@ -68,6 +68,22 @@ int fl_kubeconfig_write(const char *path, const char *server_url, const char *ca
 int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,
                              const char *token);
 
+/* What fl_kubeconfig_format writes: one cluster, one user, one context. */
+typedef struct fl_kubeconfig_spec {
+    const char *server;     /* the URL */
+    const char *ca_pem;     /* embedded as certificate-authority-data; NULL: none */
+    const char *user;       /* the kubeconfig's user entry's name */
+    const char *token;      /* bearer token; or */
+    const char *cert_pem, *key_pem; /* a client certificate and its key (client-*-data) */
+    const char *namespace;  /* the context's namespace; NULL: none */
+    const char *cluster, *context; /* entry names; NULL: "flotilla" */
+} fl_kubeconfig_spec;
+
+/* The kubeconfig YAML of s (names quoted unless plain, PEMs base64 on one line, as kubectl
+ * writes them). Heap string (*len bytes, len may be NULL; it holds credentials: wipe before
+ * freeing), or NULL when out of memory for the stream. */
+char *fl_kubeconfig_format(const fl_kubeconfig_spec *s, size_t *len);
+
 /* Free every field and zero the struct. NULL-safe; safe on a zeroed struct. */
 void fl_kubeconfig_close(fl_kubeconfig *kc);
 

@@ -360,6 +360,33 @@ static void test_missing_file_is_not_found_and_named(void **state)
     free(path);
 }
 
+static void test_formatted_certificate_kubeconfig_reads_back(void **state)
+{
+    (void)state;
+    const char *cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const char *key = "-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----\n";
+    size_t len = 0;
+    char *text = fl_kubeconfig_format(&(fl_kubeconfig_spec){.server = "https://127.0.0.1:6443", .ca_pem = cert,
+                                                            .user = "alice", .cert_pem = cert, .key_pem = key,
+                                                            .namespace = "team-a", .context = "alice@flotilla"},
+                                      &len);
+    assert_non_null(text);
+    assert_null(strstr(text, "token:"));
+    fl_kubeconfig kc;
+    char *err = NULL;
+    assert_int_equal(fl_kubeconfig_parse(text, len, "formatted", NULL, &kc, &err), 0);
+    assert_string_equal(kc.context, "alice@flotilla");
+    assert_string_equal(kc.user, "alice");
+    assert_string_equal(kc.namespace, "team-a");
+    assert_string_equal(kc.server, "https://127.0.0.1:6443");
+    assert_string_equal(kc.ca_pem, cert);
+    assert_string_equal(kc.client_cert_pem, cert);
+    assert_string_equal(kc.client_key_pem, key);
+    assert_null(kc.token);
+    fl_kubeconfig_close(&kc);
+    free(text);
+}
+
 static void test_init_builds_a_plain_config(void **state)
 {
     fl_kubeconfig kc;
@@ -384,6 +411,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors_name_the_file_and_the_field, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_file_is_not_found_and_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_builds_a_plain_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_formatted_certificate_kubeconfig_reads_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
