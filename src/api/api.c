@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/auth.h"
+#include "api/rbac.h"
 #include "api/discovery.h"
 #include "api/health.h"
 #include "api/openapi_v2.h"
@@ -496,7 +497,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
         return;
     }
     bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));
-    if (!resource_path && api->auth && !fl_auth_authorize_path(r))
+    if (!resource_path && api->auth && !fl_auth_authorize_path(api->auth, r))
         return;
     if (handle_nonresource(api, r, segs, n))
         return;
@@ -548,9 +549,14 @@ void fl_api_handle(fl_api *api, fl_req *r)
     const char *m = r->method;
     bool coll = !t.name[0];
     bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
-    if (api->auth && !fl_auth_authorize(r, kube_verb(m, coll, watch, t.sub), &t))
+    if (api->auth && !fl_auth_authorize(api->auth, r, kube_verb(m, coll, watch, t.sub), &t))
         return;
 
+    /* authorization.k8s.io: reviews, answered and never stored (rbac_review.c) */
+    if (fl_rbac_is_review(&t)) {
+        fl_rbac_review(fl_auth_rbac(api->auth), r, &t);
+        return;
+    }
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);
     if (!t.kind) {
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");

@@ -58,6 +58,10 @@ struct req_job {
     conn_state *st;
     fl_http_route route;   /* route.path points into url */
     char *method, *url, *authorization, *content_type, *accept, *user_agent;
+    char *imp_user;        /* Impersonate-User, or NULL */
+    char *imp_groups[FL_AUTH_GROUPS_MAX]; /* Impersonate-Group headers */
+    size_t nimp_groups;
+    bool imp_too_many;     /* more Impersonate-Group headers than an identity holds */
     fl_req r;              /* query owned here; then the answer */
     bool watch;
     bool over;             /* no slot was free (429 once authenticated) */
