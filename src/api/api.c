@@ -552,14 +552,9 @@ void fl_api_handle(fl_api *api, fl_req *r)
     if (api->auth && !fl_auth_authorize(api->auth, r, kube_verb(m, coll, watch, t.sub), &t))
         return;
 
-    /* authorization.k8s.io: reviews, answered and never stored (rbac_review.c) */
-    if (fl_rbac_is_review(&t)) {
-        fl_rbac_review(fl_auth_rbac(api->auth), r, &t);
-        return;
-    }
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);
-    if (!t.kind) {
-        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+    if (!t.kind) { /* 404, but for authorization.k8s.io's reviews: no stored kinds (rbac_review.c) */
+        fl_rbac_review(fl_auth_rbac(api->auth), r, &t);
         return;
     }
     if (t.has_ns && !t.kind->namespaced) {

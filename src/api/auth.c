@@ -578,17 +578,31 @@ int fl_auth_load(fl_auth *a)
     for (size_t i = 0; i < c.nagents; i++)
         if (fl_rbac_ensure_agent(a->api, c.agents[i].name, c.agents[i].uid) != 0)
             fl_log(FL_LOG_WARN, LOG, "cannot create the roles of agent %s", c.agents[i].name);
+    fl_rbac_sync(a->rbac); /* the first index, and the aggregated roles' rules written */
     free(c.agents);
     return c.loaded;
 }
 
 /* ---------------------------------------------------------------- authorization */
 
+/* Trusted callers (who NULL) and system:masters are allowed everything whatever the RBAC
+ * objects say, as kube-apiserver's privileged-group authorizer does: deleting a binding cannot
+ * lock the admin out. The admin's requests still bring the index (and the aggregated
+ * ClusterRoles it writes back) up to date, so what the admin reads next is current. */
+static bool privileged(fl_auth *a, const fl_identity *who)
+{
+    if (!who)
+        return true;
+    if (!fl_identity_in_group(who, FL_AUTH_GROUP_MASTERS))
+        return false;
+    if (a)
+        fl_rbac_sync(a->rbac);
+    return true;
+}
+
 bool fl_auth_allowed(fl_auth *a, const fl_auth_attrs *at)
 {
-    /* system:masters is allowed everything whatever the RBAC objects say, as kube-apiserver's
-     * privileged-group authorizer does: deleting a binding cannot lock the admin out */
-    if (!at->who || fl_identity_in_group(at->who, FL_AUTH_GROUP_MASTERS))
+    if (privileged(a, at->who))
         return true;
     return a && fl_rbac_allowed(a->rbac, at, NULL, 0);
 }
@@ -639,7 +653,7 @@ static void body_name(const fl_req *r, char *out, size_t cap)
 
 bool fl_auth_authorize(fl_auth *a, fl_req *r, const char *verb, const fl_target *t)
 {
-    if (!r->who || fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS))
+    if (privileged(a, r->who))
         return true;
     char name[256];
     snprintf(name, sizeof name, "%s", t->name);
@@ -680,7 +694,7 @@ bool fl_auth_authorize(fl_auth *a, fl_req *r, const char *verb, const fl_target 
 
 bool fl_auth_authorize_path(fl_auth *a, fl_req *r)
 {
-    if (!r->who || fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS))
+    if (privileged(a, r->who))
         return true;
     char verb[16];
     size_t i = 0;

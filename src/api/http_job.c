@@ -13,6 +13,7 @@
 #include "api/http_priv.h"
 #include "api/rbac.h"
 #include "api/tls.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "core/metrics.h"
 
@@ -211,9 +212,18 @@ bool fl_http_job_handle(req_job *j)
                                    : fl_rbac_impersonate(h->cfg.auth, who, j->imp_user,
                                                          (const char *const *)j->imp_groups, j->nimp_groups, &as,
                                                          msg, sizeof msg);
-        if (code)
-            return fl_http_job_status(j, code, code == 403 ? "Forbidden" : "BadRequest",
-                                      j->imp_too_many ? "too many Impersonate-Group headers" : msg);
+        if (code) {
+            json_t *st_obj = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+                                       "metadata", "status", "Failure", "message",
+                                       j->imp_too_many ? "too many Impersonate-Group headers" : msg, "reason",
+                                       code == 403 ? "Forbidden" : "BadRequest", "code", code);
+            j->r.code = code;
+            j->r.resp = fl_json_dumps(st_obj, NULL); /* the message quotes names: encoded, not pasted */
+            j->r.resp_len = strlen(j->r.resp);
+            j->r.resp_type = "application/json";
+            json_decref(st_obj);
+            return true;
+        }
         st->who = as;
         who = &st->who;
     }

@@ -610,6 +610,11 @@ static void refresh(fl_rbac *rb)
     pthread_mutex_unlock(&rb->mu);
 }
 
+void fl_rbac_sync(fl_rbac *rb)
+{
+    refresh(rb);
+}
+
 unsigned long fl_rbac_builds(fl_rbac *rb)
 {
     return atomic_load(&rb->builds);

@@ -49,6 +49,10 @@ bool fl_rbac_allowed(fl_rbac *rb, const fl_auth_attrs *at, char *why, size_t cap
  * reference. */
 json_t *fl_rbac_rules(fl_rbac *rb, const fl_identity *who, const char *ns);
 
+/* Rebuild the index now if RBAC objects changed (writing aggregated ClusterRoles' rules back):
+ * what every decision does first, for callers that decide without it (system:masters). */
+void fl_rbac_sync(fl_rbac *rb);
+
 /* How many times the index was built (tests and the benchmark look at it). */
 unsigned long fl_rbac_builds(fl_rbac *rb);
 
@@ -72,11 +76,10 @@ int fl_rbac_ensure_agent(fl_api *api, const char *cluster, const char *cluster_u
 
 /* ---- rbac_review.c ---- */
 
-/* Is t one of the review resources (group authorization.k8s.io)? */
-bool fl_rbac_is_review(const struct fl_target *t);
 /* Answer a SelfSubjectAccessReview, SubjectAccessReview, LocalSubjectAccessReview or
- * SelfSubjectRulesReview (POST only; nothing is stored). r was already authorized to create
- * it. rb NULL (no authentication): everything is allowed. */
+ * SelfSubjectRulesReview (POST only; nothing is stored) addressed to t, which names no served
+ * kind: anything else is answered 404 NotFound. r was already authorized to create it. rb
+ * NULL (no authentication): everything is allowed. */
 void fl_rbac_review(fl_rbac *rb, fl_req *r, const struct fl_target *t);
 
 /* Impersonation (Impersonate-User / Impersonate-Group headers): may `real` act as user with

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "api/protobuf.h"
 #include "api/validate.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -21,11 +22,6 @@
 
 #define AUTHZ_GROUP "authorization.k8s.io"
 #define SA_PREFIX "system:serviceaccount:"
-
-bool fl_rbac_is_review(const fl_target *t)
-{
-    return !strcmp(t->group, AUTHZ_GROUP);
-}
 
 static const char *str_or_empty(const json_t *o, const char *key)
 {
@@ -131,7 +127,7 @@ void fl_rbac_review(fl_rbac *rb, fl_req *r, const fl_target *t)
     while (which < 4 && strcmp(kinds[which][0], t->resource))
         which++;
     bool local = which == 2;
-    if (which == 4 || strcmp(t->version, "v1") || t->sub[0] || t->has_ns != local) {
+    if (strcmp(t->group, AUTHZ_GROUP) || which == 4 || strcmp(t->version, "v1") || t->sub[0] || t->has_ns != local) {
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
         return;
     }
@@ -142,8 +138,13 @@ void fl_rbac_review(fl_rbac *rb, fl_req *r, const fl_target *t)
     }
     r->verb = "POST";
     json_t *obj = r->body_obj ? json_deep_copy(r->body_obj) : NULL;
-    if (!obj && r->body_len)
+    const char *ct = r->content_type ? r->content_type : "";
+    char *err = NULL;
+    if (!obj && r->body_len && !strncmp(ct, "application/vnd.kubernetes.protobuf", 35))
+        fl_protobuf_decode((const unsigned char *)r->body, r->body_len, &obj, &err); /* kubectl auth can-i */
+    else if (!obj && r->body_len)
         fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &obj, NULL);
+    free(err);
     if (!json_is_object(obj)) {
         json_decref(obj);
         fl_resp_status(r, 400, "BadRequest", t, NULL, "the body of a %s must be a JSON object", kinds[which][1]);

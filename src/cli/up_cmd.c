@@ -46,7 +46,8 @@ static void usage(FILE *f)
                "  --pull M            the last M members in pull mode, each with its `flotilla agent`\n"
                "  --listen ADDR:PORT  the control plane's address (default 127.0.0.1:6443)\n"
                "  -v, --v N           log verbosity of the server, members and agents (see flotilla server --help)\n"
-               "  --logging-format F  text (default) or json, for their logs\n");
+               "  --logging-format F  text (default) or json, for their logs\n"
+               "  --token-auth-file F more users for the control plane (flotilla server --help)\n");
 }
 
 /* Run this binary with argv in a child, its output appended to log_path (or to stderr).
@@ -161,6 +162,7 @@ typedef struct up_run {
     sigset_t sigs;                  /* SIGINT and SIGTERM, blocked; taken with sigtimedwait */
     int lock_fd;                    /* DIR/up.lock, held until exit; -1 when not taken */
     char *log_args[5];              /* --logging-format F, --v N as given, packed, NULL-ended */
+    char *server_args[3];           /* --token-auth-file FILE for the server, packed, NULL-ended */
 } up_run;
 
 static void say_stopped(void)
@@ -178,6 +180,7 @@ static int parse_options(int argc, char **argv, up_run *u)
                                              {"help", no_argument, 0, 'h'},
                                              {"v", required_argument, 0, 'v'},
                                              {"logging-format", required_argument, 0, 'L'},
+                                             {"token-auth-file", required_argument, 0, 'A'},
                                              {0, 0, 0, 0}};
     int c;
     char *log_format = NULL, *log_v = NULL;
@@ -190,6 +193,7 @@ static int parse_options(int argc, char **argv, up_run *u)
         case 'n': u->members = atoi(optarg); break;
         case 'p': u->pull = atoi(optarg); break;
         case 'l': u->listen = optarg; break;
+        case 'A': u->server_args[0] = "--token-auth-file"; u->server_args[1] = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -458,8 +462,12 @@ int fl_cmd_up(int argc, char **argv)
     free(server_lock);
     if (free_rc != 0)
         goto out;
-    char *server_argv[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen,
-                           u.log_args[0], u.log_args[1], u.log_args[2], u.log_args[3], NULL};
+    char *server_argv[16] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen};
+    int sa = 6;
+    for (int i = 0; u.server_args[i]; i++)
+        server_argv[sa++] = u.server_args[i];
+    for (int i = 0; u.log_args[i]; i++)
+        server_argv[sa++] = u.log_args[i];
     u.server = spawn(server_argv, u.slog);
     fprintf(stderr, "starting the control plane on %s (log: %s)\n", u.listen, u.slog);
     if (wait_server(&u, &cp) != 0)

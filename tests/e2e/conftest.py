@@ -446,13 +446,14 @@ class Fleet:
         return "\n".join(lines[-n:])
 
 
-def start_up(d, port, members=2, pull=0):
+def start_up(d, port, members=2, pull=0, up_args=()):
     """`flotilla up` on directory d listening on port, with `members` members, the last `pull`
     of them in pull mode; returns the process once it has printed its "Flotilla is up" line
     (its stdout and stderr are pipes), or fails the caller with what it said."""
     args = [BIN, "up", "--data-dir", d, "--members", str(members), "--listen", f"127.0.0.1:{port}"]
     if pull:
         args += ["--pull", str(pull)]
+    args += list(up_args)
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if "Flotilla is up" not in line:
@@ -463,12 +464,12 @@ def start_up(d, port, members=2, pull=0):
 
 
 @contextlib.contextmanager
-def running_fleet(members=3, pull=0):
+def running_fleet(members=3, pull=0, up_args=()):
     """`flotilla up` with `members` members, the last `pull` of them in pull mode with their
     agents. It must stop cleanly, and any sanitizer report in the server's or members' logs
     fails the caller."""
     d = tempfile.mkdtemp(prefix="flotilla-fleet-")
-    p = start_up(d, free_port(), members, pull)
+    p = start_up(d, free_port(), members, pull, up_args)
     yield Fleet(d)
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=60)
