@@ -21,6 +21,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/hash.h"
 #include "core/selector.h"
 #include "store/store.h"
 
@@ -40,27 +42,71 @@
 
 /* ---------------------------------------------------------------- compiled rules */
 
+/* A rule's list of strings, each with its hash: a decision compares hashes first (the
+ * request's are computed once per decision), so a miss costs an integer compare, not a
+ * strcmp. star: the list holds "*". */
 typedef struct strs {
     size_t n;
     char **v;
+    uint64_t *h;
+    bool star;
 } strs;
 
 typedef struct crule {
     strs verbs, groups, resources, names, urls;
 } crule;
 
+/* One string of the request and its hash. */
+typedef struct hkey {
+    const char *s;
+    uint64_t h;
+} hkey;
+
+/* The request's strings a rule is matched against, hashed once per decision. */
+typedef struct query {
+    const fl_auth_attrs *at;
+    hkey verb, group, resource, name;
+    hkey with_sub;  /* "resource/sub" when a subresource is asked */
+    hkey any_sub;   /* "* /sub" (no space) likewise */
+    char buf[2][192];
+} query;
+
+static hkey key_of(const char *s)
+{
+    return (hkey){s, fl_hash_str(s)};
+}
+
+static void query_init(query *q, const fl_auth_attrs *at)
+{
+    q->at = at;
+    q->verb = key_of(at->verb);
+    q->group = key_of(at->path ? "" : at->group);
+    q->resource = key_of(at->path ? "" : at->resource);
+    q->name = key_of(at->path ? "" : at->name);
+    q->with_sub = q->any_sub = (hkey){NULL, 0};
+    if (!at->path && at->subresource[0]) {
+        snprintf(q->buf[0], sizeof q->buf[0], "%s/%s", at->resource, at->subresource);
+        snprintf(q->buf[1], sizeof q->buf[1], "*/%s", at->subresource);
+        q->with_sub = key_of(q->buf[0]);
+        q->any_sub = key_of(q->buf[1]);
+    }
+}
+
 static void strs_init(strs *s, const json_t *arr)
 {
-    s->n = 0;
-    s->v = NULL;
+    memset(s, 0, sizeof *s);
     size_t n = json_array_size(arr);
     if (!n)
         return;
     s->v = fl_calloc(n, sizeof *s->v);
+    s->h = fl_calloc(n, sizeof *s->h);
     for (size_t i = 0; i < n; i++) {
         const char *x = json_string_value(json_array_get(arr, i));
-        if (x)
-            s->v[s->n++] = fl_strdup(x);
+        if (!x)
+            continue;
+        s->star |= !strcmp(x, "*");
+        s->h[s->n] = fl_hash_str(x);
+        s->v[s->n++] = fl_strdup(x);
     }
 }
 
@@ -69,12 +115,13 @@ static void strs_close(strs *s)
     for (size_t i = 0; i < s->n; i++)
         free(s->v[i]);
     free(s->v);
+    free(s->h);
 }
 
-static bool strs_has(const strs *s, const char *x)
+static bool strs_has(const strs *s, hkey k)
 {
     for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i], x))
+        if (s->h[i] == k.h && !strcmp(s->v[i], k.s))
             return true;
     return false;
 }
@@ -108,46 +155,33 @@ static bool url_matches(const strs *urls, const char *path)
     return false;
 }
 
-/* Kubernetes' ResourceMatches: "*", the resource (with "/sub" when a subresource is asked),
- * or "* /sub" for that subresource of every resource. */
-static bool resource_matches(const strs *res, const char *resource, const char *sub)
+/* Kubernetes' rule matching: the verb ("*" or listed); for a non-resource request a URL
+ * (exact, "*", or a prefix ending in "*"); else the group, the resource - "*", the resource
+ * itself when no subresource is asked, "resource/sub" or "* /sub" when one is - and, when the
+ * rule lists resourceNames, the name. */
+static bool crule_allows(const crule *c, const query *q)
 {
-    size_t rl = strlen(resource), sl = strlen(sub);
-    for (size_t i = 0; i < res->n; i++) {
-        const char *x = res->v[i];
-        if (!strcmp(x, "*"))
-            return true;
-        if (!sl) {
-            if (!strcmp(x, resource))
-                return true;
-            continue;
-        }
-        if (!strncmp(x, resource, rl) && x[rl] == '/' && !strcmp(x + rl + 1, sub))
-            return true;
-        if (x[0] == '*' && x[1] == '/' && !strcmp(x + 2, sub))
-            return true;
+    if (!c->verbs.star && !strs_has(&c->verbs, q->verb))
+        return false;
+    if (q->at->path)
+        return url_matches(&c->urls, q->at->path);
+    if (!c->groups.star && !strs_has(&c->groups, q->group))
+        return false;
+    if (!c->resources.star) {
+        if (!q->with_sub.s ? !strs_has(&c->resources, q->resource)
+                           : !strs_has(&c->resources, q->with_sub) && !strs_has(&c->resources, q->any_sub))
+            return false;
     }
-    return false;
-}
-
-static bool crule_allows(const crule *c, const fl_auth_attrs *at)
-{
-    if (!strs_has(&c->verbs, "*") && !strs_has(&c->verbs, at->verb))
-        return false;
-    if (at->path)
-        return url_matches(&c->urls, at->path);
-    if (!strs_has(&c->groups, "*") && !strs_has(&c->groups, at->group))
-        return false;
-    if (!resource_matches(&c->resources, at->resource, at->subresource))
-        return false;
-    return !c->names.n || strs_has(&c->names, at->name);
+    return !c->names.n || strs_has(&c->names, q->name);
 }
 
 bool fl_rbac_rule_allows(const json_t *rule, const fl_auth_attrs *at)
 {
     crule c;
+    query q;
     crule_init(&c, rule);
-    bool ok = crule_allows(&c, at);
+    query_init(&q, at);
+    bool ok = crule_allows(&c, &q);
     crule_close(&c);
     return ok;
 }
@@ -162,6 +196,7 @@ typedef struct crole {
 } crole;
 
 typedef struct grant {
+    uint64_t sh;        /* fl_hash_str(subject): grants are sorted by it first */
     char *subject;      /* "u:<user>" or "g:<group>" */
     char *ns;           /* "" for a ClusterRoleBinding */
     const crole *role;
@@ -205,9 +240,16 @@ static int crole_cmp(const void *a, const void *b)
     return strcmp(((const crole *)a)->key, ((const crole *)b)->key);
 }
 
+/* By subject hash, then subject: a lookup compares integers until the hashes meet. */
+static int grant_order(uint64_t ha, const char *a, uint64_t hb, const char *b)
+{
+    return ha < hb ? -1 : ha > hb ? 1 : strcmp(a, b);
+}
+
 static int grant_cmp(const void *a, const void *b)
 {
-    return strcmp(((const grant *)a)->subject, ((const grant *)b)->subject);
+    const grant *x = a, *y = b;
+    return grant_order(x->sh, x->subject, y->sh, y->subject);
 }
 
 static const crole *find_role(const crole *v, size_t n, const char *key)
@@ -216,13 +258,13 @@ static const crole *find_role(const crole *v, size_t n, const char *key)
     return bsearch(&k, v, n, sizeof *v, crole_cmp);
 }
 
-/* Index of the first grant of subject (or ngrants). */
-static size_t first_grant(const policy_index *x, const char *subject)
+/* Index of the first grant of subject, whose hash is h (or ngrants). */
+static size_t first_grant(const policy_index *x, uint64_t h, const char *subject)
 {
     size_t lo = 0, hi = x->ngrants;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(x->grants[mid].subject, subject) < 0)
+        if (grant_order(x->grants[mid].sh, x->grants[mid].subject, h, subject) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -385,6 +427,7 @@ static void add_grant(policy_index *x, const char *subject, const char *ns, cons
         x->grants = fl_realloc(x->grants, x->gcap * sizeof *x->grants);
     }
     grant *g = &x->grants[x->ngrants++];
+    g->sh = fl_hash_str(subject);
     g->subject = fl_strdup(subject);
     g->ns = fl_strdup(ns);
     g->role = role;
@@ -620,15 +663,28 @@ unsigned long fl_rbac_builds(fl_rbac *rb)
     return atomic_load(&rb->builds);
 }
 
-/* Does a grant of subject allow at? Caller holds the read lock. */
-static bool subject_allows(const policy_index *x, const char *subject, const fl_auth_attrs *at, char *why, size_t cap)
+/* "u:<user>" or "g:<group>" into out (FL_AUTH_USER_MAX + 2 bytes; identities are bounded). */
+static void subject_key(char *out, char kind, const char *name)
 {
-    for (size_t i = first_grant(x, subject); i < x->ngrants && !strcmp(x->grants[i].subject, subject); i++) {
+    size_t n = strnlen(name, FL_AUTH_USER_MAX - 1);
+    out[0] = kind;
+    out[1] = ':';
+    memcpy(out + 2, name, n);
+    out[n + 2] = 0;
+}
+
+/* Does a grant of subject allow the query? Caller holds the read lock. */
+static bool subject_allows(const policy_index *x, const char *subject, const query *q, char *why, size_t cap)
+{
+    const fl_auth_attrs *at = q->at;
+    uint64_t h = fl_hash_str(subject);
+    for (size_t i = first_grant(x, h, subject);
+         i < x->ngrants && x->grants[i].sh == h && !strcmp(x->grants[i].subject, subject); i++) {
         const grant *g = &x->grants[i];
         if (g->ns[0] && (at->path || strcmp(g->ns, at->ns)))
             continue; /* a RoleBinding grants in its namespace only, and no URLs */
         for (size_t j = 0; j < g->role->nrules; j++) {
-            if (crule_allows(&g->role->rules[j], at)) {
+            if (crule_allows(&g->role->rules[j], q)) {
                 if (why)
                     snprintf(why, cap, "RBAC: allowed by %s", g->why);
                 return true;
@@ -644,14 +700,16 @@ bool fl_rbac_allowed(fl_rbac *rb, const fl_auth_attrs *at, char *why, size_t cap
         why[0] = 0;
     refresh(rb);
     char subject[FL_AUTH_USER_MAX + 2];
+    query q;
+    query_init(&q, at);
     bool ok = false;
     pthread_rwlock_rdlock(&rb->lock);
     if (rb->cur) {
-        snprintf(subject, sizeof subject, "u:%s", at->who->user);
-        ok = subject_allows(rb->cur, subject, at, why, cap);
+        subject_key(subject, 'u', at->who->user);
+        ok = subject_allows(rb->cur, subject, &q, why, cap);
         for (size_t i = 0; !ok && i < at->who->ngroups; i++) {
-            snprintf(subject, sizeof subject, "g:%s", at->who->groups[i]);
-            ok = subject_allows(rb->cur, subject, at, why, cap);
+            subject_key(subject, 'g', at->who->groups[i]);
+            ok = subject_allows(rb->cur, subject, &q, why, cap);
         }
     }
     pthread_rwlock_unlock(&rb->lock);
@@ -693,7 +751,9 @@ static void add_rules(json_t *res, json_t *nonres, const crole *role, bool clust
 
 static void subject_rules(const policy_index *x, const char *subject, const char *ns, json_t *res, json_t *nonres)
 {
-    for (size_t i = first_grant(x, subject); i < x->ngrants && !strcmp(x->grants[i].subject, subject); i++) {
+    uint64_t h = fl_hash_str(subject);
+    for (size_t i = first_grant(x, h, subject);
+         i < x->ngrants && x->grants[i].sh == h && !strcmp(x->grants[i].subject, subject); i++) {
         const grant *g = &x->grants[i];
         if (g->ns[0] && strcmp(g->ns, ns))
             continue;
