@@ -553,7 +553,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
         return;
 
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);
-    if (!t.kind) { /* 404, but for authorization.k8s.io's reviews: no stored kinds (rbac_review.c) */
+    if (!t.kind || t.kind->create_only) { /* 404, or a review: answered, not stored (rbac_review.c) */
         fl_rbac_review(fl_auth_rbac(api->auth), r, &t);
         return;
     }

@@ -270,3 +270,16 @@ def teams_curl(fleet, method, path, obj):
     r = subprocess.run(args, capture_output=True, text=True, timeout=30)
     body, _, code = r.stdout.rpartition("\n")
     return int(code), json.loads(body) if body.strip().startswith("{") else body
+
+
+def test_discovery_lists_the_reviews_as_create_only(teams):
+    r = as_user(teams, "alice", "api-resources", "--api-group", "authorization.k8s.io", "-o", "wide")
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[1:] if line.strip()}
+    for name in ("selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews",
+                 "localsubjectaccessreviews"):
+        assert name in rows, r.stdout
+        assert rows[name][-1] == "create", rows[name]  # the VERBS column: create only
+    # and nothing of them is stored: a GET of the collection is not allowed
+    code, _ = teams_curl(teams, "GET", "/apis/authorization.k8s.io/v1/subjectaccessreviews", None)
+    assert code == 405
