@@ -403,8 +403,8 @@ static void aggregate(const objs *cr, json_t **eff, writeback **wb, size_t *nwb)
     }
     for (size_t i = 0; i < cr->n; i++) {
         json_t *stored = json_object_get(cr->v[i], "rules");
-        if (nsels[i] && !json_equal(eff[i], stored ? stored : json_array()) &&
-            !(json_array_size(eff[i]) == 0 && !stored)) {
+        bool same = stored ? json_equal(eff[i], stored) : json_array_size(eff[i]) == 0;
+        if (nsels[i] && !same) {
             *wb = fl_realloc(*wb, (*nwb + 1) * sizeof **wb);
             (*wb)[*nwb].name = fl_strdup(fl_json_meta(cr->v[i], "name"));
             (*wb)[*nwb].rules = json_incref(eff[i]);
