@@ -285,6 +285,46 @@ static void test_the_index_is_rebuilt_after_rbac_writes_only(void **state)
     assert_int_equal(fl_rbac_builds(f->rb), builds + 1);
 }
 
+static void test_impersonation_needs_the_verb_and_gives_the_asked_identity(void **state)
+{
+    fixture *f = *state;
+    fl_auth *auth = NULL;
+    fl_auth_new(&f->api, NULL, NULL, &auth);
+    f->api.auth = auth;
+    fl_identity ops, alice, out;
+    user(&ops, "ops", NULL);
+    user(&alice, "alice", NULL);
+    role(f, NULL, "impersonate-bob",
+         "[{\"apiGroups\":[\"\"],\"resources\":[\"users\"],\"verbs\":[\"impersonate\"],\"resourceNames\":"
+         "[\"bob\"]}]");
+    role(f, NULL, "impersonate-sa",
+         "[{\"apiGroups\":[\"\"],\"resources\":[\"serviceaccounts\"],\"verbs\":[\"impersonate\"]}]");
+    bind(f, NULL, "ops", "ClusterRole", "impersonate-bob", USER("ops"));
+    bind(f, "team-b", "ops-sa", "ClusterRole", "impersonate-sa", USER("ops"));
+    char msg[512];
+    const char *groups[] = {"team-b"};
+    assert_int_equal(fl_rbac_impersonate(auth, &ops, "bob", NULL, 0, &out, msg, sizeof msg), 0);
+    assert_string_equal(out.user, "bob");
+    assert_true(fl_identity_in_group(&out, FL_AUTH_GROUP_AUTHENTICATED));
+    /* groups need their own right */
+    assert_int_equal(fl_rbac_impersonate(auth, &ops, "bob", groups, 1, &out, msg, sizeof msg), 403);
+    assert_string_equal(msg, "groups \"team-b\" is forbidden: User \"ops\" cannot impersonate resource \"groups\" in "
+                             "API group \"\" at the cluster scope");
+    assert_int_equal(fl_rbac_impersonate(auth, &ops, "carol", NULL, 0, &out, msg, sizeof msg), 403);
+    assert_int_equal(fl_rbac_impersonate(auth, &alice, "bob", NULL, 0, &out, msg, sizeof msg), 403);
+    assert_int_equal(fl_rbac_impersonate(auth, &ops, NULL, groups, 1, &out, msg, sizeof msg), 400);
+    /* a service account: checked in its namespace, and given its groups */
+    assert_int_equal(fl_rbac_impersonate(auth, &ops, "system:serviceaccount:team-b:ci", NULL, 0, &out, msg, sizeof msg),
+                     0);
+    assert_true(fl_identity_in_group(&out, "system:serviceaccounts"));
+    assert_true(fl_identity_in_group(&out, "system:serviceaccounts:team-b"));
+    assert_int_equal(fl_rbac_impersonate(auth, &ops, "system:serviceaccount:team-a:ci", NULL, 0, &out, msg, sizeof msg),
+                     403);
+    assert_int_equal(fl_rbac_impersonate(auth, &ops, "system:serviceaccount:bad", NULL, 0, &out, msg, sizeof msg), 400);
+    fl_auth_free(auth);
+    f->api.auth = NULL;
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -297,6 +337,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_aggregation_fills_the_aggregated_roles_and_follows_their_sources, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_the_index_is_rebuilt_after_rbac_writes_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_impersonation_needs_the_verb_and_gives_the_asked_identity, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
