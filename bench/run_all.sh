@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
-ninja -C "$BUILD" flotilla api_throughput watch_fanout memory members_scale sched suspend write_path || exit 1
+ninja -C "$BUILD" flotilla api_throughput watch_fanout memory members_scale sched suspend write_path authz || exit 1
 OUT=${OUT:-$BUILD/bench-results-$(date +%Y%m%d-%H%M%S).txt}
 B=$BUILD/bench
 failed=0
@@ -42,6 +42,7 @@ exec > >(tee "$OUT") 2>&1
     run "$B/sched" --decisions 20000
     run "$B/suspend" --clusters 100 --rounds 20
     run "$B/write_path" --writes 2000
+    run "$B/authz"
     echo
     echo "# done: $([ $failed -eq 0 ] && echo 'every benchmark ran cleanly' || echo 'SOME BENCHMARK REPORTED A PROBLEM')"
 }

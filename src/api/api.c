@@ -16,6 +16,7 @@
 
 #include "api/auth.h"
 #include "api/authn_review.h"
+#include "api/rbac.h"
 #include "api/discovery.h"
 #include "api/health.h"
 #include "api/openapi_v2.h"
@@ -519,7 +520,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
     if (api->auth && handle_auth_path(api, r))
         return;
     bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));
-    if (!resource_path && api->auth && !fl_auth_authorize_path(r))
+    if (!resource_path && api->auth && !fl_auth_authorize_path(api->auth, r))
         return;
     if (handle_nonresource(api, r, segs, n))
         return;
@@ -571,12 +572,12 @@ void fl_api_handle(fl_api *api, fl_req *r)
     const char *m = r->method;
     bool coll = !t.name[0];
     bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
-    if (api->auth && !fl_auth_authorize(r, kube_verb(m, coll, watch, t.sub), &t))
+    if (api->auth && !fl_auth_authorize(api->auth, r, kube_verb(m, coll, watch, t.sub), &t))
         return;
 
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);
-    if (!t.kind) {
-        fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
+    if (!t.kind || t.kind->create_only) { /* 404, or a review: answered, not stored (rbac_review.c) */
+        fl_rbac_review(fl_auth_rbac(api->auth), r, &t);
         return;
     }
     if (t.has_ns && !t.kind->namespaced) {

@@ -12,10 +12,10 @@
  * garbage collector following the Secret's ownerReference - revokes the token on the next
  * request, with nothing to invalidate.
  *
- * The authorizer is a table of rules for agents (agent_rules below); system:masters (admin) may
- * do everything,
- * bootstrap only what every identity may (discovery, /version, health) plus registration, the
- * metrics reader that and GET /metrics.
+ * Authorization is RBAC (rbac.c): system:masters (admin) may do everything, everyone else what
+ * the Roles and ClusterRoles bound to them grant. The defaults give bootstrap discovery, /version,
+ * health and registration, the metrics reader that and GET /metrics; registration gives each
+ * agent its own Cluster, Lease and execution namespace (rbac_defaults.c).
  *
  * Registration runs its reads and writes through fl_api_handle as in-process requests (user
  * NULL), so they get the same validation, defaulting and watch events as any client's. One
@@ -35,6 +35,7 @@
 #include "api/authn_x509.h"
 #include "api/jwt.h"
 #include "api/sa_token.h"
+#include "api/rbac.h"
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -68,6 +69,7 @@ struct fl_auth {
     size_t nfile_ids;
     struct fl_x509_authn *x509; /* client certificates, or NULL */
     struct fl_sa_tokens *sa;    /* ServiceAccount tokens, or NULL */
+    fl_rbac *rbac;          /* the authorizer (rbac.c) */
 };
 
 /* ---------------------------------------------------------------- identities */
@@ -229,6 +231,7 @@ int fl_auth_new(fl_api *api, const char *admin_token, const char *bootstrap_toke
     a->api = api;
     pthread_mutex_init(&a->mu, NULL);
     pthread_mutex_init(&a->reg_mu, NULL);
+    a->rbac = fl_rbac_new(api);
     add_fixed(a, admin_token, ID_ADMIN);
     add_fixed(a, bootstrap_token, ID_BOOTSTRAP);
     *out = a;
@@ -254,6 +257,7 @@ void fl_auth_free(fl_auth *a)
     free(a->file_ids);
     pthread_mutex_destroy(&a->mu);
     pthread_mutex_destroy(&a->reg_mu);
+    fl_rbac_free(a->rbac);
     free(a);
 }
 
@@ -558,9 +562,16 @@ int fl_auth_load_token_file(fl_auth *a, const char *path, char **err)
     return rc ? rc : (int)n;
 }
 
+#define LOAD_AGENTS_MAX 4096
+
 typedef struct load_ctx {
     fl_auth *a;
     int loaded;
+    struct {
+        char name[FL_AUTH_CLUSTER_NAME_MAX + 1];
+        char uid[64];
+    } *agents;
+    size_t nagents;
 } load_ctx;
 
 static bool load_one(void *vctx, const char *key, const fl_kv *kv)
@@ -574,6 +585,13 @@ static bool load_one(void *vctx, const char *key, const fl_kv *kv)
     if (secret && parse_secret(secret, &cluster, digest) == 0) {
         set_agent(c->a, cluster, digest);
         c->loaded++;
+        const char *uid = json_string_value(json_object_get(
+            json_object_get(json_object_get(secret, "metadata"), "annotations"), FL_AUTH_SECRET_UID_ANNOTATION));
+        if (uid && c->nagents < LOAD_AGENTS_MAX) { /* after the list: it writes */
+            snprintf(c->agents[c->nagents].name, sizeof c->agents[c->nagents].name, "%s", cluster);
+            snprintf(c->agents[c->nagents].uid, sizeof c->agents[c->nagents].uid, "%s", uid);
+            c->nagents++;
+        }
     } else {
         fl_log_kv(FL_LOG_WARN, LOG, "not a valid agent-token Secret: ignored", secret ? "object" : "key",
                   secret ? FL_LOG_OBJ("Secret", fl_json_meta(secret, "namespace"), fl_json_meta(secret, "name")) : key,
@@ -587,139 +605,51 @@ int fl_auth_load(fl_auth *a)
 {
     const fl_kind *k = fl_kindreg_by_resource(a->api->kinds, "", "v1", "secrets");
     char *prefix = fl_coll_prefix(k, FL_AUTH_SECRET_NAMESPACE);
-    load_ctx c = {a, 0};
+    load_ctx c = {a, 0, NULL, 0};
+    c.agents = fl_calloc(LOAD_AGENTS_MAX, sizeof *c.agents);
     int64_t rev = 0;
     int rc = fl_store_list(a->api->store, prefix, NULL, 0, 0, load_one, &c, &rev, NULL);
     free(prefix);
     if (rc)
         fl_log(FL_LOG_WARN, LOG, "cannot list agent tokens: %s", fl_strerror(rc));
+    /* the default roles, and each agent's (registered before the server had RBAC, or deleted) */
+    if (fl_rbac_ensure_defaults(a->api) < 0)
+        fl_log(FL_LOG_WARN, LOG, "some default RBAC objects could not be created");
+    for (size_t i = 0; i < c.nagents; i++)
+        if (fl_rbac_ensure_agent(a->api, c.agents[i].name, c.agents[i].uid) != 0)
+            fl_log(FL_LOG_WARN, LOG, "cannot create the roles of agent %s", c.agents[i].name);
+    fl_rbac_sync(a->rbac); /* the first index, and the aggregated roles' rules written */
+    free(c.agents);
     return c.loaded;
 }
 
 /* ---------------------------------------------------------------- authorization */
 
-enum {
-    V_GET = 1 << 0,
-    V_LIST = 1 << 1,
-    V_WATCH = 1 << 2,
-    V_CREATE = 1 << 3,
-    V_UPDATE = 1 << 4,
-    V_PATCH = 1 << 5,
-    V_DELETE = 1 << 6,
-    V_DELETECOLLECTION = 1 << 7,
-};
-
-/* Which objects a rule covers, for agent NAME. */
-enum scope {
-    OWN_CLUSTER,   /* cluster-scoped, named NAME */
-    OWN_LEASE,     /* in namespace karmada-cluster, named NAME */
-    EXEC_NS,       /* the Namespace object karmada-es-NAME */
-    IN_EXEC_NS,    /* anything of the resource in namespace karmada-es-NAME */
-};
-
-typedef struct rule {
-    const char *group;
-    const char *resource;    /* resource or resource/subresource */
-    unsigned verbs;
-    int scope;
-} rule;
-
-/* What an agent may do; everything else is forbidden. list/watch of a single named object
- * arrive with a metadata.name field selector (an informer on one object). The Cluster's spec
- * stays read-only: an agent that could set its own syncMode, apiEndpoint and secretRef could
- * have the control plane send another member's credentials to an endpoint of its choosing. */
-static const rule agent_rules[] = {
-    {"cluster.karmada.io", "clusters", V_GET | V_LIST | V_WATCH, OWN_CLUSTER},
-    {"cluster.karmada.io", "clusters/status", V_GET | V_UPDATE | V_PATCH, OWN_CLUSTER},
-    {"coordination.k8s.io", "leases", V_GET | V_LIST | V_WATCH | V_CREATE | V_UPDATE | V_PATCH, OWN_LEASE},
-    {"", "namespaces", V_GET, EXEC_NS},
-    {"work.karmada.io", "works", V_GET | V_LIST | V_WATCH | V_UPDATE | V_PATCH, IN_EXEC_NS},
-    {"work.karmada.io", "works/status", V_GET | V_UPDATE | V_PATCH, IN_EXEC_NS},
-    {"", "events", V_GET | V_LIST | V_WATCH | V_CREATE | V_UPDATE | V_PATCH, IN_EXEC_NS},
-    {"events.k8s.io", "events", V_GET | V_LIST | V_WATCH | V_CREATE | V_UPDATE | V_PATCH, IN_EXEC_NS},
-};
-
-static unsigned verb_bit(const char *verb)
+/* Trusted callers (who NULL) and system:masters are allowed everything whatever the RBAC
+ * objects say, as kube-apiserver's privileged-group authorizer does: deleting a binding cannot
+ * lock the admin out. The admin's requests still bring the index (and the aggregated
+ * ClusterRoles it writes back) up to date, so what the admin reads next is current. */
+static bool privileged(fl_auth *a, const fl_identity *who)
 {
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } verbs[] = {{"get", V_GET},       {"list", V_LIST},   {"watch", V_WATCH},   {"create", V_CREATE},
-                 {"update", V_UPDATE}, {"patch", V_PATCH}, {"delete", V_DELETE}, {"deletecollection", V_DELETECOLLECTION}};
-    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
-        if (!strcmp(verb, verbs[i].name))
-            return verbs[i].bit;
-    return 0;
-}
-
-/* Paths every authenticated identity may GET: discovery, OpenAPI, version, health. */
-static bool public_info_path(const char *p)
-{
-    static const char *const exact[] = {"/api", "/api/", "/apis", "/apis/", "/version", "/version/",
-                                        "/healthz", "/livez", "/readyz", "/openapi/v2", "/openapi/v3", NULL};
-    static const char *const prefix[] = {"/healthz/", "/livez/", "/readyz/", "/openapi/v3/", NULL};
-    for (int i = 0; exact[i]; i++)
-        if (!strcmp(p, exact[i]))
-            return true;
-    for (int i = 0; prefix[i]; i++)
-        if (!strncmp(p, prefix[i], strlen(prefix[i])))
-            return true;
-    /* /api/v1 and /apis/<group>[/<version>]: discovery documents */
-    int segs = 0;
-    for (const char *s = p; *s; s++)
-        segs += *s == '/' && s[1] && s[1] != '/';
-    if (!strncmp(p, "/api/", 5))
-        return segs == 2;
-    if (!strncmp(p, "/apis/", 6))
-        return segs == 2 || segs == 3;
-    return false;
-}
-
-static bool rule_matches(const rule *ru, const fl_auth_attrs *at, const char *cluster, unsigned bit)
-{
-    if (!(ru->verbs & bit) || strcmp(ru->group, at->group))
-        return false;
-    size_t rl = strlen(at->resource);
-    if (at->subresource[0]) {
-        if (strncmp(ru->resource, at->resource, rl) || ru->resource[rl] != '/' ||
-            strcmp(ru->resource + rl + 1, at->subresource))
-            return false;
-    } else if (strcmp(ru->resource, at->resource)) {
-        return false;
-    }
-    char exec_ns[sizeof FL_EXECUTION_SPACE_PREFIX + FL_AUTH_CLUSTER_NAME_MAX];
-    snprintf(exec_ns, sizeof exec_ns, "%s%s", FL_EXECUTION_SPACE_PREFIX, cluster);
-    switch (ru->scope) {
-    case OWN_CLUSTER:
-        return !at->ns[0] && !strcmp(at->name, cluster);
-    case OWN_LEASE:
-        return !strcmp(at->ns, FL_AUTH_SECRET_NAMESPACE) && !strcmp(at->name, cluster);
-    case EXEC_NS:
-        return !strcmp(at->name, exec_ns);
-    case IN_EXEC_NS:
-        return !strcmp(at->ns, exec_ns);
-    }
-    return false;
-}
-
-bool fl_auth_allowed(const fl_auth_attrs *at)
-{
-    if (!at->who || fl_identity_in_group(at->who, FL_AUTH_GROUP_MASTERS))
+    if (!who)
         return true;
-    const char *user = at->who->user;
-    if (at->path) /* non-resource */
-        return !strcmp(at->verb, "get") &&
-               (public_info_path(at->path) || (!strcmp(user, FL_AUTH_METRICS_READER) && !strcmp(at->path, "/metrics")));
-    if (strncmp(user, FL_AUTH_AGENT_PREFIX, strlen(FL_AUTH_AGENT_PREFIX)))
-        return false; /* bootstrap, anonymous: no resources (registration is not a resource) */
-    const char *cluster = user + strlen(FL_AUTH_AGENT_PREFIX);
-    if (!cluster[0])
+    if (!fl_identity_in_group(who, FL_AUTH_GROUP_MASTERS))
         return false;
-    unsigned bit = verb_bit(at->verb);
-    for (size_t i = 0; i < sizeof agent_rules / sizeof *agent_rules; i++)
-        if (rule_matches(&agent_rules[i], at, cluster, bit))
-            return true;
-    return false;
+    if (a)
+        fl_rbac_sync(a->rbac);
+    return true;
+}
+
+bool fl_auth_allowed(fl_auth *a, const fl_auth_attrs *at)
+{
+    if (privileged(a, at->who))
+        return true;
+    return a && fl_rbac_allowed(a->rbac, at, NULL, 0);
+}
+
+fl_rbac *fl_auth_rbac(fl_auth *a)
+{
+    return a ? a->rbac : NULL;
 }
 
 /* The name a list/watch is narrowed to by fieldSelector metadata.name=X (or ==X), as
@@ -761,9 +691,9 @@ static void body_name(const fl_req *r, char *out, size_t cap)
     json_decref(obj);
 }
 
-bool fl_auth_authorize(fl_req *r, const char *verb, const fl_target *t)
+bool fl_auth_authorize(fl_auth *a, fl_req *r, const char *verb, const fl_target *t)
 {
-    if (!r->who || fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS))
+    if (privileged(a, r->who))
         return true;
     char name[256];
     snprintf(name, sizeof name, "%s", t->name);
@@ -778,7 +708,7 @@ bool fl_auth_authorize(fl_req *r, const char *verb, const fl_target *t)
         ns = name;
     fl_auth_attrs at = {.who = r->who, .verb = verb, .path = NULL, .group = t->group,
                         .resource = t->resource, .subresource = t->sub, .ns = ns, .name = name};
-    if (fl_auth_allowed(&at))
+    if (fl_auth_allowed(a, &at))
         return true;
     fl_target ft = *t;
     if (!strcmp(verb, "create"))
@@ -802,9 +732,9 @@ bool fl_auth_authorize(fl_req *r, const char *verb, const fl_target *t)
     return false;
 }
 
-bool fl_auth_authorize_path(fl_req *r)
+bool fl_auth_authorize_path(fl_auth *a, fl_req *r)
 {
-    if (!r->who || fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS))
+    if (privileged(a, r->who))
         return true;
     char verb[16];
     size_t i = 0;
@@ -814,7 +744,7 @@ bool fl_auth_authorize_path(fl_req *r)
     const char *path = r->path && r->path[0] ? r->path : "/";
     fl_auth_attrs at = {.who = r->who, .verb = verb, .path = path, .group = "", .resource = "",
                         .subresource = "", .ns = "", .name = ""};
-    if (fl_auth_allowed(&at))
+    if (fl_auth_allowed(a, &at))
         return true;
     fl_resp_status(r, 403, "Forbidden", NULL, NULL, "forbidden: User \"%s\" cannot %s path \"%s\"", r->who->user, verb,
                    path);
@@ -989,8 +919,9 @@ void fl_auth_register(fl_api *api, fl_req *r)
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
         return;
     }
-    if (r->who && !fl_identity_in_group(r->who, FL_AUTH_GROUP_MASTERS) &&
-        !fl_identity_in_group(r->who, FL_AUTH_GROUP_BOOTSTRAPPERS)) {
+    fl_auth_attrs reg = {.who = r->who, .verb = "create", .path = NULL, .group = "flotilla.io",
+                         .resource = "register", .subresource = "", .ns = "", .name = ""};
+    if (!fl_auth_allowed(a, &reg)) {
         fl_resp_status(r, 403, "Forbidden", &register_target, NULL,
                        "register.flotilla.io is forbidden: User \"%s\" cannot create resource \"register\" in API "
                        "group \"flotilla.io\" at the cluster scope",
@@ -1047,6 +978,12 @@ void fl_auth_register(fl_api *api, fl_req *r)
     to_hex(digest, sizeof digest, hex);
     if (write_secret(api, r, name, cl, hex) != 0)
         goto out;
+    /* what the agent may do: RBAC objects owned by its Cluster (rbac_defaults.c) */
+    if (fl_rbac_ensure_agent(api, name, fl_obj_str(cl, "metadata", "uid")) != 0) {
+        fl_resp_status(r, 500, "InternalError", &register_target, NULL,
+                       "cannot create the roles and bindings of agent \"%s\"", name);
+        goto out;
+    }
     set_agent(a, name, digest); /* the previous token of this cluster stops here */
     fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, name), "cluster", name),
                "registered pull cluster (%s, by %s)", created ? "new Cluster" : "token rotated",

@@ -1,7 +1,8 @@
 /* auth.h - who is calling, and what they may do: the server's token table, its authorizer,
  * and the pull-mode registration endpoint.
  *
- * Four kinds of identity hold bearer tokens (docs/internals/auth.md):
+ * Four kinds of identity hold bearer tokens (docs/internals/auth.md); what each may do is
+ * decided by RBAC (rbac.h) from the default roles and bindings:
  *   "admin"                          DIR/pki/admin.token: allowed everything;
  *   "system:bootstrap"               DIR/pki/bootstrap.token: may register a pull cluster, read
  *                                    discovery and /version, nothing else;
@@ -35,6 +36,7 @@
 
 struct fl_target;
 typedef struct fl_auth fl_auth;
+struct fl_rbac;
 
 #define FL_AUTH_ADMIN "admin"
 #define FL_AUTH_BOOTSTRAP "system:bootstrap"
@@ -96,7 +98,8 @@ void fl_auth_free(fl_auth *a);
 void fl_auth_set_metrics_reader(fl_auth *a, const char *token);
 
 /* (Re)load the agent tokens from the Secrets labelled flotilla.io/agent-token in
- * karmada-cluster (at start-up: a restart keeps agents working). Returns how many were
+ * karmada-cluster (at start-up: a restart keeps agents working), and create the default RBAC
+ * objects and each loaded agent's roles where missing (rbac.h). Returns how many tokens were
  * loaded (>= 0); Secrets that do not parse are skipped with a warning. */
 int fl_auth_load(fl_auth *a);
 
@@ -147,16 +150,20 @@ typedef struct fl_auth_attrs {
     const char *name;        /* for list/watch: the name a fieldSelector metadata.name=X pins */
 } fl_auth_attrs;
 
-/* The decision, a pure function of the attributes: true = allowed. */
-bool fl_auth_allowed(const fl_auth_attrs *at);
+/* The decision: true = allowed. at->who NULL (trusted) and system:masters are allowed
+ * everything; anyone else what the RBAC objects in a's store grant (rbac.h). a NULL: only
+ * those two. */
+bool fl_auth_allowed(fl_auth *a, const fl_auth_attrs *at);
+/* a's RBAC authorizer (rbac.h), NULL for a NULL. */
+struct fl_rbac *fl_auth_rbac(fl_auth *a);
 
 /* Authorize a resource request addressed to t with Kubernetes verb `verb`. r->who NULL is
  * always allowed. On denial answers r with 403 Forbidden (Kubernetes' wording) and returns
  * false. The name for list/watch comes from a metadata.name field selector, the name for
  * create from the JSON body. */
-bool fl_auth_authorize(fl_req *r, const char *verb, const struct fl_target *t);
+bool fl_auth_authorize(fl_auth *a, fl_req *r, const char *verb, const struct fl_target *t);
 /* The same for a non-resource request (discovery, /version, /metrics, unknown paths). */
-bool fl_auth_authorize_path(fl_req *r);
+bool fl_auth_authorize_path(fl_auth *a, fl_req *r);
 
 /* Is path the registration endpoint? */
 bool fl_auth_is_register_path(const char *path);

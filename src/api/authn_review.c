@@ -84,7 +84,7 @@ static bool api_audience(fl_sa_tokens *sa, const json_t *auds)
 
 static void token_review(fl_api *api, fl_req *r, const fl_target *t)
 {
-    if (!fl_auth_authorize(r, "create", t))
+    if (!fl_auth_authorize(api->auth, r, "create", t))
         return;
     json_t *body = review_body(r, t, "TokenReview");
     if (!body)
@@ -146,7 +146,7 @@ static void sign_client(fl_api *api, fl_req *r, fl_target *t)
 {
     snprintf(t->group, sizeof t->group, "flotilla.io");
     snprintf(t->version, sizeof t->version, "v1alpha1");
-    if (!fl_auth_authorize(r, "create", t))
+    if (!fl_auth_authorize(api->auth, r, "create", t))
         return;
     json_t *body = fl_req_body_object(r, t);
     if (!body)
@@ -218,7 +218,8 @@ void fl_authn_review(fl_api *api, fl_req *r)
         return;
     }
     /* the caller's own identity is no secret to them: every authenticated one may ask */
-    if (self && r->who && !fl_identity_in_group(r->who, FL_AUTH_GROUP_AUTHENTICATED) && !fl_auth_authorize(r, "create", &t))
+    if (self && r->who && !fl_identity_in_group(r->who, FL_AUTH_GROUP_AUTHENTICATED) &&
+        !fl_auth_authorize(api->auth, r, "create", &t))
         return;
     if (self)
         self_review(r, &t);

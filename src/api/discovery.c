@@ -55,6 +55,9 @@ static json_t *str_array(const char *const *v, size_t max)
 
 static json_t *verbs_for(const fl_kind *k)
 {
+    static const char *create_verbs[] = {"create", NULL};
+    if (k->create_only)
+        return str_array(create_verbs, 2);
     bool ns = !k->group[0] && !strcmp(k->resource, "namespaces");
     return str_array(ns ? namespace_verbs : all_verbs, 16);
 }

@@ -14,7 +14,9 @@
 
 #include "api/authn_x509.h"
 #include "api/http_priv.h"
+#include "api/rbac.h"
 #include "api/tls.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "core/metrics.h"
 
@@ -70,6 +72,21 @@ static bool is_watch_request(struct MHD_Connection *c, const char *url)
 
 /* ---- a request's handling, off MHD's threads ---- */
 
+/* Impersonate-User and Impersonate-Group (kubectl --as, --as-group), checked in
+ * fl_http_job_handle once the caller is authenticated (rbac_review.c). */
+static enum MHD_Result collect_impersonation(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    req_job *j = cls;
+    (void)kind;
+    if (!strcasecmp(key, "Impersonate-User") && !j->imp_user)
+        j->imp_user = fl_strdup(value ? value : "");
+    else if (!strcasecmp(key, "Impersonate-Group") && j->nimp_groups < FL_AUTH_GROUPS_MAX)
+        j->imp_groups[j->nimp_groups++] = fl_strdup(value ? value : "");
+    else if (!strcasecmp(key, "Impersonate-Group"))
+        j->imp_too_many = true;
+    return MHD_YES;
+}
+
 static char *dup_or_null(const char *v)
 {
     return v ? fl_strdup(v) : NULL;
@@ -112,6 +129,7 @@ req_job *fl_http_job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, c
     j->user_agent = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent"));
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &j->r);
     copy_peer_certs(h, c, j);
+    MHD_get_connection_values(c, MHD_HEADER_KIND, collect_impersonation, j);
     j->watch = !strcmp(method, "GET") && is_watch_request(c, url);
     return j;
 }
@@ -130,6 +148,9 @@ void fl_http_job_free(req_job *j)
     free(j->accept);
     free(j->user_agent);
     free(j->peer_certs);
+    free(j->imp_user);
+    for (size_t i = 0; i < j->nimp_groups; i++)
+        free(j->imp_groups[i]);
     free(j);
 }
 
@@ -218,6 +239,28 @@ bool fl_http_job_handle(req_job *j)
         bool ok = auth && !strncmp(auth, "Bearer ", 7) && fl_token_equal(auth + 7, route->token);
         if (!ok && (auth || !public_path(route->path)))
             return fl_http_job_status(j, 401, "Unauthorized", "Unauthorized");
+    }
+    if (who && (j->imp_user || j->nimp_groups)) {
+        fl_identity as;
+        char msg[1024];
+        int code = j->imp_too_many ? 400
+                                   : fl_rbac_impersonate(h->cfg.auth, who, j->imp_user,
+                                                         (const char *const *)j->imp_groups, j->nimp_groups, &as,
+                                                         msg, sizeof msg);
+        if (code) {
+            json_t *st_obj = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+                                       "metadata", "status", "Failure", "message",
+                                       j->imp_too_many ? "too many Impersonate-Group headers" : msg, "reason",
+                                       code == 403 ? "Forbidden" : "BadRequest", "code", code);
+            j->r.code = code;
+            j->r.resp = fl_json_dumps(st_obj, NULL); /* the message quotes names: encoded, not pasted */
+            j->r.resp_len = strlen(j->r.resp);
+            j->r.resp_type = "application/json";
+            json_decref(st_obj);
+            return true;
+        }
+        st->who = as;
+        who = &st->who;
     }
     if (st->too_big) {
         char msg[96];

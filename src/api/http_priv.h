@@ -61,6 +61,10 @@ struct req_job {
     unsigned char *peer_certs;   /* the client's certificate chain as TLS delivered it (DER, back
                                   * to back), or NULL; lengths in peer_len */
     size_t peer_len[4], npeer;
+    char *imp_user;        /* Impersonate-User, or NULL */
+    char *imp_groups[FL_AUTH_GROUPS_MAX]; /* Impersonate-Group headers */
+    size_t nimp_groups;
+    bool imp_too_many;     /* more Impersonate-Group headers than an identity holds */
     fl_req r;              /* query owned here; then the answer */
     bool watch;
     bool over;             /* no slot was free (429 once authenticated) */

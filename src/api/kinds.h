@@ -100,6 +100,8 @@ typedef struct fl_kind {
     const fl_column *columns;  /* NULL-name-terminated columns after NAME (AGE last if wanted) */
     fl_row_fn row;
     fl_validate_fn validate;
+    bool create_only;          /* answered, never stored (authorization.k8s.io's reviews,
+                                * rbac_review.c): discovery lists the verb create only */
     /* dynamic kinds (from a CRD); NULL/false for built-ins */
     bool dynamic;
     bool served;               /* false once the CRD is gone */

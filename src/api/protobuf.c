@@ -711,12 +711,13 @@ int fl_protobuf_decode(const unsigned char *buf, size_t len, json_t **out, char 
     }
     const fl_pb_kind *k = NULL;
     bool kind_known = false;
-    for (size_t i = 0; i < fl_pb_nkinds; i++) {
-        if (!span_eq(tm[1], tmn[1], fl_pb_kinds[i].kind))
+    for (size_t i = 0; i < fl_pb_nkinds + fl_pb_authz_nkinds; i++) {
+        const fl_pb_kind *ki = i < fl_pb_nkinds ? &fl_pb_kinds[i] : &fl_pb_authz_kinds[i - fl_pb_nkinds];
+        if (!span_eq(tm[1], tmn[1], ki->kind))
             continue;
         kind_known = true;
-        if (span_eq(tm[0], tmn[0], fl_pb_kinds[i].api_version)) {
-            k = &fl_pb_kinds[i];
+        if (span_eq(tm[0], tmn[0], ki->api_version)) {
+            k = ki;
             break;
         }
     }

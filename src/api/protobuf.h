@@ -112,5 +112,8 @@ typedef struct {
 
 extern const fl_pb_kind fl_pb_kinds[];
 extern const size_t fl_pb_nkinds;
+/* authorization.k8s.io/v1's reviews (protobuf_authz.c, by hand), looked up after those. */
+extern const fl_pb_kind fl_pb_authz_kinds[];
+extern const size_t fl_pb_authz_nkinds;
 
 #endif

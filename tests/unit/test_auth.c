@@ -130,58 +130,6 @@ static const fl_identity *ident_of(const char *user, fl_identity *id)
     return id;
 }
 
-static void test_authorizer_decision_table(void **state)
-{
-    for (size_t i = 0; i < sizeof decisions / sizeof *decisions; i++) {
-        const decision *d = &decisions[i];
-        fl_identity id;
-        fl_auth_attrs at = {.who = ident_of(d->user, &id), .verb = d->verb, .path = NULL, .group = d->group,
-                            .resource = d->resource, .subresource = d->sub, .ns = d->ns, .name = d->name};
-        if (fl_auth_allowed(&at) != d->allowed)
-            fail_msg("row %zu: %s %s %s.%s/%s ns=%s name=%s: expected %s", i, d->user, d->verb, d->resource,
-                     d->group, d->sub, d->ns, d->name, d->allowed ? "allowed" : "denied");
-    }
-}
-
-static void test_authorizer_non_resource_paths(void **state)
-{
-    static const struct {
-        const char *user, *verb, *path;
-        bool allowed;
-    } rows[] = {
-        {AGENT_M1, "get", "/api", true},
-        {AGENT_M1, "get", "/api/v1", true},
-        {AGENT_M1, "get", "/apis", true},
-        {AGENT_M1, "get", "/apis/work.karmada.io", true},
-        {AGENT_M1, "get", "/apis/work.karmada.io/v1alpha1", true},
-        {AGENT_M1, "get", "/version", true},
-        {AGENT_M1, "get", "/readyz", true},
-        {AGENT_M1, "get", "/healthz/ping", true},
-        {AGENT_M1, "get", "/openapi/v3", true},
-        {AGENT_M1, "get", "/openapi/v3/apis/work.karmada.io/v1alpha1", true},
-        {AGENT_M1, "get", "/metrics", false},
-        {AGENT_M1, "get", "/debug/pprof", false},
-        {AGENT_M1, "post", "/api", false},
-        {FL_AUTH_BOOTSTRAP, "get", "/apis", true},
-        {FL_AUTH_BOOTSTRAP, "get", "/metrics", false},
-        {FL_AUTH_ANONYMOUS, "get", "/healthz", true},
-        {FL_AUTH_ADMIN, "get", "/metrics", true},
-        {FL_AUTH_METRICS_READER, "get", "/metrics", true},
-        {FL_AUTH_METRICS_READER, "get", "/readyz", true},
-        {FL_AUTH_METRICS_READER, "post", "/metrics", false},
-        {FL_AUTH_METRICS_READER, "get", "/metrics/extra", false},
-        {FL_AUTH_METRICS_READER, "get", "/debug/pprof", false},
-    };
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        fl_identity id;
-        fl_auth_attrs at = {.who = ident_of(rows[i].user, &id), .verb = rows[i].verb, .path = rows[i].path, .group = "",
-                            .resource = "", .subresource = "", .ns = "", .name = ""};
-        if (fl_auth_allowed(&at) != rows[i].allowed)
-            fail_msg("%s %s %s: expected %s", rows[i].user, rows[i].verb, rows[i].path,
-                     rows[i].allowed ? "allowed" : "denied");
-    }
-}
-
 /* ---------- an API over a memory store, with a token table ---------- */
 
 typedef struct fixture {
@@ -196,6 +144,7 @@ static int setup(void **state)
     f->store = test_api_open_memory(&f->api, "default");
     fl_auth_new(&f->api, ADMIN_TOKEN, BOOT_TOKEN, &f->auth);
     f->api.auth = f->auth;
+    assert_int_equal(fl_auth_load(f->auth), 0); /* no agents yet; the default RBAC objects */
     *state = f;
     return 0;
 }
@@ -322,9 +271,9 @@ static void test_token_file_names_users_and_groups(void **state)
                         .name = "s"};
     assert_int_equal(fl_auth_authenticate(f->auth, "t-alice", &who), 0);
     at.who = &who;
-    assert_false(fl_auth_allowed(&at));
+    assert_false(fl_auth_allowed(f->auth, &at));
     assert_int_equal(fl_auth_authenticate(f->auth, "t-root", &who), 0);
-    assert_true(fl_auth_allowed(&at));
+    assert_true(fl_auth_allowed(f->auth, &at));
     /* the admin token still works beside them */
     assert_true(authenticates_as(f, ADMIN_TOKEN, FL_AUTH_ADMIN));
 }
@@ -582,14 +531,79 @@ static void test_agent_requests_within_its_grant_are_served(void **state)
     assert_int_equal(call_as(f, AGENT_M1, "GET", "/version", NULL, NULL, NULL), 200);
 }
 
+/* ---------- the decision table, over the default RBAC objects and two registered agents ---------- */
+
+static int setup_agents(void **state)
+{
+    setup(state);
+    fixture *f = *state;
+    assert_int_equal(do_register(f, NULL, "m1", NULL), 201);
+    assert_int_equal(do_register(f, NULL, "m2", NULL), 201);
+    return 0;
+}
+
+static void test_authorizer_decision_table(void **state)
+{
+    fixture *f = *state;
+    for (size_t i = 0; i < sizeof decisions / sizeof *decisions; i++) {
+        const decision *d = &decisions[i];
+        fl_identity id;
+        fl_auth_attrs at = {.who = ident_of(d->user, &id), .verb = d->verb, .path = NULL, .group = d->group,
+                            .resource = d->resource, .subresource = d->sub, .ns = d->ns, .name = d->name};
+        if (fl_auth_allowed(f->auth, &at) != d->allowed)
+            fail_msg("row %zu: %s %s %s.%s/%s ns=%s name=%s: expected %s", i, d->user, d->verb, d->resource,
+                     d->group, d->sub, d->ns, d->name, d->allowed ? "allowed" : "denied");
+    }
+}
+
+static void test_authorizer_non_resource_paths(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *user, *verb, *path;
+        bool allowed;
+    } rows[] = {
+        {AGENT_M1, "get", "/api", true},
+        {AGENT_M1, "get", "/api/v1", true},
+        {AGENT_M1, "get", "/apis", true},
+        {AGENT_M1, "get", "/apis/work.karmada.io", true},
+        {AGENT_M1, "get", "/apis/work.karmada.io/v1alpha1", true},
+        {AGENT_M1, "get", "/version", true},
+        {AGENT_M1, "get", "/readyz", true},
+        {AGENT_M1, "get", "/healthz/ping", true},
+        {AGENT_M1, "get", "/openapi/v3", true},
+        {AGENT_M1, "get", "/openapi/v3/apis/work.karmada.io/v1alpha1", true},
+        {AGENT_M1, "get", "/metrics", false},
+        {AGENT_M1, "get", "/debug/pprof", false},
+        {AGENT_M1, "post", "/api", false},
+        {FL_AUTH_BOOTSTRAP, "get", "/apis", true},
+        {FL_AUTH_BOOTSTRAP, "get", "/metrics", false},
+        {FL_AUTH_ANONYMOUS, "get", "/healthz", true},
+        {FL_AUTH_ADMIN, "get", "/metrics", true},
+        {FL_AUTH_METRICS_READER, "get", "/metrics", true},
+        {FL_AUTH_METRICS_READER, "get", "/readyz", true},
+        {FL_AUTH_METRICS_READER, "post", "/metrics", false},
+        {FL_AUTH_METRICS_READER, "get", "/metrics/extra", false},
+        {FL_AUTH_METRICS_READER, "get", "/debug/pprof", false},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        fl_identity id;
+        fl_auth_attrs at = {.who = ident_of(rows[i].user, &id), .verb = rows[i].verb, .path = rows[i].path, .group = "",
+                            .resource = "", .subresource = "", .ns = "", .name = ""};
+        if (fl_auth_allowed(f->auth, &at) != rows[i].allowed)
+            fail_msg("%s %s %s: expected %s", rows[i].user, rows[i].verb, rows[i].path,
+                     rows[i].allowed ? "allowed" : "denied");
+    }
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     fl_mem_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_authorizer_decision_table),
-        cmocka_unit_test(test_authorizer_non_resource_paths),
+        cmocka_unit_test_setup_teardown(test_authorizer_decision_table, setup_agents, teardown),
+        cmocka_unit_test_setup_teardown(test_authorizer_non_resource_paths, setup_agents, teardown),
         T(test_token_file_names_users_and_groups),
         T(test_token_file_refuses_bad_lines_and_loads_nothing),
         T(test_admin_and_bootstrap_tokens_name_their_identities),
