@@ -1,6 +1,5 @@
 """Authentication as kube-apiserver does it, end to end (docs/access.md, "How a request names
-its user"): client
-certificates from `flotilla ctl kubeconfig`, ServiceAccount tokens from `kubectl create
+its user"): client certificates from `flotilla ctl kubeconfig`, ServiceAccount tokens from `kubectl create
 token`, SelfSubjectReview (`kubectl auth whoami`) and TokenReview, and the refusals: a
 certificate of another CA, an expired one, one not for client authentication, a token that
 is expired, forged, for another audience, malformed, or whose ServiceAccount is gone.
