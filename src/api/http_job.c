@@ -84,6 +84,8 @@ static enum MHD_Result collect_impersonation(void *cls, enum MHD_ValueKind kind,
         j->imp_groups[j->nimp_groups++] = fl_strdup(value ? value : "");
     else if (!strcasecmp(key, "Impersonate-Group"))
         j->imp_too_many = true;
+    else if (!strcasecmp(key, "Impersonate-Uid") || !strncasecmp(key, "Impersonate-Extra-", 18))
+        j->imp_unsupported = true; /* refused, not ignored: the caller would act as someone else */
     return MHD_YES;
 }
 
@@ -240,17 +242,22 @@ bool fl_http_job_handle(req_job *j)
         if (!ok && (auth || !public_path(route->path)))
             return fl_http_job_status(j, 401, "Unauthorized", "Unauthorized");
     }
-    if (who && (j->imp_user || j->nimp_groups)) {
+    if (who && (j->imp_user || j->nimp_groups || j->imp_unsupported)) {
         fl_identity as;
         char msg[1024];
-        int code = j->imp_too_many ? 400
+        if (j->imp_unsupported)
+            snprintf(msg, sizeof msg, "Impersonate-Uid and Impersonate-Extra-* headers are not supported; impersonate "
+                                      "with Impersonate-User and Impersonate-Group only");
+        else if (j->imp_too_many)
+            snprintf(msg, sizeof msg, "too many Impersonate-Group headers");
+        int code = j->imp_too_many || j->imp_unsupported ? 400
                                    : fl_rbac_impersonate(h->cfg.auth, who, j->imp_user,
                                                          (const char *const *)j->imp_groups, j->nimp_groups, &as,
                                                          msg, sizeof msg);
         if (code) {
             json_t *st_obj = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
                                        "metadata", "status", "Failure", "message",
-                                       j->imp_too_many ? "too many Impersonate-Group headers" : msg, "reason",
+                                       msg, "reason",
                                        code == 403 ? "Forbidden" : "BadRequest", "code", code);
             j->r.code = code;
             j->r.resp = fl_json_dumps(st_obj, NULL); /* the message quotes names: encoded, not pasted */

@@ -65,6 +65,7 @@ struct req_job {
     char *imp_groups[FL_AUTH_GROUPS_MAX]; /* Impersonate-Group headers */
     size_t nimp_groups;
     bool imp_too_many;     /* more Impersonate-Group headers than an identity holds */
+    bool imp_unsupported;  /* Impersonate-Uid or Impersonate-Extra-*: refused (400) */
     fl_req r;              /* query owned here; then the answer */
     bool watch;
     bool over;             /* no slot was free (429 once authenticated) */

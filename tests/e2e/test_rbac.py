@@ -161,6 +161,10 @@ def test_impersonation_needs_the_impersonate_verb(teams):
     assert r.returncode == 1
     assert ('users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the '
             'cluster scope') in r.stderr
+    # what impersonation is not built for is refused, not ignored: the caller would act as someone else
+    r = teams.kubectl("get", "pods", "-n", "team-a", "--as", "bob", "--as-uid", "1002", check=False)
+    assert r.returncode == 1
+    assert "Impersonate-Uid and Impersonate-Extra-* headers are not supported" in r.stderr, r.stderr
 
 
 def test_python_client_sees_the_same_rules(teams):
