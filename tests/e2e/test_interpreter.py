@@ -153,6 +153,13 @@ def flink(name):
                              "upgradeMode": "stateless"}}}
 
 
+ONE_POD_JOB = """
+function GetComponents(desiredObj)
+  return {{name = "job", replicas = 1, replicaRequirements = {resourceRequest = {cpu = 0.1}}}}
+end
+"""
+
+
 def test_flink_job_goes_only_where_its_job_manager_and_task_managers_both_fit(fleet, crds):
     """The bundled componentResource rule puts the job manager and the task managers on the
     binding as components; placed in one cluster (spread 1..1, dynamic weights), the job goes
@@ -198,7 +205,22 @@ def test_flink_job_goes_only_where_its_job_manager_and_task_managers_both_fit(fl
         # the whole job, unrevised: a Flink job is not divided
         got = member_obj(fleet, "flinkdeployments.flink.apache.org", "wordcount", "member2")
         assert got["spec"]["taskManager"]["replicas"] == 4
+
+        # a user's componentResource rule is accepted, compiled (a broken one is reported
+        # and kept out) and wins over the bundled one on the existing binding
+        fleet.apply(customization("flink-mine", "flink.apache.org/v1beta1", "FlinkDeployment",
+                                  componentResource="function GetComponents(o)\n  return {\nend"))
+        bad = wait_for(lambda: events(fleet, "ResourceInterpreterCustomization", "flink-mine",
+                                      "LoadCustomizationFailed"), timeout=15, what="a LoadCustomizationFailed event")
+        assert "componentResource" in bad[0]["message"], bad[0]["message"]
+        fleet.apply(customization("flink-mine", "flink.apache.org/v1beta1", "FlinkDeployment",
+                                  componentResource=ONE_POD_JOB))
+        rb = wait_for(lambda: (lambda b: b if [c["name"] for c in b["spec"].get("components", [])] == ["job"] else None)(
+            fleet.get("rb", "wordcount-flinkdeployment")), timeout=30, what="the user's components on the binding")
+        assert rb["spec"]["components"] == [{"name": "job", "replicas": 1, "replicaRequirements": {
+            "resourceRequest": {"cpu": "100m"}}}], rb["spec"]
     finally:
+        fleet.delete("resourceinterpretercustomization", "flink-mine")
         fleet.kubectl("delete", "flinkdeployments.flink.apache.org", "wordcount", "--ignore-not-found", check=False)
         fleet.delete("pp", "wordcount")
         fleet.delete("pod", "memhog", member="member1")

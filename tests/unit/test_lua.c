@@ -5,8 +5,8 @@
  *
  * Customizations are built by ric(name, apiVersion, kind, rule, script, ...); objects are
  * JSON with single quotes (J()). The CloneSet customization below is small but has all
- * seven rules (no componentResource: one template) and is written the way Karmada's bundled ones are (globals, kube via
- * require, Lua 5.1 habits). Limit tests use small budgets and caps so they run fast; the
+ * seven rules a one-template kind has (no componentResource) and is written the way
+ * Karmada's bundled ones are (globals, kube via require, Lua 5.1 habits). Limit tests use small budgets and caps so they run fast; the
  * concurrency test checks that a runaway script in one state does not hold up calls on
  * the others. */
 #include <setjmp.h>
