@@ -193,7 +193,6 @@ UNSUPPORTED = [
     "cluster.v1alpha1.ClusterSpec.proxyHeader",             # no proxy support in the member client
     "cluster.v1alpha1.ClusterSpec.proxyURL",
     "cluster.v1alpha1.ClusterSpec.resourceModels",          # no resource-model estimator
-    "config.v1alpha1.CustomizationRules.componentResource",  # no GetComponents operation
 ]
 
 # Kinds Flotilla serves whose schema is in no OpenAPI input: kpt's ResourceGroup (the kpt

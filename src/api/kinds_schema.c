@@ -3974,7 +3974,7 @@ static const fl_field karmada_config_v1alpha1_StatusReflection[] = {
 
 /* com.github.karmada-io.karmada.pkg.apis.config.v1alpha1.CustomizationRules */
 static const fl_field karmada_config_v1alpha1_CustomizationRules[] = {
-    { .path = "componentResource", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ComponentResourceRequirement, .unsupported = true },
+    { .path = "componentResource", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ComponentResourceRequirement },
     { .path = "dependencyInterpretation", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_DependencyInterpretation },
     { .path = "healthInterpretation", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_HealthInterpretation },
     { .path = "replicaResource", .type = FL_F_OBJECT, .sub = karmada_config_v1alpha1_ReplicaResourceRequirement },

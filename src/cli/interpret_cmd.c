@@ -50,6 +50,7 @@ static const char *const op_flags[FL_INTERP_OP_COUNT] = {
     [FL_INTERP_AGGREGATE_STATUS] = "aggregateStatus",
     [FL_INTERP_HEALTH] = "interpretHealth",
     [FL_INTERP_DEPENDENCY] = "interpretDependency",
+    [FL_INTERP_COMPONENT] = "interpretComponent",
 };
 
 int fl_interpret_op_parse(const char *name, enum fl_interp_op *op)
@@ -167,6 +168,8 @@ int fl_interpret_execute(const json_t *ric, enum fl_interp_op op, const fl_inter
     case FL_INTERP_AGGREGATE_STATUS: json_object_set(out, "aggregatedStatus", res.obj); break;
     case FL_INTERP_HEALTH: json_object_set_new(out, "healthy", json_boolean(res.health == FL_HEALTH_HEALTHY)); break;
     case FL_INTERP_DEPENDENCY: json_object_set(out, "dependencies", res.obj ? res.obj : json_array()); break;
+    /* a script answering nil prints null, as karmadactl prints its nil list */
+    case FL_INTERP_COMPONENT: json_object_set(out, "components", res.obj ? res.obj : json_null()); break;
     default: break;
     }
     fl_lua_result_clear(&res);
@@ -345,6 +348,7 @@ static void usage(FILE *f)
             "                         (exit 1 if any ERROR)\n"
             "  --operation OP         run one operation and print its result:\n"
             "                           interpretReplica     --desired-file     -> replica, requires\n"
+            "                           interpretComponent   --desired-file     -> components\n"
             "                           reviseReplica        --desired-file --desired-replica N -> revised\n"
             "                           retain               --desired-file --observed-file -> retained\n"
             "                           interpretStatus      --observed-file    -> status\n"

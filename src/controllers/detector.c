@@ -619,7 +619,27 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
     }
     free(want);
 
-    if (fl_interp_has(d->env.interp, fl_json_str(tmpl, "apiVersion"), fl_json_str(tmpl, "kind"), FL_INTERP_REPLICA)) {
+    /* Karmada's applyReplicaInterpretation (MultiplePodTemplatesScheduling on): a kind
+     * with a componentResource rule is described by its components alone, spec.replicas
+     * and spec.replicaRequirements left out; any other by GetReplicas */
+    const char *av = fl_json_str(tmpl, "apiVersion"), *kind = fl_json_str(tmpl, "kind");
+    if (fl_interp_has(d->env.interp, av, kind, FL_INTERP_COMPONENT)) {
+        json_t *comps = NULL;
+        int rc = fl_interp_get_components(d->env.interp, tmpl, &comps, err);
+        if (rc)
+            return rc;
+        json_object_del(spec, "replicas");
+        json_object_del(spec, "replicaRequirements");
+        if (json_array_size(comps))
+            json_object_set_new(spec, "components", comps);
+        else {
+            json_decref(comps);
+            json_object_del(spec, "components");
+        }
+        return 0;
+    }
+    json_object_del(spec, "components");
+    if (fl_interp_has(d->env.interp, av, kind, FL_INTERP_REPLICA)) {
         int64_t replicas = 0;
         json_t *req = NULL;
         int rc = fl_interp_get_replicas(d->env.interp, tmpl, &replicas, &req, err);

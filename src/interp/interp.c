@@ -53,6 +53,7 @@ static const char *const op_names[FL_INTERP_OP_COUNT] = {
     [FL_INTERP_AGGREGATE_STATUS] = "AggregateStatus",
     [FL_INTERP_HEALTH] = "InterpretHealth",
     [FL_INTERP_DEPENDENCY] = "InterpretDependency",
+    [FL_INTERP_COMPONENT] = "InterpretComponent",
 };
 
 const char *fl_interp_op_name(enum fl_interp_op op)
@@ -233,6 +234,7 @@ static bool has_slot(const fl_interp_backend *b, enum fl_interp_op op)
     case FL_INTERP_AGGREGATE_STATUS: return b->aggregate_status != NULL;
     case FL_INTERP_HEALTH: return b->health != NULL;
     case FL_INTERP_DEPENDENCY: return b->get_dependencies != NULL;
+    case FL_INTERP_COMPONENT: return b->get_components != NULL;
     default: return false;
     }
 }
@@ -500,6 +502,48 @@ int fl_interp_get_dependencies(fl_interp *ip, const json_t *obj, json_t **deps, 
     if ((rc = call_init(&c, FL_INTERP_DEPENDENCY, obj, "object", err)))
         return rc;
     DISPATCH(ip, c, rc, err, e->b->get_dependencies(e->self, obj, deps, &berr), clear_json(deps));
+    return rc;
+}
+
+static int cmp_name(const void *pa, const void *pb)
+{
+    const char *x = json_string_value(json_object_get(*(const json_t *const *)pa, "name"));
+    const char *y = json_string_value(json_object_get(*(const json_t *const *)pb, "name"));
+    return strcmp(x ? x : "", y ? y : "");
+}
+
+/* arr's elements sorted by their "name" (a new array sharing them). */
+static json_t *sorted_by_name(const json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    json_t **v = fl_malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(arr, i);
+    qsort(v, n, sizeof *v, cmp_name);
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append(out, v[i]);
+    free(v);
+    return out;
+}
+
+int fl_interp_get_components(fl_interp *ip, const json_t *obj, json_t **components, char **err)
+{
+    struct call c;
+    int rc;
+    *components = NULL;
+    if (err)
+        *err = NULL;
+    if ((rc = call_init(&c, FL_INTERP_COMPONENT, obj, "object", err)))
+        return rc;
+    DISPATCH(ip, c, rc, err, e->b->get_components(e->self, obj, components, &berr), clear_json(components));
+    if (rc == 0 && json_array_size(*components) > 1) {
+        /* scripts build the list with pairs(), whose order is the hash table's, not the
+         * object's: by name, so that a binding does not change with the Lua state */
+        json_t *sorted = sorted_by_name(*components);
+        json_decref(*components);
+        *components = sorted;
+    }
     return rc;
 }
 

@@ -1,8 +1,9 @@
 /* interp.h - the resource interpreter: what Flotilla needs to know about a kind it federates.
  *
- * Controllers never read a workload's fields themselves; they ask the interpreter seven
- * questions (Karmada's seven interpreter operations): how many replicas and what each one
- * needs, how to rewrite the replica count for one member, what of the member's copy to
+ * Controllers never read a workload's fields themselves; they ask the interpreter eight
+ * questions (Karmada's eight interpreter operations): how many replicas and what each one
+ * needs, or for a workload of several pod templates (a Flink job manager and its task
+ * managers) the same per component, how to rewrite the replica count for one member, what of the member's copy to
  * keep on update, what of the member's status to report, how to fold the members'
  * reports into the template's status, whether the member's object is healthy, and which
  * other objects must travel with it.
@@ -45,6 +46,7 @@ enum fl_interp_op {
     FL_INTERP_AGGREGATE_STATUS, /* AggregateStatus */
     FL_INTERP_HEALTH,           /* InterpretHealth */
     FL_INTERP_DEPENDENCY,       /* InterpretDependency */
+    FL_INTERP_COMPONENT,        /* InterpretComponent (Karmada 1.16+: multi-component workloads) */
     FL_INTERP_OP_COUNT
 };
 
@@ -71,6 +73,7 @@ typedef struct fl_interp_backend {
     int (*aggregate_status)(void *self, const json_t *obj, const json_t *items, json_t **out, char **err);
     int (*health)(void *self, const json_t *observed, enum fl_health *health, char **err);
     int (*get_dependencies)(void *self, const json_t *obj, json_t **deps, char **err);
+    int (*get_components)(void *self, const json_t *obj, json_t **components, char **err);
 } fl_interp_backend;
 
 /* A registry with the native backend installed. Never NULL (allocation aborts). */
@@ -159,6 +162,14 @@ int fl_interp_health(fl_interp *ip, const json_t *observed, enum fl_health *heal
 /* Objects that must be propagated with obj: a JSON array of {apiVersion, kind,
  * namespace, name}, sorted and without duplicates (possibly empty). */
 int fl_interp_get_dependencies(fl_interp *ip, const json_t *obj, json_t **deps, char **err);
+
+/* The template's components: a JSON array of Karmada's Component objects
+ * ({name, replicas, replicaRequirements: {nodeClaim, resourceRequest, priorityClassName}}),
+ * checked as fl_interp_check_components does (requirements.h), sorted by name (scripts
+ * build the list in pairs() order, which is not stable), possibly empty (the rule
+ * answered nil). Only customizations (Lua, bundled) and webhooks answer it; a kind
+ * without such a hook is FL_EUNSUPPORTED, and the caller uses fl_interp_get_replicas. */
+int fl_interp_get_components(fl_interp *ip, const json_t *obj, json_t **components, char **err);
 
 /* The order of that array, for backends to build it: arr's references sorted by
  * (apiVersion, kind, namespace, name, then labelSelector), equal ones once (a new array

@@ -2,12 +2,14 @@
  * run unchanged, sandboxed, on a pool of reusable Lua 5.4 states.
  *
  * A ResourceInterpreterCustomization (config.karmada.io/v1alpha1) names a target
- * (spec.target.apiVersion, spec.target.kind) and up to seven Lua scripts under
+ * (spec.target.apiVersion, spec.target.kind) and up to eight Lua scripts under
  * spec.customizations, one per interpreter operation:
  *
  *   rule (spec.customizations.<rule>.luaScript)  function the script defines          operation
  *   retention                  Retain(desiredObj, observedObj) -> desiredObj         FL_INTERP_RETAIN
  *   replicaResource            GetReplicas(obj) -> replica, requirement              FL_INTERP_REPLICA
+ *   componentResource          GetComponents(desiredObj) -> {{name, replicas,        FL_INTERP_COMPONENT
+ *                                replicaRequirements}, ...} or nil
  *   replicaRevision            ReviseReplica(obj, desiredReplica) -> obj             FL_INTERP_REVISE_REPLICA
  *   statusReflection           ReflectStatus(observedObj) -> status                  FL_INTERP_REFLECT_STATUS
  *   statusAggregation          AggregateStatus(desiredObj, statusItems) -> desiredObj FL_INTERP_AGGREGATE_STATUS
@@ -21,7 +23,11 @@
  * GetReplicas' requirement is a ReplicaRequirements table ({nodeClaim = {nodeSelector,
  * tolerations, hardNodeAffinity}, resourceRequest = {cpu = "100m", ...}, namespace,
  * priorityClassName}) or nil; resourceRequest values may be quantity strings or numbers
- * and come back as canonical quantity strings. GetDependencies may return nil (no
+ * and come back as canonical quantity strings. GetComponents returns an array of
+ * Karmada's Components, each {name (unique, at most 32 characters), replicas,
+ * replicaRequirements = {nodeClaim, resourceRequest, priorityClassName}}, checked and made
+ * canonical by fl_interp_check_components (unknown members dropped), or nil for none.
+ * GetDependencies may return nil (no
  * dependencies); each reference needs apiVersion and kind, and a name or a labelSelector.
  *
  * Which customization answers: customizations are taken in metadata.name order (strcmp);
@@ -201,7 +207,9 @@ typedef struct fl_lua_args {
 typedef struct fl_lua_result {
     json_t *obj;          /* RETAIN, REVISE_REPLICA, AGGREGATE_STATUS: the object;
                            * REFLECT_STATUS: the status (NULL when the script returned nil);
-                           * DEPENDENCY: the array of references */
+                           * DEPENDENCY: the array of references;
+                           * COMPONENT: the array of components (NULL when the script
+                           * returned nil; the backend's operation answers [] then) */
     int64_t replicas;     /* REPLICA */
     json_t *requirements; /* REPLICA: ReplicaRequirements object, NULL when nil */
     enum fl_health health; /* HEALTH */

@@ -38,7 +38,8 @@
 #define NOPS FL_INTERP_OP_COUNT
 
 /* Rule and function names per operation; `order` is the order of the rules in
- * Karmada's CustomizationRules, which reports follow. */
+ * Karmada's CustomizationRules (karmadactl's AllResourceInterpreterCustomizationRules),
+ * which reports follow. */
 static const struct {
     const char *rule, *function;
 } names[NOPS] = {
@@ -49,9 +50,10 @@ static const struct {
     [FL_INTERP_AGGREGATE_STATUS] = {"statusAggregation", "AggregateStatus"},
     [FL_INTERP_HEALTH] = {"healthInterpretation", "InterpretHealth"},
     [FL_INTERP_DEPENDENCY] = {"dependencyInterpretation", "GetDependencies"},
+    [FL_INTERP_COMPONENT] = {"componentResource", "GetComponents"},
 };
 static const enum fl_interp_op order[NOPS] = {
-    FL_INTERP_RETAIN,         FL_INTERP_REPLICA, FL_INTERP_REVISE_REPLICA, FL_INTERP_REFLECT_STATUS,
+    FL_INTERP_RETAIN,         FL_INTERP_REPLICA, FL_INTERP_COMPONENT, FL_INTERP_REVISE_REPLICA, FL_INTERP_REFLECT_STATUS,
     FL_INTERP_AGGREGATE_STATUS, FL_INTERP_HEALTH, FL_INTERP_DEPENDENCY,
 };
 
@@ -409,6 +411,19 @@ static int check_requirements(json_t *req, char **err)
     return rc;
 }
 
+/* GetComponents' answer: an array of Components, canonical; a failure names the element
+ * and field below "components". */
+static int check_components(json_t *comps, char **err)
+{
+    char *why = NULL;
+    int rc = fl_interp_check_components(comps, &why);
+    if (rc) {
+        *err = fl_asprintf("components%s", why);
+        free(why);
+    }
+    return rc;
+}
+
 /* One dependency reference, element i. */
 static int check_dependency(const json_t *d, size_t i, char **err)
 {
@@ -593,6 +608,25 @@ static int op_collect(lua_State *L, int base, void *arg, char **err)
         }
         return 0;
     }
+    case FL_INTERP_COMPONENT:
+        /* nil: no components (r->obj stays NULL: karmadactl prints null, {} prints []) */
+        if (lua_isnil(L, base))
+            return 0;
+        if (lua_type(L, base) != LUA_TTABLE) {
+            *err = fl_asprintf("components: must be an array of components or nil, got %s", type_of(L, base));
+            return FL_EINVAL;
+        }
+        if ((rc = fl_lua_to_json(L, base, "components", &r->obj, err)))
+            return rc;
+        if (json_is_object(r->obj) && !json_object_size(r->obj)) { /* a bare {}: none */
+            json_decref(r->obj);
+            r->obj = json_array();
+        }
+        if (!json_is_array(r->obj)) {
+            *err = fl_strdup("components: must be an array of components, got a table with string keys");
+            return FL_EINVAL;
+        }
+        return check_components(r->obj, err);
     default: return object_result(L, base, "return value", 0, &r->obj, err);
     }
 }
@@ -747,6 +781,20 @@ static int vt_get_dependencies(void *self, const json_t *obj, json_t **deps, cha
     return run_deps(((fl_lua_backend *)self)->pool, t->deps, t->ndeps, &in, deps, err);
 }
 
+static int vt_get_components(void *self, const json_t *obj, json_t **components, char **err)
+{
+    struct custom *c = answering(self, obj, FL_INTERP_COMPONENT);
+    fl_lua_args in = {.obj = obj};
+    fl_lua_result r;
+    *components = NULL;
+    if (!c)
+        return FL_EUNSUPPORTED;
+    int rc = run_one(((fl_lua_backend *)self)->pool, c, FL_INTERP_COMPONENT, &in, &r, err);
+    if (!rc)
+        *components = r.obj ? r.obj : json_array();
+    return rc;
+}
+
 const fl_interp_backend fl_lua_backend_vtable = {
     .name = "lua",
     .has = vt_has,
@@ -757,6 +805,7 @@ const fl_interp_backend fl_lua_backend_vtable = {
     .aggregate_status = vt_aggregate_status,
     .health = vt_health,
     .get_dependencies = vt_get_dependencies,
+    .get_components = vt_get_components,
 };
 
 /* ---- offline ---- */

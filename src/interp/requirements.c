@@ -1,7 +1,10 @@
-/* requirements.c - ReplicaRequirements from a customization, checked and made canonical
- * (requirements.h). One place for both backends that can answer GetReplicas with them. */
+/* requirements.c - ReplicaRequirements and Components from a customization, checked and
+ * made canonical (requirements.h). One place for both backends that can answer GetReplicas
+ * and GetComponents with them. */
 #include "interp/requirements.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -77,5 +80,88 @@ int fl_interp_check_requirements(json_t *req, char **why)
             if ((rc = canonical_quantity(list, key, v, why)))
                 return rc;
         }
+    return 0;
+}
+
+/* The members of o not in keep[] removed (what Karmada's decoding into its types drops). */
+static void keep_only(json_t *o, const char *const *keep)
+{
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, key, v) {
+        bool known = false;
+        for (const char *const *k = keep; *k && !known; k++)
+            known = !strcmp(*k, key);
+        if (!known || json_is_null(v))
+            json_object_del(o, key);
+    }
+}
+
+/* One component, element i: checked, canonical in place. */
+static int check_component(json_t *c, size_t i, char **why)
+{
+    static const char *const comp_keys[] = {"name", "replicas", "replicaRequirements", NULL};
+    static const char *const req_keys[] = {"nodeClaim", "resourceRequest", "priorityClassName", NULL};
+    if (!json_is_object(c)) {
+        *why = fl_asprintf("[%zu]: must be an object {name, replicas, replicaRequirements}", i);
+        return FL_EINVAL;
+    }
+    keep_only(c, comp_keys);
+    const char *name = json_string_value(json_object_get(c, "name"));
+    if (!name || !*name) {
+        *why = fl_asprintf("[%zu].name: must be a non-empty string", i);
+        return FL_EINVAL;
+    }
+    if (strlen(name) > FL_INTERP_COMPONENT_NAME_MAX) {
+        *why = fl_asprintf("[%zu].name: must be at most %d characters", i, FL_INTERP_COMPONENT_NAME_MAX);
+        return FL_EINVAL;
+    }
+    json_t *n = json_object_get(c, "replicas");
+    if (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > INT32_MAX) {
+        *why = fl_asprintf("[%zu].replicas: must be an integer from 0 to %d", i, INT32_MAX);
+        return FL_EINVAL;
+    }
+    json_t *req = json_object_get(c, "replicaRequirements");
+    if (!req)
+        return 0;
+    if (!json_is_object(req)) {
+        *why = fl_asprintf("[%zu].replicaRequirements: must be an object", i);
+        return FL_EINVAL;
+    }
+    keep_only(req, req_keys);
+    char *w = NULL;
+    int rc = fl_interp_check_requirements(req, &w);
+    if (rc) {
+        *why = fl_asprintf("[%zu].replicaRequirements.%s", i, w);
+        free(w);
+        return rc;
+    }
+    if (!json_object_size(req))
+        json_object_del(c, "replicaRequirements");
+    return 0;
+}
+
+int fl_interp_check_components(json_t *comps, char **why)
+{
+    *why = NULL;
+    if (!json_is_array(comps)) {
+        *why = fl_strdup(": must be an array of components");
+        return FL_EINVAL;
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(comps, i, c) {
+        int rc = check_component(c, i, why);
+        if (rc)
+            return rc;
+        const char *name = json_string_value(json_object_get(c, "name"));
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(name, json_string_value(json_object_get(json_array_get(comps, j), "name")))) {
+                *why = fl_asprintf("[%zu].name: \"%s\" is also the name of component %zu; names must be unique", i,
+                                   name, j);
+                return FL_EINVAL;
+            }
+    }
     return 0;
 }

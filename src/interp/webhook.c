@@ -272,14 +272,11 @@ static const char *const op_words =
     "*, InterpretReplica, InterpretComponent, ReviseReplica, Retain, AggregateStatus, InterpretStatus, "
     "InterpretHealth, InterpretDependency";
 
-/* The mask of an operation name; 0 for InterpretComponent (valid, but not an operation
- * Flotilla asks), -1 for an unknown name. */
+/* The mask of an operation name, -1 for an unknown name. */
 static long op_mask(const char *s)
 {
     if (!strcmp(s, "*"))
         return ALL_OPS;
-    if (!strcmp(s, "InterpretComponent"))
-        return 0;
     for (int op = 0; op < NOPS; op++)
         if (!strcmp(s, op_name(op)))
             return 1L << op;
@@ -1224,6 +1221,37 @@ out:
     return rc;
 }
 
+/* InterpretComponent: response.components, Karmada's []Component, checked and canonical. */
+static int vt_get_components(void *self, const json_t *obj, json_t **components, char **err)
+{
+    struct args a = {.op = FL_INTERP_COMPONENT, .obj = obj};
+    const struct hook *h = answering(self, obj, a.op);
+    json_t *ctx, *r;
+    *components = NULL;
+    if (!h)
+        return FL_EUNSUPPORTED;
+    int rc = call_hook(self, h, &a, &ctx, &r, err);
+    if (rc)
+        goto out;
+    const json_t *v = json_object_get(r, "components");
+    if (v && !json_is_null(v) && !json_is_array(v)) {
+        rc = fl_webhook_call_fail(h, a.op, FL_EINVAL, err, "response.components: must be an array");
+        goto out;
+    }
+    json_t *comps = v && !json_is_null(v) ? fl_json_deep_copy(v) : json_array();
+    char *why = NULL;
+    if ((rc = fl_interp_check_components(comps, &why))) {
+        rc = fl_webhook_call_fail(h, a.op, rc, err, "response.components%s", why);
+        free(why);
+        json_decref(comps);
+        goto out;
+    }
+    *components = comps;
+out:
+    json_decref(ctx);
+    return rc;
+}
+
 const fl_interp_backend fl_webhook_backend_vtable = {
     .name = "webhook",
     .has = vt_has,
@@ -1234,4 +1262,5 @@ const fl_interp_backend fl_webhook_backend_vtable = {
     .aggregate_status = vt_aggregate_status,
     .health = vt_health,
     .get_dependencies = vt_get_dependencies,
+    .get_components = vt_get_components,
 };

@@ -20,7 +20,8 @@
  * SpreadConstraint, in that order: the first that rejects a cluster is the one reported;
  * Karmada runs its plugins in map order, so it has no fixed order to follow), then for
  * each feasible cluster the score (ClusterLocality: 100 when spec.clusters already has
- * it) and the general estimator's available replicas, then selection (spread.c) and
+ * it) and the general estimator's available replicas (complete component sets for a
+ * multi-component workload placed in one cluster: components.c), then selection (spread.c) and
  * division (divide.c). Deleting clusters are skipped before the filters and, as
  * upstream, left out of the "0/N clusters are available" histogram while counted in N. */
 #include "sched/sched_priv.h"
@@ -37,6 +38,7 @@
 #include <time.h>
 
 /* ------------------------------------------------------------------ arena -- */
+
 
 struct fl_sched_arena_blk {
     struct fl_sched_arena_blk *next;
@@ -168,6 +170,16 @@ static bool q_parse(const json_t *v, fl_quantity *q)
         return fl_quantity_parse(buf, q) == 0;
     }
     return false;
+}
+
+bool fl_sched_quantity_parse(const json_t *v, fl_quantity *q)
+{
+    return q_parse(v, q);
+}
+
+int64_t fl_sched_quantity_scaled(fl_quantity_nano nano, int64_t unit)
+{
+    return q_scaled(nano, unit);
 }
 
 /* What the build collects per Cluster before the snapshot-wide tables are complete. */
@@ -681,6 +693,7 @@ static void binding_clear(struct fl_sched_binding *b)
     free(b->tols);
     free(b->spreads);
     free(b->reqs);
+    free(b->set_reqs);
     free(b->prev);
     free(b->prev_order);
     free(b->evicting);
@@ -720,6 +733,8 @@ static int binding_parse(const fl_sched_snapshot *snap, const json_t *spec, cons
     }
     b->ncomponents = json_array_size(comps);
     b->workload = b->replicas > 0 || b->has_requirements || b->ncomponents >= 1;
+    if (b->ncomponents && (rc = fl_sched_components_parse(snap, comps, b, err)))
+        return rc;
 
     json_t *res = json_object_get(spec, "resource");
     json_t *av = json_object_get(res, "apiVersion"), *kind = json_object_get(res, "kind");
@@ -740,6 +755,7 @@ static int binding_parse(const fl_sched_snapshot *snap, const json_t *spec, cons
 
     if ((rc = parse_placement(snap, json_object_get(spec, "placement"), b, err)))
         return rc;
+    b->multi_template = fl_sched_components_applicable(b);
     if ((rc = parse_targets(snap, json_object_get(spec, "clusters"), b, err)))
         return rc;
     if ((rc = fl_sched_evictions_parse(json_object_get(spec, "gracefulEvictionTasks"), snap, b->evicting, err)))
@@ -771,6 +787,10 @@ static int32_t estimate(const struct fl_sched_binding *b, const struct fl_sched_
     /* non-workloads are not estimated: the boundary stays MaxInt32 */
     if (b->replicas == 0 && b->ncomponents == 0)
         return INT32_MAX;
+    if (b->multi_template) {
+        int32_t sets = fl_sched_components_estimate(b, c);
+        return sets == INT32_MAX ? b->replicas : sets;
+    }
     int64_t max = c->has_summary ? c->allowed_pods : 0;
     if (max > 0 && b->has_requirements) {
         int64_t num = INT64_MAX;

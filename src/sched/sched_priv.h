@@ -12,6 +12,8 @@
  *   spread.c           SpreadConstraint filter and group/cluster selection
  *   divide.c           replica assignment: Duplicated, static weights, dynamic weights,
  *                      Aggregated, Webster apportionment, steady rescheduling
+ *   components.c       multi-component workloads (spec.components): when they are
+ *                      estimated, and the general estimator's complete sets per cluster
  *
  * Clusters in a snapshot are sorted by name, so a cluster's index orders like its name
  * and every "sort by name" below is a sort by index.
@@ -25,6 +27,7 @@
 
 #include "sched/sched.h"
 #include "policy/cluster_affinity.h"
+#include "core/quantity.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -182,6 +185,13 @@ struct fl_sched_binding {
     int32_t replicas;
     bool has_requirements;    /* replicaRequirements present */
     size_t ncomponents;
+    /* spec.components as one set: pods (every component's replicas) and the demand per
+     * resource (replicas x request summed); multi_template when Karmada estimates the
+     * binding by sets (fl_sched_components_applicable) */
+    int64_t set_pods;
+    struct fl_sched_req *set_reqs;
+    size_t nset_reqs;
+    bool multi_template;
     bool workload;            /* Karmada's IsWorkload() */
     struct fl_sched_req *reqs;
     size_t nreqs;
@@ -217,6 +227,25 @@ struct fl_sched_binding {
     bool fresh;               /* rescheduleTriggeredAt after lastScheduledTime */
     const char *observed;     /* status.schedulerObservingAffinityName or NULL */
 };
+
+/* A ResourceList value (a quantity string, or a bare integer) into q; false when it is
+ * neither. */
+bool fl_sched_quantity_parse(const json_t *v, fl_quantity *q);
+/* Quantity.Value() (unit 10^9 nano) and MilliValue() (10^6): rounded up, clamped to int64. */
+int64_t fl_sched_quantity_scaled(fl_quantity_nano nano, int64_t unit);
+
+/* --------------------------------------------------------------- components -- */
+
+/* Parse spec.components (an array, checked by the caller) into b's set: set_pods,
+ * set_reqs. 0, or FL_EINVAL with *err naming the field ("spec.components[1].replicas: ..."). */
+int fl_sched_components_parse(const fl_sched_snapshot *snap, const json_t *comps, struct fl_sched_binding *b,
+                              char **err);
+/* Karmada's isMultiTemplateSchedulingApplicable: components present and a cluster spread
+ * constraint with minGroups 1 and maxGroups 1. Needs b's spreads parsed. */
+bool fl_sched_components_applicable(const struct fl_sched_binding *b);
+/* The general estimator's MaxAvailableComponentSets for cluster c: complete sets it can
+ * still hold (0 without a resource summary). */
+int32_t fl_sched_components_estimate(const struct fl_sched_binding *b, const struct fl_sched_cluster *c);
 
 /* ------------------------------------------------------------------- filters -- */
 

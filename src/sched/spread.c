@@ -564,5 +564,8 @@ int fl_sched_spread_select(const struct fl_sched_binding *b, const fl_sched_snap
                                                                  : by[FL_SPREAD_LABEL];
     if (lvl)
         return by_group(b, snap, lvl, by[FL_SPREAD_CLUSTER], cands, ncands, sel, nsel, msg);
-    return by_cluster(by[FL_SPREAD_CLUSTER], duplicated(b) ? -1 : b->replicas, cands, ncands, sel, nsel, msg);
+    /* a multi-component workload is one unit: one complete set must fit (upstream's
+     * SelectClusters asks for 1) */
+    return by_cluster(by[FL_SPREAD_CLUSTER], duplicated(b) ? -1 : b->multi_template ? 1 : b->replicas, cands, ncands,
+                      sel, nsel, msg);
 }

@@ -21,8 +21,9 @@ BUNDLED = os.path.join(ROOT, "src", "interp", "bundled")
 CLONESET = os.path.join(BUNDLED, "kruise-cloneset.yaml")
 CASES = os.path.join(BUNDLED, "testdata", "kruise-cloneset")
 
-RULES = ["retention", "replicaResource", "replicaRevision", "statusReflection", "statusAggregation",
-         "healthInterpretation", "dependencyInterpretation"]
+RULES = ["retention", "replicaResource", "componentResource", "replicaRevision", "statusReflection",
+         "statusAggregation", "healthInterpretation", "dependencyInterpretation"]
+FLINK = os.path.join(BUNDLED, "flink-flinkdeployment.yaml")
 
 BROKEN = """\
 apiVersion: config.karmada.io/v1alpha1
@@ -111,7 +112,7 @@ def test_check_reports_pass_unset_and_error_with_the_line(files):
     assert list(got) == RULES
     assert got["replicaResource"] == "PASS"
     assert got["statusReflection"] == "PASS"          # compiles; fails only when run
-    for rule in ("retention", "replicaRevision", "statusAggregation", "dependencyInterpretation"):
+    for rule in ("retention", "componentResource", "replicaRevision", "statusAggregation", "dependencyInterpretation"):
         assert got[rule] == "UNSET"
     assert got["healthInterpretation"].startswith("ERROR line 5: 'end' expected"), got
 
@@ -282,8 +283,23 @@ def test_neither_check_nor_operation():
 
 
 def test_unknown_operation_lists_the_known_ones():
-    one_error_line(run("-f", CLONESET, "--operation", "interpretComponent"), 2, "interpretComponent",
-                   "interpretReplica", "interpretDependency")
+    one_error_line(run("-f", CLONESET, "--operation", "interpretEverything"), 2, "interpretEverything",
+                   "interpretReplica", "interpretComponent", "interpretDependency")
+
+
+def test_interpret_component_prints_components_as_karmadactl(files):
+    """The bundled FlinkDeployment rule's components, in the script's order, framed as
+    karmadactl frames them; a CloneSet (one template) has no componentResource rule."""
+    c = yaml.safe_load(open(os.path.join(BUNDLED, "testdata", "flink-flinkdeployment", "interpret-component.yaml")))
+    d = files("flink.yaml", c["desired"])
+    r = run("-f", FLINK, "--operation", "interpretComponent", "--desired-file", d)
+    assert r.returncode == 0, r.stderr
+    header, body = r.stdout.split("---\n")[1].split("\n", 1)
+    assert header == "# [1/1] components:"
+    assert yaml.safe_load(body) == c["expected"]["components"]
+    assert [x["name"] for x in yaml.safe_load(body)] == ["jobmanager", "taskmanager"]
+    one_error_line(run("-f", CLONESET, "--operation", "interpretComponent", "--desired-file", d), 1,
+                   "no componentResource rule")
 
 
 def test_unknown_flag():
@@ -309,6 +325,7 @@ def test_malformed_json_names_the_line(files):
     ("reviseReplica", ["desired"], "--desired-replica"),
     ("interpretHealth", [], "--observed-file"),
     ("interpretReplica", [], "--desired-file"),
+    ("interpretComponent", [], "--desired-file"),
 ])
 def test_missing_input_names_the_flag(op, given, flag, files):
     obj = case("health-healthy.yaml")["observed"]

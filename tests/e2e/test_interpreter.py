@@ -1,6 +1,7 @@
 """The resource interpreter in the server, end to end on `flotilla up`, with kubectl only.
 
-Bundled customizations answer for CRDs Flotilla knows (OpenKruise CloneSet, Argo Workflow);
+Bundled customizations answer for CRDs Flotilla knows (OpenKruise CloneSet, Argo Workflow,
+Flink's FlinkDeployment, whose job and task managers are components the scheduler fits);
 a user's own ResourceInterpreterCustomization takes effect on bindings that already exist;
 a runaway script is stopped, reported, and does not slow the rest of the fleet down.
 
@@ -46,6 +47,8 @@ CRDS = [
     # kinds of our own for the runaway customizations and for a webhook
     crd("example.io", "v1", "Spinner", "spinners", True),
     crd("example.io", "v1", "Gauge", "gauges", True),
+    # Flink operator's FlinkDeployment: a job manager and task managers (components)
+    crd("flink.apache.org", "v1beta1", "FlinkDeployment", "flinkdeployments", True),
 ]
 
 
@@ -124,6 +127,105 @@ def crds(fleet):
         wait_for(lambda: all(fleet.kubectl("get", plural, member=m, check=False).returncode == 0 for m in MEMBERS),
                  timeout=60, what=f"{plural} served in the members")
     yield
+
+
+GI = 1 << 30
+
+
+def quantity_bytes(q):
+    """A memory quantity as the simulated members write it ("96Gi", "100663296Ki", bytes)."""
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "": 1}
+    for u in ("Ki", "Mi", "Gi", "Ti", ""):
+        if q.endswith(u) and q[:len(q) - len(u)].isdigit():
+            return int(q[:len(q) - len(u)]) * units[u]
+    raise AssertionError("unexpected memory quantity %r" % q)
+
+
+def flink(name):
+    """A Flink job whose job manager (1 cpu, 20Gi) and 4 task managers (5 cpu, 1Gi each)
+    differ: one whole job is 21 cpu, 24Gi and 5 pods."""
+    return {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"image": "flink:1.18", "flinkVersion": "v1_18", "serviceAccount": "flink",
+                     "jobManager": {"replicas": 1, "resource": {"cpu": 1, "memory": "20Gi"}},
+                     "taskManager": {"replicas": 4, "resource": {"cpu": 5, "memory": "1Gi"}},
+                     "job": {"jarURI": "local:///opt/flink/examples/streaming/WordCount.jar", "parallelism": 4,
+                             "upgradeMode": "stateless"}}}
+
+
+ONE_POD_JOB = """
+function GetComponents(desiredObj)
+  return {{name = "job", replicas = 1, replicaRequirements = {resourceRequest = {cpu = 0.1}}}}
+end
+"""
+
+
+def test_flink_job_goes_only_where_its_job_manager_and_task_managers_both_fit(fleet, crds):
+    """The bundled componentResource rule puts the job manager and the task managers on the
+    binding as components; placed in one cluster (spread 1..1, dynamic weights), the job goes
+    to the member that holds a whole set. member1 has the cpu for everything and the memory
+    for the job manager or the task managers, not both (22Gi free of 24Gi needed); member2
+    has room. One replica's worth of the largest requests times five (25 cpu) fits nowhere,
+    which is what the scheduler estimated before components."""
+    s = fleet.get("cluster", "member1")["status"]["resourceSummary"]
+    assert s["allocatable"]["cpu"] == "24", s
+    mem = quantity_bytes(s["allocatable"]["memory"])
+    hog = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "memhog", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {
+               "requests": {"cpu": "1", "memory": "%dKi" % ((mem - 22 * GI) >> 10)}}}]}}
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "wordcount", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                                          "name": "wordcount"}],
+                   "placement": {"clusterAffinity": {"clusterNames": list(MEMBERS)},
+                                 "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 1, "maxGroups": 1}],
+                                 "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                       "replicaDivisionPreference": "Weighted",
+                                                       "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}}}
+    try:
+        fleet.apply(hog, member="member1")
+        wait_for(lambda: quantity_bytes((fleet.get("cluster", "member1")["status"]["resourceSummary"].get("allocated")
+                                         or {}).get("memory") or "0") >= mem - 22 * GI, timeout=30,
+                 what="member1's resourceSummary to show the memory hog")
+        fleet.apply([flink("wordcount"), pp])
+        rb = wait_for(lambda: (lambda b: b if b and b["spec"].get("clusters") else None)(fleet.get("rb",
+                                                                                                  "wordcount-flinkdeployment")),
+                      timeout=60, what="the FlinkDeployment's binding scheduled")
+        # the components, by name, with their own requests; no single-template replicas
+        comps = {c["name"]: c for c in rb["spec"]["components"]}
+        assert sorted(comps) == ["jobmanager", "taskmanager"], rb["spec"]
+        assert comps["jobmanager"]["replicas"] == 1 and comps["taskmanager"]["replicas"] == 4
+        assert comps["jobmanager"]["replicaRequirements"]["resourceRequest"] == {"cpu": "1", "memory": "20Gi"}
+        assert comps["taskmanager"]["replicaRequirements"]["resourceRequest"] == {"cpu": "5", "memory": "1Gi"}
+        assert "replicas" not in rb["spec"] and "replicaRequirements" not in rb["spec"], rb["spec"]
+        assert [c["name"] for c in rb["spec"]["clusters"]] == ["member2"], rb["spec"]["clusters"]
+        wait_for(lambda: member_obj(fleet, "flinkdeployments.flink.apache.org", "wordcount", "member2") is not None,
+                 timeout=60, what="the job in member2")
+        assert member_obj(fleet, "flinkdeployments.flink.apache.org", "wordcount", "member1") is None
+        # the whole job, unrevised: a Flink job is not divided
+        got = member_obj(fleet, "flinkdeployments.flink.apache.org", "wordcount", "member2")
+        assert got["spec"]["taskManager"]["replicas"] == 4
+
+        # a user's componentResource rule is accepted, compiled (a broken one is reported
+        # and kept out) and wins over the bundled one on the existing binding
+        fleet.apply(customization("flink-mine", "flink.apache.org/v1beta1", "FlinkDeployment",
+                                  componentResource="function GetComponents(o)\n  return {\nend"))
+        bad = wait_for(lambda: events(fleet, "ResourceInterpreterCustomization", "flink-mine",
+                                      "LoadCustomizationFailed"), timeout=15, what="a LoadCustomizationFailed event")
+        assert "componentResource" in bad[0]["message"], bad[0]["message"]
+        fleet.apply(customization("flink-mine", "flink.apache.org/v1beta1", "FlinkDeployment",
+                                  componentResource=ONE_POD_JOB))
+        rb = wait_for(lambda: (lambda b: b if [c["name"] for c in b["spec"].get("components", [])] == ["job"] else None)(
+            fleet.get("rb", "wordcount-flinkdeployment")), timeout=30, what="the user's components on the binding")
+        assert rb["spec"]["components"] == [{"name": "job", "replicas": 1, "replicaRequirements": {
+            "resourceRequest": {"cpu": "100m"}}}], rb["spec"]
+    finally:
+        fleet.delete("resourceinterpretercustomization", "flink-mine")
+        fleet.kubectl("delete", "flinkdeployments.flink.apache.org", "wordcount", "--ignore-not-found", check=False)
+        fleet.delete("pp", "wordcount")
+        fleet.delete("pod", "memhog", member="member1")
+    wait_for(lambda: member_obj(fleet, "flinkdeployments.flink.apache.org", "wordcount", "member2") is None,
+             timeout=30, what="wordcount gone from member2")
 
 
 def test_cloneset_divided_by_the_bundled_customization_and_status_aggregated(fleet, crds):

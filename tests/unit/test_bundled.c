@@ -538,7 +538,9 @@ static void test_execute_names_the_missing_input(void **state)
     enum fl_interp_op op;
     assert_int_equal(fl_interpret_op_parse("INTERPRETHEALTH", &op), 0);
     assert_int_equal(op, FL_INTERP_HEALTH);
-    assert_int_equal(fl_interpret_op_parse("interpretComponent", &op), FL_EINVAL);
+    assert_int_equal(fl_interpret_op_parse("interpretComponent", &op), 0);
+    assert_int_equal(op, FL_INTERP_COMPONENT);
+    assert_int_equal(fl_interpret_op_parse("interpretEverything", &op), FL_EINVAL);
     assert_int_equal(fl_interpret_op_parse(NULL, &op), FL_EINVAL);
     json_decref(obj);
     json_decref(ric);

@@ -173,6 +173,71 @@ static void test_a_policy_matching_a_deployment_makes_its_binding(void **state)
     json_decref(pp);
 }
 
+/* The detector with the customizations controller before it, under one manager (as in the
+ * server): users' ResourceInterpreterCustomizations reach the interpreter it asks. */
+static int setup_with_customizations(void **state)
+{
+    fixture *f = test_fixture_new();
+    const fl_controller *two[3] = {NULL, NULL, NULL};
+    for (size_t i = 0; fl_server_controllers[i]; i++) {
+        if (!strcmp(fl_server_controllers[i]->name, "customizations"))
+            two[0] = fl_server_controllers[i];
+        if (!strcmp(fl_server_controllers[i]->name, "detector"))
+            two[1] = fl_server_controllers[i];
+    }
+    assert_non_null(two[0]);
+    assert_non_null(two[1]);
+    f->ctrl.cp = fl_api_local_client(&f->api, "flotilla-controller-manager");
+    fl_ctrl_env env = {.cp = f->ctrl.cp, .stopping = &f->api.stopping};
+    assert_int_equal(fl_ctrl_manager_start(&env, two, &f->ctrl.m), 0);
+    *state = f;
+    return 0;
+}
+
+#define RICS "/apis/config.karmada.io/v1alpha1/resourceinterpretercustomizations"
+
+/* A kind with a componentResource rule is described by its components alone (Karmada's
+ * MultiplePodTemplatesScheduling): spec.components, sorted by name, and no spec.replicas or
+ * spec.replicaRequirements; without the rule, back to GetReplicas. */
+static void test_a_kind_with_components_binds_them_instead_of_replicas(void **state)
+{
+    fixture *f = *state;
+    create_deployment(f, "split", 3, "web");
+    create_policy(f, "split", "apps/v1", "Deployment", "split", "member1", NULL);
+    WAIT_UNTIL(field_is(f, RBS, "split-deployment", "spec.replicas", "3"), DEADLINE_MS);
+    json_t *ric = json_pack(
+        "{s:s, s:s, s:{s:s}, s:{s:{s:s, s:s}, s:{s:{s:s}}}}", "apiVersion", "config.karmada.io/v1alpha1", "kind",
+        "ResourceInterpreterCustomization", "metadata", "name", "two-parts", "spec", "target", "apiVersion", "apps/v1",
+        "kind", "Deployment", "customizations", "componentResource", "luaScript",
+        "function GetComponents(d)\n"
+        "  return {{name = 'worker', replicas = d.spec.replicas,\n"
+        "           replicaRequirements = {resourceRequest = {cpu = 0.25}, namespace = 'x'}},\n"
+        "          {name = 'leader', replicas = 1}}\n"
+        "end");
+    assert_int_equal(test_api_send(&f->api, "POST", RICS, ric), 201);
+    json_decref(ric);
+    /* the change reaches the existing binding: components in, replicas out */
+    WAIT_UNTIL(field_is(f, RBS, "split-deployment", "spec.components",
+                        "[{\"name\":\"leader\",\"replicas\":1},{\"name\":\"worker\",\"replicaRequirements\":"
+                        "{\"resourceRequest\":{\"cpu\":\"250m\"}},\"replicas\":3}]"),
+               DEADLINE_MS);
+    assert_true(field_is(f, RBS, "split-deployment", "spec.replicas", ""));
+    assert_true(field_is(f, RBS, "split-deployment", "spec.replicaRequirements", ""));
+    /* the template's replicas feed the components as they feed replicas */
+    json_t *scale = json_pack("{s:{s:i}}", "spec", "replicas", 5);
+    assert_int_equal(test_api_send(&f->api, "PATCH", DEPLOYS "/split", scale), 200);
+    json_decref(scale);
+    WAIT_UNTIL(field_is(f, RBS, "split-deployment", "spec.components",
+                        "[{\"name\":\"leader\",\"replicas\":1},{\"name\":\"worker\",\"replicaRequirements\":"
+                        "{\"resourceRequest\":{\"cpu\":\"250m\"}},\"replicas\":5}]"),
+               DEADLINE_MS);
+    /* the rule deleted: the native GetReplicas again, and no components */
+    assert_int_equal(test_api_send(&f->api, "DELETE", RICS "/two-parts", NULL), 200);
+    WAIT_UNTIL(field_is(f, RBS, "split-deployment", "spec.replicas", "5"), DEADLINE_MS);
+    assert_true(field_is(f, RBS, "split-deployment", "spec.components", ""));
+    assert_true(field_is(f, RBS, "split-deployment", "spec.replicaRequirements.resourceRequest.cpu", "\"100m\""));
+}
+
 static void test_a_template_scaled_changes_its_binding_replicas(void **state)
 {
     fixture *f = *state;
@@ -341,6 +406,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_policy_matching_a_deployment_makes_its_binding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_template_scaled_changes_its_binding_replicas, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_kind_with_components_binds_them_instead_of_replicas,
+                                        setup_with_customizations, teardown),
         cmocka_unit_test_setup_teardown(test_a_claimed_template_stays_with_its_policy_unless_preempted, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_deleted_policy_releases_the_claim_and_keeps_the_binding, setup,

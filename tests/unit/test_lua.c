@@ -5,8 +5,8 @@
  *
  * Customizations are built by ric(name, apiVersion, kind, rule, script, ...); objects are
  * JSON with single quotes (J()). The CloneSet customization below is small but has all
- * seven rules and is written the way Karmada's bundled ones are (globals, kube via
- * require, Lua 5.1 habits). Limit tests use small budgets and caps so they run fast; the
+ * seven rules a one-template kind has (no componentResource) and is written the way
+ * Karmada's bundled ones are (globals, kube via require, Lua 5.1 habits). Limit tests use small budgets and caps so they run fast; the
  * concurrency test checks that a runaway script in one state does not hold up calls on
  * the others. */
 #include <setjmp.h>
@@ -597,8 +597,8 @@ static void test_cloneset_every_operation_through_registry(void **state)
     assert_null(err);
     assert_int_equal(fl_lua_backend_count(b), 1);
     json_t *cs = cloneset(), *out = NULL;
-    for (int op = 0; op < FL_INTERP_OP_COUNT; op++)
-        assert_true(fl_interp_has(ip, "apps.kruise.io/v1alpha1", "CloneSet", op));
+    for (int op = 0; op < FL_INTERP_OP_COUNT; op++) /* the CloneSet has one template: no components */
+        assert_true(fl_interp_has(ip, "apps.kruise.io/v1alpha1", "CloneSet", op) == (op != FL_INTERP_COMPONENT));
 
     int64_t n;
     json_t *req;
@@ -770,13 +770,15 @@ static void test_check_reports_each_rule(void **state)
     assert_int_equal(fl_lua_backend_check(r, &report, &err), FL_EINVAL);
     assert_contains(err, "statusReflection");
     json_t *rules = json_object_get(report, "rules");
-    assert_int_equal(json_array_size(rules), 7);
+    /* Karmada's order: retention, replicaResource, componentResource, replicaRevision, ... */
+    assert_int_equal(json_array_size(rules), 8);
     assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 0), "rule")), "retention");
     assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 0), "status")), "UNSET");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 3), "rule")), "statusReflection");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 3), "status")), "ERROR");
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(rules, 3), "line")), 4);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 5), "status")), "PASS");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 2), "rule")), "componentResource");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 4), "rule")), "statusReflection");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 4), "status")), "ERROR");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rules, 4), "line")), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 6), "status")), "PASS");
     assert_string_equal(json_string_value(json_object_get(json_object_get(report, "target"), "kind")), "X");
     free(err);
     json_decref(report);
@@ -827,6 +829,16 @@ static void test_outputs_are_validated_with_field_names(void **state)
          "dependencies[0]: needs a name or a labelSelector"},
         {FL_INTERP_DEPENDENCY, "function GetDependencies(o) return {x = 1} end", "dependencies: must be an array"},
         {FL_INTERP_DEPENDENCY, "function GetDependencies(o) return 5 end", "must be an array of references, got an integer"},
+        {FL_INTERP_COMPONENT, "function GetComponents(o) return 5 end",
+         "GetComponents: components: must be an array of components or nil, got an integer"},
+        {FL_INTERP_COMPONENT, "function GetComponents(o) return {jm = {name = 'jm', replicas = 1}} end",
+         "components: must be an array of components, got a table with string keys"},
+        {FL_INTERP_COMPONENT, "function GetComponents(o) return {{name = 'jm', replicas = 1}, {name = 'tm', replicas = -2}} end",
+         "components[1].replicas: must be an integer from 0 to 2147483647"},
+        {FL_INTERP_COMPONENT, "function GetComponents(o) return {{replicas = 1}} end", "components[0].name: must be a non-empty string"},
+        {FL_INTERP_COMPONENT,
+         "function GetComponents(o) return {{name = 'tm', replicas = 1, replicaRequirements = {resourceRequest = {memory = '2 GB'}}}} end",
+         "components[0].replicaRequirements.resourceRequest.memory: invalid quantity \"2 GB\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fl_lua_result res;
@@ -898,6 +910,82 @@ static void test_outputs_accepted_forms(void **state)
     free(err);
     json_decref(r);
     json_decref(obj);
+}
+
+/* A two-template workload's components: the script's order offline (what karmadactl
+ * prints), sorted by name through the registry (pairs() order is not stable), nil as none. */
+static void test_components_run_checked_and_sorted_by_name(void **state)
+{
+    (void)state;
+    const char *script = "function GetComponents(o)\n"
+                         "  local tm = o.spec.taskManager\n"
+                         "  return {{name = 'taskmanager', replicas = tm.replicas,\n"
+                         "           replicaRequirements = {resourceRequest = tm.resource}},\n"
+                         "          {name = 'jobmanager', replicas = 1,\n"
+                         "           replicaRequirements = {resourceRequest = {cpu = 1, memory = '4Gi'}}}}\n"
+                         "end";
+    const char *flink = "{'apiVersion': 'flink.apache.org/v1beta1', 'kind': 'FlinkDeployment', 'metadata': {'name': 'f'},"
+                        " 'spec': {'taskManager': {'replicas': 2, 'resource': {'cpu': 0.5, 'memory': '1024Mi'}}}}";
+    fl_lua_result res;
+    char *err = NULL;
+    assert_int_equal(run_rule(FL_INTERP_COMPONENT, script, flink, &res, &err), 0);
+    assert_json(res.obj, "[{'name': 'taskmanager', 'replicas': 2, 'replicaRequirements': {'resourceRequest': "
+                         "{'cpu': '500m', 'memory': '1Gi'}}},"
+                         " {'name': 'jobmanager', 'replicas': 1, 'replicaRequirements': {'resourceRequest': "
+                         "{'cpu': '1', 'memory': '4Gi'}}}]");
+    fl_lua_result_clear(&res);
+    assert_int_equal(run_rule(FL_INTERP_COMPONENT, "function GetComponents(o) return nil end", flink, &res, &err), 0);
+    assert_null(res.obj);
+    assert_int_equal(run_rule(FL_INTERP_COMPONENT, "function GetComponents(o) return {} end", flink, &res, &err), 0);
+    assert_json(res.obj, "[]");
+    fl_lua_result_clear(&res);
+
+    fl_lua_backend *b = fl_lua_backend_new("customization", NULL);
+    fl_interp *ip = fl_interp_new();
+    fl_lua_backend_attach(b, ip);
+    json_t *r = ric("flink", "flink.apache.org/v1beta1", "FlinkDeployment", "componentResource", script, NULL);
+    assert_int_equal(fl_lua_backend_set(b, r, &err), 0);
+    assert_true(fl_interp_has(ip, "flink.apache.org/v1beta1", "FlinkDeployment", FL_INTERP_COMPONENT));
+    assert_false(fl_interp_has(ip, "flink.apache.org/v1beta1", "FlinkDeployment", FL_INTERP_REPLICA));
+    json_t *obj = J(flink), *comps = NULL;
+    assert_int_equal(fl_interp_get_components(ip, obj, &comps, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(comps, 0), "name")), "jobmanager");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(comps, 1), "name")), "taskmanager");
+    json_decref(comps);
+    /* a kind without the rule: no backend answers (the native one has no components) */
+    json_t *dep = J("{'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'd'}, 'spec': {'replicas': 1}}");
+    assert_int_equal(fl_interp_get_components(ip, dep, &comps, &err), FL_EUNSUPPORTED);
+    assert_null(comps);
+    assert_contains(err, "no backend has a InterpretComponent hook");
+    free(err);
+    json_decref(dep);
+    /* a script error names the customization, the function and the line */
+    json_t *bad = ric("flink", "flink.apache.org/v1beta1", "FlinkDeployment", "componentResource",
+                      "function GetComponents(o)\n  return {{name = 'jm', replicas = o.spec.jobManager.replicas}}\nend",
+                      NULL);
+    assert_int_equal(fl_lua_backend_set(b, bad, &err), 0);
+    assert_int_equal(fl_interp_get_components(ip, obj, &comps, &err), FL_EINVAL);
+    assert_contains(err, "customization \"flink\": GetComponents: [string \"componentResource\"]:2:");
+    free(err);
+    /* a script that does not compile, or lacks its function, is refused when set */
+    json_t *broken = ric("flink", "flink.apache.org/v1beta1", "FlinkDeployment", "componentResource",
+                         "function GetComponents(o)\n  return {\n", NULL);
+    assert_int_equal(fl_lua_backend_set(b, broken, &err), FL_EINVAL);
+    assert_contains(err, "customization \"flink\": componentResource: [string \"componentResource\"]:");
+    free(err);
+    json_t *misnamed = ric("flink", "flink.apache.org/v1beta1", "FlinkDeployment", "componentResource",
+                           "function Components(o) return nil end", NULL);
+    assert_int_equal(fl_lua_backend_set(b, misnamed, &err), FL_EINVAL);
+    assert_contains(err, "function GetComponents is not defined by the script");
+    free(err);
+    json_decref(misnamed);
+    json_decref(broken);
+    json_decref(bad);
+    json_decref(obj);
+    json_decref(r);
+    fl_lua_backend_detach(b);
+    fl_lua_backend_free(b);
+    fl_interp_free(ip);
 }
 
 static void test_first_name_wins_and_dependencies_merge(void **state)
@@ -1147,6 +1235,7 @@ int main(void)
         cmocka_unit_test(test_check_reports_each_rule),
         cmocka_unit_test(test_outputs_are_validated_with_field_names),
         cmocka_unit_test(test_outputs_accepted_forms),
+        cmocka_unit_test(test_components_run_checked_and_sorted_by_name),
         cmocka_unit_test(test_first_name_wins_and_dependencies_merge),
         cmocka_unit_test(test_json_null_and_empty_through_a_script),
         cmocka_unit_test(test_concurrent_calls_are_not_blocked_by_a_runaway_script),

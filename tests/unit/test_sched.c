@@ -566,6 +566,61 @@ static void test_estimator_reads_the_resource_summary(void **state)
     fl_sched_snapshot_free(snap);
 }
 
+/* A Flink job: 1 job manager (1 cpu, 4Gi) and 2 task managers (2 cpu, 1Gi each): one set
+ * is 3 pods, 5 cpu and 6Gi. */
+#define FLINK_COMPONENTS                                                                                              \
+    "[{\"name\":\"jobmanager\",\"replicas\":1,\"replicaRequirements\":{\"resourceRequest\":"                        \
+    "{\"cpu\":\"1\",\"memory\":\"4Gi\"}}},{\"name\":\"taskmanager\",\"replicas\":2,\"replicaRequirements\":"     \
+    "{\"resourceRequest\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}}]"
+#define ONE_CLUSTER "\"spreadConstraints\":[{\"spreadByField\":\"cluster\",\"minGroups\":1,\"maxGroups\":1}]"
+
+static void test_multi_component_workload_goes_where_every_component_fits(void **state)
+{
+    (void)state;
+    /* a-cpu: cpu for the task managers but 5Gi, short of the job manager's 4Gi plus theirs;
+     * b-pods: room for 2 pods of the 3; c-fit: exactly one set */
+    json_t *cs[] = {mk("a-cpu", 100), mk("b-pods", 2), mk("c-fit", 100)};
+    set(cs[0], "status.resourceSummary.allocatable.memory", json_string("5Gi"));
+    set(cs[2], "status.resourceSummary.allocatable.cpu", json_string("6"));
+    set(cs[2], "status.resourceSummary.allocated.cpu", json_string("1"));
+    set(cs[2], "status.resourceSummary.allocatable.memory", json_string("6Gi"));
+    fl_sched_snapshot *snap = snap_of(cs, 3);
+    const char *dyn_one = "{\"replicaScheduling\":{\"replicaSchedulingType\":\"Divided\","
+                          "\"replicaDivisionPreference\":\"Weighted\","
+                          "\"weightPreference\":{\"dynamicWeight\":\"AvailableReplicas\"}}," ONE_CLUSTER "}";
+    json_t *sp = spec(0, dyn_one);
+    json_object_del(sp, "replicas"); /* the detector leaves replicas out when it has components */
+    set(sp, "components", J(FLINK_COMPONENTS));
+    /* one cluster, and one where a whole set fits: not the first by name, not the one with
+     * the most cpu; the workload is not divided (0 replicas) */
+    expect(snap, json_incref(sp), NULL, "c-fit:0");
+
+    /* without the one-cluster constraint upstream does not estimate sets: every cluster */
+    json_t *all = spec(0, DYNAMIC);
+    json_object_del(all, "replicas");
+    set(all, "components", J(FLINK_COMPONENTS));
+    expect(snap, all, NULL, "a-cpu:0,b-pods:0,c-fit:0");
+    fl_sched_snapshot_free(snap);
+
+    /* no cluster holds a set: the selection fails, spec.clusters is kept */
+    json_t *small[] = {mk("a-cpu", 100), mk("b-pods", 2)};
+    set(small[0], "status.resourceSummary.allocatable.memory", json_string("5Gi"));
+    snap = snap_of(small, 2);
+    fl_sched_result *r = run(snap, sp, NULL);
+    assert_int_equal(r->outcome, FL_SCHED_ERROR);
+    assert_false(r->update_clusters);
+    assert_string_equal(r->message, "failed to select clusters: no enough resource when selecting 1 clusters");
+    fl_sched_result_free(r);
+
+    /* a component's bad quantity is named */
+    set(sp, "components", J("[{\"name\":\"a\",\"replicas\":1},{\"name\":\"b\",\"replicas\":1,"
+                            "\"replicaRequirements\":{\"resourceRequest\":{\"cpu\":\"lots\"}}}]"));
+    assert_einval(snap, json_incref(sp), NULL, "spec.components[1].replicaRequirements.resourceRequest.cpu");
+    set(sp, "components", J("[{\"name\":\"a\",\"replicas\":-1}]"));
+    assert_einval(snap, sp, NULL, "spec.components[0].replicas");
+    fl_sched_snapshot_free(snap);
+}
+
 /* -------------------------------------------------------------- division -- */
 
 static void test_static_weights_and_remainders(void **state)
@@ -1292,6 +1347,7 @@ int main(void)
         cmocka_unit_test(test_eviction_and_deleting_clusters_are_excluded),
         cmocka_unit_test(test_no_cluster_fit_histogram_is_sorted_as_strings),
         cmocka_unit_test(test_estimator_reads_the_resource_summary),
+        cmocka_unit_test(test_multi_component_workload_goes_where_every_component_fits),
         cmocka_unit_test(test_static_weights_and_remainders),
         cmocka_unit_test(test_remainder_tie_break_follows_the_uid_and_is_deterministic),
         cmocka_unit_test(test_webster_jump_start_matches_the_seat_by_seat_loop),

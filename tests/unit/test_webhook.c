@@ -224,6 +224,13 @@ static char *interpret(const json_t *ctx)
         bool ok = jint(obj, "status", "readyReplicas") >= jint(obj, "spec", "replicas");
         return answer(ctx, ok ? "{'healthy': true}" : "{'healthy': false}");
     }
+    if (!strcmp(op, "InterpretComponent")) {
+        snprintf(buf, sizeof buf,
+                 "{'components': [{'name': 'worker', 'replicas': %lld, 'replicaRequirements': {'resourceRequest':"
+                 " {'cpu': 0.5}, 'namespace': 'web'}}, {'name': 'leader', 'replicas': 1}]}",
+                 (long long)jint(obj, "spec", "replicas"));
+        return answer(ctx, buf);
+    }
     if (!strcmp(op, "InterpretDependency"))
         return answer(ctx, "{'dependencies': [{'apiVersion': 'v1', 'kind': 'Secret', 'namespace': 'web', 'name': 'b'},"
                            " {'apiVersion': 'v1', 'kind': 'ConfigMap', 'namespace': 'web', 'name': 'z'},"
@@ -276,6 +283,8 @@ static char *route(const char *path, const json_t *ctx, int *status, int *delay_
         return answer(ctx, "{'replicas': -3}");
     if (!strcmp(path, "/baddeps"))
         return answer(ctx, "{'dependencies': [{'apiVersion': 'v1', 'kind': 'Secret'}]}");
+    if (!strcmp(path, "/badcomponents"))
+        return answer(ctx, "{'components': [{'name': 'a', 'replicas': 1}, {'name': 'a', 'replicas': 2}]}");
     if (!strcmp(path, "/badquantity"))
         return answer(ctx, "{'replicas': 1, 'replicaRequirements': {'resourceRequest': {'cpu': 'lots'}}}");
     if (!strcmp(path, "/big")) {
@@ -540,6 +549,17 @@ static void test_operations_end_to_end(void **state)
     assert_null(json_object_get(rq, "observedObject"));
     json_decref(last);
 
+    /* components: InterpretComponent sent, response.components checked, canonical (the
+     * component's namespace is not Karmada's: dropped) and sorted by name */
+    assert_int_equal(fl_interp_get_components(r.ip, obj, &out, &err), 0);
+    assert_json(out, "[{'name': 'leader', 'replicas': 1}, {'name': 'worker', 'replicas': 5,"
+                     " 'replicaRequirements': {'resourceRequest': {'cpu': '500m'}}}]");
+    json_decref(out);
+    last = last_request();
+    assert_string_equal(json_string_value(json_object_get(json_object_get(last, "request"), "operation")),
+                        "InterpretComponent");
+    json_decref(last);
+
     /* revise: the count travels as request.replicas, the patch comes back applied */
     assert_int_equal(fl_interp_revise_replica(r.ip, obj, 2, &out, &err), 0);
     assert_int_equal(jint(out, "spec", "replicas"), 2);
@@ -681,7 +701,8 @@ static void test_rules_match_exactly_and_with_wildcards(void **state)
     assert_true(has(r.b, "y.io/v2", "Widget", FL_INTERP_RETAIN));
     assert_false(has(r.b, "y.io/v1", "Widget", FL_INTERP_RETAIN));
     assert_false(has(r.b, "y.io/v2", "Widget", FL_INTERP_HEALTH));
-    /* InterpretComponent is accepted but claims none of our operations */
+    /* InterpretComponent claims that operation only */
+    assert_true(has(r.b, "z.io/v1", "Gadget", FL_INTERP_COMPONENT));
     assert_false(has(r.b, "z.io/v1", "Gadget", FL_INTERP_REPLICA));
 
     /* the registry asks the matching webhook: core kinds go to core.example.com */
@@ -777,6 +798,7 @@ static int fail_call(const char *path, enum fl_interp_op op, int timeout, int ca
     case FL_INTERP_REFLECT_STATUS: rc = fl_interp_reflect_status(r.ip, obj, &out, err); break;
     case FL_INTERP_AGGREGATE_STATUS: rc = fl_interp_aggregate_status(r.ip, obj, NULL, &out, err); break;
     case FL_INTERP_DEPENDENCY: rc = fl_interp_get_dependencies(r.ip, obj, &out, err); break;
+    case FL_INTERP_COMPONENT: rc = fl_interp_get_components(r.ip, obj, &out, err); break;
     default:
         rc = fl_interp_health(r.ip, obj, &h, err);
         if (rc)
@@ -902,6 +924,11 @@ static void test_refusals_and_bad_responses(void **state)
     free(err);
     assert_int_equal(fail_call("/badquantity", FL_INTERP_REPLICA, 0, 0, NULL, &err), FL_EINVAL);
     assert_contains(err, "response.replicaRequirements.resourceRequest.cpu: invalid quantity \"lots\"");
+    free(err);
+    /* an empty answer to components is none; a bad list names the element */
+    assert_int_equal(fail_call("/empty", FL_INTERP_COMPONENT, 0, 0, NULL, &err), 0);
+    assert_int_equal(fail_call("/badcomponents", FL_INTERP_COMPONENT, 0, 0, NULL, &err), FL_EINVAL);
+    assert_contains(err, "response.components[1].name: \"a\" is also the name of component 0");
     free(err);
     assert_int_equal(fail_call("/baddeps", FL_INTERP_DEPENDENCY, 0, 0, NULL, &err), FL_EINVAL);
     assert_contains(err, "response.dependencies[0]: dependency can not leave name and labelSelector all empty");
