@@ -296,6 +296,9 @@ json_t *fl_scale_view(const fl_kind *k, const json_t *obj)
                               "replicas", (json_int_t)json_integer_value(status_r));
     const json_t *sel = k->dynamic ? at_path(obj, crd_scale_path(k, "labelSelectorPath", ".status.selector"))
                                    : json_object_get(json_object_get(obj, "spec"), "selector");
+    json_t *rc_sel = NULL;
+    if (!k->group[0] && !strcmp(k->kind, "ReplicationController") && json_is_object(sel)) /* a plain label map */
+        sel = rc_sel = json_pack("{s:O}", "matchLabels", sel);
     if (json_is_string(sel)) {
         json_object_set(json_object_get(scale, "status"), "selector", (json_t *)sel);
     } else if (json_is_object(sel)) {
@@ -303,6 +306,7 @@ json_t *fl_scale_view(const fl_kind *k, const json_t *obj)
         json_object_set_new(json_object_get(scale, "status"), "selector", json_string(txt));
         free(txt);
     }
+    json_decref(rc_sel);
     return scale;
 }
 
@@ -563,7 +567,8 @@ void fl_api_handle(fl_api *api, fl_req *r)
     if (t.sub[0]) {
         bool ok = (!strcmp(t.sub, "status") && t.kind->has_status) ||
                   (!strcmp(t.sub, "scale") && t.kind->has_scale) ||
-                  (!strcmp(t.sub, "finalize") && !strcmp(t.kind->kind, "Namespace") && !t.kind->group[0]);
+                  (!strcmp(t.sub, "finalize") && !strcmp(t.kind->kind, "Namespace") && !t.kind->group[0]) ||
+                  (!strcmp(t.sub, "approval") && !strcmp(t.kind->group, "certificates.k8s.io"));
         if (!ok) {
             fl_resp_status(r, 404, "NotFound", &t, NULL, "the server could not find the requested resource");
             return;

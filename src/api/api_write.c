@@ -842,6 +842,20 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
 {
     const fl_kind *k = t->kind;
     json_t *out;
+    if (!strcmp(t->sub, "approval")) {
+        /* a CertificateSigningRequest's approval: its conditions only, stored as given */
+        out = fl_json_deep_copy(cur);
+        json_t *st = json_object_get(out, "status");
+        if (!json_is_object(st))
+            json_object_set_new(out, "status", st = json_object());
+        json_t *conds = json_object_get(json_object_get(in, "status"), "conditions");
+        if (conds)
+            json_object_set(st, "conditions", conds);
+        else
+            json_object_del(st, "conditions");
+        json_decref(in);
+        return out;
+    }
     if (!strcmp(t->sub, "status")) {
         if (share && !k->dynamic) {
             /* all but the status stays: share it, with a metadata of out's own (the write
