@@ -584,6 +584,19 @@ void fl_api_handle(fl_api *api, fl_req *r)
                        dry);
         return;
     }
+    if (t.kind->storage_version) { /* another version's objects, converted (api_convert.c) */
+        fl_api_serve_converted(api, r, &t, coll, watch);
+        return;
+    }
+    fl_api_dispatch(api, r, &t, coll, watch);
+}
+
+/* One request on a resolved, authorized target, by method: the verbs of api_read.c,
+ * api_write.c, api_patch.c and api_delete.c. */
+void fl_api_dispatch(fl_api *api, fl_req *r, const fl_target *tp, bool coll, bool watch)
+{
+    const fl_target t = *tp;
+    const char *m = r->method;
     if (!strcmp(m, "GET")) {
         if (coll && watch) {
             r->verb = "WATCH";

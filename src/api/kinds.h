@@ -100,6 +100,15 @@ typedef struct fl_kind {
     const fl_column *columns;  /* NULL-name-terminated columns after NAME (AGE last if wanted) */
     fl_row_fn row;
     fl_validate_fn validate;
+    /* A version served from another version's objects, converted both ways, as kube-apiserver
+     * serves autoscaling/v1 HorizontalPodAutoscalers from their autoscaling/v2 storage (one
+     * store key prefix for both; api_convert.c). storage_version names the stored version;
+     * to_storage returns a new reference or NULL with *err (heap) naming the field;
+     * from_storage returns a new reference. NULL for every kind stored as it is served; row
+     * and columns then see stored objects. */
+    const char *storage_version;
+    json_t *(*to_storage)(const json_t *obj, char **err);
+    json_t *(*from_storage)(const json_t *obj);
     /* dynamic kinds (from a CRD); NULL/false for built-ins */
     bool dynamic;
     bool served;               /* false once the CRD is gone */

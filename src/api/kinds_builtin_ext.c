@@ -9,9 +9,8 @@
  * and bindings do not authorize anything (the API server's own identities still decide),
  * webhook configurations are never called, and HorizontalPodAutoscalers scale nothing.
  *
- * autoscaling/v1 is not served: both versions share one stored object upstream, and
- * serving v1 would need the v1<->v2 conversion (targetCPUUtilizationPercentage vs
- * metrics[]); kubectl and charts use v2.
+ * autoscaling/v1 HorizontalPodAutoscaler is served from the v2 objects, converted both ways
+ * (convert_hpa.c, api_convert.c), as kube-apiserver serves it: kubectl autoscale posts v1.
  *
  * Row functions reproduce upstream's printers (pkg/printers/internalversion) for the
  * columns after NAME, one cell per non-Age column, in order; kinds upstream has no
@@ -21,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/convert.h"
 #include "api/kinds.h"
 #include "api/kinds_rows.h"
 #include "api/kinds_schema.h"
@@ -723,6 +723,14 @@ fl_kind fl_kinds__builtin_ext[] = {
       .singular = "horizontalpodautoscaler", .namespaced = NS, .has_status = true, .short_names = {"hpa"},
       .categories = {"all"}, .fields = fl_schema_autoscaling_v2_HorizontalPodAutoscaler, .columns = hpa_columns,
       .row = row_hpa, .validate = fl_validate_hpa },
+    /* autoscaling/v1: the same objects, stored as v2 and converted (api_convert.c); rows are
+     * computed from the stored object, so both versions print alike, as upstream */
+    { .group = "autoscaling", .version = "v1", .kind = "HorizontalPodAutoscaler",
+      .list_kind = "HorizontalPodAutoscalerList", .resource = "horizontalpodautoscalers",
+      .singular = "horizontalpodautoscaler", .namespaced = NS, .has_status = true, .short_names = {"hpa"},
+      .categories = {"all"}, .fields = fl_schema_autoscaling_v1_HorizontalPodAutoscaler, .columns = hpa_columns,
+      .row = row_hpa, .storage_version = "v2", .to_storage = fl_convert_hpa_to_v2,
+      .from_storage = fl_convert_hpa_to_v1 },
     /* policy/v1 */
     { .group = "policy", .version = "v1", .kind = "PodDisruptionBudget", .list_kind = "PodDisruptionBudgetList",
       .resource = "poddisruptionbudgets", .singular = "poddisruptionbudget", .namespaced = NS, .has_status = true,
