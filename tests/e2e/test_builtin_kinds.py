@@ -629,8 +629,11 @@ def test_certificate_approve_and_deny_store_conditions(fleet):
     csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "jane"},
            "spec": {"request": CSR_PEM_B64, "signerName": "kubernetes.io/kube-apiserver-client",
                     "usages": ["digital signature", "client auth"], "expirationSeconds": 86400}}
-    fleet.kubectl("apply", "-f", "-", input=json.dumps(csr))
-    assert table(fleet, "csr", "jane")[0]["rows"][0]["CONDITION"] == "Pending"
+    # the body's claim of who asks is replaced by the requester's identity, as upstream does
+    fleet.kubectl("apply", "-f", "-", input=json.dumps(dict(csr, spec=dict(csr["spec"], username="mallory"))))
+    row = table(fleet, "csr", "jane")[0]["rows"][0]
+    assert row["CONDITION"] == "Pending" and row["REQUESTOR"] == "admin", row
+    assert "system:masters" in fleet.get("csr", "jane")["spec"]["groups"]
     # kubectl certificate approve PUTs the /approval subresource (protobuf)
     fleet.kubectl("certificate", "approve", "jane")
     got = fleet.get("csr", "jane")
