@@ -634,7 +634,11 @@ def test_certificate_approve_and_deny_store_conditions(fleet):
     row = table(fleet, "csr", "jane")[0]["rows"][0]
     assert row["CONDITION"] == "Pending" and row["REQUESTOR"] == "admin", row
     assert "system:masters" in fleet.get("csr", "jane")["spec"]["groups"]
-    # kubectl certificate approve PUTs the /approval subresource (protobuf)
+    # kubectl certificate approve PUTs the /approval subresource (protobuf), which discovery lists
+    names = [r["name"] for r in json.loads(fleet.kubectl("get", "--raw", "/apis/certificates.k8s.io/v1").stdout)
+             ["resources"]]
+    assert names == ["certificatesigningrequests", "certificatesigningrequests/approval",
+                     "certificatesigningrequests/status"], names
     fleet.kubectl("certificate", "approve", "jane")
     got = fleet.get("csr", "jane")
     assert [(c["type"], c["status"]) for c in got["status"]["conditions"]] == [("Approved", "True")], got["status"]
