@@ -16,6 +16,9 @@
  *     field ownership is then recorded in the stored version's terms (managedFields entries
  *     say autoscaling/v2), where kube-apiserver would record the applier's version;
  *   - a delete runs on the stored version; the answer is converted.
+ * events.k8s.io/v1 Events are served the same way from the core/v1 Events (another group:
+ * fl_kind.storage_group), as upstream serves one collection through both APIs. The served
+ * version's own checks (events.k8s.io's stricter create rules) run before the conversion.
  * What cannot be converted (an annotation carrying v2 fields that is not JSON) is a 422
  * naming it. */
 #include <stdio.h>
@@ -36,11 +39,13 @@ static bool storage_target(fl_api *api, const fl_target *t, fl_target *st)
 {
     *st = *t;
     char av[160];
-    if (t->kind->group[0])
-        snprintf(av, sizeof av, "%s/%s", t->kind->group, t->kind->storage_version);
+    const char *group = t->kind->storage_group ? t->kind->storage_group : t->kind->group;
+    if (group[0])
+        snprintf(av, sizeof av, "%s/%s", group, t->kind->storage_version);
     else
         snprintf(av, sizeof av, "%s", t->kind->storage_version);
     st->kind = fl_kindreg_by_gvk(api->kinds, av, t->kind->kind);
+    snprintf(st->group, sizeof st->group, "%s", group);
     snprintf(st->version, sizeof st->version, "%s", t->kind->storage_version);
     return st->kind != NULL;
 }
@@ -119,9 +124,51 @@ static void run_with_body(fl_api *api, fl_req *r, const fl_target *t, const char
     free(text);
 }
 
+
+/* The served version's own rules (those it has beyond the stored version's, which run after
+ * the conversion): true after answering 422. An update is checked against the stored object
+ * as the served version shows it. */
+static bool served_invalid(fl_api *api, fl_req *r, const fl_target *t, const json_t *body)
+{
+    json_t *old = NULL;
+    if (!strcmp(r->method, "PUT")) {
+        char *key = fl_obj_key(t->kind, t->ns, t->name);
+        fl_kv kv;
+        if (fl_store_get(api->store, key, &kv) == 0) {
+            json_t *stored = fl_json_load(kv.value->data, kv.value->len);
+            fl_blob_unref(kv.value);
+            old = stored ? t->kind->from_storage(stored) : NULL;
+            json_decref(stored);
+        }
+        free(key);
+    }
+    json_t *causes = json_array();
+    t->kind->validate(t->kind, body, old, causes);
+    json_decref(old);
+    if (!json_array_size(causes)) {
+        json_decref(causes);
+        return false;
+    }
+    char text[1024] = ""; /* "field: message, field: message", as every other 422 here */
+    size_t i;
+    json_t *c;
+    json_array_foreach(causes, i, c) {
+        const char *f = json_string_value(json_object_get(c, "field"));
+        const char *m = json_string_value(json_object_get(c, "message"));
+        size_t used = strlen(text);
+        snprintf(text + used, sizeof text - used, "%s%s: %s", i ? ", " : "", f ? f : "", m ? m : "");
+    }
+    const char *name = json_string_value(json_object_get(json_object_get(body, "metadata"), "name"));
+    fl_target tn = *t; /* the Status names the object, also on a create */
+    snprintf(tn.name, sizeof tn.name, "%s", name ? name : "");
+    fl_resp_status(r, 422, "Invalid", &tn, causes, "%s.%s \"%s\" is invalid: %s", t->kind->kind, t->kind->group,
+                   tn.name, text);
+    return true;
+}
+
 /* The request's body as the served version, checked for its apiVersion and kind, converted
  * to the stored one; NULL after answering. */
-static json_t *body_to_storage(fl_req *r, const fl_target *t)
+static json_t *body_to_storage(fl_api *api, fl_req *r, const fl_target *t)
 {
     json_t *body = fl_req_body_object(r, t);
     if (!body)
@@ -143,6 +190,10 @@ static json_t *body_to_storage(fl_req *r, const fl_target *t)
     }
     json_object_set_new(body, "apiVersion", json_string(t->kind->api_version));
     json_object_set_new(body, "kind", json_string(t->kind->kind));
+    if (t->kind->validate && served_invalid(api, r, t, body)) {
+        json_decref(body);
+        return NULL;
+    }
     json_t *conv = t->kind->to_storage(body, &msg);
     json_decref(body);
     if (!conv) {
@@ -273,7 +324,7 @@ void fl_api_serve_converted(fl_api *api, fl_req *r, const fl_target *t, bool col
             fl_api_dispatch(api, r, &st, coll, watch); /* its 405 */
             return;
         }
-        json_t *body = body_to_storage(r, t);
+        json_t *body = body_to_storage(api, r, t);
         if (!body)
             return;
         run_with_body(api, r, &st, m, body, NULL, coll);
@@ -284,7 +335,7 @@ void fl_api_serve_converted(fl_api *api, fl_req *r, const fl_target *t, bool col
     if (!strcmp(m, "PATCH") && !coll) {
         int type = patch_type(r->content_type);
         if (type == 4) {
-            json_t *body = body_to_storage(r, t);
+            json_t *body = body_to_storage(api, r, t);
             if (!body)
                 return;
             run_with_body(api, r, &st, m, body, "application/apply-patch+yaml", coll);

@@ -11,4 +11,8 @@
 json_t *fl_convert_hpa_to_v2(const json_t *v1, char **err);
 json_t *fl_convert_hpa_to_v1(const json_t *v2);
 
+/* events.k8s.io/v1 Event <-> core/v1 Event (convert_event.c): new references; never fails. */
+json_t *fl_convert_event_to_core(const json_t *ev, char **err);
+json_t *fl_convert_event_from_core(const json_t *ev);
+
 #endif

@@ -432,24 +432,13 @@ static void row_webhooks(const fl_kind *k, const json_t *o, json_t *cells)
     fl_row_int(cells, (json_int_t)json_array_size(json_object_get(o, "webhooks")));
 }
 
-/* events.k8s.io/v1 Event: upstream prints it through the core Event's printer (both convert
- * to one internal type), so its fields are renamed to the core ones and that row used. */
+/* events.k8s.io/v1 Event: its objects are core Events (storage_group), printed as upstream
+ * prints both, with the core Event's row. */
 static void row_events_v1(const fl_kind *k, const json_t *o, json_t *cells)
 {
-    static const char *const renames[][2] = {
-        {"deprecatedFirstTimestamp", "firstTimestamp"}, {"deprecatedLastTimestamp", "lastTimestamp"},
-        {"deprecatedCount", "count"}, {"regarding", "involvedObject"}, {"note", "message"},
-        {"eventTime", "eventTime"}, {"series", "series"}, {"type", "type"}, {"reason", "reason"}};
-    json_t *core = json_object();
-    for (size_t i = 0; i < sizeof renames / sizeof renames[0]; i++) {
-        json_t *v = json_object_get(o, renames[i][0]);
-        if (v)
-            json_object_set(core, renames[i][1], v);
-    }
     const fl_kind *ck = fl_kind_by_gvk("v1", "Event");
     if (ck && ck->row)
-        ck->row(ck, core, cells);
-    json_decref(core);
+        ck->row(ck, o, cells);
 }
 
 static void row_vap(const fl_kind *k, const json_t *o, json_t *cells)
@@ -793,10 +782,12 @@ fl_kind fl_kinds__builtin_ext[] = {
       .singular = "validatingadmissionpolicybinding", .namespaced = CLUSTER, .categories = {"api-extensions"},
       .fields = fl_schema_admissionregistration_v1_ValidatingAdmissionPolicyBinding, .columns = vapb_columns,
       .row = row_vapb, .validate = fl_validate_admission_policy_binding },
-    /* events.k8s.io/v1: its own collection here (upstream shares core/v1 Events' storage) */
+    /* events.k8s.io/v1: the core/v1 Events, converted (as upstream, one collection) */
     { .group = "events.k8s.io", .version = "v1", .kind = "Event", .list_kind = "EventList", .resource = "events",
       .singular = "event", .namespaced = NS, .short_names = {"ev"}, .fields = fl_schema_events_v1_Event,
-      .columns = events_v1_columns, .row = row_events_v1, .validate = fl_validate_events_v1 },
+      .columns = events_v1_columns, .row = row_events_v1, .validate = fl_validate_events_v1,
+      .storage_version = "v1", .storage_group = "", .to_storage = fl_convert_event_to_core,
+      .from_storage = fl_convert_event_from_core },
     /* apiregistration.k8s.io/v1: stored; nothing is proxied to the service it names */
     { .group = "apiregistration.k8s.io", .version = "v1", .kind = "APIService", .list_kind = "APIServiceList",
       .resource = "apiservices", .singular = "apiservice", .namespaced = CLUSTER, .has_status = true,

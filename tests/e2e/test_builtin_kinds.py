@@ -684,3 +684,31 @@ def test_admission_policies_and_api_services_propagate_as_stored_data(fleet):
                      what=f'{d["kind"]} on {member}')
     vap = fleet.get("validatingadmissionpolicy", "p-e-vap", member="member2")
     assert vap["spec"]["validations"] == [{"expression": "object.spec.replicas <= 5"}]
+
+
+def test_events_k8s_io_events_are_the_core_events(fleet):
+    """One collection through both APIs, as kube-apiserver serves it: an event recorded through
+    events.k8s.io/v1 is a core/v1 Event with the core names, and back; events.k8s.io's stricter
+    create rules still apply."""
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "both-ways", "namespace": "default"},
+          "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Warning", "reason": "Broken", "action": "Checking",
+          "note": "seen from both APIs", "reportingController": "example.com/checker", "reportingInstance": "c-1",
+          "regarding": {"kind": "Deployment", "namespace": "default", "name": "web"}}
+    fleet.kubectl("create", "-f", "-", input=json.dumps(ev))
+    core = fleet.get("events.v1.", "both-ways", "-n", "default")
+    assert core["apiVersion"] == "v1" and core["message"] == "seen from both APIs", core
+    assert core["involvedObject"]["name"] == "web" and core["reportingComponent"] == "example.com/checker", core
+    fleet.kubectl("patch", "events.v1.events.k8s.io", "both-ways", "-n", "default", "--type", "merge",
+                  "-p", json.dumps({"note": "patched through events.k8s.io"}))
+    assert fleet.get("events.v1.", "both-ways", "-n", "default")["message"] == "patched through events.k8s.io"
+    lst = json.loads(fleet.kubectl("get", "--raw", "/apis/events.k8s.io/v1/namespaces/default/events").stdout)
+    mine = [i for i in lst["items"] if i["metadata"]["name"] == "both-ways"][0]
+    assert mine["apiVersion"] == "events.k8s.io/v1" and mine["note"] == "patched through events.k8s.io" \
+        and "message" not in mine, mine
+    row = table(fleet, "events.v1.events.k8s.io", "both-ways", "-n", "default")[0]["rows"][0]
+    assert row["TYPE"] == "Warning" and row["OBJECT"] == "deployment/web", row
+    bad = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "no-time", "namespace": "default"},
+           "type": "Normal"}
+    r = fleet.kubectl("create", "-f", "-", input=json.dumps(bad), check=False)
+    assert r.returncode != 0 and '"no-time" is invalid' in r.stderr and "eventTime: Required value" in r.stderr, \
+        r.stderr

@@ -1,7 +1,8 @@
 /* test_convert.c - autoscaling/v1 <-> v2 HorizontalPodAutoscaler conversion (src/api/
  * convert_hpa.c): the CPU target and v1's own fields, the other metrics, behavior, current
  * metrics and conditions through the autoscaling.alpha.kubernetes.io annotations, round trips
- * both ways, partial objects (apply configurations), and a bad annotation refused by name. */
+ * both ways, partial objects (apply configurations), and a bad annotation refused by name; and
+ * events.k8s.io/v1 <-> core/v1 Event (convert_event.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,6 +131,25 @@ static void test_an_annotation_that_is_not_json_is_refused_naming_it(void **stat
     json_decref(v1);
 }
 
+static void test_events_k8s_io_names_are_core_names_and_back(void **state)
+{
+    json_t *ev = J("{'apiVersion':'events.k8s.io/v1','kind':'Event','metadata':{'name':'e'},'note':'n',"
+                   "'regarding':{'kind':'Pod','name':'p'},'reportingController':'c','deprecatedCount':3,"
+                   "'eventTime':'2026-01-01T00:00:00.000000Z','action':'A'}");
+    char *err = NULL;
+    json_t *core = fl_convert_event_to_core(ev, &err);
+    json_t *want = J("{'apiVersion':'v1','kind':'Event','metadata':{'name':'e'},'message':'n',"
+                     "'involvedObject':{'kind':'Pod','name':'p'},'reportingComponent':'c','count':3,"
+                     "'eventTime':'2026-01-01T00:00:00.000000Z','action':'A'}");
+    assert_json(core, want);
+    json_t *back = fl_convert_event_from_core(core);
+    assert_json(back, ev);
+    json_decref(back);
+    json_decref(want);
+    json_decref(core);
+    json_decref(ev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_v1_as_kubectl_autoscale_posts_it_becomes_a_v2_cpu_metric),
         cmocka_unit_test(test_partial_objects_convert_only_what_they_hold),
         cmocka_unit_test(test_an_annotation_that_is_not_json_is_refused_naming_it),
+        cmocka_unit_test(test_events_k8s_io_names_are_core_names_and_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

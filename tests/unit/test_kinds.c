@@ -1066,6 +1066,12 @@ static void test_chart_kinds_names_match_upstream(void **state)
     assert_string_equal(p1, p2);
     free(p1);
     free(p2);
+    /* events.k8s.io/v1 Events are the core/v1 Events: another group's prefix */
+    const fl_kind *ev = fl_kind_by_resource("events.k8s.io", "v1", "events");
+    assert_string_equal(ev->storage_group, "");
+    p1 = fl_kind_prefix(ev);
+    assert_string_equal(p1, "/core/events/");
+    free(p1);
 }
 
 static const char *cell_s(const json_t *c, size_t i) { return json_string_value(json_array_get(c, i)); }
