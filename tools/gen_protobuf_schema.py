@@ -64,6 +64,16 @@ ROOTS = [
     ("authentication.k8s.io/v1", "TokenRequest", "k8s.io.api.authentication.v1.TokenRequest"),
     ("authentication.k8s.io/v1", "TokenReview", "k8s.io.api.authentication.v1.TokenReview"),
     ("authentication.k8s.io/v1", "SelfSubjectReview", "k8s.io.api.authentication.v1.SelfSubjectReview"),
+    # issue 41, second part: kubectl autoscale posts autoscaling/v1, kubectl certificate
+    # approve|deny puts a CSR's /approval, client-go's event recorders post events.k8s.io
+    ("autoscaling/v1", "HorizontalPodAutoscaler", "k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler"),
+    ("autoscaling/v1", "Scale", "k8s.io.api.autoscaling.v1.Scale"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest", "k8s.io.api.certificates.v1.CertificateSigningRequest"),
+    ("events.k8s.io/v1", "Event", "k8s.io.api.events.v1.Event"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy",
+     "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding",
+     "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding"),
     ("meta.k8s.io/v1", "DeleteOptions", "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
     ("v1", "DeleteOptions", "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
 ]
@@ -77,6 +87,7 @@ SPECIAL = {
     "k8s.io.apimachinery.pkg.api.resource.Quantity": "FL_PB_SP_QUANTITY",
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "FL_PB_SP_INTORSTRING",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "FL_PB_SP_RAWEXTENSION",
+    "k8s.io.api.certificates.v1.ExtraValue": "FL_PB_SP_STRINGLIST",
 }
 
 # Messages that wrap a Go named slice (`type ExtraValue []string`, encoded as {items}): there

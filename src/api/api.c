@@ -299,6 +299,9 @@ json_t *fl_scale_view(const fl_kind *k, const json_t *obj)
                               "replicas", (json_int_t)json_integer_value(status_r));
     const json_t *sel = k->dynamic ? at_path(obj, crd_scale_path(k, "labelSelectorPath", ".status.selector"))
                                    : json_object_get(json_object_get(obj, "spec"), "selector");
+    json_t *rc_sel = NULL;
+    if (!k->group[0] && !strcmp(k->kind, "ReplicationController") && json_is_object(sel)) /* a plain label map */
+        sel = rc_sel = json_pack("{s:O}", "matchLabels", sel);
     if (json_is_string(sel)) {
         json_object_set(json_object_get(scale, "status"), "selector", (json_t *)sel);
     } else if (json_is_object(sel)) {
@@ -306,6 +309,7 @@ json_t *fl_scale_view(const fl_kind *k, const json_t *obj)
         json_object_set_new(json_object_get(scale, "status"), "selector", json_string(txt));
         free(txt);
     }
+    json_decref(rc_sel);
     return scale;
 }
 
@@ -503,6 +507,7 @@ static bool sub_served(fl_api *api, const fl_target *t, const char *m)
     const fl_kind *k = t->kind;
     return (!strcmp(t->sub, "status") && k->has_status) || (!strcmp(t->sub, "scale") && k->has_scale) ||
            (!strcmp(t->sub, "finalize") && !strcmp(k->kind, "Namespace") && !k->group[0]) ||
+           (!strcmp(t->sub, "approval") && !strcmp(k->group, "certificates.k8s.io")) ||
            (!strcmp(t->sub, "token") && !strcmp(k->kind, "ServiceAccount") && !k->group[0] &&
             fl_auth_sa_tokens(api->auth) && !strcmp(m, "POST"));
 }
@@ -600,6 +605,19 @@ void fl_api_handle(fl_api *api, fl_req *r)
                        dry);
         return;
     }
+    if (t.kind->storage_version) { /* another version's objects, converted (api_convert.c) */
+        fl_api_serve_converted(api, r, &t, coll, watch);
+        return;
+    }
+    fl_api_dispatch(api, r, &t, coll, watch);
+}
+
+/* One request on a resolved, authorized target, by method: the verbs of api_read.c,
+ * api_write.c, api_patch.c and api_delete.c. */
+void fl_api_dispatch(fl_api *api, fl_req *r, const fl_target *tp, bool coll, bool watch)
+{
+    const fl_target t = *tp;
+    const char *m = r->method;
     if (!strcmp(m, "GET")) {
         if (coll && watch) {
             r->verb = "WATCH";

@@ -281,7 +281,7 @@ static int delete_dependents(fl_api *api, const fl_kind *owner_kind, const json_
     size_t nk = fl_kindreg_list(api->kinds, &kinds);
     for (size_t ki = 0; ki < nk; ki++) {
         const fl_kind *k = kinds[ki];
-        if (owner_kind->namespaced && !k->namespaced)
+        if ((owner_kind->namespaced && !k->namespaced) || k->storage_version) /* the stored version scans those */
             continue;
         char *prefix = fl_coll_prefix(k, owner_kind->namespaced ? ns : NULL);
         dep_ctx c = {api, k, uid, policy};
@@ -575,7 +575,7 @@ int fl_api_purge_namespace(fl_api *api, const char *ns)
     size_t nk = fl_kindreg_list(api->kinds, &kinds);
     purge_ctx c = {api, NULL, ns, 0};
     for (size_t ki = 0; ki < nk; ki++) {
-        if (!kinds[ki]->namespaced)
+        if (!kinds[ki]->namespaced || kinds[ki]->storage_version) /* the stored version purges those */
             continue;
         c.kind = kinds[ki];
         char *prefix = fl_coll_prefix(kinds[ki], ns);

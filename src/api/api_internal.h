@@ -49,6 +49,12 @@ json_t *fl_scale_view(const fl_kind *k, const json_t *obj);
 const char *fl_scale_spec_path(const fl_kind *k);
 
 /* Handlers. */
+/* A request on a resolved, authorized target, by method (api.c). */
+void fl_api_dispatch(fl_api *api, fl_req *r, const fl_target *t, bool coll, bool watch);
+/* The same for a kind served from another version's objects (fl_kind.storage_version):
+ * bodies converted in, answers converted out (api_convert.c). */
+void fl_api_serve_converted(fl_api *api, fl_req *r, const fl_target *t, bool coll, bool watch);
+
 void fl_api_get(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_list(fl_api *api, fl_req *r, const fl_target *t);
 void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t);

@@ -573,6 +573,7 @@ struct fl_api_stream {
     /* keys currently matching a filtered watch: to turn updates that stop matching into
      * DELETED and ones that start matching into ADDED, as the Kubernetes watch cache does */
     fl_htab seen;              /* seen_key by key */
+    json_t *(*convert)(const json_t *obj); /* stored object -> the watched version, or NULL */
 };
 
 typedef struct seen_key {
@@ -592,10 +593,17 @@ static double now_s(void)
 static void emit(fl_api_stream *s, const char *type, const char *key, const fl_blob *blob, const char *data,
                  size_t len)
 {
+    bool convert = s->convert && strcmp(type, "BOOKMARK") && strcmp(type, "ERROR");
     if (s->objects) {
         json_t *obj = blob ? fl_api_decoded(blob) : fl_json_load(data, len);
         if (!obj)
             return;
+        if (convert) {
+            json_t *c = s->convert(obj);
+            json_decref(obj);
+            obj = c;
+            blob = NULL;
+        }
         if (s->nq == s->capq) {
             s->capq = s->capq ? s->capq * 2 : 16;
             s->evq = fl_realloc(s->evq, s->capq * sizeof *s->evq);
@@ -621,6 +629,13 @@ static void emit(fl_api_stream *s, const char *type, const char *key, const fl_b
         json_decref(tbl);
         fl_strbuf_adds(&s->pending, txt);
         free(txt);
+    } else if (convert) {
+        json_t *obj = fl_json_load(data, len), *c = obj ? s->convert(obj) : NULL;
+        char *txt = c ? fl_json_dumps(c, NULL) : NULL;
+        fl_strbuf_adds(&s->pending, txt ? txt : "null");
+        free(txt);
+        json_decref(c);
+        json_decref(obj);
     } else {
         fl_strbuf_add(&s->pending, data, len);
     }
@@ -745,6 +760,7 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
     fl_htab_init(&s->seen, 16);
     s->api = api;
     s->kind = t->kind;
+    s->convert = t->kind->from_storage; /* a version served from another's objects */
     if (filter_init(&s->f, r, t)) {
         free(s);
         return;

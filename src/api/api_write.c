@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "api/auth.h"
 #include "api/api_write.h"
 #include "api/apply.h"
 #include "api/crd_schema.h"
@@ -693,6 +694,27 @@ static void on_create_defaults(const fl_kind *k, json_t *obj)
     }
 }
 
+/* A CertificateSigningRequest records who asked, from the request's identity, whatever the body
+ * says (upstream's PrepareForCreate); a trusted in-process caller (no identity) keeps its own. */
+static void csr_requester(const fl_kind *k, json_t *obj, const fl_identity *who)
+{
+    if (!who || strcmp(k->kind, "CertificateSigningRequest") || strcmp(k->group, "certificates.k8s.io"))
+        return;
+    json_t *spec = json_object_get(obj, "spec");
+    if (!json_is_object(spec))
+        return;
+    json_object_set_new(spec, "username", json_string(who->user));
+    if (who->uid[0])
+        json_object_set_new(spec, "uid", json_string(who->uid));
+    else
+        json_object_del(spec, "uid");
+    json_t *groups = json_array();
+    for (size_t i = 0; i < who->ngroups; i++)
+        json_array_append_new(groups, json_string(who->groups[i]));
+    json_object_set_new(spec, "groups", groups);
+    json_object_del(spec, "extra");
+}
+
 void fl_api_create(fl_api *api, fl_req *r, const fl_target *t0)
 {
     if (fl_api_check_field_validation(r, t0, "CreateOptions"))
@@ -766,6 +788,7 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     if (k->has_status)
         json_object_del(obj, "status");
     on_create_defaults(k, obj);
+    csr_requester(k, obj, r->who);
     if (!applied)
         record_update(r, k, NULL, obj);
     if (check_object(r, t, obj, NULL, false)) /* types were checked on the body above */
@@ -842,6 +865,20 @@ static json_t *merge_for_update(const fl_target *t, const json_t *cur, json_t *i
 {
     const fl_kind *k = t->kind;
     json_t *out;
+    if (!strcmp(t->sub, "approval")) {
+        /* a CertificateSigningRequest's approval: its conditions only, stored as given */
+        out = fl_json_deep_copy(cur);
+        json_t *st = json_object_get(out, "status");
+        if (!json_is_object(st))
+            json_object_set_new(out, "status", st = json_object());
+        json_t *conds = json_object_get(json_object_get(in, "status"), "conditions");
+        if (conds)
+            json_object_set(st, "conditions", conds);
+        else
+            json_object_del(st, "conditions");
+        json_decref(in);
+        return out;
+    }
     if (!strcmp(t->sub, "status")) {
         if (share && !k->dynamic) {
             /* all but the status stays: share it, with a metadata of out's own (the write

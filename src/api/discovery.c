@@ -90,6 +90,12 @@ static json_t *gvk_obj(const char *group, const char *version, const char *kind)
 }
 
 /* APIResource entries for k (the resource, then its subresources) appended to arr. */
+/* A CertificateSigningRequest's /approval (kubectl certificate approve|deny). */
+static bool has_approval(const fl_kind *k)
+{
+    return !strcmp(k->group, "certificates.k8s.io") && !strcmp(k->kind, "CertificateSigningRequest");
+}
+
 static void add_api_resources(json_t *arr, const fl_kind *k)
 {
     json_t *r = json_object();
@@ -104,7 +110,11 @@ static void add_api_resources(json_t *arr, const fl_kind *k)
         json_object_set_new(r, "categories", str_array(k->categories, 3));
     json_object_set_new(r, "storageVersionHash", storage_version_hash(k));
     json_array_append_new(arr, r);
-    /* "scale" sorts before "status" */
+    /* "approval" and "scale" sort before "status" */
+    if (has_approval(k))
+        json_array_append_new(arr, json_pack("{s:s++, s:s, s:b, s:s, s:o}", "name", k->resource, "/", "approval",
+                                             "singularName", "", "namespaced", k->namespaced, "kind", k->kind,
+                                             "verbs", str_array(sub_verbs, 8)));
     if (k->has_scale)
         json_array_append_new(arr, json_pack("{s:s++, s:s, s:b, s:s, s:s, s:s, s:o}", "name", k->resource, "/",
                                              "scale", "singularName", "", "namespaced", k->namespaced, "group",
@@ -129,8 +139,12 @@ static json_t *agg_resource(const fl_kind *k)
         json_object_set_new(r, "shortNames", str_array(k->short_names, 4));
     if (k->categories[0])
         json_object_set_new(r, "categories", str_array(k->categories, 3));
-    if (k->has_scale || k->has_status) {
+    if (k->has_scale || k->has_status || has_approval(k)) {
         json_t *subs = json_array();
+        if (has_approval(k))
+            json_array_append_new(subs, json_pack("{s:s, s:o, s:o}", "subresource", "approval", "responseKind",
+                                                  gvk_obj(k->group, k->version, k->kind), "verbs",
+                                                  str_array(sub_verbs, 8)));
         if (k->has_scale)
             json_array_append_new(subs, json_pack("{s:s, s:o, s:o}", "subresource", "scale", "responseKind",
                                                   gvk_obj("autoscaling", "v1", "Scale"), "verbs",

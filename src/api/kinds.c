@@ -422,7 +422,8 @@ void fl_kinds_remove_crd(const char *name) { fl_kindreg_remove_crd(NULL, name); 
 
 char *fl_kind_prefix(const fl_kind *k)
 {
-    return fl_cat("/", k->group[0] ? k->group : "core", "/", k->resource, "/", NULL);
+    const char *g = k->storage_group ? k->storage_group : k->group;
+    return fl_cat("/", g[0] ? g : "core", "/", k->resource, "/", NULL);
 }
 
 /* ------------------------------------------------------------------ */

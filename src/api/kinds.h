@@ -102,6 +102,17 @@ typedef struct fl_kind {
     fl_validate_fn validate;
     bool create_only;          /* answered, never stored (authorization.k8s.io's reviews,
                                 * rbac_review.c): discovery lists the verb create only */
+    /* A version served from another version's objects, converted both ways, as kube-apiserver
+     * serves autoscaling/v1 HorizontalPodAutoscalers from their autoscaling/v2 storage (one
+     * store key prefix for both; api_convert.c). storage_version names the stored version;
+     * to_storage returns a new reference or NULL with *err (heap) naming the field;
+     * from_storage returns a new reference. NULL for every kind stored as it is served; row
+     * and columns then see stored objects. */
+    const char *storage_version;
+    const char *storage_group; /* the stored kind's group when it is another ("" = core: events.k8s.io
+                                * Events are core/v1 Events), NULL = the same; keys follow it */
+    json_t *(*to_storage)(const json_t *obj, char **err);
+    json_t *(*from_storage)(const json_t *obj);
     /* dynamic kinds (from a CRD); NULL/false for built-ins */
     bool dynamic;
     bool served;               /* false once the CRD is gone */
@@ -172,7 +183,8 @@ uint64_t fl_kinds_generation(void);
 int fl_kinds_apply_crd(const json_t *crd, char **err);
 void fl_kinds_remove_crd(const char *name);
 
-/* Store key prefix for a kind's objects: "/<group|core>/<resource>/" (caller frees). */
+/* Store key prefix for a kind's objects: "/<group|core>/<resource>/" (caller frees); a kind
+ * stored as another group's (storage_group) has that group's prefix. */
 char *fl_kind_prefix(const fl_kind *k);
 
 /* SMP lookup callback over the kind's field table (ctx = the fl_kind). */

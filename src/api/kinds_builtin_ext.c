@@ -9,9 +9,8 @@
  * and bindings do not authorize anything (the API server's own identities still decide),
  * webhook configurations are never called, and HorizontalPodAutoscalers scale nothing.
  *
- * autoscaling/v1 is not served: both versions share one stored object upstream, and
- * serving v1 would need the v1<->v2 conversion (targetCPUUtilizationPercentage vs
- * metrics[]); kubectl and charts use v2.
+ * autoscaling/v1 HorizontalPodAutoscaler is served from the v2 objects, converted both ways
+ * (convert_hpa.c, api_convert.c), as kube-apiserver serves it: kubectl autoscale posts v1.
  *
  * Row functions reproduce upstream's printers (pkg/printers/internalversion) for the
  * columns after NAME, one cell per non-Age column, in order; kinds upstream has no
@@ -21,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/convert.h"
 #include "api/kinds.h"
 #include "api/kinds_rows.h"
 #include "api/kinds_schema.h"
@@ -432,6 +432,91 @@ static void row_webhooks(const fl_kind *k, const json_t *o, json_t *cells)
     fl_row_int(cells, (json_int_t)json_array_size(json_object_get(o, "webhooks")));
 }
 
+/* events.k8s.io/v1 Event: its objects are core Events (storage_group), printed as upstream
+ * prints both, with the core Event's row. */
+static void row_events_v1(const fl_kind *k, const json_t *o, json_t *cells)
+{
+    const fl_kind *ck = fl_kind_by_gvk("v1", "Event");
+    if (ck && ck->row)
+        ck->row(ck, o, cells);
+}
+
+static void row_vap(const fl_kind *k, const json_t *o, json_t *cells)
+{
+    fl_row_int(cells, (json_int_t)json_array_size(fl_json_path(o, "spec.validations")));
+    const json_t *pk = fl_json_path(o, "spec.paramKind");
+    if (json_is_object(pk))
+        fl_row_take(cells, fl_asprintf("%s/%s", fl_row_str_or(pk, "apiVersion", ""), fl_row_str_or(pk, "kind", "")));
+    else
+        fl_row_str(cells, "<unset>");
+}
+
+static void row_vapb(const fl_kind *k, const json_t *o, json_t *cells)
+{
+    fl_row_str(cells, fl_row_str_or(o, "spec.policyName", ""));
+    const json_t *pr = fl_json_path(o, "spec.paramRef");
+    if (!json_is_object(pr)) {
+        fl_row_str(cells, "<unset>");
+        return;
+    }
+    const char *name = fl_json_path_str(pr, "name"), *ns = fl_json_path_str(pr, "namespace");
+    if (name && *name)
+        fl_row_take(cells, ns && *ns ? fl_asprintf("%s/%s", ns, name) : fl_strdup(name));
+    else if (json_is_object(json_object_get(pr, "selector")))
+        fl_row_take(cells, fl_row_selector(json_object_get(pr, "selector")));
+    else
+        fl_row_str(cells, "*");
+}
+
+static void row_apiservice(const fl_kind *k, const json_t *o, json_t *cells)
+{
+    const json_t *svc = fl_json_path(o, "spec.service");
+    if (json_is_object(svc))
+        fl_row_take(cells, fl_asprintf("%s/%s", fl_row_str_or(svc, "namespace", ""), fl_row_str_or(svc, "name", "")));
+    else
+        fl_row_str(cells, "Local");
+    const json_t *c = NULL, *e;
+    size_t i;
+    json_array_foreach(fl_json_path(o, "status.conditions"), i, e) {
+        const char *t = fl_json_path_str(e, "type");
+        if (t && !strcmp(t, "Available"))
+            c = e;
+    }
+    const char *st = c ? fl_row_str_or(c, "status", "Unknown") : "Unknown";
+    if (c && strcmp(st, "True"))
+        fl_row_take(cells, fl_asprintf("%s (%s)", st, fl_row_str_or(c, "reason", "")));
+    else
+        fl_row_str(cells, st);
+}
+
+/* CertificateSigningRequest: SIGNERNAME, REQUESTOR, REQUESTEDDURATION, CONDITION (after AGE). */
+static void row_csr(const fl_kind *k, const json_t *o, json_t *cells)
+{
+    fl_row_str(cells, fl_row_str_or(o, "spec.signerName", "<none>"));
+    fl_row_str(cells, fl_row_str_or(o, "spec.username", ""));
+    const json_t *exp = fl_json_path(o, "spec.expirationSeconds");
+    if (json_is_integer(exp)) {
+        long long s = (long long)json_integer_value(exp);
+        fl_row_take(cells, s % 3600 == 0 ? fl_asprintf("%lldh", s / 3600)
+                         : s % 60 == 0   ? fl_asprintf("%lldm", s / 60)
+                                         : fl_asprintf("%llds", s));
+    } else {
+        fl_row_str(cells, "<none>");
+    }
+    /* upstream: Approved/Denied/Failed conditions in order, then Issued once a certificate is there */
+    fl_strbuf b = FL_STRBUF_INIT;
+    size_t i;
+    json_t *c;
+    json_array_foreach(fl_json_path(o, "status.conditions"), i, c) {
+        const char *t = fl_json_path_str(c, "type");
+        if (t && (!strcmp(t, "Approved") || !strcmp(t, "Denied") || !strcmp(t, "Failed")))
+            fl_row_join(&b, ",", t);
+    }
+    if (fl_json_path_str(o, "status.certificate") && *fl_json_path_str(o, "status.certificate"))
+        fl_row_join(&b, ",", "Issued");
+    fl_row_take(cells, fl_row_joined(&b, "Pending"));
+}
+
 /* ------------------------------------------------------------------ */
 /* Columns (after NAME; AGE is placed by the renderer unless listed)   */
 /* ------------------------------------------------------------------ */
@@ -548,6 +633,37 @@ static const fl_column endpointslice_columns[] = {
     COL("Endpoints", "string", "endpoints is a list of unique endpoints in this slice."),
     CEND,
 };
+static const fl_column events_v1_columns[] = {
+    COL("Last Seen", "string", "The time at which the most recent occurrence of this event was recorded."),
+    COL("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future"),
+    COL("Reason", "string", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+    COL("Object", "string", "The object that this event is about."),
+    COL("Message", "string", "A human-readable description of the status of this operation."),
+    CEND,
+};
+static const fl_column vap_columns[] = {
+    COL("Validations", "integer", "Validations indicates the number of validation rules"),
+    COL("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"),
+    CEND,
+};
+static const fl_column vapb_columns[] = {
+    COL("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding binded to"),
+    COL("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param"),
+    CEND,
+};
+static const fl_column apiservice_columns[] = {
+    COL("Service", "string", "The reference to the service that hosts this API endpoint."),
+    COL("Available", "string", "Whether this service is available."),
+    CEND,
+};
+static const fl_column csr_columns[] = {
+    COL("Age", "string", D_AGE),
+    COL("SignerName", "string", "Name of the requested signer"),
+    COL("Requestor", "string", "Name of the user requesting the certificate"),
+    COL("RequestedDuration", "string", "Requested duration of the certificate"),
+    COL("Condition", "string", "The condition of the certificate"),
+    CEND,
+};
 static const fl_column webhook_columns[] = {
     COL("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
     CEND,
@@ -634,6 +750,14 @@ fl_kind fl_kinds__builtin_ext[] = {
       .singular = "horizontalpodautoscaler", .namespaced = NS, .has_status = true, .short_names = {"hpa"},
       .categories = {"all"}, .fields = fl_schema_autoscaling_v2_HorizontalPodAutoscaler, .columns = hpa_columns,
       .row = row_hpa, .validate = fl_validate_hpa },
+    /* autoscaling/v1: the same objects, stored as v2 and converted (api_convert.c); rows are
+     * computed from the stored object, so both versions print alike, as upstream */
+    { .group = "autoscaling", .version = "v1", .kind = "HorizontalPodAutoscaler",
+      .list_kind = "HorizontalPodAutoscalerList", .resource = "horizontalpodautoscalers",
+      .singular = "horizontalpodautoscaler", .namespaced = NS, .has_status = true, .short_names = {"hpa"},
+      .categories = {"all"}, .fields = fl_schema_autoscaling_v1_HorizontalPodAutoscaler, .columns = hpa_columns,
+      .row = row_hpa, .storage_version = "v2", .to_storage = fl_convert_hpa_to_v2,
+      .from_storage = fl_convert_hpa_to_v1 },
     /* policy/v1 */
     { .group = "policy", .version = "v1", .kind = "PodDisruptionBudget", .list_kind = "PodDisruptionBudgetList",
       .resource = "poddisruptionbudgets", .singular = "poddisruptionbudget", .namespaced = NS, .has_status = true,
@@ -668,7 +792,8 @@ fl_kind fl_kinds__builtin_ext[] = {
       .row = row_resourcequota },
     { .group = "", .version = "v1", .kind = "ReplicationController", .list_kind = "ReplicationControllerList",
       .resource = "replicationcontrollers", .singular = "replicationcontroller", .namespaced = NS,
-      .has_status = true, .short_names = {"rc"}, .categories = {"all"}, .field_selectors = {"status.replicas"},
+      .has_status = true, .has_scale = true, .short_names = {"rc"}, .categories = {"all"},
+      .field_selectors = {"status.replicas"},
       .fields = fl_schema_core_v1_ReplicationController, .columns = rc_columns, .row = row_rc },
     /* discovery.k8s.io/v1 */
     { .group = "discovery.k8s.io", .version = "v1", .kind = "EndpointSlice", .list_kind = "EndpointSliceList",
@@ -685,6 +810,33 @@ fl_kind fl_kinds__builtin_ext[] = {
       .singular = "mutatingwebhookconfiguration", .namespaced = CLUSTER, .categories = {"api-extensions"},
       .fields = fl_schema_admissionregistration_v1_MutatingWebhookConfiguration, .columns = webhook_columns,
       .row = row_webhooks, .validate = fl_validate_webhook_configuration },
+    { .group = ADM, .version = "v1", .kind = "ValidatingAdmissionPolicy", .list_kind = "ValidatingAdmissionPolicyList",
+      .resource = "validatingadmissionpolicies", .singular = "validatingadmissionpolicy", .namespaced = CLUSTER,
+      .has_status = true, .categories = {"api-extensions"},
+      .fields = fl_schema_admissionregistration_v1_ValidatingAdmissionPolicy, .columns = vap_columns, .row = row_vap,
+      .validate = fl_validate_admission_policy },
+    { .group = ADM, .version = "v1", .kind = "ValidatingAdmissionPolicyBinding",
+      .list_kind = "ValidatingAdmissionPolicyBindingList", .resource = "validatingadmissionpolicybindings",
+      .singular = "validatingadmissionpolicybinding", .namespaced = CLUSTER, .categories = {"api-extensions"},
+      .fields = fl_schema_admissionregistration_v1_ValidatingAdmissionPolicyBinding, .columns = vapb_columns,
+      .row = row_vapb, .validate = fl_validate_admission_policy_binding },
+    /* events.k8s.io/v1: the core/v1 Events, converted (as upstream, one collection) */
+    { .group = "events.k8s.io", .version = "v1", .kind = "Event", .list_kind = "EventList", .resource = "events",
+      .singular = "event", .namespaced = NS, .short_names = {"ev"}, .fields = fl_schema_events_v1_Event,
+      .columns = events_v1_columns, .row = row_events_v1, .validate = fl_validate_events_v1,
+      .storage_version = "v1", .storage_group = "", .to_storage = fl_convert_event_to_core,
+      .from_storage = fl_convert_event_from_core },
+    /* apiregistration.k8s.io/v1: stored; nothing is proxied to the service it names */
+    { .group = "apiregistration.k8s.io", .version = "v1", .kind = "APIService", .list_kind = "APIServiceList",
+      .resource = "apiservices", .singular = "apiservice", .namespaced = CLUSTER, .has_status = true,
+      .categories = {"api-extensions"}, .fields = fl_schema_apiregistration_v1_APIService,
+      .columns = apiservice_columns, .row = row_apiservice, .validate = fl_validate_apiservice },
+    /* certificates.k8s.io/v1: stored; approval and status are data (nothing here signs) */
+    { .group = "certificates.k8s.io", .version = "v1", .kind = "CertificateSigningRequest",
+      .list_kind = "CertificateSigningRequestList", .resource = "certificatesigningrequests",
+      .singular = "certificatesigningrequest", .namespaced = CLUSTER, .has_status = true, .short_names = {"csr"},
+      .fields = fl_schema_certificates_v1_CertificateSigningRequest, .columns = csr_columns, .row = row_csr,
+      .validate = fl_validate_csr },
 };
 
 const size_t fl_kinds__builtin_ext_count = sizeof(fl_kinds__builtin_ext) / sizeof(fl_kinds__builtin_ext[0]);

@@ -3204,6 +3204,280 @@ const fl_field fl_schema_admissionregistration_v1_MutatingWebhookConfiguration[]
     { .path = NULL },
 };
 
+/* io.k8s.api.autoscaling.v1.CrossVersionObjectReference */
+static const fl_field autoscaling_v1_CrossVersionObjectReference[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec */
+static const fl_field autoscaling_v1_HorizontalPodAutoscalerSpec[] = {
+    { .path = "maxReplicas", .type = FL_F_INT, .required = true },
+    { .path = "minReplicas", .type = FL_F_INT },
+    { .path = "scaleTargetRef", .type = FL_F_OBJECT, .sub = autoscaling_v1_CrossVersionObjectReference, .required = true },
+    { .path = "targetCPUUtilizationPercentage", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerStatus */
+static const fl_field autoscaling_v1_HorizontalPodAutoscalerStatus[] = {
+    { .path = "currentCPUUtilizationPercentage", .type = FL_F_INT },
+    { .path = "currentReplicas", .type = FL_F_INT, .required = true },
+    { .path = "desiredReplicas", .type = FL_F_INT, .required = true },
+    { .path = "lastScaleTime", .type = FL_F_STRING },
+    { .path = "observedGeneration", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler */
+const fl_field fl_schema_autoscaling_v1_HorizontalPodAutoscaler[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = autoscaling_v1_HorizontalPodAutoscalerSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = autoscaling_v1_HorizontalPodAutoscalerStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.events.v1.EventSeries */
+static const fl_field events_v1_EventSeries[] = {
+    { .path = "count", .type = FL_F_INT, .required = true },
+    { .path = "lastObservedTime", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.events.v1.Event */
+const fl_field fl_schema_events_v1_Event[] = {
+    { .path = "action", .type = FL_F_STRING },
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "deprecatedCount", .type = FL_F_INT },
+    { .path = "deprecatedFirstTimestamp", .type = FL_F_STRING },
+    { .path = "deprecatedLastTimestamp", .type = FL_F_STRING },
+    { .path = "deprecatedSource", .type = FL_F_OBJECT, .sub = core_v1_EventSource },
+    { .path = "eventTime", .type = FL_F_STRING, .required = true },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "note", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "regarding", .type = FL_F_OBJECT, .sub = core_v1_ObjectReference },
+    { .path = "related", .type = FL_F_OBJECT, .sub = core_v1_ObjectReference },
+    { .path = "reportingController", .type = FL_F_STRING },
+    { .path = "reportingInstance", .type = FL_F_STRING },
+    { .path = "series", .type = FL_F_OBJECT, .sub = events_v1_EventSeries },
+    { .path = "type", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.AuditAnnotation */
+static const fl_field admissionregistration_v1_AuditAnnotation[] = {
+    { .path = "key", .type = FL_F_STRING, .required = true },
+    { .path = "valueExpression", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.NamedRuleWithOperations */
+static const fl_field admissionregistration_v1_NamedRuleWithOperations[] = {
+    { .path = "apiGroups", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "apiVersions", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "operations", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "resourceNames", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "resources", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "scope", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.MatchResources */
+static const fl_field admissionregistration_v1_MatchResources[] = {
+    { .path = "excludeResourceRules", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = admissionregistration_v1_NamedRuleWithOperations },
+    { .path = "matchPolicy", .type = FL_F_STRING },
+    { .path = "namespaceSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = "objectSelector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = "resourceRules", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = admissionregistration_v1_NamedRuleWithOperations },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ParamKind */
+static const fl_field admissionregistration_v1_ParamKind[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.Validation */
+static const fl_field admissionregistration_v1_Validation[] = {
+    { .path = "expression", .type = FL_F_STRING, .required = true },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "messageExpression", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.Variable */
+static const fl_field admissionregistration_v1_Variable[] = {
+    { .path = "expression", .type = FL_F_STRING, .required = true },
+    { .path = "name", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec */
+static const fl_field admissionregistration_v1_ValidatingAdmissionPolicySpec[] = {
+    { .path = "auditAnnotations", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = admissionregistration_v1_AuditAnnotation },
+    { .path = "failurePolicy", .type = FL_F_STRING },
+    { .path = "matchConditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "name", .strategy = "merge", .sub = admissionregistration_v1_MatchCondition },
+    { .path = "matchConstraints", .type = FL_F_OBJECT, .sub = admissionregistration_v1_MatchResources },
+    { .path = "paramKind", .type = FL_F_OBJECT, .sub = admissionregistration_v1_ParamKind },
+    { .path = "validations", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = admissionregistration_v1_Validation },
+    { .path = "variables", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "name", .strategy = "merge", .sub = admissionregistration_v1_Variable },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ExpressionWarning */
+static const fl_field admissionregistration_v1_ExpressionWarning[] = {
+    { .path = "fieldRef", .type = FL_F_STRING, .required = true },
+    { .path = "warning", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.TypeChecking */
+static const fl_field admissionregistration_v1_TypeChecking[] = {
+    { .path = "expressionWarnings", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = admissionregistration_v1_ExpressionWarning },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus */
+static const fl_field admissionregistration_v1_ValidatingAdmissionPolicyStatus[] = {
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = meta_v1_Condition },
+    { .path = "observedGeneration", .type = FL_F_INT },
+    { .path = "typeChecking", .type = FL_F_OBJECT, .sub = admissionregistration_v1_TypeChecking },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy */
+const fl_field fl_schema_admissionregistration_v1_ValidatingAdmissionPolicy[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = admissionregistration_v1_ValidatingAdmissionPolicySpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = admissionregistration_v1_ValidatingAdmissionPolicyStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ParamRef */
+static const fl_field admissionregistration_v1_ParamRef[] = {
+    { .path = "name", .type = FL_F_STRING },
+    { .path = "namespace", .type = FL_F_STRING },
+    { .path = "parameterNotFoundAction", .type = FL_F_STRING },
+    { .path = "selector", .type = FL_F_OBJECT, .sub = meta_v1_LabelSelector },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec */
+static const fl_field admissionregistration_v1_ValidatingAdmissionPolicyBindingSpec[] = {
+    { .path = "matchResources", .type = FL_F_OBJECT, .sub = admissionregistration_v1_MatchResources },
+    { .path = "paramRef", .type = FL_F_OBJECT, .sub = admissionregistration_v1_ParamRef },
+    { .path = "policyName", .type = FL_F_STRING },
+    { .path = "validationActions", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding */
+const fl_field fl_schema_admissionregistration_v1_ValidatingAdmissionPolicyBinding[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = admissionregistration_v1_ValidatingAdmissionPolicyBindingSpec },
+    { .path = NULL },
+};
+
+/* io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.ServiceReference */
+static const fl_field apiregistration_v1_ServiceReference[] = {
+    { .path = "name", .type = FL_F_STRING },
+    { .path = "namespace", .type = FL_F_STRING },
+    { .path = "port", .type = FL_F_INT },
+    { .path = NULL },
+};
+
+/* io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec */
+static const fl_field apiregistration_v1_APIServiceSpec[] = {
+    { .path = "caBundle", .type = FL_F_STRING },
+    { .path = "group", .type = FL_F_STRING },
+    { .path = "groupPriorityMinimum", .type = FL_F_INT, .required = true },
+    { .path = "insecureSkipTLSVerify", .type = FL_F_BOOL },
+    { .path = "service", .type = FL_F_OBJECT, .sub = apiregistration_v1_ServiceReference },
+    { .path = "version", .type = FL_F_STRING },
+    { .path = "versionPriority", .type = FL_F_INT, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceCondition */
+static const fl_field apiregistration_v1_APIServiceCondition[] = {
+    { .path = "lastTransitionTime", .type = FL_F_STRING },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "status", .type = FL_F_STRING, .required = true },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus */
+static const fl_field apiregistration_v1_APIServiceStatus[] = {
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .merge_key = "type", .strategy = "merge", .sub = apiregistration_v1_APIServiceCondition },
+    { .path = NULL },
+};
+
+/* io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService */
+const fl_field fl_schema_apiregistration_v1_APIService[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = apiregistration_v1_APIServiceSpec },
+    { .path = "status", .type = FL_F_OBJECT, .sub = apiregistration_v1_APIServiceStatus },
+    { .path = NULL },
+};
+
+/* io.k8s.api.certificates.v1.CertificateSigningRequestSpec */
+static const fl_field certificates_v1_CertificateSigningRequestSpec[] = {
+    { .path = "expirationSeconds", .type = FL_F_INT },
+    { .path = "extra", .type = FL_F_MAP, .elem = FL_F_ARRAY },
+    { .path = "groups", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "request", .type = FL_F_STRING, .required = true },
+    { .path = "signerName", .type = FL_F_STRING, .required = true },
+    { .path = "uid", .type = FL_F_STRING },
+    { .path = "usages", .type = FL_F_ARRAY, .elem = FL_F_STRING },
+    { .path = "username", .type = FL_F_STRING },
+    { .path = NULL },
+};
+
+/* io.k8s.api.certificates.v1.CertificateSigningRequestCondition */
+static const fl_field certificates_v1_CertificateSigningRequestCondition[] = {
+    { .path = "lastTransitionTime", .type = FL_F_STRING },
+    { .path = "lastUpdateTime", .type = FL_F_STRING },
+    { .path = "message", .type = FL_F_STRING },
+    { .path = "reason", .type = FL_F_STRING },
+    { .path = "status", .type = FL_F_STRING, .required = true },
+    { .path = "type", .type = FL_F_STRING, .required = true },
+    { .path = NULL },
+};
+
+/* io.k8s.api.certificates.v1.CertificateSigningRequestStatus */
+static const fl_field certificates_v1_CertificateSigningRequestStatus[] = {
+    { .path = "certificate", .type = FL_F_STRING },
+    { .path = "conditions", .type = FL_F_ARRAY, .elem = FL_F_OBJECT, .sub = certificates_v1_CertificateSigningRequestCondition },
+    { .path = NULL },
+};
+
+/* io.k8s.api.certificates.v1.CertificateSigningRequest */
+const fl_field fl_schema_certificates_v1_CertificateSigningRequest[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "spec", .type = FL_F_OBJECT, .sub = certificates_v1_CertificateSigningRequestSpec, .required = true },
+    { .path = "status", .type = FL_F_OBJECT, .sub = certificates_v1_CertificateSigningRequestStatus },
+    { .path = NULL },
+};
+
 /* com.github.karmada-io.karmada.pkg.apis.cluster.v1alpha1.LocalSecretReference */
 static const fl_field karmada_cluster_v1alpha1_LocalSecretReference[] = {
     { .path = "name", .type = FL_F_STRING, .required = true },

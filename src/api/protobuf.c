@@ -270,6 +270,7 @@ static int decode_special(dctx *c, const fl_pb_msg *m, const unsigned char *data
     const unsigned char *s = NULL; /* string or bytes payload */
     size_t sn = 0;
     bool have_s = false;
+    json_t *list = NULL; /* FL_PB_SP_STRINGLIST's items */
     *out = NULL;
     while (r.p < r.end) {
         const unsigned char *at = r.p;
@@ -306,15 +307,33 @@ static int decode_special(dctx *c, const fl_pb_msg *m, const unsigned char *data
             else
                 i2 = (int64_t)(int32_t)(uint32_t)v; /* nanos and intVal are int32 */
         } else if (want_len && wt == WT_LEN) {
-            if (read_len(&r, &s, &sn) < 0)
+            if (read_len(&r, &s, &sn) < 0) {
+                json_decref(list);
                 return fail(c, FL_EINVAL, m, NULL, num, at, "length runs past the end");
+            }
             have_s = true;
+            if (m->special == FL_PB_SP_STRINGLIST) {
+                json_t *item = json_stringn((const char *)s, sn);
+                if (!item) {
+                    json_decref(list);
+                    return fail(c, FL_EINVAL, m, NULL, num, s, "string is not valid UTF-8");
+                }
+                if (!list)
+                    list = json_array();
+                json_array_append_new(list, item);
+            }
         } else if (want_varint || want_len) {
+            json_decref(list);
             return fail(c, FL_EINVAL, m, NULL, num, at, "wire type %u does not fit the field", wt);
         } else if (skip_value(&r, wt) < 0) {
+            json_decref(list);
             return fail(c, FL_EINVAL, m, NULL, num, at, "cannot skip unknown field (wire type %u)",
                         wt);
         }
+    }
+    if (m->special == FL_PB_SP_STRINGLIST) {
+        *out = list ? list : json_array();
+        return 0;
     }
 
     switch (m->special) {

@@ -83,7 +83,8 @@ typedef enum {
     FL_PB_SP_FIELDSV1,    /* meta/v1 FieldsV1 {Raw}: the JSON document in Raw */
     FL_PB_SP_QUANTITY,    /* resource.Quantity {string}: "100m" */
     FL_PB_SP_INTORSTRING, /* intstr.IntOrString {type, intVal, strVal}: 8080 or "http" */
-    FL_PB_SP_RAWEXTENSION /* runtime.RawExtension {raw}: the JSON document in raw */
+    FL_PB_SP_RAWEXTENSION, /* runtime.RawExtension {raw}: the JSON document in raw */
+    FL_PB_SP_STRINGLIST   /* a named []string (certificates/v1 ExtraValue {items}): ["a", "b"] */
 } fl_pb_special_t;
 
 typedef struct fl_pb_msg fl_pb_msg;

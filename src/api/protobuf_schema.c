@@ -12,14 +12,28 @@
 #include "api/protobuf.h"
 
 /* forward declarations: tables refer to each other */
+static const fl_pb_msg M_admissionregistration_v1_AuditAnnotation;
+static const fl_pb_msg M_admissionregistration_v1_ExpressionWarning;
 static const fl_pb_msg M_admissionregistration_v1_MatchCondition;
+static const fl_pb_msg M_admissionregistration_v1_MatchResources;
 static const fl_pb_msg M_admissionregistration_v1_MutatingWebhook;
 static const fl_pb_msg M_admissionregistration_v1_MutatingWebhookConfiguration;
+static const fl_pb_msg M_admissionregistration_v1_NamedRuleWithOperations;
+static const fl_pb_msg M_admissionregistration_v1_ParamKind;
+static const fl_pb_msg M_admissionregistration_v1_ParamRef;
 static const fl_pb_msg M_admissionregistration_v1_Rule;
 static const fl_pb_msg M_admissionregistration_v1_RuleWithOperations;
 static const fl_pb_msg M_admissionregistration_v1_ServiceReference;
+static const fl_pb_msg M_admissionregistration_v1_TypeChecking;
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicy;
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicyBinding;
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicyBindingSpec;
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicySpec;
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicyStatus;
 static const fl_pb_msg M_admissionregistration_v1_ValidatingWebhook;
 static const fl_pb_msg M_admissionregistration_v1_ValidatingWebhookConfiguration;
+static const fl_pb_msg M_admissionregistration_v1_Validation;
+static const fl_pb_msg M_admissionregistration_v1_Variable;
 static const fl_pb_msg M_admissionregistration_v1_WebhookClientConfig;
 static const fl_pb_msg M_apps_v1_DaemonSet;
 static const fl_pb_msg M_apps_v1_DaemonSetCondition;
@@ -55,6 +69,13 @@ static const fl_pb_msg M_authentication_v1_TokenReview;
 static const fl_pb_msg M_authentication_v1_TokenReviewSpec;
 static const fl_pb_msg M_authentication_v1_TokenReviewStatus;
 static const fl_pb_msg M_authentication_v1_UserInfo;
+static const fl_pb_msg M_autoscaling_v1_CrossVersionObjectReference;
+static const fl_pb_msg M_autoscaling_v1_HorizontalPodAutoscaler;
+static const fl_pb_msg M_autoscaling_v1_HorizontalPodAutoscalerSpec;
+static const fl_pb_msg M_autoscaling_v1_HorizontalPodAutoscalerStatus;
+static const fl_pb_msg M_autoscaling_v1_Scale;
+static const fl_pb_msg M_autoscaling_v1_ScaleSpec;
+static const fl_pb_msg M_autoscaling_v1_ScaleStatus;
 static const fl_pb_msg M_autoscaling_v2_ContainerResourceMetricSource;
 static const fl_pb_msg M_autoscaling_v2_ContainerResourceMetricStatus;
 static const fl_pb_msg M_autoscaling_v2_CrossVersionObjectReference;
@@ -93,6 +114,11 @@ static const fl_pb_msg M_batch_v1_PodFailurePolicyRule;
 static const fl_pb_msg M_batch_v1_SuccessPolicy;
 static const fl_pb_msg M_batch_v1_SuccessPolicyRule;
 static const fl_pb_msg M_batch_v1_UncountedTerminatedPods;
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequest;
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequestCondition;
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequestSpec;
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequestStatus;
+static const fl_pb_msg M_certificates_v1_ExtraValue;
 static const fl_pb_msg M_coordination_v1_Lease;
 static const fl_pb_msg M_coordination_v1_LeaseSpec;
 static const fl_pb_msg M_core_v1_AWSElasticBlockStoreVolumeSource;
@@ -308,6 +334,8 @@ static const fl_pb_msg M_discovery_v1_EndpointPort;
 static const fl_pb_msg M_discovery_v1_EndpointSlice;
 static const fl_pb_msg M_discovery_v1_ForNode;
 static const fl_pb_msg M_discovery_v1_ForZone;
+static const fl_pb_msg M_events_v1_Event;
+static const fl_pb_msg M_events_v1_EventSeries;
 static const fl_pb_msg M_networking_v1_HTTPIngressPath;
 static const fl_pb_msg M_networking_v1_HTTPIngressRuleValue;
 static const fl_pb_msg M_networking_v1_IPBlock;
@@ -362,11 +390,32 @@ static const fl_pb_msg M_meta_v1_Preconditions;
 static const fl_pb_msg M_meta_v1_Time;
 static const fl_pb_msg M_util_intstr_IntOrString;
 
+static const fl_pb_field F_admissionregistration_v1_AuditAnnotation[] = {
+    {1, "key", FL_PB_STRING, 0, NULL},
+    {2, "valueExpression", FL_PB_STRING, 0, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_AuditAnnotation = {"AuditAnnotation", FL_PB_SP_NONE, F_admissionregistration_v1_AuditAnnotation, 2};
+
+static const fl_pb_field F_admissionregistration_v1_ExpressionWarning[] = {
+    {2, "fieldRef", FL_PB_STRING, 0, NULL},
+    {3, "warning", FL_PB_STRING, 0, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_ExpressionWarning = {"ExpressionWarning", FL_PB_SP_NONE, F_admissionregistration_v1_ExpressionWarning, 2};
+
 static const fl_pb_field F_admissionregistration_v1_MatchCondition[] = {
     {1, "name", FL_PB_STRING, 0, NULL},
     {2, "expression", FL_PB_STRING, 0, NULL},
 };
 static const fl_pb_msg M_admissionregistration_v1_MatchCondition = {"MatchCondition", FL_PB_SP_NONE, F_admissionregistration_v1_MatchCondition, 2};
+
+static const fl_pb_field F_admissionregistration_v1_MatchResources[] = {
+    {1, "namespaceSelector", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_meta_v1_LabelSelector},
+    {2, "objectSelector", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_meta_v1_LabelSelector},
+    {3, "resourceRules", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_NamedRuleWithOperations},
+    {4, "excludeResourceRules", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_NamedRuleWithOperations},
+    {7, "matchPolicy", FL_PB_STRING, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_MatchResources = {"MatchResources", FL_PB_SP_NONE, F_admissionregistration_v1_MatchResources, 5};
 
 static const fl_pb_field F_admissionregistration_v1_MutatingWebhook[] = {
     {1, "name", FL_PB_STRING, 0, NULL},
@@ -390,6 +439,26 @@ static const fl_pb_field F_admissionregistration_v1_MutatingWebhookConfiguration
 };
 static const fl_pb_msg M_admissionregistration_v1_MutatingWebhookConfiguration = {"MutatingWebhookConfiguration", FL_PB_SP_NONE, F_admissionregistration_v1_MutatingWebhookConfiguration, 2};
 
+static const fl_pb_field F_admissionregistration_v1_NamedRuleWithOperations[] = {
+    {1, "resourceNames", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
+    {2, NULL, FL_PB_MESSAGE, FL_PBF_INLINE, &M_admissionregistration_v1_RuleWithOperations},
+};
+static const fl_pb_msg M_admissionregistration_v1_NamedRuleWithOperations = {"NamedRuleWithOperations", FL_PB_SP_NONE, F_admissionregistration_v1_NamedRuleWithOperations, 2};
+
+static const fl_pb_field F_admissionregistration_v1_ParamKind[] = {
+    {1, "apiVersion", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {2, "kind", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_ParamKind = {"ParamKind", FL_PB_SP_NONE, F_admissionregistration_v1_ParamKind, 2};
+
+static const fl_pb_field F_admissionregistration_v1_ParamRef[] = {
+    {1, "name", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {2, "namespace", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {3, "selector", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_meta_v1_LabelSelector},
+    {4, "parameterNotFoundAction", FL_PB_STRING, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_ParamRef = {"ParamRef", FL_PB_SP_NONE, F_admissionregistration_v1_ParamRef, 4};
+
 static const fl_pb_field F_admissionregistration_v1_Rule[] = {
     {1, "apiGroups", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
     {2, "apiVersions", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
@@ -412,6 +481,50 @@ static const fl_pb_field F_admissionregistration_v1_ServiceReference[] = {
 };
 static const fl_pb_msg M_admissionregistration_v1_ServiceReference = {"ServiceReference", FL_PB_SP_NONE, F_admissionregistration_v1_ServiceReference, 4};
 
+static const fl_pb_field F_admissionregistration_v1_TypeChecking[] = {
+    {1, "expressionWarnings", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_ExpressionWarning},
+};
+static const fl_pb_msg M_admissionregistration_v1_TypeChecking = {"TypeChecking", FL_PB_SP_NONE, F_admissionregistration_v1_TypeChecking, 1};
+
+static const fl_pb_field F_admissionregistration_v1_ValidatingAdmissionPolicy[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "spec", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_admissionregistration_v1_ValidatingAdmissionPolicySpec},
+    {3, "status", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_admissionregistration_v1_ValidatingAdmissionPolicyStatus},
+};
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicy = {"ValidatingAdmissionPolicy", FL_PB_SP_NONE, F_admissionregistration_v1_ValidatingAdmissionPolicy, 3};
+
+static const fl_pb_field F_admissionregistration_v1_ValidatingAdmissionPolicyBinding[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "spec", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_admissionregistration_v1_ValidatingAdmissionPolicyBindingSpec},
+};
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicyBinding = {"ValidatingAdmissionPolicyBinding", FL_PB_SP_NONE, F_admissionregistration_v1_ValidatingAdmissionPolicyBinding, 2};
+
+static const fl_pb_field F_admissionregistration_v1_ValidatingAdmissionPolicyBindingSpec[] = {
+    {1, "policyName", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {2, "paramRef", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_admissionregistration_v1_ParamRef},
+    {3, "matchResources", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_admissionregistration_v1_MatchResources},
+    {4, "validationActions", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicyBindingSpec = {"ValidatingAdmissionPolicyBindingSpec", FL_PB_SP_NONE, F_admissionregistration_v1_ValidatingAdmissionPolicyBindingSpec, 4};
+
+static const fl_pb_field F_admissionregistration_v1_ValidatingAdmissionPolicySpec[] = {
+    {1, "paramKind", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_admissionregistration_v1_ParamKind},
+    {2, "matchConstraints", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_admissionregistration_v1_MatchResources},
+    {3, "validations", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_Validation},
+    {4, "failurePolicy", FL_PB_STRING, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+    {5, "auditAnnotations", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_AuditAnnotation},
+    {6, "matchConditions", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_MatchCondition},
+    {7, "variables", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_Variable},
+};
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicySpec = {"ValidatingAdmissionPolicySpec", FL_PB_SP_NONE, F_admissionregistration_v1_ValidatingAdmissionPolicySpec, 7};
+
+static const fl_pb_field F_admissionregistration_v1_ValidatingAdmissionPolicyStatus[] = {
+    {1, "observedGeneration", FL_PB_INT64, FL_PBF_OMITEMPTY, NULL},
+    {2, "typeChecking", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_admissionregistration_v1_TypeChecking},
+    {3, "conditions", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_meta_v1_Condition},
+};
+static const fl_pb_msg M_admissionregistration_v1_ValidatingAdmissionPolicyStatus = {"ValidatingAdmissionPolicyStatus", FL_PB_SP_NONE, F_admissionregistration_v1_ValidatingAdmissionPolicyStatus, 3};
+
 static const fl_pb_field F_admissionregistration_v1_ValidatingWebhook[] = {
     {1, "name", FL_PB_STRING, 0, NULL},
     {2, "clientConfig", FL_PB_MESSAGE, 0, &M_admissionregistration_v1_WebhookClientConfig},
@@ -432,6 +545,20 @@ static const fl_pb_field F_admissionregistration_v1_ValidatingWebhookConfigurati
     {2, "webhooks", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_admissionregistration_v1_ValidatingWebhook},
 };
 static const fl_pb_msg M_admissionregistration_v1_ValidatingWebhookConfiguration = {"ValidatingWebhookConfiguration", FL_PB_SP_NONE, F_admissionregistration_v1_ValidatingWebhookConfiguration, 2};
+
+static const fl_pb_field F_admissionregistration_v1_Validation[] = {
+    {1, "expression", FL_PB_STRING, 0, NULL},
+    {2, "message", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {3, "reason", FL_PB_STRING, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+    {4, "messageExpression", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_Validation = {"Validation", FL_PB_SP_NONE, F_admissionregistration_v1_Validation, 4};
+
+static const fl_pb_field F_admissionregistration_v1_Variable[] = {
+    {1, "name", FL_PB_STRING, 0, NULL},
+    {2, "expression", FL_PB_STRING, 0, NULL},
+};
+static const fl_pb_msg M_admissionregistration_v1_Variable = {"Variable", FL_PB_SP_NONE, F_admissionregistration_v1_Variable, 2};
 
 static const fl_pb_field F_admissionregistration_v1_WebhookClientConfig[] = {
     {1, "service", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_admissionregistration_v1_ServiceReference},
@@ -714,6 +841,55 @@ static const fl_pb_field F_authentication_v1_UserInfo[] = {
     {3, "groups", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
 };
 static const fl_pb_msg M_authentication_v1_UserInfo = {"UserInfo", FL_PB_SP_NONE, F_authentication_v1_UserInfo, 3};
+
+static const fl_pb_field F_autoscaling_v1_CrossVersionObjectReference[] = {
+    {1, "kind", FL_PB_STRING, 0, NULL},
+    {2, "name", FL_PB_STRING, 0, NULL},
+    {3, "apiVersion", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_autoscaling_v1_CrossVersionObjectReference = {"CrossVersionObjectReference", FL_PB_SP_NONE, F_autoscaling_v1_CrossVersionObjectReference, 3};
+
+static const fl_pb_field F_autoscaling_v1_HorizontalPodAutoscaler[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "spec", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_autoscaling_v1_HorizontalPodAutoscalerSpec},
+    {3, "status", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_autoscaling_v1_HorizontalPodAutoscalerStatus},
+};
+static const fl_pb_msg M_autoscaling_v1_HorizontalPodAutoscaler = {"HorizontalPodAutoscaler", FL_PB_SP_NONE, F_autoscaling_v1_HorizontalPodAutoscaler, 3};
+
+static const fl_pb_field F_autoscaling_v1_HorizontalPodAutoscalerSpec[] = {
+    {1, "scaleTargetRef", FL_PB_MESSAGE, 0, &M_autoscaling_v1_CrossVersionObjectReference},
+    {2, "minReplicas", FL_PB_INT32, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+    {3, "maxReplicas", FL_PB_INT32, 0, NULL},
+    {4, "targetCPUUtilizationPercentage", FL_PB_INT32, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+};
+static const fl_pb_msg M_autoscaling_v1_HorizontalPodAutoscalerSpec = {"HorizontalPodAutoscalerSpec", FL_PB_SP_NONE, F_autoscaling_v1_HorizontalPodAutoscalerSpec, 4};
+
+static const fl_pb_field F_autoscaling_v1_HorizontalPodAutoscalerStatus[] = {
+    {1, "observedGeneration", FL_PB_INT64, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+    {2, "lastScaleTime", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_meta_v1_Time},
+    {3, "currentReplicas", FL_PB_INT32, 0, NULL},
+    {4, "desiredReplicas", FL_PB_INT32, 0, NULL},
+    {5, "currentCPUUtilizationPercentage", FL_PB_INT32, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+};
+static const fl_pb_msg M_autoscaling_v1_HorizontalPodAutoscalerStatus = {"HorizontalPodAutoscalerStatus", FL_PB_SP_NONE, F_autoscaling_v1_HorizontalPodAutoscalerStatus, 5};
+
+static const fl_pb_field F_autoscaling_v1_Scale[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "spec", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_autoscaling_v1_ScaleSpec},
+    {3, "status", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_autoscaling_v1_ScaleStatus},
+};
+static const fl_pb_msg M_autoscaling_v1_Scale = {"Scale", FL_PB_SP_NONE, F_autoscaling_v1_Scale, 3};
+
+static const fl_pb_field F_autoscaling_v1_ScaleSpec[] = {
+    {1, "replicas", FL_PB_INT32, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_autoscaling_v1_ScaleSpec = {"ScaleSpec", FL_PB_SP_NONE, F_autoscaling_v1_ScaleSpec, 1};
+
+static const fl_pb_field F_autoscaling_v1_ScaleStatus[] = {
+    {1, "replicas", FL_PB_INT32, 0, NULL},
+    {2, "selector", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_autoscaling_v1_ScaleStatus = {"ScaleStatus", FL_PB_SP_NONE, F_autoscaling_v1_ScaleStatus, 2};
 
 static const fl_pb_field F_autoscaling_v2_ContainerResourceMetricSource[] = {
     {1, "name", FL_PB_STRING, 0, NULL},
@@ -1008,6 +1184,43 @@ static const fl_pb_field F_batch_v1_UncountedTerminatedPods[] = {
     {2, "failed", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
 };
 static const fl_pb_msg M_batch_v1_UncountedTerminatedPods = {"UncountedTerminatedPods", FL_PB_SP_NONE, F_batch_v1_UncountedTerminatedPods, 2};
+
+static const fl_pb_field F_certificates_v1_CertificateSigningRequest[] = {
+    {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
+    {2, "spec", FL_PB_MESSAGE, 0, &M_certificates_v1_CertificateSigningRequestSpec},
+    {3, "status", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_certificates_v1_CertificateSigningRequestStatus},
+};
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequest = {"CertificateSigningRequest", FL_PB_SP_NONE, F_certificates_v1_CertificateSigningRequest, 3};
+
+static const fl_pb_field F_certificates_v1_CertificateSigningRequestCondition[] = {
+    {1, "type", FL_PB_STRING, 0, NULL},
+    {2, "reason", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {3, "message", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {4, "lastUpdateTime", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_Time},
+    {5, "lastTransitionTime", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_Time},
+    {6, "status", FL_PB_STRING, 0, NULL},
+};
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequestCondition = {"CertificateSigningRequestCondition", FL_PB_SP_NONE, F_certificates_v1_CertificateSigningRequestCondition, 6};
+
+static const fl_pb_field F_certificates_v1_CertificateSigningRequestSpec[] = {
+    {1, "request", FL_PB_BYTES, 0, NULL},
+    {2, "username", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {3, "uid", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {4, "groups", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
+    {5, "usages", FL_PB_STRING, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, NULL},
+    {6, "extra", FL_PB_MESSAGE, FL_PBF_MAP | FL_PBF_OMITEMPTY, &M_certificates_v1_ExtraValue},
+    {7, "signerName", FL_PB_STRING, 0, NULL},
+    {8, "expirationSeconds", FL_PB_INT32, FL_PBF_OMITEMPTY | FL_PBF_POINTER, NULL},
+};
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequestSpec = {"CertificateSigningRequestSpec", FL_PB_SP_NONE, F_certificates_v1_CertificateSigningRequestSpec, 8};
+
+static const fl_pb_field F_certificates_v1_CertificateSigningRequestStatus[] = {
+    {1, "conditions", FL_PB_MESSAGE, FL_PBF_REPEATED | FL_PBF_OMITEMPTY, &M_certificates_v1_CertificateSigningRequestCondition},
+    {2, "certificate", FL_PB_BYTES, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_certificates_v1_CertificateSigningRequestStatus = {"CertificateSigningRequestStatus", FL_PB_SP_NONE, F_certificates_v1_CertificateSigningRequestStatus, 2};
+
+static const fl_pb_msg M_certificates_v1_ExtraValue = {"ExtraValue", FL_PB_SP_STRINGLIST, NULL, 0};
 
 static const fl_pb_field F_coordination_v1_Lease[] = {
     {1, "metadata", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_ObjectMeta},
@@ -2819,6 +3032,31 @@ static const fl_pb_field F_discovery_v1_ForZone[] = {
 };
 static const fl_pb_msg M_discovery_v1_ForZone = {"ForZone", FL_PB_SP_NONE, F_discovery_v1_ForZone, 1};
 
+static const fl_pb_field F_events_v1_Event[] = {
+    {1, "metadata", FL_PB_MESSAGE, 0, &M_meta_v1_ObjectMeta},
+    {2, "eventTime", FL_PB_MESSAGE, 0, &M_meta_v1_MicroTime},
+    {3, "series", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_events_v1_EventSeries},
+    {4, "reportingController", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {5, "reportingInstance", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {6, "action", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {7, "reason", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {8, "regarding", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_core_v1_ObjectReference},
+    {9, "related", FL_PB_MESSAGE, FL_PBF_OMITEMPTY | FL_PBF_POINTER, &M_core_v1_ObjectReference},
+    {10, "note", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {11, "type", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
+    {12, "deprecatedSource", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_core_v1_EventSource},
+    {13, "deprecatedFirstTimestamp", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_Time},
+    {14, "deprecatedLastTimestamp", FL_PB_MESSAGE, FL_PBF_OMITEMPTY, &M_meta_v1_Time},
+    {15, "deprecatedCount", FL_PB_INT32, FL_PBF_OMITEMPTY, NULL},
+};
+static const fl_pb_msg M_events_v1_Event = {"Event", FL_PB_SP_NONE, F_events_v1_Event, 15};
+
+static const fl_pb_field F_events_v1_EventSeries[] = {
+    {1, "count", FL_PB_INT32, 0, NULL},
+    {2, "lastObservedTime", FL_PB_MESSAGE, 0, &M_meta_v1_MicroTime},
+};
+static const fl_pb_msg M_events_v1_EventSeries = {"EventSeries", FL_PB_SP_NONE, F_events_v1_EventSeries, 2};
+
 static const fl_pb_field F_networking_v1_HTTPIngressPath[] = {
     {1, "path", FL_PB_STRING, FL_PBF_OMITEMPTY, NULL},
     {2, "backend", FL_PB_MESSAGE, 0, &M_networking_v1_IngressBackend},
@@ -3231,6 +3469,12 @@ const fl_pb_kind fl_pb_kinds[] = {
     {"authentication.k8s.io/v1", "TokenRequest", &M_authentication_v1_TokenRequest},
     {"authentication.k8s.io/v1", "TokenReview", &M_authentication_v1_TokenReview},
     {"authentication.k8s.io/v1", "SelfSubjectReview", &M_authentication_v1_SelfSubjectReview},
+    {"autoscaling/v1", "HorizontalPodAutoscaler", &M_autoscaling_v1_HorizontalPodAutoscaler},
+    {"autoscaling/v1", "Scale", &M_autoscaling_v1_Scale},
+    {"certificates.k8s.io/v1", "CertificateSigningRequest", &M_certificates_v1_CertificateSigningRequest},
+    {"events.k8s.io/v1", "Event", &M_events_v1_Event},
+    {"admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", &M_admissionregistration_v1_ValidatingAdmissionPolicy},
+    {"admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", &M_admissionregistration_v1_ValidatingAdmissionPolicyBinding},
     {"meta.k8s.io/v1", "DeleteOptions", &M_meta_v1_DeleteOptions},
     {"v1", "DeleteOptions", &M_meta_v1_DeleteOptions},
 };

@@ -91,6 +91,11 @@ void fl_validate_pdb(const fl_kind *k, const json_t *obj, const json_t *old, jso
 void fl_validate_priority_class(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_storage_class(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_webhook_configuration(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_admission_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_admission_policy_binding(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_events_v1(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_apiservice(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+void fl_validate_csr(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 /* RBAC object names are path segments (ValidateRBACName: "system:aggregate-to-edit" is
  * valid): NULL if name is fine, else the static message. */
 const char *fl_validate_rbac_name(const char *name);

@@ -13,8 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include "api/validate.h"
 #include "api/validate_priv.h"
+#include "core/base64.h"
 #include "core/mem.h"
 
 #define RBAC_GROUP "rbac.authorization.k8s.io"
@@ -397,4 +403,232 @@ void fl_validate_webhook_configuration(const fl_kind *k, const json_t *obj, cons
         if (url == svc)
             fl_v_required(causes, fl_vpath(p, "webhooks[%zu].clientConfig", i), "exactly one of url or service is required");
     }
+}
+
+/* ---------------------------------------------------------------------------------
+ * ValidatingAdmissionPolicy(+Binding), events.k8s.io Event, APIService,
+ * CertificateSigningRequest: stored only, checked as kube-apiserver checks them
+ */
+static const char *const FAILURE_POLICIES[] = {"Fail", "Ignore", NULL};
+static const char *const VALIDATION_ACTIONS[] = {"Audit", "Deny", "Warn", NULL};
+static const char *const NOT_FOUND_ACTIONS[] = {"Allow", "Deny", NULL};
+
+void fl_validate_admission_policy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
+{
+    char p[FL_VPATH_MAX];
+    json_t *spec = fl_v_obj(obj, "spec");
+    fl_v_enum(causes, "spec.failurePolicy", spec, "failurePolicy", FAILURE_POLICIES, false);
+    json_t *pk = fl_v_obj(spec, "paramKind");
+    if (pk) {
+        fl_v_require_str(causes, "spec.paramKind.apiVersion", pk, "apiVersion");
+        fl_v_require_str(causes, "spec.paramKind.kind", pk, "kind");
+    }
+    json_t *mc = fl_v_obj(spec, "matchConstraints");
+    if (!mc)
+        fl_v_required(causes, "spec.matchConstraints", "");
+    else if (!arr_len(mc, "resourceRules"))
+        fl_v_required(causes, "spec.matchConstraints.resourceRules", "");
+    if (!arr_len(spec, "validations") && !arr_len(spec, "auditAnnotations"))
+        fl_v_required(causes, "spec.validations", "validations or auditAnnotations must contain at least one item");
+    size_t i;
+    json_t *v;
+    json_array_foreach(fl_v_arr(spec, "validations"), i, v) {
+        if (!fl_v_nonempty(v, "expression"))
+            fl_v_required(causes, fl_vpath(p, "spec.validations[%zu].expression", i), "expression is not specified");
+    }
+    json_array_foreach(fl_v_arr(spec, "auditAnnotations"), i, v) {
+        if (!fl_v_nonempty(v, "key"))
+            fl_v_required(causes, fl_vpath(p, "spec.auditAnnotations[%zu].key", i), "");
+        if (!fl_v_nonempty(v, "valueExpression"))
+            fl_v_required(causes, fl_vpath(p, "spec.auditAnnotations[%zu].valueExpression", i),
+                          "valueExpression is not specified");
+    }
+}
+
+void fl_validate_admission_policy_binding(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
+{
+    char p[FL_VPATH_MAX];
+    json_t *spec = fl_v_obj(obj, "spec");
+    if (!fl_v_nonempty(spec, "policyName"))
+        fl_v_required(causes, "spec.policyName", "");
+    json_t *acts = fl_v_arr(spec, "validationActions");
+    if (!json_array_size(acts))
+        fl_v_required(causes, "spec.validationActions", "at least one validation action is required");
+    bool deny = false, warn = false;
+    size_t i;
+    json_t *a;
+    json_array_foreach(acts, i, a) {
+        const char *s = json_string_value(a);
+        fl_vpath(p, "spec.validationActions[%zu]", i);
+        if (!fl_v_in(s, VALIDATION_ACTIONS)) {
+            fl_v_unsupported(causes, p, a, VALIDATION_ACTIONS);
+            continue;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_array_get(acts, j), a))
+                fl_v_duplicate(causes, p, a, NULL);
+        deny = deny || !strcmp(s, "Deny");
+        warn = warn || !strcmp(s, "Warn");
+    }
+    if (deny && warn)
+        fl_v_invalid(causes, "spec.validationActions", acts, "must not contain both Deny and Warn (repeating the "
+                                                             "same validation failure information in the API response "
+                                                             "and headers serves no purpose)");
+    json_t *pr = fl_v_obj(spec, "paramRef");
+    if (pr) {
+        bool named = fl_v_nonempty(pr, "name") != NULL, sel = fl_v_obj(pr, "selector") != NULL;
+        if (named && sel)
+            fl_v_forbidden(causes, "spec.paramRef.name", "name and selector are mutually exclusive");
+        else if (!named && !sel)
+            fl_v_required(causes, "spec.paramRef", "one of name or selector must be specified");
+        fl_v_enum(causes, "spec.paramRef.parameterNotFoundAction", pr, "parameterNotFoundAction", NOT_FOUND_ACTIONS,
+                  true);
+    }
+}
+
+static const char *const EVENT_TYPES[] = {"Normal", "Warning", NULL};
+
+/* events.k8s.io/v1 ValidateEventCreate (on create; an update keeps what was stored). */
+void fl_validate_events_v1(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
+{
+    if (old)
+        return;
+    if (!fl_v_nonempty(obj, "eventTime"))
+        fl_v_required(causes, "eventTime", "");
+    fl_v_enum(causes, "type", obj, "type", EVENT_TYPES, true);
+    const char *action = fl_v_nonempty(obj, "action"), *reason = fl_v_str(obj, "reason");
+    if (!action)
+        fl_v_required(causes, "action", "");
+    else if (strlen(action) > 128)
+        fl_v_invalid_str(causes, "action", action, "can have at most 128 characters");
+    if (reason && strlen(reason) > 128)
+        fl_v_invalid_str(causes, "reason", reason, "can have at most 128 characters");
+    const char *note = fl_v_str(obj, "note");
+    if (note && strlen(note) > 1024)
+        fl_v_invalid_str(causes, "note", note, "can have at most 1024 characters");
+    if (!fl_v_nonempty(obj, "reportingController"))
+        fl_v_required(causes, "reportingController", "");
+    const char *inst = fl_v_nonempty(obj, "reportingInstance");
+    if (!inst)
+        fl_v_required(causes, "reportingInstance", "");
+    else if (strlen(inst) > 128)
+        fl_v_invalid_str(causes, "reportingInstance", inst, "can have at most 128 characters");
+}
+
+void fl_validate_apiservice(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
+{
+    json_t *spec = fl_v_obj(obj, "spec");
+    const char *name = fl_v_str(fl_v_obj(obj, "metadata"), "name");
+    const char *group = fl_v_str(spec, "group"), *version = fl_v_str(spec, "version");
+    if (!version || !*version) {
+        fl_v_required(causes, "spec.version", "");
+    } else if (name) {
+        char want[512];
+        snprintf(want, sizeof want, "%s%s%s", version, group && *group ? "." : "", group ? group : "");
+        if (strcmp(name, want))
+            fl_v_invalid_str(causes, "metadata.name", name, "must be `spec.version+\".\"+spec.group`");
+        if ((!group || !*group) && strcmp(version, "v1"))
+            fl_v_invalid_str(causes, "spec.version", version, "must be v1 for an empty group");
+    }
+    json_t *gp = json_object_get(spec, "groupPriorityMinimum"), *vp = json_object_get(spec, "versionPriority");
+    json_int_t g = json_is_integer(gp) ? json_integer_value(gp) : 0, v = json_is_integer(vp) ? json_integer_value(vp) : 0;
+    if (g <= 0 || g > 20000) {
+        json_t *x = json_integer(g);
+        fl_v_invalid(causes, "spec.groupPriorityMinimum", x, "must be positive and less than 20000");
+        json_decref(x);
+    }
+    if (v <= 0 || v > 1000) {
+        json_t *x = json_integer(v);
+        fl_v_invalid(causes, "spec.versionPriority", x, "must be positive and less than 1000");
+        json_decref(x);
+    }
+    json_t *skip = json_object_get(spec, "insecureSkipTLSVerify");
+    if (json_is_true(skip) && fl_v_nonempty(spec, "caBundle"))
+        fl_v_invalid(causes, "spec.insecureSkipTLSVerify", skip, "may not be true if caBundle is present");
+}
+
+/* upstream's certificates.KeyUsage values */
+static const char *const KEY_USAGES[] = {
+    "any", "cert sign", "client auth", "code signing", "content commitment", "crl sign", "data encipherment",
+    "decipher only", "digital signature", "email protection", "encipher only", "ipsec end system", "ipsec tunnel",
+    "ipsec user", "key agreement", "key encipherment", "microsoft sgc", "netscape sgc", "ocsp signing", "s/mime",
+    "server auth", "signing", "timestamping", NULL};
+
+/* The request's bytes (base64 in JSON) must be a PEM "CERTIFICATE REQUEST" that parses. */
+static const char *csr_request_error(const char *b64)
+{
+    size_t n = 0;
+    char *pem = fl_base64_decode(b64, &n);
+    if (!pem)
+        return "PEM block type must be CERTIFICATE REQUEST";
+    const char *err = NULL;
+    BIO *bio = BIO_new_mem_buf(pem, (int)n);
+    char *name = NULL, *header = NULL;
+    unsigned char *der = NULL;
+    long len = 0;
+    if (!bio || PEM_read_bio(bio, &name, &header, &der, &len) != 1 || strcmp(name, "CERTIFICATE REQUEST")) {
+        err = "PEM block type must be CERTIFICATE REQUEST";
+    } else {
+        const unsigned char *d = der;
+        X509_REQ *req = d2i_X509_REQ(NULL, &d, len);
+        if (!req)
+            err = "x509: malformed certificate request";
+        X509_REQ_free(req);
+    }
+    OPENSSL_free(name);
+    OPENSSL_free(header);
+    OPENSSL_free(der);
+    BIO_free(bio);
+    ERR_clear_error();
+    free(pem);
+    return err;
+}
+
+/* ValidateCertificateSigningRequestCreate/Update for certificates.k8s.io/v1: the spec is
+ * immutable once created. */
+void fl_validate_csr(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
+{
+    char p[FL_VPATH_MAX];
+    json_t *spec = fl_v_obj(obj, "spec");
+    if (old) {
+        json_t *ospec = fl_v_obj(old, "spec");
+        if (ospec && spec && !json_equal(ospec, spec))
+            fl_v_invalid(causes, "spec", spec, "field is immutable");
+        return;
+    }
+    const char *req = fl_v_str(spec, "request");
+    if (!req || !*req) {
+        fl_v_required(causes, "spec.request", "");
+    } else {
+        const char *err = csr_request_error(req);
+        if (err)
+            fl_v_invalid_str(causes, "spec.request", "<bytes>", err);
+    }
+    const char *signer = fl_v_str(spec, "signerName");
+    if (!signer || !*signer) {
+        fl_v_required(causes, "spec.signerName", "");
+    } else {
+        const char *slash = strchr(signer, '/');
+        if (!slash || slash == signer || !slash[1] || !memchr(signer, '.', (size_t)(slash - signer)))
+            fl_v_invalid_str(causes, "spec.signerName", signer,
+                             "must be a fully qualified domain and path of the form 'example.com/signer-name'");
+    }
+    json_t *usages = fl_v_arr(spec, "usages");
+    if (!json_array_size(usages))
+        fl_v_required(causes, "spec.usages", "usages must be provided");
+    size_t i;
+    json_t *u;
+    json_array_foreach(usages, i, u) {
+        fl_vpath(p, "spec.usages[%zu]", i);
+        if (!fl_v_in(json_string_value(u), KEY_USAGES)) {
+            fl_v_unsupported(causes, p, u, KEY_USAGES);
+            continue;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_array_get(usages, j), u))
+                fl_v_duplicate(causes, p, u, NULL);
+    }
+    json_t *exp = json_object_get(spec, "expirationSeconds");
+    if (json_is_integer(exp) && json_integer_value(exp) < 600)
+        fl_v_invalid(causes, "spec.expirationSeconds", exp, "may not specify a duration less than 600 seconds (10 minutes)");
 }

@@ -20,6 +20,7 @@ extern const fl_controller fl_namespace_sync_controller;
 extern const fl_controller fl_cluster_taint_policy_controller;
 extern const fl_controller fl_eviction_controller;
 extern const fl_controller fl_eviction_tasks_controller;
+extern const fl_controller fl_hpa_scale_target_marker_controller;
 
 const fl_controller *const fl_server_controllers[] = {
     &fl_customizations_controller,
@@ -31,6 +32,7 @@ const fl_controller *const fl_server_controllers[] = {
     &fl_execution_controller,
     &fl_binding_status_controller,
     &fl_resource_group_controller,
+    &fl_hpa_scale_target_marker_controller,
     &fl_cluster_status_controller,
     &fl_cluster_taint_policy_controller,
     &fl_eviction_controller,

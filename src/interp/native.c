@@ -341,6 +341,10 @@ static const struct native_kind {
     {"v1", "PersistentVolumeClaim", NULL, NULL, NULL, fl_native_aggregate_pvc, health_pvc, NULL},
     {"networking.k8s.io/v1", "Ingress", NULL, NULL, NULL, fl_native_aggregate_ingress, health_ingress,
      fl_native_deps_ingress},
+    {"autoscaling/v2", "HorizontalPodAutoscaler", NULL, NULL, fl_native_reflect_hpa, fl_native_aggregate_hpa,
+     fl_native_health_hpa, NULL},
+    {"policy/v1", "PodDisruptionBudget", NULL, NULL, fl_native_reflect_pdb, fl_native_aggregate_pdb,
+     fl_native_health_pdb, NULL},
 };
 
 static const struct native_kind *lookup(const char *av, const char *kind)

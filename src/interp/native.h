@@ -111,6 +111,14 @@ int fl_native_aggregate_service(const json_t *obj, const json_t *items, json_t *
 int fl_native_aggregate_ingress(const json_t *obj, const json_t *items, json_t **out, char **err);
 int fl_native_aggregate_pvc(const json_t *obj, const json_t *items, json_t **out, char **err);
 
+/* HorizontalPodAutoscaler and PodDisruptionBudget (native_policy.c) */
+int fl_native_reflect_hpa(const json_t *obj, json_t **status, char **err);
+int fl_native_reflect_pdb(const json_t *obj, json_t **status, char **err);
+int fl_native_aggregate_hpa(const json_t *obj, const json_t *items, json_t **out, char **err);
+int fl_native_aggregate_pdb(const json_t *obj, const json_t *items, json_t **out, char **err);
+int fl_native_health_hpa(const json_t *obj, enum fl_health *h, char **err);
+int fl_native_health_pdb(const json_t *obj, enum fl_health *h, char **err);
+
 /* ---- dependencies (native_deps.c) ---- */
 
 int fl_native_deps_pod(const json_t *obj, json_t **deps, char **err);

@@ -53,10 +53,14 @@
 static const struct {
     const char *group;    /* store key segment ("core" for the core group) */
     const char *resource;
+    const char *version;  /* the served version the simulator writes through */
 } KINDS[SK_COUNT] = {
-    [SK_DEPLOY] = {"apps", "deployments"}, [SK_RS] = {"apps", "replicasets"},
-    [SK_STS] = {"apps", "statefulsets"},   [SK_DS] = {"apps", "daemonsets"},
-    [SK_JOB] = {"batch", "jobs"},          [SK_POD] = {"core", "pods"},
+    [SK_DEPLOY] = {"apps", "deployments", "v1"}, [SK_RS] = {"apps", "replicasets", "v1"},
+    [SK_STS] = {"apps", "statefulsets", "v1"},   [SK_DS] = {"apps", "daemonsets", "v1"},
+    [SK_JOB] = {"batch", "jobs", "v1"},          [SK_POD] = {"core", "pods", "v1"},
+    [SK_HPA] = {"autoscaling", "horizontalpodautoscalers", "v2"},
+    [SK_PDB] = {"policy", "poddisruptionbudgets", "v1"},
+    [SK_ING] = {"networking.k8s.io", "ingresses", "v1"}, [SK_SVC] = {"core", "services", "v1"},
 };
 
 /* ------------------------------------------------------------------ */
@@ -217,8 +221,8 @@ static char *obj_path(const sim_ref *r, const char *sub)
     const char *g = KINDS[r->kind].group, *res = KINDS[r->kind].resource;
     if (!strcmp(g, "core"))
         return fl_asprintf("/api/v1/namespaces/%s/%s/%s%s%s", r->ns, res, r->name, sub ? "/" : "", sub ? sub : "");
-    return fl_asprintf("/apis/%s/v1/namespaces/%s/%s/%s%s%s", g, r->ns, res, r->name, sub ? "/" : "",
-                       sub ? sub : "");
+    return fl_asprintf("/apis/%s/%s/namespaces/%s/%s/%s%s%s", g, KINDS[r->kind].version, r->ns, res, r->name,
+                       sub ? "/" : "", sub ? sub : "");
 }
 
 /* A request through the API layer as our field manager (q holds the query it points at). */
@@ -879,7 +883,7 @@ int fl_sim_cluster_usage(fl_api *api, fl_sim_usage *out)
         return FL_EINVAL;
     int64_t rev;
     fl_store_list(api->store, "/core/nodes/", NULL, 0, 0, node_usage_fn, out, &rev, NULL);
-    for (int k = 0; k < SK_COUNT; k++) {
+    for (int k = 0; k <= SK_POD; k++) { /* the workloads: what runs on nodes */
         char prefix[64];
         snprintf(prefix, sizeof prefix, "/%s/%s/", KINDS[k].group, KINDS[k].resource);
         usage_scan us = {.u = out, .kind = (enum sim_kind)k};

@@ -22,7 +22,9 @@
 #include "core/json_get.h"
 #include "member/sim.h"
 
-enum sim_kind { SK_NONE = -1, SK_DEPLOY, SK_RS, SK_STS, SK_DS, SK_JOB, SK_POD, SK_COUNT };
+/* The workloads (through SK_POD, whose pods use a node's resources), then the kinds that
+ * report on them or on traffic (sim_status_ext.c). */
+enum sim_kind { SK_NONE = -1, SK_DEPLOY, SK_RS, SK_STS, SK_DS, SK_JOB, SK_POD, SK_HPA, SK_PDB, SK_ING, SK_SVC, SK_COUNT };
 
 /* A converging object: timing state, its place in the heap. */
 typedef struct sim_obj {
@@ -123,5 +125,12 @@ bool fl_sim_podspec_fake(const json_t *ps);
 /* The status x->obj should have now (new reference), or NULL to leave it alone. May replace
  * x->obj (a Pod bound to a node) and sets x->due when the object needs another look. */
 json_t *fl_sim_status(sim_eval *x);
+
+/* ---- sim_status_ext.c ---- */
+
+/* HorizontalPodAutoscaler, PodDisruptionBudget, Ingress, Service: as fl_sim_status. */
+json_t *fl_sim_status_hpa(sim_eval *x);
+json_t *fl_sim_status_pdb(sim_eval *x);
+json_t *fl_sim_status_lb(sim_eval *x);
 
 #endif

@@ -620,6 +620,10 @@ json_t *fl_sim_status(sim_eval *x)
     case SK_DS: return status_daemonset(x);
     case SK_JOB: return status_job(x);
     case SK_POD: return status_pod(x);
+    case SK_HPA: return fl_sim_status_hpa(x);
+    case SK_PDB: return fl_sim_status_pdb(x);
+    case SK_ING:
+    case SK_SVC: return fl_sim_status_lb(x);
     default: return NULL;
     }
 }

@@ -4,9 +4,11 @@ ServiceAccount, Role, RoleBinding, ConfigMap, Secret, CronJob and PriorityClass 
 unchanged with `kubectl apply -f`, propagates to two members, and prints, patches, explains
 and validates as kube-apiserver 1.32 would. Driven with /usr/bin/kubectl on `flotilla up`.
 """
+import base64
 import json
 import os
 import re
+import subprocess
 import tempfile
 
 import pytest
@@ -16,6 +18,18 @@ from kubernetes.client.rest import ApiException
 from conftest import running_fleet, wait_for
 
 NS = "webapp"
+
+
+def make_csr_pem_b64():
+    """A real PKCS#10 request (CN=jane, O=devs), base64 as the API's bytes fields carry it."""
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", os.path.join(d, "k"), "-subj", "/CN=jane/O=devs",
+                        "-out", os.path.join(d, "r")], check=True, capture_output=True)
+        return base64.b64encode(open(os.path.join(d, "r"), "rb").read()).decode()
+
+
+CSR_PEM_B64 = make_csr_pem_b64()
 
 BUNDLE = """
 apiVersion: v1
@@ -250,17 +264,25 @@ def test_bundle_applies_unchanged_and_reaches_both_members(bundle):
 
 
 def test_tables_print_as_kubectl_prints_them(bundle):
+    # once both members reported (2 replicas each, an ingress address each), summed on the template
+    def reported():
+        st = bundle.get("hpa", "web", "-n", NS).get("status") or {}
+        ing = (bundle.get("ingress", "web", "-n", NS).get("status") or {}).get("loadBalancer") or {}
+        return st.get("currentReplicas") == 4 and len(ing.get("ingress") or []) == 2
+
+    wait_for(reported, timeout=60, what="the members' HPA and Ingress status")
     blocks = table(bundle, "hpa,pdb,ingress,role,rolebinding", "-n", NS)
     by_header = {tuple(b["header"]): b["rows"] for b in blocks}
     hpa = by_header[("NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE")][0]
     assert {k: v for k, v in hpa.items() if k != "AGE"} == {
         "NAME": "horizontalpodautoscaler.autoscaling/web", "REFERENCE": "Deployment/web",
-        "TARGETS": "cpu: <unknown>/70%", "MINPODS": "2", "MAXPODS": "10", "REPLICAS": "0"}, hpa
+        "TARGETS": "cpu: <unknown>/70%", "MINPODS": "2", "MAXPODS": "10", "REPLICAS": "4"}, hpa
     pdb = by_header[("NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE")][0]
     assert (pdb["NAME"], pdb["MIN AVAILABLE"], pdb["MAX UNAVAILABLE"]) == \
         ("poddisruptionbudget.policy/web", "1", "N/A")
     ing = by_header[("NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE")][0]
-    assert (ing["CLASS"], ing["HOSTS"], ing["ADDRESS"], ing["PORTS"]) == ("nginx", "web.example.com", "", "80, 443")
+    assert (ing["CLASS"], ing["HOSTS"], ing["PORTS"]) == ("nginx", "web.example.com", "80, 443")
+    assert ing["ADDRESS"].startswith("10.") and ing["ADDRESS"].endswith("..."), ing  # two addresses, clipped
     assert ("NAME", "CREATED AT") in by_header
     assert by_header[("NAME", "CREATED AT")][0]["NAME"] == "role.rbac.authorization.k8s.io/web-reader"
     rb = by_header[("NAME", "ROLE", "AGE")][0]
@@ -353,13 +375,28 @@ def test_server_side_apply_patch_and_explain_on_new_kinds(fleet):
      "spec.rules[0].http.paths[0].pathType: Required value"),
     ({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "too-high"},
       "value": 2000000000}, "value: Forbidden: maximum allowed value of a user defined priority is 1000000000"),
+    ({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "bad-csr"},
+      "spec": {"request": "aGVsbG8=", "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}},
+     "spec.request: Invalid value: \"<bytes>\": PEM block type must be CERTIFICATE REQUEST"),
+    ({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+      "metadata": {"name": "bad-vapb"}, "spec": {"validationActions": ["Deny"]}}, "spec.policyName: Required value"),
+    ({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.wrong.example.com"},
+      "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 10}},
+     "metadata.name: Invalid value"),
+    ({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+      "metadata": {"name": "bad-hpa1", "namespace": "default",
+                   "annotations": {"autoscaling.alpha.kubernetes.io/metrics": "not json"}},
+      "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}},
+     "metadata.annotations[autoscaling.alpha.kubernetes.io/metrics]: Invalid value: must be a JSON list"),
 ])
 def test_malformed_objects_are_refused_naming_the_field(fleet, doc, field):
     r = fleet.kubectl("apply", "-f", "-", input=json.dumps(doc), check=False)
     assert r.returncode != 0 and field in r.stderr and "is invalid" in r.stderr, r.stderr
     # nothing was stored
     res = {"RoleBinding": "rolebinding", "Role": "role", "PodDisruptionBudget": "pdb",
-           "HorizontalPodAutoscaler": "hpa", "Ingress": "ingress", "PriorityClass": "pc"}[doc["kind"]]
+           "HorizontalPodAutoscaler": "hpa", "Ingress": "ingress", "PriorityClass": "pc",
+           "CertificateSigningRequest": "csr", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybinding",
+           "APIService": "apiservice"}[doc["kind"]]
     ns = ["-n", "default"] if doc["metadata"].get("namespace") else []
     assert fleet.get(res, doc["metadata"]["name"], *ns) is None
 
@@ -462,9 +499,33 @@ EVERY_KIND = [
      "metadata": {"name": "e-mwc"},
      "webhooks": [{"name": "mutate.e.example.com", "sideEffects": "NoneOnDryRun", "admissionReviewVersions": ["v1"],
                    "clientConfig": {"service": {"name": "hooks", "namespace": "default"}}}]},
+    # the second part of issue 41's kinds
+    {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+     "metadata": {"name": "e-vap"},
+     "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [
+         {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+          "resources": ["deployments"]}]},
+              "validations": [{"expression": "object.spec.replicas <= 5"}]}},
+    {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+     "metadata": {"name": "e-vapb"}, "spec": {"policyName": "e-vap", "validationActions": ["Deny"]}},
+    {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e-ev"},
+     "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal", "reason": "Tested", "action": "Testing",
+     "note": "an event", "reportingController": "example.com/tester", "reportingInstance": "tester-1",
+     "regarding": {"kind": "Deployment", "namespace": "default", "name": "web"}},
+    {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1beta1.metrics.k8s.io"},
+     "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+              "insecureSkipTLSVerify": True, "service": {"name": "metrics-server", "namespace": "kube-system"}}},
+    {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "e-csr"},
+     "spec": {"request": CSR_PEM_B64, "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"],
+              "expirationSeconds": 3600}},
+    {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "e-hpa1"},
+     "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 4,
+              "targetCPUUtilizationPercentage": 60}},
 ]
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "IngressClass", "PriorityClass", "StorageClass", "CSIDriver",
-                  "PersistentVolume", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+                  "PersistentVolume", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
+                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "APIService",
+                  "CertificateSigningRequest"}
 
 
 @pytest.mark.parametrize("doc", EVERY_KIND, ids=[d["kind"] for d in EVERY_KIND])
@@ -507,3 +568,147 @@ def test_strategic_merge_patch_merges_webhooks_by_name(fleet):
     assert hooks["check.e.example.com"]["clientConfig"] == {"url": "https://hooks.example.com/check"}
     out = table(fleet, "validatingwebhookconfiguration", "smp-vwc")[0]
     assert out["header"] == ["NAME", "WEBHOOKS", "AGE"] and out["rows"][0]["WEBHOOKS"] == "2", out
+
+
+def test_kubectl_autoscale_posts_v1_and_both_versions_show_one_object(fleet):
+    """kubectl 1.32's autoscale posts autoscaling/v1 (protobuf); the object is one, stored as v2,
+    and each version shows it in its own form, as kube-apiserver converts it."""
+    fleet.kubectl("create", "deployment", "auto", "--image=nginx:1.25", "-n", "default")
+    out = fleet.kubectl("autoscale", "deployment", "auto", "--min", "2", "--max", "5", "--cpu-percent", "80",
+                        "-n", "default").stdout
+    assert "autoscaled" in out, out
+    v2 = fleet.get("horizontalpodautoscalers.v2.autoscaling", "auto", "-n", "default")
+    assert v2["apiVersion"] == "autoscaling/v2" and v2["spec"]["minReplicas"] == 2
+    assert v2["spec"]["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}], v2["spec"]
+    path = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/auto"
+    v1 = json.loads(fleet.kubectl("get", "--raw", path).stdout)
+    assert v1["apiVersion"] == "autoscaling/v1" and v1["spec"]["targetCPUUtilizationPercentage"] == 80, v1
+    assert "metrics" not in v1["spec"] and v1["metadata"]["uid"] == v2["metadata"]["uid"]
+    # a v1 merge patch, then a v2 metric beside the CPU one: v1 keeps it in its annotation
+    fleet.kubectl("patch", "horizontalpodautoscalers.v1.autoscaling", "auto", "-n", "default", "--type", "merge",
+                  "-p", json.dumps({"spec": {"targetCPUUtilizationPercentage": 65, "maxReplicas": 6}}))
+    fleet.kubectl("patch", "horizontalpodautoscalers.v2.autoscaling", "auto", "-n", "default", "--type", "json",
+                  "-p", json.dumps([{"op": "add", "path": "/spec/metrics/-", "value": {
+                      "type": "Pods", "pods": {"metric": {"name": "qps"},
+                                               "target": {"type": "AverageValue", "averageValue": "10"}}}}]))
+    v2 = fleet.get("horizontalpodautoscalers.v2.autoscaling", "auto", "-n", "default")
+    assert v2["spec"]["maxReplicas"] == 6 and v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 65
+    v1 = json.loads(fleet.kubectl("get", "--raw", path).stdout)
+    extra = json.loads(v1["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"])
+    assert extra == [{"type": "Pods", "pods": {"metricName": "qps", "targetAverageValue": "10"}}], extra
+    # writing the v1 form back (a replace) keeps the v2-only metric
+    r = subprocess.run(["curl", "-sk", "-X", "PUT", "-H", "Content-Type: application/json", "--data",
+                        json.dumps(v1), "--config", "-"], input=curl_auth(fleet) + f'url = "{server_url(fleet)}{path}"\n',
+                       capture_output=True, text=True)
+    assert json.loads(r.stdout)["apiVersion"] == "autoscaling/v1", r.stdout
+    v2 = fleet.get("horizontalpodautoscalers.v2.autoscaling", "auto", "-n", "default")
+    assert [m["type"] for m in v2["spec"]["metrics"]] == ["Resource", "Pods"], v2["spec"]
+    # a v1 list and watch speak v1
+    lst = json.loads(fleet.kubectl("get", "--raw", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers")
+                     .stdout)
+    assert lst["apiVersion"] == "autoscaling/v1" and all(i["apiVersion"] == "autoscaling/v1" for i in lst["items"])
+    watch = fleet.kubectl("get", "--raw", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+                          "?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dauto").stdout
+    ev = json.loads(watch.splitlines()[0])
+    assert ev["type"] == "ADDED" and ev["object"]["apiVersion"] == "autoscaling/v1" \
+        and ev["object"]["spec"]["targetCPUUtilizationPercentage"] == 65, ev
+
+
+def server_url(fleet):
+    return json.loads(fleet.kubectl("config", "view", "--raw", "-o", "json").stdout)["clusters"][0]["cluster"]["server"]
+
+
+def curl_auth(fleet):
+    """curl --config lines with the kubeconfig's bearer token (the command line would show it)."""
+    user = json.loads(fleet.kubectl("config", "view", "--raw", "-o", "json").stdout)["users"][0]["user"]
+    return f'header = "Authorization: Bearer {user["token"]}"\n'
+
+
+def test_certificate_approve_and_deny_store_conditions(fleet):
+    csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "jane"},
+           "spec": {"request": CSR_PEM_B64, "signerName": "kubernetes.io/kube-apiserver-client",
+                    "usages": ["digital signature", "client auth"], "expirationSeconds": 86400}}
+    # the body's claim of who asks is replaced by the requester's identity, as upstream does
+    fleet.kubectl("apply", "-f", "-", input=json.dumps(dict(csr, spec=dict(csr["spec"], username="mallory"))))
+    row = table(fleet, "csr", "jane")[0]["rows"][0]
+    assert row["CONDITION"] == "Pending" and row["REQUESTOR"] == "admin", row
+    assert "system:masters" in fleet.get("csr", "jane")["spec"]["groups"]
+    # kubectl certificate approve PUTs the /approval subresource (protobuf), which discovery lists
+    names = [r["name"] for r in json.loads(fleet.kubectl("get", "--raw", "/apis/certificates.k8s.io/v1").stdout)
+             ["resources"]]
+    assert names == ["certificatesigningrequests", "certificatesigningrequests/approval",
+                     "certificatesigningrequests/status"], names
+    fleet.kubectl("certificate", "approve", "jane")
+    got = fleet.get("csr", "jane")
+    assert [(c["type"], c["status"]) for c in got["status"]["conditions"]] == [("Approved", "True")], got["status"]
+    row = table(fleet, "csr", "jane")[0]["rows"][0]
+    assert row["CONDITION"] == "Approved" and row["REQUESTEDDURATION"] == "24h", row
+    # the spec is immutable
+    csr["spec"]["usages"] = ["client auth"]
+    r = fleet.kubectl("replace", "-f", "-", input=json.dumps(dict(csr, metadata=got["metadata"])), check=False)
+    assert r.returncode != 0 and "spec: Invalid value" in r.stderr and "field is immutable" in r.stderr, r.stderr
+
+
+def test_replication_controller_scale_subresource(fleet):
+    rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "rc-scale", "namespace": "default"},
+          "spec": {"replicas": 1, "selector": {"app": "rc-scale"},
+                   "template": {"metadata": {"labels": {"app": "rc-scale"}},
+                                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}
+    fleet.kubectl("apply", "-f", "-", input=json.dumps(rc))
+    fleet.kubectl("scale", "rc", "rc-scale", "--replicas=3", "-n", "default")
+    assert fleet.get("rc", "rc-scale", "-n", "default")["spec"]["replicas"] == 3
+    scale = json.loads(fleet.kubectl("get", "--raw",
+                                     "/api/v1/namespaces/default/replicationcontrollers/rc-scale/scale").stdout)
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3 and scale["status"]["selector"] == "app=rc-scale"
+
+
+def test_admission_policies_and_api_services_propagate_as_stored_data(fleet):
+    docs = [d for d in EVERY_KIND if d["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                                                    "APIService")]
+    docs = [dict(d, metadata={"name": "p-" + d["metadata"]["name"]}) if d["kind"] != "APIService" else
+            dict(d, metadata={"name": "v1beta1.custom.metrics.k8s.io"},
+                 spec=dict(d["spec"], group="custom.metrics.k8s.io")) for d in docs]
+    docs[1]["spec"] = dict(docs[1]["spec"], policyName="p-e-vap")
+    fleet.kubectl("apply", "-f", "-", input="".join("---\n" + json.dumps(d) + "\n" for d in docs))
+    cpp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+           "metadata": {"name": "admission-policies"},
+           "spec": {"resourceSelectors": [{"apiVersion": d["apiVersion"], "kind": d["kind"],
+                                           "name": d["metadata"]["name"]} for d in docs],
+                    "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}}}
+    fleet.kubectl("apply", "-f", "-", input=json.dumps(cpp))
+    for member in ("member1", "member2"):
+        for d in docs:
+            res = f'{d["kind"].lower()}.{d["apiVersion"].split("/")[0]}'
+            wait_for(lambda: fleet.get(res, d["metadata"]["name"], member=member) is not None, timeout=60,
+                     what=f'{d["kind"]} on {member}')
+    vap = fleet.get("validatingadmissionpolicy", "p-e-vap", member="member2")
+    assert vap["spec"]["validations"] == [{"expression": "object.spec.replicas <= 5"}]
+
+
+def test_events_k8s_io_events_are_the_core_events(fleet):
+    """One collection through both APIs, as kube-apiserver serves it: an event recorded through
+    events.k8s.io/v1 is a core/v1 Event with the core names, and back; events.k8s.io's stricter
+    create rules still apply."""
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "both-ways", "namespace": "default"},
+          "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Warning", "reason": "Broken", "action": "Checking",
+          "note": "seen from both APIs", "reportingController": "example.com/checker", "reportingInstance": "c-1",
+          "regarding": {"kind": "Deployment", "namespace": "default", "name": "web"}}
+    fleet.kubectl("create", "-f", "-", input=json.dumps(ev))
+    core = fleet.get("events.v1.", "both-ways", "-n", "default")
+    assert core["apiVersion"] == "v1" and core["message"] == "seen from both APIs", core
+    assert core["involvedObject"]["name"] == "web" and core["reportingComponent"] == "example.com/checker", core
+    fleet.kubectl("patch", "events.v1.events.k8s.io", "both-ways", "-n", "default", "--type", "merge",
+                  "-p", json.dumps({"note": "patched through events.k8s.io"}))
+    assert fleet.get("events.v1.", "both-ways", "-n", "default")["message"] == "patched through events.k8s.io"
+    lst = json.loads(fleet.kubectl("get", "--raw", "/apis/events.k8s.io/v1/namespaces/default/events").stdout)
+    mine = [i for i in lst["items"] if i["metadata"]["name"] == "both-ways"][0]
+    assert mine["apiVersion"] == "events.k8s.io/v1" and mine["note"] == "patched through events.k8s.io" \
+        and "message" not in mine, mine
+    row = table(fleet, "events.v1.events.k8s.io", "both-ways", "-n", "default")[0]["rows"][0]
+    assert row["TYPE"] == "Warning" and row["OBJECT"] == "deployment/web", row
+    bad = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "no-time", "namespace": "default"},
+           "type": "Normal"}
+    r = fleet.kubectl("create", "-f", "-", input=json.dumps(bad), check=False)
+    assert r.returncode != 0 and '"no-time" is invalid' in r.stderr and "eventTime: Required value" in r.stderr, \
+        r.stderr

@@ -15,6 +15,7 @@
 #include <openssl/pem.h>
 
 #include "api/jwt.h"
+#include "core/mem.h"
 #include "api/sa_token.h"
 #include "core/err.h"
 
@@ -27,7 +28,7 @@ static void setup(void)
     PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
     char *data;
     long n = BIO_get_mem_data(b, &data);
-    char *pem = strndup(data, (size_t)n);
+    char *pem = fl_strndup(data, (size_t)n); /* no NUL after the BIO's bytes */
     key = fl_jwt_key_new(pem);
     free(pem);
     BIO_free(b);

@@ -165,6 +165,15 @@ static enum fl_health health_of(const char *obj)
     return h;
 }
 
+static enum fl_health health_of_obj(const json_t *o)
+{
+    enum fl_health h = 99;
+    char *err = NULL;
+    if (fl_interp_health(ip, o, &h, &err))
+        fail_msg("health: %s", err);
+    return h;
+}
+
 static json_t *deps_of(const char *obj)
 {
     json_t *o = J(obj), *out = NULL;
@@ -879,6 +888,50 @@ static void test_pvc_aggregate_and_health_follow_the_phase(void **state)
                      FL_HEALTH_UNHEALTHY);
 }
 
+static void test_hpa_reflects_counts_and_conditions_and_sums_them(void **state)
+{
+    const char *hpa = "{'apiVersion':'autoscaling/v2','kind':'HorizontalPodAutoscaler','metadata':{'name':'h'},"
+                      "'spec':{'maxReplicas':5},'status':{'currentReplicas':3,'desiredReplicas':4,"
+                      "'currentMetrics':[{'type':'Resource'}],'conditions':[{'type':'AbleToScale','status':'True'}]}}";
+    json_t *st = reflected(hpa);
+    assert_json(st, "{'currentReplicas':3,'desiredReplicas':4,'conditions':[{'type':'AbleToScale','status':'True'}]}");
+    json_decref(st);
+    json_t *out = aggregated(hpa, "[{'clusterName':'a','status':{'currentReplicas':2,'desiredReplicas':3,"
+                                  "'conditions':[{'type':'ScalingActive','status':'True'}]}},"
+                                  "{'clusterName':'b','status':{'currentReplicas':1,'desiredReplicas':1,"
+                                  "'conditions':[{'type':'ScalingActive','status':'False','message':'no metrics'}]}}]");
+    assert_int_equal(num(out, "status.currentReplicas"), 3);
+    assert_int_equal(num(out, "status.desiredReplicas"), 4);
+    assert_string_equal(str(out, "status.conditions.0.status"), "False");
+    assert_string_equal(str(out, "status.conditions.0.message"), "b: no metrics");
+    assert_null(at(out, "status.currentMetrics"));
+    assert_int_equal(health_of_obj(out), FL_HEALTH_UNHEALTHY);
+    json_decref(out);
+    assert_int_equal(health_of(hpa), FL_HEALTH_HEALTHY);
+}
+
+static void test_pdb_sums_counts_names_disrupted_pods_by_cluster_and_health_compares(void **state)
+{
+    const char *pdb = "{'apiVersion':'policy/v1','kind':'PodDisruptionBudget','metadata':{'name':'p'},"
+                      "'status':{'currentHealthy':2,'desiredHealthy':1,'expectedPods':2,'disruptionsAllowed':1,"
+                      "'observedGeneration':4,'disruptedPods':{'web-1':'2024-01-01T00:00:00Z'}}}";
+    json_t *st = reflected(pdb);
+    assert_json(st, "{'currentHealthy':2,'desiredHealthy':1,'expectedPods':2,'disruptionsAllowed':1,"
+                    "'disruptedPods':{'web-1':'2024-01-01T00:00:00Z'}}");
+    json_decref(st);
+    json_t *out = aggregated(pdb, "[{'clusterName':'a','status':{'currentHealthy':2,'desiredHealthy':1,"
+                                  "'expectedPods':2,'disruptionsAllowed':1,'disruptedPods':{'x':'t1'}}},"
+                                  "{'clusterName':'b','status':{'currentHealthy':0,'desiredHealthy':1,"
+                                  "'expectedPods':1,'disruptionsAllowed':0}}]");
+    assert_json(at(out, "status"), "{'currentHealthy':2,'desiredHealthy':2,'expectedPods':3,'disruptionsAllowed':1,"
+                                   "'disruptedPods':{'a/x':'t1'}}");
+    assert_int_equal(health_of_obj(out), FL_HEALTH_HEALTHY);
+    json_decref(out);
+    assert_int_equal(health_of("{'apiVersion':'policy/v1','kind':'PodDisruptionBudget','metadata':{'name':'p'},"
+                               "'status':{'currentHealthy':0,'desiredHealthy':1}}"),
+                     FL_HEALTH_UNHEALTHY);
+}
+
 static void test_ingress_health_and_tls_dependencies(void **state)
 {
     const char *ing = "{'apiVersion':'networking.k8s.io/v1','kind':'Ingress','metadata':{'name':'i','namespace':'n'},"
@@ -1556,6 +1609,8 @@ int main(void)
         cmocka_unit_test(test_service_health_waits_for_a_load_balancer_address),
         cmocka_unit_test(test_pvc_aggregate_and_health_follow_the_phase),
         cmocka_unit_test(test_ingress_health_and_tls_dependencies),
+        cmocka_unit_test(test_hpa_reflects_counts_and_conditions_and_sums_them),
+        cmocka_unit_test(test_pdb_sums_counts_names_disrupted_pods_by_cluster_and_health_compares),
         cmocka_unit_test(test_cronjob_dependencies_and_aggregate),
         cmocka_unit_test(test_other_kinds_reflect_their_whole_status_and_have_no_health),
         cmocka_unit_test(test_service_account_token_secret_keeps_the_members_token),

@@ -1020,6 +1020,18 @@ static void test_chart_kinds_names_match_upstream(void **state)
          NULL, "api-extensions", false, false, fl_validate_webhook_configuration},
         {"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
          NULL, "api-extensions", false, false, fl_validate_webhook_configuration},
+        /* autoscaling/v1 is validated after its conversion, as autoscaling/v2 */
+        {"autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa", "all", true, true, NULL},
+        {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", NULL,
+         "api-extensions", false, true, fl_validate_admission_policy},
+        {"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+         "ValidatingAdmissionPolicyBinding", NULL, "api-extensions", false, false,
+         fl_validate_admission_policy_binding},
+        {"events.k8s.io", "v1", "events", "Event", "ev", NULL, true, false, fl_validate_events_v1},
+        {"apiregistration.k8s.io", "v1", "apiservices", "APIService", NULL, "api-extensions", false, true,
+         fl_validate_apiservice},
+        {"certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", "csr", NULL, false,
+         true, fl_validate_csr},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         const fl_kind *k = fl_kind_by_resource(want[i].group, want[i].version, want[i].resource);
@@ -1029,7 +1041,7 @@ static void test_chart_kinds_names_match_upstream(void **state)
         assert_ptr_equal(fl_kind_by_gvk(k->api_version, want[i].kind), k);
         assert_int_equal(k->namespaced, want[i].namespaced);
         assert_int_equal(k->has_status, want[i].status);
-        assert_false(k->has_scale);
+        assert_int_equal(k->has_scale, !strcmp(want[i].kind, "ReplicationController")); /* as Deployment's */
         assert_ptr_equal(k->validate, want[i].validate);
         if (want[i].shorts) {
             assert_string_equal(k->short_names[0], want[i].shorts);
@@ -1043,8 +1055,23 @@ static void test_chart_kinds_names_match_upstream(void **state)
             assert_null(k->categories[0]);
         assert_non_null(k->fields);
     }
-    /* autoscaling/v1 would need the v1<->v2 conversion: not served */
-    assert_null(fl_kind_by_resource("autoscaling", "v1", "horizontalpodautoscalers"));
+    /* autoscaling/v1 is served from the v2 objects: the same store prefix, converted */
+    const fl_kind *v1 = fl_kind_by_resource("autoscaling", "v1", "horizontalpodautoscalers");
+    const fl_kind *v2 = fl_kind_by_resource("autoscaling", "v2", "horizontalpodautoscalers");
+    assert_string_equal(v1->storage_version, "v2");
+    assert_non_null(v1->to_storage);
+    assert_non_null(v1->from_storage);
+    assert_null(v2->storage_version);
+    char *p1 = fl_kind_prefix(v1), *p2 = fl_kind_prefix(v2);
+    assert_string_equal(p1, p2);
+    free(p1);
+    free(p2);
+    /* events.k8s.io/v1 Events are the core/v1 Events: another group's prefix */
+    const fl_kind *ev = fl_kind_by_resource("events.k8s.io", "v1", "events");
+    assert_string_equal(ev->storage_group, "");
+    p1 = fl_kind_prefix(ev);
+    assert_string_equal(p1, "/core/events/");
+    free(p1);
 }
 
 static const char *cell_s(const json_t *c, size_t i) { return json_string_value(json_array_get(c, i)); }

@@ -27,6 +27,7 @@
 #include "api/tls.h"
 #include "core/base64.h"
 #include "core/err.h"
+#include "core/mem.h"
 
 #define ISS "https://kubernetes.default.svc"
 
@@ -39,7 +40,7 @@ static char *new_key_pem(void)
     PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
     char *data;
     long n = BIO_get_mem_data(b, &data);
-    char *out = strndup(data, (size_t)n);
+    char *out = fl_strndup(data, (size_t)n); /* the BIO's bytes end with no NUL: strndup reads past */
     BIO_free(b);
     EVP_PKEY_free(k);
     return out;
@@ -298,7 +299,7 @@ static char *csr(const char *cn, const char *o1, const char *o2)
     PEM_write_bio_X509_REQ(b, r);
     char *data;
     long len = BIO_get_mem_data(b, &data);
-    char *out = strndup(data, (size_t)len);
+    char *out = fl_strndup(data, (size_t)len);
     BIO_free(b);
     X509_REQ_free(r);
     EVP_PKEY_free(k);

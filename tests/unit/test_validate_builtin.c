@@ -136,7 +136,7 @@ static void test_port_names_list_every_broken_rule(void **state)
 static json_t *run_kind(const char *group, const char *resource, const char *text, const char *old_text)
 {
     const fl_kind *k = fl_kind_by_resource(group, "v1", resource);
-    if (!k)
+    if (!k || (k->storage_version && !k->validate)) /* autoscaling/v1 is validated as the v2 it is stored as */
         k = fl_kind_by_resource(group, "v2", resource);
     assert_non_null(k);
     assert_non_null(k->validate);
@@ -238,6 +238,52 @@ static void test_ingress_hpa_pdb_rules(void **state)
     json_decref(c);
 }
 
+static void test_admission_policy_apiservice_event_and_csr_rules(void **state)
+{
+    json_t *c = run_kind("admissionregistration.k8s.io", "validatingadmissionpolicybindings",
+                         "{\"spec\":{\"validationActions\":[\"Deny\",\"Warn\",\"Shout\"],"
+                         "\"paramRef\":{\"name\":\"p\",\"selector\":{}}}}", NULL);
+    assert_string_equal(message_for(c, "spec.policyName"), "Required value");
+    assert_non_null(strstr(message_for(c, "spec.validationActions[2]"), "Unsupported value: \"Shout\""));
+    assert_non_null(strstr(message_for(c, "spec.validationActions"), "must not contain both Deny and Warn"));
+    assert_string_equal(message_for(c, "spec.paramRef.name"), "Forbidden: name and selector are mutually exclusive");
+    assert_string_equal(message_for(c, "spec.paramRef.parameterNotFoundAction"), "Required value");
+    json_decref(c);
+    c = run_kind("admissionregistration.k8s.io", "validatingadmissionpolicies",
+                 "{\"spec\":{\"failurePolicy\":\"Maybe\",\"validations\":[{\"message\":\"m\"}]}}", NULL);
+    assert_string_equal(message_for(c, "spec.matchConstraints"), "Required value");
+    assert_string_equal(message_for(c, "spec.validations[0].expression"), "Required value: expression is not specified");
+    assert_non_null(strstr(message_for(c, "spec.failurePolicy"), "Unsupported value: \"Maybe\""));
+    json_decref(c);
+    c = run_kind("apiregistration.k8s.io", "apiservices",
+                 "{\"metadata\":{\"name\":\"v1.metrics.k8s.io\"},\"spec\":{\"group\":\"metrics.k8s.io\","
+                 "\"version\":\"v1beta1\",\"groupPriorityMinimum\":100,\"versionPriority\":0}}", NULL);
+    assert_non_null(strstr(message_for(c, "metadata.name"), "must be `spec.version+\".\"+spec.group`"));
+    assert_string_equal(message_for(c, "spec.versionPriority"), "Invalid value: 0: must be positive and less than 1000");
+    assert_int_equal(json_array_size(c), 2);
+    json_decref(c);
+    c = run_kind("events.k8s.io", "events", "{\"type\":\"Normal\",\"reportingController\":\"x.io/c\"}", NULL);
+    assert_string_equal(message_for(c, "eventTime"), "Required value");
+    assert_string_equal(message_for(c, "action"), "Required value");
+    assert_string_equal(message_for(c, "reportingInstance"), "Required value");
+    json_decref(c);
+    c = run_kind("certificates.k8s.io", "certificatesigningrequests",
+                 "{\"spec\":{\"request\":\"aGVsbG8=\",\"signerName\":\"nodomain\",\"usages\":[\"client auth\","
+                 "\"client auth\",\"flying\"],\"expirationSeconds\":60}}", NULL);
+    assert_string_equal(message_for(c, "spec.request"),
+                        "Invalid value: \"<bytes>\": PEM block type must be CERTIFICATE REQUEST");
+    assert_non_null(strstr(message_for(c, "spec.signerName"), "must be a fully qualified domain and path"));
+    assert_string_equal(message_for(c, "spec.usages[1]"), "Duplicate value: \"client auth\"");
+    assert_non_null(strstr(message_for(c, "spec.usages[2]"), "Unsupported value: \"flying\""));
+    assert_non_null(strstr(message_for(c, "spec.expirationSeconds"), "less than 600 seconds"));
+    json_decref(c);
+    /* the spec is immutable once created */
+    c = run_kind("certificates.k8s.io", "certificatesigningrequests", "{\"spec\":{\"signerName\":\"a.io/b\"}}",
+                 "{\"spec\":{\"signerName\":\"a.io/c\"}}");
+    assert_string_equal(message_for(c, "spec"), "Invalid value: {\"signerName\":\"a.io/b\"}: field is immutable");
+    json_decref(c);
+}
+
 static void test_priority_storage_and_webhook_rules(void **state)
 {
     json_t *c = run_kind("scheduling.k8s.io", "priorityclasses",
@@ -283,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_rbac_rules_and_role_refs),
         cmocka_unit_test(test_ingress_hpa_pdb_rules),
         cmocka_unit_test(test_priority_storage_and_webhook_rules),
+        cmocka_unit_test(test_admission_policy_apiservice_event_and_csr_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
