@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/audit.h"
 #include "api/auth.h"
 #include "api/discovery.h"
 #include "api/health.h"
@@ -492,11 +493,15 @@ void fl_api_handle(fl_api *api, fl_req *r)
     }
     /* ours, not a resource: pull-mode agents trade the bootstrap token for their own (auth.c) */
     if (api->auth && fl_auth_is_register_path(r->path)) {
+        fl_target reg = {.group = "flotilla.io", .version = "v1alpha1", .resource = "register"};
+        fl_audit_resource(r->audit, "create", &reg);
         fl_auth_register(api, r);
         return;
     }
     bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));
-    if (!resource_path && api->auth && !fl_auth_authorize_path(r))
+    if (!resource_path)
+        fl_audit_nonresource(r->audit, r->method, r->path);
+    if (!resource_path && api->auth && !fl_audit_authorized(r->audit, fl_auth_authorize_path(r), NULL))
         return;
     if (handle_nonresource(api, r, segs, n))
         return;
@@ -548,7 +553,9 @@ void fl_api_handle(fl_api *api, fl_req *r)
     const char *m = r->method;
     bool coll = !t.name[0];
     bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
-    if (api->auth && !fl_auth_authorize(r, kube_verb(m, coll, watch, t.sub), &t))
+    const char *verb = kube_verb(m, coll, watch, t.sub);
+    fl_audit_resource(r->audit, verb, &t); /* the policy's level, and RequestReceived */
+    if (api->auth && !fl_audit_authorized(r->audit, fl_auth_authorize(r, verb, &t), NULL))
         return;
 
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/audit.h"
 #include "api/auth.h"
 #include "api/health.h"
 #include "api/http.h"
@@ -85,6 +86,12 @@ static void usage(FILE *f)
                "  --logging-format F        text (default) or json: one JSON object per line on stderr\n"
                "  --token-auth-file FILE    more bearer tokens, as kube-apiserver's: CSV lines\n"
                "                            token,user,uid[,\"group1,group2\"] (docs/access.md)\n"
+               "  --audit-policy-file FILE  an audit.k8s.io/v1 Policy: which requests the audit log records,\n"
+               "                            and how much of each (without it no audit log is written)\n"
+               "  --audit-log-path PATH     where audit events go, one JSON line each (\"-\": standard output)\n"
+               "  --audit-log-maxsize MB    rotate the audit log before it passes MB megabytes (default 100)\n"
+               "  --audit-log-maxbackup N   rotated audit logs kept (default 0: all)\n"
+               "  --audit-log-maxage DAYS   rotated audit logs removed after DAYS days (default 0: never)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -176,6 +183,7 @@ typedef struct server_opts {
     long long failover_history_limit;
     long long shutdown_delay_s; /* --shutdown-delay-duration */
     const char *token_auth_file; /* --token-auth-file, or NULL */
+    fl_audit_config audit;       /* --audit-*: api/audit.h */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -191,6 +199,7 @@ typedef struct server {
     fl_api api;
     fl_auth *auth;
     int ncrd, nagents;
+    fl_audit *audit; /* NULL: no audit log */
     fl_http *http;
     char *url, *kubeconfig;
     fl_client *cp;
@@ -252,6 +261,28 @@ static int positive_arg(const char *flag, const char *arg, const char *unit, lon
     return 0;
 }
 
+/* getopt's values of the --audit-* options */
+#define AUDIT_OPT 0x1000
+
+/* --audit-log-maxsize, -maxbackup, -maxage (which: 2, 3, 4): whole numbers from 0, as
+ * kube-apiserver's; or one line naming the flag and exit status 2. */
+static int audit_number(int which, const char *arg, fl_audit_config *a)
+{
+    static const char *const names[] = {"", "", "audit-log-maxsize", "audit-log-maxbackup", "audit-log-maxage"};
+    static const char *const units[] = {"", "", "megabytes", "files", "days"};
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v < 0 || v > 1000000) {
+        fprintf(stderr, "flotilla server: --%s: expected a number of %s from 0, not \"%s\"\n", names[which],
+                units[which], arg);
+        return 2;
+    }
+    long *dst[] = {NULL, NULL, &a->max_size_mb, &a->max_backups, &a->max_age_days};
+    *dst[which] = (long)v;
+    return 0;
+}
+
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, server_opts *o)
 {
@@ -273,6 +304,11 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"failover-history-limit", required_argument, 0, 'Y'},
         {"shutdown-delay-duration", required_argument, 0, 'D'},
         {"token-auth-file", required_argument, 0, 'A'},
+        /* long options only: past the range of characters */
+        {"audit-policy-file", required_argument, 0, AUDIT_OPT + 0}, {"audit-log-path", required_argument, 0, AUDIT_OPT + 1},
+        {"audit-log-maxsize", required_argument, 0, AUDIT_OPT + 2},
+        {"audit-log-maxbackup", required_argument, 0, AUDIT_OPT + 3},
+        {"audit-log-maxage", required_argument, 0, AUDIT_OPT + 4},
         {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int c;
@@ -359,6 +395,14 @@ static int parse_args(int argc, char **argv, server_opts *o)
             }
             break;
         }
+        case AUDIT_OPT + 0: o->audit.policy_file = optarg; break;
+        case AUDIT_OPT + 1: o->audit.log_path = optarg; break;
+        case AUDIT_OPT + 2:
+        case AUDIT_OPT + 3:
+        case AUDIT_OPT + 4:
+            if (audit_number(c - AUDIT_OPT, optarg, &o->audit))
+                return 2;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -529,6 +573,12 @@ static int setup_api(server *sv)
         }
         fl_log(FL_LOG_INFO, "server", "loaded %d tokens from %s", n, sv->o.token_auth_file);
     }
+    char *aerr = NULL;
+    if (fl_audit_new(&sv->o.audit, &sv->audit, &aerr)) {
+        fprintf(stderr, "flotilla server: %s\n", aerr);
+        free(aerr);
+        return 1;
+    }
     sv->ncrd = fl_api_load_crds(&sv->api);
     sv->nagents = fl_auth_load(sv->auth);
     static const char *system_namespaces[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
@@ -572,7 +622,8 @@ static int start_http(server *sv)
                            .max_inflight = sv->o.max_inflight,
                            .header_timeout_s = sv->o.header_timeout_s,
                            .body_timeout_s = sv->o.body_timeout_s,
-                           .idle_timeout_s = sv->o.idle_timeout_s};
+                           .idle_timeout_s = sv->o.idle_timeout_s,
+                           .audit = sv->audit};
     char *err = NULL;
     int rc = fl_http_start(&hcfg, &sv->api, &sv->http, &err);
     if (rc) {
@@ -691,6 +742,7 @@ static void server_close(server *sv)
     fl_ctrl_manager_stop(sv->ctrl);
     fl_client_free(sv->cp);
     fl_http_stop(sv->http);
+    fl_audit_free(sv->audit); /* no request is left to write to it */
     fl_auth_free(sv->auth);
     free_token(sv->bootstrap_token);
     free_token(sv->metrics_token);
