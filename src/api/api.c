@@ -481,6 +481,28 @@ static const char *kube_verb(const char *method, bool coll, bool watch, const ch
     return "unknown";
 }
 
+/* The audit log learns what the request is (which decides its level and writes its
+ * RequestReceived event, audit.h), then authorization decides, and the log notes that too. */
+static bool authorized(fl_api *api, fl_req *r, const char *verb, const fl_target *t)
+{
+    fl_audit_resource(r->audit, verb, t);
+    return !api->auth || fl_audit_authorized(r->audit, fl_auth_authorize(r, verb, t), NULL);
+}
+
+static bool authorized_path(fl_api *api, fl_req *r)
+{
+    fl_audit_nonresource(r->audit, r->method, r->path);
+    return !api->auth || fl_audit_authorized(r->audit, fl_auth_authorize_path(r), NULL);
+}
+
+/* The register endpoint, to the audit log: a create of flotilla.io "register" (whose answer,
+ * a token, the log never holds) */
+static void audit_register(fl_req *r)
+{
+    fl_target reg = {.group = "flotilla.io", .version = "v1alpha1", .resource = "register"};
+    fl_audit_resource(r->audit, "create", &reg);
+}
+
 void fl_api_handle(fl_api *api, fl_req *r)
 {
     char segs[10][256];
@@ -493,15 +515,12 @@ void fl_api_handle(fl_api *api, fl_req *r)
     }
     /* ours, not a resource: pull-mode agents trade the bootstrap token for their own (auth.c) */
     if (api->auth && fl_auth_is_register_path(r->path)) {
-        fl_target reg = {.group = "flotilla.io", .version = "v1alpha1", .resource = "register"};
-        fl_audit_resource(r->audit, "create", &reg);
+        audit_register(r);
         fl_auth_register(api, r);
         return;
     }
     bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));
-    if (!resource_path)
-        fl_audit_nonresource(r->audit, r->method, r->path);
-    if (!resource_path && api->auth && !fl_audit_authorized(r->audit, fl_auth_authorize_path(r), NULL))
+    if (!resource_path && !authorized_path(api, r))
         return;
     if (handle_nonresource(api, r, segs, n))
         return;
@@ -553,9 +572,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
     const char *m = r->method;
     bool coll = !t.name[0];
     bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
-    const char *verb = kube_verb(m, coll, watch, t.sub);
-    fl_audit_resource(r->audit, verb, &t); /* the policy's level, and RequestReceived */
-    if (api->auth && !fl_audit_authorized(r->audit, fl_auth_authorize(r, verb, &t), NULL))
+    if (!authorized(api, r, kube_verb(m, coll, watch, t.sub), &t))
         return;
 
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);

@@ -261,15 +261,30 @@ static int positive_arg(const char *flag, const char *arg, const char *unit, lon
     return 0;
 }
 
-/* getopt's values of the --audit-* options */
+/* The --audit-* options (api/audit.h), long only: getopt values past any character. */
 #define AUDIT_OPT 0x1000
+#define AUDIT_LONGOPTS                                                                                             \
+    {"audit-policy-file", required_argument, 0, AUDIT_OPT}, {"audit-log-path", required_argument, 0, AUDIT_OPT + 1}, \
+        {"audit-log-maxsize", required_argument, 0, AUDIT_OPT + 2},                                                \
+        {"audit-log-maxbackup", required_argument, 0, AUDIT_OPT + 3},                                              \
+        {"audit-log-maxage", required_argument, 0, AUDIT_OPT + 4}
 
-/* --audit-log-maxsize, -maxbackup, -maxage (which: 2, 3, 4): whole numbers from 0, as
- * kube-apiserver's; or one line naming the flag and exit status 2. */
-static int audit_number(int which, const char *arg, fl_audit_config *a)
+/* getopt's c (an --audit-* option, else an unknown one: usage) with its argument into *a.
+ * The numbers are whole, from 0, as kube-apiserver's. Returns 0, or 2 after one line on
+ * standard error. */
+static int audit_arg(int c, const char *arg, fl_audit_config *a)
 {
     static const char *const names[] = {"", "", "audit-log-maxsize", "audit-log-maxbackup", "audit-log-maxage"};
     static const char *const units[] = {"", "", "megabytes", "files", "days"};
+    int which = c - AUDIT_OPT;
+    if (which < 0 || which > 4) {
+        usage(stderr);
+        return 2;
+    }
+    if (which == 0 || which == 1) {
+        *(which ? &a->log_path : &a->policy_file) = arg;
+        return 0;
+    }
     char *end;
     errno = 0;
     long long v = strtoll(arg, &end, 10);
@@ -303,12 +318,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"eviction-rate", required_argument, 0, 'E'}, {"graceful-eviction-timeout", required_argument, 0, 'G'},
         {"failover-history-limit", required_argument, 0, 'Y'},
         {"shutdown-delay-duration", required_argument, 0, 'D'},
-        {"token-auth-file", required_argument, 0, 'A'},
-        /* long options only: past the range of characters */
-        {"audit-policy-file", required_argument, 0, AUDIT_OPT + 0}, {"audit-log-path", required_argument, 0, AUDIT_OPT + 1},
-        {"audit-log-maxsize", required_argument, 0, AUDIT_OPT + 2},
-        {"audit-log-maxbackup", required_argument, 0, AUDIT_OPT + 3},
-        {"audit-log-maxage", required_argument, 0, AUDIT_OPT + 4},
+        {"token-auth-file", required_argument, 0, 'A'}, AUDIT_LONGOPTS,
         {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int c;
@@ -395,16 +405,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
             }
             break;
         }
-        case AUDIT_OPT + 0: o->audit.policy_file = optarg; break;
-        case AUDIT_OPT + 1: o->audit.log_path = optarg; break;
-        case AUDIT_OPT + 2:
-        case AUDIT_OPT + 3:
-        case AUDIT_OPT + 4:
-            if (audit_number(c - AUDIT_OPT, optarg, &o->audit))
-                return 2;
-            break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: if (audit_arg(c, optarg, &o->audit)) return 2; break;
         }
     }
     char why[256];
