@@ -575,12 +575,6 @@ static int setup_api(server *sv)
         }
         fl_log(FL_LOG_INFO, "server", "loaded %d tokens from %s", n, sv->o.token_auth_file);
     }
-    char *aerr = NULL;
-    if (fl_audit_new(&sv->o.audit, &sv->audit, &aerr)) {
-        fprintf(stderr, "flotilla server: %s\n", aerr);
-        free(aerr);
-        return 1;
-    }
     sv->ncrd = fl_api_load_crds(&sv->api);
     sv->nagents = fl_auth_load(sv->auth);
     static const char *system_namespaces[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
@@ -766,6 +760,13 @@ int fl_cmd_server(int argc, char **argv)
     int rc = parse_args(argc, argv, &sv.o);
     if (rc >= 0)
         return rc;
+    /* a policy that does not parse stops the server before it touches the data directory */
+    char *aerr = NULL;
+    if (fl_audit_new(&sv.o.audit, &sv.audit, &aerr)) {
+        fprintf(stderr, "flotilla server: %s\n", aerr);
+        free(aerr);
+        return 1;
+    }
     if (claim_data_dir(&sv))
         return 1;
     /* block the signals before any thread starts, so only sigwait sees them */
