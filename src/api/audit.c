@@ -482,7 +482,31 @@ static json_t *object_ref_json(const object_ref *o)
     return v;
 }
 
-/* A Secret anywhere inside v (a Work's manifests, a List's items, a patch) loses its data. */
+static void strip_secrets(json_t *v, int depth);
+
+/* kubectl apply keeps the object it applied as text in an annotation: a Work's copy holds
+ * its manifests, Secrets included. The text is stripped as the object is. */
+static void strip_last_applied(json_t *obj, int depth)
+{
+    json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+    const char *key = "kubectl.kubernetes.io/last-applied-configuration";
+    const char *text = json_string_value(json_object_get(ann, key));
+    if (!text || !strstr(text, "Secret"))
+        return;
+    json_t *applied = fl_json_load(text, strlen(text));
+    if (!applied) { /* not JSON: nothing can say what it holds */
+        json_object_del(ann, key);
+        return;
+    }
+    strip_secrets(applied, depth + 1);
+    char *again = fl_json_dumps(applied, NULL);
+    json_object_set_new(ann, key, json_string(again));
+    free(again);
+    json_decref(applied);
+}
+
+/* A Secret anywhere inside v (a Work's manifests, a List's items, a patch, what kubectl
+ * applied) loses its data. */
 static void strip_secrets(json_t *v, int depth)
 {
     if (depth > 64)
@@ -493,6 +517,7 @@ static void strip_secrets(json_t *v, int depth)
             json_object_del(v, "data");
             json_object_del(v, "stringData");
         }
+        strip_last_applied(v, depth);
         const char *k;
         json_t *c;
         json_object_foreach(v, k, c) strip_secrets(c, depth + 1);
