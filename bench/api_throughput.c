@@ -23,7 +23,8 @@
  *
  * --audit LEVEL runs the server with an audit log (--audit-policy-file, --audit-log-path
  * DIR/audit.log) whose policy logs every request at LEVEL (Metadata, Request,
- * RequestResponse), for the cost of the audit log beside a run without it.
+ * RequestResponse), for the cost of the audit log beside a run without it; --audit-log PATH
+ * puts the log elsewhere (another disk, /dev/shm, "-" for the server's standard output).
  *
  * Usage: api_throughput [--flotilla PATH] [--clients 1,16,64] [--objects N] [--size BYTES]
  *                       [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep] [--audit LEVEL]
@@ -373,13 +374,13 @@ static void usage(void)
 {
     fprintf(stderr, "usage: api_throughput [--flotilla PATH] [--clients 1,16,64] [--objects N] [--size BYTES]\n"
                     "                      [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep]\n"
-                    "                      [--audit Metadata|Request|RequestResponse]\n");
+                    "                      [--audit Metadata|Request|RequestResponse] [--audit-log PATH]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *flotilla_arg = NULL, *parent = NULL, *audit = NULL;
+    const char *flotilla_arg = NULL, *parent = NULL, *audit = NULL, *audit_path = NULL;
     int clients[8] = {1, 16, 64}, nclients = 3, n = 2000, slices = 4;
     size_t size = 1024;
     bool http = false, nofsync = false, keep = false;
@@ -406,6 +407,8 @@ int main(int argc, char **argv)
             keep = true;
         else if (!strcmp(a, "--audit") && v)
             audit = argv[++i];
+        else if (!strcmp(a, "--audit-log") && v)
+            audit_path = argv[++i];
         else
             usage();
     }
@@ -422,7 +425,9 @@ int main(int argc, char **argv)
     char policy[700], audit_log[700];
     if (audit) {
         snprintf(policy, sizeof policy, "%s/audit-policy.yaml", dir);
-        snprintf(audit_log, sizeof audit_log, "%s/audit.log", dir);
+        snprintf(audit_log, sizeof audit_log, "%s", audit_path ? audit_path : "");
+        if (!audit_path)
+            snprintf(audit_log, sizeof audit_log, "%s/audit.log", dir);
         FILE *f = fopen(policy, "w");
         if (!f)
             return 1;
