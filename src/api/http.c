@@ -335,8 +335,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!j->slot_later)
         fl_http_take_slot(h, j);
     /* the health checks answer from memory, at once: a probe must not queue behind work;
-     * a GET of one object is a point read, cheaper than the trip to a worker and back */
-    if (!j->slot_later && (fl_http_health_path(j->route.path) || (!j->watch && one_object_get(method, j->route.path)))) {
+     * a GET of one object is a point read, cheaper than the trip to a worker and back, unless
+     * it is audited: a write to the audit log may wait on the disk, which a worker may do and
+     * MHD's thread, serving every connection, may not */
+    bool inline_get = !j->watch && !h->cfg.audit && one_object_get(method, j->route.path);
+    if (!j->slot_later && (fl_http_health_path(j->route.path) || inline_get)) {
         fl_http_job_handle(j);
         return respond(h, c, st, j);
     }
