@@ -412,16 +412,22 @@ void fl_audit_resource(fl_audit_ev *ev, const char *verb, const struct fl_target
     emit(ev, "RequestReceived", FL_AUDIT_STAGE_RECEIVED, NULL);
 }
 
-void fl_audit_nonresource(fl_audit_ev *ev, const char *method, const char *path)
+/* The level of a non-resource request (no event yet). */
+static void decide_nonresource(fl_audit_ev *ev, const char *method, const char *path)
 {
-    if (!ev || ev->decided)
-        return;
     size_t i = 0;
     for (; method && method[i] && i + 1 < sizeof ev->verb; i++)
         ev->verb[i] = (char)(method[i] >= 'A' && method[i] <= 'Z' ? method[i] + 32 : method[i]);
     ev->verb[i] = 0;
     fl_auth_attrs at = {.who = ev->has_user ? &ev->user : NULL, .verb = ev->verb, .path = path ? path : "/"};
     decide(ev, &at);
+}
+
+void fl_audit_nonresource(fl_audit_ev *ev, const char *method, const char *path)
+{
+    if (!ev || ev->decided)
+        return;
+    decide_nonresource(ev, method, path);
     emit(ev, "RequestReceived", FL_AUDIT_STAGE_RECEIVED, NULL);
 }
 
@@ -756,7 +762,7 @@ bool fl_audit_respond(fl_audit_ev *ev, const fl_req *r)
         path[strcspn(path, "?")] = 0;
         if (r->code == 401 && !ev->has_user) {
             /* as kube-apiserver's failed-authentication audit: one ResponseStarted event */
-            fl_audit_nonresource(ev, ev->method, path);
+            decide_nonresource(ev, ev->method, path);
             emit(ev, "ResponseStarted", FL_AUDIT_STAGE_STARTED, r);
             ev->d.level = FL_AUDIT_NONE;
             return true;

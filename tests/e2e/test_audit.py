@@ -174,7 +174,8 @@ def test_refused_and_missing_requests_are_logged_with_their_code(server_factory)
     assert code == 404
     code, _ = s.curl("GET", "/api/v1/namespaces", auth=False, headers=["Authorization: Bearer wrong-token"])
     assert code == 401
-    evs = [e for e in events(log) if e["stage"] != "RequestReceived"]
+    every = events(log)
+    evs = [e for e in every if e["stage"] != "RequestReceived"]
     forbidden = [e for e in evs if e["responseStatus"]["code"] == 403]
     assert len(forbidden) == 1, forbidden
     f = forbidden[0]
@@ -186,6 +187,8 @@ def test_refused_and_missing_requests_are_logged_with_their_code(server_factory)
     assert missing[0]["responseStatus"]["reason"] == "NotFound", missing
     refused = [e for e in evs if e["responseStatus"]["code"] == 401]
     assert len(refused) == 1 and refused[0]["stage"] == "ResponseStarted" and refused[0]["user"] == {}, refused
+    # as kube-apiserver logs a failed authentication: that one event, no RequestReceived
+    assert len([e for e in every if e["auditID"] == refused[0]["auditID"]]) == 1, refused
 
 
 def test_audit_id_header_names_the_events_and_a_watch_has_three_stages(server_factory):
