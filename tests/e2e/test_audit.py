@@ -275,3 +275,17 @@ def test_the_audit_log_adds_no_thread(server_factory):
     assert len([e for e in events(log) if e["stage"] == "ResponseComplete" and e["verb"] == "get"]) >= 64
     tasks = lambda: len(os.listdir(f"/proc/{s.proc.pid}/task"))
     wait_for(lambda: tasks() <= 64, timeout=30, what="the server's threads back to 64 at idle")
+
+
+def test_a_log_that_cannot_be_written_fails_no_request(server_factory, tmp_path):
+    """A full disk (/dev/full) loses events, not requests: they are served, the loss is
+    counted in apiserver_audit_error_total and warned about once."""
+    s = server_factory("--audit-policy-file", write_policy(str(tmp_path), HEALTH_NONE + "- level: Metadata\n"),
+                       "--audit-log-path", "/dev/full")
+    for _ in range(3):
+        s.kubectl("get", "configmaps")
+    code, text = s.curl("GET", "/metrics")
+    assert code == 200
+    lost = [line for line in text.splitlines() if line.startswith('apiserver_audit_error_total{plugin="log"}')]
+    assert lost and float(lost[0].split()[-1]) >= 6, lost
+    assert s.log().count("cannot write the audit log /dev/full") == 1, s.log()
