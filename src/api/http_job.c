@@ -3,7 +3,9 @@
  * on_request (http.c) copies what the handler needs of a complete request into a job,
  * suspends the connection and submits the job; here the job waits out a simulated
  * partition or delay on the sweeper (holding no thread), authenticates, takes its slot and
- * calls fl_api_handle, then resumes the connection, and MHD's thread queues the answer. */
+ * calls fl_api_handle, then resumes the connection, and MHD's thread queues the answer.
+ * The request's audit record (audit.h) is opened with the job and written once the job is
+ * answered (audit_begin, audit_answered); api.c says what the request is in between. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
