@@ -21,8 +21,13 @@
  * rows raw with 1 writer, then with K writers, then slice 2, ... Each side's rate is its
  * rows over the sum of its slice wall times; the two sides see the same noise.
  *
+ * --audit LEVEL runs the server with an audit log (--audit-policy-file, --audit-log-path
+ * DIR/audit.log) whose policy logs every request at LEVEL (Metadata, Request,
+ * RequestResponse), for the cost of the audit log beside a run without it; --audit-log PATH
+ * puts the log elsewhere (another disk, /dev/shm, "-" for the server's standard output).
+ *
  * Usage: api_throughput [--flotilla PATH] [--clients 1,16,64] [--objects N] [--size BYTES]
- *                       [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep]
+ *                       [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep] [--audit LEVEL]
  */
 #include <pthread.h>
 #include <sqlite3.h>
@@ -368,13 +373,14 @@ static phase_result raw_result(int threads, int n, double secs, int64_t *lat, in
 static void usage(void)
 {
     fprintf(stderr, "usage: api_throughput [--flotilla PATH] [--clients 1,16,64] [--objects N] [--size BYTES]\n"
-                    "                      [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep]\n");
+                    "                      [--slices 4] [--dir PARENT] [--http] [--no-fsync] [--keep]\n"
+                    "                      [--audit Metadata|Request|RequestResponse] [--audit-log PATH]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *flotilla_arg = NULL, *parent = NULL;
+    const char *flotilla_arg = NULL, *parent = NULL, *audit = NULL, *audit_path = NULL;
     int clients[8] = {1, 16, 64}, nclients = 3, n = 2000, slices = 4;
     size_t size = 1024;
     bool http = false, nofsync = false, keep = false;
@@ -399,6 +405,10 @@ int main(int argc, char **argv)
             nofsync = true;
         else if (!strcmp(a, "--keep"))
             keep = true;
+        else if (!strcmp(a, "--audit") && v)
+            audit = argv[++i];
+        else if (!strcmp(a, "--audit-log") && v)
+            audit_path = argv[++i];
         else
             usage();
     }
@@ -410,8 +420,24 @@ int main(int argc, char **argv)
     char *dir = fb_mkdtemp(parent, "fl-bench-api");
     char sdir[600];
     snprintf(sdir, sizeof sdir, "%s/server", dir);
-    const char *extra[4] = {0};
+    const char *extra[8] = {0};
     int ne = 0;
+    char policy[700], audit_log[700];
+    if (audit) {
+        snprintf(policy, sizeof policy, "%s/audit-policy.yaml", dir);
+        snprintf(audit_log, sizeof audit_log, "%s", audit_path ? audit_path : "");
+        if (!audit_path)
+            snprintf(audit_log, sizeof audit_log, "%s/audit.log", dir);
+        FILE *f = fopen(policy, "w");
+        if (!f)
+            return 1;
+        fprintf(f, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: %s\n", audit);
+        fclose(f);
+        extra[ne++] = "--audit-policy-file";
+        extra[ne++] = policy;
+        extra[ne++] = "--audit-log-path";
+        extra[ne++] = audit_log;
+    }
     if (http)
         extra[ne++] = "--insecure-http";
     if (nofsync)
@@ -419,8 +445,9 @@ int main(int argc, char **argv)
     fb_server s;
     if (fb_server_start(flotilla, sdir, extra, &s))
         return 1;
-    printf("api_throughput: %s, %d ConfigMaps of %zu B payload per client count, server %s%s, data in %s\n",
-           flotilla, n, size, s.url, nofsync ? " (--no-fsync)" : " (fsync per commit)", dir);
+    printf("api_throughput: %s, %d ConfigMaps of %zu B payload per client count, server %s%s%s%s, data in %s\n",
+           flotilla, n, size, s.url, nofsync ? " (--no-fsync)" : " (fsync per commit)", audit ? ", audit log at " : "",
+           audit ? audit : "", dir);
     printf("baseline: the same object JSON inserted into SQLite (WAL, synchronous=%s), one transaction per row\n",
            nofsync ? "FULL; the server runs --no-fsync, so this is NOT equal durability" : "FULL");
     fflush(stdout);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/audit.h"
 #include "api/auth.h"
 #include "api/authn_review.h"
 #include "api/rbac.h"
@@ -487,17 +488,54 @@ static const char *kube_verb(const char *method, bool coll, bool watch, const ch
     return "unknown";
 }
 
+/* The audit log learns what the request is (which decides its level and writes its
+ * RequestReceived event, audit.h), then authorization decides, and the log notes that too. */
+static bool authorized(fl_api *api, fl_req *r, const char *verb, const fl_target *t)
+{
+    fl_audit_resource(r->audit, verb, t);
+    return !api->auth || fl_audit_authorized(r->audit, fl_auth_authorize(api->auth, r, verb, t), NULL);
+}
+
+static bool authorized_path(fl_api *api, fl_req *r)
+{
+    fl_audit_nonresource(r->audit, r->method, r->path);
+    return !api->auth || fl_audit_authorized(r->audit, fl_auth_authorize_path(api->auth, r), NULL);
+}
+
+/* The register endpoint, to the audit log: a create of flotilla.io "register" (whose answer,
+ * a token, the log never holds) */
+static void audit_register(fl_req *r)
+{
+    fl_target reg = {.group = "flotilla.io", .version = "v1alpha1", .resource = "register"};
+    fl_audit_resource(r->audit, "create", &reg);
+}
+
+/* Another create-only path of ours (/apis/GROUP/VERSION/RESOURCE: authentication.k8s.io's
+ * reviews, flotilla.io's clientcertificates), to the audit log as that resource. */
+static void audit_create_path(fl_req *r)
+{
+    fl_target t;
+    memset(&t, 0, sizeof t);
+    if (sscanf(r->path, "/apis/%99[^/]/%31[^/]/%95[^/]", t.group, t.version, t.resource) == 3)
+        fl_audit_resource(r->audit, "create", &t);
+    else
+        fl_audit_nonresource(r->audit, r->method, r->path);
+}
+
 /* Ours, not resources: pull-mode agents trade the bootstrap token for their own (auth.c);
  * authentication.k8s.io's reviews and client certificates, create-only, not stored
  * (authn_review.c). True when r is answered. */
 static bool handle_auth_path(fl_api *api, fl_req *r)
 {
-    if (fl_auth_is_register_path(r->path))
+    if (fl_auth_is_register_path(r->path)) {
+        audit_register(r);
         fl_auth_register(api, r);
-    else if (fl_authn_is_review_path(r->path))
+    } else if (fl_authn_is_review_path(r->path)) {
+        audit_create_path(r);
         fl_authn_review(api, r);
-    else
+    } else {
         return false;
+    }
     return true;
 }
 
@@ -525,7 +563,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
     if (api->auth && handle_auth_path(api, r))
         return;
     bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));
-    if (!resource_path && api->auth && !fl_auth_authorize_path(api->auth, r))
+    if (!resource_path && !authorized_path(api, r))
         return;
     if (handle_nonresource(api, r, segs, n))
         return;
@@ -577,7 +615,7 @@ void fl_api_handle(fl_api *api, fl_req *r)
     const char *m = r->method;
     bool coll = !t.name[0];
     bool watch = legacy_watch || truthy(fl_req_query(r, "watch"));
-    if (api->auth && !fl_auth_authorize(api->auth, r, kube_verb(m, coll, watch, t.sub), &t))
+    if (!authorized(api, r, kube_verb(m, coll, watch, t.sub), &t))
         return;
 
     t.kind = fl_kindreg_by_resource(api->kinds, t.group, t.version, t.resource);

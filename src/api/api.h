@@ -77,6 +77,8 @@ typedef struct fl_req {
     const fl_client_local_list *list; /* in process, a list with want_obj: members its items
                                    * may leave out, and a taker of items as it goes; may be NULL */
     bool discard;              /* in process: the caller does not read a successful answer */
+    struct fl_audit_ev *audit; /* the request's audit record (audit.h), set by the transport;
+                                * NULL: not audited (in process, or no audit log) */
     /* output */
     int code;                  /* HTTP status */
     char *resp;                /* heap body (caller frees) */

@@ -84,11 +84,13 @@ static void add_warnings(struct MHD_Response *resp, const char *warnings)
 }
 
 static enum MHD_Result send_buffer(struct MHD_Connection *c, int code, char *body, size_t len, const char *type,
-                                   const char *retry_after, const char *warnings)
+                                   const char *retry_after, const char *warnings, const char *audit_id)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(resp, "Content-Type", type ? type : "application/json");
     MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+    if (audit_id && audit_id[0])
+        MHD_add_response_header(resp, "Audit-ID", audit_id);
     if (retry_after)
         MHD_add_response_header(resp, "Retry-After", retry_after);
     add_warnings(resp, warnings);
@@ -104,7 +106,7 @@ static enum MHD_Result send_status(struct MHD_Connection *c, conn_state *st, int
                              "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
                              msg, reason, code);
     st->code = code;
-    return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL, NULL);
+    return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL, NULL, st->audit_id);
 }
 
 static enum MHD_Result send_too_big(struct MHD_Connection *c, conn_state *st, size_t limit)
@@ -202,6 +204,7 @@ static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state 
                                                                       sc, stream_free);
         MHD_add_response_header(resp, "Content-Type", "application/json");
         MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+        MHD_add_response_header(resp, "Audit-ID", st->audit_id);
         ret = MHD_queue_response(c, 200, resp);
         MHD_destroy_response(resp);
     } else {
@@ -210,7 +213,7 @@ static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state 
             st->watch = false;
         }
         ret = send_buffer(c, r->code, r->resp ? r->resp : fl_strdup(""), r->resp ? r->resp_len : 0, r->resp_type,
-                          r->retry_after, r->warnings);
+                          r->retry_after, r->warnings, st->audit_id);
         r->resp = NULL; /* send_buffer's now */
     }
     fl_http_job_free(j);
@@ -332,8 +335,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!j->slot_later)
         fl_http_take_slot(h, j);
     /* the health checks answer from memory, at once: a probe must not queue behind work;
-     * a GET of one object is a point read, cheaper than the trip to a worker and back */
-    if (!j->slot_later && (fl_http_health_path(j->route.path) || (!j->watch && one_object_get(method, j->route.path)))) {
+     * a GET of one object is a point read, cheaper than the trip to a worker and back, unless
+     * it is audited: a write to the audit log may wait on the disk, which a worker may do and
+     * MHD's thread, serving every connection, may not */
+    bool inline_get = !j->watch && !h->cfg.audit && one_object_get(method, j->route.path);
+    if (!j->slot_later && (fl_http_health_path(j->route.path) || inline_get)) {
         fl_http_job_handle(j);
         return respond(h, c, st, j);
     }
@@ -365,6 +371,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     fl_metrics_request(st->verb ? st->verb : "", st->resource, st->code, elapsed(&st->start));
     if (st->job)
         fl_http_job_free(st->job);
+    fl_audit_ev_end(st->audit, st->code); /* a watch's ResponseComplete */
     /* kept alive for the next request, for a while */
     if (st->conn)
         fl_http_conn_deadline(h->loop, st->conn, fl_http_now_ms() + (int64_t)h->cfg.idle_timeout_s * 1000);

@@ -70,6 +70,7 @@ typedef struct fl_http_config {
      * header_timeout_s of opening, its body within body_timeout_s of the headers, and a kept
      * alive connection with no request for idle_timeout_s is closed */
     int header_timeout_s, body_timeout_s, idle_timeout_s;
+    struct fl_audit *audit;    /* the audit log (audit.h); NULL: none. Not owned. */
     fl_http_router router;     /* NULL: every request goes to the api given to fl_http_start */
     void *router_ctx;
 } fl_http_config;

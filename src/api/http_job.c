@@ -3,7 +3,11 @@
  * on_request (http.c) copies what the handler needs of a complete request into a job,
  * suspends the connection and submits the job; here the job waits out a simulated
  * partition or delay on the sweeper (holding no thread), authenticates, takes its slot and
- * calls fl_api_handle, then resumes the connection, and MHD's thread queues the answer. */
+ * calls fl_api_handle, then resumes the connection, and MHD's thread queues the answer.
+ * The request's audit record (audit.h) is opened with the job and written once the job is
+ * answered (audit_begin, audit_answered); api.c says what the request is in between. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include "core/json.h"
 #include "core/mem.h"
 #include "core/metrics.h"
+#include "core/strbuf.h"
 
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -117,6 +122,78 @@ static void copy_peer_certs(fl_http *h, struct MHD_Connection *c, req_job *j)
     }
 }
 
+/* ---- the audit record (audit.h): opened as the request arrives, written when answered ---- */
+
+/* The request's URI as the client sent it, about: the path and the query, escaped again. */
+static char *request_uri(const char *url, const fl_req *r)
+{
+    fl_strbuf b = {0};
+    fl_strbuf_adds(&b, url);
+    for (size_t i = 0; i < r->nquery; i++) {
+        fl_strbuf_addc(&b, i ? '&' : '?');
+        for (int k = 0; k < 2; k++) {
+            if (k)
+                fl_strbuf_addc(&b, '=');
+            for (const unsigned char *p = (const unsigned char *)(k ? r->query[i].value : r->query[i].key); *p; p++) {
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                    strchr("-_.~/:,", *p))
+                    fl_strbuf_addc(&b, (char)*p);
+                else
+                    fl_strbuf_printf(&b, "%%%02X", *p);
+            }
+        }
+    }
+    return b.p;
+}
+
+/* Open the request's audit record (or only its Audit-ID without an audit log): its source IPs
+ * are X-Forwarded-For's, X-Real-Ip's, then the peer's, as kube-apiserver lists them. */
+static void audit_begin(fl_http *h, struct MHD_Connection *c, conn_state *st, req_job *j)
+{
+    if (!h->cfg.audit) {
+        fl_audit_new_id(st->audit_id);
+        return;
+    }
+    char *uri = request_uri(j->url, &j->r);
+    fl_audit_ev *ev = fl_audit_ev_new(h->cfg.audit, j->method, uri, j->user_agent,
+                                      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Audit-ID"));
+    free(uri);
+    const char *xff = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Forwarded-For");
+    for (const char *p = xff; p && *p;) {
+        p += strspn(p, " ,");
+        size_t n = strcspn(p, ",");
+        char ip[64];
+        snprintf(ip, sizeof ip, "%.*s", (int)(n < sizeof ip ? n : sizeof ip - 1), p);
+        ip[strcspn(ip, " ")] = 0;
+        fl_audit_add_source_ip(ev, ip);
+        p += n;
+    }
+    fl_audit_add_source_ip(ev, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Real-Ip"));
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char peer[INET6_ADDRSTRLEN] = "";
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, peer, sizeof peer);
+    else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, peer, sizeof peer);
+    fl_audit_add_source_ip(ev, peer);
+    snprintf(st->audit_id, sizeof st->audit_id, "%s", fl_audit_ev_id(ev));
+    st->audit = ev;
+}
+
+/* The answer is in j->r: write the record's last event (a watch's waits for its end). */
+static void audit_answered(req_job *j)
+{
+    conn_state *st = j->st;
+    if (!st->audit)
+        return;
+    if (st->who.user[0])
+        fl_audit_set_user(st->audit, &st->who); /* answered before the handler: 413, 429 */
+    if (fl_audit_respond(st->audit, &j->r)) {
+        fl_audit_ev_end(st->audit, j->r.code);
+        st->audit = NULL;
+    }
+}
+
 req_job *fl_http_job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, const char *url, const char *method)
 {
     req_job *j = fl_calloc(1, sizeof *j);
@@ -133,6 +210,7 @@ req_job *fl_http_job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, c
     copy_peer_certs(h, c, j);
     MHD_get_connection_values(c, MHD_HEADER_KIND, collect_impersonation, j);
     j->watch = !strcmp(method, "GET") && is_watch_request(c, url);
+    audit_begin(h, c, st, j);
     return j;
 }
 
@@ -192,7 +270,7 @@ void fl_http_take_slot(fl_http *h, req_job *j)
 
 /* The request's handling: false when it was deferred (a partition or delay to wait out),
  * true when j->r holds the answer. */
-bool fl_http_job_handle(req_job *j)
+static bool job_handle(req_job *j)
 {
     fl_http *h = j->h;
     conn_state *st = j->st;
@@ -242,6 +320,7 @@ bool fl_http_job_handle(req_job *j)
         if (!ok && (auth || !public_path(route->path)))
             return fl_http_job_status(j, 401, "Unauthorized", "Unauthorized");
     }
+    bool impersonated = false;
     if (who && (j->imp_user || j->nimp_groups || j->imp_unsupported)) {
         fl_identity as;
         char msg[1024];
@@ -266,6 +345,10 @@ bool fl_http_job_handle(req_job *j)
             json_decref(st_obj);
             return true;
         }
+        /* the log names who asked and whom they acted as (kube-apiserver's impersonatedUser) */
+        fl_audit_set_user(st->audit, who);
+        fl_audit_set_impersonated(st->audit, &as);
+        impersonated = true;
         st->who = as;
         who = &st->who;
     }
@@ -288,6 +371,9 @@ bool fl_http_job_handle(req_job *j)
     r->accept = j->accept;
     r->user_agent = j->user_agent;
     r->who = who;
+    r->audit = st->audit;
+    if (!impersonated)
+        fl_audit_set_user(st->audit, who); /* before fl_api_handle decides the level */
     r->body = st->body;
     r->body_len = st->len;
     if (route->handle)
@@ -298,6 +384,14 @@ bool fl_http_job_handle(req_job *j)
         free(r->warnings);
         r->warnings = NULL;
     }
+    return true;
+}
+
+bool fl_http_job_handle(req_job *j)
+{
+    if (!job_handle(j))
+        return false;
+    audit_answered(j);
     return true;
 }
 

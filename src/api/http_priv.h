@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "api/audit.h"
 #include "api/auth.h"
 #include "api/http.h"
 #include "api/http_loop.h"
@@ -48,6 +49,9 @@ typedef struct conn_state {
     fl_identity who;             /* the identity the token table found */
     fl_http_conn *conn;          /* the connection's record in the loop (deadlines), or NULL */
     req_job *job;                /* handled by a worker; answered when MHD calls again */
+    fl_audit_ev *audit;          /* the request's audit record until it is written (a watch's
+                                  * until on_completed); NULL without an audit log */
+    char audit_id[FL_AUDIT_ID_MAX + 1]; /* the Audit-ID response header ("" before the job) */
 } conn_state;
 
 /* What a worker needs of a request, copied while MHD's thread has it, and the answer. */

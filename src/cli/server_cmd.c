@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/audit.h"
 #include "api/auth.h"
 #include "api/authn_x509.h"
 #include "api/sa_token.h"
@@ -94,6 +95,12 @@ static void usage(FILE *f)
                "  --api-audiences LIST      audiences a token must be for (default: the issuer)\n"
                "  --service-account-max-token-expiration D  cap on a TokenRequest's expirationSeconds\n"
                "                            (e.g. 24h; default none beyond 2^32 s)\n"
+               "  --audit-policy-file FILE  an audit.k8s.io/v1 Policy: which requests the audit log records,\n"
+               "                            and how much of each (without it no audit log is written)\n"
+               "  --audit-log-path PATH     where audit events go, one JSON line each (\"-\": standard output)\n"
+               "  --audit-log-maxsize MB    rotate the audit log before it passes MB megabytes (default 100)\n"
+               "  --audit-log-maxbackup N   rotated audit logs kept (default 0: all)\n"
+               "  --audit-log-maxage DAYS   rotated audit logs removed after DAYS days (default 0: never)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -188,6 +195,7 @@ typedef struct server_opts {
     const char *client_ca_file;  /* --client-ca-file, or NULL: DIR/pki/ca.crt */
     const char *sa_issuer, *api_audiences; /* NULL: the defaults (sa_token.h) */
     long long sa_max_seconds;    /* --service-account-max-token-expiration; 0: none */
+    fl_audit_config audit;       /* --audit-*: api/audit.h */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -206,6 +214,7 @@ typedef struct server {
     fl_sa_tokens *sa;      /* ServiceAccount tokens */
     char *client_ca_pem;
     int ncrd, nagents;
+    fl_audit *audit; /* NULL: no audit log */
     fl_http *http;
     char *url, *kubeconfig;
     fl_client *cp;
@@ -267,6 +276,43 @@ static int positive_arg(const char *flag, const char *arg, const char *unit, lon
     return 0;
 }
 
+/* The --audit-* options (api/audit.h), long only: getopt values past any character. */
+#define AUDIT_OPT 0x1000
+#define AUDIT_LONGOPTS                                                                                             \
+    {"audit-policy-file", required_argument, 0, AUDIT_OPT}, {"audit-log-path", required_argument, 0, AUDIT_OPT + 1}, \
+        {"audit-log-maxsize", required_argument, 0, AUDIT_OPT + 2},                                                \
+        {"audit-log-maxbackup", required_argument, 0, AUDIT_OPT + 3},                                              \
+        {"audit-log-maxage", required_argument, 0, AUDIT_OPT + 4}
+
+/* getopt's c (an --audit-* option, else an unknown one: usage) with its argument into *a.
+ * The numbers are whole, from 0, as kube-apiserver's. Returns 0, or 2 after one line on
+ * standard error. */
+static int audit_arg(int c, const char *arg, fl_audit_config *a)
+{
+    static const char *const names[] = {"", "", "audit-log-maxsize", "audit-log-maxbackup", "audit-log-maxage"};
+    static const char *const units[] = {"", "", "megabytes", "files", "days"};
+    int which = c - AUDIT_OPT;
+    if (which < 0 || which > 4) {
+        usage(stderr);
+        return 2;
+    }
+    if (which == 0 || which == 1) {
+        *(which ? &a->log_path : &a->policy_file) = arg;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v < 0 || v > 1000000) {
+        fprintf(stderr, "flotilla server: --%s: expected a number of %s from 0, not \"%s\"\n", names[which],
+                units[which], arg);
+        return 2;
+    }
+    long *dst[] = {NULL, NULL, &a->max_size_mb, &a->max_backups, &a->max_age_days};
+    *dst[which] = (long)v;
+    return 0;
+}
+
 /* A Go duration of whole hours, minutes and seconds ("24h", "1h30m", "600s") in seconds; -1
  * when s is not one. */
 static long long duration_seconds(const char *s)
@@ -303,7 +349,7 @@ static const struct option longopts[] = {
     {"token-auth-file", required_argument, 0, 'A'},
     {"client-ca-file", required_argument, 0, 'c'}, {"service-account-issuer", required_argument, 0, 'i'},
     {"api-audiences", required_argument, 0, 'a'},
-    {"service-account-max-token-expiration", required_argument, 0, 'x'},
+    {"service-account-max-token-expiration", required_argument, 0, 'x'}, AUDIT_LONGOPTS,
     {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
     {0, 0, 0, 0}};
 
@@ -410,7 +456,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
             break;
         }
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: if (audit_arg(c, optarg, &o->audit)) return 2; break;
         }
     }
     char why[256];
@@ -658,7 +704,8 @@ static int start_http(server *sv)
                            .max_inflight = sv->o.max_inflight,
                            .header_timeout_s = sv->o.header_timeout_s,
                            .body_timeout_s = sv->o.body_timeout_s,
-                           .idle_timeout_s = sv->o.idle_timeout_s};
+                           .idle_timeout_s = sv->o.idle_timeout_s,
+                           .audit = sv->audit};
     char *err = NULL;
     int rc = fl_http_start(&hcfg, &sv->api, &sv->http, &err);
     if (rc) {
@@ -777,6 +824,7 @@ static void server_close(server *sv)
     fl_ctrl_manager_stop(sv->ctrl);
     fl_client_free(sv->cp);
     fl_http_stop(sv->http);
+    fl_audit_free(sv->audit); /* no request is left to write to it */
     fl_auth_free(sv->auth);
     fl_x509_authn_free(sv->x509);
     fl_sa_tokens_free(sv->sa);
@@ -801,6 +849,13 @@ int fl_cmd_server(int argc, char **argv)
     int rc = parse_args(argc, argv, &sv.o);
     if (rc >= 0)
         return rc;
+    /* a policy that does not parse stops the server before it touches the data directory */
+    char *aerr = NULL;
+    if (fl_audit_new(&sv.o.audit, &sv.audit, &aerr)) {
+        fprintf(stderr, "flotilla server: %s\n", aerr);
+        free(aerr);
+        return 1;
+    }
     if (claim_data_dir(&sv))
         return 1;
     /* block the signals before any thread starts, so only sigwait sees them */

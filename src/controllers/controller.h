@@ -60,6 +60,8 @@ typedef struct fl_ctrl_manager fl_ctrl_manager;
 int fl_ctrl_manager_start(const fl_ctrl_env *env, const fl_controller *const *list, fl_ctrl_manager **out);
 /* Stop them in reverse order and free. NULL-safe. */
 void fl_ctrl_manager_stop(fl_ctrl_manager *m);
+/* The manager's shared template registry (env.templates of its controllers). */
+struct fl_templates *fl_ctrl_manager_templates(fl_ctrl_manager *m);
 
 /* The shared informer on one control-plane resource (all namespaces, managedFields
  * dropped), so that a resource several controllers watch is cached once: the first call

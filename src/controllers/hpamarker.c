@@ -6,16 +6,22 @@
  * (interp/retain.c) then keeps the member's spec.replicas instead of the template's: the
  * member's HPA owns that count, and an update of the template must not undo its scaling.
  * An HPA counts as propagated once a (Cluster)PropagationPolicy claimed it (its
- * permanent-id label), as in Karmada. The workqueue's keys say what to do, to what:
- * "add|ns|apiVersion|kind|name" or "del|ns|apiVersion|kind|name", so a deleted HPA still
- * says which target to unmark. Labels are written with a merge patch: nothing else of the
- * template changes, and a concurrent writer's change is not lost. */
+ * permanent-id label), as in Karmada.
+ *
+ * No informer and no worker of its own (the server's thread budget is full): the HPAs are
+ * templates too, so the shared template registry (templates.h) already watches them whenever
+ * a policy selects HPAs, which is the only time one can be propagated. Its handlers mark or
+ * unmark the target at once, on the HPA kind's informer thread: HPA changes are rare, and
+ * each is a read and at most one in-process write. A deleted HPA still says which target to
+ * unmark. Labels are written with a merge patch: nothing else of the template changes, and a
+ * concurrent writer's change is not lost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client.h"
 #include "controllers/controller.h"
+#include "controllers/templates.h"
 #include "core/err.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -27,10 +33,14 @@
 
 typedef struct marker {
     fl_ctrl_env env;
-    fl_workqueue *q;
-    fl_informer *hpas;
-    fl_ctrl_workers *workers;
 } marker;
+
+static int mark(marker *m, bool add, const char *ns, const char *av, const char *kind, const char *name);
+
+static bool is_hpa(const fl_template_kind *k)
+{
+    return !strcmp(k->kind, "HorizontalPodAutoscaler") && !strncmp(k->api_version, "autoscaling/", 12);
+}
 
 static bool propagated(const json_t *hpa)
 {
@@ -38,18 +48,20 @@ static bool propagated(const json_t *hpa)
     return json_object_get(labels, FL_PP_ID_LABEL) || json_object_get(labels, FL_CPP_ID_LABEL);
 }
 
-/* Queue op for hpa's target; nothing when it names none. */
-static void queue(marker *m, const char *op, const json_t *hpa)
+/* Mark (add) or unmark hpa's target; nothing when it names none. */
+static void target(marker *m, bool add, const json_t *hpa)
 {
     const char *ns = fl_json_path_str(hpa, "metadata.namespace");
     const char *av = fl_json_path_str(hpa, "spec.scaleTargetRef.apiVersion");
     const char *kind = fl_json_path_str(hpa, "spec.scaleTargetRef.kind");
     const char *name = fl_json_path_str(hpa, "spec.scaleTargetRef.name");
-    if (!ns || !av || !kind || !name || !*name || strchr(av, '|') || strchr(kind, '|') || strchr(name, '|'))
+    if (!ns || !av || !kind || !name || !*name)
         return;
-    char *key = fl_asprintf("%s|%s|%s|%s|%s", op, ns, av, kind, name);
-    fl_workqueue_add(m->q, key);
-    free(key);
+    int rc = mark(m, add, ns, av, kind, name);
+    if (rc)
+        fl_log_kvf(FL_LOG_WARN, "hpa-marker", FL_LOG_KV("object", FL_LOG_OBJ(kind, ns, name), "err", fl_strerror(rc)),
+                   "%s label %s failed (the HPA's next change tries again)", add ? "adding" : "removing",
+                   RETAIN_LABEL);
 }
 
 static bool same_target(const json_t *a, const json_t *b)
@@ -58,23 +70,26 @@ static bool same_target(const json_t *a, const json_t *b)
     return json_equal((json_t *)ta, (json_t *)tb);
 }
 
-static void on_add(void *ctx, json_t *hpa)
+static void on_add(void *ctx, const fl_template_kind *k, json_t *hpa)
 {
-    if (propagated(hpa))
-        queue(ctx, "add", hpa);
+    if (is_hpa(k) && propagated(hpa))
+        target(ctx, true, hpa);
 }
 
-static void on_update(void *ctx, json_t *old, json_t *hpa)
+static void on_update(void *ctx, const fl_template_kind *k, json_t *old, json_t *hpa)
 {
+    if (!is_hpa(k))
+        return;
     if (!same_target(old, hpa))
-        queue(ctx, "del", old);
+        target(ctx, false, old);
     if (propagated(hpa))
-        queue(ctx, "add", hpa);
+        target(ctx, true, hpa);
 }
 
-static void on_delete(void *ctx, json_t *hpa)
+static void on_delete(void *ctx, const fl_template_kind *k, json_t *hpa)
 {
-    queue(ctx, "del", hpa);
+    if (is_hpa(k))
+        target(ctx, false, hpa);
 }
 
 static bool same_str(const char *a, const char *b)
@@ -86,31 +101,26 @@ static bool same_str(const char *a, const char *b)
  * must not unmark a workload that a second HPA scales. */
 static bool still_scaled(marker *m, const char *ns, const char *av, const char *kind, const char *name)
 {
-    json_t *all = fl_informer_list(m->hpas, ns);
     bool yes = false;
-    size_t i;
-    json_t *h;
-    json_array_foreach(all, i, h) {
-        if (propagated(h) && !fl_json_path(h, "metadata.deletionTimestamp") &&
-            same_str(fl_json_path_str(h, "spec.scaleTargetRef.apiVersion"), av) &&
-            same_str(fl_json_path_str(h, "spec.scaleTargetRef.kind"), kind) &&
-            same_str(fl_json_path_str(h, "spec.scaleTargetRef.name"), name))
-            yes = true;
+    static const char *const versions[] = {"autoscaling/v2", "autoscaling/v1"};
+    for (size_t v = 0; v < 2 && !yes; v++) {
+        json_t *all = fl_templates_list(m->env.templates, versions[v], "HorizontalPodAutoscaler", ns);
+        size_t i;
+        json_t *h;
+        json_array_foreach(all, i, h) {
+            if (propagated(h) && !fl_json_path(h, "metadata.deletionTimestamp") &&
+                same_str(fl_json_path_str(h, "spec.scaleTargetRef.apiVersion"), av) &&
+                same_str(fl_json_path_str(h, "spec.scaleTargetRef.kind"), kind) &&
+                same_str(fl_json_path_str(h, "spec.scaleTargetRef.name"), name))
+                yes = true;
+        }
+        json_decref(all);
     }
-    json_decref(all);
     return yes;
 }
 
-static int reconcile(void *ctx, const char *key)
+static int mark(marker *m, bool add, const char *ns, const char *av, const char *kind, const char *name)
 {
-    marker *m = ctx;
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", key);
-    char *save = NULL, *op = strtok_r(buf, "|", &save), *ns = strtok_r(NULL, "|", &save);
-    char *av = strtok_r(NULL, "|", &save), *kind = strtok_r(NULL, "|", &save), *name = strtok_r(NULL, "|", &save);
-    if (!op || !ns || !av || !kind || !name)
-        return 0;
-    bool add = !strcmp(op, "add");
     if (!add && still_scaled(m, ns, av, kind, name))
         return 0;
     fl_client_error ce = {0};
@@ -154,21 +164,15 @@ static int marker_start(const fl_ctrl_env *env, void **state)
 {
     marker *m = fl_calloc(1, sizeof *m);
     m->env = *env;
-    m->q = fl_workqueue_new(NULL);
-    m->hpas = fl_ctrl_informer(env, "autoscaling/v2", "horizontalpodautoscalers");
-    fl_informer_handlers h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = m};
-    fl_informer_add_handlers(m->hpas, &h);
-    m->workers = fl_ctrl_workers_start_synced(m->q, "hpa-marker", 1, reconcile, m, (fl_informer *const[]){m->hpas, NULL});
+    fl_template_handlers h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = m};
+    fl_templates_subscribe(env->templates, &h);
     *state = m;
     return 0;
 }
 
 static void marker_stop(void *state)
 {
-    marker *m = state;
-    fl_ctrl_workers_join(m->workers);
-    fl_workqueue_free(m->q);
-    free(m);
+    free(state); /* the registry's handlers stop with the registry, before the controllers */
 }
 
 const fl_controller fl_hpa_scale_target_marker_controller = {"hpa-scale-target-marker", marker_start, marker_stop};

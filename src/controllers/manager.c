@@ -156,6 +156,11 @@ int fl_ctrl_manager_start(const fl_ctrl_env *env, const fl_controller *const *li
     return 0;
 }
 
+struct fl_templates *fl_ctrl_manager_templates(fl_ctrl_manager *m)
+{
+    return m->env.templates;
+}
+
 void fl_ctrl_manager_stop(fl_ctrl_manager *m)
 {
     if (!m)

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/json_get.h"
+#include "controllers/templates.h"
 #include "core/mem.h"
 
 #include "testapi.h"
@@ -33,6 +34,10 @@ static int setup(void **state)
 {
     fixture *f = test_fixture_new();
     test_ctrl_start(&f->api, "hpa-scale-target-marker", &f->ctrl);
+    /* what the detector does once a policy names HPAs: the registry watches them */
+    assert_int_equal(fl_templates_watch(fl_ctrl_manager_templates(f->ctrl.m), "autoscaling/v2",
+                                        "HorizontalPodAutoscaler", 5000, NULL),
+                     0);
     *state = f;
     return 0;
 }
