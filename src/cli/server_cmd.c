@@ -36,7 +36,9 @@
 #include "client/kubeconfig.h"
 #include "controllers/controller.h"
 #include "controllers/eviction.h"
+#include "controllers/metricsstatus.h"
 #include "controllers/reconciled.h"
+#include "core/env.h"
 #include "core/err.h"
 #include "core/file.h"
 #include "core/json.h"
@@ -85,6 +87,13 @@ static void usage(FILE *f)
                "  --logging-format F        text (default) or json: one JSON object per line on stderr\n"
                "  --token-auth-file FILE    more bearer tokens, as kube-apiserver's: CSV lines\n"
                "                            token,user,uid[,\"group1,group2\"] (docs/access.md)\n"
+               "  --status-prometheus-url URL  the Prometheus query API (http[s]://HOST:PORT) holding the\n"
+               "                            kube-state-metrics series of the clusters annotated\n"
+               "                            flotilla.io/status-source=metrics (docs/status.md; default:\n"
+               "                            $FLOTILLA_STATUS_PROMETHEUS_URL)\n"
+               "  --status-metrics-interval-ms N  how often it is read (default 5000; a cluster whose series\n"
+               "                            stop for twice this is Unknown)\n"
+               "  --status-metrics-timeout-ms N   the bound of one query (default 3000)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -176,6 +185,8 @@ typedef struct server_opts {
     long long failover_history_limit;
     long long shutdown_delay_s; /* --shutdown-delay-duration */
     const char *token_auth_file; /* --token-auth-file, or NULL */
+    const char *prometheus_url;  /* --status-prometheus-url, or NULL */
+    long long metrics_interval_ms, metrics_timeout_ms; /* 0: controllers/metricsstatus.h's */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -273,17 +284,31 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"failover-history-limit", required_argument, 0, 'Y'},
         {"shutdown-delay-duration", required_argument, 0, 'D'},
         {"token-auth-file", required_argument, 0, 'A'},
+        {"status-prometheus-url", required_argument, 0, 'P'},
+        {"status-metrics-interval-ms", required_argument, 0, 'Q'},
+        {"status-metrics-timeout-ms", required_argument, 0, 'R'},
         {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int c;
     const char *log_format = NULL, *log_v = NULL; /* core/log.h */
     optind = 1;
+    o->prometheus_url = getenv("FLOTILLA_STATUS_PROMETHEUS_URL");
+    o->metrics_interval_ms = fl_env_ms("FLOTILLA_STATUS_METRICS_INTERVAL_MS", 0, 0);
     while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': o->data_dir = optarg; break;
         case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
         case 'L': log_format = optarg; break;
         case 'A': o->token_auth_file = optarg; break;
+        case 'P': o->prometheus_url = optarg; break;
+        case 'Q':
+            if (positive_arg("status-metrics-interval-ms", optarg, "milliseconds", &o->metrics_interval_ms))
+                return 2;
+            break;
+        case 'R':
+            if (positive_arg("status-metrics-timeout-ms", optarg, "milliseconds", &o->metrics_timeout_ms))
+                return 2;
+            break;
         case 'l': o->listen = optarg; break;
         case 'k': o->insecure = true; break;
         case 'm': o->max_inflight = atoi(optarg); break;
@@ -370,6 +395,13 @@ static int parse_args(int argc, char **argv, server_opts *o)
     }
     if (!o->data_dir) {
         fprintf(stderr, "flotilla server: --data-dir is required\n");
+        return 2;
+    }
+    if (o->prometheus_url && *o->prometheus_url && strncmp(o->prometheus_url, "http://", 7) &&
+        strncmp(o->prometheus_url, "https://", 8)) {
+        fprintf(stderr, "flotilla server: --status-prometheus-url: expected http://HOST:PORT or https://HOST:PORT, "
+                        "not \"%s\"\n",
+                o->prometheus_url);
         return 2;
     }
     if (o->insecure && !fl_cli_is_loopback(o->listen)) {
@@ -619,6 +651,7 @@ static void start_controllers(server *sv)
                fl_reconciled_watches_noted(&reconciled) ? ", and the member watches where they had reached" : "");
     fl_eviction_configure(sv->o.eviction_rate, sv->o.eviction_timeout_s);
     fl_eviction_set_history_limit((int)sv->o.failover_history_limit);
+    fl_mstatus_configure(sv->o.prometheus_url, sv->o.metrics_interval_ms, sv->o.metrics_timeout_ms);
     fl_ctrl_manager_start(&env, fl_server_controllers, &sv->ctrl);
     pthread_mutex_lock(&ctrl_health.mu);
     ctrl_health.m = sv->ctrl;
