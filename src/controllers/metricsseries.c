@@ -279,7 +279,8 @@ static json_t *parent_of(json_t *obj, const char *path, const char **leaf)
 static void set_at(json_t *obj, const char *path, json_t *v)
 {
     const char *leaf = NULL;
-    json_object_set_new(parent_of(obj, path, &leaf), leaf, v);
+    json_t *parent = parent_of(obj, path, &leaf); /* before leaf is read */
+    json_object_set_new(parent, leaf, v);
 }
 
 /* The element of array path whose `key` is `value`, made on demand. */
