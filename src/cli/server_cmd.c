@@ -263,6 +263,41 @@ static int positive_arg(const char *flag, const char *arg, const char *unit, lon
     return 0;
 }
 
+/* --max-object-bytes: 0, or 2 after saying what is wrong. */
+static int object_bytes_arg(const char *arg, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > SIZE_MAX) {
+        fprintf(stderr, "flotilla server: --max-object-bytes: expected a positive number of bytes, not \"%s\"\n", arg);
+        return 2;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+/* The metrics way in of live status (controllers/metricsstatus.h): --status-prometheus-url (c
+ * 'P'; 0: its default from the environment, arg may be NULL), --status-metrics-interval-ms ('Q'),
+ * --status-metrics-timeout-ms ('R'). 0, or 2 after saying what is wrong. */
+static int status_arg(int c, const char *arg, server_opts *o)
+{
+    if (c == 0) /* the defaults, from the environment (as `flotilla up` hands them on) */
+        o->metrics_interval_ms = fl_env_ms("FLOTILLA_STATUS_METRICS_INTERVAL_MS", 0, 0);
+    if (c == 'Q')
+        return positive_arg("status-metrics-interval-ms", arg, "milliseconds", &o->metrics_interval_ms) ? 2 : 0;
+    if (c == 'R')
+        return positive_arg("status-metrics-timeout-ms", arg, "milliseconds", &o->metrics_timeout_ms) ? 2 : 0;
+    if (arg && *arg && strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) {
+        fprintf(stderr, "flotilla server: --status-prometheus-url: expected http://HOST:PORT or https://HOST:PORT, "
+                        "not \"%s\"\n",
+                arg);
+        return 2;
+    }
+    o->prometheus_url = arg;
+    return 0;
+}
+
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, server_opts *o)
 {
@@ -284,29 +319,23 @@ static int parse_args(int argc, char **argv, server_opts *o)
         {"failover-history-limit", required_argument, 0, 'Y'},
         {"shutdown-delay-duration", required_argument, 0, 'D'},
         {"token-auth-file", required_argument, 0, 'A'},
-        {"status-prometheus-url", required_argument, 0, 'P'},
-        {"status-metrics-interval-ms", required_argument, 0, 'Q'},
+        {"status-prometheus-url", required_argument, 0, 'P'}, {"status-metrics-interval-ms", required_argument, 0, 'Q'},
         {"status-metrics-timeout-ms", required_argument, 0, 'R'},
         {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     int c;
     const char *log_format = NULL, *log_v = NULL; /* core/log.h */
     optind = 1;
-    o->prometheus_url = getenv("FLOTILLA_STATUS_PROMETHEUS_URL");
-    o->metrics_interval_ms = fl_env_ms("FLOTILLA_STATUS_METRICS_INTERVAL_MS", 0, 0);
+    if (status_arg(0, getenv("FLOTILLA_STATUS_PROMETHEUS_URL"), o))
+        return 2;
     while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': o->data_dir = optarg; break;
         case 'v': log_v = optarg[0] == '=' ? optarg + 1 : optarg; break; /* -v=N, as klog */
         case 'L': log_format = optarg; break;
         case 'A': o->token_auth_file = optarg; break;
-        case 'P': o->prometheus_url = optarg; break;
-        case 'Q':
-            if (positive_arg("status-metrics-interval-ms", optarg, "milliseconds", &o->metrics_interval_ms))
-                return 2;
-            break;
-        case 'R':
-            if (positive_arg("status-metrics-timeout-ms", optarg, "milliseconds", &o->metrics_timeout_ms))
+        case 'P': case 'Q': case 'R':
+            if (status_arg(c, optarg, o))
                 return 2;
             break;
         case 'l': o->listen = optarg; break;
@@ -329,18 +358,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
             *dst[i] = v > INT_MAX ? INT_MAX : (int)v;
             break;
         }
-        case 'O': {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > SIZE_MAX) {
-                fprintf(stderr, "flotilla server: --max-object-bytes: expected a positive number of bytes, not \"%s\"\n",
-                        optarg);
+        case 'O':
+            if (object_bytes_arg(optarg, &o->max_object_bytes))
                 return 2;
-            }
-            o->max_object_bytes = (size_t)v;
             break;
-        }
         case 'E': {
             char *end;
             errno = 0;
@@ -397,13 +418,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         fprintf(stderr, "flotilla server: --data-dir is required\n");
         return 2;
     }
-    if (o->prometheus_url && *o->prometheus_url && strncmp(o->prometheus_url, "http://", 7) &&
-        strncmp(o->prometheus_url, "https://", 8)) {
-        fprintf(stderr, "flotilla server: --status-prometheus-url: expected http://HOST:PORT or https://HOST:PORT, "
-                        "not \"%s\"\n",
-                o->prometheus_url);
-        return 2;
-    }
+
     if (o->insecure && !fl_cli_is_loopback(o->listen)) {
         fprintf(stderr, "flotilla server: --insecure-http is only allowed on a loopback address, not %s\n",
                 o->listen);
