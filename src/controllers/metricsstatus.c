@@ -345,9 +345,9 @@ static json_t *cluster_state(fl_mstatus *m, const char *c, const failure *f, con
     json_int_t last = json_integer_value(json_object_get(m->last_heard, c));
     json_int_t since = last ? last : json_integer_value(json_object_get(m->first_asked, c));
     if (now - since > 2 * m->interval_ms) {
-        char *msg = last ? fl_asprintf("no series of cluster %s in Prometheus for %lld s", c,
-                                       (long long)((now - last) / 1000))
-                         : fl_asprintf("no series of cluster %s in Prometheus", c);
+        /* no time that moves in it: a cluster that stays silent writes its Works once */
+        char *msg = fl_asprintf("no %sseries of cluster %s in Prometheus for over %lld ms (twice the interval)",
+                                last ? "new " : "", c, (long long)(2 * m->interval_ms));
         json_object_set_new(st, "down", live_json(FL_LIVE_UNKNOWN, "MetricsStale", msg));
         free(msg);
     } else if (!last) {

@@ -279,3 +279,19 @@ def test_prometheus_stopped_turns_that_cluster_unknown_and_leaves_the_other_alon
         prom.start()
     wait_for(lambda: state(fleet, "sm-web", "member1") == "Current", timeout=60,
              what="sm-web Current again once Prometheus is back")
+
+
+def test_a_cluster_taken_back_to_the_watch_is_judged_by_its_member_watch_again(setup):
+    fleet, prom = setup
+    wait_for(lambda: state(fleet, "sm-web", "member1") == "Current", timeout=30, what="sm-web Current on member1")
+    prom.stop()
+    try:
+        wait_for(lambda: state(fleet, "sm-web", "member1") == "Unknown", timeout=30, what="sm-web Unknown on member1")
+        fleet.kubectl("annotate", "cluster", "member1", f"{ANNOTATION}-")
+        # Prometheus is still down: Current can only come from the member watch
+        wait_for(lambda: state(fleet, "sm-web", "member1") == "Current", timeout=60,
+                 what="sm-web Current on member1 through its member watch")
+        assert live(fleet, "sm-web", "member1") == live(fleet, "sm-web", "member2")
+    finally:
+        prom.start()
+        fleet.kubectl("annotate", "--overwrite", "cluster", "member1", f"{ANNOTATION}=metrics")
