@@ -295,3 +295,27 @@ def test_a_cluster_taken_back_to_the_watch_is_judged_by_its_member_watch_again(s
     finally:
         prom.start()
         fleet.kubectl("annotate", "--overwrite", "cluster", "member1", f"{ANNOTATION}=metrics")
+
+
+def test_the_members_series_pass_promtool_and_name_what_they_hold(setup):
+    fleet, prom = setup
+    with open(os.path.join(fleet.dir, "members", "member1.kubeconfig")) as f:
+        kc = yaml.safe_load(f)
+    r = subprocess.run(["curl", "-sS", "--fail", "--cacert", os.path.join(fleet.dir, "members", "pki", "ca.crt"),
+                        "-H", f"Authorization: Bearer {kc['users'][0]['user']['token']}",
+                        kc["clusters"][0]["cluster"]["server"] + "/metrics"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    assert 'kube_deployment_spec_replicas{namespace="default",deployment="sm-web"} 2' in text, text[:2000]
+    assert 'kube_namespace_created{namespace="default"}' in text
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    # promtool's lint asks for HELP texts, which kube-state-metrics has and we leave out; nothing else
+    problems = [l for l in (lint.stdout + lint.stderr).splitlines() if l.strip() and "no help text" not in l]
+    assert not problems, problems
+    # without the member's token: refused, as its API is
+    r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert",
+                        os.path.join(fleet.dir, "members", "pki", "ca.crt"),
+                        kc["clusters"][0]["cluster"]["server"] + "/metrics"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.stdout == "401", r.stdout
