@@ -267,6 +267,11 @@ static int query(fl_mstatus *m, const char *promql, fl_client_cancel *cancel, js
     if (rc == FL_ETIMEDOUT) {
         f->reason = "PrometheusTimeout";
         f->message = fl_asprintf("no answer from %s within the time-out", fl_client_server(m->prom));
+    } else if (rc && ce.http / 100 == 2) { /* the client could not decode a 2xx answer */
+        const char *why = strstr(ce.message, "malformed JSON in the answer: ");
+        f->reason = "PrometheusAnswerMalformed";
+        f->message = fl_asprintf("the answer of %s is not JSON: %s", fl_client_server(m->prom),
+                                 why ? why + strlen("malformed JSON in the answer: ") : fl_errmsg(ce.message, rc));
     } else if (rc && !ce.http) {
         f->reason = "PrometheusUnreachable";
         f->message = fl_asprintf("%s: %s", fl_client_server(m->prom), fl_errmsg(ce.message, rc));

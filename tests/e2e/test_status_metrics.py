@@ -16,9 +16,13 @@ with a `cluster` target label naming the member.
 - a member that stops reporting (its API and /metrics down) turns Unknown (MetricsStale) on
   member1's Works after twice the interval;
 - Prometheus stopped: member1's Works turn Unknown with a reason naming the problem, member2's
-  stay Current; Prometheus back: Current again.
+  stay Current; Prometheus back: Current again. Something else on its port that answers garbage,
+  a wrong type, or too late: Unknown with PrometheusAnswerMalformed or PrometheusTimeout;
+- a cluster taken back to the watch (annotation removed) is judged by its member watch again;
+- the members' series pass `promtool check metrics`.
 """
 import contextlib
+import http.server
 import json
 import os
 import re
@@ -26,6 +30,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 import urllib.parse
 import urllib.request
 
@@ -319,3 +325,53 @@ def test_the_members_series_pass_promtool_and_name_what_they_hold(setup):
                         kc["clusters"][0]["cluster"]["server"] + "/metrics"], capture_output=True, text=True,
                        timeout=30)
     assert r.stdout == "401", r.stdout
+
+
+@contextlib.contextmanager
+def fake_prometheus(port, body, delay=0.0):
+    """Something else on Prometheus' port: every GET answered 200 with body, after delay seconds."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            time.sleep(delay)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:
+                pass  # the server gave up waiting
+
+        def log_message(self, *args):
+            pass
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.mark.parametrize("body,delay,reason,says", [
+    (b"<html>502 Bad Gateway</html>", 0, "PrometheusAnswerMalformed", "not JSON"),
+    (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"cluster":7},"value":[1,"1"]}]}}', 0,
+     "PrometheusAnswerMalformed", "data.result[0].metric.cluster: not a string"),
+    (b'{"status":"success","data":{"resultType":"vector","result":[]}}', 5, "PrometheusTimeout", "time-out"),
+])
+def test_a_prometheus_that_answers_garbage_or_too_late_turns_that_cluster_unknown(setup, body, delay, reason, says):
+    fleet, prom = setup
+    wait_for(lambda: state(fleet, "sm-web", "member1") == "Current", timeout=60, what="sm-web Current on member1")
+    prom.stop()
+    try:
+        with fake_prometheus(prom.port, body, delay):
+            got = wait_for(lambda: (lambda s: s if (s or {}).get("reason") == reason else None)(
+                live(fleet, "sm-web", "member1")), timeout=30, what=f"sm-web {reason} on member1")
+            assert got["state"] == "Unknown" and says in got["message"], got
+            assert state(fleet, "sm-web", "member2") == "Current"
+    finally:
+        prom.start()
+    wait_for(lambda: state(fleet, "sm-web", "member1") == "Current", timeout=60,
+             what="sm-web Current again once Prometheus is back")
