@@ -63,6 +63,7 @@
 #include "core/mem.h"
 #include "core/metrics.h"
 #include "core/timefmt.h"
+#include "core/wellknown.h"
 #include "interp/livestate.h"
 
 #define EXEC_WORKERS 8
@@ -1052,6 +1053,22 @@ static void *worker(void *arg)
 
 /* ---- informer handlers ---- */
 
+/* A Work of a metrics cluster (metricsstatus.h) that says an object of it is NotFound: no
+ * member watch re-queues it when an object is deleted behind the control plane's back, so the
+ * resync applies it again. */
+static bool metrics_not_found(const json_t *w)
+{
+    const char *ns = fl_json_meta(w, "namespace");
+    size_t plen = strlen(FL_EXECUTION_SPACE_PREFIX), i;
+    const json_t *e;
+    bool missing = false;
+    json_array_foreach(json_object_get(fl_json_obj(w, "status"), "manifestStatuses"), i, e) {
+        const char *state = fl_json_str(fl_json_obj(e, "liveStatus"), "state");
+        missing = missing || (state && !strcmp(state, "NotFound"));
+    }
+    return missing && ns && !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, plen) && fl_mstatus_owns(ns + plen);
+}
+
 /* Whether the Work's last apply, at its current generation, succeeded: then the member
  * watches see whatever happens to its objects (an edit, a deletion, the managed label taken
  * away) and re-queue it, and the resync has nothing to add. */
@@ -1064,7 +1081,8 @@ bool fl_exec_settled(const json_t *w)
     const char *st = fl_json_str(c, "status");
     return st && !strcmp(st, "True") &&
            json_integer_value(json_object_get(c, "observedGeneration")) ==
-               json_integer_value(json_object_get(md, "generation"));
+               json_integer_value(json_object_get(md, "generation")) &&
+           !metrics_not_found(w);
 }
 
 /* delivery: the Work is new, or changed in what delivery reads (not a resync's retry). It

@@ -13,6 +13,8 @@ with a `cluster` target label naming the member.
   the member watch, one through Prometheus), and Prometheus holds the series it was judged from;
 - made to fail (an image that never pulls, a short progress deadline), it is Failed with reason
   ProgressDeadlineExceeded on both, member1's through Prometheus;
+- deleted in member1 behind the control plane's back, it is NotFound through the metrics, then
+  delivered again (the engine's resync retries a metrics cluster's Work that says NotFound);
 - a member that stops reporting (its API and /metrics down) turns Unknown (MetricsStale) on
   member1's Works after twice the interval;
 - Prometheus stopped: member1's Works turn Unknown with a reason naming the problem, member2's
@@ -44,6 +46,7 @@ PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 MEMBERS = ["member1", "member2"]
 INTERVAL_MS = 1000
+RESYNC_MS = 2000  # how often the execution engine retries Works not settled (a NotFound of a metrics cluster)
 ANNOTATION = "flotilla.io/status-source"
 
 
@@ -138,7 +141,7 @@ def setup():
     port = free_port()
     # `flotilla up` hands its environment to the server it starts
     with env(FLOTILLA_STATUS_PROMETHEUS_URL=f"http://127.0.0.1:{port}",
-             FLOTILLA_STATUS_METRICS_INTERVAL_MS=str(INTERVAL_MS)):
+             FLOTILLA_STATUS_METRICS_INTERVAL_MS=str(INTERVAL_MS), FLOTILLA_EXEC_RESYNC_MS=str(RESYNC_MS)):
         fleet_cm = running_fleet(members=2)
         fleet = fleet_cm.__enter__()
     prom = Prometheus(fleet, port)
@@ -235,6 +238,22 @@ def test_a_deployment_that_never_pulls_fails_through_prometheus_as_through_the_w
     assert len(got) == 1, got
     rb = fleet.get("rb", "sm-stuck-deployment")
     assert rb["status"]["summary"]["failed"] == 2, rb["status"]["summary"]
+
+
+def test_an_object_deleted_in_the_metrics_member_is_not_found_then_delivered_again(setup):
+    fleet, _ = setup
+    wait_for(lambda: state(fleet, "sm-web", "member1") == "Current", timeout=30, what="sm-web Current on member1")
+    uid = fleet.get("deploy", "sm-web", member="member1")["metadata"]["uid"]
+    fleet.kubectl("delete", "deploy", "sm-web", "--wait=false", member="member1")
+    seen = []
+
+    def back():
+        seen.append(state(fleet, "sm-web", "member1"))
+        d = fleet.get("deploy", "sm-web", member="member1")
+        return d and d["metadata"]["uid"] != uid and seen[-1] == "Current"
+    wait_for(back, timeout=60, interval=0.1, what="sm-web re-created in member1 and Current")
+    # no member watch told anyone: the metrics said NotFound, and the engine's resync applied it again
+    assert "NotFound" in seen, seen
 
 
 def member_fault(fleet, name, down):
