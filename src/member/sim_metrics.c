@@ -262,6 +262,8 @@ char *fl_sim_metrics_text(fl_api *api, size_t *len)
         scan s = {&g, &EXPORTERS[i]};
         fl_store_list(api->store, EXPORTERS[i].store_prefix, NULL, 0, 0, one, &s, &rev, NULL);
         for (size_t j = 0; j < g.n; j++) {
+            fl_strbuf_printf(&b, "# HELP %s%s As kube-state-metrics exports it, for the simulated cluster.\n",
+                             EXPORTERS[i].prefix, g.suffix[j]);
             fl_strbuf_printf(&b, "# TYPE %s%s gauge\n", EXPORTERS[i].prefix, g.suffix[j]);
             fl_strbuf_add(&b, fl_strbuf_str(&g.text[j]), g.text[j].len);
             free(g.text[j].p);
