@@ -163,7 +163,7 @@ struct fl_mstatus {
     int64_t interval_ms;
     json_t *last_heard;  /* cluster -> newest heartbeat sample seen, ms since the epoch */
     json_t *first_asked; /* cluster -> when the poller first looked for it (ms) */
-    fl_metric *failures, *records;
+    fl_metric *failures, *records, *duration;
 };
 
 fl_mstatus *fl_mstatus_new(const fl_ctrl_env *env)
@@ -179,6 +179,10 @@ fl_mstatus *fl_mstatus_new(const fl_ctrl_env *env)
                                    "metrics cluster (the cluster's objects turn Unknown)",
                                    "cluster", NULL, NULL, 0);
     m->records = records_family();
+    m->duration = fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_status_metrics_poll_duration_seconds",
+                                   "How long a poll of the metrics way in took: its queries, the records, the Work "
+                                   "writes",
+                                   NULL, NULL, NULL, 0);
     pthread_mutex_lock(&mu);
     m->interval_ms = g_interval_ms;
     int timeout = (int)g_timeout_ms;
@@ -473,6 +477,7 @@ int64_t fl_mstatus_poll(fl_mstatus *m, fl_client_cancel *cancel)
         json_decref(names);
         return m->interval_ms;
     }
+    double t0 = fl_ctrl_now_s();
     json_t *heard = json_object(), *objs = json_object();
     failure f = {0};
     if (!m->prom) {
@@ -497,6 +502,7 @@ int64_t fl_mstatus_poll(fl_mstatus *m, fl_client_cancel *cancel)
         fl_log_kv(FL_LOG_WARN, LOG, "the metrics clusters' live status could not be read", "reason", f.reason, "err",
                   f.message, NULL);
     write_works(m, names);
+    fl_metric_observe(fl_metric_with(m->duration, NULL, NULL), fl_ctrl_now_s() - t0);
 out:
     free(f.message);
     json_decref(heard);
