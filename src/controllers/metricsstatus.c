@@ -459,8 +459,12 @@ static void write_works(fl_mstatus *m, const json_t *names)
         free(ns);
         size_t j;
         json_t *wr;
-        json_array_foreach(k.writes, j, wr)
+        json_array_foreach(k.writes, j, wr) {
+            /* the cluster taken back to the watch meanwhile: the engine writes its Works now */
+            if (!fl_mstatus_owns(k.cluster))
+                break;
             write_work(m, json_array_get(wr, 0), json_array_get(wr, 1));
+        }
         json_decref(k.writes);
     }
 }
