@@ -209,6 +209,13 @@ def test_an_unknown_status_source_is_refused_naming_the_annotation(setup):
     assert "metadata.annotations[flotilla.io/status-source]" in r.stderr, r.stderr
     assert 'Unsupported value: "prometheus"' in r.stderr, r.stderr
     assert ANNOTATION not in (fleet.get("cluster", "member2")["metadata"].get("annotations") or {})
+    # metrics is for Push clusters: a Pull cluster's agent reports the live status itself
+    pull = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": "sm-pull", "annotations": {ANNOTATION: "metrics"}}, "spec": {"syncMode": "Pull"}}
+    r = fleet.kubectl("create", "-f", "-", input=json.dumps(pull), check=False)
+    assert r.returncode != 0 and "metadata.annotations[flotilla.io/status-source]" in r.stderr, r.stderr
+    assert "Push clusters" in r.stderr, r.stderr
+    assert fleet.get("cluster", "sm-pull") is None
 
 
 def test_a_deployment_has_the_same_live_status_through_the_watch_and_through_prometheus(setup):
