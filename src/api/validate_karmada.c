@@ -14,6 +14,7 @@
 
 #include "api/validate.h"
 #include "api/validate_priv.h"
+#include "core/wellknown.h"
 
 static const char *const OVERRIDE_OPS[] = {"add", "remove", "replace", NULL};
 static const char *const ADD_REMOVE_OPS[] = {"add", "remove", NULL};
@@ -761,6 +762,30 @@ static void label_value_field(const json_t *spec, const char *key, json_t *cause
         fl_v_invalid_str(causes, fl_vpath(p, "spec.%s", key), v, msg);
 }
 
+/* Ours: where the live state of what a cluster runs comes from (core/wellknown.h). An unknown
+ * value is refused, never taken for the default; metrics only for Push clusters, whose status
+ * the control plane gathers (a Pull cluster's agent reports its own). */
+static void status_source(const json_t *obj, const json_t *spec, json_t *causes)
+{
+    static const char *const sources[] = {"watch", "metrics", NULL};
+    static const char field[] = "metadata.annotations[" FL_STATUS_SOURCE_ANNOTATION "]";
+    const json_t *v = json_object_get(fl_v_obj(fl_v_obj(obj, "metadata"), "annotations"), FL_STATUS_SOURCE_ANNOTATION);
+    if (!v)
+        return;
+    const char *src = json_string_value(v);
+    size_t i = 0;
+    while (src && sources[i] && strcmp(src, sources[i]))
+        i++;
+    if (!src || !sources[i]) {
+        fl_v_unsupported(causes, field, v, sources);
+        return;
+    }
+    const char *mode = fl_v_str(spec, "syncMode");
+    if (!strcmp(src, "metrics") && mode && !strcmp(mode, "Pull"))
+        fl_v_invalid_str(causes, field, src,
+                         "metrics is for Push clusters: a Pull cluster's agent reports the live status itself");
+}
+
 void fl_validate_cluster(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
 {
     static const char *const modes[] = {"Pull", "Push", NULL};
@@ -774,6 +799,7 @@ void fl_validate_cluster(const fl_kind *k, const json_t *obj, const json_t *old,
         return;
     }
     fl_v_enum(causes, "spec.syncMode", spec, "syncMode", modes, true);
+    status_source(obj, spec, causes);
     const char *ep = fl_v_nonempty(spec, "apiEndpoint");
     if (ep)
         api_endpoint(ep, "spec.apiEndpoint", causes);

@@ -39,7 +39,9 @@
 #include "client/kubeconfig.h"
 #include "controllers/controller.h"
 #include "controllers/eviction.h"
+#include "controllers/metricsstatus.h"
 #include "controllers/reconciled.h"
+#include "core/env.h"
 #include "core/err.h"
 #include "core/file.h"
 #include "core/json.h"
@@ -101,6 +103,13 @@ static void usage(FILE *f)
                "  --audit-log-maxsize MB    rotate the audit log before it passes MB megabytes (default 100)\n"
                "  --audit-log-maxbackup N   rotated audit logs kept (default 0: all)\n"
                "  --audit-log-maxage DAYS   rotated audit logs removed after DAYS days (default 0: never)\n"
+               "  --status-prometheus-url URL  the Prometheus query API (http[s]://HOST:PORT) holding the\n"
+               "                            kube-state-metrics series of the clusters annotated\n"
+               "                            flotilla.io/status-source=metrics (docs/status.md; default:\n"
+               "                            $FLOTILLA_STATUS_PROMETHEUS_URL)\n"
+               "  --status-metrics-interval-ms N  how often it is read (default 5000; a cluster whose series\n"
+               "                            stop for twice this is Unknown)\n"
+               "  --status-metrics-timeout-ms N   the bound of one query (default 3000)\n"
                "\n"
                "Writes DIR/kubeconfig for kubectl: kubectl --kubeconfig DIR/kubeconfig get ns\n"
                "and DIR/bootstrap-kubeconfig for pull-mode agents (flotilla agent --server-kubeconfig ...).\n");
@@ -196,6 +205,8 @@ typedef struct server_opts {
     const char *sa_issuer, *api_audiences; /* NULL: the defaults (sa_token.h) */
     long long sa_max_seconds;    /* --service-account-max-token-expiration; 0: none */
     fl_audit_config audit;       /* --audit-*: api/audit.h */
+    const char *prometheus_url;  /* --status-prometheus-url, or NULL */
+    long long metrics_interval_ms, metrics_timeout_ms; /* 0: controllers/metricsstatus.h's */
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -276,6 +287,41 @@ static int positive_arg(const char *flag, const char *arg, const char *unit, lon
     return 0;
 }
 
+/* --max-object-bytes: 0, or 2 after saying what is wrong. */
+static int object_bytes_arg(const char *arg, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > SIZE_MAX) {
+        fprintf(stderr, "flotilla server: --max-object-bytes: expected a positive number of bytes, not \"%s\"\n", arg);
+        return 2;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+/* The metrics way in of live status (controllers/metricsstatus.h): --status-prometheus-url (c
+ * 'P'; 0: its default from the environment, arg may be NULL), --status-metrics-interval-ms ('Q'),
+ * --status-metrics-timeout-ms ('R'). 0, or 2 after saying what is wrong. */
+static int status_arg(int c, const char *arg, server_opts *o)
+{
+    if (c == 0) /* the defaults, from the environment (as `flotilla up` hands them on) */
+        o->metrics_interval_ms = fl_env_ms("FLOTILLA_STATUS_METRICS_INTERVAL_MS", 0, 0);
+    if (c == 'Q')
+        return positive_arg("status-metrics-interval-ms", arg, "milliseconds", &o->metrics_interval_ms) ? 2 : 0;
+    if (c == 'R')
+        return positive_arg("status-metrics-timeout-ms", arg, "milliseconds", &o->metrics_timeout_ms) ? 2 : 0;
+    if (arg && *arg && strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) {
+        fprintf(stderr, "flotilla server: --status-prometheus-url: expected http://HOST:PORT or https://HOST:PORT, "
+                        "not \"%s\"\n",
+                arg);
+        return 2;
+    }
+    o->prometheus_url = arg;
+    return 0;
+}
+
 /* The --audit-* options (api/audit.h), long only: getopt values past any character. */
 #define AUDIT_OPT 0x1000
 #define AUDIT_LONGOPTS                                                                                             \
@@ -350,6 +396,8 @@ static const struct option longopts[] = {
     {"client-ca-file", required_argument, 0, 'c'}, {"service-account-issuer", required_argument, 0, 'i'},
     {"api-audiences", required_argument, 0, 'a'},
     {"service-account-max-token-expiration", required_argument, 0, 'x'}, AUDIT_LONGOPTS,
+    {"status-prometheus-url", required_argument, 0, 'P'}, {"status-metrics-interval-ms", required_argument, 0, 'Q'},
+    {"status-metrics-timeout-ms", required_argument, 0, 'R'},
     {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
     {0, 0, 0, 0}};
 
@@ -364,6 +412,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
     int c;
     const char *log_format = NULL, *log_v = NULL; /* core/log.h */
     optind = 1;
+    if (status_arg(0, getenv("FLOTILLA_STATUS_PROMETHEUS_URL"), o))
+        return 2;
     while ((c = getopt_long(argc, argv, "hv:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': o->data_dir = optarg; break;
@@ -379,6 +429,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
                                 "at least 10m (e.g. 24h), not \"%s\"\n", optarg);
                 return 2;
             }
+            break;
+        case 'P': case 'Q': case 'R':
+            if (status_arg(c, optarg, o))
+                return 2;
             break;
         case 'l': o->listen = optarg; break;
         case 'k': o->insecure = true; break;
@@ -400,18 +454,10 @@ static int parse_args(int argc, char **argv, server_opts *o)
             *dst[i] = v > INT_MAX ? INT_MAX : (int)v;
             break;
         }
-        case 'O': {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > SIZE_MAX) {
-                fprintf(stderr, "flotilla server: --max-object-bytes: expected a positive number of bytes, not \"%s\"\n",
-                        optarg);
+        case 'O':
+            if (object_bytes_arg(optarg, &o->max_object_bytes))
                 return 2;
-            }
-            o->max_object_bytes = (size_t)v;
             break;
-        }
         case 'E': {
             char *end;
             errno = 0;
@@ -468,6 +514,7 @@ static int parse_args(int argc, char **argv, server_opts *o)
         fprintf(stderr, "flotilla server: --data-dir is required\n");
         return 2;
     }
+
     if (o->insecure && !fl_cli_is_loopback(o->listen)) {
         fprintf(stderr, "flotilla server: --insecure-http is only allowed on a loopback address, not %s\n",
                 o->listen);
@@ -752,6 +799,7 @@ static void start_controllers(server *sv)
                fl_reconciled_watches_noted(&reconciled) ? ", and the member watches where they had reached" : "");
     fl_eviction_configure(sv->o.eviction_rate, sv->o.eviction_timeout_s);
     fl_eviction_set_history_limit((int)sv->o.failover_history_limit);
+    fl_mstatus_configure(sv->o.prometheus_url, sv->o.metrics_interval_ms, sv->o.metrics_timeout_ms);
     fl_ctrl_manager_start(&env, fl_server_controllers, &sv->ctrl);
     pthread_mutex_lock(&ctrl_health.mu);
     ctrl_health.m = sv->ctrl;

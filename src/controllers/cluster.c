@@ -36,6 +36,7 @@
 #include "client/informer.h"
 #include "client/workqueue.h"
 #include "controllers/members.h"
+#include "controllers/metricsstatus.h"
 #include "controllers/names.h"
 #include "core/condition.h"
 #include "core/json.h"
@@ -99,6 +100,9 @@ struct cstatus {
     pthread_t watchdog;
     bool watchdog_started;
     fl_client_cancel *watchdog_stop;
+    /* the metrics way in of live status (metricsstatus.h): polled on these workers under
+     * FL_MSTATUS_KEY, so that it costs the server no thread of its own */
+    fl_mstatus *mstatus;
 };
 
 static const char *ready_status(const json_t *cluster)
@@ -929,7 +933,9 @@ static void *worker_main(void *arg)
     cstatus *st = w->st;
     char *key;
     while (fl_workqueue_get(st->q, -1, &key) == 0) {
-        if (!atomic_load(&st->stop) && !*st->stopping) {
+        if (!atomic_load(&st->stop) && !*st->stopping && !strcmp(key, FL_MSTATUS_KEY)) {
+            fl_workqueue_add_after(st->q, key, fl_mstatus_poll(st->mstatus, w->cancel));
+        } else if (!atomic_load(&st->stop) && !*st->stopping) {
             reconcile(w, key);
             /* the next probe of this cluster; a deleted one is dropped at that turn. Clusters
              * that joined together are probed at a random point of the period the first
@@ -1029,6 +1035,8 @@ static int cluster_start(const fl_ctrl_env *env, void **state)
     st->clusters = fl_ctrl_informer(env, CLUSTERS.api_version, CLUSTERS.resource);
     fl_informer_handlers ch = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .ctx = st};
     fl_informer_add_handlers(st->clusters, &ch);
+    st->mstatus = fl_mstatus_new(env);
+    fl_workqueue_add(st->q, FL_MSTATUS_KEY);
     fl_informer_config lc = {.client = env->cp, .resource = LEASES, .ns = LEASE_NAMESPACE};
     int rc = fl_informer_new(&lc, &st->leases);
     if (rc == 0)
@@ -1081,6 +1089,7 @@ static void cluster_stop(void *state)
     for (int i = 0; i < st->nworkers; i++)
         fl_client_cancel_free(st->w[i].cancel);
     fl_informer_free(st->leases);
+    fl_mstatus_free(st->mstatus);
     fl_workqueue_free(st->q);
     fl_client_cancel_free(st->watchdog_stop);
     json_decref(st->mem);

@@ -52,6 +52,7 @@
 #include "controllers/controller.h"
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
+#include "controllers/metricsstatus.h"
 #include "controllers/names.h"
 #include "core/condition.h"
 #include "core/env.h"
@@ -62,6 +63,7 @@
 #include "core/mem.h"
 #include "core/metrics.h"
 #include "core/timefmt.h"
+#include "core/wellknown.h"
 #include "interp/livestate.h"
 
 #define EXEC_WORKERS 8
@@ -364,7 +366,8 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
      * listed after that (a slow member) leaves an absent cache entry meaning only "try to
      * create": AlreadyExists then reads the object itself. */
     fl_ws_watch *wt = NULL;
-    rc = fl_ws_watch_get(x->watches, cluster, mc, t->api_version, t->kind, t->resource, -1, &wt);
+    bool metrics = fl_mstatus_owns(cluster); /* a cluster whose status comes from metrics: no watch */
+    rc = metrics ? 0 : fl_ws_watch_get(x->watches, cluster, mc, t->api_version, t->kind, t->resource, -1, &wt);
     if (rc) {
         *emsg = fl_asprintf("manifest %d: cluster %s: %s", i, cluster, fl_strerror(rc));
         return rc;
@@ -373,7 +376,13 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
     fl_client_error ce = {0};
     json_t *existing = NULL, *out = NULL, *desired = NULL;
     char *what = describe(t);
-    if (fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing) == FL_EEXPIRED) {
+    if (metrics) {
+        rc = fl_client_get(mc, &t->gvr, t->ns, t->name, &existing, &ce);
+        if (rc && rc != FL_ENOTFOUND)
+            goto failed;
+        memset(&ce, 0, sizeof ce);
+        rc = 0;
+    } else if (fl_informer_get(fl_ws_watch_informer(wt), t->ns, t->name, &existing) == FL_EEXPIRED) {
         /* the watch keeps only its owner, its status being recorded (recorded_settle): the
          * object itself is read from the member */
         fl_metrics_count("flotilla_execution_member_reads_total",
@@ -480,7 +489,8 @@ done:
     free(what);
     json_decref(existing);
     json_decref(desired);
-    fl_ws_watch_put(x->watches, wt);
+    if (wt)
+        fl_ws_watch_put(x->watches, wt);
     return rc;
 }
 
@@ -575,6 +585,12 @@ json_t *fl_exec_manifest_entry(exec *x, const json_t *work, const char *cluster,
                                       prev, &rerr, &herr);
     json_decref(prev);
     report_interp(x, work, cluster, t->kind, t->ns, t->name, rerr, herr);
+    json_t *metrics = fl_mstatus_owns(cluster) ? fl_mstatus_live(cluster, t->api_version, t->kind, t->ns, t->name)
+                                               : NULL;
+    if (metrics) /* the metrics way has the record: what the apply read is not watched */
+        json_object_set_new(e, "liveStatus", metrics);
+    else
+        fl_mstatus_count_record(fl_client_in_process(x->cp) ? "watch" : "agent");
     if (fl_live_reason_ages(fl_json_str(fl_json_obj(e, "liveStatus"), "reason"))) {
         /* its live state changes with time alone: judge it again then */
         char *key = fl_cat(fl_json_meta(work, "namespace"), "/", fl_json_meta(work, "name"), NULL);
@@ -696,6 +712,8 @@ static enum watch_survey survey_watches(exec *x, const char *cluster, fl_client 
                                         const json_t *manifests)
 {
     size_t n = json_array_size(manifests);
+    if (fl_mstatus_owns(cluster))
+        return WATCH_APPLY; /* no member watch there: each manifest's object is read as it is applied */
     const json_t *entries = applied_entries(work, n);
     bool listing = false, unchanged = entries != NULL;
     for (size_t i = 0; i < n && !listing; i++) {
@@ -773,7 +791,8 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, const 
             record_version(work, (int)i, e, observed, t.wrote, native);
             const char *rv = fl_json_str(e, FL_WS_OBSERVED_RV);
             fl_ws_watch *wt = NULL;
-            if (rv && fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0)
+            if (rv && !fl_mstatus_owns(cluster) &&
+                fl_ws_watch_get(x->watches, cluster, mc, t.api_version, t.kind, t.resource, -1, &wt) == 0)
                 recorded_add(&rec, wt, &t, rv);
             json_array_append_new(statuses, e);
         } else {
@@ -1043,6 +1062,22 @@ static void *worker(void *arg)
 
 /* ---- informer handlers ---- */
 
+/* A Work of a metrics cluster (metricsstatus.h) that says an object of it is NotFound: no
+ * member watch re-queues it when an object is deleted behind the control plane's back, so the
+ * resync applies it again. */
+static bool metrics_not_found(const json_t *w)
+{
+    const char *ns = fl_json_meta(w, "namespace");
+    size_t plen = strlen(FL_EXECUTION_SPACE_PREFIX), i;
+    const json_t *e;
+    bool missing = false;
+    json_array_foreach(json_object_get(fl_json_obj(w, "status"), "manifestStatuses"), i, e) {
+        const char *state = fl_json_str(fl_json_obj(e, "liveStatus"), "state");
+        missing = missing || (state && !strcmp(state, "NotFound"));
+    }
+    return missing && ns && !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, plen) && fl_mstatus_owns(ns + plen);
+}
+
 /* Whether the Work's last apply, at its current generation, succeeded: then the member
  * watches see whatever happens to its objects (an edit, a deletion, the managed label taken
  * away) and re-queue it, and the resync has nothing to add. */
@@ -1055,7 +1090,8 @@ bool fl_exec_settled(const json_t *w)
     const char *st = fl_json_str(c, "status");
     return st && !strcmp(st, "True") &&
            json_integer_value(json_object_get(c, "observedGeneration")) ==
-               json_integer_value(json_object_get(md, "generation"));
+               json_integer_value(json_object_get(md, "generation")) &&
+           !metrics_not_found(w);
 }
 
 /* delivery: the Work is new, or changed in what delivery reads (not a resync's retry). It

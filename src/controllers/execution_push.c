@@ -21,6 +21,7 @@
 #include "core/json.h"
 #include "core/json_get.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 
 static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
 static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
@@ -120,9 +121,13 @@ static void cluster_added(void *ctx, json_t *obj)
 
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
-    /* status writes (health probes) change nothing for delivery */
+    /* status writes (health probes) change nothing for delivery; where the live status comes
+     * from (watch or metrics: controllers/metricsstatus.h) changes the member watches */
+    const char *was = fl_json_meta_map(old_obj, "annotations", FL_STATUS_SOURCE_ANNOTATION);
+    const char *is = fl_json_meta_map(new_obj, "annotations", FL_STATUS_SOURCE_ANNOTATION);
     if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")) &&
-        !fl_json_meta(new_obj, "deletionTimestamp") == !fl_json_meta(old_obj, "deletionTimestamp"))
+        !fl_json_meta(new_obj, "deletionTimestamp") == !fl_json_meta(old_obj, "deletionTimestamp") &&
+        !strcmp(was ? was : "", is ? is : ""))
         return;
     cluster_added(ctx, new_obj);
 }

@@ -14,11 +14,13 @@
 #include <string.h>
 
 #include "controllers/events.h"
+#include "controllers/metricsstatus.h"
 #include "core/json.h"
 #include "core/json_get.h"
 #include "core/mem.h"
 #include "core/metrics.h"
 #include "core/timefmt.h"
+#include "core/wellknown.h"
 
 /* How long a burst lasts after the last Work joined delivery */
 #define BURST_LINGER_MS 2000
@@ -149,6 +151,11 @@ bool fl_exec_first_status_later(exec *x, const json_t *work, const json_t *statu
         return false;
     json_int_t gen = json_integer_value(json_object_get(fl_json_obj(work, "metadata"), "generation"));
     int64_t now = fl_time_now_ms(), wait = 0;
+    /* a metrics cluster's Work: no member event will come to write it when its objects are
+     * ready (controllers/metricsstatus.h), so once released it is written at once */
+    const char *ns = fl_json_meta(work, "namespace");
+    size_t plen = strlen(FL_EXECUTION_SPACE_PREFIX);
+    bool metrics = ns && !strncmp(ns, FL_EXECUTION_SPACE_PREFIX, plen) && fl_mstatus_owns(ns + plen);
     pthread_mutex_lock(&x->mu);
     json_t *seen = json_object_get(x->first_status, key);
     int64_t cap = seen ? json_integer_value(json_array_get(seen, FS_APPLIED)) + x->first_status_max_ms : 0;
@@ -165,7 +172,7 @@ bool fl_exec_first_status_later(exec *x, const json_t *work, const json_t *statu
         json_array_set_new(seen, FS_HELD, json_true());
         wait = cap - now;
     } else if ((json_is_true(json_array_get(seen, FS_HELD)) || in_burst(x, now)) && now < cap &&
-               any_unhealthy(statuses)) {
+               any_unhealthy(statuses) && !metrics) {
         /* released, its objects not ready: the member's events come through (nothing is
          * due, so they are not skipped), and the one that makes them ready writes it */
         wait = cap - now;

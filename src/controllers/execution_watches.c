@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controllers/metricsstatus.h"
 #include "controllers/names.h"
 #include "core/condition.h"
 #include "core/env.h"
@@ -65,6 +66,8 @@ static void add_name(void *ctx, const char *cluster)
 #define AHEAD_FANOUT_MAX 32
 void fl_exec_watch_ahead(exec *x, const char *cluster, const json_t *work)
 {
+    if (fl_mstatus_owns(cluster))
+        return; /* its status comes from metrics: no member watch */
     size_t i;
     json_t *m;
     json_array_foreach(json_object_get(fl_json_obj(fl_json_obj(work, "spec"), "workload"), "manifests"), i, m) {
@@ -329,7 +332,7 @@ static void resync_one(void *ctx, const char *key, uint32_t tag)
     if (!d) {
         fl_exec_cluster cl = {0};
         r->x->ops.cluster(r->x->ops.ctx, cluster, &cl);
-        d = json_boolean(cl.deliver);
+        d = json_boolean(cl.deliver && !fl_mstatus_owns(cluster)); /* a metrics cluster's watches go */
         json_object_set_new(r->deliver, cluster, d);
     }
     const json_t *set = set_idx ? json_array_get(r->kind_sets, set_idx - 1) : NULL;

@@ -42,6 +42,10 @@
 #define FL_MANAGED_ANNOTATIONS_ANNOTATION "resourcetemplate.karmada.io/managed-annotations"
 #define FL_APPLIED_OVERRIDES_ANNOTATION "policy.karmada.io/applied-overrides"
 #define FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION "policy.karmada.io/applied-cluster-overrides"
+/* Ours, on a Cluster: where the live state of what is delivered there comes from: "watch" (the
+ * default: the control plane's member watches, or a Pull cluster's agent) or "metrics" (a
+ * Prometheus query API, Push clusters only: controllers/metricsstatus.h). */
+#define FL_STATUS_SOURCE_ANNOTATION "flotilla.io/status-source"
 
 /* ---- taints ---- */
 #define FL_TAINT_CLUSTER_NOT_READY "cluster.karmada.io/not-ready"

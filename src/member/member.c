@@ -104,6 +104,22 @@ static void admin_handle(void *ctx, fl_req *r)
     r->resp_type = "application/json";
 }
 
+/* GET /clusters/<name>/metrics: the cluster's kube-state-metrics series (sim_metrics.c) */
+static void metrics_handle(void *ctx, fl_req *r)
+{
+    vcluster *v = ctx;
+    if (strcmp(r->method, "GET")) {
+        r->code = 405;
+        r->resp = fl_strdup("only GET\n");
+        r->resp_len = strlen(r->resp);
+        r->resp_type = "text/plain";
+        return;
+    }
+    r->code = 200;
+    r->resp = fl_sim_metrics_text(&v->api, &r->resp_len);
+    r->resp_type = "text/plain; version=0.0.4";
+}
+
 static int route(void *ctx, const char *url, fl_http_route *out)
 {
     fl_member_host *h = ctx;
@@ -124,6 +140,10 @@ static int route(void *ctx, const char *url, fl_http_route *out)
         return -1;
     out->api = &v->api;
     out->path = slash ? slash : "/";
+    if (!strncmp(out->path, "/metrics", 8) && (!out->path[8] || out->path[8] == '?')) {
+        out->handle = metrics_handle;
+        out->handle_ctx = v;
+    }
     out->token = h->cfg.insecure_http ? NULL : v->token;
     out->fail_code = v->down ? 503 : 0;
     out->delay_ms = v->slow_ms;

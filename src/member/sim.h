@@ -93,6 +93,11 @@ typedef struct fl_sim_usage {
  * cluster). Returns 0 and fills *out (zeroed on every path). Any thread. */
 int fl_sim_cluster_usage(fl_api *api, fl_sim_usage *out);
 
+/* The series a kube-state-metrics would export for the cluster served by api (its Deployments,
+ * StatefulSets, DaemonSets, Jobs, Pods and Namespaces), in the Prometheus text format, without a
+ * cluster label (sim_metrics.c). Reads the store only. A heap string of *len bytes. Any thread. */
+char *fl_sim_metrics_text(fl_api *api, size_t *len);
+
 /* Parse a Kubernetes quantity ("500m", "2", "1.5Gi", "1e3", "128974848") into *out, scaled
  * by `scale` (1000 gives millicores from cores). Returns 0 or FL_EINVAL. Pure. */
 int fl_sim_parse_quantity(const char *s, int64_t scale, int64_t *out);
