@@ -24,6 +24,7 @@
 #include "api/api_internal.h"
 #include "api/auth.h"
 #include "api/api_write.h"
+#include "api/rbac.h"
 #include "api/apply.h"
 #include "api/crd_schema.h"
 #include "api/protobuf.h"
@@ -492,6 +493,21 @@ static int check_object(fl_req *r, const fl_target *t, const json_t *obj, const 
     return 0;
 }
 
+/* Kubernetes' escalation check on writes of RBAC objects (rbac_escalation.c): 403 when the
+ * caller would grant more than they hold. Returns 0 to go on. */
+static int check_escalation(fl_api *api, fl_req *r, const fl_target *t, const json_t *obj)
+{
+    if (!api->auth || !r->who || strcmp(t->kind->group, FL_RBAC_GROUP) || t->sub[0])
+        return 0;
+    char *msg = NULL;
+    if (!fl_rbac_confirm_no_escalation(api, api->auth, r->who, t->kind->kind, t->kind->namespaced ? t->ns : "", obj,
+                                       &msg))
+        return 0;
+    fl_resp_status(r, 403, "Forbidden", t, NULL, "%s", msg);
+    free(msg);
+    return -1;
+}
+
 /* Non-metadata content changed (spec only, for kinds with a status subresource)? */
 static bool content_changed(const fl_kind *k, const json_t *old, const json_t *new)
 {
@@ -791,7 +807,8 @@ void fl_api_create_object(fl_api *api, fl_req *r, const fl_target *t0, json_t *o
     csr_requester(k, obj, r->who);
     if (!applied)
         record_update(r, k, NULL, obj);
-    if (check_object(r, t, obj, NULL, false)) /* types were checked on the body above */
+    if (check_object(r, t, obj, NULL, false) || /* types were checked on the body above */
+        check_escalation(api, r, t, obj))
         goto out;
     if (k->namespaced && check_namespace(api, r, t, t->ns))
         goto out;
@@ -1010,7 +1027,7 @@ void fl_api_guaranteed_update(fl_api *api, fl_req *r, const fl_target *t, fl_api
          * in mutate_patch, and what the merge takes from the stored object was checked
          * when that was written */
         bool typed = verb == FL_API_UPDATE_PUT || (verb == FL_API_UPDATE_PATCH && !scale);
-        if (check_object(r, t, obj, cur, !typed)) {
+        if (check_object(r, t, obj, cur, !typed) || check_escalation(api, r, t, obj)) {
             json_decref(cur);
             json_decref(obj);
             break;

@@ -74,6 +74,16 @@ int fl_rbac_ensure_defaults(fl_api *api);
  * cluster_uid, so the garbage collector removes them with it. 0 or a negative FL_E* code. */
 int fl_rbac_ensure_agent(fl_api *api, const char *cluster, const char *cluster_uid);
 
+/* ---- rbac_escalation.c ---- */
+
+/* Kubernetes' escalation check on a write of obj, a Role, ClusterRole, RoleBinding or
+ * ClusterRoleBinding (kind) in namespace ns ("" for the cluster-scoped ones) by who: a role
+ * only with every permission it lists held (or the escalate verb on it), a binding only with
+ * every permission of its role held (or the bind verb on the role). Returns 0 (allowed, also
+ * for other kinds and who NULL), or 403 with *msg (heap) worded as Kubernetes words it. */
+int fl_rbac_confirm_no_escalation(fl_api *api, fl_auth *a, const fl_identity *who, const char *kind, const char *ns,
+                                  const json_t *obj, char **msg);
+
 /* ---- rbac_review.c ---- */
 
 /* Answer a SelfSubjectAccessReview, SubjectAccessReview, LocalSubjectAccessReview or

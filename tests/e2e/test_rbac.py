@@ -287,3 +287,39 @@ def test_discovery_lists_the_reviews_as_create_only(teams):
     # and nothing of them is stored: a GET of the collection is not allowed
     code, _ = teams_curl(teams, "GET", "/apis/authorization.k8s.io/v1/subjectaccessreviews", None)
     assert code == 405
+
+
+def test_roles_and_bindings_grant_no_more_than_their_writer_holds(teams):
+    """Kubernetes' escalation check: alice, admin of namespace esc, may write roles and bindings
+    there within what she holds, and is refused (403, the permissions named) past it."""
+    teams.kubectl("create", "namespace", "esc")
+    teams.kubectl("-n", "esc", "create", "rolebinding", "alice-admin", "--clusterrole", "admin", "--user", "alice")
+    r = as_user(teams, "alice", "-n", "esc", "create", "role", "cm-reader", "--verb", "get,list",
+                "--resource", "configmaps")
+    assert r.returncode == 0, r.stderr
+    r = as_user(teams, "alice", "-n", "esc", "create", "rolebinding", "bob-view", "--clusterrole", "view",
+                "--user", "bob")
+    assert r.returncode == 0, r.stderr
+    assert can_i(teams, "bob", "list", "configmaps", "-n", "esc")
+    # a rule she does not hold: Clusters are not hers to read
+    r = as_user(teams, "alice", "-n", "esc", "create", "role", "cluster-reader", "--verb", "get",
+                "--resource", "clusters.cluster.karmada.io")
+    assert r.returncode == 1
+    assert ('roles.rbac.authorization.k8s.io "cluster-reader" is forbidden: user "alice" (groups=["team-a" '
+            '"developers" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+            '{APIGroups:["cluster.karmada.io"], Resources:["clusters"], Verbs:["get"]}') in r.stderr, r.stderr
+    # nor a binding to a role that holds more than she does, nor widening her own role by edit
+    r = as_user(teams, "alice", "-n", "esc", "create", "rolebinding", "me-root", "--clusterrole", "cluster-admin",
+                "--user", "alice")
+    assert r.returncode == 1 and "is attempting to grant RBAC permissions not currently held" in r.stderr, r.stderr
+    r = as_user(teams, "alice", "-n", "esc", "patch", "role", "cm-reader", "--type=json", "-p",
+                '[{"op":"add","path":"/rules/-","value":{"apiGroups":["cluster.karmada.io"],'
+                '"resources":["clusters"],"verbs":["list"]}}]')
+    assert r.returncode == 1 and "not currently held" in r.stderr, r.stderr
+    assert teams.get("rolebinding", "me-root", "-n", "esc") is None
+    # a ClusterRole is checked against cluster-wide permissions, and an aggregating one needs all
+    r = as_user(teams, "alice", "create", "clusterrole", "agg", "--aggregation-rule", "x=y")
+    assert r.returncode == 1, r.stderr
+    # the admin, in system:masters, may grant anything
+    teams.kubectl("-n", "esc", "create", "role", "cluster-reader", "--verb", "get",
+                  "--resource", "clusters.cluster.karmada.io")
