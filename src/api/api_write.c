@@ -52,6 +52,13 @@ static bool is_yaml(const char *ct)
     return ct && (strstr(ct, "yaml") != NULL);
 }
 
+/* What t's body should be, for messages: its kind, or its resource for the create-only
+ * endpoints that name no served kind (authentication.k8s.io's reviews). */
+static const char *body_kind(const fl_target *t)
+{
+    return t->kind ? t->kind->kind : t->resource;
+}
+
 /* (contract in api_write.h) */
 int fl_api_duplicate_fields(fl_req *r, const fl_target *t)
 {
@@ -61,9 +68,8 @@ int fl_api_duplicate_fields(fl_req *r, const fl_target *t)
     int rc = fl_crd_field_validation(fl_req_query(r, "fieldValidation"), dups, &warning, &err);
     json_decref(dups);
     if (rc) {
-        const fl_kind *k = t->kind;
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s in version \"%s\" cannot be handled as a %s: %s", k->kind,
-                       k->version, k->kind, err ? err : "invalid");
+        fl_resp_status(r, 400, "BadRequest", t, NULL, "%s in version \"%s\" cannot be handled as a %s: %s",
+                       body_kind(t), t->kind ? t->kind->version : t->version, body_kind(t), err ? err : "invalid");
         free(err);
         free(warning);
         return -1;
@@ -78,7 +84,7 @@ json_t *fl_req_body_object(fl_req *r, const fl_target *t)
         return fl_json_deep_copy(r->body_obj);
     if (!r->body || !r->body_len) {
         fl_resp_status(r, 400, "BadRequest", t, NULL, "the request body is empty; expected a %s object",
-                       t->kind->kind);
+                       body_kind(t));
         return NULL;
     }
     json_t *obj = NULL;

@@ -380,3 +380,20 @@ def test_tokens_and_certificates_outlive_a_restart(server_factory):
     res, info = whoami(kc)
     assert res.returncode == 0 and info["username"] == "dave" and info["groups"] == ["ops", "system:authenticated"]
     assert oct(os.stat(os.path.join(s.data_dir, "pki", "sa.key")).st_mode & 0o777) == "0o600"
+
+
+def test_reviews_with_an_empty_or_repeating_body_are_refused_not_crashed(server):
+    """The create-only endpoints of authentication (and client certificates) name no served
+    kind: an empty body, or one repeating a key under fieldValidation=Strict, is a 400 naming
+    the resource, and the server keeps serving."""
+    for path in ("/apis/authentication.k8s.io/v1/tokenreviews",
+                 "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                 "/apis/flotilla.io/v1alpha1/clientcertificates"):
+        code, body = server.curl("POST", path, "")
+        assert code == 400, (path, code, body)
+        assert "the request body is empty" in body["message"], body
+        code, body = server.curl("POST", path + "?fieldValidation=Strict", '{"spec": {}, "spec": {}}')
+        assert code == 400, (path, code, body)
+        assert "cannot be handled" in body["message"] and "duplicate field" in body["message"], body
+    code, _ = server.curl("GET", "/api/v1/namespaces")
+    assert code == 200
