@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "api/api_internal.h"
-#include "api/protobuf.h"
 #include "api/validate.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -137,19 +136,9 @@ void fl_rbac_review(fl_rbac *rb, fl_req *r, const fl_target *t)
         return;
     }
     r->verb = "POST";
-    json_t *obj = r->body_obj ? json_deep_copy(r->body_obj) : NULL;
-    const char *ct = r->content_type ? r->content_type : "";
-    char *err = NULL;
-    if (!obj && r->body_len && !strncmp(ct, "application/vnd.kubernetes.protobuf", 35))
-        fl_protobuf_decode((const unsigned char *)r->body, r->body_len, &obj, &err); /* kubectl auth can-i */
-    else if (!obj && r->body_len)
-        fl_json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &obj, NULL);
-    free(err);
-    if (!json_is_object(obj)) {
-        json_decref(obj);
-        fl_resp_status(r, 400, "BadRequest", t, NULL, "the body of a %s must be a JSON object", kinds[which][1]);
+    json_t *obj = fl_req_body_object(r, t); /* JSON, YAML or protobuf (kubectl auth can-i) */
+    if (!obj)
         return;
-    }
     json_t *spec = json_object_get(obj, "spec");
     if (!json_is_object(spec)) {
         spec = json_object();
