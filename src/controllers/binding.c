@@ -933,22 +933,29 @@ static void prepare_target(render *r, int i)
 {
     if (r->unchanged && r->unchanged[i])
         return;
-    json_t *want = NULL;
-    r->rc[i] = build_work(r, i, &want, &r->err[i]);
-    if (r->rc[i])
-        return;
     /* whole: the update below starts from it, and is compared with it */
-    char *wkey = fl_cat(fl_json_meta(want, "namespace"), "/", r->wname, NULL);
+    char *wns = fl_names_execution_space(r->targets[i].cluster);
+    char *wkey = fl_cat(wns, "/", r->wname, NULL);
+    free(wns);
     json_t *have = NULL;
     fl_informer_get_whole(r->b->works, wkey, &have);
     bool behind = have && copy_behind(r->b, wkey, have);
     free(wkey);
+    if (behind) {
+        r->rc[i] = FL_ECONFLICT; /* our last write is on its way to the cache: soon again */
+        json_decref(have);
+        return;
+    }
+    json_t *want = NULL;
+    r->rc[i] = build_work(r, i, &want, &r->err[i]);
+    if (r->rc[i]) {
+        json_decref(have);
+        return;
+    }
     if (!have) {
         r->pending[i] = json_incref(want);
         r->create[i] = true;
         record_rendered_from(r, i, want, 1);
-    } else if (behind) {
-        r->rc[i] = FL_ECONFLICT; /* our last write is on its way to the cache: soon again */
     } else if (fl_json_meta(have, "deletionTimestamp")) {
         r->rc[i] = FL_ECONFLICT; /* the old Work is still going (cluster removed and back): later */
     } else {
