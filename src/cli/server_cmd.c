@@ -76,6 +76,9 @@ static void usage(FILE *f)
                "  --tls-cipher-suites LIST  comma-separated IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
                "                            (default: ECDHE with AES-GCM or ChaCha20-Poly1305)\n"
                "  --max-object-bytes N      largest object stored, encoded (default 1572864, etcd's 1.5 MiB)\n"
+               "  --etcd-servers URL[,URL]  keep the store in etcd (docs/ha.md) instead of DIR's SQLite file\n"
+               "  --etcd-cafile F, --etcd-certfile F, --etcd-keyfile F   TLS to etcd\n"
+               "  --etcd-prefix P           the etcd keys' prefix (default /registry)\n"
                "  --http-header-timeout S   seconds a connection has to send a request's headers (default 32)\n"
                "  --http-body-timeout S     seconds a request has to send its body after them (default 60)\n"
                "  --http-idle-timeout S     seconds an idle keep-alive connection is kept (default 90)\n"
@@ -207,6 +210,9 @@ typedef struct server_opts {
     fl_audit_config audit;       /* --audit-*: api/audit.h */
     const char *prometheus_url;  /* --status-prometheus-url, or NULL */
     long long metrics_interval_ms, metrics_timeout_ms; /* 0: controllers/metricsstatus.h's */
+    /* --etcd-servers (NULL: the SQLite store in the data directory) and its TLS files and
+     * key prefix, as kube-apiserver's flags of the same names */
+    const char *etcd_servers, *etcd_cafile, *etcd_certfile, *etcd_keyfile, *etcd_prefix;
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
@@ -379,7 +385,9 @@ static long long duration_seconds(const char *s)
     return total;
 }
 
-/* `flotilla server`'s flags: the value is parse_args's case. */
+/* `flotilla server`'s flags: the value is parse_args's case (the etcd flags, long only,
+ * take OPT_ETCD + their index in server_opts' etcd fields). */
+#define OPT_ETCD 1000
 static const struct option longopts[] = {
     {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
     {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
@@ -399,6 +407,9 @@ static const struct option longopts[] = {
     {"status-prometheus-url", required_argument, 0, 'P'}, {"status-metrics-interval-ms", required_argument, 0, 'Q'},
     {"status-metrics-timeout-ms", required_argument, 0, 'R'},
     {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
+    {"etcd-servers", required_argument, 0, OPT_ETCD + 0}, {"etcd-cafile", required_argument, 0, OPT_ETCD + 1},
+    {"etcd-certfile", required_argument, 0, OPT_ETCD + 2}, {"etcd-keyfile", required_argument, 0, OPT_ETCD + 3},
+    {"etcd-prefix", required_argument, 0, OPT_ETCD + 4},
     {0, 0, 0, 0}};
 
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
@@ -502,6 +513,11 @@ static int parse_args(int argc, char **argv, server_opts *o)
             break;
         }
         case 'h': usage(stdout); return 0;
+        case OPT_ETCD + 0: o->etcd_servers = optarg; break;
+        case OPT_ETCD + 1: o->etcd_cafile = optarg; break;
+        case OPT_ETCD + 2: o->etcd_certfile = optarg; break;
+        case OPT_ETCD + 3: o->etcd_keyfile = optarg; break;
+        case OPT_ETCD + 4: o->etcd_prefix = optarg; break;
         default: if (audit_arg(c, optarg, &o->audit)) return 2; break;
         }
     }
@@ -515,6 +531,21 @@ static int parse_args(int argc, char **argv, server_opts *o)
         return 2;
     }
 
+    if (!o->etcd_servers && (o->etcd_cafile || o->etcd_certfile || o->etcd_keyfile || o->etcd_prefix)) {
+        fprintf(stderr, "flotilla server: --etcd-cafile, --etcd-certfile, --etcd-keyfile and --etcd-prefix need "
+                        "--etcd-servers\n");
+        return 2;
+    }
+    if (!o->etcd_certfile != !o->etcd_keyfile) {
+        fprintf(stderr, "flotilla server: --etcd-certfile and --etcd-keyfile go together\n");
+        return 2;
+    }
+    if (o->etcd_prefix && (o->etcd_prefix[0] != '/' || strlen(o->etcd_prefix) < 2 ||
+                           o->etcd_prefix[strlen(o->etcd_prefix) - 1] == '/')) {
+        fprintf(stderr, "flotilla server: --etcd-prefix: expected a key prefix such as /registry (a '/' first, "
+                        "none last), not \"%s\"\n", o->etcd_prefix);
+        return 2;
+    }
     if (o->insecure && !fl_cli_is_loopback(o->listen)) {
         fprintf(stderr, "flotilla server: --insecure-http is only allowed on a loopback address, not %s\n",
                 o->listen);
@@ -604,11 +635,20 @@ static int open_store(server *sv)
     fl_store_config scfg = {.path = db,
                             .compact_window = sv->o.window,
                             .durable = !sv->o.no_fsync,
-                            .load_mark = FL_API_LOAD_MARK};
+                            .load_mark = FL_API_LOAD_MARK,
+                            .etcd_servers = sv->o.etcd_servers,
+                            .etcd_cafile = sv->o.etcd_cafile,
+                            .etcd_certfile = sv->o.etcd_certfile,
+                            .etcd_keyfile = sv->o.etcd_keyfile,
+                            .etcd_prefix = sv->o.etcd_prefix};
     int rc = fl_store_open(&scfg, &sv->store);
     free(db);
     if (rc) {
-        fprintf(stderr, "flotilla server: cannot open the store in %s: %s\n", sv->o.data_dir, fl_strerror(rc));
+        if (sv->o.etcd_servers)
+            fprintf(stderr, "flotilla server: cannot open the store on etcd %s: %s\n", sv->o.etcd_servers,
+                    fl_strerror(rc));
+        else
+            fprintf(stderr, "flotilla server: cannot open the store in %s: %s\n", sv->o.data_dir, fl_strerror(rc));
         return rc;
     }
     fl_reconciled_store rs = {.ctx = sv->store,
