@@ -281,10 +281,21 @@ size_t fl_store_count(fl_store *s, const char *prefix)
 
 /* ---- writing ---- */
 
+/* The calling thread's fence (fl_store_fence_thread). */
+static _Thread_local bool thread_fenced;
+
+bool fl_store_fence_thread(bool on)
+{
+    bool was = thread_fenced;
+    thread_fenced = on;
+    return was;
+}
+
 int fl_store_write(fl_store *s, fl_store_op *op)
 {
     op->rev = 0;
     op->value = NULL;
+    op->fenced = thread_fenced && s->be->lead;
     if (!op->key || (!op->render && !op->render_blob) || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
         return FL_EINVAL;
     int64_t t0 = fl_time_mono_ns();
@@ -318,6 +329,35 @@ int fl_store_note_get_text(fl_store *s, const char *name, char **text)
 int64_t fl_store_compact(fl_store *s)
 {
     return s->be->compact(s);
+}
+
+/* ---- leading ---- */
+
+bool fl_store_shared(fl_store *s)
+{
+    return s->be->lead != NULL;
+}
+
+int fl_store_lead(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                  void *ctx)
+{
+    if (!identity || !identity[0] || ttl_s <= 0 || !stop)
+        return FL_EINVAL;
+    return s->be->lead ? s->be->lead(s, identity, ttl_s, stop, lost, ctx) : 0;
+}
+
+void fl_store_lead_release(fl_store *s)
+{
+    if (s && s->be->lead_release)
+        s->be->lead_release(s);
+}
+
+int fl_store_leader(fl_store *s, char **holder, int64_t *since_ms)
+{
+    *holder = NULL;
+    if (since_ms)
+        *since_ms = 0;
+    return s->be->leader ? s->be->leader(s, holder, since_ms) : 0;
 }
 
 /* ---- watching ---- */

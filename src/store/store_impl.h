@@ -80,6 +80,13 @@ typedef struct fl_store_backend {
      * milliseconds the oldest write still waiting for the backend's writer has waited at
      * monotonic time now_ms, 0 when none waits. Quick: takes only the queue's lock. */
     int64_t (*queued_ms)(fl_store *s, int64_t now_ms);
+    /* Optional (NULL: nobody else opens this store: the lead is this process's at once, and
+     * op->fenced asks nothing): fl_store_lead's campaign, with its arguments as given
+     * (identity non-NULL, ttl_s > 0); lead_release and leader as their public functions. */
+    int (*lead)(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                void *ctx);
+    void (*lead_release)(fl_store *s);
+    int (*leader)(fl_store *s, char **holder, int64_t *since_ms);
 } fl_store_backend;
 
 extern const fl_store_backend fl_store_sqlite_backend;
