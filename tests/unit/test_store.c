@@ -1436,6 +1436,7 @@ static void test_failed_batch_returns_eio_to_every_op_and_changes_nothing(void *
 typedef struct fake_log {
     int64_t upto; /* the log holds revisions 1..upto, keys "/h/<rev % 3>" */
     int calls;
+    int64_t step; /* 0 or 1: every revision; else only its multiples (an etcd store's gaps) */
 } fake_log;
 
 static fl_store_event *hub_event(int64_t rev)
@@ -1453,6 +1454,8 @@ static int fake_replay(void *ctx, const char *prefix, int64_t from, int64_t to, 
     fl->calls++;
     *n = 0;
     for (int64_t r = from + 1; r <= to && r <= fl->upto && *n < max; r++) {
+        if (fl->step > 1 && r % fl->step)
+            continue;
         fl_store_event *e = hub_event(r);
         if (strncmp(e->key, prefix, strlen(prefix)) == 0)
             out[(*n)++] = e;
@@ -1528,6 +1531,84 @@ static void test_ring_bytes_cap_sends_older_watches_to_the_log(void **state)
     assert_true(log.calls >= 1);
     fl_watch_free(inside);
     fl_watch_free(below);
+    fl_watch_hub_free(h);
+}
+
+static void publish_every(fl_watch_hub *h, int64_t from, int64_t to, int64_t step)
+{
+    for (int64_t r = from; r <= to; r += step) {
+        fl_store_event *e = hub_event(r);
+        fl_watch_hub_publish(h, &e, 1);
+    }
+}
+
+static void expect_revs(fl_watch *w, int64_t from, int64_t to, int64_t step)
+{
+    fl_watch_event *ev;
+    for (int64_t r = from; r <= to; r += step) {
+        assert_int_equal(fl_watch_next(w, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    assert_int_equal(fl_watch_next(w, &ev, 10), FL_ETIMEDOUT);
+}
+
+/* Revisions with gaps (an etcd store's: other transactions of the cluster take the ones in
+ * between): the ring keeps its window of revisions with empty slots, a watch inside it is
+ * served from memory alone, one below it reads the log up to the ring without a gap or a
+ * duplicate, and a jump past the whole ring empties it without stepping through the gap. */
+static void test_ring_keeps_revisions_with_gaps_and_watches_see_each_event_once(void **state)
+{
+    fake_log log = { .upto = 500, .step = 5 };
+    fl_watch_hub *h = fl_watch_hub_new(0, 16, 0, 1000, fake_replay, &log);
+    publish_every(h, 5, 500, 5); /* the ring spans revisions 485..500: events 485, 490, 495, 500 */
+    fl_watch *inside = NULL, *below = NULL, *late = NULL;
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 485, &inside), 0);
+    expect_revs(inside, 490, 500, 5);
+    assert_int_equal(log.calls, 0); /* the ring alone */
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 400, &below), 0);
+    publish_every(h, 505, 520, 5);
+    log.upto = 520;
+    expect_revs(below, 405, 520, 5);
+    assert_true(log.calls >= 1);
+    /* a jump of a million revisions: nothing of the old ring is kept, the new event is */
+    publish_every(h, 1000520, 1000520, 1);
+    assert_int_equal(fl_watch_hub_ring_bytes(h), strlen("v@1000520"));
+    int calls = log.calls;
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 1000519, &late), 0);
+    expect_revs(late, 1000520, 1000520, 1);
+    assert_int_equal(log.calls, calls);
+    fl_watch_event *ev;
+    for (int64_t r = 505; r <= 520; r += 5) { /* queued before the jump */
+        assert_int_equal(fl_watch_next(inside, &ev, 1000), 0);
+        assert_int_equal(ev->rev, r);
+    }
+    expect_revs(inside, 1000520, 1000520, 1);
+    fl_watch_free(inside);
+    fl_watch_free(below);
+    fl_watch_free(late);
+    fl_watch_hub_free(h);
+}
+
+/* A backend that reloaded its state (an etcd replica that lagged past the cluster's
+ * compaction) expires every open watch: each answers FL_EEXPIRED from then on, even with
+ * events queued, and a watch opened afterwards from the new head sees only what follows. */
+static void test_hub_expire_all_expires_open_watches_and_restarts_the_history(void **state)
+{
+    fake_log log = { .upto = 10 };
+    fl_watch_hub *h = fl_watch_hub_new(0, 16, 0, 1000, fake_replay, &log);
+    fl_watch *w = NULL, *after = NULL;
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 0, &w), 0);
+    publish_range(h, 1, 10);
+    fl_watch_hub_expire_all(h, 50);
+    fl_watch_event *ev;
+    assert_int_equal(fl_watch_next(w, &ev, 0), FL_EEXPIRED);
+    assert_int_equal(fl_watch_hub_ring_bytes(h), 0);
+    assert_int_equal(fl_watch_hub_open(h, "/h/", 50, &after), 0);
+    publish_range(h, 51, 52);
+    expect_revs(after, 51, 52, 1);
+    assert_int_equal(log.calls, 0);
+    fl_watch_free(w);
+    fl_watch_free(after);
     fl_watch_hub_free(h);
 }
 
@@ -2223,6 +2304,8 @@ int main(void)
         cmocka_unit_test(test_watch_below_ring_reads_log_then_ring_without_gap),
         cmocka_unit_test(test_ring_bytes_cap_sends_older_watches_to_the_log),
         cmocka_unit_test(test_watch_backlog_overflow_expires_the_watch),
+        cmocka_unit_test(test_ring_keeps_revisions_with_gaps_and_watches_see_each_event_once),
+        cmocka_unit_test(test_hub_expire_all_expires_open_watches_and_restarts_the_history),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_values_revisions_and_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_notes_outlive_a_reopen_and_move_no_revision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_store_keeps_no_notes, setup_mem, teardown),
