@@ -60,6 +60,14 @@ typedef struct fl_store_config {
                                   these bytes (fl_store_marked), or whose writer said it holds
                                   what they stand for (fl_store_op.mark), without reading the
                                   values where the rows say so already */
+    /* etcd (store_etcd*.c): non-NULL selects it, and path and memory are ignored. A
+     * comma-separated list of the cluster's client URLs (http:// or https://). */
+    const char *etcd_servers;
+    const char *etcd_cafile;   /* optional: CA bundle to verify https servers */
+    const char *etcd_certfile; /* optional, with etcd_keyfile: client certificate */
+    const char *etcd_keyfile;
+    const char *etcd_prefix;   /* where the store's keys live in etcd: key K is prefix + K;
+                                  NULL = "/registry" */
 } fl_store_config;
 
 /* Memory stores (memory = true).
