@@ -1,7 +1,7 @@
 /* store.c - the store's public functions (store.h), dispatching to its backend.
  *
- * fl_store_open chooses the backend once, from fl_store_config (memory: store_memory.c;
- * else SQLite: store_sqlite.c), and every later call checks its arguments here and goes
+ * fl_store_open chooses the backend once, from fl_store_config (etcd_servers: store_etcd.c;
+ * memory: store_memory.c; else SQLite: store_sqlite.c), and every later call checks its arguments here and goes
  * through that backend's table of operations (store_impl.h) with one indirect call,
  * taking no lock and allocating nothing on the way. What every backend keeps alike (the
  * cache of live keys, head and compact revisions, the watch hub) is read here directly,
@@ -154,9 +154,11 @@ bool fl_store_base_copy(fl_store *s, fl_store_snap *sn, const char *prefix, cons
 int fl_store_open(const fl_store_config *cfg, fl_store **out)
 {
     *out = NULL;
-    if (!cfg || (!cfg->memory && !cfg->path))
+    if (!cfg || (!cfg->memory && !cfg->path && !cfg->etcd_servers))
         return FL_EINVAL;
-    const fl_store_backend *be = cfg->memory ? &fl_store_memory_backend : &fl_store_sqlite_backend;
+    const fl_store_backend *be = cfg->etcd_servers ? &fl_store_etcd_backend
+                                 : cfg->memory     ? &fl_store_memory_backend
+                                                   : &fl_store_sqlite_backend;
     return be->open(cfg, out);
 }
 

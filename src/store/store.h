@@ -60,10 +60,14 @@ typedef struct fl_store_config {
                                   these bytes (fl_store_marked), or whose writer said it holds
                                   what they stand for (fl_store_op.mark), without reading the
                                   values where the rows say so already */
-    const char *etcd_servers;  /* non-NULL: the etcd backend on these endpoints (comma-separated
-                                  URLs); path is then not used */
-    const char *etcd_cafile, *etcd_certfile, *etcd_keyfile; /* optional TLS to etcd */
-    const char *etcd_prefix;   /* the etcd keys' prefix; NULL = "/registry" */
+    /* etcd (store_etcd*.c): non-NULL selects it, and path and memory are ignored. A
+     * comma-separated list of the cluster's client URLs (http:// or https://). */
+    const char *etcd_servers;
+    const char *etcd_cafile;   /* optional: CA bundle to verify https servers */
+    const char *etcd_certfile; /* optional, with etcd_keyfile: client certificate */
+    const char *etcd_keyfile;
+    const char *etcd_prefix;   /* where the store's keys live in etcd: key K is prefix + K;
+                                  NULL = "/registry" */
 } fl_store_config;
 
 /* Memory stores (memory = true).

@@ -91,6 +91,7 @@ typedef struct fl_store_backend {
 
 extern const fl_store_backend fl_store_sqlite_backend;
 extern const fl_store_backend fl_store_memory_backend;
+extern const fl_store_backend fl_store_etcd_backend;
 
 /* The state every backend keeps; the first member of each backend's store. */
 struct fl_store {
