@@ -883,7 +883,8 @@ static bool follow_lead(server *sv)
 {
     int st = fl_lead_state(sv->lead);
     if (st == FL_LEAD_LEADING && !sv->ctrl) {
-        init_reconciled(sv); /* what the last leader noted */
+        fl_store_fence_thread(true); /* this thread notes the reconciled revision: only while leading */
+        init_reconciled(sv);         /* what the last leader noted */
         start_controllers(sv);
         pthread_mutex_lock(&ctrl_health.mu);
         ctrl_health.standby = false;
