@@ -223,6 +223,11 @@ static int etcd_open(const fl_store_config *cfg, fl_store **out)
     fl_store_etcd *s = fl_calloc(1, sizeof(*s));
     fl_store_base_init(&s->base, &fl_store_etcd_backend);
     s->c = c;
+    ec.timeout_ms = FL_ETCD_WRITE_ATTEMPT_MS;
+    if (fl_etcd_open(&ec, &s->wc, &err) != 0) { /* the same configuration: cannot fail now */
+        free(err);
+        s->wc = NULL;
+    }
     s->prefix = fl_strdup(cfg->etcd_prefix ? cfg->etcd_prefix : DEFAULT_PREFIX);
     s->plen = strlen(s->prefix);
     s->prefix_end = fl_etcd_prefix_end(s->prefix);
@@ -288,6 +293,7 @@ static void etcd_free(fl_store *bs)
     fl_watch_hub_free(s->base.hub); /* waits for replays, which see stop */
     fl_etcd_lead_free(s->lead);     /* its renewing thread uses the client */
     fl_etcd_free(s->c);
+    fl_etcd_free(s->wc);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s->prefix);

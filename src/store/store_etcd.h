@@ -32,10 +32,16 @@
 /* How long a writer waits for the watcher to apply the revision it wrote (read-your-writes),
  * and a replica that lags for a revision a caller names, before FL_ETIMEDOUT. */
 #define FL_ETCD_APPLY_WAIT_MS 10000
+/* One attempt of a write transaction: a member that lost its leader holds a proposal until
+ * etcd's own timeout (seconds) rather than failing it, so a write is tried again after this
+ * (it cannot apply twice: every write compares a revision), up to FL_ETCD_APPLY_WAIT_MS. */
+#define FL_ETCD_WRITE_ATTEMPT_MS 700
 
 typedef struct fl_store_etcd {
     fl_store base;             /* first: a fl_store * is a fl_store_etcd * */
     fl_etcd *c;
+    fl_etcd *wc;               /* the same members, for write transactions: a short timeout per
+                                  attempt (FL_ETCD_WRITE_ATTEMPT_MS), retried (store_etcd_write.c) */
     char *prefix;              /* etcd key of store key K: prefix + K */
     size_t plen;
     char *prefix_end;          /* fl_etcd_prefix_end(prefix) */

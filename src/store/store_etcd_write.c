@@ -37,6 +37,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/random.h"
+#include "core/timefmt.h"
 #include "store/store_cache.h"
 #include "store/store_etcd.h"
 
@@ -137,6 +138,19 @@ static int etcd_key_rev(fl_store_etcd *s, const char *ekey, bool *found, int64_t
     return 0;
 }
 
+/* Whether a failed transaction's reads show ekey holding exactly value; *rev its revision. */
+static bool res_holds(const fl_etcd_txn_result *res, const char *ekey, const char *value, size_t len, int64_t *rev)
+{
+    for (size_t i = 0; i < res->nkvs; i++) {
+        const fl_etcd_kv *kv = &res->kvs[i];
+        if (!strcmp(kv->key, ekey) && kv->value && kv->value->len == len && !memcmp(kv->value->data, value, len)) {
+            *rev = kv->mod_rev;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* One transaction on ekey: if its mod_revision is cmp_rev (and, fenced, this process still
  * leads: etcd_lead.h), put value (value NULL: delete the key), else read it (and the lead's
  * key). 0 with *rev the revision written; 1 when the key's compare failed, with *found and
@@ -155,12 +169,26 @@ static int txn_one(fl_store_etcd *s, bool fenced, const char *ekey, int64_t cmp_
                                 { .type = FL_ETCD_GET, .key = ekey } };
     fl_etcd_txn_result res = { 0 };
     fl_etcd_error e = { 0 };
-    if (fl_etcd_txn(s->c, cmp, fenced ? 2 : 1, &then, 1, fenced ? otherwise : otherwise + 1, fenced ? 2 : 1, &res,
-                    &e) != 0)
+    /* Tried again while its outcome is unknown (a member without a leader holds it): it
+     * cannot apply twice, as it compares the key's revision; if an earlier attempt did
+     * apply, the compare now fails and the key holds exactly this value (below). */
+    bool retried = false;
+    int64_t until = fl_time_mono_ms() + FL_ETCD_APPLY_WAIT_MS;
+    fl_etcd *wc = s->wc ? s->wc : s->c;
+    int trc;
+    while ((trc = fl_etcd_txn(wc, cmp, fenced ? 2 : 1, &then, 1, fenced ? otherwise : otherwise + 1, fenced ? 2 : 1,
+                              &res, &e)) == FL_ETIMEDOUT &&
+           e.code == FL_ETIMEDOUT && fl_time_mono_ms() < until && !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        retried = true;
+        e = (fl_etcd_error){ 0 };
+    }
+    if (trc != 0)
         return fl_store_etcd_fail(s, value ? "put" : "delete", &e);
     int rc = 0;
     if (res.succeeded) {
         *rev = res.rev;
+    } else if (retried && value && res_holds(&res, ekey, value, len, rev)) {
+        rc = 0; /* an attempt that timed out had applied */
     } else {
         /* fenced: the lead's GET came first; the key's own is the one whose key is ekey */
         const fl_etcd_kv *lead = NULL, *kv = NULL;
