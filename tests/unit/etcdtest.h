@@ -12,7 +12,8 @@
  * its log under one fresh directory in $TMPDIR (t.dir, removed by fl_etcdtest_stop), so tests
  * run in parallel without meeting. The members die with the test process (PR_SET_PDEATHSIG),
  * so a crashed test leaves no etcd behind. fl_etcdtest_kill and fl_etcdtest_restart take one
- * member down and up again, for failover tests.
+ * member down and up again, for failover tests; fl_etcdtest_leader says which one leads, to
+ * kill the leader (an election follows) or a follower (nothing to elect).
  *
  * The binary is $FL_ETCD_BIN, else "etcd" on $PATH (Debian's etcd-server; scripts/setup.sh
  * installs it). Starting waits until every member's /health says true (the cluster has a
@@ -53,6 +54,7 @@ typedef struct fl_etcdtest {
     char endpoint[FL_ETCDTEST_MAX][64];      /* "http://127.0.0.1:<client port>" */
     char endpoints[FL_ETCDTEST_MAX * 64];    /* all of them, comma-separated, member 0 first */
     char dir[256];                           /* data dirs m0, m1, ... and logs m0.log, ... */
+    char extra[8][128];                      /* more flags for every member ("" ends them) */
     char error[768];                         /* why start or restart failed */
 } fl_etcdtest;
 
@@ -158,7 +160,13 @@ static inline int fl_etcdtest_spawn(fl_etcdtest *t, int i)
                     "--advertise-client-urls", client, "--listen-peer-urls", peer,
                     "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
                     "--initial-cluster-state", "new", "--initial-cluster-token", token,
-                    "--logger", "zap", "--log-outputs", log, "--log-level", "warn", NULL};
+                    "--logger", "zap", "--log-outputs", log, "--log-level", "warn",
+                    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t argc = 0;
+    while (argv[argc])
+        argc++;
+    for (int k = 0; k < 8 && t->extra[k][0]; k++)
+        argv[argc++] = t->extra[k];
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -237,11 +245,20 @@ static inline void fl_etcdtest_stop(fl_etcdtest *t)
     t->dir[0] = 0;
 }
 
-/* Start a fresh etcd of members (1 to FL_ETCDTEST_MAX) members and wait until it serves.
- * 0, or -1 with t->error set and nothing left running. */
-static inline int fl_etcdtest_start(fl_etcdtest *t, int members)
+/* Start a fresh etcd of members (1 to FL_ETCDTEST_MAX) members and wait until it serves;
+ * extra, when not NULL, is a NULL-terminated list of up to 8 more flags for every member
+ * ("--experimental-watch-progress-notify-interval=300ms"). 0, or -1 with t->error set and
+ * nothing left running. */
+static inline int fl_etcdtest_start_with(fl_etcdtest *t, int members, const char *const *extra)
 {
     memset(t, 0, sizeof *t);
+    for (int k = 0; extra && extra[k]; k++) {
+        if (k == 8 || strlen(extra[k]) >= sizeof t->extra[k]) {
+            snprintf(t->error, sizeof t->error, "etcdtest: more than 8 extra flags, or one over 127 bytes");
+            return -1;
+        }
+        snprintf(t->extra[k], sizeof t->extra[k], "%s", extra[k]);
+    }
     if (members < 1 || members > FL_ETCDTEST_MAX) {
         snprintf(t->error, sizeof t->error, "etcdtest: %d members asked for, 1 to %d possible", members, FL_ETCDTEST_MAX);
         return -1;
@@ -289,6 +306,55 @@ static inline int fl_etcdtest_start(fl_etcdtest *t, int members)
         return -1;
     }
     return 0;
+}
+
+/* The value of the JSON string member "name" in text (digits, as etcd writes int64s), or 0. */
+static inline unsigned long long fl_etcdtest_json_u64(const char *text, const char *name)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", name);
+    const char *p = strstr(text, pat);
+    return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
+/* The index of the member that is the leader now, by asking each member up for its status
+ * (its own ID and its leader's), or -1 when none says it leads. */
+static inline int fl_etcdtest_leader(const fl_etcdtest *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        if (t->pid[i] <= 0)
+            continue;
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        if (s < 0)
+            return -1;
+        struct timeval tv = {2, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)t->client_port[i])};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        char buf[4096];
+        size_t got = 0;
+        if (connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
+            static const char req[] = "POST /v3/maintenance/status HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+                                      "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+            if (write(s, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+                ssize_t r;
+                while (got < sizeof buf - 1 && (r = read(s, buf + got, sizeof buf - 1 - got)) > 0)
+                    got += (size_t)r;
+            }
+        }
+        close(s);
+        buf[got] = 0;
+        unsigned long long self = fl_etcdtest_json_u64(buf, "member_id");
+        if (self && self == fl_etcdtest_json_u64(buf, "leader"))
+            return i;
+    }
+    return -1;
+}
+
+/* fl_etcdtest_start_with, no extra flags. */
+static inline int fl_etcdtest_start(fl_etcdtest *t, int members)
+{
+    return fl_etcdtest_start_with(t, members, NULL);
 }
 
 /* Kill member i at once (SIGKILL: no goodbye to its peers), as a crash would. */
