@@ -12,6 +12,13 @@
 #include <cmocka.h>
 #include <pthread.h>
 
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "api/tls.h"
 #include "core/err.h"
 #include "etcdtest.h"
 #include "store/etcd_client.h"
@@ -776,6 +783,172 @@ static void failover_skips_a_dead_member_then_fails_fast_when_all_are_down(void 
     assert_true(took < 1000);
 }
 
+/* ---- TLS ---- */
+
+static char *bio_text(BIO *b)
+{
+    char *p;
+    long n = BIO_get_mem_data(b, &p);
+    char *s = strndup(p, (size_t)n);
+    BIO_free(b);
+    return s;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A key and a certificate for it, signed by the PKI's CA, with extended key usage eku
+ * ("serverAuth,clientAuth") and, when ip, the SAN IP:ip; written to cert_path and key_path. */
+static void make_cert(const fl_pki *pki, const char *cn, const char *eku, const char *ip, const char *cert_path,
+                      const char *key_path)
+{
+    BIO *b = BIO_new_mem_buf(pki->ca_cert_pem, -1);
+    X509 *ca = PEM_read_bio_X509(b, NULL, NULL, NULL);
+    BIO_free(b);
+    b = BIO_new_mem_buf(pki->ca_key_pem, -1);
+    EVP_PKEY *ca_key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+    BIO_free(b);
+    assert_non_null(ca);
+    assert_non_null(ca_key);
+
+    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    X509 *x = X509_new();
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(fl_etcdtest_now_ms() & 0x7fffffff));
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, X509_get_subject_name(ca));
+    X509_set_pubkey(x, k);
+    X509V3_CTX ctx;
+    X509V3_set_ctx(&ctx, ca, x, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_ext_key_usage, eku);
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+    ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_key_usage, "critical,digitalSignature,keyEncipherment");
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+    if (ip) {
+        char san[64];
+        snprintf(san, sizeof san, "IP:%s", ip);
+        ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_subject_alt_name, san);
+        X509_add_ext(x, ext, -1);
+        X509_EXTENSION_free(ext);
+    }
+    assert_true(X509_sign(x, ca_key, EVP_sha256()) > 0);
+    b = BIO_new(BIO_s_mem());
+    PEM_write_bio_X509(b, x);
+    char *cert = bio_text(b);
+    b = BIO_new(BIO_s_mem());
+    PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
+    char *key = bio_text(b);
+    write_file(cert_path, cert);
+    write_file(key_path, key);
+    free(cert);
+    free(key);
+    X509_free(x);
+    X509_free(ca);
+    EVP_PKEY_free(k);
+    EVP_PKEY_free(ca_key);
+}
+
+typedef struct tls_setup {
+    fl_etcdtest t;
+    char dir[64];
+    char ca[128], srv_cert[128], srv_key[128], cli_cert[128], cli_key[128];
+    fl_etcd *c;
+} tls_setup;
+
+static int start_tls(void **state)
+{
+    tls_setup *x = calloc(1, sizeof *x);
+    *state = x;
+    snprintf(x->dir, sizeof x->dir, "/tmp/fl-etcd-tls-XXXXXX");
+    if (!mkdtemp(x->dir))
+        return -1;
+    fl_pki pki;
+    char *err = NULL;
+    if (fl_pki_ensure(x->dir, NULL, &pki, &err) != 0) {
+        fprintf(stderr, "pki: %s\n", err);
+        return -1;
+    }
+    snprintf(x->ca, sizeof x->ca, "%s/pki/ca.crt", x->dir);
+    snprintf(x->srv_cert, sizeof x->srv_cert, "%s/etcd.crt", x->dir);
+    snprintf(x->srv_key, sizeof x->srv_key, "%s/etcd.key", x->dir);
+    snprintf(x->cli_cert, sizeof x->cli_cert, "%s/client.crt", x->dir);
+    snprintf(x->cli_key, sizeof x->cli_key, "%s/client.key", x->dir);
+    /* etcd 3.4's JSON gateway dials its own gRPC port with the member's certificate: with
+     * --client-cert-auth that certificate must be good for client authentication too */
+    make_cert(&pki, "etcd", "serverAuth,clientAuth", "127.0.0.1", x->srv_cert, x->srv_key);
+    make_cert(&pki, "flotilla", "clientAuth", NULL, x->cli_cert, x->cli_key);
+    fl_pki_close(&pki);
+    if (fl_etcdtest_start_tls(&x->t, 1, NULL, x->srv_cert, x->srv_key, x->ca) != 0) {
+        fprintf(stderr, "%s\n", x->t.error);
+        return -1;
+    }
+    return 0;
+}
+
+static int stop_tls(void **state)
+{
+    tls_setup *x = *state;
+    fl_etcd_free(x->c);
+    fl_etcdtest_stop(&x->t);
+    x->t.dir[0] = 0;
+    if (x->dir[0]) {
+        snprintf(x->t.dir, sizeof x->t.dir, "%s", x->dir); /* fl_etcdtest_stop removes a tree */
+        fl_etcdtest_stop(&x->t);
+    }
+    free(x);
+    return 0;
+}
+
+static void https_with_a_client_certificate_works_and_without_fails(void **state)
+{
+    tls_setup *x = *state;
+    assert_non_null(strstr(x->t.endpoints, "https://"));
+    char *err = NULL;
+    fl_etcd_config cfg = {.endpoints = x->t.endpoints, .cafile = x->ca, .certfile = x->cli_cert, .keyfile = x->cli_key};
+    assert_int_equal(fl_etcd_open(&cfg, &x->c, &err), 0);
+    fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "tls/k", .value = "secret", .value_len = 6};
+    fl_etcd_txn_result r;
+    fl_etcd_error e;
+    if (fl_etcd_txn(x->c, NULL, 0, &op, 1, NULL, 0, &r, &e) != 0)
+        fail_msg("txn over https: %s", e.msg);
+    int64_t rev = r.rev;
+    fl_etcd_txn_result_free(&r);
+    fl_etcd_kv *kvs;
+    size_t n;
+    bool more;
+    assert_int_equal(fl_etcd_range(x->c, "tls/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_string_equal(kvs[0].value->data, "secret");
+    fl_etcd_kvs_free(kvs, n);
+    seen s = {.want = 1};
+    bool stop = false;
+    assert_int_equal(fl_etcd_watch(x->c, "tls/", "tls0", rev, false, false, collect, &s, &stop, &e), 0);
+    assert_int_equal(s.n, 1);
+
+    /* no client certificate: the member refuses; no CA: the member's certificate is not trusted */
+    fl_etcd *c;
+    fl_etcd_config nocert = {.endpoints = x->t.endpoints, .cafile = x->ca, .timeout_ms = 2000};
+    fl_etcd_config noca = {.endpoints = x->t.endpoints, .certfile = x->cli_cert, .keyfile = x->cli_key,
+                           .timeout_ms = 2000};
+    const fl_etcd_config *bad[] = {&nocert, &noca};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(fl_etcd_open(bad[i], &c, &err), 0);
+        int rc = fl_etcd_range(c, "tls/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e);
+        printf("https %s: %s\n", i ? "without the CA" : "without a client certificate", e.msg);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(e.msg, x->t.endpoint[0]));
+        fl_etcd_free(c);
+    }
+}
+
 /* ---- latency on loopback (printed, not asserted) ---- */
 
 static void sequential_request_latency_on_loopback(void **state)
@@ -840,6 +1013,7 @@ int main(void)
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(a_bad_endpoint_url_is_einval_with_a_clear_line),
         cmocka_unit_test(a_watch_whose_member_dies_ends_with_etimedout),
+        cmocka_unit_test_setup_teardown(https_with_a_client_certificate_works_and_without_fails, start_tls, stop_tls),
         cmocka_unit_test_setup_teardown(failover_skips_a_dead_member_then_fails_fast_when_all_are_down, start_three,
                                         stop_three),
     };
