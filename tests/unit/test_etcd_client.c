@@ -621,6 +621,7 @@ static void *put_many(void *p)
 static void requests_from_many_threads_at_once(void **state)
 {
     pthread_t th[6];
+    long long t0 = fl_etcdtest_now_ms();
     for (int t = 0; t < 6; t++)
         pthread_create(&th[t], NULL, put_many, (void *)(intptr_t)t);
     for (int t = 0; t < 6; t++) {
@@ -628,6 +629,8 @@ static void requests_from_many_threads_at_once(void **state)
         pthread_join(th[t], &rv);
         assert_null(rv);
     }
+    long long took = fl_etcdtest_now_ms() - t0;
+    printf("240 puts from 6 threads: %lld ms (%.0f writes/s)\n", took, took ? 240000.0 / took : 0.0);
     fl_etcd_kv *kvs;
     size_t n;
     bool more;
@@ -635,6 +638,51 @@ static void requests_from_many_threads_at_once(void **state)
     assert_int_equal(fl_etcd_range(cli, "cc/", "cc0", 0, 0, true, &kvs, &n, &more, NULL, &e), 0);
     assert_int_equal(n, 240);
     fl_etcd_kvs_free(kvs, n);
+}
+
+/* ---- a member that takes a request and never answers ---- */
+
+static void a_write_whose_answer_is_lost_is_not_sent_again(void **state)
+{
+    /* a socket that listens and never accepts: the kernel completes the connection, the
+     * request goes out, and no answer comes */
+    int fd = -1;
+    int port = fl_etcdtest_free_port(&fd);
+    assert_true(port > 0);
+    assert_int_equal(listen(fd, 16), 0);
+    char list[256];
+    snprintf(list, sizeof list, "http://127.0.0.1:%d,%s", port, etcd1.endpoint[0]);
+    fl_etcd *c;
+    char *err = NULL;
+    fl_etcd_config cfg = {.endpoints = list, .timeout_ms = 500};
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "lost/k", .value = "1", .value_len = 1};
+    fl_etcd_txn_result r;
+    fl_etcd_error e;
+    long long t0 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500);
+    assert_non_null(strstr(e.msg, "outcome is unknown"));
+    /* ... so the healthy second member never saw it */
+    fl_etcd_kv *kvs;
+    size_t n;
+    bool more;
+    assert_int_equal(fl_etcd_range(cli, "lost/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_int_equal(n, 0);
+    fl_etcd_free(c);
+    /* a read through the same list goes on to the second member */
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    puts_("lost/r", "here");
+    assert_int_equal(fl_etcd_range(c, "lost/r", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_int_equal(n, 1);
+    fl_etcd_kvs_free(kvs, n);
+    /* and so do the requests after it, without waiting on the silent one again */
+    t0 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), 0);
+    fl_etcd_txn_result_free(&r);
+    assert_true(fl_etcdtest_now_ms() - t0 < 400);
+    fl_etcd_free(c);
+    close(fd);
 }
 
 /* ---- configuration ---- */
@@ -1005,6 +1053,7 @@ int main(void)
         cmocka_unit_test(leases_keep_alive_and_revoke_deletes_their_keys),
         cmocka_unit_test(status_reports_the_revision_and_a_leader),
         cmocka_unit_test(requests_from_many_threads_at_once),
+        cmocka_unit_test(a_write_whose_answer_is_lost_is_not_sent_again),
         cmocka_unit_test(sequential_request_latency_on_loopback),
         /* these compact: after the tests that read old revisions */
         cmocka_unit_test(range_at_a_compacted_revision_is_expired),
