@@ -329,6 +329,19 @@ static void binary_values_with_nuls_round_trip(void **state)
     assert_memory_equal(kvs[1].value->data, bin, len);
     assert_int_equal(kvs[1].value->data[len], 0);
     fl_etcd_kvs_free(kvs, n);
+    /* every padding: lengths 0 to 8, keys too */
+    for (size_t l = 0; l <= 8; l++) {
+        char key[16] = "bpad/";
+        memcpy(key + 5, "\x01\x7f\xc3\xa9xyz!", l); /* non-ASCII key bytes */
+        key[5 + l] = 0;
+        put(key, bin, l);
+        assert_int_equal(fl_etcd_range(cli, key, NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(kvs[0].key, key);
+        assert_int_equal(kvs[0].value->len, l);
+        assert_memory_equal(kvs[0].value->data, bin, l);
+        fl_etcd_kvs_free(kvs, n);
+    }
     /* a VALUE compare against binary bytes */
     fl_etcd_cmp cmp = {.key = "bin/k", .target = FL_ETCD_VALUE, .result = FL_ETCD_EQUAL, .value = bin, .value_len = len};
     fl_etcd_txn_result r;
@@ -1034,6 +1047,28 @@ static void sequential_request_latency_on_loopback(void **state)
     fl_etcd_kvs_free(kvs, n);
     printf("loopback latency: txn (put) %.0f us, range (one key) %.0f us, range of %d keys %lld ms\n",
            (t1 - t0) * 1000.0 / N, (t2 - t1) * 1000.0 / N, N, t3 - t2);
+
+    /* a list-sized read: 2000 keys of 1 KiB, written 100 to a txn */
+    static char val[1024];
+    memset(val, 'v', sizeof val);
+    for (int b = 0; b < 20; b++) {
+        fl_etcd_op ops[100];
+        char keys[100][32];
+        for (int i = 0; i < 100; i++) {
+            snprintf(keys[i], sizeof keys[i], "big/%04d", b * 100 + i);
+            ops[i] = (fl_etcd_op){.type = FL_ETCD_PUT, .key = keys[i], .value = val, .value_len = sizeof val};
+        }
+        fl_etcd_txn_result r;
+        assert_int_equal(fl_etcd_txn(cli, NULL, 0, ops, 100, NULL, 0, &r, &e), 0);
+        fl_etcd_txn_result_free(&r);
+    }
+    long long t4 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_range(cli, "big/", "big0", 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    long long t5 = fl_etcdtest_now_ms();
+    assert_int_equal(n, 2000);
+    assert_int_equal(kvs[1999].value->len, 1024);
+    fl_etcd_kvs_free(kvs, n);
+    printf("range of 2000 keys of 1 KiB: %lld ms\n", t5 - t4);
 }
 
 int main(void)
