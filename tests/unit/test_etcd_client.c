@@ -524,16 +524,18 @@ static void watch_progress_notify_sends_empty_responses(void **state)
 
 typedef struct dying {
     fl_etcd *c;
+    const char *prefix, *end;
     seen s;
     int rc;
     fl_etcd_error e;
+    bool stop;        /* the bound, should the watch not end by itself */
     long long ended;
 } dying;
 
 static void *watch_in_thread(void *p)
 {
     dying *d = p;
-    d->rc = fl_etcd_watch(d->c, "wd/", "wd0", 1, false, false, collect, &d->s, NULL, &d->e);
+    d->rc = fl_etcd_watch(d->c, d->prefix, d->end, 1, false, false, collect, &d->s, &d->stop, &d->e);
     d->ended = fl_etcdtest_now_ms();
     return NULL;
 }
@@ -545,7 +547,7 @@ static void a_watch_whose_member_dies_ends_with_etimedout(void **state)
         fail_msg("%s", t.error);
     char *err;
     fl_etcd_config cfg = {.endpoints = t.endpoint[0]};
-    dying d = {.s.want = 100};
+    dying d = {.s.want = 100, .prefix = "wd/", .end = "wd0"};
     assert_int_equal(fl_etcd_open(&cfg, &d.c, &err), 0);
     fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "wd/k", .value = "1", .value_len = 1};
     fl_etcd_txn_result r;
@@ -812,9 +814,26 @@ static void failover_skips_a_dead_member_then_fails_fast_when_all_are_down(void 
     assert_int_equal(fl_etcd_watch(k->fresh, "fo/", "fo0", rev1, false, false, collect, &s, &stop, &e), 0);
     assert_string_equal(s.vals[0], "1");
 
-    /* the second too: the leader alone has no quorum, and once it knows it has no leader it
-     * says so at once (the client asks for a leader) rather than at the timeout */
+    /* the second too: the leader alone has no quorum. A watch on it ends, saying so, rather
+     * than staying open and silent (the client asks for a leader) */
+    dying d = {.s.want = 100, .prefix = "fo/", .end = "fo0"};
+    d.c = open_list(k->t.endpoint[leader]);
+    pthread_t th;
+    pthread_create(&th, NULL, watch_in_thread, &d);
+    for (int i = 0; i < 100 && !__atomic_load_n(&d.s.n, __ATOMIC_ACQUIRE); i++)
+        usleep(20 * 1000);
     fl_etcdtest_kill(&k->t, second);
+    long long killed = fl_etcdtest_now_ms();
+    for (int i = 0; i < 150 && !__atomic_load_n(&d.ended, __ATOMIC_ACQUIRE); i++)
+        usleep(100 * 1000);
+    __atomic_store_n(&d.stop, true, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    printf("watch on the leader that lost its quorum ended after %lld ms: %s\n", d.ended - killed, d.e.msg);
+    fl_etcd_free(d.c);
+    assert_int_equal(d.s.n, 2); /* "1" and "2", before */
+    assert_int_equal(d.rc, FL_ETIMEDOUT);
+    assert_non_null(strstr(d.e.msg, "no leader"));
+    /* and once it knows it has no leader, a read hears so at once, not at the timeout */
     bool quick = false;
     long long end = fl_etcdtest_now_ms() + 10000;
     while (!quick && fl_etcdtest_now_ms() < end) {
