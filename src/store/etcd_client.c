@@ -365,6 +365,12 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+static void clear_error(fl_etcd_error *e)
+{
+    if (e)
+        memset(e, 0, sizeof *e);
+}
+
 /* Did the request surely not reach etcd? (Then even a write may go to another member.) */
 static bool never_sent(CURLcode rc)
 {
@@ -425,12 +431,23 @@ static int request(fl_etcd *c, const char *path, const fl_strbuf *body, bool wri
 
         json_t *v = s.b.p ? fl_json_load(s.b.p, s.b.len) : NULL;
         if (!json_is_object(v)) {
-            char *line = fl_err_one_line(s.b.p ? s.b.p : "", s.b.len, 120);
-            fl_etcd_set_error(e, FL_EIO, base, "HTTP %ld, not an etcd answer: %s", status, line);
+            /* not etcd's gateway: a proxy in front of a member that is down (5xx), which is
+             * like an unreachable member, or a wrong port or path, where trying on is no use */
+            bool proxy = status >= 500;
+            int code = proxy ? FL_ETIMEDOUT : FL_EIO;
+            char *line = fl_err_one_line(s.b.p ? s.b.p : "", s.b.len, 100);
+            fl_etcd_set_error(e, code, base, "HTTP %ld, not an etcd answer%s: %s", status,
+                              proxy && write ? " (the write's outcome is unknown)" : "", line);
             free(line);
             free(s.b.p);
             json_decref(v);
-            return FL_EIO; /* not etcd's gateway (a wrong port or path): no use trying again */
+            answered = true;
+            rc = code;
+            if (proxy && !write) {
+                fl_etcd_advance(c, ep);
+                continue;
+            }
+            return code;
         }
         free(s.b.p);
         const char *msg;
@@ -457,6 +474,7 @@ static int request(fl_etcd *c, const char *path, const fl_strbuf *body, bool wri
             json_decref(v);
             v = r;
         }
+        clear_error(e); /* a member before this one may have failed */
         *out = v;
         return 0;
     }
@@ -465,12 +483,6 @@ static int request(fl_etcd *c, const char *path, const fl_strbuf *body, bool wri
         snprintf(e->msg + l, sizeof e->msg - l, " (all %zu endpoints tried)", c->nep);
     }
     return rc;
-}
-
-static void clear_error(fl_etcd_error *e)
-{
-    if (e)
-        memset(e, 0, sizeof *e);
 }
 
 /* ---------- open and free ---------- */

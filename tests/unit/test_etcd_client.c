@@ -700,6 +700,78 @@ static void a_write_whose_answer_is_lost_is_not_sent_again(void **state)
     close(fd);
 }
 
+/* ---- something else than etcd at an endpoint ---- */
+
+typedef struct canned {
+    int fd;             /* listening */
+    const char *answer; /* what every connection gets, after its request */
+    int served;
+} canned;
+
+static void *serve_canned(void *p)
+{
+    canned *k = p;
+    for (;;) {
+        int c = accept(k->fd, NULL, NULL);
+        if (c < 0)
+            return NULL; /* the test shut the socket down */
+        char buf[4096];
+        ssize_t r = read(c, buf, sizeof buf); /* headers and a small body come in one read */
+        if (r > 0 && write(c, k->answer, strlen(k->answer)) > 0)
+            k->served++;
+        close(c);
+    }
+}
+
+static void a_proxy_error_moves_a_read_on_and_a_stranger_is_eio(void **state)
+{
+    static const char *const answers[] = {
+        "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 11\r\nConnection: close\r\n\r\nbad gateway",
+        "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 14\r\nConnection: close\r\n\r\n"
+        "<h1>nope</h1>\n",
+    };
+    puts_("px/k", "v");
+    for (int i = 0; i < 2; i++) {
+        canned k = {.answer = answers[i]};
+        int port = fl_etcdtest_free_port(&k.fd);
+        assert_true(port > 0);
+        assert_int_equal(listen(k.fd, 16), 0);
+        pthread_t th;
+        pthread_create(&th, NULL, serve_canned, &k);
+        char list[256];
+        snprintf(list, sizeof list, "http://127.0.0.1:%d,%s", port, etcd1.endpoint[0]);
+        fl_etcd_config cfg = {.endpoints = list, .timeout_ms = 2000};
+        fl_etcd *c;
+        char *err;
+        assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+        fl_etcd_kv *kvs = NULL;
+        size_t n = 0;
+        bool more;
+        fl_etcd_error e;
+        int rc = fl_etcd_range(c, "px/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e);
+        fl_etcd_kvs_free(kvs, n);
+        if (i == 0) {
+            assert_int_equal(rc, 0); /* a member behind a proxy is down: the next one serves */
+            assert_int_equal(n, 1);
+            assert_int_equal(e.code, 0); /* no trace of the first failure once it went well */
+            fl_etcd_free(c);
+            assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+            fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "px/w", .value = "1", .value_len = 1};
+            fl_etcd_txn_result r;
+            assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
+            assert_non_null(strstr(e.msg, "outcome is unknown"));
+        } else {
+            assert_int_equal(rc, FL_EIO); /* not etcd at all: a configuration mistake, said once */
+            assert_non_null(strstr(e.msg, "HTTP 404, not an etcd answer: <h1>nope</h1>"));
+        }
+        assert_true(k.served >= 1);
+        fl_etcd_free(c);
+        shutdown(k.fd, SHUT_RDWR);
+        pthread_join(th, NULL);
+        close(k.fd);
+    }
+}
+
 /* ---- configuration ---- */
 
 static void a_bad_endpoint_url_is_einval_with_a_clear_line(void **state)
@@ -1108,6 +1180,7 @@ int main(void)
         cmocka_unit_test(status_reports_the_revision_and_a_leader),
         cmocka_unit_test(requests_from_many_threads_at_once),
         cmocka_unit_test(a_write_whose_answer_is_lost_is_not_sent_again),
+        cmocka_unit_test(a_proxy_error_moves_a_read_on_and_a_stranger_is_eio),
         cmocka_unit_test(sequential_request_latency_on_loopback),
         /* these compact: after the tests that read old revisions */
         cmocka_unit_test(range_at_a_compacted_revision_is_expired),
