@@ -933,6 +933,14 @@ static void failover_skips_a_dead_member_then_fails_fast_when_all_are_down(void 
     long long took = fl_etcdtest_now_ms() - t0;
     printf("all members down, range+txn+watch: %lld ms: %s\n", took, e.msg);
     assert_true(took < 1000);
+
+    /* two come back: the same client finds them */
+    assert_int_equal(fl_etcdtest_restart(&k->t, first), 0);
+    if (fl_etcdtest_restart(&k->t, second) != 0)
+        fail_msg("%s", k->t.error);
+    assert_int_equal(fl_etcd_range(k->c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_string_equal(kvs[0].value->data, "2");
+    fl_etcd_kvs_free(kvs, n);
 }
 
 /* ---- TLS ---- */
