@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/json.h"
@@ -219,6 +220,8 @@ static CURLcode run(fl_etcd *c, watch *w, const fl_strbuf *body, char *cerr)
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
     curl_multi_add_handle(m, h);
     CURLcode cc = CURLE_ABORTED_BY_CALLBACK;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         int running = 0, left;
         curl_multi_perform(m, &running);
@@ -230,8 +233,18 @@ static CURLcode run(fl_etcd *c, watch *w, const fl_strbuf *body, char *cerr)
                 done = true;
             }
         }
-        if (done || stopped(w))
+        if (done || stopped(w) || w->rc)
             break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long waited = (long)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (!w->created && waited > c->timeout_ms) {
+            /* a member that takes the connection but never answers: try the next */
+            char what[64];
+            snprintf(what, sizeof what, "no answer within %ld ms", c->timeout_ms);
+            fail(w, FL_ETIMEDOUT, "watch: %s", what);
+            w->unavailable = true;
+            break;
+        }
         curl_multi_poll(m, NULL, 0, STOP_POLL_MS, NULL);
     }
     if (!w->status)

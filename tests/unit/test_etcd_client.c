@@ -691,6 +691,16 @@ static void a_write_whose_answer_is_lost_is_not_sent_again(void **state)
     assert_int_equal(fl_etcd_range(c, "lost/r", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
     assert_int_equal(n, 1);
     fl_etcd_kvs_free(kvs, n);
+    /* a watch too: a member that never says the watch was created is left for the next */
+    fl_etcd_free(c);
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    seen s = {.want = 1};
+    bool stop = false;
+    int64_t rev = current_rev();
+    t0 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_watch(c, "lost/", "lost0", rev, false, false, collect, &s, &stop, &e), 0);
+    assert_int_equal(s.n, 1);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500);
     /* and so do the requests after it, without waiting on the silent one again */
     t0 = fl_etcdtest_now_ms();
     assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), 0);
