@@ -710,6 +710,46 @@ static void a_write_whose_answer_is_lost_is_not_sent_again(void **state)
     close(fd);
 }
 
+/* ---- a full database ---- */
+
+static void a_full_database_is_eio_with_nospace(void **state)
+{
+    fl_etcdtest t;
+    static const char *const flags[] = {"--quota-backend-bytes=1048576", NULL}; /* 1 MiB */
+    if (fl_etcdtest_start_with(&t, 1, flags) != 0)
+        fail_msg("%s", t.error);
+    fl_etcd *c;
+    char *err;
+    fl_etcd_config cfg = {.endpoints = t.endpoints};
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    static char val[256 << 10];
+    memset(val, 'z', sizeof val);
+    int rc = 0;
+    fl_etcd_error e;
+    for (int i = 0; i < 40 && rc == 0; i++) { /* 10 MiB at most: the quota is reached well before */
+        char key[32];
+        snprintf(key, sizeof key, "full/%02d", i);
+        fl_etcd_op op = {.type = FL_ETCD_PUT, .key = key, .value = val, .value_len = sizeof val};
+        fl_etcd_txn_result r;
+        rc = fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e);
+        fl_etcd_txn_result_free(&r);
+    }
+    printf("full: %s\n", e.msg);
+    assert_int_equal(rc, FL_EIO);
+    assert_true(e.nospace);
+    assert_non_null(strstr(e.msg, "database space exceeded"));
+    /* reads still work */
+    fl_etcd_kv *kvs;
+    size_t n;
+    bool more;
+    assert_int_equal(fl_etcd_range(c, "full/", "full0", 0, 0, true, &kvs, &n, &more, NULL, &e), 0);
+    assert_true(n >= 1);
+    assert_false(e.nospace);
+    fl_etcd_kvs_free(kvs, n);
+    fl_etcd_free(c);
+    fl_etcdtest_stop(&t);
+}
+
 /* ---- something else than etcd at an endpoint ---- */
 
 typedef struct canned {
@@ -1207,6 +1247,7 @@ int main(void)
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(a_bad_endpoint_url_is_einval_with_a_clear_line),
         cmocka_unit_test(a_watch_whose_member_dies_ends_with_etimedout),
+        cmocka_unit_test(a_full_database_is_eio_with_nospace),
         cmocka_unit_test_setup_teardown(https_with_a_client_certificate_works_and_without_fails, start_tls, stop_tls),
         cmocka_unit_test_setup_teardown(failover_skips_a_dead_member_then_fails_fast_when_all_are_down, start_three,
                                         stop_three),
