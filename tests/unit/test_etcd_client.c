@@ -999,7 +999,9 @@ static char *bio_text(BIO *b)
 {
     char *p;
     long n = BIO_get_mem_data(b, &p);
-    char *s = strndup(p, (size_t)n);
+    char *s = malloc((size_t)n + 1); /* p is not NUL-terminated */
+    memcpy(s, p, (size_t)n);
+    s[n] = 0;
     BIO_free(b);
     return s;
 }
