@@ -669,14 +669,14 @@ static void a_write_whose_answer_is_lost_is_not_sent_again(void **state)
     snprintf(list, sizeof list, "http://127.0.0.1:%d,%s", port, etcd1.endpoint[0]);
     fl_etcd *c;
     char *err = NULL;
-    fl_etcd_config cfg = {.endpoints = list, .timeout_ms = 500};
+    fl_etcd_config cfg = {.endpoints = list, .timeout_ms = 1500};
     assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
     fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "lost/k", .value = "1", .value_len = 1};
     fl_etcd_txn_result r;
     fl_etcd_error e;
     long long t0 = fl_etcdtest_now_ms();
     assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
-    assert_true(fl_etcdtest_now_ms() - t0 < 1500);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500 + 2000);
     assert_non_null(strstr(e.msg, "outcome is unknown"));
     /* ... so the healthy second member never saw it */
     fl_etcd_kv *kvs;
@@ -700,12 +700,12 @@ static void a_write_whose_answer_is_lost_is_not_sent_again(void **state)
     t0 = fl_etcdtest_now_ms();
     assert_int_equal(fl_etcd_watch(c, "lost/", "lost0", rev, false, false, collect, &s, &stop, &e), 0);
     assert_int_equal(s.n, 1);
-    assert_true(fl_etcdtest_now_ms() - t0 < 1500);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500 + 2000);
     /* and so do the requests after it, without waiting on the silent one again */
     t0 = fl_etcdtest_now_ms();
     assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), 0);
     fl_etcd_txn_result_free(&r);
-    assert_true(fl_etcdtest_now_ms() - t0 < 400);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500); /* not the silent one again: that alone takes 1500 */
     fl_etcd_free(c);
     close(fd);
 }
@@ -920,7 +920,7 @@ static void failover_skips_a_dead_member_then_fails_fast_when_all_are_down(void 
     assert_true(r.rev > rev1);
     fl_etcd_txn_result_free(&r);
     printf("first write with the first endpoint dead: %lld ms\n", fl_etcdtest_now_ms() - t0);
-    assert_true(fl_etcdtest_now_ms() - t0 < 1000);
+    assert_true(fl_etcdtest_now_ms() - t0 < 2000); /* loaded machines: the point is it succeeds */
     fl_etcd_free(k->fresh);
     k->fresh = open_list(k->order);
     fl_etcd_kv *kvs;
