@@ -13,7 +13,8 @@
  * most STOP_POLL_MS at a time: that is what makes a stop take effect while no data flows
  * (curl_easy_perform would call the progress function only about once a second). The stop
  * flag is read both between polls and in the progress function. No overall timeout and no
- * low-speed limit: a quiet watch is a healthy one. TCP keep-alive notices a dead peer, and
+ * low-speed limit: a quiet watch is a healthy one; only the "created" response must come
+ * within the request timeout (else the next member is tried). TCP keep-alive notices a dead peer, and
  * the leader requirement (the Grpc-Metadata-hasleader header every request carries) makes
  * a member that loses its leader end the stream rather than fall silent. */
 #include <stdio.h>
