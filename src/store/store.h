@@ -265,7 +265,7 @@ bool fl_store_shared(fl_store *s);
  * (both looked at every few hundred ms); it retries through the store's failures meanwhile,
  * with a log line. From a return of 0 on, lost(ctx) is called once, on a thread of the
  * store's, if the lead is lost (its lease lapsed or was taken): fenced writes then fail with
- * FL_EFENCED. Once per store. Any thread. */
+ * FL_EFENCED. After lost, a new campaign may follow; one at a time. Any thread. */
 int fl_store_lead(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
                   void *ctx);
 /* Give the lead up (a clean stop): another process takes it over at once. NULL-safe; does

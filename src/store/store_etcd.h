@@ -35,7 +35,7 @@
 /* One attempt of a write transaction: a member that lost its leader holds a proposal until
  * etcd's own timeout (seconds) rather than failing it, so a write is tried again after this
  * (it cannot apply twice: every write compares a revision), up to FL_ETCD_APPLY_WAIT_MS. */
-#define FL_ETCD_WRITE_ATTEMPT_MS 700
+#define FL_ETCD_WRITE_ATTEMPT_MS 500
 
 typedef struct fl_store_etcd {
     fl_store base;             /* first: a fl_store * is a fl_store_etcd * */

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/log.h"
@@ -175,12 +176,19 @@ static int txn_one(fl_store_etcd *s, bool fenced, const char *ekey, int64_t cmp_
     bool retried = false;
     int64_t until = fl_time_mono_ms() + FL_ETCD_APPLY_WAIT_MS;
     fl_etcd *wc = s->wc ? s->wc : s->c;
+    int64_t attempt_at = fl_time_mono_ms();
     int trc;
     while ((trc = fl_etcd_txn(wc, cmp, fenced ? 2 : 1, &then, 1, fenced ? otherwise : otherwise + 1, fenced ? 2 : 1,
                               &res, &e)) == FL_ETIMEDOUT &&
            e.code == FL_ETIMEDOUT && fl_time_mono_ms() < until && !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
         retried = true;
         e = (fl_etcd_error){ 0 };
+        /* every member said at once it has no leader: give the election a moment */
+        if (fl_time_mono_ms() - attempt_at < FL_ETCD_WRITE_ATTEMPT_MS / 2) {
+            const struct timespec pause = { 0, 20 * 1000000L };
+            nanosleep(&pause, NULL);
+        }
+        attempt_at = fl_time_mono_ms();
     }
     if (trc != 0)
         return fl_store_etcd_fail(s, value ? "put" : "delete", &e);
