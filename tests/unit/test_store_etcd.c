@@ -281,6 +281,65 @@ static void test_gaps_in_the_revisions_break_no_watch_list_or_read_at_a_revision
     fl_watch_free(w);
 }
 
+/* Replica B's head moves over revisions it never saw an event for (a note, another
+ * replica's opening at a later revision) through etcd's periodic progress notifications:
+ * a resourceVersion that replica A hands out is reached by B without a write in between. */
+static int setup_etcd_progress(void **state)
+{
+    setenv("ETCD_EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL", "300ms", 1); /* etcd reads its flags from env */
+    int rc = setup_etcd(state);
+    unsetenv("ETCD_EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL");
+    return rc;
+}
+
+static void test_progress_notifications_move_the_head_over_other_revisions(void **state)
+{
+    fixture *f = *state;
+    fl_store *b = f->s;
+    int64_t r = put_new(b, "/p/k", "v");
+    assert_int_equal(fl_store_note_set(b, "checkpoint", r), 0); /* a revision outside the prefix */
+    fl_store *a = open_replica(f, 0);
+    int64_t rv = fl_store_rev(a); /* what a list on A answers now */
+    assert_true(rv > r);
+    WAIT_UNTIL(fl_store_rev(b) >= rv, 5000);
+    /* and the cache is still exact there: a write after it gets a later revision */
+    int64_t next = put_upd(b, "/p/k", "w");
+    assert_true(next > rv);
+    WAIT_UNTIL(fl_store_rev(a) >= next, 5000);
+    fl_store_free(a);
+}
+
+/* ---- etcd going away ---- */
+
+/* etcd restarts under an open store: its watcher watches again from the revision after the
+ * last it applied (nothing lost, nothing twice), and writes carry on. While etcd is down a
+ * write fails with FL_ETIMEDOUT, never a false success, and a read from memory still answers. */
+static void test_the_watcher_resumes_after_etcd_restarts_and_writes_fail_clearly_meanwhile(void **state)
+{
+    etcd_fixture *ef = *state;
+    fixture *f = &ef->f;
+    int64_t r1 = put_new(f->s, "/down/a", "1");
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(f->s, "/down/", r1, &w), 0);
+    fl_etcdtest_kill(&ef->t, 0);
+    int64_t t0 = now_ms();
+    assert_int_equal(do_write(f->s, FL_STORE_UPDATE, "/down/a", 0, "lost", NULL, NULL), FL_ETIMEDOUT);
+    assert_true(now_ms() - t0 < 15000);
+    assert_value(f->s, "/down/a", "1", r1);
+    assert_int_equal(fl_etcdtest_restart(&ef->t, 0), 0);
+    int64_t r2 = 0;
+    for (int i = 0; i < 100 && r2 == 0; i++) { /* the client may need a moment to reconnect */
+        if (do_write(f->s, FL_STORE_UPDATE, "/down/a", 0, "2", &r2, NULL) != 0)
+            sleep_ms(100);
+    }
+    assert_true(r2 > r1);
+    int64_t r3 = put_new(f->s, "/down/b", "3");
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/down/a", "2@"), r2);
+    assert_int_equal(expect_event(w, FL_EV_PUT_CREATE, "/down/b", "3@"), r3);
+    expect_no_event(w);
+    fl_watch_free(w);
+}
+
 /* ---- compaction ---- */
 
 /* Replica A compacts (winning the compaction key); B, which did not, learns it: an old list
@@ -439,6 +498,9 @@ int main(void)
         ETCD(test_a_delete_with_a_new_final_value_is_an_update_then_the_delete),
         ETCD(test_gaps_in_the_revisions_break_no_watch_list_or_read_at_a_revision),
         ETCD(test_compaction_by_one_replica_expires_an_old_list_on_the_other),
+        { "etcd/test_progress_notifications_move_the_head_over_other_revisions",
+          test_progress_notifications_move_the_head_over_other_revisions, setup_etcd_progress, teardown_etcd, NULL },
+        ETCD(test_the_watcher_resumes_after_etcd_restarts_and_writes_fail_clearly_meanwhile),
         ETCD(test_create_rate_through_the_store_and_straight_to_etcd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
