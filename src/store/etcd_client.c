@@ -267,7 +267,7 @@ void fl_etcd_setup_handle(const fl_etcd *c, CURL *h, const char *base, const cha
     curl_easy_setopt(h, CURLOPT_URL, url);
     free(url); /* curl copies string options */
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); /* an http_proxy meant for member clusters is not etcd's */
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_ms);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms > 0 ? total_ms : 0L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);

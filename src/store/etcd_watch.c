@@ -271,6 +271,13 @@ static int watch_with(fl_etcd *c, const char *key, const char *range_end, int64_
         char cerr[CURL_ERROR_SIZE] = "";
         CURLcode cc = run(c, &w, &body, cerr);
         bool next = false; /* nothing reached the caller: another member may serve the watch */
+        if (!w.rc && !w.ended && !stopped(&w) && w.status == 200 && w.buf.len) {
+            size_t s = 0; /* a last response not ended by a newline (a stream's error, say) */
+            while (s < w.buf.len && (w.buf.p[s] == ' ' || w.buf.p[s] == '\r'))
+                s++;
+            if (s < w.buf.len)
+                on_line(&w, w.buf.p + s, w.buf.len - s);
+        }
         if (w.rc) {
             rc = w.rc;
             next = w.unavailable && !w.delivered;
