@@ -442,12 +442,13 @@ static int etcd_note_get(fl_store *bs, const char *name, int64_t *value, char **
     free(key);
     if (rc)
         return fl_store_etcd_fail(s, "reading a note", &e);
+    const fl_blob *v = n ? kvs[0].value : NULL; /* NULL also for an empty value */
     if (n == 0)
         rc = FL_ENOTFOUND;
     else if (text)
-        *text = fl_strndup(kvs[0].value->data, kvs[0].value->len);
+        *text = v ? fl_strndup(v->data, v->len) : fl_strdup("");
     else
-        *value = strtoll(kvs[0].value->data, NULL, 10);
+        *value = v ? strtoll(v->data, NULL, 10) : 0;
     fl_etcd_kvs_free(kvs, n);
     return rc;
 }
@@ -497,7 +498,7 @@ static int compact_round(fl_store_etcd *s)
         pthread_mutex_lock(&s->mu);
         s->compact_version = res.kvs[0].version;
         pthread_mutex_unlock(&s->mu);
-        fl_store_etcd_saw_compaction(s, strtoll(res.kvs[0].value->data, NULL, 10));
+        fl_store_etcd_saw_compaction(s, res.kvs[0].value ? strtoll(res.kvs[0].value->data, NULL, 10) : 0);
     }
     fl_etcd_txn_result_free(&res);
     return rc;
