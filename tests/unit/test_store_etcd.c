@@ -340,6 +340,75 @@ static void test_the_watcher_resumes_after_etcd_restarts_and_writes_fail_clearly
     fl_watch_free(w);
 }
 
+/* A replica that lagged past the cluster's compaction: B talks to one member only, which
+ * goes down while A writes and compacts through the others. When the member is back, B's
+ * watch from where it stopped is compacted away: B reads the state again, every watch
+ * open on B expires (its client relists), and B goes on from the new state. */
+static int setup_etcd3(void **state)
+{
+    etcd_fixture *ef = fl_calloc(1, sizeof(*ef));
+    if (fl_etcdtest_start(&ef->t, 3) != 0)
+        fail_msg("%s", ef->t.error);
+    ef->f.etcd = ef->t.endpoints;
+    ef->f.gaps = true;
+    ef->f.renders = 2;
+    ef->f.s = open_store(&ef->f, 0, false);
+    *state = ef;
+    return 0;
+}
+
+static void test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches(void **state)
+{
+    etcd_fixture *ef = *state;
+    fixture *f = &ef->f;
+    int leader = fl_etcdtest_leader(&ef->t);
+    int lone = leader == 2 ? 1 : 2; /* a follower: the cluster keeps its quorum without it */
+    char others[2 * 64] = "";
+    for (int i = 0; i < 3; i++) {
+        if (i != lone) {
+            size_t l = strlen(others);
+            snprintf(others + l, sizeof others - l, "%s%s", l ? "," : "", ef->t.endpoint[i]);
+        }
+    }
+    fixture fa = *f, fb = *f;
+    fa.etcd = others;
+    fb.etcd = ef->t.endpoint[lone];
+    fl_store *a = open_store(&fa, 1, false), *b = open_store(&fb, 1, false);
+    int64_t r1 = put_new(a, "/lag/k", "0");
+    put_new(a, "/lag/gone", "g");
+    WAIT_UNTIL(fl_store_rev(b) >= fl_store_rev(a), 5000);
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(b, "/lag/", r1, &w), 0);
+    fl_etcdtest_kill(&ef->t, lone);
+    int64_t last = 0;
+    for (int i = 0; i < 10; i++)
+        last = put_upd(a, "/lag/k", "n");
+    put_del(a, "/lag/gone", "g");
+    last = put_new(a, "/lag/new", "new");
+    int64_t crev = fl_store_compact(a);
+    assert_true(crev >= last - 1);
+    assert_int_equal(fl_etcdtest_restart(&ef->t, lone), 0);
+    WAIT_UNTIL(fl_store_rev(b) >= last, 20000);
+    /* B's state is A's, and its old watch expired rather than skip what was compacted */
+    collect ca, cb;
+    list_keys(a, "/lag/", NULL, 0, 0, &ca, NULL, 0);
+    list_keys(b, "/lag/", NULL, 0, 0, &cb, NULL, 0);
+    assert_string_equal(ca.buf, cb.buf);
+    fl_watch_event *ev = NULL;
+    int rc;
+    while ((rc = fl_watch_next(w, &ev, 1000)) == 0) {
+    }
+    assert_int_equal(rc, FL_EEXPIRED);
+    fl_watch_free(w);
+    /* and B goes on: a watch from its head sees the next write */
+    assert_int_equal(fl_store_watch(b, "/lag/", fl_store_rev(b), &w), 0);
+    int64_t next = put_upd(a, "/lag/k", "after");
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/lag/k", "after@"), next);
+    fl_watch_free(w);
+    fl_store_free(b);
+    fl_store_free(a);
+}
+
 /* ---- compaction ---- */
 
 /* Replica A compacts (winning the compaction key); B, which did not, learns it: an old list
@@ -501,6 +570,9 @@ int main(void)
         { "etcd/test_progress_notifications_move_the_head_over_other_revisions",
           test_progress_notifications_move_the_head_over_other_revisions, setup_etcd_progress, teardown_etcd, NULL },
         ETCD(test_the_watcher_resumes_after_etcd_restarts_and_writes_fail_clearly_meanwhile),
+        { "etcd3/test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches",
+          test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches, setup_etcd3, teardown_etcd,
+          NULL },
         ETCD(test_create_rate_through_the_store_and_straight_to_etcd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
