@@ -534,7 +534,8 @@ static int64_t etcd_compact(fl_store *bs)
     return fl_store_compact_rev(bs);
 }
 
-/* No rest or quick_bytes (every value is the state, kept in memory), no load mark. */
+/* No rest or quick_bytes (every value is the state, kept in memory), no load mark; the
+ * probe's write path is how long the oldest write has been waiting on etcd. */
 const fl_store_backend fl_store_etcd_backend = {
     .open = etcd_open,
     .free = etcd_free,
@@ -547,4 +548,5 @@ const fl_store_backend fl_store_etcd_backend = {
     .compact = etcd_compact,
     .note_set = etcd_note_set,
     .note_get = etcd_note_get,
+    .queued_ms = fl_store_etcd_queued_ms,
 };

@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,6 +410,44 @@ static void test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_w
     fl_store_free(a);
 }
 
+static void *background_update(void *arg)
+{
+    void **a = arg;
+    int64_t rev = 0;
+    a[2] = (void *)(intptr_t)do_write(a[0], FL_STORE_UPDATE, a[1], 0, "bg", &rev, NULL);
+    return NULL;
+}
+
+/* /readyz's store check: a write that etcd leaves unanswered (its member stopped) fails the
+ * write-path probe once it has waited past the bound; reads answer all along; once etcd
+ * answers again the write ends and the probe passes. */
+static void test_probe_says_wedged_while_etcd_leaves_a_write_unanswered(void **state)
+{
+    etcd_fixture *ef = *state;
+    fixture *f = &ef->f;
+    put_new(f->s, "/probe/k", "v");
+    setenv("FLOTILLA_STORE_WEDGED_MS", "300", 1);
+    char why[128] = "";
+    assert_int_equal(fl_store_probe(f->s, true, why, sizeof why), 0);
+    kill(ef->t.pid[0], SIGSTOP);
+    void *a[3] = { f->s, "/probe/k", (void *)(intptr_t)1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, background_update, a), 0);
+    int rc = 0;
+    for (int i = 0; i < 40 && rc == 0; i++) { /* at most 4 s */
+        sleep_ms(100);
+        rc = fl_store_probe(f->s, true, why, sizeof why);
+    }
+    assert_int_equal(rc, FL_ETIMEDOUT);
+    assert_non_null(strstr(why, "waited"));
+    assert_int_equal(fl_store_probe(f->s, false, NULL, 0), 0); /* reads still answer */
+    kill(ef->t.pid[0], SIGCONT);
+    pthread_join(t, NULL);
+    assert_true((intptr_t)a[2] == 0 || (intptr_t)a[2] == FL_ETIMEDOUT); /* never a false success */
+    assert_int_equal(fl_store_probe(f->s, true, why, sizeof why), 0);
+    unsetenv("FLOTILLA_STORE_WEDGED_MS");
+}
+
 /* ---- compaction ---- */
 
 /* Replica A compacts (winning the compaction key); B, which did not, learns it: an old list
@@ -570,6 +609,7 @@ int main(void)
         { "etcd/test_progress_notifications_move_the_head_over_other_revisions",
           test_progress_notifications_move_the_head_over_other_revisions, setup_etcd_progress, teardown_etcd, NULL },
         ETCD(test_the_watcher_resumes_after_etcd_restarts_and_writes_fail_clearly_meanwhile),
+        ETCD(test_probe_says_wedged_while_etcd_leaves_a_write_unanswered),
         { "etcd3/test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches",
           test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches, setup_etcd3, teardown_etcd,
           NULL },
