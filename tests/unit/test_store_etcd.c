@@ -139,6 +139,41 @@ static void test_stored_values_get_their_revision_back_where_the_header_says(voi
     fl_etcd_free(c);
 }
 
+static char *render_big(void *ctx, const fl_blob *current, int64_t rev, size_t *len)
+{
+    size_t n = (size_t)2 << 20; /* past etcd's default --max-request-bytes (1.5 MiB) */
+    char *out = fl_malloc(n + 1);
+    memset(out, 'x', n);
+    out[n] = 0;
+    *len = n;
+    return out;
+}
+
+static char *render_rev_twice(void *ctx, const fl_blob *current, int64_t rev, size_t *len)
+{
+    char *out = fl_asprintf("%lld and again %lld", (long long)rev, (long long)rev);
+    *len = strlen(out);
+    return out;
+}
+
+/* What etcd refuses comes back as the store's codes, and nothing is written: a value larger
+ * than etcd takes is FL_ETOOBIG; a value that holds its revision twice cannot say where the
+ * one revision goes, and is FL_EIO (a render bug: the API renders it once). */
+static void test_values_etcd_cannot_take_are_refused_and_nothing_is_written(void **state)
+{
+    fixture *f = *state;
+    int64_t head = fl_store_rev(f->s);
+    fl_store_op big = { .type = FL_STORE_CREATE, .key = "/refused/big", .render = render_big };
+    assert_int_equal(fl_store_write(f->s, &big), FL_ETOOBIG);
+    assert_null(big.value);
+    fl_store_op twice = { .type = FL_STORE_CREATE, .key = "/refused/twice", .render = render_rev_twice };
+    assert_int_equal(fl_store_write(f->s, &twice), FL_EIO);
+    assert_null(twice.value);
+    assert_int_equal(fl_store_count(f->s, "/refused/"), 0);
+    assert_int_equal(fl_store_rev(f->s), head);
+    assert_next_rev(f, put_new(f->s, "/refused/ok", "v"), head);
+}
+
 /* ---- replicas ---- */
 
 /* Two stores on one etcd: each sees the other's writes, at the same revisions, with the same
@@ -601,6 +636,7 @@ int main(void)
         ETCD(test_notes_outlive_a_reopen_and_move_no_revision),
         /* etcd's own */
         ETCD(test_stored_values_get_their_revision_back_where_the_header_says),
+        ETCD(test_values_etcd_cannot_take_are_refused_and_nothing_is_written),
         ETCD(test_two_replicas_see_each_others_writes_with_the_same_revisions_and_bytes),
         ETCD(test_a_watch_on_one_replica_sees_the_others_writes),
         ETCD(test_a_delete_with_a_new_final_value_is_an_update_then_the_delete),
