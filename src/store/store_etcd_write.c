@@ -286,15 +286,25 @@ static fl_blob *finish(fl_store_etcd *s, fl_store_op *op, const fl_blob *current
     return v;
 }
 
-static void adopt(fl_store_etcd *s, const char *key, fl_blob *v, int64_t rev)
+/* The value to hand back for key written at rev (taking over the reference to v): v, which
+ * the cache then holds in place of its copy of the same bytes; or, should the second render
+ * have given other bytes than the first (an impure render), the cache's, which every replica
+ * holds. */
+static fl_blob *adopt(fl_store_etcd *s, const char *key, fl_blob *v, int64_t rev)
 {
     pthread_rwlock_wrlock(&s->base.lock);
     fl_store_node *n = fl_store_cache_find(&s->base.cache, key);
-    if (n && n->rev == rev && n->value && n->value->len == v->len && memcmp(n->value->data, v->data, v->len) == 0) {
-        fl_blob_unref(n->value);
-        n->value = fl_blob_ref(v);
+    if (n && n->rev == rev && n->value) {
+        if (n->value->len == v->len && memcmp(n->value->data, v->data, v->len) == 0) {
+            fl_blob_unref(n->value);
+            n->value = fl_blob_ref(v);
+        } else {
+            fl_blob_unref(v);
+            v = fl_blob_ref(n->value);
+        }
     }
     pthread_rwlock_unlock(&s->base.lock);
+    return v;
 }
 
 /* A write running, on its caller's stack, in the store's list of them (under s->mu). */
@@ -371,7 +381,7 @@ int fl_store_etcd_write(fl_store *bs, fl_store_op *op)
             rc = fl_store_etcd_wait_applied(s, rev, FL_ETCD_APPLY_WAIT_MS);
             if (rc == 0) {
                 if (op->type != FL_STORE_DELETE)
-                    adopt(s, op->key, v, rev);
+                    v = adopt(s, op->key, v, rev);
                 op->rev = rev;
                 op->value = v;
             } else {

@@ -174,6 +174,42 @@ static void test_values_etcd_cannot_take_are_refused_and_nothing_is_written(void
     assert_next_rev(f, put_new(f->s, "/refused/ok", "v"), head);
 }
 
+static char *render_counting(void *ctx, const fl_blob *current, int64_t rev, size_t *len)
+{
+    int *calls = ctx;
+    char *out = fl_asprintf("call %d at %lld", ++*calls, (long long)rev);
+    *len = strlen(out);
+    return out;
+}
+
+/* The blob a write hands back (and `rendered` is told) is the one the replica's readers get,
+ * so what the API keeps decoded for it is found by them; and a render that gives other bytes
+ * the second time cannot make the writer's answer differ from what etcd and every replica
+ * hold. */
+static void test_a_write_hands_back_the_bytes_its_readers_get(void **state)
+{
+    fixture *f = *state;
+    render_ctx rcx = { .text = "v" };
+    fl_store_op op = { .type = FL_STORE_CREATE, .key = "/same/a", .render = render_text, .ctx = &rcx };
+    assert_int_equal(fl_store_write(f->s, &op), 0);
+    fl_kv kv;
+    assert_int_equal(fl_store_get(f->s, "/same/a", &kv), 0);
+    assert_ptr_equal(kv.value, op.value);
+    fl_blob_unref(kv.value);
+    fl_blob_unref(op.value);
+    int calls = 0;
+    fl_store_op odd = { .type = FL_STORE_CREATE, .key = "/same/b", .render = render_counting, .ctx = &calls };
+    assert_int_equal(fl_store_write(f->s, &odd), 0);
+    assert_int_equal(calls, 2);
+    char want[64];
+    snprintf(want, sizeof want, "call 1 at %lld", (long long)odd.rev); /* the first render's, stamped */
+    assert_string_equal(odd.value->data, want);
+    assert_int_equal(fl_store_get(f->s, "/same/b", &kv), 0);
+    assert_string_equal(kv.value->data, want);
+    fl_blob_unref(kv.value);
+    fl_blob_unref(odd.value);
+}
+
 /* ---- replicas ---- */
 
 /* Two stores on one etcd: each sees the other's writes, at the same revisions, with the same
@@ -637,6 +673,7 @@ int main(void)
         /* etcd's own */
         ETCD(test_stored_values_get_their_revision_back_where_the_header_says),
         ETCD(test_values_etcd_cannot_take_are_refused_and_nothing_is_written),
+        ETCD(test_a_write_hands_back_the_bytes_its_readers_get),
         ETCD(test_two_replicas_see_each_others_writes_with_the_same_revisions_and_bytes),
         ETCD(test_a_watch_on_one_replica_sees_the_others_writes),
         ETCD(test_a_delete_with_a_new_final_value_is_an_update_then_the_delete),
