@@ -10,9 +10,10 @@
  * Endpoints: a comma-separated list of http:// or https:// URLs of the cluster's members.
  * A request goes to the current endpoint; when it cannot connect, or the member answers that
  * it has no leader, the client moves to the next and tries again, each endpoint at most once
- * per request. A write (txn, compaction, lease) is retried only when it surely did not reach
- * a member (the connection was refused); otherwise its outcome is unknown and the caller is
- * told so (FL_ETIMEDOUT), never a false success. Every request asks for a leader (gRPC
+ * per request. A write (a txn with a PUT or DELETE, compaction, a lease grant) is retried only
+ * when it surely did not reach a member (the connection was refused); otherwise its outcome
+ * is unknown and the caller is told so (FL_ETIMEDOUT), never a false success. A lease
+ * keepalive or revoke, which does the same when done twice, is retried like a read. Every request asks for a leader (gRPC
  * metadata hasleader), so a member cut off from its cluster refuses at once and ends its
  * watches, rather than holding them open and silent.
  *
