@@ -1,14 +1,16 @@
 /* store.h - the store interface: a revision log of keys to object bytes.
  *
  * Every write appends one revision; the revision number is global, strictly
- * increasing, and is the resourceVersion of the object written. The store knows
+ * increasing, and is the resourceVersion of the object written. Revisions may skip
+ * numbers: an etcd store's are etcd's, which count every transaction of the cluster. The store knows
  * nothing about Kubernetes: keys are strings ("/<group>/<resource>/<ns>/<name>"),
  * values are opaque bytes (JSON rendered by the API layer).
  *
  * Backends implement it behind one table of operations (store_impl.h), chosen once by
- * fl_store_open from fl_store_config: SQLite (store_sqlite*.c), the embedded default, and
- * memory only (store_memory.c, below); docs/internals/store.md, "The backend contract",
- * is what a third (etcd) implements. The watch fan-out (store_watch.c) and the index of
+ * fl_store_open from fl_store_config: SQLite (store_sqlite*.c), the embedded default,
+ * memory only (store_memory.c, below), and etcd (store_etcd*.c), for several server
+ * replicas on one etcd cluster; docs/internals/store.md, "The backend contract", is what
+ * each implements. The watch fan-out (store_watch.c) and the index of
  * live keys (store_cache.c) serve them all. A backend keeps every live key with its
  * revisions in memory, the values of the keys written last (SQLite: up to
  * value_cache_bytes; the others are read from the file when asked for), and a window of
@@ -60,6 +62,14 @@ typedef struct fl_store_config {
                                   these bytes (fl_store_marked), or whose writer said it holds
                                   what they stand for (fl_store_op.mark), without reading the
                                   values where the rows say so already */
+    /* etcd (store_etcd*.c): non-NULL selects it, and path and memory are ignored. A
+     * comma-separated list of the cluster's client URLs (http:// or https://). */
+    const char *etcd_servers;
+    const char *etcd_cafile;   /* optional: CA bundle to verify https servers */
+    const char *etcd_certfile; /* optional, with etcd_keyfile: client certificate */
+    const char *etcd_keyfile;
+    const char *etcd_prefix;   /* where the store's keys live in etcd: key K is prefix + K;
+                                  NULL = "/registry" */
 } fl_store_config;
 
 /* Memory stores (memory = true).
@@ -81,7 +91,9 @@ typedef struct fl_store_config {
 
 /* Open (creating if needed) a store. *out is set on every path (NULL on failure).
  * Loads the current state into memory. Returns FL_EIO on open/schema failure, FL_EINVAL
- * if cfg is NULL or names neither a path nor memory. */
+ * if cfg is NULL or names neither a path, memory nor etcd servers (or etcd's are not
+ * usable URLs or TLS files: one line logged); an etcd store that cannot read its state
+ * returns FL_ETIMEDOUT (no member answered) or FL_EIO, having logged why. */
 int fl_store_open(const fl_store_config *cfg, fl_store **out);
 /* Stop background work, wake and end all watches (they return FL_ECLOSED), close. NULL-safe. */
 void fl_store_free(fl_store *s);
@@ -125,7 +137,10 @@ void fl_store_rest(fl_store *s);
  * fl_store_rest lets go of them; 0 for a memory store. Any thread. */
 size_t fl_store_quick_bytes(fl_store *s);
 
-/* Head revision (the highest revision written). */
+/* Head revision: the revision the state in memory is exact at, the highest written. An
+ * etcd store's may be a revision of its cluster's that wrote none of the store's keys (the
+ * revision it opened at, or one a progress notification reached): a list at it, a watch
+ * from it and a write after it behave as at the last revision written before it. */
 int64_t fl_store_rev(fl_store *s);
 
 /* A health probe that writes nothing, for /livez and /readyz: 0 when a reader takes the
@@ -168,11 +183,16 @@ size_t fl_store_count(fl_store *s, const char *prefix);
 
 enum fl_store_op_type { FL_STORE_CREATE = 1, FL_STORE_UPDATE = 2, FL_STORE_DELETE = 3 };
 
-/* Render the value to store, now that its revision is known. Called exactly once
- * per attempted write, on the store's writer thread (a memory store: on the caller's
- * thread, holding the store's lock, so keep it short), with the current value of the
- * key (NULL for create, and with fl_store_op.no_current) and the revision the write will
- * get. Returns a heap string
+/* Render the value to store with the revision it gets. Called once per attempted write
+ * by SQLite and memory stores, on the store's writer thread (a memory store: on the
+ * caller's thread, holding the store's lock, so keep it short), with the current value of
+ * the key (NULL for create, and with fl_store_op.no_current) and the revision the write
+ * will get. An etcd store learns the revision only when its transaction commits: it calls
+ * render first with a stand-in revision (a random 18-digit number, whose digits it cuts out
+ * of the bytes), then, once committed, again with the real one, on the caller's thread and
+ * holding no lock; both calls get the same current value. So a render must be a pure
+ * function of (current, rev), apart from remembering the last revision it was given (the
+ * API's sets the object's resourceVersion). Returns a heap string
  * (malloc'd, the store takes ownership) and its length in *len; for a delete the
  * value is the object's final state as seen by DELETED watch events. Must not call
  * back into the store. */
@@ -186,7 +206,9 @@ typedef struct fl_store_op {
     void *ctx;
     /* Optional: told the value rendered for this op as soon as it exists, before the commit
      * makes it visible to anyone (on the store's writer thread; ctx as render's). The op may
-     * still fail after this: then the value is never stored. */
+     * still fail after this: then the value is never stored. An etcd store calls it once,
+     * with the value of the second render (the real revision), after its commit but before
+     * the write returns; its readers see those same bytes. */
     void (*rendered)(void *ctx, fl_blob *value);
     /* Optional, instead of render: the value as a blob (refcount 1, the store takes it),
      * or NULL for FL_EINVAL. Lets a caller encode before the writer thread and leave it
@@ -199,19 +221,31 @@ typedef struct fl_store_op {
      * with the row, so that opening reads no value for it. 0: opening looks for the mark's
      * bytes in the value (fl_store_marked hands such keys over for the caller to check). */
     signed char mark;
+    /* Set by fl_store_write from the calling thread's fence (fl_store_fence_thread), for the
+     * backend: the write must fail with FL_EFENCED unless this process still leads. */
+    bool fenced;
     /* results */
     int64_t rev;              /* revision written (on success) */
     fl_blob *value;           /* on success: reference to the value now stored (caller unrefs);
                                  for DELETE the final value; NULL on failure */
 } fl_store_op;
 
-/* Apply one write and wait until it is durable (a memory store: until it is applied). Returns:
+/* Apply one write and wait until it is durable (a memory store: until it is applied; an
+ * etcd store: committed by the cluster and applied to this replica's memory, so that the
+ * caller reads its own write). Returns:
  *   0            success; op->rev and op->value set
  *   FL_EEXIST    CREATE of a live key
  *   FL_ENOTFOUND UPDATE/DELETE of an absent key
  *   FL_ECONFLICT prev_rev != 0 and != the key's current revision
  *   FL_EIO       the commit failed (nothing was written)
- *   FL_ECLOSED   the store is closing */
+ *   FL_ECLOSED   the store is closing
+ *   FL_ETIMEDOUT etcd: no member answered, no leader, or the outcome is unknown (the write
+ *                may have committed); or it committed but this replica did not see it
+ *                within FL_ETCD_APPLY_WAIT_MS (10 s)
+ *   FL_ETOOBIG   etcd: the request was larger than the cluster takes
+ * An etcd store's DELETE whose final value differs from the current one takes two
+ * revisions: the final value is put, then deleted (watchers see an update, then the
+ * delete carrying it); op->rev is the delete's. */
 int fl_store_write(fl_store *s, fl_store_op *op);
 
 /* ---- notes ----
@@ -220,7 +254,9 @@ int fl_store_write(fl_store *s, fl_store_op *op);
  * revisions: writing one moves no revision and tells no watch. The server notes in one the
  * revision up to which its controllers had finished (docs/internals/propagation.md,
  * "Resuming at a reconciled revision"). Names are short ASCII words. A memory store keeps
- * none: a read answers FL_ENOTFOUND, a write FL_EUNSUPPORTED. */
+ * none: a read answers FL_ENOTFOUND, a write FL_EUNSUPPORTED. An etcd store keeps each as a
+ * key of its own, /flotilla/notes/<name>, outside the store's prefix (its writes take a
+ * revision of the cluster's, none of the store's). */
 
 /* Set note name to value, durably (per the store's durability) before it returns: 0, or
  * FL_EIO. Any thread; the store's writes go on meanwhile. */
@@ -234,6 +270,40 @@ int fl_store_note_get_text(fl_store *s, const char *name, char **text);
 
 /* Compact now: forget superseded revisions older than head - window. Returns new compact rev. */
 int64_t fl_store_compact(fl_store *s);
+
+/* ---- leading ----
+ *
+ * Servers that share one store (replicas of a control plane on one etcd) elect one of them
+ * to run the controllers. The lead is a lease in the store: the leader renews it, the others
+ * wait for it to lapse or to be released. Every write a controller makes is fenced on it:
+ * the store commits it only while the writer's process still holds the lead, so a leader
+ * that was paused past its lease cannot commit anything after another took over. A store
+ * that only one process can open (SQLite, whose data directory the server locks; memory)
+ * has nobody to compete with: its process leads from the start and nothing is fenced. */
+
+/* Whether other processes may share this store (and so contest the lead). */
+bool fl_store_shared(fl_store *s);
+
+/* Campaign for the lead as identity (a name for logs and for who-leads: host and a unique
+ * part) with a lease of ttl_s seconds. Returns 0 once this process leads (at once for a
+ * store nobody shares), FL_ECLOSED when *stop turns non-zero or the store closes first
+ * (both looked at every few hundred ms); it retries through the store's failures meanwhile,
+ * with a log line. From a return of 0 on, lost(ctx) is called once, on a thread of the
+ * store's, if the lead is lost (its lease lapsed or was taken): fenced writes then fail with
+ * FL_EFENCED. After lost, a new campaign may follow; one at a time. Any thread. */
+int fl_store_lead(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                  void *ctx);
+/* Give the lead up (a clean stop): another process takes it over at once. NULL-safe; does
+ * nothing when this process does not lead. Any thread, before fl_store_free. */
+void fl_store_lead_release(fl_store *s);
+/* The identity of the current leader into *holder (heap; NULL when nobody leads) and since
+ * when (ms since the epoch; may be NULL): 0, or the store's error. Any thread. */
+int fl_store_leader(fl_store *s, char **holder, int64_t *since_ms);
+
+/* Fence the calling thread's later writes on the lead (on: true) or stop (false); returns
+ * the previous setting, for the caller to put back. The server fences the threads that
+ * serve its controllers' requests. No effect on a store nobody shares. */
+bool fl_store_fence_thread(bool on);
 
 /* ---- watching ---- */
 

@@ -5,9 +5,9 @@
  * indirect call through the table of operations (struct fl_store_backend) of the backend
  * the store was opened with, as SQLite calls its VFS through sqlite3_vfs and curl its TLS
  * library through struct Curl_ssl. The backends today: SQLite (store_sqlite.c,
- * store_sqlite_write.c), the embedded default, and memory only (store_memory.c), for
- * simulated member clusters; docs/internals/store.md, "The backend contract", says what a
- * third one (etcd) must do.
+ * store_sqlite_write.c), the embedded default, memory only (store_memory.c), for
+ * simulated member clusters, and etcd (store_etcd*.c), for replicas sharing a cluster;
+ * docs/internals/store.md, "The backend contract", says what each must do.
  *
  * Every backend keeps the same state in memory, struct fl_store below: every live key with
  * its revisions in the ordered index (store_cache.c) behind one rwlock, the head and
@@ -80,10 +80,18 @@ typedef struct fl_store_backend {
      * milliseconds the oldest write still waiting for the backend's writer has waited at
      * monotonic time now_ms, 0 when none waits. Quick: takes only the queue's lock. */
     int64_t (*queued_ms)(fl_store *s, int64_t now_ms);
+    /* Optional (NULL: nobody else opens this store: the lead is this process's at once, and
+     * op->fenced asks nothing): fl_store_lead's campaign, with its arguments as given
+     * (identity non-NULL, ttl_s > 0); lead_release and leader as their public functions. */
+    int (*lead)(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                void *ctx);
+    void (*lead_release)(fl_store *s);
+    int (*leader)(fl_store *s, char **holder, int64_t *since_ms);
 } fl_store_backend;
 
 extern const fl_store_backend fl_store_sqlite_backend;
 extern const fl_store_backend fl_store_memory_backend;
+extern const fl_store_backend fl_store_etcd_backend;
 
 /* The state every backend keeps; the first member of each backend's store. */
 struct fl_store {
@@ -100,6 +108,10 @@ struct fl_store {
     struct fl_metric_series *compact_n, *compact_s; /* compactions finished, and how long each took */
 };
 
+/* Whether the calling thread's writes are fenced on the lead (fl_store_fence_thread), for a
+ * backend's writes that take no op (notes). */
+bool fl_store_thread_fenced(void);
+
 /* Initialise s's shared state for backend be (hub NULL, revisions 0). The lock prefers
  * writers: readers never nest it (lists copy out before calling back), so a stream of
  * readers cannot starve the writer. */
@@ -113,7 +125,7 @@ void fl_store_base_close(fl_store *s);
 
 /* op's value at revision rev over current (NULL when absent): its render_blob's, else its
  * render's bytes in a blob; NULL when the op renders nothing (FL_EINVAL). The backend's
- * writer, once per attempted write. */
+ * writer, once per attempted write (etcd: with a stand-in revision, then the real one). */
 fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev);
 
 /* ---- reads of the current state, for the backends' get, get_at and lists ---- */
