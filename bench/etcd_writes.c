@@ -57,6 +57,7 @@ typedef struct slice {
     size_t *lens;
     char **resp;       /* flotilla paths: each 201's body, kept for the direct path */
     int64_t *lat;      /* by object index */
+    int64_t *ack, *rev; /* direct path: when each txn was answered and the revision it got */
     atomic_int next;
     atomic_int errors;
 } slice;
@@ -86,6 +87,11 @@ static void *worker_main(void *arg)
         }
         if (sl->resp)
             sl->resp[i] = strndup(out.p, out.n);
+        if (sl->rev) {
+            const char *r = strstr(out.p, "\"revision\":\"");
+            sl->rev[i] = r ? strtoll(r + 12, NULL, 10) : 0;
+            sl->ack[i] = t0 + sl->lat[i];
+        }
     }
     free(out.p);
     return NULL;
@@ -145,6 +151,90 @@ static char *direct_txn(const char *name, const char *json, size_t *len)
     return b.p;
 }
 
+/* ---- etcd's own watch delay: a watch on the direct path's keys through the same gateway ----
+ * What Flotilla's write waits for beyond its txn is its own watch bringing the write back
+ * (store_etcd_write.c). This stream times, per revision, when etcd's gateway delivered it. */
+typedef struct ewatch {
+    fb_server m;
+    pthread_t th;
+    atomic_bool stop;
+    pthread_mutex_t mu;
+    int64_t *rev, *at;
+    size_t n, cap;
+    fb_buf line;
+} ewatch;
+
+static size_t ewatch_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    ewatch *w = ud;
+    int64_t now = fb_now_ns();
+    fb_buf_write(ptr, size, nmemb, &w->line);
+    pthread_mutex_lock(&w->mu);
+    for (const char *p = w->line.p; (p = strstr(p, "\"mod_revision\":\"")); p++) {
+        if (w->n == w->cap) {
+            w->cap = w->cap ? w->cap * 2 : 4096;
+            w->rev = realloc(w->rev, w->cap * sizeof *w->rev);
+            w->at = realloc(w->at, w->cap * sizeof *w->at);
+            if (!w->rev || !w->at)
+                abort();
+        }
+        w->rev[w->n] = strtoll(p + 16, NULL, 10);
+        w->at[w->n++] = now;
+    }
+    pthread_mutex_unlock(&w->mu);
+    /* keep only an unfinished tail (a key may straddle two chunks) */
+    const char *nl = strrchr(w->line.p, '\n');
+    if (nl) {
+        size_t rest = w->line.n - (size_t)(nl + 1 - w->line.p);
+        memmove(w->line.p, nl + 1, rest + 1);
+        w->line.n = rest;
+    }
+    return size * nmemb * (atomic_load(&w->stop) ? 0 : 1);
+}
+
+static void *ewatch_main(void *arg)
+{
+    ewatch *w = arg;
+    struct curl_slist *h = fb_headers(&w->m);
+    CURL *c = fb_curl_new(&w->m, h);
+    char url[300], body[300];
+    snprintf(url, sizeof url, "%s/v3/watch", w->m.url);
+    char *k = fb_b64("/bench-direct/", 14), *end = fb_b64("/bench-direct0", 14);
+    snprintf(body, sizeof body, "{\"create_request\":{\"key\":\"%s\",\"range_end\":\"%s\"}}", k, end);
+    free(k);
+    free(end);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ewatch_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+    curl_easy_perform(c); /* until ewatch_data refuses the bytes after stop */
+    curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+/* Delivery delays (event - txn answer) of objects [0, n) into out; how many matched. */
+static size_t ewatch_delays(ewatch *w, const int64_t *rev, const int64_t *ack, int n, int64_t *out)
+{
+    size_t m = 0;
+    pthread_mutex_lock(&w->mu);
+    /* revisions arrive in order: walk both by revision */
+    for (int i = 0; i < n; i++) {
+        size_t lo = 0, hi = w->n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (w->rev[mid] < rev[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (rev[i] && lo < w->n && w->rev[lo] == rev[i])
+            out[m++] = w->at[lo] - ack[i];
+    }
+    pthread_mutex_unlock(&w->mu);
+    return m;
+}
+
 /* Make k warm keep-alive handles on p (a request each, so connections and TLS are up). */
 static int path_connect(path *p, int k)
 {
@@ -199,7 +289,7 @@ static void store_write_stats(const fb_server *s, double *sum, double *count)
 }
 
 typedef struct result {
-    double rate, p50, p99, max;
+    double rate, p50, p99, max, mean;
     int done;
 } result;
 
@@ -221,8 +311,9 @@ static void gen_bodies(char **bodies, size_t *lens, int n, int k, size_t size)
 }
 
 /* All three paths at k clients, n objects each, in `slices` interleaved slices. */
-static void run_level(path *paths, bool with_sqlite, int k, int n, int slices, size_t size, result *res)
+static void run_level(path *paths, bool with_sqlite, ewatch *ew, int k, int n, int slices, size_t size, result *res)
 {
+    int64_t *drev = calloc((size_t)n, sizeof *drev), *dack = calloc((size_t)n, sizeof *dack);
     char **bodies = calloc((size_t)n, sizeof *bodies), **resp = calloc((size_t)n, sizeof *resp),
          **txns = calloc((size_t)n, sizeof *txns);
     size_t *lens = calloc((size_t)n, sizeof *lens), *tlens = calloc((size_t)n, sizeof *tlens);
@@ -265,6 +356,8 @@ static void run_level(path *paths, bool with_sqlite, int k, int n, int slices, s
                 }
                 sl.bodies = txns;
                 sl.lens = tlens;
+                sl.rev = drev;
+                sl.ack = dack;
             }
             double c0 = p == P_ETCD ? fb_proc_cpu_s(paths[P_ETCD].srv.pid) : 0;
             wall[p] += run_slice(&sl);
@@ -280,6 +373,10 @@ static void run_level(path *paths, bool with_sqlite, int k, int n, int slices, s
             continue;
         path_disconnect(&paths[p], k);
         res[p].done = n;
+        double sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += (double)lat[p][i];
+        res[p].mean = sum / n / 1e6;
         res[p].rate = n / wall[p];
         res[p].p50 = fb_pct_ms(lat[p], (size_t)n, 50);
         res[p].p99 = fb_pct_sorted_ms(lat[p], (size_t)n, 99);
@@ -291,9 +388,24 @@ static void run_level(path *paths, bool with_sqlite, int k, int n, int slices, s
     }
     double dn = scount1 - scount0;
     if (dn > 0)
-        printf("  flotilla/etcd: the store's own create (txn + waiting for its watch): mean %.2f ms over %.0f; "
-               "server CPU %.2f ms per create, %.2f cores while its slices ran\n",
-               (ssum1 - ssum0) / dn * 1000, dn, cpu_etcd * 1000 / n, cpu_etcd / wall[P_ETCD]);
+        printf("  flotilla/etcd: a create's request takes %.2f ms on average, of which the store's own write (txn + "
+               "waiting for its watch) %.2f ms (over %.0f); direct txn %.2f ms on average; server CPU %.2f ms per "
+               "create, %.2f cores while its slices ran\n",
+               res[P_ETCD].mean, (ssum1 - ssum0) / dn * 1000, dn, res[P_DIRECT].mean, cpu_etcd * 1000 / n,
+               cpu_etcd / wall[P_ETCD]);
+    usleep(200000); /* the last events */
+    int64_t *dl = calloc((size_t)n, sizeof *dl);
+    size_t nd = ewatch_delays(ew, drev, dack, n, dl);
+    double dsum = 0;
+    for (size_t i = 0; i < nd; i++)
+        dsum += (double)dl[i];
+    if (nd)
+        printf("  etcd's own watch (same gateway, direct path's keys): event - txn answer mean %.2f ms, P50 %.2f, "
+               "P99 %.2f ms (%zu of %d matched)\n",
+               dsum / (double)nd / 1e6, fb_pct_ms(dl, nd, 50), fb_pct_sorted_ms(dl, nd, 99), nd, n);
+    free(dl);
+    free(drev);
+    free(dack);
     fflush(stdout);
     for (int i = 0; i < n; i++) {
         free(bodies[i]);
@@ -405,11 +517,17 @@ int main(int argc, char **argv)
            with_sqlite ? paths[P_SQLITE].srv.url : "(skipped)");
     print_etcd_leader(&e);
 
+    ewatch ew = {0};
+    ew.m = paths[P_DIRECT].srv;
+    pthread_mutex_init(&ew.mu, NULL);
+    atomic_init(&ew.stop, false);
+    pthread_create(&ew.th, NULL, ewatch_main, &ew);
+    usleep(300000); /* the watch is created */
     result res[MAX_K][NPATH];
     memset(res, 0, sizeof res);
     for (int i = 0; i < nk; i++) {
         printf("\n== %d client%s ==\n", ks[i], ks[i] == 1 ? "" : "s");
-        run_level(paths, with_sqlite, ks[i], n, slices, size, res[i]);
+        run_level(paths, with_sqlite, &ew, ks[i], n, slices, size, res[i]);
         if (!fb_server_alive(&paths[P_ETCD].srv) || (with_sqlite && !fb_server_alive(&paths[P_SQLITE].srv))) {
             printf("SERVER PROBLEM: a server died during the run\n");
             problems++;
@@ -439,11 +557,16 @@ int main(int argc, char **argv)
 
     for (int p = 0; p < NPATH; p++)
         curl_slist_free_all(paths[p].hdrs);
+    atomic_store(&ew.stop, true); /* the stream ends at its next bytes; etcd's end closes it */
     if (fb_server_stop(&paths[P_ETCD].srv) != 0)
         problems++;
     if (with_sqlite && fb_server_stop(&paths[P_SQLITE].srv) != 0)
         problems++;
     fb_etcd_stop(&e);
+    pthread_join(ew.th, NULL);
+    free(ew.rev);
+    free(ew.at);
+    free(ew.line.p);
     fb_scratch_done(dir, keep);
     free(dir);
     curl_global_cleanup();
