@@ -21,8 +21,11 @@
  * --slices slices (each slice: N/slices objects per path, the order rotating), so each sees
  * the same spells of the shared machine. Per path: creates/s over the summed wall time of its
  * slices, P50/P99/max per request. Ratio flotilla/etcd over direct; target >= 0.8x at 8 and
- * 32 clients. Also printed per K: the Flotilla server's mean store write time (from
- * flotilla_store_write_duration_seconds) and CPU, to tell where the rest goes.
+ * 32 clients. Also printed per K, to tell where the rest goes: Flotilla's mean request time
+ * beside its store's mean write time (flotilla_store_write_duration_seconds: the gap is time
+ * spent before a request worker took it), its CPU, and etcd's own watch delay (a watch on the
+ * direct path's keys through the same gateway: event received - txn answered), which is what
+ * Flotilla's write waits for after its txn.
  *
  * Usage: etcd_writes [--clients 1,8,32] [--objects 1200] [--slices 4] [--size 1024]
  *                    [--flotilla PATH] [--dir PARENT] [--http] [--keep] */
@@ -262,7 +265,7 @@ static void path_disconnect(path *p, int k)
     }
 }
 
-/* The sum and count of a labelled histogram in a /metrics text (prefix up to the '{'), or -1. */
+/* The value of the sample whose name and labels are exactly `series` in a /metrics text, or -1. */
 static double metric_value(const char *text, const char *series)
 {
     size_t n = strlen(series);
@@ -272,7 +275,8 @@ static double metric_value(const char *text, const char *series)
     return -1;
 }
 
-/* Mean seconds of the server's store creates so far and their count (from /metrics). */
+/* The summed seconds and the count of the server's store creates so far (from /metrics), -1 each
+ * when unreadable. */
 static void store_write_stats(const fb_server *s, double *sum, double *count)
 {
     struct curl_slist *h = fb_headers(s);
@@ -328,7 +332,7 @@ static void run_level(path *paths, bool with_sqlite, ewatch *ew, int k, int n, i
                 problems++;
     double ssum0, scount0, ssum1, scount1;
     store_write_stats(&paths[P_ETCD].srv, &ssum0, &scount0);
-    double cpu0 = fb_proc_cpu_s(paths[P_ETCD].srv.pid), cpu_etcd = 0;
+    double cpu_etcd = 0;
     int errors[NPATH] = {0};
     for (int s = 0; s < slices; s++) {
         int lo = n * s / slices, hi = n * (s + 1) / slices;
@@ -366,7 +370,6 @@ static void run_level(path *paths, bool with_sqlite, ewatch *ew, int k, int n, i
             errors[p] += atomic_load(&sl.errors);
         }
     }
-    (void)cpu0;
     store_write_stats(&paths[P_ETCD].srv, &ssum1, &scount1);
     for (int p = 0; p < NPATH; p++) {
         if (p == P_SQLITE && !with_sqlite)
