@@ -825,6 +825,10 @@ static int start_http(server *sv)
                            .tls_min_version = sv->o.tls_min_version,
                            .tls_cipher_suites = sv->o.tls_cipher_suites,
                            .max_inflight = sv->o.max_inflight,
+                           /* on etcd each write waits a round trip to the cluster: more
+                            * workers keep 32 writers from queueing (docs/BENCHMARKS.md, "HA on
+                            * etcd"); they start on demand, so an idle server has no more */
+                           .max_workers = fl_store_shared(sv->store) ? 64 : 0,
                            .header_timeout_s = sv->o.header_timeout_s,
                            .body_timeout_s = sv->o.body_timeout_s,
                            .idle_timeout_s = sv->o.idle_timeout_s,
