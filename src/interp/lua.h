@@ -69,6 +69,11 @@
  *     neither strings nor a 1..n sequence, sparse arrays (an index beyond twice the
  *     element count, unless JSON made the holes), NaN/inf, invalid UTF-8, nesting deeper
  *     than FL_LUA_MAX_DEPTH, a table containing itself.
+ *   - An operation's arguments are handed over lazily (fl_lua_push_json_lazy): a table
+ *     converts its members as the script reaches them, with the same answers as above,
+ *     so a call costs what its script reads rather than the size of its input, and the
+ *     memory cap counts only what was converted. A table kept (in an upvalue) past its
+ *     call raises when used in a later one.
  *
  * Sandbox: base functions without load, loadstring, dofile, loadfile, collectgarbage,
  * rawget, rawset, rawequal, rawlen, getmetatable, setmetatable (as in Karmada, which
