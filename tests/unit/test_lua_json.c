@@ -590,6 +590,75 @@ static void test_lazy_untouched_input_round_trips_exactly(void **state)
     }
 }
 
+/* A random JSON value for the differential test: nested objects and arrays with nulls,
+ * empties, integral and fractional reals, repeated keys across objects. */
+static json_t *random_json(unsigned *seed, int depth)
+{
+    static const char *const keys[] = {"a", "b", "spec", "status", "replicas", "x", "conditions", "n"};
+    int kind = depth >= 4 ? (int)(rand_r(seed) % 6) : (int)(rand_r(seed) % 9);
+    switch (kind) {
+    case 0: return json_null();
+    case 1: return json_integer((json_int_t)(rand_r(seed) % 100) - 20);
+    case 2: return json_real(rand_r(seed) % 2 ? 2.0 : 0.25);
+    case 3: return json_string(keys[rand_r(seed) % 8]);
+    case 4: return json_boolean(rand_r(seed) % 2);
+    case 5: return json_stringn("nul\0x", 5);
+    case 6:
+    case 7: {
+        json_t *o = json_object();
+        int n = (int)(rand_r(seed) % 5);
+        for (int i = 0; i < n; i++)
+            json_object_set_new(o, keys[rand_r(seed) % 8], random_json(seed, depth + 1));
+        return o;
+    }
+    default: {
+        json_t *a = json_array();
+        int n = (int)(rand_r(seed) % 4);
+        for (int i = 0; i < n; i++)
+            json_array_append_new(a, random_json(seed, depth + 1));
+        return a;
+    }
+    }
+}
+
+/* Random inputs, read in different ways, give the same answers lazy and converted. */
+static void test_lazy_tables_match_converted_on_random_inputs(void **state)
+{
+    (void)state;
+    static const char *const scripts[] = {
+        "return v",
+        "return {v}",
+        /* touch every table with pairs (converting them all), then return the input */
+        "local function walk(t) for k, x in pairs(t) do if type(x) == 'table' then walk(x) end end end "
+        "if type(v) == 'table' then walk(v) end return v",
+        /* read some members of every kind, delete some, then return it */
+        "local function poke(t, d) if type(t) ~= 'table' or d > 5 then return end "
+        "local _ = t.a, t.replicas poke(t.spec, d + 1) poke(t[1], d + 1) t.x = nil poke(t.status, d + 1) end "
+        "poke(v, 0) return v",
+        "if type(v) == 'table' and type(v.spec) == 'table' then v.spec.n = #v.spec end return {v, v}",
+    };
+    unsigned seed = 46;
+    for (int i = 0; i < 300; i++) {
+        json_t *in = json_object();
+        json_object_set_new(in, "spec", random_json(&seed, 0));
+        json_object_set_new(in, "status", random_json(&seed, 0));
+        json_object_set_new(in, "a", random_json(&seed, 1));
+        for (size_t k = 0; k < sizeof scripts / sizeof scripts[0]; k++)
+            for (int f = 0; f < 2; f++) {
+                char *eager = answer(in, false, scripts[k], f ? FL_LUA_JSON_DROP_EMPTY : 0);
+                char *lazy = answer(in, true, scripts[k], f ? FL_LUA_JSON_DROP_EMPTY : 0);
+                if (strcmp(eager, lazy)) {
+                    char *text = fl_json_dumps(in, NULL);
+                    fail_msg("input %s\nscript %s (flags %d)\n  converted: %s\n  lazy:      %s", text, scripts[k], f,
+                             eager, lazy);
+                }
+                free(eager);
+                free(lazy);
+            }
+        json_decref(in);
+    }
+}
+
 /* A table kept past fl_lua_json_end_call no longer reads its (freed) JSON: every use
  * raises, and converting it back fails, whatever parts were read before. */
 static void test_lazy_table_kept_past_its_call_raises_instead_of_reading_freed_json(void **state)
@@ -679,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_too_deep_lua_table_is_rejected),
         cmocka_unit_test(test_lazy_tables_answer_every_script_as_converted_ones),
         cmocka_unit_test(test_lazy_untouched_input_round_trips_exactly),
+        cmocka_unit_test(test_lazy_tables_match_converted_on_random_inputs),
         cmocka_unit_test(test_lazy_table_kept_past_its_call_raises_instead_of_reading_freed_json),
         cmocka_unit_test(test_lazy_input_converts_only_what_is_read),
     };
