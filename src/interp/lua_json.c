@@ -17,7 +17,12 @@
  * hash seed, and the same script on the same input must give the same bytes, as Karmada's
  * (Go, sorted maps) does. Going back never raises a Lua error nor allocates in the state
  * (lua_next, lua_rawget* and lua_tolstring on strings do not), so it runs outside a
- * protected call; pushing does allocate and must run inside one. */
+ * protected call; pushing does allocate and must run inside one.
+ *
+ * An operation's arguments are not converted before the script runs but handed over as
+ * lazy tables, which convert a level of the JSON when the script reaches it (see "lazy
+ * tables" below): a call costs what its script reads. Both directions share a cache of
+ * short Lua strings (push_str). */
 #include "interp/lua.h"
 
 #include <lauxlib.h>
@@ -280,10 +285,11 @@ int fl_lua_push_json(lua_State *L, const json_t *v, char **err)
  *     kind: all the scalar members (strings, numbers, booleans), or all the object and
  *     array members (as lazy tables), stored in the table, with a bit set beside the
  *     pointer (SCALARS_MADE, KIDS_MADE). Once stored, members read raw, and a script's
- *     `obj.spec = nil` is a raw delete that __index, seeing the bit, does not undo. A
- *     member never stored is absent, so every write reaches __newindex, which (like #,
- *     pairs and next) converts the rest of the members and makes the table a plain one
- *     with the object mark. Unread members of an untouched kind cost nothing.
+ *     `obj.spec = nil` is a raw delete that __index, seeing the bit, does not undo (a
+ *     write to a stored member is a raw write too). Any other write is to a member not
+ *     stored, so it reaches __newindex, which (like #, pairs and next) converts the
+ *     rest of the members and makes the table a plain one with the object mark. Unread
+ *     members of an untouched kind cost nothing.
  * Nulls are kept as fl_lua_push_json keeps them, from the moment a table is plain.
  * Conversion back (fl_lua_to_json) reads a lazy table without converting it: members of
  * a kind not stored come from the JSON, stored ones from the table (lazy_to_json).
@@ -990,7 +996,7 @@ static size_t nonnull(const json_t *src, uintptr_t bits)
 
 /* The object of the lazy object t (src): its nulls from src, and its other members
  * from src when not stored yet (`bits`, MADE_BITS), else from t, where the script may
- * have deleted (not replaced: that converts the table) them. */
+ * have replaced or deleted them (raw writes: the table stays lazy). */
 static int lazy_object(struct conv *c, int t, const json_t *src, uintptr_t bits, int depth, json_t **out)
 {
     lua_State *L = c->L;

@@ -521,6 +521,8 @@ static const char *const lazy_scripts[] = {
     "local r = v.spec.replicas v.spec.replicas = nil return {r, v.spec.replicas, v.spec.ratio}",
     "local t = v.spec.template v.spec.template = nil return {t = t, s = v.spec, again = v.spec.template}",
     "v.spec.template = {x = 1} return {v.spec.template, v.spec.replicas}",
+    "local _ = v.spec.template v.spec.template = {y = 2} v.spec.list = nil return v",
+    "local _ = v.spec.replicas v.spec.replicas = 9 v.spec.half = nil return v",
     "v.metadata.labels.x = 'y' return v",
     "v.metadata.labels = nil v.metadata.name = 'b' return v",
     "local keys = {} for k in pairs(v.metadata) do keys[#keys + 1] = k end table.sort(keys) return keys",
