@@ -69,6 +69,11 @@
  *     neither strings nor a 1..n sequence, sparse arrays (an index beyond twice the
  *     element count, unless JSON made the holes), NaN/inf, invalid UTF-8, nesting deeper
  *     than FL_LUA_MAX_DEPTH, a table containing itself.
+ *   - An operation's arguments are handed over lazily (fl_lua_push_json_lazy): a table
+ *     converts its members as the script reaches them, with the same answers as above,
+ *     so a call costs what its script reads rather than the size of its input, and the
+ *     memory cap counts only what was converted. A table kept (in an upvalue) past its
+ *     call raises when used in a later one.
  *
  * Sandbox: base functions without load, loadstring, dofile, loadfile, collectgarbage,
  * rawget, rawset, rawequal, rawlen, getmetatable, setmetatable (as in Karmada, which
@@ -299,6 +304,27 @@ int fl_lua_check_scripts(const fl_lua_script *scripts, size_t n, const fl_lua_li
  * 0, or FL_EINVAL with *err (malloc'd) when v nests deeper than FL_LUA_MAX_DEPTH (nothing
  * pushed then). Needs fl_lua_json_open(L) to have run. */
 int fl_lua_push_json(struct lua_State *L, const json_t *v, char **err);
+
+/* Push v as fl_lua_push_json does, but lazily: an object or array becomes a table that
+ * converts its members from v only when the script reaches them, so a script pays for
+ * what it reads, not for the size of its input. What the script can observe is the same
+ * as with fl_lua_push_json (reads, #, pairs, ipairs, next, the table library, ==,
+ * writes, deletions, and fl_lua_to_json of the table or of any part of it, untouched
+ * parts included); the rules are in lua_json.c. v is borrowed, not copied: it must stay
+ * alive and unchanged until fl_lua_json_end_call(L), which every call that pushed lazily
+ * must make before v goes away. Nesting is checked when the values are reached or
+ * converted back, not here. Same context and errors as fl_lua_push_json. */
+int fl_lua_push_json_lazy(struct lua_State *L, const json_t *v, char **err);
+
+/* End the call whose arguments fl_lua_push_json_lazy pushed: every table of theirs the
+ * script has not converted yet is cut from its JSON, so a script that kept one (in an
+ * upvalue) and reads it in a later call gets a Lua error, never freed memory. Raises
+ * nothing and allocates nothing in L: callable outside a protected call. */
+void fl_lua_json_end_call(struct lua_State *L);
+
+/* `next` for scripts: the base library's next, after converting a lazy table's members
+ * (raw iteration must see them all). A lua_CFunction; the sandbox installs it as next. */
+int fl_lua_json_next(struct lua_State *L);
 
 /* The value at idx of L as JSON: *out a new reference (NULL for nil: the caller decides
  * what nil means where). Raises no Lua error and does not allocate in L: callable

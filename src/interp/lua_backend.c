@@ -474,7 +474,8 @@ struct opcall {
 static int push_arg(lua_State *L, const json_t *v, const char *what, char **err)
 {
     char *e = NULL;
-    int rc = fl_lua_push_json(L, v, &e);
+    /* the arguments outlive the call (the sandbox ends it: fl_lua_json_end_call) */
+    int rc = fl_lua_push_json_lazy(L, v, &e);
     if (rc) {
         *err = fl_asprintf("%s: %s", what, e ? e : "cannot be converted");
         free(e);

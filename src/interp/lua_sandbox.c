@@ -342,6 +342,8 @@ static int init_state(lua_State *L)
         lua_pushcclosure(L, sb_forbidden, 1);
         lua_setfield(L, 2, forbidden[i]);
     }
+    lua_pushcfunction(L, fl_lua_json_next); /* next converts a lazy table first */
+    lua_setfield(L, 2, "next");
     lua_pushcfunction(L, sb_noop);
     lua_setfield(L, 2, "print");
     lua_pushcfunction(L, sb_require);
@@ -701,6 +703,8 @@ static int run(struct lstate *st, const fl_lua_limits *lim, uint64_t gen, const 
     if (st->refused)
         *dirty = true;
     lua_settop(L, 0);
+    if (!*dirty) /* the arguments' JSON goes away now: cut the tables still reading it */
+        fl_lua_json_end_call(L);
     return rc;
 }
 

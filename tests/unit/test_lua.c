@@ -493,6 +493,54 @@ static void test_memory_cap_stops_table_growth_and_pool_recovers(void **state)
     fl_interp_free(ip);
 }
 
+/* Arguments are converted as the script reads them, and the memory cap counts what it
+ * converts: an input too big to convert whole under the cap serves a script that reads
+ * a little of it, and stops one that reads all of it. */
+static void test_memory_cap_counts_what_a_script_converts(void **state)
+{
+    (void)state;
+    json_t *data = json_array();
+    for (int i = 0; i < 5000; i++) {
+        json_t *inner = json_object();
+        for (int f = 0; f < 40; f++) {
+            char k[16];
+            snprintf(k, sizeof k, "f%d", f);
+            json_object_set_new(inner, k, json_integer(i * 100 + f));
+        }
+        json_array_append_new(data, json_pack("{s:o}", "inner", inner));
+    }
+    json_t *obj = json_pack("{s:s, s:s, s:o}", "apiVersion", "x.io/v1", "kind", "X", "data", data);
+    fl_lua_limits lim = {.memory = 8 << 20};
+    const char *some = "function InterpretHealth(obj)\n"
+                       "  return obj.data[1].inner.f1 == 1 and obj.data[5000].inner.f39 == 499939\n"
+                       "end";
+    const char *all = "function InterpretHealth(obj)\n"
+                      "  local n = 0\n"
+                      "  for _, d in ipairs(obj.data) do for k, x in pairs(d.inner) do n = n + x end end\n"
+                      "  return n > 0\n"
+                      "end";
+    const char *scripts[] = {some, all};
+    for (int i = 0; i < 2; i++) {
+        json_t *r = ric("big", "x.io/v1", "X", "healthInterpretation", scripts[i], NULL);
+        fl_lua_args in = {.obj = obj};
+        fl_lua_result res;
+        char *err = NULL;
+        int rc = fl_lua_run(r, FL_INTERP_HEALTH, &in, &lim, &res, &err);
+        if (i == 0) {
+            if (rc)
+                fail_msg("reading two values failed: %s", err);
+            assert_int_equal(res.health, FL_HEALTH_HEALTHY);
+        } else {
+            assert_int_equal(rc, FL_EINVAL);
+            assert_contains(err, "memory cap of 8 MiB exceeded");
+        }
+        free(err);
+        fl_lua_result_clear(&res);
+        json_decref(r);
+    }
+    json_decref(obj);
+}
+
 static void test_costly_patterns_are_refused_and_ordinary_ones_work(void **state)
 {
     (void)state;
@@ -1222,6 +1270,7 @@ int main(void)
         cmocka_unit_test(test_time_limit_stops_expensive_instructions),
         cmocka_unit_test(test_memory_cap_stops_string_doubling),
         cmocka_unit_test(test_memory_cap_stops_table_growth_and_pool_recovers),
+        cmocka_unit_test(test_memory_cap_counts_what_a_script_converts),
         cmocka_unit_test(test_costly_patterns_are_refused_and_ordinary_ones_work),
         cmocka_unit_test(test_get_resource_quantity_parses_kubernetes_quantities),
         cmocka_unit_test(test_resource_add_sums_in_canonical_form),
