@@ -668,6 +668,22 @@ static int open_store(server *sv)
                             .etcd_keyfile = sv->o.etcd_keyfile,
                             .etcd_prefix = sv->o.etcd_prefix};
     int rc = fl_store_open(&scfg, &sv->store);
+    /* etcd not answering yet (starting with it, or down): wait for it, saying so now and then;
+     * the server serves once the store opens. A wrong URL or certificate does not wait. */
+    for (int64_t said = fl_time_mono_ms(); rc == FL_ETIMEDOUT && sv->o.etcd_servers;) {
+        if (fl_time_mono_ms() - said >= 5000) {
+            fl_log(FL_LOG_WARN, "server", "etcd at %s does not answer yet; the server serves once it does",
+                   sv->o.etcd_servers);
+            said = fl_time_mono_ms();
+        }
+        const struct timespec pause = {1, 0};
+        int sig = sigtimedwait(&sv->sigs, NULL, &pause);
+        if (sig == SIGINT || sig == SIGTERM) {
+            free(db);
+            return FL_ECLOSED;
+        }
+        rc = fl_store_open(&scfg, &sv->store);
+    }
     free(db);
     if (rc) {
         if (sv->o.etcd_servers)
@@ -883,7 +899,8 @@ static bool follow_lead(server *sv)
 {
     int st = fl_lead_state(sv->lead);
     if (st == FL_LEAD_LEADING && !sv->ctrl) {
-        init_reconciled(sv); /* what the last leader noted */
+        fl_store_fence_thread(true); /* this thread notes the reconciled revision: only while leading */
+        init_reconciled(sv);         /* what the last leader noted */
         start_controllers(sv);
         pthread_mutex_lock(&ctrl_health.mu);
         ctrl_health.standby = false;

@@ -286,6 +286,11 @@ size_t fl_store_count(fl_store *s, const char *prefix)
 /* The calling thread's fence (fl_store_fence_thread). */
 static _Thread_local bool thread_fenced;
 
+bool fl_store_thread_fenced(void)
+{
+    return thread_fenced;
+}
+
 bool fl_store_fence_thread(bool on)
 {
     bool was = thread_fenced;

@@ -223,9 +223,18 @@ static int etcd_open(const fl_store_config *cfg, fl_store **out)
     fl_store_etcd *s = fl_calloc(1, sizeof(*s));
     fl_store_base_init(&s->base, &fl_store_etcd_backend);
     s->c = c;
+    ec.timeout_ms = FL_ETCD_WRITE_ATTEMPT_MS;
+    if (fl_etcd_open(&ec, &s->wc, &err) != 0) { /* the same configuration: cannot fail now */
+        free(err);
+        s->wc = NULL;
+    }
     s->prefix = fl_strdup(cfg->etcd_prefix ? cfg->etcd_prefix : DEFAULT_PREFIX);
     s->plen = strlen(s->prefix);
     s->prefix_end = fl_etcd_prefix_end(s->prefix);
+    s->side = fl_asprintf(FL_ETCD_SIDE "%s", s->prefix);
+    char *lead_key = fl_asprintf("%s" FL_ETCD_LEAD, s->side);
+    s->lead = fl_etcd_lead_new(c, lead_key);
+    free(lead_key);
     s->window = cfg->compact_window > 0 ? cfg->compact_window : DEFAULT_WINDOW;
     s->interval_ms = cfg->compact_interval_ms ? cfg->compact_interval_ms : DEFAULT_INTERVAL_MS;
     pthread_mutex_init(&s->mu, NULL);
@@ -282,11 +291,14 @@ static void etcd_free(fl_store *bs)
     if (s->have_compactor)
         pthread_join(s->compactor, NULL);
     fl_watch_hub_free(s->base.hub); /* waits for replays, which see stop */
+    fl_etcd_lead_free(s->lead);     /* its renewing thread uses the client */
     fl_etcd_free(s->c);
+    fl_etcd_free(s->wc);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s->prefix);
     free(s->prefix_end);
+    free(s->side);
     fl_store_base_close(&s->base);
     free(s);
 }
@@ -418,22 +430,30 @@ static int etcd_note_set(fl_store *bs, const char *name, int64_t value, const ch
         snprintf(num, sizeof num, "%" PRId64, value);
         text = num;
     }
-    char *key = fl_asprintf("%s%s", FL_ETCD_NOTES, name);
+    char *key = fl_asprintf("%s" FL_ETCD_NOTES "%s", s->side, name);
     fl_etcd_op put = { .type = FL_ETCD_PUT, .key = key, .value = text, .value_len = strlen(text) };
+    /* a fenced thread's note (the leader's reconciled revision) holds only while it leads */
+    fl_etcd_cmp fence;
+    bool fenced = fl_store_thread_fenced();
+    if (fenced && !fl_etcd_lead_fence(s->lead, &fence)) {
+        free(key);
+        return FL_EFENCED;
+    }
     fl_etcd_txn_result res = { 0 };
     fl_etcd_error e = { 0 };
-    int rc = fl_etcd_txn(s->c, NULL, 0, &put, 1, NULL, 0, &res, &e);
+    int rc = fl_etcd_txn(s->c, fenced ? &fence : NULL, fenced ? 1 : 0, &put, 1, NULL, 0, &res, &e);
     free(key);
     if (rc)
         return fl_store_etcd_fail(s, "writing a note", &e);
+    bool done = res.succeeded;
     fl_etcd_txn_result_free(&res);
-    return 0;
+    return done ? 0 : FL_EFENCED;
 }
 
 static int etcd_note_get(fl_store *bs, const char *name, int64_t *value, char **text)
 {
     fl_store_etcd *s = (fl_store_etcd *)bs;
-    char *key = fl_asprintf("%s%s", FL_ETCD_NOTES, name);
+    char *key = fl_asprintf("%s" FL_ETCD_NOTES "%s", s->side, name);
     fl_etcd_kv *kvs = NULL;
     size_t n = 0;
     bool more;
@@ -533,6 +553,28 @@ static int64_t etcd_compact(fl_store *bs)
     return fl_store_compact_rev(bs);
 }
 
+/* ---- the controllers' lead (store.h, "leading"; etcd_lead.h) ---- */
+
+static int etcd_lead(fl_store *bs, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                     void *ctx)
+{
+    fl_store_etcd *s = (fl_store_etcd *)bs;
+    return fl_etcd_lead_campaign(s->lead, identity, ttl_s, stop, lost, ctx);
+}
+
+static void etcd_lead_release(fl_store *bs)
+{
+    fl_etcd_lead_release(((fl_store_etcd *)bs)->lead);
+}
+
+static int etcd_leader(fl_store *bs, char **holder, int64_t *since_ms)
+{
+    fl_store_etcd *s = (fl_store_etcd *)bs;
+    fl_etcd_error e = { 0 };
+    int rc = fl_etcd_lead_holder(s->lead, holder, since_ms, &e);
+    return rc ? fl_store_etcd_fail(s, "reading who leads", &e) : 0;
+}
+
 /* No rest or quick_bytes (every value is the state, kept in memory), no load mark. */
 const fl_store_backend fl_store_etcd_backend = {
     .open = etcd_open,
@@ -546,4 +588,7 @@ const fl_store_backend fl_store_etcd_backend = {
     .compact = etcd_compact,
     .note_set = etcd_note_set,
     .note_get = etcd_note_get,
+    .lead = etcd_lead,
+    .lead_release = etcd_lead_release,
+    .leader = etcd_leader,
 };

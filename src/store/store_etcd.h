@@ -17,23 +17,36 @@
 #include <stdint.h>
 
 #include "store/etcd_client.h"
+#include "store/etcd_lead.h"
 #include "store/store_impl.h"
 
 /* Outside the store's prefix: the key replicas coordinate compaction on (as kube-apiserver's
- * "compact_rev_key"), and the notes. */
+ * "compact_rev_key"; etcd's compaction is the whole cluster's, so one key for all), and,
+ * under "/flotilla" + the prefix (one control plane's, as its keys are), the notes and the
+ * controllers' lead (etcd_lead.h). */
 #define FL_ETCD_COMPACT_KEY "/flotilla/compact_rev"
-#define FL_ETCD_NOTES "/flotilla/notes/"
+#define FL_ETCD_SIDE "/flotilla"
+#define FL_ETCD_NOTES "/notes/"
+#define FL_ETCD_LEAD "/lead"
 
 /* How long a writer waits for the watcher to apply the revision it wrote (read-your-writes),
  * and a replica that lags for a revision a caller names, before FL_ETIMEDOUT. */
 #define FL_ETCD_APPLY_WAIT_MS 10000
+/* One attempt of a write transaction: a member that lost its leader holds a proposal until
+ * etcd's own timeout (seconds) rather than failing it, so a write is tried again after this
+ * (it cannot apply twice: every write compares a revision), up to FL_ETCD_APPLY_WAIT_MS. */
+#define FL_ETCD_WRITE_ATTEMPT_MS 700
 
 typedef struct fl_store_etcd {
     fl_store base;             /* first: a fl_store * is a fl_store_etcd * */
     fl_etcd *c;
+    fl_etcd *wc;               /* the same members, for write transactions: a short timeout per
+                                  attempt (FL_ETCD_WRITE_ATTEMPT_MS), retried (store_etcd_write.c) */
     char *prefix;              /* etcd key of store key K: prefix + K */
     size_t plen;
     char *prefix_end;          /* fl_etcd_prefix_end(prefix) */
+    char *side;                /* FL_ETCD_SIDE + prefix: the notes' and the lead's keys */
+    struct fl_etcd_lead *lead; /* the controllers' lead over side + FL_ETCD_LEAD */
     int64_t window;            /* compaction keeps this many revisions behind the head */
     int interval_ms;           /* between compaction rounds; < 0 never */
 

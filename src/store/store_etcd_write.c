@@ -37,6 +37,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/random.h"
+#include "core/timefmt.h"
 #include "store/store_cache.h"
 #include "store/store_etcd.h"
 
@@ -137,27 +138,73 @@ static int etcd_key_rev(fl_store_etcd *s, const char *ekey, bool *found, int64_t
     return 0;
 }
 
-/* One transaction on ekey: if its mod_revision is cmp_rev, put value (value NULL: delete
- * the key), else read it. 0 with *rev the revision written; 1 when the compare failed, with
- * *found and *mod_rev what the key is; or an FL_E* code. */
-static int txn_one(fl_store_etcd *s, const char *ekey, int64_t cmp_rev, const char *value, size_t len, int64_t *rev,
-                   bool *found, int64_t *mod_rev)
+/* Whether a failed transaction's reads show ekey holding exactly value; *rev its revision. */
+static bool res_holds(const fl_etcd_txn_result *res, const char *ekey, const char *value, size_t len, int64_t *rev)
 {
-    fl_etcd_cmp cmp = { .key = ekey, .target = FL_ETCD_MOD, .result = FL_ETCD_EQUAL, .num = cmp_rev };
+    for (size_t i = 0; i < res->nkvs; i++) {
+        const fl_etcd_kv *kv = &res->kvs[i];
+        if (!strcmp(kv->key, ekey) && kv->value && kv->value->len == len && !memcmp(kv->value->data, value, len)) {
+            *rev = kv->mod_rev;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One transaction on ekey: if its mod_revision is cmp_rev (and, fenced, this process still
+ * leads: etcd_lead.h), put value (value NULL: delete the key), else read it (and the lead's
+ * key). 0 with *rev the revision written; 1 when the key's compare failed, with *found and
+ * *mod_rev what the key is; FL_EFENCED when the lead is not this process's; or an FL_E* code. */
+static int txn_one(fl_store_etcd *s, bool fenced, const char *ekey, int64_t cmp_rev, const char *value, size_t len,
+                   int64_t *rev, bool *found, int64_t *mod_rev)
+{
+    fl_etcd_cmp cmp[2] = { { .key = ekey, .target = FL_ETCD_MOD, .result = FL_ETCD_EQUAL, .num = cmp_rev } };
+    if (fenced && !fl_etcd_lead_fence(s->lead, &cmp[1]))
+        return FL_EFENCED;
     fl_etcd_op then = value ? (fl_etcd_op){ .type = FL_ETCD_PUT, .key = ekey, .value = value, .value_len = len }
                             : (fl_etcd_op){ .type = FL_ETCD_DELETE, .key = ekey };
-    fl_etcd_op otherwise = { .type = FL_ETCD_GET, .key = ekey };
+    /* the lead's key first: an absent key answers nothing, so kvs[0] is the lead's when
+     * there are two or the fence is not in question */
+    fl_etcd_op otherwise[2] = { { .type = FL_ETCD_GET, .key = fl_etcd_lead_key(s->lead) },
+                                { .type = FL_ETCD_GET, .key = ekey } };
     fl_etcd_txn_result res = { 0 };
     fl_etcd_error e = { 0 };
-    if (fl_etcd_txn(s->c, &cmp, 1, &then, 1, &otherwise, 1, &res, &e) != 0)
+    /* Tried again while its outcome is unknown (a member without a leader holds it): it
+     * cannot apply twice, as it compares the key's revision; if an earlier attempt did
+     * apply, the compare now fails and the key holds exactly this value (below). */
+    bool retried = false;
+    int64_t until = fl_time_mono_ms() + FL_ETCD_APPLY_WAIT_MS;
+    fl_etcd *wc = s->wc ? s->wc : s->c;
+    int trc;
+    while ((trc = fl_etcd_txn(wc, cmp, fenced ? 2 : 1, &then, 1, fenced ? otherwise : otherwise + 1, fenced ? 2 : 1,
+                              &res, &e)) == FL_ETIMEDOUT &&
+           e.code == FL_ETIMEDOUT && fl_time_mono_ms() < until && !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        retried = true;
+        e = (fl_etcd_error){ 0 };
+    }
+    if (trc != 0)
         return fl_store_etcd_fail(s, value ? "put" : "delete", &e);
     int rc = 0;
     if (res.succeeded) {
         *rev = res.rev;
+    } else if (retried && value && res_holds(&res, ekey, value, len, rev)) {
+        rc = 0; /* an attempt that timed out had applied */
     } else {
-        rc = 1;
-        *found = res.nkvs == 1;
-        *mod_rev = res.nkvs == 1 ? res.kvs[0].mod_rev : 0;
+        /* fenced: the lead's GET came first; the key's own is the one whose key is ekey */
+        const fl_etcd_kv *lead = NULL, *kv = NULL;
+        for (size_t i = 0; i < res.nkvs; i++) {
+            if (!strcmp(res.kvs[i].key, ekey))
+                kv = &res.kvs[i];
+            else
+                lead = &res.kvs[i];
+        }
+        if (fenced && fl_etcd_lead_fenced_out(s->lead, lead)) {
+            rc = FL_EFENCED;
+        } else {
+            rc = 1;
+            *found = kv != NULL;
+            *mod_rev = kv ? kv->mod_rev : 0;
+        }
     }
     fl_etcd_txn_result_free(&res);
     return rc;
@@ -256,15 +303,15 @@ static int commit(fl_store_etcd *s, const fl_store_op *op, const char *ekey, int
     int64_t mod_rev = 0;
     int rc;
     if (op->type != FL_STORE_DELETE) {
-        rc = txn_one(s, ekey, cmp_rev, enc, len, rev, &found, &mod_rev);
+        rc = txn_one(s, op->fenced, ekey, cmp_rev, enc, len, rev, &found, &mod_rev);
     } else if (cmp_rev == cur->rev && same_value(enc, len, cur->value, cur->rev)) {
-        rc = txn_one(s, ekey, cmp_rev, NULL, 0, rev, &found, &mod_rev);
+        rc = txn_one(s, op->fenced, ekey, cmp_rev, NULL, 0, rev, &found, &mod_rev);
     } else {
         /* the final value first, so that the delete's event carries it */
         int64_t put_rev = 0;
-        rc = txn_one(s, ekey, cmp_rev, enc, len, &put_rev, &found, &mod_rev);
+        rc = txn_one(s, op->fenced, ekey, cmp_rev, enc, len, &put_rev, &found, &mod_rev);
         if (rc == 0)
-            rc = txn_one(s, ekey, put_rev, NULL, 0, rev, &found, &mod_rev);
+            rc = txn_one(s, op->fenced, ekey, put_rev, NULL, 0, rev, &found, &mod_rev);
     }
     return rc == 1 ? lost(s, op, found, mod_rev) : rc;
 }

@@ -108,6 +108,10 @@ struct fl_store {
     struct fl_metric_series *compact_n, *compact_s; /* compactions finished, and how long each took */
 };
 
+/* Whether the calling thread's writes are fenced on the lead (fl_store_fence_thread), for a
+ * backend's writes that take no op (notes). */
+bool fl_store_thread_fenced(void);
+
 /* Initialise s's shared state for backend be (hub NULL, revisions 0). The lock prefers
  * writers: readers never nest it (lists copy out before calling back), so a stream of
  * readers cannot starve the writer. */
