@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import BIN, EtcdCluster, Server, deployment_manifest, policy_manifest, wait_for
+from conftest import BIN, EtcdCluster, Server, deployment_manifest, free_port, policy_manifest, wait_for
 
 INTERVAL_MS = 200       # the servers' cluster status controller
 FAILURE_MS = 3000       # lease age that makes a Pull cluster Unknown
@@ -183,3 +183,34 @@ def test_agent_moves_to_another_replica_when_its_replica_is_killed(setup):
         assert ready(get(other, CLUSTER)), get(other, CLUSTER)
         time.sleep(0.3)
     assert agent.poll() is None, log()
+
+
+def test_up_gives_its_agents_every_replica():
+    """`flotilla up --replicas 2 --pull 1`: the member's agent is started with both replicas' URLs."""
+    d = tempfile.mkdtemp(prefix="flotilla-up-failover-")
+    port = free_port()
+    p = subprocess.Popen([BIN, "up", "--data-dir", d, "--members", "1", "--pull", "1", "--etcd", "3",
+                          "--replicas", "2", "--listen", f"127.0.0.1:{port}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert "Flotilla is up" in line, (line, p.stderr.read() if p.poll() is not None else "")
+
+        def agent_argv():
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = f.read().decode(errors="replace").split("\0")
+                except OSError:
+                    continue
+                if len(argv) > 1 and argv[1] == "agent" and any(d in a for a in argv):
+                    return argv
+            return None
+        argv = wait_for(agent_argv, timeout=10, what="the agent of member1")
+        assert "--server" in argv, argv
+        assert argv[argv.index("--server") + 1] == f"https://127.0.0.1:{port},https://127.0.0.1:{port + 1}", argv
+    finally:
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=90)
+        shutil.rmtree(d, ignore_errors=True)
+    assert rc == 0
