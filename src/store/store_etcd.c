@@ -462,12 +462,13 @@ static int etcd_note_get(fl_store *bs, const char *name, int64_t *value, char **
     free(key);
     if (rc)
         return fl_store_etcd_fail(s, "reading a note", &e);
+    const fl_blob *v = n ? kvs[0].value : NULL; /* NULL also for an empty value */
     if (n == 0)
         rc = FL_ENOTFOUND;
     else if (text)
-        *text = fl_strndup(kvs[0].value->data, kvs[0].value->len);
+        *text = v ? fl_strndup(v->data, v->len) : fl_strdup("");
     else
-        *value = strtoll(kvs[0].value->data, NULL, 10);
+        *value = v ? strtoll(v->data, NULL, 10) : 0;
     fl_etcd_kvs_free(kvs, n);
     return rc;
 }
@@ -517,7 +518,7 @@ static int compact_round(fl_store_etcd *s)
         pthread_mutex_lock(&s->mu);
         s->compact_version = res.kvs[0].version;
         pthread_mutex_unlock(&s->mu);
-        fl_store_etcd_saw_compaction(s, strtoll(res.kvs[0].value->data, NULL, 10));
+        fl_store_etcd_saw_compaction(s, res.kvs[0].value ? strtoll(res.kvs[0].value->data, NULL, 10) : 0);
     }
     fl_etcd_txn_result_free(&res);
     return rc;
@@ -575,7 +576,8 @@ static int etcd_leader(fl_store *bs, char **holder, int64_t *since_ms)
     return rc ? fl_store_etcd_fail(s, "reading who leads", &e) : 0;
 }
 
-/* No rest or quick_bytes (every value is the state, kept in memory), no load mark. */
+/* No rest or quick_bytes (every value is the state, kept in memory), no load mark; the
+ * probe's write path is how long the oldest write has been waiting on etcd. */
 const fl_store_backend fl_store_etcd_backend = {
     .open = etcd_open,
     .free = etcd_free,
@@ -588,6 +590,7 @@ const fl_store_backend fl_store_etcd_backend = {
     .compact = etcd_compact,
     .note_set = etcd_note_set,
     .note_get = etcd_note_get,
+    .queued_ms = fl_store_etcd_queued_ms,
     .lead = etcd_lead,
     .lead_release = etcd_lead_release,
     .leader = etcd_leader,

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/log.h"
@@ -175,12 +176,19 @@ static int txn_one(fl_store_etcd *s, bool fenced, const char *ekey, int64_t cmp_
     bool retried = false;
     int64_t until = fl_time_mono_ms() + FL_ETCD_APPLY_WAIT_MS;
     fl_etcd *wc = s->wc ? s->wc : s->c;
+    int64_t attempt_at = fl_time_mono_ms();
     int trc;
     while ((trc = fl_etcd_txn(wc, cmp, fenced ? 2 : 1, &then, 1, fenced ? otherwise : otherwise + 1, fenced ? 2 : 1,
                               &res, &e)) == FL_ETIMEDOUT &&
            e.code == FL_ETIMEDOUT && fl_time_mono_ms() < until && !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
         retried = true;
         e = (fl_etcd_error){ 0 };
+        /* every member said at once it has no leader: give the election a moment */
+        if (fl_time_mono_ms() - attempt_at < FL_ETCD_WRITE_ATTEMPT_MS / 2) {
+            const struct timespec pause = { 0, 20 * 1000000L };
+            nanosleep(&pause, NULL);
+        }
+        attempt_at = fl_time_mono_ms();
     }
     if (trc != 0)
         return fl_store_etcd_fail(s, value ? "put" : "delete", &e);
@@ -332,39 +340,81 @@ static fl_blob *finish(fl_store_etcd *s, fl_store_op *op, const fl_blob *current
     return v;
 }
 
-static void adopt(fl_store_etcd *s, const char *key, fl_blob *v, int64_t rev)
+/* The value to hand back for key written at rev (taking over the reference to v): v, which
+ * the cache then holds in place of its copy of the same bytes; or, should the second render
+ * have given other bytes than the first (an impure render), the cache's, which every replica
+ * holds. */
+static fl_blob *adopt(fl_store_etcd *s, const char *key, fl_blob *v, int64_t rev)
 {
     pthread_rwlock_wrlock(&s->base.lock);
     fl_store_node *n = fl_store_cache_find(&s->base.cache, key);
-    if (n && n->rev == rev && n->value && n->value->len == v->len && memcmp(n->value->data, v->data, v->len) == 0) {
-        fl_blob_unref(n->value);
-        n->value = fl_blob_ref(v);
+    if (n && n->rev == rev && n->value) {
+        if (n->value->len == v->len && memcmp(n->value->data, v->data, v->len) == 0) {
+            fl_blob_unref(n->value);
+            n->value = fl_blob_ref(v);
+        } else {
+            fl_blob_unref(v);
+            v = fl_blob_ref(n->value);
+        }
     }
     pthread_rwlock_unlock(&s->base.lock);
+    return v;
 }
 
-static bool enter(fl_store_etcd *s)
+/* A write running, on its caller's stack, in the store's list of them (under s->mu). */
+struct fl_store_etcd_inflight {
+    struct fl_store_etcd_inflight *prev, *next;
+    int64_t start_ms;
+};
+
+static bool enter(fl_store_etcd *s, struct fl_store_etcd_inflight *w)
 {
+    w->start_ms = fl_time_mono_ms();
+    w->prev = NULL;
     pthread_mutex_lock(&s->mu);
     bool ok = !s->closing;
-    if (ok)
+    if (ok) {
         s->inflight++;
+        w->next = s->writes; /* the newest first: the oldest is the list's tail */
+        if (w->next)
+            w->next->prev = w;
+        s->writes = w;
+    }
     pthread_mutex_unlock(&s->mu);
     return ok;
 }
 
-static void leave(fl_store_etcd *s)
+static void leave(fl_store_etcd *s, struct fl_store_etcd_inflight *w)
 {
     pthread_mutex_lock(&s->mu);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        s->writes = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
     if (--s->inflight == 0)
         pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
+int64_t fl_store_etcd_queued_ms(fl_store *bs, int64_t now_ms)
+{
+    fl_store_etcd *s = (fl_store_etcd *)bs;
+    int64_t oldest = 0;
+    pthread_mutex_lock(&s->mu);
+    /* writes are few (one per caller thread): walking to the oldest is cheap */
+    for (const struct fl_store_etcd_inflight *w = s->writes; w; w = w->next)
+        oldest = w->start_ms;
+    pthread_mutex_unlock(&s->mu);
+    return oldest && now_ms > oldest ? now_ms - oldest : 0;
+}
+
 int fl_store_etcd_write(fl_store *bs, fl_store_op *op)
 {
     fl_store_etcd *s = (fl_store_etcd *)bs;
-    if (!enter(s))
+    struct fl_store_etcd_inflight self;
+    if (!enter(s, &self))
         return FL_ECLOSED;
     char *ekey = fl_store_etcd_key(s, op->key);
     int rc = FL_ECONFLICT;
@@ -385,7 +435,7 @@ int fl_store_etcd_write(fl_store *bs, fl_store_op *op)
             rc = fl_store_etcd_wait_applied(s, rev, FL_ETCD_APPLY_WAIT_MS);
             if (rc == 0) {
                 if (op->type != FL_STORE_DELETE)
-                    adopt(s, op->key, v, rev);
+                    v = adopt(s, op->key, v, rev);
                 op->rev = rev;
                 op->value = v;
             } else {
@@ -401,6 +451,6 @@ int fl_store_etcd_write(fl_store *bs, fl_store_op *op)
         rc = FL_ECONFLICT; /* out of tries */
     }
     free(ekey);
-    leave(s);
+    leave(s, &self);
     return rc;
 }
