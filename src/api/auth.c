@@ -26,6 +26,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 #include "core/json_get.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 #include "core/wellknown.h"
 
 #define LOG "auth"
@@ -70,6 +72,7 @@ struct fl_auth {
     struct fl_x509_authn *x509; /* client certificates, or NULL */
     struct fl_sa_tokens *sa;    /* ServiceAccount tokens, or NULL */
     fl_rbac *rbac;          /* the authorizer (rbac.c) */
+    _Atomic int64_t reloaded_ms; /* when reload_agents last read the store (monotonic), 0: never */
 };
 
 /* ---------------------------------------------------------------- identities */
@@ -348,6 +351,8 @@ out:
     return ok;
 }
 
+static bool reload_agents(fl_auth *a, const char *token);
+
 int fl_auth_authenticate(fl_auth *a, const char *token, fl_identity *who)
 {
     memset(who, 0, sizeof *who);
@@ -363,6 +368,13 @@ int fl_auth_authenticate(fl_auth *a, const char *token, fl_identity *who)
     if (found && e.ident == ID_FILE)
         *who = a->file_ids[e.file_index];
     pthread_mutex_unlock(&a->mu);
+    if (!found && reload_agents(a, token)) { /* another replica's registration? */
+        pthread_mutex_lock(&a->mu);
+        i = locate(a, e.digest, &found);
+        if (found)
+            e = a->v[i];
+        pthread_mutex_unlock(&a->mu);
+    }
     if (!found) /* not a token of the table: a ServiceAccount's JWT? */
         return a->sa && fl_jwt_looks_like(token) && fl_sa_tokens_authenticate(a->sa, token, NULL, 0, who, NULL) == 0
                    ? 0
@@ -587,7 +599,7 @@ static bool load_one(void *vctx, const char *key, const fl_kv *kv)
         c->loaded++;
         const char *uid = json_string_value(json_object_get(
             json_object_get(json_object_get(secret, "metadata"), "annotations"), FL_AUTH_SECRET_UID_ANNOTATION));
-        if (uid && c->nagents < LOAD_AGENTS_MAX) { /* after the list: it writes */
+        if (uid && c->agents && c->nagents < LOAD_AGENTS_MAX) { /* after the list: it writes */
             snprintf(c->agents[c->nagents].name, sizeof c->agents[c->nagents].name, "%s", cluster);
             snprintf(c->agents[c->nagents].uid, sizeof c->agents[c->nagents].uid, "%s", uid);
             c->nagents++;
@@ -599,6 +611,27 @@ static bool load_one(void *vctx, const char *key, const fl_kv *kv)
     }
     json_decref(secret);
     return true;
+}
+
+/* Replicas on one store (etcd) each keep their own table: a token that another replica
+ * issued after this one loaded its table is not in it. On a token shaped like an agent's
+ * that the table lacks, read the agent-token Secrets again, at most once a second (a stream
+ * of unknown tokens costs one list a second). Entries are still confirmed against the store
+ * on each use (confirm_agent). True when the table was read again. */
+static bool reload_agents(fl_auth *a, const char *token)
+{
+    if (strlen(token) != 2 * TOKEN_BYTES || token[strspn(token, "0123456789abcdef")])
+        return false;
+    int64_t now = fl_time_mono_ms(), last = atomic_load(&a->reloaded_ms);
+    if ((last && now - last < 1000) || !atomic_compare_exchange_strong(&a->reloaded_ms, &last, now))
+        return false;
+    const fl_kind *k = fl_kindreg_by_resource(a->api->kinds, "", "v1", "secrets");
+    char *prefix = fl_coll_prefix(k, FL_AUTH_SECRET_NAMESPACE);
+    load_ctx c = {a, 0, NULL, 0}; /* no roles to ensure: the registering replica wrote them */
+    int64_t rev = 0;
+    int rc = fl_store_list(a->api->store, prefix, NULL, 0, 0, load_one, &c, &rev, NULL);
+    free(prefix);
+    return rc == 0;
 }
 
 int fl_auth_load(fl_auth *a)

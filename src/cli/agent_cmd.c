@@ -1,7 +1,8 @@
 /* agent_cmd.c - `flotilla agent`: run beside a member cluster in pull mode.
  *
  *   flotilla agent --server-kubeconfig F --member-kubeconfig F --cluster-name NAME
- *                  [--agent-kubeconfig OUT] [--server-context C] [--member-context C]
+ *                  [--server URL[,URL...]] [--agent-kubeconfig OUT] [--server-context C]
+ *                  [--member-context C]
  *
  * This file is the process around src/controllers/agent.c: it reads the kubeconfigs,
  * obtains the agent's own identity on the control plane, starts the agent and stops it
@@ -19,6 +20,13 @@
  * fallback: the agent creates or updates Cluster NAME {syncMode: Pull} itself with the
  * --server-kubeconfig identity and keeps using that identity (nothing is written to
  * OUT, so an admin token is never copied). Only a 404 takes that path.
+ *
+ * Replicas. --server lists the URLs of a control plane's replicas (they share one CA and
+ * one set of credentials). They replace the server of both kubeconfigs, and the client
+ * moves to the next URL when its replica cannot be reached (client.h, options.servers):
+ * the lease, the status and the Works go on through another replica when one dies. The
+ * list lives only on the command line: OUT stays a standard kubeconfig (one server, the
+ * URL that answered the registration), as kubectl has no cluster entry with several.
  *
  * A control plane that cannot be reached at start is retried with back-off (it may be
  * starting too); anything else that fails is one line on stderr and exit 1. */
@@ -49,13 +57,16 @@ static const fl_gvr CLUSTERS = {"cluster.karmada.io/v1alpha1", "clusters"};
 
 typedef struct agent_opts {
     const char *server_kc, *server_ctx, *member_kc, *member_ctx, *name, *out;
+    const char *server;             /* --server: URL[,URL...] */
     const char *log_format, *log_v; /* core/log.h */
+    char **servers;                 /* --server split (heap, NULL-terminated), or NULL */
 } agent_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "Usage: flotilla agent --server-kubeconfig FILE --member-kubeconfig FILE --cluster-name NAME\n"
-               "                      [--agent-kubeconfig FILE] [--server-context C] [--member-context C]\n"
+               "                      [--server URL[,URL...]] [--agent-kubeconfig FILE] [--server-context C]\n"
+               "                      [--member-context C]\n"
                "\n"
                "Runs beside a member cluster in pull mode: registers it on the control plane as Cluster NAME\n"
                "(syncMode Pull), renews its lease, reports its status, and applies the Works of\n"
@@ -64,6 +75,10 @@ static void usage(FILE *f)
                "  --server-kubeconfig FILE  the control plane, with a bootstrap (or admin) identity used to register\n"
                "  --member-kubeconfig FILE  the member cluster the agent runs beside\n"
                "  --cluster-name NAME       the Cluster's name on the control plane\n"
+               "  --server URL[,URL...]     the control plane's replicas (https://HOST:PORT, comma-separated),\n"
+               "                            instead of the server in the kubeconfigs: when the replica the agent\n"
+               "                            talks to cannot be reached, it moves to the next one. The replicas share\n"
+               "                            one CA and credentials; the list is not written to any kubeconfig\n"
                "  --agent-kubeconfig FILE   the agent's own identity, reused when it still works and written\n"
                "                            after registering (default: NAME-agent.kubeconfig beside the member\n"
                "                            kubeconfig)\n"
@@ -100,6 +115,36 @@ static bool valid_name(const char *s)
     return true;
 }
 
+/* --server's comma-separated URLs into o->servers. 0, or 2 after saying which is wrong. */
+static int split_servers(agent_opts *o)
+{
+    size_t n = 1;
+    for (const char *p = o->server; *p; p++)
+        n += *p == ',';
+    o->servers = fl_calloc(n + 1, sizeof *o->servers);
+    const char *p = o->server;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(p, ",");
+        o->servers[i] = fl_strndup(p, len);
+        const char *u = o->servers[i];
+        bool scheme = !strncmp(u, "https://", 8) || !strncmp(u, "http://", 7);
+        if (!scheme || !u[strcspn(u, ":") + 3]) {
+            fprintf(stderr, "flotilla agent: --server: \"%s\" is not a URL (https://HOST:PORT; several are "
+                            "separated by commas)\n", u);
+            return 2;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+static void servers_free(char **servers)
+{
+    for (size_t i = 0; servers && servers[i]; i++)
+        free(servers[i]);
+    free(servers);
+}
+
 static int parse(int argc, char **argv, agent_opts *o, bool *help)
 {
     static const struct {
@@ -110,6 +155,7 @@ static int parse(int argc, char **argv, agent_opts *o, bool *help)
         {"member-kubeconfig", offsetof(agent_opts, member_kc)}, {"member-context", offsetof(agent_opts, member_ctx)},
         {"cluster-name", offsetof(agent_opts, name)},           {"agent-kubeconfig", offsetof(agent_opts, out)},
         {"logging-format", offsetof(agent_opts, log_format)},   {"v", offsetof(agent_opts, log_v)},
+        {"server", offsetof(agent_opts, server)},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -155,18 +201,21 @@ static int parse(int argc, char **argv, agent_opts *o, bool *help)
                         "starting and ending with a letter or digit\n", o->name);
         return 2;
     }
-    return 0;
+    return o->server ? split_servers(o) : 0;
 }
 
-/* A client for a kubeconfig file. On failure *err (heap) says why. */
-static int client_for(const char *path, const char *ctx, int timeout_ms, fl_kubeconfig *kc, fl_client **out,
-                      char **err)
+/* A client for a kubeconfig file; servers (NULL-terminated, or NULL) replace its server.
+ * On failure *err (heap) says why. */
+static int client_for(const char *path, const char *ctx, char *const *servers, int timeout_ms, fl_kubeconfig *kc,
+                      fl_client **out, char **err)
 {
     *out = NULL;
     int rc = fl_kubeconfig_load(path, ctx, kc, err);
     if (rc == 0)
-        rc = fl_client_new(kc, &(fl_client_options){.user_agent = "flotilla-agent", .timeout_ms = timeout_ms}, out,
-                           err);
+        rc = fl_client_new(kc,
+                           &(fl_client_options){.user_agent = "flotilla-agent", .timeout_ms = timeout_ms,
+                                                .servers = (const char *const *)servers},
+                           out, err);
     return rc;
 }
 
@@ -243,7 +292,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
     /* 1. our own kubeconfig from a previous run */
     if (access(out_path, F_OK) == 0) {
         fl_client *c = NULL;
-        rc = client_for(out_path, NULL, 30000, &kc, &c, &err);
+        rc = client_for(out_path, NULL, o->servers, 30000, &kc, &c, &err);
         fl_kubeconfig_close(&kc);
         for (int delay = 200; rc == 0; delay = delay < 5000 ? delay * 2 : delay) {
             char *path = fl_client_path(&CLUSTERS, NULL, o->name, NULL);
@@ -272,7 +321,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
 
     /* 2. register with the server kubeconfig's identity */
     fl_client *boot = NULL;
-    rc = client_for(o->server_kc, o->server_ctx, 30000, &kc, &boot, &err);
+    rc = client_for(o->server_kc, o->server_ctx, o->servers, 30000, &kc, &boot, &err);
     if (rc) {
         fail("server kubeconfig: %s", err ? err : fl_strerror(rc));
         free(err);
@@ -287,7 +336,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
                                &ce);
         if (!transient(rc))
             break;
-        fl_log(FL_LOG_WARN, "agent", "control plane %s not reachable (%s); retrying", kc.server,
+        fl_log(FL_LOG_WARN, "agent", "control plane %s not reachable (%s); retrying", fl_client_server(boot),
                fl_errmsg(ce.message, rc));
         if (signalled(sigs, delay)) {
             free(body);
@@ -302,20 +351,20 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         /* no registration endpoint on this control plane: the documented fallback */
         rc = register_by_hand(boot, o, member_url, &ce);
         if (rc) {
-            fail("registering cluster %s on %s: %s", o->name, kc.server, fl_errmsg(ce.message, rc));
+            fail("registering cluster %s on %s: %s", o->name, fl_client_server(boot), fl_errmsg(ce.message, rc));
             goto out;
         }
         fl_log_kvf(FL_LOG_WARN, "agent", FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, o->name), "cluster", o->name),
                    "%s has no registration endpoint; registered the Cluster (Pull) with the identity in %s and "
                    "kept using it (no agent kubeconfig written)",
-                   kc.server, kc.origin);
+                   fl_client_server(boot), kc.origin);
         *cp = boot;
         boot = NULL;
         ret = 0;
         goto out;
     }
     if (rc) {
-        fail("registering cluster %s on %s: %s%s", o->name, kc.server, fl_errmsg(ce.message, rc),
+        fail("registering cluster %s on %s: %s%s", o->name, fl_client_server(boot), fl_errmsg(ce.message, rc),
              rc == FL_EEXIST ? " (its agent kubeconfig is missing or refused: give it with --agent-kubeconfig, "
                                "or unjoin the cluster first)"
                              : "");
@@ -323,15 +372,16 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
     }
     const char *token = json_string_value(json_object_get(answer, "token"));
     if (!token || !*token) {
-        fail("registering cluster %s on %s: the answer carries no token", o->name, kc.server);
+        fail("registering cluster %s on %s: the answer carries no token", o->name, fl_client_server(boot));
         goto out;
     }
-    if (fl_kubeconfig_write(out_path, kc.server, kc.insecure ? NULL : kc.ca_pem, token) != 0) {
+    /* one server, the one that answered: --server's list stays on the command line */
+    if (fl_kubeconfig_write(out_path, fl_client_server(boot), kc.insecure ? NULL : kc.ca_pem, token) != 0) {
         fail("cannot write the agent kubeconfig %s: %s", out_path, strerror(errno));
         goto out;
     }
     fl_kubeconfig agent_kc;
-    rc = client_for(out_path, NULL, 30000, &agent_kc, cp, &err);
+    rc = client_for(out_path, NULL, o->servers, 30000, &agent_kc, cp, &err);
     fl_kubeconfig_close(&agent_kc);
     if (rc) {
         fail("agent kubeconfig %s: %s", out_path, err ? err : fl_strerror(rc));
@@ -339,7 +389,7 @@ static int identity(const agent_opts *o, const char *out_path, const char *membe
         goto out;
     }
     fl_log_kvf(FL_LOG_INFO, "agent", FL_LOG_KV("object", FL_LOG_OBJ("Cluster", NULL, o->name), "cluster", o->name),
-               "registered cluster %s on %s; agent kubeconfig: %s", o->name, kc.server, out_path);
+               "registered cluster %s on %s; agent kubeconfig: %s", o->name, fl_client_server(boot), out_path);
     ret = 0;
 out:
     json_decref(answer);
@@ -358,8 +408,10 @@ int fl_cmd_agent(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (rc)
+    if (rc) {
+        servers_free(o.servers);
         return rc;
+    }
 
     /* block the signals before any thread starts, so only this thread sees them */
     sigset_t sigs;
@@ -372,7 +424,7 @@ int fl_cmd_agent(int argc, char **argv)
     fl_agent *agent = NULL;
     const char *probe_env = getenv("FLOTILLA_AGENT_PROBE_TIMEOUT_MS");
     int probe_ms = probe_env && atoi(probe_env) > 0 ? atoi(probe_env) : 5000;
-    rc = client_for(o.member_kc, o.member_ctx, 30000, &mk, &member, &err);
+    rc = client_for(o.member_kc, o.member_ctx, NULL, 30000, &mk, &member, &err);
     if (rc == 0)
         rc = fl_client_new(&mk, &(fl_client_options){.user_agent = "flotilla-agent", .timeout_ms = probe_ms,
                                                      .max_idle = 2},
@@ -414,5 +466,6 @@ out:
     fl_client_free(probe);
     fl_client_free(member);
     fl_kubeconfig_close(&mk);
+    servers_free(o.servers);
     return ret;
 }

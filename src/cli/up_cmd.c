@@ -495,6 +495,22 @@ static int start_members(up_run *u)
 static int join_members(up_run *u)
 {
     char *bootstrap = fl_asprintf("%s/bootstrap-kubeconfig", u->dir);
+    /* with replicas, every agent is told all of them: it moves on when its replica is gone */
+    char *urls = NULL;
+    for (int i = 0; u->replicas > 1 && i < u->replicas; i++) {
+        char *dir, *log, *listen;
+        replica_paths(u, i, &dir, &log, &listen);
+        char *colon = strrchr(listen, ':');
+        *colon = 0;
+        bool any = !*listen || !strcmp(listen, "0.0.0.0");
+        char *more = fl_asprintf("%s%shttps://%s:%s", urls ? urls : "", urls ? "," : "", any ? "127.0.0.1" : listen,
+                                 colon + 1);
+        free(urls);
+        urls = more;
+        free(dir);
+        free(log);
+        free(listen);
+    }
     int rc = 0;
     for (int i = 1; i <= u->members && rc == 0; i++) {
         char name[32];
@@ -509,7 +525,14 @@ static int join_members(up_run *u)
             char *alog = fl_asprintf("%s/agent-%s.log", u->dir, name);
             char *const *la = u->log_args;
             char *agent_argv[] = {"flotilla", "agent", "--server-kubeconfig", bootstrap, "--member-kubeconfig", mkc,
-                                  "--cluster-name", name, la[0], la[1], la[2], la[3], NULL};
+                                  "--cluster-name", name, la[0], la[1], la[2], la[3], NULL, NULL, NULL};
+            if (urls) { /* after the log flags, in the first free place */
+                int k = 8;
+                while (agent_argv[k])
+                    k++;
+                agent_argv[k] = "--server";
+                agent_argv[k + 1] = urls;
+            }
             pid_t a = spawn(agent_argv, alog);
             u->agents[i - 1 - (u->members - u->pull)] = a;
             fprintf(stderr, "cluster %s joining (Pull) through its agent (log: %s)\n", name, alog);
@@ -523,6 +546,7 @@ static int join_members(up_run *u)
         }
     }
     free(bootstrap);
+    free(urls);
     return rc;
 }
 

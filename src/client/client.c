@@ -27,6 +27,7 @@
 #include <curl/curl.h>
 #include <openssl/ssl.h>
 
+#include "client/cancel_reg.h"
 #include "client/client.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -78,99 +79,6 @@ static void copy_str(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src ? src : "");
 }
 
-/* ---------- cancellation ---------- */
-
-/* A multi handle registered with a token while its transfer runs (lives on that stack). */
-typedef struct cancel_reg {
-    CURLM *multi;                 /* a curl transfer's, or NULL */
-    void (*wake)(void *arg);      /* a local stream's: wake its blocked read */
-    void *arg;
-    struct cancel_reg *next;
-} cancel_reg;
-
-struct fl_client_cancel {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;      /* CLOCK_MONOTONIC; wakes fl_client_cancel_sleep */
-    atomic_bool fired;
-    cancel_reg *regs;
-};
-
-fl_client_cancel *fl_client_cancel_new(void)
-{
-    fl_client_cancel *k = fl_calloc(1, sizeof *k);
-    pthread_mutex_init(&k->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&k->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    return k;
-}
-
-void fl_client_cancel_fire(fl_client_cancel *k)
-{
-    pthread_mutex_lock(&k->mu);
-    atomic_store(&k->fired, true);
-    for (cancel_reg *r = k->regs; r; r = r->next) {
-        if (r->multi)
-            curl_multi_wakeup(r->multi);
-        else if (r->wake)
-            r->wake(r->arg);
-    }
-    pthread_cond_broadcast(&k->cond);
-    pthread_mutex_unlock(&k->mu);
-}
-
-bool fl_client_cancel_fired(fl_client_cancel *k)
-{
-    return k && atomic_load(&k->fired);
-}
-
-void fl_client_cancel_reset(fl_client_cancel *k)
-{
-    atomic_store(&k->fired, false);
-}
-
-bool fl_client_cancel_sleep(fl_client_cancel *k, int ms)
-{
-    struct timespec ts = fl_time_after(CLOCK_MONOTONIC, ms);
-    pthread_mutex_lock(&k->mu);
-    while (!atomic_load(&k->fired)) /* a resync's sleep is idle time: the node cache goes */
-        if (fl_cond_wait_idle_until(&k->cond, &k->mu, CLOCK_MONOTONIC, &ts) != 0)
-            break;
-    bool fired = atomic_load(&k->fired);
-    pthread_mutex_unlock(&k->mu);
-    return fired;
-}
-
-void fl_client_cancel_free(fl_client_cancel *k)
-{
-    if (!k)
-        return;
-    pthread_cond_destroy(&k->cond);
-    pthread_mutex_destroy(&k->mu);
-    free(k);
-}
-
-static void cancel_register(fl_client_cancel *k, cancel_reg *r)
-{
-    pthread_mutex_lock(&k->mu);
-    r->next = k->regs;
-    k->regs = r;
-    pthread_mutex_unlock(&k->mu);
-}
-
-static void cancel_unregister(fl_client_cancel *k, cancel_reg *r)
-{
-    pthread_mutex_lock(&k->mu);
-    for (cancel_reg **pp = &k->regs; *pp; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            break;
-        }
-    pthread_mutex_unlock(&k->mu);
-}
-
 /* ---------- the client and its pool ---------- */
 
 typedef struct slot {
@@ -181,7 +89,12 @@ typedef struct slot {
 
 struct fl_client {
     fl_client_local local;  /* local.serve set: the in-process transport */
-    char *server;
+    /* The URLs of one control plane's replicas (or the one server), tried in turn when a
+     * connection cannot be made; cur is the one that last answered. With one URL, cur
+     * stays 0 and nothing rotates. */
+    char **servers;
+    int nservers;
+    atomic_int cur;
     char *ca_pem, *cert_pem, *key_pem;
     char *auth_header;   /* "Authorization: Bearer ..." or NULL */
     char *username, *password;
@@ -232,11 +145,14 @@ static char *dup_or_null(const char *s)
 
 /* What every client has, whatever its transport: options with their defaults, locks, the
  * discovery cache. */
-static fl_client *client_alloc(const char *server, const fl_client_options *opts)
+static fl_client *client_alloc(const char *const *servers, int nservers, const fl_client_options *opts)
 {
     fl_client_options o = opts ? *opts : (fl_client_options){0};
     fl_client *c = fl_calloc(1, sizeof *c);
-    c->server = fl_strdup(server);
+    c->servers = fl_calloc((size_t)nservers, sizeof *c->servers);
+    for (int i = 0; i < nservers; i++)
+        c->servers[i] = fl_strdup(servers[i]);
+    c->nservers = nservers;
     c->user_agent = fl_strdup(o.user_agent ? o.user_agent : "flotilla");
     c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 30000;
     c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
@@ -257,19 +173,28 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
     *out = NULL;
     if (err)
         *err = NULL;
-    const char *bad = !kc || !kc->server || !*kc->server ? "client: the kubeconfig names no server"
+    /* the replicas' URLs given instead of the kubeconfig's server */
+    const char *const *listed = opts && opts->servers && opts->servers[0] ? opts->servers : NULL;
+    int nlisted = 0;
+    bool listed_empty = false;
+    for (; listed && listed[nlisted]; nlisted++)
+        listed_empty |= !*listed[nlisted];
+    bool has_server = listed || (kc && kc->server && *kc->server);
+    const char *bad = !kc || !has_server ? "client: the kubeconfig names no server"
+                      : listed_empty ? "client: an empty server URL in the list of servers"
                       : kc->token && strpbrk(kc->token, "\r\n") ? "the user's token contains a line break"
                                                                   : NULL; /* it goes into a header line */
     if (bad) {
         if (err)
-            *err = kc && kc->server && *kc->server ? fl_asprintf("%s: %s", kc->origin ? kc->origin : "kubeconfig", bad)
-                                                   : fl_strdup(bad);
+            *err = kc && has_server ? fl_asprintf("%s: %s", kc->origin ? kc->origin : "kubeconfig", bad)
+                                    : fl_strdup(bad);
         if (opts && opts->observer.free) /* the client owns it, and there is none */
             opts->observer.free(opts->observer.ctx);
         return FL_EINVAL;
     }
     pthread_once(&curl_once, curl_start);
-    fl_client *c = client_alloc(kc->server, opts);
+    const char *own[] = {kc->server};
+    fl_client *c = listed ? client_alloc(listed, nlisted, opts) : client_alloc(own, 1, opts);
     c->ca_pem = dup_or_null(kc->ca_pem);
     c->cert_pem = dup_or_null(kc->client_cert_pem);
     c->key_pem = dup_or_null(kc->client_key_pem);
@@ -306,7 +231,8 @@ int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_cli
 
 fl_client *fl_client_new_local(const fl_client_local *srv, const fl_client_options *opts)
 {
-    fl_client *c = client_alloc("local", opts);
+    static const char *const local_url[] = {"local"};
+    fl_client *c = client_alloc(local_url, 1, opts);
     c->local = *srv;
     return c;
 }
@@ -342,7 +268,9 @@ void fl_client_free(fl_client *c)
         explicit_bzero(c->key_pem, strlen(c->key_pem));
     if (c->password)
         explicit_bzero(c->password, strlen(c->password));
-    free(c->server);
+    for (int i = 0; i < c->nservers; i++)
+        free(c->servers[i]);
+    free(c->servers);
     free(c->ca_pem);
     free(c->cert_pem);
     free(c->key_pem);
@@ -356,7 +284,7 @@ void fl_client_free(fl_client *c)
 
 const char *fl_client_server(const fl_client *c)
 {
-    return c->server;
+    return c->servers[atomic_load_explicit(&((fl_client *)c)->cur, memory_order_relaxed)];
 }
 
 bool fl_client_in_process(const fl_client *c)
@@ -403,6 +331,8 @@ static void slot_put(fl_client *c, slot *s)
 
 typedef struct xfer {
     slot *s;
+    fl_client *c;
+    int at, first;         /* the replica asked (c->servers[at]), and the one asked first */
     fl_strbuf body;        /* response bytes (non-watch, or a watch's error body / partial line) */
     long code;
     bool toobig;
@@ -582,12 +512,24 @@ static bool feed(xfer *x, const char *p, size_t n)
     return true;
 }
 
+/* The replica at x->at answered though another was asked first: stay with it, from this
+ * request on (a watch settles at its first byte, not when it ends). */
+static void settle(xfer *x)
+{
+    int was = x->first; /* unless another thread has moved on already */
+    if (x->at != x->first && atomic_compare_exchange_strong(&x->c->cur, &was, x->at))
+        fl_log(FL_LOG_INFO, "client", "%s cannot be reached; now talking to %s", x->c->servers[x->first],
+               x->c->servers[x->at]);
+}
+
 static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t n = size * nmemb;
-    if (!x->code)
+    if (!x->code) {
         curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
+        settle(x);
+    }
     return feed(x, p, n) ? n : 0;
 }
 
@@ -598,7 +540,7 @@ static CURLcode run(xfer *x, fl_client_cancel *cancel, bool *cancelled)
     *cancelled = false;
     cancel_reg reg = {.multi = m};
     if (cancel)
-        cancel_register(cancel, &reg);
+        fl_client_cancel_register(cancel, &reg);
     curl_multi_add_handle(m, x->s->easy);
     CURLcode res = CURLE_OK;
     for (;;) {
@@ -631,7 +573,7 @@ static CURLcode run(xfer *x, fl_client_cancel *cancel, bool *cancelled)
     }
     curl_multi_remove_handle(m, x->s->easy);
     if (cancel)
-        cancel_unregister(cancel, &reg);
+        fl_client_cancel_unregister(cancel, &reg);
     return res;
 }
 
@@ -650,10 +592,10 @@ typedef struct req {
     const fl_client_local_list *list; /* in process, a list: how its items may come */
 } req;
 
-static void setup(fl_client *c, CURL *e, const req *r, struct curl_slist **hdrs, xfer *x)
+static void setup(fl_client *c, const char *server, CURL *e, const req *r, struct curl_slist **hdrs, xfer *x)
 {
     curl_easy_reset(e);
-    char *url = fl_asprintf("%s%s", c->server, r->path);
+    char *url = fl_asprintf("%s%s", server, r->path);
     curl_easy_setopt(e, CURLOPT_URL, url);
     free(url); /* curl copies string options */
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -746,7 +688,7 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
         return CURLE_OK;
     cancel_reg reg = {.wake = c->local.stream_cancel, .arg = resp.stream};
     if (cancel)
-        cancel_register(cancel, &reg);
+        fl_client_cancel_register(cancel, &reg);
     bool objects = want_obj && c->local.stream_next && x->code == 200;
     char *buf = objects ? NULL : fl_malloc(16384);
     for (;;) {
@@ -780,9 +722,21 @@ static CURLcode run_local(fl_client *c, const req *r, bool want_obj, xfer *x, fl
     }
     free(buf);
     if (cancel)
-        cancel_unregister(cancel, &reg);
+        fl_client_cancel_unregister(cancel, &reg);
     c->local.stream_free(resp.stream);
     return *cancelled ? CURLE_ABORTED_BY_CALLBACK : CURLE_OK;
+}
+
+/* Whether a transfer that ended with res never reached the server: no connection could be
+ * made (refused, unreachable, no such host, or the connect timed out before a byte of the
+ * request went out). Only such a request may be tried on another replica: nothing was sent. */
+static bool never_sent(CURL *e, CURLcode res, long code)
+{
+    if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST)
+        return true;
+    long sent = 0;
+    return res == CURLE_OPERATION_TIMEDOUT && !code && curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK &&
+           sent == 0;
 }
 
 static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x, json_t **out,
@@ -795,6 +749,9 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
     int rc = 0;
     bool transport = false;
     int64_t started_ns = c->observer.fn ? fl_time_mono_ns() : 0;
+    /* the replica to ask first, and how many are left to try when it cannot be reached */
+    int at = c->nservers > 1 ? atomic_load_explicit(&c->cur, memory_order_relaxed) : 0, first = at;
+    int others = c->nservers - 1;
     for (int attempt = 0;; attempt++) {
         x->err = err;
         bool cancelled = false;
@@ -805,15 +762,32 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
             res = run_local(c, r, r->watch ? r->want_obj : out != NULL, x, cancel, &cancelled);
         } else {
             x->s = slot_get(c);
+            x->c = c;
+            x->at = at;
+            x->first = first;
             struct curl_slist *hdrs = NULL;
-            setup(c, x->s->easy, r, &hdrs, x);
+            setup(c, c->servers[at], x->s->easy, r, &hdrs, x);
             res = run(x, cancel, &cancelled);
             if (!x->code)
                 curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &x->code);
             curl_easy_getinfo(x->s->easy, CURLINFO_RETRY_AFTER, &retry_after);
+            bool unreached = !cancelled && res != CURLE_OK && never_sent(x->s->easy, res, x->code);
             curl_slist_free_all(hdrs);
             slot_put(c, x->s);
             x->s = NULL;
+            if (unreached && others > 0) {
+                /* this replica is gone (or not yet up): the same request to the next one */
+                fl_log(FL_LOG_DEBUG, "client", "%s: %s; trying %s", c->servers[at], curl_easy_strerror(res),
+                       c->servers[(at + 1) % c->nservers]);
+                others--;
+                at = (at + 1) % c->nservers;
+                fl_strbuf_truncate(&x->body, 0);
+                x->code = 0;
+                attempt--; /* not a 429 retry */
+                continue;
+            }
+            if (!unreached)
+                settle(x); /* an answer without a body, or a transfer that broke after connecting */
         }
 
         if (cancelled) {
@@ -827,8 +801,10 @@ static int perform(fl_client *c, const req *r, fl_client_cancel *cancel, xfer *x
         } else if (res != CURLE_OK && (x->code < 300 || x->watch)) {
             /* no (complete) answer: the connection failed or timed out */
             char msg[512];
-            snprintf(msg, sizeof msg, "%s %s%s: %s", r->method, c->server, r->path, curl_easy_strerror(res));
+            snprintf(msg, sizeof msg, "%s %s%s: %s", r->method, c->servers[at], r->path, curl_easy_strerror(res));
             fill_err(err, x->code, "", "", msg);
+            if (err)
+                err->transport = true;
             rc = res == CURLE_OPERATION_TIMEDOUT ? FL_ETIMEDOUT : FL_EIO;
             transport = true;
         } else if (x->code >= 200 && x->code < 300) {

@@ -23,7 +23,7 @@
  *   405, 415                   FL_EUNSUPPORTED
  *   413                        FL_ETOOBIG
  *   429 after retries, 5xx     FL_EIO
- *   connection/TLS failure     FL_EIO
+ *   connection/TLS failure     FL_EIO    (err->transport set)
  *   request timeout            FL_ETIMEDOUT
  *   cancelled                  FL_ECLOSED
  * and, when the caller passes an fl_client_error, fills in the HTTP status, the
@@ -52,6 +52,7 @@ typedef struct fl_client_error {
     char reason[64];     /* Status.reason ("NotFound", "Conflict", ...); "" when none */
     char field[128];     /* details.causes[0].field for Invalid, else "" */
     char message[1024];  /* Status.message, or the transport error */
+    bool transport;      /* no (complete) answer: the connection failed, broke or timed out */
 } fl_client_error;
 
 /* Addresses a resource: apiVersion ("v1", "apps/v1") and plural ("deployments"). */
@@ -81,11 +82,17 @@ typedef struct fl_client_options {
     bool answers_without_managed_fields;
     /* told of every finished request (not a cancelled one) */
     fl_client_observer observer;
+    /* Optional, NULL-terminated: the URLs of one control plane's replicas, used instead of
+     * kc's server (same CA and credentials: replicas share their certificates). A request
+     * whose connection cannot be made (refused, unreachable, connect time-out: nothing was
+     * sent) goes to the next URL in turn, and the client stays with the one that answered;
+     * a request that failed after it was sent is not repeated elsewhere. Copied. */
+    const char *const *servers;
 } fl_client_options;
 
-/* Create a client for kc's server and credentials (copied: kc may be closed after).
- * opts may be NULL. *out set on every path. Returns 0, or FL_EINVAL with *err (heap,
- * when err is not NULL) when kc cannot be used (no server). Any thread. */
+/* Create a client for kc's server (or opts->servers) and credentials (copied: kc may be
+ * closed after). opts may be NULL. *out set on every path. Returns 0, or FL_EINVAL with
+ * *err (heap, when err is not NULL) when kc cannot be used (no server). Any thread. */
 int fl_client_new(const fl_kubeconfig *kc, const fl_client_options *opts, fl_client **out, char **err);
 
 /* ---- in-process transport ----
@@ -165,7 +172,8 @@ typedef struct fl_client_local {
 fl_client *fl_client_new_local(const fl_client_local *srv, const fl_client_options *opts);
 /* Close idle connections and free. No request may be running. NULL-safe. */
 void fl_client_free(fl_client *c);
-/* The server URL the client talks to (owned by the client). */
+/* The server URL the client talks to (owned by the client): of several, the one that
+ * answered last. */
 const char *fl_client_server(const fl_client *c);
 /* Whether requests go to a server in this process (fl_client_new_local). */
 bool fl_client_in_process(const fl_client *c);

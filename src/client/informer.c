@@ -1013,6 +1013,14 @@ static void *informer_main(void *arg)
         } else if (rc == FL_EEXPIRED) {
             fl_log(FL_LOG_DEBUG, "informer", "%s: resourceVersion %s expired, re-listing", inf->resource, rv);
             need_list = true;
+        } else if (err.transport && !inf->replay_upto) {
+            /* the connection broke or could not be made (a replica gone, the server
+             * restarting): every event up to rv was delivered in order, so watch again from
+             * rv, on whichever replica the client reaches; a server that no longer keeps rv
+             * answers 410 and we list then */
+            fl_log(FL_LOG_WARN, "informer", "%s: watch failed: %s; watching again from %s", inf->resource,
+                   err.message, rv);
+            backoff(inf, &failures);
         } else {
             fl_log(FL_LOG_WARN, "informer", "%s: watch failed: %s; re-listing", inf->resource, err.message);
             need_list = true;

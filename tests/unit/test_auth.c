@@ -360,10 +360,30 @@ static void test_restart_loads_agent_tokens_from_secrets(void **state)
     fl_auth_free(f->auth);
     fl_auth_new(&f->api, ADMIN_TOKEN, BOOT_TOKEN, &f->auth);
     f->api.auth = f->auth;
-    assert_true(authenticates_as(f, t1, NULL)); /* nothing loaded yet */
     assert_int_equal(fl_auth_load(f->auth), 2);
     assert_true(authenticates_as(f, t1, AGENT_M1));
     assert_true(authenticates_as(f, t2, FL_AUTH_AGENT_PREFIX "m2"));
+}
+
+/* Replicas on one store keep a table each: a token another replica issued after this table
+ * was loaded is read from the store when it comes; an unknown token still is not one. */
+static void test_a_token_another_replica_issued_is_found_in_the_store(void **state)
+{
+    fixture *f = *state;
+    fl_auth *other = f->auth; /* the replica the agent registered with */
+    fl_auth_new(&f->api, ADMIN_TOKEN, BOOT_TOKEN, &f->auth);
+    assert_int_equal(fl_auth_load(f->auth), 0); /* loaded before the registration */
+    fl_auth *mine = f->auth;
+    f->auth = f->api.auth = other;
+    char t1[128];
+    assert_int_equal(do_register(f, FL_AUTH_BOOTSTRAP, "m1", t1), 201);
+    f->auth = f->api.auth = mine;
+    assert_true(authenticates_as(f, t1, AGENT_M1));
+    char unknown[65];
+    memset(unknown, 'a', 64);
+    unknown[64] = 0;
+    assert_true(authenticates_as(f, unknown, NULL));
+    fl_auth_free(other);
 }
 
 static void test_deleting_the_cluster_revokes_the_token(void **state)
@@ -610,6 +630,7 @@ int main(void)
         T(test_register_creates_pull_cluster_and_agent_token),
         T(test_reregistration_rotates_the_token),
         T(test_restart_loads_agent_tokens_from_secrets),
+        T(test_a_token_another_replica_issued_is_found_in_the_store),
         T(test_deleting_the_cluster_revokes_the_token),
         T(test_deleting_the_secret_revokes_the_token),
         T(test_a_recreated_cluster_does_not_inherit_the_token),

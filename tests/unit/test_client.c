@@ -1119,6 +1119,95 @@ static void test_resolve_finds_kinds_through_discovery_including_new_crds(void *
     free(res);
 }
 
+/* ---- several servers: a control plane's replicas ---- */
+
+/* A loopback port nobody listens on: connecting to it is refused. */
+static int refused_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    close(fd); /* never listened on: refused from now on */
+    return ntohs(sa.sin_port);
+}
+
+/* A client for the servers on ports a then b (in that order), with token "t". urls gets
+ * their URLs. */
+static fl_client *client_at_both(int a, int b, char urls[2][64])
+{
+    snprintf(urls[0], 64, "http://127.0.0.1:%d", a);
+    snprintf(urls[1], 64, "http://127.0.0.1:%d", b);
+    const char *servers[] = {urls[0], urls[1], NULL};
+    fl_kubeconfig kc;
+    fl_kubeconfig_init(&kc, "http://127.0.0.1:1", "t"); /* its server is replaced by the list */
+    fl_client *c = NULL;
+    assert_int_equal(fl_client_new(&kc, &(fl_client_options){.servers = servers}, &c, NULL), 0);
+    fl_kubeconfig_close(&kc);
+    return c;
+}
+
+static void test_client_moves_to_the_next_server_when_one_refuses(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    char urls[2][64];
+    fl_client *c = client_at_both(refused_port(), f->port, urls);
+    assert_string_equal(fl_client_server(c), urls[0]);
+    json_t *obj = NULL;
+    fl_client_error err;
+    assert_int_equal(fl_client_get(c, &CM, "default", "a", &obj, &err), 0);
+    assert_string_equal(data_k(obj), "1");
+    json_decref(obj);
+    /* it stays with the one that answered */
+    assert_string_equal(fl_client_server(c), urls[1]);
+    obj = configmap("b", "2");
+    assert_int_equal(fl_client_create(c, &CM, "default", obj, NULL, NULL, &err), 0);
+    json_decref(obj);
+    assert_string_equal(fl_client_server(c), urls[1]);
+    fl_client_free(c);
+}
+
+static void test_client_leaves_a_replica_that_goes_away_and_resends_nothing_sent(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "a", "1");
+    proxy *px = proxy_start(f->port);
+    char urls[2][64];
+    fl_client *c = client_at_both(px->port, f->port, urls);
+    json_t *obj = NULL;
+    fl_client_error err;
+    assert_int_equal(fl_client_get(c, &CM, "default", "a", &obj, &err), 0);
+    json_decref(obj);
+    assert_string_equal(fl_client_server(c), urls[0]); /* the first answered */
+
+    /* a replica that takes the request and dies with it: the request was sent, and is not
+     * sent again elsewhere (a write could have been done); the client stays */
+    atomic_store(&px->down, true);
+    sleep_ms(50);
+    obj = configmap("b", "1");
+    int rc = fl_client_create(c, &CM, "default", obj, NULL, NULL, &err);
+    json_decref(obj);
+    assert_int_equal(rc, FL_EIO);
+    assert_true(err.transport);
+    assert_string_equal(fl_client_server(c), urls[0]);
+
+    /* the replica is gone (its port refuses, its kept connection is dead): the next one */
+    proxy_stop(px);
+    assert_int_equal(fl_client_get(c, &CM, "default", "a", &obj, &err), 0);
+    json_decref(obj);
+    assert_string_equal(fl_client_server(c), urls[1]);
+    /* both gone: the transport error of the last one tried */
+    fl_http_stop(f->http);
+    f->http = NULL;
+    assert_int_equal(fl_client_get(c, &CM, "default", "a", &obj, &err), FL_EIO);
+    assert_true(err.transport);
+    assert_null(obj);
+    fl_client_free(c);
+}
+
 static void test_https_with_the_kubeconfig_the_server_writes(void **state)
 {
     fixture *f = *state;
@@ -2262,7 +2351,8 @@ static void test_informer_recovers_from_a_broken_stream_with_the_right_diff(void
     sleep_ms(300); /* the informer fails, backs off, fails again */
     assert_int_equal(rec_count(&l.r), 3);
     assert_int_equal(atomic_load(&l.listed_ok), 1);
-    WAIT_UNTIL(atomic_load(&l.listed_failed) >= 1, 5000); /* each failed list is told */
+    /* the line broke: it watches again from its revision, without listing while it cannot */
+    assert_int_equal(atomic_load(&l.listed_failed), 0);
     atomic_store(&px->down, false);
 
     WAIT_UNTIL(rec_count(&l.r) >= 6, 10000);
@@ -2282,6 +2372,37 @@ static void test_informer_recovers_from_a_broken_stream_with_the_right_diff(void
     fl_informer_free(inf);
     fl_client_free(pc);
     proxy_stop(px);
+    rec_close(&l.r);
+}
+
+/* An informer whose replica goes away watches again from its revision on the next one: the
+ * replicas share the store's revisions, so nothing is listed again. */
+static void test_informer_moves_to_the_next_server_without_relisting(void **state)
+{
+    fixture *f = *state;
+    create_cm(f, "default", "keep", "1");
+    proxy *px = proxy_start(f->port);
+    char urls[2][64];
+    fl_client *c = client_at_both(px->port, f->port, urls);
+    inf_log l;
+    fl_informer *inf = informer_via(c, &l, "default", 0);
+    assert_int_equal(fl_informer_start(inf), 0);
+    assert_int_equal(fl_informer_wait_synced(inf, 5000), 0);
+    WAIT_UNTIL(atomic_load(&l.listed_ok) == 1, 5000);
+    assert_string_equal(fl_client_server(c), urls[0]);
+
+    proxy_stop(px); /* its watch breaks; its port refuses */
+    create_cm(f, "default", "new", "1");
+    patch_cm(f, "default", "keep", "2");
+    WAIT_UNTIL(rec_has(&l.r, "update default/keep=1 -> default/keep=2"), 5000);
+    assert_true(rec_has(&l.r, "add default/new=1"));
+    assert_int_equal(atomic_load(&l.listed_ok), 1);
+    assert_int_equal(atomic_load(&l.listed_failed), 0);
+    assert_string_equal(fl_client_server(c), urls[1]);
+    assert_int_equal(atomic_load(&l.cache_misses), 0);
+    assert_cache_matches_server(f, inf, "default");
+    fl_informer_free(inf);
+    fl_client_free(c);
     rec_close(&l.r);
 }
 
@@ -2706,6 +2827,8 @@ int main(void)
         T(test_one_client_serves_many_threads),
         T(test_resolve_finds_kinds_through_discovery_including_new_crds),
         T(test_resolve_uses_learned_discovery_without_asking),
+        T(test_client_moves_to_the_next_server_when_one_refuses),
+        T(test_client_leaves_a_replica_that_goes_away_and_resends_nothing_sent),
         T(test_https_with_the_kubeconfig_the_server_writes),
         T(test_watch_delivers_changes_in_order_and_stops_on_cancel),
         T(test_selector_watch_turns_matching_changes_into_adds_and_deletes),
@@ -2722,6 +2845,7 @@ int main(void)
         T(test_informer_tells_first_list_adds_before_the_list_ends),
         T(test_informer_relists_after_its_watch_expires_without_spurious_events),
         T(test_informer_recovers_from_a_broken_stream_with_the_right_diff),
+        T(test_informer_moves_to_the_next_server_without_relisting),
         T(test_exec_starts_member_watches_while_works_list),
         T(test_exec_starts_watches_ahead_in_few_clusters_only),
         T(test_member_watch_parks_works_until_its_list_is_over),
