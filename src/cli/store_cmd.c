@@ -234,10 +234,25 @@ typedef struct backup_opts {
     const char *data_dir, *out;
 } backup_opts;
 
+/* A whole number from the environment, or def: for tests that need a backup long enough to
+ * race with writes (a store of a few MiB copies in milliseconds). */
+static long env_long(const char *name, long def, long max)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    long n = v && *v ? strtol(v, &end, 10) : def;
+    return end && *end ? def : n < 0 ? def : n > max ? max : n;
+}
+
 /* Copy src (a read transaction already open on it) into dst page by page, with progress.
+ * FLOTILLA_BACKUP_STEP_PAGES and FLOTILLA_BACKUP_STEP_SLEEP_MS pace it, for tests.
  * 0, or 1 after printing why. */
 static int backup_pages(sqlite3 *src, sqlite3 *dst, const char *dir)
 {
+    int step_pages = (int)env_long("FLOTILLA_BACKUP_STEP_PAGES", BACKUP_STEP_PAGES, INT_MAX);
+    long sleep_ms = env_long("FLOTILLA_BACKUP_STEP_SLEEP_MS", 0, 1000);
+    if (step_pages == 0)
+        step_pages = BACKUP_STEP_PAGES;
     sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
     if (!b)
         return fail("backup", "cannot start copying %s/" STORE_FILE ": %s", dir, sqlite3_errmsg(dst));
@@ -245,7 +260,9 @@ static int backup_pages(sqlite3 *src, sqlite3 *dst, const char *dir)
     progress_init(&pr, "backing up", "pages");
     int rc, busy = 0;
     do {
-        rc = sqlite3_backup_step(b, BACKUP_STEP_PAGES);
+        rc = sqlite3_backup_step(b, step_pages);
+        if (sleep_ms && rc == SQLITE_OK)
+            usleep((useconds_t)sleep_ms * 1000);
         if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) { /* the destination is ours alone: rare, bounded */
             if (++busy > 200)
                 break;
