@@ -98,6 +98,13 @@ def list_configmaps(server):
     return body
 
 
+def sqlite_only(server):
+    """server, kept on its data directory's SQLite store also when FLOTILLA_E2E_STORE=etcd puts
+    the fixtures' servers on etcd: backups and copies read that file."""
+    server.extra_args = []
+    return server
+
+
 def rows(db):
     """Every row of a store's log, read with SQLite itself."""
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
@@ -111,7 +118,7 @@ def start_on_store(store_file):
     os.chmod(d, 0o700)
     shutil.copyfile(store_file, os.path.join(d, "store.db"))
     os.chmod(os.path.join(d, "store.db"), 0o600)
-    return Server(d).start(timeout=60)
+    return sqlite_only(Server(d)).start(timeout=60)
 
 
 def stop_and_remove(server):
@@ -121,7 +128,7 @@ def stop_and_remove(server):
 
 
 def test_backup_while_writing_restores_one_moment(fresh_server, tmp_path):
-    server = fresh_server.start()
+    server = sqlite_only(fresh_server).start()
     seeded = seed(server, SEED)
     out = tmp_path / "flotilla.backup"
     with Writer(server, "live") as w:
@@ -182,7 +189,7 @@ def test_backup_while_writing_restores_one_moment(fresh_server, tmp_path):
 
 
 def test_backup_bad_input_is_one_line_and_writes_nothing(fresh_server, tmp_path):
-    server = fresh_server.start()
+    server = sqlite_only(fresh_server).start()
     ensure_namespace(server, NS)
     out = tmp_path / "exists"
     out.write_text("keep me")
@@ -210,7 +217,7 @@ def test_backup_bad_input_is_one_line_and_writes_nothing(fresh_server, tmp_path)
 
 
 def test_copy_keeps_uids_and_refuses_what_it_must(fresh_server, tmp_path):
-    server = fresh_server.start()
+    server = sqlite_only(fresh_server).start()
     seed(server, 200)
     code, _ = server.curl("DELETE", f"/api/v1/namespaces/{NS}/configmaps/seed-7")
     assert code == 200
@@ -247,7 +254,7 @@ def test_copy_keeps_uids_and_refuses_what_it_must(fresh_server, tmp_path):
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "already holds" in r.stderr, r.stderr
     assert rows(dst_dir / "store.db") == copied_rows
 
-    copy = Server(str(dst_dir)).start(timeout=60)
+    copy = sqlite_only(Server(str(dst_dir))).start(timeout=60)
     try:
         body = list_configmaps(copy)
         after = {o["metadata"]["name"]: o for o in body["items"]}
