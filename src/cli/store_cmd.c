@@ -160,6 +160,60 @@ static void progress_end(progress *p)
         fputc('\n', stderr);
 }
 
+/* The store says why it could not open (a file that is not a database, an etcd cluster that
+ * does not answer) in log lines on stderr, in the server's format; a command says one line.
+ * So what is logged while a store opens is caught in a temporary file, and the last line's
+ * message joins the command's line. Main thread, around fl_store_open only: the progress
+ * lines also go to stderr. */
+typedef struct log_catch {
+    FILE *tmp;
+    int saved; /* the real stderr, -1 when nothing is caught */
+} log_catch;
+
+static void log_catch_begin(log_catch *c)
+{
+    fflush(stderr);
+    c->tmp = tmpfile();
+    c->saved = c->tmp ? dup(STDERR_FILENO) : -1;
+    if (c->saved >= 0 && dup2(fileno(c->tmp), STDERR_FILENO) < 0) {
+        close(c->saved);
+        c->saved = -1;
+    }
+}
+
+/* Put stderr back; the message of the last line caught (a heap string, "" when none). */
+static char *log_catch_end(log_catch *c)
+{
+    fflush(stderr);
+    char line[1024], last[1024] = "";
+    if (c->saved >= 0) {
+        dup2(c->saved, STDERR_FILENO);
+        close(c->saved);
+        rewind(c->tmp);
+        while (fgets(line, sizeof line, c->tmp))
+            if (line[0] != '\n')
+                memcpy(last, line, sizeof last);
+    }
+    if (c->tmp)
+        fclose(c->tmp);
+    last[strcspn(last, "\n")] = 0;
+    const char *msg = strstr(last, " store: "); /* "E 14:18:40.976 store: what" */
+    return fl_strdup(msg ? msg + 8 : last);
+}
+
+/* fl_store_open, its log lines caught: 0, or 1 after printing "<what>: <why> (<log>)". */
+static int store_open_quiet(const fl_store_config *cfg, fl_store **out, const char *what)
+{
+    log_catch c;
+    log_catch_begin(&c);
+    int orc = fl_store_open(cfg, out);
+    char *logged = log_catch_end(&c);
+    if (orc)
+        fail("copy", *logged ? "%s: %s (%s)" : "%s: %s%s", what, fl_strerror(orc), logged);
+    free(logged);
+    return orc ? 1 : 0;
+}
+
 /* fsync path (a file, or a directory after a rename in it): 0 or -1 with errno. */
 static int sync_path(const char *path, bool dir)
 {
@@ -599,9 +653,9 @@ static int source_open(const char *spec, int *lock_fd, fl_store **out, const cha
     if (!rc) {
         /* no load mark: opening writes nothing to the source */
         fl_store_config cfg = {.path = path, .compact_interval_ms = -1};
-        int orc = fl_store_open(&cfg, out);
-        if (orc)
-            rc = fail("copy", "cannot open the store in %s: %s", dir, fl_strerror(orc));
+        char *what = fl_asprintf("--from: cannot open the store in %s", dir);
+        rc = store_open_quiet(&cfg, out, what);
+        free(what);
     }
     free(path);
     return rc;
@@ -625,11 +679,13 @@ static int dest_open(dest *d, const char *src_dir)
     if (stat(d->final, &st) == 0) { /* an existing store: empty is fine, it is replaced */
         fl_store *had = NULL;
         fl_store_config cfg = {.path = d->final, .compact_interval_ms = -1};
-        int orc = fl_store_open(&cfg, &had);
+        char *what = fl_asprintf("--to: cannot open the store in %s", d->dir);
+        int orc = store_open_quiet(&cfg, &had, what);
+        free(what);
         size_t n = orc ? 0 : fl_store_count(had, "");
         fl_store_free(had);
         if (orc)
-            return fail("copy", "--to: cannot open the store in %s: %s", d->dir, fl_strerror(orc));
+            return 1;
         if (n)
             return fail("copy", "--to: %s already holds a store with %zu objects; copy into an empty data "
                                 "directory", d->dir, n);
@@ -642,10 +698,10 @@ static int dest_open(dest *d, const char *src_dir)
         return fail("copy", "--to: cannot create %s: %s", d->dir, strerror(e));
     }
     fl_store_config cfg = {.path = d->tmp, .compact_interval_ms = -1, .load_mark = FL_API_LOAD_MARK};
-    int orc = fl_store_open(&cfg, &d->store);
-    if (orc)
-        return fail("copy", "--to: cannot open a store in %s: %s", d->dir, fl_strerror(orc));
-    return 0;
+    char *what = fl_asprintf("--to: cannot open a store in %s", d->dir);
+    int rc = store_open_quiet(&cfg, &d->store, what);
+    free(what);
+    return rc;
 }
 
 /* Close the destination: a SQLite one becomes DIR2/store.db (one file, synced) when ok.

@@ -205,6 +205,15 @@ def test_backup_bad_input_is_one_line_and_writes_nothing(fresh_server, tmp_path)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "no store in" in r.stderr, r.stderr
     r = ctl("backup", "--data-dir", server.data_dir, str(tmp_path / "no-such-dir" / "b3"))
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "no-such-dir" in r.stderr, r.stderr
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "store.db").write_bytes(b"not a database, not at all" * 10)
+    r = ctl("backup", "--data-dir", str(garbage), str(tmp_path / "b5"))
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "not a flotilla store" in r.stderr, r.stderr
+    r = ctl("copy", "--from", f"sqlite:{garbage}", "--to", f"sqlite:{tmp_path / 'c1'}")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "not a database" in r.stderr, r.stderr
+    assert sorted(os.listdir(garbage)) == ["server.lock", "store.db"]
+    shutil.rmtree(garbage)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "exists"]
     assert os.listdir(empty) == []
 
