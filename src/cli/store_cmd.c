@@ -391,18 +391,21 @@ static int backup_run(const backup_opts *o, const char *src_path, const char *tm
         goto out;
     }
     dst = NULL;
+    /* link, not rename: an OUT that appeared while the copy ran is not overwritten either */
     struct stat st;
     char *dir = dir_of(o->out);
     int e = 0;
-    if (sync_path(tmp, false) != 0 || stat(tmp, &st) != 0 || rename(tmp, o->out) != 0)
+    if (sync_path(tmp, false) != 0 || stat(tmp, &st) != 0 || link(tmp, o->out) != 0)
         e = errno;
     else
         sync_path(dir, true);
     free(dir);
     if (e) {
-        fail("backup", "cannot write %s: %s", o->out, strerror(e));
+        fail("backup", e == EEXIST ? "%s already exists (it appeared while the backup ran): %s; nothing was written"
+                                   : "cannot write %s: %s", o->out, strerror(e));
         goto out;
     }
+    unlink(tmp);
     printf("backed up %s: %lld objects at revision %lld, %lld bytes, to %s\n", o->data_dir, (long long)objects,
            (long long)rev, (long long)st.st_size, o->out);
     rc = 0;
