@@ -219,7 +219,9 @@ def test_backup_bad_input_is_one_line_and_writes_nothing(fresh_server, tmp_path)
 
     for args in (["backup", str(tmp_path / "b4")], ["backup", "--data-dir", server.data_dir], [],
                  ["restore"], ["backup", "--data-dir", server.data_dir, "--to", "sqlite:x", "b5"],
-                 ["backup", "--bogus", "1"]):
+                 ["backup", "--bogus", "1"], ["copy", "--from", f"sqlite:{server.data_dir}"],
+                 ["copy", "--from", f"sqlite:{server.data_dir}", "--to", f"sqlite:{tmp_path / 'c2'}",
+                  "--etcd-prefix", "/p"], ["copy", "--data-dir", server.data_dir, "--to", "sqlite:x"]):
         r = ctl(*args)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "flotilla ctl store" in r.stderr, (args, r)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "exists"]
