@@ -162,6 +162,20 @@ void fl_resp_store_error(fl_req *r, int rc, const fl_target *t)
     case FL_ECLOSED:
         fl_resp_status(r, 503, "ServiceUnavailable", t, NULL, "the server is shutting down");
         break;
+    case FL_EFENCED:
+        fl_resp_status(r, 503, "ServiceUnavailable", t, NULL, "this server no longer leads the controllers");
+        break;
+    case FL_ETIMEDOUT: /* the store did not answer in time (etcd: no leader, unreachable) */
+        fl_resp_status(r, 504, "Timeout", t, NULL,
+                       "The server was unable to return a response in the time allotted: the store did not answer");
+        break;
+    case FL_ETOOBIG:
+        fl_resp_status(r, 413, "RequestEntityTooLarge", t, NULL, "Request entity too large: the store refused it");
+        break;
+    case FL_ENOSPACE:
+        fl_resp_status(r, 507, "InsufficientStorage", t, NULL, "the store is out of space (etcd: database space "
+                                                                 "exceeded); compact and defragment it");
+        break;
     default:
         fl_resp_status(r, 500, "InternalError", t, NULL, "Internal error occurred: %s", fl_strerror(rc));
         break;

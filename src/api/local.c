@@ -92,7 +92,11 @@ void fl_api_local_serve(void *api, const char *method, const char *path, const c
     r.discard = !want_obj;
     if (qm)
         parse_query(&r, qm + 1);
+    /* an in-process request is the controllers': its writes hold only while this process
+     * leads them (store.h, "leading") */
+    bool was_fenced = fl_store_fence_thread(true);
     fl_api_handle(api, &r);
+    fl_store_fence_thread(was_fenced);
     for (size_t i = 0; i < r.nquery; i++) {
         free(r.query[i].key);
         free(r.query[i].value);

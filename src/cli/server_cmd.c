@@ -34,6 +34,7 @@
 #include "core/metrics.h"
 #include "api/tls.h"
 #include "cli/cli.h"
+#include "cli/server_lead.h"
 #include "client/client.h"
 #include "client/informer.h"
 #include "client/kubeconfig.h"
@@ -76,6 +77,9 @@ static void usage(FILE *f)
                "  --tls-cipher-suites LIST  comma-separated IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
                "                            (default: ECDHE with AES-GCM or ChaCha20-Poly1305)\n"
                "  --max-object-bytes N      largest object stored, encoded (default 1572864, etcd's 1.5 MiB)\n"
+               "  --etcd-servers URL[,URL]  keep the store in etcd (docs/ha.md) instead of DIR's SQLite file\n"
+               "  --etcd-cafile F, --etcd-certfile F, --etcd-keyfile F   TLS to etcd\n"
+               "  --etcd-prefix P           the etcd keys' prefix (default /registry)\n"
                "  --http-header-timeout S   seconds a connection has to send a request's headers (default 32)\n"
                "  --http-body-timeout S     seconds a request has to send its body after them (default 60)\n"
                "  --http-idle-timeout S     seconds an idle keep-alive connection is kept (default 90)\n"
@@ -207,12 +211,17 @@ typedef struct server_opts {
     fl_audit_config audit;       /* --audit-*: api/audit.h */
     const char *prometheus_url;  /* --status-prometheus-url, or NULL */
     long long metrics_interval_ms, metrics_timeout_ms; /* 0: controllers/metricsstatus.h's */
+    /* --etcd-servers (NULL: the SQLite store in the data directory) and its TLS files and
+     * key prefix, as kube-apiserver's flags of the same names */
+    const char *etcd_servers, *etcd_cafile, *etcd_certfile, *etcd_keyfile, *etcd_prefix;
 } server_opts;
 
 /* What the steps set up, torn down by server_close. Lives in fl_cmd_server's frame, which
  * outlasts every thread the steps start. */
 typedef struct server {
     server_opts o;
+    fl_lead *lead;  /* with a shared store: the campaign for the controllers' lead */
+    bool lost_lead; /* the lead was lost: the process stops with status 1 */
     int lock_fd; /* DIR/server.lock, held until exit; -1 when not taken */
     sigset_t sigs;
     fl_store *store;
@@ -241,6 +250,8 @@ static struct {
     pthread_mutex_t mu;
     fl_ctrl_manager *m; /* under mu: NULL before the start and from the stop on */
     bool started;       /* under mu: the controllers' start has returned (stays true) */
+    bool standby;       /* under mu: another replica leads the controllers (server_lead.h);
+                           this one serves the API, and is ready without them */
 } ctrl_health = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* informer-sync: every informer the controllers read has made its first list */
@@ -248,7 +259,7 @@ static int check_informer_sync(void *ctx, char *why, size_t cap)
 {
     (void)ctx;
     pthread_mutex_lock(&ctrl_health.mu);
-    bool running = ctrl_health.m != NULL, ok = fl_ctrl_manager_synced(ctrl_health.m);
+    bool running = ctrl_health.m != NULL, ok = ctrl_health.standby || fl_ctrl_manager_synced(ctrl_health.m);
     pthread_mutex_unlock(&ctrl_health.mu);
     if (!ok)
         snprintf(why, cap, "%s", running ? "informers have not made their first list yet" : "controllers not running");
@@ -260,7 +271,7 @@ static int check_controllers_started(void *ctx, char *why, size_t cap)
 {
     (void)ctx;
     pthread_mutex_lock(&ctrl_health.mu);
-    bool ok = ctrl_health.started;
+    bool ok = ctrl_health.started || ctrl_health.standby;
     pthread_mutex_unlock(&ctrl_health.mu);
     if (!ok)
         snprintf(why, cap, "not finished");
@@ -379,7 +390,9 @@ static long long duration_seconds(const char *s)
     return total;
 }
 
-/* `flotilla server`'s flags: the value is parse_args's case. */
+/* `flotilla server`'s flags: the value is parse_args's case (the etcd flags, long only,
+ * take OPT_ETCD + their index in server_opts' etcd fields). */
+#define OPT_ETCD 1000
 static const struct option longopts[] = {
     {"data-dir", required_argument, 0, 'd'},      {"listen", required_argument, 0, 'l'},
     {"insecure-http", no_argument, 0, 'k'},       {"max-requests-inflight", required_argument, 0, 'm'},
@@ -399,7 +412,31 @@ static const struct option longopts[] = {
     {"status-prometheus-url", required_argument, 0, 'P'}, {"status-metrics-interval-ms", required_argument, 0, 'Q'},
     {"status-metrics-timeout-ms", required_argument, 0, 'R'},
     {"v", required_argument, 0, 'v'},             {"logging-format", required_argument, 0, 'L'},
+    {"etcd-servers", required_argument, 0, OPT_ETCD + 0}, {"etcd-cafile", required_argument, 0, OPT_ETCD + 1},
+    {"etcd-certfile", required_argument, 0, OPT_ETCD + 2}, {"etcd-keyfile", required_argument, 0, OPT_ETCD + 3},
+    {"etcd-prefix", required_argument, 0, OPT_ETCD + 4},
     {0, 0, 0, 0}};
+
+/* The etcd flags go together as kube-apiserver's do: non-zero, after one line, when they do not. */
+static int etcd_args(const server_opts *o)
+{
+    if (!o->etcd_servers && (o->etcd_cafile || o->etcd_certfile || o->etcd_keyfile || o->etcd_prefix)) {
+        fprintf(stderr, "flotilla server: --etcd-cafile, --etcd-certfile, --etcd-keyfile and --etcd-prefix need "
+                        "--etcd-servers\n");
+        return 1;
+    }
+    if (!o->etcd_certfile != !o->etcd_keyfile) {
+        fprintf(stderr, "flotilla server: --etcd-certfile and --etcd-keyfile go together\n");
+        return 1;
+    }
+    if (o->etcd_prefix && (o->etcd_prefix[0] != '/' || strlen(o->etcd_prefix) < 2 ||
+                           o->etcd_prefix[strlen(o->etcd_prefix) - 1] == '/')) {
+        fprintf(stderr, "flotilla server: --etcd-prefix: expected a key prefix such as /registry (a '/' first, "
+                        "none last), not \"%s\"\n", o->etcd_prefix);
+        return 1;
+    }
+    return 0;
+}
 
 /* Parse and check the command line into *o: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, server_opts *o)
@@ -502,6 +539,11 @@ static int parse_args(int argc, char **argv, server_opts *o)
             break;
         }
         case 'h': usage(stdout); return 0;
+        case OPT_ETCD + 0: o->etcd_servers = optarg; break;
+        case OPT_ETCD + 1: o->etcd_cafile = optarg; break;
+        case OPT_ETCD + 2: o->etcd_certfile = optarg; break;
+        case OPT_ETCD + 3: o->etcd_keyfile = optarg; break;
+        case OPT_ETCD + 4: o->etcd_prefix = optarg; break;
         default: if (audit_arg(c, optarg, &o->audit)) return 2; break;
         }
     }
@@ -515,6 +557,8 @@ static int parse_args(int argc, char **argv, server_opts *o)
         return 2;
     }
 
+    if (etcd_args(o))
+        return 2;
     if (o->insecure && !fl_cli_is_loopback(o->listen)) {
         fprintf(stderr, "flotilla server: --insecure-http is only allowed on a loopback address, not %s\n",
                 o->listen);
@@ -596,6 +640,19 @@ static int claim_data_dir(server *sv)
     return 0;
 }
 
+/* Read whether the controllers resume at a reconciled revision, from the store's notes as
+ * they are now: at the start, or when this replica comes to lead. */
+static void init_reconciled(server *sv)
+{
+    fl_reconciled_store rs = {.ctx = sv->store,
+                              .head = store_head,
+                              .note_get = store_note_get,
+                              .note_set = store_note_set,
+                              .note_get_text = store_note_get_text,
+                              .note_set_text = store_note_set_text};
+    fl_reconciled_init(&reconciled, &rs);
+}
+
 /* Open the store in the data directory, and read whether this start resumes at a reconciled
  * revision before anything writes to it (the system namespaces, if they are missing). */
 static int open_store(server *sv)
@@ -604,20 +661,23 @@ static int open_store(server *sv)
     fl_store_config scfg = {.path = db,
                             .compact_window = sv->o.window,
                             .durable = !sv->o.no_fsync,
-                            .load_mark = FL_API_LOAD_MARK};
+                            .load_mark = FL_API_LOAD_MARK,
+                            .etcd_servers = sv->o.etcd_servers,
+                            .etcd_cafile = sv->o.etcd_cafile,
+                            .etcd_certfile = sv->o.etcd_certfile,
+                            .etcd_keyfile = sv->o.etcd_keyfile,
+                            .etcd_prefix = sv->o.etcd_prefix};
     int rc = fl_store_open(&scfg, &sv->store);
     free(db);
     if (rc) {
-        fprintf(stderr, "flotilla server: cannot open the store in %s: %s\n", sv->o.data_dir, fl_strerror(rc));
+        if (sv->o.etcd_servers)
+            fprintf(stderr, "flotilla server: cannot open the store on etcd %s: %s\n", sv->o.etcd_servers,
+                    fl_strerror(rc));
+        else
+            fprintf(stderr, "flotilla server: cannot open the store in %s: %s\n", sv->o.data_dir, fl_strerror(rc));
         return rc;
     }
-    fl_reconciled_store rs = {.ctx = sv->store,
-                              .head = store_head,
-                              .note_get = store_note_get,
-                              .note_set = store_note_set,
-                              .note_get_text = store_note_get_text,
-                              .note_set_text = store_note_set_text};
-    fl_reconciled_init(&reconciled, &rs);
+    init_reconciled(sv);
     return 0;
 }
 
@@ -817,6 +877,28 @@ static void start_controllers(server *sv)
  * decoder's shared leaves let go, and 127-135 MiB once the idle threads (this one too) had
  * given back their node caches (core/mem.h) and the heap was trimmed again. Returns the
  * signal. */
+/* A replica's part in the lead (server_lead.h), every tick of the main loop: start the
+ * controllers once this replica leads; true when it has lost the lead, and must stop. */
+static bool follow_lead(server *sv)
+{
+    int st = fl_lead_state(sv->lead);
+    if (st == FL_LEAD_LEADING && !sv->ctrl) {
+        fl_store_fence_thread(true); /* this thread notes the reconciled revision: only while leading */
+        init_reconciled(sv);         /* what the last leader noted */
+        start_controllers(sv);
+        pthread_mutex_lock(&ctrl_health.mu);
+        ctrl_health.standby = false;
+        pthread_mutex_unlock(&ctrl_health.mu);
+        fl_lead_mirror(sv->lead, sv->cp);
+    }
+    if (st != FL_LEAD_LOST)
+        return false;
+    fl_log(FL_LOG_ERROR, "lead", "%s lost the lead of the controllers (its lease lapsed): stopping, to be "
+                                 "started again as a standby", fl_lead_identity(sv->lead));
+    sv->lost_lead = true;
+    return true;
+}
+
 static int run_until_signal(server *sv)
 {
     int sig = -1;
@@ -825,7 +907,10 @@ static int run_until_signal(server *sv)
     const struct timespec tick = {0, 250 * 1000000L};
 
     while ((sig = sigtimedwait(&sv->sigs, NULL, &tick)) < 0) {
-        fl_reconciled_tick(&reconciled, sv->ctrl, fl_time_mono_ms());
+        if (sv->lead && follow_lead(sv))
+            return SIGTERM;
+        if (sv->ctrl)
+            fl_reconciled_tick(&reconciled, sv->ctrl, fl_time_mono_ms());
         if (fl_mem_quiet_due(&quiet, (long long)fl_store_rev(sv->store), (long long)fl_time_mono_ms(), QUIET_MS,
                              QUIET_WRITES)) {
             int64_t t0 = fl_time_mono_ms();
@@ -870,6 +955,7 @@ static void server_close(server *sv)
     ctrl_health.m = NULL; /* no probe looks at the manager from here on */
     pthread_mutex_unlock(&ctrl_health.mu);
     fl_ctrl_manager_stop(sv->ctrl);
+    fl_lead_stop(sv->lead); /* after the controllers' last write, before the store closes */
     fl_client_free(sv->cp);
     fl_http_stop(sv->http);
     fl_audit_free(sv->audit); /* no request is left to write to it */
@@ -919,14 +1005,26 @@ int fl_cmd_server(int argc, char **argv)
         server_close(&sv);
         return 1;
     }
-    start_controllers(&sv);
+    if (fl_store_shared(sv.store)) {
+        /* replicas share the store: the controllers run where the lead is (server_lead.h) */
+        pthread_mutex_lock(&ctrl_health.mu);
+        ctrl_health.standby = true;
+        pthread_mutex_unlock(&ctrl_health.mu);
+        if (!(sv.lead = fl_lead_start(sv.store, FL_LEAD_TTL_S, &sv.api.stopping))) {
+            server_close(&sv);
+            return 1;
+        }
+    } else {
+        start_controllers(&sv);
+    }
     printf("flotilla server listening on %s\nkubeconfig: %s\n", sv.url, sv.kubeconfig);
     fflush(stdout);
 
     int sig = run_until_signal(&sv);
     fl_log(FL_LOG_INFO, "server", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     shutdown_delay(&sv);
+    bool lost = sv.lost_lead;
     server_close(&sv);
     fl_log(FL_LOG_INFO, "server", "stopped");
-    return 0;
+    return lost ? 1 : 0;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/up_ha.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"
 #include "core/err.h"
@@ -34,7 +35,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: flotilla up [--data-dir DIR] [--members N] [--listen ADDR:PORT] [-- SERVER-FLAG...]\n"
+    fprintf(f, "Usage: flotilla up [--data-dir DIR] [--members N] [--listen ADDR:PORT] [--etcd N [--replicas M]]\n"
+               "                   [-- SERVER-FLAG...]\n"
                "\n"
                "Runs a Flotilla control plane and N simulated member clusters (member1..memberN), joins\n"
                "them, waits until they are Ready, and keeps running until Ctrl-C. Run again on the same\n"
@@ -45,6 +47,10 @@ static void usage(FILE *f)
                "  --members N         default 3\n"
                "  --pull M            the last M members in pull mode, each with its `flotilla agent`\n"
                "  --listen ADDR:PORT  the control plane's address (default 127.0.0.1:6443)\n"
+               "  --etcd N            keep the store in a local etcd cluster of N members (/usr/bin/etcd,\n"
+               "                      data in DIR/etcd) instead of SQLite (docs/ha.md)\n"
+               "  --replicas M        with --etcd: M server replicas on ports PORT..PORT+M-1, one leading\n"
+               "                      the controllers; DIR/kubeconfig has contexts replica-1..replica-M\n"
                "  -v, --v N           log verbosity of the server, members and agents (see flotilla server --help)\n"
                "  --logging-format F  text (default) or json, for their logs\n"
                "  -- FLAG...          the rest goes to `flotilla server` as it is, e.g.\n"
@@ -165,6 +171,9 @@ typedef struct up_run {
     char *log_args[5];              /* --logging-format F, --v N as given, packed, NULL-ended */
     char **server_args;             /* what follows "--" on the command line, for the server */
     int nserver_args;
+    int etcd, replicas;             /* --etcd N (0: SQLite), --replicas M (1: the one server) */
+    fl_up_etcd etcdc;               /* with etcd: the local cluster */
+    pid_t *replica;                 /* [replicas], with replicas > 1; -1 when not running */
 } up_run;
 
 static void say_stopped(void)
@@ -182,6 +191,8 @@ static int parse_options(int argc, char **argv, up_run *u)
                                              {"help", no_argument, 0, 'h'},
                                              {"v", required_argument, 0, 'v'},
                                              {"logging-format", required_argument, 0, 'L'},
+                                             {"etcd", required_argument, 0, 'e'},
+                                             {"replicas", required_argument, 0, 'r'},
                                              {0, 0, 0, 0}};
     int c;
     char *log_format = NULL, *log_v = NULL;
@@ -194,6 +205,8 @@ static int parse_options(int argc, char **argv, up_run *u)
         case 'n': u->members = atoi(optarg); break;
         case 'p': u->pull = atoi(optarg); break;
         case 'l': u->listen = optarg; break;
+        case 'e': u->etcd = atoi(optarg); break;
+        case 'r': u->replicas = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -215,6 +228,14 @@ static int parse_options(int argc, char **argv, up_run *u)
     }
     if (u->members < 0 || u->members > 10000) {
         fprintf(stderr, "flotilla up: --members must be between 0 and 10000\n");
+        return 2;
+    }
+    if (u->etcd < 0 || u->etcd > 7 || u->replicas < 1 || u->replicas > 9) {
+        fprintf(stderr, "flotilla up: --etcd must be between 0 and 7, --replicas between 1 and 9\n");
+        return 2;
+    }
+    if (u->replicas > 1 && !u->etcd) {
+        fprintf(stderr, "flotilla up: --replicas %d needs --etcd N: replicas share a store in etcd\n", u->replicas);
         return 2;
     }
     if (u->pull < 0 || u->pull > u->members) {
@@ -277,13 +298,13 @@ static int claim_dir(up_run *u)
     return rc ? 1 : 0;
 }
 
-/* Wait until the server has written its kubeconfig (it serves then), and connect to it.
- * Returns 0 with *cp set, or -1 after saying why. */
-static int wait_server(up_run *u, fl_client **cp)
+/* Wait until the server *pid has written its kubeconfig kc (it serves then). Returns 0, or -1
+ * after saying why. */
+static int wait_kubeconfig(up_run *u, const char *kc, pid_t *pid, const char *log)
 {
-    for (int i = 0; i < 300 && access(u->kc, R_OK) != 0; i++) {
-        if (!child_alive(&u->server)) {
-            fprintf(stderr, "flotilla up: the control plane exited; see %s\n", u->slog);
+    for (int i = 0; i < 300 && access(kc, R_OK) != 0; i++) {
+        if (!child_alive(pid)) {
+            fprintf(stderr, "flotilla up: the control plane exited; see %s\n", log);
             return -1;
         }
         if (stop_requested(&u->sigs, 50)) {
@@ -291,6 +312,17 @@ static int wait_server(up_run *u, fl_client **cp)
             return -1;
         }
     }
+    if (access(kc, R_OK) != 0) {
+        fprintf(stderr, "flotilla up: the control plane did not serve within 15 s; see %s\n", log);
+        return -1;
+    }
+    return 0;
+}
+
+/* Connect to the control plane through DIR/kubeconfig. Returns 0 with *cp set, or -1 after
+ * saying why. */
+static int connect_server(up_run *u, fl_client **cp)
+{
     fl_kubeconfig kcfg;
     memset(&kcfg, 0, sizeof kcfg);
     char *err = NULL;
@@ -302,6 +334,96 @@ static int wait_server(up_run *u, fl_client **cp)
     }
     fl_kubeconfig_close(&kcfg);
     return 0;
+}
+
+/* Start `flotilla server` on data_dir and listen, logging to log, with the etcd cluster's
+ * endpoints when there is one and the flags given after "--". */
+static pid_t spawn_server(up_run *u, const char *data_dir, const char *listen, const char *log)
+{
+    char **argv = fl_calloc((size_t)u->nserver_args + 13, sizeof *argv);
+    int na = 0;
+    char *fixed[] = {"flotilla", "server", "--data-dir", (char *)data_dir, "--listen", (char *)listen};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        argv[na++] = fixed[i];
+    for (int i = 0; u->log_args[i]; i++)
+        argv[na++] = u->log_args[i];
+    if (u->etcd) {
+        argv[na++] = "--etcd-servers";
+        argv[na++] = u->etcdc.endpoints;
+    }
+    for (int i = 0; i < u->nserver_args; i++)
+        argv[na++] = u->server_args[i];
+    pid_t pid = spawn(argv, log);
+    free(argv);
+    return pid;
+}
+
+/* Replica i's (from 0) data directory, log and address: DIR/replica-<i+1>, its .log beside,
+ * and the port of --listen plus i. Heap strings. */
+static void replica_paths(const up_run *u, int i, char **dir, char **log, char **listen)
+{
+    *dir = fl_asprintf("%s/replica-%d", u->dir, i + 1);
+    *log = fl_asprintf("%s/replica-%d.log", u->dir, i + 1);
+    const char *colon = strrchr(u->listen, ':');
+    int port = colon ? atoi(colon + 1) : 6443;
+    *listen = fl_asprintf("%.*s:%d", colon ? (int)(colon - u->listen) : 9, colon ? u->listen : "127.0.0.1", port + i);
+}
+
+static pid_t spawn_replica(up_run *u, int i)
+{
+    char *dir, *log, *listen;
+    replica_paths(u, i, &dir, &log, &listen);
+    pid_t pid = spawn_server(u, dir, listen, log);
+    free(dir);
+    free(log);
+    free(listen);
+    return pid;
+}
+
+/* Start the control plane: one server on DIR, or the replicas (replica 1 first: it makes the
+ * certificates the others get a copy of), and connect to it. 0 with *cp, or -1 after a line. */
+static int start_control_plane(up_run *u, fl_client **cp)
+{
+    if (u->replicas == 1) {
+        char *server_lock = fl_asprintf("%s/server.lock", u->dir);
+        int free_rc = wait_lock_free(u, server_lock, "server");
+        free(server_lock);
+        if (free_rc != 0)
+            return -1;
+        u->server = spawn_server(u, u->dir, u->listen, u->slog);
+        fprintf(stderr, "starting the control plane on %s (log: %s)\n", u->listen, u->slog);
+        return wait_kubeconfig(u, u->kc, &u->server, u->slog) || connect_server(u, cp) ? -1 : 0;
+    }
+    int rc = 0;
+    for (int i = 0; i < u->replicas && rc == 0; i++) {
+        char *dir, *log, *listen;
+        replica_paths(u, i, &dir, &log, &listen);
+        char *kc = fl_asprintf("%s/kubeconfig", dir), *lock = fl_asprintf("%s/server.lock", dir);
+        unlink(kc); /* written anew once the replica serves */
+        if (i > 0) {
+            char *first = fl_asprintf("%s/replica-1", u->dir);
+            rc = fl_up_share_pki(first, dir);
+            free(first);
+        } else if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            fprintf(stderr, "flotilla up: cannot create %s: %s\n", dir, strerror(errno));
+            rc = -1;
+        }
+        if (rc == 0 && wait_lock_free(u, lock, "server") != 0)
+            rc = -1;
+        if (rc == 0) {
+            u->replica[i] = spawn_server(u, dir, listen, log);
+            fprintf(stderr, "starting replica-%d of the control plane on %s (log: %s)\n", i + 1, listen, log);
+            rc = wait_kubeconfig(u, kc, &u->replica[i], log);
+        }
+        free(kc);
+        free(lock);
+        free(dir);
+        free(log);
+        free(listen);
+    }
+    if (rc == 0 && fl_up_write_replica_kubeconfigs(u->dir, u->replicas) != 0)
+        rc = -1;
+    return rc == 0 && connect_server(u, cp) == 0 ? 0 : -1;
 }
 
 /* The size of path, or 0 when it does not exist yet. */
@@ -429,14 +551,29 @@ static int wait_ready(const up_run *u, fl_client *cp)
     return 0;
 }
 
-/* Run until SIGINT/SIGTERM (exit code 0) or until a child exits (1). */
+/* Run until SIGINT/SIGTERM (exit code 0) or until a child exits (1). Replicas and etcd
+ * members are supervised instead: one that exits is started again (a replica that lost the
+ * lead of the controllers exits so, to come back as a standby). */
 static int serve_until_stopped(up_run *u)
 {
     for (;;) {
         if (stop_requested(&u->sigs, 1000))
             return 0;
+        for (int i = 0; u->replicas > 1 && i < u->replicas; i++) {
+            if (!child_alive(&u->replica[i])) {
+                fprintf(stderr, "replica-%d exited; starting it again\n", i + 1);
+                u->replica[i] = spawn_replica(u, i);
+            }
+        }
+        for (int i = 0; i < u->etcd; i++) {
+            int st;
+            if (u->etcdc.pids[i] > 0 && waitpid(u->etcdc.pids[i], &st, WNOHANG) == u->etcdc.pids[i]) {
+                fprintf(stderr, "etcd member m%d exited; starting it again (log: %s/m%d.log)\n", i, u->etcdc.dir, i);
+                fl_up_etcd_start(&u->etcdc, i);
+            }
+        }
         bool members_gone = u->member > 0 && !child_alive(&u->member);
-        if (!child_alive(&u->server) || members_gone) {
+        if ((u->replicas == 1 && !child_alive(&u->server)) || members_gone) {
             fprintf(stderr, "flotilla up: a child process exited; see %s and %s\n", u->slog, u->mlog);
             return 1;
         }
@@ -445,7 +582,8 @@ static int serve_until_stopped(up_run *u)
 
 int fl_cmd_up(int argc, char **argv)
 {
-    up_run u = {.dir = ".flotilla", .listen = "127.0.0.1:6443", .members = 3, .server = -1, .member = -1, .lock_fd = -1};
+    up_run u = {.dir = ".flotilla", .listen = "127.0.0.1:6443", .members = 3, .server = -1, .member = -1, .lock_fd = -1,
+                .replicas = 1};
     int rc = parse_options(argc, argv, &u);
     if (rc >= 0)
         return rc;
@@ -465,24 +603,21 @@ int fl_cmd_up(int argc, char **argv)
     u.agents = fl_calloc((size_t)(u.pull > 0 ? u.pull : 1), sizeof *u.agents);
     fl_client *cp = NULL;
     rc = 1;
-    char *server_lock = fl_asprintf("%s/server.lock", u.dir);
-    int free_rc = wait_lock_free(&u, server_lock, "server");
-    free(server_lock);
-    if (free_rc != 0)
-        goto out;
-    char **server_argv = fl_calloc((size_t)u.nserver_args + 11, sizeof *server_argv);
-    int na = 0;
-    char *fixed[] = {"flotilla", "server", "--data-dir", (char *)u.dir, "--listen", (char *)u.listen};
-    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
-        server_argv[na++] = fixed[i];
-    for (int i = 0; u.log_args[i]; i++)
-        server_argv[na++] = u.log_args[i];
-    for (int i = 0; i < u.nserver_args; i++)
-        server_argv[na++] = u.server_args[i];
-    u.server = spawn(server_argv, u.slog);
-    free(server_argv);
-    fprintf(stderr, "starting the control plane on %s (log: %s)\n", u.listen, u.slog);
-    if (wait_server(&u, &cp) != 0)
+    u.replica = fl_calloc((size_t)u.replicas, sizeof *u.replica);
+    for (int i = 0; i < u.replicas; i++)
+        u.replica[i] = -1;
+    if (u.etcd) {
+        if (fl_up_etcd_prepare(&u.etcdc, u.dir, u.etcd) != 0)
+            goto out;
+        fprintf(stderr, "starting etcd: %d member%s on %s (logs: %s)\n", u.etcd, u.etcd == 1 ? "" : "s",
+                u.etcdc.endpoints, u.etcdc.dir);
+        for (int i = 0; i < u.etcd; i++)
+            if (fl_up_etcd_start(&u.etcdc, i) != 0)
+                goto out;
+        if (fl_up_etcd_wait(&u.etcdc, &u.sigs) != 0)
+            goto out;
+    }
+    if (start_control_plane(&u, &cp) != 0)
         goto out;
     if (u.members > 0 && (start_members(&u) != 0 || join_members(&u) != 0 || wait_ready(&u, cp) != 0))
         goto out;
@@ -497,6 +632,14 @@ out:
     free(u.agents);
     stop_child(u.member);
     stop_child(u.server);
+    for (int i = 0; u.replica && i < u.replicas; i++) /* all at once: a standby need not take the lead */
+        if (u.replica[i] > 0)
+            kill(u.replica[i], SIGTERM);
+    for (int i = 0; u.replica && i < u.replicas; i++)
+        stop_child(u.replica[i]);
+    free(u.replica);
+    if (u.etcd)
+        fl_up_etcd_close(&u.etcdc); /* last: the servers' last writes go to it */
     free(u.mdir);
     free(u.kc);
     free(u.slog);

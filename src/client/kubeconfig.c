@@ -461,23 +461,10 @@ static void pem_field(FILE *f, const char *name, const char *pem)
     free(b64);
 }
 
-char *fl_kubeconfig_format(const fl_kubeconfig_spec *k, size_t *len)
+/* One user entry of k's credentials. */
+static void user_entry(FILE *f, const fl_kubeconfig_spec *k)
 {
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    if (!f)
-        return NULL;
-    const char *cluster = k->cluster ? k->cluster : "flotilla";
-    const char *context = k->context ? k->context : "flotilla";
-    fputs("apiVersion: v1\nkind: Config\nclusters:\n- name: ", f);
-    yaml_name(f, cluster);
-    fputs("\n  cluster:\n    server: ", f);
-    yaml_quoted(f, k->server ? k->server : "");
-    fputc('\n', f);
-    if (k->ca_pem)
-        pem_field(f, "certificate-authority-data", k->ca_pem);
-    fputs("users:\n- name: ", f);
+    fputs("- name: ", f);
     yaml_name(f, k->user);
     fputs("\n  user:", f);
     if (k->token) {
@@ -491,19 +478,52 @@ char *fl_kubeconfig_format(const fl_kubeconfig_spec *k, size_t *len)
     } else {
         fputs(" {}\n", f);
     }
-    fputs("contexts:\n- name: ", f);
-    yaml_name(f, context);
-    fputs("\n  context:\n    cluster: ", f);
-    yaml_name(f, cluster);
-    fputs("\n    user: ", f);
-    yaml_name(f, k->user);
-    if (k->namespace) {
-        fputs("\n    namespace: ", f);
-        yaml_name(f, k->namespace);
+}
+
+char *fl_kubeconfig_format_many(const fl_kubeconfig_spec *ks, size_t nk, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return NULL;
+#define NAME_OR(x) ((x) ? (x) : "flotilla")
+    fputs("apiVersion: v1\nkind: Config\nclusters:\n", f);
+    for (size_t i = 0; i < nk; i++) {
+        fputs("- name: ", f);
+        yaml_name(f, NAME_OR(ks[i].cluster));
+        fputs("\n  cluster:\n    server: ", f);
+        yaml_quoted(f, ks[i].server ? ks[i].server : "");
+        fputc('\n', f);
+        if (ks[i].ca_pem)
+            pem_field(f, "certificate-authority-data", ks[i].ca_pem);
     }
-    fputs("\ncurrent-context: ", f);
-    yaml_name(f, context);
+    fputs("users:\n", f);
+    for (size_t i = 0; i < nk; i++) {
+        size_t seen = 0; /* a user shared by several contexts is written once */
+        while (seen < i && strcmp(ks[seen].user, ks[i].user))
+            seen++;
+        if (seen == i)
+            user_entry(f, &ks[i]);
+    }
+    fputs("contexts:\n", f);
+    for (size_t i = 0; i < nk; i++) {
+        fputs("- name: ", f);
+        yaml_name(f, NAME_OR(ks[i].context));
+        fputs("\n  context:\n    cluster: ", f);
+        yaml_name(f, NAME_OR(ks[i].cluster));
+        fputs("\n    user: ", f);
+        yaml_name(f, ks[i].user);
+        if (ks[i].namespace) {
+            fputs("\n    namespace: ", f);
+            yaml_name(f, ks[i].namespace);
+        }
+        fputc('\n', f);
+    }
+    fputs("current-context: ", f);
+    yaml_name(f, nk ? NAME_OR(ks[0].context) : "flotilla");
     fputs("\npreferences: {}\n", f);
+#undef NAME_OR
     if (fclose(f) != 0) {
         free(buf);
         return NULL;
@@ -511,6 +531,11 @@ char *fl_kubeconfig_format(const fl_kubeconfig_spec *k, size_t *len)
     if (len)
         *len = n;
     return buf;
+}
+
+char *fl_kubeconfig_format(const fl_kubeconfig_spec *k, size_t *len)
+{
+    return fl_kubeconfig_format_many(k, 1, len);
 }
 
 int fl_kubeconfig_write_user(const char *path, const char *server_url, const char *ca_pem, const char *user,

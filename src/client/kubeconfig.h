@@ -83,6 +83,9 @@ typedef struct fl_kubeconfig_spec {
  * writes them). Heap string (*len bytes, len may be NULL; it holds credentials: wipe before
  * freeing), or NULL when out of memory for the stream. */
 char *fl_kubeconfig_format(const fl_kubeconfig_spec *s, size_t *len);
+/* The same for several: a cluster and a context per entry, a user entry per distinct user
+ * name (the first entry's credentials), and the first entry's context current. */
+char *fl_kubeconfig_format_many(const fl_kubeconfig_spec *ks, size_t n, size_t *len);
 
 /* Free every field and zero the struct. NULL-safe; safe on a zeroed struct. */
 void fl_kubeconfig_close(fl_kubeconfig *kc);

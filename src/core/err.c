@@ -22,6 +22,8 @@ const char *fl_strerror(int rc)
     case FL_ECLOSED: return "closed";
     case FL_ETOOBIG: return "too large";
     case FL_EUNSUPPORTED: return "not supported";
+    case FL_EFENCED: return "this process no longer leads the controllers";
+    case FL_ENOSPACE: return "the store is out of space";
     }
     return "unknown error";
 }

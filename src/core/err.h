@@ -21,7 +21,9 @@ enum {
     FL_ETIMEDOUT = -8,   /* a bounded wait ran out */
     FL_ECLOSED = -9,     /* the object (store, watch) is shutting down */
     FL_ETOOBIG = -10,    /* input exceeds a size limit */
-    FL_EUNSUPPORTED = -11 /* valid request we deliberately do not support */
+    FL_EUNSUPPORTED = -11, /* valid request we deliberately do not support */
+    FL_EFENCED = -12,     /* a write fenced on a lead this process no longer holds (store.h) */
+    FL_ENOSPACE = -13     /* the store is out of space (etcd's space quota alarm) */
 };
 
 /* Static English text for a code; never NULL. Any thread. */

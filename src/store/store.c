@@ -1,7 +1,7 @@
 /* store.c - the store's public functions (store.h), dispatching to its backend.
  *
- * fl_store_open chooses the backend once, from fl_store_config (memory: store_memory.c;
- * else SQLite: store_sqlite.c), and every later call checks its arguments here and goes
+ * fl_store_open chooses the backend once, from fl_store_config (etcd_servers: store_etcd.c;
+ * memory: store_memory.c; else SQLite: store_sqlite.c), and every later call checks its arguments here and goes
  * through that backend's table of operations (store_impl.h) with one indirect call,
  * taking no lock and allocating nothing on the way. What every backend keeps alike (the
  * cache of live keys, head and compact revisions, the watch hub) is read here directly,
@@ -154,9 +154,11 @@ bool fl_store_base_copy(fl_store *s, fl_store_snap *sn, const char *prefix, cons
 int fl_store_open(const fl_store_config *cfg, fl_store **out)
 {
     *out = NULL;
-    if (!cfg || (!cfg->memory && !cfg->path))
+    if (!cfg || (!cfg->memory && !cfg->path && !cfg->etcd_servers))
         return FL_EINVAL;
-    const fl_store_backend *be = cfg->memory ? &fl_store_memory_backend : &fl_store_sqlite_backend;
+    const fl_store_backend *be = cfg->etcd_servers ? &fl_store_etcd_backend
+                                 : cfg->memory     ? &fl_store_memory_backend
+                                                   : &fl_store_sqlite_backend;
     return be->open(cfg, out);
 }
 
@@ -281,10 +283,26 @@ size_t fl_store_count(fl_store *s, const char *prefix)
 
 /* ---- writing ---- */
 
+/* The calling thread's fence (fl_store_fence_thread). */
+static _Thread_local bool thread_fenced;
+
+bool fl_store_thread_fenced(void)
+{
+    return thread_fenced;
+}
+
+bool fl_store_fence_thread(bool on)
+{
+    bool was = thread_fenced;
+    thread_fenced = on;
+    return was;
+}
+
 int fl_store_write(fl_store *s, fl_store_op *op)
 {
     op->rev = 0;
     op->value = NULL;
+    op->fenced = thread_fenced && s->be->lead;
     if (!op->key || (!op->render && !op->render_blob) || op->type < FL_STORE_CREATE || op->type > FL_STORE_DELETE)
         return FL_EINVAL;
     int64_t t0 = fl_time_mono_ns();
@@ -318,6 +336,35 @@ int fl_store_note_get_text(fl_store *s, const char *name, char **text)
 int64_t fl_store_compact(fl_store *s)
 {
     return s->be->compact(s);
+}
+
+/* ---- leading ---- */
+
+bool fl_store_shared(fl_store *s)
+{
+    return s->be->lead != NULL;
+}
+
+int fl_store_lead(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                  void *ctx)
+{
+    if (!identity || !identity[0] || ttl_s <= 0 || !stop)
+        return FL_EINVAL;
+    return s->be->lead ? s->be->lead(s, identity, ttl_s, stop, lost, ctx) : 0;
+}
+
+void fl_store_lead_release(fl_store *s)
+{
+    if (s && s->be->lead_release)
+        s->be->lead_release(s);
+}
+
+int fl_store_leader(fl_store *s, char **holder, int64_t *since_ms)
+{
+    *holder = NULL;
+    if (since_ms)
+        *since_ms = 0;
+    return s->be->leader ? s->be->leader(s, holder, since_ms) : 0;
 }
 
 /* ---- watching ---- */

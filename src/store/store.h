@@ -60,6 +60,14 @@ typedef struct fl_store_config {
                                   these bytes (fl_store_marked), or whose writer said it holds
                                   what they stand for (fl_store_op.mark), without reading the
                                   values where the rows say so already */
+    /* etcd (store_etcd*.c): non-NULL selects it, and path and memory are ignored. A
+     * comma-separated list of the cluster's client URLs (http:// or https://). */
+    const char *etcd_servers;
+    const char *etcd_cafile;   /* optional: CA bundle to verify https servers */
+    const char *etcd_certfile; /* optional, with etcd_keyfile: client certificate */
+    const char *etcd_keyfile;
+    const char *etcd_prefix;   /* where the store's keys live in etcd: key K is prefix + K;
+                                  NULL = "/registry" */
 } fl_store_config;
 
 /* Memory stores (memory = true).
@@ -199,6 +207,9 @@ typedef struct fl_store_op {
      * with the row, so that opening reads no value for it. 0: opening looks for the mark's
      * bytes in the value (fl_store_marked hands such keys over for the caller to check). */
     signed char mark;
+    /* Set by fl_store_write from the calling thread's fence (fl_store_fence_thread), for the
+     * backend: the write must fail with FL_EFENCED unless this process still leads. */
+    bool fenced;
     /* results */
     int64_t rev;              /* revision written (on success) */
     fl_blob *value;           /* on success: reference to the value now stored (caller unrefs);
@@ -234,6 +245,40 @@ int fl_store_note_get_text(fl_store *s, const char *name, char **text);
 
 /* Compact now: forget superseded revisions older than head - window. Returns new compact rev. */
 int64_t fl_store_compact(fl_store *s);
+
+/* ---- leading ----
+ *
+ * Servers that share one store (replicas of a control plane on one etcd) elect one of them
+ * to run the controllers. The lead is a lease in the store: the leader renews it, the others
+ * wait for it to lapse or to be released. Every write a controller makes is fenced on it:
+ * the store commits it only while the writer's process still holds the lead, so a leader
+ * that was paused past its lease cannot commit anything after another took over. A store
+ * that only one process can open (SQLite, whose data directory the server locks; memory)
+ * has nobody to compete with: its process leads from the start and nothing is fenced. */
+
+/* Whether other processes may share this store (and so contest the lead). */
+bool fl_store_shared(fl_store *s);
+
+/* Campaign for the lead as identity (a name for logs and for who-leads: host and a unique
+ * part) with a lease of ttl_s seconds. Returns 0 once this process leads (at once for a
+ * store nobody shares), FL_ECLOSED when *stop turns non-zero or the store closes first
+ * (both looked at every few hundred ms); it retries through the store's failures meanwhile,
+ * with a log line. From a return of 0 on, lost(ctx) is called once, on a thread of the
+ * store's, if the lead is lost (its lease lapsed or was taken): fenced writes then fail with
+ * FL_EFENCED. Once per store. Any thread. */
+int fl_store_lead(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                  void *ctx);
+/* Give the lead up (a clean stop): another process takes it over at once. NULL-safe; does
+ * nothing when this process does not lead. Any thread, before fl_store_free. */
+void fl_store_lead_release(fl_store *s);
+/* The identity of the current leader into *holder (heap; NULL when nobody leads) and since
+ * when (ms since the epoch; may be NULL): 0, or the store's error. Any thread. */
+int fl_store_leader(fl_store *s, char **holder, int64_t *since_ms);
+
+/* Fence the calling thread's later writes on the lead (on: true) or stop (false); returns
+ * the previous setting, for the caller to put back. The server fences the threads that
+ * serve its controllers' requests. No effect on a store nobody shares. */
+bool fl_store_fence_thread(bool on);
 
 /* ---- watching ---- */
 

@@ -80,10 +80,18 @@ typedef struct fl_store_backend {
      * milliseconds the oldest write still waiting for the backend's writer has waited at
      * monotonic time now_ms, 0 when none waits. Quick: takes only the queue's lock. */
     int64_t (*queued_ms)(fl_store *s, int64_t now_ms);
+    /* Optional (NULL: nobody else opens this store: the lead is this process's at once, and
+     * op->fenced asks nothing): fl_store_lead's campaign, with its arguments as given
+     * (identity non-NULL, ttl_s > 0); lead_release and leader as their public functions. */
+    int (*lead)(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
+                void *ctx);
+    void (*lead_release)(fl_store *s);
+    int (*leader)(fl_store *s, char **holder, int64_t *since_ms);
 } fl_store_backend;
 
 extern const fl_store_backend fl_store_sqlite_backend;
 extern const fl_store_backend fl_store_memory_backend;
+extern const fl_store_backend fl_store_etcd_backend;
 
 /* The state every backend keeps; the first member of each backend's store. */
 struct fl_store {
@@ -99,6 +107,10 @@ struct fl_store {
     struct fl_metric_series *commit_s, *commit_n; /* the backend's group commits: time, writes */
     struct fl_metric_series *compact_n, *compact_s; /* compactions finished, and how long each took */
 };
+
+/* Whether the calling thread's writes are fenced on the lead (fl_store_fence_thread), for a
+ * backend's writes that take no op (notes). */
+bool fl_store_thread_fenced(void);
 
 /* Initialise s's shared state for backend be (hub NULL, revisions 0). The lock prefers
  * writers: readers never nest it (lists copy out before calling back), so a stream of

@@ -233,17 +233,28 @@ static size_t event_bytes(const fl_store_event *e)
     return e->ev.value ? e->ev.value->len : 0;
 }
 
-/* Take the events (ring_lo, rev] out of the ring; the ring then starts at rev. Under mu. */
+static void slot_clear(fl_watch_hub *h, fl_store_event **slot)
+{
+    if (*slot) {
+        h->ring_bytes -= event_bytes(*slot);
+        fl_watch_event_unref(*slot);
+        *slot = NULL;
+    }
+}
+
+/* Take the events (ring_lo, rev] out of the ring; the ring then starts at rev. Under mu.
+ * Revisions may have gaps (an etcd store's), so a jump past the whole ring clears every
+ * slot once instead of stepping through the revisions between. */
 static void ring_drop_below(fl_watch_hub *h, int64_t rev)
 {
-    for (; h->ring_lo < rev; h->ring_lo++) {
-        fl_store_event **slot = &h->ring[(size_t)(h->ring_lo + 1) & h->ring_mask];
-        if (*slot) {
-            h->ring_bytes -= event_bytes(*slot);
-            fl_watch_event_unref(*slot);
-            *slot = NULL;
-        }
+    if (rev - h->ring_lo > (int64_t)h->ring_mask + 1) {
+        for (size_t i = 0; i <= h->ring_mask; i++)
+            slot_clear(h, &h->ring[i]);
+        h->ring_lo = rev;
+        return;
     }
+    for (; h->ring_lo < rev; h->ring_lo++)
+        slot_clear(h, &h->ring[(size_t)(h->ring_lo + 1) & h->ring_mask]);
 }
 
 void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
@@ -264,15 +275,19 @@ void fl_watch_hub_publish(fl_watch_hub *h, fl_store_event **evs, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         fl_store_event *e = evs[i];
-        if (e->ev.rev != h->head + 1) {
-            /* Revisions are contiguous within a process; if that ever breaks, the
-             * ring can no longer be indexed by revision, so start it afresh. */
+        if (e->ev.rev <= h->head) {
+            /* A second event of one revision (a transaction that wrote several keys,
+             * which only another etcd client does) has no slot of its own: the ring
+             * gives up what it holds, and a watch from below reads the log. */
             ring_drop_below(h, h->head);
-            h->ring_lo = e->ev.rev - 1;
+            used[i] = -1; /* the caller's reference, which no slot took, goes at the end */
+            continue;
         }
-        /* a full ring: the slot's event is the oldest, revision rev - ring size */
-        if (h->head - h->ring_lo == (int64_t)h->ring_mask + 1)
-            ring_drop_below(h, h->ring_lo + 1);
+        /* Revisions may skip (etcd counts every transaction of its cluster): a slot per
+         * revision, empty for the missing ones, and the ring spans at most its size in
+         * revisions, so slot rev & mask holds the oldest revision, rev - size, or none. */
+        if (e->ev.rev - h->ring_lo > (int64_t)h->ring_mask + 1)
+            ring_drop_below(h, e->ev.rev - (int64_t)h->ring_mask - 1);
         h->ring[(size_t)e->ev.rev & h->ring_mask] = e;
         h->ring_bytes += event_bytes(e);
         h->head = e->ev.rev;
@@ -557,6 +572,25 @@ void fl_watch_free(fl_watch *w)
     free(w);
     if (last)
         hub_destroy(h);
+}
+
+void fl_watch_hub_expire_all(fl_watch_hub *h, int64_t head)
+{
+    pthread_mutex_lock(&h->mu);
+    for (fl_watch *w = h->watches; w; w = w->next) {
+        pthread_mutex_lock(&w->mu);
+        set_flag(w, W_EXPIRED);
+        pthread_cond_broadcast(&w->cv);
+        void (*notify)(void *) = w->notify;
+        void *ctx = w->notify_ctx;
+        pthread_mutex_unlock(&w->mu);
+        if (notify)
+            notify(ctx);
+    }
+    ring_drop_below(h, h->head);
+    if (head > h->head)
+        h->head = h->ring_lo = head;
+    pthread_mutex_unlock(&h->mu);
 }
 
 void fl_watch_hub_rest(fl_watch_hub *h)

@@ -3,7 +3,9 @@
  * The hub owns a ring of the most recent events and the list of open watches. A
  * backend publishes each committed batch of events once; the hub pushes a pointer
  * to every event into the bounded queue of every watch whose prefix matches (one
- * atomic increment per push, values are never copied). A watch that starts below
+ * atomic increment per push, values are never copied). Revisions must increase but may
+ * skip (an etcd store's revisions count its whole cluster's transactions): the ring keeps
+ * a slot per revision, empty for the missing ones. A watch that starts below
  * the ring is first fed from the backend's log through a replay callback, lazily,
  * from the thread that calls fl_watch_next.
  *
@@ -69,6 +71,12 @@ int fl_watch_hub_open_history(fl_watch_hub *h, const char *prefix, int64_t from_
                               size_t nhist, fl_watch **out);
 
 size_t fl_watch_hub_count(fl_watch_hub *h);
+
+/* Expire every open watch (its fl_watch_next answers FL_EEXPIRED from then on: the client
+ * re-lists) and empty the ring; the hub's history starts again at head when that is above
+ * its own. For a backend whose state was reloaded because the events in between are gone
+ * (an etcd store that lagged past the cluster's compaction). Any thread. */
+void fl_watch_hub_expire_all(fl_watch_hub *h, int64_t head);
 
 /* Empty the ring: watches opened later from below head replay from the log. */
 void fl_watch_hub_rest(fl_watch_hub *h);

@@ -4,6 +4,10 @@ Each test module gets its own `flotilla server` on a free loopback port with a f
 directory, and talks to it the way users do: /usr/bin/kubectl with the kubeconfig the server
 wrote, the official Python client, or plain HTTPS with curl. FLOTILLA_BIN picks the binary
 (test.sh points it at the ASan+UBSan build).
+
+FLOTILLA_E2E_STORE=etcd runs every server these fixtures start on etcd instead of SQLite: one
+3-member etcd cluster (Debian's etcd-server) started here on loopback ports for the whole
+session, each server under a key prefix of its own (test.sh runs a subset of the suite so).
 """
 import http.client
 import contextlib
@@ -24,6 +28,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("FLOTILLA_BIN", os.path.join(ROOT, "build", "flotilla"))
 KUBECTL = shutil.which("kubectl") or os.path.join(ROOT, ".tools", "bin", "kubectl")
+ETCD = "/usr/bin/etcd"
+E2E_STORE = os.environ.get("FLOTILLA_E2E_STORE", "sqlite")
+assert E2E_STORE in ("sqlite", "etcd"), f"FLOTILLA_E2E_STORE: sqlite or etcd, not {E2E_STORE!r}"
 
 
 def free_port():
@@ -34,6 +41,90 @@ def free_port():
     return port
 
 
+class EtcdCluster:
+    """A real etcd cluster of `size` members on loopback ports, each with its own data
+    directory under `base`; kill(i)/start_member(i) for fault tests, stop() at the end."""
+
+    def __init__(self, base, size=3):
+        self.base = base
+        self.size = size
+        self.client = [free_port() for _ in range(size)]
+        self.peer = [free_port() for _ in range(size)]
+        self.procs = [None] * size
+        self.token = f"flotilla-e2e-{os.getpid()}-{int(time.time() * 1000)}"
+
+    @property
+    def endpoints(self):
+        return ",".join(f"http://127.0.0.1:{p}" for p in self.client)
+
+    def _argv(self, i):
+        cluster = ",".join(f"m{j}=http://127.0.0.1:{self.peer[j]}" for j in range(self.size))
+        return [ETCD, "--name", f"m{i}", "--data-dir", os.path.join(self.base, f"m{i}"),
+                "--listen-client-urls", f"http://127.0.0.1:{self.client[i]}",
+                "--advertise-client-urls", f"http://127.0.0.1:{self.client[i]}",
+                "--listen-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
+                "--initial-cluster", cluster, "--initial-cluster-token", self.token,
+                "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap"]
+
+    def start_member(self, i):
+        log = open(os.path.join(self.base, f"m{i}.log"), "ab")
+        self.procs[i] = subprocess.Popen(self._argv(i), stdout=log, stderr=log)
+
+    def start(self, timeout=30):
+        assert os.access(ETCD, os.X_OK), f"{ETCD} is missing: scripts/setup.sh installs etcd-server"
+        for i in range(self.size):
+            self.start_member(i)
+        wait_for(lambda: all(self.healthy(i) for i in range(self.size)), timeout=timeout,
+                 what=f"etcd cluster on {self.endpoints} to be healthy")
+        return self
+
+    def healthy(self, i):
+        r = subprocess.run(["curl", "-s", "-m", "2", f"http://127.0.0.1:{self.client[i]}/health"],
+                           capture_output=True, text=True)
+        return '"health":"true"' in r.stdout
+
+    def kill(self, i, sig=signal.SIGKILL):
+        self.procs[i].send_signal(sig)
+        self.procs[i].wait(timeout=10)
+        self.procs[i] = None
+
+    def stop(self):
+        for i, p in enumerate(self.procs):
+            if p and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            self.procs[i] = None
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+_session_etcd = None
+_etcd_prefixes = [0]
+
+
+def etcd_store_args():
+    """With FLOTILLA_E2E_STORE=etcd: the flags that put one more server on the session's etcd
+    cluster under a prefix of its own (the cluster starts on first use); else none."""
+    global _session_etcd
+    if E2E_STORE != "etcd":
+        return []
+    if _session_etcd is None:
+        _session_etcd = EtcdCluster(tempfile.mkdtemp(prefix="flotilla-e2e-etcd-")).start()
+    _etcd_prefixes[0] += 1
+    return ["--etcd-servers", _session_etcd.endpoints, "--etcd-prefix", f"/e2e{_etcd_prefixes[0]}/registry"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_etcd_cluster():
+    yield
+    if _session_etcd is not None:
+        _session_etcd.stop()
+
+
 class Server:
     """A running flotilla server; start()/stop()/kill() for restart tests."""
 
@@ -41,6 +132,8 @@ class Server:
         self.data_dir = data_dir
         self.port = free_port()
         self.extra_args = list(extra_args)
+        if "--etcd-servers" not in self.extra_args:
+            self.extra_args += etcd_store_args()
         self.env = dict(env or {})  # on top of the environment at each start
         self.proc = None
         self.kubeconfig = os.path.join(data_dir, "kubeconfig")
@@ -454,6 +547,8 @@ def start_up(d, port, members=2, pull=0, server_args=()):
     args = [BIN, "up", "--data-dir", d, "--members", str(members), "--listen", f"127.0.0.1:{port}"]
     if pull:
         args += ["--pull", str(pull)]
+    if "--etcd-servers" not in server_args:
+        server_args = [*server_args, *etcd_store_args()]
     if server_args:
         args += ["--", *server_args]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -387,6 +387,36 @@ static void test_formatted_certificate_kubeconfig_reads_back(void **state)
     free(text);
 }
 
+static void test_several_contexts_share_one_user_and_the_first_is_current(void **state)
+{
+    (void)state;
+    const char *ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    fl_kubeconfig_spec ks[2] = {
+        {.server = "https://127.0.0.1:6443", .ca_pem = ca, .user = "admin", .token = "t1", .cluster = "replica-1",
+         .context = "replica-1"},
+        {.server = "https://127.0.0.1:6444", .ca_pem = ca, .user = "admin", .token = "t1", .cluster = "replica-2",
+         .context = "replica-2"},
+    };
+    size_t len = 0;
+    char *text = fl_kubeconfig_format_many(ks, 2, &len);
+    assert_non_null(text);
+    const char *u = strstr(text, "- name: admin");
+    assert_non_null(u);
+    assert_null(strstr(u + 1, "- name: admin")); /* one user entry */
+    fl_kubeconfig kc;
+    char *err = NULL;
+    assert_int_equal(fl_kubeconfig_parse(text, len, "formatted", NULL, &kc, &err), 0);
+    assert_string_equal(kc.context, "replica-1");
+    assert_string_equal(kc.server, "https://127.0.0.1:6443");
+    fl_kubeconfig_close(&kc);
+    assert_int_equal(fl_kubeconfig_parse(text, len, "formatted", "replica-2", &kc, &err), 0);
+    assert_string_equal(kc.server, "https://127.0.0.1:6444");
+    assert_string_equal(kc.token, "t1");
+    assert_string_equal(kc.ca_pem, ca);
+    fl_kubeconfig_close(&kc);
+    free(text);
+}
+
 static void test_init_builds_a_plain_config(void **state)
 {
     fl_kubeconfig kc;
@@ -412,6 +442,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_file_is_not_found_and_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_builds_a_plain_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_formatted_certificate_kubeconfig_reads_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_several_contexts_share_one_user_and_the_first_is_current, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
