@@ -629,6 +629,7 @@ static int lock_dir(const char *dir, const char *role, int *fd)
 
 /* A store to copy into. */
 typedef struct dest {
+    const copy_opts *o;
     const char *spec;  /* as given: "sqlite:DIR" or "etcd:URLS" */
     const char *dir;   /* sqlite: the data directory */
     char *final, *tmp; /* sqlite: DIR/store.db and the name it is written under */
@@ -664,9 +665,37 @@ static int source_open(const char *spec, int *lock_fd, fl_store **out, const cha
     return rc;
 }
 
+/* Open an etcd destination, refusing a prefix that holds objects. 0, or 1 after printing why. */
+static int dest_open_etcd(dest *d)
+{
+    const copy_opts *o = d->o;
+    const char *urls = d->spec + 5;
+    if (!*urls)
+        return fail("copy", "--to %s: expected etcd:URL[,URL], the etcd cluster's client URLs", d->spec);
+    fl_store_config cfg = {.etcd_servers = urls,
+                           .etcd_cafile = o->etcd_cafile,
+                           .etcd_certfile = o->etcd_certfile,
+                           .etcd_keyfile = o->etcd_keyfile,
+                           .etcd_prefix = o->etcd_prefix,
+                           .compact_interval_ms = -1,
+                           .load_mark = FL_API_LOAD_MARK};
+    char *what = fl_asprintf("--to: cannot open the store on etcd %s", urls);
+    int rc = store_open_quiet(&cfg, &d->store, what);
+    free(what);
+    if (rc)
+        return 1;
+    size_t n = fl_store_count(d->store, "");
+    if (n)
+        return fail("copy", "--to: etcd %s already holds %zu objects under the prefix %s; copy into an empty "
+                            "prefix (--etcd-prefix)", urls, n, o->etcd_prefix ? o->etcd_prefix : "/registry");
+    return 0;
+}
+
 /* Open the destination, refusing one that holds objects. 0, or 1 after printing why. */
 static int dest_open(dest *d, const char *src_dir)
 {
+    if (!strncmp(d->spec, "etcd:", 5))
+        return dest_open_etcd(d);
     if (!d->spec[7])
         return fail("copy", "--to %s: expected sqlite:DIR or etcd:URL[,URL]", d->spec);
     d->dir = d->spec + 7;
@@ -751,12 +780,10 @@ static int cmd_copy(const copy_opts *o)
     int src_lock = -1;
     fl_store *src = NULL;
     const char *src_dir = NULL;
-    dest d = {.spec = o->to, .lock_fd = -1};
+    dest d = {.o = o, .spec = o->to, .lock_fd = -1};
     long long copied = 0;
     if (strncmp(o->to, "sqlite:", 7) && strncmp(o->to, "etcd:", 5))
         return fail("copy", "--to %s: expected sqlite:DIR or etcd:URL[,URL]", o->to);
-    if (!strncmp(o->to, "etcd:", 5))
-        return fail("copy", "--to %s: this build has no etcd store backend yet; copy to sqlite:DIR instead", o->to);
     int rc = source_open(o->from, &src_lock, &src, &src_dir);
     if (!rc) {
         catch_signals();
@@ -846,6 +873,10 @@ int fl_ctl_store(int argc, char **argv)
             return usage_error("%s", "copy needs --from sqlite:DIR and --to sqlite:DIR2|etcd:URL[,URL]");
         if (etcd_flags && strncmp(o.to, "etcd:", 5))
             return usage_error("%s", "the --etcd-* flags go with --to etcd:URL[,URL]");
+        if (o.etcd_prefix && (o.etcd_prefix[0] != '/' || strlen(o.etcd_prefix) < 2 ||
+                              o.etcd_prefix[strlen(o.etcd_prefix) - 1] == '/'))
+            return usage_error("--etcd-prefix: expected a key prefix such as /registry (a '/' first, none last), "
+                               "not \"%s\"", o.etcd_prefix);
         if (!o.etcd_certfile != !o.etcd_keyfile)
             return usage_error("%s", "--etcd-certfile and --etcd-keyfile go together");
         copy_opts c = {.from = o.from, .to = o.to, .etcd_prefix = o.etcd_prefix, .etcd_cafile = o.etcd_cafile,

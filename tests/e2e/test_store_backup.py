@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import BIN, Server, ensure_namespace, wait_for
+from conftest import BIN, EtcdCluster, Server, ensure_namespace, wait_for
 
 NS = "backup"
 SEED = 1500          # objects in the store before the backup, each with ~1 KiB of data
@@ -281,3 +281,43 @@ def test_copy_keeps_uids_and_refuses_what_it_must(fresh_server, tmp_path):
     finally:
         rc = copy.stop()
         assert rc == 0, copy.log()
+
+
+def test_copy_to_etcd_keeps_uids_and_a_server_on_etcd_serves_them(fresh_server, tmp_path):
+    etcd = EtcdCluster(tempfile.mkdtemp(prefix="flotilla-e2e-etcd-"), size=1).start()
+    moved = None
+    try:
+        server = sqlite_only(fresh_server).start()
+        seed(server, 300)
+        before = {o["metadata"]["name"]: o for o in list_configmaps(server)["items"]}
+        assert server.stop() == 0
+        to = f"etcd:{etcd.endpoints}"
+        r = ctl("copy", "--from", f"sqlite:{server.data_dir}", "--to", to, "--etcd-prefix", "/moved/registry")
+        assert r.returncode == 0, r.stderr
+        m = re.fullmatch(r"copied (\d+) of (\d+) objects from \S+ to \S+ \(revisions restart: the destination is at "
+                         r"(\d+)\)\n", r.stdout)
+        assert m and m.group(1) == m.group(2) and int(m.group(1)) >= len(before), r.stdout
+        # a prefix that holds objects is refused; another prefix of the same cluster is not
+        r = ctl("copy", "--from", f"sqlite:{server.data_dir}", "--to", to, "--etcd-prefix", "/moved/registry")
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and "already holds" in r.stderr, r.stderr
+        for bad in ("moved", "/moved/", "/"):
+            r = ctl("copy", "--from", f"sqlite:{server.data_dir}", "--to", to, "--etcd-prefix", bad)
+            assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--etcd-prefix" in r.stderr, r.stderr
+        r = ctl("copy", "--from", f"sqlite:{server.data_dir}", "--to", "etcd:http://127.0.0.1:1")
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and "127.0.0.1:1" in r.stderr, r.stderr
+
+        d = tempfile.mkdtemp(prefix="flotilla-e2e-etcd-copy-")
+        moved = Server(d, ["--etcd-servers", etcd.endpoints, "--etcd-prefix", "/moved/registry"]).start(timeout=60)
+        after = {o["metadata"]["name"]: o for o in list_configmaps(moved)["items"]}
+        assert after.keys() == before.keys()
+        for name, o in before.items():
+            assert after[name]["metadata"]["uid"] == o["metadata"]["uid"]
+            assert after[name]["metadata"]["creationTimestamp"] == o["metadata"]["creationTimestamp"]
+            assert after[name]["data"] == o["data"]
+            assert int(after[name]["metadata"]["resourceVersion"]) <= int(m.group(3))
+        got = moved.kubectl_json("get", "configmap", "seed-3", "-n", NS)
+        assert got["metadata"]["uid"] == before["seed-3"]["metadata"]["uid"]
+    finally:
+        if moved:
+            stop_and_remove(moved)
+        etcd.stop()
