@@ -12,7 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1027,4 +1031,205 @@ void fb_watchset_close(fb_watchset *ws)
     free(ws->w);
     ws->w = NULL;
     ws->n = 0;
+}
+
+/* ---- a local etcd cluster ---- */
+
+/* A loopback port nobody listens on now (the kernel picks it; closed again at once). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+const char *fb_etcd_url(const fb_etcd *e, int i, char *buf, size_t bufsz)
+{
+    snprintf(buf, bufsz, "http://127.0.0.1:%d", e->client[i]);
+    return buf;
+}
+
+/* Does the member answer GET /health with health true? */
+static bool etcd_healthy(const fb_etcd *e, int i)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/health", e->client[i]);
+    CURL *c = curl_easy_init();
+    if (!c)
+        abort();
+    fb_buf b = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fb_buf_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    bool ok = curl_easy_perform(c) == CURLE_OK && b.p && strstr(b.p, "\"health\":\"true\"");
+    curl_easy_cleanup(c);
+    free(b.p);
+    return ok;
+}
+
+int fb_etcd_start(const char *dir, int n, fb_etcd *e)
+{
+    memset(e, 0, sizeof *e);
+    if (n < 1 || n > FB_ETCD_MAX)
+        return -1;
+    e->n = n;
+    snprintf(e->dir, sizeof e->dir, "%s", dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "mkdir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    const char *bin = getenv("FB_ETCD") ? getenv("FB_ETCD") : "/usr/bin/etcd";
+    char cluster[600] = "";
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        e->client[i] = free_port();
+        e->peer[i] = free_port();
+        off += (size_t)snprintf(cluster + off, sizeof cluster - off, "%sm%d=http://127.0.0.1:%d", i ? "," : "", i,
+                                e->peer[i]);
+        size_t eo = strlen(e->endpoints);
+        snprintf(e->endpoints + eo, sizeof e->endpoints - eo, "%shttp://127.0.0.1:%d", i ? "," : "", e->client[i]);
+    }
+    pid_t parent = getpid();
+    for (int i = 0; i < n; i++) {
+        char name[16], data[600], curl_[64], purl[64], logp[600];
+        snprintf(name, sizeof name, "m%d", i);
+        snprintf(data, sizeof data, "%s/m%d", dir, i);
+        snprintf(curl_, sizeof curl_, "http://127.0.0.1:%d", e->client[i]);
+        snprintf(purl, sizeof purl, "http://127.0.0.1:%d", e->peer[i]);
+        snprintf(logp, sizeof logp, "%s/m%d.log", dir, i);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            fb_etcd_stop(e);
+            return -1;
+        }
+        if (pid == 0) {
+            if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+                _exit(127);
+            int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd >= 0) {
+                dup2(fd, 1);
+                dup2(fd, 2);
+                close(fd);
+            }
+            execl(bin, bin, "--name", name, "--data-dir", data, "--listen-client-urls", curl_,
+                  "--advertise-client-urls", curl_, "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                  "--initial-cluster", cluster, "--initial-cluster-token", "flotilla-bench", "--initial-cluster-state",
+                  "new", "--log-level", "warn", "--logger", "zap", (char *)NULL);
+            fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+            _exit(127);
+        }
+        e->pid[i] = pid;
+    }
+    for (int64_t deadline = fb_now_ns() + 30 * 1000000000LL; fb_now_ns() < deadline;) {
+        int ok = 0;
+        for (int i = 0; i < n; i++) {
+            int st;
+            if (e->pid[i] > 0 && waitpid(e->pid[i], &st, WNOHANG) == e->pid[i]) {
+                e->pid[i] = 0;
+                fprintf(stderr, "etcd member m%d exited during start-up; see %s/m%d.log\n", i, dir, i);
+                fb_etcd_stop(e);
+                return -1;
+            }
+            ok += etcd_healthy(e, i);
+        }
+        if (ok == n)
+            return 0;
+        usleep(100000);
+    }
+    fprintf(stderr, "the etcd cluster on %s was not healthy within 30 s; see %s/m*.log\n", e->endpoints, dir);
+    fb_etcd_stop(e);
+    return -1;
+}
+
+void fb_etcd_stop(fb_etcd *e)
+{
+    for (int i = 0; i < e->n; i++) {
+        int st;
+        if (e->pid[i] > 0 && waitpid(e->pid[i], &st, WNOHANG) == e->pid[i]) {
+            fprintf(stderr, "etcd member m%d had exited (status 0x%x); see %s/m%d.log\n", i, st, e->dir, i);
+            e->pid[i] = 0;
+        }
+        if (e->pid[i] > 0)
+            kill(e->pid[i], SIGTERM);
+    }
+    int64_t deadline = fb_now_ns() + 5 * 1000000000LL;
+    for (int i = 0; i < e->n; i++) {
+        if (e->pid[i] <= 0)
+            continue;
+        int st;
+        while (waitpid(e->pid[i], &st, WNOHANG) == 0) {
+            if (fb_now_ns() > deadline) {
+                kill(e->pid[i], SIGKILL);
+                waitpid(e->pid[i], &st, 0);
+                break;
+            }
+            usleep(20000);
+        }
+        e->pid[i] = 0;
+    }
+}
+
+int fb_share_pki(const char *from_dir, const char *to_dir)
+{
+    char src[600], dst[600];
+    snprintf(src, sizeof src, "%s/pki", from_dir);
+    snprintf(dst, sizeof dst, "%s/pki", to_dir);
+    if ((mkdir(to_dir, 0700) != 0 && errno != EEXIST) || (mkdir(dst, 0700) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "mkdir %s: %s\n", dst, strerror(errno));
+        return -1;
+    }
+    DIR *d = opendir(src);
+    if (!d) {
+        fprintf(stderr, "cannot read %s: %s\n", src, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char a[900], b[900];
+        snprintf(a, sizeof a, "%s/%s", src, de->d_name);
+        snprintf(b, sizeof b, "%s/%s", dst, de->d_name);
+        struct stat st;
+        if (stat(a, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_CREAT | O_TRUNC, st.st_mode & 0777);
+        char buf[8192];
+        ssize_t r;
+        while (in >= 0 && out >= 0 && (r = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)r) != r)
+                rc = -1;
+        if (in < 0 || out < 0)
+            rc = -1;
+        if (in >= 0)
+            close(in);
+        if (out >= 0)
+            close(out);
+        if (rc)
+            fprintf(stderr, "cannot copy %s to %s\n", a, b);
+    }
+    closedir(d);
+    return rc;
+}
+
+const char *fb_loadavg(char *buf, size_t bufsz)
+{
+    char *l = fb_slurp("/proc/loadavg");
+    double a = 0, b = 0, c = 0;
+    if (l)
+        sscanf(l, "%lf %lf %lf", &a, &b, &c);
+    free(l);
+    snprintf(buf, bufsz, "load average 1/5/15 min: %.2f %.2f %.2f", a, b, c);
+    return buf;
 }

@@ -237,4 +237,31 @@ void fb_print_writes(const fb_reqsnap *before, const fb_reqsnap *after, double p
 
 void fb_snap_free(fb_reqsnap *s);
 
+/* ---- a local etcd cluster (issue 40's benchmarks) ----
+ * n members of /usr/bin/etcd (or $FB_ETCD) on free loopback ports, each with its data in
+ * DIR/m<i> and its log in DIR/m<i>.log, plain HTTP, fsync per commit as etcd always does.
+ * The members die with the benchmark (PR_SET_PDEATHSIG) if it is killed: start them from the
+ * main thread (the signal follows the thread that forked). */
+#define FB_ETCD_MAX 7
+typedef struct fb_etcd {
+    int n;
+    pid_t pid[FB_ETCD_MAX];
+    int client[FB_ETCD_MAX], peer[FB_ETCD_MAX];
+    char dir[512];
+    char endpoints[400]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." for --etcd-servers */
+} fb_etcd;
+
+/* Start n members in dir (made if missing) and wait (30 s) until every one answers /health.
+ * 0, or -1 with a message on stderr (the members started are stopped). */
+int fb_etcd_start(const char *dir, int n, fb_etcd *e);
+/* The client URL of member i, "http://127.0.0.1:PORT", written into buf; returns buf. */
+const char *fb_etcd_url(const fb_etcd *e, int i, char *buf, size_t bufsz);
+/* SIGTERM every member, SIGKILL after 5 s; reaps them. Says so when a member had died. */
+void fb_etcd_stop(fb_etcd *e);
+/* Copy from_dir/pki/ into to_dir/pki/ (to_dir made if missing): a second replica shares the
+ * first's certificates and tokens, as `flotilla up --replicas` does. 0, or -1 with a message. */
+int fb_share_pki(const char *from_dir, const char *to_dir);
+/* "load average 1/5/15: a b c" of the machine now, into buf. */
+const char *fb_loadavg(char *buf, size_t bufsz);
+
 #endif

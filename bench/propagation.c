@@ -4,7 +4,11 @@
  *   propagation [--phases 1,2,3,4] [--clusters 10,100] [--items 20] [--gap-ms auto]
  *               [--mem-objects 300] [--mem-clusters 10] [--burst 1000] [--burst-clusters 10]
  *               [--restart-objects 300] [--restart-clusters 3] [--conns 8]
- *               [--prop-deadline-s 300] [--no-stages] [--hold-s N] [--flotilla PATH] [--keep]
+ *               [--prop-deadline-s 300] [--no-stages] [--hold-s N] [--flotilla PATH] [--keep] [--etcd]
+ *
+ * --etcd (issue 40): phase 1 runs twice, on SQLite and then with the server's store in a
+ * 3-member etcd cluster the benchmark starts (fb_etcd_start); the summary gives etcd's P99
+ * over SQLite's per size (target <= 2x at 100 clusters). The other phases stay on SQLite.
  *
  * Each phase starts its own `flotilla server` and `flotilla member --clusters N` (HTTPS,
  * tokens), joins the members as `flotilla ctl join` does (Secret + Push Cluster), and watches
@@ -62,6 +66,8 @@
 #define MAX_PREFIX 3
 
 static int problems;
+/* further `flotilla server` arguments for every fleet (--etcd: the etcd cluster's) or NULL */
+static const char *const *server_extra;
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
@@ -593,7 +599,7 @@ static int fleet_start(fleet *f, const char *flotilla, const char *root, int hos
     mkdir(root, 0700);
     snprintf(f->sdir, sizeof f->sdir, "%s/server", root);
     snprintf(f->mdir, sizeof f->mdir, "%s/members", root);
-    if (fb_server_start(flotilla, f->sdir, NULL, &f->s))
+    if (fb_server_start(flotilla, f->sdir, server_extra, &f->s))
         return -1;
     if (fb_member_start(flotilla, f->mdir, hosted, &f->mh)) {
         fb_server_stop(&f->s);
@@ -727,6 +733,7 @@ static void fleet_stop(fleet *f, bool keep)
 /* ---- results ------------------------------------------------------------------------- */
 
 typedef struct e2e_result {
+    const char *store; /* "SQLite" or "etcd" */
     int clusters, items;
     double p50[3], p99[3], max[3], cold[3];
     int missing[3];
@@ -734,7 +741,7 @@ typedef struct e2e_result {
 } e2e_result;
 
 typedef struct run_result {
-    e2e_result e2e[4];
+    e2e_result e2e[8];
     int ne2e;
     bool mem_done, burst_done, restart_done;
     /* phase 2 */
@@ -1378,6 +1385,39 @@ static int phase_restart(const char *flotilla, const char *const *again, const c
     return 0;
 }
 
+/* Phase 1 at every size in turn on one fleet in root/sub; each size's result appended to res
+ * (labelled with the store: etcd when server_extra is set). */
+static void run_phase1(const char *flotilla, const char *root, const char *sub, const int *sizes, int nsizes, int items,
+                       int gap_ms, bool stages, bool keep, run_result *res)
+{
+    int maxn = 0;
+    for (int i = 0; i < nsizes; i++)
+        if (sizes[i] > maxn)
+            maxn = sizes[i];
+    fleet f;
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/%s", root, sub);
+    /* one member host with the largest size; the sizes join in increasing order */
+    if (fleet_start(&f, flotilla, dir, maxn, false, stages) == 0) {
+        for (int i = 0; i < nsizes && res->ne2e < 8; i++) {
+            if (sizes[i] < f.joined) {
+                fprintf(stderr, "--clusters must increase: %d after %d skipped\n", sizes[i], f.joined);
+                continue;
+            }
+            /* auto gap: 10 ms per cluster (at least 100 ms), about what one Deployment's
+             * delivery costs the server, so the rounds measure latency, not a backlog */
+            int gap = gap_ms >= 0 ? gap_ms : sizes[i] * 10 > 100 ? sizes[i] * 10 : 100;
+            if (phase_e2e(&f, sizes[i], items, gap, &res->e2e[res->ne2e]) == 0)
+                res->e2e[res->ne2e++].store = server_extra ? "etcd" : "SQLite";
+            else
+                break;
+        }
+    } else {
+        problems++;
+    }
+    fleet_stop(&f, keep);
+}
+
 /* ---- main ----------------------------------------------------------------------------- */
 
 static void usage(void)
@@ -1386,7 +1426,7 @@ static void usage(void)
                     "                   [--mem-objects 300] [--mem-clusters 10] [--burst 1000] [--burst-clusters 10]\n"
                     "                   [--restart-objects 300] [--restart-clusters 3] [--conns 8]\n"
                     "                   [--prop-deadline-s 300] [--no-stages] [--hold-s N] [--flotilla PATH] [--keep]\n"
-                    "                   [--restart-with PATH,PATH,...]\n");
+                    "                   [--restart-with PATH,PATH,...] [--etcd]\n");
 }
 
 int main(int argc, char **argv)
@@ -1397,11 +1437,13 @@ int main(int argc, char **argv)
     int items = 20, gap_ms = -1, mem_objects = 300, mem_clusters = 10, burst = 1000, burst_clusters = 10;
     int restart_objects = 300, restart_clusters = 3, conns = 8, prop_deadline = 300, hold_s = 0;
     const char *flotilla_arg = NULL, *restart_with = NULL;
-    bool keep = false, stages = true;
+    bool keep = false, stages = true, etcd = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--keep"))
             keep = true;
+        else if (!strcmp(a, "--etcd"))
+            etcd = true;
         else if (!strcmp(a, "--no-stages"))
             stages = false;
         else if (!v)
@@ -1470,33 +1512,23 @@ int main(int argc, char **argv)
     print_load("at the start");
     printf("flotilla binary: %s\n", flotilla);
 
-    if (want[1]) {
-        int maxn = 0;
-        for (int i = 0; i < nsizes; i++)
-            if (sizes[i] > maxn)
-                maxn = sizes[i];
-        fleet f;
-        char dir[700];
-        snprintf(dir, sizeof dir, "%s/e2e", root);
-        /* one member host with the largest size; the sizes join in increasing order */
-        if (fleet_start(&f, flotilla, dir, maxn, false, stages) == 0) {
-            for (int i = 0; i < nsizes && res.ne2e < 4; i++) {
-                if (sizes[i] < f.joined) {
-                    fprintf(stderr, "--clusters must increase: %d after %d skipped\n", sizes[i], f.joined);
-                    continue;
-                }
-                /* auto gap: 10 ms per cluster (at least 100 ms), about what one Deployment's
-                 * delivery costs the server, so the rounds measure latency, not a backlog */
-                int gap = gap_ms >= 0 ? gap_ms : sizes[i] * 10 > 100 ? sizes[i] * 10 : 100;
-                if (phase_e2e(&f, sizes[i], items, gap, &res.e2e[res.ne2e]) == 0)
-                    res.ne2e++;
-                else
-                    break;
-            }
+    if (want[1])
+        run_phase1(flotilla, root, "e2e", sizes, nsizes, items, gap_ms, stages, keep, &res);
+    if (want[1] && etcd) {
+        /* the same on a 3-member etcd cluster, the store of the only difference */
+        char edir[700];
+        snprintf(edir, sizeof edir, "%s/etcd", root);
+        fb_etcd cl;
+        if (fb_etcd_start(edir, 3, &cl) == 0) {
+            const char *x[] = {"--etcd-servers", cl.endpoints, "--etcd-prefix", "/bench-propagation", NULL};
+            server_extra = x;
+            printf("\n# Phase 1 again with the store in etcd (%s)\n", cl.endpoints);
+            run_phase1(flotilla, root, "e2e-etcd", sizes, nsizes, items, gap_ms, stages, keep, &res);
+            server_extra = NULL;
+            fb_etcd_stop(&cl);
         } else {
             problems++;
         }
-        fleet_stop(&f, keep);
     }
     if (want[2] && phase_memory(flotilla, root, mem_objects, mem_clusters, conns, prop_deadline, keep, hold_s, &res))
         problems++;
@@ -1513,11 +1545,24 @@ int main(int argc, char **argv)
     for (int i = 0; i < res.ne2e; i++) {
         e2e_result *e = &res.e2e[i];
         for (int kind = 1; kind < 3; kind++)
-            printf("| end to end, %s, %d clusters: P50 / P99 | %.1f / %.1f ms | %.1f / %.1f ms | %.2f / %.2f | P99 "
+            printf("| end to end, %s, %d clusters, %s: P50 / P99 | %.1f / %.1f ms | %.1f / %.1f ms | %.2f / %.2f | P99 "
                    "<= 100 ms at 100 clusters |\n",
-                   kind == 1 ? "Duplicated" : "Divided", e->clusters, e->p50[kind], e->p99[kind], e->p50[0],
+                   kind == 1 ? "Duplicated" : "Divided", e->clusters, e->store, e->p50[kind], e->p99[kind], e->p50[0],
                    e->p99[0], e->p50[0] > 0 ? e->p50[kind] / e->p50[0] : 0,
                    e->p99[0] > 0 ? e->p99[kind] / e->p99[0] : 0);
+    }
+    for (int i = 0; i < res.ne2e; i++) { /* --etcd: each etcd round against the SQLite one of its size */
+        e2e_result *e = &res.e2e[i];
+        for (int j = 0; j < res.ne2e && !strcmp(e->store, "etcd"); j++) {
+            e2e_result *q = &res.e2e[j];
+            if (strcmp(q->store, "SQLite") || q->clusters != e->clusters || q->p99[1] <= 0 || q->p99[2] <= 0)
+                continue;
+            double r1 = e->p99[1] / q->p99[1], r2 = e->p99[2] / q->p99[2];
+            printf("end to end at %d clusters, P99 etcd / SQLite: Duplicated %.2fx (%.1f / %.1f ms), Divided %.2fx "
+                   "(%.1f / %.1f ms); target <= 2x%s: %s\n",
+                   e->clusters, r1, e->p99[1], q->p99[1], r2, e->p99[2], q->p99[2],
+                   e->clusters >= 100 ? "" : " (set at 100 clusters)", r1 <= 2 && r2 <= 2 ? "met" : "NOT met");
+        }
     }
     if (res.mem_done)
         printf("| server RSS, %d Deployments over %d clusters | %.1f MiB | %.1f MiB unpropagated | %.2f | <= 150 MiB |\n",

@@ -18,8 +18,14 @@
  * The single receiving thread shares the 2 cores with the server; its own parsing time is
  * part of the figure (it only scans each line for the type and the name).
  *
+ * --etcd (issue 40): the fan-out over replicas. A 3-member etcd cluster (fb_etcd_start) and
+ * two servers on it (the second with a copy of the first's pki/); the W watchers alternate
+ * between the two replicas, the writer writes to replica 1. Baseline in the same run: the same
+ * W watchers on one server on SQLite (the 1-watcher round is left out). Printed beside the
+ * figures: P99 per replica, and both replicas' CPU.
+ *
  * Usage: watch_fanout [--flotilla PATH] [--watchers 1000] [--objects 200] [--rate 20]
- *                     [--size BYTES] [--dir PARENT] [--http] [--keep]
+ *                     [--size BYTES] [--dir PARENT] [--http] [--keep] [--etcd]
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,6 +53,7 @@ typedef struct watcher {
 
 struct round_state {
     const fb_server *s;
+    const fb_server *s2; /* --etcd: the second replica, for the odd watchers; else NULL */
     const char *ns;
     int nwatchers, nobjects;
     long long from_rv;
@@ -212,15 +219,16 @@ static void *receiver_main(void *arg)
     curl_multi_setopt(m, CURLMOPT_SOCKETDATA, &ep);
     curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_timer);
     curl_multi_setopt(m, CURLMOPT_TIMERDATA, &timer_ms);
-    char url[512];
-    snprintf(url, sizeof url,
-             "%s/api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%lld&allowWatchBookmarks=true"
-             "&timeoutSeconds=1800",
-             rs->s->url, rs->ns, rs->from_rv);
+    char url[2][512];
+    for (int k = 0; k < 2; k++)
+        snprintf(url[k], sizeof url[k],
+                 "%s/api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%lld&allowWatchBookmarks=true"
+                 "&timeoutSeconds=1800",
+                 (k && rs->s2 ? rs->s2 : rs->s)->url, rs->ns, rs->from_rv);
     for (int i = 0; i < rs->nwatchers; i++) {
         watcher *w = &rs->w[i];
-        w->c = fb_curl_new(rs->s, rs->hdrs);
-        curl_easy_setopt(w->c, CURLOPT_URL, url);
+        w->c = fb_curl_new(rs->s, rs->hdrs); /* the replicas share pki/: one CA, one token */
+        curl_easy_setopt(w->c, CURLOPT_URL, url[i % 2]);
         curl_easy_setopt(w->c, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(w->c, CURLOPT_WRITEDATA, w);
         curl_easy_setopt(w->c, CURLOPT_HEADERFUNCTION, on_header);
@@ -267,6 +275,8 @@ typedef struct round_result {
     double create_p50, create_p99; /* the writer's own POST latency */
     double rate;                   /* achieved writes/s */
     double server_cores;           /* server CPU seconds per second while writing and delivering */
+    double p99_r[2];               /* --etcd: p99 of the watchers on replica 1 and on replica 2 */
+    const char *where;             /* "sqlite", "etcd, 2 replicas" */
     double receiver_busy;          /* the same for this process's receiving thread */
     bool ok;
 } round_result;
@@ -284,13 +294,14 @@ static long long create_namespace(CURL *c, const fb_server *s, const char *ns)
     return rv;
 }
 
-static round_result run_round(const fb_server *s, const char *ns, int nwatchers, int nobjects, double rate,
-                              size_t size)
+static round_result run_round(const fb_server *s, const fb_server *s2, const char *ns, int nwatchers, int nobjects,
+                              double rate, size_t size)
 {
-    round_result rr = {.watchers = nwatchers, .objects = nobjects};
+    round_result rr = {.watchers = nwatchers, .objects = nobjects, .where = s2 ? "etcd, 2 replicas" : "one server"};
     round_state rs;
     memset(&rs, 0, sizeof rs);
     rs.s = s;
+    rs.s2 = s2;
     rs.ns = ns;
     rs.nwatchers = nwatchers;
     rs.nobjects = nobjects;
@@ -308,8 +319,8 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     rs.from_rv = create_namespace(wc, s, ns);
     if (rs.from_rv < 0)
         exit(1);
-    printf("\n== %d watcher%s, %d objects at %.0f/s, namespace %s ==\n", nwatchers, nwatchers == 1 ? "" : "s",
-           nobjects, rate, ns);
+    printf("\n== %d watcher%s%s, %d objects at %.0f/s, namespace %s ==\n", nwatchers, nwatchers == 1 ? "" : "s",
+           s2 ? " over 2 replicas on etcd (odd ones on replica 2), writes to replica 1" : "", nobjects, rate, ns);
     fflush(stdout);
     int64_t t_open = fb_now_ns();
     pthread_t rth;
@@ -320,7 +331,7 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     while (fb_now_ns() < deadline && atomic_load(&rs.opened) < nwatchers && !atomic_load(&rs.stop))
         usleep(20000);
     int opened = atomic_load(&rs.opened);
-    double gauge = fb_metric(s, "flotilla_watches");
+    double gauge = fb_metric(s, "flotilla_watches") + (s2 ? fb_metric(s2, "flotilla_watches") : 0);
     printf("  %d watches open after %.2f s (server's flotilla_watches gauge: %s%.0f)\n", opened,
            (double)(fb_now_ns() - t_open) / 1e9, gauge < 0 ? "unavailable, " : "", gauge);
     if (opened < nwatchers)
@@ -335,7 +346,7 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     char path[256];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps", ns);
     int64_t period = (int64_t)(1e9 / rate);
-    double srv_cpu0 = fb_proc_cpu_s(s->pid), rcv_cpu0 = fb_thread_cpu_s(rth);
+    double srv_cpu0 = fb_proc_cpu_s(s->pid) + (s2 ? fb_proc_cpu_s(s2->pid) : 0), rcv_cpu0 = fb_thread_cpu_s(rth);
     int64_t t0 = fb_now_ns() + 10000000;
     for (int i = 0; i < nobjects; i++) {
         fb_sleep_until(t0 + i * period);
@@ -361,7 +372,8 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     while ((size_t)atomic_load(&rs.delivered) < total && fb_now_ns() < deadline)
         usleep(20000);
     int64_t t_end = fb_now_ns();
-    double srv_cpu = fb_proc_cpu_s(s->pid) - srv_cpu0, rcv_cpu = fb_thread_cpu_s(rth) - rcv_cpu0;
+    double srv_cpu = fb_proc_cpu_s(s->pid) + (s2 ? fb_proc_cpu_s(s2->pid) : 0) - srv_cpu0,
+           rcv_cpu = fb_thread_cpu_s(rth) - rcv_cpu0;
     double window = (double)(t_end - t0) / 1e9;
     rr.server_cores = srv_cpu / window;
     rr.receiver_busy = rcv_cpu / window;
@@ -387,6 +399,16 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     rr.max = fb_pct_sorted_ms(lat, nl, 100);
     rr.ack_p50 = fb_pct_ms(alat, nl, 50);
     rr.ack_p99 = fb_pct_sorted_ms(alat, nl, 99);
+    for (int k = 0; s2 && k < 2; k++) { /* per replica: watchers k, k+2, ... */
+        size_t m = 0;
+        for (int w = k; w < nwatchers; w += 2)
+            for (int i = 0; i < nobjects; i++) {
+                int64_t r = rs.recv[(size_t)w * (size_t)nobjects + (size_t)i];
+                if (r)
+                    alat[m++] = r - rs.sent[i];
+            }
+        rr.p99_r[k] = fb_pct_ms(alat, m, 99);
+    }
     int64_t *cl = malloc((size_t)nobjects * sizeof *cl);
     for (int i = 0; i < nobjects; i++)
         cl[i] = rs.ack[i] - rs.sent[i];
@@ -404,6 +426,9 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
     printf("  delivery latency (receive - send start): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", rr.p50, rr.p99,
            rr.max);
     printf("  delivery latency (receive - writer's 201): p50 %.2f ms  p99 %.2f ms\n", rr.ack_p50, rr.ack_p99);
+    if (s2)
+        printf("  p99 (receive - send start) of the watchers on replica 1: %.2f ms, on replica 2: %.2f ms\n",
+               rr.p99_r[0], rr.p99_r[1]);
     /* does latency build up over the run (a backlog) or stay level (per-event cost)? */
     printf("  p99 by tenth of the writes (ms):");
     for (int d = 0; d < 10; d++) {
@@ -418,8 +443,8 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
         printf(" %.0f", fb_pct_ms(lat, m, 99));
     }
     printf("\n");
-    printf("  CPU while writing and delivering: server %.2f cores, receiving thread %.0f%% busy (of 2 cores shared)\n",
-           rr.server_cores, 100 * rr.receiver_busy);
+    printf("  CPU while writing and delivering: server%s %.2f cores, receiving thread %.0f%% busy (of 2 cores shared)\n",
+           s2 ? "s (both replicas)" : "", rr.server_cores, 100 * rr.receiver_busy);
     if (!rr.ok) {
         printf("  SERVER PROBLEM: watch delivery was not complete and exact in this round%s%s\n",
                rs.first_problem[0] ? "; first: " : "", rs.first_problem);
@@ -460,7 +485,7 @@ static round_result run_round(const fb_server *s, const char *ns, int nwatchers,
 static void usage(void)
 {
     fprintf(stderr, "usage: watch_fanout [--flotilla PATH] [--watchers 1000] [--objects 200] [--rate 20]\n"
-                    "                    [--size BYTES] [--dir PARENT] [--http] [--keep]\n");
+                    "                    [--size BYTES] [--dir PARENT] [--http] [--keep] [--etcd]\n");
     exit(2);
 }
 
@@ -470,7 +495,7 @@ int main(int argc, char **argv)
     int nwatchers = 1000, nobjects = 200;
     double rate = 20;
     size_t size = 1024;
-    bool http = false, keep = false;
+    bool http = false, keep = false, etcd = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool hv = i + 1 < argc;
@@ -490,6 +515,8 @@ int main(int argc, char **argv)
             http = true;
         else if (!strcmp(a, "--keep"))
             keep = true;
+        else if (!strcmp(a, "--etcd"))
+            etcd = true;
         else
             usage();
     }
@@ -506,42 +533,83 @@ int main(int argc, char **argv)
     const char *flotilla = fb_flotilla_path(flotilla_arg);
     char *dir = fb_mkdtemp(parent, "fl-bench-watch");
     const char *extra[2] = {http ? "--insecure-http" : NULL, NULL};
-    fb_server s;
-    if (fb_server_start(flotilla, dir, extra, &s))
-        return 1;
-    printf("watch_fanout: %s, server %s, %zu B payload, RLIMIT_NOFILE %ld, data in %s\n", flotilla, s.url, size,
-           nofile, dir);
-
-    round_result base = run_round(&s, "watch-baseline", 1, nobjects, rate, size);
-    bool alive = fb_server_alive(&s);
-    round_result fan = {0};
-    if (alive) {
+    fb_server s, r2 = {0};
+    fb_etcd cl = {0};
+    round_result base = {0}, fan = {0};
+    bool alive;
+    char load[96];
+    if (etcd) {
+        /* the baseline first: W watchers on one server on SQLite, stopped before etcd starts */
+        char d[700];
+        snprintf(d, sizeof d, "%s/sqlite", dir);
+        if (fb_server_start(flotilla, d, extra, &s))
+            return 1;
+        printf("watch_fanout --etcd: %s, %zu B payload, RLIMIT_NOFILE %ld, data in %s, %s\n", flotilla, size, nofile,
+               dir, fb_loadavg(load, sizeof load));
+        printf("baseline: server on SQLite %s\n", s.url);
+        base = run_round(&s, NULL, "watch-sqlite", nwatchers, nobjects, rate, size);
+        base.where = "SQLite, 1 server";
+        if (fb_server_stop(&s) != 0)
+            base.ok = false;
+        snprintf(d, sizeof d, "%s/etcd", dir);
+        if (fb_etcd_start(d, 3, &cl))
+            return 1;
+        const char *x[] = {"--etcd-servers", cl.endpoints, "--etcd-prefix", "/bench-watch", extra[0], NULL};
+        char d1[700], d2[700];
+        snprintf(d1, sizeof d1, "%s/replica-1", dir);
+        snprintf(d2, sizeof d2, "%s/replica-2", dir);
+        if (fb_server_start(flotilla, d1, x, &s) || fb_share_pki(d1, d2) || fb_server_start(flotilla, d2, x, &r2)) {
+            fb_server_stop(&s);
+            fb_etcd_stop(&cl);
+            return 1;
+        }
+        printf("etcd %s; replica 1 %s, replica 2 %s\n", cl.endpoints, s.url, r2.url);
         char ns[64];
-        snprintf(ns, sizeof ns, "watch-fanout-%d", nwatchers);
-        fan = run_round(&s, ns, nwatchers, nobjects, rate, size);
+        snprintf(ns, sizeof ns, "watch-etcd-%d", nwatchers);
+        fan = run_round(&s, &r2, ns, nwatchers, nobjects, rate, size);
+        alive = fb_server_alive(&s) && fb_server_alive(&r2);
+    } else {
+        if (fb_server_start(flotilla, dir, extra, &s))
+            return 1;
+        printf("watch_fanout: %s, server %s, %zu B payload, RLIMIT_NOFILE %ld, data in %s\n", flotilla, s.url, size,
+               nofile, dir);
+        base = run_round(&s, NULL, "watch-baseline", 1, nobjects, rate, size);
         alive = fb_server_alive(&s);
+        if (alive) {
+            char ns[64];
+            snprintf(ns, sizeof ns, "watch-fanout-%d", nwatchers);
+            fan = run_round(&s, NULL, ns, nwatchers, nobjects, rate, size);
+            alive = fb_server_alive(&s);
+        }
     }
     if (!alive)
         printf("SERVER PROBLEM: the server died during the run\n");
     long rss = fb_proc_kib(s.pid, "VmRSS");
 
-    printf("\nSummary (%s, %d objects at %.0f/s, %zu B payload)\n", s.url, nobjects, rate, size);
-    printf("| watchers | delivered / expected | p50 ms | p99 ms | max ms | p99 from 201 ms | writer create p99 ms |"
+    printf("\nSummary (%s, %d objects at %.0f/s, %zu B payload, %s)\n", http ? "HTTP" : "HTTPS", nobjects, rate, size,
+           fb_loadavg(load, sizeof load));
+    printf("| store | watchers | delivered / expected | p50 ms | p99 ms | max ms | p99 from 201 ms | writer create p99 ms |"
            " server CPU cores | receiver thread busy |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     round_result *rr[2] = {&base, &fan};
     for (int k = 0; k < 2; k++)
-        printf("| %d | %ld / %ld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f%% |\n", rr[k]->watchers,
-               rr[k]->delivered, rr[k]->expected, rr[k]->p50, rr[k]->p99, rr[k]->max, rr[k]->ack_p99,
+        printf("| %s | %d | %ld / %ld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f%% |\n", rr[k]->where,
+               rr[k]->watchers, rr[k]->delivered, rr[k]->expected, rr[k]->p50, rr[k]->p99, rr[k]->max, rr[k]->ack_p99,
                rr[k]->create_p99, rr[k]->server_cores, 100 * rr[k]->receiver_busy);
     if (base.p99 > 0)
-        printf("ratio p99 %d watchers / 1 watcher: %.1fx; p50: %.1fx\n", nwatchers, fan.p99 / base.p99,
-               base.p50 > 0 ? fan.p50 / base.p50 : 0);
+        printf("ratio p99 %s / %s: %.1fx; p50: %.1fx\n", etcd ? "etcd, 2 replicas" : "W watchers",
+               etcd ? "SQLite" : "1 watcher", fan.p99 / base.p99, base.p50 > 0 ? fan.p50 / base.p50 : 0);
     if (rss > 0)
         printf("server RSS at the end: %.1f MiB\n", rss / 1024.0);
-    printf("target delivery P99 <= 50 ms at %d watchers: %.2f ms -> %s; all events delivered: %s\n", nwatchers,
-           fan.p99, fan.p99 <= 50 ? "met" : "NOT met", fan.ok && base.ok ? "yes" : "NO");
+    printf("target delivery P99 <= 50 ms at %d watchers%s: %.2f ms from the POST (%.2f ms from its 201) -> %s; all events "
+           "delivered: %s\n",
+           nwatchers, etcd ? " over 2 replicas" : "", fan.p99, fan.ack_p99, fan.p99 <= 50 ? "met" : "NOT met",
+           fan.ok && base.ok ? "yes" : "NO");
+    if (etcd && fb_server_stop(&r2) != 0)
+        fan.ok = false;
     int st = fb_server_stop(&s);
+    if (etcd)
+        fb_etcd_stop(&cl);
     fb_scratch_done(dir, keep);
     free(dir);
     curl_global_cleanup();

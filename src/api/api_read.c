@@ -168,6 +168,26 @@ static void list_options_invalid(fl_req *r, const char *type, const char *detail
  * resourceVersion with a limit (the first page of a paginated list) is Exact, as in
  * kube-apiserver; without a limit it is NotOlderThan. Returns -1 once it has answered the
  * request (400, 422, or 504 for a revision the store has not reached), 0 otherwise. */
+/* A resourceVersion newer than this server's head: a replica behind the others (replicas on
+ * etcd share its revisions), or a client resuming against a store that lost history. Wait
+ * briefly for the head to reach it, then refuse, as kube-apiserver's watch cache does: 0
+ * once the head is there, else -1 with the 504 answered. */
+static int wait_for_rev(fl_api *api, fl_req *r, const fl_target *t, int64_t rv)
+{
+    for (int waited = 0; rv > fl_store_rev(api->store); waited += 50) {
+        if (waited >= 3000) {
+            json_t *causes = json_pack("[{s:s, s:s}]", "reason", "ResourceVersionTooLarge", "message",
+                                       "Too large resource version");
+            fl_resp_status(r, 504, "Timeout", t, causes, "Too large resource version: %lld, current: %lld",
+                           (long long)rv, (long long)fl_store_rev(api->store));
+            return -1;
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 static int list_rv(fl_api *api, fl_req *r, const fl_target *t, bool has_continue, bool has_limit, int64_t *at_rev)
 {
     *at_rev = 0;
@@ -201,14 +221,8 @@ static int list_rv(fl_api *api, fl_req *r, const fl_target *t, bool has_continue
         list_options_invalid(r, "FieldValueForbidden", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
         return -1;
     }
-    int64_t head = fl_store_rev(api->store);
-    if (rv > head) {
-        json_t *causes = json_pack("[{s:s, s:s}]", "reason", "ResourceVersionTooLarge", "message",
-                                   "Too large resource version");
-        fl_resp_status(r, 504, "Timeout", t, causes, "Too large resource version: %lld, current: %lld",
-                       (long long)rv, (long long)head);
+    if (wait_for_rev(api, r, t, rv))
         return -1;
-    }
     *at_rev = exact ? rv : 0;
     return 0;
 }
@@ -804,20 +818,10 @@ void fl_api_watch(fl_api *api, fl_req *r, const fl_target *t)
         from = v;
         initial = send_initial;
     }
-    /* a revision from the future (a client resuming against a store that lost history):
-     * wait briefly for it, then refuse, as the apiserver's watch cache does */
-    for (int waited = 0; !initial && from > fl_store_rev(api->store); waited += 50) {
-        if (waited >= 3000) {
-            json_t *causes = json_pack("[{s:s, s:s}]", "reason", "ResourceVersionTooLarge", "message",
-                                       "Too large resource version");
-            fl_resp_status(r, 504, "Timeout", t, causes, "Too large resource version: %lld, current: %lld",
-                           (long long)from, (long long)fl_store_rev(api->store));
-            filter_close(&s->f);
-            free(s);
-            return;
-        }
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    if (!initial && wait_for_rev(api, r, t, from)) {
+        filter_close(&s->f);
+        free(s);
+        return;
     }
     char *prefix = fl_coll_prefix(t->kind, t->has_ns ? t->ns : NULL);
     int rc = 0;

@@ -528,7 +528,7 @@ int fl_http_start(const fl_http_config *cfg, fl_api *api, fl_http **out, char **
     if (h->cfg.idle_timeout_s <= 0)
         h->cfg.idle_timeout_s = FL_HTTP_IDLE_TIMEOUT_S;
     h->token = cfg->token ? fl_strdup(cfg->token) : NULL;
-    if (fl_http_loop_new(MIN_WORKERS, MAX_WORKERS, &h->loop, err)) {
+    if (fl_http_loop_new(MIN_WORKERS, h->cfg.max_workers > 0 ? h->cfg.max_workers : MAX_WORKERS, &h->loop, err)) {
         free(priorities);
         http_free(h);
         return FL_EIO;

@@ -66,6 +66,9 @@ typedef struct fl_http_config {
     size_t max_body;           /* bytes; 0 = 3 MiB */
     int max_inflight;          /* concurrent non-watch requests; 0 = 400 */
     int max_watches;           /* concurrent watches; 0 = 10000 */
+    int max_workers;           /* threads answering requests at most; 0 = 16 (a store that
+                                  commits in groups on this machine keeps few busy; one a
+                                  network round trip away, etcd, keeps each waiting longer) */
     /* seconds (0 = the default below): a connection must send a request's headers within
      * header_timeout_s of opening, its body within body_timeout_s of the headers, and a kept
      * alive connection with no request for idle_timeout_s is closed */

@@ -221,7 +221,7 @@ typedef struct server_opts {
 typedef struct server {
     server_opts o;
     fl_lead *lead;  /* with a shared store: the campaign for the controllers' lead */
-    bool lost_lead; /* the lead was lost: the process stops with status 1 */
+    bool lost_lead; /* a new campaign could not start: the process stops with status 1 */
     int lock_fd; /* DIR/server.lock, held until exit; -1 when not taken */
     sigset_t sigs;
     fl_store *store;
@@ -668,6 +668,22 @@ static int open_store(server *sv)
                             .etcd_keyfile = sv->o.etcd_keyfile,
                             .etcd_prefix = sv->o.etcd_prefix};
     int rc = fl_store_open(&scfg, &sv->store);
+    /* etcd not answering yet (starting with it, or down): wait for it, saying so now and then;
+     * the server serves once the store opens. A wrong URL or certificate does not wait. */
+    for (int64_t said = fl_time_mono_ms(); rc == FL_ETIMEDOUT && sv->o.etcd_servers;) {
+        if (fl_time_mono_ms() - said >= 5000) {
+            fl_log(FL_LOG_WARN, "server", "etcd at %s does not answer yet; the server serves once it does",
+                   sv->o.etcd_servers);
+            said = fl_time_mono_ms();
+        }
+        const struct timespec pause = {1, 0};
+        int sig = sigtimedwait(&sv->sigs, NULL, &pause);
+        if (sig == SIGINT || sig == SIGTERM) {
+            free(db);
+            return FL_ECLOSED;
+        }
+        rc = fl_store_open(&scfg, &sv->store);
+    }
     free(db);
     if (rc) {
         if (sv->o.etcd_servers)
@@ -809,6 +825,10 @@ static int start_http(server *sv)
                            .tls_min_version = sv->o.tls_min_version,
                            .tls_cipher_suites = sv->o.tls_cipher_suites,
                            .max_inflight = sv->o.max_inflight,
+                           /* on etcd each write waits a round trip to the cluster: more
+                            * workers keep 32 writers from queueing (docs/BENCHMARKS.md, "HA on
+                            * etcd"); they start on demand, so an idle server has no more */
+                           .max_workers = fl_store_shared(sv->store) ? 64 : 0,
                            .header_timeout_s = sv->o.header_timeout_s,
                            .body_timeout_s = sv->o.body_timeout_s,
                            .idle_timeout_s = sv->o.idle_timeout_s,
@@ -878,7 +898,8 @@ static void start_controllers(server *sv)
  * given back their node caches (core/mem.h) and the heap was trimmed again. Returns the
  * signal. */
 /* A replica's part in the lead (server_lead.h), every tick of the main loop: start the
- * controllers once this replica leads; true when it has lost the lead, and must stop. */
+ * controllers once this replica leads, stop them when it loses the lead and campaign again;
+ * true when it must stop (no campaign could start). */
 static bool follow_lead(server *sv)
 {
     int st = fl_lead_state(sv->lead);
@@ -893,10 +914,22 @@ static bool follow_lead(server *sv)
     }
     if (st != FL_LEAD_LOST)
         return false;
-    fl_log(FL_LOG_ERROR, "lead", "%s lost the lead of the controllers (its lease lapsed): stopping, to be "
-                                 "started again as a standby", fl_lead_identity(sv->lead));
-    sv->lost_lead = true;
-    return true;
+    /* the controllers stop (their writes are refused from now on anyway); the API goes on,
+     * and the replica campaigns again as a standby */
+    fl_log(FL_LOG_ERROR, "lead", "%s lost the lead of the controllers: they stop; this replica serves the API and "
+                                 "campaigns again", fl_lead_identity(sv->lead));
+    pthread_mutex_lock(&ctrl_health.mu);
+    ctrl_health.m = NULL;
+    ctrl_health.standby = true;
+    pthread_mutex_unlock(&ctrl_health.mu);
+    fl_ctrl_manager_stop(sv->ctrl);
+    sv->ctrl = NULL;
+    fl_client_free(sv->cp);
+    sv->cp = NULL;
+    fl_lead_stop(sv->lead);
+    sv->lead = fl_lead_start(sv->store, FL_LEAD_TTL_S, &sv->api.stopping);
+    sv->lost_lead = sv->lead == NULL;
+    return sv->lost_lead; /* no thread for a campaign: stop */
 }
 
 static int run_until_signal(server *sv)

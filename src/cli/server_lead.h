@@ -3,8 +3,8 @@
  *
  * The campaign runs on a thread of its own from fl_lead_start; the server's main loop looks
  * at fl_lead_state every quarter of a second and starts its controllers when it reads
- * FL_LEAD_LEADING, or stops the process when it reads FL_LEAD_LOST (as kube-controller-
- * manager exits when it loses its lease: its supervisor starts it again as a standby). The
+ * FL_LEAD_LEADING; when it reads FL_LEAD_LOST it stops them, ends this campaign and starts
+ * another (the API is served throughout: a replica that lost the lead is a standby). The
  * leader mirrors the lead into coordination.k8s.io/v1 Lease kube-system/FL_LEAD_LEASE, so
  * that `kubectl get lease -n kube-system` shows who leads; the store's lease, not that
  * object, is what decides. */

@@ -102,7 +102,9 @@ int fl_up_etcd_start(fl_up_etcd *e, int i)
     char *argv[] = {FL_UP_ETCD, "--name", name, "--data-dir", data, "--listen-client-urls", curl,
                     "--advertise-client-urls", curl, "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
                     "--initial-cluster", cluster.p, "--initial-cluster-token", "flotilla-up",
-                    "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap", NULL};
+                    "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap",
+                    /* a replica's head follows etcd's revision between its own keys' changes */
+                    "--experimental-watch-progress-notify-interval=1s", NULL};
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {

@@ -13,7 +13,11 @@
  *   4. Karmada's bookkeeping: the binding's permanent ID label, the template's uid and
  *      generation, the Work's name and namespace, the conflict resolution, and the lists of
  *      managed label and annotation keys (which the member's Retain uses).
- * A Work is written only when what it would contain differs from the cached one. Works of
+ * A Work is written only when what it would contain differs from the cached one: created
+ * when absent, else sent as a merge patch of what we own of it (spec, our labels and
+ * annotations) without a resourceVersion precondition, so that the members' status writes to
+ * the same Work do not make it conflict (owned_patch); a cached copy older than our own last
+ * write is waited for instead of compared with (copy_behind). Works of
  * clusters that are no longer targets are deleted, but for those a graceful eviction task
  * keeps (spec.gracefulEvictionTasks, purge mode Gracefully or Never): the old copy stays as
  * it was, no longer rendered, until the task is removed (eviction_tasks.c). A Directly task's
@@ -85,6 +89,8 @@ typedef struct bindctl {
     json_t *gone;  /* while bare has any: binding key -> its Works' name, of a binding
                     * deleted before it claimed them (under mu) */
     json_t *echo;  /* work key -> content_digest() of what we last wrote to it (under mu) */
+    json_t *written; /* work key -> the resourceVersion our last write of it left, until the
+                      * Work cache holds that write (under mu) */
 } bindctl;
 
 /* ---- the Work index ---- */
@@ -227,9 +233,43 @@ static void forget_echo(bindctl *b, const json_t *work)
     if (wk) {
         pthread_mutex_lock(&b->mu);
         json_object_del(b->echo, wk);
+        json_object_del(b->written, wk);
         pthread_mutex_unlock(&b->mu);
     }
     free(wk);
+}
+
+/* Note the resourceVersion our write of the Work at wk left (stored: the server's answer). */
+static void note_written(bindctl *b, const char *wk, const json_t *stored)
+{
+    const char *rvs = fl_json_meta(stored, "resourceVersion");
+    json_int_t rv = rvs ? strtoll(rvs, NULL, 10) : 0;
+    if (rv <= 0)
+        return;
+    pthread_mutex_lock(&b->mu);
+    fl_keep_begin(); /* kept until the cache holds the write, or the Work goes */
+    json_object_set_new(b->written, wk, json_integer(rv));
+    fl_keep_end();
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Is have, the Work cache's copy of the Work at wk, older than our own last write of it?
+ * Then what the copy says is not what the Work holds: a render compared with it could find
+ * nothing to write while the Work still holds what we wrote last (an override a deleted
+ * policy had added), and the cache's event of that write, being our echo, would not bring
+ * the binding back. Such a target waits for the cache. The note goes once the cache holds
+ * the write. */
+static bool copy_behind(bindctl *b, const char *wk, const json_t *have)
+{
+    const char *rvs = fl_json_meta(have, "resourceVersion");
+    json_int_t rv = rvs ? strtoll(rvs, NULL, 10) : 0;
+    pthread_mutex_lock(&b->mu);
+    json_t *w = json_object_get(b->written, wk);
+    bool behind = w && rv < json_integer_value(w);
+    if (w && !behind)
+        json_object_del(b->written, wk);
+    pthread_mutex_unlock(&b->mu);
+    return behind;
 }
 
 /* ---- handlers ---- */
@@ -460,10 +500,11 @@ typedef struct render {
     uint64_t *inputs;
     bool *unchanged;
     uint64_t rules; /* fl_interp_edits when inputs_told was asked */
-    /* per target, from prepare_target: the Work to write (NULL: nothing to write), and
-     * whether it is a create */
+    /* per target, from prepare_target: the Work to write (NULL: nothing to write), whether
+     * it is a create, and for an update the merge patch that makes the Work so */
     json_t **pending;
     bool *create;
+    json_t **patch;
     int *writes; /* the targets with a pending write, in order */
     int nwrites;
 } render;
@@ -832,6 +873,58 @@ static void keep_generation_if_same(const json_t *have, json_t *upd)
     json_decref(spec);
 }
 
+/* The JSON merge patch (RFC 7386) that turns a into b: b's members that a lacks or holds
+ * otherwise (objects compared member by member, anything else replaced whole), and null for
+ * a's members that b lacks. NULL when a and b are the same. b holds no null member (a merge
+ * patch cannot set one). */
+static json_t *merge_diff(const json_t *a, const json_t *b)
+{
+    if (!json_is_object(a) || !json_is_object(b))
+        return fl_json_same(a, b) ? NULL : json_incref((json_t *)b);
+    json_t *d = json_object();
+    const char *key;
+    json_t *bv, *av;
+    json_object_foreach((json_t *)b, key, bv) {
+        av = json_object_get(a, key);
+        json_t *sub = av ? merge_diff(av, bv) : json_incref(bv);
+        if (sub)
+            json_object_set_new(d, key, sub);
+    }
+    json_object_foreach((json_t *)a, key, av)
+        if (!json_object_get(b, key))
+            json_object_set_new(d, key, json_null());
+    if (!json_object_size(d)) {
+        json_decref(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* What this controller owns of a Work: its spec, labels and annotations. A new object whose
+ * members are work's (borrowed). */
+static json_t *owned_part(const json_t *work)
+{
+    const json_t *md = json_object_get(work, "metadata");
+    return json_pack("{s:O*, s:{s:O*, s:O*}}", "spec", json_object_get(work, "spec"), "metadata", "labels",
+                     json_object_get(md, "labels"), "annotations", json_object_get(md, "annotations"));
+}
+
+/* The merge patch that makes have, the cached Work, into upd (have with our spec, labels and
+ * annotations): what changed of them, null for our keys upd no longer has. Nothing else
+ * (the finalizers, others' labels and annotations, the status) is in it, and no
+ * resourceVersion: the Work's spec does not depend on what else the Work went through since
+ * the cached copy, so the write does not meet a conflict whenever a member's status write
+ * came in between (docs/BENCHMARKS.md, live status at scale). The cached copy is never older
+ * than our own last write (copy_behind): what it lacks of ours is what we do not want. */
+static json_t *owned_patch(const json_t *have, const json_t *upd)
+{
+    json_t *a = owned_part(have), *b = owned_part(upd);
+    json_t *d = merge_diff(a, b);
+    json_decref(a);
+    json_decref(b);
+    return d ? d : json_object();
+}
+
 /* What target i's Work needs (on the reconciling thread): r->pending[i] is the Work to
  * create or the update to write, or NULL when the Work is as it should be. Building and
  * comparing is quick; only writes wait, so only they go to the pool: after a restart, a pass
@@ -840,15 +933,25 @@ static void prepare_target(render *r, int i)
 {
     if (r->unchanged && r->unchanged[i])
         return;
-    json_t *want = NULL;
-    r->rc[i] = build_work(r, i, &want, &r->err[i]);
-    if (r->rc[i])
-        return;
     /* whole: the update below starts from it, and is compared with it */
-    char *wkey = fl_cat(fl_json_meta(want, "namespace"), "/", r->wname, NULL);
+    char *wns = fl_names_execution_space(r->targets[i].cluster);
+    char *wkey = fl_cat(wns, "/", r->wname, NULL);
+    free(wns);
     json_t *have = NULL;
     fl_informer_get_whole(r->b->works, wkey, &have);
+    bool behind = have && copy_behind(r->b, wkey, have);
     free(wkey);
+    if (behind) {
+        r->rc[i] = FL_ECONFLICT; /* our last write is on its way to the cache: soon again */
+        json_decref(have);
+        return;
+    }
+    json_t *want = NULL;
+    r->rc[i] = build_work(r, i, &want, &r->err[i]);
+    if (r->rc[i]) {
+        json_decref(have);
+        return;
+    }
     if (!have) {
         r->pending[i] = json_incref(want);
         r->create[i] = true;
@@ -894,6 +997,7 @@ static void prepare_target(render *r, int i)
             bool spec = !fl_json_same(json_object_get(upd, "spec"), json_object_get(have, "spec"));
             record_rendered_from(r, i, upd, gen + spec);
             r->pending[i] = upd;
+            r->patch[i] = owned_patch(have, upd);
         } else {
             json_decref(upd);
         }
@@ -911,22 +1015,32 @@ static void write_target(void *ctx, int k)
     int i = r->writes[k];
     json_t *w = r->pending[i];
     r->pending[i] = NULL;
-    /* copies: an update hands w over, and the server may change it */
+    /* copies: w goes before the answer */
     char *wns = fl_strdup(fl_json_meta(w, "namespace")), *wk = fl_asprintf("%s/%s", wns, r->wname);
     remember_echo(r->b, wk, w);
     fl_client_error ce;
     memset(&ce, 0, sizeof ce);
+    json_t *stored = NULL;
     int rc;
     if (r->create[i]) {
-        rc = fl_client_create(r->b->env.cp, &WORKS, wns, w, NULL, NULL, &ce);
+        rc = fl_client_create(r->b->env.cp, &WORKS, wns, w, NULL, &stored, &ce);
         if (rc == FL_EEXIST)
             rc = FL_ECONFLICT; /* the cache is behind: its event brings us back */
         json_decref(w);
     } else {
-        /* handed over: the server stores it as it is (what it shares with the informer's
-         * copy it replaces, never changes) */
-        rc = fl_client_update_given(r->b->env.cp, &WORKS, wns, w, NULL, NULL, &ce);
+        /* no precondition: owned_patch */
+        char *body = json_dumps(r->patch[i], JSON_COMPACT);
+        rc = body ? fl_client_patch(r->b->env.cp, &WORKS, wns, r->wname, FL_PATCH_MERGE, body, strlen(body), NULL,
+                                    &stored, &ce)
+                  : FL_ENOMEM;
+        free(body);
+        json_decref(w);
+        if (rc == FL_ENOTFOUND)
+            rc = FL_ECONFLICT; /* deleted since the cache's copy: its event brings us back */
     }
+    if (!rc)
+        note_written(r->b, wk, stored);
+    json_decref(stored);
     if (rc && rc != FL_ECONFLICT)
         r->err[i] = fl_asprintf("writing Work %s: %s", wk, fl_errmsg(ce.message, rc));
     free(wk);
@@ -1088,6 +1202,7 @@ static void render_alloc(render *r)
     r->wrote = fl_calloc(n, sizeof(bool));
     r->pending = fl_calloc(n, sizeof(json_t *));
     r->create = fl_calloc(n, sizeof(bool));
+    r->patch = fl_calloc(n, sizeof(json_t *));
     r->writes = fl_calloc(n, sizeof(int));
 }
 
@@ -1098,12 +1213,14 @@ static void render_close(render *r)
     for (int x = 0; r->err && x < r->n; x++) {
         free(r->err[x]);
         json_decref(r->pending[x]);
+        json_decref(r->patch[x]);
     }
     free(r->err);
     free(r->inputs);
     free(r->unchanged);
     free(r->pending);
     free(r->create);
+    free(r->patch);
     free(r->writes);
     free(r->rc);
     free(r->wrote);
@@ -1124,8 +1241,11 @@ static int mark_unchanged(render *r)
         json_t *have = NULL;
         char *wns = fl_names_execution_space(r->targets[t].cluster);
         fl_informer_get(r->b->works, wns, r->wname, &have);
+        char *wk = fl_cat(wns, "/", r->wname, NULL);
         free(wns);
-        r->unchanged[t] = have && rendered_unchanged(r, t, have);
+        /* a copy behind our own write is prepared (and waited for) in prepare_target */
+        r->unchanged[t] = have && !copy_behind(r->b, wk, have) && rendered_unchanged(r, t, have);
+        free(wk);
         unchanged += r->unchanged[t];
         json_decref(have);
     }
@@ -1328,6 +1448,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->bare = json_object();
     b->gone = json_object();
     b->echo = json_object();
+    b->written = json_object();
     b->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     b->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
     b->works = fl_ctrl_informer(env, WORKS.api_version, WORKS.resource);
@@ -1364,6 +1485,7 @@ static void bindctl_stop(void *state)
     json_decref(b->bare);
     json_decref(b->gone);
     json_decref(b->echo);
+    json_decref(b->written);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }

@@ -10,9 +10,12 @@
  * Endpoints: a comma-separated list of http:// or https:// URLs of the cluster's members.
  * A request goes to the current endpoint; when it cannot connect, or the member answers that
  * it has no leader, the client moves to the next and tries again, each endpoint at most once
- * per request. A write (txn, compaction, lease) is retried only when it surely did not reach
- * a member (the connection was refused); otherwise its outcome is unknown and the caller is
- * told so (FL_ETIMEDOUT), never a false success.
+ * per request. A write (a txn with a PUT or DELETE, compaction, a lease grant) is retried only
+ * when it surely did not reach a member (the connection was refused); otherwise its outcome
+ * is unknown and the caller is told so (FL_ETIMEDOUT), never a false success. A lease
+ * keepalive or revoke, which does the same when done twice, is retried like a read. Every request asks for a leader (gRPC
+ * metadata hasleader), so a member cut off from its cluster refuses at once and ends its
+ * watches, rather than holding them open and silent.
  *
  * Threads: every function may be called from any thread at once; requests borrow an HTTP
  * handle from a small pool (kept alive between requests). A watch runs on the calling
@@ -41,8 +44,10 @@ typedef struct fl_etcd_error {
     int code;            /* FL_ETIMEDOUT: unreachable, no leader, timed out, or a write's
                             outcome unknown; FL_ETOOBIG: request too large; FL_EEXPIRED: the
                             revision asked for is compacted (compact_rev says to where);
-                            FL_EINVAL: etcd refused the request as malformed; FL_EIO:
-                            anything else (no space: nospace true) */
+                            FL_EINVAL: etcd refused the request as malformed (a future
+                            revision, a key twice in one txn); FL_ENOTFOUND: a txn's PUT
+                            names a lease that is gone; FL_EIO: anything else (no space:
+                            nospace true) */
     bool nospace;        /* etcd's "database space exceeded" alarm */
     int64_t compact_rev; /* with FL_EEXPIRED, when etcd said */
     char msg[256];       /* one line: the endpoint and what it said */
@@ -127,6 +132,7 @@ int fl_etcd_lease_grant(fl_etcd *c, int64_t ttl_s, int64_t *id, fl_etcd_error *e
 /* Renew once: 0 with *ttl_s the seconds the lease now has, 0 when it is gone (expired or
  * revoked: the caller's keys under it are gone too). */
 int fl_etcd_lease_keepalive(fl_etcd *c, int64_t id, int64_t *ttl_s, fl_etcd_error *e);
+/* Revoke: the keys under the lease go with it. 0 also when the lease was already gone. */
 int fl_etcd_lease_revoke(fl_etcd *c, int64_t id, fl_etcd_error *e);
 
 /* ---- watches ---- */
@@ -135,7 +141,8 @@ enum fl_etcd_event_type { FL_ETCD_EV_PUT = 1, FL_ETCD_EV_DELETE = 2 };
 
 typedef struct fl_etcd_event {
     int type;            /* enum fl_etcd_event_type */
-    fl_etcd_kv kv;       /* a DELETE's kv has the key and mod_rev (the delete's revision) */
+    fl_etcd_kv kv;       /* a DELETE's kv has the key and mod_rev (the delete's revision);
+                            its value is NULL */
     fl_etcd_kv prev;     /* with prev_kv: the value before (prev.key NULL when none) */
 } fl_etcd_event;
 

@@ -12,7 +12,9 @@
 #include "core/strbuf.h"
 #include "store/etcd_client.h"
 
-#define FL_ETCD_POOL_MAX 8 /* idle HTTP handles kept for reuse (each keeps its connections) */
+#define FL_ETCD_POOL_MAX 64 /* idle HTTP handles kept for reuse (each keeps its connections): as
+                            * many as the server has request workers, or those beyond it would
+                            * open a connection per request */
 
 struct fl_etcd {
     char **eps;                /* endpoint base URLs, no trailing '/' */

@@ -112,6 +112,8 @@ static void *renew_main(void *arg)
     return NULL;
 }
 
+static void stop_renewing(fl_etcd_lead *l);
+
 /* One try to take the key: 1 taken, 0 someone holds it, <0 an error (logged by the caller). */
 static int try_take(fl_etcd_lead *l, const char *identity, fl_etcd_error *e)
 {
@@ -146,6 +148,14 @@ static int try_take(fl_etcd_lead *l, const char *identity, fl_etcd_error *e)
 int fl_etcd_lead_campaign(fl_etcd_lead *l, const char *identity, int ttl_s, const volatile int *stop,
                           void (*lost)(void *ctx), void *ctx)
 {
+    /* a campaign after a lost lead: the last renewing thread has ended (it said so), and
+     * the lease it renewed is gone or going */
+    stop_renewing(l);
+    if (l->lease) {
+        fl_etcd_error e = {0};
+        fl_etcd_lease_revoke(l->c, l->lease, &e);
+        l->lease = 0;
+    }
     l->ttl_s = ttl_s;
     l->lost = lost;
     l->lost_ctx = ctx;

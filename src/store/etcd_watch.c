@@ -13,12 +13,14 @@
  * most STOP_POLL_MS at a time: that is what makes a stop take effect while no data flows
  * (curl_easy_perform would call the progress function only about once a second). The stop
  * flag is read both between polls and in the progress function. No overall timeout and no
- * low-speed limit: a quiet watch is a healthy one. TCP keep-alive notices a dead peer, and
+ * low-speed limit: a quiet watch is a healthy one; only the "created" response must come
+ * within the request timeout (else the next member is tried). TCP keep-alive notices a dead peer, and
  * the leader requirement (the Grpc-Metadata-hasleader header every request carries) makes
  * a member that loses its leader end the stream rather than fall silent. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/json.h"
@@ -219,6 +221,8 @@ static CURLcode run(fl_etcd *c, watch *w, const fl_strbuf *body, char *cerr)
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
     curl_multi_add_handle(m, h);
     CURLcode cc = CURLE_ABORTED_BY_CALLBACK;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         int running = 0, left;
         curl_multi_perform(m, &running);
@@ -230,8 +234,18 @@ static CURLcode run(fl_etcd *c, watch *w, const fl_strbuf *body, char *cerr)
                 done = true;
             }
         }
-        if (done || stopped(w))
+        if (done || stopped(w) || w->rc)
             break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long waited = (long)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (!w->created && waited > c->timeout_ms) {
+            /* a member that takes the connection but never answers: try the next */
+            char what[64];
+            snprintf(what, sizeof what, "no answer within %ld ms", c->timeout_ms);
+            fail(w, FL_ETIMEDOUT, "watch: %s", what);
+            w->unavailable = true;
+            break;
+        }
         curl_multi_poll(m, NULL, 0, STOP_POLL_MS, NULL);
     }
     if (!w->status)
@@ -271,6 +285,13 @@ static int watch_with(fl_etcd *c, const char *key, const char *range_end, int64_
         char cerr[CURL_ERROR_SIZE] = "";
         CURLcode cc = run(c, &w, &body, cerr);
         bool next = false; /* nothing reached the caller: another member may serve the watch */
+        if (!w.rc && !w.ended && !stopped(&w) && w.status == 200 && w.buf.len) {
+            size_t s = 0; /* a last response not ended by a newline (a stream's error, say) */
+            while (s < w.buf.len && (w.buf.p[s] == ' ' || w.buf.p[s] == '\r'))
+                s++;
+            if (s < w.buf.len)
+                on_line(&w, w.buf.p + s, w.buf.len - s);
+        }
         if (w.rc) {
             rc = w.rc;
             next = w.unavailable && !w.delivered;

@@ -1,14 +1,16 @@
 /* store.h - the store interface: a revision log of keys to object bytes.
  *
  * Every write appends one revision; the revision number is global, strictly
- * increasing, and is the resourceVersion of the object written. The store knows
+ * increasing, and is the resourceVersion of the object written. Revisions may skip
+ * numbers: an etcd store's are etcd's, which count every transaction of the cluster. The store knows
  * nothing about Kubernetes: keys are strings ("/<group>/<resource>/<ns>/<name>"),
  * values are opaque bytes (JSON rendered by the API layer).
  *
  * Backends implement it behind one table of operations (store_impl.h), chosen once by
- * fl_store_open from fl_store_config: SQLite (store_sqlite*.c), the embedded default, and
- * memory only (store_memory.c, below); docs/internals/store.md, "The backend contract",
- * is what a third (etcd) implements. The watch fan-out (store_watch.c) and the index of
+ * fl_store_open from fl_store_config: SQLite (store_sqlite*.c), the embedded default,
+ * memory only (store_memory.c, below), and etcd (store_etcd*.c), for several server
+ * replicas on one etcd cluster; docs/internals/store.md, "The backend contract", is what
+ * each implements. The watch fan-out (store_watch.c) and the index of
  * live keys (store_cache.c) serve them all. A backend keeps every live key with its
  * revisions in memory, the values of the keys written last (SQLite: up to
  * value_cache_bytes; the others are read from the file when asked for), and a window of
@@ -89,7 +91,9 @@ typedef struct fl_store_config {
 
 /* Open (creating if needed) a store. *out is set on every path (NULL on failure).
  * Loads the current state into memory. Returns FL_EIO on open/schema failure, FL_EINVAL
- * if cfg is NULL or names neither a path nor memory. */
+ * if cfg is NULL or names neither a path, memory nor etcd servers (or etcd's are not
+ * usable URLs or TLS files: one line logged); an etcd store that cannot read its state
+ * returns FL_ETIMEDOUT (no member answered) or FL_EIO, having logged why. */
 int fl_store_open(const fl_store_config *cfg, fl_store **out);
 /* Stop background work, wake and end all watches (they return FL_ECLOSED), close. NULL-safe. */
 void fl_store_free(fl_store *s);
@@ -133,7 +137,10 @@ void fl_store_rest(fl_store *s);
  * fl_store_rest lets go of them; 0 for a memory store. Any thread. */
 size_t fl_store_quick_bytes(fl_store *s);
 
-/* Head revision (the highest revision written). */
+/* Head revision: the revision the state in memory is exact at, the highest written. An
+ * etcd store's may be a revision of its cluster's that wrote none of the store's keys (the
+ * revision it opened at, or one a progress notification reached): a list at it, a watch
+ * from it and a write after it behave as at the last revision written before it. */
 int64_t fl_store_rev(fl_store *s);
 
 /* A health probe that writes nothing, for /livez and /readyz: 0 when a reader takes the
@@ -176,11 +183,16 @@ size_t fl_store_count(fl_store *s, const char *prefix);
 
 enum fl_store_op_type { FL_STORE_CREATE = 1, FL_STORE_UPDATE = 2, FL_STORE_DELETE = 3 };
 
-/* Render the value to store, now that its revision is known. Called exactly once
- * per attempted write, on the store's writer thread (a memory store: on the caller's
- * thread, holding the store's lock, so keep it short), with the current value of the
- * key (NULL for create, and with fl_store_op.no_current) and the revision the write will
- * get. Returns a heap string
+/* Render the value to store with the revision it gets. Called once per attempted write
+ * by SQLite and memory stores, on the store's writer thread (a memory store: on the
+ * caller's thread, holding the store's lock, so keep it short), with the current value of
+ * the key (NULL for create, and with fl_store_op.no_current) and the revision the write
+ * will get. An etcd store learns the revision only when its transaction commits: it calls
+ * render first with a stand-in revision (a random 18-digit number, whose digits it cuts out
+ * of the bytes), then, once committed, again with the real one, on the caller's thread and
+ * holding no lock; both calls get the same current value. So a render must be a pure
+ * function of (current, rev), apart from remembering the last revision it was given (the
+ * API's sets the object's resourceVersion). Returns a heap string
  * (malloc'd, the store takes ownership) and its length in *len; for a delete the
  * value is the object's final state as seen by DELETED watch events. Must not call
  * back into the store. */
@@ -194,7 +206,9 @@ typedef struct fl_store_op {
     void *ctx;
     /* Optional: told the value rendered for this op as soon as it exists, before the commit
      * makes it visible to anyone (on the store's writer thread; ctx as render's). The op may
-     * still fail after this: then the value is never stored. */
+     * still fail after this: then the value is never stored. An etcd store calls it once,
+     * with the value of the second render (the real revision), after its commit but before
+     * the write returns; its readers see those same bytes. */
     void (*rendered)(void *ctx, fl_blob *value);
     /* Optional, instead of render: the value as a blob (refcount 1, the store takes it),
      * or NULL for FL_EINVAL. Lets a caller encode before the writer thread and leave it
@@ -216,13 +230,22 @@ typedef struct fl_store_op {
                                  for DELETE the final value; NULL on failure */
 } fl_store_op;
 
-/* Apply one write and wait until it is durable (a memory store: until it is applied). Returns:
+/* Apply one write and wait until it is durable (a memory store: until it is applied; an
+ * etcd store: committed by the cluster and applied to this replica's memory, so that the
+ * caller reads its own write). Returns:
  *   0            success; op->rev and op->value set
  *   FL_EEXIST    CREATE of a live key
  *   FL_ENOTFOUND UPDATE/DELETE of an absent key
  *   FL_ECONFLICT prev_rev != 0 and != the key's current revision
  *   FL_EIO       the commit failed (nothing was written)
- *   FL_ECLOSED   the store is closing */
+ *   FL_ECLOSED   the store is closing
+ *   FL_ETIMEDOUT etcd: no member answered, no leader, or the outcome is unknown (the write
+ *                may have committed); or it committed but this replica did not see it
+ *                within FL_ETCD_APPLY_WAIT_MS (10 s)
+ *   FL_ETOOBIG   etcd: the request was larger than the cluster takes
+ * An etcd store's DELETE whose final value differs from the current one takes two
+ * revisions: the final value is put, then deleted (watchers see an update, then the
+ * delete carrying it); op->rev is the delete's. */
 int fl_store_write(fl_store *s, fl_store_op *op);
 
 /* ---- notes ----
@@ -231,7 +254,9 @@ int fl_store_write(fl_store *s, fl_store_op *op);
  * revisions: writing one moves no revision and tells no watch. The server notes in one the
  * revision up to which its controllers had finished (docs/internals/propagation.md,
  * "Resuming at a reconciled revision"). Names are short ASCII words. A memory store keeps
- * none: a read answers FL_ENOTFOUND, a write FL_EUNSUPPORTED. */
+ * none: a read answers FL_ENOTFOUND, a write FL_EUNSUPPORTED. An etcd store keeps each as a
+ * key of its own, /flotilla/notes/<name>, outside the store's prefix (its writes take a
+ * revision of the cluster's, none of the store's). */
 
 /* Set note name to value, durably (per the store's durability) before it returns: 0, or
  * FL_EIO. Any thread; the store's writes go on meanwhile. */
@@ -265,7 +290,7 @@ bool fl_store_shared(fl_store *s);
  * (both looked at every few hundred ms); it retries through the store's failures meanwhile,
  * with a log line. From a return of 0 on, lost(ctx) is called once, on a thread of the
  * store's, if the lead is lost (its lease lapsed or was taken): fenced writes then fail with
- * FL_EFENCED. Once per store. Any thread. */
+ * FL_EFENCED. After lost, a new campaign may follow; one at a time. Any thread. */
 int fl_store_lead(fl_store *s, const char *identity, int ttl_s, const volatile int *stop, void (*lost)(void *ctx),
                   void *ctx);
 /* Give the lead up (a clean stop): another process takes it over at once. NULL-safe; does

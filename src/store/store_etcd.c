@@ -223,6 +223,11 @@ static int etcd_open(const fl_store_config *cfg, fl_store **out)
     fl_store_etcd *s = fl_calloc(1, sizeof(*s));
     fl_store_base_init(&s->base, &fl_store_etcd_backend);
     s->c = c;
+    ec.timeout_ms = FL_ETCD_WRITE_ATTEMPT_MS;
+    if (fl_etcd_open(&ec, &s->wc, &err) != 0) { /* the same configuration: cannot fail now */
+        free(err);
+        s->wc = NULL;
+    }
     s->prefix = fl_strdup(cfg->etcd_prefix ? cfg->etcd_prefix : DEFAULT_PREFIX);
     s->plen = strlen(s->prefix);
     s->prefix_end = fl_etcd_prefix_end(s->prefix);
@@ -288,6 +293,7 @@ static void etcd_free(fl_store *bs)
     fl_watch_hub_free(s->base.hub); /* waits for replays, which see stop */
     fl_etcd_lead_free(s->lead);     /* its renewing thread uses the client */
     fl_etcd_free(s->c);
+    fl_etcd_free(s->wc);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s->prefix);
@@ -456,12 +462,13 @@ static int etcd_note_get(fl_store *bs, const char *name, int64_t *value, char **
     free(key);
     if (rc)
         return fl_store_etcd_fail(s, "reading a note", &e);
+    const fl_blob *v = n ? kvs[0].value : NULL; /* NULL also for an empty value */
     if (n == 0)
         rc = FL_ENOTFOUND;
     else if (text)
-        *text = fl_strndup(kvs[0].value->data, kvs[0].value->len);
+        *text = v ? fl_strndup(v->data, v->len) : fl_strdup("");
     else
-        *value = strtoll(kvs[0].value->data, NULL, 10);
+        *value = v ? strtoll(v->data, NULL, 10) : 0;
     fl_etcd_kvs_free(kvs, n);
     return rc;
 }
@@ -511,7 +518,7 @@ static int compact_round(fl_store_etcd *s)
         pthread_mutex_lock(&s->mu);
         s->compact_version = res.kvs[0].version;
         pthread_mutex_unlock(&s->mu);
-        fl_store_etcd_saw_compaction(s, strtoll(res.kvs[0].value->data, NULL, 10));
+        fl_store_etcd_saw_compaction(s, res.kvs[0].value ? strtoll(res.kvs[0].value->data, NULL, 10) : 0);
     }
     fl_etcd_txn_result_free(&res);
     return rc;
@@ -569,7 +576,8 @@ static int etcd_leader(fl_store *bs, char **holder, int64_t *since_ms)
     return rc ? fl_store_etcd_fail(s, "reading who leads", &e) : 0;
 }
 
-/* No rest or quick_bytes (every value is the state, kept in memory), no load mark. */
+/* No rest or quick_bytes (every value is the state, kept in memory), no load mark; the
+ * probe's write path is how long the oldest write has been waiting on etcd. */
 const fl_store_backend fl_store_etcd_backend = {
     .open = etcd_open,
     .free = etcd_free,
@@ -582,6 +590,7 @@ const fl_store_backend fl_store_etcd_backend = {
     .compact = etcd_compact,
     .note_set = etcd_note_set,
     .note_get = etcd_note_get,
+    .queued_ms = fl_store_etcd_queued_ms,
     .lead = etcd_lead,
     .lead_release = etcd_lead_release,
     .leader = etcd_leader,

@@ -32,10 +32,16 @@
 /* How long a writer waits for the watcher to apply the revision it wrote (read-your-writes),
  * and a replica that lags for a revision a caller names, before FL_ETIMEDOUT. */
 #define FL_ETCD_APPLY_WAIT_MS 10000
+/* One attempt of a write transaction: a member that lost its leader holds a proposal until
+ * etcd's own timeout (seconds) rather than failing it, so a write is tried again after this
+ * (it cannot apply twice: every write compares a revision), up to FL_ETCD_APPLY_WAIT_MS. */
+#define FL_ETCD_WRITE_ATTEMPT_MS 500
 
 typedef struct fl_store_etcd {
     fl_store base;             /* first: a fl_store * is a fl_store_etcd * */
     fl_etcd *c;
+    fl_etcd *wc;               /* the same members, for write transactions: a short timeout per
+                                  attempt (FL_ETCD_WRITE_ATTEMPT_MS), retried (store_etcd_write.c) */
     char *prefix;              /* etcd key of store key K: prefix + K */
     size_t plen;
     char *prefix_end;          /* fl_etcd_prefix_end(prefix) */
@@ -48,6 +54,7 @@ typedef struct fl_store_etcd {
     pthread_cond_t cv;         /* (monotonic) head moved, closing began, inflight reached 0 */
     bool closing;              /* fl_store_free began: writes get FL_ECLOSED */
     int inflight;              /* writes running */
+    struct fl_store_etcd_inflight *writes; /* those writes, the oldest last (fl_store_probe asks) */
     int64_t compact_version;   /* FL_ETCD_COMPACT_KEY's version as this replica last saw it */
     bool stop;                 /* atomic: the watcher, the compactor and replays end */
     pthread_t watcher, compactor;
@@ -78,6 +85,9 @@ int fl_store_etcd_load(fl_store_etcd *s, fl_store_cache *cache, int64_t *rev);
  * format (written by someone else) is taken as it is. A new reference. */
 fl_blob *fl_store_etcd_stamp(const fl_blob *stored, int64_t rev);
 int fl_store_etcd_write(fl_store *s, fl_store_op *op);
+/* How long the oldest write still running has run, in ms at monotonic now_ms; 0 when none
+ * runs (store_impl.h's queued_ms: a write that waits on an unreachable etcd shows here). */
+int64_t fl_store_etcd_queued_ms(fl_store *s, int64_t now_ms);
 
 /* ---- store_etcd_watch.c ---- */
 

@@ -1,7 +1,8 @@
 /* store_etcd_watch.c - the etcd backend's watcher thread, history replay and watches.
  *
  * One etcd watch per replica: the watcher thread watches the store's whole prefix from the
- * revision after the head, with each event's previous value (prev_kv), and applies every
+ * revision after the head, with each event's previous value (prev_kv) and etcd's periodic
+ * progress notifications (which move the head over revisions outside the prefix), and applies every
  * response to the cache under the store's write lock, publishing its events to the hub in
  * revision order before it lets go; then it wakes the writers waiting to read their
  * writes. Every client watch and in-process informer of this replica is served by the hub
@@ -60,9 +61,24 @@ static fl_store_event *event_of(const fl_etcd_event *ev, const char *key)
 static bool apply(void *ctx, const fl_etcd_event *evs, size_t n, int64_t header_rev)
 {
     fl_store_etcd *s = ctx;
-    (void)header_rev;
-    if (n == 0)
+    if (n == 0) {
+        /* A progress notification: every revision up to header_rev has been delivered, so
+         * the cache is exact there too. Revisions other transactions of the cluster took
+         * (notes, leases, another replica's opening) then count as this replica's head, and
+         * a caller holding one from another replica need not wait for the next write. etcd
+         * sends these to a watcher that has caught up only, every
+         * --experimental-watch-progress-notify-interval (10 minutes unless set). */
+        if (header_rev > fl_store_rev(&s->base)) {
+            pthread_rwlock_wrlock(&s->base.lock);
+            if (header_rev > s->base.head)
+                __atomic_store_n(&s->base.head, header_rev, __ATOMIC_RELEASE);
+            pthread_rwlock_unlock(&s->base.lock);
+            pthread_mutex_lock(&s->mu);
+            pthread_cond_broadcast(&s->cv);
+            pthread_mutex_unlock(&s->mu);
+        }
         return !stopping(s);
+    }
     fl_store_event *small[16], **out = n <= 16 ? small : fl_malloc(n * sizeof(*out));
     size_t m = 0;
     pthread_rwlock_wrlock(&s->base.lock);
@@ -134,7 +150,7 @@ static void *watcher_main(void *arg)
     while (!stopping(s)) {
         int64_t from = fl_store_rev(&s->base) + 1;
         fl_etcd_error e = { 0 };
-        int rc = fl_etcd_watch(s->c, s->prefix, s->prefix_end, from, true, false, apply, s, &s->stop, &e);
+        int rc = fl_etcd_watch(s->c, s->prefix, s->prefix_end, from, true, true, apply, s, &s->stop, &e);
         if (stopping(s))
             break;
         if (fl_store_rev(&s->base) >= from)

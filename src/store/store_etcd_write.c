@@ -32,11 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/random.h"
+#include "core/timefmt.h"
 #include "store/store_cache.h"
 #include "store/store_etcd.h"
 
@@ -137,6 +139,19 @@ static int etcd_key_rev(fl_store_etcd *s, const char *ekey, bool *found, int64_t
     return 0;
 }
 
+/* Whether a failed transaction's reads show ekey holding exactly value; *rev its revision. */
+static bool res_holds(const fl_etcd_txn_result *res, const char *ekey, const char *value, size_t len, int64_t *rev)
+{
+    for (size_t i = 0; i < res->nkvs; i++) {
+        const fl_etcd_kv *kv = &res->kvs[i];
+        if (!strcmp(kv->key, ekey) && kv->value && kv->value->len == len && !memcmp(kv->value->data, value, len)) {
+            *rev = kv->mod_rev;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* One transaction on ekey: if its mod_revision is cmp_rev (and, fenced, this process still
  * leads: etcd_lead.h), put value (value NULL: delete the key), else read it (and the lead's
  * key). 0 with *rev the revision written; 1 when the key's compare failed, with *found and
@@ -155,12 +170,33 @@ static int txn_one(fl_store_etcd *s, bool fenced, const char *ekey, int64_t cmp_
                                 { .type = FL_ETCD_GET, .key = ekey } };
     fl_etcd_txn_result res = { 0 };
     fl_etcd_error e = { 0 };
-    if (fl_etcd_txn(s->c, cmp, fenced ? 2 : 1, &then, 1, fenced ? otherwise : otherwise + 1, fenced ? 2 : 1, &res,
-                    &e) != 0)
+    /* Tried again while its outcome is unknown (a member without a leader holds it): it
+     * cannot apply twice, as it compares the key's revision; if an earlier attempt did
+     * apply, the compare now fails and the key holds exactly this value (below). */
+    bool retried = false;
+    int64_t until = fl_time_mono_ms() + FL_ETCD_APPLY_WAIT_MS;
+    fl_etcd *wc = s->wc ? s->wc : s->c;
+    int64_t attempt_at = fl_time_mono_ms();
+    int trc;
+    while ((trc = fl_etcd_txn(wc, cmp, fenced ? 2 : 1, &then, 1, fenced ? otherwise : otherwise + 1, fenced ? 2 : 1,
+                              &res, &e)) == FL_ETIMEDOUT &&
+           e.code == FL_ETIMEDOUT && fl_time_mono_ms() < until && !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        retried = true;
+        e = (fl_etcd_error){ 0 };
+        /* every member said at once it has no leader: give the election a moment */
+        if (fl_time_mono_ms() - attempt_at < FL_ETCD_WRITE_ATTEMPT_MS / 2) {
+            const struct timespec pause = { 0, 20 * 1000000L };
+            nanosleep(&pause, NULL);
+        }
+        attempt_at = fl_time_mono_ms();
+    }
+    if (trc != 0)
         return fl_store_etcd_fail(s, value ? "put" : "delete", &e);
     int rc = 0;
     if (res.succeeded) {
         *rev = res.rev;
+    } else if (retried && value && res_holds(&res, ekey, value, len, rev)) {
+        rc = 0; /* an attempt that timed out had applied */
     } else {
         /* fenced: the lead's GET came first; the key's own is the one whose key is ekey */
         const fl_etcd_kv *lead = NULL, *kv = NULL;
@@ -304,39 +340,81 @@ static fl_blob *finish(fl_store_etcd *s, fl_store_op *op, const fl_blob *current
     return v;
 }
 
-static void adopt(fl_store_etcd *s, const char *key, fl_blob *v, int64_t rev)
+/* The value to hand back for key written at rev (taking over the reference to v): v, which
+ * the cache then holds in place of its copy of the same bytes; or, should the second render
+ * have given other bytes than the first (an impure render), the cache's, which every replica
+ * holds. */
+static fl_blob *adopt(fl_store_etcd *s, const char *key, fl_blob *v, int64_t rev)
 {
     pthread_rwlock_wrlock(&s->base.lock);
     fl_store_node *n = fl_store_cache_find(&s->base.cache, key);
-    if (n && n->rev == rev && n->value && n->value->len == v->len && memcmp(n->value->data, v->data, v->len) == 0) {
-        fl_blob_unref(n->value);
-        n->value = fl_blob_ref(v);
+    if (n && n->rev == rev && n->value) {
+        if (n->value->len == v->len && memcmp(n->value->data, v->data, v->len) == 0) {
+            fl_blob_unref(n->value);
+            n->value = fl_blob_ref(v);
+        } else {
+            fl_blob_unref(v);
+            v = fl_blob_ref(n->value);
+        }
     }
     pthread_rwlock_unlock(&s->base.lock);
+    return v;
 }
 
-static bool enter(fl_store_etcd *s)
+/* A write running, on its caller's stack, in the store's list of them (under s->mu). */
+struct fl_store_etcd_inflight {
+    struct fl_store_etcd_inflight *prev, *next;
+    int64_t start_ms;
+};
+
+static bool enter(fl_store_etcd *s, struct fl_store_etcd_inflight *w)
 {
+    w->start_ms = fl_time_mono_ms();
+    w->prev = NULL;
     pthread_mutex_lock(&s->mu);
     bool ok = !s->closing;
-    if (ok)
+    if (ok) {
         s->inflight++;
+        w->next = s->writes; /* the newest first: the oldest is the list's tail */
+        if (w->next)
+            w->next->prev = w;
+        s->writes = w;
+    }
     pthread_mutex_unlock(&s->mu);
     return ok;
 }
 
-static void leave(fl_store_etcd *s)
+static void leave(fl_store_etcd *s, struct fl_store_etcd_inflight *w)
 {
     pthread_mutex_lock(&s->mu);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        s->writes = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
     if (--s->inflight == 0)
         pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
+int64_t fl_store_etcd_queued_ms(fl_store *bs, int64_t now_ms)
+{
+    fl_store_etcd *s = (fl_store_etcd *)bs;
+    int64_t oldest = 0;
+    pthread_mutex_lock(&s->mu);
+    /* writes are few (one per caller thread): walking to the oldest is cheap */
+    for (const struct fl_store_etcd_inflight *w = s->writes; w; w = w->next)
+        oldest = w->start_ms;
+    pthread_mutex_unlock(&s->mu);
+    return oldest && now_ms > oldest ? now_ms - oldest : 0;
+}
+
 int fl_store_etcd_write(fl_store *bs, fl_store_op *op)
 {
     fl_store_etcd *s = (fl_store_etcd *)bs;
-    if (!enter(s))
+    struct fl_store_etcd_inflight self;
+    if (!enter(s, &self))
         return FL_ECLOSED;
     char *ekey = fl_store_etcd_key(s, op->key);
     int rc = FL_ECONFLICT;
@@ -357,7 +435,7 @@ int fl_store_etcd_write(fl_store *bs, fl_store_op *op)
             rc = fl_store_etcd_wait_applied(s, rev, FL_ETCD_APPLY_WAIT_MS);
             if (rc == 0) {
                 if (op->type != FL_STORE_DELETE)
-                    adopt(s, op->key, v, rev);
+                    v = adopt(s, op->key, v, rev);
                 op->rev = rev;
                 op->value = v;
             } else {
@@ -373,6 +451,6 @@ int fl_store_etcd_write(fl_store *bs, fl_store_op *op)
         rc = FL_ECONFLICT; /* out of tries */
     }
     free(ekey);
-    leave(s);
+    leave(s, &self);
     return rc;
 }

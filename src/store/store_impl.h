@@ -5,9 +5,9 @@
  * indirect call through the table of operations (struct fl_store_backend) of the backend
  * the store was opened with, as SQLite calls its VFS through sqlite3_vfs and curl its TLS
  * library through struct Curl_ssl. The backends today: SQLite (store_sqlite.c,
- * store_sqlite_write.c), the embedded default, and memory only (store_memory.c), for
- * simulated member clusters; docs/internals/store.md, "The backend contract", says what a
- * third one (etcd) must do.
+ * store_sqlite_write.c), the embedded default, memory only (store_memory.c), for
+ * simulated member clusters, and etcd (store_etcd*.c), for replicas sharing a cluster;
+ * docs/internals/store.md, "The backend contract", says what each must do.
  *
  * Every backend keeps the same state in memory, struct fl_store below: every live key with
  * its revisions in the ordered index (store_cache.c) behind one rwlock, the head and
@@ -125,7 +125,7 @@ void fl_store_base_close(fl_store *s);
 
 /* op's value at revision rev over current (NULL when absent): its render_blob's, else its
  * render's bytes in a blob; NULL when the op renders nothing (FL_EINVAL). The backend's
- * writer, once per attempted write. */
+ * writer, once per attempted write (etcd: with a stand-in revision, then the real one). */
 fl_blob *fl_store_render_value(fl_store_op *op, const fl_blob *current, int64_t rev);
 
 /* ---- reads of the current state, for the backends' get, get_at and lists ---- */

@@ -65,7 +65,8 @@ class EtcdCluster:
                 "--listen-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
                 "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
                 "--initial-cluster", cluster, "--initial-cluster-token", self.token,
-                "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap"]
+                "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap",
+                "--experimental-watch-progress-notify-interval=1s"]
 
     def start_member(self, i):
         log = open(os.path.join(self.base, f"m{i}.log"), "ab")

@@ -8,11 +8,13 @@
  *     ... fl_etcd_open with .endpoints = t.endpoints ...
  *     fl_etcdtest_stop(&t);
  *
- * Each member listens on a free 127.0.0.1 port pair (client, peer) and keeps its data and
+ * Each member listens on free 127.0.0.1 ports (client, peer, and metrics: plain http /health
+ * and /metrics, which the waits use, even when the client port speaks TLS) and keeps its data and
  * its log under one fresh directory in $TMPDIR (t.dir, removed by fl_etcdtest_stop), so tests
  * run in parallel without meeting. The members die with the test process (PR_SET_PDEATHSIG),
  * so a crashed test leaves no etcd behind. fl_etcdtest_kill and fl_etcdtest_restart take one
- * member down and up again, for failover tests.
+ * member down and up again, for failover tests; fl_etcdtest_leader says which one leads, to
+ * kill the leader (an election follows) or a follower (nothing to elect).
  *
  * The binary is $FL_ETCD_BIN, else "etcd" on $PATH (Debian's etcd-server; scripts/setup.sh
  * installs it). Starting waits until every member's /health says true (the cluster has a
@@ -50,9 +52,12 @@ typedef struct fl_etcdtest {
     pid_t pid[FL_ETCDTEST_MAX];              /* 0 when the member is down */
     int client_port[FL_ETCDTEST_MAX];
     int peer_port[FL_ETCDTEST_MAX];
-    char endpoint[FL_ETCDTEST_MAX][64];      /* "http://127.0.0.1:<client port>" */
+    int metrics_port[FL_ETCDTEST_MAX];       /* plain http /health and /metrics, even with TLS */
+    char endpoint[FL_ETCDTEST_MAX][64];      /* "http://127.0.0.1:<client port>" (https with TLS) */
     char endpoints[FL_ETCDTEST_MAX * 64];    /* all of them, comma-separated, member 0 first */
     char dir[256];                           /* data dirs m0, m1, ... and logs m0.log, ... */
+    char extra[8][128];                      /* more flags for every member ("" ends them) */
+    char tls[3][256];                        /* server cert, its key, the CA of client certs */
     char error[768];                         /* why start or restart failed */
 } fl_etcdtest;
 
@@ -80,32 +85,41 @@ static inline int fl_etcdtest_free_port(int *fd)
     return ntohs(a.sin_port);
 }
 
-/* Does GET /health on 127.0.0.1:port answer {"health":"true"} within timeout_ms? */
-static inline bool fl_etcdtest_healthy(int port, int timeout_ms)
+/* GET path from 127.0.0.1:port with plain HTTP/1.0, at most cap - 1 bytes of the answer
+ * (headers included) into buf, NUL-terminated. The bytes read. */
+static inline size_t fl_etcdtest_get(int port, const char *path, char *buf, size_t cap, int timeout_ms)
 {
+    size_t got = 0;
+    buf[0] = 0;
     int s = socket(AF_INET, SOCK_STREAM, 0);
     if (s < 0)
-        return false;
+        return 0;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    char buf[2048];
-    size_t got = 0;
-    bool ok = false;
     if (connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
-        static const char req[] = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-        if (write(s, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+        char req[256];
+        int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+        if (write(s, req, (size_t)n) == n) {
             ssize_t r;
-            while (got < sizeof buf - 1 && (r = read(s, buf + got, sizeof buf - 1 - got)) > 0)
+            while (got < cap - 1 && (r = read(s, buf + got, cap - 1 - got)) > 0)
                 got += (size_t)r;
-            buf[got] = 0;
-            ok = strstr(buf, "\"health\":\"true\"") != NULL;
         }
     }
     close(s);
-    return ok;
+    buf[got] = 0;
+    return got;
+}
+
+/* Does GET /health on 127.0.0.1:port (a member's metrics port, or its client port when that
+ * is plain http) say true (the member has a leader) within timeout_ms? */
+static inline bool fl_etcdtest_healthy(int port, int timeout_ms)
+{
+    char buf[2048];
+    fl_etcdtest_get(port, "/health", buf, sizeof buf, timeout_ms);
+    return strstr(buf, "\"health\":\"true\"") != NULL;
 }
 
 /* The etcd binary to run: $FL_ETCD_BIN, else the first "etcd" on $PATH; false when none. */
@@ -146,7 +160,9 @@ static inline int fl_etcdtest_spawn(fl_etcdtest *t, int i)
     snprintf(data, sizeof data, "%s/m%d", t->dir, i);
     snprintf(log, sizeof log, "%s/m%d.log", t->dir, i);
     snprintf(out, sizeof out, "%s/m%d.out", t->dir, i);
-    snprintf(client, sizeof client, "http://127.0.0.1:%d", t->client_port[i]);
+    snprintf(client, sizeof client, "%s", t->endpoint[i]);
+    char metrics[64];
+    snprintf(metrics, sizeof metrics, "http://127.0.0.1:%d", t->metrics_port[i]);
     snprintf(peer, sizeof peer, "http://127.0.0.1:%d", t->peer_port[i]);
     for (int j = 0; j < t->n; j++) {
         size_t l = strlen(cluster);
@@ -158,7 +174,23 @@ static inline int fl_etcdtest_spawn(fl_etcdtest *t, int i)
                     "--advertise-client-urls", client, "--listen-peer-urls", peer,
                     "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
                     "--initial-cluster-state", "new", "--initial-cluster-token", token,
-                    "--logger", "zap", "--log-outputs", log, "--log-level", "warn", NULL};
+                    "--logger", "zap", "--log-outputs", log, "--log-level", "warn",
+                    "--listen-metrics-urls", metrics,
+                    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t argc = 0;
+    while (argv[argc])
+        argc++;
+    if (t->tls[0][0]) {
+        argv[argc++] = "--cert-file";
+        argv[argc++] = t->tls[0];
+        argv[argc++] = "--key-file";
+        argv[argc++] = t->tls[1];
+        argv[argc++] = "--trusted-ca-file";
+        argv[argc++] = t->tls[2];
+        argv[argc++] = "--client-cert-auth";
+    }
+    for (int k = 0; k < 8 && t->extra[k][0]; k++)
+        argv[argc++] = t->extra[k];
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -202,7 +234,7 @@ static inline int fl_etcdtest_wait(fl_etcdtest *t, int deadline_ms)
                          i, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), t->dir, i, t->dir, i);
                 return -1;
             }
-            if (all && !fl_etcdtest_healthy(t->client_port[i], 500))
+            if (all && !fl_etcdtest_healthy(t->metrics_port[i], 500))
                 all = false;
         }
         if (all)
@@ -237,11 +269,37 @@ static inline void fl_etcdtest_stop(fl_etcdtest *t)
     t->dir[0] = 0;
 }
 
-/* Start a fresh etcd of members (1 to FL_ETCDTEST_MAX) members and wait until it serves.
- * 0, or -1 with t->error set and nothing left running. */
-static inline int fl_etcdtest_start(fl_etcdtest *t, int members)
+/* Start a fresh etcd of members (1 to FL_ETCDTEST_MAX) members and wait until it serves;
+ * extra, when not NULL, is a NULL-terminated list of up to 8 more flags for every member
+ * ("--experimental-watch-progress-notify-interval=300ms"). 0, or -1 with t->error set and
+ * nothing left running. */
+static inline int fl_etcdtest_start_tls(fl_etcdtest *t, int members, const char *const *extra, const char *cert_file,
+                                        const char *key_file, const char *ca_file);
+static inline int fl_etcdtest_start_with(fl_etcdtest *t, int members, const char *const *extra)
+{
+    return fl_etcdtest_start_tls(t, members, extra, NULL, NULL, NULL);
+}
+
+/* fl_etcdtest_start_with, and the client port speaks TLS only: the members serve cert_file
+ * (with key_file; its SANs must hold 127.0.0.1) and require a client certificate signed by
+ * the CA in ca_file. t->endpoint and t->endpoints are https:// URLs; peers, /health and
+ * /metrics stay plain. */
+static inline int fl_etcdtest_start_tls(fl_etcdtest *t, int members, const char *const *extra, const char *cert_file,
+                                        const char *key_file, const char *ca_file)
 {
     memset(t, 0, sizeof *t);
+    if (cert_file && key_file && ca_file) {
+        snprintf(t->tls[0], sizeof t->tls[0], "%s", cert_file);
+        snprintf(t->tls[1], sizeof t->tls[1], "%s", key_file);
+        snprintf(t->tls[2], sizeof t->tls[2], "%s", ca_file);
+    }
+    for (int k = 0; extra && extra[k]; k++) {
+        if (k == 8 || strlen(extra[k]) >= sizeof t->extra[k]) {
+            snprintf(t->error, sizeof t->error, "etcdtest: more than 8 extra flags, or one over 127 bytes");
+            return -1;
+        }
+        snprintf(t->extra[k], sizeof t->extra[k], "%s", extra[k]);
+    }
     if (members < 1 || members > FL_ETCDTEST_MAX) {
         snprintf(t->error, sizeof t->error, "etcdtest: %d members asked for, 1 to %d possible", members, FL_ETCDTEST_MAX);
         return -1;
@@ -254,20 +312,23 @@ static inline int fl_etcdtest_start(fl_etcdtest *t, int members)
         t->dir[0] = 0;
         return -1;
     }
-    int fds[2 * FL_ETCDTEST_MAX];
+    int fds[3 * FL_ETCDTEST_MAX];
     int nfd = 0;
     for (int i = 0; i < members; i++) {
         t->client_port[i] = fl_etcdtest_free_port(&fds[nfd]);
         nfd += t->client_port[i] > 0;
         t->peer_port[i] = fl_etcdtest_free_port(&fds[nfd]);
         nfd += t->peer_port[i] > 0;
-        snprintf(t->endpoint[i], sizeof t->endpoint[i], "http://127.0.0.1:%d", t->client_port[i]);
+        t->metrics_port[i] = fl_etcdtest_free_port(&fds[nfd]);
+        nfd += t->metrics_port[i] > 0;
+        snprintf(t->endpoint[i], sizeof t->endpoint[i], "%s://127.0.0.1:%d", t->tls[0][0] ? "https" : "http",
+                 t->client_port[i]);
         size_t l = strlen(t->endpoints);
         snprintf(t->endpoints + l, sizeof t->endpoints - l, "%s%s", i ? "," : "", t->endpoint[i]);
     }
     for (int i = 0; i < nfd; i++)
         close(fds[i]);
-    if (nfd != 2 * members) {
+    if (nfd != 3 * members) {
         snprintf(t->error, sizeof t->error, "etcdtest: no free port on 127.0.0.1");
         fl_etcdtest_stop(t);
         return -1;
@@ -291,6 +352,30 @@ static inline int fl_etcdtest_start(fl_etcdtest *t, int members)
     return 0;
 }
 
+/* The index of the member that leads now, by each member's etcd_server_is_leader metric,
+ * or -1 when none says it leads. */
+static inline int fl_etcdtest_leader(const fl_etcdtest *t)
+{
+    size_t cap = 4u << 20; /* the metrics page is ~150 KiB */
+    char *buf = malloc(cap);
+    int found = -1;
+    for (int i = 0; buf && found < 0 && i < t->n; i++) {
+        if (t->pid[i] > 0) {
+            fl_etcdtest_get(t->metrics_port[i], "/metrics", buf, cap, 2000);
+            if (strstr(buf, "\netcd_server_is_leader 1"))
+                found = i;
+        }
+    }
+    free(buf);
+    return found;
+}
+
+/* fl_etcdtest_start_with, no extra flags. */
+static inline int fl_etcdtest_start(fl_etcdtest *t, int members)
+{
+    return fl_etcdtest_start_with(t, members, NULL);
+}
+
 /* Kill member i at once (SIGKILL: no goodbye to its peers), as a crash would. */
 static inline void fl_etcdtest_kill(fl_etcdtest *t, int i)
 {
@@ -301,8 +386,9 @@ static inline void fl_etcdtest_kill(fl_etcdtest *t, int i)
     }
 }
 
-/* Start member i again on its old ports and data, and wait until the members up are healthy.
- * 0 or -1 (t->error). */
+/* Start member i again on its old ports and data. When the members up then make a quorum,
+ * wait until they are all healthy (a leader is elected); with fewer there can be no leader,
+ * so return once the process runs. 0 or -1 (t->error). */
 static inline int fl_etcdtest_restart(fl_etcdtest *t, int i)
 {
     if (i < 0 || i >= t->n || t->pid[i] > 0) {
@@ -311,7 +397,10 @@ static inline int fl_etcdtest_restart(fl_etcdtest *t, int i)
     }
     if (fl_etcdtest_spawn(t, i) != 0)
         return -1;
-    return fl_etcdtest_wait(t, FL_ETCDTEST_START_MS);
+    int up = 0;
+    for (int j = 0; j < t->n; j++)
+        up += t->pid[j] > 0;
+    return up > t->n / 2 ? fl_etcdtest_wait(t, FL_ETCDTEST_START_MS) : 0;
 }
 
 #endif

@@ -9,8 +9,10 @@
  * template and the scheduled binding the detector and the scheduler would, and plays the
  * execution controller's part in a deletion (it removes the Works' finalizer). Every wait
  * polls the API against a deadline. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +24,7 @@
 
 #include "core/json_get.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 
 #include "testapi.h"
 #include "testutil.h"
@@ -267,6 +270,116 @@ static void test_a_binding_deleted_removes_its_works(void **state)
     assert_null(work_of(f, "member2"));
 }
 
+/* ---- spec writes against a member's status writes ---- */
+
+#define CHANGES 12
+
+/* The members' status writes to the two Works, one after another about every millisecond
+ * (merge patches of status.conditions, as the execution controller's observations are sent),
+ * until told to stop; the number of the last one to each Work answered 200 stays in last[]. */
+typedef struct status_writer {
+    fixture *f;
+    char path[2][256];
+    atomic_int stop;
+    atomic_int last[2];
+} status_writer;
+
+static void *write_statuses(void *arg)
+{
+    status_writer *s = arg;
+    for (int n = 1; !atomic_load(&s->stop) && n < 10000000; n++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"status\":{\"conditions\":[{\"type\":\"Applied\",\"status\":\"True\",\"reason\":\"Test\","
+                 "\"message\":\"write %d\",\"lastTransitionTime\":\"2026-12-07T00:00:00Z\"}]}}",
+                 n);
+        if (test_api_request(&s->f->api, "PATCH", s->path[n % 2], "application/merge-patch+json", body) == 200)
+            atomic_store(&s->last[n % 2], n);
+        sleep_ms(1); /* not faster than the caches can follow on a busy machine */
+    }
+    return NULL;
+}
+
+/* The server's count of verb requests on resource answered code (its /metrics family). */
+static double requests(const char *verb, const char *resource, int code)
+{
+    char want[200];
+    snprintf(want, sizeof want, "flotilla_apiserver_request_total{verb=\"%s\",resource=\"%s\",code=\"%d\"} ", verb,
+             resource, code);
+    size_t len = 0;
+    char *text = fl_metrics_render(&len);
+    const char *at = strstr(text, want);
+    double v = at ? strtod(at + strlen(want), NULL) : 0;
+    free(text);
+    return v;
+}
+
+/* The Work of cluster has the containers want in its manifest and, as its last condition
+ * message, the status write numbered last. */
+static void assert_spec_and_status(fixture *f, const char *cluster, const char *want, int last)
+{
+    assert_true(manifest_has(f, cluster, "spec.template.spec.containers", want));
+    json_t *w = work_of(f, cluster);
+    char msg[32];
+    snprintf(msg, sizeof msg, "write %d", last);
+    assert_string_equal(fl_json_str(json_array_get(fl_json_path(w, "status.conditions"), 0), "message"), msg);
+    json_decref(w);
+}
+
+/* The binding controller's Work writes do not depend on the Work's resourceVersion: members
+ * writing the Works' status all the while make none of them conflict, every change of the
+ * template lands while the status writes go on, and no status write is lost. */
+static void test_spec_writes_do_not_conflict_with_status_writes(void **state)
+{
+    fixture *f = *state;
+    char *uid = create_scheduled(f);
+    free(uid);
+    WAIT_UNTIL(manifest_has(f, "member1", "spec.replicas", "2"), DEADLINE_MS);
+    WAIT_UNTIL(manifest_has(f, "member2", "spec.replicas", "4"), DEADLINE_MS);
+    status_writer s = {.f = f};
+    for (int c = 0; c < 2; c++) {
+        json_t *w = work_of(f, c ? "member2" : "member1");
+        snprintf(s.path[c], sizeof s.path[c], "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-member%d/works/%s/status",
+                 c + 1, fl_json_meta(w, "name"));
+        json_decref(w);
+    }
+    double conflicts = requests("PUT", "works", 409) + requests("PATCH", "works", 409);
+    double written = requests("PUT", "works", 200) + requests("PATCH", "works", 200);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, write_statuses, &s), 0);
+    /* each change waited for with the writer running; the writer stops before any assert */
+    int landed = 0;
+    char want[96] = "";
+    for (int k = 0; k < CHANGES && landed == k; k++) {
+        char image[32];
+        snprintf(image, sizeof image, "nginx:1.%d", 30 + k);
+        json_t *p = json_pack("{s:{s:{s:{s:[{s:s, s:s}]}}}}", "spec", "template", "spec", "containers", "name",
+                              "nginx", "image", image);
+        int code = test_api_send(&f->api, "PATCH", DEPLOYS "/nginx", p);
+        json_decref(p);
+        snprintf(want, sizeof want, "[{\"image\":\"%s\",\"name\":\"nginx\"}]", image);
+        int64_t until = now_ms() + DEADLINE_MS;
+        bool both = false;
+        while (code == 200 && !both && now_ms() < until) {
+            both = manifest_has(f, "member1", "spec.template.spec.containers", want) &&
+                   manifest_has(f, "member2", "spec.template.spec.containers", want);
+            if (!both)
+                sleep_ms(5);
+        }
+        landed += both;
+    }
+    int before_stop = atomic_load(&s.last[0]) + atomic_load(&s.last[1]);
+    atomic_store(&s.stop, 1);
+    pthread_join(th, NULL);
+    assert_int_equal(landed, CHANGES);
+    assert_true(before_stop > 0); /* the status writes went on while the spec changed */
+    assert_int_equal(requests("PUT", "works", 409) + requests("PATCH", "works", 409) - conflicts, 0);
+    assert_true(requests("PUT", "works", 200) + requests("PATCH", "works", 200) - written >= 2 * CHANGES);
+    /* the last status write to each is there, beside the last spec */
+    assert_spec_and_status(f, "member1", want, atomic_load(&s.last[0]));
+    assert_spec_and_status(f, "member2", want, atomic_load(&s.last[1]));
+}
+
 int main(void)
 {
     fl_mem_init();
@@ -276,6 +389,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_an_override_rule_changes_only_its_clusters_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_cluster_no_longer_targeted_loses_its_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_binding_deleted_removes_its_works, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spec_writes_do_not_conflict_with_status_writes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,13 @@
 #include <cmocka.h>
 #include <pthread.h>
 
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "api/tls.h"
 #include "core/err.h"
 #include "etcdtest.h"
 #include "store/etcd_client.h"
@@ -21,7 +28,8 @@ static fl_etcd *cli;
 
 static int start_one(void **state)
 {
-    if (fl_etcdtest_start(&etcd1, 1) != 0) {
+    static const char *const flags[] = {"--experimental-watch-progress-notify-interval=300ms", NULL};
+    if (fl_etcdtest_start_with(&etcd1, 1, flags) != 0) {
         fprintf(stderr, "%s\n", etcd1.error);
         return -1; /* cmocka fails the group */
     }
@@ -321,6 +329,19 @@ static void binary_values_with_nuls_round_trip(void **state)
     assert_memory_equal(kvs[1].value->data, bin, len);
     assert_int_equal(kvs[1].value->data[len], 0);
     fl_etcd_kvs_free(kvs, n);
+    /* every padding: lengths 0 to 8, keys too */
+    for (size_t l = 0; l <= 8; l++) {
+        char key[16] = "bpad/";
+        memcpy(key + 5, "\x01\x7f\xc3\xa9xyz!", l); /* non-ASCII key bytes */
+        key[5 + l] = 0;
+        put(key, bin, l);
+        assert_int_equal(fl_etcd_range(cli, key, NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(kvs[0].key, key);
+        assert_int_equal(kvs[0].value->len, l);
+        assert_memory_equal(kvs[0].value->data, bin, l);
+        fl_etcd_kvs_free(kvs, n);
+    }
     /* a VALUE compare against binary bytes */
     fl_etcd_cmp cmp = {.key = "bin/k", .target = FL_ETCD_VALUE, .result = FL_ETCD_EQUAL, .value = bin, .value_len = len};
     fl_etcd_txn_result r;
@@ -477,6 +498,76 @@ static void watch_from_a_compacted_revision_is_expired(void **state)
     assert_non_null(strstr(e.msg, etcd1.endpoint[0]));
 }
 
+static bool until_progress(void *ctx, const fl_etcd_event *evs, size_t n, int64_t header_rev)
+{
+    int64_t *progress_rev = ctx;
+    if (n == 0)
+        *progress_rev = header_rev;
+    return n != 0;
+}
+
+static void watch_progress_notify_sends_empty_responses(void **state)
+{
+    int64_t rev = puts_("pn/other", "x"); /* the notification covers writes elsewhere too */
+    int64_t progress_rev = 0;
+    bool stop = false;
+    later l = {.flag = &stop, .after_ms = 5000}; /* the bound, should no notification come */
+    pthread_t th;
+    pthread_create(&th, NULL, set_later, &l);
+    fl_etcd_error e;
+    assert_int_equal(fl_etcd_watch(cli, "pn/w/", "pn/w0", 0, false, true, until_progress, &progress_rev, &stop, &e),
+                     0);
+    __atomic_store_n(&stop, true, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    assert_true(progress_rev >= rev);
+}
+
+typedef struct dying {
+    fl_etcd *c;
+    const char *prefix, *end;
+    seen s;
+    int rc;
+    fl_etcd_error e;
+    bool stop;        /* the bound, should the watch not end by itself */
+    long long ended;
+} dying;
+
+static void *watch_in_thread(void *p)
+{
+    dying *d = p;
+    d->rc = fl_etcd_watch(d->c, d->prefix, d->end, 1, false, false, collect, &d->s, &d->stop, &d->e);
+    d->ended = fl_etcdtest_now_ms();
+    return NULL;
+}
+
+static void a_watch_whose_member_dies_ends_with_etimedout(void **state)
+{
+    fl_etcdtest t;
+    if (fl_etcdtest_start(&t, 1) != 0)
+        fail_msg("%s", t.error);
+    char *err;
+    fl_etcd_config cfg = {.endpoints = t.endpoint[0]};
+    dying d = {.s.want = 100, .prefix = "wd/", .end = "wd0"};
+    assert_int_equal(fl_etcd_open(&cfg, &d.c, &err), 0);
+    fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "wd/k", .value = "1", .value_len = 1};
+    fl_etcd_txn_result r;
+    assert_int_equal(fl_etcd_txn(d.c, NULL, 0, &op, 1, NULL, 0, &r, &d.e), 0);
+    fl_etcd_txn_result_free(&r);
+    pthread_t th;
+    pthread_create(&th, NULL, watch_in_thread, &d);
+    for (int i = 0; i < 100 && !__atomic_load_n(&d.s.n, __ATOMIC_ACQUIRE); i++)
+        usleep(20 * 1000);
+    long long killed = fl_etcdtest_now_ms();
+    fl_etcdtest_kill(&t, 0);
+    pthread_join(th, NULL);
+    printf("watch ended %lld ms after its member died: %s\n", d.ended - killed, d.e.msg);
+    assert_int_equal(d.s.n, 1);
+    assert_int_equal(d.rc, FL_ETIMEDOUT);
+    assert_true(d.ended - killed < 2000);
+    fl_etcd_free(d.c);
+    fl_etcdtest_stop(&t);
+}
+
 /* ---- leases, status ---- */
 
 static void leases_keep_alive_and_revoke_deletes_their_keys(void **state)
@@ -508,6 +599,9 @@ static void leases_keep_alive_and_revoke_deletes_their_keys(void **state)
     assert_int_equal(fl_etcd_lease_keepalive(cli, id, &ttl, &e), 0);
     assert_int_equal(ttl, 0);
     assert_int_equal(fl_etcd_lease_revoke(cli, id, &e), 0);
+    /* a put under a lease that is gone is refused, and says why */
+    assert_int_equal(fl_etcd_txn(cli, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ENOTFOUND);
+    assert_non_null(strstr(e.msg, "lease not found"));
 }
 
 static void status_reports_the_revision_and_a_leader(void **state)
@@ -542,6 +636,7 @@ static void *put_many(void *p)
 static void requests_from_many_threads_at_once(void **state)
 {
     pthread_t th[6];
+    long long t0 = fl_etcdtest_now_ms();
     for (int t = 0; t < 6; t++)
         pthread_create(&th[t], NULL, put_many, (void *)(intptr_t)t);
     for (int t = 0; t < 6; t++) {
@@ -549,6 +644,8 @@ static void requests_from_many_threads_at_once(void **state)
         pthread_join(th[t], &rv);
         assert_null(rv);
     }
+    long long took = fl_etcdtest_now_ms() - t0;
+    printf("240 puts from 6 threads: %lld ms (%.0f writes/s)\n", took, took ? 240000.0 / took : 0.0);
     fl_etcd_kv *kvs;
     size_t n;
     bool more;
@@ -556,6 +653,173 @@ static void requests_from_many_threads_at_once(void **state)
     assert_int_equal(fl_etcd_range(cli, "cc/", "cc0", 0, 0, true, &kvs, &n, &more, NULL, &e), 0);
     assert_int_equal(n, 240);
     fl_etcd_kvs_free(kvs, n);
+}
+
+/* ---- a member that takes a request and never answers ---- */
+
+static void a_write_whose_answer_is_lost_is_not_sent_again(void **state)
+{
+    /* a socket that listens and never accepts: the kernel completes the connection, the
+     * request goes out, and no answer comes */
+    int fd = -1;
+    int port = fl_etcdtest_free_port(&fd);
+    assert_true(port > 0);
+    assert_int_equal(listen(fd, 16), 0);
+    char list[256];
+    snprintf(list, sizeof list, "http://127.0.0.1:%d,%s", port, etcd1.endpoint[0]);
+    fl_etcd *c;
+    char *err = NULL;
+    fl_etcd_config cfg = {.endpoints = list, .timeout_ms = 1500};
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "lost/k", .value = "1", .value_len = 1};
+    fl_etcd_txn_result r;
+    fl_etcd_error e;
+    long long t0 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500 + 2000);
+    assert_non_null(strstr(e.msg, "outcome is unknown"));
+    /* ... so the healthy second member never saw it */
+    fl_etcd_kv *kvs;
+    size_t n;
+    bool more;
+    assert_int_equal(fl_etcd_range(cli, "lost/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_int_equal(n, 0);
+    fl_etcd_free(c);
+    /* a read through the same list goes on to the second member */
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    puts_("lost/r", "here");
+    assert_int_equal(fl_etcd_range(c, "lost/r", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_int_equal(n, 1);
+    fl_etcd_kvs_free(kvs, n);
+    /* a watch too: a member that never says the watch was created is left for the next */
+    fl_etcd_free(c);
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    seen s = {.want = 1};
+    bool stop = false;
+    int64_t rev = current_rev();
+    t0 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_watch(c, "lost/", "lost0", rev, false, false, collect, &s, &stop, &e), 0);
+    assert_int_equal(s.n, 1);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500 + 2000);
+    /* and so do the requests after it, without waiting on the silent one again */
+    t0 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), 0);
+    fl_etcd_txn_result_free(&r);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1500); /* not the silent one again: that alone takes 1500 */
+    fl_etcd_free(c);
+    close(fd);
+}
+
+/* ---- a full database ---- */
+
+static void a_full_database_is_eio_with_nospace(void **state)
+{
+    fl_etcdtest t;
+    static const char *const flags[] = {"--quota-backend-bytes=1048576", NULL}; /* 1 MiB */
+    if (fl_etcdtest_start_with(&t, 1, flags) != 0)
+        fail_msg("%s", t.error);
+    fl_etcd *c;
+    char *err;
+    fl_etcd_config cfg = {.endpoints = t.endpoints};
+    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    static char val[256 << 10];
+    memset(val, 'z', sizeof val);
+    int rc = 0;
+    fl_etcd_error e;
+    for (int i = 0; i < 40 && rc == 0; i++) { /* 10 MiB at most: the quota is reached well before */
+        char key[32];
+        snprintf(key, sizeof key, "full/%02d", i);
+        fl_etcd_op op = {.type = FL_ETCD_PUT, .key = key, .value = val, .value_len = sizeof val};
+        fl_etcd_txn_result r;
+        rc = fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e);
+        fl_etcd_txn_result_free(&r);
+    }
+    printf("full: %s\n", e.msg);
+    assert_int_equal(rc, FL_EIO);
+    assert_true(e.nospace);
+    assert_non_null(strstr(e.msg, "database space exceeded"));
+    /* reads still work */
+    fl_etcd_kv *kvs;
+    size_t n;
+    bool more;
+    assert_int_equal(fl_etcd_range(c, "full/", "full0", 0, 0, true, &kvs, &n, &more, NULL, &e), 0);
+    assert_true(n >= 1);
+    assert_false(e.nospace);
+    fl_etcd_kvs_free(kvs, n);
+    fl_etcd_free(c);
+    fl_etcdtest_stop(&t);
+}
+
+/* ---- something else than etcd at an endpoint ---- */
+
+typedef struct canned {
+    int fd;             /* listening */
+    const char *answer; /* what every connection gets, after its request */
+    int served;
+} canned;
+
+static void *serve_canned(void *p)
+{
+    canned *k = p;
+    for (;;) {
+        int c = accept(k->fd, NULL, NULL);
+        if (c < 0)
+            return NULL; /* the test shut the socket down */
+        char buf[4096];
+        ssize_t r = read(c, buf, sizeof buf); /* headers and a small body come in one read */
+        if (r > 0 && write(c, k->answer, strlen(k->answer)) > 0)
+            k->served++;
+        close(c);
+    }
+}
+
+static void a_proxy_error_moves_a_read_on_and_a_stranger_is_eio(void **state)
+{
+    static const char *const answers[] = {
+        "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 11\r\nConnection: close\r\n\r\nbad gateway",
+        "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 14\r\nConnection: close\r\n\r\n"
+        "<h1>nope</h1>\n",
+    };
+    puts_("px/k", "v");
+    for (int i = 0; i < 2; i++) {
+        canned k = {.answer = answers[i]};
+        int port = fl_etcdtest_free_port(&k.fd);
+        assert_true(port > 0);
+        assert_int_equal(listen(k.fd, 16), 0);
+        pthread_t th;
+        pthread_create(&th, NULL, serve_canned, &k);
+        char list[256];
+        snprintf(list, sizeof list, "http://127.0.0.1:%d,%s", port, etcd1.endpoint[0]);
+        fl_etcd_config cfg = {.endpoints = list, .timeout_ms = 2000};
+        fl_etcd *c;
+        char *err;
+        assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+        fl_etcd_kv *kvs = NULL;
+        size_t n = 0;
+        bool more;
+        fl_etcd_error e;
+        int rc = fl_etcd_range(c, "px/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e);
+        fl_etcd_kvs_free(kvs, n);
+        if (i == 0) {
+            assert_int_equal(rc, 0); /* a member behind a proxy is down: the next one serves */
+            assert_int_equal(n, 1);
+            assert_int_equal(e.code, 0); /* no trace of the first failure once it went well */
+            fl_etcd_free(c);
+            assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+            fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "px/w", .value = "1", .value_len = 1};
+            fl_etcd_txn_result r;
+            assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
+            assert_non_null(strstr(e.msg, "outcome is unknown"));
+        } else {
+            assert_int_equal(rc, FL_EIO); /* not etcd at all: a configuration mistake, said once */
+            assert_non_null(strstr(e.msg, "HTTP 404, not an etcd answer: <h1>nope</h1>"));
+        }
+        assert_true(k.served >= 1);
+        fl_etcd_free(c);
+        shutdown(k.fd, SHUT_RDWR);
+        pthread_join(th, NULL);
+        close(k.fd);
+    }
 }
 
 /* ---- configuration ---- */
@@ -590,66 +854,116 @@ static void a_bad_endpoint_url_is_einval_with_a_clear_line(void **state)
 
 /* ---- failover on a cluster of three ---- */
 
-static void failover_skips_a_dead_member_then_fails_fast_when_all_are_down(void **state)
-{
+typedef struct cluster {
     fl_etcdtest t;
-    if (fl_etcdtest_start(&t, 3) != 0)
-        fail_msg("%s", t.error);
+    fl_etcd *c;       /* every member, the first to die first */
+    fl_etcd *fresh;   /* a client made after a death, so that it starts at the dead member */
+    char order[FL_ETCDTEST_MAX * 64];
+} cluster;
+
+static int start_three(void **state)
+{
+    cluster *k = calloc(1, sizeof *k);
+    *state = k;
+    if (fl_etcdtest_start(&k->t, 3) != 0) {
+        fprintf(stderr, "%s\n", k->t.error);
+        return -1;
+    }
+    return 0;
+}
+
+static int stop_three(void **state)
+{
+    cluster *k = *state;
+    fl_etcd_free(k->c);
+    fl_etcd_free(k->fresh);
+    fl_etcdtest_stop(&k->t);
+    free(k);
+    return 0;
+}
+
+static fl_etcd *open_list(const char *endpoints)
+{
     fl_etcd *c;
     char *err = NULL;
-    fl_etcd_config cfg = {.endpoints = t.endpoints, .timeout_ms = 2000};
-    assert_int_equal(fl_etcd_open(&cfg, &c, &err), 0);
+    fl_etcd_config cfg = {.endpoints = endpoints, .timeout_ms = 2000};
+    if (fl_etcd_open(&cfg, &c, &err) != 0)
+        fail_msg("%s", err);
+    return c;
+}
+
+static void failover_skips_a_dead_member_then_fails_fast_when_all_are_down(void **state)
+{
+    cluster *k = *state;
+    /* the first endpoint is a follower, so that its death needs no election */
+    int leader = fl_etcdtest_leader(&k->t);
+    assert_true(leader >= 0);
+    int first = (leader + 1) % 3, second = (leader + 2) % 3;
+    snprintf(k->order, sizeof k->order, "%s,%s,%s", k->t.endpoint[first], k->t.endpoint[second],
+             k->t.endpoint[leader]);
+    k->c = open_list(k->order);
     fl_etcd_error e;
     fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "fo/k", .value = "1", .value_len = 1};
     fl_etcd_txn_result r;
-    assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), 0);
-    int64_t first = r.rev;
+    assert_int_equal(fl_etcd_txn(k->c, NULL, 0, &op, 1, NULL, 0, &r, &e), 0);
+    int64_t rev1 = r.rev;
     fl_etcd_txn_result_free(&r);
 
-    /* member 0, the first endpoint, dies: reads, writes and a watch go to the others */
-    fl_etcdtest_kill(&t, 0);
-    fl_etcd *c2; /* a fresh client starts at the dead member */
-    assert_int_equal(fl_etcd_open(&cfg, &c2, &err), 0);
+    /* the first endpoint dies: a write, a read and a watch go to the next at once */
+    fl_etcdtest_kill(&k->t, first);
+    k->fresh = open_list(k->order);
     long long t0 = fl_etcdtest_now_ms();
     op.value = "2";
-    int rc = fl_etcd_txn(c2, NULL, 0, &op, 1, NULL, 0, &r, &e);
+    int rc = fl_etcd_txn(k->fresh, NULL, 0, &op, 1, NULL, 0, &r, &e);
     if (rc)
-        fail_msg("write after member 0 died: %s", e.msg);
-    assert_true(r.rev > first);
+        fail_msg("write with the first endpoint dead: %s", e.msg);
+    assert_true(r.rev > rev1);
     fl_etcd_txn_result_free(&r);
+    printf("first write with the first endpoint dead: %lld ms\n", fl_etcdtest_now_ms() - t0);
+    assert_true(fl_etcdtest_now_ms() - t0 < 2000); /* loaded machines: the point is it succeeds */
+    fl_etcd_free(k->fresh);
+    k->fresh = open_list(k->order);
     fl_etcd_kv *kvs;
     size_t n;
     bool more;
-    assert_int_equal(fl_etcd_range(c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_int_equal(fl_etcd_range(k->fresh, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
     assert_string_equal(kvs[0].value->data, "2");
     fl_etcd_kvs_free(kvs, n);
-    printf("first write with member 0 dead: %lld ms\n", fl_etcdtest_now_ms() - t0);
-    fl_etcd_free(c2);
-    assert_int_equal(fl_etcd_open(&cfg, &c2, &err), 0);
+    fl_etcd_free(k->fresh);
+    k->fresh = open_list(k->order);
     seen s = {.want = 1};
     bool stop = false;
-    assert_int_equal(fl_etcd_watch(c2, "fo/", "fo0", first, false, false, collect, &s, &stop, &e), 0);
+    assert_int_equal(fl_etcd_watch(k->fresh, "fo/", "fo0", rev1, false, false, collect, &s, &stop, &e), 0);
     assert_string_equal(s.vals[0], "1");
-    fl_etcd_free(c2);
 
-    /* member 1 too: member 2 alone has no leader; a read says so within the bound */
-    fl_etcdtest_kill(&t, 1);
-    long long end = fl_etcdtest_now_ms() + 10000;
-    do {
-        t0 = fl_etcdtest_now_ms();
-        rc = fl_etcd_range(c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e);
-        fl_etcd_kvs_free(kvs, n);
-    } while (rc == 0 && fl_etcdtest_now_ms() < end && usleep(100 * 1000) == 0);
-    assert_int_equal(rc, FL_ETIMEDOUT);
-    printf("read with no leader: %lld ms: %s\n", fl_etcdtest_now_ms() - t0, e.msg);
-    assert_true(fl_etcdtest_now_ms() - t0 < 3 * cfg.timeout_ms + 500);
-    /* once member 2 knows it has no leader it says so at once (the client asks for a leader),
-     * rather than holding the read until the timeout */
+    /* the second too: the leader alone has no quorum. A watch on it ends, saying so, rather
+     * than staying open and silent (the client asks for a leader) */
+    dying d = {.s.want = 100, .prefix = "fo/", .end = "fo0"};
+    d.c = open_list(k->t.endpoint[leader]);
+    pthread_t th;
+    pthread_create(&th, NULL, watch_in_thread, &d);
+    for (int i = 0; i < 100 && !__atomic_load_n(&d.s.n, __ATOMIC_ACQUIRE); i++)
+        usleep(20 * 1000);
+    fl_etcdtest_kill(&k->t, second);
+    long long killed = fl_etcdtest_now_ms();
+    for (int i = 0; i < 150 && !__atomic_load_n(&d.ended, __ATOMIC_ACQUIRE); i++)
+        usleep(100 * 1000);
+    __atomic_store_n(&d.stop, true, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    printf("watch on the leader that lost its quorum ended after %lld ms: %s\n", d.ended - killed, d.e.msg);
+    fl_etcd_free(d.c);
+    assert_int_equal(d.s.n, 2); /* "1" and "2", before */
+    assert_int_equal(d.rc, FL_ETIMEDOUT);
+    assert_non_null(strstr(d.e.msg, "no leader"));
+    /* and once it knows it has no leader, a read hears so at once, not at the timeout */
     bool quick = false;
-    end = fl_etcdtest_now_ms() + 10000;
+    long long end = fl_etcdtest_now_ms() + 10000;
     while (!quick && fl_etcdtest_now_ms() < end) {
         t0 = fl_etcdtest_now_ms();
-        rc = fl_etcd_range(c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e);
+        rc = fl_etcd_range(k->c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e);
+        fl_etcd_kvs_free(kvs, n);
+        assert_true(rc == 0 || rc == FL_ETIMEDOUT);
+        assert_true(fl_etcdtest_now_ms() - t0 < 3 * 2000 + 500); /* each endpoint once */
         quick = rc == FL_ETIMEDOUT && strstr(e.msg, "no leader") && fl_etcdtest_now_ms() - t0 < 500;
         if (!quick)
             usleep(200 * 1000);
@@ -657,20 +971,194 @@ static void failover_skips_a_dead_member_then_fails_fast_when_all_are_down(void 
     printf("no leader, said at once: %s\n", e.msg);
     assert_true(quick);
     /* a write that reached a member without a leader is not sent again, and is no success */
-    rc = fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e);
-    assert_int_equal(rc, FL_ETIMEDOUT);
+    assert_int_equal(fl_etcd_txn(k->c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
 
-    /* every member down: FL_ETIMEDOUT at once (connections refused), each endpoint named once */
-    fl_etcdtest_kill(&t, 2);
+    /* every member down: FL_ETIMEDOUT at once (connections refused) */
+    fl_etcdtest_kill(&k->t, leader);
     t0 = fl_etcdtest_now_ms();
-    assert_int_equal(fl_etcd_range(c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), FL_ETIMEDOUT);
-    assert_int_equal(fl_etcd_txn(c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
-    assert_int_equal(fl_etcd_watch(c, "fo/", "fo0", 0, false, false, collect, &s, &stop, &e), FL_ETIMEDOUT);
+    assert_int_equal(fl_etcd_range(k->c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), FL_ETIMEDOUT);
+    assert_non_null(strstr(e.msg, "all 3 endpoints tried"));
+    assert_int_equal(fl_etcd_txn(k->c, NULL, 0, &op, 1, NULL, 0, &r, &e), FL_ETIMEDOUT);
+    assert_int_equal(fl_etcd_watch(k->c, "fo/", "fo0", 0, false, false, collect, &s, &stop, &e), FL_ETIMEDOUT);
     long long took = fl_etcdtest_now_ms() - t0;
     printf("all members down, range+txn+watch: %lld ms: %s\n", took, e.msg);
     assert_true(took < 1000);
-    fl_etcd_free(c);
-    fl_etcdtest_stop(&t);
+
+    /* two come back: the same client finds them */
+    assert_int_equal(fl_etcdtest_restart(&k->t, first), 0);
+    if (fl_etcdtest_restart(&k->t, second) != 0)
+        fail_msg("%s", k->t.error);
+    assert_int_equal(fl_etcd_range(k->c, "fo/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_string_equal(kvs[0].value->data, "2");
+    fl_etcd_kvs_free(kvs, n);
+}
+
+/* ---- TLS ---- */
+
+static char *bio_text(BIO *b)
+{
+    char *p;
+    long n = BIO_get_mem_data(b, &p);
+    char *s = malloc((size_t)n + 1); /* p is not NUL-terminated */
+    memcpy(s, p, (size_t)n);
+    s[n] = 0;
+    BIO_free(b);
+    return s;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A key and a certificate for it, signed by the PKI's CA, with extended key usage eku
+ * ("serverAuth,clientAuth") and, when ip, the SAN IP:ip; written to cert_path and key_path. */
+static void make_cert(const fl_pki *pki, const char *cn, const char *eku, const char *ip, const char *cert_path,
+                      const char *key_path)
+{
+    BIO *b = BIO_new_mem_buf(pki->ca_cert_pem, -1);
+    X509 *ca = PEM_read_bio_X509(b, NULL, NULL, NULL);
+    BIO_free(b);
+    b = BIO_new_mem_buf(pki->ca_key_pem, -1);
+    EVP_PKEY *ca_key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+    BIO_free(b);
+    assert_non_null(ca);
+    assert_non_null(ca_key);
+
+    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    X509 *x = X509_new();
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(fl_etcdtest_now_ms() & 0x7fffffff));
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, X509_get_subject_name(ca));
+    X509_set_pubkey(x, k);
+    X509V3_CTX ctx;
+    X509V3_set_ctx(&ctx, ca, x, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_ext_key_usage, eku);
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+    ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_key_usage, "critical,digitalSignature,keyEncipherment");
+    X509_add_ext(x, ext, -1);
+    X509_EXTENSION_free(ext);
+    if (ip) {
+        char san[64];
+        snprintf(san, sizeof san, "IP:%s", ip);
+        ext = X509V3_EXT_conf_nid(NULL, &ctx, NID_subject_alt_name, san);
+        X509_add_ext(x, ext, -1);
+        X509_EXTENSION_free(ext);
+    }
+    assert_true(X509_sign(x, ca_key, EVP_sha256()) > 0);
+    b = BIO_new(BIO_s_mem());
+    PEM_write_bio_X509(b, x);
+    char *cert = bio_text(b);
+    b = BIO_new(BIO_s_mem());
+    PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
+    char *key = bio_text(b);
+    write_file(cert_path, cert);
+    write_file(key_path, key);
+    free(cert);
+    free(key);
+    X509_free(x);
+    X509_free(ca);
+    EVP_PKEY_free(k);
+    EVP_PKEY_free(ca_key);
+}
+
+typedef struct tls_setup {
+    fl_etcdtest t;
+    char dir[64];
+    char ca[128], srv_cert[128], srv_key[128], cli_cert[128], cli_key[128];
+    fl_etcd *c;
+} tls_setup;
+
+static int start_tls(void **state)
+{
+    tls_setup *x = calloc(1, sizeof *x);
+    *state = x;
+    snprintf(x->dir, sizeof x->dir, "/tmp/fl-etcd-tls-XXXXXX");
+    if (!mkdtemp(x->dir))
+        return -1;
+    fl_pki pki;
+    char *err = NULL;
+    if (fl_pki_ensure(x->dir, NULL, &pki, &err) != 0) {
+        fprintf(stderr, "pki: %s\n", err);
+        return -1;
+    }
+    snprintf(x->ca, sizeof x->ca, "%s/pki/ca.crt", x->dir);
+    snprintf(x->srv_cert, sizeof x->srv_cert, "%s/etcd.crt", x->dir);
+    snprintf(x->srv_key, sizeof x->srv_key, "%s/etcd.key", x->dir);
+    snprintf(x->cli_cert, sizeof x->cli_cert, "%s/client.crt", x->dir);
+    snprintf(x->cli_key, sizeof x->cli_key, "%s/client.key", x->dir);
+    /* etcd 3.4's JSON gateway dials its own gRPC port with the member's certificate: with
+     * --client-cert-auth that certificate must be good for client authentication too */
+    make_cert(&pki, "etcd", "serverAuth,clientAuth", "127.0.0.1", x->srv_cert, x->srv_key);
+    make_cert(&pki, "flotilla", "clientAuth", NULL, x->cli_cert, x->cli_key);
+    fl_pki_close(&pki);
+    if (fl_etcdtest_start_tls(&x->t, 1, NULL, x->srv_cert, x->srv_key, x->ca) != 0) {
+        fprintf(stderr, "%s\n", x->t.error);
+        return -1;
+    }
+    return 0;
+}
+
+static int stop_tls(void **state)
+{
+    tls_setup *x = *state;
+    fl_etcd_free(x->c);
+    fl_etcdtest_stop(&x->t);
+    x->t.dir[0] = 0;
+    if (x->dir[0]) {
+        snprintf(x->t.dir, sizeof x->t.dir, "%s", x->dir); /* fl_etcdtest_stop removes a tree */
+        fl_etcdtest_stop(&x->t);
+    }
+    free(x);
+    return 0;
+}
+
+static void https_with_a_client_certificate_works_and_without_fails(void **state)
+{
+    tls_setup *x = *state;
+    assert_non_null(strstr(x->t.endpoints, "https://"));
+    char *err = NULL;
+    fl_etcd_config cfg = {.endpoints = x->t.endpoints, .cafile = x->ca, .certfile = x->cli_cert, .keyfile = x->cli_key};
+    assert_int_equal(fl_etcd_open(&cfg, &x->c, &err), 0);
+    fl_etcd_op op = {.type = FL_ETCD_PUT, .key = "tls/k", .value = "secret", .value_len = 6};
+    fl_etcd_txn_result r;
+    fl_etcd_error e;
+    if (fl_etcd_txn(x->c, NULL, 0, &op, 1, NULL, 0, &r, &e) != 0)
+        fail_msg("txn over https: %s", e.msg);
+    int64_t rev = r.rev;
+    fl_etcd_txn_result_free(&r);
+    fl_etcd_kv *kvs;
+    size_t n;
+    bool more;
+    assert_int_equal(fl_etcd_range(x->c, "tls/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    assert_string_equal(kvs[0].value->data, "secret");
+    fl_etcd_kvs_free(kvs, n);
+    seen s = {.want = 1};
+    bool stop = false;
+    assert_int_equal(fl_etcd_watch(x->c, "tls/", "tls0", rev, false, false, collect, &s, &stop, &e), 0);
+    assert_int_equal(s.n, 1);
+
+    /* no client certificate: the member refuses; no CA: the member's certificate is not trusted */
+    fl_etcd *c;
+    fl_etcd_config nocert = {.endpoints = x->t.endpoints, .cafile = x->ca, .timeout_ms = 2000};
+    fl_etcd_config noca = {.endpoints = x->t.endpoints, .certfile = x->cli_cert, .keyfile = x->cli_key,
+                           .timeout_ms = 2000};
+    const fl_etcd_config *bad[] = {&nocert, &noca};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(fl_etcd_open(bad[i], &c, &err), 0);
+        int rc = fl_etcd_range(c, "tls/k", NULL, 0, 0, false, &kvs, &n, &more, NULL, &e);
+        printf("https %s: %s\n", i ? "without the CA" : "without a client certificate", e.msg);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(e.msg, x->t.endpoint[0]));
+        fl_etcd_free(c);
+    }
 }
 
 /* ---- latency on loopback (printed, not asserted) ---- */
@@ -710,6 +1198,28 @@ static void sequential_request_latency_on_loopback(void **state)
     fl_etcd_kvs_free(kvs, n);
     printf("loopback latency: txn (put) %.0f us, range (one key) %.0f us, range of %d keys %lld ms\n",
            (t1 - t0) * 1000.0 / N, (t2 - t1) * 1000.0 / N, N, t3 - t2);
+
+    /* a list-sized read: 2000 keys of 1 KiB, written 100 to a txn */
+    static char val[1024];
+    memset(val, 'v', sizeof val);
+    for (int b = 0; b < 20; b++) {
+        fl_etcd_op ops[100];
+        char keys[100][32];
+        for (int i = 0; i < 100; i++) {
+            snprintf(keys[i], sizeof keys[i], "big/%04d", b * 100 + i);
+            ops[i] = (fl_etcd_op){.type = FL_ETCD_PUT, .key = keys[i], .value = val, .value_len = sizeof val};
+        }
+        fl_etcd_txn_result r;
+        assert_int_equal(fl_etcd_txn(cli, NULL, 0, ops, 100, NULL, 0, &r, &e), 0);
+        fl_etcd_txn_result_free(&r);
+    }
+    long long t4 = fl_etcdtest_now_ms();
+    assert_int_equal(fl_etcd_range(cli, "big/", "big0", 0, 0, false, &kvs, &n, &more, NULL, &e), 0);
+    long long t5 = fl_etcdtest_now_ms();
+    assert_int_equal(n, 2000);
+    assert_int_equal(kvs[1999].value->len, 1024);
+    fl_etcd_kvs_free(kvs, n);
+    printf("range of 2000 keys of 1 KiB: %lld ms\n", t5 - t4);
 }
 
 int main(void)
@@ -725,9 +1235,12 @@ int main(void)
         cmocka_unit_test(watch_from_a_revision_sees_puts_and_deletes_in_order),
         cmocka_unit_test(watch_sees_a_write_made_while_it_waits),
         cmocka_unit_test(watch_stop_flag_ends_it_within_a_second),
+        cmocka_unit_test(watch_progress_notify_sends_empty_responses),
         cmocka_unit_test(leases_keep_alive_and_revoke_deletes_their_keys),
         cmocka_unit_test(status_reports_the_revision_and_a_leader),
         cmocka_unit_test(requests_from_many_threads_at_once),
+        cmocka_unit_test(a_write_whose_answer_is_lost_is_not_sent_again),
+        cmocka_unit_test(a_proxy_error_moves_a_read_on_and_a_stranger_is_eio),
         cmocka_unit_test(sequential_request_latency_on_loopback),
         /* these compact: after the tests that read old revisions */
         cmocka_unit_test(range_at_a_compacted_revision_is_expired),
@@ -735,7 +1248,11 @@ int main(void)
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(a_bad_endpoint_url_is_einval_with_a_clear_line),
-        cmocka_unit_test(failover_skips_a_dead_member_then_fails_fast_when_all_are_down),
+        cmocka_unit_test(a_watch_whose_member_dies_ends_with_etimedout),
+        cmocka_unit_test(a_full_database_is_eio_with_nospace),
+        cmocka_unit_test_setup_teardown(https_with_a_client_certificate_works_and_without_fails, start_tls, stop_tls),
+        cmocka_unit_test_setup_teardown(failover_skips_a_dead_member_then_fails_fast_when_all_are_down, start_three,
+                                        stop_three),
     };
     int failed = cmocka_run_group_tests_name("etcd, one member", one, start_one, stop_one);
     failed += cmocka_run_group_tests_name("etcd, configuration and a cluster of three", alone, NULL, NULL);

@@ -1,5 +1,9 @@
 /* test_store.c - unit tests for the store (src/store/), SQLite and memory-only.
  *
+ * The backend-neutral tests live in test_store_contract.h, which test_store_etcd.c runs
+ * against etcd too; this file registers them for SQLite and memory stores and adds the
+ * tests only SQLite has (the file, kill -9, load marks, rest, the writer's batches).
+ *
  * Each test opens a fresh database in its own temporary directory. Values are
  * rendered as "<text>@<rev>" so a test can check that the bytes stored carry the
  * revision the store assigned. The crash test forks a writer child and kills it

@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,77 @@ static void test_stored_values_get_their_revision_back_where_the_header_says(voi
     assert_string_equal(kvs[0].value->data, "FL1 5\ntext@");
     fl_etcd_kvs_free(kvs, n);
     fl_etcd_free(c);
+}
+
+static char *render_big(void *ctx, const fl_blob *current, int64_t rev, size_t *len)
+{
+    size_t n = (size_t)2 << 20; /* past etcd's default --max-request-bytes (1.5 MiB) */
+    char *out = fl_malloc(n + 1);
+    memset(out, 'x', n);
+    out[n] = 0;
+    *len = n;
+    return out;
+}
+
+static char *render_rev_twice(void *ctx, const fl_blob *current, int64_t rev, size_t *len)
+{
+    char *out = fl_asprintf("%lld and again %lld", (long long)rev, (long long)rev);
+    *len = strlen(out);
+    return out;
+}
+
+/* What etcd refuses comes back as the store's codes, and nothing is written: a value larger
+ * than etcd takes is FL_ETOOBIG; a value that holds its revision twice cannot say where the
+ * one revision goes, and is FL_EIO (a render bug: the API renders it once). */
+static void test_values_etcd_cannot_take_are_refused_and_nothing_is_written(void **state)
+{
+    fixture *f = *state;
+    int64_t head = fl_store_rev(f->s);
+    fl_store_op big = { .type = FL_STORE_CREATE, .key = "/refused/big", .render = render_big };
+    assert_int_equal(fl_store_write(f->s, &big), FL_ETOOBIG);
+    assert_null(big.value);
+    fl_store_op twice = { .type = FL_STORE_CREATE, .key = "/refused/twice", .render = render_rev_twice };
+    assert_int_equal(fl_store_write(f->s, &twice), FL_EIO);
+    assert_null(twice.value);
+    assert_int_equal(fl_store_count(f->s, "/refused/"), 0);
+    assert_int_equal(fl_store_rev(f->s), head);
+    assert_next_rev(f, put_new(f->s, "/refused/ok", "v"), head);
+}
+
+static char *render_counting(void *ctx, const fl_blob *current, int64_t rev, size_t *len)
+{
+    int *calls = ctx;
+    char *out = fl_asprintf("call %d at %lld", ++*calls, (long long)rev);
+    *len = strlen(out);
+    return out;
+}
+
+/* The blob a write hands back (and `rendered` is told) is the one the replica's readers get,
+ * so what the API keeps decoded for it is found by them; and a render that gives other bytes
+ * the second time cannot make the writer's answer differ from what etcd and every replica
+ * hold. */
+static void test_a_write_hands_back_the_bytes_its_readers_get(void **state)
+{
+    fixture *f = *state;
+    render_ctx rcx = { .text = "v" };
+    fl_store_op op = { .type = FL_STORE_CREATE, .key = "/same/a", .render = render_text, .ctx = &rcx };
+    assert_int_equal(fl_store_write(f->s, &op), 0);
+    fl_kv kv;
+    assert_int_equal(fl_store_get(f->s, "/same/a", &kv), 0);
+    assert_ptr_equal(kv.value, op.value);
+    fl_blob_unref(kv.value);
+    fl_blob_unref(op.value);
+    int calls = 0;
+    fl_store_op odd = { .type = FL_STORE_CREATE, .key = "/same/b", .render = render_counting, .ctx = &calls };
+    assert_int_equal(fl_store_write(f->s, &odd), 0);
+    assert_int_equal(calls, 2);
+    char want[64];
+    snprintf(want, sizeof want, "call 1 at %lld", (long long)odd.rev); /* the first render's, stamped */
+    assert_string_equal(odd.value->data, want);
+    assert_int_equal(fl_store_get(f->s, "/same/b", &kv), 0);
+    assert_string_equal(kv.value->data, want);
+    fl_blob_unref(kv.value);
+    fl_blob_unref(odd.value);
 }
 
 /* ---- replicas ---- */
@@ -279,6 +351,172 @@ static void test_gaps_in_the_revisions_break_no_watch_list_or_read_at_a_revision
     int64_t next = put_upd(f->s, "/gap/0", "x");
     assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/gap/0", "x@"), next);
     fl_watch_free(w);
+}
+
+/* Replica B's head moves over revisions it never saw an event for (a note, another
+ * replica's opening at a later revision) through etcd's periodic progress notifications:
+ * a resourceVersion that replica A hands out is reached by B without a write in between. */
+static int setup_etcd_progress(void **state)
+{
+    setenv("ETCD_EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL", "300ms", 1); /* etcd reads its flags from env */
+    int rc = setup_etcd(state);
+    unsetenv("ETCD_EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL");
+    return rc;
+}
+
+static void test_progress_notifications_move_the_head_over_other_revisions(void **state)
+{
+    fixture *f = *state;
+    fl_store *b = f->s;
+    int64_t r = put_new(b, "/p/k", "v");
+    assert_int_equal(fl_store_note_set(b, "checkpoint", r), 0); /* a revision outside the prefix */
+    fl_store *a = open_replica(f, 0);
+    int64_t rv = fl_store_rev(a); /* what a list on A answers now */
+    assert_true(rv > r);
+    WAIT_UNTIL(fl_store_rev(b) >= rv, 5000);
+    /* and the cache is still exact there: a write after it gets a later revision */
+    int64_t next = put_upd(b, "/p/k", "w");
+    assert_true(next > rv);
+    WAIT_UNTIL(fl_store_rev(a) >= next, 5000);
+    fl_store_free(a);
+}
+
+/* ---- etcd going away ---- */
+
+/* etcd restarts under an open store: its watcher watches again from the revision after the
+ * last it applied (nothing lost, nothing twice), and writes carry on. While etcd is down a
+ * write fails with FL_ETIMEDOUT, never a false success, and a read from memory still answers. */
+static void test_the_watcher_resumes_after_etcd_restarts_and_writes_fail_clearly_meanwhile(void **state)
+{
+    etcd_fixture *ef = *state;
+    fixture *f = &ef->f;
+    int64_t r1 = put_new(f->s, "/down/a", "1");
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(f->s, "/down/", r1, &w), 0);
+    fl_etcdtest_kill(&ef->t, 0);
+    int64_t t0 = now_ms();
+    assert_int_equal(do_write(f->s, FL_STORE_UPDATE, "/down/a", 0, "lost", NULL, NULL), FL_ETIMEDOUT);
+    assert_true(now_ms() - t0 < 15000);
+    assert_value(f->s, "/down/a", "1", r1);
+    assert_int_equal(fl_etcdtest_restart(&ef->t, 0), 0);
+    int64_t r2 = 0;
+    for (int i = 0; i < 100 && r2 == 0; i++) { /* the client may need a moment to reconnect */
+        if (do_write(f->s, FL_STORE_UPDATE, "/down/a", 0, "2", &r2, NULL) != 0)
+            sleep_ms(100);
+    }
+    assert_true(r2 > r1);
+    int64_t r3 = put_new(f->s, "/down/b", "3");
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/down/a", "2@"), r2);
+    assert_int_equal(expect_event(w, FL_EV_PUT_CREATE, "/down/b", "3@"), r3);
+    expect_no_event(w);
+    fl_watch_free(w);
+}
+
+/* A replica that lagged past the cluster's compaction: B talks to one member only, which
+ * goes down while A writes and compacts through the others. When the member is back, B's
+ * watch from where it stopped is compacted away: B reads the state again, every watch
+ * open on B expires (its client relists), and B goes on from the new state. */
+static int setup_etcd3(void **state)
+{
+    etcd_fixture *ef = fl_calloc(1, sizeof(*ef));
+    if (fl_etcdtest_start(&ef->t, 3) != 0)
+        fail_msg("%s", ef->t.error);
+    ef->f.etcd = ef->t.endpoints;
+    ef->f.gaps = true;
+    ef->f.renders = 2;
+    ef->f.s = open_store(&ef->f, 0, false);
+    *state = ef;
+    return 0;
+}
+
+static void test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches(void **state)
+{
+    etcd_fixture *ef = *state;
+    fixture *f = &ef->f;
+    int leader = fl_etcdtest_leader(&ef->t);
+    int lone = leader == 2 ? 1 : 2; /* a follower: the cluster keeps its quorum without it */
+    char others[2 * 64] = "";
+    for (int i = 0; i < 3; i++) {
+        if (i != lone) {
+            size_t l = strlen(others);
+            snprintf(others + l, sizeof others - l, "%s%s", l ? "," : "", ef->t.endpoint[i]);
+        }
+    }
+    fixture fa = *f, fb = *f;
+    fa.etcd = others;
+    fb.etcd = ef->t.endpoint[lone];
+    fl_store *a = open_store(&fa, 1, false), *b = open_store(&fb, 1, false);
+    int64_t r1 = put_new(a, "/lag/k", "0");
+    put_new(a, "/lag/gone", "g");
+    WAIT_UNTIL(fl_store_rev(b) >= fl_store_rev(a), 5000);
+    fl_watch *w = NULL;
+    assert_int_equal(fl_store_watch(b, "/lag/", r1, &w), 0);
+    fl_etcdtest_kill(&ef->t, lone);
+    int64_t last = 0;
+    for (int i = 0; i < 10; i++)
+        last = put_upd(a, "/lag/k", "n");
+    put_del(a, "/lag/gone", "g");
+    last = put_new(a, "/lag/new", "new");
+    int64_t crev = fl_store_compact(a);
+    assert_true(crev >= last - 1);
+    assert_int_equal(fl_etcdtest_restart(&ef->t, lone), 0);
+    WAIT_UNTIL(fl_store_rev(b) >= last, 20000);
+    /* B's state is A's, and its old watch expired rather than skip what was compacted */
+    collect ca, cb;
+    list_keys(a, "/lag/", NULL, 0, 0, &ca, NULL, 0);
+    list_keys(b, "/lag/", NULL, 0, 0, &cb, NULL, 0);
+    assert_string_equal(ca.buf, cb.buf);
+    fl_watch_event *ev = NULL;
+    int rc;
+    while ((rc = fl_watch_next(w, &ev, 1000)) == 0) {
+    }
+    assert_int_equal(rc, FL_EEXPIRED);
+    fl_watch_free(w);
+    /* and B goes on: a watch from its head sees the next write */
+    assert_int_equal(fl_store_watch(b, "/lag/", fl_store_rev(b), &w), 0);
+    int64_t next = put_upd(a, "/lag/k", "after");
+    assert_int_equal(expect_event(w, FL_EV_PUT_UPDATE, "/lag/k", "after@"), next);
+    fl_watch_free(w);
+    fl_store_free(b);
+    fl_store_free(a);
+}
+
+static void *background_update(void *arg)
+{
+    void **a = arg;
+    int64_t rev = 0;
+    a[2] = (void *)(intptr_t)do_write(a[0], FL_STORE_UPDATE, a[1], 0, "bg", &rev, NULL);
+    return NULL;
+}
+
+/* /readyz's store check: a write that etcd leaves unanswered (its member stopped) fails the
+ * write-path probe once it has waited past the bound; reads answer all along; once etcd
+ * answers again the write ends and the probe passes. */
+static void test_probe_says_wedged_while_etcd_leaves_a_write_unanswered(void **state)
+{
+    etcd_fixture *ef = *state;
+    fixture *f = &ef->f;
+    put_new(f->s, "/probe/k", "v");
+    setenv("FLOTILLA_STORE_WEDGED_MS", "300", 1);
+    char why[128] = "";
+    assert_int_equal(fl_store_probe(f->s, true, why, sizeof why), 0);
+    kill(ef->t.pid[0], SIGSTOP);
+    void *a[3] = { f->s, "/probe/k", (void *)(intptr_t)1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, background_update, a), 0);
+    int rc = 0;
+    for (int i = 0; i < 40 && rc == 0; i++) { /* at most 4 s */
+        sleep_ms(100);
+        rc = fl_store_probe(f->s, true, why, sizeof why);
+    }
+    assert_int_equal(rc, FL_ETIMEDOUT);
+    assert_non_null(strstr(why, "waited"));
+    assert_int_equal(fl_store_probe(f->s, false, NULL, 0), 0); /* reads still answer */
+    kill(ef->t.pid[0], SIGCONT);
+    pthread_join(t, NULL);
+    assert_true((intptr_t)a[2] == 0 || (intptr_t)a[2] == FL_ETIMEDOUT); /* never a false success */
+    assert_int_equal(fl_store_probe(f->s, true, why, sizeof why), 0);
+    unsetenv("FLOTILLA_STORE_WEDGED_MS");
 }
 
 /* ---- compaction ---- */
@@ -434,11 +672,20 @@ int main(void)
         ETCD(test_notes_outlive_a_reopen_and_move_no_revision),
         /* etcd's own */
         ETCD(test_stored_values_get_their_revision_back_where_the_header_says),
+        ETCD(test_values_etcd_cannot_take_are_refused_and_nothing_is_written),
+        ETCD(test_a_write_hands_back_the_bytes_its_readers_get),
         ETCD(test_two_replicas_see_each_others_writes_with_the_same_revisions_and_bytes),
         ETCD(test_a_watch_on_one_replica_sees_the_others_writes),
         ETCD(test_a_delete_with_a_new_final_value_is_an_update_then_the_delete),
         ETCD(test_gaps_in_the_revisions_break_no_watch_list_or_read_at_a_revision),
         ETCD(test_compaction_by_one_replica_expires_an_old_list_on_the_other),
+        { "etcd/test_progress_notifications_move_the_head_over_other_revisions",
+          test_progress_notifications_move_the_head_over_other_revisions, setup_etcd_progress, teardown_etcd, NULL },
+        ETCD(test_the_watcher_resumes_after_etcd_restarts_and_writes_fail_clearly_meanwhile),
+        ETCD(test_probe_says_wedged_while_etcd_leaves_a_write_unanswered),
+        { "etcd3/test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches",
+          test_a_replica_that_lagged_past_compaction_reloads_and_expires_its_watches, setup_etcd3, teardown_etcd,
+          NULL },
         ETCD(test_create_rate_through_the_store_and_straight_to_etcd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
