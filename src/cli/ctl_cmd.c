@@ -7,6 +7,7 @@
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
  *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
  *   flotilla ctl kubeconfig --user NAME [--group G]...   (kubeconfig_cmd.c)
+ *   flotilla ctl store backup|copy ...   (store_cmd.c)
  *
  * As with karmadactl, --kubeconfig/--context name the control plane (kubectl's rules:
  * $KUBECONFIG, then ~/.kube/config, when absent) and the member's kubeconfig is given
@@ -33,6 +34,7 @@
 #include "cli/failover_cmd.h"
 #include "cli/interpret_cmd.h"
 #include "cli/status_cmd.h"
+#include "cli/store_cmd.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"
 #include "core/base64.h"
@@ -80,6 +82,10 @@ static void usage(FILE *f)
                "  kubeconfig --user NAME [--group G]... [--namespace NS] [--days N]\n"
                "                 print a kubeconfig for a person, with a client certificate signed by\n"
                "                 the control plane (see 'flotilla ctl kubeconfig --help')\n"
+               "  store backup --data-dir DIR OUT\n"
+               "  store copy --from sqlite:DIR --to sqlite:DIR2|etcd:URL[,URL]\n"
+               "                 back up a running server's store, or copy a stopped one's into another\n"
+               "                 store (see 'flotilla ctl store --help')\n"
                "\n"
                "Options:\n"
                "  --kubeconfig FILE   the control plane's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)\n"
@@ -440,6 +446,8 @@ int fl_cmd_ctl(int argc, char **argv)
     int v = verb_index(argc, argv);
     if (v == 1 && !strcmp(argv[v], "interpret")) /* offline: no control plane, flags of its own */
         return fl_ctl_interpret(argc - 1, argv + 1);
+    if (v == 1 && !strcmp(argv[v], "store")) /* offline too: a data directory, not a control plane */
+        return fl_ctl_store(argc - 1, argv + 1);
     if (v > 0 && (!strcmp(argv[v], "failover") || !strcmp(argv[v], "status"))) {
         char **rest = fl_calloc((size_t)argc, sizeof *rest);
         int n = 0;
