@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -57,33 +56,10 @@ static void usage(FILE *f)
                "                      flotilla up -- --token-auth-file tokens.csv\n");
 }
 
-/* Run this binary with argv in a child, its output appended to log_path (or to stderr).
- * The child gets SIGTERM when this process dies, however it dies, so a `kill -9` of `up`
- * leaves no orphans. Returns the child's pid, or -1. */
+/* Run this binary with argv in a child (fl_up_spawn). */
 static pid_t spawn(char *const argv[], const char *log_path)
 {
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* the parent may have died between fork and prctl: then no signal would ever come */
-        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
-            _exit(127);
-        sigset_t none;
-        sigemptyset(&none);
-        pthread_sigmask(SIG_SETMASK, &none, NULL);
-        if (log_path) {
-            FILE *f = fopen(log_path, "a");
-            if (f) {
-                dup2(fileno(f), 1);
-                dup2(fileno(f), 2);
-            }
-        } else {
-            dup2(2, 1); /* progress goes to stderr; stdout carries only the final line */
-        }
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    return pid;
+    return fl_up_spawn("/proc/self/exe", argv, log_path);
 }
 
 static int run_wait(char *const argv[], const char *log_path)

@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -91,6 +90,35 @@ int fl_up_etcd_prepare(fl_up_etcd *e, const char *dir, int n)
     return rc;
 }
 
+/* (up_ha.h) Run exe with argv in a child, its output appended to log_path (or to stderr).
+ * The child gets SIGTERM when this process dies, however it dies, so a `kill -9` of `up`
+ * leaves no orphans. Returns the child's pid, or -1. */
+pid_t fl_up_spawn(const char *exe, char *const argv[], const char *log_path)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the parent may have died between fork and prctl: then no signal would ever come */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+            _exit(127);
+        sigset_t none;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
+        if (log_path) {
+            FILE *f = fopen(log_path, "a");
+            if (f) {
+                dup2(fileno(f), 1);
+                dup2(fileno(f), 2);
+            }
+        } else {
+            dup2(2, 1); /* progress goes to stderr; stdout carries only the final line */
+        }
+        execv(exe, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
 int fl_up_etcd_start(fl_up_etcd *e, int i)
 {
     fl_strbuf cluster = {0};
@@ -105,22 +133,7 @@ int fl_up_etcd_start(fl_up_etcd *e, int i)
                     "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap",
                     /* a replica's head follows etcd's revision between its own keys' changes */
                     "--experimental-watch-progress-notify-interval=1s", NULL};
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
-            _exit(127);
-        sigset_t none;
-        sigemptyset(&none);
-        pthread_sigmask(SIG_SETMASK, &none, NULL);
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(FL_UP_ETCD, argv);
-        _exit(127);
-    }
+    pid_t pid = fl_up_spawn(FL_UP_ETCD, argv, log);
     e->pids[i] = pid;
     free(name);
     free(data);

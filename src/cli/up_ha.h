@@ -26,6 +26,11 @@ typedef struct fl_up_etcd {
     char *endpoints;    /* "http://127.0.0.1:C1,..." */
 } fl_up_etcd;
 
+/* Run exe with argv in a child, its output appended to log_path (NULL: stderr, stdout too).
+ * The child gets SIGTERM when this process dies, however it dies, so a `kill -9` of `up`
+ * leaves no orphans. Returns the child's pid, or -1. */
+pid_t fl_up_spawn(const char *exe, char *const argv[], const char *log_path);
+
 /* Choose (or read back from DIR/etcd/ports) the ports of an n-member cluster. 0, or 1 after
  * one line on stderr. */
 int fl_up_etcd_prepare(fl_up_etcd *e, const char *dir, int n);

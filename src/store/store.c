@@ -338,6 +338,24 @@ int64_t fl_store_compact(fl_store *s)
     return s->be->compact(s);
 }
 
+/* (contract in store_impl.h) Copied out under the read lock, delivered after it. */
+int fl_store_base_list(fl_store *s, const char *prefix, const char *start_after, size_t limit, int64_t bare_upto,
+                        fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
+{
+    fl_store_snap sn = { 0 };
+    bool more;
+    pthread_rwlock_rdlock(&s->lock);
+    *rev_out = s->head;
+    fl_store_base_copy(s, &sn, prefix, start_after, limit, bare_upto, &more);
+    pthread_rwlock_unlock(&s->lock);
+    int rc = 0;
+    if (fl_store_snap_deliver(&sn, NULL, NULL, 0, fn, ctx, &rc))
+        more = true;
+    if (more_out)
+        *more_out = more;
+    return rc;
+}
+
 /* ---- leading ---- */
 
 bool fl_store_shared(fl_store *s)

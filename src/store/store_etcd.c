@@ -329,24 +329,6 @@ static int etcd_get_at(fl_store *bs, const char *key, int64_t rev, fl_blob **out
     return *out ? 0 : FL_EEXPIRED;
 }
 
-/* A list of the current state, from the cache: copied under the read lock, delivered after. */
-static int list_current(fl_store *s, const char *prefix, const char *start_after, size_t limit, int64_t bare_upto,
-                        fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
-{
-    fl_store_snap sn = { 0 };
-    bool more;
-    pthread_rwlock_rdlock(&s->lock);
-    *rev_out = s->head;
-    fl_store_base_copy(s, &sn, prefix, start_after, limit, bare_upto, &more);
-    pthread_rwlock_unlock(&s->lock);
-    int rc = 0;
-    if (fl_store_snap_deliver(&sn, NULL, NULL, 0, fn, ctx, &rc))
-        more = true;
-    if (more_out)
-        *more_out = more;
-    return rc;
-}
-
 struct snap_ctx {
     fl_store_etcd *s;
     fl_store_snap *sn;
@@ -410,14 +392,14 @@ static int etcd_list(fl_store *s, const char *prefix, const char *start_after, i
                      fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
 {
     if (at_rev == 0)
-        return list_current(s, prefix, start_after, limit, 0, fn, ctx, rev_out, more_out);
+        return fl_store_base_list(s, prefix, start_after, limit, 0, fn, ctx, rev_out, more_out);
     return list_at((fl_store_etcd *)s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
 }
 
 static int etcd_list_bare(fl_store *s, const char *prefix, int64_t bare_upto, fl_store_list_fn fn, void *ctx,
                           int64_t *rev_out)
 {
-    return list_current(s, prefix, NULL, 0, bare_upto, fn, ctx, rev_out, NULL);
+    return fl_store_base_list(s, prefix, NULL, 0, bare_upto, fn, ctx, rev_out, NULL);
 }
 
 /* ---- notes: keys of their own, outside the prefix, moving no revision of the store's ---- */

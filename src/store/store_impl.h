@@ -144,4 +144,11 @@ fl_blob *fl_store_base_get_at(fl_store *s, const char *key, int64_t rev);
 bool fl_store_base_copy(fl_store *s, fl_store_snap *sn, const char *prefix, const char *start_after, size_t limit,
                         int64_t bare_upto, bool *more);
 
+/* A list of the current state for a backend whose every value is in memory (memory, etcd):
+ * the keys under prefix after start_after, at most limit (0: all), those written at or before
+ * bare_upto without their values, copied under the read lock and delivered to fn after it.
+ * *rev_out the head of the copy; *more_out (may be NULL) whether keys remained. */
+int fl_store_base_list(fl_store *s, const char *prefix, const char *start_after, size_t limit, int64_t bare_upto,
+                       fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out);
+
 #endif

@@ -247,28 +247,10 @@ static int mem_get_at(fl_store *s, const char *key, int64_t rev, fl_blob **out)
     return (*out = fl_store_base_get_at(s, key, rev)) != NULL ? 0 : FL_EEXPIRED;
 }
 
-/* A list of the current state: copied out under the read lock, delivered after it. */
-static int list_current(fl_store *s, const char *prefix, const char *start_after, size_t limit, int64_t bare_upto,
-                        fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
-{
-    fl_store_snap sn = { 0 };
-    bool more;
-    pthread_rwlock_rdlock(&s->lock);
-    *rev_out = s->head;
-    fl_store_base_copy(s, &sn, prefix, start_after, limit, bare_upto, &more);
-    pthread_rwlock_unlock(&s->lock);
-    int rc = 0;
-    if (fl_store_snap_deliver(&sn, NULL, NULL, 0, fn, ctx, &rc))
-        more = true;
-    if (more_out)
-        *more_out = more;
-    return rc;
-}
-
 static int mem_list_bare(fl_store *s, const char *prefix, int64_t bare_upto, fl_store_list_fn fn, void *ctx,
                          int64_t *rev_out)
 {
-    return list_current(s, prefix, NULL, 0, bare_upto, fn, ctx, rev_out, NULL);
+    return fl_store_base_list(s, prefix, NULL, 0, bare_upto, fn, ctx, rev_out, NULL);
 }
 
 /* ---- lists at a revision ---- */
@@ -382,7 +364,7 @@ static int mem_list(fl_store *s, const char *prefix, const char *start_after, in
                     fl_store_list_fn fn, void *ctx, int64_t *rev_out, bool *more_out)
 {
     if (at_rev == 0)
-        return list_current(s, prefix, start_after, limit, 0, fn, ctx, rev_out, more_out);
+        return fl_store_base_list(s, prefix, start_after, limit, 0, fn, ctx, rev_out, more_out);
     return list_at((mem_store *)s, prefix, start_after, at_rev, limit, fn, ctx, more_out);
 }
 
