@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -39,6 +40,42 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def free_port_run(n):
+    """The first of n consecutive loopback ports nobody listens on now, below the ephemeral
+    range: a port the kernel hands out for outgoing connections (as bind(0) ports are) may be
+    taken by one before the server that was told it binds it."""
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(20000, 32768 - n)
+        socks = []
+        try:
+            for port in range(first, first + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free loopback ports")
+
+
+def wait_up_line(p, d):
+    """Read `flotilla up`'s one line on stdout; when it is not the ready line, fail with what
+    up said and the end of each server log under d."""
+    line = p.stdout.readline()
+    if "Flotilla is up" in line:
+        return line
+    logs = ""
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".log"):
+            with open(os.path.join(d, name), errors="replace") as f:
+                logs += f"--- {name}\n" + "".join(f.readlines()[-15:])
+    pytest.fail(f"{line!r}\n{p.stderr.read() if p.poll() is not None else ''}\n{logs}")
 
 
 class EtcdCluster:

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import BIN, EtcdCluster, Server, deployment_manifest, free_port, policy_manifest, wait_for
+from conftest import BIN, EtcdCluster, Server, deployment_manifest, free_port, free_port_run, policy_manifest, wait_for, wait_up_line
 
 INTERVAL_MS = 200       # the servers' cluster status controller
 FAILURE_MS = 3000       # lease age that makes a Pull cluster Unknown
@@ -188,13 +188,12 @@ def test_agent_moves_to_another_replica_when_its_replica_is_killed(setup):
 def test_up_gives_its_agents_every_replica():
     """`flotilla up --replicas 2 --pull 1`: the member's agent is started with both replicas' URLs."""
     d = tempfile.mkdtemp(prefix="flotilla-up-failover-")
-    port = free_port()
+    port = free_port_run(2)
     p = subprocess.Popen([BIN, "up", "--data-dir", d, "--members", "1", "--pull", "1", "--etcd", "3",
                           "--replicas", "2", "--listen", f"127.0.0.1:{port}"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = p.stdout.readline()
-        assert "Flotilla is up" in line, (line, p.stderr.read() if p.poll() is not None else "")
+        wait_up_line(p, d)
 
         def agent_argv():
             for pid in filter(str.isdigit, os.listdir("/proc")):

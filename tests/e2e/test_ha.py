@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import BIN, EtcdCluster, Server, deployment_manifest, free_port, policy_manifest, wait_for
+from conftest import BIN, EtcdCluster, Server, deployment_manifest, free_port, free_port_run, policy_manifest, wait_up_line, wait_for
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/flotilla-controller-manager"
 
@@ -143,12 +143,11 @@ def test_a_leader_paused_past_its_lease_loses_the_lead_and_becomes_a_standby(etc
 
 def test_up_runs_replicas_on_a_local_etcd_with_a_context_each():
     d = tempfile.mkdtemp(prefix="flotilla-up-ha-")
-    port = free_port()
+    port = free_port_run(2)
     p = subprocess.Popen([BIN, "up", "--data-dir", d, "--members", "1", "--etcd", "3", "--replicas", "2",
                           "--listen", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = p.stdout.readline()
-        assert "Flotilla is up" in line, (line, p.stderr.read() if p.poll() is not None else "")
+        wait_up_line(p, d)
         kc = os.path.join(d, "kubeconfig")
         for ctx in ("replica-1", "replica-2"):
             r = subprocess.run(["kubectl", "--kubeconfig", kc, "--context", ctx, "get", "clusters", "-o", "json"],
