@@ -440,41 +440,47 @@ static int verb_index(int argc, char **argv)
     return -1;
 }
 
+static int suspend_verb(int argc, char **argv)
+{
+    return fl_ctl_suspend(true, argc, argv);
+}
+
+static int resume_verb(int argc, char **argv)
+{
+    return fl_ctl_suspend(false, argc, argv);
+}
+
+/* The verbs with options of their own, each in its own file: they get every argument but
+ * the verb. Offline verbs (no control plane, flags of their own) must come first and get
+ * their arguments after the verb, the verb in argv[0]. */
+static const struct {
+    const char *verb;
+    bool first_only; /* offline: only as the first argument, its flags are not ctl's */
+    int (*run)(int argc, char **argv);
+} own_verbs[] = {
+    {"interpret", true, fl_ctl_interpret},
+    {"store", true, fl_ctl_store},
+    {"failover", false, fl_ctl_failover},
+    {"status", false, fl_ctl_status},
+    {"kubeconfig", false, fl_ctl_kubeconfig},
+    {"suspend", false, suspend_verb},
+    {"resume", false, resume_verb},
+};
+
 int fl_cmd_ctl(int argc, char **argv)
 {
-    /* suspend and resume have options of their own: hand them everything but the verb */
     int v = verb_index(argc, argv);
-    if (v == 1 && !strcmp(argv[v], "interpret")) /* offline: no control plane, flags of its own */
-        return fl_ctl_interpret(argc - 1, argv + 1);
-    if (v == 1 && !strcmp(argv[v], "store")) /* offline too: a data directory, not a control plane */
-        return fl_ctl_store(argc - 1, argv + 1);
-    if (v > 0 && (!strcmp(argv[v], "failover") || !strcmp(argv[v], "status"))) {
+    for (size_t k = 0; v > 0 && k < sizeof own_verbs / sizeof *own_verbs; k++) {
+        if (strcmp(argv[v], own_verbs[k].verb) != 0 || (own_verbs[k].first_only && v != 1))
+            continue;
+        if (own_verbs[k].first_only)
+            return own_verbs[k].run(argc - 1, argv + 1);
         char **rest = fl_calloc((size_t)argc, sizeof *rest);
         int n = 0;
         for (int i = 1; i < argc; i++)
             if (i != v)
                 rest[n++] = argv[i];
-        int rc = !strcmp(argv[v], "status") ? fl_ctl_status(n, rest) : fl_ctl_failover(n, rest);
-        free(rest);
-        return rc;
-    }
-    if (v > 0 && !strcmp(argv[v], "kubeconfig")) {
-        char **rest = fl_calloc((size_t)argc, sizeof *rest);
-        int n = 0;
-        for (int i = 1; i < argc; i++)
-            if (i != v)
-                rest[n++] = argv[i];
-        int rc = fl_ctl_kubeconfig(n, rest);
-        free(rest);
-        return rc;
-    }
-    if (v > 0 && (!strcmp(argv[v], "suspend") || !strcmp(argv[v], "resume"))) {
-        char **rest = fl_calloc((size_t)argc, sizeof *rest);
-        int n = 0;
-        for (int i = 1; i < argc; i++)
-            if (i != v)
-                rest[n++] = argv[i];
-        int rc = fl_ctl_suspend(!strcmp(argv[v], "suspend"), n, rest);
+        int rc = own_verbs[k].run(n, rest);
         free(rest);
         return rc;
     }
