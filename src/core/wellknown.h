@@ -47,6 +47,15 @@
  * Prometheus query API, Push clusters only: controllers/metricsstatus.h). */
 #define FL_STATUS_SOURCE_ANNOTATION "flotilla.io/status-source"
 
+/* ---- template revisions (docs/rollouts.md) ----
+ * Each delivered change of a propagated template is kept as an apps/v1 ControllerRevision in
+ * the template's namespace (karmada-system for a cluster-scoped template), owned by the
+ * template, named <template name>-<hash of data>, labelled with the template's uid;
+ * .revision counts from 1; .data is the template as delivered: apiVersion, kind,
+ * metadata.{name,namespace,labels,annotations} and every top-level field but status. */
+#define FL_REVISION_TEMPLATE_UID_LABEL "rollouts.flotilla.io/template-uid"
+#define FL_REVISION_CLUSTER_SCOPED_NAMESPACE "karmada-system"
+
 /* ---- taints ---- */
 #define FL_TAINT_CLUSTER_NOT_READY "cluster.karmada.io/not-ready"
 #define FL_TAINT_CLUSTER_UNREACHABLE "cluster.karmada.io/unreachable"
