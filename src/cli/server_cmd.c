@@ -425,14 +425,10 @@ static int etcd_args(const server_opts *o)
                         "--etcd-servers\n");
         return 1;
     }
-    if (!o->etcd_certfile != !o->etcd_keyfile) {
-        fprintf(stderr, "flotilla server: --etcd-certfile and --etcd-keyfile go together\n");
-        return 1;
-    }
-    if (o->etcd_prefix && (o->etcd_prefix[0] != '/' || strlen(o->etcd_prefix) < 2 ||
-                           o->etcd_prefix[strlen(o->etcd_prefix) - 1] == '/')) {
-        fprintf(stderr, "flotilla server: --etcd-prefix: expected a key prefix such as /registry (a '/' first, "
-                        "none last), not \"%s\"\n", o->etcd_prefix);
+    const char *problem = fl_store_etcd_config_problem(&(fl_store_config){
+        .etcd_prefix = o->etcd_prefix, .etcd_certfile = o->etcd_certfile, .etcd_keyfile = o->etcd_keyfile});
+    if (problem) {
+        fprintf(stderr, "flotilla server: %s\n", problem);
         return 1;
     }
     return 0;

@@ -873,12 +873,10 @@ int fl_ctl_store(int argc, char **argv)
             return usage_error("%s", "copy needs --from sqlite:DIR and --to sqlite:DIR2|etcd:URL[,URL]");
         if (etcd_flags && strncmp(o.to, "etcd:", 5))
             return usage_error("%s", "the --etcd-* flags go with --to etcd:URL[,URL]");
-        if (o.etcd_prefix && (o.etcd_prefix[0] != '/' || strlen(o.etcd_prefix) < 2 ||
-                              o.etcd_prefix[strlen(o.etcd_prefix) - 1] == '/'))
-            return usage_error("--etcd-prefix: expected a key prefix such as /registry (a '/' first, none last), "
-                               "not \"%s\"", o.etcd_prefix);
-        if (!o.etcd_certfile != !o.etcd_keyfile)
-            return usage_error("%s", "--etcd-certfile and --etcd-keyfile go together");
+        const char *problem = fl_store_etcd_config_problem(&(fl_store_config){
+            .etcd_prefix = o.etcd_prefix, .etcd_certfile = o.etcd_certfile, .etcd_keyfile = o.etcd_keyfile});
+        if (problem)
+            return usage_error("%s", problem);
         copy_opts c = {.from = o.from, .to = o.to, .etcd_prefix = o.etcd_prefix, .etcd_cafile = o.etcd_cafile,
                        .etcd_certfile = o.etcd_certfile, .etcd_keyfile = o.etcd_keyfile};
         return cmd_copy(&c);

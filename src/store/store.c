@@ -151,6 +151,16 @@ bool fl_store_base_copy(fl_store *s, fl_store_snap *sn, const char *prefix, cons
 
 /* ---- opening ---- */
 
+const char *fl_store_etcd_config_problem(const fl_store_config *cfg)
+{
+    const char *p = cfg->etcd_prefix;
+    if (p && (p[0] != '/' || strlen(p) < 2 || p[strlen(p) - 1] == '/'))
+        return "--etcd-prefix: expected a key prefix such as /registry (a '/' first, none last)";
+    if (!cfg->etcd_certfile != !cfg->etcd_keyfile)
+        return "--etcd-certfile and --etcd-keyfile go together";
+    return NULL;
+}
+
 int fl_store_open(const fl_store_config *cfg, fl_store **out)
 {
     *out = NULL;

@@ -89,6 +89,11 @@ typedef struct fl_store_config {
  *   busy store holds up to ring_events old values: bound them with ring_bytes
  *   (docs/internals/store.md, "Memory stores"). */
 
+/* Whether cfg's etcd settings go together, for a command line to say before opening: NULL,
+ * or a static message naming the flag by kube-apiserver's name (--etcd-prefix must start
+ * with '/' and not end with one; --etcd-certfile and --etcd-keyfile come together). */
+const char *fl_store_etcd_config_problem(const fl_store_config *cfg);
+
 /* Open (creating if needed) a store. *out is set on every path (NULL on failure).
  * Loads the current state into memory. Returns FL_EIO on open/schema failure, FL_EINVAL
  * if cfg is NULL or names neither a path, memory nor etcd servers (or etcd's are not

@@ -132,6 +132,7 @@ def test_a_server_killed_and_restarted_resumes_from_etcd(etcd):
     (["--etcd-servers", "http://127.0.0.1:2379", "--etcd-cafile", "/nonexistent/ca.crt"], "ca.crt"),
     (["--etcd-cafile", "/tmp/x"], "--etcd-servers"),
     (["--etcd-servers", "http://127.0.0.1:2379", "--etcd-prefix", "registry/"], "--etcd-prefix"),
+    (["--etcd-servers", "http://127.0.0.1:2379", "--etcd-certfile", "/tmp/c.crt"], "--etcd-keyfile"),
 ])
 def test_bad_etcd_flags_are_one_line_and_a_nonzero_exit(args, says):
     d = tempfile.mkdtemp(prefix="flotilla-e2e-")
