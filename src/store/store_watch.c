@@ -89,6 +89,20 @@ static void set_flag(fl_watch *w, int flag)
     __atomic_fetch_or(&w->flags, flag, __ATOMIC_RELEASE);
 }
 
+/* Mark w (closed, expired, cancelled) and wake whoever waits on it: its reader, and its
+ * notify callback, called without w's lock. */
+static void flag_and_wake(fl_watch *w, int flag)
+{
+    pthread_mutex_lock(&w->mu);
+    set_flag(w, flag);
+    pthread_cond_broadcast(&w->cv);
+    void (*notify)(void *) = w->notify;
+    void *ctx = w->notify_ctx;
+    pthread_mutex_unlock(&w->mu);
+    if (notify)
+        notify(ctx);
+}
+
 static int get_flags(const fl_watch *w)
 {
     return __atomic_load_n(&w->flags, __ATOMIC_ACQUIRE);
@@ -163,14 +177,7 @@ void fl_watch_hub_free(fl_watch_hub *h)
     pthread_mutex_lock(&h->mu);
     h->closed = true;
     for (fl_watch *w = h->watches; w; w = w->next) {
-        pthread_mutex_lock(&w->mu);
-        set_flag(w, W_CLOSED);
-        pthread_cond_broadcast(&w->cv);
-        void (*notify)(void *) = w->notify;
-        void *ctx = w->notify_ctx;
-        pthread_mutex_unlock(&w->mu);
-        if (notify)
-            notify(ctx);
+        flag_and_wake(w, W_CLOSED);
         w->linked = false;
     }
     h->watches = NULL;
@@ -518,14 +525,7 @@ void fl_watch_cancel(fl_watch *w)
 {
     if (!w)
         return;
-    pthread_mutex_lock(&w->mu);
-    set_flag(w, W_CANCELLED);
-    pthread_cond_broadcast(&w->cv);
-    void (*notify)(void *) = w->notify;
-    void *ctx = w->notify_ctx;
-    pthread_mutex_unlock(&w->mu);
-    if (notify)
-        notify(ctx);
+    flag_and_wake(w, W_CANCELLED);
 }
 
 void fl_watch_set_notify(fl_watch *w, void (*fn)(void *ctx), void *ctx)
@@ -578,14 +578,7 @@ void fl_watch_hub_expire_all(fl_watch_hub *h, int64_t head)
 {
     pthread_mutex_lock(&h->mu);
     for (fl_watch *w = h->watches; w; w = w->next) {
-        pthread_mutex_lock(&w->mu);
-        set_flag(w, W_EXPIRED);
-        pthread_cond_broadcast(&w->cv);
-        void (*notify)(void *) = w->notify;
-        void *ctx = w->notify_ctx;
-        pthread_mutex_unlock(&w->mu);
-        if (notify)
-            notify(ctx);
+        flag_and_wake(w, W_EXPIRED);
     }
     ring_drop_below(h, h->head);
     if (head > h->head)
