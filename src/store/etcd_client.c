@@ -836,17 +836,27 @@ int fl_etcd_status(fl_etcd *c, int64_t *header_rev, uint64_t *leader, fl_etcd_er
 
 /* ---------- leases ---------- */
 
+/* One lease call: {"<field>":"<n>"} to path, as request() sends it (write: a grant, not sent
+ * again once a member took it). *v is the answer on success (the caller decrefs), *who the
+ * member that answered. */
+static int lease_request(fl_etcd *c, const char *path, const char *field, int64_t n, bool write, json_t **v,
+                         const char **who, fl_etcd_error *e)
+{
+    clear_error(e);
+    fl_strbuf b = FL_STRBUF_INIT;
+    fl_strbuf_printf(&b, "{\"%s\":\"%lld\"}", field, (long long)n);
+    int g;
+    int rc = request(c, path, &b, write, v, &g, who, e);
+    free(b.p);
+    return rc;
+}
+
 int fl_etcd_lease_grant(fl_etcd *c, int64_t ttl_s, int64_t *id, fl_etcd_error *e)
 {
     *id = 0;
-    clear_error(e);
-    fl_strbuf b = FL_STRBUF_INIT;
-    fl_strbuf_printf(&b, "{\"TTL\":\"%lld\"}", (long long)ttl_s);
     json_t *v;
-    int g;
     const char *who;
-    int rc = request(c, "/v3/lease/grant", &b, true, &v, &g, &who, e);
-    free(b.p);
+    int rc = lease_request(c, "/v3/lease/grant", "TTL", ttl_s, true, &v, &who, e);
     if (rc)
         return rc;
     *id = fl_etcd_i64(v, "ID");
@@ -863,14 +873,9 @@ int fl_etcd_lease_grant(fl_etcd *c, int64_t ttl_s, int64_t *id, fl_etcd_error *e
 int fl_etcd_lease_keepalive(fl_etcd *c, int64_t id, int64_t *ttl_s, fl_etcd_error *e)
 {
     *ttl_s = 0;
-    clear_error(e);
-    fl_strbuf b = FL_STRBUF_INIT;
-    fl_strbuf_printf(&b, "{\"ID\":\"%lld\"}", (long long)id);
     json_t *v;
-    int g;
     const char *who;
-    int rc = request(c, "/v3/lease/keepalive", &b, false, &v, &g, &who, e);
-    free(b.p);
+    int rc = lease_request(c, "/v3/lease/keepalive", "ID", id, false, &v, &who, e);
     if (rc == FL_ENOTFOUND) {
         clear_error(e);
         return 0; /* gone */
@@ -884,15 +889,10 @@ int fl_etcd_lease_keepalive(fl_etcd *c, int64_t id, int64_t *ttl_s, fl_etcd_erro
 
 int fl_etcd_lease_revoke(fl_etcd *c, int64_t id, fl_etcd_error *e)
 {
-    clear_error(e);
-    fl_strbuf b = FL_STRBUF_INIT;
-    fl_strbuf_printf(&b, "{\"ID\":\"%lld\"}", (long long)id);
     json_t *v;
-    int g;
     const char *who;
-    int rc = request(c, "/v3/lease/revoke", &b, false, &v, &g, &who, e);
-    free(b.p);
-    json_decref(v);
+    int rc = lease_request(c, "/v3/lease/revoke", "ID", id, false, &v, &who, e);
+    json_decref(v); /* NULL when it failed */
     if (rc == FL_ENOTFOUND) {
         clear_error(e);
         return 0; /* already gone: what a revoke wants */
