@@ -38,7 +38,14 @@ static void on_lost(void *ctx)
 static void *campaign(void *arg)
 {
     fl_lead *l = arg;
-    fl_log(FL_LOG_INFO, "lead", "%s campaigns to lead the controllers (lease %d s)", l->identity, l->ttl_s);
+    char *holder = NULL;
+    int64_t since_ms = 0;
+    if (fl_store_leader(l->store, &holder, &since_ms) == 0 && holder)
+        fl_log(FL_LOG_INFO, "lead", "%s stands by: the controllers are led by %s (for %lld s)", l->identity, holder,
+               (long long)((fl_time_now_ms() - since_ms) / 1000));
+    else
+        fl_log(FL_LOG_INFO, "lead", "%s campaigns to lead the controllers (lease %d s)", l->identity, l->ttl_s);
+    free(holder);
     int rc = fl_store_lead(l->store, l->identity, l->ttl_s, l->stop, on_lost, l);
     if (rc == 0) {
         l->acquired_ms = fl_time_now_ms();

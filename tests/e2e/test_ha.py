@@ -132,6 +132,9 @@ def test_a_leader_paused_past_its_lease_loses_the_lead_and_becomes_a_standby(etc
         assert a.curl("GET", "/readyz", auth=False)[0] == 200
         assert r.holder(a) == r.holder(standby)
         assert f"{r.holder(standby)} leads the controllers" in standby.log()
+        # campaigning again, it says who leads
+        wait_for(lambda: f"stands by: the controllers are led by {r.holder(standby)}" in a.log(), timeout=10,
+                 what="the old leader to name the new one")
         propagate(a, "still")  # written through the old leader, bound by the new one
         wait_for(lambda: bound(standby, "still"), timeout=15, what="the new leader binding a Deployment")
         # and it can lead again: the new leader stops cleanly, the old one takes over
