@@ -35,8 +35,11 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = e2e ]; then
+  # two workers, each taking whole files (a module's fixtures stay in one worker): most of a
+  # test's time is waiting on a server, so two halve the run on two cores
   step "end-to-end tests: kubectl, Python client, curl (pytest, server under ASan+UBSan)"
-  FLOTILLA_BIN="$PWD/build-asan/flotilla" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e
+  FLOTILLA_BIN="$PWD/build-asan/flotilla" /usr/bin/python3 -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \
+    tests/e2e
   # the same API, watch, propagation and suspension tests with the store in a 3-member etcd
   # cluster the fixtures start (docs/ha.md); test_etcd.py and test_ha.py, above, cover what
   # only etcd and replicas do
@@ -44,7 +47,7 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
   # test_etcd*.py and test_ha.py above; this keeps the whole run under 30 minutes)
   step "end-to-end tests on etcd: API semantics, Python client, propagation, suspension"
   FLOTILLA_E2E_STORE=etcd FLOTILLA_BIN="$PWD/build/flotilla" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-    tests/e2e/test_api_semantics.py tests/e2e/test_python_client.py \
+    -n 2 --dist loadfile tests/e2e/test_api_semantics.py tests/e2e/test_python_client.py \
     tests/e2e/test_propagation.py tests/e2e/test_suspension.py
   step "end-to-end tests: @kubernetes/client-node (node --test)"
   FLOTILLA_BIN="$PWD/build-asan/flotilla" node --test tests/e2e/node/

@@ -8,6 +8,7 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-
   libmicrohttpd-dev libjansson-dev libfyaml-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev
   liblua5.4-dev libcmocka-dev sqlite3 python3-kubernetes python3-pytest curl unzip
   prometheus)  # prometheus: promtool and a real server for tests/e2e/test_metrics.py
+APT_PACKAGES+=(python3-pytest-xdist)  # the e2e suite runs its files on two workers (test.sh)
 APT_PACKAGES+=(etcd-server)  # the real etcd (3.4) that tests/unit/etcdtest.h starts for the etcd store's tests
 
 missing=()
