@@ -23,6 +23,7 @@ extern const fl_controller fl_eviction_controller;
 extern const fl_controller fl_eviction_tasks_controller;
 extern const fl_controller fl_hpa_scale_target_marker_controller;
 extern const fl_controller fl_revisions_controller;
+extern const fl_controller fl_rollout_controller;
 
 const fl_controller *const fl_server_controllers[] = {
     &fl_customizations_controller,
@@ -36,6 +37,7 @@ const fl_controller *const fl_server_controllers[] = {
     &fl_resource_group_controller,
     &fl_hpa_scale_target_marker_controller,
     &fl_revisions_controller,
+    &fl_rollout_controller,
     &fl_cluster_status_controller,
     &fl_cluster_taint_policy_controller,
     &fl_eviction_controller,
