@@ -440,6 +440,8 @@ static int verb_index(int argc, char **argv)
     return -1;
 }
 
+int fl_ctl_rollout(int argc, char **argv); /* rollout_cmd.c */
+
 static int suspend_verb(int argc, char **argv)
 {
     return fl_ctl_suspend(true, argc, argv);
@@ -465,6 +467,7 @@ static const struct {
     {"kubeconfig", false, fl_ctl_kubeconfig},
     {"suspend", false, suspend_verb},
     {"resume", false, resume_verb},
+    {"rollout", false, fl_ctl_rollout},
 };
 
 int fl_cmd_ctl(int argc, char **argv)
