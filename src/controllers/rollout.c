@@ -17,8 +17,9 @@
  * previous revision is restored onto the template (rollout_restore.c); the restored
  * generation is released everywhere at once. Killed between the two, the next pass restores.
  *
- * Passes are queued by changes of the strategy, of the policy's bindings, and of their Works
- * (status: a cluster turning Current), and at the times a step waits for (soak, deadline). */
+ * Passes are queued by changes of the strategy, of the policy's bindings, of their Works
+ * (status: a cluster turning Current) and of Clusters' labels, and at the times a step waits
+ * for (soak, deadline). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +134,20 @@ static void work_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     if (!fl_json_same(json_object_get(old_obj, "status"), json_object_get(new_obj, "status")) ||
         !fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         work_event(ctx, new_obj);
+}
+
+/* A Cluster's labels changed: the stages' selectors may place differently (a stage that
+ * selected nothing). Rare; every strategy looks again. */
+static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    rolloutctl *c = ctx;
+    if (fl_json_same(fl_json_path(old_obj, "metadata.labels"), fl_json_path(new_obj, "metadata.labels")))
+        return;
+    json_t *all = fl_informer_list(c->strategies, NULL);
+    size_t i;
+    json_t *s;
+    json_array_foreach(all, i, s) queue_strategy(c, s);
+    json_decref(all);
 }
 
 /* ---- a pass ---- */
@@ -418,6 +433,8 @@ static int rollout_start(const fl_ctrl_env *env, void **state)
     fl_informer_add_handlers(c->crbs, &bh);
     fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .ctx = c};
     fl_informer_add_handlers(c->works, &wh);
+    fl_informer_handlers ch = {.on_update = cluster_updated, .ctx = c};
+    fl_informer_add_handlers(c->clusters, &ch);
     c->workers = fl_ctrl_workers_start_synced(c->q, "rollout", WORKERS, reconcile, c,
                                               (fl_informer *const[]){c->strategies, c->rbs, c->crbs, c->works,
                                                                      c->clusters, NULL});

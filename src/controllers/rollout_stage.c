@@ -12,9 +12,9 @@
  *      cluster Held. A rollout still running is superseded. A strategy's first sight of a
  *      template already delivered everywhere at its generation records it Completed.
  *   2. the clusters released are observed in their Works: Current (the Work at this
- *      generation applied, dispatched and its live state Current), Failed (Applied False or
- *      live state Failed, or not Current progressDeadlineSeconds after its release), or still
- *      on their way. More than maxFailures Failed: Halted, or RollingBack with onFailure
+ *      generation applied, dispatched and its live state Current), Failed (live state Failed,
+ *      or not Current progressDeadlineSeconds after its release: an apply that failed counts
+ *      only then, as a member out of reach may answer again), or still on their way. More than maxFailures Failed: Halted, or RollingBack with onFailure
  *      Rollback (the controller then restores the previous revision: rollout_restore.c).
  *   3. the current stage releases its Held clusters, maxConcurrency on their way at a time;
  *      once all are Current it soaks soakSeconds, then waits for an approval if it asks for
@@ -120,18 +120,25 @@ static const char *observe(const json_t *work, json_int_t gen, const char **reas
         return NULL;
     }
     const json_t *applied = current_condition(work, "Applied"), *disp = current_condition(work, "Dispatching");
-    if (applied && !strcmp(fl_json_str(applied, "status") ? fl_json_str(applied, "status") : "", "False")) {
-        *reason = fl_json_str(applied, "reason") ? fl_json_str(applied, "reason") : "AppliedFailed";
-        return FL_ROLLOUT_FAILED;
+    /* the objects' own live state (not the Work's, which an apply that failed turns Failed) */
+    const char *live = NULL;
+    size_t i;
+    json_t *ms;
+    json_array_foreach(fl_json_path(work, "status.manifestStatuses"), i, ms) {
+        const json_t *ls = json_object_get(ms, "liveStatus");
+        const char *state = fl_json_str(ls, "state");
+        if (state && !strcmp(state, "Failed")) {
+            *reason = fl_json_str(ls, "reason") ? fl_json_str(ls, "reason") : "Failed";
+            return FL_ROLLOUT_FAILED;
+        }
+        if (!live || !strcmp(live, "Current"))
+            live = state ? state : "Unknown";
     }
-    const char *live = fl_json_path_str(work, "status.liveState");
-    if (live && !strcmp(live, "Failed")) {
-        const json_t *ls = fl_json_path(json_array_get(fl_json_path(work, "status.manifestStatuses"), 0), "liveStatus");
-        *reason = fl_json_str(ls, "reason") ? fl_json_str(ls, "reason") : "Failed";
-        return FL_ROLLOUT_FAILED;
-    }
-    if (!applied || !disp || strcmp(fl_json_str(disp, "status") ? fl_json_str(disp, "status") : "", "True")) {
-        *reason = "NotApplied";
+    /* not applied (yet): an apply that failed may be a member out of reach for a moment; it
+     * counts as a failure only at the progress deadline */
+    if (!applied || !disp || strcmp(fl_json_str(disp, "status") ? fl_json_str(disp, "status") : "", "True") ||
+        strcmp(fl_json_str(applied, "status") ? fl_json_str(applied, "status") : "", "True")) {
+        *reason = applied && fl_json_str(applied, "reason") ? fl_json_str(applied, "reason") : "NotApplied";
         return NULL;
     }
     if (live && !strcmp(live, "Current")) {
@@ -341,8 +348,8 @@ static int observe_released(const fl_rollout_in *in, json_t *e, int64_t *due, ch
                     min_due(due, since + deadline_s * 1000);
                 }
             }
-            /* Current once stays Current until it fails: a Work rewritten for another reason
-             * (an override) is not a step back of the rollout */
+            /* Current once stays Current until its object fails: a Work rewritten for another
+             * reason (an override), or a member out of reach, is not a step back */
             if (now)
                 json_object_set_new(c, "state", json_string(now));
             set_str(c, "reason", reason && !strcmp(now ? now : "", FL_ROLLOUT_FAILED) ? reason : NULL);
