@@ -24,6 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -98,17 +99,20 @@ def member_deploy(f, name, m):
     return f.get("deploy", name, member=m)
 
 
+def member_deploys(f, name):
+    """Deployment `name` as each member has it (None: not there), read side by side."""
+    with ThreadPoolExecutor(len(MEMBERS)) as pool:
+        return dict(zip(MEMBERS, pool.map(lambda m: member_deploy(f, name, m), MEMBERS)))
+
+
 def images(f, name):
     """Each member's image of Deployment `name`, read from the member (None: not there)."""
-    out = {}
-    for m in MEMBERS:
-        d = member_deploy(f, name, m)
-        out[m] = d["spec"]["template"]["spec"]["containers"][0]["image"] if d else None
-    return out
+    return {m: d["spec"]["template"]["spec"]["containers"][0]["image"] if d else None
+            for m, d in member_deploys(f, name).items()}
 
 
 def generations(f, name):
-    return {m: member_deploy(f, name, m)["metadata"]["generation"] for m in MEMBERS}
+    return {m: d["metadata"]["generation"] for m, d in member_deploys(f, name).items()}
 
 
 def status(f, name):
@@ -269,7 +273,6 @@ def test_a_fake_image_halts_at_the_canary_with_the_reason(up):
     assert failed["state"] == "Failed" and failed["reason"], failed
     r = f.ctl("rollout", "status", "deploy/halt")
     assert "Halted" in r.stdout and "member1" in r.stdout, r.stdout
-    time.sleep(1)
     im = images(f, name)
     assert im["member1"] == "fake.io/nginx:broken" and all(im[m] == "nginx:1.25" for m in MEMBERS[1:]), im
     assert all(generations(f, name)[m] == gens[m] for m in MEMBERS[1:])
@@ -313,7 +316,7 @@ def test_kill9_mid_stage_resumes_in_the_same_stage_and_delivers_nothing_twice(up
     up.kill9_and_restart()
     wait_for(lambda: all(images(f, name)[m] == "nginx:1.27" for m in ("member1", "member2", "member3")),
              timeout=30, interval=0.3, what="the released clusters delivered again to the new members")
-    time.sleep(1.5)  # the restarted controllers had time to release what they would
+    time.sleep(1)  # the restarted controllers had time to release what they would
     e = entry(f, name)
     assert (e["phase"], e["stageName"], e["generation"]) == ("WaitingForApproval", "wave", before["generation"]), \
         json.dumps(e, indent=1)
@@ -325,6 +328,6 @@ def test_kill9_mid_stage_resumes_in_the_same_stage_and_delivers_nothing_twice(up
     assert r.returncode == 0, r.stderr
     wait_phase(f, name, "Completed")
     wait_for(lambda: set(images(f, name).values()) == {"nginx:1.27"}, timeout=30, interval=0.3, what="every member")
-    time.sleep(1)
+    time.sleep(0.5)
     assert generations(f, name) == dict.fromkeys(MEMBERS, 1), "a member's copy was written more than once"
     cleanup(f, name)
