@@ -300,6 +300,8 @@ static json_t *start_or_continue(const fl_rollout_in *in, const json_t *old, jso
         *done = true;
         return e;
     }
+    if (same && json_object_get(old, "startTime")) /* placed again: the same rollout */
+        json_object_set(e, "startTime", json_object_get(old, "startTime"));
     const char *empty = NULL;
     json_object_set_new(e, "clusters", assign(in, &empty));
     char *counts = stage_counts(fl_json_path(in->strategy, "spec.stages"), json_object_get(e, "clusters"));
