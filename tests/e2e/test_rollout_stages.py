@@ -127,12 +127,19 @@ def entry(f, name):
 def start(f, name, stages, **spec):
     """Deployment `name` at nginx:1.25 everywhere, then its strategy, which takes it over
     as delivered (Completed at its generation)."""
-    f.apply([deployment(name), policy(name)])
-    wait_for(lambda: set(images(f, name).values()) == {"nginx:1.25"}, timeout=40, interval=0.3,
-             what=f"{name} on every member")
-    f.apply(strategy(name, stages, **spec))
-    wait_for(lambda: entry(f, name).get("phase") == "Completed", timeout=20, interval=0.2,
-             what="the strategy to take the delivered template over")
+    start_many(f, {name: (stages, spec)})
+
+
+def start_many(f, strategies):
+    """start() for several Deployments at once: {name: (stages, spec)}."""
+    f.apply([x for name in strategies for x in (deployment(name), policy(name))])
+    for name in strategies:
+        wait_for(lambda: set(images(f, name).values()) == {"nginx:1.25"}, timeout=40, interval=0.3,
+                 what=f"{name} on every member")
+    f.apply([strategy(name, stages, **spec) for name, (stages, spec) in strategies.items()])
+    for name in strategies:
+        wait_for(lambda: entry(f, name).get("phase") == "Completed", timeout=20, interval=0.2,
+                 what="the strategy to take the delivered template over")
 
 
 def set_image(f, name, image):
@@ -261,46 +268,44 @@ def test_staged_rollout_holds_the_others_until_their_stage(up):
     cleanup(f, name)
 
 
-def test_a_fake_image_halts_at_the_canary_with_the_reason(up):
+def test_a_fake_image_halts_at_the_canary_or_rolls_back(up):
+    """Two Deployments side by side, one per onFailure: `halt` stops at the canary with the
+    reason; `rb` restores the previous revision, the canary goes back, the others never see
+    the bad image."""
     f = up.fleet
-    name = "halt"
-    start(f, name, [CANARY, REST], progressDeadlineSeconds=3)
-    gens = generations(f, name)
-    set_image(f, name, "fake.io/nginx:broken")
-    e = wait_phase(f, name, "Halted", timeout=30)
+    start_many(f, {"halt": ([CANARY, REST], {"progressDeadlineSeconds": 3}),
+                   "rb": ([CANARY, REST], {"onFailure": "Rollback", "progressDeadlineSeconds": 3})})
+    gens = {name: generations(f, name) for name in ("halt", "rb")}
+    set_image(f, "halt", "fake.io/nginx:broken")
+    set_image(f, "rb", "fake.io/nginx:broken")
+
+    e = wait_phase(f, "halt", "Halted", timeout=30)
     assert e["reason"] == "ClusterFailed" and "member1" in e["message"], e
     failed = next(c for c in e["clusters"] if c["name"] == "member1")
     assert failed["state"] == "Failed" and failed["reason"], failed
     r = f.ctl("rollout", "status", "deploy/halt")
     assert "Halted" in r.stdout and "member1" in r.stdout, r.stdout
-    im = images(f, name)
+    im = images(f, "halt")
     assert im["member1"] == "fake.io/nginx:broken" and all(im[m] == "nginx:1.25" for m in MEMBERS[1:]), im
-    assert all(generations(f, name)[m] == gens[m] for m in MEMBERS[1:])
-    assert "RolloutHalted" in [r for r, _ in events(f, name)]
-    cleanup(f, name)
+    assert all(generations(f, "halt")[m] == gens["halt"][m] for m in MEMBERS[1:])
+    assert "RolloutHalted" in [r for r, _ in events(f, "halt")]
 
-
-def test_rollback_restores_the_canary_and_the_others_never_see_the_bad_image(up):
-    f = up.fleet
-    name = "rb"
-    start(f, name, [CANARY, REST], onFailure="Rollback", progressDeadlineSeconds=3)
-    gens = generations(f, name)
-    set_image(f, name, "fake.io/nginx:broken")
-    e = wait_phase(f, name, "RolledBack", timeout=40)
+    e = wait_phase(f, "rb", "RolledBack", timeout=40)
     assert e["rolledBackFrom"] == 2 and e["generation"] == 3, e
-    tmpl = f.get("deploy", name)
+    tmpl = f.get("deploy", "rb")
     assert tmpl["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.25"
-    wait_for(lambda: images(f, name)["member1"] == "nginx:1.25", timeout=20, what="the canary back on nginx:1.25")
-    after = generations(f, name)
-    assert after["member1"] == gens["member1"] + 2  # the bad one, then the old one back
+    wait_for(lambda: images(f, "rb")["member1"] == "nginx:1.25", timeout=20, what="the canary back on nginx:1.25")
+    after = member_deploys(f, "rb")
+    assert after["member1"]["metadata"]["generation"] == gens["rb"]["member1"] + 2  # the bad one, then back
     # the others: the old image throughout; the restore changed nothing a member runs
     for m in MEMBERS[1:]:
-        d = member_deploy(f, name, m)
+        d = after[m]
         assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.25", m
-        assert d["metadata"]["generation"] == gens[m], (m, gens[m], d["metadata"]["generation"])
-    reasons = [r for r, _ in events(f, name)]
+        assert d["metadata"]["generation"] == gens["rb"][m], (m, gens["rb"][m], d["metadata"]["generation"])
+    reasons = [r for r, _ in events(f, "rb")]
     assert "RollingBack" in reasons and "RevisionRestored" in reasons and "RolledBack" in reasons, reasons
-    cleanup(f, name)
+    cleanup(f, "halt")
+    cleanup(f, "rb")
 
 
 def test_kill9_mid_stage_resumes_in_the_same_stage_and_delivers_nothing_twice(up):
