@@ -12,7 +12,8 @@
  *      cluster Held. A rollout still running is superseded. A strategy's first sight of a
  *      template already delivered everywhere at its generation records it Completed.
  *   2. the clusters released are observed in their Works: Current (the Work at this
- *      generation applied, dispatched and its live state Current), Failed (live state Failed,
+ *      generation applied, dispatched, its objects' live state Current and none Unhealthy
+ *      by the interpreter's health rule), Failed (live state Failed,
  *      or not Current progressDeadlineSeconds after its release: an apply that failed counts
  *      only then, as a member out of reach may answer again), or still on their way. More than maxFailures Failed: Halted, or RollingBack with onFailure
  *      Rollback (the controller then restores the previous revision: rollout_restore.c).
@@ -133,6 +134,9 @@ static const char *observe(const json_t *work, json_int_t gen, const char **reas
         }
         if (!live || !strcmp(live, "Current"))
             live = state ? state : "Unknown";
+        const char *health = fl_json_str(ms, "health");
+        if (health && !strcmp(health, "Unhealthy") && !strcmp(live, "Current"))
+            live = "Unhealthy"; /* Current and healthy, or not yet */
     }
     /* not applied (yet): an apply that failed may be a member out of reach for a moment; it
      * counts as a failure only at the progress deadline */
