@@ -262,6 +262,23 @@ static void follow_targets(const fl_rollout_in *in, json_t *e)
     json_decref(have);
 }
 
+/* Everything released (Completed, RolledBack): each cluster shown Current or on its way, for
+ * the status only; nothing waits on it any more. */
+static void show_released(const fl_rollout_in *in, json_t *e)
+{
+    json_int_t gen = fl_json_path_int(e, "generation", 0);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(e, "clusters"), i, c) {
+        const char *reason = NULL, *state = fl_json_str(c, "state");
+        const char *now = observe(json_object_get(in->works, fl_json_str(c, "name")), gen, &reason);
+        if (state && !strcmp(state, FL_ROLLOUT_FAILED))
+            continue; /* what failed before the end stays said */
+        json_object_set_new(c, "state", json_string(now && !strcmp(now, FL_ROLLOUT_CURRENT) ? FL_ROLLOUT_CURRENT
+                                                                                          : FL_ROLLOUT_RELEASED));
+    }
+}
+
 /* Step 1: the entry for the template's generation now. */
 static json_t *start_or_continue(const fl_rollout_in *in, const json_t *old, json_t *events, bool *done)
 {
@@ -465,6 +482,8 @@ json_t *fl_rollout_advance(const fl_rollout_in *in, const json_t *old, json_t *e
     const char *what = fl_json_meta(in->tmpl, "name");
     if (!done)
         follow_targets(in, e);
+    if (!done && json_is_true(json_object_get(e, "releaseAll")))
+        show_released(in, e);
     if (done || !(active(e)))
         return e;
     json_int_t gen = fl_json_path_int(e, "generation", 0);

@@ -289,8 +289,15 @@ static void test_a_failure_halts_or_rolls_back_and_a_deadline_counts_as_one(void
     assert_string_equal(fl_json_str(r2, "phase"), FL_RO_ROLLED_BACK);
     record(&f, r2);
     assert_false(fl_rollout_gate_holds(f.strategy, f.tmpl, "m3", NULL));
-    json_t *all[] = {e, e2, e3, r1, r2};
-    for (size_t i = 0; i < 5; i++)
+    /* after the end, the clusters are shown as they come: Current, or released on their way */
+    set_work(&f, "m1", 3, false, "Current");
+    set_work(&f, "m2", 3, false, "InProgress");
+    json_t *r3 = step(&f, r2, T0 + 3000, ev, NULL);
+    assert_string_equal(fl_json_str(r3, "phase"), FL_RO_ROLLED_BACK);
+    assert_string_equal(state_of(r3, "m1"), FL_ROLLOUT_CURRENT);
+    assert_string_equal(state_of(r3, "m2"), FL_ROLLOUT_RELEASED);
+    json_t *all[] = {e, e2, e3, r1, r2, r3};
+    for (size_t i = 0; i < 6; i++)
         json_decref(all[i]);
     json_decref(ev);
     fleet_close(&f);
