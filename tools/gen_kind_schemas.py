@@ -52,6 +52,8 @@ ROOTS = [
     ("apps_v1_StatefulSet", "io.k8s.api.apps.v1.StatefulSet"),
     ("apps_v1_DaemonSet", "io.k8s.api.apps.v1.DaemonSet"),
     ("apps_v1_ReplicaSet", "io.k8s.api.apps.v1.ReplicaSet"),
+    # template revisions (docs/rollouts.md): data is a RawExtension, free-form
+    ("apps_v1_ControllerRevision", "io.k8s.api.apps.v1.ControllerRevision"),
     ("batch_v1_Job", "io.k8s.api.batch.v1.Job"),
     ("batch_v1_CronJob", "io.k8s.api.batch.v1.CronJob"),
     ("coordination_v1_Lease", "io.k8s.api.coordination.v1.Lease"),

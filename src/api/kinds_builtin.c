@@ -593,6 +593,37 @@ static void row_replicaset(const fl_kind *k, const json_t *o, json_t *cells)
     fl_row_take(cells, format_selector(fl_json_path(o, "spec.selector")));
 }
 
+/* upstream's printControllerRevision: the controller as "kind.group/name" (formatResourceName
+ * of its controller reference), then the number. */
+static void row_controller_revision(const fl_kind *k, const json_t *o, json_t *cells)
+{
+    const json_t *ref = NULL, *r;
+    size_t i;
+    json_array_foreach(fl_json_path(o, "metadata.ownerReferences"), i, r) if (json_is_true(json_object_get(r, "controller")))
+    {
+        ref = r;
+        break;
+    }
+    const char *kind = fl_json_path_str(ref, "kind"), *name = fl_json_path_str(ref, "name");
+    const char *av = fl_json_path_str(ref, "apiVersion");
+    if (!ref || !name) {
+        fl_row_str(cells, "<none>");
+    } else {
+        const char *slash = av ? strchr(av, '/') : NULL;
+        char *lower = fl_strdup(kind ? kind : "");
+        for (char *c = lower; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+        if (!*lower)
+            fl_row_take(cells, fl_strdup(name));
+        else if (slash)
+            fl_row_take(cells, fl_asprintf("%s.%.*s/%s", lower, (int)(slash - av), av, name));
+        else
+            fl_row_take(cells, fl_asprintf("%s/%s", lower, name));
+        free(lower);
+    }
+    fl_row_int(cells, fl_json_path_int(o, "revision", 0));
+}
+
 static void row_daemonset(const fl_kind *k, const json_t *o, json_t *cells)
 {
     fl_row_int(cells, fl_json_path_int(o, "status.desiredNumberScheduled", 0));
@@ -760,6 +791,11 @@ static const fl_column statefulset_columns[] = {
     COLW("Images", "string", D_IMAGES),
     CEND,
 };
+static const fl_column controller_revision_columns[] = {
+    COL("Controller", "string", "Controller of the object"),
+    COL("Revision", "string", "Revision indicates the revision of the state represented by Data."),
+    CEND,
+};
 static const fl_column replicaset_columns[] = {
     COL("Desired", "integer", "Replicas is the number of desired pods."),
     COL("Current", "integer", "Replicas is the most recently observed number of non-terminating pods."),
@@ -922,6 +958,10 @@ fl_kind fl_kinds__builtin[] = {
       .short_names = {"rs"}, .categories = {"all"}, .field_selectors = {"status.replicas"},
       .fields = fl_schema_apps_v1_ReplicaSet, .columns = replicaset_columns, .row = row_replicaset,
       .validate = fl_validate_replicaset },
+    { .group = "apps", .version = "v1", .kind = "ControllerRevision", .list_kind = "ControllerRevisionList",
+      .resource = "controllerrevisions", .singular = "controllerrevision", .namespaced = NS,
+      .fields = fl_schema_apps_v1_ControllerRevision, .columns = controller_revision_columns,
+      .row = row_controller_revision, .validate = fl_validate_controller_revision },
     /* batch/v1 */
     { .group = "batch", .version = "v1", .kind = "Job", .list_kind = "JobList", .resource = "jobs", .singular = "job",
       .namespaced = NS, .has_status = true, .categories = {"all"}, .field_selectors = {"status.successful"},

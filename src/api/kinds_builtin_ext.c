@@ -22,6 +22,7 @@
 
 #include "api/convert.h"
 #include "api/kinds.h"
+#include "api/kinds_rollout.h"
 #include "api/kinds_rows.h"
 #include "api/kinds_schema.h"
 #include "api/validate.h"
@@ -837,6 +838,13 @@ fl_kind fl_kinds__builtin_ext[] = {
       .singular = "certificatesigningrequest", .namespaced = CLUSTER, .has_status = true, .short_names = {"csr"},
       .fields = fl_schema_certificates_v1_CertificateSigningRequest, .columns = csr_columns, .row = row_csr,
       .validate = fl_validate_csr },
+    /* apps.flotilla.io/v1alpha1: ours, staged rollouts of a policy's templates (kinds_rollout.c,
+     * docs/rollouts.md) */
+    { .group = "apps.flotilla.io", .version = "v1alpha1", .kind = "RolloutStrategy",
+      .list_kind = "RolloutStrategyList", .resource = "rolloutstrategies", .singular = "rolloutstrategy",
+      .namespaced = NS, .has_status = true,
+      .fields = fl_schema_rollout_strategy, .columns = fl_columns_rollout_strategy,
+      .validate = fl_validate_rollout_strategy },
 };
 
 const size_t fl_kinds__builtin_ext_count = sizeof(fl_kinds__builtin_ext) / sizeof(fl_kinds__builtin_ext[0]);

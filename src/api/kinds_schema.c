@@ -1827,6 +1827,16 @@ const fl_field fl_schema_apps_v1_ReplicaSet[] = {
     { .path = NULL },
 };
 
+/* io.k8s.api.apps.v1.ControllerRevision */
+const fl_field fl_schema_apps_v1_ControllerRevision[] = {
+    { .path = "apiVersion", .type = FL_F_STRING },
+    { .path = "data", .type = FL_F_OBJECT },
+    { .path = "kind", .type = FL_F_STRING },
+    { .path = "metadata", .type = FL_F_OBJECT, .sub = fl_schema_meta_v1_ObjectMeta },
+    { .path = "revision", .type = FL_F_INT, .required = true },
+    { .path = NULL },
+};
+
 /* io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement */
 static const fl_field batch_v1_PodFailurePolicyOnExitCodesRequirement[] = {
     { .path = "containerName", .type = FL_F_STRING },

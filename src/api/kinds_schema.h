@@ -21,6 +21,7 @@ extern const fl_field fl_schema_apps_v1_Deployment[];
 extern const fl_field fl_schema_apps_v1_StatefulSet[];
 extern const fl_field fl_schema_apps_v1_DaemonSet[];
 extern const fl_field fl_schema_apps_v1_ReplicaSet[];
+extern const fl_field fl_schema_apps_v1_ControllerRevision[];
 extern const fl_field fl_schema_batch_v1_Job[];
 extern const fl_field fl_schema_batch_v1_CronJob[];
 extern const fl_field fl_schema_coordination_v1_Lease[];

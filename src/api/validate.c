@@ -24,6 +24,7 @@
 #include "api/validate_priv.h"
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/wellknown.h"
 
 /* ---------------------------------------------------------------------------------
  * Messages (k8s.io/apimachinery/pkg/api/validate/content), as single static strings.
@@ -879,6 +880,24 @@ static void validate_owner_refs(const json_t *refs, json_t *causes)
 /* On update: a field of metadata that may not change once set. The caller carries
  * uid/creationTimestamp over when the client omits them, so only a present, different
  * value is an error. */
+/* The revision history limit a template may carry (docs/rollouts.md, "Revisions"): refused
+ * here rather than ignored later, so a typo does not silently keep the default. A
+ * non-negative decimal integer of at most 9 digits (it fits an int). */
+static void revision_history_limit(const json_t *annotations, json_t *causes)
+{
+    json_t *v = json_object_get(annotations, FL_REVISION_HISTORY_LIMIT_ANNOTATION);
+    if (!v)
+        return;
+    const char *s = json_string_value(v);
+    size_t n = s ? strlen(s) : 0;
+    bool ok = n > 0 && n <= 9;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = s[i] >= '0' && s[i] <= '9';
+    if (!ok)
+        fl_v_invalid(causes, "metadata.annotations[" FL_REVISION_HISTORY_LIMIT_ANNOTATION "]", v,
+                     "must be a non-negative integer (the number of revisions to keep)");
+}
+
 static void immutable(const json_t *m, const json_t *om, const char *key, json_t *causes)
 {
     json_t *nv = json_object_get(m, key), *ov = json_object_get(om, key);
@@ -929,6 +948,7 @@ int fl_validate_object(const fl_kind *k, const json_t *obj, const json_t *old, j
 
     fl_v_labels(causes, "metadata.labels", fl_v_obj(m, "labels"));
     fl_v_annotations(causes, "metadata.annotations", fl_v_obj(m, "annotations"));
+    revision_history_limit(fl_v_obj(m, "annotations"), causes);
 
     json_t *fins = fl_v_arr(m, "finalizers");
     size_t i;

@@ -66,6 +66,9 @@ void fl_validate_interpreter_customization(const fl_kind *k, const json_t *obj, 
 /* kpt's ResourceGroup (validate_kpt.c): the fields its CRD requires, and a listed resource's
  * kind and name not empty. */
 void fl_validate_resource_group(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+/* apps.flotilla.io RolloutStrategy (validate_rollout.c): stages, selectors or percents, onFailure,
+ * no negative numbers. */
+void fl_validate_rollout_strategy(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 
 /* Built-in kinds (validate_builtin.c): kube-apiserver's rules for them, reading an absent
  * field as the default upstream would have filled before validating. */
@@ -75,6 +78,8 @@ void fl_validate_configmap(const fl_kind *k, const json_t *obj, const json_t *ol
 void fl_validate_secret(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_deployment(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_replicaset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
+/* apps/v1 ControllerRevision: data present, revision not negative, data immutable. */
+void fl_validate_controller_revision(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_statefulset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_daemonset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_job(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);

@@ -5,6 +5,7 @@
  *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
+ *   flotilla ctl rollout status|pause|resume|approve|abort KIND/NAME ...   (rollout_cmd.c)
  *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
  *   flotilla ctl kubeconfig --user NAME [--group G]...   (kubeconfig_cmd.c)
  *   flotilla ctl store backup|copy ...   (store_cmd.c)
@@ -75,6 +76,8 @@ static void usage(FILE *f)
                "                 (see 'flotilla ctl interpret --help')\n"
                "  failover history KIND/NAME [-n NS] [-o yaml|json]\n"
                "                 where a workload has been and why it moved\n"
+               "  rollout status|pause|resume|approve|abort KIND/NAME [-n NS] [--watch]\n"
+               "                 a template's staged rollout (see 'flotilla ctl rollout --help')\n"
                "  status [KIND[/NAME]] [-n NS | -A] [-o yaml|json] [--cluster NAME] [--state STATE]\n"
                "         [--watch] [--wait] [--timeout DURATION]\n"
                "                 is it live on every cluster, and if not, where and why\n"
@@ -440,6 +443,8 @@ static int verb_index(int argc, char **argv)
     return -1;
 }
 
+int fl_ctl_rollout(int argc, char **argv); /* rollout_cmd.c */
+
 static int suspend_verb(int argc, char **argv)
 {
     return fl_ctl_suspend(true, argc, argv);
@@ -465,6 +470,7 @@ static const struct {
     {"kubeconfig", false, fl_ctl_kubeconfig},
     {"suspend", false, suspend_verb},
     {"resume", false, resume_verb},
+    {"rollout", false, fl_ctl_rollout},
 };
 
 int fl_cmd_ctl(int argc, char **argv)

@@ -46,6 +46,7 @@
 #include "controllers/events.h"
 #include "controllers/eviction.h"
 #include "controllers/names.h"
+#include "controllers/rollout_gate.h"
 #include "controllers/templates.h"
 #include "core/metrics.h"
 #include "core/err.h"
@@ -83,6 +84,7 @@ typedef struct bindctl {
     fl_informer *rbs, *crbs, *works, *ops, *cops, *clusters;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
+    fl_rollout_gate *gate; /* staged rollouts: which targets their strategy holds back */
     pthread_mutex_t mu;
     json_t *index; /* binding key ("R|ns/name" / "C|name") -> {work key: true} */
     json_t *bare;  /* Works listed bare: work name -> {work key: true} (under mu) */
@@ -473,6 +475,7 @@ static char *managed_keys(const json_t *map, const char *const *extra, size_t ne
 typedef struct target {
     const char *cluster;
     int64_t replicas; /* 0 when the binding leaves it out (Karmada omits zero) */
+    bool held;        /* a staged rollout holds the template's generation back (rollout_gate.h) */
 } target;
 
 typedef struct render {
@@ -690,7 +693,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
     /* suspension (dispatching.h): the whole binding, or some clusters; the annotation
      * remembers what the binding asked, so a user's own suspension of the Work stays until
      * that changes (keep_users_suspension) */
-    bool suspend = fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster);
+    bool suspend = fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster) || t->held;
     if (suspend)
         json_object_set_new(wspec, "suspendDispatching", json_true());
     json_object_set_new(wanns, WORK_SUSPENSION_ANNOTATION, json_string(suspend ? "true" : "false"));
@@ -759,7 +762,7 @@ static uint64_t inputs_digest(const render *r, uint64_t shared, int i)
     const target *t = &r->targets[i];
     const json_t *bspec = json_object_get(r->binding, "spec");
     json_t *in = json_pack("[I, s, I, b, o]", (json_int_t)shared, t->cluster, (json_int_t)t->replicas,
-                           fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster),
+                           fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster) || t->held,
                            fl_eviction_preserved_labels(bspec, t->cluster));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
@@ -1376,8 +1379,7 @@ static int reconcile(void *ctx, const char *key)
 
     const json_t *spec = json_object_get(binding, "spec"), *res = json_object_get(spec, "resource");
     const char *av = fl_json_str(res, "apiVersion"), *kind = fl_json_str(res, "kind"),
-               *rname = fl_json_str(res, "name");
-    const char *rns = fl_json_str(res, "namespace");
+               *rname = fl_json_str(res, "name"), *rns = fl_json_str(res, "namespace");
     if (!av || !kind || !rname)
         goto out;
     const fl_template_kind *k = NULL;
@@ -1393,6 +1395,8 @@ static int reconcile(void *ctx, const char *key)
         goto out;
     }
     targets = targets_of(spec, &n);
+    for (int t = 0; t < n; t++) /* staged rollouts: what a strategy holds back (rollout_gate.h) */
+        targets[t].held = fl_rollout_gate_hold(b->gate, binding, tmpl, targets[t].cluster, b->works, wname);
     if (directly_pending(binding, owned)) {
         /* Directly: the old copy goes first; the new ones wait for its Work to be gone (its
          * deletion requeues us; the timer is a safety net) */
@@ -1455,6 +1459,7 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     b->ops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "overridepolicies");
     b->cops = fl_ctrl_informer(env, "policy.karmada.io/v1alpha1", "clusteroverridepolicies");
     b->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
+    b->gate = fl_rollout_gate_new(env, b->rbs, b->crbs, b->q);
     fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .on_delete = binding_deleted,
                                .ctx = b};
     fl_informer_add_handlers(b->rbs, &bh);
@@ -1471,7 +1476,8 @@ static int bindctl_start(const fl_ctrl_env *env, void **state)
     fl_templates_subscribe(env->templates, &th);
     fl_ctrl_on_interp_change(env, interp_changed, b);
     b->workers = fl_ctrl_workers_start_batched(b->q, "binding", BINDING_WORKERS, KEYS_AT_ONCE, reconcile, b,
-                                              (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs, NULL});
+                                              (fl_informer *const[]){b->works, b->ops, b->cops, b->rbs, b->crbs,
+                                                                     fl_rollout_gate_informer(b->gate), NULL});
     *state = b;
     return 0;
 }
@@ -1481,6 +1487,7 @@ static void bindctl_stop(void *state)
     bindctl *b = state;
     fl_ctrl_workers_join(b->workers);
     fl_workqueue_free(b->q);
+    fl_rollout_gate_free(b->gate);
     json_decref(b->index);
     json_decref(b->bare);
     json_decref(b->gone);

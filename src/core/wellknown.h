@@ -55,6 +55,10 @@
  * metadata.{name,namespace,labels,annotations} and every top-level field but status. */
 #define FL_REVISION_TEMPLATE_UID_LABEL "rollouts.flotilla.io/template-uid"
 #define FL_REVISION_CLUSTER_SCOPED_NAMESPACE "karmada-system"
+/* On a template: how many of its revisions to keep (a non-negative integer; default
+ * FL_REVISION_HISTORY_DEFAULT; the newest is always kept). The API refuses another value. */
+#define FL_REVISION_HISTORY_LIMIT_ANNOTATION "rollouts.flotilla.io/revision-history-limit"
+#define FL_REVISION_HISTORY_DEFAULT 10
 
 /* ---- taints ---- */
 #define FL_TAINT_CLUSTER_NOT_READY "cluster.karmada.io/not-ready"

@@ -110,6 +110,7 @@ static void test_builtin_names_match_upstream(void **state)
         {"apps", "v1", "statefulsets", "StatefulSet", {"sts"}, "all", true, true, true},
         {"apps", "v1", "daemonsets", "DaemonSet", {"ds"}, "all", true, true, false},
         {"apps", "v1", "replicasets", "ReplicaSet", {"rs"}, "all", true, true, true},
+        {"apps", "v1", "controllerrevisions", "ControllerRevision", {NULL}, NULL, true, false, false},
         {"batch", "v1", "jobs", "Job", {NULL}, "all", true, true, false},
         {"batch", "v1", "cronjobs", "CronJob", {"cj"}, "all", true, true, false},
         {"coordination.k8s.io", "v1", "leases", "Lease", {NULL}, NULL, true, false, false},
