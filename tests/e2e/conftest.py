@@ -141,19 +141,20 @@ class EtcdCluster:
 
 
 _session_etcd = None
-_etcd_prefixes = [0]
+_etcd_prefixes = {}  # data directory -> its prefix: a restart on the directory finds its objects
 
 
-def etcd_store_args():
-    """With FLOTILLA_E2E_STORE=etcd: the flags that put one more server on the session's etcd
-    cluster under a prefix of its own (the cluster starts on first use); else none."""
+def etcd_store_args(data_dir):
+    """With FLOTILLA_E2E_STORE=etcd: the flags that put the server of data_dir on the session's
+    etcd cluster under a prefix of its own, the same at every start (the cluster starts on
+    first use); else none."""
     global _session_etcd
     if E2E_STORE != "etcd":
         return []
     if _session_etcd is None:
         _session_etcd = EtcdCluster(tempfile.mkdtemp(prefix="flotilla-e2e-etcd-")).start()
-    _etcd_prefixes[0] += 1
-    return ["--etcd-servers", _session_etcd.endpoints, "--etcd-prefix", f"/e2e{_etcd_prefixes[0]}/registry"]
+    prefix = _etcd_prefixes.setdefault(os.path.realpath(data_dir), f"/e2e{len(_etcd_prefixes) + 1}/registry")
+    return ["--etcd-servers", _session_etcd.endpoints, "--etcd-prefix", prefix]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -171,7 +172,7 @@ class Server:
         self.port = free_port()
         self.extra_args = list(extra_args)
         if "--etcd-servers" not in self.extra_args:
-            self.extra_args += etcd_store_args()
+            self.extra_args += etcd_store_args(data_dir)
         self.env = dict(env or {})  # on top of the environment at each start
         self.proc = None
         self.kubeconfig = os.path.join(data_dir, "kubeconfig")
@@ -586,7 +587,7 @@ def start_up(d, port, members=2, pull=0, server_args=()):
     if pull:
         args += ["--pull", str(pull)]
     if "--etcd-servers" not in server_args:
-        server_args = [*server_args, *etcd_store_args()]
+        server_args = [*server_args, *etcd_store_args(d)]
     if server_args:
         args += ["--", *server_args]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
