@@ -810,12 +810,14 @@ int fl_etcd_compact(fl_etcd *c, int64_t rev, bool physical, fl_etcd_error *e)
     return rc;
 }
 
-int fl_etcd_status(fl_etcd *c, int64_t *header_rev, uint64_t *leader, fl_etcd_error *e)
+int fl_etcd_status(fl_etcd *c, int64_t *header_rev, uint64_t *leader, int64_t *db_size, fl_etcd_error *e)
 {
     if (header_rev)
         *header_rev = 0;
     if (leader)
         *leader = 0;
+    if (db_size)
+        *db_size = 0;
     clear_error(e);
     fl_strbuf b = FL_STRBUF_INIT;
     fl_strbuf_adds(&b, "{}");
@@ -830,6 +832,8 @@ int fl_etcd_status(fl_etcd *c, int64_t *header_rev, uint64_t *leader, fl_etcd_er
         *header_rev = fl_etcd_i64(json_object_get(v, "header"), "revision");
     if (leader)
         *leader = u64_of(v, "leader");
+    if (db_size)
+        *db_size = fl_etcd_i64(v, "dbSize");
     json_decref(v);
     return 0;
 }

@@ -122,9 +122,9 @@ void fl_etcd_txn_result_free(fl_etcd_txn_result *res); /* NULL-safe; zeroes it *
 /* Compact the history up to rev (etcd's compaction; physical: wait until it is done). */
 int fl_etcd_compact(fl_etcd *c, int64_t rev, bool physical, fl_etcd_error *e);
 
-/* The current revision of the cluster and the member that answered's idea of the leader
- * (a health check that writes nothing). Either out may be NULL. */
-int fl_etcd_status(fl_etcd *c, int64_t *header_rev, uint64_t *leader, fl_etcd_error *e);
+/* The current revision of the cluster, the member that answered's idea of the leader and the
+ * size of its database file (a health check that writes nothing). Any out may be NULL. */
+int fl_etcd_status(fl_etcd *c, int64_t *header_rev, uint64_t *leader, int64_t *db_size, fl_etcd_error *e);
 
 /* ---- leases ---- */
 

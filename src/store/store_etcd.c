@@ -24,6 +24,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/metrics.h"
 #include "core/timefmt.h"
 #include "store/store_cache.h"
 #include "store/store_etcd.h"
@@ -185,6 +186,18 @@ int fl_store_etcd_load(fl_store_etcd *s, fl_store_cache *cache, int64_t *rev)
     return rc;
 }
 
+/* flotilla_store_db_size_bytes at each scrape: the database of the etcd member that answered
+ * (etcd_mvcc_db_total_size_in_bytes); not set when none answers. */
+static void scrape_size(void *ctx)
+{
+    fl_store_etcd *s = ctx;
+    int64_t bytes = 0;
+    fl_etcd_error e = {0};
+    /* the writes' client: its short timeout keeps a scrape quick when etcd does not answer */
+    if (fl_etcd_status(s->wc ? s->wc : s->c, NULL, NULL, &bytes, &e) == 0 && bytes > 0)
+        fl_metric_gauge_set("flotilla_store_db_size_bytes", FL_STORE_DB_SIZE_HELP, NULL, NULL, (double)bytes);
+}
+
 /* ---- opening and closing ---- */
 
 /* FL_ETCD_COMPACT_KEY as it is: the revision compacted to and the key's version (0, 0 when
@@ -270,6 +283,8 @@ static int etcd_open(const fl_store_config *cfg, fl_store **out)
         fl_store_free(&s->base);
         return rc;
     }
+    fl_metrics_on_scrape(scrape_size, s);
+    s->size_hook = true;
     fl_log(FL_LOG_INFO, "store", "etcd: %zu keys under %s at revision %" PRId64, s->base.cache.count, s->prefix,
            head);
     *out = &s->base;
@@ -279,6 +294,8 @@ static int etcd_open(const fl_store_config *cfg, fl_store **out)
 static void etcd_free(fl_store *bs)
 {
     fl_store_etcd *s = (fl_store_etcd *)bs;
+    if (s->size_hook)
+        fl_metrics_remove_hook(scrape_size, s);
     pthread_mutex_lock(&s->mu);
     s->closing = true;
     __atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);

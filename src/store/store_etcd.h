@@ -59,6 +59,7 @@ typedef struct fl_store_etcd {
     bool stop;                 /* atomic: the watcher, the compactor and replays end */
     pthread_t watcher, compactor;
     bool have_watcher, have_compactor;
+    bool size_hook;            /* flotilla_store_db_size_bytes registered (scrape_size) */
 } fl_store_etcd;
 
 /* ---- store_etcd.c ---- */

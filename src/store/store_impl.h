@@ -33,6 +33,11 @@
 #include "store/store_cache.h"
 #include "store/store_watch.h"
 
+/* flotilla_store_db_size_bytes's help, the same whichever backend sets it */
+#define FL_STORE_DB_SIZE_HELP                                                                                          \
+    "Bytes of the store on disk: SQLite's database file and write-ahead log, or the database of the etcd member "     \
+    "that answered."
+
 /* A backend's operations. Each has the contract of the public function of the same name
  * in store.h, with the arguments that function has already checked (noted per operation);
  * every one may be called from any thread concurrently, as the public ones. The optional

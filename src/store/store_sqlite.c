@@ -499,9 +499,7 @@ static void scrape_size(void *ctx)
     if (stat(wal, &st) == 0)
         bytes += (double)st.st_size;
     free(wal);
-    fl_metric_gauge_set("flotilla_store_db_size_bytes",
-                        "Bytes of the SQLite store on disk: the database file and its write-ahead log.", NULL, NULL,
-                        bytes);
+    fl_metric_gauge_set("flotilla_store_db_size_bytes", FL_STORE_DB_SIZE_HELP, NULL, NULL, bytes);
 }
 
 static int sqlite_open(const fl_store_config *cfg, fl_store **out)
