@@ -587,6 +587,27 @@ static void unshare_manifests(render *r)
     free(r->shared_err);
 }
 
+/* The migration marks (wellknown.h) a Work carries for its executor: the binding's release
+ * and adoption permission (the detector copies them from the policy), and the promote mark
+ * of the binding's policy or of the template itself (a dependency that `flotilla ctl promote`
+ * brought along has no policy of its own). */
+static void migration_marks(const json_t *binding, const json_t *tmd, json_t *wanns)
+{
+    const json_t *banns = json_object_get(json_object_get(binding, "metadata"), "annotations");
+    const json_t *tanns = json_object_get(tmd, "annotations");
+    const char *rel = fl_json_str(banns, FL_RELEASE_ANNOTATION);
+    if (rel && !strcmp(rel, "true"))
+        json_object_set_new(wanns, FL_RELEASE_ANNOTATION, json_string("true"));
+    const char *adopt = fl_json_str(banns, FL_ADOPT_KEY);
+    if (adopt)
+        json_object_set_new(wanns, FL_ADOPT_KEY, json_string(adopt));
+    const char *from = fl_json_str(banns, FL_PROMOTED_FROM_ANNOTATION);
+    if (!from)
+        from = fl_json_str(tanns, FL_PROMOTED_FROM_ANNOTATION);
+    if (from)
+        json_object_set_new(wanns, FL_PROMOTED_FROM_ANNOTATION, json_string(from));
+}
+
 /* Build the Work for target i (a new object) or fail with *err. */
 static int build_work(render *r, int i, json_t **out, char **err)
 {
@@ -663,6 +684,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
     }
     json_object_set_new(anns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
+    json_object_del(anns, FL_PROMOTED_FROM_ANNOTATION); /* the control plane's record, not the member's */
     inject_preserved(bspec, t->cluster, m, labels);
     static const char *const ann_extra[] = {FL_MANAGED_ANNOTATIONS_ANNOTATION, FL_MANAGED_LABELS_ANNOTATION};
     char *ml = managed_keys(labels, NULL, 0);
@@ -680,6 +702,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         json_object_set_new(wanns, FL_RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
     json_object_set_new(wanns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
+    migration_marks(r->binding, tmd, wanns);
     if (cov)
         json_object_set_new(wanns, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION, json_string(cov));
     if (ov)
@@ -742,12 +765,15 @@ static uint64_t binding_inputs_digest(const render *r)
     static const char *const not_tmpl[] = {"status", "metadata", NULL};
     static const char *const not_meta[] = {"resourceVersion", "managedFields", NULL};
     const json_t *bspec = json_object_get(r->binding, "spec");
-    json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b]", RENDER_VERSION,
+    const json_t *banns = json_object_get(json_object_get(r->binding, "metadata"), "annotations");
+    json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b, s?, s?, s?]", RENDER_VERSION,
                            (json_int_t)fl_json_hash_except(r->tmpl, not_tmpl),
                            (json_int_t)fl_json_hash_except(json_object_get(r->tmpl, "metadata"), not_meta),
                            fl_json_meta(r->binding, "namespace"), fl_json_meta(r->binding, "name"), r->binding_id,
                            r->cluster_scoped, r->workload, json_object_get(bspec, "conflictResolution"),
-                           json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")));
+                           json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")),
+                           fl_json_str(banns, FL_RELEASE_ANNOTATION), fl_json_str(banns, FL_ADOPT_KEY),
+                           fl_json_str(banns, FL_PROMOTED_FROM_ANNOTATION));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
     return h;
