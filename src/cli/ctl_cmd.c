@@ -33,6 +33,7 @@
 #include "cli/ctl_out.h"
 #include "cli/failover_cmd.h"
 #include "cli/interpret_cmd.h"
+#include "cli/promote_cmd.h"
 #include "cli/status_cmd.h"
 #include "cli/store_cmd.h"
 #include "client/client.h"
@@ -465,6 +466,8 @@ static const struct {
     {"kubeconfig", false, fl_ctl_kubeconfig},
     {"suspend", false, suspend_verb},
     {"resume", false, resume_verb},
+    {"promote", false, fl_ctl_promote},
+    {"release", false, fl_ctl_release},
 };
 
 int fl_cmd_ctl(int argc, char **argv)

@@ -45,6 +45,7 @@
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/eviction.h"
+#include "controllers/migration.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/metrics.h"
@@ -587,27 +588,6 @@ static void unshare_manifests(render *r)
     free(r->shared_err);
 }
 
-/* The migration marks (wellknown.h) a Work carries for its executor: the binding's release
- * and adoption permission (the detector copies them from the policy), and the promote mark
- * of the binding's policy or of the template itself (a dependency that `flotilla ctl promote`
- * brought along has no policy of its own). */
-static void migration_marks(const json_t *binding, const json_t *tmd, json_t *wanns)
-{
-    const json_t *banns = json_object_get(json_object_get(binding, "metadata"), "annotations");
-    const json_t *tanns = json_object_get(tmd, "annotations");
-    const char *rel = fl_json_str(banns, FL_RELEASE_ANNOTATION);
-    if (rel && !strcmp(rel, "true"))
-        json_object_set_new(wanns, FL_RELEASE_ANNOTATION, json_string("true"));
-    const char *adopt = fl_json_str(banns, FL_ADOPT_KEY);
-    if (adopt)
-        json_object_set_new(wanns, FL_ADOPT_KEY, json_string(adopt));
-    const char *from = fl_json_str(banns, FL_PROMOTED_FROM_ANNOTATION);
-    if (!from)
-        from = fl_json_str(tanns, FL_PROMOTED_FROM_ANNOTATION);
-    if (from)
-        json_object_set_new(wanns, FL_PROMOTED_FROM_ANNOTATION, json_string(from));
-}
-
 /* Build the Work for target i (a new object) or fail with *err. */
 static int build_work(render *r, int i, json_t **out, char **err)
 {
@@ -702,7 +682,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         json_object_set_new(wanns, FL_RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
     json_object_set_new(wanns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
-    migration_marks(r->binding, tmd, wanns);
+    fl_migration_work_marks(r->binding, tmd, wanns);
     if (cov)
         json_object_set_new(wanns, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION, json_string(cov));
     if (ov)

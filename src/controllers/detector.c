@@ -39,6 +39,7 @@
 
 #include "controllers/controller.h"
 #include "controllers/events.h"
+#include "controllers/migration.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/err.h"
@@ -578,20 +579,6 @@ static void copy_field(json_t *dst, const json_t *src, const char *key)
         json_object_del(dst, key);
 }
 
-/* The policy's migration marks (wellknown.h) onto the binding's annotations: its adoption
- * permission and promote mark follow the policy (set, or removed); its release is added and
- * stays, so that a binding released by hand (`flotilla ctl release`) is not taken back by
- * the next copy. */
-static void copy_migration_marks(json_t *annotations, const json_t *panns)
-{
-    static const char *const follow[] = {FL_ADOPT_KEY, FL_PROMOTED_FROM_ANNOTATION};
-    for (size_t i = 0; i < sizeof follow / sizeof *follow; i++)
-        copy_field(annotations, panns, follow[i]);
-    const char *rel = fl_json_str(panns, FL_RELEASE_ANNOTATION);
-    if (rel && !strcmp(rel, "true"))
-        json_object_set_new(annotations, FL_RELEASE_ANNOTATION, json_string("true"));
-}
-
 /* Write the binding's spec fields that come from template and policy into spec. */
 static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, const json_t *tmpl, const json_t *policy,
                              char **err)
@@ -632,7 +619,7 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
         json_object_set_new(annotations, SUSPENSION_ANNOTATION, json_string(want));
     }
     free(want);
-    copy_migration_marks(annotations, json_object_get(json_object_get(policy, "metadata"), "annotations"));
+    fl_migration_binding_marks(annotations, json_object_get(json_object_get(policy, "metadata"), "annotations"));
 
     /* Karmada's applyReplicaInterpretation (MultiplePodTemplatesScheduling on): a kind
      * with a componentResource rule is described by its components alone, spec.replicas
