@@ -486,7 +486,12 @@ static int write_actions(run *r, action *acts, size_t n, char **why)
 static void promote_one(run *r, const fl_cli_kind *k, const json_t *obj, size_t i, size_t total, bool single)
 {
     const char *name = fl_json_meta(obj, "name"), *ns = ns_of(k, obj);
-    char *qual = fl_asprintf("%s/%s", k->resource, name);
+    const char *slash = strchr(k->api_version, '/');
+    char *qual = slash ? fl_asprintf("%s.%.*s/%s", k->kind, (int)(slash - k->api_version), k->api_version, name)
+                       : fl_asprintf("%s/%s", k->kind, name);
+    for (char *c = qual; *c && *c != '.' && *c != '/'; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
     if (on_control_plane(r, k, ns, name)) {
         if (single) {
             fl_ctl_out_fail(VERB, "%s already exists on the control plane%s%s: edit its policy to place it instead",

@@ -307,7 +307,8 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "deletionTimestamp"),
                    json_object_get(json_object_get(new_obj, "metadata"), "deletionTimestamp")) &&
         fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "finalizers"),
-                   json_object_get(json_object_get(new_obj, "metadata"), "finalizers")))
+                   json_object_get(json_object_get(new_obj, "metadata"), "finalizers")) &&
+        fl_migration_marks_same(old_obj, new_obj))
         return;
     fl_ctrl_queue_binding(((bindctl *)ctx)->q, new_obj);
 }

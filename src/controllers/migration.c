@@ -38,3 +38,14 @@ void fl_migration_work_marks(const json_t *binding, const json_t *tmd, json_t *w
     if (from)
         json_object_set_new(work_annotations, FL_PROMOTED_FROM_ANNOTATION, json_string(from));
 }
+
+bool fl_migration_marks_same(const json_t *a, const json_t *b)
+{
+    static const char *const keys[] = {FL_ADOPT_KEY, FL_PROMOTED_FROM_ANNOTATION, FL_RELEASE_ANNOTATION};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        const char *x = fl_json_meta_map(a, "annotations", keys[i]), *y = fl_json_meta_map(b, "annotations", keys[i]);
+        if ((x == NULL) != (y == NULL) || (x && strcmp(x, y)))
+            return false;
+    }
+    return true;
+}

@@ -5,6 +5,7 @@
 #define FL_CONTROLLERS_MIGRATION_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* The detector: the policy's marks (policy_annotations, may be NULL) onto a binding's
  * annotations (changed in place). The adoption permission and promote's mark follow the
@@ -16,5 +17,8 @@ void fl_migration_binding_marks(json_t *annotations, const json_t *policy_annota
  * binding's release and adoption permission, and promote's mark from the binding or from the
  * template's metadata tmd (a dependency promoted along has no policy of its own). Any thread. */
 void fl_migration_work_marks(const json_t *binding, const json_t *tmd, json_t *work_annotations);
+
+/* Do objects a and b (two versions of a binding) carry the same marks? Any thread. */
+bool fl_migration_marks_same(const json_t *a, const json_t *b);
 
 #endif
