@@ -672,8 +672,9 @@ int fl_ctl_promote(int argc, char **argv)
         size_t width[5] = {0};
         fl_ctl_out_table(&r.table, hdr, 5, r.cells, r.nrows, NULL, width);
         fputs(r.table.p ? r.table.p : "", stdout);
-        printf("%d object%s would be promoted from %s%s; nothing was written\n", r.promoted, r.promoted == 1 ? "" : "s",
-               o.cluster, r.skipped ? " (some skipped, see above)" : "");
+        printf("%d workload%s would be promoted from %s (%zu object%s to write)%s; nothing was written\n", r.promoted,
+               r.promoted == 1 ? "" : "s", o.cluster, r.nrows, r.nrows == 1 ? "" : "s",
+               r.skipped ? ", some skipped (see above)" : "");
     } else if (!o.name) {
         printf("%d promoted from %s, %d skipped, %d failed\n", r.promoted, o.cluster, r.skipped, r.failed);
     }

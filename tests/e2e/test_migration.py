@@ -151,7 +151,7 @@ def test_bulk_promote_of_a_namespace_with_a_dry_run_first(fleet):
     for n in names:
         assert ["shop", "Deployment", n, "template"] == rows[[x[2] if len(x) > 2 else "" for x in rows].index(n)][:4]
         assert any(x[:4] == ["shop", "PropagationPolicy", f"{n}-deployment", "policy"] for x in rows), r.stdout
-    assert "3 objects would be promoted from member2; nothing was written" in r.stdout
+    assert "3 workloads would be promoted from member2 (6 objects to write); nothing was written" in r.stdout
     # nothing written: not even the namespace
     assert fleet.get("namespace", "shop") is None
     assert (fleet.get("pp", "-n", "shop") or {}).get("items", []) == []
