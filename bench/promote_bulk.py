@@ -110,6 +110,10 @@ class Watch:
             self.spec += 1
         elif pm.get("labels") != om.get("labels") or pm.get("annotations") != om.get("annotations"):
             self.marks += 1
+            if os.environ.get("PROMOTE_BENCH_DEBUG") and (pm.get("labels") or {}).get("karmada.io/managed"):
+                a = {**(pm.get("labels") or {}), **(pm.get("annotations") or {})}
+                b = {**(om.get("labels") or {}), **(om.get("annotations") or {})}
+                print("second write", name, {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)})
         elif prev.get("status") != o.get("status"):
             self.status += 1
         else:

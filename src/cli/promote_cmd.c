@@ -383,6 +383,8 @@ static void plan_dependencies(run *r, const json_t *obj, action **acts, size_t *
 {
     json_t *deps = NULL;
     char *err = NULL;
+    if (!fl_interp_has(r->ip, fl_json_str(obj, "apiVersion"), fl_json_str(obj, "kind"), FL_INTERP_DEPENDENCY))
+        return; /* a kind without dependencies */
     if (fl_interp_get_dependencies(r->ip, obj, &deps, &err)) {
         fprintf(stderr, "flotilla ctl promote: %s/%s: its dependencies could not be read: %s\n",
                 fl_json_str(obj, "kind"), fl_json_meta(obj, "name"), err ? err : "?");
