@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/ctl_out.h"
@@ -48,6 +49,7 @@
 #include "cli/promote_cmd.h"
 #include "client/client.h"
 #include "client/kubeconfig.h"
+#include "controllers/names.h"
 #include "core/base64.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -484,6 +486,99 @@ static int write_actions(run *r, action *acts, size_t n, char **why)
     return 0;
 }
 
+/* ---- promoting a released template again ---- */
+
+static const fl_gvr RBS = {"work.karmada.io/v1alpha2", "resourcebindings"};
+static const fl_gvr CRBS = {"work.karmada.io/v1alpha2", "clusterresourcebindings"};
+
+static const fl_gvr WORKS = {"work.karmada.io/v1alpha1", "works"};
+#define LIFT_TRIES 25
+#define LIFT_POLL_MS 200
+
+static int unmark(run *r, const fl_gvr *g, const char *ns, const char *name)
+{
+    static const char patch[] = "{\"metadata\":{\"annotations\":{\"" FL_RELEASE_ANNOTATION "\":null}}}";
+    int rc = fl_client_patch(r->cp, g, ns, name, FL_PATCH_MERGE, patch, sizeof patch - 1, NULL, NULL, NULL);
+    return rc == FL_ENOTFOUND ? 0 : rc;
+}
+
+/* Lift the release of binding name (g, ns), then of its Works: the binding controller keeps
+ * a release it finds on a Work (it may be the user's), so the Works' go here, after the
+ * binding's, and again while a render from the binding as it was puts one back (bounded). */
+static int unmark_binding(run *r, const fl_gvr *g, const char *ns, const char *name)
+{
+    json_t *b = NULL;
+    if (fl_client_get(r->cp, g, ns, name, &b, NULL))
+        return 0;
+    const char *key = g == &RBS ? FL_RB_ID_LABEL : FL_CRB_ID_LABEL;
+    char *sel = fl_json_meta_map(b, "labels", key) ? fl_asprintf("%s=%s", key, fl_json_meta_map(b, "labels", key)) : NULL;
+    json_decref(b);
+    int rc = unmark(r, g, ns, name);
+    for (int t = 0; sel && rc == 0 && t < LIFT_TRIES; t++) {
+        fl_list_result l = {0};
+        rc = fl_client_list_all(r->cp, &WORKS, NULL, &(fl_list_opts){.label_selector = sel}, NULL, &l, NULL);
+        int left = 0;
+        size_t i;
+        json_t *w;
+        json_array_foreach(l.items, i, w) {
+            if (rc == 0 && fl_json_meta_map(w, "annotations", FL_RELEASE_ANNOTATION)) {
+                left++;
+                rc = unmark(r, &WORKS, fl_json_meta(w, "namespace"), fl_json_meta(w, "name"));
+            }
+        }
+        fl_list_result_close(&l);
+        if (!left)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = LIFT_POLL_MS * 1000000L}, NULL);
+    }
+    free(sel);
+    return rc;
+}
+
+/* A template promote wrote before whose binding was released (`flotilla ctl release`) and
+ * that is still on the control plane: lift the release from its binding, its policy and the
+ * attached bindings of its dependencies, and the executor takes the member's objects over
+ * again through the policy's Overwrite. 1 when it was such a template (*rc: 0 or the first
+ * write's FL_E*), 0 when it is not. */
+static int lift_release(run *r, const fl_cli_kind *k, const char *ns, const char *name, int *rc)
+{
+    *rc = 0;
+    json_t *t = NULL, *b = NULL;
+    fl_client_get(r->cp, &(fl_gvr){k->api_version, k->resource}, ns, name, &t, NULL);
+    char *bname = fl_names_binding(k->kind, name);
+    const fl_gvr *bg = k->namespaced ? &RBS : &CRBS;
+    fl_client_get(r->cp, bg, ns, bname, &b, NULL);
+    const char *rel = fl_json_meta_map(b, "annotations", FL_RELEASE_ANNOTATION);
+    int found = t && fl_json_meta_map(t, "annotations", FL_PROMOTED_FROM_ANNOTATION) && rel && !strcmp(rel, "true");
+    if (found && !r->o->dry_run) {
+        const char *pp = fl_json_meta_map(t, "annotations", FL_PP_NAME_ANNOTATION);
+        const char *cpp = fl_json_meta_map(t, "annotations", FL_CPP_NAME_ANNOTATION);
+        if (pp)
+            *rc = unmark(r, &PPS, fl_json_meta_map(t, "annotations", FL_PP_NAMESPACE_ANNOTATION), pp);
+        else if (cpp)
+            *rc = unmark(r, &CPPS, NULL, cpp);
+        if (!*rc && k->namespaced) { /* the attached bindings of its dependencies */
+            fl_list_result l = {0};
+            if (fl_client_list_all(r->cp, &RBS, ns, NULL, NULL, &l, NULL) == 0) {
+                size_t i, j;
+                json_t *ab, *req;
+                json_array_foreach(l.items, i, ab) json_array_foreach(json_object_get(json_object_get(ab, "spec"), "requiredBy"), j, req)
+                {
+                    if (!*rc && fl_json_str(req, "name") && !strcmp(fl_json_str(req, "name"), bname))
+                        *rc = unmark_binding(r, &RBS, ns, fl_json_meta(ab, "name"));
+                }
+                fl_list_result_close(&l);
+            }
+        }
+        if (!*rc)
+            *rc = unmark_binding(r, bg, ns, bname);
+    }
+    free(bname);
+    json_decref(b);
+    json_decref(t);
+    return found;
+}
+
 /* Promote one member object obj of kind k (i of total, for progress). */
 static void promote_one(run *r, const fl_cli_kind *k, const json_t *obj, size_t i, size_t total, bool single)
 {
@@ -494,6 +589,19 @@ static void promote_one(run *r, const fl_cli_kind *k, const json_t *obj, size_t 
     for (char *c = qual; *c && *c != '.' && *c != '/'; c++)
         if (*c >= 'A' && *c <= 'Z')
             *c = (char)(*c - 'A' + 'a');
+    int lrc = 0;
+    if (lift_release(r, k, ns, name, &lrc)) {
+        if (lrc) {
+            fl_ctl_out_fail(VERB, "%s: lifting its release: %s", qual, fl_strerror(lrc));
+            r->failed++;
+        } else {
+            printf("%s %s: its release %s lifted; Flotilla takes %s's copy over again\n", qual,
+                   r->o->dry_run ? "(dry run)" : "promoted again", r->o->dry_run ? "would be" : "is", r->o->cluster);
+            r->promoted++;
+        }
+        free(qual);
+        return;
+    }
     if (on_control_plane(r, k, ns, name)) {
         if (single) {
             fl_ctl_out_fail(VERB, "%s already exists on the control plane%s%s: edit its policy to place it instead",

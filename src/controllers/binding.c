@@ -665,7 +665,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
     }
     json_object_set_new(anns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
-    json_object_del(anns, FL_PROMOTED_FROM_ANNOTATION); /* the control plane's record, not the member's */
+    json_object_del(anns, FL_PROMOTED_FROM_ANNOTATION); /* the control plane's, not the member's */
     inject_preserved(bspec, t->cluster, m, labels);
     static const char *const ann_extra[] = {FL_MANAGED_ANNOTATIONS_ANNOTATION, FL_MANAGED_LABELS_ANNOTATION};
     char *ml = managed_keys(labels, NULL, 0);
@@ -746,15 +746,13 @@ static uint64_t binding_inputs_digest(const render *r)
     static const char *const not_tmpl[] = {"status", "metadata", NULL};
     static const char *const not_meta[] = {"resourceVersion", "managedFields", NULL};
     const json_t *bspec = json_object_get(r->binding, "spec");
-    const json_t *banns = json_object_get(json_object_get(r->binding, "metadata"), "annotations");
-    json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b, s?, s?, s?]", RENDER_VERSION,
+    json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b, I]", RENDER_VERSION,
                            (json_int_t)fl_json_hash_except(r->tmpl, not_tmpl),
                            (json_int_t)fl_json_hash_except(json_object_get(r->tmpl, "metadata"), not_meta),
                            fl_json_meta(r->binding, "namespace"), fl_json_meta(r->binding, "name"), r->binding_id,
                            r->cluster_scoped, r->workload, json_object_get(bspec, "conflictResolution"),
                            json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")),
-                           fl_json_str(banns, FL_RELEASE_ANNOTATION), fl_json_str(banns, FL_ADOPT_KEY),
-                           fl_json_str(banns, FL_PROMOTED_FROM_ANNOTATION));
+                           (json_int_t)fl_migration_marks_digest(r->binding));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
     return h;
@@ -985,9 +983,10 @@ static void prepare_target(render *r, int i)
         json_t *uanns = fl_json_ensure_obj(md, "annotations");
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "annotations"), key, v)
             json_object_set(uanns, key, v);
-        static const char *const optional[] = {FL_APPLIED_OVERRIDES_ANNOTATION,
-                                               FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION};
-        for (size_t j = 0; j < 2; j++)
+        /* a release stays (one set by hand is the user's; ctl promote lifts the binding's) */
+        static const char *const optional[] = {FL_APPLIED_OVERRIDES_ANNOTATION, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
+                                               FL_ADOPT_KEY, FL_PROMOTED_FROM_ANNOTATION};
+        for (size_t j = 0; j < sizeof optional / sizeof *optional; j++)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
         /* what it was rendered from is not a reason to write: a Work that comes out the

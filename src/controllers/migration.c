@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "core/json.h"
 #include "core/json_get.h"
 #include "core/wellknown.h"
 
@@ -39,11 +40,25 @@ void fl_migration_work_marks(const json_t *binding, const json_t *tmd, json_t *w
         json_object_set_new(work_annotations, FL_PROMOTED_FROM_ANNOTATION, json_string(from));
 }
 
+static const char *const KEYS[] = {FL_ADOPT_KEY, FL_PROMOTED_FROM_ANNOTATION, FL_RELEASE_ANNOTATION};
+
+uint64_t fl_migration_marks_digest(const json_t *obj)
+{
+    json_t *m = json_object();
+    for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) {
+        const char *v = fl_json_meta_map(obj, "annotations", KEYS[i]);
+        if (v)
+            json_object_set_new(m, KEYS[i], json_string(v));
+    }
+    uint64_t h = fl_json_hash(m);
+    json_decref(m);
+    return h;
+}
+
 bool fl_migration_marks_same(const json_t *a, const json_t *b)
 {
-    static const char *const keys[] = {FL_ADOPT_KEY, FL_PROMOTED_FROM_ANNOTATION, FL_RELEASE_ANNOTATION};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        const char *x = fl_json_meta_map(a, "annotations", keys[i]), *y = fl_json_meta_map(b, "annotations", keys[i]);
+    for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) {
+        const char *x = fl_json_meta_map(a, "annotations", KEYS[i]), *y = fl_json_meta_map(b, "annotations", KEYS[i]);
         if ((x == NULL) != (y == NULL) || (x && strcmp(x, y)))
             return false;
     }

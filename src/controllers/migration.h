@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* The detector: the policy's marks (policy_annotations, may be NULL) onto a binding's
  * annotations (changed in place). The adoption permission and promote's mark follow the
@@ -20,5 +21,8 @@ void fl_migration_work_marks(const json_t *binding, const json_t *tmd, json_t *w
 
 /* Do objects a and b (two versions of a binding) carry the same marks? Any thread. */
 bool fl_migration_marks_same(const json_t *a, const json_t *b);
+
+/* A digest of the marks obj (a binding) carries, for a render's inputs. Any thread. */
+uint64_t fl_migration_marks_digest(const json_t *obj);
 
 #endif

@@ -12,7 +12,8 @@ in member2 with kubectl, as they would be before a federation existed, and taken
 - bulk promote of a namespace: the dry run prints what would happen and writes nothing, then
   every Deployment is taken over without a new generation;
 - release, then deleting template and policy: the member objects stay, running and without a
-  mark of Flotilla; promote again takes them over again;
+  mark of Flotilla; promote again takes them over again (and, with the template still there,
+  promote lifts the release);
 - the allow-list: Overwrite does not adopt an object it does not admit (the Work says why),
   and does where the namespace label or the policy annotation admits it;
 - bad input: a missing object, a kind that cannot be a template: one line, exit 1, nothing
@@ -183,6 +184,14 @@ def test_release_leaves_the_member_objects_running_and_promote_takes_them_again(
     d = fleet.get("deploy", "rel", member="member2")
     assert marks(d) == [] and marks(fleet.get("cm", "rel-cfg", member="member2")) == []
     assert d["metadata"]["generation"] == before["metadata"]["generation"]
+
+    # promote with the template still there lifts the release: taken over again, then released again
+    r = promote(fleet, "deployment", "rel", "--cluster", "member2")
+    assert r.returncode == 0 and "its release is lifted" in r.stdout, (r.stdout, r.stderr)
+    wait_for(lambda: managed(fleet.get("deploy", "rel", member="member2")) and
+             managed(fleet.get("cm", "rel-cfg", member="member2")), timeout=WAIT, what="rel taken over after the lift")
+    assert fleet.ctl("release", "deployment/rel", "--wait", "--timeout", "20s").returncode == 0
+    assert marks(fleet.get("deploy", "rel", member="member2")) == []
 
     # deleting template, policy and the ConfigMap's template leaves the member's objects
     fleet.kubectl("delete", "deploy", "rel")
