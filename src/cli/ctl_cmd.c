@@ -5,6 +5,7 @@
  *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
+ *   flotilla ctl promote|release ...   (promote_cmd.c, release_cmd.c)
  *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
  *   flotilla ctl kubeconfig --user NAME [--group G]...   (kubeconfig_cmd.c)
  *   flotilla ctl store backup|copy ...   (store_cmd.c)
@@ -74,6 +75,10 @@ static void usage(FILE *f)
                "  interpret -f CUSTOMIZATION (--check | --operation OP ...)\n"
                "                 run a ResourceInterpreterCustomization's Lua offline\n"
                "                 (see 'flotilla ctl interpret --help')\n"
+               "  promote KIND (NAME | --all | -l SELECTOR) [-n NS] --cluster NAME [--dry-run]\n"
+               "                 take objects running in a member under management, without a restart\n"
+               "  release KIND/NAME [-n NS] [--policy] [--wait]\n"
+               "                 stop managing them and leave them running (see docs/migration.md)\n"
                "  failover history KIND/NAME [-n NS] [-o yaml|json]\n"
                "                 where a workload has been and why it moved\n"
                "  status [KIND[/NAME]] [-n NS | -A] [-o yaml|json] [--cluster NAME] [--state STATE]\n"
