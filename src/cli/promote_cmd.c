@@ -589,6 +589,25 @@ static void promote_one(run *r, const fl_cli_kind *k, const json_t *obj, size_t 
     for (char *c = qual; *c && *c != '.' && *c != '/'; c++)
         if (*c >= 'A' && *c <= 'Z')
             *c = (char)(*c - 'A' + 'a');
+    /* an object a member controller made (a ReplicaSet's Pod, a Deployment's ReplicaSet) is
+     * its owner's to manage: promote the owner */
+    size_t oi;
+    json_t *ref;
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), oi, ref) {
+        if (!json_is_true(json_object_get(ref, "controller")))
+            continue;
+        if (single) {
+            fl_ctl_out_fail(VERB, "%s is controlled by %s %s in cluster %s: promote that instead", qual,
+                            fl_json_str(ref, "kind"), fl_json_str(ref, "name"), r->o->cluster);
+            r->failed++;
+        } else {
+            fprintf(stderr, "(%zu/%zu) %s: skipped, controlled by %s %s\n", i, total, qual, fl_json_str(ref, "kind"),
+                    fl_json_str(ref, "name"));
+            r->skipped++;
+        }
+        free(qual);
+        return;
+    }
     int lrc = 0;
     if (lift_release(r, k, ns, name, &lrc)) {
         if (lrc) {
@@ -780,7 +799,8 @@ int fl_ctl_promote(int argc, char **argv)
     } else if (o.dry_run) {
         static const char *const hdr[] = {"NAMESPACE", "KIND", "NAME", "ROLE", "ACTION (dry run)"};
         size_t width[5] = {0};
-        fl_ctl_out_table(&r.table, hdr, 5, r.cells, r.nrows, NULL, width);
+        if (r.nrows)
+            fl_ctl_out_table(&r.table, hdr, 5, r.cells, r.nrows, NULL, width);
         fputs(r.table.p ? r.table.p : "", stdout);
         printf("%d workload%s would be promoted from %s (%zu object%s to write)%s; nothing was written\n", r.promoted,
                r.promoted == 1 ? "" : "s", o.cluster, r.nrows, r.nrows == 1 ? "" : "s",
