@@ -6,6 +6,7 @@
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
  *   flotilla ctl rollout status|pause|resume|approve|abort KIND/NAME ...   (rollout_cmd.c)
+ *   flotilla ctl promote|release ...   (promote_cmd.c, release_cmd.c)
  *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
  *   flotilla ctl kubeconfig --user NAME [--group G]...   (kubeconfig_cmd.c)
  *   flotilla ctl store backup|copy ...   (store_cmd.c)
@@ -34,6 +35,7 @@
 #include "cli/ctl_out.h"
 #include "cli/failover_cmd.h"
 #include "cli/interpret_cmd.h"
+#include "cli/promote_cmd.h"
 #include "cli/status_cmd.h"
 #include "cli/store_cmd.h"
 #include "client/client.h"
@@ -74,6 +76,10 @@ static void usage(FILE *f)
                "  interpret -f CUSTOMIZATION (--check | --operation OP ...)\n"
                "                 run a ResourceInterpreterCustomization's Lua offline\n"
                "                 (see 'flotilla ctl interpret --help')\n"
+               "  promote KIND (NAME | --all | -l SELECTOR) [-n NS] --cluster NAME [--dry-run]\n"
+               "                 take objects running in a member under management, without a restart\n"
+               "  release KIND/NAME [-n NS] [--policy] [--wait]\n"
+               "                 stop managing them and leave them running (see docs/migration.md)\n"
                "  failover history KIND/NAME [-n NS] [-o yaml|json]\n"
                "                 where a workload has been and why it moved\n"
                "  rollout status|pause|resume|approve|abort KIND/NAME [-n NS] [--watch]\n"
@@ -471,6 +477,8 @@ static const struct {
     {"suspend", false, suspend_verb},
     {"resume", false, resume_verb},
     {"rollout", false, fl_ctl_rollout},
+    {"promote", false, fl_ctl_promote},
+    {"release", false, fl_ctl_release},
 };
 
 int fl_cmd_ctl(int argc, char **argv)

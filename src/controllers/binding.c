@@ -16,8 +16,8 @@
  * A Work is written only when what it would contain differs from the cached one: created
  * when absent, else sent as a merge patch of what we own of it (spec, our labels and
  * annotations) without a resourceVersion precondition, so that the members' status writes to
- * the same Work do not make it conflict (owned_patch); a cached copy older than our own last
- * write is waited for instead of compared with (copy_behind). Works of
+ * the same Work do not make it conflict (binding_update.c); a cached copy older than our own
+ * last write is waited for instead of compared with (copy_behind). Works of
  * clusters that are no longer targets are deleted, but for those a graceful eviction task
  * keeps (spec.gracefulEvictionTasks, purge mode Gracefully or Never): the old copy stays as
  * it was, no longer rendered, until the task is removed (eviction_tasks.c). A Directly task's
@@ -41,10 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controllers/binding_update.h"
 #include "controllers/controller.h"
 #include "controllers/dispatching.h"
 #include "controllers/events.h"
 #include "controllers/eviction.h"
+#include "controllers/migration.h"
 #include "controllers/names.h"
 #include "controllers/rollout_gate.h"
 #include "controllers/templates.h"
@@ -70,8 +72,6 @@
  * bindings moved at once waited for them in line (fl_ctrl_workers_start_batched) */
 #define KEYS_AT_ONCE 4
 #define WRITE_THREADS 16
-/* ours: the suspension the binding asked for this Work when we last wrote it */
-#define WORK_SUSPENSION_ANNOTATION "flotilla.io/binding-suspension"
 /* ours: what the Work was rendered from, and what it was as we wrote it (rendered_from) */
 #define RENDERED_FROM_ANNOTATION "flotilla.io/rendered-from"
 
@@ -308,7 +308,8 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
         fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "deletionTimestamp"),
                    json_object_get(json_object_get(new_obj, "metadata"), "deletionTimestamp")) &&
         fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "finalizers"),
-                   json_object_get(json_object_get(new_obj, "metadata"), "finalizers")))
+                   json_object_get(json_object_get(new_obj, "metadata"), "finalizers")) &&
+        fl_migration_marks_same(old_obj, new_obj))
         return;
     fl_ctrl_queue_binding(((bindctl *)ctx)->q, new_obj);
 }
@@ -666,6 +667,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         cr = b && !strcmp(b, "Overwrite") ? "overwrite" : "abort";
     }
     json_object_set_new(anns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
+    json_object_del(anns, FL_PROMOTED_FROM_ANNOTATION); /* the control plane's, not the member's */
     inject_preserved(bspec, t->cluster, m, labels);
     static const char *const ann_extra[] = {FL_MANAGED_ANNOTATIONS_ANNOTATION, FL_MANAGED_LABELS_ANNOTATION};
     char *ml = managed_keys(labels, NULL, 0);
@@ -683,6 +685,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
         json_object_set_new(wanns, FL_RB_NAME_ANNOTATION, json_string(fl_json_meta(r->binding, "name")));
     }
     json_object_set_new(wanns, FL_CONFLICT_RESOLUTION_ANNOTATION, json_string(cr));
+    fl_migration_work_marks(r->binding, tmd, wanns);
     if (cov)
         json_object_set_new(wanns, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION, json_string(cov));
     if (ov)
@@ -692,7 +695,7 @@ static int build_work(render *r, int i, json_t **out, char **err)
     json_t *wspec = json_pack("{s:{s:[o]}}", "workload", "manifests", m);
     /* suspension (dispatching.h): the whole binding, or some clusters; the annotation
      * remembers what the binding asked, so a user's own suspension of the Work stays until
-     * that changes (keep_users_suspension) */
+     * that changes (fl_binding_keep_users_suspension) */
     bool suspend = fl_dispatch_suspended(json_object_get(bspec, "suspension"), t->cluster) || t->held;
     if (suspend)
         json_object_set_new(wspec, "suspendDispatching", json_true());
@@ -745,12 +748,13 @@ static uint64_t binding_inputs_digest(const render *r)
     static const char *const not_tmpl[] = {"status", "metadata", NULL};
     static const char *const not_meta[] = {"resourceVersion", "managedFields", NULL};
     const json_t *bspec = json_object_get(r->binding, "spec");
-    json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b]", RENDER_VERSION,
+    json_t *in = json_pack("[i, I, I, s?, s?, s?, b, b, O?, b, I]", RENDER_VERSION,
                            (json_int_t)fl_json_hash_except(r->tmpl, not_tmpl),
                            (json_int_t)fl_json_hash_except(json_object_get(r->tmpl, "metadata"), not_meta),
                            fl_json_meta(r->binding, "namespace"), fl_json_meta(r->binding, "name"), r->binding_id,
                            r->cluster_scoped, r->workload, json_object_get(bspec, "conflictResolution"),
-                           json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")));
+                           json_is_true(json_object_get(bspec, "preserveResourcesOnDeletion")),
+                           (json_int_t)fl_migration_marks_digest(r->binding));
     uint64_t h = fl_json_hash(in);
     json_decref(in);
     return h;
@@ -814,120 +818,6 @@ static void record_rendered_from(const render *r, int i, json_t *w, json_int_t g
     json_object_set_new(anns, RENDERED_FROM_ANNOTATION, json_string(v));
 }
 
-/* A user may suspend (or resume) one Work directly: while the binding's own suspension of
- * that cluster is what we last wrote (the annotation), the Work's suspendDispatching is left
- * as the user set it; a change of the binding's suspension wins. */
-static void keep_users_suspension(const json_t *have, const json_t *want, json_t *upd)
-{
-    const json_t *hann = json_object_get(json_object_get(have, "metadata"), "annotations");
-    const json_t *uann = json_object_get(json_object_get(want, "metadata"), "annotations");
-    const char *last = fl_json_str(hann, WORK_SUSPENSION_ANNOTATION),
-               *now = fl_json_str(uann, WORK_SUSPENSION_ANNOTATION);
-    if (!last || !now || strcmp(last, now))
-        return;
-    json_t *hv = json_object_get(json_object_get(have, "spec"), "suspendDispatching");
-    json_t *uspec = json_object_get(upd, "spec");
-    if (json_is_true(hv))
-        json_object_set_new(uspec, "suspendDispatching", json_true());
-    else
-        json_object_del(uspec, "suspendDispatching");
-}
-
-/* The template's generation a manifest carries (its annotation), or NULL. */
-static json_t *manifest_generation(const json_t *m)
-{
-    return json_object_get(json_object_get(json_object_get(m, "metadata"), "annotations"),
-                           FL_TEMPLATE_GENERATION_ANNOTATION);
-}
-
-/* A template of a kind whose status writes move its generation: when upd's manifests differ
- * from have's only in the template generation they carry, upd keeps have's spec. Every
- * status write (ours, aggregating its members' status back) moves such a template's
- * generation: delivering that would rewrite every Work of it and re-apply it in every member
- * for nothing a member needs (the Argo Workflows crowd in docs/BENCHMARKS.md: ten Work
- * rewrites per template status write). A real change of what is delivered carries the new
- * generation with it. Not for kinds with a status subresource: there the generation moves
- * only with the spec, and a member whose share did not change (Divided replicas) must still
- * learn the template's generation, which the aggregation's observedGeneration waits for. */
-static void keep_generation_if_same(const json_t *have, json_t *upd)
-{
-    const json_t *hm = json_object_get(json_object_get(json_object_get(have, "spec"), "workload"), "manifests");
-    const json_t *um = json_object_get(json_object_get(json_object_get(upd, "spec"), "workload"), "manifests");
-    size_t n = json_array_size(um);
-    if (!n || n != json_array_size(hm))
-        return;
-    bool moved = false;
-    for (size_t i = 0; i < n && !moved; i++)
-        moved = !fl_json_same(manifest_generation(json_array_get(hm, i)), manifest_generation(json_array_get(um, i)));
-    if (!moved)
-        return; /* same generation: compared as it is */
-    json_t *spec = fl_json_deep_copy(json_object_get(upd, "spec"));
-    json_t *ms = json_object_get(json_object_get(spec, "workload"), "manifests");
-    for (size_t i = 0; i < n; i++) {
-        json_t *anns = json_object_get(json_object_get(json_array_get(ms, i), "metadata"), "annotations");
-        json_t *g = manifest_generation(json_array_get(hm, i));
-        if (g && anns)
-            json_object_set(anns, FL_TEMPLATE_GENERATION_ANNOTATION, g);
-        else if (anns)
-            json_object_del(anns, FL_TEMPLATE_GENERATION_ANNOTATION);
-    }
-    if (fl_json_same(spec, json_object_get(have, "spec")))
-        json_object_set(upd, "spec", json_object_get(have, "spec"));
-    json_decref(spec);
-}
-
-/* The JSON merge patch (RFC 7386) that turns a into b: b's members that a lacks or holds
- * otherwise (objects compared member by member, anything else replaced whole), and null for
- * a's members that b lacks. NULL when a and b are the same. b holds no null member (a merge
- * patch cannot set one). */
-static json_t *merge_diff(const json_t *a, const json_t *b)
-{
-    if (!json_is_object(a) || !json_is_object(b))
-        return fl_json_same(a, b) ? NULL : json_incref((json_t *)b);
-    json_t *d = json_object();
-    const char *key;
-    json_t *bv, *av;
-    json_object_foreach((json_t *)b, key, bv) {
-        av = json_object_get(a, key);
-        json_t *sub = av ? merge_diff(av, bv) : json_incref(bv);
-        if (sub)
-            json_object_set_new(d, key, sub);
-    }
-    json_object_foreach((json_t *)a, key, av)
-        if (!json_object_get(b, key))
-            json_object_set_new(d, key, json_null());
-    if (!json_object_size(d)) {
-        json_decref(d);
-        return NULL;
-    }
-    return d;
-}
-
-/* What this controller owns of a Work: its spec, labels and annotations. A new object whose
- * members are work's (borrowed). */
-static json_t *owned_part(const json_t *work)
-{
-    const json_t *md = json_object_get(work, "metadata");
-    return json_pack("{s:O*, s:{s:O*, s:O*}}", "spec", json_object_get(work, "spec"), "metadata", "labels",
-                     json_object_get(md, "labels"), "annotations", json_object_get(md, "annotations"));
-}
-
-/* The merge patch that makes have, the cached Work, into upd (have with our spec, labels and
- * annotations): what changed of them, null for our keys upd no longer has. Nothing else
- * (the finalizers, others' labels and annotations, the status) is in it, and no
- * resourceVersion: the Work's spec does not depend on what else the Work went through since
- * the cached copy, so the write does not meet a conflict whenever a member's status write
- * came in between (docs/BENCHMARKS.md, live status at scale). The cached copy is never older
- * than our own last write (copy_behind): what it lacks of ours is what we do not want. */
-static json_t *owned_patch(const json_t *have, const json_t *upd)
-{
-    json_t *a = owned_part(have), *b = owned_part(upd);
-    json_t *d = merge_diff(a, b);
-    json_decref(a);
-    json_decref(b);
-    return d ? d : json_object();
-}
-
 /* What target i's Work needs (on the reconciling thread): r->pending[i] is the Work to
  * create or the update to write, or NULL when the Work is as it should be. Building and
  * comparing is quick; only writes wait, so only they go to the pool: after a restart, a pass
@@ -966,8 +856,8 @@ static void prepare_target(render *r, int i)
         json_t *upd = fl_json_shallow_copy(have);
         json_object_set(upd, "spec", json_object_get(want, "spec"));
         if (r->status_moves_generation)
-            keep_generation_if_same(have, upd);
-        keep_users_suspension(have, want, upd);
+            fl_binding_keep_generation_if_same(have, upd);
+        fl_binding_keep_users_suspension(have, want, upd);
         json_t *md = fl_json_shallow_copy(json_object_get(have, "metadata"));
         json_object_set_new(upd, "metadata", md);
         static const char *const ours[] = {"labels", "annotations"}; /* set below: of upd's own */
@@ -981,9 +871,10 @@ static void prepare_target(render *r, int i)
         json_t *uanns = fl_json_ensure_obj(md, "annotations");
         json_object_foreach(json_object_get(json_object_get(want, "metadata"), "annotations"), key, v)
             json_object_set(uanns, key, v);
-        static const char *const optional[] = {FL_APPLIED_OVERRIDES_ANNOTATION,
-                                               FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION};
-        for (size_t j = 0; j < 2; j++)
+        /* a release stays (one set by hand is the user's; ctl promote lifts the binding's) */
+        static const char *const optional[] = {FL_APPLIED_OVERRIDES_ANNOTATION, FL_APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
+                                               FL_ADOPT_KEY, FL_PROMOTED_FROM_ANNOTATION};
+        for (size_t j = 0; j < sizeof optional / sizeof *optional; j++)
             if (!json_object_get(json_object_get(json_object_get(want, "metadata"), "annotations"), optional[j]))
                 json_object_del(uanns, optional[j]);
         /* what it was rendered from is not a reason to write: a Work that comes out the
@@ -1000,7 +891,7 @@ static void prepare_target(render *r, int i)
             bool spec = !fl_json_same(json_object_get(upd, "spec"), json_object_get(have, "spec"));
             record_rendered_from(r, i, upd, gen + spec);
             r->pending[i] = upd;
-            r->patch[i] = owned_patch(have, upd);
+            r->patch[i] = fl_binding_owned_patch(have, upd);
         } else {
             json_decref(upd);
         }
@@ -1031,7 +922,7 @@ static void write_target(void *ctx, int k)
             rc = FL_ECONFLICT; /* the cache is behind: its event brings us back */
         json_decref(w);
     } else {
-        /* no precondition: owned_patch */
+        /* no precondition: fl_binding_owned_patch */
         char *body = json_dumps(r->patch[i], JSON_COMPACT);
         rc = body ? fl_client_patch(r->b->env.cp, &WORKS, wns, r->wname, FL_PATCH_MERGE, body, strlen(body), NULL,
                                     &stored, &ce)

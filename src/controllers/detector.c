@@ -39,6 +39,7 @@
 
 #include "controllers/controller.h"
 #include "controllers/events.h"
+#include "controllers/migration.h"
 #include "controllers/names.h"
 #include "controllers/templates.h"
 #include "core/err.h"
@@ -618,6 +619,7 @@ static int fill_binding_spec(detector *d, json_t *spec, json_t *annotations, con
         json_object_set_new(annotations, SUSPENSION_ANNOTATION, json_string(want));
     }
     free(want);
+    fl_migration_binding_marks(annotations, json_object_get(json_object_get(policy, "metadata"), "annotations"));
 
     /* Karmada's applyReplicaInterpretation (MultiplePodTemplatesScheduling on): a kind
      * with a componentResource rule is described by its components alone, spec.replicas

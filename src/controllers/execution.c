@@ -436,6 +436,14 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         rc = FL_ECONFLICT;
         goto done;
     }
+    if (own == OWNER_NONE && x->adoption_allow_list && !fl_exec_adoption_allowed(x, work)) {
+        *emsg = fl_asprintf("manifest %d: %s already exists in the cluster %s and the adoption allow-list does not "
+                            "admit it: label the namespace on the control plane %s=true, annotate the policy "
+                            "%s=true, or adopt it with `flotilla ctl promote`",
+                            i, what, cluster, FL_ADOPT_KEY, FL_ADOPT_KEY);
+        rc = FL_ECONFLICT;
+        goto done;
+    }
     for (int attempt = 0;; attempt++) {
         json_t *merged = NULL;
         char *rerr = NULL;
@@ -832,8 +840,28 @@ static int apply_work(exec *x, const char *cluster, const json_t *listed, const 
     return first_err ? first_err : wrc;
 }
 
-/* The Work is going: delete what it delivered (or, preserving, take our marks off).
- * Objects that are not this Work's are left alone. */
+/* Our marks, off a member object: the start of a merge patch (Karmada's claim cleanup). */
+#define MARKS_OFF \
+    "{\"metadata\":{\"labels\":{\"" FL_MANAGED_LABEL "\":null," \
+    "\"resourcebinding.karmada.io/permanent-id\":null," \
+    "\"clusterresourcebinding.karmada.io/permanent-id\":null," \
+    "\"work.karmada.io/permanent-id\":null," \
+    "\"propagationpolicy.karmada.io/permanent-id\":null," \
+    "\"clusterpropagationpolicy.karmada.io/permanent-id\":null}," \
+    "\"annotations\":{\"" FL_WORK_NAME_ANNOTATION "\":null,\"" FL_WORK_NAMESPACE_ANNOTATION "\":null," \
+    "\"resourcetemplate.karmada.io/managed-annotations\":null," \
+    "\"resourcetemplate.karmada.io/managed-labels\":null," \
+    "\"resourcetemplate.karmada.io/uid\":null," \
+    "\"resourcetemplate.karmada.io/generation\":null," \
+    "\"resourcebinding.karmada.io/namespace\":null," \
+    "\"resourcebinding.karmada.io/name\":null," \
+    "\"clusterresourcebinding.karmada.io/name\":null," \
+    "\"propagationpolicy.karmada.io/namespace\":null," \
+    "\"propagationpolicy.karmada.io/name\":null," \
+    "\"clusterpropagationpolicy.karmada.io/name\":null"
+
+/* The Work is going: delete what it delivered (or, preserving, take our marks off); or it is
+ * released: take our marks off. Objects that are not this Work's are left alone. */
 static int remove_manifests(exec *x, const char *cluster, const json_t *work, const fl_informer_src *src)
 {
     (void)src; /* each manifest's kind and name is all it reads of them */
@@ -847,7 +875,8 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
         free(emsg);
         return rc;
     }
-    json_t *preserve = json_object_get(fl_json_obj(work, "spec"), "preserveResourcesOnDeletion");
+    bool release = fl_exec_released(work);
+    bool preserve = release || json_is_true(json_object_get(fl_json_obj(work, "spec"), "preserveResourcesOnDeletion"));
     json_t *manifests = json_object_get(fl_json_obj(fl_json_obj(work, "spec"), "workload"), "manifests");
     size_t i;
     json_t *m;
@@ -867,32 +896,19 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
             r = fl_client_get(mc, &t.gvr, t.ns, t.name, &obj, &ce);
         if (r == 0 && owner_of(obj, work) == OWNER_US) {
             char *what = describe(&t);
-            if (json_is_true(preserve)) {
+            if (preserve) {
                 /* the object becomes the member's own: none of the control plane's marks
-                 * stay (Karmada's claim cleanup; the conflict-resolution annotation stays) */
-                static const char patch[] =
-                    "{\"metadata\":{\"labels\":{\"" FL_MANAGED_LABEL "\":null,"
-                    "\"resourcebinding.karmada.io/permanent-id\":null,"
-                    "\"clusterresourcebinding.karmada.io/permanent-id\":null,"
-                    "\"work.karmada.io/permanent-id\":null,"
-                    "\"propagationpolicy.karmada.io/permanent-id\":null,"
-                    "\"clusterpropagationpolicy.karmada.io/permanent-id\":null},"
-                    "\"annotations\":{\"" FL_WORK_NAME_ANNOTATION "\":null,\"" FL_WORK_NAMESPACE_ANNOTATION "\":null,"
-                    "\"resourcetemplate.karmada.io/managed-annotations\":null,"
-                    "\"resourcetemplate.karmada.io/managed-labels\":null,"
-                    "\"resourcetemplate.karmada.io/uid\":null,"
-                    "\"resourcetemplate.karmada.io/generation\":null,"
-                    "\"resourcebinding.karmada.io/namespace\":null,"
-                    "\"resourcebinding.karmada.io/name\":null,"
-                    "\"clusterresourcebinding.karmada.io/name\":null,"
-                    "\"propagationpolicy.karmada.io/namespace\":null,"
-                    "\"propagationpolicy.karmada.io/name\":null,"
-                    "\"clusterpropagationpolicy.karmada.io/name\":null}}}";
-                r = fl_client_patch(mc, &t.gvr, t.ns, t.name, FL_PATCH_MERGE, patch, sizeof patch - 1, NULL, NULL,
-                                    &ce);
+                 * stay (Karmada's claim cleanup; the conflict-resolution annotation stays,
+                 * but not after a release, which leaves no mark of ours) */
+                static const char keep[] = MARKS_OFF "}}}";
+                static const char all[] = MARKS_OFF ",\"" FL_CONFLICT_RESOLUTION_ANNOTATION "\":null}}}";
+                const char *patch = release ? all : keep;
+                r = fl_client_patch(mc, &t.gvr, t.ns, t.name, FL_PATCH_MERGE, patch, strlen(patch), NULL, NULL, &ce);
                 if (r == 0)
                     fl_log_kv(FL_LOG_INFO, "execution",
-                              "released in member cluster (Work deleted, resources preserved)", "object",
+                              release ? "released in member cluster (migration.flotilla.io/release)"
+                                      : "released in member cluster (Work deleted, resources preserved)",
+                              "object",
                               FL_LOG_OBJ(t.kind, t.ns, t.name), "cluster", cluster, "work",
                               FL_LOG_OBJ("Work", fl_json_meta(work, "namespace"), fl_json_meta(work, "name")), NULL);
             } else {
@@ -922,6 +938,19 @@ static int remove_manifests(exec *x, const char *cluster, const json_t *work, co
         fl_exec_target_close(&t);
     }
     return first_err;
+}
+
+/* A released Work (migration.flotilla.io/release): take our marks off what it delivered,
+ * leave the objects as they are, and say so in its status. Nothing is applied again. */
+static int release_work(exec *x, const char *cluster, const json_t *work, const fl_informer_src *src)
+{
+    int rc = remove_manifests(x, cluster, work, src);
+    if (rc)
+        return rc;
+    return fl_exec_write_status(x, work, false, "Released",
+                                "Released (" FL_RELEASE_ANNOTATION "): the member's objects are no longer managed and "
+                                "carry no mark of Flotilla",
+                                NULL, NULL);
 }
 
 static int reconcile(exec *x, const char *key)
@@ -1006,7 +1035,8 @@ static int reconcile(exec *x, const char *key)
         fl_informer_src_close(&src);
     }
     bool applied = false;
-    rc = fl_exec_deliver(x, cluster, work, &src, suspended, apply_work, &applied);
+    rc = fl_exec_deliver(x, cluster, work, &src, suspended, fl_exec_released(work) ? release_work : apply_work,
+                         &applied);
     if (applied && seq >= 0 && rc != NOT_LISTED_YET)
         fl_exec_count_delivery(x, key, rc);
     if (rc == 0) /* its status says what its member objects are now */
@@ -1259,6 +1289,7 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->m_delivery[1] = fl_metric_with(delivery, "error", NULL);
     x->burst_works = fl_env_count("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
     x->hold_undelivered = fl_env_count("FLOTILLA_EXEC_HOLD_UNDELIVERED", EXEC_HOLD_UNDELIVERED, 1);
+    x->adoption_allow_list = fl_env_count("FLOTILLA_ADOPTION_ALLOW_LIST", 0, 0) != 0;
     x->ahead_seen = json_object();
     x->ahead_todo = json_array();
     pthread_condattr_t ca;

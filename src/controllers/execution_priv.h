@@ -1,6 +1,6 @@
 /* execution_priv.h - what the execution engine's files share, and nothing else includes.
  *
- * The engine (fl_exec, execution.h) is one object in five files:
+ * The engine (fl_exec, execution.h) is one object in six files:
  *   execution.c          the engine: its lifecycle, the Work informer's handlers, the
  *                        reconcile and the apply of a Work's manifests to its member;
  *   execution_suspend.c  suspension: what a suspended Work or a paused cluster reports
@@ -11,7 +11,8 @@
  *   execution_waiting.c  the Works waiting for delivery and the first statuses held for
  *                        them, and what /metrics says of them;
  *   execution_push.c     the push controller of `flotilla server` (the public API, and
- *                        fl_exec_hold_events).
+ *                        fl_exec_hold_events);
+ *   execution_migrate.c  migration: the adoption allow-list and released Works.
  * This header holds the engine's state, a manifest's target in its member, and the few
  * functions one of those files calls in another. Every function here runs on the engine's
  * own threads (workers, the ahead thread, the resync thread, informer handlers); the locks
@@ -70,6 +71,9 @@ struct fl_exec {
      * start a burst, which lasts while more keep joining (in_burst) */
     int64_t window_ms, adds, burst_works, burst_until_ms;
     int64_t hold_undelivered; /* first statuses wait while this many other Works wait for delivery */
+    /* FLOTILLA_ADOPTION_ALLOW_LIST=1: Overwrite takes over a member object Flotilla did not
+     * create only where fl_exec_adoption_allowed says so (docs/migration.md) */
+    bool adoption_allow_list;
     /* Member watches started ahead, while the Work cache makes its first list
      * (fl_exec_watch_ahead): the (cluster, kind) use keys seen, and those waiting for the
      * ahead thread; under mu */
@@ -161,6 +165,17 @@ typedef int (*fl_exec_deliver_fn)(fl_exec *x, const char *cluster, const json_t 
  * instead. *ran says whether fn ran; the result is fn's, or the acknowledgement's write. */
 int fl_exec_deliver(fl_exec *x, const char *cluster, const json_t *work, const fl_informer_src *src,
                     bool suspended, fl_exec_deliver_fn fn, bool *ran);
+
+/* ---- execution_migrate.c ---- */
+
+/* Is the Work released (migration.flotilla.io/release: "true")? Then the executor takes its
+ * marks off what it delivered and applies nothing. */
+bool fl_exec_released(const json_t *work);
+/* May work's Overwrite take over a member object nobody manages? Yes when the Work carries
+ * the policy's adoption annotation or promote's mark (the binding controller copies them),
+ * or the template's namespace on the control plane is labelled migration.flotilla.io/adopt=
+ * "true" (read through x->cp: this runs only when such an object is found). A worker. */
+bool fl_exec_adoption_allowed(exec *x, const json_t *work);
 
 /* ---- execution_watches.c ---- */
 

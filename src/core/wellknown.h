@@ -60,6 +60,20 @@
 #define FL_REVISION_HISTORY_LIMIT_ANNOTATION "rollouts.flotilla.io/revision-history-limit"
 #define FL_REVISION_HISTORY_DEFAULT 10
 
+/* ---- migration: adoption and release (docs/migration.md) ----
+ * ADOPT: "true" as a label on a control-plane Namespace (or an annotation on a policy) puts
+ * that namespace's (that policy's) templates on the adoption allow-list: with the allow-list
+ * enforced (FLOTILLA_ADOPTION_ALLOW_LIST=1), conflictResolution Overwrite takes over a member
+ * object Flotilla did not create only when the list allows it.
+ * PROMOTED_FROM: `flotilla ctl promote` marks the templates and the policy it writes with
+ * the cluster it promoted from; the mark is its own permission to adopt.
+ * RELEASE: "true" on a policy, binding or Work: Flotilla stops managing the member objects,
+ * leaves them as they are and takes its marks off them. The policy's and the binding's are
+ * copied down (detector, binding controller); the Work's is what the executor reads. */
+#define FL_ADOPT_KEY "migration.flotilla.io/adopt"
+#define FL_PROMOTED_FROM_ANNOTATION "migration.flotilla.io/promoted-from"
+#define FL_RELEASE_ANNOTATION "migration.flotilla.io/release"
+
 /* ---- taints ---- */
 #define FL_TAINT_CLUSTER_NOT_READY "cluster.karmada.io/not-ready"
 #define FL_TAINT_CLUSTER_UNREACHABLE "cluster.karmada.io/unreachable"
