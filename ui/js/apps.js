@@ -1,0 +1,113 @@
+// apps.js - the Applications page: one row per ResourceBinding (one per propagated
+// template), with its policy, a bar of its replicas split across clusters (the scheduler's
+// decision, spec.clusters), the live state counts of status.summary (docs/status.md) and, on
+// demand, each cluster's state from status.aggregatedStatus. Live from a watch of the
+// bindings.
+import { PATHS, informer, objKey } from './api.js';
+import { colourOf, h, name, showAlert } from './dom.js';
+
+const STATES = [['current', 'Current'], ['inProgress', 'InProgress'], ['failed', 'Failed'],
+  ['unknown', 'Unknown'], ['terminating', 'Terminating'], ['notFound', 'NotFound']];
+const open = new Set(); // bindings whose detail is shown
+
+function policyOf(b) {
+  const a = b.metadata.annotations || {};
+  if (a['propagationpolicy.karmada.io/name'])
+    return `${a['propagationpolicy.karmada.io/namespace'] || ''}/${a['propagationpolicy.karmada.io/name']}`;
+  if (a['clusterpropagationpolicy.karmada.io/name']) return `(cluster) ${a['clusterpropagationpolicy.karmada.io/name']}`;
+  return '—';
+}
+
+export function splitBar(b) {
+  const cs = (b.spec && b.spec.clusters) || [];
+  const total = cs.reduce((s, c) => s + (c.replicas || 0), 0);
+  const segs = cs.map((c) => {
+    const n = total ? c.replicas || 0 : 1;
+    const seg = h(`span.seg.c${colourOf(c.name)}`, { title: `${c.name}: ${c.replicas || 0} replicas`,
+      'data-cluster': c.name, 'data-replicas': c.replicas || 0 }, total ? `${c.name} ${c.replicas || 0}` : c.name);
+    seg.style.flexGrow = String(n);
+    return seg;
+  }).filter((s) => s.style.flexGrow !== '0');
+  const text = cs.length
+    ? cs.map((c) => `${c.name}: ${c.replicas || 0}`).join(', ')
+    : 'not scheduled yet';
+  return h('div.split', { role: 'img', 'aria-label': `Replicas by cluster: ${text}`, 'data-split': text },
+    segs.length ? segs : h('span.seg.none', {}, 'not scheduled yet'));
+}
+
+function counts(b) {
+  const s = (b.status && b.status.summary) || null;
+  if (!s) return h('span.counts', {}, 'no status yet');
+  return h('span.counts', { 'aria-label': 'Live state per cluster' },
+    ...STATES.filter(([k]) => s[k]).map(([k, label]) => h(`span.state.${k}`, { title: label }, `${label} ${s[k]}`)));
+}
+
+function detail(b) {
+  const rows = ((b.status && b.status.aggregatedStatus) || []).map((a) => h('tr', {},
+    h('th', { scope: 'row' }, name(a.clusterName)),
+    h('td', {}, a.applied ? 'yes' : 'no'),
+    h('td', {}, h(`span.state.${(a.liveStatus || 'Unknown').replace(/^./, (x) => x.toLowerCase())}`, {}, a.liveStatus || '—')),
+    h('td', {}, a.health || '—'),
+    h('td', {}, a.status && a.status.readyReplicas !== undefined ? `${a.status.readyReplicas}/${a.status.replicas || 0}` : '—'),
+    h('td', {}, a.appliedMessage || '')));
+  return h('table.detail', {},
+    h('caption', {}, 'Per cluster'),
+    h('thead', {}, h('tr', {}, ...['Cluster', 'Applied', 'Live state', 'Health', 'Ready', 'Message'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, rows.length ? rows : [h('tr', {}, h('td', { colspan: 6 }, 'No cluster status yet.'))]));
+}
+
+function row(b) {
+  const r = (b.spec && b.spec.resource) || {};
+  const key = objKey(b);
+  const s = (b.status && b.status.summary) || {};
+  const state = s.state || 'InProgress';
+  const d = h('details', { 'data-binding': key },
+    h('summary', {},
+      h('span.kind', {}, r.kind || '?'),
+      name(`${r.namespace ? `${r.namespace}/` : ''}${r.name || b.metadata.name}`, 'name app-name'),
+      h(`span.badge.${state.replace(/^./, (x) => x.toLowerCase())}`, {}, state),
+      h('span.policy', { title: 'PropagationPolicy' }, `policy ${policyOf(b)}`)),
+    splitBar(b), counts(b), detail(b));
+  if (open.has(key)) d.open = true;
+  d.addEventListener('toggle', () => (d.open ? open.add(key) : open.delete(key)));
+  return h('li.app', { 'data-binding': key }, d);
+}
+
+export function mount(main) {
+  const inf = informer(PATHS.bindings);
+  const search = h('input', { type: 'search', id: 'apps-search', placeholder: 'name, kind or namespace' });
+  const list = h('ul.apps', { id: 'apps-list', 'aria-label': 'Applications' });
+  const summary = h('p.summary', { 'aria-live': 'polite' });
+  main.append(h('h1', {}, 'Applications'),
+    h('div.toolbar', { role: 'search' }, h('label', { for: 'apps-search' }, 'Search'), search), summary, list);
+  const rows = new Map();
+  const render = () => {
+    if (inf.error) {
+      showAlert(`Bindings cannot be read: ${inf.error.message}`);
+      return;
+    }
+    const q = search.value.trim().toLowerCase();
+    const items = [...inf.items.values()].sort((a, b) => (objKey(a) < objKey(b) ? -1 : 1));
+    const out = [];
+    const seen = new Set();
+    for (const b of items) {
+      const key = objKey(b);
+      seen.add(key);
+      const r = (b.spec && b.spec.resource) || {};
+      if (q && !`${r.kind} ${r.namespace}/${r.name}`.toLowerCase().includes(q)) continue;
+      let e = rows.get(key);
+      if (!e || e.rv !== b.metadata.resourceVersion) {
+        e = { rv: b.metadata.resourceVersion, el: row(b) };
+        rows.set(key, e);
+      }
+      out.push(e.el);
+    }
+    for (const k of rows.keys()) if (!seen.has(k)) rows.delete(k);
+    summary.textContent = `${items.length} propagated templates`;
+    list.replaceChildren(...(out.length ? out : [h('li.empty', {}, inf.synced ? 'Nothing is propagated yet.' : 'Loading…')]));
+  };
+  search.addEventListener('input', render);
+  const unsub = inf.subscribe(render);
+  render();
+  return unsub;
+}

@@ -1,0 +1,192 @@
+// fleet.js - the Fleet page: every Cluster as a tile (Ready, taints, paused, sync mode,
+// version, capacity and allocation bars), live from a watch of the Clusters; search, a
+// state filter and grouping by region, zone, mode or any label. Actions: cordon (a
+// NoSchedule taint, as `karmadactl cordon` adds) and uncordon, pause and resume delivery
+// (spec.suspendDispatching, as `flotilla ctl suspend cluster` sets). A tile is rebuilt only
+// when its Cluster's resourceVersion changes, so 1,000 clusters stay cheap to keep live.
+import { ApiError, PATHS, informer, update } from './api.js';
+import { bar, condition, confirmDialog, h, name, quantity, showAlert } from './dom.js';
+
+export const CORDON_KEY = 'cluster.karmada.io/unschedulable';
+
+const tiles = new Map(); // cluster name -> { rv, el }
+
+function readiness(c) {
+  const r = condition(c, 'Ready');
+  if (!r) return ['unknown', 'Unknown'];
+  return r.status === 'True' ? ['ready', 'Ready'] : ['notready', r.status === 'False' ? 'Not ready' : 'Unknown'];
+}
+
+const cordoned = (c) => ((c.spec && c.spec.taints) || []).some((t) => t.key === CORDON_KEY && t.effect === 'NoSchedule');
+const paused = (c) => !!(c.spec && c.spec.suspendDispatching);
+
+function fmtCpu(v) { return Number.isFinite(v) ? (v >= 10 || v === 0 ? v.toFixed(0) : v.toFixed(1)) : '?'; }
+function fmtBytes(v) {
+  if (!Number.isFinite(v)) return '?';
+  if (v === 0) return '0';
+  const units = ['B', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi'];
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${v >= 10 ? v.toFixed(0) : v.toFixed(1)}${units[i]}`;
+}
+
+function usage(c, res, fmt, label) {
+  const rs = (c.status && c.status.resourceSummary) || {};
+  const total = quantity((rs.allocatable || {})[res]);
+  if (!Number.isFinite(total)) return null;
+  const used = (quantity((rs.allocated || {})[res]) || 0) + (quantity((rs.allocating || {})[res]) || 0);
+  return bar(label, used, total, `${fmt(used)} / ${fmt(total)}`);
+}
+
+async function act(title, body, okLabel, path, change, done) {
+  if (!(await confirmDialog(title, body, okLabel))) return;
+  try {
+    await update(path, change);
+    showAlert(done, 'info');
+  } catch (e) {
+    showAlert(e instanceof ApiError ? `${title} was refused: ${e.message}` : `${title} failed: ${e.message}`);
+  }
+}
+
+function cordon(c, on) {
+  const n = c.metadata.name;
+  const title = on ? `Cordon ${n}` : `Uncordon ${n}`;
+  const body = h('p', {}, on
+    ? `Add the taint ${CORDON_KEY}:NoSchedule to cluster ${n}: nothing new is scheduled there; what runs there stays.`
+    : `Remove the taint ${CORDON_KEY}:NoSchedule from cluster ${n}: it can be scheduled to again.`);
+  act(title, body, on ? 'Cordon' : 'Uncordon', `${PATHS.clusters}/${encodeURIComponent(n)}`, (obj) => {
+    obj.spec = obj.spec || {};
+    const rest = (obj.spec.taints || []).filter((t) => !(t.key === CORDON_KEY && t.effect === 'NoSchedule'));
+    if (on) rest.push({ key: CORDON_KEY, effect: 'NoSchedule', timeAdded: new Date().toISOString().replace(/\.\d+Z$/, 'Z') });
+    if (rest.length) obj.spec.taints = rest;
+    else delete obj.spec.taints;
+  }, on ? `Cluster ${n} cordoned.` : `Cluster ${n} uncordoned.`);
+}
+
+function pause(c, on) {
+  const n = c.metadata.name;
+  const title = on ? `Pause ${n}` : `Resume ${n}`;
+  const body = h('p', {}, on
+    ? `Stop all delivery to cluster ${n} (spec.suspendDispatching): nothing is created, updated or deleted there until it is resumed.`
+    : `Resume delivery to cluster ${n}: the latest desired state is applied once.`);
+  act(title, body, on ? 'Pause' : 'Resume', `${PATHS.clusters}/${encodeURIComponent(n)}`, (obj) => {
+    obj.spec = obj.spec || {};
+    if (on) obj.spec.suspendDispatching = true;
+    else delete obj.spec.suspendDispatching;
+  }, on ? `Cluster ${n}: delivery paused.` : `Cluster ${n}: delivery resumed.`);
+}
+
+function tile(c) {
+  const n = c.metadata.name;
+  const [cls, text] = readiness(c);
+  const spec = c.spec || {};
+  const st = c.status || {};
+  const chips = [];
+  for (const t of spec.taints || []) chips.push(h('li.chip.taint', { title: `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}` }, `${t.key.replace(/^cluster\.karmada\.io\//, '')}:${t.effect}`));
+  if (paused(c)) {
+    const p = condition(c, 'Paused');
+    const acked = p && p.status === 'True' && p.observedGeneration === c.metadata.generation;
+    chips.push(h('li.chip.paused', {}, acked ? 'Paused' : 'Pausing…'));
+  }
+  const where = [spec.region, spec.zone].filter(Boolean).join(' / ');
+  const isCordoned = cordoned(c);
+  return h('article.tile', { 'data-cluster': n, 'data-ready': cls, 'aria-label': `Cluster ${n}: ${text}` },
+    h('header', {}, name(n), h(`span.badge.${cls}`, {}, text)),
+    h('p.meta', {}, [spec.syncMode || 'Push', st.kubernetesVersion || '', where].filter(Boolean).join(' · ')),
+    chips.length ? h('ul.chips', { 'aria-label': 'Taints and state' }, chips) : null,
+    usage(c, 'cpu', fmtCpu, 'CPU'), usage(c, 'memory', fmtBytes, 'Memory'), usage(c, 'pods', (v) => String(Math.round(v)), 'Pods'),
+    h('div.actions', {},
+      h('button', { type: 'button', 'data-action': isCordoned ? 'uncordon' : 'cordon', onclick: () => cordon(c, !isCordoned),
+        'aria-label': `${isCordoned ? 'Uncordon' : 'Cordon'} ${n}` }, isCordoned ? 'Uncordon' : 'Cordon'),
+      h('button', { type: 'button', 'data-action': paused(c) ? 'resume' : 'pause', onclick: () => pause(c, !paused(c)),
+        'aria-label': `${paused(c) ? 'Resume' : 'Pause'} ${n}` }, paused(c) ? 'Resume' : 'Pause')));
+}
+
+function groupOf(c, by, labelKey) {
+  const s = c.spec || {};
+  if (by === 'region') return s.region || '(no region)';
+  if (by === 'zone') return s.zone || (s.zones && s.zones[0]) || '(no zone)';
+  if (by === 'mode') return s.syncMode || 'Push';
+  if (by === 'label') {
+    const l = (c.metadata.labels || {})[labelKey];
+    return l === undefined ? `(no ${labelKey || 'label'})` : `${labelKey}=${l}`;
+  }
+  return '';
+}
+
+function matches(c, q, state) {
+  if (q && !c.metadata.name.toLowerCase().includes(q) &&
+      !Object.entries(c.metadata.labels || {}).some(([k, v]) => `${k}=${v}`.toLowerCase().includes(q))) return false;
+  const r = readiness(c)[0];
+  if (state === 'ready') return r === 'ready';
+  if (state === 'notready') return r !== 'ready';
+  if (state === 'tainted') return ((c.spec && c.spec.taints) || []).length > 0;
+  if (state === 'paused') return paused(c);
+  return true;
+}
+
+export function mount(main) {
+  const inf = informer(PATHS.clusters);
+  const search = h('input', { type: 'search', id: 'fleet-search', placeholder: 'name or label=value' });
+  const state = h('select', { id: 'fleet-state' },
+    ...[['all', 'All'], ['ready', 'Ready'], ['notready', 'Not ready'], ['tainted', 'Tainted'], ['paused', 'Paused']]
+      .map(([v, t]) => h('option', { value: v }, t)));
+  const group = h('select', { id: 'fleet-group' },
+    ...[['', 'Nothing'], ['region', 'Region'], ['zone', 'Zone'], ['mode', 'Sync mode'], ['label', 'Label']]
+      .map(([v, t]) => h('option', { value: v }, t)));
+  const labelKey = h('input', { type: 'text', id: 'fleet-label', placeholder: 'label key', disabled: true });
+  const summary = h('p.summary', { id: 'fleet-summary', 'aria-live': 'polite' });
+  const grid = h('div.groups', { id: 'fleet-grid' });
+  main.append(h('h1', {}, 'Fleet'),
+    h('div.toolbar', { role: 'search' },
+      h('label', { for: 'fleet-search' }, 'Search'), search,
+      h('label', { for: 'fleet-state' }, 'Show'), state,
+      h('label', { for: 'fleet-group' }, 'Group by'), group,
+      h('label.visually-hidden', { for: 'fleet-label' }, 'Label key'), labelKey),
+    summary, grid);
+
+  const render = () => {
+    if (inf.error) {
+      summary.textContent = '';
+      showAlert(`Clusters cannot be read: ${inf.error.message}`);
+      return;
+    }
+    const seen = new Set();
+    let ready = 0, tainted = 0, pausedN = 0;
+    const q = search.value.trim().toLowerCase();
+    const by = group.value;
+    const groups = new Map();
+    const all = [...inf.items.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    for (const c of all) {
+      const n = c.metadata.name;
+      seen.add(n);
+      if (readiness(c)[0] === 'ready') ready++;
+      if (((c.spec && c.spec.taints) || []).length) tainted++;
+      if (paused(c)) pausedN++;
+      let t = tiles.get(n);
+      if (!t || t.rv !== c.metadata.resourceVersion) {
+        t = { rv: c.metadata.resourceVersion, el: tile(c) };
+        tiles.set(n, t);
+      }
+      if (!matches(c, q, state.value)) continue;
+      const g = groupOf(c, by, labelKey.value.trim());
+      if (!groups.has(g)) groups.set(g, []);
+      groups.get(g).push(t.el);
+    }
+    for (const n of tiles.keys()) if (!seen.has(n)) tiles.delete(n);
+    summary.textContent = `${all.length} clusters: ${ready} ready, ${all.length - ready} not ready, ${tainted} tainted, ${pausedN} paused`;
+    const sections = [...groups.keys()].sort().map((g) => {
+      const list = h('div.tiles', {}, groups.get(g));
+      return by ? h('section.group', { 'aria-label': g }, h('h2', {}, `${g} (${groups.get(g).length})`), list) : list;
+    });
+    if (!sections.length) sections.push(h('p.empty', {}, inf.synced ? 'No cluster matches.' : 'Loading…'));
+    grid.replaceChildren(...sections);
+  };
+  search.addEventListener('input', render);
+  state.addEventListener('change', render);
+  group.addEventListener('change', () => { labelKey.disabled = group.value !== 'label'; render(); });
+  labelKey.addEventListener('input', render);
+  const unsub = inf.subscribe(render);
+  render();
+  return unsub;
+}
