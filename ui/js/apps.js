@@ -4,7 +4,7 @@
 // demand, each cluster's state from status.aggregatedStatus. Live from a watch of the
 // bindings.
 import { PATHS, informer, objKey } from './api.js';
-import { colourOf, h, name, showAlert } from './dom.js';
+import { colourOf, h, name, showAlert, syncChildren } from './dom.js';
 
 const STATES = [['current', 'Current'], ['inProgress', 'InProgress'], ['failed', 'Failed'],
   ['unknown', 'Unknown'], ['terminating', 'Terminating'], ['notFound', 'NotFound']];
@@ -104,7 +104,7 @@ export function mount(main) {
     }
     for (const k of rows.keys()) if (!seen.has(k)) rows.delete(k);
     summary.textContent = `${items.length} propagated templates`;
-    list.replaceChildren(...(out.length ? out : [h('li.empty', {}, inf.synced ? 'Nothing is propagated yet.' : 'Loading…')]));
+    syncChildren(list, out.length ? out : [h('li.empty', {}, inf.synced ? 'Nothing is propagated yet.' : 'Loading…')]);
   };
   search.addEventListener('input', render);
   const unsub = inf.subscribe(render);

@@ -104,3 +104,37 @@ export function colourOf(s) {
   for (let i = 0; i < s.length; i++) x = (x * 31 + s.charCodeAt(i)) >>> 0;
   return x % 8;
 }
+
+// Make parent's children exactly nodes, in order, moving only what is out of place: a node
+// that stays where it is keeps its focus (replaceChildren would detach every one).
+export function syncChildren(parent, nodes) {
+  let cur = parent.firstChild;
+  for (const n of nodes) {
+    if (cur === n) {
+      cur = cur.nextSibling;
+      continue;
+    }
+    parent.insertBefore(n, cur);
+  }
+  while (cur) {
+    const next = cur.nextSibling;
+    parent.removeChild(cur);
+    cur = next;
+  }
+}
+
+// Run fn, which may rebuild parts of root; if the focused control was in a rebuilt part, focus
+// its counterpart in the new one (same object key and data-action), for keyboard users.
+export function keepFocus(root, fn) {
+  const a = document.activeElement;
+  const holder = a && root.contains(a) ? a.closest('[data-cluster],[data-policy],[data-binding]') : null;
+  const action = a && a.dataset ? a.dataset.action : undefined;
+  const keyAttr = holder && ['data-cluster', 'data-policy', 'data-binding'].find((k) => holder.hasAttribute(k));
+  const key = keyAttr && holder.getAttribute(keyAttr);
+  fn();
+  if (!key || !action || root.contains(a)) return;
+  const sel = `[${keyAttr}="${CSS.escape(key)}"] [data-action]`;
+  const next = [...root.querySelectorAll(sel)].find((b) => b.dataset.action === action) ||
+    root.querySelector(sel);
+  if (next) next.focus();
+}

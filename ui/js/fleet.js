@@ -5,7 +5,7 @@
 // (spec.suspendDispatching, as `flotilla ctl suspend cluster` sets). A tile is rebuilt only
 // when its Cluster's resourceVersion changes, so 1,000 clusters stay cheap to keep live.
 import { ApiError, PATHS, informer, update } from './api.js';
-import { bar, condition, confirmDialog, h, name, quantity, showAlert } from './dom.js';
+import { bar, condition, confirmDialog, h, name, quantity, keepFocus, showAlert, syncChildren } from './dom.js';
 
 export const CORDON_KEY = 'cluster.karmada.io/unschedulable';
 
@@ -137,6 +137,7 @@ export function mount(main) {
   const labelKey = h('input', { type: 'text', id: 'fleet-label', placeholder: 'label key', disabled: true });
   const summary = h('p.summary', { id: 'fleet-summary', 'aria-live': 'polite' });
   const grid = h('div.groups', { id: 'fleet-grid' });
+  const sectionEls = new Map(); // grouping and group -> its container
   main.append(h('h1', {}, 'Fleet'),
     h('div.toolbar', { role: 'search' },
       h('label', { for: 'fleet-search' }, 'Search'), search,
@@ -145,7 +146,7 @@ export function mount(main) {
       h('label.visually-hidden', { for: 'fleet-label' }, 'Label key'), labelKey),
     summary, grid);
 
-  const render = () => {
+  const render = () => keepFocus(main, () => {
     if (inf.error) {
       summary.textContent = '';
       showAlert(`Clusters cannot be read: ${inf.error.message}`);
@@ -175,13 +176,24 @@ export function mount(main) {
     }
     for (const n of tiles.keys()) if (!seen.has(n)) tiles.delete(n);
     summary.textContent = `${all.length} clusters: ${ready} ready, ${all.length - ready} not ready, ${tainted} tainted, ${pausedN} paused`;
+    // one container per group, kept from render to render, so a tile that stays keeps focus
     const sections = [...groups.keys()].sort().map((g) => {
-      const list = h('div.tiles', {}, groups.get(g));
-      return by ? h('section.group', { 'aria-label': g }, h('h2', {}, `${g} (${groups.get(g).length})`), list) : list;
+      let sec = sectionEls.get(`${by}\u0000${g}`);
+      if (!sec) {
+        const list = h('div.tiles');
+        sec = by ? h('section.group', { 'aria-label': g }, h('h2'), list) : list;
+        sec.list = list;
+        sectionEls.set(`${by}\u0000${g}`, sec);
+      }
+      if (by) sec.querySelector('h2').textContent = `${g} (${groups.get(g).length})`;
+      syncChildren(sec.list, groups.get(g));
+      return sec;
     });
+    for (const k of [...sectionEls.keys()]) if (!sections.includes(sectionEls.get(k))) sectionEls.delete(k);
     if (!sections.length) sections.push(h('p.empty', {}, inf.synced ? 'No cluster matches.' : 'Loading…'));
-    grid.replaceChildren(...sections);
-  };
+    syncChildren(grid, sections);
+  });
+
   search.addEventListener('input', render);
   state.addEventListener('change', render);
   group.addEventListener('change', () => { labelKey.disabled = group.value !== 'label'; render(); });

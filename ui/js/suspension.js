@@ -5,7 +5,7 @@
 // policy NAME [--clusters a,b]` does: names are added to (resume: removed from)
 // dispatchingOnClusters; all clusters is dispatching: true.
 import { ApiError, PATHS, informer, objKey, update } from './api.js';
-import { condition, confirmDialog, h, name, showAlert } from './dom.js';
+import { condition, confirmDialog, h, name, keepFocus, showAlert, syncChildren } from './dom.js';
 
 const ES = 'karmada-es-';
 const BINDING_ID = 'resourcebinding.karmada.io/permanent-id';
@@ -107,15 +107,25 @@ async function change(p, on, targets) {
   }
 }
 
-function policyCard(p, bindings, worksById, clusters) {
+// What a policy's card shows depends on: the policy, its bindings, their Works (and, for a
+// policy with no binding yet, the clusters to choose from). A card is rebuilt only when one
+// of them changes, so a button keeps its focus while unrelated objects move.
+function cardInputs(p, bindings, worksById, clusters) {
   const bs = bindingsOf(p, bindings);
+  const works = bs.map((b) => worksById.get((b.metadata.labels || {})[BINDING_ID]) || new Map());
+  const sig = [p.metadata.resourceVersion, ...bs.map((b) => b.metadata.resourceVersion),
+    ...works.flatMap((m) => [...m.values()].map((w) => w.metadata.resourceVersion)),
+    bs.length ? '' : [...clusters.keys()].join(',')].join('|');
+  return { bs, works, sig };
+}
+
+function policyCard(p, { bs, works: worksOf }, clusters) {
   const targets = [...new Set(bs.flatMap((b) => ((b.spec && b.spec.clusters) || []).map((c) => c.name)))].sort();
   const pool = targets.length ? targets : [...clusters.keys()].sort();
   const s = suspensionOf(p);
   const rows = [];
-  for (const b of bs) {
-    const id = (b.metadata.labels || {})[BINDING_ID];
-    const works = worksById.get(id) || new Map();
+  bs.forEach((b, i) => {
+    const works = worksOf[i];
     for (const c of (b.spec && b.spec.clusters) || []) {
       const w = works.get(c.name);
       rows.push(h('tr', { 'data-cluster': c.name },
@@ -124,7 +134,7 @@ function policyCard(p, bindings, worksById, clusters) {
         h('td', {}, s.all || s.names.includes(c.name) ? 'suspended' : 'dispatching'),
         ackCell(w)));
     }
-  }
+  });
   const who = objKey(p);
   return h('article.card', { 'data-policy': who, 'aria-label': `Policy ${who}` },
     h('header', {}, name(who), h('span.susp', { 'data-suspension': describe(p) }, describe(p))),
@@ -155,9 +165,10 @@ export function mount(main) {
   const [pol, bind, work, clus] = infs;
   const only = h('input', { type: 'checkbox', id: 'susp-only' });
   const list = h('div.cards', { id: 'susp-list' });
+  const cards = new Map(); // policy -> { sig, el }
   main.append(h('h1', {}, 'Suspension'),
     h('div.toolbar', {}, h('label.check', { for: 'susp-only' }, only, ' Only policies that suspend something')), list);
-  const render = () => {
+  const render = () => keepFocus(main, () => {
     const err = infs.find((i) => i.error);
     if (err) showAlert(`${err.path} cannot be read: ${err.error.message}`);
     const worksById = new Map();
@@ -169,9 +180,22 @@ export function mount(main) {
     }
     const ps = [...pol.items.values()].sort((a, b) => (objKey(a) < objKey(b) ? -1 : 1))
       .filter((p) => !only.checked || describe(p) !== 'Not suspended');
-    list.replaceChildren(...(ps.length ? ps.map((p) => policyCard(p, bind.items, worksById, clus.items))
-      : [h('p.empty', {}, pol.synced ? 'No PropagationPolicy.' : 'Loading…')]));
-  };
+    const seen = new Set();
+    const out = ps.map((p) => {
+      const key = objKey(p);
+      seen.add(key);
+      const inputs = cardInputs(p, bind.items, worksById, clus.items);
+      let c = cards.get(key);
+      if (!c || c.sig !== inputs.sig) {
+        c = { sig: inputs.sig, el: policyCard(p, inputs, clus.items) };
+        cards.set(key, c);
+      }
+      return c.el;
+    });
+    for (const k of cards.keys()) if (!seen.has(k)) cards.delete(k);
+    syncChildren(list, out.length ? out : [h('p.empty', {}, pol.synced ? 'No PropagationPolicy.' : 'Loading…')]);
+  });
+
   only.addEventListener('change', render);
   const unsubs = infs.map((i) => i.subscribe(render));
   render();

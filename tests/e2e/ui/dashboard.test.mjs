@@ -292,10 +292,21 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
 
   await t.test('Fleet: cordon member3 from the page; the taint is there', async () => {
     await go(page, '#/fleet');
-    await page.waitForSelector('.tile[data-cluster="member3"] button[data-action="cordon"]');
-    await page.click('.tile[data-cluster="member3"] button[data-action="cordon"]');
+    // by keyboard: Enter on the tile's button asks first; Escape leaves the cluster as it was
+    const button = '.tile[data-cluster="member3"] button[data-action="cordon"]';
+    await page.waitForSelector(button);
+    await page.focus(button);
+    await page.keyboard.press('Enter');
     await page.waitForSelector('#confirm[open]');
-    await page.click('#confirm-ok');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'confirm-cancel', 'the safe choice has focus');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#confirm:not([open])');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.action), 'cordon', 'focus returns to the button');
+    assert.equal(JSON.parse(await fleet.kubectl('get', 'cluster', 'member3', '-o', 'json')).spec.taints, undefined);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#confirm[open]');
+    await page.keyboard.press('Tab'); // to Confirm
+    await page.keyboard.press('Enter');
     await page.waitForSelector('.tile[data-cluster="member3"] .chip.taint', { timeout: 10000 });
     assert.match(await text(page, '.tile[data-cluster="member3"] .chip.taint'), /unschedulable:NoSchedule/);
     const c = JSON.parse(await fleet.kubectl('get', 'cluster', 'member3', '-o', 'json'));
