@@ -134,7 +134,8 @@ export class Informer {
   }
 
   async run() {
-    let delay = 250, needList = true;
+    let needList = true;
+    this.delay = 250;
     setState(this, 'connecting');
     while (!this.stopped) {
       try {
@@ -142,9 +143,12 @@ export class Informer {
           await this.list();
           needList = false;
         }
-        setState(this, 'live');
-        delay = 250;
+        const began = Date.now();
         needList = await this.watch();
+        if (!needList && Date.now() - began < 1000) { // ended at once: do not spin
+          await sleep(this.delay);
+          this.delay = Math.min(this.delay * 2, 4000);
+        }
       } catch (e) {
         if (this.stopped) return;
         if (e instanceof ApiError && (e.code === 401 || e.code === 403 || e.code === 404)) {
@@ -155,11 +159,8 @@ export class Informer {
         }
         if (e instanceof ApiError && e.code === 410) needList = true;
         setState(this, 'reconnecting');
-        await sleep(delay);
-        delay = Math.min(delay * 2, 4000);
-        continue;
-      }
-      if (!needList && !this.stopped) { // the server ended the watch (its timeout): resume at once
+        await sleep(this.delay);
+        this.delay = Math.min(this.delay * 2, 4000);
         continue;
       }
     }
@@ -174,12 +175,14 @@ export class Informer {
     const resp = await fetch(url, { headers: headers(), signal: this.abort.signal, cache: 'no-store',
       credentials: 'same-origin' });
     if (!resp.ok) throw await errorOf(resp);
+    setState(this, 'live'); // only now: the watch is answered
     const reader = resp.body.getReader();
     const dec = new TextDecoder();
     let buf = '';
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return false;
+      this.delay = 250; // the connection works: a later break starts its back-off afresh
       buf += dec.decode(value, { stream: true });
       let nl;
       while ((nl = buf.indexOf('\n')) >= 0) {

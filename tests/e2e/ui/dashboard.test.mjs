@@ -48,7 +48,11 @@ async function startFleet() {
     `${ADMIN_TOKEN},ui-admin,2001\n${VIEWER_TOKEN},ui-viewer,2002,"viewers"\n`);
   const port = await freePort();
   const proc = spawn(BIN, ['up', '--data-dir', dir, '--members', '3', '--listen', `127.0.0.1:${port}`,
-    '--', '--token-auth-file', path.join(dir, 'tokens.csv')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--', '--token-auth-file', path.join(dir, 'tokens.csv')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // a member that stops answering turns not-ready within seconds, not the default 30 s
+    env: { ...process.env, FLOTILLA_CLUSTER_STATUS_INTERVAL_MS: '500', FLOTILLA_CLUSTER_FAILURE_THRESHOLD_MS: '1500' },
+  });
   let out = '';
   proc.stderr.on('data', (d) => { out = (out + d).slice(-8000); });
   await new Promise((resolve, reject) => {
@@ -324,7 +328,7 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     const allowed = expect({ failed: true, url: '/' }); // requests made while cut fail: that is the point
     link.cut();
     await page.waitForFunction(() => document.querySelector('#conn').textContent === 'Reconnecting…', { timeout: 15000 });
-    await shot(page, '5-reconnecting');
+    await shot(page, '4b-reconnecting');
     page.on('request', onReq);
     link.mend();
     await page.waitForFunction(() => document.querySelector('#conn').textContent === 'Live', { timeout: 15000 });
@@ -335,6 +339,17 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     // and it is live again: an uncordon from kubectl shows
     await fleet.kubectl('patch', 'cluster', 'member3', '--type=json', '-p', '[{"op":"remove","path":"/spec/taints"}]');
     await page.waitForSelector('.tile[data-cluster="member3"] button[data-action="cordon"]', { timeout: 10000 });
+  });
+
+  await t.test('a member taken down with flotilla ctl fault turns its tile not-ready, and back', async () => {
+    const fault = (how) => run(BIN, ['ctl', 'fault', 'member2', '--members-kubeconfig',
+      path.join(fleet.dir, 'members', 'admin.kubeconfig'), '--set', how], { timeout: 20000 });
+    await fault('down');
+    await page.waitForSelector('.tile[data-cluster="member2"][data-ready="notready"]', { timeout: 15000 });
+    assert.match(await text(page, '#fleet-summary'), /3 clusters: 2 ready, 1 not ready/);
+    await shot(page, '5-fleet-member-down');
+    await fault('clear');
+    await page.waitForSelector('.tile[data-cluster="member2"][data-ready="ready"]', { timeout: 15000 });
   });
 
   await t.test('Events: live and filterable', async () => {
