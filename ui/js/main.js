@@ -47,12 +47,17 @@ function loginPage(message) {
   input.focus();
 }
 
-async function signIn(token) {
+// A token kept from earlier in this tab opens the page at once, while it is checked (a
+// refused one brings back the sign-in page); a new one is checked first.
+async function signIn(token, kept = false) {
   setToken(token);
   let user;
+  const check = whoami();
+  if (kept) enter(token, '');
   try {
-    user = await whoami();
+    user = await check;
   } catch (e) {
+    if (kept) signOut();
     setToken('');
     sessionStorage.removeItem(KEY);
     const why = e instanceof ApiError
@@ -62,6 +67,11 @@ async function signIn(token) {
     loginPage(why);
     return;
   }
+  if (kept) document.getElementById('who').textContent = user ? `Signed in as ${user}` : '';
+  else enter(token, user);
+}
+
+function enter(token, user) {
   if (token) sessionStorage.setItem(KEY, token);
   signedIn = true;
   document.getElementById('who').textContent = user ? `Signed in as ${user}` : '';
@@ -111,5 +121,5 @@ onConnState((s) => {
 window.addEventListener('hashchange', route);
 document.getElementById('logout').addEventListener('click', signOut);
 const saved = sessionStorage.getItem(KEY);
-if (saved) signIn(saved);
+if (saved) signIn(saved, true);
 else loginPage();
