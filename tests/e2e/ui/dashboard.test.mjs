@@ -363,6 +363,24 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     await axe(page, 'Events');
   });
 
+  await t.test('the dark theme follows the system, and passes axe-core too', async () => {
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
+    try {
+      await go(page, '#/apps');
+      await page.waitForSelector('li[data-binding="default/web-deployment"] .split');
+      const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      assert.equal(bg, 'rgb(17, 19, 24)', 'the dark background');
+      await shot(page, '6b-applications-dark');
+      await axe(page, 'Applications, dark');
+      await go(page, '#/fleet');
+      await page.waitForSelector('.tile[data-cluster="member1"]');
+      await shot(page, '6c-fleet-dark');
+      await axe(page, 'Fleet, dark');
+    } finally {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
+    }
+  });
+
   await t.test('a view-only user sees an action refused with the API\'s message', async () => {
     expect({ code: 403, url: '/propagationpolicies/web' });
     await page.click('#logout');
