@@ -4,7 +4,7 @@
 // demand, each cluster's state from status.aggregatedStatus. Live from a watch of the
 // bindings.
 import { PATHS, informer, objKey } from './api.js';
-import { colourOf, h, name, showAlert, syncChildren } from './dom.js';
+import { age, colourOf, h, name, showAlert, syncChildren } from './dom.js';
 
 const STATES = [['current', 'Current'], ['inProgress', 'InProgress'], ['failed', 'Failed'],
   ['unknown', 'Unknown'], ['terminating', 'Terminating'], ['notFound', 'NotFound']];
@@ -56,7 +56,7 @@ function detail(b) {
     h('tbody', {}, rows.length ? rows : [h('tr', {}, h('td', { colspan: 6 }, 'No cluster status yet.'))]));
 }
 
-function row(b) {
+function row(b, onOpen) {
   const r = (b.spec && b.spec.resource) || {};
   const key = objKey(b);
   const s = (b.status && b.status.summary) || {};
@@ -67,10 +67,35 @@ function row(b) {
       name(`${r.namespace ? `${r.namespace}/` : ''}${r.name || b.metadata.name}`, 'name app-name'),
       h(`span.badge.${state.replace(/^./, (x) => x.toLowerCase())}`, {}, state),
       h('span.policy', { title: 'PropagationPolicy' }, `policy ${policyOf(b)}`)),
-    splitBar(b), counts(b), detail(b));
+    splitBar(b), counts(b), detail(b), h('h3', {}, 'Events'));
+  const events = h('ul.app-events', { 'aria-label': `Events of ${r.kind} ${r.name}` });
+  d.append(events);
   if (open.has(key)) d.open = true;
-  d.addEventListener('toggle', () => (d.open ? open.add(key) : open.delete(key)));
-  return h('li.app', { 'data-binding': key }, d);
+  d.addEventListener('toggle', () => {
+    if (d.open) open.add(key); else open.delete(key);
+    onOpen();
+  });
+  const li = h('li.app', { 'data-binding': key }, d);
+  li.events = events;
+  li.binding = b;
+  return li;
+}
+
+// The events of a binding and of its template, newest first (at most 20): from the events
+// informer, started the first time a row is opened.
+const when = (e) => e.lastTimestamp || e.eventTime || e.metadata.creationTimestamp || '';
+function fillEvents(li, evInf) {
+  const b = li.binding;
+  const r = (b.spec && b.spec.resource) || {};
+  const mine = [...evInf.items.values()].filter((e) => {
+    const io = e.involvedObject || e.regarding || {};
+    return (io.kind === r.kind && io.name === r.name && (io.namespace || '') === (r.namespace || '')) ||
+      (io.kind === 'ResourceBinding' && io.name === b.metadata.name && io.namespace === b.metadata.namespace);
+  }).sort((x, y) => (when(x) < when(y) ? 1 : -1)).slice(0, 20);
+  li.events.replaceChildren(...(mine.length ? mine.map((e) => h('li', { 'data-reason': e.reason || '' },
+    h(`span.type.${(e.type || 'Normal').toLowerCase()}`, {}, e.reason || ''), ' ',
+    h('span.kind', {}, `${(e.involvedObject || {}).kind || ''} · ${age(when(e))}`), ' ', e.message || ''))
+    : [h('li.empty', {}, evInf.synced ? 'No events.' : 'Loading…')]));
 }
 
 export function mount(main) {
@@ -97,7 +122,7 @@ export function mount(main) {
       if (q && !`${r.kind} ${r.namespace}/${r.name}`.toLowerCase().includes(q)) continue;
       let e = rows.get(key);
       if (!e || e.rv !== b.metadata.resourceVersion) {
-        e = { rv: b.metadata.resourceVersion, el: row(b) };
+        e = { rv: b.metadata.resourceVersion, el: row(b, openEvents) };
         rows.set(key, e);
       }
       out.push(e.el);
@@ -105,9 +130,19 @@ export function mount(main) {
     for (const k of rows.keys()) if (!seen.has(k)) rows.delete(k);
     summary.textContent = `${items.length} propagated templates`;
     syncChildren(list, out.length ? out : [h('li.empty', {}, inf.synced ? 'Nothing is propagated yet.' : 'Loading…')]);
+    if (evInf) for (const li of out) if (li.events && open.has(li.dataset.binding)) fillEvents(li, evInf);
+  };
+  let evInf = null, evUnsub = null;
+  const openEvents = () => {
+    if (!evInf) {
+      evInf = informer(PATHS.events);
+      evUnsub = evInf.subscribe(render);
+    }
+    render();
   };
   search.addEventListener('input', render);
   const unsub = inf.subscribe(render);
+  if (open.size) openEvents();
   render();
-  return unsub;
+  return () => { unsub(); if (evUnsub) evUnsub(); };
 }

@@ -271,6 +271,9 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     assert.equal(await page.evaluate(() => window.sameDocument), true, 'no reload');
     await page.click('li[data-binding="default/web-deployment"] summary');
     await page.waitForSelector('li[data-binding="default/web-deployment"] table.detail tbody tr:nth-child(3)');
+    // the drill-down's events: the template's and the binding's
+    await page.waitForSelector('li[data-binding="default/web-deployment"] .app-events li[data-reason="ApplyPolicySucceed"]', { timeout: 10000 });
+    await page.waitForSelector('li[data-binding="default/web-deployment"] .app-events li[data-reason="ScheduleBindingSucceed"]');
     await shot(page, '2-applications');
     await axe(page, 'Applications');
   });
@@ -388,8 +391,9 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     await page.waitForFunction(() => /ui-viewer/.test(document.querySelector('#who').textContent));
     await go(page, '#/suspension');
     const card = 'article[data-policy="default/web"]';
-    await page.waitForSelector(`${card} button[data-action="resume"]:not([disabled])`, { timeout: 10000 });
-    await page.click(`${card} button[data-action="resume"]`);
+    // once the page has all it shows (the Works too), as a user would see it settle
+    await page.waitForSelector(`${card} tr[data-cluster="member1"] .ack.acked`, { timeout: 10000 });
+    await page.click(`${card} button[data-action="resume"]:not([disabled])`);
     await page.waitForSelector('#confirm[open] input[value="member1"]');
     await page.click('#confirm input[value="member1"]');
     await page.click('#confirm-ok');
