@@ -405,6 +405,30 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     await shot(page, '7-viewer-refused');
   });
 
+  await t.test('a long cluster name is cut with an ellipsis and whole in its title; the grid keeps its columns', async () => {
+    const long = `a-cluster-with-a-rather-long-name-${'x'.repeat(14)}`; // 48, the most a Cluster takes
+    await apply(fleet, `apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata: {name: ${long}}
+spec: {syncMode: Pull}
+`);
+    await go(page, '#/fleet');
+    const tileSel = `.tile[data-cluster="${long}"]`;
+    await page.waitForSelector(tileSel, { timeout: 10000 });
+    const m = await page.$eval(tileSel, (t) => {
+      const n = t.querySelector('.name');
+      const other = document.querySelector('.tile[data-cluster="member1"]');
+      return { title: n.title, cut: n.scrollWidth > n.clientWidth, overflow: getComputedStyle(n).textOverflow,
+        width: t.getBoundingClientRect().width, otherWidth: other.getBoundingClientRect().width };
+    });
+    assert.equal(m.title, long);
+    assert.equal(m.overflow, 'ellipsis');
+    assert.ok(m.cut, 'the name does not fit, and is cut');
+    assert.ok(Math.abs(m.width - m.otherWidth) < 1, `same width as the others: ${m.width} vs ${m.otherWidth}`);
+    await shot(page, '8-fleet-long-name');
+    await axe(page, 'Fleet with a long name');
+  });
+
   assert.deepEqual(problems, [], 'console errors or failed requests');
   assert.ok(Date.now() - started < 90000);
 });
