@@ -71,7 +71,7 @@ const listeners = new Set();
 const states = new Map();
 export function onConnState(fn) { listeners.add(fn); }
 function setState(inf, s) {
-  states.set(inf, s);
+  if (inf) states.set(inf, s);
   let all = 'live';
   for (const v of states.values()) {
     if (v === 'reconnecting') { all = 'reconnecting'; break; }
@@ -121,7 +121,7 @@ export class Informer {
   stop() {
     this.stopped = true;
     if (this.abort) this.abort.abort();
-    states.delete(this);
+    if (states.delete(this)) setState(null, null);
   }
 
   async list() {
@@ -207,15 +207,25 @@ export class Informer {
   }
 }
 
-// One informer per collection for the whole page: pages share them.
+// One informer per collection, shared by the pages that use it at the moment, and stopped
+// when the last lets it go: each watch holds one of the six connections a browser opens to
+// a server over HTTP/1.1, and a request that finds none free waits for one, so a page may
+// keep at most five watches open (the sixth connection is for its lists and writes).
 const informers = new Map();
 export function informer(path) {
   let inf = informers.get(path);
   if (!inf) {
     inf = new Informer(path).start();
+    inf.refs = 0;
     informers.set(path, inf);
   }
+  inf.refs++;
   return inf;
+}
+export function release(inf) {
+  if (--inf.refs > 0 || informers.get(inf.path) !== inf) return;
+  informers.delete(inf.path);
+  inf.stop();
 }
 export function stopAll() {
   for (const inf of informers.values()) inf.stop();

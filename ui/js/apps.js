@@ -3,7 +3,7 @@
 // decision, spec.clusters), the live state counts of status.summary (docs/status.md) and, on
 // demand, each cluster's state from status.aggregatedStatus. Live from a watch of the
 // bindings.
-import { PATHS, informer, objKey } from './api.js';
+import { PATHS, informer, objKey, release } from './api.js';
 import { age, colourOf, h, name, showAlert, syncChildren } from './dom.js';
 
 const STATES = [['current', 'Current'], ['inProgress', 'InProgress'], ['failed', 'Failed'],
@@ -144,5 +144,5 @@ export function mount(main) {
   const unsub = inf.subscribe(render);
   if (open.size) openEvents();
   render();
-  return () => { unsub(); if (evUnsub) evUnsub(); };
+  return () => { unsub(); release(inf); if (evUnsub) { evUnsub(); release(evInf); } };
 }

@@ -1,6 +1,6 @@
 // events.js - the Events page: the newest Events of every namespace, live from a watch,
 // filtered by text (reason, object, message) and type (Normal, Warning).
-import { PATHS, informer } from './api.js';
+import { PATHS, informer, release } from './api.js';
 import { age, h, name, showAlert } from './dom.js';
 
 const SHOWN = 500; // the newest this many: the page stays fast whatever the store holds
@@ -51,5 +51,5 @@ export function mount(main) {
   type.addEventListener('change', render);
   const unsub = inf.subscribe(render);
   render();
-  return unsub;
+  return () => { unsub(); release(inf); };
 }

@@ -4,7 +4,7 @@
 // NoSchedule taint, as `karmadactl cordon` adds) and uncordon, pause and resume delivery
 // (spec.suspendDispatching, as `flotilla ctl suspend cluster` sets). A tile is rebuilt only
 // when its Cluster's resourceVersion changes, so 1,000 clusters stay cheap to keep live.
-import { ApiError, PATHS, informer, update } from './api.js';
+import { ApiError, PATHS, informer, release, update } from './api.js';
 import { bar, condition, confirmDialog, h, name, quantity, keepFocus, showAlert, syncChildren } from './dom.js';
 
 export const CORDON_KEY = 'cluster.karmada.io/unschedulable';
@@ -262,5 +262,5 @@ export function mount(main) {
   labelKey.addEventListener('input', render);
   const unsub = inf.subscribe(render);
   render();
-  return () => { unsub(); clearTimeout(again); again = -1; };
+  return () => { unsub(); release(inf); clearTimeout(again); again = -1; };
 }

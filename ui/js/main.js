@@ -9,10 +9,11 @@ import { ApiError, onConnState, request, setToken, stopAll } from './api.js';
 import { h, showAlert } from './dom.js';
 import * as fleet from './fleet.js';
 import * as apps from './apps.js';
+import * as policies from './policies.js';
 import * as suspension from './suspension.js';
 import * as events from './events.js';
 
-const PAGES = { fleet, apps, suspension, events };
+const PAGES = { fleet, apps, policies, suspension, events };
 const KEY = 'flotilla.token';
 let unmount = null;
 let signedIn = false;
@@ -103,13 +104,15 @@ function route() {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  if (unmount) unmount();
   showAlert('');
   const main = document.getElementById('main');
   main.replaceChildren();
   main.dataset.page = page;
   document.title = `Flotilla · ${page[0].toUpperCase()}${page.slice(1)}`;
+  // the new page first: the informers both pages use are kept, not stopped and listed again
+  const old = unmount;
   unmount = PAGES[page].mount(main);
+  if (old) old();
 }
 
 onConnState((s) => {

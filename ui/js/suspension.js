@@ -4,7 +4,7 @@
 // pause contract"). Suspend and resume change spec.suspension as `flotilla ctl suspend
 // policy NAME [--clusters a,b]` does: names are added to (resume: removed from)
 // dispatchingOnClusters; all clusters is dispatching: true.
-import { ApiError, PATHS, informer, objKey, update } from './api.js';
+import { ApiError, PATHS, informer, objKey, release, update } from './api.js';
 import { condition, confirmDialog, h, name, keepFocus, showAlert, syncChildren } from './dom.js';
 
 const ES = 'karmada-es-';
@@ -199,5 +199,5 @@ export function mount(main) {
   only.addEventListener('change', render);
   const unsubs = infs.map((i) => i.subscribe(render));
   render();
-  return () => unsubs.forEach((u) => u());
+  return () => { unsubs.forEach((u) => u()); infs.forEach(release); };
 }

@@ -297,6 +297,28 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     await axe(page, 'Suspension');
   });
 
+  await t.test('Policies: what each selects and where it sends it; an OverridePolicy applied with kubectl appears', async () => {
+    await go(page, '#/policies');
+    const row = '#pp-table tr[data-policy="default/web"]';
+    await page.waitForSelector(`${row} td[data-held="1"]`, { timeout: 10000 });
+    const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
+    assert.deepEqual(cells, ['Deployment default/web', 'member1, member2, member3 · divided (Weighted)', '0', '1', 'member1']);
+    await apply(fleet, `apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: web-labels, namespace: default}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]
+  overrideRules:
+  - targetCluster: {clusterNames: [member2]}
+    overriders: {labelsOverrider: [{operator: add, value: {tier: canary}}]}
+`);
+    await page.waitForSelector('#op-table tr[data-policy="default/web-labels"]', { timeout: 10000 });
+    assert.deepEqual(await page.$$eval('#op-table tr[data-policy="default/web-labels"] td', (tds) => tds.map((td) => td.textContent)),
+      ['Deployment default/web', 'member2: labelsOverrider']);
+    await shot(page, '3b-policies');
+    await axe(page, 'Policies');
+  });
+
   await t.test('Fleet: cordon member3 from the page; the taint is there', async () => {
     await go(page, '#/fleet');
     // by keyboard: Enter on the tile's button asks first; Escape leaves the cluster as it was
