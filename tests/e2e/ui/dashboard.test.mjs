@@ -343,6 +343,27 @@ spec:
     await shot(page, '4-fleet-cordoned');
   });
 
+  await t.test('Fleet: pause delivery to member1 until acknowledged, then resume it', async () => {
+    const tile = '.tile[data-cluster="member1"]';
+    await page.click(`${tile} button[data-action="pause"]`);
+    await page.waitForSelector('#confirm[open]');
+    await page.click('#confirm-ok');
+    await page.waitForFunction((t) => {
+      const c = document.querySelector(`${t} .chip.paused`);
+      return c && c.textContent === 'Paused';
+    }, { timeout: 15000 }, tile);
+    const c = JSON.parse(await fleet.kubectl('get', 'cluster', 'member1', '-o', 'json'));
+    assert.equal(c.spec.suspendDispatching, true);
+    const p = c.status.conditions.find((x) => x.type === 'Paused');
+    assert.equal(p.status, 'True');
+    assert.equal(p.observedGeneration, c.metadata.generation, 'acknowledged at the current generation');
+    await page.click(`${tile} button[data-action="resume"]`);
+    await page.waitForSelector('#confirm[open]');
+    await page.click('#confirm-ok');
+    await page.waitForSelector(`${tile} button[data-action="pause"]`, { timeout: 10000 });
+    assert.equal(await page.$(`${tile} .chip.paused`), null);
+  });
+
   await t.test('a lost connection shows "reconnecting", then resumes the watches from their resourceVersion', async () => {
     const lists = [], watches = [];
     const onReq = (r) => {
