@@ -5,6 +5,7 @@
 // bindings.
 import { PATHS, informer, objKey, release } from './api.js';
 import { age, colourOf, h, name, showAlert, syncChildren } from './dom.js';
+import { renderedDiff } from './workdiff.js';
 
 const STATES = [['current', 'Current'], ['inProgress', 'InProgress'], ['failed', 'Failed'],
   ['unknown', 'Unknown'], ['terminating', 'Terminating'], ['notFound', 'NotFound']];
@@ -49,11 +50,29 @@ function detail(b) {
     h('td', {}, h(`span.state.${(a.liveStatus || 'Unknown').replace(/^./, (x) => x.toLowerCase())}`, {}, a.liveStatus || '—')),
     h('td', {}, a.health || '—'),
     h('td', {}, a.status && a.status.readyReplicas !== undefined ? `${a.status.readyReplicas}/${a.status.replicas || 0}` : '—'),
-    h('td', {}, a.appliedMessage || '')));
+    h('td', {}, a.appliedMessage || ''),
+    h('td', {}, h('button', { type: 'button', 'data-action': 'work', 'data-cluster': a.clusterName,
+      'aria-label': `Rendered Work for ${a.clusterName}` }, 'Rendered Work'))));
   return h('table.detail', {},
     h('caption', {}, 'Per cluster'),
-    h('thead', {}, h('tr', {}, ...['Cluster', 'Applied', 'Live state', 'Health', 'Ready', 'Message'].map((t) => h('th', { scope: 'col' }, t)))),
-    h('tbody', {}, rows.length ? rows : [h('tr', {}, h('td', { colspan: 6 }, 'No cluster status yet.'))]));
+    h('thead', {}, h('tr', {}, ...['Cluster', 'Applied', 'Live state', 'Health', 'Ready', 'Message', 'Delivered'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, rows.length ? rows : [h('tr', {}, h('td', { colspan: 7 }, 'No cluster status yet.'))]));
+}
+
+// The open diffs, by binding: kept when a row is rebuilt by a status change.
+const diffs = new Map();
+async function showWork(li, cluster) {
+  const key = li.dataset.binding;
+  const box = h('div.diff-box', { 'aria-live': 'polite' }, 'Reading the Work…');
+  diffs.set(key, box);
+  li.querySelector('details').append(box);
+  try {
+    box.replaceChildren(await renderedDiff(li.binding, cluster));
+  } catch (e) {
+    box.replaceChildren(h('p.login-error', {}, `The Work cannot be read: ${e.message}`));
+  }
+  const old = li.querySelectorAll('.diff-box');
+  for (const o of old) if (o !== box) o.remove();
 }
 
 function row(b, onOpen) {
@@ -75,6 +94,7 @@ function row(b, onOpen) {
     if (d.open) open.add(key); else open.delete(key);
     onOpen();
   });
+  if (diffs.has(key)) d.append(diffs.get(key));
   const li = h('li.app', { 'data-binding': key }, d);
   li.events = events;
   li.binding = b;
@@ -101,7 +121,10 @@ function fillEvents(li, evInf) {
 export function mount(main) {
   const inf = informer(PATHS.bindings);
   const search = h('input', { type: 'search', id: 'apps-search', placeholder: 'name, kind or namespace' });
-  const list = h('ul.apps', { id: 'apps-list', 'aria-label': 'Applications' });
+  const list = h('ul.apps', { id: 'apps-list', 'aria-label': 'Applications', onclick: (e) => {
+    const btn = e.target.closest('button[data-action="work"]');
+    if (btn) showWork(btn.closest('li.app'), btn.dataset.cluster);
+  } });
   const summary = h('p.summary', { 'aria-live': 'polite' });
   main.append(h('h1', {}, 'Applications'),
     h('div.toolbar', { role: 'search' }, h('label', { for: 'apps-search' }, 'Search'), search), summary, list);

@@ -317,6 +317,25 @@ spec:
       ['Deployment default/web', 'member2: labelsOverrider']);
     await shot(page, '3b-policies');
     await axe(page, 'Policies');
+    // what member2 really receives: the override's label and its share of the replicas
+    await go(page, '#/apps');
+    const app = 'li[data-binding="default/web-deployment"]';
+    await page.waitForSelector(`${app} details[open] button[data-action="work"][data-cluster="member2"]`);
+    await page.waitForFunction(async () => {
+      const r = await fetch('/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-member2/works',
+        { headers: { Authorization: `Bearer ${sessionStorage.getItem('flotilla.token')}` } });
+      return JSON.stringify(await r.json()).includes('canary');
+    }, { timeout: 10000, polling: 200 });
+    await page.click(`${app} button[data-action="work"][data-cluster="member2"]`);
+    await page.waitForSelector(`${app} .work-diff[data-cluster="member2"]`, { timeout: 10000 });
+    const added = await page.$$eval(`${app} .work-diff .add`, (xs) => xs.map((x) => x.textContent.trim()));
+    const removed = await page.$$eval(`${app} .work-diff .del`, (xs) => xs.map((x) => x.textContent.trim()));
+    assert.ok(added.some((l) => /^\+\s+"tier": "canary",?$/.test(l)), `the override's label: ${added}`);
+    assert.ok(added.some((l) => /^\+\s+"replicas": 2,?$/.test(l)) && removed.some((l) => /^-\s+"replicas": 6,?$/.test(l)),
+      `member2's share: ${added} / ${removed}`);
+    assert.ok(!added.some((l) => l.includes('karmada.io/')), `no bookkeeping: ${added}`);
+    await shot(page, '3c-rendered-work');
+    await axe(page, 'Applications with a rendered Work');
   });
 
   await t.test('Fleet: cordon member3 from the page; the taint is there', async () => {
