@@ -3,8 +3,8 @@
 // decision, spec.clusters), the live state counts of status.summary (docs/status.md) and, on
 // demand, each cluster's state from status.aggregatedStatus. Live from a watch of the
 // bindings.
-import { PATHS, informer, objKey, release } from './api.js';
-import { age, colourOf, h, name, showAlert, syncChildren } from './dom.js';
+import { ApiError, PATHS, informer, objKey, release, update } from './api.js';
+import { age, colourOf, confirmDialog, h, name, showAlert, syncChildren } from './dom.js';
 import { renderedDiff } from './workdiff.js';
 
 const STATES = [['current', 'Current'], ['inProgress', 'InProgress'], ['failed', 'Failed'],
@@ -59,6 +59,24 @@ function detail(b) {
     h('tbody', {}, rows.length ? rows : [h('tr', {}, h('td', { colspan: 7 }, 'No cluster status yet.'))]));
 }
 
+// Ask the scheduler for a fresh decision (spec.rescheduleTriggeredAt, as Karmada's
+// WorkloadRebalancer sets it): the replicas are divided again from scratch rather than from
+// the current split (a cluster the binding already uses keeps tolerating NoSchedule taints,
+// as in Karmada).
+async function reschedule(b) {
+  const r = b.spec.resource;
+  const title = `Reschedule ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
+  const body = h('p', {}, 'Ask the scheduler for a fresh decision: the replicas are divided again from scratch, not from the current split.');
+  if (!(await confirmDialog(title, body, 'Reschedule'))) return;
+  const path = `/apis/work.karmada.io/v1alpha2/namespaces/${encodeURIComponent(b.metadata.namespace)}/resourcebindings/${encodeURIComponent(b.metadata.name)}`;
+  try {
+    await update(path, (obj) => { obj.spec.rescheduleTriggeredAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z'); });
+    showAlert(`${title}: asked; the split above follows the scheduler's decision.`, 'info');
+  } catch (e) {
+    showAlert(e instanceof ApiError ? `${title} was refused: ${e.message}` : `${title} failed: ${e.message}`);
+  }
+}
+
 // The open diffs, by binding: kept when a row is rebuilt by a status change.
 const diffs = new Map();
 async function showWork(li, cluster) {
@@ -86,7 +104,10 @@ function row(b, onOpen) {
       name(`${r.namespace ? `${r.namespace}/` : ''}${r.name || b.metadata.name}`, 'name app-name'),
       h(`span.badge.${state.replace(/^./, (x) => x.toLowerCase())}`, {}, state),
       h('span.policy', { title: 'PropagationPolicy' }, `policy ${policyOf(b)}`)),
-    splitBar(b), counts(b), detail(b), h('h3', {}, 'Events'));
+    splitBar(b), counts(b),
+    h('div.actions', {}, h('button', { type: 'button', 'data-action': 'reschedule',
+      'aria-label': `Reschedule ${r.kind} ${r.name}` }, 'Reschedule…')),
+    detail(b), h('h3', {}, 'Events'));
   const events = h('ul.app-events', { 'aria-label': `Events of ${r.kind} ${r.name}` });
   d.append(events);
   if (open.has(key)) d.open = true;
@@ -122,8 +143,9 @@ export function mount(main) {
   const inf = informer(PATHS.bindings);
   const search = h('input', { type: 'search', id: 'apps-search', placeholder: 'name, kind or namespace' });
   const list = h('ul.apps', { id: 'apps-list', 'aria-label': 'Applications', onclick: (e) => {
-    const btn = e.target.closest('button[data-action="work"]');
-    if (btn) showWork(btn.closest('li.app'), btn.dataset.cluster);
+    const btn = e.target.closest('button[data-action]');
+    if (btn && btn.dataset.action === 'work') showWork(btn.closest('li.app'), btn.dataset.cluster);
+    if (btn && btn.dataset.action === 'reschedule') reschedule(btn.closest('li.app').binding);
   } });
   const summary = h('p.summary', { 'aria-live': 'polite' });
   main.append(h('h1', {}, 'Applications'),

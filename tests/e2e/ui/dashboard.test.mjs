@@ -360,6 +360,27 @@ spec:
     const c = JSON.parse(await fleet.kubectl('get', 'cluster', 'member3', '-o', 'json'));
     assert.deepEqual(c.spec.taints.map((x) => `${x.key}:${x.effect}`), ['cluster.karmada.io/unschedulable:NoSchedule']);
     await shot(page, '4-fleet-cordoned');
+    await go(page, '#/fleet');
+  });
+
+  await t.test('Applications: a reschedule asked from the page is taken by the scheduler', async () => {
+    await go(page, '#/apps');
+    const app = 'li[data-binding="default/web-deployment"]';
+    const before = JSON.parse(await fleet.kubectl('get', 'rb', 'web-deployment', '-n', 'default', '-o', 'json'));
+    assert.equal(before.spec.rescheduleTriggeredAt, undefined);
+    await page.click(`${app} button[data-action="reschedule"]`);
+    await page.waitForSelector('#confirm[open]');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => /asked/.test(document.querySelector('#alert').textContent));
+    let b;
+    for (let i = 0; i < 50; i++) {
+      b = JSON.parse(await fleet.kubectl('get', 'rb', 'web-deployment', '-n', 'default', '-o', 'json'));
+      if (b.spec.rescheduleTriggeredAt && b.status.lastScheduledTime >= b.spec.rescheduleTriggeredAt) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(b.spec.rescheduleTriggeredAt, 'asked');
+    assert.ok(b.status.lastScheduledTime >= b.spec.rescheduleTriggeredAt, `scheduled again: ${b.status.lastScheduledTime}`);
+    await go(page, '#/fleet');
   });
 
   await t.test('Fleet: pause delivery to member1 until acknowledged, then resume it', async () => {
