@@ -65,9 +65,9 @@ bool fl_http_health_path(const char *url)
  * user's own credentials, ui.h). */
 static bool public_path(const char *url)
 {
-    return !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4) || !strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz") ||
-           !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) || !strncmp(url, "/readyz/", 8) ||
-           !strncmp(url, "/livez/", 7);
+    return !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4) || !strcmp(url, "/healthz") || !strcmp(url, "/livez") ||
+           !strcmp(url, "/readyz") || !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) ||
+           !strncmp(url, "/readyz/", 8) || !strncmp(url, "/livez/", 7);
 }
 
 static bool is_watch_request(struct MHD_Connection *c, const char *url)
