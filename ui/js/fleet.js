@@ -10,8 +10,9 @@ import { bar, condition, confirmDialog, h, name, quantity, keepFocus, showAlert,
 export const CORDON_KEY = 'cluster.karmada.io/unschedulable';
 
 const tiles = new Map(); // cluster name -> { rv, el }
-// Tiles built per pass: a first screenful at once, the rest in later tasks, so that 1,000
-// new clusters never hold the page for one long task.
+// Tiles built per pass: a first screenful (and some) at once, the rest in later tasks, so that
+// 1,000 new clusters never hold the page for one long task.
+const FIRST_BUDGET = 100;
 const BUILD_BUDGET = 400;
 
 function readiness(c) {
@@ -204,6 +205,7 @@ export function mount(main) {
     }
     const seen = new Set();
     let ready = 0, tainted = 0, pausedN = 0, built = 0, more = false;
+    const budget = grid.querySelector('.tile') ? BUILD_BUDGET : FIRST_BUDGET; // an empty page: show something first
     const q = search.value.trim().toLowerCase();
     const by = group.value;
     const groups = new Map();
@@ -217,7 +219,7 @@ export function mount(main) {
       if (!matches(c, q, state.value)) continue;
       let t = tiles.get(n);
       if (!t || t.rv !== c.metadata.resourceVersion) {
-        if (built === BUILD_BUDGET) { // the rest in the next task: input stays answered
+        if (built === budget) { // the rest in the next task: input stays answered
           more = true;
           if (!t) continue; // shown once built; a changed one keeps its old face until then
         } else {
