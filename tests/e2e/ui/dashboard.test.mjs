@@ -210,6 +210,19 @@ async function relay(target) {
   };
 }
 
+// Click what sel names once it is there; a live page may rebuild it between the look and the
+// click (a status update), so a detached element is looked up again, as a user would retry.
+async function press(page, sel) {
+  for (let i = 0; ; i++) {
+    await page.waitForSelector(sel, { timeout: 10000 });
+    try {
+      return await page.click(sel);
+    } catch (e) {
+      if (i === 3 || !/detached|No element found/.test(e.message)) throw e;
+    }
+  }
+}
+
 const text = (page, sel) => page.$eval(sel, (el) => el.textContent);
 
 test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) => {
@@ -282,7 +295,7 @@ test('the dashboard, live, in headless chromium', { timeout: 90000 }, async (t) 
     await go(page, '#/suspension');
     const card = 'article[data-policy="default/web"]';
     await page.waitForSelector(`${card} tr[data-cluster="member1"]`, { timeout: 15000 });
-    await page.click(`${card} button[data-action="suspend"]`);
+    await press(page, `${card} button[data-action="suspend"]`);
     await page.waitForSelector('#confirm[open] input[value="member1"]');
     await page.click('#confirm input[value="member1"]');
     await page.click('#confirm-ok');
@@ -326,7 +339,7 @@ spec:
         { headers: { Authorization: `Bearer ${sessionStorage.getItem('flotilla.token')}` } });
       return JSON.stringify(await r.json()).includes('canary');
     }, { timeout: 10000, polling: 200 });
-    await page.click(`${app} button[data-action="work"][data-cluster="member2"]`);
+    await press(page, `${app} button[data-action="work"][data-cluster="member2"]`);
     await page.waitForSelector(`${app} .work-diff[data-cluster="member2"]`, { timeout: 10000 });
     const added = await page.$$eval(`${app} .work-diff .add`, (xs) => xs.map((x) => x.textContent.trim()));
     const removed = await page.$$eval(`${app} .work-diff .del`, (xs) => xs.map((x) => x.textContent.trim()));
@@ -368,7 +381,8 @@ spec:
     const app = 'li[data-binding="default/web-deployment"]';
     const before = JSON.parse(await fleet.kubectl('get', 'rb', 'web-deployment', '-n', 'default', '-o', 'json'));
     assert.equal(before.spec.rescheduleTriggeredAt, undefined);
-    await page.click(`${app} button[data-action="reschedule"]`);
+    await page.waitForSelector(`${app} button[data-action="reschedule"]`, { timeout: 10000 });
+    await press(page, `${app} button[data-action="reschedule"]`);
     await page.waitForSelector('#confirm[open]');
     await page.click('#confirm-ok');
     await page.waitForFunction(() => /asked/.test(document.querySelector('#alert').textContent));
@@ -385,7 +399,8 @@ spec:
 
   await t.test('Fleet: pause delivery to member1 until acknowledged, then resume it', async () => {
     const tile = '.tile[data-cluster="member1"]';
-    await page.click(`${tile} button[data-action="pause"]`);
+    await page.waitForSelector(`${tile} button[data-action="pause"]`, { timeout: 10000 });
+    await press(page, `${tile} button[data-action="pause"]`);
     await page.waitForSelector('#confirm[open]');
     await page.click('#confirm-ok');
     await page.waitForFunction((t) => {
@@ -397,7 +412,7 @@ spec:
     const p = c.status.conditions.find((x) => x.type === 'Paused');
     assert.equal(p.status, 'True');
     assert.equal(p.observedGeneration, c.metadata.generation, 'acknowledged at the current generation');
-    await page.click(`${tile} button[data-action="resume"]`);
+    await press(page, `${tile} button[data-action="resume"]`);
     await page.waitForSelector('#confirm[open]');
     await page.click('#confirm-ok');
     await page.waitForSelector(`${tile} button[data-action="pause"]`, { timeout: 10000 });
@@ -411,6 +426,9 @@ spec:
       if (!u.pathname.endsWith('/clusters')) return;
       (u.searchParams.get('watch') ? watches : lists).push(u.searchParams.get('resourceVersion'));
     };
+    // from a page that has listed and watches (not one still loading, which would list again)
+    await page.waitForFunction(() => document.querySelector('#conn').textContent === 'Live' &&
+      document.querySelectorAll('.tile[data-cluster^="member"]').length === 3, { timeout: 10000 });
     const allowed = expect({ failed: true, url: '/' }); // requests made while cut fail: that is the point
     link.cut();
     await page.waitForFunction(() => document.querySelector('#conn').textContent === 'Reconnecting…', { timeout: 15000 });
@@ -476,7 +494,7 @@ spec:
     const card = 'article[data-policy="default/web"]';
     // once the page has all it shows (the Works too), as a user would see it settle
     await page.waitForSelector(`${card} tr[data-cluster="member1"] .ack.acked`, { timeout: 10000 });
-    await page.click(`${card} button[data-action="resume"]:not([disabled])`);
+    await press(page, `${card} button[data-action="resume"]:not([disabled])`);
     await page.waitForSelector('#confirm[open] input[value="member1"]');
     await page.click('#confirm input[value="member1"]');
     await page.click('#confirm-ok');
