@@ -46,9 +46,11 @@ const KEEP = args.includes('--keep');
 const CHROMIUM = process.env.FLOTILLA_CHROMIUM || '/usr/bin/chromium';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let server = null; // the server's process, stopped on the way out whatever happens
 function problem(msg, dir) {
   console.log(`SERVER PROBLEM: ${msg}`);
   try { console.log(fs.readFileSync(path.join(dir, 'server.log'), 'utf8').slice(-3000)); } catch { /* none */ }
+  if (server && server.exitCode === null) server.kill('SIGKILL');
   process.exit(1);
 }
 
@@ -80,6 +82,7 @@ async function startServer() {
   const port = await freePort();
   const log = fs.openSync(path.join(dir, 'server.log'), 'a');
   const proc = spawn(BIN, ['server', '--data-dir', dir, '--listen', `127.0.0.1:${port}`], { stdio: ['ignore', log, log] });
+  server = proc;
   for (let i = 0; i < 400; i++) {
     if (fs.existsSync(path.join(dir, 'pki/admin.token')) && fs.existsSync(path.join(dir, 'kubeconfig'))) {
       const ctx = { dir, port, proc, ca: fs.readFileSync(path.join(dir, 'pki/ca.crt')),
@@ -260,4 +263,8 @@ async function main() {
   }
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch((e) => {
+  console.error(e);
+  if (server && server.exitCode === null) server.kill('SIGKILL');
+  process.exit(1);
+});
