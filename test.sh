@@ -51,6 +51,8 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
     tests/e2e/test_propagation.py tests/e2e/test_suspension.py
   step "end-to-end tests: @kubernetes/client-node (node --test)"
   FLOTILLA_BIN="$PWD/build-asan/flotilla" node --test tests/e2e/node/
+  step "end-to-end tests: the dashboard in headless chromium (node --test; screenshots in build-artifacts/ui)"
+  FLOTILLA_BIN="$PWD/build-asan/flotilla" node --test tests/e2e/ui/
 fi
 
 if [ "$what" = all ] || [ "$what" = fuzz ]; then

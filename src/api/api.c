@@ -22,6 +22,7 @@
 #include "api/health.h"
 #include "api/openapi_v2.h"
 #include "api/sa_token.h"
+#include "api/ui.h"
 #include "api/validate.h"
 #include "core/err.h"
 #include "core/json.h"
@@ -574,6 +575,8 @@ void fl_api_handle(fl_api *api, fl_req *r)
         fl_resp_status(r, 404, "NotFound", NULL, NULL, "the server could not find the requested resource");
         return;
     }
+    if (api->ui && fl_ui_handle(r)) /* public assets: the page's data comes through the API */
+        return;
     if (api->auth && handle_auth_path(api, r))
         return;
     bool resource_path = (n >= 3 && !strcmp(segs[0], "api")) || (n >= 4 && !strcmp(segs[0], "apis"));

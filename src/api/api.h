@@ -44,6 +44,8 @@ typedef struct fl_api {
                                 * NULL name; NULL: none. Not owned. */
     size_t max_object_bytes;   /* the largest encoded object a create, update, patch or apply
                                 * stores (413 past it); 0 = FL_API_DEFAULT_MAX_OBJECT_BYTES */
+    bool ui;                   /* serve the dashboard's assets at /ui/ (ui.h): the server does,
+                                * a simulated member does not */
 } fl_api;
 
 typedef struct fl_kvpair {
@@ -62,6 +64,7 @@ typedef struct fl_req {
     const char *content_type;  /* may be NULL */
     const char *accept;        /* may be NULL */
     const char *user_agent;    /* may be NULL; names the default field manager */
+    const char *if_none_match; /* If-None-Match, may be NULL (the dashboard's assets answer 304) */
     const struct fl_identity *who; /* the authenticated identity (auth.h), set by the transport;
                                 * NULL = a trusted caller (in-process, or authentication off): not
                                 * authorized */
@@ -90,6 +93,8 @@ typedef struct fl_req {
     const char *resp_type;     /* static content type */
     const char *retry_after;   /* static; set for 429 */
     char *warnings;            /* heap, may be NULL: one Warning header per line */
+    const char *resp_headers[12]; /* more response headers: name, value, name, value, ...,
+                                * ended by NULL (static strings); the dashboard's assets */
     fl_api_stream *stream;     /* set instead of resp for watches */
     /* bookkeeping for metrics */
     const char *verb;          /* GET/LIST/WATCH/POST/PUT/PATCH/DELETE (static) */

@@ -84,11 +84,14 @@ static void add_warnings(struct MHD_Response *resp, const char *warnings)
 }
 
 static enum MHD_Result send_buffer(struct MHD_Connection *c, int code, char *body, size_t len, const char *type,
-                                   const char *retry_after, const char *warnings, const char *audit_id)
+                                   const char *retry_after, const char *warnings, const char *audit_id,
+                                   const char *const *more)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(resp, "Content-Type", type ? type : "application/json");
     MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+    for (size_t i = 0; more && more[i] && more[i + 1]; i += 2)
+        MHD_add_response_header(resp, more[i], more[i + 1]);
     if (audit_id && audit_id[0])
         MHD_add_response_header(resp, "Audit-ID", audit_id);
     if (retry_after)
@@ -106,7 +109,8 @@ static enum MHD_Result send_status(struct MHD_Connection *c, conn_state *st, int
                              "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
                              msg, reason, code);
     st->code = code;
-    return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL, NULL, st->audit_id);
+    return send_buffer(c, code, body, strlen(body), "application/json", code == 429 ? "1" : NULL, NULL, st->audit_id,
+                       NULL);
 }
 
 static enum MHD_Result send_too_big(struct MHD_Connection *c, conn_state *st, size_t limit)
@@ -213,7 +217,7 @@ static enum MHD_Result respond(fl_http *h, struct MHD_Connection *c, conn_state 
             st->watch = false;
         }
         ret = send_buffer(c, r->code, r->resp ? r->resp : fl_strdup(""), r->resp ? r->resp_len : 0, r->resp_type,
-                          r->retry_after, r->warnings, st->audit_id);
+                          r->retry_after, r->warnings, st->audit_id, r->resp_headers);
         r->resp = NULL; /* send_buffer's now */
     }
     fl_http_job_free(j);

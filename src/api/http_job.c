@@ -60,11 +60,14 @@ bool fl_http_health_path(const char *url)
     return false;
 }
 
+/* Paths anyone may read without credentials: the health checks, /version, and the dashboard's
+ * assets (/ui, /ui/...: static files that hold no data; the page then calls the API with the
+ * user's own credentials, ui.h). */
 static bool public_path(const char *url)
 {
-    return !strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz") ||
-           !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) || !strncmp(url, "/readyz/", 8) ||
-           !strncmp(url, "/livez/", 7);
+    return !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4) || !strcmp(url, "/healthz") || !strcmp(url, "/livez") ||
+           !strcmp(url, "/readyz") || !strcmp(url, "/version") || !strncmp(url, "/healthz/", 9) ||
+           !strncmp(url, "/readyz/", 8) || !strncmp(url, "/livez/", 7);
 }
 
 static bool is_watch_request(struct MHD_Connection *c, const char *url)
@@ -206,6 +209,7 @@ req_job *fl_http_job_new(fl_http *h, struct MHD_Connection *c, conn_state *st, c
     j->content_type = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"));
     j->accept = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"));
     j->user_agent = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent"));
+    j->if_none_match = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match"));
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &j->r);
     copy_peer_certs(h, c, j);
     MHD_get_connection_values(c, MHD_HEADER_KIND, collect_impersonation, j);
@@ -227,6 +231,7 @@ void fl_http_job_free(req_job *j)
     free(j->content_type);
     free(j->accept);
     free(j->user_agent);
+    free(j->if_none_match);
     free(j->peer_certs);
     free(j->imp_user);
     for (size_t i = 0; i < j->nimp_groups; i++)
@@ -370,6 +375,7 @@ static bool job_handle(req_job *j)
     r->content_type = j->content_type;
     r->accept = j->accept;
     r->user_agent = j->user_agent;
+    r->if_none_match = j->if_none_match;
     r->who = who;
     r->audit = st->audit;
     if (!impersonated)

@@ -61,7 +61,7 @@ struct req_job {
     struct MHD_Connection *c;
     conn_state *st;
     fl_http_route route;   /* route.path points into url */
-    char *method, *url, *authorization, *content_type, *accept, *user_agent;
+    char *method, *url, *authorization, *content_type, *accept, *user_agent, *if_none_match;
     unsigned char *peer_certs;   /* the client's certificate chain as TLS delivered it (DER, back
                                   * to back), or NULL; lengths in peer_len */
     size_t peer_len[4], npeer;

@@ -759,7 +759,8 @@ static int setup_api(server *sv)
 {
     sv->api = (fl_api){.store = sv->store, .bookmark_interval_ms = sv->o.bookmark_ms,
                        .health_checks = server_checks,
-                       .max_object_bytes = sv->o.max_object_bytes};
+                       .max_object_bytes = sv->o.max_object_bytes,
+                       .ui = true};
     fl_auth_new(&sv->api, sv->pki.admin_token, sv->bootstrap_token, &sv->auth);
     fl_auth_set_metrics_reader(sv->auth, sv->metrics_token);
     sv->api.auth = sv->auth;
