@@ -5,6 +5,7 @@
  *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
+ *   flotilla ctl rollout history|undo KIND/NAME ...   (rollout_cmd.c)
  *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
  *   flotilla ctl kubeconfig --user NAME [--group G]...   (kubeconfig_cmd.c)
  *   flotilla ctl store backup|copy ...   (store_cmd.c)
@@ -32,6 +33,7 @@
 #include "cli/cli.h"
 #include "cli/ctl_out.h"
 #include "cli/failover_cmd.h"
+#include "cli/rollout_cmd.h"
 #include "cli/interpret_cmd.h"
 #include "cli/status_cmd.h"
 #include "cli/store_cmd.h"
@@ -75,6 +77,8 @@ static void usage(FILE *f)
                "                 (see 'flotilla ctl interpret --help')\n"
                "  failover history KIND/NAME [-n NS] [-o yaml|json]\n"
                "                 where a workload has been and why it moved\n"
+               "  rollout history|undo KIND/NAME [-n NS] [--revision N|--to-revision N]\n"
+               "                 a template's revisions, and going back to one (see 'flotilla ctl rollout --help')\n"
                "  status [KIND[/NAME]] [-n NS | -A] [-o yaml|json] [--cluster NAME] [--state STATE]\n"
                "         [--watch] [--wait] [--timeout DURATION]\n"
                "                 is it live on every cluster, and if not, where and why\n"
@@ -461,6 +465,7 @@ static const struct {
     {"interpret", true, fl_ctl_interpret},
     {"store", true, fl_ctl_store},
     {"failover", false, fl_ctl_failover},
+    {"rollout", false, fl_ctl_rollout},
     {"status", false, fl_ctl_status},
     {"kubeconfig", false, fl_ctl_kubeconfig},
     {"suspend", false, suspend_verb},
