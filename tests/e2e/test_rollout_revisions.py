@@ -186,6 +186,12 @@ def test_bad_input_is_one_line_and_exit_1(up):
     assert "no revision 99" in line, line
     r = ctl(f, "rollout", "undo", "deploy/rv-web", "--to-revision", "x")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    # the kind's own checks, as kube-apiserver's: data required, revision required and >= 0
+    for body, field in (({"revision": 1}, "data"), ({"data": {}}, "revision"), ({"data": {}, "revision": -1}, "revision")):
+        cr = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "rv-bad"}, **body}
+        r = f.kubectl("create", "-f", "-", input=json.dumps(cr), check=False)
+        assert r.returncode != 0 and field in r.stderr, (body, r.stderr)
+    assert f.get("controllerrevision", "rv-bad") is None
 
 
 def test_revisions_go_with_their_template_cluster_scoped_ones_in_karmada_system(up):
