@@ -54,7 +54,9 @@ typedef struct revctl {
 
 static char *tmpl_key(const char *av, const char *kind, const char *ns, const char *name)
 {
-    if (!av || !kind || !name)
+    /* a policy may select ControllerRevisions themselves: recording those would record the
+     * records, each new one a template of its own */
+    if (!av || !kind || !name || (!strcmp(av, "apps/v1") && !strcmp(kind, "ControllerRevision")))
         return NULL;
     return fl_cat(av, "|", kind, "|", ns ? ns : "", "|", name, NULL);
 }
@@ -111,17 +113,14 @@ static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old, json_t *obj)
 {
     revctl *c = ctx;
-    if (fl_json_meta(obj, "deletionTimestamp"))
+    char *key = fl_json_meta(obj, "deletionTimestamp") ? NULL : key_of(k, obj);
+    if (!key)
         return;
     char *a = sig(old), *b = sig(obj);
-    bool same = !strcmp(a, b);
+    if (strcmp(a, b))
+        fl_workqueue_add(c->q, key);
     free(a);
     free(b);
-    if (same)
-        return;
-    char *key = key_of(k, obj);
-    if (key)
-        fl_workqueue_add(c->q, key);
     free(key);
 }
 
