@@ -9,9 +9,9 @@
  * has just become propagated).
  *
  * A reconcile reads the template from the shared registry and its binding from the shared
- * informers; a template whose newest revision the skip cache says matches costs nothing
- * more. Otherwise it lists the template's revisions (label selector on its uid) and writes
- * what the contract asks: a create, or a renumbering, or a change cause, then the deletions
+ * informers; a template whose signature the skip map says was handled costs nothing more.
+ * Otherwise it reads the template's revisions from the index and writes what the contract
+ * asks: a create, or a renumbering or change cause (a merge patch), then the deletions
  * beyond the limit. Every write goes through the API like any client's. */
 #include "controllers/revisions.h"
 
