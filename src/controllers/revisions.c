@@ -58,9 +58,7 @@ static void index_forget(revctl *c, const char *uid, const char *name);
 
 static char *tmpl_key(const char *av, const char *kind, const char *ns, const char *name)
 {
-    /* a policy may select ControllerRevisions themselves: recording those would record the
-     * records, each new one a template of its own */
-    if (!av || !kind || !name || (!strcmp(av, "apps/v1") && !strcmp(kind, "ControllerRevision")))
+    if (!name || !fl_revision_kept_for(av, kind)) /* not Secrets, not revisions themselves */
         return NULL;
     return fl_cat(av, "|", kind, "|", ns ? ns : "", "|", name, NULL);
 }

@@ -213,6 +213,33 @@ def test_revisions_go_with_their_template_cluster_scoped_ones_in_karmada_system(
     wait_for(lambda: numbers(f, guid) == [], timeout=20, what="rv-gone's revisions collected")
 
 
+def test_a_secret_gets_no_revision_a_configmap_does(up):
+    f = up.fleet
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rv-conf", "namespace": "default"},
+          "data": {"k": "1"}}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rv-conf", "namespace": "default"},
+              "stringData": {"password": "hunter2"}}
+    pp = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+          "metadata": {"name": "rv-conf", "namespace": "default"},
+          "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "rv-conf"},
+                                         {"apiVersion": "v1", "kind": "Secret", "name": "rv-conf"}],
+                   "placement": {}}}
+    f.apply([secret, cm, pp])
+    wait_for(lambda: f.get("rb", "rv-conf-secret") and f.get("rb", "rv-conf-configmap"), timeout=20,
+             what="both bindings")
+    cuid = f.get("configmap", "rv-conf")["metadata"]["uid"]
+    suid = f.get("secret", "rv-conf")["metadata"]["uid"]
+    # a change of the ConfigMap after both bindings exist: once its revision 2 is there, the
+    # Secret (queued before it, one worker) has been decided on too
+    f.patch("configmap", "rv-conf", patch={"data": {"k": "2"}})
+    wait_for(lambda: numbers(f, cuid) == [1, 2], timeout=20, what="the ConfigMap's two revisions")
+    assert numbers(f, suid) == []
+    r = ctl(f, "rollout", "history", "secret/rv-conf")
+    assert r.returncode == 0 and "No revisions" in r.stdout, (r.stdout, r.stderr)
+    all_revs = f.kubectl("get", "controllerrevisions", "-A", "-o", "json").stdout
+    assert "hunter2" not in all_revs and "aHVudGVyMg" not in all_revs
+
+
 def test_a_change_whose_server_is_killed_gets_its_revision_after_the_restart(up):
     f = up.fleet
     uid = f.get("deploy", "rv-web")["metadata"]["uid"]
@@ -222,8 +249,12 @@ def test_a_change_whose_server_is_killed_gets_its_revision_after_the_restart(up)
     apps = client.AppsV1Api()
     # the change, and the server killed the moment it answered: at most the store knows that a
     # revision is owed (whether the controller got to write it in between is printed)
-    apps.patch_namespaced_deployment("rv-web", "default", {"spec": {"template": {"spec": {
-        "containers": [{"name": "app", "image": "nginx:1.30"}]}}}})
+    # (with 200 KB of annotation, so that the revision's path after the change's commit, a
+    # watch event, two hashes of the template and a create, is long enough for the kill to
+    # land in it most of the time)
+    apps.patch_namespaced_deployment("rv-web", "default", {
+        "metadata": {"annotations": {"example.com/bulk": "x" * 200_000}},
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.30"}]}}}})
     os.kill(pid, signal.SIGKILL)
     log = open(os.path.join(up.dir, "server.log"), errors="replace").read()
     print("revision written before the kill:", f"recorded revision {before[-1] + 1} " in log)

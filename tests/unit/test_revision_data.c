@@ -161,6 +161,17 @@ static void test_restore_writes_data_back_and_keeps_the_claim_and_status(void **
     json_decref(old);
 }
 
+static void test_secrets_and_revisions_themselves_get_no_revisions(void **state)
+{
+    (void)state;
+    assert_true(fl_revision_kept_for("apps/v1", "Deployment"));
+    assert_true(fl_revision_kept_for("v1", "ConfigMap"));
+    assert_true(fl_revision_kept_for("example.io/v1", "Secret")); /* another group's kind */
+    assert_false(fl_revision_kept_for("v1", "Secret"));
+    assert_false(fl_revision_kept_for("apps/v1", "ControllerRevision"));
+    assert_false(fl_revision_kept_for(NULL, "Deployment"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_name_is_the_template_name_and_hash_cut_to_253),
         cmocka_unit_test(test_history_limit_defaults_and_flags_a_bad_value),
         cmocka_unit_test(test_restore_writes_data_back_and_keeps_the_claim_and_status),
+        cmocka_unit_test(test_secrets_and_revisions_themselves_get_no_revisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
