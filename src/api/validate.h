@@ -78,7 +78,7 @@ void fl_validate_configmap(const fl_kind *k, const json_t *obj, const json_t *ol
 void fl_validate_secret(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_deployment(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_replicaset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
-/* apps/v1 ControllerRevision: data present, revision not negative, data immutable. */
+/* apps/v1 ControllerRevision: data and revision present, revision not negative, data immutable. */
 void fl_validate_controller_revision(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_statefulset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);
 void fl_validate_daemonset(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes);

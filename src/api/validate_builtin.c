@@ -1102,17 +1102,21 @@ void fl_validate_secret(const fl_kind *k, const json_t *obj, const json_t *old, 
         fl_v_invalid_str(causes, "type", type, "field is immutable");
 }
 
-/* As upstream's ValidateControllerRevision(Update): the data a revision records is what it
- * is for, so it must be there and never changes; only the number moves (a restored
- * revision is renumbered, docs/rollouts.md). */
+/* As upstream's ValidateControllerRevision(Update), and the number required: the data a
+ * revision records is what it is for, so it must be there and never changes; only the
+ * number moves (a restored revision is renumbered, docs/rollouts.md). */
 void fl_validate_controller_revision(const fl_kind *k, const json_t *obj, const json_t *old, json_t *causes)
 {
     (void)k;
     json_t *data = json_object_get(obj, "data");
     if (!data || json_is_null(data))
         fl_v_required(causes, "data", NULL);
+    /* upstream's Go decoding makes a missing number 0; its schema says required, and a
+     * revision with no number would sort nowhere in a history: refused */
     json_t *rev = json_object_get(obj, "revision");
-    if (json_is_integer(rev) && json_integer_value(rev) < 0)
+    if (!rev || json_is_null(rev))
+        fl_v_required(causes, "revision", NULL);
+    else if (json_is_integer(rev) && json_integer_value(rev) < 0)
         fl_v_invalid(causes, "revision", rev, "must be greater than or equal to 0");
     if (old && !json_equal(data, json_object_get(old, "data")))
         fl_v_invalid(causes, "data", data, "field is immutable");

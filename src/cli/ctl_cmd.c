@@ -5,7 +5,7 @@
  *   flotilla ctl fault NAME --members-kubeconfig F --set down|slow=MS|partition|clear
  *   flotilla ctl suspend|resume ...   (suspend_cmd.c)
  *   flotilla ctl failover history KIND/NAME ...   (failover_cmd.c)
- *   flotilla ctl rollout status|pause|resume|approve|abort KIND/NAME ...   (rollout_cmd.c)
+ *   flotilla ctl rollout history|undo|status|pause|resume|approve|abort KIND/NAME ...   (rollout_cmd.c)
  *   flotilla ctl promote|release ...   (promote_cmd.c, release_cmd.c)
  *   flotilla ctl status [KIND[/NAME]] ...   (status_cmd.c)
  *   flotilla ctl kubeconfig --user NAME [--group G]...   (kubeconfig_cmd.c)
@@ -36,6 +36,7 @@
 #include "cli/failover_cmd.h"
 #include "cli/interpret_cmd.h"
 #include "cli/promote_cmd.h"
+#include "cli/rollout_cmd.h"
 #include "cli/status_cmd.h"
 #include "cli/store_cmd.h"
 #include "client/client.h"
@@ -82,6 +83,8 @@ static void usage(FILE *f)
                "                 stop managing them and leave them running (see docs/migration.md)\n"
                "  failover history KIND/NAME [-n NS] [-o yaml|json]\n"
                "                 where a workload has been and why it moved\n"
+               "  rollout history|undo KIND/NAME [-n NS] [--revision N|--to-revision N]\n"
+               "                 a template's revisions, and going back to one\n"
                "  rollout status|pause|resume|approve|abort KIND/NAME [-n NS] [--watch]\n"
                "                 a template's staged rollout (see 'flotilla ctl rollout --help')\n"
                "  status [KIND[/NAME]] [-n NS | -A] [-o yaml|json] [--cluster NAME] [--state STATE]\n"
@@ -449,7 +452,6 @@ static int verb_index(int argc, char **argv)
     return -1;
 }
 
-int fl_ctl_rollout(int argc, char **argv); /* rollout_cmd.c */
 
 static int suspend_verb(int argc, char **argv)
 {
@@ -472,11 +474,11 @@ static const struct {
     {"interpret", true, fl_ctl_interpret},
     {"store", true, fl_ctl_store},
     {"failover", false, fl_ctl_failover},
+    {"rollout", false, fl_ctl_rollout},
     {"status", false, fl_ctl_status},
     {"kubeconfig", false, fl_ctl_kubeconfig},
     {"suspend", false, suspend_verb},
     {"resume", false, resume_verb},
-    {"rollout", false, fl_ctl_rollout},
     {"promote", false, fl_ctl_promote},
     {"release", false, fl_ctl_release},
 };

@@ -38,6 +38,14 @@ bool fl_revision_control_key(bool labels, const char *key)
     return false;
 }
 
+bool fl_revision_kept_for(const char *api_version, const char *kind)
+{
+    if (!api_version || !kind)
+        return false;
+    return !(!strcmp(api_version, "v1") && !strcmp(kind, "Secret")) &&
+           !(!strcmp(api_version, "apps/v1") && !strcmp(kind, "ControllerRevision"));
+}
+
 /* The map less the control plane's keys: m itself (a new reference) when it has none of
  * them, NULL when nothing is left. */
 static json_t *delivered_map(const json_t *m, bool labels)

@@ -29,6 +29,12 @@
  * (which the revision carries in its own annotations instead). */
 bool fl_revision_control_key(bool labels, const char *key);
 
+/* Whether templates of (api_version, kind) get revisions: every kind but two. Secrets: a
+ * revision would copy their data into objects that whoever may read ControllerRevisions
+ * reads. ControllerRevisions: a policy selecting them would make each recorded revision a
+ * template of its own, recorded in turn. */
+bool fl_revision_kept_for(const char *api_version, const char *kind);
+
 /* The data of a template (read-only, not changed): apiVersion, kind, metadata.{name,
  * namespace,labels,annotations} (less fl_revision_control_key's keys; an empty map left
  * out) and every other top-level field but status. A new object whose members below the

@@ -9,9 +9,9 @@
  * has just become propagated).
  *
  * A reconcile reads the template from the shared registry and its binding from the shared
- * informers; a template whose newest revision the skip cache says matches costs nothing
- * more. Otherwise it lists the template's revisions (label selector on its uid) and writes
- * what the contract asks: a create, or a renumbering, or a change cause, then the deletions
+ * informers; a template whose signature the skip map says was handled costs nothing more.
+ * Otherwise it reads the template's revisions from the index and writes what the contract
+ * asks: a create, or a renumbering or change cause (a merge patch), then the deletions
  * beyond the limit. Every write goes through the API like any client's. */
 #include "controllers/revisions.h"
 
@@ -44,17 +44,21 @@ typedef struct revctl {
     fl_informer *rbs, *crbs;
     fl_workqueue *q;
     fl_ctrl_workers *workers;
-    pthread_mutex_t mu; /* guards seen */
-    /* template uid -> the signature (sig()) its newest revision was last written or read
-     * with: a template whose signature matches needs no list */
+    pthread_mutex_t mu; /* guards seen and index */
+    /* template uid -> the signature (sig()) its revisions were last brought to: a template
+     * whose signature matches needs nothing done */
     json_t *seen;
+    json_t *index;  /* the revisions in the store, without data (below) */
+    bool primed;    /* the index has been loaded (the worker's, once) */
 } revctl;
+
+static void index_forget(revctl *c, const char *uid, const char *name);
 
 /* ---- keys and signatures ---- */
 
 static char *tmpl_key(const char *av, const char *kind, const char *ns, const char *name)
 {
-    if (!av || !kind || !name)
+    if (!name || !fl_revision_kept_for(av, kind)) /* not Secrets, not revisions themselves */
         return NULL;
     return fl_cat(av, "|", kind, "|", ns ? ns : "", "|", name, NULL);
 }
@@ -111,25 +115,24 @@ static void tmpl_added(void *ctx, const fl_template_kind *k, json_t *obj)
 static void tmpl_updated(void *ctx, const fl_template_kind *k, json_t *old, json_t *obj)
 {
     revctl *c = ctx;
-    if (fl_json_meta(obj, "deletionTimestamp"))
+    char *key = fl_json_meta(obj, "deletionTimestamp") ? NULL : key_of(k, obj);
+    if (!key)
         return;
     char *a = sig(old), *b = sig(obj);
-    bool same = !strcmp(a, b);
+    if (strcmp(a, b))
+        fl_workqueue_add(c->q, key);
     free(a);
     free(b);
-    if (same)
-        return;
-    char *key = key_of(k, obj);
-    if (key)
-        fl_workqueue_add(c->q, key);
     free(key);
 }
 
 static void tmpl_deleted(void *ctx, const fl_template_kind *k, json_t *obj)
 {
     const char *uid = fl_json_meta(obj, "uid");
-    if (uid)
+    if (uid) { /* its revisions go with it (the API's garbage collection) */
         seen_set(ctx, uid, NULL);
+        index_forget(ctx, uid, NULL);
+    }
 }
 
 static void queue_bound(revctl *c, const json_t *binding)
@@ -155,19 +158,95 @@ static void binding_updated(void *ctx, json_t *old, json_t *obj)
         queue_bound(ctx, obj);
 }
 
+/* ---- the index of revisions ----
+ *
+ * What the store holds of every template's revisions, without their data: uid -> {name:
+ * {"n": revision, "cause": change cause, "ns": namespace}}. Built by one list of every
+ * revision (data left out) before the first reconcile, then kept by this controller's own
+ * writes; a write that finds the store otherwise (a revision deleted or created by someone
+ * else) reads that template's revisions again. So a reconcile costs no list, where a list per
+ * template scanned every revision of its namespace (docs/BENCHMARKS.md, "Template
+ * revisions"); and the index is rebuilt from the store at every start. */
+
+static const char *const SKIP_DATA[] = {"data", NULL};
+
+/* Put what cr says into the index (under mu). */
+static void index_put_locked(revctl *c, const json_t *cr)
+{
+    const char *uid = fl_json_meta_map(cr, "labels", FL_REVISION_TEMPLATE_UID_LABEL), *name = fl_json_meta(cr, "name");
+    json_t *n = json_object_get(cr, "revision");
+    if (!uid || !name || !json_is_integer(n))
+        return;
+    json_t *revs = json_object_get(c->index, uid);
+    if (!revs) {
+        revs = json_object();
+        json_object_set_new(c->index, uid, revs);
+    }
+    const char *cause = fl_json_meta_map(cr, "annotations", FL_REVISION_CHANGE_CAUSE_ANNOTATION);
+    json_object_set_new(revs, name, json_pack("{sI ss ss}", "n", json_integer_value(n), "cause", cause ? cause : "",
+                                              "ns", fl_json_meta(cr, "namespace") ? fl_json_meta(cr, "namespace") : ""));
+}
+
+static void index_put(revctl *c, const json_t *cr)
+{
+    pthread_mutex_lock(&c->mu);
+    index_put_locked(c, cr);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void index_forget(revctl *c, const char *uid, const char *name)
+{
+    pthread_mutex_lock(&c->mu);
+    if (name)
+        json_object_del(json_object_get(c->index, uid), name);
+    else
+        json_object_del(c->index, uid);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A copy of uid's entries (an empty object for none), for the worker to read unlocked. */
+static json_t *index_of(revctl *c, const char *uid)
+{
+    pthread_mutex_lock(&c->mu);
+    json_t *revs = json_object_get(c->index, uid);
+    json_t *out = revs ? json_deep_copy(revs) : json_object();
+    pthread_mutex_unlock(&c->mu);
+    return out;
+}
+
+/* List the revisions selector names (in ns; NULL: all) without their data into the index;
+ * for one template (uid not NULL), what the index held of it is replaced. */
+static int index_load(revctl *c, const char *ns, const char *selector, const char *uid)
+{
+    fl_list_opts lo = {.label_selector = selector, .skip_fields = SKIP_DATA};
+    fl_list_result lr = {0};
+    fl_client_error ce = {0};
+    int rc = fl_client_list_all(c->env.cp, &CRS, ns, &lo, NULL, &lr, &ce);
+    if (rc) {
+        fl_log_kvf(FL_LOG_WARN, LOG, FL_LOG_KV("err", fl_errmsg(ce.message, rc)), "listing revisions failed (retried)");
+        return rc;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (uid)
+        json_object_del(c->index, uid);
+    size_t i;
+    json_t *cr;
+    json_array_foreach(lr.items, i, cr) index_put_locked(c, cr);
+    pthread_mutex_unlock(&c->mu);
+    fl_list_result_close(&lr);
+    return 0;
+}
+
+/* Read one template's revisions again, after a write met something the index did not have. */
+static int index_reload(revctl *c, const char *rns, const char *uid)
+{
+    char *selector = fl_cat(FL_REVISION_TEMPLATE_UID_LABEL, "=", uid, NULL);
+    int rc = index_load(c, rns, selector, uid);
+    free(selector);
+    return rc;
+}
+
 /* ---- the template's revisions ---- */
-
-static json_int_t rev_of(const json_t *cr)
-{
-    json_t *v = json_object_get(cr, "revision");
-    return json_is_integer(v) ? json_integer_value(v) : 0;
-}
-
-static int cmp_newest_first(const void *a, const void *b)
-{
-    json_int_t x = rev_of(*(json_t *const *)a), y = rev_of(*(json_t *const *)b);
-    return x > y ? -1 : x < y;
-}
 
 /* The revision object to create for tmpl. */
 static json_t *new_revision(const json_t *tmpl, const char *rns, const char *name, json_t *data, json_int_t number,
@@ -221,54 +300,71 @@ static void drop_if_orphan(revctl *c, const fl_template_kind *k, const json_t *t
     json_decref(now);
 }
 
-/* Write cr (a copy, changed) back: the renumbering or the change cause of the newest. */
-static int update_revision(revctl *c, json_t *cr)
+/* Renumber the revision name (to n) and give it the change cause: a merge patch, so the
+ * data it records is not sent again. FL_ENOTFOUND when it is gone. */
+static int patch_revision(revctl *c, const char *rns, const char *name, json_int_t n, const char *cause)
 {
+    json_t *patch = json_pack("{sI s{s{so}}}", "revision", n, "metadata", "annotations",
+                              FL_REVISION_CHANGE_CAUSE_ANNOTATION, cause && *cause ? json_string(cause) : json_null());
+    size_t len = 0;
+    char *text = fl_json_dumps(patch, &len);
+    json_decref(patch);
+    json_t *out = NULL;
+    fl_patch_opts po = {.field_manager = "revisions"};
     fl_client_error ce = {0};
-    int rc = fl_client_update(c->env.cp, &CRS, fl_json_meta(cr, "namespace"), cr, NULL, NULL, &ce);
-    if (rc && rc != FL_ECONFLICT)
-        fl_log_kvf(FL_LOG_WARN, LOG, FL_LOG_KV("object", FL_LOG_OBJ("ControllerRevision", fl_json_meta(cr, "namespace"),
-                                                                    fl_json_meta(cr, "name")),
-                                               "err", fl_errmsg(ce.message, rc)),
+    int rc = fl_client_patch(c->env.cp, &CRS, rns, name, FL_PATCH_MERGE, text, len, &po, &out, &ce);
+    free(text);
+    if (!rc)
+        index_put(c, out);
+    else if (rc != FL_ENOTFOUND)
+        fl_log_kvf(FL_LOG_WARN, LOG, FL_LOG_KV("object", FL_LOG_OBJ("ControllerRevision", rns, name), "err",
+                                               fl_errmsg(ce.message, rc)),
                    "updating the revision failed (retried)");
+    json_decref(out);
     return rc;
 }
 
-/* A revision's change cause, "" for none. */
-static const char *revision_cause(const json_t *cr)
+static json_int_t entry_n(const json_t *e)
 {
-    const char *s = fl_json_meta_map(cr, "annotations", FL_REVISION_CHANGE_CAUSE_ANNOTATION);
-    return s ? s : "";
+    return json_integer_value(json_object_get(e, "n"));
 }
 
-static void set_cause(json_t *cr, const char *cause)
+static int cmp_newest_first(const void *a, const void *b)
 {
-    json_t *meta = fl_json_ensure_obj(cr, "metadata");
-    json_t *anns = fl_json_ensure_obj(meta, "annotations");
-    if (cause && *cause)
-        json_object_set_new(anns, FL_REVISION_CHANGE_CAUSE_ANNOTATION, json_string(cause));
-    else
-        json_object_del(anns, FL_REVISION_CHANGE_CAUSE_ANNOTATION);
+    json_int_t x = entry_n(json_object_get(*(json_t *const *)a, "e")), y = entry_n(json_object_get(*(json_t *const *)b, "e"));
+    return x > y ? -1 : x < y;
 }
 
-/* Delete the revisions past limit (items sorted newest first; the newest always stays). */
-static int trim(revctl *c, json_t *items, int limit)
+/* Delete uid's revisions past limit, the newest always kept. */
+static int trim(revctl *c, const char *uid, const json_t *revs, int limit)
 {
+    size_t n = json_object_size(revs), i = 0, keep = limit < 1 ? 1 : (size_t)limit;
+    if (n <= keep)
+        return 0;
+    json_t **all = fl_calloc(n, sizeof *all);
+    const char *name;
+    json_t *e;
+    json_object_foreach((json_t *)revs, name, e) all[i++] = json_pack("{ss sO}", "name", name, "e", e);
+    qsort(all, n, sizeof *all, cmp_newest_first);
     int rc = 0;
-    size_t keep = limit < 1 ? 1 : (size_t)limit;
-    for (size_t i = keep; i < json_array_size(items); i++) {
-        const json_t *cr = json_array_get(items, i);
-        fl_delete_opts o = {.precondition_uid = fl_json_meta(cr, "uid")};
-        fl_client_error ce = {0};
-        int e = fl_client_delete(c->env.cp, &CRS, fl_json_meta(cr, "namespace"), fl_json_meta(cr, "name"), &o, NULL,
-                                 &ce);
-        if (e && e != FL_ENOTFOUND && !rc)
-            rc = e;
+    for (i = 0; i < n; i++) {
+        if (i >= keep) {
+            const char *dname = fl_json_str(all[i], "name"), *ns = fl_json_str(json_object_get(all[i], "e"), "ns");
+            fl_client_error ce = {0};
+            int r = fl_client_delete(c->env.cp, &CRS, ns, dname, NULL, NULL, &ce);
+            if (!r || r == FL_ENOTFOUND)
+                index_forget(c, uid, dname);
+            else if (!rc)
+                rc = r;
+        }
+        json_decref(all[i]);
     }
+    free(all);
     return rc;
 }
 
-/* Bring tmpl's revisions to the contract. 0 when they are. */
+/* Bring tmpl's revisions to the contract. 0 when they are; FL_ECONFLICT when the store
+ * held something the index did not (read again: try again). */
 static int sync_revisions(revctl *c, const fl_template_kind *k, const json_t *tmpl)
 {
     const char *ns = k->namespaced ? fl_json_meta(tmpl, "namespace") : NULL;
@@ -280,73 +376,52 @@ static int sync_revisions(revctl *c, const fl_template_kind *k, const json_t *tm
         fl_event(c->env.recorder, tmpl, "Warning", "InvalidRevisionHistoryLimit",
                  "annotation %s is not a non-negative integer: keeping the last %d revisions",
                  FL_REVISION_HISTORY_LIMIT_ANNOTATION, limit);
-    json_t *data = fl_revision_data(tmpl);
+    json_t *data = fl_revision_data(tmpl), *revs = index_of(c, uid);
     char hash[16];
     char *name = fl_revision_name(fl_json_meta(tmpl, "name"), fl_revision_hash_text(data, hash));
-    char *selector = fl_cat(FL_REVISION_TEMPLATE_UID_LABEL, "=", uid, NULL);
-    fl_list_opts lo = {.label_selector = selector};
-    fl_list_result lr = {0};
-    fl_client_error ce = {0};
-    int rc = fl_client_list(c->env.cp, &CRS, rns, &lo, &lr, &ce);
-    if (rc)
-        goto out;
-    size_t n = json_array_size(lr.items);
-    json_t **sorted = fl_calloc(n + 1, sizeof *sorted);
     json_int_t top = 0;
-    json_t *mine = NULL;
-    for (size_t i = 0; i < n; i++) {
-        json_t *cr = json_array_get(lr.items, i);
-        sorted[i] = cr;
-        if (rev_of(cr) > top)
-            top = rev_of(cr);
-        if (!strcmp(fl_json_meta(cr, "name") ? fl_json_meta(cr, "name") : "", name))
-            mine = cr;
-    }
-    json_t *made = NULL;
+    const char *n;
+    json_t *e, *made = NULL;
+    json_object_foreach(revs, n, e) if (entry_n(e) > top) top = entry_n(e);
+    const json_t *mine = json_object_get(revs, name);
+    int rc = 0;
     if (!mine) {
         json_t *cr = new_revision(tmpl, rns, name, data, top + 1, cause);
         rc = create_revision(c, rns, cr, &made);
         json_decref(cr);
-        if (rc == FL_EEXIST) /* a revision of that name not labelled as this template's */
-            fl_log_kvf(FL_LOG_WARN, LOG, FL_LOG_KV("object", FL_LOG_OBJ("ControllerRevision", rns, name)),
-                       "a revision of this name exists for another template: not recorded");
-        if (rc) {
-            rc = rc == FL_EEXIST ? 0 : rc;
-            free(sorted);
-            goto out;
-        }
-        drop_if_orphan(c, k, tmpl, made);
-        fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ(k->kind, ns, fl_json_meta(tmpl, "name"))),
-                   "recorded revision %lld (%s)", (long long)(top + 1), name);
-        sorted[n++] = made;
-    } else if (rev_of(mine) < top || strcmp(cause ? cause : "", revision_cause(mine))) {
-        json_t *cr = fl_json_deep_copy(mine);
-        if (rev_of(mine) < top)
-            json_object_set_new(cr, "revision", json_integer(top + 1));
-        set_cause(cr, cause);
-        rc = update_revision(c, cr);
-        if (!rc) {
-            json_object_set_new(mine, "revision", json_integer(rev_of(cr)));
+        if (rc == FL_EEXIST) { /* not in the index: read the store again */
+            rc = index_reload(c, rns, uid);
+            json_t *again = index_of(c, uid);
+            if (!rc && !json_object_get(again, name))
+                fl_log_kvf(FL_LOG_WARN, LOG, FL_LOG_KV("object", FL_LOG_OBJ("ControllerRevision", rns, name)),
+                           "a revision of this name exists for another template: not recorded");
+            else if (!rc)
+                rc = FL_ECONFLICT;
+            json_decref(again);
+        } else if (!rc) {
+            index_put(c, made);
+            drop_if_orphan(c, k, tmpl, made);
             fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ(k->kind, ns, fl_json_meta(tmpl, "name"))),
-                       "revision %s is now %lld", name, (long long)rev_of(cr));
+                       "recorded revision %lld (%s)", (long long)(top + 1), name);
         }
-        json_decref(cr);
-        if (rc) {
-            free(sorted);
-            goto out;
+    } else if (entry_n(mine) < top || strcmp(cause ? cause : "", fl_json_str(mine, "cause"))) {
+        json_int_t to = entry_n(mine) < top ? top + 1 : entry_n(mine);
+        rc = patch_revision(c, rns, name, to, cause);
+        if (rc == FL_ENOTFOUND) { /* deleted by someone else: read the store again */
+            rc = index_reload(c, rns, uid);
+            rc = rc ? rc : FL_ECONFLICT;
+        } else if (!rc && to != entry_n(mine)) {
+            fl_log_kvf(FL_LOG_INFO, LOG, FL_LOG_KV("object", FL_LOG_OBJ(k->kind, ns, fl_json_meta(tmpl, "name"))),
+                       "revision %s is now %lld", name, (long long)to);
         }
     }
-    qsort(sorted, n, sizeof *sorted, cmp_newest_first);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append(arr, sorted[i]);
-    free(sorted);
-    rc = trim(c, arr, limit);
-    json_decref(arr);
+    json_decref(revs);
+    if (!rc) {
+        revs = index_of(c, uid);
+        rc = trim(c, uid, revs, limit);
+        json_decref(revs);
+    }
     json_decref(made);
-out:
-    fl_list_result_close(&lr);
-    free(selector);
     free(name);
     json_decref(data);
     return rc;
@@ -368,6 +443,12 @@ static bool binds(const json_t *binding, const fl_template_kind *k, const json_t
 static int reconcile(void *ctx, const char *key)
 {
     revctl *c = ctx;
+    if (!c->primed) {
+        int e = index_load(c, NULL, FL_REVISION_TEMPLATE_UID_LABEL, NULL);
+        if (e)
+            return e;
+        c->primed = true;
+    }
     char *copy = fl_strdup(key), *parts[4] = {0}, *p = copy;
     for (int i = 0; i < 4 && p; i++) {
         parts[i] = p;
@@ -434,6 +515,7 @@ static int revctl_start(const fl_ctrl_env *env, void **state)
     fl_workqueue_set_name(c->q, "revisions");
     pthread_mutex_init(&c->mu, NULL);
     c->seen = json_object();
+    c->index = json_object();
     fl_ctrl_resumable(env, c->q);
     c->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     c->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
@@ -454,6 +536,7 @@ static void revctl_stop(void *state)
     fl_ctrl_workers_join(c->workers);
     fl_workqueue_free(c->q);
     json_decref(c->seen);
+    json_decref(c->index);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

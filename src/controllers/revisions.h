@@ -19,18 +19,19 @@
  *     default 10; the newest is always kept), the oldest are deleted. A limit the API did
  *     not check (stored before it refused bad ones) is a Warning event and the default.
  *
- * The store is the truth: a reconcile lists the template's revisions from the control plane
- * and derives the number from them, so a server killed between a template's change and its
- * revision makes the revision at its next start (every template is reconciled then, or, at a
- * resumed start, every template changed since the controllers were last idle, which this
- * controller's queue is part of). What the controller keeps in memory is only a skip cache:
- * per template uid, the data hash, change cause and limit its newest revision was last
- * seen with, so that a template that did not change in what it delivers costs no list.
+ * The store is the truth: the numbers come from the stored revisions (an index of them,
+ * without data, loaded with one list when the controller starts and kept by its own writes;
+ * a write that meets something else reads the template's revisions again), so a server
+ * killed between a template's change and its revision makes the revision at its next start
+ * (every template is reconciled then, or, at a resumed start, every template changed since
+ * the controllers were last idle, which this controller's queue is part of). Besides the
+ * index, memory holds a skip map: per template uid, the data hash, change cause and limit
+ * its revisions were last brought to, so that a template that did not change in what it
+ * delivers costs nothing.
  *
  * Leader-only, as every controller of the server. One worker thread (the server's thread
  * budget is full); no informer of its own: the templates come from the shared registry
- * (templates.h), the bindings from the shared informers, and the revisions are listed when
- * a template's content changed. */
+ * (templates.h), the bindings from the shared informers. */
 #ifndef FL_REVISIONS_H
 #define FL_REVISIONS_H
 
