@@ -26,6 +26,7 @@
 #include "cli/ctl_out.h"
 #include "cli/kind_resolve.h"
 #include "client/client.h"
+#include "controllers/rollout_gate.h"
 #include "core/err.h"
 #include "core/json_get.h"
 #include "core/mem.h"
@@ -159,21 +160,7 @@ static json_t *strategy_of(fl_client *cp, const opts *o, const json_t *tmpl)
         fl_ctl_out_fail(o->verb, "listing RolloutStrategies: %s", fl_errmsg(ce.message, rc));
         return NULL;
     }
-    json_t *best = NULL;
-    size_t i;
-    json_t *s;
-    json_array_foreach(lr.items, i, s) {
-        const char *kind = fl_json_path_str(s, "spec.policyRef.kind"), *name = fl_json_path_str(s, "spec.policyRef.name");
-        if (!kind || !name || strcmp(kind, cpp ? "ClusterPropagationPolicy" : "PropagationPolicy") ||
-            strcmp(name, cpp ? cpp : pp))
-            continue;
-        if (best) {
-            int c = strcmp(fl_json_meta(s, "namespace"), fl_json_meta(best, "namespace"));
-            if (c > 0 || (!c && strcmp(fl_json_meta(s, "name"), fl_json_meta(best, "name")) >= 0))
-                continue;
-        }
-        best = s;
-    }
+    json_t *best = fl_rollout_governing(lr.items, tmpl); /* the rule the binding controller holds by */
     json_incref(best);
     fl_list_result_close(&lr);
     if (!best)
@@ -181,15 +168,6 @@ static json_t *strategy_of(fl_client *cp, const opts *o, const json_t *tmpl)
                         cpp ? "ClusterPropagationPolicy" : "PropagationPolicy", cpp ? cpp : pp,
                         fl_json_str(tmpl, "kind"), fl_json_meta(tmpl, "name"));
     return best;
-}
-
-static const json_t *entry_of(const json_t *s, const char *uid)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(fl_json_path(s, "status.rollouts"), i, e) if (uid && fl_json_str(e, "uid") &&
-                                                                     !strcmp(fl_json_str(e, "uid"), uid)) return e;
-    return NULL;
 }
 
 static bool over(const char *phase)
@@ -265,7 +243,7 @@ static int status(fl_client *cp, const opts *o, json_t *s, const json_t *tmpl)
     const char *uid = fl_json_meta(tmpl, "uid"), *kind = fl_json_str(tmpl, "kind"),
                *name = fl_json_meta(tmpl, "name");
     if (!o->watch) {
-        const json_t *e = entry_of(s, uid);
+        const json_t *e = fl_rollout_entry(s, uid);
         if (!e)
             return fl_ctl_out_fail(o->verb, "RolloutStrategy \"%s\" has no rollout of %s \"%s\" yet",
                                    fl_json_meta(s, "name"), kind, name);
@@ -284,7 +262,7 @@ static int status(fl_client *cp, const opts *o, json_t *s, const json_t *tmpl)
     int rc = 1;
     json_t *cur = json_incref(s);
     for (;;) {
-        const json_t *e = entry_of(cur, uid);
+        const json_t *e = fl_rollout_entry(cur, uid);
         char *line = e ? progress_line(e) : fl_strdup("waiting for the rollout to start");
         if (!last || strcmp(last, line)) {
             char ts[FL_TIME_BUF];
@@ -343,7 +321,7 @@ static int steer(fl_client *cp, const opts *o, const json_t *s, const json_t *tm
             printf("RolloutStrategy %s %s (every template of its policy)\n", sname, pause ? "paused" : "resumed");
         return rc;
     }
-    const json_t *e = entry_of(s, uid);
+    const json_t *e = fl_rollout_entry(s, uid);
     const char *phase = fl_json_str(e, "phase");
     json_int_t gen = fl_json_path_int(e, "generation", 0);
     char *key = NULL, *value = NULL;

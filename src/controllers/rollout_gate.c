@@ -34,6 +34,24 @@ bool fl_rollout_names_policy(const json_t *strategy, const json_t *claimed)
     return !strcmp(kind, "PropagationPolicy") && n && ns && sns && !strcmp(n, name) && !strcmp(ns, sns);
 }
 
+json_t *fl_rollout_governing(const json_t *strategies, const json_t *claimed)
+{
+    json_t *best = NULL;
+    size_t i;
+    json_t *s;
+    json_array_foreach(strategies, i, s) {
+        if (!fl_rollout_names_policy(s, claimed))
+            continue;
+        if (best) {
+            int c = strcmp(fl_json_meta(s, "namespace"), fl_json_meta(best, "namespace"));
+            if (c > 0 || (!c && strcmp(fl_json_meta(s, "name"), fl_json_meta(best, "name")) >= 0))
+                continue;
+        }
+        best = s;
+    }
+    return best;
+}
+
 json_t *fl_rollout_entry(const json_t *strategy, const char *uid)
 {
     size_t i;
@@ -85,20 +103,8 @@ json_t *fl_rollout_gate_strategy(fl_rollout_gate *g, const json_t *binding)
     const char *ns = cluster ? NULL : fl_json_meta_map(binding, "annotations", FL_PP_NAMESPACE_ANNOTATION);
     if (!cluster && !ns)
         return NULL;
-    json_t *all = fl_informer_list(g->strategies, ns), *best = NULL;
-    size_t i;
-    json_t *s;
-    json_array_foreach(all, i, s) {
-        if (!fl_rollout_names_policy(s, binding))
-            continue;
-        if (best) {
-            int c = strcmp(fl_json_meta(s, "namespace"), fl_json_meta(best, "namespace"));
-            if (c > 0 || (!c && strcmp(fl_json_meta(s, "name"), fl_json_meta(best, "name")) >= 0))
-                continue;
-        }
-        best = s;
-    }
-    json_incref(best);
+    json_t *all = fl_informer_list(g->strategies, ns);
+    json_t *best = json_incref(fl_rollout_governing(all, binding));
     json_decref(all);
     return best;
 }

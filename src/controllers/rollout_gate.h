@@ -61,5 +61,8 @@ json_t *fl_rollout_entry(const json_t *strategy, const char *uid);
 /* Whether the strategy (spec.policyRef) names the policy binding (or template) was claimed by,
  * from its annotations. */
 bool fl_rollout_names_policy(const json_t *strategy, const json_t *claimed);
+/* Of strategies (an array), the one governing what claimed's policy propagates: the first by
+ * namespace, then name, of those naming that policy (borrowed), or NULL. */
+json_t *fl_rollout_governing(const json_t *strategies, const json_t *claimed);
 
 #endif
