@@ -436,7 +436,7 @@ static int apply_manifest(exec *x, const char *cluster, fl_client *mc, const jso
         rc = FL_ECONFLICT;
         goto done;
     }
-    if (own == OWNER_NONE && x->adoption_allow_list && !fl_exec_adoption_allowed(x, work)) {
+    if (own == OWNER_NONE && !fl_exec_adoption_allowed(x, work)) {
         *emsg = fl_asprintf("manifest %d: %s already exists in the cluster %s and the adoption allow-list does not "
                             "admit it: label the namespace on the control plane %s=true, annotate the policy "
                             "%s=true, or adopt it with `flotilla ctl promote`",
@@ -1289,7 +1289,6 @@ int fl_exec_new(const fl_exec_config *cfg, fl_exec **out)
     x->m_delivery[1] = fl_metric_with(delivery, "error", NULL);
     x->burst_works = fl_env_count("FLOTILLA_EXEC_BURST_WORKS", EXEC_BURST_WORKS, 1);
     x->hold_undelivered = fl_env_count("FLOTILLA_EXEC_HOLD_UNDELIVERED", EXEC_HOLD_UNDELIVERED, 1);
-    x->adoption_allow_list = fl_env_count("FLOTILLA_ADOPTION_ALLOW_LIST", 0, 0) != 0;
     x->ahead_seen = json_object();
     x->ahead_todo = json_array();
     pthread_condattr_t ca;

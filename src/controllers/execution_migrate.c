@@ -3,8 +3,7 @@
  * whether a Work is released.
  *
  * conflictResolution Overwrite, as Karmada has it, takes over any object of the same name it
- * finds in the member. With the allow-list enforced (FLOTILLA_ADOPTION_ALLOW_LIST=1 in the
- * server and the agents) it does so only for an object the list admits: the template's
+ * finds in the member. Here it does so only for an object the allow-list admits: the template's
  * namespace on the control plane carries the label migration.flotilla.io/adopt="true", or
  * its policy the annotation of that name, or the template was written by `flotilla ctl
  * promote` (whose mark is its own permission). Objects another Work manages are handed

@@ -71,9 +71,6 @@ struct fl_exec {
      * start a burst, which lasts while more keep joining (in_burst) */
     int64_t window_ms, adds, burst_works, burst_until_ms;
     int64_t hold_undelivered; /* first statuses wait while this many other Works wait for delivery */
-    /* FLOTILLA_ADOPTION_ALLOW_LIST=1: Overwrite takes over a member object Flotilla did not
-     * create only where fl_exec_adoption_allowed says so (docs/migration.md) */
-    bool adoption_allow_list;
     /* Member watches started ahead, while the Work cache makes its first list
      * (fl_exec_watch_ahead): the (cluster, kind) use keys seen, and those waiting for the
      * ahead thread; under mu */

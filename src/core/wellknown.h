@@ -62,9 +62,8 @@
 
 /* ---- migration: adoption and release (docs/migration.md) ----
  * ADOPT: "true" as a label on a control-plane Namespace (or an annotation on a policy) puts
- * that namespace's (that policy's) templates on the adoption allow-list: with the allow-list
- * enforced (FLOTILLA_ADOPTION_ALLOW_LIST=1), conflictResolution Overwrite takes over a member
- * object Flotilla did not create only when the list allows it.
+ * that namespace's (that policy's) templates on the adoption allow-list: conflictResolution
+ * Overwrite takes over a member object Flotilla did not create only when the list allows it.
  * PROMOTED_FROM: `flotilla ctl promote` marks the templates and the policy it writes with
  * the cluster it promoted from; the mark is its own permission to adopt.
  * RELEASE: "true" on a policy, binding or Work: Flotilla stops managing the member objects,

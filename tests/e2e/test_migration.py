@@ -1,8 +1,7 @@
 """Migration: taking running workloads under management without a restart, the adoption
 allow-list, and letting go again (docs/migration.md).
 
-One `flotilla up` with two members, the adoption allow-list enforced
-(FLOTILLA_ADOPTION_ALLOW_LIST=1 in the server's environment). Workloads are created directly
+One `flotilla up` with two members. Workloads are created directly
 in member2 with kubectl, as they would be before a federation existed, and taken over with
 `flotilla ctl promote`. What is pinned:
 - promote of a Deployment with a ConfigMap it mounts: the control plane has the template, a
@@ -20,7 +19,6 @@ in member2 with kubectl, as they would be before a federation existed, and taken
   written.
 """
 import json
-import os
 import time
 
 import pytest
@@ -33,16 +31,8 @@ ADOPT = "migration.flotilla.io/adopt"
 
 @pytest.fixture(scope="module")
 def fleet():
-    old = os.environ.get("FLOTILLA_ADOPTION_ALLOW_LIST")
-    os.environ["FLOTILLA_ADOPTION_ALLOW_LIST"] = "1"
-    try:
-        with running_fleet(members=2) as f:
-            yield f
-    finally:
-        if old is None:
-            os.environ.pop("FLOTILLA_ADOPTION_ALLOW_LIST", None)
-        else:
-            os.environ["FLOTILLA_ADOPTION_ALLOW_LIST"] = old
+    with running_fleet(members=2) as f:
+        yield f
 
 
 def configmap(name, ns="default", data=None):

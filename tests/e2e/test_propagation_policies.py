@@ -581,11 +581,16 @@ def test_aggregated_uses_the_fewest_clusters_with_capacity(fleet, capacity):
 
 # ---- conflictResolution ----
 
+ADOPT = "migration.flotilla.io/adopt"  # the adoption allow-list's policy annotation
+
 def test_conflict_resolution_overwrite_takes_over_an_existing_member_object(fleet):
     try:
         fleet.apply(configmap("ow", {"k": "member-own"}), member="member1")
-        fleet.apply([configmap("ow", {"k": "from-cp"}),
-                     policy("ow", [cm_selector("ow")], placement(["member1"]), conflictResolution="Overwrite")])
+        # an object Flotilla did not create is taken over only where the adoption allow-list
+        # admits it (docs/migration.md): here the policy's annotation
+        pp = policy("ow", [cm_selector("ow")], placement(["member1"]), conflictResolution="Overwrite")
+        pp["metadata"]["annotations"] = {ADOPT: "true"}
+        fleet.apply([configmap("ow", {"k": "from-cp"}), pp])
         wait_for(lambda: cm_data(fleet, "ow", "member1") == "from-cp", timeout=WAIT,
                  what="the member's ConfigMap overwritten")
         obj = fleet.get("cm", "ow", member="member1")
@@ -617,8 +622,14 @@ def test_conflict_resolution_abort_leaves_an_existing_member_object(fleet):
         assert "karmada.io/managed" not in meta_of(obj, "labels"), obj["metadata"]
         assert stays(lambda: cm_data(fleet, "ab", "member1") == "member-own") is True
 
-        # the policy switches to Overwrite: the object is taken over and the Work says so
+        # the policy switches to Overwrite: not yet on the adoption allow-list, the object stays
+        # the member's, and the Work says how to allow it
         fleet.patch("pp", "ab", patch={"spec": {"conflictResolution": "Overwrite"}})
+        wait_for(lambda: ADOPT in ((applied() or {}).get("message") or ""), timeout=WAIT,
+                 what="the Work naming the allow-list")
+        assert cm_data(fleet, "ab", "member1") == "member-own"
+        # admitted by the policy's annotation: the object is taken over and the Work says so
+        fleet.patch("pp", "ab", patch={"metadata": {"annotations": {ADOPT: "true"}}})
         wait_for(lambda: cm_data(fleet, "ab", "member1") == "from-cp", timeout=WAIT, what="ab overwritten")
         wait_for(lambda: (applied() or {}).get("status") == "True", timeout=WAIT, what="Applied=True")
     finally:
