@@ -6,7 +6,8 @@
  * finds in the member. Here it does so only for an object the allow-list admits: the template's
  * namespace on the control plane carries the label migration.flotilla.io/adopt="true", or
  * its policy the annotation of that name, or the template was written by `flotilla ctl
- * promote` (whose mark is its own permission). Objects another Work manages are handed
+ * promote` (whose mark is its own permission). A Work written directly, not by a binding, is
+ * its writer's own permission. Objects another Work manages are handed
  * over as before: the list is about objects Flotilla did not create. The policy's
  * annotation and promote's mark reach the Work through the detector and the binding
  * controller; the namespace is read here, on the one path that needs it (an unmanaged
@@ -30,6 +31,10 @@ bool fl_exec_adoption_allowed(exec *x, const json_t *work)
 {
     const char *adopt = fl_json_meta_map(work, "annotations", FL_ADOPT_KEY);
     if ((adopt && !strcmp(adopt, "true")) || fl_json_meta_map(work, "annotations", FL_PROMOTED_FROM_ANNOTATION))
+        return true;
+    /* a Work no binding wrote: whoever wrote it asked for Overwrite on it, no policy did */
+    if (!fl_json_meta_map(work, "annotations", FL_RB_NAME_ANNOTATION) &&
+        !fl_json_meta_map(work, "annotations", FL_CRB_NAME_ANNOTATION))
         return true;
     /* the template's namespace: the binding's (a cluster-scoped template has none) */
     const char *ns = fl_json_meta_map(work, "annotations", FL_RB_NAMESPACE_ANNOTATION);
