@@ -98,7 +98,7 @@ const list = (xs) => (xs.length ? xs.join(', ') : '—');
 function entryNode(x) {
   const route = x.kind === 'event' ? null
     : h('span.route', { 'aria-label': `from ${x.from || 'unknown'} to ${list(x.to)}` },
-      name(x.from || '—', 'name from'), h('span', { 'aria-hidden': 'true' }, ' → '), name(list(x.to), 'name to'));
+      h('span.from', {}, x.from || '—'), h('span', { 'aria-hidden': 'true' }, ' → '), h('span.to', {}, list(x.to)));
   const labels = Object.entries(x.state || {});
   const stateNode = labels.length ? h('ul.chips.preserved', { 'aria-label': 'Preserved state labels' },
     ...labels.map(([k, v]) => h('li.chip.label', { title: `${k}=${v}` }, `${k}=${v}`))) : null;
@@ -125,8 +125,8 @@ function entryNode(x) {
     h('span.fo-kind', {}, kindText), ' ',
     h(`span.fo-reason${x.kind === 'event' && x.type === 'Warning' ? '.warning' : ''}`, {}, x.kind === 'event' ? x.reason : reasonText(x.reason)),
     x.producer ? h('span.meta', {}, ` by ${x.producer}`) : null,
-    x.purgeMode ? h('span.meta', {}, ` · purge ${x.purgeMode}`) : null),
-  route, stateNode, status);
+    x.purgeMode ? h('span.meta', {}, ` · purge ${x.purgeMode}`) : null, stateNode),
+  route, status);
 }
 
 const templateOf = (b) => {
