@@ -602,6 +602,18 @@ spec: {syncMode: Pull}
     await page.waitForFunction(() => !document.querySelector('section[data-binding="default/fo-deployment"]'));
     await page.select('#failover-cluster', '');
     await page.waitForSelector(entry);
+    // by keyboard: from the application filter, Tab, Tab, Space shows only what is in progress
+    // (web's failover is over: its new copies are Healthy)
+    await page.waitForSelector('section[data-binding="default/web-deployment"] li[data-state="done"]', { timeout: 15000 });
+    await page.focus('#failover-search');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'failover-cluster');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Space');
+    await page.waitForFunction(() => !document.querySelector('section[data-binding="default/web-deployment"]'));
+    assert.ok(await page.$(entry), 'the eviction in progress stays');
+    await page.keyboard.press('Space');
+    await page.waitForSelector('section[data-binding="default/web-deployment"]');
     await shot(page, '9-failover');
     await axe(page, 'Failover');
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
