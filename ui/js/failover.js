@@ -93,6 +93,9 @@ function left(at) {
   return `in ${s < 90 ? `${s}s` : s < 5400 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`}`;
 }
 
+// The cluster names an event's message may hold (member1 is not member10).
+const words = (m) => (m || '').split(/[^A-Za-z0-9.-]+/).map((w) => w.replace(/\.$/, ''));
+
 const list = (xs) => (xs.length ? xs.join(', ') : '—');
 
 function entryNode(x) {
@@ -200,7 +203,7 @@ export function mount(main) {
       if (a.entries.some((x) => x.inProgress)) inProgress++;
       if (q && !`${a.key} ${t.kind} ${t.name}`.toLowerCase().includes(q)) continue;
       let entries = a.entries;
-      if (c) entries = entries.filter((x) => x.kind === 'event' ? (x.message || '').includes(c) : x.from === c || x.to.includes(c));
+      if (c) entries = entries.filter((x) => (x.kind === 'event' ? words(x.message) : [x.from, ...x.to]).includes(c));
       if (active.checked) entries = entries.filter((x) => x.inProgress);
       if (!entries.length || shown.length >= SHOWN) continue;
       const now = ((a.b.spec && a.b.spec.clusters) || []).map((x) => x.name);
