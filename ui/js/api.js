@@ -235,6 +235,7 @@ export function stopAll() {
 export const PATHS = {
   clusters: '/apis/cluster.karmada.io/v1alpha1/clusters',
   bindings: '/apis/work.karmada.io/v1alpha2/resourcebindings',
+  clusterBindings: '/apis/work.karmada.io/v1alpha2/clusterresourcebindings',
   policies: '/apis/policy.karmada.io/v1alpha1/propagationpolicies',
   works: '/apis/work.karmada.io/v1alpha1/works',
   events: '/api/v1/events',

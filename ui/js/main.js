@@ -12,8 +12,9 @@ import * as apps from './apps.js';
 import * as policies from './policies.js';
 import * as suspension from './suspension.js';
 import * as events from './events.js';
+import * as failover from './failover.js';
 
-const PAGES = { fleet, apps, policies, suspension, events };
+const PAGES = { fleet, apps, policies, suspension, failover, events };
 const KEY = 'flotilla.token';
 let unmount = null;
 let signedIn = false;

@@ -124,6 +124,35 @@ spec:
         - {targetCluster: {clusterNames: [member3]}, weight: 3}
 `;
 
+// One replica on one of member1 and member2; a cluster failover carries its replica count over
+// as a label. Its image never pulls (the simulator's fake/ images), so the new copy never turns
+// Healthy and the eviction stays in progress until its grace period is over.
+const FO_APP = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: fo, namespace: default, labels: {app: fo}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: fo}}
+  template:
+    metadata: {labels: {app: fo}}
+    spec: {containers: [{name: fo, image: fake/nginx}]}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: fo, namespace: default}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: fo}]
+  placement:
+    clusterAffinity: {clusterNames: [member1, member2]}
+    spreadConstraints: [{spreadByField: cluster, maxGroups: 1, minGroups: 1}]
+    replicaScheduling: {replicaSchedulingType: Duplicated}
+  failover:
+    cluster:
+      purgeMode: Gracefully
+      statePreservation: {rules: [{aliasLabelName: failover.example.io/replicas, jsonPath: "{.replicas}"}]}
+`;
+
 async function apply(fleet, yaml) {
   const f = path.join(fleet.dir, `apply-${Date.now()}.yaml`);
   fs.writeFileSync(f, yaml);
@@ -528,6 +557,72 @@ spec: {syncMode: Pull}
     assert.ok(Math.abs(m.width - m.otherWidth) < 1, `same width as the others: ${m.width} vs ${m.otherWidth}`);
     await shot(page, '8-fleet-long-name');
     await axe(page, 'Fleet with a long name');
+  });
+
+  await t.test('Failover: a NoExecute taint moves a workload; its timeline entry appears without reload', async () => {
+    // last: the taint moves web off that cluster too, which the steps above would not expect
+    await go(page, '#/failover');
+    await page.waitForSelector('#failover-list');
+    await apply(fleet, FO_APP);
+    let old;
+    for (let i = 0; i < 75 && !old; i++) {
+      const rb = JSON.parse(await fleet.kubectl('get', 'rb', '-n', 'default', '-o', 'json')).items
+        .find((b) => b.metadata.name === 'fo-deployment');
+      const cs = (rb && rb.spec.clusters) || [];
+      if (cs.length === 1) old = cs[0].name;
+      else await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(old, 'fo scheduled');
+    const neu = old === 'member1' ? 'member2' : 'member1';
+    await fleet.kubectl('patch', 'cluster', old, '--type=merge', '-p',
+      JSON.stringify({ spec: { taints: [{ key: 'ui-test/outage', effect: 'NoExecute' }] } }));
+    const app = 'section[data-binding="default/fo-deployment"]';
+    const entry = `${app} li[data-kind="failover"][data-reason="ClusterFailover"][data-from="${old}"][data-to="${neu}"]`;
+    await page.waitForSelector(entry, { timeout: 15000 });
+    assert.equal(await page.evaluate(() => window.sameDocument), true, 'no reload');
+    assert.match(await text(page, `${entry} .route`), new RegExp(`^${old} → ${neu}$`));
+    // in progress: the task's deadline is its creation plus the default grace period (600 s)
+    const rb = JSON.parse(await fleet.kubectl('get', 'rb', 'fo-deployment', '-n', 'default', '-o', 'json'));
+    const task = rb.spec.gracefulEvictionTasks.find((x) => x.fromCluster === old);
+    assert.equal(await page.$eval(entry, (e) => e.dataset.state), 'inprogress');
+    assert.equal(await page.$eval(`${entry} .deadline`, (e) => e.dataset.deadline),
+      new Date(Date.parse(task.creationTimestamp) + 600000).toISOString().replace(/\.000Z$/, 'Z'));
+    assert.match(await text(page, `${entry} .deadline`), /ends when the new copies are Healthy, at the latest .+ \(in 10m\)$/);
+    // the preserved state the binding holds, shown as labels
+    const kept = Object.entries((rb.status.failoverHistory.find((x) => x.fromCluster === old) || {}).preservedLabelState || {});
+    assert.deepEqual(await page.$$eval(`${entry} .preserved li`, (ls) => ls.map((l) => l.textContent)),
+      kept.map(([k, v]) => `${k}=${v}`));
+    // web was on that cluster too, without a toleration: it has a timeline of its own
+    await page.waitForSelector(`section[data-binding="default/web-deployment"] li[data-from="${old}"]`, { timeout: 15000 });
+    // filters: by application, then by cluster
+    await page.type('#failover-search', 'fo-');
+    await page.waitForFunction(() => [...document.querySelectorAll('.fo-app')].map((x) => x.dataset.binding).join() === 'default/fo-deployment');
+    await page.$eval('#failover-search', (el) => { el.value = ''; el.dispatchEvent(new Event('input')); });
+    await page.select('#failover-cluster', 'member3');
+    await page.waitForFunction(() => !document.querySelector('section[data-binding="default/fo-deployment"]'));
+    await page.select('#failover-cluster', '');
+    await page.waitForSelector(entry);
+    // by keyboard: from the application filter, Tab, Tab, Space shows only what is in progress
+    // (web's failover is over: its new copies are Healthy)
+    await page.waitForSelector('section[data-binding="default/web-deployment"] li[data-state="done"]', { timeout: 15000 });
+    await page.focus('#failover-search');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'failover-cluster');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Space');
+    await page.waitForFunction(() => !document.querySelector('section[data-binding="default/web-deployment"]'));
+    assert.ok(await page.$(entry), 'the eviction in progress stays');
+    await page.keyboard.press('Space');
+    await page.waitForSelector('section[data-binding="default/web-deployment"]');
+    await shot(page, '9-failover');
+    await axe(page, 'Failover');
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
+    try {
+      await shot(page, '9b-failover-dark');
+      await axe(page, 'Failover, dark');
+    } finally {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
+    }
   });
 
   assert.deepEqual(problems, [], 'console errors or failed requests');
