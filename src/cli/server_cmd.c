@@ -126,6 +126,11 @@ static int64_t store_head(void *ctx)
     return fl_store_rev(ctx);
 }
 
+static bool store_unchanged_since(void *ctx, int64_t rev)
+{
+    return fl_store_unchanged_since(ctx, rev);
+}
+
 static int store_note_get(void *ctx, const char *name, int64_t *value)
 {
     return fl_store_note_get(ctx, name, value);
@@ -642,6 +647,7 @@ static void init_reconciled(server *sv)
 {
     fl_reconciled_store rs = {.ctx = sv->store,
                               .head = store_head,
+                              .unchanged_since = store_unchanged_since,
                               .note_get = store_note_get,
                               .note_set = store_note_set,
                               .note_get_text = store_note_get_text,
