@@ -85,8 +85,8 @@ def first_answers(srv, path, timeout=60):
     answers 200: every (status, body) in order."""
     ctx = ssl.create_default_context(cafile=os.path.join(srv.data_dir, "pki", "ca.crt"))
     log = open(srv.log_path, "ab")
-    srv.proc = subprocess.Popen([BIN, "server", "--data-dir", srv.data_dir, "--listen", f"127.0.0.1:{srv.port}"],
-                                stdout=log, stderr=log)
+    srv.proc = subprocess.Popen([BIN, "server", "--data-dir", srv.data_dir, "--listen", f"127.0.0.1:{srv.port}"]
+                                + srv.extra_args, stdout=log, stderr=log)
     answers, conn = [], None
     deadline = time.time() + timeout
     while time.time() < deadline and srv.proc.poll() is None:
