@@ -930,7 +930,7 @@ static bool follow_lead(server *sv)
     fl_client_free(sv->cp);
     sv->cp = NULL;
     fl_lead_stop(sv->lead);
-    sv->lead = fl_lead_start(sv->store, FL_LEAD_TTL_S, &sv->api.stopping);
+    sv->lead = fl_lead_start(sv->store, sv->o.data_dir, FL_LEAD_TTL_S, &sv->api.stopping);
     sv->lost_lead = sv->lead == NULL;
     return sv->lost_lead; /* no thread for a campaign: stop */
 }
@@ -1046,7 +1046,7 @@ int fl_cmd_server(int argc, char **argv)
         pthread_mutex_lock(&ctrl_health.mu);
         ctrl_health.standby = true;
         pthread_mutex_unlock(&ctrl_health.mu);
-        if (!(sv.lead = fl_lead_start(sv.store, FL_LEAD_TTL_S, &sv.api.stopping))) {
+        if (!(sv.lead = fl_lead_start(sv.store, sv.o.data_dir, FL_LEAD_TTL_S, &sv.api.stopping))) {
             server_close(&sv);
             return 1;
         }

@@ -296,8 +296,10 @@ int64_t fl_store_compact(fl_store *s);
 /* Whether other processes may share this store (and so contest the lead). */
 bool fl_store_shared(fl_store *s);
 
-/* Campaign for the lead as identity (a name for logs and for who-leads: host and a unique
- * part) with a lease of ttl_s seconds. Returns 0 once this process leads (at once for a
+/* Campaign for the lead as identity (a name for logs and for who-leads: host and a part
+ * unique to the replica, the same at each of its starts) with a lease of ttl_s seconds. A
+ * lead held under this very identity is a former process's of this replica, now gone: it
+ * is taken back at once rather than after its lease. Returns 0 once this process leads (at once for a
  * store nobody shares), FL_ECLOSED when *stop turns non-zero or the store closes first
  * (both looked at every few hundred ms); it retries through the store's failures meanwhile,
  * with a log line. From a return of 0 on, lost(ctx) is called once, on a thread of the
