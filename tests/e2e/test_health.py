@@ -104,6 +104,8 @@ def first_answers(srv, path, timeout=60):
     raise AssertionError(f"no 200 from {path}; answers {answers[-3:]}:\n{srv.log()}")
 
 
+@pytest.mark.sqlite_only(reason="an etcd store reads every value into memory as it opens, before the server "
+                                 "listens: the informers' lists end before the first probe can connect (200 at once)")
 def test_not_ready_until_the_informers_have_listed(fresh_server):
     s = fresh_server.start()
     ensure_namespace(s, "bulk")
