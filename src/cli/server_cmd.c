@@ -126,6 +126,11 @@ static int64_t store_head(void *ctx)
     return fl_store_rev(ctx);
 }
 
+static bool store_unchanged_since(void *ctx, int64_t rev)
+{
+    return fl_store_unchanged_since(ctx, rev);
+}
+
 static int store_note_get(void *ctx, const char *name, int64_t *value)
 {
     return fl_store_note_get(ctx, name, value);
@@ -642,6 +647,7 @@ static void init_reconciled(server *sv)
 {
     fl_reconciled_store rs = {.ctx = sv->store,
                               .head = store_head,
+                              .unchanged_since = store_unchanged_since,
                               .note_get = store_note_get,
                               .note_set = store_note_set,
                               .note_get_text = store_note_get_text,
@@ -924,7 +930,7 @@ static bool follow_lead(server *sv)
     fl_client_free(sv->cp);
     sv->cp = NULL;
     fl_lead_stop(sv->lead);
-    sv->lead = fl_lead_start(sv->store, FL_LEAD_TTL_S, &sv->api.stopping);
+    sv->lead = fl_lead_start(sv->store, sv->o.data_dir, FL_LEAD_TTL_S, &sv->api.stopping);
     sv->lost_lead = sv->lead == NULL;
     return sv->lost_lead; /* no thread for a campaign: stop */
 }
@@ -1040,7 +1046,7 @@ int fl_cmd_server(int argc, char **argv)
         pthread_mutex_lock(&ctrl_health.mu);
         ctrl_health.standby = true;
         pthread_mutex_unlock(&ctrl_health.mu);
-        if (!(sv.lead = fl_lead_start(sv.store, FL_LEAD_TTL_S, &sv.api.stopping))) {
+        if (!(sv.lead = fl_lead_start(sv.store, sv.o.data_dir, FL_LEAD_TTL_S, &sv.api.stopping))) {
             server_close(&sv);
             return 1;
         }

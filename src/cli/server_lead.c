@@ -13,7 +13,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/mem.h"
-#include "core/random.h"
+#include "core/hash.h"
 #include "core/timefmt.h"
 
 static const fl_gvr LEASES = {"coordination.k8s.io/v1", "leases"};
@@ -59,7 +59,7 @@ static void *campaign(void *arg)
     return NULL;
 }
 
-fl_lead *fl_lead_start(fl_store *s, int ttl_s, const volatile int *stop)
+fl_lead *fl_lead_start(fl_store *s, const char *data_dir, int ttl_s, const volatile int *stop)
 {
     fl_lead *l = fl_calloc(1, sizeof *l);
     l->store = s;
@@ -69,8 +69,13 @@ fl_lead *fl_lead_start(fl_store *s, int ttl_s, const volatile int *stop)
     if (gethostname(host, sizeof host) != 0)
         snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = '\0';
-    fl_random_uuid4(uuid);
-    snprintf(l->identity, sizeof l->identity, "%s_%s", host, uuid); /* as client-go's leader election */
+    /* as client-go's leader election, host_id; the id is the data directory's (its real path
+     * hashed), the same at every start of this replica: a start after a kill takes the lead
+     * its former process held back at once (the directory's lock says that process is gone) */
+    char *real = realpath(data_dir, NULL);
+    snprintf(uuid, sizeof uuid, "%016llx", (unsigned long long)fl_hash_str(real ? real : data_dir));
+    free(real);
+    snprintf(l->identity, sizeof l->identity, "%s_%s", host, uuid);
     if (pthread_create(&l->thread, NULL, campaign, l) != 0) {
         fl_log(FL_LOG_ERROR, "lead", "cannot start the campaign's thread");
         free(l);

@@ -24,8 +24,9 @@ enum fl_lead_state { FL_LEAD_CAMPAIGNING = 0, FL_LEAD_LEADING = 1, FL_LEAD_LOST 
 typedef struct fl_lead fl_lead;
 
 /* Campaign for the lead of store s on a new thread, until it leads, *stop turns non-zero or
- * the store closes. The identity is this host's name and a random part. */
-fl_lead *fl_lead_start(fl_store *s, int ttl_s, const volatile int *stop);
+ * the store closes. The identity is this host's name and its data directory's (the same at
+ * every start: a lead its killed former process held is taken back without waiting). */
+fl_lead *fl_lead_start(fl_store *s, const char *data_dir, int ttl_s, const volatile int *stop);
 /* enum fl_lead_state, now. Any thread. */
 int fl_lead_state(const fl_lead *l);
 const char *fl_lead_identity(const fl_lead *l);

@@ -21,13 +21,17 @@
 #define NOTE_REV "reconciled_rev"
 #define NOTE_BUILD "reconciled_build"
 
-/* The head, if it is the reconciled revision this build noted; else 0. */
+/* The reconciled revision this build noted, if nothing changed since (the head is still
+ * it, or, on etcd, only revisions outside the store came after it); else 0. */
 static int64_t resumes_at(const fl_reconciled_store *st)
 {
     int64_t rev = 0, build = 0, head = st->head(st->ctx);
-    if (!fl_build_id() || st->note_get(st->ctx, NOTE_REV, &rev) || st->note_get(st->ctx, NOTE_BUILD, &build))
+    if (!fl_build_id() || st->note_get(st->ctx, NOTE_REV, &rev) || st->note_get(st->ctx, NOTE_BUILD, &build) ||
+        build != fl_build_id() || rev <= 0)
         return 0;
-    return rev == head && build == fl_build_id() ? head : 0;
+    if (rev == head)
+        return rev;
+    return st->unchanged_since && rev < head && st->unchanged_since(st->ctx, rev) ? rev : 0;
 }
 
 void fl_reconciled_init(fl_reconciled *r, const fl_reconciled_store *store)

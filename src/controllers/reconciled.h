@@ -25,6 +25,9 @@
 typedef struct fl_reconciled_store {
     void *ctx;
     int64_t (*head)(void *ctx);                                   /* the head revision */
+    /* Optional: whether nothing changed after rev up to the head (a store whose head moves
+     * with revisions not its own: etcd's); NULL: only when the head is rev. */
+    bool (*unchanged_since)(void *ctx, int64_t rev);
     int (*note_get)(void *ctx, const char *name, int64_t *value); /* 0, FL_ENOTFOUND, FL_EIO */
     int (*note_set)(void *ctx, const char *name, int64_t value);  /* durable on 0 */
     /* *text a heap string on 0 (the caller frees it) */

@@ -145,6 +145,31 @@ static int try_take(fl_etcd_lead *l, const char *identity, fl_etcd_error *e)
     return 1;
 }
 
+/* The key, held under identity (kv read with its value): a former process of this replica
+ * (the same identity: store.h's fl_store_lead) died holding it. Delete it, if nobody changed
+ * it meanwhile, rather than wait out its lease: 1 deleted, 0 not so, <0 an error. */
+static int take_back(fl_etcd_lead *l, const fl_etcd_kv *kv, const char *identity, fl_etcd_error *e)
+{
+    json_t *v = kv->value ? fl_json_load(kv->value->data, kv->value->len) : NULL;
+    const char *h = json_string_value(json_object_get(v, "holderIdentity"));
+    bool mine = h && !strcmp(h, identity);
+    json_decref(v);
+    if (!mine)
+        return 0;
+    fl_etcd_cmp cmp = {.key = l->key, .target = FL_ETCD_MOD, .result = FL_ETCD_EQUAL, .num = kv->mod_rev};
+    fl_etcd_op del = {.type = FL_ETCD_DELETE, .key = l->key};
+    fl_etcd_txn_result res = {0};
+    int rc = fl_etcd_txn(l->c, &cmp, 1, &del, 1, NULL, 0, &res, e);
+    if (rc)
+        return rc;
+    bool done = res.succeeded;
+    fl_etcd_txn_result_free(&res);
+    if (done)
+        fl_log(FL_LOG_INFO, "lead", "%s held the lead when its process ended: taken back at once, not after its "
+                                    "lease", identity);
+    return done;
+}
+
 int fl_etcd_lead_campaign(fl_etcd_lead *l, const char *identity, int ttl_s, const volatile int *stop,
                           void (*lost)(void *ctx), void *ctx)
 {
@@ -164,8 +189,11 @@ int fl_etcd_lead_campaign(fl_etcd_lead *l, const char *identity, int ttl_s, cons
         fl_etcd_kv *kvs = NULL;
         size_t n = 0;
         fl_etcd_error e = {0};
-        int rc = fl_etcd_range(l->c, l->key, NULL, 0, 1, true, &kvs, &n, NULL, NULL, &e);
+        int rc = fl_etcd_range(l->c, l->key, NULL, 0, 1, false, &kvs, &n, NULL, NULL, &e);
+        int back = rc == 0 && n == 1 ? take_back(l, &kvs[0], identity, &e) : 0;
         fl_etcd_kvs_free(kvs, n);
+        if (back == 1)
+            continue; /* taken at once on the next round */
         if (rc == 0 && n == 0) {
             rc = try_take(l, identity, &e);
             if (rc == 1) {

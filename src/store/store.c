@@ -343,6 +343,13 @@ int fl_store_note_get_text(fl_store *s, const char *name, char **text)
     return s->be->note_get(s, name, NULL, text);
 }
 
+bool fl_store_unchanged_since(fl_store *s, int64_t rev)
+{
+    if (s->be->unchanged_since)
+        return s->be->unchanged_since(s, rev);
+    return rev == fl_store_rev(s);
+}
+
 int64_t fl_store_compact(fl_store *s)
 {
     return s->be->compact(s);

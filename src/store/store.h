@@ -272,6 +272,13 @@ int fl_store_note_get(fl_store *s, const char *name, int64_t *value);
  * fl_store_note_set and _get; *text is a heap string (NULL unless 0 is returned). */
 int fl_store_note_set_text(fl_store *s, const char *name, const char *text);
 int fl_store_note_get_text(fl_store *s, const char *name, char **text);
+/* Whether no key of the store changed after revision rev (a noted one) up to the head: the
+ * state at the head is the state at rev. A SQLite or memory store: the head is rev (each of
+ * its revisions is a change of its own). An etcd store: its head is the cluster's revision,
+ * which moves with every transaction of the cluster (notes, leases, other prefixes), so it
+ * asks etcd whether any revision in between changed a key under the prefix; false when it
+ * cannot tell (compacted, unreachable). */
+bool fl_store_unchanged_since(fl_store *s, int64_t rev);
 
 /* Compact now: forget superseded revisions older than head - window. Returns new compact rev. */
 int64_t fl_store_compact(fl_store *s);
@@ -289,8 +296,10 @@ int64_t fl_store_compact(fl_store *s);
 /* Whether other processes may share this store (and so contest the lead). */
 bool fl_store_shared(fl_store *s);
 
-/* Campaign for the lead as identity (a name for logs and for who-leads: host and a unique
- * part) with a lease of ttl_s seconds. Returns 0 once this process leads (at once for a
+/* Campaign for the lead as identity (a name for logs and for who-leads: host and a part
+ * unique to the replica, the same at each of its starts) with a lease of ttl_s seconds. A
+ * lead held under this very identity is a former process's of this replica, now gone: it
+ * is taken back at once rather than after its lease. Returns 0 once this process leads (at once for a
  * store nobody shares), FL_ECLOSED when *stop turns non-zero or the store closes first
  * (both looked at every few hundred ms); it retries through the store's failures meanwhile,
  * with a log line. From a return of 0 on, lost(ctx) is called once, on a thread of the

@@ -589,6 +589,7 @@ const fl_store_backend fl_store_etcd_backend = {
     .compact = etcd_compact,
     .note_set = etcd_note_set,
     .note_get = etcd_note_get,
+    .unchanged_since = fl_store_etcd_unchanged_since,
     .queued_ms = fl_store_etcd_queued_ms,
     .lead = etcd_lead,
     .lead_release = etcd_lead_release,

@@ -98,5 +98,7 @@ int fl_store_etcd_watcher_start(fl_store_etcd *s);
 int fl_store_etcd_replay(void *ctx, const char *prefix, int64_t from, int64_t to, size_t max,
                          fl_store_event **out, size_t *n);
 int fl_store_etcd_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out);
+/* store_impl.h's unchanged_since: a replay of (rev, head] finds no event under the prefix. */
+bool fl_store_etcd_unchanged_since(fl_store *s, int64_t rev);
 
 #endif

@@ -239,6 +239,24 @@ int fl_store_etcd_replay(void *ctx, const char *prefix, int64_t from, int64_t to
     return rc == FL_EEXPIRED ? rc : FL_EIO; /* a watch's FL_ETIMEDOUT means "nothing yet" */
 }
 
+bool fl_store_etcd_unchanged_since(fl_store *bs, int64_t rev)
+{
+    fl_store_etcd *s = (fl_store_etcd *)bs;
+    int64_t head = fl_store_rev(bs);
+    if (rev <= 0 || rev > head)
+        return false;
+    if (rev == head)
+        return true;
+    /* the revisions in between are the cluster's: notes (the very note of rev takes some),
+     * leases, other prefixes; one event under the prefix among them is a change */
+    fl_store_event *ev = NULL;
+    size_t n = 0;
+    int rc = fl_store_etcd_replay(s, "", rev, head, 1, &ev, &n);
+    if (n)
+        fl_watch_event_unref(ev);
+    return rc == 0 && n == 0;
+}
+
 int fl_store_etcd_watch(fl_store *s, const char *prefix, int64_t from_rev, fl_watch **out)
 {
     if (from_rev < fl_store_compact_rev(s))

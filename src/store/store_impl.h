@@ -72,6 +72,9 @@ typedef struct fl_store_backend {
      * non-NULL, *text NULL; value then NULL). value is zeroed by the caller for get. */
     int (*note_set)(fl_store *s, const char *name, int64_t value, const char *text);
     int (*note_get)(fl_store *s, const char *name, int64_t *value, char **text);
+    /* Optional (NULL: unchanged since rev only when the head is rev, as where every
+     * revision is the store's own): whether no key changed in (rev, head]. */
+    bool (*unchanged_since)(fl_store *s, int64_t rev);
 
     /* Optional (NULL: the backend keeps nothing only to be quick; rest does nothing and
      * quick_bytes answers 0). */

@@ -34,6 +34,26 @@ E2E_STORE = os.environ.get("FLOTILLA_E2E_STORE", "sqlite")
 assert E2E_STORE in ("sqlite", "etcd"), f"FLOTILLA_E2E_STORE: sqlite or etcd, not {E2E_STORE!r}"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sqlite_only(reason): a fact of the SQLite store only; with "
+                                       "FLOTILLA_E2E_STORE=etcd the test is skipped, saying the reason")
+
+
+def pytest_collection_modifyitems(config, items):
+    """@pytest.mark.sqlite_only(reason="..."): the test states something only the SQLite store
+    does (its files, its thread budget). Under FLOTILLA_E2E_STORE=etcd, and only then, it is
+    skipped with "SQLite only: <reason>" (pytest -rs lists each); a marker without a reason is
+    an error, so none goes unexplained."""
+    for item in items:
+        m = item.get_closest_marker("sqlite_only")
+        if m is None:
+            continue
+        reason = m.kwargs.get("reason") or (m.args[0] if m.args else "")
+        assert reason, f"{item.nodeid}: sqlite_only needs a reason"
+        if E2E_STORE == "etcd":
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

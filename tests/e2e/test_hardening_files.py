@@ -12,10 +12,14 @@ import time
 
 import pytest
 
-from conftest import BIN, Server, free_port
+from conftest import BIN, E2E_STORE, Server, free_port
 
-SECRETS = ["store.db", "store.db-wal", "store.db-shm", "kubeconfig", "bootstrap-kubeconfig", "server.lock",
-           "pki/ca.key", "pki/server.key", "pki/admin.token", "pki/bootstrap.token"]
+# The SQLite store's files are secrets of the directory; a store in etcd leaves none there
+# (FLOTILLA_E2E_STORE=etcd: the tests below check that the directory holds no store.db)
+STORE_FILES = ["store.db", "store.db-wal", "store.db-shm"]
+SECRETS = (STORE_FILES if E2E_STORE == "sqlite" else []) + [
+    "kubeconfig", "bootstrap-kubeconfig", "server.lock", "pki/ca.key", "pki/server.key", "pki/admin.token",
+    "pki/bootstrap.token"]
 
 
 def mode(path):
@@ -66,6 +70,8 @@ def test_a_fresh_start_leaves_the_directory_and_every_secret_private(data_dir):
             p = os.path.join(data_dir, name)
             assert os.path.exists(p), name
             assert mode(p) == 0o600, f"{name} is {oct(mode(p))}"
+        if E2E_STORE == "etcd":
+            assert not [n for n in STORE_FILES if os.path.exists(os.path.join(data_dir, n))], os.listdir(data_dir)
         # certificates are public by nature
         assert mode(os.path.join(data_dir, "pki", "ca.crt")) == 0o644
     finally:
@@ -82,8 +88,9 @@ def test_a_start_on_a_secret_others_can_read_is_refused_with_the_chmod_to_run(da
     finally:
         assert s.stop() == 0
         os.unlink(s.log_path)
-    for name, bad in [("pki/ca.key", 0o644), ("pki/admin.token", 0o640), ("store.db", 0o604),
-                      ("kubeconfig", 0o644)]:
+    store = [("store.db", 0o604)] if E2E_STORE == "sqlite" else []
+    assert E2E_STORE == "sqlite" or not os.path.exists(os.path.join(data_dir, "store.db"))
+    for name, bad in [("pki/ca.key", 0o644), ("pki/admin.token", 0o640), *store, ("kubeconfig", 0o644)]:
         p = os.path.join(data_dir, name)
         os.chmod(p, bad)
         before = snapshot(data_dir)

@@ -85,8 +85,8 @@ def first_answers(srv, path, timeout=60):
     answers 200: every (status, body) in order."""
     ctx = ssl.create_default_context(cafile=os.path.join(srv.data_dir, "pki", "ca.crt"))
     log = open(srv.log_path, "ab")
-    srv.proc = subprocess.Popen([BIN, "server", "--data-dir", srv.data_dir, "--listen", f"127.0.0.1:{srv.port}"],
-                                stdout=log, stderr=log)
+    srv.proc = subprocess.Popen([BIN, "server", "--data-dir", srv.data_dir, "--listen", f"127.0.0.1:{srv.port}"]
+                                + srv.extra_args, stdout=log, stderr=log)
     answers, conn = [], None
     deadline = time.time() + timeout
     while time.time() < deadline and srv.proc.poll() is None:
@@ -104,6 +104,8 @@ def first_answers(srv, path, timeout=60):
     raise AssertionError(f"no 200 from {path}; answers {answers[-3:]}:\n{srv.log()}")
 
 
+@pytest.mark.sqlite_only(reason="an etcd store reads every value into memory as it opens, before the server "
+                                 "listens: the informers' lists end before the first probe can connect (200 at once)")
 def test_not_ready_until_the_informers_have_listed(fresh_server):
     s = fresh_server.start()
     ensure_namespace(s, "bulk")

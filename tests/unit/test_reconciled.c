@@ -31,6 +31,7 @@ typedef struct fake_store {
     int64_t head;
     int fail_sets;  /* the next this many note writes fail with FL_EIO */
     int sets;       /* note writes that succeeded */
+    bool unchanged; /* unchanged_since's answer, when the test sets that function */
     struct {
         char name[64];
         int64_t value;
@@ -212,6 +213,38 @@ static void only_a_start_at_the_noted_head_by_the_same_build_resumes(void **stat
     json_decref(notes);
 }
 
+/* An etcd store: its head is the cluster's revision, moved by the note itself and by keys
+ * of others; whether anything of the store changed after the note is its to say. */
+static bool fs_unchanged_since(void *ctx, int64_t rev)
+{
+    (void)rev;
+    return ((fake_store *)ctx)->unchanged;
+}
+
+static void a_start_past_the_noted_head_resumes_there_when_the_store_says_nothing_changed(void **state)
+{
+    fixture *f = *state;
+    f->fs.head = 40;
+    fl_reconciled r;
+    fl_reconciled_init(&r, &f->iface);
+    fl_reconciled_tick(&r, f->t->ctrl.m, 0);
+    fl_reconciled_tick(&r, f->t->ctrl.m, QUIET_MS);
+    assert_int_equal(note(f, "reconciled_rev"), 40);
+
+    f->fs.head = 44; /* the notes' own revisions, and another prefix's */
+    fl_reconciled again;
+    fl_reconciled_init(&again, &f->iface); /* a store that cannot say: no resume */
+    assert_int_equal(fl_reconciled_resumed_rev(&again), 0);
+    f->iface.unchanged_since = fs_unchanged_since;
+    f->fs.unchanged = true;
+    fl_reconciled_init(&again, &f->iface);
+    assert_int_equal(fl_reconciled_resumed_rev(&again), 40); /* the noted revision, not the head */
+    assert_int_equal(fl_reconciled_noted(&again), 40);
+    f->fs.unchanged = false; /* a key of the store changed after the note */
+    fl_reconciled_init(&again, &f->iface);
+    assert_int_equal(fl_reconciled_resumed_rev(&again), 0);
+}
+
 static void a_note_that_failed_is_written_on_a_later_tick(void **state)
 {
     fixture *f = *state;
@@ -235,6 +268,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_moving_head_is_noted_only_once_it_is_still_again, setup, teardown),
         cmocka_unit_test_setup_teardown(only_a_start_at_the_noted_head_by_the_same_build_resumes, setup, teardown),
         cmocka_unit_test_setup_teardown(a_note_that_failed_is_written_on_a_later_tick, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_start_past_the_noted_head_resumes_there_when_the_store_says_nothing_changed,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -209,6 +209,41 @@ static void test_a_campaign_ends_when_told_to_stop(void **state)
     fl_store_free(b);
 }
 
+/* A replica's process ended holding the lead (killed: its lease still runs, 2 s); its next
+ * start, under the same identity, takes the lead back at once instead of after the lease,
+ * while another identity would still wait. */
+static void test_a_restart_under_the_same_identity_takes_its_lead_back_at_once(void **state)
+{
+    (void)state;
+    fl_store *a = open_replica("/l4/registry");
+    campaign ca = {.s = a, .identity = "replica-a"};
+    pthread_create(&ca.th, NULL, run_campaign, &ca);
+    pthread_join(ca.th, NULL);
+    assert_int_equal(ca.rc, 0);
+    fl_store_free(a); /* no release: the key stays until its lease lapses */
+
+    fl_store *b = open_replica("/l4/registry"), *again = open_replica("/l4/registry");
+    campaign cb = {.s = b, .identity = "replica-b"}, cr = {.s = again, .identity = "replica-a"};
+    long long t0 = fl_etcdtest_now_ms();
+    pthread_create(&cr.th, NULL, run_campaign, &cr);
+    pthread_join(cr.th, NULL);
+    assert_int_equal(cr.rc, 0);
+    assert_true(fl_etcdtest_now_ms() - t0 < 1000);
+    char *holder = NULL;
+    assert_int_equal(fl_store_leader(again, &holder, NULL), 0);
+    assert_string_equal(holder, "replica-a");
+    free(holder);
+    /* another identity finds it held and waits */
+    pthread_create(&cb.th, NULL, run_campaign, &cb);
+    usleep(300 * 1000);
+    cb.stop = 1;
+    pthread_join(cb.th, NULL);
+    assert_int_equal(cb.rc, FL_ECLOSED);
+    fl_store_lead_release(again);
+    fl_store_free(again);
+    fl_store_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_one_leads_the_other_waits_and_takes_over_on_release),
         cmocka_unit_test(test_a_leader_whose_lease_lapsed_commits_nothing_fenced),
         cmocka_unit_test(test_a_campaign_ends_when_told_to_stop),
+        cmocka_unit_test(test_a_restart_under_the_same_identity_takes_its_lead_back_at_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
