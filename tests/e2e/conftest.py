@@ -84,6 +84,22 @@ def free_port_run(n):
     raise RuntimeError(f"no {n} consecutive free loopback ports")
 
 
+def idle_threads(pid, steady_s=2.0, timeout=30):
+    """The thread count of process pid once it has held still for steady_s: a server on etcd
+    starts its controllers only once it leads, seconds after it answers."""
+    count = lambda: len(os.listdir(f"/proc/{pid}/task"))
+    deadline = time.time() + timeout
+    last, since = count(), time.time()
+    while time.time() < deadline:
+        time.sleep(0.25)
+        n = count()
+        if n != last:
+            last, since = n, time.time()
+        elif time.time() - since >= steady_s:
+            return n
+    raise AssertionError(f"the thread count of {pid} did not settle in {timeout}s (last {last})")
+
+
 def wait_up_line(p, d):
     """Read `flotilla up`'s one line on stdout; when it is not the ready line, fail with what
     up said and the end of each server log under d."""

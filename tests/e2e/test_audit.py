@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, deployment_manifest, policy_manifest, wait_for
+from conftest import BIN, deployment_manifest, idle_threads, policy_manifest, wait_for
 
 HEALTH_NONE = """
 - level: None
@@ -278,15 +278,13 @@ def test_a_malformed_policy_stops_the_server_with_one_line(body, where):
     assert not os.path.exists(os.path.join(tmp, "d", "store.db")), "the server went on after the bad policy"
 
 
-@pytest.mark.sqlite_only(reason="64 is the SQLite server's thread budget; on etcd the store runs its watcher, "
-                                 "compactor and the lead's threads instead of SQLite's writer (69 measured at idle)")
 def test_the_audit_log_adds_no_thread(server_factory):
     """Events are written by the requests' own threads: a server that logged a burst of
     concurrent requests idles at the same threads as before the burst."""
     from concurrent.futures import ThreadPoolExecutor
     s, log = audited(server_factory, HEALTH_NONE + "- level: Metadata\n")
     tasks = lambda: len(os.listdir(f"/proc/{s.proc.pid}/task"))
-    idle = tasks()
+    idle = idle_threads(s.proc.pid)
     with ThreadPoolExecutor(16) as pool:
         codes = list(pool.map(lambda i: s.curl("GET", f"/api/v1/namespaces/default/configmaps/x{i}")[0], range(64)))
     assert codes == [404] * 64

@@ -15,7 +15,7 @@ import time
 import pytest
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import ensure_namespace, wait_for
+from conftest import ensure_namespace, idle_threads, wait_for
 
 NS = "connections"
 CM = f"/api/v1/namespaces/{NS}/configmaps"
@@ -95,8 +95,6 @@ def closed_within(sock, seconds, dribble=None, every=0.5):
     return None
 
 
-@pytest.mark.sqlite_only(reason="64 is the SQLite server's thread budget; on etcd the store runs its watcher, "
-                                 "compactor and the lead's threads instead of SQLite's writer (69 measured at idle)")
 def test_two_thousand_idle_watches_hold_no_threads_and_still_deliver(server_factory):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
@@ -104,7 +102,7 @@ def test_two_thousand_idle_watches_hold_no_threads_and_still_deliver(server_fact
     ensure_namespace(s, NS)
     rv = s.list_rv(CM)
     path = f"{CM}?watch=1&resourceVersion={rv}"
-    before = threads(s)
+    before = idle_threads(s.proc.pid)
     socks = []
     try:
         with ThreadPoolExecutor(8) as pool:
