@@ -45,10 +45,12 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
   # only etcd and replicas do
   # (the release build: the etcd code runs under the sanitizers in the unit tests and in
   # test_etcd*.py and test_ha.py above; this keeps the whole run under 30 minutes)
-  step "end-to-end tests on etcd: API semantics, Python client, propagation, suspension"
+  # test_work_delivery: restarts resume from the reconciled revision and the member watches'
+  # notes, which on etcd must see past revisions other prefixes took
+  step "end-to-end tests on etcd: API semantics, Python client, propagation, suspension, delivery"
   FLOTILLA_E2E_STORE=etcd FLOTILLA_BIN="$PWD/build/flotilla" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
     -n 2 --dist loadfile tests/e2e/test_api_semantics.py tests/e2e/test_python_client.py \
-    tests/e2e/test_propagation.py tests/e2e/test_suspension.py
+    tests/e2e/test_propagation.py tests/e2e/test_suspension.py tests/e2e/test_work_delivery.py
   step "end-to-end tests: @kubernetes/client-node (node --test)"
   FLOTILLA_BIN="$PWD/build-asan/flotilla" node --test tests/e2e/node/
   step "end-to-end tests: the dashboard in headless chromium (node --test; screenshots in build-artifacts/ui)"
