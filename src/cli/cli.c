@@ -1,6 +1,7 @@
 /* cli.c - what every long-running subcommand does the same way (see cli.h). */
 #include "cli/cli.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,4 +63,44 @@ const char *fl_cli_take_flag(const fl_cli_flag *flags, size_t n, int argc, char 
         return "flag %s needs a value";
     *(const char **)((char *)opts + flags[k].off) = v;
     return NULL;
+}
+
+/* Go's durations as kubectl takes them: "500ms", "30s", "2m", "1h", "1m30s"; a bare number is
+ * seconds. -1 when malformed. */
+int64_t fl_cli_duration_ms(const char *s)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (isdigit((unsigned char)s[0]) && end && !*end)
+        return v * 1000 <= 1e12 ? (int64_t)(v * 1000) : -1;
+    double total = 0;
+    const char *p = s;
+    if (!*p)
+        return -1;
+    while (*p) {
+        if (!isdigit((unsigned char)*p) && *p != '.')
+            return -1;
+        v = strtod(p, &end);
+        if (end == p)
+            return -1;
+        p = end;
+        double unit = -1;
+        if (!strncmp(p, "ms", 2)) {
+            unit = 1;
+            p += 2;
+        } else if (*p == 's' || *p == 'm' || *p == 'h') {
+            unit = *p == 's' ? 1000 : *p == 'm' ? 60000 : 3600000;
+            p++;
+        }
+        if (unit < 0)
+            return -1;
+        total += v * unit;
+    }
+    return total <= 1e12 ? (int64_t)total : -1;
+}
+
+bool fl_cli_kind_name(const char *ref)
+{
+    const char *slash = ref ? strchr(ref, '/') : NULL;
+    return slash && slash != ref && slash[1] && !strchr(slash + 1, '/');
 }

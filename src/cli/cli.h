@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Block SIGTERM and SIGINT (into *sigs, for sigwait) and ignore SIGPIPE. Call before any
  * thread starts, so only the waiting thread sees the signals. */
@@ -30,6 +31,12 @@ typedef struct fl_cli_flag {
  * next argument (and advancing *i) unless it came with '='. NULL when taken, else a usage error's
  * format with one %s for the flag as written. */
 const char *fl_cli_take_flag(const fl_cli_flag *flags, size_t n, int argc, char **argv, int *i, void *opts);
+
+/* Go's durations as kubectl takes them ("500ms", "30s", "2m", "1h", "1m30s"; a bare number
+ * is seconds) in milliseconds; -1 when malformed. */
+int64_t fl_cli_duration_ms(const char *s);
+/* Whether ref is KIND/NAME: one '/', something on each side. */
+bool fl_cli_kind_name(const char *ref);
 
 /* Each returns the process exit code: 0 ok, 1 failure, 2 usage error. */
 int fl_cmd_server(int argc, char **argv);

@@ -249,8 +249,7 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     if (npos > 2)
         return fl_ctl_out_usage(VERB, "unexpected argument \"%s\"", pos[2]);
     o->ref = pos[1];
-    const char *slash = strchr(o->ref, '/');
-    if (!slash || slash == o->ref || !slash[1] || strchr(slash + 1, '/'))
+    if (!fl_cli_kind_name(o->ref))
         return fl_ctl_out_usage(VERB, "\"%s\" is not KIND/NAME (e.g. deployment/web)", o->ref);
     if (o->output && strcmp(o->output, "yaml") && strcmp(o->output, "json"))
         return fl_ctl_out_usage(VERB, "-o %s: expected yaml or json", o->output);

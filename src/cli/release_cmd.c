@@ -206,13 +206,7 @@ int fl_ctl_release(int argc, char **argv)
         return rc;
     int64_t timeout_ms = 60000;
     if (o.timeout) {
-        char *end = NULL;
-        double v = strtod(o.timeout, &end);
-        timeout_ms = !end || end == o.timeout || v < 0 ? -1
-                     : !strcmp(end, "ms")              ? (int64_t)v
-                     : !strcmp(end, "s") || !*end      ? (int64_t)(v * 1000)
-                     : !strcmp(end, "m")               ? (int64_t)(v * 60000)
-                                                       : -1;
+        timeout_ms = fl_cli_duration_ms(o.timeout);
         if (timeout_ms < 0)
             return fl_ctl_out_usage(VERB, "--timeout %s: expected a duration such as 500ms, 30s or 2m", o.timeout);
     }

@@ -401,8 +401,7 @@ static int parse(int argc, char **argv, opts *o, const struct subverb **sv, bool
     if (npos > 2)
         return fl_ctl_out_usage(o->verb, "unexpected argument \"%s\"", pos[2]);
     o->ref = pos[1];
-    const char *slash = strchr(o->ref, '/');
-    if (!slash || slash == o->ref || !slash[1] || strchr(slash + 1, '/'))
+    if (!fl_cli_kind_name(o->ref))
         return fl_ctl_out_usage(o->verb, "\"%s\" is not KIND/NAME (e.g. deployment/web)", o->ref);
     if (o->output && !(*sv)->takes_output)
         return fl_ctl_out_usage(o->verb, "%s", "-o is for history");

@@ -116,8 +116,7 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     if (npos > 2)
         return fl_ctl_out_usage(o->verb, "unexpected argument \"%s\"", pos[2]);
     o->ref = pos[1];
-    const char *slash = strchr(o->ref, '/');
-    if (!slash || slash == o->ref || !slash[1] || strchr(slash + 1, '/'))
+    if (!fl_cli_kind_name(o->ref))
         return fl_ctl_out_usage(o->verb, "\"%s\" is not KIND/NAME (e.g. deployment/web)", o->ref);
     if (o->output && strcmp(o->output, "yaml") && strcmp(o->output, "json"))
         return fl_ctl_out_usage(o->verb, "-o %s: expected yaml or json", o->output);
@@ -126,20 +125,6 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     if (!o->ns)
         o->ns = "default";
     return 0;
-}
-
-/* "90", "90s", "5m" in ms; -1 when not that. */
-static int64_t duration_ms(const char *s)
-{
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || v < 0)
-        return -1;
-    if (!*end || !strcmp(end, "s"))
-        return v * 1000;
-    if (!strcmp(end, "m"))
-        return v * 60000;
-    return -1;
 }
 
 /* The strategy governing tmpl (new reference) or NULL after printing why. */
@@ -257,7 +242,7 @@ static int status(fl_client *cp, const opts *o, json_t *s, const json_t *tmpl)
         print_table(e);
         return 0;
     }
-    int64_t limit = o->timeout ? duration_ms(o->timeout) : 600000, start = fl_time_mono_ms();
+    int64_t limit = o->timeout ? fl_cli_duration_ms(o->timeout) : 600000, start = fl_time_mono_ms();
     char *last = NULL;
     int rc = 1;
     json_t *cur = json_incref(s);
@@ -395,7 +380,7 @@ int fl_ctl_rollout_stage(int argc, char **argv)
         usage();
         return 0;
     }
-    if (!rc && o.timeout && duration_ms(o.timeout) < 0)
+    if (!rc && o.timeout && fl_cli_duration_ms(o.timeout) < 0)
         return fl_ctl_out_usage(o.verb, "--timeout %s: expected seconds (90, 90s) or minutes (5m)", o.timeout);
     return rc ? rc : run(&o);
 }

@@ -918,40 +918,6 @@ out:
 
 /* ---- the command ---- */
 
-/* Go's durations as kubectl takes them: "500ms", "30s", "2m", "1h", "1m30s"; a bare number is
- * seconds. -1 when malformed. */
-static int64_t parse_duration(const char *s)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (isdigit((unsigned char)s[0]) && end && !*end)
-        return v * 1000 <= 1e12 ? (int64_t)(v * 1000) : -1;
-    double total = 0;
-    const char *p = s;
-    if (!*p)
-        return -1;
-    while (*p) {
-        if (!isdigit((unsigned char)*p) && *p != '.')
-            return -1;
-        v = strtod(p, &end);
-        if (end == p)
-            return -1;
-        p = end;
-        double unit = -1;
-        if (!strncmp(p, "ms", 2)) {
-            unit = 1;
-            p += 2;
-        } else if (*p == 's' || *p == 'm' || *p == 'h') {
-            unit = *p == 's' ? 1000 : *p == 'm' ? 60000 : 3600000;
-            p++;
-        }
-        if (unit < 0)
-            return -1;
-        total += v * unit;
-    }
-    return total <= 1e12 ? (int64_t)total : -1;
-}
-
 static int parse(int argc, char **argv, opts *o, bool *help)
 {
     static const fl_cli_flag flags[] = {
@@ -1022,7 +988,7 @@ static int parse(int argc, char **argv, opts *o, bool *help)
         o->page = v;
     }
     o->timeout_ms = DEFAULT_WAIT_MS;
-    if (o->timeout && (o->timeout_ms = parse_duration(o->timeout)) < 0)
+    if (o->timeout && (o->timeout_ms = fl_cli_duration_ms(o->timeout)) < 0)
         return fl_ctl_out_usage(VERB, "--timeout %s: expected a duration such as 500ms, 30s, 2m or 1m30s", o->timeout);
     return 0;
 }

@@ -131,18 +131,6 @@ static void usage(const char *verb)
 }
 
 /* "500ms", "30s", "2m", "1h", or a bare number of seconds; -1 when malformed. */
-static int64_t parse_duration(const char *s)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (!end || end == s || v < 0)
-        return -1;
-    double ms = !strcmp(end, "ms") ? v : !strcmp(end, "s") || !*end ? v * 1000 : !strcmp(end, "m") ? v * 60000
-                                     : !strcmp(end, "h")               ? v * 3600000
-                                                                       : -1;
-    return ms < 0 || ms > 1e12 ? -1 : (int64_t)ms;
-}
-
 static const target_kind *find_kind(const char *s)
 {
     for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++) {
@@ -201,7 +189,7 @@ static int parse(int argc, char **argv, opts *o, bool *help)
     if (o->clusters && (o->kind->what == T_WORK || o->kind->what == T_CLUSTER))
         return usage_error(o, "--clusters is for policies and bindings, not a %s", o->kind->name);
     o->timeout_ms = DEFAULT_TIMEOUT_MS;
-    if (o->timeout && (o->timeout_ms = parse_duration(o->timeout)) < 0)
+    if (o->timeout && (o->timeout_ms = fl_cli_duration_ms(o->timeout)) < 0)
         return usage_error(o, "--timeout %s: expected a duration such as 500ms, 30s or 2m", o->timeout);
     o->names = json_array();
     if (o->clusters) {
