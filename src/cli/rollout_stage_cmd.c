@@ -381,6 +381,6 @@ int fl_ctl_rollout_stage(int argc, char **argv)
         return 0;
     }
     if (!rc && o.timeout && fl_cli_duration_ms(o.timeout) < 0)
-        return fl_ctl_out_usage(o.verb, "--timeout %s: expected seconds (90, 90s) or minutes (5m)", o.timeout);
+        return fl_ctl_out_usage(o.verb, "--timeout %s: expected a duration such as 90s, 5m or 1m30s", o.timeout);
     return rc ? rc : run(&o);
 }
