@@ -139,6 +139,9 @@ def test_a_deployment_that_never_pulls_is_failed_in_the_group_then_current_when_
     wait_for(lambda: states(fleet, "rg-bad") == {"rg-bad-web": "Failed", "rg-bad-api": "Current",
                                                  "rg-bad-cfg": "Current", "rg-bad": "Current"}, timeout=60,
              what="the others Current")
+    # the entry is Failed once one cluster fails; the other cluster's deadline passes moments later
+    wait_for(lambda: condition(entry(fleet, "rg-bad", "rg-bad-web")["conditions"], "Ready")["message"]
+             .startswith("2 clusters: 2 Failed;"), timeout=30, what="rg-bad-web Failed on both clusters")
     web = entry(fleet, "rg-bad", "rg-bad-web")
     cond = condition(web["conditions"], "Ready")
     assert cond["status"] == "False" and cond["reason"] == "ProgressDeadlineExceeded", cond
