@@ -246,17 +246,6 @@ out:
 
 /* ---- undo ---- */
 
-/* Whether cr records what tmpl delivers now. */
-static bool is_current(const json_t *tmpl, const json_t *cr)
-{
-    char a[16], b[16];
-    json_t *data = fl_revision_data(tmpl);
-    fl_revision_hash_text(data, a);
-    json_decref(data);
-    fl_revision_hash_text(json_object_get(cr, "data"), b);
-    return !strcmp(a, b);
-}
-
 static int run_undo(const opts *o)
 {
     target t;
@@ -271,11 +260,12 @@ static int run_undo(const opts *o)
             goto out;
         }
     } else {
-        for (size_t i = json_array_size(t.rows); i-- > 0 && !cr;) {
-            const json_t *c = json_object_get(json_array_get(t.rows, i), "object");
-            if (!is_current(t.tmpl, c))
-                cr = c;
-        }
+        json_t *crs = json_array();
+        size_t i;
+        json_t *row;
+        json_array_foreach(t.rows, i, row) json_array_append(crs, json_object_get(row, "object"));
+        cr = fl_revision_previous(t.tmpl, crs); /* still referenced by t.rows */
+        json_decref(crs);
         if (!cr) {
             rc = fl_ctl_out_fail(o->verb, "%s has no previous revision to go back to (%s recorded)", t.display,
                                  json_array_size(t.rows) ? "only its current one is" : "none is");
@@ -283,7 +273,7 @@ static int run_undo(const opts *o)
         }
     }
     long long n = (long long)fl_json_path_int(cr, "revision", 0);
-    if (is_current(t.tmpl, cr)) {
+    if (fl_revision_is_current(t.tmpl, cr)) {
         printf("%s skipped rollback (current template already matches revision %lld)\n", t.display, n);
         goto out;
     }

@@ -149,6 +149,35 @@ const char *fl_revision_change_cause(const json_t *tmpl)
     return fl_json_meta_map(tmpl, "annotations", FL_REVISION_CHANGE_CAUSE_ANNOTATION);
 }
 
+bool fl_revision_is_current(const json_t *tmpl, const json_t *cr)
+{
+    const json_t *recorded = json_object_get(cr, "data");
+    if (!json_is_object(recorded))
+        return false;
+    json_t *data = fl_revision_data(tmpl);
+    bool same = data && fl_json_hash(data) == fl_json_hash(recorded);
+    json_decref(data);
+    return same;
+}
+
+const json_t *fl_revision_previous(const json_t *tmpl, const json_t *revisions)
+{
+    json_t *data = fl_revision_data(tmpl);
+    uint64_t now = data ? fl_json_hash(data) : 0;
+    json_decref(data);
+    const json_t *best = NULL;
+    size_t i;
+    json_t *cr;
+    json_array_foreach(revisions, i, cr) {
+        const json_t *recorded = json_object_get(cr, "data");
+        if (!json_is_object(recorded) || fl_json_hash(recorded) == now)
+            continue;
+        if (!best || fl_json_path_int(cr, "revision", 0) > fl_json_path_int(best, "revision", 0))
+            best = cr;
+    }
+    return best;
+}
+
 /* data's map (labels or annotations) with live's control-plane keys added back. */
 static json_t *restored_map(const json_t *live_map, const json_t *data_map, bool labels)
 {

@@ -59,6 +59,16 @@ int fl_revision_history_limit(const json_t *tmpl, bool *valid);
 /* The template's change cause (borrowed from tmpl), or NULL. */
 const char *fl_revision_change_cause(const json_t *tmpl);
 
+/* Whether the ControllerRevision cr records what tmpl delivers now (fl_revision_data's
+ * digests equal). */
+bool fl_revision_is_current(const json_t *tmpl, const json_t *cr);
+
+/* "The previous revision", as kubectl rollout undo means it: of revisions (an array of
+ * ControllerRevisions of tmpl, any order), the one with the highest revision number whose
+ * data is not what tmpl delivers now: normally current-1, and still the right one when the
+ * newest change is not recorded yet. Borrowed from revisions; NULL when there is none. */
+const json_t *fl_revision_previous(const json_t *tmpl, const json_t *revisions);
+
 /* What restoring a revision writes: a new object, live (the template as stored now: its
  * metadata, resourceVersion included, and its status kept) with data's labels, annotations
  * and top-level fields written back: a top-level field live has and data lacks is removed,

@@ -277,7 +277,11 @@ def test_a_fake_image_halts_at_the_canary_or_rolls_back(up):
                    "rb": ([CANARY, REST], {"onFailure": "Rollback", "progressDeadlineSeconds": 3})})
     gens = {name: generations(f, name) for name in ("halt", "rb")}
     set_image(f, "halt", "fake.io/nginx:broken")
-    set_image(f, "rb", "fake.io/nginx:broken")
+    # the bad change also adds a label: a rollback removes what the previous revision lacks
+    image = {"name": "app", "image": "fake.io/nginx:broken"}
+    f.kubectl("patch", "deploy/rb", "--type", "strategic", "-p",
+              json.dumps({"metadata": {"labels": {"bad": "yes"}},
+                          "spec": {"template": {"spec": {"containers": [image]}}}}))
 
     e = wait_phase(f, "halt", "Halted", timeout=30)
     assert e["reason"] == "ClusterFailed" and "member1" in e["message"], e
@@ -294,6 +298,7 @@ def test_a_fake_image_halts_at_the_canary_or_rolls_back(up):
     assert e["rolledBackFrom"] == 2 and e["generation"] == 3, e
     tmpl = f.get("deploy", "rb")
     assert tmpl["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.25"
+    assert "bad" not in tmpl["metadata"].get("labels", {}), tmpl["metadata"]
     wait_for(lambda: images(f, "rb")["member1"] == "nginx:1.25", timeout=20, what="the canary back on nginx:1.25")
     after = member_deploys(f, "rb")
     assert after["member1"]["metadata"]["generation"] == gens["rb"]["member1"] + 2  # the bad one, then back

@@ -161,6 +161,46 @@ static void test_restore_writes_data_back_and_keeps_the_claim_and_status(void **
     json_decref(old);
 }
 
+/* A ControllerRevision numbered n recording tmpl with spec.replicas set to replicas. */
+static json_t *revision_of(const char *tmpl_text, int n, int replicas)
+{
+    json_t *t = js(tmpl_text);
+    json_object_set_new(json_object_get(t, "spec"), "replicas", json_integer(replicas));
+    json_t *cr = json_pack("{ss ss so sI}", "apiVersion", "apps/v1", "kind", "ControllerRevision", "data",
+                           fl_revision_data(t), "revision", (json_int_t)n);
+    json_decref(t);
+    return cr;
+}
+
+static void test_previous_is_the_newest_revision_that_differs_from_the_template_now(void **state)
+{
+    (void)state;
+    json_t *tmpl = js(TEMPLATE); /* replicas 2 */
+    json_t *revs = json_array();
+    json_array_append_new(revs, revision_of(TEMPLATE, 3, 2)); /* the current one */
+    assert_null(fl_revision_previous(tmpl, revs));
+    json_array_append_new(revs, revision_of(TEMPLATE, 1, 5));
+    json_array_append_new(revs, revision_of(TEMPLATE, 2, 4));
+    assert_true(fl_revision_is_current(tmpl, json_array_get(revs, 0)));
+    assert_false(fl_revision_is_current(tmpl, json_array_get(revs, 1)));
+    const json_t *p = fl_revision_previous(tmpl, revs);
+    assert_non_null(p);
+    assert_int_equal(fl_json_path_int(p, "revision", 0), 2);
+    /* the newest change not recorded yet: the newest recorded one is the previous */
+    json_object_set_new(json_object_get(tmpl, "spec"), "replicas", json_integer(9));
+    assert_int_equal(fl_json_path_int(fl_revision_previous(tmpl, revs), "revision", 0), 3);
+    /* a status write or a policy's claim is not a change */
+    json_decref(tmpl);
+    tmpl = js(TEMPLATE);
+    json_object_set_new(json_object_get(tmpl, "status"), "replicas", json_integer(0));
+    json_object_set_new(json_object_get(json_object_get(tmpl, "metadata"), "labels"), FL_PP_ID_LABEL,
+                        json_string("p-2"));
+    assert_int_equal(fl_json_path_int(fl_revision_previous(tmpl, revs), "revision", 0), 2);
+    assert_null(fl_revision_previous(tmpl, NULL));
+    json_decref(revs);
+    json_decref(tmpl);
+}
+
 static void test_secrets_and_revisions_themselves_get_no_revisions(void **state)
 {
     (void)state;
@@ -180,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_name_is_the_template_name_and_hash_cut_to_253),
         cmocka_unit_test(test_history_limit_defaults_and_flags_a_bad_value),
         cmocka_unit_test(test_restore_writes_data_back_and_keeps_the_claim_and_status),
+        cmocka_unit_test(test_previous_is_the_newest_revision_that_differs_from_the_template_now),
         cmocka_unit_test(test_secrets_and_revisions_themselves_get_no_revisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
