@@ -42,7 +42,8 @@ static int problems;
 typedef struct replica {
     fb_server s;
     char dir[600];
-    char id[300];   /* its identity this run, from "<id> campaigns to lead the controllers" */
+    char id[300];   /* its identity this run, from "<id> campaigns to lead the controllers"
+                       or "<id> stands by: ..." */
     int starts;
 } replica;
 
@@ -79,9 +80,11 @@ static int replica_start(const char *flotilla, replica *r, const char *endpoints
         return -1;
     r->starts++;
     for (int64_t dl = fb_now_ns() + 20 * NS_PER_S; fb_now_ns() < dl; usleep(10000))
-        if (log_find(r->dir, " campaigns to lead the controllers", 0, r->id, sizeof r->id, NULL))
+        if (log_find(r->dir, " campaigns to lead the controllers", 0, r->id, sizeof r->id, NULL) ||
+            log_find(r->dir, " stands by: the controllers are led by", 0, r->id, sizeof r->id, NULL))
             return 0;
-    fprintf(stderr, "SERVER PROBLEM: %s/server.log never says it campaigns to lead the controllers\n", r->dir);
+    fprintf(stderr, "SERVER PROBLEM: %s/server.log never says it campaigns to lead the controllers or stands by\n",
+            r->dir);
     return -1;
 }
 

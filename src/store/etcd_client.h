@@ -162,5 +162,10 @@ typedef bool (*fl_etcd_watch_fn)(void *ctx, const fl_etcd_event *evs, size_t n, 
  * send a requested one ahead of events, etcd-io/etcd#15220). */
 int fl_etcd_watch(fl_etcd *c, const char *key, const char *range_end, int64_t start_rev, bool prev_kv,
                   bool progress_notify, fl_etcd_watch_fn fn, void *ctx, const bool *stop, fl_etcd_error *e);
+/* Watch the one key for at most total_ms (> 0) from start_rev, as fl_etcd_watch (no prev_kv,
+ * no progress notifications, no stop flag): the stream ends by itself at the bound, which
+ * answers FL_ETIMEDOUT in *e as a broken stream does. For a short wait on one key. */
+int fl_etcd_watch_for(fl_etcd *c, const char *key, int64_t start_rev, long total_ms, fl_etcd_watch_fn fn, void *ctx,
+                      fl_etcd_error *e);
 
 #endif

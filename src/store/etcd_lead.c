@@ -170,6 +170,26 @@ static int take_back(fl_etcd_lead *l, const fl_etcd_kv *kv, const char *identity
     return done;
 }
 
+static bool seen_delete(void *ctx, const fl_etcd_event *evs, size_t n, int64_t header_rev)
+{
+    (void)header_rev;
+    bool *gone = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (evs[i].type == FL_ETCD_EV_DELETE)
+            *gone = true;
+    return !*gone;
+}
+
+/* A standby's wait: watch the key after revision rev (what its read saw) until its delete
+ * arrives or FL_ETCD_LEAD_WATCH_MS pass. 0 either way (the caller reads the key again), or
+ * an error other than the bound (the caller then waits FL_ETCD_LEAD_POLL_MS). */
+static int wait_gone(fl_etcd_lead *l, int64_t rev, fl_etcd_error *e)
+{
+    bool gone = false;
+    int rc = fl_etcd_watch_for(l->c, l->key, rev + 1, FL_ETCD_LEAD_WATCH_MS, seen_delete, &gone, e);
+    return gone || rc == 0 || rc == FL_ETIMEDOUT ? 0 : rc;
+}
+
 int fl_etcd_lead_campaign(fl_etcd_lead *l, const char *identity, int ttl_s, const volatile int *stop,
                           void (*lost)(void *ctx), void *ctx)
 {
@@ -189,11 +209,19 @@ int fl_etcd_lead_campaign(fl_etcd_lead *l, const char *identity, int ttl_s, cons
         fl_etcd_kv *kvs = NULL;
         size_t n = 0;
         fl_etcd_error e = {0};
-        int rc = fl_etcd_range(l->c, l->key, NULL, 0, 1, false, &kvs, &n, NULL, NULL, &e);
+        int64_t read_rev = 0;
+        int rc = fl_etcd_range(l->c, l->key, NULL, 0, 1, false, &kvs, &n, NULL, &read_rev, &e);
         int back = rc == 0 && n == 1 ? take_back(l, &kvs[0], identity, &e) : 0;
         fl_etcd_kvs_free(kvs, n);
         if (back == 1)
             continue; /* taken at once on the next round */
+        if (rc == 0 && n == 1 && back == 0 && read_rev > 0) {
+            /* another holds it: wait for its delete instead of reading again and again */
+            if ((rc = wait_gone(l, read_rev, &e)) == 0)
+                continue;
+            if (rc == FL_EEXPIRED)
+                continue; /* the revision read is compacted already: read again */
+        }
         if (rc == 0 && n == 0) {
             rc = try_take(l, identity, &e);
             if (rc == 1) {
@@ -220,7 +248,7 @@ int fl_etcd_lead_campaign(fl_etcd_lead *l, const char *identity, int ttl_s, cons
                 l->lease = 0;
             }
         } else if (rc != 0 && fl_time_mono_ms() - said > 5000) {
-            fl_log(FL_LOG_WARN, "lead", "cannot read who leads: %s", e.msg);
+            fl_log(FL_LOG_WARN, "lead", "cannot read or watch who leads: %s", e.msg);
             said = fl_time_mono_ms();
         }
         sleep_ms(FL_ETCD_LEAD_POLL_MS);

@@ -4,8 +4,11 @@
  * The lead is one key, created in a transaction only when absent and bound to a lease of the
  * candidate's: whoever created it leads while its lease lives. The leader renews the lease
  * every third of its time to live and checks the key is still the one it created; standbys
- * look at the key every FL_ETCD_LEAD_POLL_MS and try to create it when it is gone (a crash:
- * the lease lapses after its time to live; a clean stop revokes it at once). A fenced write
+ * read the key and watch it from the revision they read, and try to create it as soon as its
+ * delete arrives (a crash: the lease lapses after its time to live; a clean stop revokes it
+ * at once). A standby's watch lasts FL_ETCD_LEAD_WATCH_MS at most, then it reads the key
+ * again (that bound is how soon it sees its stop flag); after an error it waits
+ * FL_ETCD_LEAD_POLL_MS before it reads again. A fenced write
  * carries a compare on the key's create revision, so it commits only while the key its
  * writer created still exists: a leader paused past its lease, whose key etcd deleted and
  * another replica created anew, commits nothing when it wakes. */
@@ -18,6 +21,7 @@
 #include "store/etcd_client.h"
 
 #define FL_ETCD_LEAD_POLL_MS 100
+#define FL_ETCD_LEAD_WATCH_MS 500
 
 typedef struct fl_etcd_lead fl_etcd_lead;
 

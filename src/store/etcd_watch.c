@@ -337,6 +337,12 @@ int fl_etcd_watch(fl_etcd *c, const char *key, const char *range_end, int64_t st
     return watch_with(c, key, range_end, start_rev, prev_kv, progress_notify, fn, ctx, stop, 0, e);
 }
 
+int fl_etcd_watch_for(fl_etcd *c, const char *key, int64_t start_rev, long total_ms, fl_etcd_watch_fn fn, void *ctx,
+                      fl_etcd_error *e)
+{
+    return watch_with(c, key, NULL, start_rev, false, false, fn, ctx, NULL, total_ms > 0 ? total_ms : 1, e);
+}
+
 static bool end_at_once(void *ctx, const fl_etcd_event *evs, size_t n, int64_t header_rev)
 {
     return false;

@@ -167,3 +167,37 @@ def test_up_runs_replicas_on_a_local_etcd_with_a_context_each():
         rc = p.wait(timeout=90)
         shutil.rmtree(d, ignore_errors=True)
     assert rc == 0
+
+
+def etcd_ranges(etcd):
+    """Range requests the etcd members have served (gRPC and the JSON gateway alike)."""
+    n = 0
+    for port in etcd.client:
+        text = subprocess.run(["curl", "-s", "-m", "5", f"http://127.0.0.1:{port}/metrics"],
+                              capture_output=True, text=True).stdout
+        for line in text.splitlines():
+            if line.startswith("grpc_server_handled_total") and 'grpc_method="Range"' in line:
+                n += float(line.rsplit(" ", 1)[1])
+    return n
+
+
+def test_a_standby_watches_the_lead_key_instead_of_reading_it_again_and_again(etcd):
+    """A standby waits for the lead key's delete on a watch: over 4 idle seconds the two
+    replicas read etcd a few times (the leader checks its key every third of its lease, the
+    standby once per bounded watch), where reading the key every 100 ms would be 40 reads
+    from the standby alone. And the handover after a clean stop still comes at once."""
+    r = Replicas(etcd, "/ha5/registry")
+    try:
+        a = r.leader()
+        time.sleep(1)
+        before = etcd_ranges(etcd)
+        time.sleep(4)
+        reads = etcd_ranges(etcd) - before
+        assert 0 < reads <= 20, f"{reads:.0f} reads of etcd in 4 idle seconds"
+        standby = next(s for s in r.servers if s is not a)
+        t0 = time.time()
+        assert a.stop() == 0, a.log()
+        r.leader(via=standby, timeout=10, other_than=a)
+        assert time.time() - t0 <= 3
+    finally:
+        r.close()
