@@ -405,7 +405,7 @@ typedef struct drill {
     const json_t *binding;
     json_t *targets; /* cluster -> true: where the binding is to be */
     json_t *seen;    /* cluster -> true: a Work was listed there */
-    json_t *ready;   /* cluster -> bool: its Ready condition */
+    json_t *ready;   /* cluster -> its enum fl_cluster_report */
     json_t *recs;    /* the binding's records so far */
 } drill;
 
@@ -436,7 +436,10 @@ static void add_record(drill *d, const char *cluster, const json_t *work)
 {
     const char *reason, *message;
     const char *state =
-        fl_summary_cluster_state(work, json_is_true(json_object_get(d->ready, cluster)), &reason, &message);
+        fl_summary_cluster_state(work, json_is_integer(json_object_get(d->ready, cluster))
+                                           ? (enum fl_cluster_report)json_integer_value(json_object_get(d->ready, cluster))
+                                           : FL_CLUSTER_NOT_READY,
+                                 &reason, &message);
     if (d->o->state && strcmp(state, d->o->state))
         return;
     const json_t *b = d->binding;
@@ -536,13 +539,7 @@ static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *
     return rc;
 }
 
-static bool cluster_ready(const json_t *cl)
-{
-    const char *st = fl_json_str(fl_condition_of(cl, "Ready"), "status");
-    return st && !strcmp(st, "True");
-}
-
-/* cluster -> Ready, for --cluster's one or for all: a new object in *out. 0, or 1 after
+/* cluster -> how it reports (fl_summary_cluster_report), for --cluster's one or for all: a new object in *out. 0, or 1 after
  * printing why not. */
 static int readiness(fl_client *cp, const opts *o, json_t **out)
 {
@@ -555,7 +552,7 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
             return fl_ctl_out_fail(VERB, "cluster \"%s\" not found", o->cluster);
         if (e)
             return fl_ctl_out_fail(VERB, "reading cluster %s: %s", o->cluster, fl_errmsg(ce.message, e));
-        json_object_set_new(*out, o->cluster, json_boolean(cluster_ready(cl)));
+        json_object_set_new(*out, o->cluster, json_integer(fl_summary_cluster_report(cl)));
         json_decref(cl);
         return 0;
     }
@@ -567,7 +564,7 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
     size_t i;
     json_t *cl;
     json_array_foreach(lr.items, i, cl) if (fl_json_meta(cl, "name"))
-        json_object_set_new(*out, fl_json_meta(cl, "name"), json_boolean(cluster_ready(cl)));
+        json_object_set_new(*out, fl_json_meta(cl, "name"), json_integer(fl_summary_cluster_report(cl)));
     fl_list_result_close(&lr);
     return 0;
 }

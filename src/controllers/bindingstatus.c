@@ -255,17 +255,12 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
     fl_ctrl_queue_bindings_of(s->q, s->rbs, s->crbs, api_version, kind);
 }
 
-/* A Cluster's Ready condition flipped: its bindings' summaries say Unknown, or no longer. */
-static bool cluster_ready(const json_t *cluster)
-{
-    const char *st = fl_json_str(fl_condition_of(cluster, "Ready"), "status");
-    return st && !strcmp(st, "True");
-}
-
+/* A Cluster's Ready condition flipped, or it stopped or started answering: its bindings'
+ * summaries say Unknown, or no longer. */
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     statusctl *s = ctx;
-    if (cluster_ready(old_obj) != cluster_ready(new_obj))
+    if (fl_summary_cluster_report(old_obj) != fl_summary_cluster_report(new_obj))
         fl_ctrl_queue_bindings(s->q, s->rbs, s->crbs);
 }
 
@@ -449,7 +444,7 @@ static int reconcile(void *ctx, const char *key)
         json_t *cl = NULL;
         fl_informer_get_key(s->clusters, cluster, &cl);
         const char *reason, *message;
-        const char *state = fl_summary_cluster_state(work, cl && cluster_ready(cl), &reason, &message);
+        const char *state = fl_summary_cluster_state(work, fl_summary_cluster_report(cl), &reason, &message);
         fl_summary_add(sum, cluster, ok, state, reason, message);
         json_decref(cl);
         json_decref(work);

@@ -738,9 +738,13 @@ static bool push_ready(cstatus *st, json_t *meta, const char *cur, const observa
     bool failing_while_ready = !ok && cur_true;
     bool healing_while_not = ok && cur && !cur_true;
     int64_t since = since_annotation(meta, FL_ANNOTATION_UNHEALTHY_SINCE, failing_while_ready, now);
+    /* the second failing probe in a row (the probes come about an interval apart, jittered) */
+    since_annotation(meta, FL_ANNOTATION_NOT_REPORTING_SINCE, failing_while_ready && now - since >= st->interval_ms / 2,
+                     now);
     if (failing_while_ready && now - since < st->failure_ms)
         return false;
     since_annotation(meta, FL_ANNOTATION_UNHEALTHY_SINCE, false, now);
+    since_annotation(meta, FL_ANNOTATION_NOT_REPORTING_SINCE, false, now);
     since = since_annotation(meta, FL_ANNOTATION_HEALTHY_SINCE, healing_while_not && st->success_ms > 0, now);
     if (healing_while_not && now - since < st->success_ms)
         return false;

@@ -30,6 +30,11 @@
 #define FL_ANNOTATION_UNHEALTHY_SINCE "flotilla.io/unhealthy-since"
 /* The same for a not-Ready cluster passing its probes, while the success threshold runs. */
 #define FL_ANNOTATION_HEALTHY_SINCE "flotilla.io/healthy-since"
+/* Set beside FL_ANNOTATION_UNHEALTHY_SINCE from the second failing probe in a row (about twice
+ * the probe interval after the cluster last answered) while the cluster is still Ready (its
+ * failure threshold not passed yet), cleared with it: what the cluster last reported is then
+ * stale, and the live state of its objects is Unknown (summary.h, FL_CLUSTER_NOT_REPORTING). */
+#define FL_ANNOTATION_NOT_REPORTING_SINCE "flotilla.io/not-reporting-since"
 
 extern const fl_controller fl_cluster_status_controller;
 

@@ -31,9 +31,16 @@ extern const char *const fl_summary_states[]; /* NULL-terminated */
  * InProgress, Current (an unknown name is as bad as Unknown). */
 bool fl_summary_state_worse(const char *a, const char *b);
 
-/* The state of one target cluster from its Work (NULL: none yet) and whether the cluster is
- * Ready; *reason and *message (borrowed from work or static; "" when none). */
-const char *fl_summary_cluster_state(const json_t *work, bool cluster_ready, const char **reason,
+/* How a target cluster's reports stand: Ready and answering; not Ready (or no such Cluster);
+ * or still Ready but not answering its probes for about twice the probe interval (the
+ * cluster status controller's FL_ANNOTATION_NOT_REPORTING_SINCE, controllers/cluster.h).
+ * The last two make its objects' live state Unknown. */
+enum fl_cluster_report { FL_CLUSTER_REPORTING, FL_CLUSTER_NOT_READY, FL_CLUSTER_NOT_REPORTING };
+enum fl_cluster_report fl_summary_cluster_report(const json_t *cluster);
+
+/* The state of one target cluster from its Work (NULL: none yet) and how the cluster reports;
+ * *reason and *message (borrowed from work or static; "" when none). */
+const char *fl_summary_cluster_state(const json_t *work, enum fl_cluster_report report, const char **reason,
                                      const char **message);
 
 /* The same for a Work's status (borrowed) whatever its cluster's readiness: what the execution

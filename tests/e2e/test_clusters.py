@@ -213,6 +213,12 @@ def test_join_status_health_taints_and_unjoin(cp, member):
                     timeout=10, what="the unhealthy-since annotation")
     assert ready(held) == "True", "Ready must hold until the failure threshold has passed"
     since = held["metadata"]["annotations"]["flotilla.io/unhealthy-since"]
+    # from the second failing probe on, the cluster is marked as not reporting (its objects'
+    # live state turns Unknown), still Ready
+    stale = wait_for(lambda: (x := cluster(cp, "m1")) and
+                     "flotilla.io/not-reporting-since" in (x["metadata"].get("annotations") or {}) and x,
+                     timeout=10, what="the not-reporting-since annotation")
+    assert ready(stale) == "True", "marked not reporting before the failure threshold"
     down = wait_for(lambda: (x := cluster(cp, "m1")) and ready(x) == "False" and x, timeout=15,
                     what="Ready False")
     rc = condition(down)
@@ -227,6 +233,7 @@ def test_join_status_health_taints_and_unjoin(cp, member):
     nr = [t for t in down["spec"]["taints"] if t["key"] == "cluster.karmada.io/not-ready"][0]
     assert nr["effect"] == "NoSchedule" and nr["timeAdded"].endswith("Z")
     assert "flotilla.io/unhealthy-since" not in (down["metadata"].get("annotations") or {})
+    assert "flotilla.io/not-reporting-since" not in (down["metadata"].get("annotations") or {})
     # still down: no writes
     rv = down["metadata"]["resourceVersion"]
     time.sleep(6 * INTERVAL_MS / 1000)

@@ -5,7 +5,8 @@ aggregatedStatus keeps its shape but holds at most 100 items.
 - a Deployment on three members: Current 3/3, nothing named, and a quiet fleet writes nothing;
 - one member's copy given an image that never pulls: Failed there (ProgressDeadlineExceeded),
   named in the summary, the binding's state Failed; the override removed: Current again;
-- a member whose API goes down turns Unknown (ClusterNotReady) once its Cluster is not Ready;
+- a member whose API goes down turns Unknown at its second failing probe (ClusterNotReporting),
+  while its Cluster is still Ready, and stays Unknown (ClusterNotReady) once it is not;
 - 105 members: aggregatedStatus holds the 100 worst (the Failed copies first), the summary
   counts all 105, and the stored binding stays small.
 """
@@ -95,12 +96,23 @@ def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
     fleet.apply([policy_manifest("sum-down", ["member1", "member3"]), deployment_manifest("sum-down")])
     wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current on both")
     member_fault(fleet, "member3", True)
+    t0 = time.time()
     try:
+        # the second failing probe (about twice the 10 s probe interval): Unknown while the
+        # Cluster is still Ready (its 30 s failure threshold not passed)
         s = wait_for(lambda: (x := summary(fleet, "sum-down")).get("unknown") == 1 and x, timeout=WAIT,
                      what="Unknown on member3")
+        took = time.time() - t0
+        ready = [c for c in fleet.get("cluster", "member3")["status"]["conditions"] if c["type"] == "Ready"][0]
         assert s["state"] == "Unknown" and s["current"] == 1
         assert [(n["cluster"], n["state"], n.get("reason")) for n in s["notCurrent"]] == \
-            [("member3", "Unknown", "ClusterNotReady")]
+            [("member3", "Unknown", "ClusterNotReporting")], (took, s["notCurrent"])
+        assert ready["status"] == "True", (took, ready)
+        # then the threshold: the Cluster is not Ready, and the summary says so
+        s = wait_for(lambda: (x := summary(fleet, "sum-down")).get("notCurrent") and
+                     x["notCurrent"][0].get("reason") == "ClusterNotReady" and x, timeout=WAIT,
+                     what="ClusterNotReady on member3")
+        assert s["unknown"] == 1 and s["current"] == 1
     finally:
         member_fault(fleet, "member3", False)
     wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current again")

@@ -38,18 +38,24 @@ static void test_a_cluster_state_comes_from_its_work(void **state)
     (void)state;
     static const struct {
         const char *applied, *live, *live_reason;
-        bool has_work, ready, deleting;
+        bool has_work;
+        enum fl_cluster_report report;
+        bool deleting;
         const char *want, *want_reason;
     } rows[] = {
-        {NULL, NULL, NULL, false, true, false, "InProgress", "NotDelivered"},
-        {NULL, NULL, NULL, true, true, false, "InProgress", "NotApplied"},
-        {"False", NULL, NULL, true, true, false, "Failed", "AppliedFailed"},
-        {"True", "Current", NULL, true, true, false, "Current", ""},
-        {"True", "Failed", "ProgressDeadlineExceeded", true, true, false, "Failed", "ProgressDeadlineExceeded"},
-        {"True", "InProgress", "ObservedGenerationOld", true, true, false, "InProgress", "ObservedGenerationOld"},
-        {"True", NULL, NULL, true, true, false, "Unknown", "NoLiveStatus"},
-        {"True", "Current", NULL, true, false, false, "Unknown", "ClusterNotReady"},
-        {"True", "Current", NULL, true, true, true, "Terminating", "WorkDeleting"},
+        {NULL, NULL, NULL, false, FL_CLUSTER_REPORTING, false, "InProgress", "NotDelivered"},
+        {NULL, NULL, NULL, true, FL_CLUSTER_REPORTING, false, "InProgress", "NotApplied"},
+        {"False", NULL, NULL, true, FL_CLUSTER_REPORTING, false, "Failed", "AppliedFailed"},
+        {"True", "Current", NULL, true, FL_CLUSTER_REPORTING, false, "Current", ""},
+        {"True", "Failed", "ProgressDeadlineExceeded", true, FL_CLUSTER_REPORTING, false, "Failed",
+         "ProgressDeadlineExceeded"},
+        {"True", "InProgress", "ObservedGenerationOld", true, FL_CLUSTER_REPORTING, false, "InProgress",
+         "ObservedGenerationOld"},
+        {"True", NULL, NULL, true, FL_CLUSTER_REPORTING, false, "Unknown", "NoLiveStatus"},
+        {"True", "Current", NULL, true, FL_CLUSTER_NOT_READY, false, "Unknown", "ClusterNotReady"},
+        {"True", "Current", NULL, true, FL_CLUSTER_NOT_REPORTING, false, "Unknown", "ClusterNotReporting"},
+        {NULL, NULL, NULL, false, FL_CLUSTER_NOT_REPORTING, false, "Unknown", "ClusterNotReporting"},
+        {"True", "Current", NULL, true, FL_CLUSTER_REPORTING, true, "Terminating", "WorkDeleting"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         json_t *w = rows[i].has_work ? work(rows[i].applied, rows[i].live, rows[i].live_reason) : NULL;
@@ -57,11 +63,26 @@ static void test_a_cluster_state_comes_from_its_work(void **state)
             json_object_set_new(json_object_get(w, "metadata"), "deletionTimestamp",
                                 json_string("2026-12-07T00:00:00Z"));
         const char *reason, *message;
-        const char *got = fl_summary_cluster_state(w, rows[i].ready, &reason, &message);
+        const char *got = fl_summary_cluster_state(w, rows[i].report, &reason, &message);
         if (strcmp(got, rows[i].want) || strcmp(reason, rows[i].want_reason))
             fail_msg("row %zu: got %s/%s, want %s/%s", i, got, reason, rows[i].want, rows[i].want_reason);
         json_decref(w);
     }
+}
+
+static void test_a_cluster_reports_while_ready_and_answering(void **state)
+{
+    (void)state;
+    json_t *c = test_json("{'metadata':{'name':'m1'},'status':{'conditions':[{'type':'Ready','status':'True'}]}}");
+    assert_int_equal(fl_summary_cluster_report(c), FL_CLUSTER_REPORTING);
+    json_object_set_new(json_object_get(c, "metadata"), "annotations",
+                        test_json("{'flotilla.io/not-reporting-since':'2026-12-07T21:00:00.000Z'}"));
+    assert_int_equal(fl_summary_cluster_report(c), FL_CLUSTER_NOT_REPORTING);
+    json_decref(c);
+    c = test_json("{'metadata':{'name':'m1'},'status':{'conditions':[{'type':'Ready','status':'Unknown'}]}}");
+    assert_int_equal(fl_summary_cluster_report(c), FL_CLUSTER_NOT_READY);
+    json_decref(c);
+    assert_int_equal(fl_summary_cluster_report(NULL), FL_CLUSTER_NOT_READY);
 }
 
 static void test_the_worst_manifest_of_a_work_wins(void **state)
@@ -73,7 +94,7 @@ static void test_the_worst_manifest_of_a_work_wins(void **state)
                           "{'liveStatus':{'state':'NotFound','reason':'Deleted','message':'gone'}},"
                           "{'liveStatus':{'state':'Terminating'}}]}}");
     const char *reason, *message;
-    assert_string_equal(fl_summary_cluster_state(w, true, &reason, &message), "NotFound");
+    assert_string_equal(fl_summary_cluster_state(w, FL_CLUSTER_REPORTING, &reason, &message), "NotFound");
     assert_string_equal(reason, "Deleted");
     assert_string_equal(message, "gone");
     json_decref(w);
@@ -222,6 +243,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_cluster_state_comes_from_its_work),
+        cmocka_unit_test(test_a_cluster_reports_while_ready_and_answering),
         cmocka_unit_test(test_the_worst_manifest_of_a_work_wins),
         cmocka_unit_test(test_the_summary_counts_names_twenty_worst_first_and_stays_small),
         cmocka_unit_test(test_last_change_time_stays_while_nothing_else_changes),
