@@ -56,7 +56,10 @@ static const fl_gvr NODES = {"v1", "nodes"};
 static const fl_gvr PODS = {"v1", "pods"};
 
 #define LEASE_NAMESPACE "karmada-cluster"
-#define NWORKERS 4
+#define NWORKERS 4     /* at start */
+#define MAX_WORKERS 32 /* grown on demand (grow_if_stuck): a member that never answers holds a
+                          worker for the probe timeout, and a partition holds many at once */
+#define STUCK_MS 1000  /* a worker this long in one request counts as held by a silent member */
 #define LOG "cluster-status"
 
 /* Karmada's condition vocabulary (pkg/controllers/status). */
@@ -83,6 +86,7 @@ typedef struct worker {
     pthread_t th;
     fl_client_cancel *cancel;
     _Atomic int64_t deadline_ms; /* monotonic; 0 = no request under watch */
+    _Atomic int64_t armed_ms;    /* monotonic: when that request began; 0 = none */
 } worker;
 
 struct cstatus {
@@ -95,8 +99,8 @@ struct cstatus {
     fl_members *members;
     pthread_mutex_t mu;
     json_t *mem;                 /* name -> {"disc": ms of last discovery, "h": last health} */
-    worker w[NWORKERS];
-    int nworkers;
+    worker w[MAX_WORKERS];
+    _Atomic int nworkers;        /* grows under mu while not stopping; w[i] ready before */
     pthread_t watchdog;
     bool watchdog_started;
     fl_client_cancel *watchdog_stop;
@@ -145,7 +149,9 @@ static void mem_set(cstatus *st, const char *name, const char *field, int64_t v)
 static void arm(worker *w, int64_t ms)
 {
     fl_client_cancel_reset(w->cancel);
-    atomic_store(&w->deadline_ms, fl_time_mono_ms() + ms);
+    int64_t now = fl_time_mono_ms();
+    atomic_store(&w->armed_ms, now);
+    atomic_store(&w->deadline_ms, now + ms);
     /* stop may have fired the token just before the reset: look again */
     if (atomic_load(&w->st->stop))
         fl_client_cancel_fire(w->cancel);
@@ -154,6 +160,7 @@ static void arm(worker *w, int64_t ms)
 static void disarm(worker *w)
 {
     atomic_store(&w->deadline_ms, 0);
+    atomic_store(&w->armed_ms, 0);
 }
 
 static void *watchdog_main(void *arg)
@@ -931,6 +938,46 @@ static void reconcile(worker *w, const char *name)
     json_decref(cl);
 }
 
+static void *worker_main(void *arg);
+
+/* Start worker i (under mu, i == nworkers, not stopping): 0, or FL_EIO. */
+static int start_worker(cstatus *st, int i)
+{
+    worker *w = &st->w[i];
+    w->st = st;
+    w->cancel = fl_client_cancel_new();
+    atomic_store(&w->deadline_ms, 0);
+    atomic_store(&w->armed_ms, 0);
+    if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+        fl_client_cancel_free(w->cancel);
+        return FL_EIO;
+    }
+    atomic_store(&st->nworkers, i + 1);
+    return 0;
+}
+
+/* Keys are ready and every other worker has been in one request for STUCK_MS (members that
+ * do not answer, each holding its worker for the probe timeout): one more worker, so the
+ * other clusters keep their interval. A healthy fleet never grows the pool. */
+static void grow_if_stuck(worker *self)
+{
+    cstatus *st = self->st;
+    if (fl_workqueue_len(st->q) == 0 || atomic_load(&st->nworkers) >= MAX_WORKERS)
+        return;
+    int64_t now = fl_time_mono_ms();
+    int n = atomic_load(&st->nworkers);
+    for (int i = 0; i < n; i++) {
+        int64_t at = atomic_load(&st->w[i].armed_ms);
+        if (&st->w[i] != self && (!at || now - at < STUCK_MS))
+            return;
+    }
+    pthread_mutex_lock(&st->mu);
+    n = atomic_load(&st->nworkers);
+    if (!atomic_load(&st->stop) && n < MAX_WORKERS && start_worker(st, n) == 0)
+        fl_log(FL_LOG_INFO, LOG, "probes are held by members that do not answer: %d workers now", n + 1);
+    pthread_mutex_unlock(&st->mu);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -940,6 +987,7 @@ static void *worker_main(void *arg)
         if (!atomic_load(&st->stop) && !*st->stopping && !strcmp(key, FL_MSTATUS_KEY)) {
             fl_workqueue_add_after(st->q, key, fl_mstatus_poll(st->mstatus, w->cancel));
         } else if (!atomic_load(&st->stop) && !*st->stopping) {
+            grow_if_stuck(w);
             reconcile(w, key);
             /* the next probe of this cluster; a deleted one is dropped at that turn. Clusters
              * that joined together are probed at a random point of the period the first
@@ -1045,17 +1093,10 @@ static int cluster_start(const fl_ctrl_env *env, void **state)
     int rc = fl_informer_new(&lc, &st->leases);
     if (rc == 0)
         rc = fl_informer_start(st->leases);
-    for (int i = 0; rc == 0 && i < NWORKERS; i++) {
-        worker *w = &st->w[i];
-        w->st = st;
-        w->cancel = fl_client_cancel_new();
-        if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
-            fl_client_cancel_free(w->cancel);
-            rc = FL_EIO;
-            break;
-        }
-        st->nworkers++;
-    }
+    pthread_mutex_lock(&st->mu);
+    for (int i = 0; rc == 0 && i < NWORKERS; i++)
+        rc = start_worker(st, i);
+    pthread_mutex_unlock(&st->mu);
     if (rc == 0) {
         if (pthread_create(&st->watchdog, NULL, watchdog_main, st) != 0)
             rc = FL_EIO;
@@ -1078,6 +1119,8 @@ static void cluster_stop(void *state)
     if (!st)
         return;
     atomic_store(&st->stop, true);
+    pthread_mutex_lock(&st->mu); /* a worker starting now has started: none after */
+    pthread_mutex_unlock(&st->mu);
     for (int i = 0; i < st->nworkers; i++)
         fl_client_cancel_fire(st->w[i].cancel);
     fl_workqueue_shut_down(st->q);

@@ -118,6 +118,46 @@ def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
     wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current again")
 
 
+def member_partition(fleet, cluster, on):
+    """Partition cluster on the member host (its requests hang) or heal it."""
+    endpoint = fleet.get("cluster", cluster)["spec"]["apiEndpoint"]
+    host = endpoint[:endpoint.index("/clusters/")]
+    pki = os.path.join(fleet.dir, "members", "pki")
+    token = open(os.path.join(pki, "admin.token")).read().strip()
+    r = subprocess.run(["curl", "-sS", "--fail", "--cacert", os.path.join(pki, "ca.crt"), "-X", "PUT",
+                        "-H", f"Authorization: Bearer {token}", f"{host}/admin/clusters/{cluster}/fault",
+                        "-d", json.dumps({"partition": on})], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def test_partitioned_members_do_not_hold_back_the_probes_of_the_others(monkeypatch):
+    """Six of eight members partitioned: each probe of one hangs for the probe timeout, more
+    than the cluster status controller's four workers can wait through in an interval, so the
+    pool grows (it says so) and every partitioned cluster is marked not reporting while the two
+    others stay Ready and reporting."""
+    monkeypatch.setenv("FLOTILLA_CLUSTER_STATUS_INTERVAL_MS", "500")
+    monkeypatch.setenv("FLOTILLA_CLUSTER_PROBE_TIMEOUT_MS", "3000")
+    monkeypatch.setenv("FLOTILLA_CLUSTER_FAILURE_THRESHOLD_MS", "120000")
+    with running_fleet(members=8) as f:
+        cut = [f"member{i}" for i in range(3, 9)]
+        for c in cut:
+            member_partition(f, c, True)
+        try:
+            def marked():
+                return {c["metadata"]["name"] for c in f.get("clusters")["items"]
+                        if "flotilla.io/not-reporting-since" in (c["metadata"].get("annotations") or {})}
+            wait_for(lambda: marked() == set(cut), timeout=60, what=f"{cut} marked not reporting")
+            log = open(os.path.join(f.dir, "server.log")).read()
+            assert "probes are held by members that do not answer" in log, log[-2000:]
+            for c in ("member1", "member2"):
+                cl = f.get("cluster", c)
+                assert [x["status"] for x in cl["status"]["conditions"] if x["type"] == "Ready"] == ["True"], cl
+        finally:
+            for c in cut:
+                member_partition(f, c, False)
+        wait_for(lambda: not marked(), timeout=60, what="every member reporting again")
+
+
 def test_a_large_fleet_keeps_the_hundred_worst_items_and_counts_all():
     with running_fleet(members=105) as big:
         failing = ["member7", "member50", "member101"]
