@@ -59,7 +59,7 @@ static const fl_gvr PODS = {"v1", "pods"};
 #define NWORKERS 4     /* at start */
 #define MAX_WORKERS 32 /* grown on demand (grow_if_stuck): a member that never answers holds a
                           worker for the probe timeout, and a partition holds many at once */
-#define STUCK_MS 1000  /* a worker this long in one request counts as held by a silent member */
+#define STUCK_MS 250   /* a worker this long in one request counts as held by a slow member */
 #define LOG "cluster-status"
 
 /* Karmada's condition vocabulary (pkg/controllers/status). */
@@ -163,6 +163,27 @@ static void disarm(worker *w)
     atomic_store(&w->armed_ms, 0);
 }
 
+static int start_worker(cstatus *st, int i);
+
+/* Keys are ready and every worker has been in one request for STUCK_MS (members that do not
+ * answer, each holding its worker for the probe timeout): one more worker, so the other
+ * clusters keep their interval. A healthy fleet never grows the pool. On the watchdog. */
+static void grow_if_stuck(cstatus *st, int64_t now)
+{
+    int n = atomic_load(&st->nworkers);
+    if (n >= MAX_WORKERS || fl_workqueue_len(st->q) == 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        int64_t at = atomic_load(&st->w[i].armed_ms);
+        if (!at || now - at < STUCK_MS)
+            return;
+    }
+    pthread_mutex_lock(&st->mu);
+    if (!atomic_load(&st->stop) && atomic_load(&st->nworkers) == n && start_worker(st, n) == 0)
+        fl_log(FL_LOG_INFO, LOG, "probes are held by members that do not answer: %d workers now", n + 1);
+    pthread_mutex_unlock(&st->mu);
+}
+
 static void *watchdog_main(void *arg)
 {
     cstatus *st = arg;
@@ -175,6 +196,7 @@ static void *watchdog_main(void *arg)
                 fl_client_cancel_fire(st->w[i].cancel);
             }
         }
+        grow_if_stuck(st, now);
     }
     return NULL;
 }
@@ -956,28 +978,6 @@ static int start_worker(cstatus *st, int i)
     return 0;
 }
 
-/* Keys are ready and every other worker has been in one request for STUCK_MS (members that
- * do not answer, each holding its worker for the probe timeout): one more worker, so the
- * other clusters keep their interval. A healthy fleet never grows the pool. */
-static void grow_if_stuck(worker *self)
-{
-    cstatus *st = self->st;
-    if (fl_workqueue_len(st->q) == 0 || atomic_load(&st->nworkers) >= MAX_WORKERS)
-        return;
-    int64_t now = fl_time_mono_ms();
-    int n = atomic_load(&st->nworkers);
-    for (int i = 0; i < n; i++) {
-        int64_t at = atomic_load(&st->w[i].armed_ms);
-        if (&st->w[i] != self && (!at || now - at < STUCK_MS))
-            return;
-    }
-    pthread_mutex_lock(&st->mu);
-    n = atomic_load(&st->nworkers);
-    if (!atomic_load(&st->stop) && n < MAX_WORKERS && start_worker(st, n) == 0)
-        fl_log(FL_LOG_INFO, LOG, "probes are held by members that do not answer: %d workers now", n + 1);
-    pthread_mutex_unlock(&st->mu);
-}
-
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -987,7 +987,6 @@ static void *worker_main(void *arg)
         if (!atomic_load(&st->stop) && !*st->stopping && !strcmp(key, FL_MSTATUS_KEY)) {
             fl_workqueue_add_after(st->q, key, fl_mstatus_poll(st->mstatus, w->cancel));
         } else if (!atomic_load(&st->stop) && !*st->stopping) {
-            grow_if_stuck(w);
             reconcile(w, key);
             /* the next probe of this cluster; a deleted one is dropped at that turn. Clusters
              * that joined together are probed at a random point of the period the first
