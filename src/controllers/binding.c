@@ -934,6 +934,10 @@ static void write_target(void *ctx, int k)
     }
     if (!rc)
         note_written(r->b, wk, stored);
+    if (!rc && r->create[i])
+        /* indexed now, not when the cache brings it: a binding deleted before then must wait
+         * for this Work too, not find none and let its finalizer go */
+        index_put(r->b, stored, true);
     json_decref(stored);
     if (rc && rc != FL_ECONFLICT)
         r->err[i] = fl_asprintf("writing Work %s: %s", wk, fl_errmsg(ce.message, rc));
