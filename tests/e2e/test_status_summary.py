@@ -26,15 +26,17 @@ def summary(fleet, name):
     return ((fleet.get("rb", f"{name}-deployment") or {}).get("status") or {}).get("summary") or {}
 
 
-def member_fault(fleet, cluster, down):
-    """Take cluster's API down (503 to everything) or bring it back, on the member host."""
+def member_fault(fleet, cluster, down=None, partition=None):
+    """On the member host: take cluster's API down (503 to everything) or bring it back, or
+    partition it (its requests hang) or heal it."""
+    fault = {k: v for k, v in (("down", down), ("partition", partition)) if v is not None}
     endpoint = fleet.get("cluster", cluster)["spec"]["apiEndpoint"]
     host = endpoint[:endpoint.index("/clusters/")]
     pki = os.path.join(fleet.dir, "members", "pki")
     token = open(os.path.join(pki, "admin.token")).read().strip()
     r = subprocess.run(["curl", "-sS", "--fail", "--cacert", os.path.join(pki, "ca.crt"), "-X", "PUT",
                         "-H", f"Authorization: Bearer {token}", f"{host}/admin/clusters/{cluster}/fault",
-                        "-d", json.dumps({"down": down})], capture_output=True, text=True, timeout=30)
+                        "-d", json.dumps(fault)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
 
 
@@ -118,18 +120,6 @@ def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
     wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current again")
 
 
-def member_partition(fleet, cluster, on):
-    """Partition cluster on the member host (its requests hang) or heal it."""
-    endpoint = fleet.get("cluster", cluster)["spec"]["apiEndpoint"]
-    host = endpoint[:endpoint.index("/clusters/")]
-    pki = os.path.join(fleet.dir, "members", "pki")
-    token = open(os.path.join(pki, "admin.token")).read().strip()
-    r = subprocess.run(["curl", "-sS", "--fail", "--cacert", os.path.join(pki, "ca.crt"), "-X", "PUT",
-                        "-H", f"Authorization: Bearer {token}", f"{host}/admin/clusters/{cluster}/fault",
-                        "-d", json.dumps({"partition": on})], capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-
-
 def test_partitioned_members_do_not_hold_back_the_probes_of_the_others(monkeypatch):
     """Six of eight members partitioned: each probe of one hangs for the probe timeout, more
     than the cluster status controller's four workers can wait through in an interval, so the
@@ -141,7 +131,7 @@ def test_partitioned_members_do_not_hold_back_the_probes_of_the_others(monkeypat
     with running_fleet(members=8) as f:
         cut = [f"member{i}" for i in range(3, 9)]
         for c in cut:
-            member_partition(f, c, True)
+            member_fault(f, c, partition=True)
         try:
             def marked():
                 return {c["metadata"]["name"] for c in f.get("clusters")["items"]
@@ -154,7 +144,7 @@ def test_partitioned_members_do_not_hold_back_the_probes_of_the_others(monkeypat
                 assert [x["status"] for x in cl["status"]["conditions"] if x["type"] == "Ready"] == ["True"], cl
         finally:
             for c in cut:
-                member_partition(f, c, False)
+                member_fault(f, c, partition=False)
         wait_for(lambda: not marked(), timeout=60, what="every member reporting again")
 
 
