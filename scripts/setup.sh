@@ -10,7 +10,11 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-
   prometheus)  # prometheus: promtool and a real server for tests/e2e/test_metrics.py
 APT_PACKAGES+=(python3-pytest-xdist)  # the e2e suite runs its files on two workers (test.sh)
 APT_PACKAGES+=(etcd-server)  # the real etcd (3.4) that tests/unit/etcdtest.h starts for the etcd store's tests
+APT_PACKAGES+=(etcd-client)  # etcdctl: tests/e2e/test_etcd*.py read and fault the store's keys with it
 APT_PACKAGES+=(chromium)     # the browser tests/e2e/ui/ drives headless (puppeteer-core brings none)
+# certutil and pk12util put a client certificate into chromium's store, openssl makes its
+# PKCS#12: tests/e2e/ui/client_cert.test.mjs signs in with it
+APT_PACKAGES+=(libnss3-tools openssl)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
