@@ -15,6 +15,9 @@
  *                    it in etcd (store_etcd_write.c: "FL1 <offset>\n" and the JSON without the
  *                    resourceVersion's digits), under /bench-direct/configmaps/default/NAME.
  *   flotilla/sqlite  as flotilla/etcd, against the SQLite server (fsync per group commit)
+ *   flotilla/etcd B  with --compare PATH only: as flotilla/etcd, against a second server on the
+ *                    same etcd (prefix /bench-writes-b) run from another binary, so that two
+ *                    builds are measured in one run, through the same spells of the machine
  *
  * Both etcd paths talk to the first member, as Flotilla's client starts there. Durability is
  * the same (etcd fsyncs its WAL per raft batch either way). The paths run interleaved in
@@ -28,7 +31,7 @@
  * Flotilla's write waits for after its txn.
  *
  * Usage: etcd_writes [--clients 1,8,32] [--objects 1200] [--slices 4] [--size 1024]
- *                    [--flotilla PATH] [--dir PARENT] [--http] [--keep] */
+ *                    [--flotilla PATH] [--compare PATH] [--dir PARENT] [--http] [--keep] */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,10 +42,16 @@
 #include "bench_common.h"
 
 #define MAX_K 8
-enum { P_ETCD, P_DIRECT, P_SQLITE, NPATH };
-static const char *const PATH_NAME[NPATH] = {"flotilla/etcd", "direct etcd", "flotilla/sqlite"};
+enum { P_ETCD, P_DIRECT, P_SQLITE, P_ETCD_B, NPATH };
+static const char *const PATH_NAME[NPATH] = {"flotilla/etcd", "direct etcd", "flotilla/sqlite", "flotilla/etcd B"};
 
 static int problems;
+static bool with_sqlite = true, with_b; /* the paths this run measures beside the two first */
+
+static bool path_used(int p)
+{
+    return (p != P_SQLITE || with_sqlite) && (p != P_ETCD_B || with_b);
+}
 
 /* One path's endpoint: a Flotilla server, or an etcd member's gateway (srv.url only). */
 typedef struct path {
@@ -315,7 +324,7 @@ static void gen_bodies(char **bodies, size_t *lens, int n, int k, size_t size)
 }
 
 /* All three paths at k clients, n objects each, in `slices` interleaved slices. */
-static void run_level(path *paths, bool with_sqlite, ewatch *ew, int k, int n, int slices, size_t size, result *res)
+static void run_level(path *paths, ewatch *ew, int k, int n, int slices, size_t size, result *res)
 {
     int64_t *drev = calloc((size_t)n, sizeof *drev), *dack = calloc((size_t)n, sizeof *dack);
     char **bodies = calloc((size_t)n, sizeof *bodies), **resp = calloc((size_t)n, sizeof *resp),
@@ -327,25 +336,32 @@ static void run_level(path *paths, bool with_sqlite, ewatch *ew, int k, int n, i
         lat[p] = calloc((size_t)n, sizeof *lat[p]);
     gen_bodies(bodies, lens, n, k, size);
     for (int p = 0; p < NPATH; p++)
-        if (p != P_SQLITE || with_sqlite)
+        if (path_used(p))
             if (path_connect(&paths[p], k))
                 problems++;
-    double ssum0, scount0, ssum1, scount1;
+    double ssum0, scount0, ssum1, scount1, bsum0 = 0, bcount0 = 0, bsum1 = 0, bcount1 = 0;
     store_write_stats(&paths[P_ETCD].srv, &ssum0, &scount0);
+    if (with_b)
+        store_write_stats(&paths[P_ETCD_B].srv, &bsum0, &bcount0);
     double cpu_etcd = 0;
     int errors[NPATH] = {0};
     for (int s = 0; s < slices; s++) {
         int lo = n * s / slices, hi = n * (s + 1) / slices;
-        /* flotilla/etcd goes before direct (which sends what it answered); sqlite's turn rotates */
-        int order[NPATH] = {P_ETCD, P_DIRECT, P_SQLITE};
+        /* flotilla/etcd goes before direct (which sends what it answered); sqlite's turn rotates,
+         * and B goes first in every other slice */
+        int order[NPATH] = {P_ETCD, P_DIRECT, P_SQLITE, P_ETCD_B};
         if (s % 3 == 1) {
             order[0] = P_SQLITE, order[1] = P_ETCD, order[2] = P_DIRECT;
         } else if (s % 3 == 2) {
             order[0] = P_ETCD, order[1] = P_SQLITE, order[2] = P_DIRECT;
         }
+        if (s % 2 == 1) {
+            memmove(order + 1, order, 3 * sizeof *order);
+            order[0] = P_ETCD_B;
+        }
         for (int j = 0; j < NPATH; j++) {
             int p = order[j];
-            if (p == P_SQLITE && !with_sqlite)
+            if (!path_used(p))
                 continue;
             slice sl = {.p = &paths[p], .k = k, .lo = lo, .hi = hi, .bodies = bodies, .lens = lens, .lat = lat[p]};
             atomic_init(&sl.errors, 0);
@@ -371,8 +387,10 @@ static void run_level(path *paths, bool with_sqlite, ewatch *ew, int k, int n, i
         }
     }
     store_write_stats(&paths[P_ETCD].srv, &ssum1, &scount1);
+    if (with_b)
+        store_write_stats(&paths[P_ETCD_B].srv, &bsum1, &bcount1);
     for (int p = 0; p < NPATH; p++) {
-        if (p == P_SQLITE && !with_sqlite)
+        if (!path_used(p))
             continue;
         path_disconnect(&paths[p], k);
         res[p].done = n;
@@ -396,6 +414,9 @@ static void run_level(path *paths, bool with_sqlite, ewatch *ew, int k, int n, i
                "create, %.2f cores while its slices ran\n",
                res[P_ETCD].mean, (ssum1 - ssum0) / dn * 1000, dn, res[P_DIRECT].mean, cpu_etcd * 1000 / n,
                cpu_etcd / wall[P_ETCD]);
+    if (with_b && bcount1 - bcount0 > 0)
+        printf("  flotilla/etcd B: a create's request takes %.2f ms on average, of which the store's own write %.2f ms\n",
+               res[P_ETCD_B].mean, (bsum1 - bsum0) / (bcount1 - bcount0) * 1000);
     usleep(200000); /* the last events */
     int64_t *dl = calloc((size_t)n, sizeof *dl);
     size_t nd = ewatch_delays(ew, drev, dack, n, dl);
@@ -451,7 +472,7 @@ static void print_etcd_leader(const fb_etcd *e)
 static void usage(void)
 {
     fprintf(stderr, "usage: etcd_writes [--clients 1,8,32] [--objects 1200] [--slices 4] [--size 1024]\n"
-                    "                   [--no-sqlite] [--flotilla PATH] [--dir PARENT] [--http] [--keep]\n");
+                    "                   [--no-sqlite] [--flotilla PATH] [--compare PATH] [--dir PARENT] [--http] [--keep]\n");
     exit(2);
 }
 
@@ -459,8 +480,8 @@ int main(int argc, char **argv)
 {
     int ks[MAX_K] = {1, 8, 32}, nk = 3, n = 1200, slices = 4;
     size_t size = 1024;
-    bool keep = false, http = false, with_sqlite = true;
-    const char *flotilla_arg = NULL, *parent = NULL;
+    bool keep = false, http = false;
+    const char *flotilla_arg = NULL, *parent = NULL, *compare = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool hv = i + 1 < argc;
@@ -474,6 +495,8 @@ int main(int argc, char **argv)
             size = (size_t)atol(argv[++i]);
         else if (!strcmp(a, "--flotilla") && hv)
             flotilla_arg = argv[++i];
+        else if (!strcmp(a, "--compare") && hv)
+            compare = argv[++i];
         else if (!strcmp(a, "--dir") && hv)
             parent = argv[++i];
         else if (!strcmp(a, "--no-sqlite"))
@@ -487,16 +510,18 @@ int main(int argc, char **argv)
     }
     if (n < 1 || slices < 1 || slices > n || nk < 1 || size > 1000000)
         usage();
+    with_b = compare != NULL;
     for (int i = 0; i < nk; i++)
         if (ks[i] < 1 || ks[i] > 64)
             usage();
     curl_global_init(CURL_GLOBAL_ALL);
     const char *flotilla = fb_flotilla_path(flotilla_arg);
     char *dir = fb_mkdtemp(parent, "fl-bench-etcdw");
-    char edir[600], d1[600], d2[600], load[96];
+    char edir[600], d1[600], d2[600], d3[600], load[96];
     snprintf(edir, sizeof edir, "%s/etcd", dir);
     snprintf(d1, sizeof d1, "%s/server-etcd", dir);
     snprintf(d2, sizeof d2, "%s/server-sqlite", dir);
+    snprintf(d3, sizeof d3, "%s/server-etcd-b", dir);
     printf("etcd_writes: %s, %d objects of %zu B per path and client count, %d slices, %ld cores, %s\n", flotilla, n,
            size, slices, sysconf(_SC_NPROCESSORS_ONLN), fb_loadavg(load, sizeof load));
     fb_etcd e;
@@ -506,9 +531,13 @@ int main(int argc, char **argv)
     const char *x1[] = {"--etcd-servers", e.endpoints, "--etcd-prefix", "/bench-writes",
                         http ? "--insecure-http" : NULL, NULL};
     const char *x2[] = {http ? "--insecure-http" : NULL, NULL};
+    const char *x3[] = {"--etcd-servers", e.endpoints, "--etcd-prefix", "/bench-writes-b",
+                        http ? "--insecure-http" : NULL, NULL};
     if (fb_server_start(flotilla, d1, x1, &paths[P_ETCD].srv) ||
-        (with_sqlite && fb_server_start(flotilla, d2, x2, &paths[P_SQLITE].srv))) {
+        (with_sqlite && fb_server_start(flotilla, d2, x2, &paths[P_SQLITE].srv)) ||
+        (with_b && fb_server_start(compare, d3, x3, &paths[P_ETCD_B].srv))) {
         fb_server_stop(&paths[P_ETCD].srv);
+        fb_server_stop(&paths[P_SQLITE].srv);
         fb_etcd_stop(&e);
         return 1;
     }
@@ -518,6 +547,8 @@ int main(int argc, char **argv)
         paths[p].hdrs = fb_headers(&paths[p].srv);
     printf("etcd: %s (data in %s); flotilla on etcd %s; on SQLite %s\n", e.endpoints, edir, paths[P_ETCD].srv.url,
            with_sqlite ? paths[P_SQLITE].srv.url : "(skipped)");
+    if (with_b)
+        printf("flotilla/etcd B: %s on the same etcd, %s\n", compare, paths[P_ETCD_B].srv.url);
     print_etcd_leader(&e);
 
     ewatch ew = {0};
@@ -530,8 +561,9 @@ int main(int argc, char **argv)
     memset(res, 0, sizeof res);
     for (int i = 0; i < nk; i++) {
         printf("\n== %d client%s ==\n", ks[i], ks[i] == 1 ? "" : "s");
-        run_level(paths, with_sqlite, &ew, ks[i], n, slices, size, res[i]);
-        if (!fb_server_alive(&paths[P_ETCD].srv) || (with_sqlite && !fb_server_alive(&paths[P_SQLITE].srv))) {
+        run_level(paths, &ew, ks[i], n, slices, size, res[i]);
+        if (!fb_server_alive(&paths[P_ETCD].srv) || (with_sqlite && !fb_server_alive(&paths[P_SQLITE].srv)) ||
+            (with_b && !fb_server_alive(&paths[P_ETCD_B].srv))) {
             printf("SERVER PROBLEM: a server died during the run\n");
             problems++;
             nk = i + 1;
@@ -552,9 +584,13 @@ int main(int argc, char **argv)
         printf("| %d | %.0f | %.2f / %.2f | %.0f | %.2f / %.2f | %.2fx |", ks[i], r[P_ETCD].rate, r[P_ETCD].p50,
                r[P_ETCD].p99, r[P_DIRECT].rate, r[P_DIRECT].p50, r[P_DIRECT].p99, ratio);
         if (with_sqlite)
-            printf(" %.0f | %.2f / %.2f |\n", r[P_SQLITE].rate, r[P_SQLITE].p50, r[P_SQLITE].p99);
+            printf(" %.0f | %.2f / %.2f |", r[P_SQLITE].rate, r[P_SQLITE].p50, r[P_SQLITE].p99);
         else
-            printf(" - | - |\n");
+            printf(" - | - |");
+        if (with_b)
+            printf(" B: %.0f /s, %.2f / %.2f ms, %.2fx direct", r[P_ETCD_B].rate, r[P_ETCD_B].p50, r[P_ETCD_B].p99,
+                   r[P_DIRECT].rate > 0 ? r[P_ETCD_B].rate / r[P_DIRECT].rate : 0);
+        printf("\n");
     }
     printf("target flotilla/etcd >= 0.8x direct at 8 and 32 clients: %s\n", met ? "met" : "NOT met");
 
@@ -564,6 +600,8 @@ int main(int argc, char **argv)
     if (fb_server_stop(&paths[P_ETCD].srv) != 0)
         problems++;
     if (with_sqlite && fb_server_stop(&paths[P_SQLITE].srv) != 0)
+        problems++;
+    if (with_b && fb_server_stop(&paths[P_ETCD_B].srv) != 0)
         problems++;
     fb_etcd_stop(&e);
     pthread_join(ew.th, NULL);
