@@ -252,6 +252,10 @@ static int renew_lease(fl_agent *a)
                 break;
         }
         json_t *l = fl_json_deep_copy(a->lease);
+        char every[24];
+        snprintf(every, sizeof every, "%lld", (long long)a->lease_ms);
+        json_object_set_new(fl_json_ensure_obj(fl_json_ensure_obj(l, "metadata"), "annotations"),
+                            FL_AGENT_RENEW_INTERVAL_ANNOTATION, json_string(every));
         json_t *spec = fl_json_ensure_obj(l, "spec");
         json_object_set_new(spec, "holderIdentity", json_string(a->name));
         json_object_set_new(spec, "leaseDurationSeconds", json_integer(FL_AGENT_LEASE_DURATION_S));

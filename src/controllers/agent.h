@@ -25,6 +25,10 @@
 
 #define FL_AGENT_LEASE_NAMESPACE "karmada-cluster"
 #define FL_AGENT_LEASE_DURATION_S 40
+/* Ours, on the agent's Lease: how often the agent renews it (ms), so the control plane can
+ * tell a cluster that missed two renewals (cluster.c: not reporting) long before the lease's
+ * failure threshold. Without it, a quarter of leaseDurationSeconds, Karmada's renewal. */
+#define FL_AGENT_RENEW_INTERVAL_ANNOTATION "flotilla.io/renew-interval-ms"
 
 typedef struct fl_agent fl_agent;
 

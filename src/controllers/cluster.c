@@ -35,6 +35,7 @@
 
 #include "client/informer.h"
 #include "client/workqueue.h"
+#include "controllers/agent.h"
 #include "controllers/members.h"
 #include "controllers/metricsstatus.h"
 #include "controllers/names.h"
@@ -706,6 +707,7 @@ typedef struct observation {
     const collected *col;    /* push: NULL unless collected */
     bool lease_stale;        /* pull */
     bool lease_missing;      /* pull */
+    bool lease_quiet;        /* pull: two renewals missed (not reporting), maybe not stale yet */
 } observation;
 
 /* Keep annotation key set to a time (when absent) or remove it. Returns the time it holds. */
@@ -794,9 +796,13 @@ static json_t *decide(cstatus *st, const json_t *base, const observation *ob, in
         const char *now_ready = ready_status(d);
         if (ob->health == H_OK && ob->col && now_ready && !strcmp(now_ready, "True"))
             fl_cluster_set_collected(status, ob->col, now);
-    } else if (ob->lease_stale && (!cur || strcmp(cur, "Unknown"))) {
-        fl_cluster_set_condition(status, "Ready", "Unknown", cur ? REASON_LEASE_STALE : REASON_NEVER_UPDATED,
-                      cur ? MSG_LEASE_STALE : MSG_NEVER_UPDATED, now);
+    } else {
+        if (ob->lease_stale && (!cur || strcmp(cur, "Unknown")))
+            fl_cluster_set_condition(status, "Ready", "Unknown", cur ? REASON_LEASE_STALE : REASON_NEVER_UPDATED,
+                                     cur ? MSG_LEASE_STALE : MSG_NEVER_UPDATED, now);
+        /* two renewals missed, the lease not stale yet: still Ready, but not reporting */
+        const char *r = ready_status(d);
+        since_annotation(meta, FL_ANNOTATION_NOT_REPORTING_SINCE, ob->lease_quiet && r && !strcmp(r, "True"), now);
     }
     /* taints follow the Ready condition, whoever set it (Karmada's taint manager) */
     const char *ready = ready_status(d);
@@ -865,20 +871,28 @@ static int write_cluster(cstatus *st, const char *name, json_t *base, const obse
 
 /* ---- reconcile ---- */
 
-static int lease_state(cstatus *st, const json_t *cluster, const char *name, int64_t now, bool *missing)
+/* Whether the agent's Lease (or, with none, the Cluster's creation) is older than the failure
+ * threshold; *quiet whether it missed two renewals (FL_AGENT_RENEW_INTERVAL_ANNOTATION, else
+ * a quarter of leaseDurationSeconds). */
+static int lease_state(cstatus *st, const json_t *cluster, const char *name, int64_t now, bool *missing, bool *quiet)
 {
     json_t *lease = NULL;
-    int64_t t;
+    int64_t t, every = 0;
     *missing = fl_informer_get(st->leases, LEASE_NAMESPACE, name, &lease) != 0;
     if (!*missing) {
         json_t *spec = json_object_get(lease, "spec");
         t = fl_time_parse(fl_json_str(spec, "renewTime"));
         if (t < 0)
             t = fl_time_parse(fl_json_str(spec, "acquireTime"));
+        const char *ms = fl_json_meta_map(lease, "annotations", FL_AGENT_RENEW_INTERVAL_ANNOTATION);
+        every = ms ? strtoll(ms, NULL, 10) : 0;
+        if (every <= 0)
+            every = fl_json_path_int(spec, "leaseDurationSeconds", FL_AGENT_LEASE_DURATION_S) * 1000 / 4;
         json_decref(lease);
     } else {
         t = fl_time_parse(fl_json_meta(cluster, "creationTimestamp"));
     }
+    *quiet = !*missing && t >= 0 && every > 0 && now - t > 2 * every;
     return t >= 0 && now - t > st->failure_ms;
 }
 
@@ -919,7 +933,7 @@ static void reconcile(worker *w, const char *name)
     const char *mode = fl_json_str(json_object_get(cl, "spec"), "syncMode");
     int64_t now = fl_time_now_ms();
     if (mode && !strcmp(mode, "Pull")) {
-        ob.lease_stale = lease_state(st, cl, name, now, &ob.lease_missing);
+        ob.lease_stale = lease_state(st, cl, name, now, &ob.lease_missing, &ob.lease_quiet);
     } else {
         ob.push = true;
         fl_client *mc = NULL;

@@ -290,11 +290,24 @@ spec:
         time.sleep(FAILURE_MS / 1000 / 3)
         assert ready(cluster(cp, "p1")) == "True"
 
+    # a last renewal saying the agent renews every 200 ms, and then none: two renewals
+    # missed, the cluster is marked not reporting while still Ready (its objects' live state
+    # turns Unknown), before the failure threshold makes it Unknown
+    code, lease = cp.curl("GET", lease_path)
+    lease["metadata"].setdefault("annotations", {})["flotilla.io/renew-interval-ms"] = "200"
+    lease["spec"]["renewTime"] = now_micro()
+    assert cp.curl("PUT", lease_path, lease)[0] == 200
+    quiet = wait_for(lambda: (x := cluster(cp, "p1")) and
+                     "flotilla.io/not-reporting-since" in (x["metadata"].get("annotations") or {}) and x,
+                     timeout=FAILURE_MS / 1000, interval=0.02, what="the not-reporting-since annotation")
+    assert ready(quiet) == "True", "marked not reporting before the lease went stale"
+
     # the agent stops renewing: Unknown again, unreachable taint
     c = wait_for(lambda: (x := cluster(cp, "p1")) and ready(x) == "Unknown" and
                  taint_keys(x) == ["cluster.karmada.io/unreachable"] and x, timeout=15,
                  what="Unknown after the lease went stale")
     assert condition(c)["reason"] == "ClusterStatusUnknown"
+    assert "flotilla.io/not-reporting-since" not in (c["metadata"].get("annotations") or {})
 
 
 def test_ctl_errors_are_one_line_with_exit_codes(cp, tmp_path):
