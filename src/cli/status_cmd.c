@@ -539,7 +539,7 @@ static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *
     return rc;
 }
 
-/* cluster -> how it reports (fl_summary_cluster_report), for --cluster's one or for all: a new object in *out. 0, or 1 after
+/* cluster -> how it reports (fl_cluster_report), for --cluster's one or for all: a new object in *out. 0, or 1 after
  * printing why not. */
 static int readiness(fl_client *cp, const opts *o, json_t **out)
 {
@@ -552,7 +552,7 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
             return fl_ctl_out_fail(VERB, "cluster \"%s\" not found", o->cluster);
         if (e)
             return fl_ctl_out_fail(VERB, "reading cluster %s: %s", o->cluster, fl_errmsg(ce.message, e));
-        json_object_set_new(*out, o->cluster, json_integer(fl_summary_cluster_report(cl)));
+        json_object_set_new(*out, o->cluster, json_integer(fl_cluster_report(cl)));
         json_decref(cl);
         return 0;
     }
@@ -564,7 +564,7 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
     size_t i;
     json_t *cl;
     json_array_foreach(lr.items, i, cl) if (fl_json_meta(cl, "name"))
-        json_object_set_new(*out, fl_json_meta(cl, "name"), json_integer(fl_summary_cluster_report(cl)));
+        json_object_set_new(*out, fl_json_meta(cl, "name"), json_integer(fl_cluster_report(cl)));
     fl_list_result_close(&lr);
     return 0;
 }

@@ -260,7 +260,7 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     statusctl *s = ctx;
-    if (fl_summary_cluster_report(old_obj) != fl_summary_cluster_report(new_obj))
+    if (fl_cluster_report(old_obj) != fl_cluster_report(new_obj))
         fl_ctrl_queue_bindings(s->q, s->rbs, s->crbs);
 }
 
@@ -444,7 +444,7 @@ static int reconcile(void *ctx, const char *key)
         json_t *cl = NULL;
         fl_informer_get_key(s->clusters, cluster, &cl);
         const char *reason, *message;
-        const char *state = fl_summary_cluster_state(work, fl_summary_cluster_report(cl), &reason, &message);
+        const char *state = fl_summary_cluster_state(work, fl_cluster_report(cl), &reason, &message);
         fl_summary_add(sum, cluster, ok, state, reason, message);
         json_decref(cl);
         json_decref(work);

@@ -235,6 +235,23 @@ static fl_metric *ready_family(void)
                             "cluster", NULL, NULL, 0);
 }
 
+static fl_metric *reporting_family(void)
+{
+    return fl_metric_family(FL_METRIC_GAUGE, "flotilla_cluster_reporting",
+                            "1 when the Cluster is Ready and reporting, 0 when what it last reported is stale (not "
+                            "Ready, or two probes or lease renewals missed); one series per member cluster.",
+                            "cluster", NULL, NULL, 0);
+}
+
+enum fl_cluster_report fl_cluster_report(const json_t *cluster)
+{
+    const char *st = ready_status(cluster);
+    if (!st || strcmp(st, "True"))
+        return FL_CLUSTER_NOT_READY;
+    return fl_json_meta_map(cluster, "annotations", FL_ANNOTATION_NOT_REPORTING_SINCE) ? FL_CLUSTER_NOT_REPORTING
+                                                                                     : FL_CLUSTER_REPORTING;
+}
+
 static fl_metric *health_family(void)
 {
     return fl_metric_family(FL_METRIC_HISTOGRAM, "flotilla_cluster_health_check_duration_seconds",
@@ -246,8 +263,11 @@ static void note_ready(const json_t *cluster)
 {
     const char *name = fl_json_str(json_object_get(cluster, "metadata"), "name");
     const char *r = ready_status(cluster);
-    if (name)
+    if (name) {
         fl_metric_set(fl_metric_with(ready_family(), name, NULL), r && !strcmp(r, "True") ? 1 : 0);
+        fl_metric_set(fl_metric_with(reporting_family(), name, NULL),
+                      fl_cluster_report(cluster) == FL_CLUSTER_REPORTING ? 1 : 0);
+    }
 }
 
 /* The health check under the worker's deadline. */
@@ -1058,6 +1078,7 @@ static void on_delete(void *ctx, json_t *obj)
         return;
     fl_members_forget(st->members, key);
     fl_metric_drop(ready_family(), key, NULL);
+    fl_metric_drop(reporting_family(), key, NULL);
     fl_metric_drop(health_family(), key, NULL);
     pthread_mutex_lock(&st->mu);
     json_object_del(st->mem, key);

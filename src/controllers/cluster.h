@@ -33,8 +33,14 @@
 /* Set beside FL_ANNOTATION_UNHEALTHY_SINCE from the second failing probe in a row (about twice
  * the probe interval after the cluster last answered) while the cluster is still Ready (its
  * failure threshold not passed yet), cleared with it: what the cluster last reported is then
- * stale, and the live state of its objects is Unknown (summary.h, FL_CLUSTER_NOT_REPORTING). */
+ * stale, and the live state of its objects is Unknown (fl_cluster_report: FL_CLUSTER_NOT_REPORTING). */
 #define FL_ANNOTATION_NOT_REPORTING_SINCE "flotilla.io/not-reporting-since"
+
+/* How a cluster's reports stand: Ready and answering; not Ready (or no such Cluster: NULL);
+ * or still Ready but not reporting (FL_ANNOTATION_NOT_REPORTING_SINCE). The last two make
+ * the live state of its objects Unknown (summary.h). */
+enum fl_cluster_report { FL_CLUSTER_REPORTING, FL_CLUSTER_NOT_READY, FL_CLUSTER_NOT_REPORTING };
+enum fl_cluster_report fl_cluster_report(const json_t *cluster);
 
 extern const fl_controller fl_cluster_status_controller;
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/cluster.h"
 #include "core/condition.h"
 #include "core/json.h"
 #include "core/json_get.h"
@@ -31,15 +30,6 @@ static int rank(const char *state)
 bool fl_summary_state_worse(const char *a, const char *b)
 {
     return rank(a) > rank(b);
-}
-
-enum fl_cluster_report fl_summary_cluster_report(const json_t *cluster)
-{
-    const char *st = fl_json_str(fl_condition_of(cluster, "Ready"), "status");
-    if (!st || strcmp(st, "True"))
-        return FL_CLUSTER_NOT_READY;
-    return fl_json_meta_map(cluster, "annotations", FL_ANNOTATION_NOT_REPORTING_SINCE) ? FL_CLUSTER_NOT_REPORTING
-                                                                                     : FL_CLUSTER_REPORTING;
 }
 
 const char *fl_summary_cluster_state(const json_t *work, enum fl_cluster_report report, const char **reason,

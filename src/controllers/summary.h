@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "controllers/cluster.h"
+
 #define FL_SUMMARY_NOT_CURRENT_MAX 20
 #define FL_SUMMARY_ITEMS_MAX 100
 /* and no more than this many bytes of them, so that a binding stays well under 64 KiB
@@ -30,13 +32,6 @@ extern const char *const fl_summary_states[]; /* NULL-terminated */
 /* Whether state a is worse than b for a roll-up: Failed, NotFound, Unknown, Terminating,
  * InProgress, Current (an unknown name is as bad as Unknown). */
 bool fl_summary_state_worse(const char *a, const char *b);
-
-/* How a target cluster's reports stand: Ready and answering; not Ready (or no such Cluster);
- * or still Ready but not answering its probes for about twice the probe interval (the
- * cluster status controller's FL_ANNOTATION_NOT_REPORTING_SINCE, controllers/cluster.h).
- * The last two make its objects' live state Unknown. */
-enum fl_cluster_report { FL_CLUSTER_REPORTING, FL_CLUSTER_NOT_READY, FL_CLUSTER_NOT_REPORTING };
-enum fl_cluster_report fl_summary_cluster_report(const json_t *cluster);
 
 /* The state of one target cluster from its Work (NULL: none yet) and how the cluster reports;
  * *reason and *message (borrowed from work or static; "" when none). */

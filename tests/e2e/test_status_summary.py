@@ -12,6 +12,7 @@ aggregatedStatus keeps its shape but holds at most 100 items.
 """
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -139,6 +140,11 @@ def test_partitioned_members_do_not_hold_back_the_probes_of_the_others(monkeypat
             wait_for(lambda: marked() == set(cut), timeout=60, what=f"{cut} marked not reporting")
             log = open(os.path.join(f.dir, "server.log")).read()
             assert "probes are held by members that do not answer" in log, log[-2000:]
+            # the metric a dashboard counts stale clusters by
+            metrics = f.kubectl("get", "--raw", "/metrics").stdout
+            reporting = {m.group(1): m.group(2) for m in
+                         re.finditer(r'^flotilla_cluster_reporting\{cluster="([^"]+)"\} (\S+)$', metrics, re.M)}
+            assert reporting == {**{c: "0" for c in cut}, "member1": "1", "member2": "1"}, reporting
             for c in ("member1", "member2"):
                 cl = f.get("cluster", c)
                 assert [x["status"] for x in cl["status"]["conditions"] if x["type"] == "Ready"] == ["True"], cl

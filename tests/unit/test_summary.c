@@ -74,15 +74,15 @@ static void test_a_cluster_reports_while_ready_and_answering(void **state)
 {
     (void)state;
     json_t *c = test_json("{'metadata':{'name':'m1'},'status':{'conditions':[{'type':'Ready','status':'True'}]}}");
-    assert_int_equal(fl_summary_cluster_report(c), FL_CLUSTER_REPORTING);
+    assert_int_equal(fl_cluster_report(c), FL_CLUSTER_REPORTING);
     json_object_set_new(json_object_get(c, "metadata"), "annotations",
                         test_json("{'flotilla.io/not-reporting-since':'2026-12-07T21:00:00.000Z'}"));
-    assert_int_equal(fl_summary_cluster_report(c), FL_CLUSTER_NOT_REPORTING);
+    assert_int_equal(fl_cluster_report(c), FL_CLUSTER_NOT_REPORTING);
     json_decref(c);
     c = test_json("{'metadata':{'name':'m1'},'status':{'conditions':[{'type':'Ready','status':'Unknown'}]}}");
-    assert_int_equal(fl_summary_cluster_report(c), FL_CLUSTER_NOT_READY);
+    assert_int_equal(fl_cluster_report(c), FL_CLUSTER_NOT_READY);
     json_decref(c);
-    assert_int_equal(fl_summary_cluster_report(NULL), FL_CLUSTER_NOT_READY);
+    assert_int_equal(fl_cluster_report(NULL), FL_CLUSTER_NOT_READY);
 }
 
 static void test_the_worst_manifest_of_a_work_wins(void **state)
