@@ -3,7 +3,7 @@
 // tests/e2e/ui, Debian's chromium).
 //
 //   node bench/ui_fleet.mjs [--clusters 1000] [--apps 5000] [--loads 2] [--churn 2000] [--rounds 3]
-//                           [--churn-minutes M] [--rate 100] [--flotilla build/flotilla] [--keep]
+//                           [--churn-minutes M] [--rate 100] [--trace PREFIX] [--verbose] [--screenshot PREFIX] [--flotilla build/flotilla] [--keep]
 //
 // It starts `flotilla server` (fresh data directory, loopback port, HTTPS, the admin token),
 // creates the Clusters directly through the API (Pull mode, so no member is probed; a Ready
@@ -14,7 +14,10 @@
 //   - interactive: when the last tile is in the DOM and the page answers input (the main thread
 //     is idle: a timer set then fires on time);
 //   - baseline in the same run: the page fetching and parsing the same list with fetch(), no
-//     rendering, and the ratio.
+//     rendering, and the ratio;
+//   - with --trace PREFIX, chromium's trace of the k-th load in PREFIX-k.json (for
+//     chrome://tracing or the DevTools Performance panel; tracing slows the load), and with
+//     --screenshot PREFIX the viewport once loaded in PREFIX-k.png (to compare two builds).
 // Then it creates --apps applications as a user would have them: Deployments in five
 // namespaces, each namespace with ten PropagationPolicies that divide a Deployment's replicas
 // over three named clusters (by static weight), so the server holds their ResourceBindings
@@ -56,6 +59,9 @@ const APPS = Number(opt('apps', '5000'));
 const LOADS = Math.max(1, Number(opt('loads', '2')));
 const MINUTES = Number(opt('churn-minutes', '0'));
 const RATE = Number(opt('rate', '100'));
+const TRACE = opt('trace', '');
+const VERBOSE = args.includes('--verbose'); // each load's requests and their timings
+const SHOT = opt('screenshot', ''); // the viewport after each load: SHOT-<n>.png // a chromium trace of each load: TRACE-<n>.json
 const BIN = path.resolve(opt('flotilla', path.join(root, 'build/flotilla')));
 const KEEP = args.includes('--keep');
 const CHROMIUM = process.env.FLOTILLA_CHROMIUM || '/usr/bin/chromium';
@@ -225,7 +231,7 @@ async function createApps(ctx) {
 
 // Opens /ui/#/fleet signed in, in a fresh browser context (no cache, no session), and reads
 // the load's figures from the page. The page is left open: the caller closes its context.
-async function openFleet(browser, ctx) {
+async function openFleet(browser, ctx, tracePath) {
   const context = await browser.createBrowserContext();
   const page = await context.newPage();
   await page.setViewport({ width: 1440, height: 900 });
@@ -255,8 +261,10 @@ async function openFleet(browser, ctx) {
     });
     document.addEventListener('DOMContentLoaded', () => obs.observe(document.getElementById('main'), { childList: true, subtree: true }));
   }, ctx.token, N);
+  if (tracePath) await page.tracing.start({ path: tracePath, screenshots: false });
   await page.goto(`https://127.0.0.1:${ctx.port}/ui/#/fleet`, { waitUntil: 'load' });
   await page.waitForFunction(() => window.interactiveAt, { timeout: 60000, polling: 50 });
+  if (tracePath) await page.tracing.stop();
   const t = await page.evaluate(() => {
     const paint = Object.fromEntries(performance.getEntriesByType('paint').map((e) => [e.name, e.startTime]));
     const res = performance.getEntriesByType('resource');
@@ -267,6 +275,10 @@ async function openFleet(browser, ctx) {
       domNodes: document.getElementsByTagName('*').length,
       listStart: list ? list.startTime : NaN, listEnd: list ? list.responseEnd : NaN,
       render: Math.max(0, ...renders), renderTotal: renders.reduce((m, d) => m + d, 0), renders: renders.length,
+      timings: res.map((e) => [e.name.replace(/^https:\/\/[^/]+/, ''), e.startTime, e.connectStart, e.secureConnectionStart, e.connectEnd,
+        e.requestStart, e.responseStart, e.responseEnd, e.transferSize, e.nextHopProtocol]),
+      nav: (({ connectStart, secureConnectionStart, connectEnd, requestStart, responseStart, responseEnd, domInteractive, domContentLoadedEventEnd }) =>
+        ({ connectStart, secureConnectionStart, connectEnd, requestStart, responseStart, responseEnd, domInteractive, domContentLoadedEventEnd }))(performance.getEntriesByType('navigation')[0]),
       assetBytes: res.filter((e) => e.name.includes('/ui/')).reduce((m, e) => m + e.transferSize, 0),
       lastModule: Math.max(...res.filter((e) => e.name.endsWith('.js')).map((e) => e.responseEnd)) };
   });
@@ -286,6 +298,11 @@ async function openFleet(browser, ctx) {
 }
 
 function report(label, t) {
+  if (VERBOSE) {
+    console.log(`[${label}] document: ${JSON.stringify(t.nav, (k, v) => (typeof v === 'number' ? Math.round(v) : v))}`);
+    console.log(`[${label}] requests (start, connect, tls, connected, request, response, end, bytes, protocol):`);
+    for (const r of t.timings) console.log(`[${label}]   ${r.map((v) => (typeof v === 'number' ? Math.round(v) : v)).join(' ')}`);
+  }
   console.log(`[${label}] first paint ${t.fp.toFixed(0)} ms, first contentful paint ${t.fcp.toFixed(0)} ms; the page's files: ${t.assetBytes} bytes transferred`);
   console.log(`[${label}] modules loaded by ${t.lastModule.toFixed(0)} ms; the list asked at ${t.listStart.toFixed(0)} ms, answered by ${t.listEnd.toFixed(0)} ms; rendering the tiles: ${t.renders} passes, ${t.renderTotal.toFixed(0)} ms in all, the longest ${t.render.toFixed(0)} ms`);
   console.log(`[${label}] long tasks (> 50 ms) until then: ${t.nlong}, the longest ${t.longest.toFixed(0)} ms`);
@@ -306,8 +323,9 @@ async function main() {
     const measure = async (label) => {
       for (let i = 0; i < LOADS; i++) {
         if (open) await open.context.close();
-        open = await openFleet(browser, ctx);
+        open = await openFleet(browser, ctx, TRACE && `${TRACE}-${rows.length + 1}.json`);
         const l = `${label} ${i + 1}`;
+        if (SHOT) await open.page.screenshot({ path: `${SHOT}-${rows.length + 1}.png` });
         report(l, open.t);
         rows.push([l, open.t, os.loadavg()[0]]);
       }

@@ -5,15 +5,18 @@
 // (spec.suspendDispatching, as `flotilla ctl suspend cluster` sets). A tile is rebuilt only
 // when its Cluster's resourceVersion changes, so 1,000 clusters stay cheap to keep live.
 import { ApiError, PATHS, informer, release, update } from './api.js';
-import { bar, condition, confirmDialog, h, name, quantity, keepFocus, showAlert, syncChildren } from './dom.js';
+import { bar, condition, confirmDialog, h, name, quantity, keepFocus, setBar, showAlert, syncChildren } from './dom.js';
 
 export const CORDON_KEY = 'cluster.karmada.io/unschedulable';
 
 const tiles = new Map(); // cluster name -> { rv, el }
-// Tiles built per pass: a first screenful (and some) at once, the rest in later tasks, so that
-// 1,000 new clusters never hold the page for one long task.
+// Tiles built per pass: a first screenful (and some) at once, shown in the next frame, then
+// the rest in one more task (up to 1,000 a pass). Every pass is followed by a frame in which
+// the browser places every tile of the grid again, so fewer passes cost less in all: 100 then
+// 400 at a time made five passes and five layouts of 1,000 tiles, about a third more time to
+// interactive (docs/BENCHMARKS.md, issue 43), for tasks of ~100 ms instead of one of ~200.
 const FIRST_BUDGET = 100;
-const BUILD_BUDGET = 400;
+const BUILD_BUDGET = 1000;
 
 function readiness(c) {
   const r = condition(c, 'Ready');
@@ -122,13 +125,7 @@ function tile(c) {
   METERS.forEach(([res, , fmt], i) => {
     const m = rest[i], u = usage(c, res);
     if (!u) { m.remove(); return; }
-    const pct = u.total > 0 ? Math.min(100, (100 * u.used) / u.total) : 0;
-    const valueText = `${fmt(u.used)} / ${fmt(u.total)}`;
-    m.setAttribute('aria-valuenow', Math.round(pct));
-    m.setAttribute('aria-valuetext', valueText);
-    m.children[1].firstChild.style.width = `${pct.toFixed(1)}%`;
-    if (pct >= 90) m.children[1].firstChild.classList.add('hot');
-    m.children[2].textContent = valueText;
+    setBar(m, u.used, u.total, `${fmt(u.used)} / ${fmt(u.total)}`);
   });
   const [cb, pb] = rest[3].children;
   const isCordoned = cordoned(c), isPaused = paused(c);
