@@ -268,12 +268,14 @@ async function openFleet(browser, ctx, tracePath) {
   const t = await page.evaluate(() => {
     const paint = Object.fromEntries(performance.getEntriesByType('paint').map((e) => [e.name, e.startTime]));
     const res = performance.getEntriesByType('resource');
-    const list = res.find((e) => e.name.endsWith('/clusters'));
+    // the list: one request, or a first page and the rest (?limit=, ?continue=)
+    const lists = res.filter((e) => /\/clusters(\?(limit|continue)=|$)/.test(e.name));
     const renders = window.renders;
     return { first: window.firstTilesAt, longest: Math.max(0, ...window.longTasks), nlong: window.longTasks.length,
       fp: paint['first-paint'], fcp: paint['first-contentful-paint'], tiles: window.tilesAt, interactive: window.interactiveAt,
       domNodes: document.getElementsByTagName('*').length,
-      listStart: list ? list.startTime : NaN, listEnd: list ? list.responseEnd : NaN,
+      listStart: lists.length ? lists[0].startTime : NaN, listEnd: lists.length ? Math.max(...lists.map((e) => e.responseEnd)) : NaN,
+      listFirst: lists.length ? lists[0].responseEnd : NaN, listRequests: lists.length,
       render: Math.max(0, ...renders), renderTotal: renders.reduce((m, d) => m + d, 0), renders: renders.length,
       timings: res.map((e) => [e.name.replace(/^https:\/\/[^/]+/, ''), e.startTime, e.connectStart, e.secureConnectionStart, e.connectEnd,
         e.requestStart, e.responseStart, e.responseEnd, e.transferSize, e.nextHopProtocol]),
@@ -304,7 +306,7 @@ function report(label, t) {
     for (const r of t.timings) console.log(`[${label}]   ${r.map((v) => (typeof v === 'number' ? Math.round(v) : v)).join(' ')}`);
   }
   console.log(`[${label}] first paint ${t.fp.toFixed(0)} ms, first contentful paint ${t.fcp.toFixed(0)} ms; the page's files: ${t.assetBytes} bytes transferred`);
-  console.log(`[${label}] modules loaded by ${t.lastModule.toFixed(0)} ms; the list asked at ${t.listStart.toFixed(0)} ms, answered by ${t.listEnd.toFixed(0)} ms; rendering the tiles: ${t.renders} passes, ${t.renderTotal.toFixed(0)} ms in all, the longest ${t.render.toFixed(0)} ms`);
+  console.log(`[${label}] modules loaded by ${t.lastModule.toFixed(0)} ms; the list asked at ${t.listStart.toFixed(0)} ms, answered by ${t.listEnd.toFixed(0)} ms (${t.listRequests} request(s), the first answered by ${t.listFirst.toFixed(0)} ms); rendering the tiles: ${t.renders} passes, ${t.renderTotal.toFixed(0)} ms in all, the longest ${t.render.toFixed(0)} ms`);
   console.log(`[${label}] long tasks (> 50 ms) until then: ${t.nlong}, the longest ${t.longest.toFixed(0)} ms`);
   console.log(`[${label}] first screenful (100 tiles) in the DOM at ${t.first.toFixed(0)} ms`);
   console.log(`[${label}] all ${N} tiles in the DOM at ${t.tiles.toFixed(0)} ms, interactive at ${t.interactive.toFixed(0)} ms (${t.domNodes} elements)`);

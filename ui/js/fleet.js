@@ -173,7 +173,7 @@ function matches(c, q, state) {
 }
 
 export function mount(main) {
-  const inf = informer(PATHS.clusters);
+  const inf = informer(PATHS.clusters, { progressive: true }); // each tile stands alone
   const search = h('input', { type: 'search', id: 'fleet-search', placeholder: 'name or label=value' });
   const state = h('select', { id: 'fleet-state' },
     ...[['all', 'All'], ['ready', 'Ready'], ['notready', 'Not ready'], ['tainted', 'Tainted'], ['paused', 'Paused']]
@@ -230,7 +230,9 @@ export function mount(main) {
       groups.get(g).push(t.el);
     }
     for (const n of tiles.keys()) if (!seen.has(n)) tiles.delete(n);
-    summary.textContent = `${all.length} clusters: ${ready} ready, ${all.length - ready} not ready, ${tainted} tainted, ${pausedN} paused`;
+    summary.textContent = inf.synced
+      ? `${all.length} clusters: ${ready} ready, ${all.length - ready} not ready, ${tainted} tainted, ${pausedN} paused`
+      : `Loading… the first ${all.length} clusters`;
     // one container per group, kept from render to render, so a tile that stays keeps focus
     const sections = [...groups.keys()].sort().map((g) => {
       let sec = sectionEls.get(`${by}\u0000${g}`);
