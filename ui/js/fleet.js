@@ -12,9 +12,9 @@ export const CORDON_KEY = 'cluster.karmada.io/unschedulable';
 const tiles = new Map(); // cluster name -> { rv, el }
 // Tiles built per pass: a first screenful (and some) at once, shown in the next frame, then
 // the rest in one more task (up to 1,000 a pass). Every pass is followed by a frame in which
-// the browser places every tile of the grid again, so fewer passes cost less in all: 100 then
-// 400 at a time made five passes and five layouts of 1,000 tiles, about a third more time to
-// interactive (docs/BENCHMARKS.md, issue 43), for tasks of ~100 ms instead of one of ~200.
+// the browser lays the grid out again, so fewer passes cost less in all: 100 then 400 at a
+// time made five passes and five layouts; two passes make one task of the page's own longer
+// (~150-250 ms for 900 tiles on a loaded 2-core machine, docs/BENCHMARKS.md, issue 43).
 const FIRST_BUDGET = 100;
 const BUILD_BUDGET = 1000;
 
