@@ -3,14 +3,17 @@
 // tests/e2e/ui, Debian's chromium).
 //
 //   node bench/ui_fleet.mjs [--clusters 1000] [--apps 5000] [--loads 2] [--churn 2000] [--rounds 3]
-//                           [--churn-minutes M] [--rate 100] [--trace PREFIX] [--verbose] [--screenshot PREFIX] [--flotilla build/flotilla] [--keep]
+//                           [--churn-minutes M] [--rate 100] [--trace PREFIX] [--verbose]
+//                           [--screenshot PREFIX] [--flotilla build/flotilla] [--keep]
 //
 // It starts `flotilla server` (fresh data directory, loopback port, HTTPS, the admin token),
 // creates the Clusters directly through the API (Pull mode, so no member is probed; a Ready
-// condition and a resource summary in their status; ten regions), then opens /ui/#/fleet signed
-// in, --loads times, each in a fresh browser context (nothing cached), and reports, from the
-// page's Performance API:
-//   - first paint and first contentful paint;
+// condition, the common APIs and a resource summary in their status; ten regions), then opens
+// /ui/#/fleet signed in, --loads times, each in a fresh browser context (nothing cached), and
+// reports, from the page's Performance API:
+//   - first paint and first contentful paint; when the list was answered (the page may ask
+//     for it in two requests: the first's answer, then the last's); when the first 100 tiles
+//     (a screenful at 1440x900, and some) are in the DOM;
 //   - interactive: when the last tile is in the DOM and the page answers input (the main thread
 //     is idle: a timer set then fires on time);
 //   - baseline in the same run: the page fetching and parsing the same list with fetch(), no
