@@ -81,12 +81,17 @@ function setState(inf, s) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The first page of a progressive informer's first list: a screenful of Fleet tiles, and some.
+export const LIST_PAGE = 100;
 
 export class Informer {
   // path: a collection (/apis/GROUP/VERSION/RESOURCE); onChange(informer) after each batch
-  // of events (at most once a frame).
-  constructor(path) {
+  // of events (at most once a frame). progressive: show the first list's first page before
+  // the rest arrives (list()), for a page that shows each object alone, not joined with
+  // others (a partial join could show what is not so, such as a Work not acknowledged).
+  constructor(path, { progressive = false } = {}) {
     this.path = path;
+    this.progressive = progressive;
     this.items = new Map();
     this.rv = '';
     this.error = null;     // an ApiError that stops this informer (401, 403, 404)
@@ -124,10 +129,28 @@ export class Informer {
     if (states.delete(this)) setState(null, null);
   }
 
+  // A progressive informer's first list comes in two requests, a first page of LIST_PAGE
+  // items, shown at once, then the rest (the same snapshot: the continue token holds its
+  // revision), so a page's first screenful does not wait for a thousand objects to be
+  // served and parsed; synced is set only once the whole list is in. Every other list, and
+  // any relist, replaces the items at once, so nothing shown disappears meanwhile. A
+  // continue token that expired (410) ends in a relist, as a watch's 410 does.
   async list() {
-    const l = await get(this.path);
-    this.items = new Map();
-    for (const o of l.items || []) this.items.set(objKey(o), o);
+    const paged = this.progressive && !this.synced;
+    const items = new Map();
+    let cont = '', l;
+    do {
+      const sep = this.path.includes('?') ? '&' : '?';
+      const query = cont ? `${sep}continue=${encodeURIComponent(cont)}` : paged ? `${sep}limit=${LIST_PAGE}` : '';
+      l = await get(this.path + query);
+      for (const o of l.items || []) items.set(objKey(o), o);
+      cont = (paged && l.metadata && l.metadata.continue) || '';
+      if (cont) {
+        this.items = items;
+        this.notify();
+      }
+    } while (cont);
+    this.items = items;
     this.rv = (l.metadata && l.metadata.resourceVersion) || '';
     this.synced = true;
     this.notify();
@@ -212,10 +235,10 @@ export class Informer {
 // a server over HTTP/1.1, and a request that finds none free waits for one, so a page may
 // keep at most five watches open (the sixth connection is for its lists and writes).
 const informers = new Map();
-export function informer(path) {
+export function informer(path, opts) {
   let inf = informers.get(path);
   if (!inf) {
-    inf = new Informer(path).start();
+    inf = new Informer(path, opts).start();
     inf.refs = 0;
     informers.set(path, inf);
   }

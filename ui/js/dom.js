@@ -82,15 +82,26 @@ export function age(ts) {
   return `${Math.round(s / 86400)}d`;
 }
 
-// A bar with a label: used/total as a filled share.
+// A bar with a label: used/total as a filled share. The track draws its fill itself (a
+// gradient up to --fill-pct, set by setBar), one element fewer per bar than a fill inside
+// it: the Fleet page has three bars on each of 1,000 tiles.
 export function bar(label, used, total, text) {
+  const track = h('span.track');
+  const m = h('div.meter', { role: 'meter', 'aria-label': label, 'aria-valuemin': 0, 'aria-valuemax': 100 },
+    h('span.meter-label', {}, label), track, h('span.meter-text'));
+  setBar(m, used, total, text);
+  return m;
+}
+
+// Set a bar made by bar() to used/total, with text beside it (and as its aria-valuetext).
+export function setBar(m, used, total, text) {
   const pct = total > 0 && used >= 0 ? Math.min(100, (100 * used) / total) : 0;
-  const fill = h('span.fill');
-  fill.style.width = `${pct.toFixed(1)}%`;
-  if (pct >= 90) fill.classList.add('hot');
-  return h('div.meter', { role: 'meter', 'aria-label': label, 'aria-valuemin': 0, 'aria-valuemax': 100,
-    'aria-valuenow': Math.round(pct), 'aria-valuetext': text },
-  h('span.meter-label', {}, label), h('span.track', {}, fill), h('span.meter-text', {}, text));
+  const track = m.children[1];
+  m.setAttribute('aria-valuenow', Math.round(pct));
+  m.setAttribute('aria-valuetext', text);
+  track.style.setProperty('--fill-pct', `${pct.toFixed(1)}%`);
+  track.classList.toggle('hot', pct >= 90);
+  m.children[2].textContent = text;
 }
 
 // A text that may be long: ellipsized by CSS, whole in the title.

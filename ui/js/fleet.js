@@ -5,15 +5,18 @@
 // (spec.suspendDispatching, as `flotilla ctl suspend cluster` sets). A tile is rebuilt only
 // when its Cluster's resourceVersion changes, so 1,000 clusters stay cheap to keep live.
 import { ApiError, PATHS, informer, release, update } from './api.js';
-import { bar, condition, confirmDialog, h, name, quantity, keepFocus, showAlert, syncChildren } from './dom.js';
+import { bar, condition, confirmDialog, h, name, quantity, keepFocus, setBar, showAlert, syncChildren } from './dom.js';
 
 export const CORDON_KEY = 'cluster.karmada.io/unschedulable';
 
 const tiles = new Map(); // cluster name -> { rv, el }
-// Tiles built per pass: a first screenful (and some) at once, the rest in later tasks, so that
-// 1,000 new clusters never hold the page for one long task.
+// Tiles built per pass: a first screenful (and some) at once, shown in the next frame, then
+// the rest in one more task (up to 1,000 a pass). Every pass is followed by a frame in which
+// the browser lays the grid out again, so fewer passes cost less in all: 100 then 400 at a
+// time made five passes and five layouts; two passes make one task of the page's own longer
+// (~150-250 ms for 900 tiles on a loaded 2-core machine, docs/BENCHMARKS.md, issue 43).
 const FIRST_BUDGET = 100;
-const BUILD_BUDGET = 400;
+const BUILD_BUDGET = 1000;
 
 function readiness(c) {
   const r = condition(c, 'Ready');
@@ -122,13 +125,7 @@ function tile(c) {
   METERS.forEach(([res, , fmt], i) => {
     const m = rest[i], u = usage(c, res);
     if (!u) { m.remove(); return; }
-    const pct = u.total > 0 ? Math.min(100, (100 * u.used) / u.total) : 0;
-    const valueText = `${fmt(u.used)} / ${fmt(u.total)}`;
-    m.setAttribute('aria-valuenow', Math.round(pct));
-    m.setAttribute('aria-valuetext', valueText);
-    m.children[1].firstChild.style.width = `${pct.toFixed(1)}%`;
-    if (pct >= 90) m.children[1].firstChild.classList.add('hot');
-    m.children[2].textContent = valueText;
+    setBar(m, u.used, u.total, `${fmt(u.used)} / ${fmt(u.total)}`);
   });
   const [cb, pb] = rest[3].children;
   const isCordoned = cordoned(c), isPaused = paused(c);
@@ -176,7 +173,7 @@ function matches(c, q, state) {
 }
 
 export function mount(main) {
-  const inf = informer(PATHS.clusters);
+  const inf = informer(PATHS.clusters, { progressive: true }); // each tile stands alone
   const search = h('input', { type: 'search', id: 'fleet-search', placeholder: 'name or label=value' });
   const state = h('select', { id: 'fleet-state' },
     ...[['all', 'All'], ['ready', 'Ready'], ['notready', 'Not ready'], ['tainted', 'Tainted'], ['paused', 'Paused']]
@@ -233,7 +230,9 @@ export function mount(main) {
       groups.get(g).push(t.el);
     }
     for (const n of tiles.keys()) if (!seen.has(n)) tiles.delete(n);
-    summary.textContent = `${all.length} clusters: ${ready} ready, ${all.length - ready} not ready, ${tainted} tainted, ${pausedN} paused`;
+    summary.textContent = inf.synced
+      ? `${all.length} clusters: ${ready} ready, ${all.length - ready} not ready, ${tainted} tainted, ${pausedN} paused`
+      : `Loading… the first ${all.length} clusters`;
     // one container per group, kept from render to render, so a tile that stays keeps focus
     const sections = [...groups.keys()].sort().map((g) => {
       let sec = sectionEls.get(`${by}\u0000${g}`);

@@ -22,7 +22,8 @@ async function scripted(script) {
   const seen = [];
   const srv = http.createServer((req, res) => {
     const u = new URL(req.url, 'http://x');
-    seen.push({ watch: u.searchParams.get('watch'), rv: u.searchParams.get('resourceVersion'), auth: req.headers.authorization });
+    seen.push({ watch: u.searchParams.get('watch'), rv: u.searchParams.get('resourceVersion'), auth: req.headers.authorization,
+      limit: u.searchParams.get('limit'), cont: u.searchParams.get('continue') });
     const step = script[Math.min(seen.length - 1, script.length - 1)];
     step(req, res);
   });
@@ -33,6 +34,11 @@ async function scripted(script) {
 const list = (rv, ...items) => (req, res) => {
   res.writeHead(200, { 'Content-Type': 'application/json' });
   res.end(JSON.stringify({ kind: 'ConfigMapList', metadata: { resourceVersion: String(rv) }, items }));
+};
+// a first page of a list, with the token of the rest
+const page = (rv, cont, ...items) => (req, res) => {
+  res.writeHead(200, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify({ kind: 'ConfigMapList', metadata: { resourceVersion: String(rv), continue: cont }, items }));
 };
 // a watch that sends events, then (cut) destroys the connection or (hold) stays open
 const watch = (events, how) => (req, res) => {
@@ -64,6 +70,7 @@ test('a cut watch resumes from the last resourceVersion, a bookmark\'s included,
   try {
     await until(() => inf.items.get('default/a')?.metadata.resourceVersion === '15', 'the event after the resume');
     assert.deepEqual(s.seen.map((x) => [x.watch, x.rv]), [[null, null], ['1', '10'], ['1', '14']]);
+    assert.equal(s.seen[0].limit, null, 'an informer that is not progressive lists everything at once');
     assert.ok(s.seen.every((x) => x.auth === 'Bearer t0k3n'), 'the token in the header of every request');
     assert.deepEqual([...inf.items.keys()].sort(), ['default/a', 'default/b']);
   } finally {
@@ -88,6 +95,58 @@ test('410 Expired re-lists: as an ERROR event and as the watch\'s answer', async
       [[null, null], ['1', '10'], [null, null], ['1', '20'], [null, null], ['1', '30']]);
     await until(() => inf.items.has('default/c'), 'the third list applied');
     assert.deepEqual([...inf.items.keys()].sort(), ['default/a', 'default/c'], 'what a relist no longer has is gone');
+  } finally {
+    inf.stop();
+    s.close();
+  }
+});
+
+test('a progressive first list shows its first page before the rest; an expired continue re-lists', async () => {
+  const s = await scripted([
+    page(10, 'tok1', cm('a', 5)),
+    status(410, 'Expired', 'The provided continue parameter is too old'),
+    page(20, 'tok2', cm('a', 5), cm('b', 19)),
+    (req, res) => setTimeout(() => list(20, cm('c', 7))(req, res), 300), // the rest, slowly
+    watch([], 'hold'),
+  ]);
+  const inf = new Informer(s.url, { progressive: true }).start();
+  const shown = [];
+  inf.subscribe(() => shown.push([[...inf.items.keys()].sort().join(','), inf.synced]));
+  try {
+    await until(() => s.seen.length === 5, 'the watch after the second list');
+    assert.deepEqual(s.seen.map((x) => [x.limit, x.cont, x.watch, x.rv]), [
+      ['100', null, null, null], // the first page
+      [null, 'tok1', null, null], // the rest: 410, so a new list
+      ['100', null, null, null],
+      [null, 'tok2', null, null],
+      [null, null, '1', '20'], // watched from the list's revision
+    ]);
+    await until(() => inf.synced, 'synced');
+    assert.deepEqual([...inf.items.keys()].sort(), ['default/a', 'default/b', 'default/c']);
+    assert.ok(shown.some(([keys, synced]) => keys === 'default/a,default/b' && !synced), `the first page shown before the rest: ${JSON.stringify(shown)}`);
+    assert.deepEqual(shown[shown.length - 1], ['default/a,default/b,default/c', true]);
+  } finally {
+    inf.stop();
+    s.close();
+  }
+});
+
+test('a relist of a progressive informer is one request and replaces the items at once', async () => {
+  const s = await scripted([
+    list(10, cm('a', 5)),
+    watch([{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old' } }], 'hold'),
+    (req, res) => setTimeout(() => list(20, cm('b', 19))(req, res), 200),
+    watch([], 'hold'),
+  ]);
+  const inf = new Informer(s.url, { progressive: true }).start();
+  const shown = [];
+  inf.subscribe(() => shown.push([...inf.items.keys()].sort().join(',')));
+  try {
+    await until(() => s.seen.length === 4, 'the relist\'s watch');
+    assert.deepEqual(s.seen.map((x) => [x.limit, x.watch, x.rv]), [['100', null, null], [null, '1', '10'], [null, null, null], [null, '1', '20']],
+      'a relist of a synced informer is one request');
+    await until(() => inf.items.has('default/b'), 'the relist applied');
+    assert.deepEqual(shown, ['default/a', 'default/b'], 'nothing empty or partial shown while relisting');
   } finally {
     inf.stop();
     s.close();
