@@ -6,29 +6,17 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
+import { freePort } from '../free_port.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const BIN = process.env.FLOTILLA_BIN || path.resolve(here, '../../../build/flotilla');
 const NS = 'node-e2e';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function readyz(port, ca) {
   return new Promise((resolve) => {

@@ -13,12 +13,12 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import puppeteer from 'puppeteer-core';
+import { freePort } from '../free_port.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../../..');
@@ -26,18 +26,6 @@ const BIN = process.env.FLOTILLA_BIN || path.join(root, 'build/flotilla');
 const CHROMIUM = process.env.FLOTILLA_CHROMIUM || '/usr/bin/chromium';
 const POLICIES = '/etc/chromium/policies/managed';
 const run = promisify(execFile);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // `flotilla server` alone (no members are needed to sign in); resolves once /readyz answers.
 async function startServer(dir) {

@@ -17,6 +17,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import puppeteer from 'puppeteer-core';
+import { freePort } from '../free_port.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../../..');
@@ -28,18 +29,6 @@ const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe
 const ADMIN_TOKEN = 'ui-admin-token-0123456789abcdef';
 const VIEWER_TOKEN = 'ui-viewer-token-0123456789abcdef';
 const run = promisify(execFile);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // `flotilla up` with 3 members and a token file; resolves once it says it is up.
 async function startFleet() {
