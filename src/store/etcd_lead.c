@@ -182,12 +182,22 @@ static bool seen_delete(void *ctx, const fl_etcd_event *evs, size_t n, int64_t h
 
 /* A standby's wait: watch the key after revision rev (what its read saw) until its delete
  * arrives or FL_ETCD_LEAD_WATCH_MS pass. 0 either way (the caller reads the key again), or
- * an error other than the bound (the caller then waits FL_ETCD_LEAD_POLL_MS). */
+ * an error (the caller then waits FL_ETCD_LEAD_POLL_MS): a watch that ended well before its
+ * bound without the delete counts as one, so that a member refusing watches at once is not
+ * asked again and again without a pause. */
 static int wait_gone(fl_etcd_lead *l, int64_t rev, fl_etcd_error *e)
 {
     bool gone = false;
+    int64_t t0 = fl_time_mono_ms();
     int rc = fl_etcd_watch_for(l->c, l->key, rev + 1, FL_ETCD_LEAD_WATCH_MS, seen_delete, &gone, e);
-    return gone || rc == 0 || rc == FL_ETIMEDOUT ? 0 : rc;
+    if (gone)
+        return 0;
+    if (fl_time_mono_ms() - t0 < FL_ETCD_LEAD_WATCH_MS / 2) {
+        if (!rc)
+            snprintf(e->msg, sizeof e->msg, "the watch of the lead key ended at once");
+        return rc ? rc : FL_ETIMEDOUT;
+    }
+    return rc == 0 || rc == FL_ETIMEDOUT ? 0 : rc;
 }
 
 int fl_etcd_lead_campaign(fl_etcd_lead *l, const char *identity, int ttl_s, const volatile int *stop,
