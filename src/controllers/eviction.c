@@ -120,6 +120,9 @@ typedef struct evictctl {
     pthread_cond_t cv;
     json_t *pending;    /* binding key -> deadline (ms since the epoch) (under mu) */
     json_t *held;       /* binding key -> ms before which a held-back eviction is not retried */
+    json_t *counted;    /* binding key -> the reason its suppression was counted for, until it
+                           ends (under mu): the informer's copy may not show the condition
+                           written yet, or its write may have met a conflict */
     int64_t next_slot;  /* the rate: no eviction before this (ms since the epoch) */
     bool stop;
     pthread_t thread;
@@ -364,6 +367,7 @@ static int reconcile(void *ctx, const char *key)
     if (d == FOREVER) {
         json_object_del(e->pending, key);
         json_object_del(e->held, key);
+        json_object_del(e->counted, key);
     } else {
         json_int_t held = json_integer_value(json_object_get(e->held, key));
         if (d < held)
@@ -462,7 +466,13 @@ static void hold_back(evictctl *e, const char *key, const json_t *b, const char 
 {
     const json_t *cond = fl_condition_of(b, SUPPRESSED_CONDITION);
     const char *had = fl_json_str(cond, "status"), *had_reason = fl_json_str(cond, "reason");
-    if (!had || strcmp(had, "True") || !had_reason || strcmp(had_reason, reason)) {
+    bool stored = had && !strcmp(had, "True") && had_reason && !strcmp(had_reason, reason);
+    pthread_mutex_lock(&e->mu);
+    const char *mine = json_string_value(json_object_get(e->counted, key));
+    bool begun = !stored && !(mine && !strcmp(mine, reason));
+    json_object_set_new(e->counted, key, json_string(reason));
+    pthread_mutex_unlock(&e->mu);
+    if (begun) {
         fl_event(e->env.recorder, b, "Warning", "FailoverSuppressed", "%s", message);
         count_suppressed(reason);
     }
@@ -641,6 +651,7 @@ static bool evict(evictctl *e, const char *key, int64_t now)
             }
             pthread_mutex_lock(&e->mu);
             json_object_del(e->held, key);
+            json_object_del(e->counted, key);
             pthread_mutex_unlock(&e->mu);
             write_held(e, key, false, "Evicted", "the eviction is no longer held back");
         } else if (rc != FL_ENOTFOUND) {
@@ -811,6 +822,7 @@ static int evictctl_start(const fl_ctrl_env *env, void **state)
     pthread_mutex_init(&e->snap_mu, NULL);
     e->pending = json_object();
     e->held = json_object();
+    e->counted = json_object();
     e->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     e->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
     e->clusters = fl_ctrl_informer(env, CLUSTERS.api_version, CLUSTERS.resource);
@@ -843,6 +855,7 @@ static void evictctl_stop(void *state)
     fl_workqueue_free(e->q);
     json_decref(e->pending);
     json_decref(e->held);
+    json_decref(e->counted);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     fl_sched_snapshot_free(e->snap);
