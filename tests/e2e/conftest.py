@@ -642,7 +642,19 @@ def running_fleet(members=3, pull=0, server_args=()):
     sanitizer report in the server's or members' logs fails the caller."""
     d = tempfile.mkdtemp(prefix="flotilla-fleet-")
     p = start_up(d, free_port(), members, pull, server_args)
-    yield Fleet(d)
+    try:
+        yield Fleet(d)
+    except BaseException:
+        # the caller failed: stop the fleet all the same, so it does not run on into the
+        # tests after it, and let the caller's failure be the one reported
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+        raise
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=60)
     log = open(os.path.join(d, "server.log")).read()
