@@ -256,7 +256,9 @@ def test_agent_registers_a_pull_cluster_that_becomes_ready(fleet):
     assert {"v1", "apps/v1"} <= gvs
     wait_for(lambda: taint_keys(get(cp, CLUSTER)) == [], timeout=WAIT, what="no taints on a Ready cluster")
 
-    lease = get(cp, LEASE)
+    # Ready comes from the agent's status report, which may land before its first lease
+    # renewal (a missing lease counts from the Cluster's creation): wait for the Lease
+    lease = wait_for(lambda: get(cp, LEASE), timeout=WAIT, what="the agent's Lease")
     assert lease["spec"]["holderIdentity"] == "m1" and lease["spec"]["leaseDurationSeconds"] == 40
     t0 = lease["spec"]["renewTime"]
     wait_for(lambda: get(cp, LEASE)["spec"]["renewTime"] != t0, timeout=5, what="the lease renewed")
