@@ -17,7 +17,9 @@
  * (the ratio of their P50 to its P50): GetComponents of a FlinkDeployment (the job
  * manager and the task managers, with requests and a pod template's node claim, written
  * as the bundled rule is) and AggregateStatus of a CloneSet over 100 status items (the
- * sums Karmada's CloneSet aggregation makes).
+ * sums Karmada's CloneSet aggregation makes). A third, ReflectStatus+pairs, is ReflectStatus
+ * in a script that names pairs, so its tables keep their keys' order as Karmada's engine
+ * does (src/interp/lua_order.c): its P50 beside ReflectStatus's is what the order costs.
  *
  * Targets (docs/internals/lua.md, issue 46): InterpretHealth P50 <= 20 us on this object;
  * GetComponents and the 100-item AggregateStatus within 2x of InterpretHealth's P50.
@@ -209,9 +211,9 @@ static json_t *workload(const char *av, const char *kind)
 }
 
 /* The cases both sides answer (NCASES), then the Lua-only ones (up to NALL). */
-enum which { HEALTH, REFLECT, REPLICAS, NCASES, COMPONENTS = NCASES, AGGREGATE100, NALL };
+enum which { HEALTH, REFLECT, REPLICAS, NCASES, COMPONENTS = NCASES, AGGREGATE100, REFLECT_PAIRS, NALL };
 static const char *const case_names[NALL] = {"InterpretHealth", "ReflectStatus", "GetReplicas", "GetComponents",
-                                             "AggregateStatus100"};
+                                             "AggregateStatus100", "ReflectStatus+pairs"};
 static json_t *items100; /* AGGREGATE100's status items */
 
 /* One timed call; returns ns, aborts on failure (a benchmark of errors is no benchmark). */
@@ -231,7 +233,7 @@ static int64_t one_call(fl_interp *ip, const json_t *obj, enum which w)
     } else if (w == HEALTH) {
         enum fl_health h;
         rc = fl_interp_health(ip, obj, &h, &err);
-    } else if (w == REFLECT) {
+    } else if (w == REFLECT || w == REFLECT_PAIRS) {
         json_t *st = NULL;
         rc = fl_interp_reflect_status(ip, obj, &st, &err);
         json_decref(st);
@@ -279,16 +281,24 @@ int main(int argc, char **argv)
     json_t *flink_ric = json_pack("{s:{s:s}, s:{s:{s:s, s:s}, s:{s:{s:s}}}}", "metadata", "name", "flink", "spec",
                                   "target", "apiVersion", "flink.apache.org/v1beta1", "kind", "FlinkDeployment",
                                   "customizations", "componentResource", "luaScript", components_lua);
+    /* the same ReflectStatus in a script that names pairs (once, when the chunk runs): its
+     * tables keep their keys' order (lua_order.c), which is what that costs */
+    char *reflect_pairs = fl_asprintf("%slocal _ = pairs\n", reflect_lua);
+    json_t *pairs_ric = json_pack("{s:{s:s}, s:{s:{s:s, s:s}, s:{s:{s:s}}}}", "metadata", "name", "ordered", "spec",
+                                  "target", "apiVersion", "apps.kruise.io/v1alpha1", "kind", "OrderedCloneSet",
+                                  "customizations", "statusReflection", "luaScript", reflect_pairs);
+    free(reflect_pairs);
     fl_interp *lua_ip = fl_interp_new(), *native_ip = fl_interp_new();
     fl_lua_backend *b = fl_lua_backend_new("customization", NULL);
     fl_lua_backend_attach(b, lua_ip);
     char *err = NULL;
-    if (fl_lua_backend_set(b, ric, &err) || fl_lua_backend_set(b, flink_ric, &err)) {
+    if (fl_lua_backend_set(b, ric, &err) || fl_lua_backend_set(b, flink_ric, &err) ||
+        fl_lua_backend_set(b, pairs_ric, &err)) {
         fprintf(stderr, "lua bench: %s\n", err);
         return 1;
     }
     json_t *cs = workload("apps.kruise.io/v1alpha1", "CloneSet"), *dep = workload("apps/v1", "Deployment");
-    json_t *fd = flink();
+    json_t *fd = flink(), *csp = workload("apps.kruise.io/v1alpha1", "OrderedCloneSet");
     items100 = status_items();
 
     /* first call on a fresh state: state creation + compile + run the chunk */
@@ -303,7 +313,7 @@ int main(int argc, char **argv)
             lat[s][w] = malloc(calls * sizeof(int64_t));
     for (int w = 0; w < NALL; w++) /* warm: every script compiled, caches hot */
         for (int i = 0; i < 1000; i++) {
-            one_call(lua_ip, w == COMPONENTS ? fd : cs, (enum which)w);
+            one_call(lua_ip, w == COMPONENTS ? fd : w == REFLECT_PAIRS ? csp : cs, (enum which)w);
             if (w < NCASES)
                 one_call(native_ip, dep, (enum which)w);
         }
@@ -314,7 +324,7 @@ int main(int argc, char **argv)
         for (int w = 0; w < NALL; w++)
             for (int s = 0; s < (w < NCASES ? 2 : 1); s++)
                 for (size_t i = 0; i < n; i++) {
-                    const json_t *obj = s ? dep : w == COMPONENTS ? fd : cs;
+                    const json_t *obj = s ? dep : w == COMPONENTS ? fd : w == REFLECT_PAIRS ? csp : cs;
                     int64_t t = one_call(s ? native_ip : lua_ip, obj, (enum which)w);
                     lat[s][w][done + i] = t;
                     total[s][w] += t;
@@ -354,6 +364,8 @@ int main(int argc, char **argv)
             free(lat[s][w]);
     json_decref(items100);
     json_decref(fd);
+    json_decref(csp);
+    json_decref(pairs_ric);
     json_decref(flink_ric);
     json_decref(cs);
     json_decref(dep);

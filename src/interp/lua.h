@@ -348,6 +348,23 @@ int fl_lua_to_json_flags(struct lua_State *L, int idx, const char *what, int fla
  * its states; call it only for a state made some other way (tests, fuzzing). */
 void fl_lua_json_open(struct lua_State *L);
 
+/* ---- insertion order (lua_order.c) ---- */
+
+/* The script source s (len bytes, valid Lua) with every table constructor wrapped so that
+ * the table it makes visits its keys with pairs() in the order they were added, as in
+ * Karmada's engine: a new string (*out_len bytes, malloc'd) to compile instead of s, whose
+ * chunk must be called with fl_lua_order_table as its one argument; NULL when s makes no
+ * table or never names pairs (compile s itself then). Lines stay where they were. Any
+ * thread. */
+char *fl_lua_order_source(const char *s, size_t len, size_t *out_len);
+
+/* The function a rewritten chunk wraps its constructors in (a lua_CFunction: takes the
+ * new table, gives it the ordering metatable, returns it). Needs fl_lua_order_open(L). */
+int fl_lua_order_table(struct lua_State *L);
+
+/* Install the ordering metatable in L's registry. Protected-call context. */
+void fl_lua_order_open(struct lua_State *L);
+
 /* ---- kube module (lua_kube.c) ---- */
 
 /* Push the kube module table (created once per state, then the same table). Protected

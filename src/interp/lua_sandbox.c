@@ -377,6 +377,7 @@ static int init_state(lua_State *L)
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &cache_key);
     fl_lua_json_open(L);
+    fl_lua_order_open(L);
     lua_settop(L, 0);
     return 0;
 }
@@ -541,8 +542,21 @@ static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
         return;
     }
     lua_pop(L, 1);
+    /* compiled as written first, so that a syntax error names what the user wrote; then
+     * as rewritten for pairs() in insertion order (lua_order.c), when it makes tables */
     if (luaL_loadbufferx(L, s->source, s->len, s->chunkname, "t") != LUA_OK)
         lua_error(L);
+    size_t olen = 0;
+    char *ordered = fl_lua_order_source(s->source, s->len, &olen);
+    int nargs = 0;
+    if (ordered) {
+        int lrc = luaL_loadbufferx(L, ordered, olen, s->chunkname, "t");
+        free(ordered);
+        if (lrc != LUA_OK)
+            lua_error(L); /* cannot happen for valid Lua: say so loudly rather than differ */
+        lua_remove(L, -2); /* luaL_loadbufferx raised nothing: ordered is not leaked */
+        nargs = 1;
+    }
     int chunk = lua_gettop(L);
     /* the chunk runs with `globals` as its _ENV: the sandbox's entries, then its own */
     lua_createtable(L, 0, 48);
@@ -560,7 +574,9 @@ static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
     lua_pushvalue(L, globals);
     lua_setupvalue(L, chunk, 1); /* a main chunk's only upvalue is _ENV */
     lua_pushvalue(L, chunk);
-    lua_call(L, 0, 0);
+    if (nargs)
+        lua_pushcfunction(L, fl_lua_order_table);
+    lua_call(L, nargs, 0);
     lua_pushstring(L, s->function);
     int t = lua_rawget(L, globals);
     if (t != LUA_TFUNCTION) {

@@ -338,6 +338,77 @@ static void test_nil_assignment_shadows_a_builtin_for_the_rest_of_the_call(void 
     fl_interp_free(ip);
 }
 
+/* pairs() over a table the script made visits its keys in the order they were added,
+ * as Karmada's engine does (Karmada's MPIJob aggregation lists conditions by the order
+ * their types were first seen): the array part first, then the constructor's own keys
+ * (sorted: their written order is gone), then added keys; a key deleted and set again
+ * keeps its first place; assigning during the loop is allowed. The same on every call and
+ * in every state: each assert runs in a fresh state. */
+static void test_pairs_visits_added_keys_in_insertion_order(void **state)
+{
+    (void)state;
+    static const char *join = "local function keys(t) local o = {} for k in pairs(t) do o[#o + 1] = tostring(k) end "
+                              "return table.concat(o, ',') end\n";
+    char body[2048];
+    static const char *const cases[][2] = {
+        {"local t = {} t.zeta = 1 t.alpha = 2 t.mid = 3 t.beta = 4", "zeta,alpha,mid,beta"},
+        {"local t = {} for _, w in ipairs({'Created', 'Running', 'Failed', 'Running'}) do t[w] = true end",
+         "Created,Running,Failed"},
+        {"local t = {'a', 'b'} t.z = 1 t[3] = 'c' t.y = 2", "1,2,3,z,y"},
+        {"local t = {b = 1, a = 2} t.d = 3 t.c = 4", "a,b,d,c"},
+        {"local t = {} t.x = 1 t.y = 2 t.x = nil t.z = 3 t.x = 4", "x,y,z"},
+        {"local t = {} t[10] = 'x' t.k = 1 t[5] = 'y'", "10,k,5"},
+        {"local t = {} t.q = 1 t.p = 2 for k in pairs(t) do t[k] = 0 end", "q,p"},
+        {"local t = {} table.insert(t, 'x') t.s = 1 table.insert(t, 'y')", "1,2,s"},
+        {"local function mk(x) return x end local t = mk{} t.n = 1 t.m = 2", "n,m"},
+        {"local o = {} function o:f(x) return x end local t = o:f{} t.n2 = 1 t.m2 = 2", "n2,m2"},
+        {"local t = {inner = {}} t.inner.z = 1 t.inner.y = 2 t = t.inner", "z,y"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(body, sizeof body, "%s%s\nreturn keys(t) == '%s' or error(keys(t))", join, cases[i][0],
+                 cases[i][1]);
+        assert_lua_true(body);
+    }
+    /* braces in strings, long strings and comments are not constructors, and a runtime
+     * error keeps its line (the rewrite adds none) */
+    assert_lua_true("local s = '{' .. \"}\" .. [[{]] .. [==[}]==] -- {\n"
+                    "--[[ { ]] local t = {} t.b = 1 t.a = 2\n"
+                    "local o = {} for k in pairs(t) do o[#o + 1] = k end\n"
+                    "return s == '{}{}' and table.concat(o) == 'ba'");
+    assert_lua_error("local t = {{}, {x = {}}}\nlocal n = nil\nreturn n + 1", "]:4:");
+}
+
+/* The rewrite itself: constructors wrapped, call arguments kept calls, nothing else moved;
+ * only a script that names pairs is rewritten (order is what pairs shows). */
+static void test_order_source_rewrites_constructors_only(void **state)
+{
+    (void)state;
+#define P "local __flotilla_ordered=...;"
+    static const char *const cases[][2] = {
+        {"x = {a = {}} p = pairs", P "x = __flotilla_ordered{a = __flotilla_ordered{}} p = pairs"},
+        {"f{1} g 'x' {2} pairs()", P "f(__flotilla_ordered{1}) g 'x' (__flotilla_ordered{2}) pairs()"},
+        {"return t[1]{}, pairs -- {", P "return t[1](__flotilla_ordered{}), pairs -- {"},
+        {"s = [=[{]=] .. '\\'{' .. pairs", NULL},
+        {"y = 1e+5 --[==[ { ]==]\nz = {pairs}", P "y = 1e+5 --[==[ { ]==]\nz = __flotilla_ordered{pairs}"},
+        {"x = {a = {}} -- pairs", NULL},
+        {"x = {a = {}, 'pairs', ipairs}", NULL},
+    };
+#undef P
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = 0;
+        char *out = fl_lua_order_source(cases[i][0], strlen(cases[i][0]), &n);
+        if (!cases[i][1]) {
+            if (out)
+                fail_msg("%s rewritten: %s", cases[i][0], out);
+            continue;
+        }
+        assert_non_null(out);
+        assert_string_equal(out, cases[i][1]);
+        assert_int_equal(n, strlen(cases[i][1]));
+        free(out);
+    }
+}
+
 /* ReflectStatus and AggregateStatus results carry no empty tables below the top, as
  * Karmada's engine writes them (FlinkDeployment's savepointHistory: [] is left out of the
  * reflected status); other operations keep the input's {} and []. */
@@ -1287,6 +1358,8 @@ int main(void)
         cmocka_unit_test(test_components_run_checked_and_sorted_by_name),
         cmocka_unit_test(test_first_name_wins_and_dependencies_merge),
         cmocka_unit_test(test_json_null_and_empty_through_a_script),
+        cmocka_unit_test(test_pairs_visits_added_keys_in_insertion_order),
+        cmocka_unit_test(test_order_source_rewrites_constructors_only),
         cmocka_unit_test(test_concurrent_calls_are_not_blocked_by_a_runaway_script),
         cmocka_unit_test(test_set_and_delete_while_calls_run),
         cmocka_unit_test(test_pool_grows_to_limit_and_reports_state_bytes),
