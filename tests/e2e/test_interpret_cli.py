@@ -254,6 +254,48 @@ def test_aggregate_status_accepts_null_items_as_nil(files):
     assert got["clusters"] == ["m2", "m3"] and got["firstIsNil"] is True
 
 
+CONDITIONS_BY_TYPE = """\
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterCustomization
+metadata:
+  name: conditions-by-type
+spec:
+  target: {apiVersion: example.com/v1, kind: Widget}
+  customizations:
+    statusAggregation:
+      luaScript: |
+        function AggregateStatus(desiredObj, statusItems)
+          local latest = {}
+          for i = 1, #statusItems do
+            for _, c in ipairs(statusItems[i].status.conditions) do
+              latest[c.type] = c
+            end
+          end
+          local conditions = {}
+          for _, c in pairs(latest) do
+            table.insert(conditions, c)
+          end
+          desiredObj.status = {conditions = conditions}
+          return desiredObj
+        end
+"""
+
+
+def test_pairs_lists_a_scripts_own_table_in_insertion_order(files):
+    # as Karmada's engine (its MPIJob aggregation): conditions keyed by type come out in the
+    # order the types were first seen, on every run, not in Lua's hash order
+    types = ["Created", "Running", "Failed", "Suspended", "Restarting", "Succeeded", "Queued", "Admitted"]
+    items = [{"clusterName": f"m{i}", "status": {"conditions": [{"type": t, "status": "True"} for t in types[i::3]]}}
+             for i in range(3)]
+    first_seen = [t for i in range(3) for t in types[i::3]]
+    for _ in range(3):
+        r = run("-f", files("c.yaml", raw=CONDITIONS_BY_TYPE), "--operation", "aggregateStatus",
+                "--desired-file", files("w.yaml", WIDGET), "--status-file", files("s.json", items), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        got = [c["type"] for c in json.loads(r.stdout)["aggregatedStatus"]["status"]["conditions"]]
+        assert got == first_seen
+
+
 def test_status_item_that_is_neither_object_nor_null_is_refused(files):
     one_error_line(run("-f", files("probe.yaml", raw=ITEMS_PROBE), "--operation", "aggregateStatus",
                        "--desired-file", files("w.yaml", WIDGET), "--status-file", files("s.json", [{}, 3])), 1,
