@@ -405,7 +405,7 @@ typedef struct drill {
     const json_t *binding;
     json_t *targets; /* cluster -> true: where the binding is to be */
     json_t *seen;    /* cluster -> true: a Work was listed there */
-    json_t *ready;   /* cluster -> its enum fl_cluster_report */
+    json_t *reports; /* cluster -> its enum fl_cluster_report */
     json_t *recs;    /* the binding's records so far */
 } drill;
 
@@ -436,8 +436,8 @@ static void add_record(drill *d, const char *cluster, const json_t *work)
 {
     const char *reason, *message;
     const char *state =
-        fl_summary_cluster_state(work, json_is_integer(json_object_get(d->ready, cluster))
-                                           ? (enum fl_cluster_report)json_integer_value(json_object_get(d->ready, cluster))
+        fl_summary_cluster_state(work, json_is_integer(json_object_get(d->reports, cluster))
+                                           ? (enum fl_cluster_report)json_integer_value(json_object_get(d->reports, cluster))
                                            : FL_CLUSTER_NOT_READY,
                                  &reason, &message);
     if (d->o->state && strcmp(state, d->o->state))
@@ -487,11 +487,11 @@ static int by_cluster(const void *a, const void *b)
 }
 
 /* Binding b's records into out, by cluster name. 0, or 1 after printing why not. */
-static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *ready, json_t *out)
+static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *reports, json_t *out)
 {
     bool crb = !fl_json_meta(b, "namespace");
     const char *id = fl_json_meta_map(b, "labels", crb ? FL_CRB_ID_LABEL : FL_RB_ID_LABEL);
-    drill d = {.o = o, .binding = b, .targets = targets_of(b, o->cluster), .seen = json_object(), .ready = ready,
+    drill d = {.o = o, .binding = b, .targets = targets_of(b, o->cluster), .seen = json_object(), .reports = reports,
                .recs = json_array()};
     int rc = 0;
     if (json_object_size(d.targets) && id) {
@@ -541,7 +541,7 @@ static int drill_binding(fl_client *cp, const opts *o, const json_t *b, json_t *
 
 /* cluster -> how it reports (fl_cluster_report), for --cluster's one or for all: a new object in *out. 0, or 1 after
  * printing why not. */
-static int readiness(fl_client *cp, const opts *o, json_t **out)
+static int cluster_reports(fl_client *cp, const opts *o, json_t **out)
 {
     *out = json_object();
     fl_client_error ce = {0};
@@ -572,8 +572,8 @@ static int readiness(fl_client *cp, const opts *o, json_t **out)
 enum { D_NS, D_NAME, D_CLUSTER, D_STATE, D_REASON, D_MESSAGE, D_NCOLS };
 static const char *const D_HEADERS[D_NCOLS] = {"NAMESPACE", "NAME", "CLUSTER", "STATE", "REASON", "MESSAGE"};
 
-/* The drill-down's table (or -o) of bindings; ready from readiness(). */
-static int run_drill(fl_client *cp, const opts *o, const json_t *bindings, json_t *ready)
+/* The drill-down's table (or -o) of bindings; reports from cluster_reports(). */
+static int run_drill(fl_client *cp, const opts *o, const json_t *bindings, json_t *reports)
 {
     json_t *recs = json_array();
     int rc = 0;
@@ -582,7 +582,7 @@ static int run_drill(fl_client *cp, const opts *o, const json_t *bindings, json_
     json_array_foreach(bindings, i, b) {
         if (rc)
             break;
-        rc = drill_binding(cp, o, b, ready, recs);
+        rc = drill_binding(cp, o, b, reports, recs);
     }
     if (!rc && o->output) {
         print_doc(o->output, recs);
@@ -993,20 +993,20 @@ static int parse(int argc, char **argv, opts *o, bool *help)
 /* The plain command: read once, print. */
 static int run_once(fl_client *cp, const opts *o, const sel *s)
 {
-    json_t *bs = NULL, *ready = NULL;
+    json_t *bs = NULL, *reports = NULL;
     /* a cluster that is not there is an error whatever is selected */
-    int rc = o->cluster || o->state ? readiness(cp, o, &ready) : 0;
+    int rc = o->cluster || o->state ? cluster_reports(cp, o, &reports) : 0;
     if (rc == 0)
         rc = list_bindings(cp, o, s, &bs);
     if (rc == 0 && !json_array_size(bs)) {
         rc = none_found(cp, o, s);
     } else if (rc == 0 && (o->cluster || o->state)) {
-        rc = run_drill(cp, o, bs, ready);
+        rc = run_drill(cp, o, bs, reports);
     } else if (rc == 0) {
         print_summaries(o, bs);
     }
     json_decref(bs);
-    json_decref(ready);
+    json_decref(reports);
     return rc;
 }
 

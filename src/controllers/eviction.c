@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controllers/cluster.h"
 #include "controllers/controller.h"
 #include "controllers/events.h"
 #include "controllers/eviction.h"
@@ -384,12 +385,11 @@ static int reconcile(void *ctx, const char *key)
 
 /* ---- evicting ---- */
 
-/* Is the Ready condition of cluster True? */
+/* Is the Ready condition of cluster True? (A Ready cluster that is not reporting still
+ * counts as up here: eviction follows Ready, as Karmada's taint manager does.) */
 static bool cluster_ready(const json_t *cluster)
 {
-    const json_t *c = fl_condition_of(cluster, "Ready");
-    const char *s = fl_json_str(c, "status");
-    return s && !strcmp(s, "True");
+    return fl_cluster_report(cluster) != FL_CLUSTER_NOT_READY;
 }
 
 /* Set the FailoverSuppressed condition of the binding at key: True when held, else False

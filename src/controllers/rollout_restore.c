@@ -39,7 +39,8 @@ int fl_rollout_restore(fl_client *cp, const json_t *tmpl, int64_t *revision, cha
     fl_list_result lr = {0};
     int rc = fl_client_list(cp, &REVISIONS, ns ? ns : FL_REVISION_CLUSTER_SCOPED_NAMESPACE, &lo, &lr, &ce);
     free(sel);
-    if (rc == FL_ENOTFOUND || (!rc && !fl_revision_previous(tmpl, lr.items))) {
+    const json_t *prev = rc ? NULL : fl_revision_previous(tmpl, lr.items);
+    if (rc == FL_ENOTFOUND || (!rc && !prev)) {
         fl_list_result_close(&lr);
         *why = fl_asprintf("no earlier ControllerRevision of %s/%s (label %s=%s) to roll back to", kind, name,
                            FL_REVISION_TEMPLATE_UID_LABEL, uid);
@@ -49,7 +50,6 @@ int fl_rollout_restore(fl_client *cp, const json_t *tmpl, int64_t *revision, cha
         *why = fl_asprintf("listing the revisions of %s/%s: %s", kind, name, fl_errmsg(ce.message, rc));
         return rc;
     }
-    const json_t *prev = fl_revision_previous(tmpl, lr.items);
     *revision = fl_json_path_int(prev, "revision", 0);
     char *resource = NULL;
     bool namespaced = false;

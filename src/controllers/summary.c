@@ -44,7 +44,8 @@ const char *fl_summary_cluster_state(const json_t *work, enum fl_cluster_report 
     }
     if (report == FL_CLUSTER_NOT_REPORTING) {
         *reason = "ClusterNotReporting";
-        *message = "the cluster has not answered for about twice its probe interval: what it last reported is stale";
+        *message = "the cluster has not reported for about twice its reporting interval (two probes or lease renewals "
+                   "missed): what it last reported is stale";
         return fl_summary_states[UNKNOWN];
     }
     if (!work) {
