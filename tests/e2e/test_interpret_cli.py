@@ -199,31 +199,31 @@ def test_status_file_may_hold_one_item_per_document(files):
 
 # ---- what karmadactl accepts: no status file, empty and null items, zero replicas ----
 
-ITEMS_PROBE = """\
-apiVersion: config.karmada.io/v1alpha1
-kind: ResourceInterpreterCustomization
-metadata:
-  name: items-probe
-spec:
-  target: {apiVersion: example.com/v1, kind: Widget}
-  customizations:
-    statusAggregation:
-      luaScript: |
-        function AggregateStatus(desiredObj, statusItems)
-          local seen = {isNil = statusItems == nil, clusters = {}}
-          if statusItems ~= nil then
-            seen.firstIsNil = statusItems[1] == nil
-            for i = 1, 3 do
-              if statusItems[i] ~= nil then
-                table.insert(seen.clusters, statusItems[i].clusterName)
-              end
-            end
-            seen.count = #seen.clusters
-          end
-          desiredObj.status = seen
-          return desiredObj
-        end
-"""
+
+def widget_aggregation(name, script):
+    """A customization of example.com/v1 Widget with one rule, statusAggregation."""
+    return ("apiVersion: config.karmada.io/v1alpha1\nkind: ResourceInterpreterCustomization\n"
+            f"metadata:\n  name: {name}\nspec:\n  target: {{apiVersion: example.com/v1, kind: Widget}}\n"
+            "  customizations:\n    statusAggregation:\n      luaScript: |\n"
+            + "".join("        " + line + "\n" for line in script.strip("\n").split("\n")))
+
+
+ITEMS_PROBE = widget_aggregation("items-probe", """\
+function AggregateStatus(desiredObj, statusItems)
+  local seen = {isNil = statusItems == nil, clusters = {}}
+  if statusItems ~= nil then
+    seen.firstIsNil = statusItems[1] == nil
+    for i = 1, 3 do
+      if statusItems[i] ~= nil then
+        table.insert(seen.clusters, statusItems[i].clusterName)
+      end
+    end
+    seen.count = #seen.clusters
+  end
+  desiredObj.status = seen
+  return desiredObj
+end
+""")
 WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "n"}}
 
 
@@ -254,31 +254,22 @@ def test_aggregate_status_accepts_null_items_as_nil(files):
     assert got["clusters"] == ["m2", "m3"] and got["firstIsNil"] is True
 
 
-CONDITIONS_BY_TYPE = """\
-apiVersion: config.karmada.io/v1alpha1
-kind: ResourceInterpreterCustomization
-metadata:
-  name: conditions-by-type
-spec:
-  target: {apiVersion: example.com/v1, kind: Widget}
-  customizations:
-    statusAggregation:
-      luaScript: |
-        function AggregateStatus(desiredObj, statusItems)
-          local latest = {}
-          for i = 1, #statusItems do
-            for _, c in ipairs(statusItems[i].status.conditions) do
-              latest[c.type] = c
-            end
-          end
-          local conditions = {}
-          for _, c in pairs(latest) do
-            table.insert(conditions, c)
-          end
-          desiredObj.status = {conditions = conditions}
-          return desiredObj
-        end
-"""
+CONDITIONS_BY_TYPE = widget_aggregation("conditions-by-type", """\
+function AggregateStatus(desiredObj, statusItems)
+  local latest = {}
+  for i = 1, #statusItems do
+    for _, c in ipairs(statusItems[i].status.conditions) do
+      latest[c.type] = c
+    end
+  end
+  local conditions = {}
+  for _, c in pairs(latest) do
+    table.insert(conditions, c)
+  end
+  desiredObj.status = {conditions = conditions}
+  return desiredObj
+end
+""")
 
 
 def test_pairs_lists_a_scripts_own_table_in_insertion_order(files):
