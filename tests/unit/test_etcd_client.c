@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -757,7 +758,7 @@ static void a_full_database_is_eio_with_nospace(void **state)
 typedef struct canned {
     int fd;             /* listening */
     const char *answer; /* what every connection gets, after its request */
-    int served;
+    atomic_int served;  /* counted before answering: the client may check as soon as it reads */
 } canned;
 
 static void *serve_canned(void *p)
@@ -769,8 +770,11 @@ static void *serve_canned(void *p)
             return NULL; /* the test shut the socket down */
         char buf[4096];
         ssize_t r = read(c, buf, sizeof buf); /* headers and a small body come in one read */
-        if (r > 0 && write(c, k->answer, strlen(k->answer)) > 0)
-            k->served++;
+        if (r > 0) {
+            atomic_fetch_add(&k->served, 1);
+            if (write(c, k->answer, strlen(k->answer)) < 0)
+                atomic_fetch_sub(&k->served, 1);
+        }
         close(c);
     }
 }
@@ -783,13 +787,18 @@ static void a_proxy_error_moves_a_read_on_and_a_stranger_is_eio(void **state)
         "<h1>nope</h1>\n",
     };
     puts_("px/k", "v");
+    /* static: should an assert end the test early, the server thread still points at it */
+    static canned ks[2];
     for (int i = 0; i < 2; i++) {
-        canned k = {.answer = answers[i]};
-        int port = fl_etcdtest_free_port(&k.fd);
+        canned *k = &ks[i];
+        k->fd = -1;
+        k->answer = answers[i];
+        atomic_init(&k->served, 0);
+        int port = fl_etcdtest_free_port(&k->fd);
         assert_true(port > 0);
-        assert_int_equal(listen(k.fd, 16), 0);
+        assert_int_equal(listen(k->fd, 16), 0);
         pthread_t th;
-        pthread_create(&th, NULL, serve_canned, &k);
+        pthread_create(&th, NULL, serve_canned, k);
         char list[256];
         snprintf(list, sizeof list, "http://127.0.0.1:%d,%s", port, etcd1.endpoint[0]);
         fl_etcd_config cfg = {.endpoints = list, .timeout_ms = 2000};
@@ -816,11 +825,11 @@ static void a_proxy_error_moves_a_read_on_and_a_stranger_is_eio(void **state)
             assert_int_equal(rc, FL_EIO); /* not etcd at all: a configuration mistake, said once */
             assert_non_null(strstr(e.msg, "HTTP 404, not an etcd answer: <h1>nope</h1>"));
         }
-        assert_true(k.served >= 1);
+        assert_true(atomic_load(&k->served) >= 1);
         fl_etcd_free(c);
-        shutdown(k.fd, SHUT_RDWR);
+        shutdown(k->fd, SHUT_RDWR);
         pthread_join(th, NULL);
-        close(k.fd);
+        close(k->fd);
     }
 }
 
