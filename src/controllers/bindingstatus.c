@@ -15,8 +15,9 @@
  *
  * Bounded: status.summary (ours, summary.h) counts the clusters per live state and names the
  * worst, and aggregatedStatus keeps the worst items once a fleet is large (the template still
- * aggregates every item). A Cluster's Ready flip re-queues every binding: its clusters turn
- * Unknown, or no longer.
+ * aggregates every item). A Cluster that stops or starts reporting (its Ready flips, or it
+ * misses two reports) re-queues the bindings placed there, from an index of the bindings'
+ * target clusters the binding handlers keep: its clusters turn Unknown, or no longer.
  *
  * Writes happen only on change (binding status, then the template's status subresource), so
  * a quiet fleet writes nothing. A customization changed for the kind aggregates its bindings
@@ -63,9 +64,56 @@ typedef struct statusctl {
     fl_ctrl_workers *workers;
     fl_status_lag *lag; /* stage "binding": a Work's status change -> the binding's and template's */
     pthread_mutex_t mu;
+    json_t *on_cluster; /* cluster -> {binding key: true}: the bindings it is a target of; under mu */
 } statusctl;
 
 /* ---- handlers ---- */
+
+/* The binding's target clusters, in order and once each: spec.clusters, then the clusters
+ * of requiredBy (an attached dependency's). A new object, name -> true. */
+static json_t *target_names(const json_t *b)
+{
+    const json_t *spec = json_object_get(b, "spec");
+    json_t *names = json_object(), *c, *e;
+    size_t i, j;
+    json_array_foreach(json_object_get(spec, "clusters"), i, c)
+        if (fl_json_str(c, "name"))
+            json_object_set(names, fl_json_str(c, "name"), json_true());
+    json_array_foreach(json_object_get(spec, "requiredBy"), i, e)
+        json_array_foreach(json_object_get(e, "clusters"), j, c)
+            if (fl_json_str(c, "name"))
+                json_object_set(names, fl_json_str(c, "name"), json_true());
+    return names;
+}
+
+/* Move the binding under key in the index from the targets of was to those of now (either
+ * NULL: none). Informer thread. */
+static void index_targets(statusctl *s, const char *key, const json_t *was, const json_t *now)
+{
+    json_t *before = was ? target_names(was) : json_object(), *after = now ? target_names(now) : json_object();
+    const char *c;
+    json_t *v;
+    pthread_mutex_lock(&s->mu);
+    json_object_foreach(before, c, v) {
+        json_t *keys = json_object_get(s->on_cluster, c);
+        if (keys && !json_object_get(after, c)) {
+            json_object_del(keys, key);
+            if (!json_object_size(keys))
+                json_object_del(s->on_cluster, c);
+        }
+    }
+    json_object_foreach(after, c, v) {
+        json_t *keys = json_object_get(s->on_cluster, c);
+        if (!keys) {
+            keys = json_object();
+            json_object_set_new(s->on_cluster, c, keys);
+        }
+        json_object_set(keys, key, json_true());
+    }
+    pthread_mutex_unlock(&s->mu);
+    json_decref(before);
+    json_decref(after);
+}
 
 /* Whether a binding has targets: clusters of its own or an attached dependency's. */
 static bool has_targets(const json_t *b)
@@ -79,6 +127,10 @@ static bool has_targets(const json_t *b)
 static void binding_added(void *ctx, json_t *obj)
 {
     statusctl *s = ctx;
+    char *key = fl_names_binding_key(obj);
+    if (key)
+        index_targets(s, key, NULL, obj);
+    free(key);
     const json_t *had = json_object_get(json_object_get(obj, "status"), "aggregatedStatus");
     if (!fl_ctrl_resumed_add(&s->env, obj) && (has_targets(obj) || had))
         fl_ctrl_queue_binding(s->q, obj);
@@ -103,6 +155,8 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
     char *key = fl_names_binding_key(new_obj);
+    if (key)
+        index_targets(s, key, old_obj, new_obj);
     if (key && binding_acked(s, key))
         fl_workqueue_add(s->q, key);
     else if (key && (has_targets(old_obj) || any_reported(s, key)))
@@ -255,13 +309,29 @@ static void interp_changed(void *ctx, const char *api_version, const char *kind)
     fl_ctrl_queue_bindings_of(s->q, s->rbs, s->crbs, api_version, kind);
 }
 
-/* A Cluster's Ready condition flipped, or it stopped or started answering: its bindings'
- * summaries say Unknown, or no longer. */
+static void binding_deleted(void *ctx, json_t *obj)
+{
+    char *key = fl_names_binding_key(obj);
+    if (key)
+        index_targets(ctx, key, obj, NULL);
+    free(key);
+}
+
+/* A Cluster's Ready condition flipped, or it stopped or started answering: the summaries of
+ * the bindings placed there say Unknown, or no longer. */
 static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
 {
     statusctl *s = ctx;
-    if (fl_cluster_report(old_obj) != fl_cluster_report(new_obj))
-        fl_ctrl_queue_bindings(s->q, s->rbs, s->crbs);
+    if (fl_cluster_report(old_obj) == fl_cluster_report(new_obj))
+        return;
+    pthread_mutex_lock(&s->mu);
+    json_t *keys = json_copy(json_object_get(s->on_cluster, fl_json_meta(new_obj, "name")));
+    pthread_mutex_unlock(&s->mu);
+    const char *key;
+    json_t *v;
+    json_object_foreach(keys, key, v)
+        fl_workqueue_add(s->q, key);
+    json_decref(keys);
 }
 
 /* ---- aggregation ---- */
@@ -411,28 +481,12 @@ static int reconcile(void *ctx, const char *key)
                                 fl_json_str(res, "name") ? fl_json_str(res, "name") : "");
     json_t *items = json_array();
     size_t applied = 0, n = 0;
-    /* targets: spec.clusters, then requiredBy's clusters (an attached dependency's) */
-    json_t *names = json_array();
-    size_t i, j;
-    json_t *c, *e;
-    json_array_foreach(json_object_get(spec, "clusters"), i, c)
-        if (fl_json_str(c, "name"))
-            json_array_append_new(names, json_string(fl_json_str(c, "name")));
-    json_array_foreach(json_object_get(spec, "requiredBy"), i, e) {
-        json_array_foreach(json_object_get(e, "clusters"), j, c) {
-            const char *nm = fl_json_str(c, "name");
-            bool dup = !nm;
-            size_t x;
-            json_t *have;
-            json_array_foreach(names, x, have) dup |= nm && !strcmp(json_string_value(have), nm);
-            if (!dup)
-                json_array_append_new(names, json_string(nm));
-        }
-    }
+    json_t *names = target_names(b);
     json_t *works = json_object(); /* cluster -> its Work, for the suspension roll-up */
     fl_summary *sum = fl_summary_new();
-    json_array_foreach(names, i, c) {
-        const char *cluster = json_string_value(c);
+    const char *cluster;
+    json_t *c;
+    json_object_foreach(names, cluster, c) {
         json_t *work = work_of(s, wname, cluster);
         if (work)
             json_object_set(works, cluster, work);
@@ -513,6 +567,7 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     s->q = fl_workqueue_new(NULL);
     s->lag = fl_status_lag_new("binding");
     pthread_mutex_init(&s->mu, NULL);
+    s->on_cluster = json_object();
     fl_ctrl_resumable(env, s->q);
     s->rbs = fl_ctrl_informer(env, RBS.api_version, RBS.resource);
     s->crbs = fl_ctrl_informer(env, CRBS.api_version, CRBS.resource);
@@ -520,7 +575,8 @@ static int statusctl_start(const fl_ctrl_env *env, void **state)
     s->clusters = fl_ctrl_informer(env, "cluster.karmada.io/v1alpha1", "clusters");
     fl_informer_handlers ch = {.on_update = cluster_updated, .ctx = s};
     fl_informer_add_handlers(s->clusters, &ch);
-    fl_informer_handlers bh = {.on_add = binding_added, .on_update = binding_updated, .ctx = s};
+    fl_informer_handlers bh = {
+        .on_add = binding_added, .on_update = binding_updated, .on_delete = binding_deleted, .ctx = s};
     fl_informer_add_handlers(s->rbs, &bh);
     fl_informer_add_handlers(s->crbs, &bh);
     fl_informer_handlers wh = {.on_add = work_added, .on_update = work_updated, .on_delete = work_deleted, .ctx = s};
@@ -540,6 +596,7 @@ static void statusctl_stop(void *state)
     fl_ctrl_workers_join(s->workers);
     fl_workqueue_free(s->q);
     fl_status_lag_free(s->lag);
+    json_decref(s->on_cluster);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -6,7 +6,8 @@ aggregatedStatus keeps its shape but holds at most 100 items.
 - one member's copy given an image that never pulls: Failed there (ProgressDeadlineExceeded),
   named in the summary, the binding's state Failed; the override removed: Current again;
 - a member whose API goes down turns Unknown at its second failing probe (ClusterNotReporting),
-  while its Cluster is still Ready, and stays Unknown (ClusterNotReady) once it is not;
+  while its Cluster is still Ready, and stays Unknown (ClusterNotReady) once it is not; its
+  flips make the binding status controller look again at the bindings placed there only;
 - 105 members: aggregatedStatus holds the 100 worst (the Failed copies first), the summary
   counts all 105, and the stored binding stays small.
 """
@@ -95,9 +96,33 @@ def test_current_everywhere_failed_on_one_then_current_again(fleet):
     assert s["state"] == "Current" and s["notCurrent"] == [] and s["failed"] == 0
 
 
+def binding_status_reconciles(fleet):
+    """The binding status controller's reconciles so far, from the server's /metrics."""
+    text = fleet.kubectl("get", "--raw", "/metrics").stdout
+    return sum(float(m.group(1)) for m in re.finditer(
+        r'^flotilla_controller_reconcile_total\{controller="bindingstatus",result="\w+"\} (\S+)$', text, re.M))
+
+
 def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
-    fleet.apply([policy_manifest("sum-down", ["member1", "member3"]), deployment_manifest("sum-down")])
+    # bystanders: 30 Deployments on member1 only; member3's flips must not look at them again
+    others = [f"sum-by-{i}" for i in range(30)]
+    by_policy = policy_manifest("sum-by", ["member1"])
+    by_policy["spec"]["resourceSelectors"] = [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                               "labelSelector": {"matchLabels": {"sum": "bystander"}}}]
+    bystanders = [deployment_manifest(n) for n in others]
+    for d in bystanders:
+        d["metadata"]["labels"] = {"sum": "bystander"}
+    fleet.apply([policy_manifest("sum-down", ["member1", "member3"]), deployment_manifest("sum-down"), by_policy]
+                + bystanders)
     wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current on both")
+    wait_for(lambda: all(summary(fleet, n).get("current") == 1 for n in others), timeout=WAIT,
+             what="the bystanders Current on member1")
+
+    def settled():
+        a = binding_status_reconciles(fleet)
+        time.sleep(2)
+        return (a,) if binding_status_reconciles(fleet) == a else None
+    quiet = wait_for(settled, timeout=WAIT, what="the binding status controller quiet")[0]
     member_fault(fleet, "member3", True)
     t0 = time.time()
     try:
@@ -119,6 +144,11 @@ def test_a_member_that_stops_answering_turns_unknown_and_back(fleet):
     finally:
         member_fault(fleet, "member3", False)
     wait_for(lambda: summary(fleet, "sum-down").get("current") == 2, timeout=WAIT, what="Current again")
+    # three flips of member3 (not reporting, not Ready, Ready): each looked again at the
+    # bindings placed there, not at the 30 bystanders (that would be 90 reconciles and more)
+    looked = binding_status_reconciles(fleet) - quiet
+    assert looked < 30, looked
+    assert all(summary(fleet, n).get("current") == 1 for n in others)
 
 
 def test_partitioned_members_do_not_hold_back_the_probes_of_the_others(monkeypatch):
