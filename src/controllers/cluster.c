@@ -894,7 +894,8 @@ static int write_cluster(cstatus *st, const char *name, json_t *base, const obse
 /* Whether the agent's Lease (or, with none, the Cluster's creation) is older than the failure
  * threshold; *quiet whether it missed two renewals (FL_AGENT_RENEW_INTERVAL_ANNOTATION, else
  * a quarter of leaseDurationSeconds). */
-static int lease_state(cstatus *st, const json_t *cluster, const char *name, int64_t now, bool *missing, bool *quiet)
+static int lease_state(cstatus *st, const json_t *cluster, const char *name, int64_t now, bool *missing, bool *quiet,
+                       int64_t *due)
 {
     json_t *lease = NULL;
     int64_t t, every = 0;
@@ -913,6 +914,12 @@ static int lease_state(cstatus *st, const json_t *cluster, const char *name, int
         t = fl_time_parse(fl_json_meta(cluster, "creationTimestamp"));
     }
     *quiet = !*missing && t >= 0 && every > 0 && now - t > 2 * every;
+    /* the next moment the verdict changes without a renewal: quiet, then stale */
+    *due = 0;
+    if (t >= 0 && !*quiet && !*missing && every > 0)
+        *due = t + 2 * every + 1;
+    else if (t >= 0 && now - t <= st->failure_ms)
+        *due = t + st->failure_ms + 1;
     return t >= 0 && now - t > st->failure_ms;
 }
 
@@ -953,7 +960,9 @@ static void reconcile(worker *w, const char *name)
     const char *mode = fl_json_str(json_object_get(cl, "spec"), "syncMode");
     int64_t now = fl_time_now_ms();
     if (mode && !strcmp(mode, "Pull")) {
-        ob.lease_stale = lease_state(st, cl, name, now, &ob.lease_missing, &ob.lease_quiet);
+        int64_t due;
+        ob.lease_stale = lease_state(st, cl, name, now, &ob.lease_missing, &ob.lease_quiet, &due);
+        mem_set(st, name, "due", due); /* the next look comes then, if sooner than the period */
     } else {
         ob.push = true;
         fl_client *mc = NULL;
@@ -1031,8 +1040,14 @@ static void *worker_main(void *arg)
                 bool spread = mem_get(st, key, "spread", 0);
                 if (!spread)
                     mem_set(st, key, "spread", 1);
-                fl_workqueue_add_after(st->q, key,
-                                       spread ? fl_jittered_ms(st->interval_ms) : fl_random_phase_ms(st->interval_ms));
+                int64_t next = spread ? fl_jittered_ms(st->interval_ms) : fl_random_phase_ms(st->interval_ms);
+                /* a Pull cluster whose lease turns quiet or stale before then: look at that
+                 * moment, so that it is marked at twice its agent's interval, not up to a
+                 * period later */
+                int64_t due = mem_get(st, key, "due", 0), wait = due - fl_time_now_ms();
+                if (due > 0 && wait < next)
+                    next = wait > 0 ? wait : 0;
+                fl_workqueue_add_after(st->q, key, next);
             }
             json_decref(still);
         }
@@ -1068,6 +1083,26 @@ static void on_update(void *ctx, json_t *old_obj, json_t *new_obj)
     if (ready_moved || !fl_json_same(json_object_get(json_object_get(old_obj, "metadata"), "generation"),
                                    json_object_get(json_object_get(new_obj, "metadata"), "generation")))
         enqueue(ctx, new_obj);
+}
+
+/* An agent renewed its Lease: a cluster marked not reporting, or not Ready, is looked at
+ * now rather than at its next turn (a Ready one that reports needs nothing). */
+static void on_lease(void *ctx, json_t *lease)
+{
+    cstatus *st = ctx;
+    const char *name = fl_json_meta(lease, "name");
+    json_t *cl = NULL;
+    if (!name || fl_informer_get(st->clusters, NULL, name, &cl) != 0)
+        return;
+    if (fl_cluster_report(cl) != FL_CLUSTER_REPORTING)
+        fl_workqueue_add(st->q, name);
+    json_decref(cl);
+}
+
+static void on_lease_update(void *ctx, json_t *old_obj, json_t *new_obj)
+{
+    (void)old_obj;
+    on_lease(ctx, new_obj);
 }
 
 static void on_delete(void *ctx, json_t *obj)
@@ -1125,6 +1160,9 @@ static int cluster_start(const fl_ctrl_env *env, void **state)
     fl_workqueue_add(st->q, FL_MSTATUS_KEY);
     fl_informer_config lc = {.client = env->cp, .resource = LEASES, .ns = LEASE_NAMESPACE};
     int rc = fl_informer_new(&lc, &st->leases);
+    fl_informer_handlers lh = {.on_add = on_lease, .on_update = on_lease_update, .ctx = st};
+    if (rc == 0)
+        fl_informer_add_handlers(st->leases, &lh);
     if (rc == 0)
         rc = fl_informer_start(st->leases);
     pthread_mutex_lock(&st->mu);

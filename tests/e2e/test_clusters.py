@@ -317,6 +317,57 @@ spec:
     assert "flotilla.io/not-reporting-since" not in (c["metadata"].get("annotations") or {})
 
 
+def test_a_pull_cluster_is_marked_at_twice_its_renewal_interval_not_a_period_later(fresh_server, monkeypatch):
+    # the controller's period (20 s) is far longer than twice the agent's interval (2 x 300 ms):
+    # the mark comes when the second renewal is missed, and goes when the next one comes
+    monkeypatch.setenv("FLOTILLA_CLUSTER_STATUS_INTERVAL_MS", "20000")
+    monkeypatch.setenv("FLOTILLA_CLUSTER_FAILURE_THRESHOLD_MS", "60000")
+    cp = fresh_server.start()
+    ensure_namespace(cp, "karmada-cluster")
+    cp.kubectl("create", "-f", "-", input="""
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata:
+  name: p2
+spec:
+  syncMode: Pull
+""")
+    leases = "/apis/coordination.k8s.io/v1/namespaces/karmada-cluster/leases"
+    code, body = cp.curl("POST", leases, {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "p2", "namespace": "karmada-cluster",
+                     "annotations": {"flotilla.io/renew-interval-ms": "300"}},
+        "spec": {"holderIdentity": "p2", "leaseDurationSeconds": 40, "renewTime": now_micro()}})
+    assert code == 201, body
+    put_status(cp, "/apis/cluster.karmada.io/v1alpha1/clusters/p2", {"conditions": [{
+        "type": "Ready", "status": "True", "reason": "ClusterReady", "message": "cluster is healthy",
+        "lastTransitionTime": now_micro()[:19] + "Z"}]})
+
+    def renew():
+        code, lease = cp.curl("GET", f"{leases}/p2")
+        lease["spec"]["renewTime"] = now_micro()
+        assert cp.curl("PUT", f"{leases}/p2", lease)[0] == 200
+
+    def marked():
+        return "flotilla.io/not-reporting-since" in (cluster(cp, "p2")["metadata"].get("annotations") or {})
+
+    for _ in range(8):  # the agent at work: not marked
+        renew()
+        time.sleep(0.15)
+        assert not marked()
+    renew()
+    t = time.time()
+    wait_for(marked, timeout=25, interval=0.05, what="the not-reporting-since annotation")
+    took = time.time() - t
+    assert took < 3, f"marked {took:.1f} s after the last renewal (twice the interval is 0.6 s)"
+    assert ready(cluster(cp, "p2")) == "True"
+    renew()
+    t = time.time()
+    wait_for(lambda: not marked(), timeout=25, interval=0.05, what="the mark gone")
+    took = time.time() - t
+    assert took < 3, f"unmarked {took:.1f} s after the renewal"
+
+
 def test_ctl_errors_are_one_line_with_exit_codes(cp, tmp_path):
     missing = str(tmp_path / "nope.kubeconfig")
 
