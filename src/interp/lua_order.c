@@ -85,6 +85,12 @@ static int ord_newindex(lua_State *L)
     lua_settop(L, 3);
     if (lua_isnil(L, 3))
         return 0; /* nil into an absent key: nothing is added */
+    int isint = 0;
+    lua_Integer ik = lua_type(L, 2) == LUA_TNUMBER && !lua_isinteger(L, 2) ? lua_tointegerx(L, 2, &isint) : 0;
+    if (isint) { /* t[2.0] is t[2], as the table stores it */
+        lua_pushinteger(L, ik);
+        lua_replace(L, 2);
+    }
     lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 3);

@@ -358,6 +358,7 @@ static void test_pairs_visits_added_keys_in_insertion_order(void **state)
         {"local t = {b = 1, a = 2} t.d = 3 t.c = 4", "a,b,d,c"},
         {"local t = {} t.x = 1 t.y = 2 t.x = nil t.z = 3 t.x = 4", "x,y,z"},
         {"local t = {} t[10] = 'x' t.k = 1 t[5] = 'y'", "10,k,5"},
+        {"local t = {} t[3.0] = 'c' t.k = 1 t[1] = 'a' t[2] = 'b'", "1,2,3,k"},
         {"local t = {} t.q = 1 t.p = 2 for k in pairs(t) do t[k] = 0 end", "q,p"},
         {"local t = {} table.insert(t, 'x') t.s = 1 table.insert(t, 'y')", "1,2,s"},
         {"local function mk(x) return x end local t = mk{} t.n = 1 t.m = 2", "n,m"},
