@@ -327,11 +327,7 @@ static void cluster_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     pthread_mutex_lock(&s->mu);
     json_t *keys = json_copy(json_object_get(s->on_cluster, fl_json_meta(new_obj, "name")));
     pthread_mutex_unlock(&s->mu);
-    const char *key;
-    json_t *v;
-    json_object_foreach(keys, key, v)
-        fl_workqueue_add(s->q, key);
-    json_decref(keys);
+    fl_ctrl_queue_keys(s->q, keys);
 }
 
 /* ---- aggregation ---- */

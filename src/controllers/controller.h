@@ -128,6 +128,10 @@ void fl_ctrl_queue_binding(fl_workqueue *q, const json_t *binding);
  * for events that may concern any of them (a cluster or an override policy changed). */
 void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs);
 
+/* Queue in q every key of the object keys (a set: key -> anything), then drop the
+ * reference to keys (it may be NULL). Any thread. */
+void fl_ctrl_queue_keys(fl_workqueue *q, json_t *keys);
+
 /* A copy of obj (an informer's, read-only) to change the status of and hand over to
  * fl_client_update_status_given: its own are only its top level, its status's top level and
  * the status's conditions (what a status writer changes, fl_condition_set included); the

@@ -316,6 +316,15 @@ void fl_ctrl_queue_bindings(fl_workqueue *q, fl_informer *rbs, fl_informer *crbs
     fl_informer_each_tag(crbs, NULL, queue_key, &c);
 }
 
+void fl_ctrl_queue_keys(fl_workqueue *q, json_t *keys)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(keys, k, v)
+        fl_workqueue_add(q, k);
+    json_decref(keys);
+}
+
 /* ---- interpreter changes ---- */
 
 void fl_ctrl_on_interp_change(const fl_ctrl_env *env, fl_ctrl_interp_fn fn, void *ctx)

@@ -141,11 +141,7 @@ static void unpark(fl_ws_watch *wt)
     json_t *keys = wt->parked;
     wt->parked = NULL;
     pthread_mutex_unlock(&wt->park_mu);
-    const char *k;
-    json_t *v;
-    json_object_foreach(keys, k, v)
-        fl_workqueue_add(wt->q, k);
-    json_decref(keys);
+    fl_ctrl_queue_keys(wt->q, keys);
 }
 
 /* A list is over: the Works waiting for it look again, whether it worked (the adds have

@@ -253,16 +253,21 @@ def test_join_status_health_taints_and_unjoin(cp, member):
     assert cp.curl("GET", "/api/v1/namespaces/karmada-cluster/secrets/m1")[0] == 404
 
 
-def test_pull_cluster_follows_its_agent_lease(cp):
+def create_pull_cluster(cp, name):
+    """A Cluster in Pull mode, as an agent's registration makes it, and the Leases' namespace."""
     ensure_namespace(cp, "karmada-cluster")
-    cp.kubectl("create", "-f", "-", input="""
+    cp.kubectl("create", "-f", "-", input=f"""
 apiVersion: cluster.karmada.io/v1alpha1
 kind: Cluster
 metadata:
-  name: p1
+  name: {name}
 spec:
   syncMode: Pull
 """)
+
+
+def test_pull_cluster_follows_its_agent_lease(cp):
+    create_pull_cluster(cp, "p1")
     # no lease at all: Unknown once the threshold has passed since creation
     c = wait_for(lambda: (x := cluster(cp, "p1")) and ready(x) == "Unknown" and x, timeout=15,
                  what="Ready Unknown")
@@ -323,15 +328,7 @@ def test_a_pull_cluster_is_marked_at_twice_its_renewal_interval_not_a_period_lat
     monkeypatch.setenv("FLOTILLA_CLUSTER_STATUS_INTERVAL_MS", "20000")
     monkeypatch.setenv("FLOTILLA_CLUSTER_FAILURE_THRESHOLD_MS", "60000")
     cp = fresh_server.start()
-    ensure_namespace(cp, "karmada-cluster")
-    cp.kubectl("create", "-f", "-", input="""
-apiVersion: cluster.karmada.io/v1alpha1
-kind: Cluster
-metadata:
-  name: p2
-spec:
-  syncMode: Pull
-""")
+    create_pull_cluster(cp, "p2")
     leases = "/apis/coordination.k8s.io/v1/namespaces/karmada-cluster/leases"
     code, body = cp.curl("POST", leases, {
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
