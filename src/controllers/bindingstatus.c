@@ -155,8 +155,10 @@ static void binding_updated(void *ctx, json_t *old_obj, json_t *new_obj)
     if (fl_json_same(json_object_get(old_obj, "spec"), json_object_get(new_obj, "spec")))
         return;
     char *key = fl_names_binding_key(new_obj);
-    if (key)
-        index_targets(s, key, old_obj, new_obj);
+    const json_t *os = json_object_get(old_obj, "spec"), *ns = json_object_get(new_obj, "spec");
+    if (key && (!fl_json_same(json_object_get(os, "clusters"), json_object_get(ns, "clusters")) ||
+                !fl_json_same(json_object_get(os, "requiredBy"), json_object_get(ns, "requiredBy"))))
+        index_targets(s, key, old_obj, new_obj); /* its targets moved */
     if (key && binding_acked(s, key))
         fl_workqueue_add(s->q, key);
     else if (key && (has_targets(old_obj) || any_reported(s, key)))

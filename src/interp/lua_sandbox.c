@@ -542,21 +542,23 @@ static void get_function(lua_State *L, const fl_lua_script *s, uint64_t gen)
         return;
     }
     lua_pop(L, 1);
-    /* compiled as written first, so that a syntax error names what the user wrote; then
-     * as rewritten for pairs() in insertion order (lua_order.c), when it makes tables */
-    if (luaL_loadbufferx(L, s->source, s->len, s->chunkname, "t") != LUA_OK)
-        lua_error(L);
+    /* compiled as rewritten for pairs() in insertion order (lua_order.c) when it makes
+     * tables and names pairs, else as written; luaL_loadbufferx raises nothing, so ordered
+     * is not leaked */
     size_t olen = 0;
     char *ordered = fl_lua_order_source(s->source, s->len, &olen);
-    int nargs = 0;
-    if (ordered) {
-        int lrc = luaL_loadbufferx(L, ordered, olen, s->chunkname, "t");
-        free(ordered);
-        if (lrc != LUA_OK)
-            lua_error(L); /* cannot happen for valid Lua: say so loudly rather than differ */
-        lua_remove(L, -2); /* luaL_loadbufferx raised nothing: ordered is not leaked */
-        nargs = 1;
+    int nargs = ordered ? 1 : 0;
+    int lrc = luaL_loadbufferx(L, ordered ? ordered : s->source, ordered ? olen : s->len, s->chunkname, "t");
+    free(ordered);
+    if (lrc != LUA_OK && nargs) {
+        /* a syntax error names what the user wrote: compile that for the message (should it
+         * compile, the rewrite broke valid Lua, and its own message is raised, loudly) */
+        if (luaL_loadbufferx(L, s->source, s->len, s->chunkname, "t") != LUA_OK)
+            lua_error(L);
+        lua_pop(L, 1);
     }
+    if (lrc != LUA_OK)
+        lua_error(L);
     int chunk = lua_gettop(L);
     /* the chunk runs with `globals` as its _ENV: the sandbox's entries, then its own */
     lua_createtable(L, 0, 48);
